@@ -1,0 +1,31 @@
+# Quick start: `make demo` runs the scheduler on the quickstart scenario; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/kai: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(BIN)/kai
+
+$(VENV)/.dev: $(BIN)/kai
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(VENV)/.dev
+
+demo: $(BIN)/kai
+	$(BIN)/kai schedule examples/quickstart.yaml --cycles 2
+
+test: $(VENV)/.dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/pytest -n 2
+
+bench: $(BIN)/kai
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""KAI scheduling system for Kubernetes GPU clusters."""

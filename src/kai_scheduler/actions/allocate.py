@@ -1,0 +1,54 @@
+"""Action allocate (KAI `actions/allocate/allocate.go`, §3.6).
+
+1. Order the pending, ready jobs through the queue tree.
+2. For each popped job, open a statement and place its next tasks (gang minimum, or one elastic task).
+3. Commit on success, and put the job back if it still has pending tasks so its next pod competes again;
+   discard on failure, keeping the fit errors for the job's status.
+"""
+
+from __future__ import annotations
+
+from kai_scheduler.actions.common import allocation
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.session import Session
+
+NAME = "allocate"
+
+
+class Allocate:
+    name = NAME
+
+    def execute(self, ssn: Session) -> None:
+        jobs = JobOrderByQueues(ssn, candidates(ssn), depth=ssn.config.queue_depth_per_action.get(NAME))
+        while (job := jobs.pop()) is not None:
+            had_allocated = job.active_allocated() > 0
+            stmt = ssn.statement()
+            outcome = allocation.allocate_job(ssn, stmt, job)
+            if not outcome.placed:
+                stmt.discard()
+                _explain(ssn, job)
+                continue
+            stmt.commit()
+            ssn.clear_fit_errors(job)
+            if not had_allocated and not outcome.pipelined:
+                ssn.started_jobs.add(job.uid)
+            if job.has_pending() and not outcome.pipelined:
+                jobs.push(job)
+
+
+def candidates(ssn: Session) -> list[JobInfo]:
+    """Jobs with pending tasks that are ready (enough live pods for their minimum) and have a usable queue."""
+    return [
+        job for job in ssn.snapshot.jobs.values()
+        if job.uid not in ssn.snapshot.job_problems and job.has_pending() and job.is_ready()
+    ]
+
+
+def _explain(ssn: Session, job: JobInfo) -> None:
+    """Add the plain-words gang summary in front of the task-level reasons."""
+    summary = allocation.gang_summary(ssn, job)
+    if summary:
+        errors = ssn.job_fit_errors.setdefault(job.uid, [])
+        errors.insert(0, points.Reject("allocate", "Unschedulable", summary))

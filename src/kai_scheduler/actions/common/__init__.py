@@ -1,0 +1,1 @@
+"""Shared machinery of the actions."""

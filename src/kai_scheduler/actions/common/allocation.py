@@ -1,0 +1,137 @@
+"""Place one job inside a statement (KAI `actions/common/allocate.go`, §3.5–§3.6).
+
+Shared by allocate and, in pipeline-only mode, by the victim actions' simulations. The job's tasks to
+allocate (gang minimum, or one elastic task) are placed member by member down the subgroup tree; each member
+may be offered several candidate node sets (topology), tried in order with checkpoint and rollback. Each task
+goes to the best-scoring feasible node (greedy, no per-task backtracking): on idle resources it is Allocated,
+on resources still being released it is Pipelined. A gang that needed any pipelining is pipelined whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kai_scheduler.api import constants
+from kai_scheduler.cluster.job_info import JobInfo, Member, PodSet
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.cluster.resources import GPU, describe
+from kai_scheduler.framework import points
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Statement
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    placed: bool
+    pipelined: bool = False
+
+
+def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: bool = False) -> Outcome:
+    """Try to place the job's next tasks; on failure the statement is rolled back to where it was."""
+    tasks = job.tasks_to_allocate(ssn.task_key, ssn.member_key)
+    if not tasks:
+        return Outcome(False)
+    if reject := ssn.job_over_capacity(job, tasks):
+        ssn.record_fit_error(job, reject)
+        return Outcome(False)
+    checkpoint = stmt.checkpoint()
+    wanted = {str(t.uid) for t in tasks}
+    if not _place_member(ssn, stmt, job, job.root, wanted, ssn.all_nodes(), pipeline_only):
+        stmt.rollback(checkpoint)
+        return Outcome(False)
+    if not job.is_gang_satisfied():
+        stmt.rollback(checkpoint)
+        ssn.record_fit_error(job, points.Reject("allocate", constants.REASON_UNSCHEDULABLE,
+                                                "the gang's minimum could not be met"))
+        return Outcome(False)
+    pipelined = any(op.task.status == PodStatus.PIPELINED for op in stmt.operations[checkpoint:])
+    if pipelined:
+        stmt.convert_allocated_to_pipelined(job.uid)
+    return Outcome(True, pipelined)
+
+
+def _place_member(ssn: Session, stmt: Statement, job: JobInfo, member: Member, wanted: set[str],
+                  candidates: points.Mask, pipeline_only: bool) -> bool:
+    """Place the wanted tasks under `member`, trying each candidate node set the plugins offer."""
+    tasks = [t for ps in member.pod_sets() for t in ps.tasks if str(t.uid) in wanted]
+    if not tasks:
+        return True
+    for node_set in ssn.subset_nodes(job, member, tasks, candidates):
+        checkpoint = stmt.checkpoint()
+        if _place_within(ssn, stmt, job, member, wanted, node_set, pipeline_only):
+            return True
+        stmt.rollback(checkpoint)
+    return False
+
+
+def _place_within(ssn: Session, stmt: Statement, job: JobInfo, member: Member, wanted: set[str],
+                  node_set: points.Mask, pipeline_only: bool) -> bool:
+    if isinstance(member, PodSet):
+        tasks = sorted((t for t in member.tasks if str(t.uid) in wanted), key=ssn.task_key)
+        return all(_place_task(ssn, stmt, job, task, node_set, pipeline_only) for task in tasks)
+    return all(
+        _place_member(ssn, stmt, job, child, wanted, node_set, pipeline_only)
+        for child in sorted(member.children, key=ssn.member_key)
+    )
+
+
+def _place_task(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, candidates: points.Mask,
+                pipeline_only: bool) -> bool:
+    if reject := ssn.pre_predicate(task, job):
+        ssn.record_fit_error(job, reject)
+        return False
+    feasible, report = ssn.feasible_nodes(task, candidates)
+    if not feasible.any():
+        ssn.record_fit_error(job, points.Reject("allocate", constants.REASON_UNSCHEDULABLE,
+                                                f"task {task.name}: {report.message()}"))
+        return False
+    node = ssn.snapshot.nodes[ssn.best_node(task, feasible)]
+    groups, groups_on_releasing = _gpu_groups(ssn, task, node.row)
+    fits_idle = bool((ssn.snapshot.arrays.effective_idle()[node.row] >= task.request - _EPS).all())
+    if fits_idle and not groups_on_releasing and not pipeline_only:
+        stmt.allocate(task, node.name, groups)
+    else:
+        stmt.pipeline(task, node.name, groups)
+    return True
+
+
+def _gpu_groups(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool]:
+    """GPU groups for a shared-GPU task on the chosen node (§6): fitting shared groups first, then fresh
+    devices; whether any choice depends on releasing capacity. Whole-GPU tasks need none."""
+    if not task.gpu.is_shared:
+        return (), False
+    node = ssn.snapshot.nodes[row]
+    chosen = [g.id for g in node.shared_gpu_fit(task)][: task.gpu.num_devices]
+    on_releasing = False
+    arrays = ssn.snapshot.arrays
+    idle_gpus = float(arrays.effective_idle()[row][GPU])
+    for i in range(task.gpu.num_devices - len(chosen)):
+        chosen.append(f"{node.name}-gpu-{len(node.gpu_groups) + i}-{task.uid}")
+        if idle_gpus < 1 - _EPS:
+            on_releasing = True
+        idle_gpus -= 1
+    return tuple(chosen), on_releasing
+
+
+def gang_summary(ssn: Session, job: JobInfo) -> str:
+    """Plain words for a homogeneous gang that did not fit: "needs 4 nodes with 8 free GPUs, 2 have them"."""
+    pending = job.pending_tasks()
+    if not pending:
+        return ""
+    first = pending[0]
+    if any(not np.array_equal(t.request, first.request) for t in pending):
+        return ""
+    need = min(len(pending), max(job.min_available() - job.active_allocated(), 1))
+    free = ssn.snapshot.arrays.non_allocated()
+    fits = (free >= first.request - _EPS).all(axis=1) & ssn.snapshot.arrays.schedulable
+    gpus = first.request[GPU]
+    what = describe("gpu", gpus) if gpus else describe("cpu", first.request[0])
+    have = int(fits.sum())
+    if have >= need:
+        return ""
+    return f"needs {need} node{'s' if need != 1 else ''} with {what} free, {have} {'has' if have == 1 else 'have'} them"

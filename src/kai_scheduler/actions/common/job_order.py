@@ -1,0 +1,176 @@
+"""Jobs ordered through the queue tree (KAI `actions/utils/job_order_by_queue.go`, §3.4).
+
+A tree of heaps mirrors the queue hierarchy: a leaf keeps its jobs in a heap by job order; an inner node keeps
+its children in a heap by queue order, each child represented by its best job. `pop` descends from the root;
+before the next pop, every node on the last popped path is re-positioned in its parent's heap, because
+allocating that job changed those queues' allocation (the lazy re-sort of KAI). Re-positioning one entry
+costs O(log k) comparisons, so a cycle over 40,000 jobs in 100 queues stays cheap.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.queue_info import QueueInfo
+from kai_scheduler.framework.session import Session
+
+JobFilter = Callable[[JobInfo], bool]
+
+
+@dataclass(eq=False)
+class _Node:
+    queue: QueueInfo | None                 # None for the synthetic root
+    tree: JobOrderByQueues
+    jobs: list[_JobEntry] = field(default_factory=list)
+    children: list[_Node] = field(default_factory=list)
+    parent: _Node | None = None
+
+    def best(self) -> JobInfo | None:
+        if self.queue is not None and self.queue.is_leaf:
+            return self.jobs[0].job if self.jobs else None
+        return self.children[0].best() if self.children else None
+
+    def empty(self) -> bool:
+        return self.best() is None
+
+    def __lt__(self, other: _Node) -> bool:
+        assert self.queue is not None and other.queue is not None
+        result = self.tree.ssn.compare_queues(self.queue, other.queue, self.best(), other.best())
+        return (result > 0) if self.tree.reverse else (result < 0)
+
+
+@dataclass(eq=False)
+class _JobEntry:
+    job: JobInfo
+    tree: JobOrderByQueues
+
+    def __lt__(self, other: _JobEntry) -> bool:
+        result = self.tree.ssn.compare_jobs(self.job, other.job)
+        return (result > 0) if self.tree.reverse else (result < 0)
+
+
+class JobOrderByQueues:
+    """Pop jobs in queue-tree order; `push` puts a job back (elastic re-queueing).
+
+    `reverse=True` builds the victim order: every comparison reversed (most over-served queue, lowest job first).
+    `depth` caps each leaf's heap (`queueDepthPerAction`)."""
+
+    def __init__(self, ssn: Session, jobs: Iterable[JobInfo], *, reverse: bool = False,
+                 depth: int | None = None) -> None:
+        self.ssn = ssn
+        self.reverse = reverse
+        self._root = _Node(None, self)
+        self._nodes: dict[str, _Node] = {}
+        self._dirty: list[_Node] = []
+        by_queue: dict[str, list[JobInfo]] = {}
+        for job in jobs:
+            by_queue.setdefault(job.queue, []).append(job)
+        for name, queue_jobs in sorted(by_queue.items()):
+            leaf = self._leaf(name)
+            if leaf is None:
+                continue
+            entries = sorted(_JobEntry(j, self) for j in queue_jobs)
+            leaf.jobs = entries[:depth] if depth else entries
+            heapq.heapify(leaf.jobs)
+        self._heapify(self._root)
+
+    def _leaf(self, name: str) -> _Node | None:
+        """The node of a leaf queue, creating the path from the root; None if the queue is not usable."""
+        queues = self.ssn.snapshot.queues
+        queue = queues.get(name)
+        if queue is None or not queue.is_leaf:
+            return None
+        return self._node(queue)
+
+    def _node(self, queue: QueueInfo) -> _Node:
+        node = self._nodes.get(queue.name)
+        if node is not None:
+            return node
+        node = self._nodes[queue.name] = _Node(queue, self)
+        parent = self._node(self.ssn.snapshot.queues[queue.parent]) if queue.parent else self._root
+        node.parent = parent
+        parent.children.append(node)
+        return node
+
+    def _heapify(self, node: _Node) -> None:
+        for child in node.children:
+            self._heapify(child)
+        node.children = [c for c in node.children if not c.empty()]
+        heapq.heapify(node.children)
+
+    def empty(self) -> bool:
+        self._refresh()
+        return not self._root.children
+
+    def pop(self) -> JobInfo | None:
+        """The next job in order, or None when every queue is empty."""
+        self._refresh()
+        node = self._root
+        path = []
+        while node.children:
+            node = node.children[0]
+            path.append(node)
+        if not path or not node.jobs:
+            return None
+        job = heapq.heappop(node.jobs).job
+        self._mark(path)
+        return job
+
+    def push(self, job: JobInfo) -> None:
+        """Put `job` back into its leaf (it will be ordered anew)."""
+        leaf = self._nodes.get(job.queue)
+        if leaf is None:
+            return
+        heapq.heappush(leaf.jobs, _JobEntry(job, self))
+        path = []
+        node: _Node | None = leaf
+        while node is not None and node.queue is not None:
+            path.append(node)
+            node = node.parent
+        self._mark(path)
+
+    def _mark(self, path: list[_Node]) -> None:
+        for node in path:
+            if node not in self._dirty:
+                self._dirty.append(node)
+
+    def _refresh(self) -> None:
+        """Re-position every node of the touched paths in its parent's heap, deepest first."""
+        self._dirty.sort(key=_depth, reverse=True)
+        for node in self._dirty:
+            parent = node.parent
+            assert parent is not None
+            _remove(parent.children, node)
+            if not node.empty():
+                heapq.heappush(parent.children, node)
+        self._dirty = []
+
+
+def _remove(heap: list[Any], item: Any) -> None:
+    for i, entry in enumerate(heap):
+        if entry is item:
+            last = heap.pop()
+            if i < len(heap):
+                heap[i] = last
+                _resift(heap, i)
+            return
+
+
+def _resift(heap: list[Any], i: int) -> None:
+    """Restore the heap after slot `i` changed, in O(log n) (heapq's own sift helpers)."""
+    if i > 0 and heap[i] < heap[(i - 1) // 2]:
+        heapq._siftdown(heap, 0, i)  # type: ignore[attr-defined]
+    else:
+        heapq._siftup(heap, i)  # type: ignore[attr-defined]
+
+
+def _depth(node: _Node) -> int:
+    depth = 0
+    while node.parent is not None:
+        node = node.parent
+        depth += 1
+    return depth

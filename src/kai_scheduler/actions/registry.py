@@ -1,0 +1,23 @@
+"""The actions this scheduler implements, by their ConfigMap name (§1.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from kai_scheduler.actions import allocate
+from kai_scheduler.framework.session import Session
+
+
+class Action(Protocol):
+    name: str
+
+    def execute(self, ssn: Session) -> None: ...
+
+
+ACTIONS: Mapping[str, type[Action]] = {
+    allocate.NAME: allocate.Allocate,
+}
+
+# Actions KAI runs by default that are not implemented here yet: accepted in a configuration and skipped.
+KAI_ACTIONS = frozenset({"consolidation", "reclaim", "preempt", "stalegangeviction"}) - ACTIONS.keys()

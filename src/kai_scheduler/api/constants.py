@@ -1,0 +1,103 @@
+"""Names KAI's users already write: API groups, labels, annotations, resources, shipped priority classes.
+
+BEHAVIOR.md §1, §2 and §9.3. Manifests written for KAI work unchanged because these strings are KAI's.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- API groups and versions (§1) ---
+SCHEDULING_GROUP: Final = "scheduling.run.ai"
+QUEUE_API_VERSION: Final = "scheduling.run.ai/v2"
+PODGROUP_API_VERSION: Final = "scheduling.run.ai/v2alpha2"
+BINDREQUEST_API_VERSION: Final = "scheduling.run.ai/v1alpha2"
+TOPOLOGY_API_VERSION: Final = "kai.scheduler/v1alpha1"
+PRIORITYCLASS_API_VERSION: Final = "scheduling.k8s.io/v1"
+
+# --- Scheduler identity and defaults (§9.3) ---
+DEFAULT_SCHEDULER_NAME: Final = "kai-scheduler"
+DEFAULT_QUEUE_LABEL_KEY: Final = "kai.scheduler/queue"
+DEFAULT_NODE_POOL_LABEL_KEY: Final = "kai.scheduler/node-pool"
+DEFAULT_QUEUE_NAME: Final = "default-queue"
+DEFAULT_PARENT_QUEUE_NAME: Final = "default-parent-queue"
+DEFAULT_QUEUE_PRIORITY: Final = 100
+DEFAULT_PODGROUP_PRIORITY: Final = 50
+NON_PREEMPTIBLE_PRIORITY_THRESHOLD: Final = 100
+
+# --- Pod and owner labels (§2) ---
+LABEL_QUEUE: Final = DEFAULT_QUEUE_LABEL_KEY
+LABEL_PROJECT: Final = "project"
+LABEL_SUBGROUP_NAME: Final = "kai.scheduler/subgroup-name"
+LABEL_PRIORITY_CLASS: Final = "priorityClassName"
+LABEL_PREEMPTIBILITY: Final = "kai.scheduler/preemptibility"
+LABEL_TASK_PRIORITY: Final = "kai.scheduler/task-priority"
+LABEL_GPU_GROUP: Final = "runai-gpu-group"
+LABEL_SELECTED_NODE: Final = "selected-node"
+LABEL_KUBEFLOW_JOB_ROLE: Final = "training.kubeflow.org/job-role"
+LABEL_KUBEFLOW_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
+LABEL_RAY_NODE_TYPE: Final = "ray.io/node-type"
+LABEL_LWS_WORKER_INDEX: Final = "leaderworkerset.sigs.k8s.io/worker-index"
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+
+# --- Pod annotations (§2) ---
+ANNOTATION_POD_GROUP_NAME: Final = "pod-group-name"
+ANNOTATION_SKIP_PODGROUPER: Final = "kai.scheduler/skip-podgrouper"
+ANNOTATION_GPU_FRACTION: Final = "gpu-fraction"
+ANNOTATION_GPU_MEMORY: Final = "gpu-memory"
+ANNOTATION_GPU_FRACTION_NUM_DEVICES: Final = "gpu-fraction-num-devices"
+ANNOTATION_GPU_FRACTION_CONTAINER_NAME: Final = "gpu-fraction-container-name"
+ANNOTATION_MPS: Final = "mps"
+ANNOTATION_RECEIVED_RESOURCE_TYPE: Final = "received-resource-type"
+ANNOTATION_TOPOLOGY: Final = "kai.scheduler/topology"
+ANNOTATION_TOPOLOGY_REQUIRED: Final = "kai.scheduler/topology-required-placement"
+ANNOTATION_TOPOLOGY_PREFERRED: Final = "kai.scheduler/topology-preferred-placement"
+ANNOTATION_SEGMENT_SIZE: Final = "kai.scheduler/segment-size"
+ANNOTATION_SEGMENT_TOPOLOGY_REQUIRED: Final = "kai.scheduler/segment-topology-required-placement"
+ANNOTATION_SEGMENT_TOPOLOGY_PREFERRED: Final = "kai.scheduler/segment-topology-preferred-placement"
+ANNOTATION_BATCH_MIN_MEMBER: Final = "kai.scheduler/batch-min-member"
+ANNOTATION_PREEMPTION_DELAY: Final = "kai.scheduler/preemption-delay"
+ANNOTATION_STALENESS_GRACE_PERIOD: Final = "kai.scheduler/staleness-grace-period"
+
+# --- PodGroup annotations the scheduler reads and writes (§1.2), RFC 3339 timestamps ---
+ANNOTATION_LAST_START_TIMESTAMP: Final = "kai.scheduler/last-start-timestamp"
+ANNOTATION_LAST_EVICTION_TIMESTAMP: Final = "kai.scheduler/last-eviction-timestamp"
+ANNOTATION_STALE_TIMESTAMP: Final = "kai.scheduler/stale-podgroup-timestamp"
+ANNOTATION_TOP_OWNER_METADATA: Final = "kai.scheduler/top-owner-metadata"
+
+# --- Node labels (§2, §6) ---
+LABEL_GPU_MEMORY: Final = "nvidia.com/gpu.memory"
+LABEL_GPU_COUNT: Final = "nvidia.com/gpu.count"
+LABEL_MIG_STRATEGY: Final = "nvidia.com/mig.strategy"
+DEFAULT_NODE_GPU_MEMORY_MIB: Final = 100
+
+# --- Resource names ---
+RESOURCE_CPU: Final = "cpu"
+RESOURCE_MEMORY: Final = "memory"
+RESOURCE_GPU: Final = "nvidia.com/gpu"
+RESOURCE_PODS: Final = "pods"
+
+# --- Preemptibility (§1.2) ---
+PREEMPTIBLE: Final = "preemptible"
+NON_PREEMPTIBLE: Final = "non-preemptible"
+
+# --- GPU sharing (§6) ---
+RESERVATION_NAMESPACE: Final = "kai-resource-reservation"
+RESERVATION_APP_LABEL_VALUE: Final = "kai-resource-reservation"
+
+# --- PodGroup scheduling condition types and reasons (§1.2) ---
+CONDITION_UNSCHEDULABLE_ON_NODE_POOL: Final = "UnschedulableOnNodePool"
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
+REASON_NON_PREEMPTIBLE_OVER_QUOTA: Final = "NonPreemptibleOverQuota"
+REASON_OVER_LIMIT: Final = "OverLimit"
+REASON_PREEMPTION_DELAY_NOT_ELAPSED: Final = "PreemptionDelayNotElapsed"
+REASON_QUEUE_DOES_NOT_EXIST: Final = "QueueDoesNotExist"
+REASON_POD_SCHEDULING_ERRORS: Final = "PodSchedulingErrors"
+
+# --- Priority classes shipped by the chart (§2) ---
+SHIPPED_PRIORITY_CLASSES: Final = (
+    ("train", 50),
+    ("build-preemptible", 75),
+    ("build", 100),
+    ("inference", 125),
+)

@@ -1,0 +1,58 @@
+"""Go `time.Duration` strings ("10m", "1h30m", "90s", "-1s", "1.5h") as seconds.
+
+KAI reads `preemptionDelay`, `stalenessGracePeriod`, min-runtimes and scheduler flags with Go's
+`time.ParseDuration`; scenario files and annotations use the same form. A bare number is not a Go duration
+but is accepted as seconds in scenario files only, by the caller.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|ms|s|m|h)")
+# Larger windows (usage windows, "1w", "1d") appear in KAI's usageDBConfig; accept them there.
+_LONG_UNITS = {**_UNITS, "d": 86400.0, "w": 604800.0}
+_LONG_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|ms|s|m|h|d|w)")
+
+
+class DurationError(ValueError):
+    """A string that is not a Go duration."""
+
+
+def parse_duration(text: str, *, allow_days: bool = False) -> float:
+    """Seconds in a Go duration string; raise DurationError on anything else."""
+    if not isinstance(text, str):
+        raise DurationError(f"invalid duration {text!r}: want a string such as \"90s\" or \"10m\"")
+    s = text.strip()
+    sign = -1.0 if s.startswith("-") else 1.0
+    body = s.lstrip("+-")
+    if body == "0":
+        return 0.0
+    term, units = (_LONG_TERM, _LONG_UNITS) if allow_days else (_TERM, _UNITS)
+    pos, total = 0, 0.0
+    for match in term.finditer(body):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * units[match.group(2)]
+        pos = match.end()
+    if not body or pos != len(body):
+        raise DurationError(f"invalid duration {text!r}: want a Go duration such as \"90s\", \"10m\" or \"1h30m\"")
+    return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as a short Go-style duration ("1h30m", "45s", "0s")."""
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    rest = abs(seconds)
+    parts = []
+    for unit, size in (("h", 3600), ("m", 60)):
+        if rest >= size:
+            n = int(rest // size)
+            parts.append(f"{n}{unit}")
+            rest -= n * size
+    if rest or not parts:
+        parts.append(f"{rest:g}s")
+    return sign + "".join(parts)

@@ -1,0 +1,28 @@
+"""The one error type for bad input: it names the object and the field.
+
+A user error is printed as one line (`kai` exits 2); in a running cluster the same error marks the object and
+the cycle goes on with the rest.
+"""
+
+from __future__ import annotations
+
+
+class ObjectError(ValueError):
+    """A Kubernetes object (or scenario entry) with a field the scheduler cannot accept."""
+
+    def __init__(self, kind: str, name: str, field: str, message: str, *, source: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.field = field
+        self.message = message
+        self.source = source
+        super().__init__(str(self))
+
+    def with_source(self, source: str) -> ObjectError:
+        """Return the same error located in `source` (a file, or file:line)."""
+        return ObjectError(self.kind, self.name, self.field, self.message, source=source)
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        field = f" {self.field}:" if self.field else ":"
+        return f"{where}{self.kind} {self.name}{field} {self.message}"

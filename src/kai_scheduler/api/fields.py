@@ -1,0 +1,152 @@
+"""Read typed fields out of Kubernetes JSON, with errors that name the object and the field path."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kai_scheduler.api import duration, quantity
+from kai_scheduler.api.errors import ObjectError
+
+JSON = dict[str, Any]
+
+
+def parse_time(text: str) -> float:
+    """RFC 3339 timestamp ("2026-01-01T00:00:00Z") as POSIX seconds."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def format_time(seconds: float) -> str:
+    """POSIX seconds as an RFC 3339 UTC timestamp, whole seconds as Kubernetes writes them."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Reader:
+    """Typed access to one object's fields; every failure raises ObjectError naming `kind name field`."""
+
+    __slots__ = ("data", "kind", "name")
+
+    def __init__(self, data: Mapping[builtins.str, Any], kind: builtins.str) -> None:
+        if not isinstance(data, Mapping):
+            raise ObjectError(kind, "?", "", f"expected an object, got {type(data).__name__}")
+        self.data = data
+        self.kind = kind
+        meta = data.get("metadata") or {}
+        name = meta.get("name", "?") if isinstance(meta, Mapping) else "?"
+        ns = meta.get("namespace") if isinstance(meta, Mapping) else None
+        self.name = f"{ns}/{name}" if ns else str(name)
+
+    def error(self, path: builtins.str, message: builtins.str) -> ObjectError:
+        return ObjectError(self.kind, self.name, path, message)
+
+    def get(self, path: builtins.str, default: Any = None) -> Any:
+        node: Any = self.data
+        for part in path.split("."):
+            if not isinstance(node, Mapping):
+                return default
+            node = node.get(part)
+            if node is None:
+                return default
+        return node
+
+    def str(self, path: builtins.str, default: builtins.str = "") -> builtins.str:
+        value = self.get(path)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.error(path, f"expected a string, got {value!r}")
+        return value
+
+    def int(self, path: builtins.str, default: builtins.int | None = None) -> builtins.int | None:
+        value = self.get(path)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise self.error(path, f"expected an integer, got {value!r}")
+        return value
+
+    def float(self, path: builtins.str, default: builtins.float | None = None) -> builtins.float | None:
+        value = self.get(path)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, builtins.int | float):
+            if isinstance(value, str):
+                try:
+                    return float(value)
+                except ValueError:
+                    pass
+            raise self.error(path, f"expected a number, got {value!r}")
+        return float(value)
+
+    def bool(self, path: builtins.str, default: builtins.bool = False) -> builtins.bool:
+        value = self.get(path)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(path, f"expected true or false, got {value!r}")
+        return value
+
+    def map(self, path: builtins.str) -> builtins.dict[builtins.str, Any]:
+        value = self.get(path)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.error(path, f"expected a mapping, got {value!r}")
+        return dict(value)
+
+    def str_map(self, path: builtins.str) -> builtins.dict[builtins.str, builtins.str]:
+        value = self.map(path)
+        for key, item in value.items():
+            if not isinstance(item, str):
+                raise self.error(f"{path}.{key}", f"expected a string, got {item!r}")
+        return value
+
+    def list(self, path: builtins.str) -> builtins.list[Any]:
+        value = self.get(path)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error(path, f"expected a builtins.list, got {value!r}")
+        return value
+
+    def time(self, path: builtins.str) -> builtins.float | None:
+        value = self.get(path)
+        if value is None:
+            return None
+        try:
+            return parse_time(value)
+        except (TypeError, ValueError) as err:
+            raise self.error(path, f"expected an RFC 3339 time, got {value!r}") from err
+
+    def duration(self, path: builtins.str) -> builtins.float | None:
+        value = self.get(path)
+        if value is None:
+            return None
+        try:
+            return duration.parse_duration(value)
+        except duration.DurationError as err:
+            raise self.error(path, str(err)) from err
+
+    def quantity(self, path: builtins.str, value: Any) -> builtins.float:
+        """A non-negative quantity in the scheduler's unit for resource `path`'s last segment."""
+        resource = path.rsplit(".", 1)[-1]
+        try:
+            if resource == "cpu":
+                amount = float(quantity.to_millicores(value))
+            elif resource == "memory" or resource.endswith("storage"):
+                amount = float(quantity.to_bytes(value))
+            else:
+                amount = quantity.to_float(value)
+        except quantity.QuantityError as err:
+            raise self.error(path, str(err)) from err
+        if amount < 0:
+            raise self.error(path, f"negative quantity {value!r}")
+        return amount
+
+    def resources(self, path: builtins.str) -> builtins.dict[builtins.str, builtins.float]:
+        """A ResourceList: cpu in millicores, memory in bytes, everything else in units."""
+        return {name: self.quantity(f"{path}.{name}", value) for name, value in self.map(path).items()}

@@ -1,0 +1,66 @@
+"""Node (`v1`): allocatable resources, labels, taints, readiness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.fields import JSON, Reader
+from kai_scheduler.api.meta import ObjectMeta
+from kai_scheduler.api.selectors import Taint
+
+_TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+
+@dataclass(slots=True, kw_only=True)
+class Node:
+    meta: ObjectMeta
+    allocatable: dict[str, float]           # cpu millicores, memory bytes, others in units
+    capacity: dict[str, float] = field(default_factory=dict)
+    unschedulable: bool = False
+    ready: bool = True
+    taints: tuple[Taint, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def gpu_memory_mib(self) -> int | None:
+        """Per-GPU memory from `nvidia.com/gpu.memory` (§6): MiB floored to 100; values ≥ 1 TiB-in-MiB are bytes."""
+        raw = self.meta.labels.get(constants.LABEL_GPU_MEMORY)
+        if raw is None:
+            return None
+        try:
+            value = int(float(raw))
+        except ValueError:
+            return None
+        if value >= 1024 * 1024:
+            value //= 1024 * 1024
+        return value // 100 * 100
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Node:
+        r = Reader(data, "Node")
+        meta = ObjectMeta.read(r)
+        taints = []
+        for i, t in enumerate(r.list("spec.taints")):
+            if not isinstance(t, dict) or not isinstance(t.get("key"), str):
+                raise r.error(f"spec.taints[{i}].key", "missing taint key")
+            effect = t.get("effect", "NoSchedule")
+            if effect not in _TAINT_EFFECTS:
+                raise r.error(f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
+            taints.append(Taint(t["key"], str(t.get("value") or ""), effect))
+        ready = True
+        for cond in r.list("status.conditions"):
+            if isinstance(cond, dict) and cond.get("type") == "Ready":
+                ready = cond.get("status") == "True"
+        allocatable = r.resources("status.allocatable")
+        return cls(
+            meta=meta,
+            allocatable=allocatable,
+            capacity=r.resources("status.capacity") or dict(allocatable),
+            unschedulable=r.bool("spec.unschedulable"),
+            ready=ready,
+            taints=tuple(taints),
+        )

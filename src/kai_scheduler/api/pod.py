@@ -1,0 +1,102 @@
+"""Pod (`v1`): what the scheduler reads of a pod, and the few fields it writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai_scheduler.api import constants, selectors
+from kai_scheduler.api.fields import JSON, Reader
+from kai_scheduler.api.meta import ObjectMeta
+from kai_scheduler.api.resources import NO_GPU, GpuRequest, gpu_request, pod_requests
+
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+@dataclass(slots=True, kw_only=True)
+class Pod:
+    meta: ObjectMeta
+    phase: str = "Pending"
+    node_name: str = ""
+    scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
+    priority_class_name: str = ""
+    requests: dict[str, float] = field(default_factory=dict)
+    gpu: GpuRequest = NO_GPU
+    node_selector: dict[str, str] = field(default_factory=dict)
+    node_affinity: tuple[selectors.NodeSelectorTerm, ...] = ()
+    pod_affinity: tuple[selectors.PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[selectors.PodAffinityTerm, ...] = ()
+    tolerations: tuple[selectors.Toleration, ...] = ()
+    scheduling_gated: bool = False
+    nominated_node_name: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Pod:
+        r = Reader(data, "Pod")
+        meta = ObjectMeta.read(r)
+        phase = r.str("status.phase", "Pending")
+        if phase not in PHASES:
+            raise r.error("status.phase", f"unknown phase {phase!r}; want one of {', '.join(PHASES)}")
+        requests = pod_requests(r)
+        return cls(
+            meta=meta,
+            phase=phase,
+            node_name=r.str("spec.nodeName"),
+            scheduler_name=r.str("spec.schedulerName", "default-scheduler"),
+            priority_class_name=r.str("spec.priorityClassName"),
+            requests=requests,
+            gpu=gpu_request(r, requests, meta.annotations),
+            node_selector=r.str_map("spec.nodeSelector"),
+            node_affinity=selectors.parse_node_selector_terms(
+                r.get("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"),
+                "Pod", r.name,
+                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+            ),
+            pod_affinity=_affinity_terms(r, "podAffinity"),
+            pod_anti_affinity=_affinity_terms(r, "podAntiAffinity"),
+            tolerations=_tolerations(r),
+            scheduling_gated=bool(r.list("spec.schedulingGates")),
+            nominated_node_name=r.str("status.nominatedNodeName"),
+        )
+
+
+def _affinity_terms(r: Reader, kind: str) -> tuple[selectors.PodAffinityTerm, ...]:
+    path = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+    terms = []
+    for i, raw in enumerate(r.list(path)):
+        if not isinstance(raw, dict):
+            raise r.error(f"{path}[{i}]", f"expected a pod affinity term, got {raw!r}")
+        key = raw.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            raise r.error(f"{path}[{i}].topologyKey", "missing topology key")
+        namespaces: Any = raw.get("namespaces") or []
+        terms.append(
+            selectors.PodAffinityTerm(
+                selectors.parse_label_selector(raw.get("labelSelector"), "Pod", r.name, f"{path}[{i}].labelSelector"),
+                key,
+                tuple(str(n) for n in namespaces),
+            )
+        )
+    return tuple(terms)
+
+
+def _tolerations(r: Reader) -> tuple[selectors.Toleration, ...]:
+    out = []
+    for i, t in enumerate(r.list("spec.tolerations")):
+        if not isinstance(t, dict):
+            raise r.error(f"spec.tolerations[{i}]", f"expected a toleration, got {t!r}")
+        op = t.get("operator", "Equal")
+        if op not in ("Equal", "Exists"):
+            raise r.error(f"spec.tolerations[{i}].operator", f"unknown operator {op!r}")
+        out.append(
+            selectors.Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""), str(t.get("effect") or ""))
+        )
+    return tuple(out)

@@ -1,0 +1,222 @@
+"""PodGroup (`scheduling.run.ai/v2alpha2`): one workload's gang, queue, priority and subgroup tree (§1.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.fields import JSON, Reader, format_time
+from kai_scheduler.api.meta import ObjectMeta
+
+PREEMPTIBILITY_VALUES = ("", constants.PREEMPTIBLE, constants.NON_PREEMPTIBLE)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyConstraint:
+    topology: str = ""
+    required_level: str = ""
+    preferred_level: str = ""
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.topology) and bool(self.required_level or self.preferred_level)
+
+    def to_dict(self) -> JSON:
+        out: dict[str, Any] = {"topology": self.topology}
+        if self.required_level:
+            out["requiredTopologyLevel"] = self.required_level
+        if self.preferred_level:
+            out["preferredTopologyLevel"] = self.preferred_level
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroup:
+    name: str
+    min_member: int | None = None
+    min_sub_group: int | None = None
+    parent: str | None = None
+    topology_constraint: TopologyConstraint | None = None
+
+
+@dataclass(slots=True)
+class SchedulingCondition:
+    """An `UnschedulableOnNodePool` condition: why the job could not be placed in a node pool."""
+
+    node_pool: str
+    reasons: list[tuple[str, str]]          # (reason, message)
+    transition_id: str = "0"
+    last_transition_time: float | None = None
+
+    def to_dict(self) -> JSON:
+        out: JSON = {
+            "type": constants.CONDITION_UNSCHEDULABLE_ON_NODE_POOL,
+            "nodePool": self.node_pool,
+            "status": "True",
+            "transitionID": self.transition_id,
+            "reasons": [{"reason": reason, "message": message} for reason, message in self.reasons],
+        }
+        if self.last_transition_time is not None:
+            out["lastTransitionTime"] = format_time(self.last_transition_time)
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class PodGroup:
+    meta: ObjectMeta
+    queue: str = ""
+    min_member: int | None = None
+    min_sub_group: int | None = None
+    priority_class_name: str = ""
+    preemptibility: str = ""
+    topology_constraint: TopologyConstraint = field(default_factory=TopologyConstraint)
+    sub_groups: tuple[SubGroup, ...] = ()
+    mark_unschedulable: bool = True
+    scheduling_backoff: int = -1
+    preemption_delay: float | None = None        # seconds
+    staleness_grace_period: float | None = None  # seconds; negative = never evict
+    scheduling_conditions: list[SchedulingCondition] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> PodGroup:
+        r = Reader(data, "PodGroup")
+        meta = ObjectMeta.read(r)
+        preemptibility = r.str("spec.preemptibility")
+        if preemptibility not in PREEMPTIBILITY_VALUES:
+            raise r.error(
+                "spec.preemptibility", f"unknown value {preemptibility!r}; want preemptible or non-preemptible"
+            )
+        min_member = _non_negative(r, "spec.minMember")
+        min_sub_group = _non_negative(r, "spec.minSubGroup")
+        if min_member is not None and min_sub_group is not None:
+            raise r.error("spec.minSubGroup", "minMember and minSubGroup are mutually exclusive")
+        backoff = r.int("spec.schedulingBackoff", -1)
+        conditions = []
+        for i, c in enumerate(r.list("status.schedulingConditions")):
+            if isinstance(c, dict):
+                reasons = [(str(x.get("reason", "")), str(x.get("message", ""))) for x in c.get("reasons") or []]
+                conditions.append(
+                    SchedulingCondition(
+                        str(c.get("nodePool", "")), reasons, str(c.get("transitionID", "0")),
+                        r.time(f"status.schedulingConditions[{i}].lastTransitionTime"),
+                    )
+                )
+        return cls(
+            meta=meta,
+            queue=r.str("spec.queue"),
+            min_member=min_member,
+            min_sub_group=min_sub_group,
+            priority_class_name=r.str("spec.priorityClassName"),
+            preemptibility=preemptibility,
+            topology_constraint=_constraint(r, "spec.topologyConstraint") or TopologyConstraint(),
+            sub_groups=_sub_groups(r),
+            mark_unschedulable=r.bool("spec.markUnschedulable", True),
+            scheduling_backoff=backoff if backoff is not None else -1,
+            preemption_delay=r.duration("spec.preemptionDelay"),
+            staleness_grace_period=r.duration("spec.stalenessGracePeriod"),
+            scheduling_conditions=conditions,
+        )
+
+    def to_dict(self) -> JSON:
+        spec: dict[str, Any] = {"queue": self.queue}
+        if self.min_member is not None:
+            spec["minMember"] = self.min_member
+        if self.min_sub_group is not None:
+            spec["minSubGroup"] = self.min_sub_group
+        if self.priority_class_name:
+            spec["priorityClassName"] = self.priority_class_name
+        if self.preemptibility:
+            spec["preemptibility"] = self.preemptibility
+        if self.topology_constraint.topology:
+            spec["topologyConstraint"] = self.topology_constraint.to_dict()
+        if self.sub_groups:
+            spec["subGroups"] = [_sub_group_dict(sg) for sg in self.sub_groups]
+        if not self.mark_unschedulable:
+            spec["markUnschedulable"] = False
+        if self.scheduling_backoff != -1:
+            spec["schedulingBackoff"] = self.scheduling_backoff
+        if self.preemption_delay is not None:
+            spec["preemptionDelay"] = f"{self.preemption_delay:g}s"
+        if self.staleness_grace_period is not None:
+            spec["stalenessGracePeriod"] = f"{self.staleness_grace_period:g}s"
+        out: JSON = {
+            "apiVersion": constants.PODGROUP_API_VERSION,
+            "kind": "PodGroup",
+            "metadata": self.meta.to_dict(),
+            "spec": spec,
+        }
+        if self.scheduling_conditions:
+            out["status"] = {"schedulingConditions": [c.to_dict() for c in self.scheduling_conditions]}
+        return out
+
+
+def _non_negative(r: Reader, path: str) -> int | None:
+    value = r.int(path)
+    if value is not None and value < 0:
+        raise r.error(path, f"must be at least 0, got {value}")
+    return value
+
+
+def _constraint(r: Reader, path: str) -> TopologyConstraint | None:
+    raw = r.get(path)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise r.error(path, f"expected a topology constraint, got {raw!r}")
+    return TopologyConstraint(
+        r.str(f"{path}.topology"), r.str(f"{path}.requiredTopologyLevel"), r.str(f"{path}.preferredTopologyLevel")
+    )
+
+
+def _sub_groups(r: Reader) -> tuple[SubGroup, ...]:
+    out: list[SubGroup] = []
+    names: set[str] = set()
+    for i, raw in enumerate(r.list("spec.subGroups")):
+        path = f"spec.subGroups[{i}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
+            raise r.error(f"{path}.name", "missing subgroup name")
+        name = raw["name"]
+        if name in names:
+            raise r.error(f"{path}.name", f"duplicate subgroup {name!r}")
+        names.add(name)
+        min_member, min_sub = _non_negative(r, f"{path}.minMember"), _non_negative(r, f"{path}.minSubGroup")
+        if min_member is not None and min_sub is not None:
+            raise r.error(f"{path}.minSubGroup", "minMember and minSubGroup are mutually exclusive")
+        parent = raw.get("parent")
+        if parent is not None and not isinstance(parent, str):
+            raise r.error(f"{path}.parent", f"expected a subgroup name, got {parent!r}")
+        out.append(SubGroup(name, min_member, min_sub, parent or None, _constraint(r, f"{path}.topologyConstraint")))
+    for i, sg in enumerate(out):
+        if sg.parent is not None and sg.parent not in names:
+            raise r.error(f"spec.subGroups[{i}].parent", f"no subgroup named {sg.parent!r}")
+    _check_acyclic(r, out)
+    return tuple(out)
+
+
+def _check_acyclic(r: Reader, groups: list[SubGroup]) -> None:
+    parent = {sg.name: sg.parent for sg in groups}
+    for i, sg in enumerate(groups):
+        seen, cur = {sg.name}, sg.parent
+        while cur is not None:
+            if cur in seen:
+                raise r.error(f"spec.subGroups[{i}].parent", f"subgroup {sg.name!r} is part of a parent cycle")
+            seen.add(cur)
+            cur = parent.get(cur)
+
+
+def _sub_group_dict(sg: SubGroup) -> JSON:
+    out: dict[str, Any] = {"name": sg.name}
+    if sg.min_member is not None:
+        out["minMember"] = sg.min_member
+    if sg.min_sub_group is not None:
+        out["minSubGroup"] = sg.min_sub_group
+    if sg.parent is not None:
+        out["parent"] = sg.parent
+    if sg.topology_constraint is not None:
+        out["topologyConstraint"] = sg.topology_constraint.to_dict()
+    return out

@@ -1,0 +1,96 @@
+"""Kubernetes resource quantities ("500m", "64Gi", "1.5", "2e3"), parsed exactly.
+
+Mirrors `k8s.io/apimachinery/pkg/api/resource.Quantity`: a decimal number with an optional binary (Ki…Ei),
+decimal (n, u, m, k, M…E) or exponent (e3) suffix. Parsing goes through `Decimal` so "0.1" is exactly a tenth;
+the scheduler's canonical units are then millicores for CPU and bytes for memory.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+_PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | float) -> Decimal:
+    """Return the exact value of a Kubernetes quantity; raise QuantityError if it is not one."""
+    if isinstance(value, bool):
+        raise QuantityError(f"invalid quantity {value!r}")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"invalid quantity {value!r}")
+        return Decimal(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"invalid quantity {value!r}")
+    match = _PATTERN.match(value.strip())
+    if match is None:
+        raise QuantityError(f"invalid quantity {value!r}")
+    number, suffix = match.group(1), match.group(2) or ""
+    try:
+        base = Decimal(number)
+    except InvalidOperation as err:  # pragma: no cover - the pattern admits only decimals
+        raise QuantityError(f"invalid quantity {value!r}") from err
+    if suffix in _BINARY:
+        return base * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return base * _DECIMAL[suffix]
+    return base.scaleb(int(suffix[1:]))
+
+
+def to_millicores(value: str | int | float) -> int:
+    """CPU quantity in millicores, rounded up as Kubernetes does ("0.0001" → 1)."""
+    return math.ceil(parse_quantity(value) * 1000)
+
+
+def to_bytes(value: str | int | float) -> int:
+    """Memory (or any byte) quantity in bytes, rounded up."""
+    return math.ceil(parse_quantity(value))
+
+
+def to_float(value: str | int | float) -> float:
+    """Any quantity as a float in its base unit (devices, pods)."""
+    return float(parse_quantity(value))
+
+
+def format_cpu(millicores: float) -> str:
+    """Millicores as a Kubernetes quantity: "8" for whole cores, "500m" otherwise."""
+    m = round(millicores)
+    return str(m // 1000) if m % 1000 == 0 else f"{m}m"
+
+
+def format_memory(num_bytes: float) -> str:
+    """Bytes as a Kubernetes quantity with the largest exact binary suffix ("64Gi")."""
+    b = round(num_bytes)
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        unit = _BINARY[suffix]
+        if b and b % unit == 0:
+            return f"{b // unit}{suffix}"
+    return str(b)
+
+
+def format_count(value: float) -> str:
+    """Device counts: "8", or "0.5" for fractions (no trailing zeros)."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4f}".rstrip("0").rstrip(".")

@@ -1,0 +1,116 @@
+"""Pod resource requests as the scheduler counts them (§3.1) and the GPU request forms (§2, §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.fields import Reader
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRequest:
+    """What a pod asks of GPUs: whole devices, or a portion (by fraction or by memory) of `num_devices`.
+
+    Exactly one form is set: `whole` > 0, or `fraction` in (0, 1], or `memory_mib` > 0.
+    """
+
+    whole: int = 0
+    fraction: float = 0.0
+    memory_mib: int = 0
+    num_devices: int = 1
+
+    @property
+    def is_shared(self) -> bool:
+        return self.fraction > 0 or self.memory_mib > 0
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.whole > 0 or self.is_shared
+
+
+NO_GPU = GpuRequest()
+
+
+def pod_requests(r: Reader) -> dict[str, float]:
+    """Containers + native sidecars, max'ed with the init-phase peak, plus overhead, plus `pods: 1`."""
+    total: dict[str, float] = {}
+    for i, c in enumerate(r.list("spec.containers")):
+        _add(total, _container_requests(r, f"spec.containers[{i}]", c))
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
+    for i, c in enumerate(r.list("spec.initContainers")):
+        req = _container_requests(r, f"spec.initContainers[{i}]", c)
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always":
+            _add(sidecars, req)
+            continue
+        phase = dict(sidecars)
+        _add(phase, req)
+        for name, value in phase.items():
+            init_peak[name] = max(init_peak.get(name, 0.0), value)
+    _add(total, sidecars)
+    for name, value in init_peak.items():
+        total[name] = max(total.get(name, 0.0), value)
+    _add(total, r.resources("spec.overhead"))
+    total[constants.RESOURCE_PODS] = 1.0
+    return total
+
+
+def _container_requests(r: Reader, path: str, container: Any) -> dict[str, float]:
+    if not isinstance(container, dict):
+        raise r.error(path, f"expected a container, got {container!r}")
+    requests = r.resources(f"{path}.resources.requests")
+    limits = r.resources(f"{path}.resources.limits")
+    for name, value in limits.items():  # a limit without a request is the request (Kubernetes defaulting)
+        requests.setdefault(name, value)
+    return requests
+
+
+def _add(into: dict[str, float], more: dict[str, float]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0.0) + value
+
+
+def gpu_request(r: Reader, requests: dict[str, float], annotations: dict[str, str]) -> GpuRequest:
+    """The pod's GPU request form; mutually exclusive forms and out-of-range values are errors (§2)."""
+    whole = requests.get(constants.RESOURCE_GPU, 0.0)
+    frac_raw = annotations.get(constants.ANNOTATION_GPU_FRACTION)
+    mem_raw = annotations.get(constants.ANNOTATION_GPU_MEMORY)
+    dev_raw = annotations.get(constants.ANNOTATION_GPU_FRACTION_NUM_DEVICES)
+    path = "metadata.annotations"
+    if not float(whole).is_integer():
+        raise r.error(f"spec.containers.resources.{constants.RESOURCE_GPU}", f"GPU count {whole:g} is not whole")
+    if frac_raw is not None and mem_raw is not None:
+        raise r.error(path, "gpu-fraction and gpu-memory are mutually exclusive")
+    if (frac_raw is not None or mem_raw is not None) and whole > 0:
+        raise r.error(path, f"a fractional GPU request cannot be combined with {constants.RESOURCE_GPU}")
+    num_devices = 1
+    if dev_raw is not None:
+        if frac_raw is None and mem_raw is None:
+            raise r.error(f"{path}.gpu-fraction-num-devices", "needs gpu-fraction or gpu-memory")
+        try:
+            num_devices = int(dev_raw)
+        except ValueError:
+            num_devices = 0
+        if num_devices < 1:
+            raise r.error(f"{path}.gpu-fraction-num-devices", f"want a positive integer, got {dev_raw!r}")
+    if frac_raw is not None:
+        try:
+            fraction = float(frac_raw)
+        except ValueError:
+            fraction = -1.0
+        if not 0 < fraction <= 1:
+            raise r.error(f"{path}.gpu-fraction", f"want a number in (0, 1], got {frac_raw!r}")
+        return GpuRequest(fraction=fraction, num_devices=num_devices)
+    if mem_raw is not None:
+        try:
+            memory = int(mem_raw)
+        except ValueError:
+            memory = 0
+        if memory <= 0:
+            raise r.error(f"{path}.gpu-memory", f"want a positive number of MiB, got {mem_raw!r}")
+        return GpuRequest(memory_mib=memory, num_devices=num_devices)
+    if whole:
+        return GpuRequest(whole=int(whole))
+    return NO_GPU

@@ -1,0 +1,201 @@
+"""Label selectors, node selector terms, taints and tolerations: the Kubernetes matching rules.
+
+Used by the store (list with a label selector) and by the predicates plugin. Values are frozen so a pod's
+constraints can key caches (pods with equal constraints share one node mask).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kai_scheduler.api.errors import ObjectError
+
+_SET_OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist"}
+_NODE_OPERATORS = _SET_OPERATORS | {"Gt", "Lt"}
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        value = labels.get(self.key)
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if value is None:
+            return False
+        try:  # Gt / Lt compare integers, as kube-scheduler does
+            have, want = int(value), int(self.values[0])
+        except (ValueError, IndexError):
+            return False
+        return have > want if op == "Gt" else have < want
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """`matchLabels` and `matchExpressions`; the empty selector matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    requirements: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        return all(r.matches(labels) for r in self.requirements)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """One term of required node affinity: all its requirements must hold (terms are ORed)."""
+
+    requirements: tuple[Requirement, ...] = ()
+    field_requirements: tuple[Requirement, ...] = ()   # matchFields: only metadata.name is defined
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        if not all(r.matches(labels) for r in self.requirements):
+            return False
+        fields = {"metadata.name": node_name}
+        return all(r.matches(fields) for r in self.field_requirements)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    selector: LabelSelector
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+
+
+def parse_requirement(raw: Any, kind: str, name: str, path: str, operators: set[str]) -> Requirement:
+    if not isinstance(raw, Mapping):
+        raise ObjectError(kind, name, path, f"expected a requirement object, got {raw!r}")
+    key, op, values = raw.get("key"), raw.get("operator"), raw.get("values") or []
+    if not isinstance(key, str) or not key:
+        raise ObjectError(kind, name, f"{path}.key", "missing label key")
+    if op not in operators:
+        raise ObjectError(kind, name, f"{path}.operator", f"unknown operator {op!r}; want one of {sorted(operators)}")
+    if not isinstance(values, list) or not all(isinstance(v, str | int) for v in values):
+        raise ObjectError(kind, name, f"{path}.values", f"expected a list of strings, got {values!r}")
+    if op in ("In", "NotIn", "Gt", "Lt") and not values:
+        raise ObjectError(kind, name, f"{path}.values", f"operator {op} needs at least one value")
+    return Requirement(key, op, tuple(str(v) for v in values))
+
+
+def parse_label_selector(raw: Any, kind: str, name: str, path: str) -> LabelSelector:
+    if raw is None:
+        return LabelSelector()
+    if not isinstance(raw, Mapping):
+        raise ObjectError(kind, name, path, f"expected a label selector, got {raw!r}")
+    labels = raw.get("matchLabels") or {}
+    if not isinstance(labels, Mapping):
+        raise ObjectError(kind, name, f"{path}.matchLabels", f"expected a mapping, got {labels!r}")
+    exprs = raw.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        raise ObjectError(kind, name, f"{path}.matchExpressions", f"expected a list, got {exprs!r}")
+    return LabelSelector(
+        tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        tuple(
+            parse_requirement(e, kind, name, f"{path}.matchExpressions[{i}]", _SET_OPERATORS)
+            for i, e in enumerate(exprs)
+        ),
+    )
+
+
+def parse_node_selector_terms(raw: Any, kind: str, name: str, path: str) -> tuple[NodeSelectorTerm, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ObjectError(kind, name, path, f"expected a list of terms, got {raw!r}")
+    terms = []
+    for i, term in enumerate(raw):
+        if not isinstance(term, Mapping):
+            raise ObjectError(kind, name, f"{path}[{i}]", f"expected a term, got {term!r}")
+        exprs = term.get("matchExpressions") or []
+        fields = term.get("matchFields") or []
+        terms.append(
+            NodeSelectorTerm(
+                tuple(
+                    parse_requirement(e, kind, name, f"{path}[{i}].matchExpressions[{j}]", _NODE_OPERATORS)
+                    for j, e in enumerate(exprs)
+                ),
+                tuple(
+                    parse_requirement(e, kind, name, f"{path}[{i}].matchFields[{j}]", _NODE_OPERATORS)
+                    for j, e in enumerate(fields)
+                ),
+            )
+        )
+    return tuple(terms)
+
+
+def parse_label_selector_string(text: str) -> LabelSelector:
+    """Parse the string form used by `kubectl -l` ("a=b,c!=d,e in (x,y),!f,g")."""
+    requirements: list[Requirement] = []
+    labels: list[tuple[str, str]] = []
+    for part in _split_selector(text):
+        part = part.strip()
+        if not part:
+            continue
+        if " in " in part or " notin " in part:
+            key, op, rest = part.partition(" notin ") if " notin " in part else part.partition(" in ")
+            values = tuple(v.strip() for v in rest.strip().strip("()").split(",") if v.strip())
+            requirements.append(Requirement(key.strip(), "NotIn" if "notin" in op else "In", values))
+        elif "!=" in part:
+            key, _, value = part.partition("!=")
+            requirements.append(Requirement(key.strip(), "NotIn", (value.strip(),)))
+        elif "=" in part:
+            key, _, value = part.partition("==") if "==" in part else part.partition("=")
+            labels.append((key.strip(), value.strip()))
+        elif part.startswith("!"):
+            requirements.append(Requirement(part[1:].strip(), "DoesNotExist"))
+        else:
+            requirements.append(Requirement(part, "Exists"))
+    return LabelSelector(tuple(sorted(labels)), tuple(requirements))
+
+
+def _split_selector(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return parts

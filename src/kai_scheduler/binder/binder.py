@@ -1,0 +1,92 @@
+"""The binder component: BindRequest → `pods/binding` (KAI `pkg/binder`, §8.1).
+
+For each BindRequest that is neither Succeeded nor being deleted: skip if the pod is gone or already bound;
+bind through the `pods/binding` subresource, label a shared-GPU pod with its GPU group, and record the outcome
+in the BindRequest status. A failure sets phase Failed with the reason and counts `failedAttempts`; with a
+`backoffLimit` above the attempts made, the request is retried after 2^attempts seconds. The binder deletes
+nothing it did not create.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.store.interface import ClusterStore, NotFound, StoreError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class BindOutcome:
+    bound: list[str] = field(default_factory=list)       # pod keys
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Binder:
+    def __init__(self, store: ClusterStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._retry_at: dict[str, float] = {}
+
+    def reconcile(self) -> BindOutcome:
+        """Process every pending BindRequest once, in name order."""
+        outcome = BindOutcome()
+        items, _ = self.store.list("bindrequests")
+        for raw in items:
+            try:
+                br = BindRequest.from_dict(raw)
+            except ObjectError as err:
+                log.warning("bad BindRequest skipped", extra={"reason": str(err)})
+                continue
+            if br.phase == "Succeeded" or br.meta.deletion_timestamp is not None:
+                continue
+            key = f"{br.meta.namespace}/{br.pod_name}"
+            if br.phase == "Failed" and (br.is_failed or self._retry_at.get(key, 0.0) > self.clock.now()):
+                continue
+            self._bind(br, key, outcome)
+        return outcome
+
+    def _bind(self, br: BindRequest, key: str, outcome: BindOutcome) -> None:
+        ns = br.meta.namespace
+        try:
+            pod = self.store.get("pods", br.pod_name, ns)
+        except NotFound:
+            return
+        if pod.get("spec", {}).get("nodeName"):
+            return
+        try:
+            if br.selected_gpu_groups:
+                self._label_gpu_groups(ns, br)
+            self.store.bind(ns, br.pod_name, br.selected_node)
+        except StoreError as err:
+            self._failed(br, key, f"{err.reason}: {err}", outcome)
+            return
+        self._status(br, "Succeeded", "", br.failed_attempts)
+        outcome.bound.append(key)
+
+    def _label_gpu_groups(self, namespace: str, br: BindRequest) -> None:
+        groups = br.selected_gpu_groups
+        labels: dict[str, str] = {constants.LABEL_GPU_GROUP: groups[0]}
+        for group in groups[1:]:
+            labels[f"{constants.LABEL_GPU_GROUP}/{group}"] = group
+        annotations = {constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: br.received_resource_type}
+        self.store.patch("pods", br.pod_name, namespace, {"metadata": {"labels": labels, "annotations": annotations}})
+
+    def _failed(self, br: BindRequest, key: str, reason: str, outcome: BindOutcome) -> None:
+        attempts = br.failed_attempts + 1
+        self._retry_at[key] = self.clock.now() + 2.0 ** br.failed_attempts
+        self._status(br, "Failed", reason, attempts)
+        outcome.failed.append((key, reason))
+        log.info("bind failed", extra={"pod": key, "reason": reason, "attempts": attempts})
+
+    def _status(self, br: BindRequest, phase: str, reason: str, attempts: int) -> None:
+        status = {"phase": phase, "reason": reason, "failedAttempts": attempts}
+        try:
+            self.store.patch("bindrequests", br.meta.name, br.meta.namespace, {"status": status}, "status")
+        except StoreError as err:
+            log.warning("BindRequest status not written", extra={"name": br.meta.name, "reason": err.reason})

@@ -1,0 +1,183 @@
+"""NodeInfo and NodeArrays: each node's resource ledgers, kept as rows of shared arrays (KAI `api/node_info`).
+
+A snapshot owns one `NodeArrays` (allocatable, idle, used, releasing as float64[n_nodes, n_resources]) so that
+filtering and scoring a task over every node is a few vector operations. A `NodeInfo` keeps the rest (labels,
+taints, its tasks, GPU groups) and its `row`. Only `add_task` / `remove_task` write, and they write both.
+
+Ledger rules when a task is added (§3.2): Releasing → used += r, releasing += r, idle −= r; Pipelined →
+used += r, releasing −= r; otherwise used += r, idle −= r. Removal is the exact inverse.
+Shared GPUs (§6): a task's GPU entry is 0; each GPU group it joins holds one whole device, counted as used, as
+releasing when every sharer is releasing, or against releasing when the group was opened by a pipelined task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kai_scheduler.api.node import Node
+from kai_scheduler.cluster.pod_info import Placement, PodInfo
+from kai_scheduler.cluster.pod_status import RELEASING, PodStatus
+from kai_scheduler.cluster.resources import GPU, PODS, Vector
+
+
+@dataclass(slots=True)
+class NodeArrays:
+    allocatable: npt.NDArray[np.float64]
+    idle: npt.NDArray[np.float64]
+    used: npt.NDArray[np.float64]
+    releasing: npt.NDArray[np.float64]
+    schedulable: npt.NDArray[np.bool_]          # Ready and not cordoned
+    name_rank: npt.NDArray[np.int64]            # position in name order: the final tie-break
+    gpu_memory: npt.NDArray[np.float64]         # MiB per GPU (0 when the node has no memory label)
+
+    @classmethod
+    def empty(cls, n_nodes: int, n_resources: int) -> NodeArrays:
+        z = np.zeros((n_nodes, n_resources))
+        return cls(z, z.copy(), z.copy(), z.copy(), np.ones(n_nodes, dtype=bool),
+                   np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes))
+
+    def non_allocated(self) -> npt.NDArray[np.float64]:
+        """Idle + releasing: what a task may take now or once releasing pods are gone."""
+        total: npt.NDArray[np.float64] = self.idle + self.releasing
+        return total
+
+    def effective_idle(self) -> npt.NDArray[np.float64]:
+        """Idle that is really free now: pipelined tasks may have drawn releasing below zero, and what they
+        took beyond the releasing amount comes out of idle."""
+        free: npt.NDArray[np.float64] = self.idle + np.minimum(self.releasing, 0.0)
+        return free
+
+
+@dataclass(slots=True, eq=False)
+class GpuGroup:
+    """One shared physical GPU on a node: its sharers and their memory in MiB."""
+
+    id: str
+    sharers: dict[str, float] = field(default_factory=dict)      # task uid → MiB
+    releasing: set[str] = field(default_factory=set)              # uids of releasing sharers
+    opened_pipelined: bool = False
+
+    def used_memory(self) -> float:
+        return sum(self.sharers.values())
+
+    def releasing_memory(self) -> float:
+        return sum(self.sharers[u] for u in self.releasing)
+
+    def state(self) -> str:
+        """'' (no sharers), 'releasing' (all sharers releasing), 'pipelined' or 'used'."""
+        if not self.sharers:
+            return ""
+        if len(self.releasing) == len(self.sharers):
+            return "releasing"
+        return "pipelined" if self.opened_pipelined else "used"
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class NodeInfo:
+    name: str
+    node: Node
+    row: int
+    arrays: NodeArrays
+    tasks: dict[str, PodInfo] = field(default_factory=dict)
+    gpu_groups: dict[str, GpuGroup] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.node.meta.labels
+
+    @property
+    def gpu_memory_mib(self) -> float:
+        return float(self.arrays.gpu_memory[self.row])
+
+    def idle(self) -> Vector:
+        row: Vector = self.arrays.idle[self.row]
+        return row
+
+    def releasing(self) -> Vector:
+        row: Vector = self.arrays.releasing[self.row]
+        return row
+
+    def allocatable(self) -> Vector:
+        row: Vector = self.arrays.allocatable[self.row]
+        return row
+
+    def task_gpu_memory(self, task: PodInfo) -> float:
+        """MiB one device of `task` takes here: its gpu-memory, or fraction × this node's GPU memory."""
+        if task.gpu.memory_mib:
+            return float(task.gpu.memory_mib)
+        return task.gpu.fraction * self.gpu_memory_mib
+
+    def add_task(self, task: PodInfo, placement: Placement) -> None:
+        """Charge `task` here in `placement`'s state; the caller sets task.placement."""
+        self._ledger(task.request, _charge(placement), +1.0)
+        self.tasks[str(task.uid)] = task
+        for group_id in placement.gpu_groups:
+            group = self.gpu_groups.get(group_id)
+            if group is None:
+                group = self.gpu_groups[group_id] = GpuGroup(group_id)
+                group.opened_pipelined = placement.status == PodStatus.PIPELINED
+            self._group_change(group, task, placement.status, adding=True)
+
+    def remove_task(self, task: PodInfo, placement: Placement) -> None:
+        """Undo `add_task(task, placement)` exactly."""
+        self._ledger(task.request, _charge(placement), -1.0)
+        self.tasks.pop(str(task.uid), None)
+        for group_id in placement.gpu_groups:
+            group = self.gpu_groups[group_id]
+            self._group_change(group, task, placement.status, adding=False)
+            if not group.sharers:
+                del self.gpu_groups[group_id]
+
+    def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
+        a, row = self.arrays, self.row
+        a.used[row] += sign * request
+        if status & RELEASING:
+            a.releasing[row] += sign * request
+            a.idle[row] -= sign * request
+        elif status == PodStatus.PIPELINED:
+            a.releasing[row] -= sign * request
+        else:
+            a.idle[row] -= sign * request
+
+    def _group_change(self, group: GpuGroup, task: PodInfo, status: PodStatus, *, adding: bool) -> None:
+        before = group.state()
+        uid = str(task.uid)
+        if adding:
+            group.sharers[uid] = self.task_gpu_memory(task)
+            if status & RELEASING:
+                group.releasing.add(uid)
+        else:
+            group.sharers.pop(uid, None)
+            group.releasing.discard(uid)
+        after = group.state()
+        if before != after:
+            self._group_ledger(before, -1.0)
+            self._group_ledger(after, +1.0)
+
+    def _group_ledger(self, state: str, sign: float) -> None:
+        if not state:
+            return
+        gpu = np.zeros_like(self.arrays.idle[self.row])
+        gpu[GPU] = 1.0
+        self._ledger(gpu, {"releasing": PodStatus.RELEASING, "pipelined": PodStatus.PIPELINED}.get(
+            state, PodStatus.RUNNING), sign)
+
+    def shared_gpu_fit(self, task: PodInfo) -> list[GpuGroup]:
+        """Groups in use where one device of `task` fits (§6), by group id."""
+        need = self.task_gpu_memory(task)
+        total = self.gpu_memory_mib
+        return [
+            g for _, g in sorted(self.gpu_groups.items())
+            if g.state() != "releasing" and total - g.used_memory() + g.releasing_memory() - need >= 0
+        ]
+
+    def pod_count(self) -> int:
+        return int(self.arrays.used[self.row][PODS])
+
+
+def _charge(placement: Placement) -> PodStatus:
+    """The ledger rule a placement follows: its status, except a converted Pipelined task charges idle."""
+    return PodStatus.ALLOCATED if placement.holds_idle else placement.status

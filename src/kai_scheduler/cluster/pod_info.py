@@ -1,0 +1,108 @@
+"""PodInfo: one pod as the scheduler sees it in a cycle (KAI `api/pod_info`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NewType
+
+import numpy as np
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.resources import GpuRequest
+from kai_scheduler.cluster.pod_status import ACTIVE_ALLOCATED, ALLOCATED, ON_NODE, RELEASING, PodStatus
+from kai_scheduler.cluster.resources import CPU, MEMORY, Vector
+
+PodUID = NewType("PodUID", str)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a task is and in which state: replaced whole by every statement operation."""
+
+    status: PodStatus
+    node: str = ""
+    gpu_groups: tuple[str, ...] = ()
+    holds_idle: bool = False    # a Pipelined task converted from Allocated keeps its idle charge (§3.6 step 5)
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class PodInfo:
+    """A task. `request` is on the snapshot's resource axis; for a shared-GPU task its GPU entry is 0 and the
+    node-level GPU use is kept by the node's GPU groups (§6).
+
+    States: `placement.status` moves Pending → Allocated/Pipelined (in a session) → Binding (committed) →
+    Bound → Running; eviction moves an on-node status to Releasing.
+    """
+
+    uid: PodUID
+    name: str
+    namespace: str
+    pod: Pod
+    job_uid: str
+    placement: Placement
+    request: Vector
+    gpu: GpuRequest
+    subgroup: str = ""
+    task_priority: int | None = None
+    creation: float = 0.0
+    memory_portion: float = 0.0      # for a gpu-memory task: its portion of one GPU (set by snapshot/placement)
+    original: Placement = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.original = self.placement
+
+    @property
+    def status(self) -> PodStatus:
+        return self.placement.status
+
+    @property
+    def node(self) -> str:
+        return self.placement.node
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_on_node(self) -> bool:
+        return bool(self.placement.status & ON_NODE) and bool(self.placement.node)
+
+    @property
+    def is_active_allocated(self) -> bool:
+        return bool(self.placement.status & ACTIVE_ALLOCATED)
+
+    @property
+    def is_allocated(self) -> bool:
+        return bool(self.placement.status & ALLOCATED)
+
+    @property
+    def is_releasing(self) -> bool:
+        return bool(self.placement.status & RELEASING)
+
+    @property
+    def is_pending(self) -> bool:
+        return self.placement.status == PodStatus.PENDING
+
+    @property
+    def gpus_accepted(self) -> float:
+        """GPUs counted against the queue: whole devices, or devices × portion for a shared task (§6)."""
+        if self.gpu.whole:
+            return float(self.gpu.whole)
+        if self.gpu.fraction:
+            return self.gpu.num_devices * self.gpu.fraction
+        if self.gpu.memory_mib:
+            return self.gpu.num_devices * self.memory_portion
+        return 0.0
+
+    @property
+    def kubeflow_role_first(self) -> bool:
+        return self.pod.meta.labels.get(constants.LABEL_KUBEFLOW_JOB_ROLE) in ("master", "launcher")
+
+    @property
+    def ray_head(self) -> bool:
+        return self.pod.meta.labels.get(constants.LABEL_RAY_NODE_TYPE) == "head"
+
+    def queue_request(self) -> Vector:
+        """(cpu, memory, gpu) of this task as its queue is charged."""
+        return np.array([self.request[CPU], self.request[MEMORY], self.gpus_accepted])

@@ -1,0 +1,323 @@
+"""Snapshot: the cluster as one cycle sees it, built fresh from typed objects (KAI `cache/cluster_info`).
+
+Steps as in §3.1: nodes → node arrays; live BindRequests; pods → PodInfo with their status and node;
+queues → the tree (a queue with a missing parent, or in a parent cycle, is dropped with its subtree and
+reported); PodGroups → JobInfo with priority, preemptibility and the subgroup tree. Nothing here raises on a
+bad object: each problem becomes a `Problem` naming the object, and the rest is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.api.node import Node
+from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.podgroup import PodGroup
+from kai_scheduler.api.priorityclass import PriorityClass
+from kai_scheduler.api.queue import Queue
+from kai_scheduler.api.topology import Topology
+from kai_scheduler.cluster.job_info import JobInfo, build_tree
+from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
+from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, PodStatus
+from kai_scheduler.cluster.queue_info import QueueInfo
+from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A bad or unusable object, reported on that object; it never stops the cycle."""
+
+    kind: str
+    key: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class ClusterObjects:
+    """The typed objects a snapshot is built from (the cache's view, or a scenario's)."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    podgroups: list[PodGroup] = field(default_factory=list)
+    queues: list[Queue] = field(default_factory=list)
+    bind_requests: list[BindRequest] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    topologies: list[Topology] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)    # objects that failed to parse
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotParams:
+    now: float
+    scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
+    node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY
+    partition_label_value: str = ""
+    stuck_in_releasing_seconds: float = 120.0
+
+
+@dataclass(slots=True, eq=False)
+class Snapshot:
+    now: float
+    params: SnapshotParams
+    axis: ResourceAxis
+    nodes: list[NodeInfo]
+    node_by_name: dict[str, NodeInfo]
+    arrays: NodeArrays
+    tasks: dict[str, PodInfo]
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    priority_classes: dict[str, int]
+    topologies: dict[str, Topology]
+    bind_requests: dict[str, BindRequest]
+    stale_bind_requests: list[BindRequest]
+    job_problems: dict[str, list[Problem]]       # job uid → reasons it cannot be scheduled at all
+    problems: list[Problem]
+    other_usage: Vector                           # requests of active pods of other schedulers
+    min_gpu_memory: float
+    max_gpu_memory: float
+
+    def total_capacity(self) -> Vector:
+        """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
+        total: Vector = self.arrays.allocatable[self.arrays.schedulable].sum(axis=0) - self.other_usage
+        return total
+
+
+def build(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
+    """Build the cycle's snapshot; every problem with an object is collected, never raised."""
+    problems = list(objects.problems)
+    nodes = _in_pool(sorted(objects.nodes, key=lambda n: n.name), params)
+    axis = ResourceAxis({r for n in nodes for r in n.allocatable} | {r for p in objects.pods for r in p.requests})
+    arrays, node_infos = _node_arrays(nodes, axis)
+    by_name = {n.name: n for n in node_infos}
+    priorities = _priority_classes(objects.priority_classes)
+    queues = _queue_tree(objects.queues, problems)
+    live_brs, stale_brs = _bind_requests(objects.bind_requests, by_name)
+    snap = Snapshot(
+        now=params.now, params=params, axis=axis, nodes=node_infos, node_by_name=by_name, arrays=arrays,
+        tasks={}, jobs={}, queues=queues, priority_classes=priorities,
+        topologies={t.meta.name: t for t in objects.topologies}, bind_requests=live_brs,
+        stale_bind_requests=stale_brs, job_problems={}, problems=problems, other_usage=axis.zeros(),
+        min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max),
+    )
+    pods_by_group = _add_pods(snap, objects.pods, problems)
+    _add_jobs(snap, objects.podgroups, pods_by_group, problems)
+    return snap
+
+
+def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
+    key, value = params.node_pool_label_key, params.partition_label_value
+    if not value:
+        return [n for n in nodes if key not in n.meta.labels]
+    return [n for n in nodes if n.meta.labels.get(key) == value]
+
+
+def _node_arrays(nodes: list[Node], axis: ResourceAxis) -> tuple[NodeArrays, list[NodeInfo]]:
+    arrays = NodeArrays.empty(len(nodes), len(axis))
+    infos = []
+    for row, node in enumerate(nodes):
+        arrays.allocatable[row] = axis.vector(node.allocatable)
+        arrays.schedulable[row] = node.ready and not node.unschedulable
+        arrays.gpu_memory[row] = node.gpu_memory_mib or 0
+        infos.append(NodeInfo(name=node.name, node=node, row=row, arrays=arrays))
+    arrays.idle[:] = arrays.allocatable
+    return arrays, infos
+
+
+def _gpu_memory(arrays: NodeArrays, pick: Callable[[Any], Any]) -> float:
+    labelled = arrays.gpu_memory[arrays.gpu_memory > 0]
+    return float(pick(labelled)) if labelled.size else float(constants.DEFAULT_NODE_GPU_MEMORY_MIB)
+
+
+def _priority_classes(classes: list[PriorityClass]) -> dict[str, int]:
+    return {pc.meta.name: pc.value for pc in classes}
+
+
+def _queue_tree(queues: list[Queue], problems: list[Problem]) -> dict[str, QueueInfo]:
+    infos = {q.name: QueueInfo.from_queue(q) for q in sorted(queues, key=lambda q: q.name)}
+    dropped: set[str] = set()
+    for name, q in infos.items():
+        seen, cur = [name], q.parent
+        while cur:
+            if cur not in infos:
+                problems.append(Problem("Queue", name, "ParentQueueDoesNotExist",
+                                        f"parent queue {cur!r} of queue {seen[-1]!r} does not exist"))
+                dropped.add(name)
+                break
+            if cur in seen:
+                problems.append(Problem("Queue", name, "QueueCycle",
+                                        f"queue {name!r} is in a parent cycle: {' → '.join([*seen, cur])}"))
+                dropped.add(name)
+                break
+            seen.append(cur)
+            cur = infos[cur].parent
+    kept = {n: q for n, q in infos.items() if n not in dropped}
+    for name, q in kept.items():
+        if q.parent:
+            kept[q.parent].children.append(name)
+    return kept
+
+
+def _bind_requests(brs: list[BindRequest], nodes: dict[str, NodeInfo]) -> tuple[dict[str, BindRequest], list[BindRequest]]:
+    live, stale = {}, []
+    for br in brs:
+        if br.is_failed or br.selected_node not in nodes:
+            stale.append(br)
+        else:
+            live[f"{br.meta.namespace}/{br.pod_name}"] = br
+    return live, stale
+
+
+def _pod_placement(pod: Pod, br: BindRequest | None, params: SnapshotParams) -> Placement:
+    deleting = pod.meta.deletion_timestamp
+    if pod.phase in ("Succeeded", "Failed", "Unknown"):
+        return Placement({"Succeeded": PodStatus.SUCCEEDED, "Failed": PodStatus.FAILED}.get(
+            pod.phase, PodStatus.UNKNOWN), pod.node_name)
+    if deleting is not None and pod.node_name:
+        stuck = params.now - deleting > params.stuck_in_releasing_seconds
+        return Placement(PodStatus.STUCK_IN_RELEASING if stuck else PodStatus.RELEASING, pod.node_name,
+                         _pod_groups(pod))
+    if pod.phase == "Running":
+        return Placement(PodStatus.RUNNING, pod.node_name, _pod_groups(pod))
+    if pod.node_name:
+        return Placement(PodStatus.BOUND, pod.node_name, _pod_groups(pod))
+    if br is not None:
+        return Placement(PodStatus.BINDING, br.selected_node, br.selected_gpu_groups)
+    if pod.scheduling_gated:
+        return Placement(PodStatus.GATED)
+    return Placement(PodStatus.PENDING)
+
+
+def _pod_groups(pod: Pod) -> tuple[str, ...]:
+    if not pod.gpu.is_shared:
+        return ()
+    labels = pod.meta.labels
+    groups = [v for k, v in sorted(labels.items()) if k.startswith(constants.LABEL_GPU_GROUP + "/")]
+    if constants.LABEL_GPU_GROUP in labels:
+        groups.insert(0, labels[constants.LABEL_GPU_GROUP])
+    return tuple(groups)
+
+
+def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[str, list[PodInfo]]:
+    """Create PodInfos, charge on-node pods to their nodes; return our pods by PodGroup key."""
+    by_group: dict[str, list[PodInfo]] = {}
+    for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        ours = pod.scheduler_name == snap.params.scheduler_name
+        placement = _pod_placement(pod, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
+        reservation = pod.namespace == constants.RESERVATION_NAMESPACE
+        request = snap.axis.vector(pod.requests)
+        if pod.gpu.is_shared or reservation:
+            request[GPU] = 0.0     # shared devices are charged through GPU groups (§6)
+        info = PodInfo(
+            uid=PodUID(pod.meta.uid or pod.meta.key), name=pod.name, namespace=pod.namespace, pod=pod,
+            job_uid="", placement=placement, request=request, gpu=pod.gpu,
+            subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
+            task_priority=_task_priority(pod), creation=pod.meta.creation_timestamp or 0.0,
+            memory_portion=_memory_portion(pod, snap.min_gpu_memory),
+        )
+        if placement.status & ACTIVE_USED and placement.node:
+            node = snap.node_by_name.get(placement.node)
+            if node is None:
+                if ours:
+                    problems.append(Problem("Pod", pod.meta.key, "NodeDoesNotExist",
+                                            f"pod is on node {placement.node!r}, which is not in this node pool"))
+                continue
+            if placement.gpu_groups:
+                info.memory_portion = _portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
+            node.add_task(info, placement)
+            if not ours and not reservation:
+                snap.other_usage += request
+        if not ours:
+            continue
+        group = pod.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME)
+        if group:
+            snap.tasks[str(info.uid)] = info
+            by_group.setdefault(f"{pod.namespace}/{group}", []).append(info)
+    return by_group
+
+
+def _task_priority(pod: Pod) -> int | None:
+    raw = pod.meta.labels.get(constants.LABEL_TASK_PRIORITY)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _portion(memory_mib: int, gpu_memory_mib: float) -> float:
+    """Fraction of one GPU from a memory request: ceil(mem / gpuMem × 100) / 100 (§6)."""
+    if gpu_memory_mib <= 0:
+        return 1.0
+    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
+
+
+def _memory_portion(pod: Pod, min_gpu_memory: float) -> float:
+    return _portion(pod.gpu.memory_mib, min_gpu_memory) if pod.gpu.memory_mib else 0.0
+
+
+def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[PodInfo]],
+              problems: list[Problem]) -> None:
+    default_priority = constants.DEFAULT_PODGROUP_PRIORITY
+    for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
+        if _backed_off(pg, snap.params):
+            continue
+        priority = snap.priority_classes.get(pg.priority_class_name, default_priority)
+        preemptible = (pg.preemptibility == constants.PREEMPTIBLE if pg.preemptibility
+                       else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD)
+        root, leaves = build_tree(pg)
+        annotations = pg.meta.annotations
+        job = JobInfo(
+            uid=pg.meta.uid or pg.meta.key, name=pg.name, namespace=pg.meta.namespace, podgroup=pg,
+            queue=pg.queue, priority=priority, preemptible=preemptible,
+            creation=pg.meta.creation_timestamp or 0.0, tasks=[], root=root, pod_sets=leaves,
+            last_start=_annotation_time(annotations.get(constants.ANNOTATION_LAST_START_TIMESTAMP)),
+            last_eviction=_annotation_time(annotations.get(constants.ANNOTATION_LAST_EVICTION_TIMESTAMP)),
+            stale_since=_annotation_time(annotations.get(constants.ANNOTATION_STALE_TIMESTAMP)),
+        )
+        for task in pods.get(pg.meta.key, []):
+            task.job_uid = job.uid
+            leaf = leaves.get(task.subgroup or ("default" if not pg.sub_groups else ""))
+            if leaf is None:
+                job.unassigned.append(task)
+                continue
+            leaf.tasks.append(task)
+            job.tasks.append(task)
+        snap.jobs[job.uid] = job
+        queue = snap.queues.get(pg.queue)
+        if queue is None or not queue.is_leaf:
+            why = "does not exist" if queue is None else "is not a leaf queue"
+            snap.job_problems[job.uid] = [Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST,
+                                                  f"queue {pg.queue!r} {why}")]
+        if job.unassigned:
+            names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
+            problems.append(Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
+                                    f"pods name subgroups that the PodGroup does not declare: {names}"))
+
+
+def _backed_off(pg: PodGroup, params: SnapshotParams) -> bool:
+    return pg.scheduling_backoff == 1 and any(
+        c.node_pool == params.partition_label_value for c in pg.scheduling_conditions
+    )
+
+
+def _annotation_time(raw: str | None) -> float | None:
+    if not raw:
+        return None
+    from kai_scheduler.api.fields import parse_time
+
+    try:
+        return parse_time(raw)
+    except ValueError:
+        return None
+
+
+def empty_vector(n: int) -> Vector:
+    return np.zeros(n)

@@ -1,0 +1,100 @@
+"""Extension points: one typed object per point, with the rule by which plugin answers combine (§4).
+
+Plugins register callables on a point (`ssn.add(points.JOB_ORDER, self.job_order)`); the session walks them in
+configured tier order. Node-level points take and return arrays over all nodes.
+
+| point | callable | combine |
+|---|---|---|
+| JOB_ORDER, QUEUE_ORDER, TASK_ORDER, SUBGROUP_ORDER | (l, r) -> int | first non-zero, then the session's tie-break |
+| PRE_PREDICATE | (task, job) -> Reject or None | first rejection |
+| PREDICATE | (task, candidates) -> NodeFilter | AND of masks; each plugin's removals are counted for fit errors |
+| NODE_PRE_ORDER | (task, candidates) -> None | all run |
+| NODE_ORDER | (task, candidates) -> scores | sum |
+| JOB_OVER_CAPACITY | (job, tasks) -> Reject or None | first rejection |
+| SUBSET_NODES | (job, member, tasks, candidates) -> list of masks | chained: each splits every set |
+| ON_ALLOCATE, ON_DEALLOCATE | (task) -> None | all run, in order |
+| QUEUE_SHARE | (queue name) -> QueueShare or None | first answer |
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from kai_scheduler.cluster.job_info import JobInfo, Member
+    from kai_scheduler.cluster.pod_info import PodInfo
+    from kai_scheduler.cluster.queue_info import QueueInfo
+    from kai_scheduler.framework.shares import QueueShare
+
+Mask = npt.NDArray[np.bool_]
+Scores = npt.NDArray[np.float64]
+
+
+class Combine(enum.Enum):
+    FIRST_NONZERO = "first non-zero"
+    FIRST_REJECT = "first rejection"
+    ALL_MASKS = "and of masks"
+    SUM = "sum"
+    ALL = "all run"
+    CHAIN = "chained"
+    FIRST_ANSWER = "first answer"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)   # not slotted: typing sets __orig_class__ on ExtensionPoint[F](...) instances
+class ExtensionPoint(Generic[F]):
+    name: str
+    combine: Combine
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Why a plugin refused: a reason code (PodGroup condition reason) and a plain-words message."""
+
+    plugin: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """A predicate's answer: which candidate nodes pass, and how to say why the others did not."""
+
+    mask: Mask
+    reason: str          # e.g. "node(s) didn't match the node selector"
+
+
+JobCompare = Callable[["JobInfo", "JobInfo"], int]
+QueueCompare = Callable[["QueueInfo", "QueueInfo", "JobInfo | None", "JobInfo | None"], int]
+TaskCompare = Callable[["PodInfo", "PodInfo"], int]
+MemberCompare = Callable[["Member", "Member"], int]
+PrePredicate = Callable[["PodInfo", "JobInfo"], "Reject | None"]
+Predicate = Callable[["PodInfo", Mask], "NodeFilter | None"]
+NodePreOrder = Callable[["PodInfo", Mask], None]
+NodeOrder = Callable[["PodInfo", Mask], "Scores | None"]
+JobOverCapacity = Callable[["JobInfo", "list[PodInfo]"], "Reject | None"]
+SubsetNodes = Callable[["JobInfo", "Member", "list[PodInfo]", Mask], "list[Mask] | None"]
+TaskEvent = Callable[["PodInfo"], None]
+QueueShareGetter = Callable[[str], "QueueShare | None"]
+
+JOB_ORDER = ExtensionPoint[JobCompare]("jobOrder", Combine.FIRST_NONZERO)
+QUEUE_ORDER = ExtensionPoint[QueueCompare]("queueOrder", Combine.FIRST_NONZERO)
+TASK_ORDER = ExtensionPoint[TaskCompare]("taskOrder", Combine.FIRST_NONZERO)
+SUBGROUP_ORDER = ExtensionPoint[MemberCompare]("subGroupOrder", Combine.FIRST_NONZERO)
+PRE_PREDICATE = ExtensionPoint[PrePredicate]("prePredicate", Combine.FIRST_REJECT)
+PREDICATE = ExtensionPoint[Predicate]("predicate", Combine.ALL_MASKS)
+NODE_PRE_ORDER = ExtensionPoint[NodePreOrder]("nodePreOrder", Combine.ALL)
+NODE_ORDER = ExtensionPoint[NodeOrder]("nodeOrder", Combine.SUM)
+JOB_OVER_CAPACITY = ExtensionPoint[JobOverCapacity]("isJobOverCapacity", Combine.FIRST_REJECT)
+SUBSET_NODES = ExtensionPoint[SubsetNodes]("subsetNodes", Combine.CHAIN)
+ON_ALLOCATE = ExtensionPoint[TaskEvent]("allocateFunc", Combine.ALL)
+ON_DEALLOCATE = ExtensionPoint[TaskEvent]("deallocateFunc", Combine.ALL)
+QUEUE_SHARE = ExtensionPoint[QueueShareGetter]("queueShare", Combine.FIRST_ANSWER)

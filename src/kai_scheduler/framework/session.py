@@ -1,0 +1,221 @@
+"""Session: one scheduling cycle's whole world (KAI `framework/session.go`).
+
+It holds the snapshot, the plugins' callbacks per extension point (in configured tier order), the decisions
+committed so far and the fit errors collected for the jobs that could not be placed. Actions read and change the
+model only through the session and its statements.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from kai_scheduler.cluster.job_info import JobInfo, Member
+from kai_scheduler.cluster.pod_info import Placement, PodInfo
+from kai_scheduler.cluster.pod_status import ON_NODE
+from kai_scheduler.cluster.queue_info import QueueInfo
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.shares import QueueShare
+from kai_scheduler.framework.statement import Operation, Statement
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Plugin(Protocol):
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+
+    def on_session_close(self, ssn: Session) -> None: ...
+
+
+@dataclass(slots=True)
+class FitReport:
+    """Why a task found no node: per plugin reason, how many candidate nodes it removed."""
+
+    candidates: int
+    removed: list[tuple[str, int]] = field(default_factory=list)
+
+    def message(self) -> str:
+        parts = [f"{n} {reason}" for reason, n in self.removed if n]
+        return f"0/{self.candidates} nodes are available: " + (", ".join(parts) or "no candidate nodes")
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot, config: SchedulerConfig, plugins: Sequence[Plugin]) -> None:
+        self.snapshot = snapshot
+        self.config = config
+        self.now = snapshot.now
+        self.plugins = list(plugins)
+        self.committed: list[Operation] = []
+        self.job_fit_errors: dict[str, list[points.Reject]] = {}
+        self.started_jobs: set[str] = set()
+        self._hooks: dict[points.ExtensionPoint[Any], list[tuple[str, Any]]] = {}
+        self._registering = ""
+        self.task_key = functools.cmp_to_key(self.compare_tasks)
+        self.member_key = functools.cmp_to_key(self.compare_members)
+        self.job_key = functools.cmp_to_key(self.compare_jobs)
+        self._all_nodes = np.ones(len(snapshot.nodes), dtype=bool)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Let every plugin register its callbacks, in configured order."""
+        for plugin in self.plugins:
+            self._registering = plugin.name
+            plugin.on_session_open(self)
+        self._registering = ""
+
+    def close(self) -> None:
+        for plugin in self.plugins:
+            plugin.on_session_close(self)
+
+    def add(self, point: points.ExtensionPoint[F], fn: F) -> None:
+        """Register `fn` on `point` for the plugin being opened."""
+        self._hooks.setdefault(point, []).append((self._registering or "session", fn))
+
+    def hooks(self, point: points.ExtensionPoint[F]) -> list[tuple[str, F]]:
+        return self._hooks.get(point, [])
+
+    # --- ordering ----------------------------------------------------------------------------------------
+
+    def compare_jobs(self, left: JobInfo, right: JobInfo) -> int:
+        """First non-zero plugin answer; then older creation; then UID (deterministic)."""
+        for _, fn in self.hooks(points.JOB_ORDER):
+            if result := fn(left, right):
+                return result
+        return _tie(left.creation, right.creation) or _tie(left.uid, right.uid)
+
+    def compare_queues(self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None,
+                       right_job: JobInfo | None) -> int:
+        for _, fn in self.hooks(points.QUEUE_ORDER):
+            if result := fn(left, right, left_job, right_job):
+                return result
+        return _tie(left.creation, right.creation) or _tie(left.name, right.name)
+
+    def compare_tasks(self, left: PodInfo, right: PodInfo) -> int:
+        for _, fn in self.hooks(points.TASK_ORDER):
+            if result := fn(left, right):
+                return result
+        return _tie(left.creation, right.creation) or _tie(left.name, right.name)
+
+    def compare_members(self, left: Member, right: Member) -> int:
+        for _, fn in self.hooks(points.SUBGROUP_ORDER):
+            if result := fn(left, right):
+                return result
+        return _tie(left.name, right.name)
+
+    # --- filtering and scoring -------------------------------------------------------------------------
+
+    def pre_predicate(self, task: PodInfo, job: JobInfo) -> points.Reject | None:
+        for _, fn in self.hooks(points.PRE_PREDICATE):
+            if reject := fn(task, job):
+                return reject
+        return None
+
+    def feasible_nodes(self, task: PodInfo, candidates: points.Mask | None = None) -> tuple[points.Mask, FitReport]:
+        """Nodes among `candidates` that pass every predicate (AND), with a count of what each removed."""
+        mask = (self._all_nodes if candidates is None else candidates).copy()
+        report = FitReport(int(mask.sum()))
+        for _, fn in self.hooks(points.PREDICATE):
+            if not mask.any():
+                break
+            result = fn(task, mask)
+            if result is None:
+                continue
+            removed = int((mask & ~result.mask).sum())
+            if removed:
+                report.removed.append((result.reason, removed))
+                mask &= result.mask
+        return mask, report
+
+    def node_scores(self, task: PodInfo, candidates: points.Mask) -> points.Scores:
+        """Sum of every NODE_ORDER plugin's scores over all nodes (non-candidates are never read)."""
+        for _, pre in self.hooks(points.NODE_PRE_ORDER):
+            pre(task, candidates)
+        total = np.zeros(len(candidates))
+        for _, fn in self.hooks(points.NODE_ORDER):
+            scores = fn(task, candidates)
+            if scores is not None:
+                total += scores
+        return total
+
+    def best_node(self, task: PodInfo, candidates: points.Mask) -> int:
+        """Row of the highest-scoring candidate; ties go to the lower node name."""
+        scores = self.node_scores(task, candidates)
+        rows = np.flatnonzero(candidates)
+        order = np.lexsort((self.snapshot.arrays.name_rank[rows], -scores[rows]))
+        return int(rows[order[0]])
+
+    def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
+        for _, fn in self.hooks(points.JOB_OVER_CAPACITY):
+            if reject := fn(job, tasks):
+                return reject
+        return None
+
+    def subset_nodes(self, job: JobInfo, member: Member, tasks: list[PodInfo], candidates: points.Mask) -> list[points.Mask]:
+        """Candidate node sets for `member`, each plugin splitting every set the previous ones produced."""
+        sets = [candidates]
+        for _, fn in self.hooks(points.SUBSET_NODES):
+            split: list[points.Mask] = []
+            for node_set in sets:
+                result = fn(job, member, tasks, node_set)
+                split.extend([node_set] if result is None else result)
+            sets = split
+        return sets
+
+    def queue_share(self, queue: str) -> QueueShare | None:
+        for _, fn in self.hooks(points.QUEUE_SHARE):
+            if (share := fn(queue)) is not None:
+                return share
+        return None
+
+    def all_nodes(self) -> points.Mask:
+        return self._all_nodes.copy()
+
+    # --- model changes (statements only) ----------------------------------------------------------------
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    def move(self, task: PodInfo, after: Placement) -> None:
+        """Move `task` to `after` in the model: off its old node's ledgers, onto the new node's."""
+        before = task.placement
+        nodes = self.snapshot.node_by_name
+        if before.status & ON_NODE and before.node:
+            nodes[before.node].remove_task(task, before)
+        task.placement = after
+        if after.status & ON_NODE and after.node:
+            nodes[after.node].add_task(task, after)
+
+    def fire_allocate(self, task: PodInfo) -> None:
+        for _, fn in self.hooks(points.ON_ALLOCATE):
+            fn(task)
+
+    def fire_deallocate(self, task: PodInfo) -> None:
+        for _, fn in self.hooks(points.ON_DEALLOCATE):
+            fn(task)
+
+    def record_commit(self, operations: Iterable[Operation]) -> None:
+        self.committed.extend(operations)
+
+    def record_fit_error(self, job: JobInfo, reject: points.Reject) -> None:
+        self.job_fit_errors.setdefault(job.uid, []).append(reject)
+
+    def clear_fit_errors(self, job: JobInfo) -> None:
+        self.job_fit_errors.pop(job.uid, None)
+
+    def job(self, uid: str) -> JobInfo:
+        return self.snapshot.jobs[uid]
+
+
+def _tie(left: Any, right: Any) -> int:
+    return -1 if left < right else (1 if left > right else 0)

@@ -1,0 +1,157 @@
+"""Statement: a transaction over the session's model (KAI `framework/statement.go`, §3.3).
+
+Each operation is a frozen record of the task and its placement before and after. `rollback(cp)` applies the
+inverses newest first and truncates the log; do and undo both fire the allocate/deallocate handlers, so plugin
+state (queue accounting) follows exactly. `commit` hands the log to the session as decisions, in KAI's order:
+evictions, then pipelines, then binds.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kai_scheduler.cluster.pod_info import Placement, PodInfo
+from kai_scheduler.cluster.pod_status import ALLOCATED, RELEASING, PodStatus
+
+if TYPE_CHECKING:
+    from kai_scheduler.framework.session import Session
+
+
+class Op(enum.Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+    UNEVICT = "unevict"
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """Why a task is evicted: the action, the job it makes room for, and a sentence for the event."""
+
+    action: str
+    preemptor: str          # namespace/name of the preemptor job, "" for stale gangs
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    op: Op
+    task: PodInfo
+    before: Placement
+    after: Placement
+    eviction: Eviction | None = None
+
+
+class StatementClosed(RuntimeError):
+    """A committed or discarded statement was used again: a bug in an action."""
+
+
+class Statement:
+    def __init__(self, session: Session) -> None:
+        self._ssn = session
+        self._ops: list[Operation] = []
+        self._open = True
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        return tuple(self._ops)
+
+    def checkpoint(self) -> int:
+        return len(self._ops)
+
+    def allocate(self, task: PodInfo, node: str, gpu_groups: tuple[str, ...] = ()) -> None:
+        """Place a Pending task on idle resources of `node`."""
+        self._apply(Op.ALLOCATE, task, Placement(PodStatus.ALLOCATED, node, gpu_groups))
+
+    def pipeline(self, task: PodInfo, node: str, gpu_groups: tuple[str, ...] = ()) -> None:
+        """Place a task on resources of `node` that are still being released.
+
+        A task evicted in this statement and pipelined back onto the same node is un-evicted instead."""
+        last = self._last_op(task)
+        if (last is not None and last.op is Op.EVICT and last.before.node == node
+                and last.before.gpu_groups == gpu_groups):
+            self._apply(Op.UNEVICT, task, last.before)
+            return
+        self._apply(Op.PIPELINE, task, Placement(PodStatus.PIPELINED, node, gpu_groups))
+
+    def evict(self, task: PodInfo, eviction: Eviction) -> None:
+        """Mark an on-node task Releasing; its resources become releasing on its node."""
+        before = task.placement
+        if not before.node or before.status & RELEASING:
+            raise ValueError(f"task {task.key} is not evictable in status {before.status.label}")
+        self._apply(Op.EVICT, task, Placement(PodStatus.RELEASING, before.node, before.gpu_groups), eviction)
+
+    def convert_allocated_to_pipelined(self, job_uid: str) -> None:
+        """Re-record the job's Allocated tasks as Pipelined, keeping their idle charge (§3.6 step 5)."""
+        for op in list(self._ops):
+            task = op.task
+            if task.job_uid == job_uid and op.op is Op.ALLOCATE and task.placement == op.after:
+                after = Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups, holds_idle=True)
+                self._apply(Op.PIPELINE, task, after)
+
+    def rollback(self, checkpoint: int) -> None:
+        """Undo every operation after `checkpoint`, newest first."""
+        self._check_open()
+        while len(self._ops) > checkpoint:
+            op = self._ops.pop()
+            if op.task.placement != op.after:
+                raise RuntimeError(f"statement undo of {op.op.value} {op.task.key}: task moved outside the statement")
+            self._move(op.task, op.before)
+
+    def discard(self) -> None:
+        self.rollback(0)
+        self._open = False
+
+    def commit(self) -> None:
+        """Hand the surviving operations to the session as decisions; the model keeps them."""
+        self._check_open()
+        self._ssn.record_commit(self._final_operations())
+        self._open = False
+
+    def _final_operations(self) -> list[Operation]:
+        """One operation per task: its first `before` and its final `after`, in evict/pipeline/bind order."""
+        first: dict[str, Operation] = {}
+        last: dict[str, Operation] = {}
+        for op in self._ops:
+            key = str(op.task.uid)
+            first.setdefault(key, op)
+            last[key] = op
+        merged = []
+        for key, op in last.items():
+            start = first[key]
+            if start.before == op.after:
+                continue
+            merged.append(Operation(op.op, op.task, start.before, op.after, op.eviction or start.eviction))
+        order = {Op.EVICT: 0, Op.PIPELINE: 1, Op.UNEVICT: 1, Op.ALLOCATE: 2}
+        return sorted(merged, key=lambda o: order[o.op])
+
+    def _apply(self, kind: Op, task: PodInfo, after: Placement, eviction: Eviction | None = None) -> None:
+        self._check_open()
+        self._ops.append(Operation(kind, task, task.placement, after, eviction))
+        self._move(task, after)
+
+    def _move(self, task: PodInfo, after: Placement) -> None:
+        counted_before = _counts(task.placement)
+        self._ssn.move(task, after)
+        counted_after = _counts(after)
+        if counted_before and not counted_after:
+            self._ssn.fire_deallocate(task)
+        elif counted_after and not counted_before:
+            self._ssn.fire_allocate(task)
+
+    def _last_op(self, task: PodInfo) -> Operation | None:
+        for op in reversed(self._ops):
+            if op.task is task:
+                return op
+        return None
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise StatementClosed("statement already committed or discarded")
+
+
+def _counts(placement: Placement) -> bool:
+    """Whether a task in this placement counts in its queue's allocation during a session."""
+    return bool(placement.status & (ALLOCATED | PodStatus.PIPELINED))

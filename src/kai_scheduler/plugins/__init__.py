@@ -1,0 +1,1 @@
+"""Policy layer: one module per plugin, named as in the scheduler ConfigMap."""

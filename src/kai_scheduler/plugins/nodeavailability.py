@@ -1,0 +1,49 @@
+"""nodeavailability: prefer nodes where the task can start now (§4; KAI `plugins/nodeavailability/`).
+
++AVAILABILITY on nodes whose effective idle covers the task's request in every resource, so a task is
+allocated on free capacity rather than pipelined behind pods that are still releasing.
+
+A shared-GPU task's GPU entry is 0 (its devices are charged through GPU groups), so for it only the non-GPU
+resources are compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+import numpy as np
+
+from kai_scheduler.cluster.node_info import NodeArrays
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins import scores
+
+EPSILON = 1e-6      # float slack: requests are sums of parsed quantities
+
+
+class NodeAvailability:
+    name = "nodeavailability"
+    _arrays: NodeArrays
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        if arguments:
+            raise ConfigError(f"plugin nodeavailability: takes no arguments, got {sorted(arguments)[0]!r}")
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._arrays = ssn.snapshot.arrays
+        ssn.add(points.NODE_ORDER, self.node_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores:
+        """Only requested resources are compared: a zero request fits even an overcommitted resource."""
+        wanted = task.request > 0
+        free = self._arrays.effective_idle()[:, wanted]
+        fits = (free >= task.request[wanted] - EPSILON).all(axis=1)
+        return np.where(fits, scores.AVAILABILITY, 0.0)

@@ -1,0 +1,504 @@
+"""predicates: which nodes can take a task (§3.6 step 4, §4; KAI `plugins/predicates/predicates.go`).
+
+KAI wraps kube-scheduler filters (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit,
+InterPodAffinity) and adds MaxNodePoolResources, node readiness, the GPU-memory label and shared-GPU fit.
+Here each check is its own PREDICATE callback with one kube-scheduler-phrased reason, so a fit error counts
+nodes per reason; a node is charged to the first check (in registration order, kube-scheduler's filter order)
+that removes it. Every check answers for all nodes at once:
+
+- node state: two masks computed at open (cordoned, not Ready);
+- taints, nodeSelector and required node affinity are static for a session: one set of masks per
+  distinct constraint key (selector, affinity terms, tolerations), evaluated once, shared by all its pods;
+- resources: one column comparison per requested resource on idle + releasing (so pipelining is allowed);
+- inter-pod (anti-)affinity only costs pods that declare it, by walking the pods its selector can match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Self
+
+import numpy as np
+import numpy.typing as npt
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.selectors import (
+    LabelSelector,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    Requirement,
+    Taint,
+    Toleration,
+)
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
+from kai_scheduler.cluster.pod_info import PodInfo, PodUID
+from kai_scheduler.cluster.resources import GPU, PODS, ResourceAxis, Vector, describe
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+
+EPSILON = 1e-6                      # float slack: requests and ledgers are sums of parsed quantities
+TAINT_REASONS = 16                  # distinct taints named in fit errors; any further ones share one reason
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")     # PreferNoSchedule only steers scoring upstream
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+REASON_NOT_READY = "node(s) were not ready"
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_NO_GPU_MEMORY = "node(s) have no GPU memory label for a gpu-memory request"
+REASON_TOO_MANY_PODS = "too many pods"
+REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+Mask = points.Mask
+Codes = npt.NDArray[np.int64]
+ConstraintKey = tuple[tuple[tuple[str, str], ...], tuple[NodeSelectorTerm, ...], tuple[Toleration, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticMasks:
+    """One constraint key's verdicts over all nodes; None means every node passes."""
+
+    affinity: Mask | None
+    taints: tuple[Mask | None, ...]      # one per taint check, as `TaintTable.reasons`
+    tolerates_unschedulable: bool
+
+
+class Predicates:
+    name = "predicates"
+    constraint_evaluations: int          # per session: distinct constraint keys evaluated (cache misses)
+    _snapshot: Snapshot
+    _arrays: NodeArrays
+    _labels: LabelColumns
+    _taints: TaintTable
+    _schedulable_ok: Mask | None         # None: no node is cordoned
+    _ready_ok: Mask | None
+    _has_gpu_memory: Mask
+    _max_allocatable: Vector
+    _static_by_key: dict[ConstraintKey, StaticMasks]
+    _static_by_task: dict[PodUID, StaticMasks]
+    _pods: PodIndex | None               # built on the first task with pod (anti-)affinity
+    _anti_affine: dict[tuple[PodAffinityTerm, str], list[PodInfo]] | None
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        if arguments:
+            raise ConfigError(f"plugin predicates: takes no arguments, got {sorted(arguments)[0]!r}")
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._open(ssn.snapshot)
+        ssn.add(points.PRE_PREDICATE, self.max_node_pool_resources)
+        ssn.add(points.PREDICATE, self.node_unschedulable)
+        ssn.add(points.PREDICATE, self.node_ready)
+        for taint_check in self._taint_checks():
+            ssn.add(points.PREDICATE, taint_check)
+        ssn.add(points.PREDICATE, self.node_affinity)
+        ssn.add(points.PREDICATE, self.gpu_memory_label)
+        ssn.add(points.PREDICATE, self.max_pods)
+        for resource_check in self._resource_checks(ssn.snapshot.axis):
+            ssn.add(points.PREDICATE, resource_check)
+        ssn.add(points.PREDICATE, self.pod_affinity)
+        ssn.add(points.PREDICATE, self.pod_anti_affinity)
+        ssn.add(points.PREDICATE, self.existing_pods_anti_affinity)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._static_by_key.clear()
+        self._static_by_task.clear()
+        self._pods = self._anti_affine = None
+
+    def _open(self, snapshot: Snapshot) -> None:
+        """Per-session state: everything that cannot change while the session runs is computed here."""
+        self._snapshot, self._arrays = snapshot, snapshot.arrays
+        self._labels = LabelColumns(snapshot.nodes)
+        self._taints = TaintTable.build(snapshot.nodes)
+        nodes = snapshot.nodes
+        self._schedulable_ok = _none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool))
+        self._ready_ok = _none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
+        self._has_gpu_memory = _frozen(self._arrays.gpu_memory > 0)
+        self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
+        self._static_by_key, self._static_by_task = {}, {}
+        self._pods = self._anti_affine = None
+        self.constraint_evaluations = 0
+
+    # --- pre-predicate ---------------------------------------------------------------------------------
+
+    def max_node_pool_resources(self, task: PodInfo, job: JobInfo) -> points.Reject | None:
+        """Reject a task larger than every node's allocatable (KAI MaxNodePoolResources)."""
+        need = task.request.copy()
+        need[PODS] = 0.0
+        if task.gpu.is_shared:
+            need[GPU] = task.gpu.num_devices
+        over = np.flatnonzero(need > self._max_allocatable + EPSILON)
+        if over.size:
+            column = int(over[0])
+            name = self._snapshot.axis.names[column]
+            return self._reject(f"the task requests {describe(name, need[column])}; "
+                                f"the largest node has {describe(name, self._max_allocatable[column])}")
+        largest = float(self._arrays.gpu_memory.max(initial=0.0))
+        if task.gpu.memory_mib and 0 < largest < task.gpu.memory_mib:
+            return self._reject(f"the task requests {task.gpu.memory_mib} MiB of GPU memory per device; "
+                                f"the largest GPU has {largest:g} MiB")
+        return None
+
+    def _reject(self, message: str) -> points.Reject:
+        return points.Reject(self.name, constants.REASON_UNSCHEDULABLE, message)
+
+    # --- node state and static constraints -------------------------------------------------------------
+
+    def node_unschedulable(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """Cordoned nodes, unless the pod tolerates the unschedulable taint (kube NodeUnschedulable)."""
+        if self._schedulable_ok is None or self._static(task).tolerates_unschedulable:
+            return None
+        return points.NodeFilter(self._schedulable_ok, REASON_UNSCHEDULABLE_NODE)
+
+    def node_ready(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        return None if self._ready_ok is None else points.NodeFilter(self._ready_ok, REASON_NOT_READY)
+
+    def node_affinity(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """nodeSelector AND required node affinity (terms ORed, requirements ANDed)."""
+        mask = self._static(task).affinity
+        return None if mask is None else points.NodeFilter(mask, REASON_NODE_AFFINITY)
+
+    def _taint_checks(self) -> list[points.Predicate]:
+        """One check per named taint, so the fit error says which taint kept the pod away."""
+        return [self._taint_check(i, reason) for i, reason in enumerate(self._taints.reasons)]
+
+    def _taint_check(self, index: int, reason: str) -> points.Predicate:
+        def untolerated_taint(task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+            mask = self._static(task).taints[index]
+            return None if mask is None else points.NodeFilter(mask, reason)
+
+        return untolerated_taint
+
+    def _static(self, task: PodInfo) -> StaticMasks:
+        """The task's static masks: by task, then by constraint key, evaluated on the first miss only."""
+        found = self._static_by_task.get(task.uid)
+        if found is None:
+            key = constraint_key(task.pod)
+            found = self._static_by_key.get(key)
+            if found is None:
+                found = self._static_by_key[key] = self._evaluate(key)
+            self._static_by_task[task.uid] = found
+        return found
+
+    def _evaluate(self, key: ConstraintKey) -> StaticMasks:
+        self.constraint_evaluations += 1
+        selector, terms, tolerations = key
+        mask = np.ones(len(self._snapshot.nodes), dtype=bool)
+        for label, value in selector:
+            mask &= self._labels.column(label).isin((value,))
+        if terms:
+            mask &= np.logical_or.reduce([self._term_mask(term) for term in terms])
+        return StaticMasks(
+            affinity=_none_if_all(mask),
+            taints=self._taints.pass_masks(tolerations),
+            tolerates_unschedulable=any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations),
+        )
+
+    def _term_mask(self, term: NodeSelectorTerm) -> Mask:
+        """All requirements of one term; a term without any matches no node (kube-scheduler)."""
+        mask = np.full(len(self._snapshot.nodes), bool(term.requirements or term.field_requirements))
+        for req in term.requirements:
+            mask &= self._labels.column(req.key).match(req)
+        for req in term.field_requirements:
+            mask &= self._labels.column(req.key, field=True).match(req)
+        return mask
+
+    # --- resources -------------------------------------------------------------------------------------
+
+    def gpu_memory_label(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """A gpu-memory request needs the node's per-GPU memory to size its share."""
+        if not task.gpu.memory_mib:
+            return None
+        return points.NodeFilter(self._has_gpu_memory, REASON_NO_GPU_MEMORY)
+
+    def max_pods(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """The pods column on idle + releasing, as every resource: a releasing pod's slot can be pipelined."""
+        want = task.request[PODS]
+        if want <= 0:
+            return None
+        free = self._arrays.idle[:, PODS] + self._arrays.releasing[:, PODS]
+        return points.NodeFilter(free >= want - EPSILON, REASON_TOO_MANY_PODS)
+
+    def _resource_checks(self, axis: ResourceAxis) -> list[points.Predicate]:
+        """One check per resource, in axis order, so the fit error names the first one missing."""
+        return [self._resource_check(column, f"insufficient {name}")
+                for column, name in enumerate(axis.names) if column != PODS]
+
+    def _resource_check(self, column: int, reason: str) -> points.Predicate:
+        arrays = self._arrays
+
+        def insufficient(task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+            if column == GPU and task.gpu.is_shared:
+                return points.NodeFilter(self._shared_gpu_fit(task, candidates), reason)
+            want = task.request[column]
+            if want <= 0:
+                return None
+            free = arrays.idle[:, column] + arrays.releasing[:, column]
+            return points.NodeFilter(free >= want - EPSILON, reason)
+
+        return insufficient
+
+    def _shared_gpu_fit(self, task: PodInfo, candidates: Mask) -> Mask:
+        """Whole non-allocated GPUs plus the GPU groups the task fits in cover its devices (§6).
+
+        Only candidates short of whole GPUs that hold a device (every GPU group holds one in `used`) are
+        looked at one by one."""
+        arrays, need = self._arrays, task.gpu.num_devices
+        whole = arrays.idle[:, GPU] + arrays.releasing[:, GPU]
+        fits: Mask = whole >= need - EPSILON
+        maybe = candidates & ~fits & (arrays.used[:, GPU] > 0)
+        nodes = self._snapshot.nodes
+        for row in np.flatnonzero(maybe).tolist():
+            node = nodes[row]
+            if node.gpu_groups and whole[row] + len(node.shared_gpu_fit(task)) >= need - EPSILON:
+                fits[row] = True
+        return fits
+
+    # --- inter-pod affinity ----------------------------------------------------------------------------
+
+    def pod_affinity(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """Every term needs, in the node's topology domain, an on-node pod matching all terms (kube).
+
+        If no such pod runs anywhere and the task matches its own terms, it is the first of a self-affine
+        group and may go to any node that has the topology labels."""
+        terms = task.pod.pod_affinity
+        if not terms:
+            return None
+        first, rest = terms[0], terms[1:]
+        pods = [p for p in self._pod_index().on_node(first.selector, _namespaces(first, task))
+                if p is not task and all(_matches(t, p, task.namespace) for t in rest)]
+        domains = [self._domains(term.topology_key, pods) for term in terms]
+        mask = np.ones(len(self._snapshot.nodes), dtype=bool)
+        if any(domains):
+            for term, values in zip(terms, domains, strict=True):
+                mask &= self._labels.column(term.topology_key).isin(values)
+        elif all(_matches(t, task, task.namespace) for t in terms):
+            for term in terms:
+                mask &= self._labels.column(term.topology_key).codes >= 0
+        else:
+            mask &= False
+        return points.NodeFilter(mask, REASON_POD_AFFINITY)
+
+    def pod_anti_affinity(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """No on-node pod matching a term in the node's topology domain; nodes without the key pass."""
+        terms = task.pod.pod_anti_affinity
+        if not terms:
+            return None
+        mask = np.ones(len(self._snapshot.nodes), dtype=bool)
+        for term in terms:
+            found = self._pod_index().on_node(term.selector, _namespaces(term, task))
+            pods = [p for p in found if p is not task]
+            if values := self._domains(term.topology_key, pods):
+                mask &= ~self._labels.column(term.topology_key).isin(values)
+        return points.NodeFilter(mask, REASON_POD_ANTI_AFFINITY)
+
+    def existing_pods_anti_affinity(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """Symmetry: keep out of the domains of on-node pods whose anti-affinity terms match this task."""
+        forbidden: dict[str, set[str]] = {}
+        for (term, owner_namespace), owners in self._anti_affine_pods().items():
+            if not _matches(term, task, owner_namespace):
+                continue
+            on_node = [p for p in owners if p is not task and p.is_on_node]
+            forbidden.setdefault(term.topology_key, set()).update(self._domains(term.topology_key, on_node))
+        if not any(forbidden.values()):
+            return None
+        mask = np.ones(len(self._snapshot.nodes), dtype=bool)
+        for key, values in sorted(forbidden.items()):
+            mask &= ~self._labels.column(key).isin(values)
+        return points.NodeFilter(mask, REASON_EXISTING_ANTI_AFFINITY)
+
+    def _domains(self, topology_key: str, pods: Iterable[PodInfo]) -> set[str]:
+        """The topology values (node label `topology_key`) of the nodes the pods are on."""
+        nodes = self._snapshot.node_by_name
+        values = (nodes[p.node].labels.get(topology_key) for p in pods if p.node in nodes)
+        return {v for v in values if v is not None}
+
+    def _pod_index(self) -> PodIndex:
+        if self._pods is None:
+            self._pods = PodIndex(session_pods(self._snapshot))
+        return self._pods
+
+    def _anti_affine_pods(self) -> dict[tuple[PodAffinityTerm, str], list[PodInfo]]:
+        """Pods with anti-affinity, grouped by (term, owner namespace): a term is matched once per task."""
+        if self._anti_affine is None:
+            self._anti_affine = {}
+            for pod in session_pods(self._snapshot):
+                for term in pod.pod.pod_anti_affinity:
+                    self._anti_affine.setdefault((term, pod.namespace), []).append(pod)
+        return self._anti_affine
+
+
+def constraint_key(pod: Pod) -> ConstraintKey:
+    """What decides a pod's static masks; pods with equal keys share them."""
+    return tuple(sorted(pod.node_selector.items())), pod.node_affinity, pod.tolerations
+
+
+def session_pods(snapshot: Snapshot) -> list[PodInfo]:
+    """Every pod that can be on a node during the session (on a node now, or ours and pending), by uid.
+
+    Labels do not change in a session and placements are read live, so statement moves need no bookkeeping."""
+    pods: dict[str, PodInfo] = {}
+    for node in snapshot.nodes:
+        pods.update(node.tasks)
+    pods.update(snapshot.tasks)
+    return [pods[uid] for uid in sorted(pods)]
+
+
+def _namespaces(term: PodAffinityTerm, owner: PodInfo) -> tuple[str, ...]:
+    return term.namespaces or (owner.namespace,)
+
+
+def _matches(term: PodAffinityTerm, pod: PodInfo, owner_namespace: str) -> bool:
+    """Whether `pod` is one of the pods selected by `term` of a pod in `owner_namespace`."""
+    namespaces = term.namespaces or (owner_namespace,)
+    return pod.namespace in namespaces and term.selector.matches(pod.pod.meta.labels)
+
+
+def _none_if_all(mask: Mask) -> Mask | None:
+    return None if mask.all() else _frozen(mask)
+
+
+def _frozen(mask: Mask) -> Mask:
+    """Cached masks are shared by many tasks: make any accidental write fail loudly."""
+    mask.flags.writeable = False
+    return mask
+
+
+class PodIndex:
+    """The session's pods by label, so a selector walks only the pods it can match."""
+
+    def __init__(self, pods: Sequence[PodInfo]) -> None:
+        self._all = list(pods)
+        self._by_label: dict[tuple[str, str], list[PodInfo]] = {}
+        for pod in self._all:
+            for item in pod.pod.meta.labels.items():
+                self._by_label.setdefault(item, []).append(pod)
+        self._values: dict[str, list[str]] = {}
+        for key, value in sorted(self._by_label):
+            self._values.setdefault(key, []).append(value)
+
+    def on_node(self, selector: LabelSelector, namespaces: tuple[str, ...]) -> list[PodInfo]:
+        """Pods on a node now (including ones placed this session) in `namespaces` that `selector` matches."""
+        return [p for p in self._candidates(selector)
+                if p.is_on_node and p.namespace in namespaces and selector.matches(p.pod.meta.labels)]
+
+    def _candidates(self, selector: LabelSelector) -> list[PodInfo]:
+        """A superset of the selector's pods: the smallest matchLabels list, else an In or Exists, else
+        all pods."""
+        if selector.match_labels:
+            return min((self._by_label.get(item, []) for item in selector.match_labels), key=len)
+        for req in selector.requirements:
+            values = (req.values if req.operator == "In"
+                      else self._values.get(req.key, []) if req.operator == "Exists" else None)
+            if values is not None:
+                return [p for v in dict.fromkeys(values) for p in self._by_label.get((req.key, v), [])]
+        return self._all
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One label key over all nodes: each node's value as a code into `index` (-1: label missing)."""
+
+    codes: Codes
+    index: dict[str, int]
+    numbers: npt.NDArray[np.float64]     # per code: the value as an integer (else nan); then nan for -1
+
+    @classmethod
+    def of(cls, values: Sequence[str | None]) -> Column:
+        index: dict[str, int] = {}
+        codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
+                            dtype=np.int64, count=len(values))
+        numbers = np.array([*(_integer(v) for v in index), np.nan], dtype=np.float64)
+        return cls(codes, index, numbers)
+
+    def isin(self, values: Iterable[str]) -> Mask:
+        wanted = [self.index[v] for v in values if v in self.index]
+        return np.isin(self.codes, wanted) if wanted else np.zeros(len(self.codes), dtype=bool)
+
+    def match(self, req: Requirement) -> Mask:
+        """kube-scheduler's requirement rules; Gt/Lt compare integers and fail on a missing label."""
+        op = req.operator
+        if op == "Exists":
+            return self.codes >= 0
+        if op == "DoesNotExist":
+            return self.codes < 0
+        if op in ("In", "NotIn"):
+            hit = self.isin(req.values)
+            return hit if op == "In" else ~hit
+        have, want = self.numbers[self.codes], _integer(req.values[0]) if req.values else np.nan
+        result: Mask = have > want if op == "Gt" else have < want
+        return result
+
+
+class LabelColumns:
+    """Node labels as integer-coded columns, built per key on first use; `metadata.name` for matchFields."""
+
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self._nodes = nodes
+        self._columns: dict[tuple[str, bool], Column] = {}
+
+    def column(self, key: str, *, field: bool = False) -> Column:
+        found = self._columns.get((key, field))
+        if found is None:
+            if not field:
+                values: list[str | None] = [n.labels.get(key) for n in self._nodes]
+            else:
+                values = [n.name if key == "metadata.name" else None for n in self._nodes]
+            found = self._columns[(key, field)] = Column.of(values)
+        return found
+
+
+def _integer(text: str) -> float:
+    try:
+        return float(int(text))
+    except ValueError:
+        return float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class TaintTable:
+    """The session's blocking taints, grouped as fit errors name them: one group per distinct key and
+    value (the first TAINT_REASONS in sorted order), any others together in one last group."""
+
+    reasons: tuple[str, ...]
+    groups: tuple[tuple[tuple[Taint, Mask], ...], ...]     # per reason: each taint and the nodes carrying it
+
+    @classmethod
+    def build(cls, nodes: Sequence[NodeInfo]) -> TaintTable:
+        rows: dict[Taint, list[int]] = {}
+        for node in nodes:
+            for taint in node.node.taints:
+                if taint.effect in BLOCKING_EFFECTS:
+                    rows.setdefault(taint, []).append(node.row)
+        by_name: dict[tuple[str, str], list[tuple[Taint, Mask]]] = {}
+        for taint in sorted(rows, key=lambda t: (t.key, t.value, t.effect)):
+            on = np.zeros(len(nodes), dtype=bool)
+            on[rows[taint]] = True
+            by_name.setdefault((taint.key, taint.value), []).append((taint, _frozen(on)))
+        reasons: list[str] = []
+        groups: list[tuple[tuple[Taint, Mask], ...]] = []
+        for i, ((key, value), entries) in enumerate(by_name.items()):
+            if i < TAINT_REASONS:
+                reasons.append(f"node(s) had untolerated taint {{{key}: {value}}}")
+                groups.append(tuple(entries))
+            elif i == TAINT_REASONS:
+                reasons.append("node(s) had untolerated taints")
+                groups.append(tuple(entries))
+            else:
+                groups[-1] += tuple(entries)
+        return cls(tuple(reasons), tuple(groups))
+
+    def pass_masks(self, tolerations: tuple[Toleration, ...]) -> tuple[Mask | None, ...]:
+        """Per group: the nodes without an untolerated taint of that group (None: all nodes)."""
+        out: list[Mask | None] = []
+        for entries in self.groups:
+            blocked = [on for taint, on in entries if not any(t.tolerates(taint) for t in tolerations)]
+            out.append(_frozen(~np.logical_or.reduce(blocked)) if blocked else None)
+        return tuple(out)

@@ -1,0 +1,34 @@
+"""priority: jobs of higher PodGroup priority first (§3.4, §4; KAI `plugins/priority/priority.go`).
+
+The first JOB_ORDER plugin in KAI's default tier, so priority decides before elasticity, age and UID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+
+
+class Priority:
+    name = "priority"
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        if arguments:
+            raise ConfigError(f"plugin priority: takes no arguments, got {sorted(arguments)[0]!r}")
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add(points.JOB_ORDER, self.job_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        """Negative when `left` goes first: the higher priority; 0 leaves the tie to the next plugin."""
+        return (left.priority < right.priority) - (left.priority > right.priority)

@@ -1,0 +1,62 @@
+"""Capacity policy: may a job's tasks be added to its queue at all (BEHAVIOR.md §3.6 step 2)?
+
+Mirrors KAI `plugins/proportion/capacity_policy/` (`IsJobOverQueueCapacity`,
+`IsNonPreemptibleJobOverQueueQuota`). Both checks walk the queue chain from the leaf up to its top-level
+queue and report the first level and resource (cpu, memory, gpu order) that fails, naming that queue. There is
+deliberately no fair-share cap here: a preemptible job may take any free capacity up to the limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kai_scheduler.api import constants
+from kai_scheduler.cluster.resources import QUEUE_NAMES, Vector, describe
+from kai_scheduler.framework import points
+from kai_scheduler.framework.shares import QueueShare
+
+UNLIMITED = -1.0
+PLUGIN = "proportion"
+# Fractional GPUs add up with float noise (0.1 + 0.2 > 0.3); a request that fits to within this still fits.
+_TOLERANCE = 1e-9
+
+Amounts = Sequence[float] | Vector
+
+
+def over_limit(chain: Sequence[QueueShare], request: Amounts, plugin: str = PLUGIN) -> points.Reject | None:
+    """`OverLimit` if, on some level of `chain` (leaf → root), allocated + request would exceed the limit.
+
+    Resources with limit -1 and resources the job does not request are skipped."""
+    for level, share in enumerate(chain):
+        for r, name in enumerate(QUEUE_NAMES):
+            need, limit, held = float(request[r]), float(share.limit[r]), float(share.allocated[r])
+            if limit == UNLIMITED or need <= 0 or held + need <= limit + _TOLERANCE:
+                continue
+            message = (f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
+                       f"({describe(name, held)} allocated, job needs {describe(name, need)})")
+            return points.Reject(plugin, constants.REASON_OVER_LIMIT, message)
+    return None
+
+
+def non_preemptible_over_quota(chain: Sequence[QueueShare], request: Amounts,
+                               plugin: str = PLUGIN) -> points.Reject | None:
+    """`NonPreemptibleOverQuota` if non-preemptible use plus the request would pass a level's deserved quota.
+
+    Only resources the job requests are checked (a job cannot push a resource it does not use over quota);
+    deserved -1 is unlimited."""
+    for level, share in enumerate(chain):
+        for r, name in enumerate(QUEUE_NAMES):
+            need, deserved = float(request[r]), float(share.deserved[r])
+            held = float(share.allocated_non_preemptible[r])
+            if deserved == UNLIMITED or need <= 0 or held + need <= deserved + _TOLERANCE:
+                continue
+            message = (f"{_queue(chain, level)}: non-preemptible jobs may use only its deserved "
+                       f"{describe(name, deserved)} ({describe(name, held)} in use, "
+                       f"job needs {describe(name, need)})")
+            return points.Reject(plugin, constants.REASON_NON_PREEMPTIBLE_OVER_QUOTA, message)
+    return None
+
+
+def _queue(chain: Sequence[QueueShare], level: int) -> str:
+    name = f"queue {chain[level].name}"
+    return name if level == 0 else f"{name} (parent of {chain[level - 1].name})"

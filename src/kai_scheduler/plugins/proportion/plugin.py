@@ -1,0 +1,276 @@
+"""The proportion plugin: queue fair shares, queue order and the queue capacity policy (BEHAVIOR.md §4, §5).
+
+Mirrors KAI `plugins/proportion/proportion.go`. `on_session_open` reads as a table of contents; the arithmetic
+lives in the sibling modules `division` (fair shares), `queue_order` (rules 1-8) and `capacity` (limits and
+non-preemptible quota), which take plain data.
+
+Per session it keeps one `QueueShare` per queue (what other code reads through `points.QUEUE_SHARE`) and a
+`QueueState` mirror of it in plain floats for the hot comparison; the allocate/deallocate handlers
+update both, so statement rollbacks restore them exactly.
+
+Not supported yet: `--full-hierarchy-fairness=false` (KAI re-parents every queue under a synthetic `default`
+root, §3.1 step 4); time-based fair share comes in through the `usage_by_queue` hook, empty by default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.queue_info import QueueInfo
+from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.shares import QueueShare
+from kai_scheduler.plugins.proportion import capacity, division, queue_order
+from kai_scheduler.plugins.proportion.queue_order import QueueState
+
+_GPU = 2   # position of the GPU on the queue axis (cpu, memory, gpu)
+
+
+class Proportion:
+    """Per-session plugin state. States: built (arguments only) → opened (`on_session_open`: shares computed,
+    callbacks registered; `allocated` then follows every allocate/deallocate of the session)."""
+
+    name = "proportion"
+
+    def __init__(self, *, k_value: float = 1.0, saturation_multiplier: float = 1.0,
+                 usage_by_queue: Mapping[str, Vector] | None = None) -> None:
+        self.k_value = max(0.0, k_value)
+        self.saturation_multiplier = max(1.0, saturation_multiplier)
+        self.usage_by_queue: Mapping[str, Vector] = usage_by_queue or {}   # time-based fair share hook (§5.5)
+        self._ssn: Session | None = None
+        self._total: Vector = np.zeros(len(QUEUE_AXIS))
+        self._shares: dict[str, QueueShare] = {}
+        self._states: dict[str, QueueState] = {}
+        self._parents: dict[str, str] = {}
+        self._leaf_chains: dict[str, list[tuple[QueueShare, QueueState]]] = {}
+        self._charged: dict[str, Vector] = {}                 # task uid → what its queues were charged
+        self._job_requests: dict[str, tuple[float, ...]] = {}  # job uid → request of its tasks to allocate
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Proportion:
+        """`kValue` (default 1, ≤ 0 → 0) and `relcaimerSaturationMultiplier` (default 1, < 1 → 1).
+
+        The multiplier keeps KAI's misspelling: it is the only key KAI parses. Other keys are ignored, as in
+        KAI; a value that is not a finite number is a ConfigError."""
+        return cls(k_value=_number(arguments, "kValue", 1.0),
+                   saturation_multiplier=_number(arguments, "relcaimerSaturationMultiplier", 1.0))
+
+    # --- session ------------------------------------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self.open_queue_shares(ssn.snapshot)
+        self.charge_running_jobs(ssn.snapshot)
+        self.divide_fair_shares(ssn.snapshot)
+        self.open_queue_states()
+        ssn.add(points.QUEUE_ORDER, self.queue_order)
+        ssn.add(points.JOB_OVER_CAPACITY, self.job_over_capacity)
+        ssn.add(points.ON_ALLOCATE, self.charge_queue)
+        ssn.add(points.ON_DEALLOCATE, self.refund_queue)
+        ssn.add(points.QUEUE_SHARE, self.queue_share)
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Nothing to write back: queue status is the queue controller's job. Shares stay readable."""
+
+    # --- opening steps ----------------------------------------------------------------------------------
+
+    def open_queue_shares(self, snapshot: Snapshot) -> None:
+        """One empty QueueShare per queue with its quota vectors; the cluster total on the queue axis (§5.1).
+
+        Deserved and limit are copies: nothing this plugin does may change the QueueInfo."""
+        self._total = snapshot.total_capacity()[list(QUEUE_AXIS)]
+        zeros = np.zeros(len(QUEUE_AXIS))
+        for name in sorted(snapshot.queues):
+            q = snapshot.queues[name]
+            usage = self.usage_by_queue.get(name)
+            self._shares[name] = QueueShare(
+                name=name, deserved=q.deserved.copy(), limit=q.limit.copy(),
+                over_quota_weight=q.over_quota_weight.copy(), allocated=zeros.copy(),
+                allocated_non_preemptible=zeros.copy(), request=zeros.copy(), fair_share=zeros.copy(),
+                usage=zeros.copy() if usage is None else np.array(usage, dtype=np.float64),
+            )
+            self._parents[name] = q.parent
+
+    def charge_running_jobs(self, snapshot: Snapshot) -> None:
+        """`allocated`, `allocated_non_preemptible` and `request` of each leaf from its jobs, then ancestors.
+
+        Allocated = tasks in allocated statuses; request = allocated + Pending tasks (a pending GPU-memory
+        task already counts its portion of the smallest GPU). Jobs of missing or non-leaf queues count
+        nowhere (the snapshot reports them)."""
+        leaves = {name for name in self._shares if snapshot.queues[name].is_leaf}
+        for job in snapshot.jobs.values():
+            if job.queue not in leaves:
+                continue
+            leaf = self._shares[job.queue]
+            for task in (*job.tasks, *job.unassigned):
+                if task.is_allocated:
+                    amount = self._charged[task.uid] = task.queue_request()
+                    leaf.allocated += amount
+                    if not job.preemptible:
+                        leaf.allocated_non_preemptible += amount
+            for task in job.tasks:
+                if task.is_pending:
+                    leaf.request += task.queue_request()
+        for name in sorted(leaves):
+            leaf = self._shares[name]
+            leaf.request += leaf.allocated
+            for ancestor in self.queue_chain(name)[1:]:
+                ancestor.allocated += leaf.allocated
+                ancestor.allocated_non_preemptible += leaf.allocated_non_preemptible
+                ancestor.request += leaf.request
+
+    def divide_fair_shares(self, snapshot: Snapshot) -> None:
+        """Fair share of every queue by hierarchical division of the cluster total (§5.2)."""
+        inputs = [self._share_input(snapshot.queues[name], share) for name, share in self._shares.items()]
+        for name, fair_share in division.divide(self._total, inputs, self.k_value).items():
+            self._shares[name].fair_share = fair_share
+
+    def open_queue_states(self) -> None:
+        """The plain-float mirror the queue order reads, and each leaf's chain of (share, state) pairs."""
+        total = self._total.tolist()
+        for name, share in self._shares.items():
+            q = self._queue_info(name)
+            self._states[name] = QueueState.of(
+                name=name, priority=q.priority, creation=q.creation, deserved=share.deserved.tolist(),
+                fair_share=share.fair_share.tolist(), limit=share.limit.tolist(), total=total,
+                allocated=share.allocated.tolist())
+        for name in self._shares:
+            if self._queue_info(name).is_leaf:
+                self._leaf_chains[name] = [(s, self._states[s.name]) for s in self.queue_chain(name)]
+
+    # --- registered callbacks -----------------------------------------------------------------------------
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None,
+                    right_job: JobInfo | None) -> int:
+        """QUEUE_ORDER: rules 1-8 of §3.4 over the queues' current state and their best jobs' requests."""
+        return queue_order.compare(self._states[left.name], self._states[right.name],
+                                   self.job_request(left_job), self.job_request(right_job))
+
+    def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
+        """JOB_OVER_CAPACITY: the limit check, then (non-preemptible jobs) the quota check, on every level."""
+        if job.queue not in self._shares:
+            return None
+        chain = self.queue_chain(job.queue)
+        request = capacity_request(tasks, self._session.snapshot.max_gpu_memory)
+        if reject := capacity.over_limit(chain, request, self.name):
+            return reject
+        return None if job.preemptible else capacity.non_preemptible_over_quota(chain, request, self.name)
+
+    def charge_queue(self, task: PodInfo) -> None:
+        """ON_ALLOCATE: add the task's queue request to its leaf queue and every ancestor."""
+        amount = self._charged[task.uid] = task.queue_request()
+        self._account(task, amount)
+
+    def refund_queue(self, task: PodInfo) -> None:
+        """ON_DEALLOCATE: take back exactly what the task was charged (its request as of the charge)."""
+        charged = self._charged.pop(task.uid, None)
+        self._account(task, -(task.queue_request() if charged is None else charged))
+
+    def queue_share(self, queue: str) -> QueueShare | None:
+        """QUEUE_SHARE: the proportion view of one queue, or None for an unknown name."""
+        return self._shares.get(queue)
+
+    # --- for actions (reclaim) ---------------------------------------------------------------------------
+
+    def queue_chain(self, name: str) -> list[QueueShare]:
+        """The queue and its ancestors, leaf → top-level queue."""
+        chain = []
+        while name:
+            chain.append(self._shares[name])
+            name = self._parents[name]
+        return chain
+
+    def order_state(self, name: str) -> QueueState:
+        """What the queue order reads of a queue (for victim-mode comparisons in reclaim)."""
+        return self._states[name]
+
+    def job_request(self, job: JobInfo | None) -> tuple[float, ...] | None:
+        """(cpu, memory, gpu) of the job's tasks to allocate (§3.5), cached until one of its tasks moves."""
+        if job is None:
+            return None
+        request = self._job_requests.get(job.uid)
+        if request is None:
+            ssn = self._session
+            total = np.zeros(len(QUEUE_AXIS))
+            for task in job.tasks_to_allocate(ssn.task_key, ssn.member_key):
+                total += task.queue_request()
+            request = self._job_requests[job.uid] = tuple(total.tolist())
+        return request
+
+    # --- internals -----------------------------------------------------------------------------------------
+
+    @property
+    def _session(self) -> Session:
+        if self._ssn is None:
+            raise RuntimeError("proportion plugin used before on_session_open")
+        return self._ssn
+
+    def _queue_info(self, name: str) -> QueueInfo:
+        return self._session.snapshot.queues[name]
+
+    def _share_input(self, q: QueueInfo, share: QueueShare) -> division.ShareInput:
+        return division.ShareInput(
+            name=q.name, uid=q.uid, parent=q.parent, priority=q.priority, creation=q.creation,
+            deserved=share.deserved, limit=share.limit, weight=share.over_quota_weight, request=share.request,
+            usage=share.usage)
+
+    def _account(self, task: PodInfo, delta: Vector) -> None:
+        """Add `delta` to the allocation of the task's queue chain (both views); forget the job's request."""
+        job = self._session.job(task.job_uid)
+        self._job_requests.pop(job.uid, None)
+        chain = self._leaf_chains.get(job.queue)
+        if chain is None:
+            return
+        cpu, memory, gpu = delta.tolist()
+        non_preemptible = not job.preemptible
+        for share, state in chain:
+            share.allocated += delta
+            if non_preemptible:
+                share.allocated_non_preemptible += delta
+            held = state.allocated
+            held[0] += cpu
+            held[1] += memory
+            held[2] += gpu
+
+
+def capacity_request(tasks: Sequence[PodInfo], gpu_memory_mib: float) -> Vector:
+    """Sum of the tasks' queue requests, a GPU-memory task counted as its portion of a `gpu_memory_mib` GPU.
+
+    The capacity policy passes the largest node GPU memory: the smallest portion, the most lenient check."""
+    total = np.zeros(len(QUEUE_AXIS))
+    for task in tasks:
+        amount = task.queue_request()
+        if task.gpu.memory_mib and not task.gpu.whole and not task.gpu.fraction:
+            amount[_GPU] = task.gpu.num_devices * gpu_portion(task.gpu.memory_mib, gpu_memory_mib)
+        total += amount
+    return total
+
+
+def gpu_portion(memory_mib: float, gpu_memory_mib: float) -> float:
+    """Portion of one GPU for a memory request: ceil(mem / gpuMem x 100) / 100, at most 1 (§6).
+
+    Same rule as the snapshot's private `_portion`; kept here until the cluster layer exposes it."""
+    if gpu_memory_mib <= 0:
+        return 1.0
+    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
+
+
+def _number(arguments: Mapping[str, str], key: str, default: float) -> float:
+    raw = arguments.get(key)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ConfigError(f"plugin proportion argument {key}: expected a number, got {raw!r}")
+    return value

@@ -1,0 +1,89 @@
+"""Task order inside a PodSet (§3.4): taskorder, kubeflow and ray, three TASK_ORDER plugins.
+
+KAI `plugins/taskorder/taskorder.go`, `plugins/kubeflow/kubeflow.go`, `plugins/ray/ray.go`. Each answers only
+its own rule and returns 0 otherwise, so the configured order decides which rule wins; the session ends with
+creation time, then name. Evictions walk the reverse order, so the first task placed is the last one lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+
+
+def _no_arguments(name: str, arguments: Mapping[str, str]) -> None:
+    if arguments:
+        raise ConfigError(f"plugin {name}: takes no arguments, got {sorted(arguments)[0]!r}")
+
+
+def _first_if(left: bool, right: bool) -> int:
+    """Negative when only `left` has the property, positive when only `right` has it."""
+    return int(right) - int(left)
+
+
+class TaskOrder:
+    """The `kai.scheduler/task-priority` label: present beats absent, higher value first."""
+
+    name = "taskorder"
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        _no_arguments(cls.name, arguments)
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add(points.TASK_ORDER, self.task_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def task_order(self, left: PodInfo, right: PodInfo) -> int:
+        lp, rp = left.task_priority, right.task_priority
+        if lp is None or rp is None:
+            return _first_if(lp is not None, rp is not None)
+        return (lp < rp) - (lp > rp)
+
+
+class Kubeflow:
+    """Kubeflow master or launcher pods (`training.kubeflow.org/job-role`) before workers."""
+
+    name = "kubeflow"
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        _no_arguments(cls.name, arguments)
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add(points.TASK_ORDER, self.task_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def task_order(self, left: PodInfo, right: PodInfo) -> int:
+        return _first_if(left.kubeflow_role_first, right.kubeflow_role_first)
+
+
+class Ray:
+    """The Ray head pod (`ray.io/node-type=head`) before workers."""
+
+    name = "ray"
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        _no_arguments(cls.name, arguments)
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add(points.TASK_ORDER, self.task_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def task_order(self, left: PodInfo, right: PodInfo) -> int:
+        return _first_if(left.ray_head, right.ray_head)

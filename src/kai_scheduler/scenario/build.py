@@ -1,0 +1,77 @@
+"""Turn one scenario mapping into a Scenario: the cluster objects, the jobs, and the extras (SCENARIOS.md).
+
+Order matters only for references: priority classes, topologies, nodes and queues are read first so that
+jobs and tasks can be checked against them; every produced object is then parsed through its api type, the
+same check a cluster's reader applies, with errors located at the entry that produced it.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import PurePath
+from typing import Any
+
+from kai_scheduler.api import fields
+from kai_scheduler.scenario import cluster, expect, jobs, meta
+from kai_scheduler.scenario.entry import Entry, Where
+from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario
+
+TOP_FIELDS = (
+    "name", "now", "cycles", "config", "priorityClasses", "topologies", "nodes", "queues", "jobs", "expect",
+)
+SCENARIO_MARKERS = ("nodes", "queues", "jobs")
+
+
+def is_scenario(doc: Any) -> bool:
+    """A scenario is a mapping with nodes, queues or jobs (and no `kind`, which marks a Kubernetes object)."""
+    return isinstance(doc, dict) and "kind" not in doc and any(key in doc for key in SCENARIO_MARKERS)
+
+
+def build(where: Where, doc: dict[str, Any]) -> Scenario:
+    """The scenario's objects in kind order (see Scenario), its jobs and its expectations."""
+    top = Entry(where, doc, "scenario", "top-level")
+    top.check_keys(TOP_FIELDS)
+    now = _now(top)
+    facts = cluster.Cluster()
+    classes = cluster.priority_classes(top, facts)
+    topologies = cluster.topologies(top, facts)
+    nodes = cluster.nodes(top, facts, now)
+    queues = cluster.queues(top, facts, now)
+    built = jobs.build(top, facts, now)
+    objects = [
+        *classes, *facts.synthesized, *topologies, *nodes, *queues,
+        *built.podgroups, *built.pods, *built.bindrequests,
+    ]
+    for item in objects:
+        if item.obj["kind"] != "Node":  # nodes were parsed when built, for their GPU memory
+            meta.parse(item)
+    names = expect.Names(
+        tasks={name for job in built.metas for name in job.task_names},
+        jobs={job.name for job in built.metas},
+        nodes=facts.node_gpu_memory.keys(),
+        queues=facts.queue_children.keys(),
+    )
+    return Scenario(
+        name=top.text("name", PurePath(where.source).stem),
+        now=now,
+        cycles=top.integer("cycles", minimum=1),
+        config=top.mapping("config"),
+        objects=[copy.deepcopy(item.obj) for item in objects],  # no nested dict shared between objects
+        jobs=built.metas,
+        expect=expect.read(top, names),
+        source=where.source,
+    )
+
+
+def _now(top: Entry) -> float:
+    """`now` as POSIX seconds: an RFC 3339 time, or a number of seconds; default 2026-01-01T00:00:00Z."""
+    value = top.data.get("now")
+    if value is None:
+        return DEFAULT_NOW
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return fields.parse_time(value)
+    except (TypeError, ValueError):
+        example = '"2026-01-01T00:00:00Z"'
+        raise top.error("now", f"expected an RFC 3339 time such as {example}, got {value!r}") from None

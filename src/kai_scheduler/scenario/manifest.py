@@ -1,0 +1,120 @@
+"""Load plain Kubernetes manifests: a multi-document YAML or a `List` (`kubectl get … -o yaml`).
+
+The kinds the scheduler reads are kept as they are, each validated by its api parser; the API server's
+defaults a hand-written manifest may lack are filled in (namespace `default` for namespaced kinds, a
+deterministic uid). Other kinds (Deployments, ConfigMaps…) are skipped and reported in `ignored_kinds`.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import PurePath
+from typing import Any
+
+from kai_scheduler.api import constants, fields
+from kai_scheduler.scenario import meta
+from kai_scheduler.scenario.entry import Where
+from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, JobMeta, Scenario
+from kai_scheduler.scenario.source import ScenarioError
+from kai_scheduler.store.interface import KIND_TO_PLURAL, RESOURCES
+
+KIND_ORDER = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "Pod", "BindRequest")
+
+
+def build(where: Where, docs: list[Any]) -> Scenario:
+    """The manifest's objects in kind order (file order within a kind), its PodGroups as jobs."""
+    by_kind: dict[str, list[JSON]] = {kind: [] for kind in KIND_ORDER}
+    ignored: set[str] = set()
+    for raw in _items(where, docs):
+        kind = raw.get("kind")
+        if not isinstance(kind, str) or not kind or not isinstance(raw.get("apiVersion"), str):
+            raise ScenarioError(where.at(raw), _not_an_object(raw))
+        if kind not in by_kind:
+            ignored.add(kind)
+            continue
+        built = meta.Built(copy.deepcopy(_with_defaults(raw)), where.at(raw))  # YAML aliases share nodes
+        meta.parse(built)
+        by_kind[kind].append(built.obj)
+    objects = [obj for kind in KIND_ORDER for obj in by_kind[kind]]
+    return Scenario(
+        name=PurePath(where.source).stem,
+        now=_latest_creation(objects),
+        objects=objects,
+        jobs=_jobs(by_kind["PodGroup"], by_kind["Pod"]),
+        source=where.source,
+        ignored_kinds=tuple(sorted(ignored)),
+    )
+
+
+def _items(where: Where, docs: list[Any]) -> list[dict[str, Any]]:
+    """Every object of every document, `List` documents (any `…List` kind with items) unpacked."""
+    out = []
+    for doc in docs:
+        if not isinstance(doc, dict):
+            raise ScenarioError(where.source, f"expected Kubernetes objects, got a document {doc!r}")
+        kind = doc.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+            items = doc.get("items") or []
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                raise ScenarioError(where.at(doc, "items"), f"{kind} items: expected a list of objects")
+            out.extend(items)
+        else:
+            out.append(doc)
+    return out
+
+
+def _not_an_object(raw: dict[str, Any]) -> str:
+    keys = ", ".join(str(k) for k in list(raw)[:6])
+    return (
+        "neither a scenario (no nodes, queues or jobs) nor a Kubernetes object (needs apiVersion and kind); "
+        f"keys: {keys}"
+    )
+
+
+def _with_defaults(raw: dict[str, Any]) -> JSON:
+    """The object with what the API server would have set: namespace `default` if namespaced, a uid."""
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, dict):
+        return raw  # the api parser reports the missing name
+    metadata = dict(metadata)
+    if RESOURCES[KIND_TO_PLURAL[raw["kind"]]].namespaced and not metadata.get("namespace"):
+        metadata["namespace"] = "default"
+    if not metadata.get("uid") and isinstance(metadata.get("name"), str):
+        metadata["uid"] = meta.uid(raw["kind"], metadata.get("namespace") or "", metadata["name"])
+    return {**raw, "metadata": metadata}
+
+
+def _latest_creation(objects: list[JSON]) -> float:
+    """The latest creationTimestamp: the snapshot was taken no earlier. Without any, the fixed default.
+
+    Deletion timestamps are not used: Kubernetes sets them a grace period into the future."""
+    latest = None
+    for obj in objects:
+        stamp = obj["metadata"].get("creationTimestamp")
+        if isinstance(stamp, str):
+            seconds = fields.parse_time(stamp)
+            latest = seconds if latest is None else max(latest, seconds)
+    return DEFAULT_NOW if latest is None else latest
+
+
+def _jobs(podgroups: list[JSON], pods: list[JSON]) -> list[JobMeta]:
+    """One JobMeta per PodGroup, with the pods that name it (pod-group-name) and their owner's kind."""
+    members: dict[tuple[str, str], list[JSON]] = {}
+    for pod in pods:
+        group = (pod["metadata"].get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME)
+        if group:
+            members.setdefault((pod["metadata"]["namespace"], group), []).append(pod)
+    out = []
+    for pg in podgroups:
+        namespace, name = pg["metadata"]["namespace"], pg["metadata"]["name"]
+        group_pods = members.get((namespace, name), [])
+        refs = [ref for p in group_pods for ref in p["metadata"].get("ownerReferences") or []]
+        owners = [str(ref.get("kind", "")) for ref in refs if isinstance(ref, dict)]
+        out.append(JobMeta(
+            name=name,
+            namespace=namespace,
+            queue=str((pg.get("spec") or {}).get("queue", "")),
+            owner_kind=owners[0] if owners else "",
+            task_names=tuple(p["metadata"]["name"] for p in group_pods),
+        ))
+    return out

@@ -1,0 +1,148 @@
+"""Turn a session's committed decisions into store writes (KAI `Statement.Commit` + `CloseSession`, §3.3).
+
+Order: stale BindRequests deleted; evictions; pipelines (an event only: the pod stays Pending); binds (one
+BindRequest per pod, §1.3); then status: PodGroup annotations (last start / eviction), the
+`UnschedulableOnNodePool` condition with the fit reasons, pod `PodScheduled=False` conditions and events, and
+events on bad objects. Writes that already hold (same condition, same message) are skipped: every API write per
+pod counts. A failed write is recorded and the rest go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Callable
+
+from kai_scheduler.api import bindrequest, constants
+from kai_scheduler.api.fields import format_time
+from kai_scheduler.api.podgroup import SchedulingCondition
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.framework.points import Reject
+from kai_scheduler.framework.statement import Op, Operation
+from kai_scheduler.store.interface import JSON, ClusterStore, StoreError
+
+log = logging.getLogger(__name__)
+
+
+class Committer:
+    def __init__(self, store: ClusterStore, *, node_pool: str = "", update_eviction_condition: bool = False) -> None:
+        self.store = store
+        self.node_pool = node_pool
+        self.update_eviction_condition = update_eviction_condition
+        self.errors: list[str] = []
+
+    def _try(self, what: str, write: Callable[[], object]) -> None:
+        try:
+            write()
+        except StoreError as err:
+            self.errors.append(f"{what}: {err.reason}: {err}")
+            log.warning("write failed", extra={"what": what, "reason": err.reason})
+
+    def delete_bind_request(self, namespace: str, name: str) -> None:
+        self._try(f"delete BindRequest {namespace}/{name}",
+                  lambda: self.store.delete("bindrequests", name, namespace))
+
+    def apply(self, operations: list[Operation], jobs: dict[str, JobInfo], now: float) -> None:
+        evicted_jobs: set[str] = set()
+        for op in operations:
+            if op.op is Op.EVICT:
+                self._evict(op)
+                evicted_jobs.add(op.task.job_uid)
+            elif op.op is Op.PIPELINE:
+                self._event(_pod_ref(op.task), "Normal", "Pipelined",
+                            f"pod will run on node {op.after.node} once resources there are released")
+            elif op.op is Op.ALLOCATE:
+                self._bind(op)
+        for uid in sorted(evicted_jobs):
+            if uid in jobs:
+                self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
+
+    def _evict(self, op: Operation) -> None:
+        task, why = op.task, op.eviction
+        if self.update_eviction_condition:
+            condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                         "message": why.message if why else ""}
+            self._try(f"condition on pod {task.key}", lambda: self.store.patch(
+                "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status"))
+        self._try(f"evict pod {task.key}", lambda: self.store.evict(task.namespace, task.name))
+        if why is not None:
+            self._event(_pod_ref(task), "Normal", "Evict", why.message)
+
+    def _bind(self, op: Operation) -> None:
+        task = op.task
+        shared = task.gpu.is_shared
+        portion = task.gpu.fraction or task.memory_portion
+        br = bindrequest.for_pod(
+            task.pod.meta, op.after.node, gpu_count=task.gpu.whole if not shared else task.gpu.num_devices,
+            portion=portion if shared else 0.0, groups=op.after.gpu_groups,
+            resource_type="Fraction" if shared else "Regular",
+        )
+        if self.node_pool:
+            br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool
+        self._try(f"create BindRequest {task.key}", lambda: self.store.create(br.to_dict()))
+        self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")
+
+    def started(self, job: JobInfo, now: float) -> None:
+        self._annotate(job, constants.ANNOTATION_LAST_START_TIMESTAMP, now)
+
+    def _annotate(self, job: JobInfo, key: str, now: float) -> None:
+        patch = {"metadata": {"annotations": {key: format_time(now)}}}
+        self._try(f"annotate PodGroup {job.key}", lambda: self.store.patch("podgroups", job.name, job.namespace, patch))
+
+    def unschedulable(self, job: JobInfo, reasons: list[Reject], now: float) -> None:
+        """Set the PodGroup condition and the pods' PodScheduled=False, unless they already say the same."""
+        pairs = _dedupe([(r.reason, r.message) for r in reasons])
+        current = next((c for c in job.podgroup.scheduling_conditions if c.node_pool == self.node_pool), None)
+        if current is None or current.reasons != pairs:
+            transition = str(int(current.transition_id) + 1) if current and current.transition_id.isdigit() else "0"
+            others = [c.to_dict() for c in job.podgroup.scheduling_conditions if c.node_pool != self.node_pool]
+            condition = SchedulingCondition(self.node_pool, pairs, transition, now).to_dict()
+            patch = {"status": {"schedulingConditions": [*others, condition]}}
+            self._try(f"condition on PodGroup {job.key}",
+                      lambda: self.store.patch("podgroups", job.name, job.namespace, patch, "status"))
+            if job.podgroup.mark_unschedulable:
+                message = "; ".join(m for _, m in pairs)
+                for task in job.pending_tasks():
+                    self._pod_unschedulable(task, message)
+
+    def schedulable(self, job: JobInfo) -> None:
+        """Clear this node pool's unschedulable condition from a job that got placed."""
+        conditions = job.podgroup.scheduling_conditions
+        if any(c.node_pool == self.node_pool for c in conditions):
+            kept = [c.to_dict() for c in conditions if c.node_pool != self.node_pool]
+            self._try(f"condition on PodGroup {job.key}", lambda: self.store.patch(
+                "podgroups", job.name, job.namespace, {"status": {"schedulingConditions": kept}}, "status"))
+
+    def _pod_unschedulable(self, task: PodInfo, message: str) -> None:
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        self._try(f"condition on pod {task.key}", lambda: self.store.patch(
+            "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status"))
+        self._event(_pod_ref(task), "Warning", "Unschedulable", message)
+
+    def problem(self, kind: str, key: str, reason: str, message: str) -> None:
+        namespace, _, name = key.rpartition("/")
+        self._event({"kind": kind, "namespace": namespace, "name": name}, "Warning", reason, message)
+
+    def _event(self, ref: JSON, kind: str, reason: str, message: str) -> None:
+        namespace = ref.get("namespace") or "default"
+        digest = zlib.crc32(f"{ref['name']}|{reason}|{message}".encode())
+        name = f"{ref['name']}.{reason.lower()}.{digest:08x}"
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": ref, "reason": reason, "message": message, "type": kind,
+            "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
+        }
+        try:
+            self.store.create(event)
+        except StoreError:
+            pass    # the same event already exists: nothing new to say
+
+
+def _pod_ref(task: PodInfo) -> JSON:
+    return {"kind": "Pod", "namespace": task.namespace, "name": task.name, "uid": str(task.uid)}
+
+
+def _dedupe(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys(pairs))

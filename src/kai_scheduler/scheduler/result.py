@@ -1,0 +1,38 @@
+"""What one scheduling cycle decided and why: the input of reports, `kai schedule` and metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kai_scheduler.cluster.snapshot import Problem, Snapshot
+from kai_scheduler.framework.points import Reject
+from kai_scheduler.framework.shares import QueueShare
+from kai_scheduler.framework.statement import Op, Operation
+
+
+@dataclass(slots=True)
+class CycleResult:
+    now: float
+    snapshot: Snapshot                       # the model as the session left it
+    operations: list[Operation]
+    fit_errors: dict[str, list[Reject]]      # job uid → reasons
+    queue_shares: dict[str, QueueShare]
+    problems: list[Problem]
+    action_seconds: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+    write_errors: list[str] = field(default_factory=list)
+
+    def count(self, op: Op) -> int:
+        return sum(1 for o in self.operations if o.op is op)
+
+    @property
+    def binds(self) -> int:
+        return self.count(Op.ALLOCATE)
+
+    @property
+    def evictions(self) -> int:
+        return self.count(Op.EVICT)
+
+    @property
+    def pipelines(self) -> int:
+        return self.count(Op.PIPELINE) + self.count(Op.UNEVICT)

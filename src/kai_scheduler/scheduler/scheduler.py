@@ -1,0 +1,122 @@
+"""The scheduler component: one cycle = snapshot → session → actions → commit (KAI `scheduler.go`, §3.1).
+
+It works over any ClusterStore (the API server or the embedded cluster) through an ObjectCache, and reads time
+only from the Clock it is given. A bad object never stops a cycle: it is left out of the snapshot and reported
+with an event on that object, once per version.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from kai_scheduler.actions.registry import ACTIONS, KAI_ACTIONS
+from kai_scheduler.api.clock import Clock
+from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.framework import config as configs
+from kai_scheduler.framework.points import Reject
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.shares import QueueShare
+from kai_scheduler.plugins import registry
+from kai_scheduler.scheduler.commit import Committer
+from kai_scheduler.scheduler.result import CycleResult
+from kai_scheduler.store.cache import ObjectCache
+from kai_scheduler.store.interface import ClusterStore
+
+log = logging.getLogger(__name__)
+
+
+def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
+    """Parse a ConfigMap-shaped configuration against the plugins and actions this scheduler has."""
+    return configs.parse(
+        raw, known_plugins=set(registry.BUILDERS), known_actions=set(ACTIONS) | set(KAI_ACTIONS),
+        kai_plugins=set(registry.KAI_PLUGINS),
+    )
+
+
+class Scheduler:
+    def __init__(self, store: ClusterStore, config: configs.SchedulerConfig, clock: Clock) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.cache = ObjectCache(store)
+        flags = config.flags
+        self.committer = Committer(store, node_pool=flags.partition_label_value,
+                                   update_eviction_condition=flags.update_pod_eviction_condition)
+        self.actions = [ACTIONS[name]() for name in config.actions if name in ACTIONS]
+        skipped = [name for name in config.actions if name not in ACTIONS]
+        if skipped or config.ignored_plugins:
+            log.info("configuration names parts this scheduler does not run",
+                     extra={"actions": skipped, "plugins": list(config.ignored_plugins)})
+        self._reported: set[tuple[str, str, str]] = set()
+
+    def snapshot(self) -> snapshots.Snapshot:
+        self.cache.sync()
+        flags = self.config.flags
+        objects = snapshots.ClusterObjects(
+            nodes=self.cache.objects("nodes"), pods=self.cache.objects("pods"),
+            podgroups=self.cache.objects("podgroups"), queues=self.cache.objects("queues"),
+            bind_requests=self.cache.objects("bindrequests"),
+            priority_classes=self.cache.objects("priorityclasses"), topologies=self.cache.objects("topologies"),
+            problems=[snapshots.Problem(b.kind, b.key, "InvalidObject", b.message) for b in self.cache.bad_objects()],
+        )
+        params = snapshots.SnapshotParams(
+            now=self.clock.now(), scheduler_name=flags.scheduler_name, node_pool_label_key=flags.nodepool_label_key,
+            partition_label_value=flags.partition_label_value,
+            stuck_in_releasing_seconds=flags.stuck_in_releasing_threshold,
+        )
+        return snapshots.build(objects, params)
+
+    def run_once(self) -> CycleResult:
+        started = time.perf_counter()
+        snap = self.snapshot()
+        plugins = [registry.build(p.name, p.arguments) for p in self.config.plugins()]
+        ssn = Session(snap, self.config, plugins)
+        ssn.open()
+        timings: dict[str, float] = {}
+        for action in self.actions:
+            t0 = time.perf_counter()
+            action.execute(ssn)
+            timings[action.name] = time.perf_counter() - t0
+        ssn.close()
+        self.committer.errors = []
+        self._commit(ssn)
+        return CycleResult(
+            now=snap.now, snapshot=snap, operations=list(ssn.committed), fit_errors=dict(ssn.job_fit_errors),
+            queue_shares=_shares(ssn), problems=list(snap.problems), action_seconds=timings,
+            seconds=time.perf_counter() - started, write_errors=list(self.committer.errors),
+        )
+
+    def _commit(self, ssn: Session) -> None:
+        snap, now, c = ssn.snapshot, ssn.now, self.committer
+        for br in snap.stale_bind_requests:
+            c.delete_bind_request(br.meta.namespace, br.meta.name)
+        c.apply(ssn.committed, snap.jobs, now)
+        for uid in sorted(ssn.started_jobs):
+            c.started(snap.jobs[uid], now)
+        placed = {op.task.job_uid for op in ssn.committed}
+        for uid, job in snap.jobs.items():
+            reasons = list(snap.job_problems.get(uid, [])) if uid in snap.job_problems else None
+            if reasons is not None:
+                c.unschedulable(job, [Reject("snapshot", p.reason, p.message) for p in reasons], now)
+            elif uid in ssn.job_fit_errors and job.has_pending():
+                c.unschedulable(job, ssn.job_fit_errors[uid], now)
+            elif uid in placed:
+                c.schedulable(job)
+        for problem in snap.problems:
+            marker = (problem.kind, problem.key, problem.message)
+            if marker not in self._reported:
+                self._reported.add(marker)
+                log.warning("bad object skipped", extra={"kind": problem.kind, "object": problem.key,
+                                                         "reason": problem.message})
+                c.problem(problem.kind, problem.key, problem.reason, problem.message)
+
+
+def _shares(ssn: Session) -> dict[str, QueueShare]:
+    shares = {}
+    for name in ssn.snapshot.queues:
+        share = ssn.queue_share(name)
+        if share is not None:
+            shares[name] = share
+    return shares

@@ -1,0 +1,66 @@
+"""`kai schedule --check`: compare an Outcome with a scenario's `expect:` block, one line per mismatch."""
+
+from __future__ import annotations
+
+from kai_scheduler.scenario.model import Expectations, StatusExpectation
+from kai_scheduler.sim.outcome import Outcome
+
+_EPS = 1e-6
+
+
+def check(outcome: Outcome, expect: Expectations) -> list[str]:
+    """Every expectation that does not hold, in the order the block lists them."""
+    problems: list[str] = []
+    tasks = {t.name: t for t in outcome.tasks}
+    for name, want in expect.tasks.items():
+        task = tasks.get(name)
+        if task is None:
+            problems.append(f"task {name}: no such task")
+            continue
+        problems += _status(f"task {name}", want, task.after, task.node)
+    for job, want in expect.jobs.items():
+        members = [t for t in outcome.tasks if t.job == job]
+        if not members:
+            problems.append(f"job {job}: no such job")
+        for t in members:
+            problems += _status(f"job {job} task {t.name}", want, t.after, t.node)
+    for node, wants in expect.nodes.items():
+        have = outcome.nodes.get(node)
+        if have is None:
+            problems.append(f"node {node}: no such node")
+            continue
+        for key, value in wants.items():
+            if abs(have.get(key, 0.0) - value) > _EPS:
+                problems.append(f"node {node} {key}: expected {value:g}, got {have.get(key, 0.0):g}")
+    queues = {q.name: q for q in outcome.queues}
+    for name, sections in expect.queues.items():
+        queue = queues.get(name)
+        if queue is None:
+            problems.append(f"queue {name}: no such queue")
+            continue
+        table = {"fairShare": queue.fair_share, "allocated": queue.allocated, "deserved": queue.deserved}
+        for section, amounts in sections.items():
+            for resource, value in amounts.items():
+                got = table[section].get(resource, 0.0)
+                if abs(got - value) > _EPS:
+                    problems.append(f"queue {name} {section}.{resource}: expected {value:g}, got {got:g}")
+    for label, bound, counts in (
+        ("binds", expect.max_binds, [c.binds for c in outcome.cycles]),
+        ("evictions", expect.max_evictions, [c.evictions for c in outcome.cycles]),
+        ("pipelines", expect.max_pipelines, [c.pipelines for c in outcome.cycles]),
+    ):
+        if bound is None:
+            continue
+        for i, count in enumerate(counts, start=1):
+            if count > bound:
+                problems.append(f"cycle {i}: {count} {label}, expected at most {bound}")
+    return problems
+
+
+def _status(what: str, want: StatusExpectation, status: str, node: str) -> list[str]:
+    out = []
+    if want.status is not None and want.status != status:
+        out.append(f"{what}: expected status {want.status}, got {status}")
+    if want.node is not None and want.node != node:
+        out.append(f"{what}: expected node {want.node}, got {node or 'none'}")
+    return out

@@ -1,0 +1,106 @@
+"""The embedded kubelet and workload controller: what a real cluster does between scheduling cycles.
+
+Kubelet: a pod bound to a node starts Running; a terminating pod is gone once its grace period has passed
+(`instant=True`: at once, as `kai schedule --cycles` wants). Controller: a pod of a live workload that
+disappears (evicted, or its node failed) is recreated Pending under the same name, as a Job or PyTorchJob
+controller would; workloads being deleted are not recreated.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.fields import format_time, parse_time
+from kai_scheduler.store.interface import JSON, NotFound
+from kai_scheduler.store.memory import MemoryStore
+
+
+@dataclass(slots=True)
+class KubeletStep:
+    started: list[str] = field(default_factory=list)
+    terminated: list[str] = field(default_factory=list)
+
+
+class Kubelet:
+    def __init__(self, store: MemoryStore, clock: Clock, *, instant: bool = False) -> None:
+        self.store = store
+        self.clock = clock
+        self.instant = instant
+
+    def step(self) -> KubeletStep:
+        out = KubeletStep()
+        pods, _ = self.store.list("pods")
+        now = self.clock.now()
+        for pod in pods:
+            meta, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
+            key = f"{meta.get('namespace', '')}/{meta['name']}"
+            deleting = meta.get("deletionTimestamp")
+            if deleting is not None:
+                grace = float(meta.get("deletionGracePeriodSeconds", 30))
+                if self.instant or parse_time(deleting) + grace <= now:
+                    self.store.finish_deletion(meta.get("namespace", ""), meta["name"])
+                    out.terminated.append(key)
+            elif spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
+                self.store.patch("pods", meta["name"], meta.get("namespace", ""),
+                                 {"status": {"phase": "Running", "startTime": format_time(now)}}, "status")
+                out.started.append(key)
+        return out
+
+
+class Controller:
+    """Recreates the pods of live workloads that vanished; `forget` a workload to stop (it finished)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.templates: dict[str, JSON] = {}
+        self.deleted_groups: set[str] = set()
+        self._remember()
+
+    def _remember(self) -> None:
+        pods, _ = self.store.list("pods")
+        by_group: dict[str, list[JSON]] = {}
+        for pod in pods:
+            key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+            self.templates[key] = _pending_copy(pod)
+            group = pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME)
+            if group:
+                by_group.setdefault(f"{pod['metadata'].get('namespace', '')}/{group}", []).append(pod)
+        for group, members in by_group.items():
+            if all(p["metadata"].get("deletionTimestamp") for p in members):
+                self.deleted_groups.add(group)
+
+    def track(self, pod: JSON) -> None:
+        key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+        self.templates[key] = _pending_copy(pod)
+
+    def forget(self, key: str) -> None:
+        self.templates.pop(key, None)
+
+    def step(self) -> list[str]:
+        recreated = []
+        for key, template in sorted(self.templates.items()):
+            ns, name = template["metadata"].get("namespace", ""), template["metadata"]["name"]
+            group = template["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME, "")
+            if f"{ns}/{group}" in self.deleted_groups:
+                continue
+            try:
+                self.store.get("pods", name, ns)
+            except NotFound:
+                self.store.create(copy.deepcopy(template))
+                recreated.append(key)
+        return recreated
+
+
+def _pending_copy(pod: JSON) -> JSON:
+    """The pod as its controller would create it again: Pending, unbound, without runtime fields."""
+    meta = {k: v for k, v in pod["metadata"].items()
+            if k not in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds")}
+    labels = {k: v for k, v in meta.get("labels", {}).items() if not k.startswith(constants.LABEL_GPU_GROUP)}
+    annotations = {k: v for k, v in meta.get("annotations", {}).items()
+                   if k != constants.ANNOTATION_RECEIVED_RESOURCE_TYPE}
+    meta["labels"], meta["annotations"] = labels, annotations
+    spec = {k: v for k, v in pod.get("spec", {}).items() if k not in ("nodeName", "schedulingGates")}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}

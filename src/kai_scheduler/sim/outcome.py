@@ -1,0 +1,171 @@
+"""What `kai schedule` reports: tasks before and after, queue shares, unplaced jobs and why, per-cycle counts.
+
+Queue figures use the Queue CRD's units (§1.1): GPU in devices, CPU in millicores, memory in megabytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kai_scheduler.cluster.resources import GPU, QUEUE_NAMES, Vector
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework.statement import Op
+from kai_scheduler.scheduler.result import CycleResult
+
+_MB = 1_000_000.0
+
+
+@dataclass(slots=True)
+class TaskRow:
+    name: str
+    namespace: str
+    job: str
+    queue: str
+    before: str
+    after: str
+    node: str
+
+
+@dataclass(slots=True)
+class QueueRow:
+    name: str
+    parent: str
+    deserved: dict[str, float]
+    fair_share: dict[str, float]
+    allocated: dict[str, float]
+    requested: dict[str, float]
+    limit: dict[str, float]
+
+
+@dataclass(slots=True)
+class Move:
+    """An eviction or a move decided in a cycle."""
+
+    cycle: int
+    task: str
+    node: str
+    action: str
+    preemptor: str
+    message: str
+    to_node: str = ""
+
+
+@dataclass(slots=True)
+class CycleCounts:
+    cycle: int
+    binds: int
+    evictions: int
+    pipelines: int
+    seconds: float
+
+
+@dataclass(slots=True)
+class Outcome:
+    scenario: str
+    tasks: list[TaskRow]
+    queues: list[QueueRow]
+    unplaced: dict[str, list[str]]          # job key → reasons in plain words
+    moves: list[Move]
+    cycles: list[CycleCounts]
+    nodes: dict[str, dict[str, float]]
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "tasks": {t.name: {"job": t.job, "queue": t.queue, "before": t.before, "status": t.after,
+                               "node": t.node} for t in self.tasks},
+            "queues": {q.name: {"parent": q.parent, "deserved": q.deserved, "fairShare": q.fair_share,
+                                "allocated": q.allocated, "requested": q.requested, "limit": q.limit}
+                       for q in self.queues},
+            "unplaced": self.unplaced,
+            "evictions": [{"cycle": m.cycle, "task": m.task, "node": m.node, "action": m.action,
+                           "preemptor": m.preemptor, "message": m.message, "toNode": m.to_node} for m in self.moves],
+            "nodes": self.nodes,
+            "cycles": [{"cycle": c.cycle, "binds": c.binds, "evictions": c.evictions, "pipelines": c.pipelines,
+                        "seconds": round(c.seconds, 4)} for c in self.cycles],
+            "binds": sum(c.binds for c in self.cycles),
+            "evictionCount": sum(c.evictions for c in self.cycles),
+            "pipelines": sum(c.pipelines for c in self.cycles),
+            "problems": self.problems,
+        }
+
+
+def _queue_units(vec: Vector) -> dict[str, float]:
+    out = {}
+    for name, value in zip(QUEUE_NAMES, vec, strict=True):
+        v = float(value)
+        out[name] = v if v < 0 or name != "memory" else v / _MB
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleResult]) -> Outcome:
+    """Assemble the report from the first snapshot, the final view and every cycle's result."""
+    last = results[-1] if results else None
+    tasks = _tasks(before, after)
+    queues = _queues(after, last)
+    unplaced = _unplaced(after, last)
+    moves = [_move(i + 1, op) for i, r in enumerate(results) for op in r.operations if op.op is Op.EVICT]
+    cycles = [CycleCounts(i + 1, r.binds, r.evictions, r.pipelines, r.seconds) for i, r in enumerate(results)]
+    nodes = {
+        n.name: {"idleGpus": float(n.idle()[GPU]), "releasingGpus": float(n.releasing()[GPU]),
+                 "allocatableGpus": float(n.allocatable()[GPU]),
+                 "usedGpus": float(after.arrays.used[n.row][GPU])}
+        for n in after.nodes
+    }
+    problems = [f"{p.kind} {p.key}: {p.message}" for p in after.problems]
+    return Outcome(scenario, tasks, queues, unplaced, moves, cycles, nodes, problems)
+
+
+def _tasks(before: Snapshot, after: Snapshot) -> list[TaskRow]:
+    initial = {t.key: t.status.label for t in before.tasks.values()}
+    rows = []
+    for task in sorted(after.tasks.values(), key=lambda t: (t.namespace, t.name)):
+        job = after.jobs.get(task.job_uid)
+        rows.append(TaskRow(task.name, task.namespace, job.name if job else "", job.queue if job else "",
+                            initial.get(task.key, "-"), task.status.label, task.node))
+    seen = {t.key for t in after.tasks.values()}
+    for task in before.tasks.values():     # deleted since (e.g. evicted and not recreated)
+        if task.key not in seen:
+            job = before.jobs.get(task.job_uid)
+            rows.append(TaskRow(task.name, task.namespace, job.name if job else "", job.queue if job else "",
+                                task.status.label, "Deleted", ""))
+    return rows
+
+
+def _queues(after: Snapshot, last: CycleResult | None) -> list[QueueRow]:
+    rows = []
+    for name, q in sorted(after.queues.items()):
+        share = last.queue_shares.get(name) if last else None
+        zero = np.zeros(3)
+        rows.append(QueueRow(
+            name, q.parent, _queue_units(q.deserved),
+            _queue_units(share.fair_share if share else zero),
+            _queue_units(share.allocated if share else zero),
+            _queue_units(share.request if share else zero),
+            _queue_units(q.limit),
+        ))
+    return rows
+
+
+def _unplaced(after: Snapshot, last: CycleResult | None) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for uid, job in sorted(after.jobs.items(), key=lambda kv: kv[1].key):
+        if not job.has_pending():
+            continue
+        reasons = [p.message for p in after.job_problems.get(uid, [])]
+        if last is not None:
+            reasons += [r.message for r in last.fit_errors.get(uid, [])]
+        if not job.is_ready() and not reasons:
+            reasons.append("waiting for its pods: fewer live pods than the gang's minimum")
+        out[job.key] = list(dict.fromkeys(reasons)) or ["not considered this cycle"]
+    return out
+
+
+def _move(cycle: int, op: Any) -> Move:
+    why = op.eviction
+    return Move(cycle, op.task.key, op.before.node, why.action if why else "", why.preemptor if why else "",
+                why.message if why else "", op.after.node if op.after.node != op.before.node else "")

@@ -1,0 +1,1 @@
+"""Store layer: the ClusterStore interface and its implementations."""

@@ -1,0 +1,107 @@
+"""ObjectCache: typed objects kept in step with a ClusterStore by LIST then WATCH (KAI `scheduler/cache`).
+
+Each object is parsed once per resource version; an object that fails to parse is kept out of the typed view
+and reported (kind, key, message) until a newer version parses. A watch that answers Gone triggers a relist.
+`sync()` is non-blocking: it drains the events that are there and returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from kai_scheduler.api import PARSERS, ObjectError
+from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, Gone
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SCHEDULER_RESOURCES = ("nodes", "pods", "podgroups", "queues", "bindrequests", "priorityclasses", "topologies")
+
+
+@dataclass(frozen=True, slots=True)
+class BadObject:
+    kind: str
+    key: str
+    resource_version: str
+    message: str
+
+
+@dataclass(slots=True)
+class _Informer(Generic[T]):
+    resource: str
+    parse: Callable[[JSON], T]
+    items: dict[str, tuple[str, T]] = field(default_factory=dict)     # key → (resourceVersion, object)
+    bad: dict[str, BadObject] = field(default_factory=dict)
+    version: str = ""
+    listed: bool = False
+
+
+class ObjectCache:
+    def __init__(self, store: ClusterStore, resources: Iterable[str] = SCHEDULER_RESOURCES) -> None:
+        self.store = store
+        self._informers: dict[str, _Informer[Any]] = {}
+        for resource in resources:
+            kind = RESOURCES[resource].kind
+            self._informers[resource] = _Informer(resource, PARSERS[kind])
+        self.reported: set[tuple[str, str, str]] = set()
+
+    def sync(self) -> None:
+        """Bring every informer up to date with the store (relist where the watch is too old)."""
+        for informer in self._informers.values():
+            if not informer.listed:
+                self._relist(informer)
+                continue
+            try:
+                for event in self.store.watch(informer.resource, informer.version):
+                    obj = event.object
+                    informer.version = obj.get("metadata", {}).get("resourceVersion", informer.version)
+                    if event.type == "DELETED":
+                        key = _key(obj)
+                        informer.items.pop(key, None)
+                        informer.bad.pop(key, None)
+                    elif event.type != "BOOKMARK":
+                        self._put(informer, obj)
+            except Gone:
+                log.info("watch expired, relisting", extra={"resource": informer.resource})
+                self._relist(informer)
+
+    def _relist(self, informer: _Informer[Any]) -> None:
+        items, version = self.store.list(informer.resource)
+        old = informer.items
+        informer.items, informer.bad = {}, {}
+        for obj in items:
+            key, rv = _key(obj), obj.get("metadata", {}).get("resourceVersion", "")
+            if key in old and old[key][0] == rv:
+                informer.items[key] = old[key]      # unchanged: keep the parsed object
+            else:
+                self._put(informer, obj)
+        informer.version = version
+        informer.listed = True
+
+    def _put(self, informer: _Informer[Any], obj: JSON) -> None:
+        key = _key(obj)
+        rv = obj.get("metadata", {}).get("resourceVersion", "")
+        try:
+            parsed = informer.parse(obj)
+        except ObjectError as err:
+            informer.items.pop(key, None)
+            informer.bad[key] = BadObject(RESOURCES[informer.resource].kind, key, rv, str(err))
+            return
+        informer.bad.pop(key, None)
+        informer.items[key] = (rv, parsed)
+
+    def objects(self, resource: str) -> list[Any]:
+        """The parsed objects of one resource, in key order."""
+        return [obj for _, (_, obj) in sorted(self._informers[resource].items.items())]
+
+    def bad_objects(self) -> list[BadObject]:
+        return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]
+
+
+def _key(obj: JSON) -> str:
+    meta = obj.get("metadata", {})
+    ns = meta.get("namespace", "")
+    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))

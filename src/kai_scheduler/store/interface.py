@@ -1,0 +1,130 @@
+"""The `ClusterStore` interface: what every component may ask of a cluster, real or in memory.
+
+Objects cross this boundary as Kubernetes JSON (dicts), exactly as the API server serves them; typed parsing
+happens above (once per resource version). Resource kinds are named by their plural resource name
+("pods", "podgroups"…), see `RESOURCES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.selectors import LabelSelector
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A kind the store serves: its plural name, API version, Kind and scope."""
+
+    plural: str
+    api_version: str
+    kind: str
+    namespaced: bool
+
+
+RESOURCES: dict[str, Resource] = {
+    r.plural: r
+    for r in (
+        Resource("nodes", "v1", "Node", False),
+        Resource("pods", "v1", "Pod", True),
+        Resource("events", "v1", "Event", True),
+        Resource("configmaps", "v1", "ConfigMap", True),
+        Resource("priorityclasses", constants.PRIORITYCLASS_API_VERSION, "PriorityClass", False),
+        Resource("podgroups", constants.PODGROUP_API_VERSION, "PodGroup", True),
+        Resource("queues", constants.QUEUE_API_VERSION, "Queue", False),
+        Resource("bindrequests", constants.BINDREQUEST_API_VERSION, "BindRequest", True),
+        Resource("topologies", constants.TOPOLOGY_API_VERSION, "Topology", False),
+        Resource("leases", "coordination.k8s.io/v1", "Lease", True),
+    )
+}
+KIND_TO_PLURAL = {r.kind: r.plural for r in RESOURCES.values()}
+
+
+class StoreError(Exception):
+    """Base of the store's errors; `reason` is the Kubernetes Status reason."""
+
+    reason = "InternalError"
+
+
+class NotFound(StoreError):
+    reason = "NotFound"
+
+
+class AlreadyExists(StoreError):
+    reason = "AlreadyExists"
+
+
+class Conflict(StoreError):
+    """An update carried a stale resourceVersion, or a pod is already bound."""
+
+    reason = "Conflict"
+
+
+class Gone(StoreError):
+    """A watch asked for a resource version older than the store keeps: relist."""
+
+    reason = "Gone"
+
+
+class Invalid(StoreError):
+    reason = "Invalid"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: JSON
+
+
+Selector = LabelSelector | str | None
+
+
+class ClusterStore(Protocol):
+    """One interface, two implementations: `store.memory.MemoryStore` and the API-server store."""
+
+    def get(self, resource: str, name: str, namespace: str = "") -> JSON:
+        """The object, or NotFound."""
+        ...
+
+    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
+        """All matching objects (namespace None = all) and the resource version to watch from."""
+        ...
+
+    def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
+        """Events after `resource_version`, in order; waits up to `timeout` seconds for the first one.
+
+        Raises Gone when the version is older than the store's history (the caller relists)."""
+        ...
+
+    def create(self, obj: JSON) -> JSON:
+        """Store a new object (AlreadyExists if it does); return it with uid, resourceVersion, creationTimestamp."""
+        ...
+
+    def update(self, obj: JSON) -> JSON:
+        """Replace an object; Conflict if its metadata.resourceVersion is not the stored one."""
+        ...
+
+    def update_status(self, obj: JSON) -> JSON:
+        """Replace only `status` (the status subresource); Conflict on a stale resourceVersion."""
+        ...
+
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "") -> JSON:
+        """JSON merge patch (RFC 7386) of the object, or of its status when subresource="status"."""
+        ...
+
+    def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
+        """Delete; a pod with a grace period > 0 only gets a deletionTimestamp (it is Releasing) until it ends."""
+        ...
+
+    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+        """The `pods/binding` subresource: set spec.nodeName; Conflict if the pod is already bound."""
+        ...
+
+    def evict(self, namespace: str, pod_name: str) -> None:
+        """The Eviction API: delete the pod with its default grace period."""
+        ...
