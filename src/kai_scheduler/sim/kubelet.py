@@ -39,8 +39,8 @@ class Kubelet:
             key = f"{meta.get('namespace', '')}/{meta['name']}"
             deleting = meta.get("deletionTimestamp")
             if deleting is not None:
-                grace = float(meta.get("deletionGracePeriodSeconds", 30))
-                if self.instant or parse_time(deleting) + grace <= now:
+                # deletionTimestamp is the end of the grace period, as the API server sets it
+                if self.instant or parse_time(deleting) <= now:
                     self.store.finish_deletion(meta.get("namespace", ""), meta["name"])
                     out.terminated.append(key)
             elif spec.get("nodeName") and status.get("phase", "Pending") == "Pending":

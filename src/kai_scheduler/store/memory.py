@@ -545,7 +545,7 @@ def _copy_in(value: Any) -> Any:
 
 
 def _copy_out(value: _T) -> _T:
-    return value
+    return cast(_T, orjson.loads(orjson.dumps(value)))
 
 
 if TYPE_CHECKING:   # the checker rejects MemoryStore the day it drifts from the interface

@@ -15,8 +15,12 @@ the queues apart decides:
 8. older queue first, then the smaller name (so the answer never depends on input order).
 
 Victim mode (reclaim) reverses every answer and judges each queue as it would be once the victims already
-chosen from it are gone. Vectors are plain float triples on the queue axis (cpu, memory, gpu): on three
-elements, Python floats are several times faster than numpy (see the module test `test_queue_order.py`).
+chosen from it are gone.
+
+Rules 1-6 each read one queue only, so they fold into a per-queue `Rank` tuple compared lexicographically:
+a caller may compute a queue's rank once per (allocation, best job) and compare ranks many times
+(`compare_ranked`); only rule 7 is pairwise. Vectors are plain floats on the queue axis (cpu, memory, gpu):
+on three elements Python floats beat numpy several times over (a numpy dominant share alone costs ~10 us).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from kai_scheduler.plugins.proportion.division import UNLIMITED, allocatable_sha
 
 Triple = Sequence[float]
 _Ordered = TypeVar("_Ordered", float, str)
+# (over fair share, not starved, -priority, holds unallocatable, DRF with the job, DRF without): smaller first.
+Rank = tuple[bool, bool, int, bool, float, float]
 ZERO_ALLOCATABLE_PENALTY = 1000.0
 
 
@@ -65,29 +71,41 @@ def compare(left: QueueState, right: QueueState, left_request: Triple | None, ri
 
     A missing request counts as nothing. With `victim`, each queue's allocation is first reduced by its
     `*_victims` (resources of victims already taken from it) and the result is reversed."""
-    la = _minus(left.allocated, left_victims) if victim else left.allocated
-    ra = _minus(right.allocated, right_victims) if victim else right.allocated
-    lj = _plus(la, left_request)
-    rj = _plus(ra, right_request)
-    result = (
-        is_over_fair_share(la, left.fair_share) - is_over_fair_share(ra, right.fair_share)
-        or is_starved(rj, right.deserved) - is_starved(lj, left.deserved)
-        or right.priority - left.priority
-        or holds_unallocatable(lj, left.allocatable) - holds_unallocatable(rj, right.allocatable)
-        or _cmp(dominant_share(lj, left.allocatable), dominant_share(rj, right.allocatable))
-        or _cmp(dominant_share(la, left.allocatable), dominant_share(ra, right.allocatable))
-        or _pareto(left.allocatable, right.allocatable)
-        or _cmp(left.creation, right.creation)
-        or _cmp(left.name, right.name)
-    )
-    result = -1 if result < 0 else (1 if result > 0 else 0)
+    result = compare_ranked(left, rank(left, left_request, left_victims if victim else None),
+                            right, rank(right, right_request, right_victims if victim else None))
     return -result if victim else result
 
+
+def rank(state: QueueState, request: Triple | None, victims: Triple | None = None) -> Rank:
+    """Rules 1-6 for one queue holding `allocated - victims` and about to take `request`."""
+    held = _minus(state.allocated, victims)
+    with_job = _plus(held, request)
+    return (
+        is_over_fair_share(held, state.fair_share),
+        not is_starved(with_job, state.deserved),
+        -state.priority,
+        holds_unallocatable(with_job, state.allocatable),
+        dominant_share(with_job, state.allocatable),
+        dominant_share(held, state.allocatable),
+    )
+
+
+def compare_ranked(left: QueueState, left_rank: Rank, right: QueueState, right_rank: Rank) -> int:
+    """Rules 1-6 by rank, then 7 (Pareto allocatable share) and 8 (age, name); -1, 0 or 1."""
+    if left_rank != right_rank:
+        return -1 if left_rank < right_rank else 1
+    return (_pareto(left.allocatable, right.allocatable)
+            or _cmp(left.creation, right.creation)
+            or _cmp(left.name, right.name))
+
+
+# The helpers below loop instead of all()/any() over generators: about 4x faster on three elements, and the
+# queue order is the hottest comparison of a cycle. Vectors are the same length by construction.
 
 def dominant_share(held: Triple, allocatable: Triple) -> float:
     """`max_r held_r / allocatable_r`; a resource with no allocatable share weighs `held_r x 1000`."""
     worst = 0.0
-    for h, a in zip(held, allocatable):
+    for h, a in zip(held, allocatable, strict=True):
         share = h / a if a > 0 else h * ZERO_ALLOCATABLE_PENALTY
         if share > worst:
             worst = share
@@ -96,7 +114,7 @@ def dominant_share(held: Triple, allocatable: Triple) -> float:
 
 def is_over_fair_share(allocated: Triple, fair_share: Triple) -> bool:
     """Over = above the fair share in every resource (rule 1)."""
-    for a, f in zip(allocated, fair_share):
+    for a, f in zip(allocated, fair_share, strict=True):  # noqa: SIM110
         if a <= f:
             return False
     return True
@@ -104,7 +122,7 @@ def is_over_fair_share(allocated: Triple, fair_share: Triple) -> bool:
 
 def is_starved(held: Triple, deserved: Triple) -> bool:
     """Within the deserved quota in every resource (rule 2); -1 deserved is never exceeded."""
-    for h, d in zip(held, deserved):
+    for h, d in zip(held, deserved, strict=True):  # noqa: SIM110
         if h > d and d != UNLIMITED:
             return False
     return True
@@ -112,7 +130,7 @@ def is_starved(held: Triple, deserved: Triple) -> bool:
 
 def holds_unallocatable(held: Triple, allocatable: Triple) -> bool:
     """Holds some of a resource it has no allocatable share of (rule 4)."""
-    for h, a in zip(held, allocatable):
+    for h, a in zip(held, allocatable, strict=True):  # noqa: SIM110
         if h > 0 and a == 0:
             return True
     return False
@@ -121,7 +139,7 @@ def holds_unallocatable(held: Triple, allocatable: Triple) -> bool:
 def _pareto(la: Triple, ra: Triple) -> int:
     """-1 if `la` <= `ra` everywhere and < somewhere, +1 for the mirror case, else 0."""
     smaller = larger = False
-    for x, y in zip(la, ra):
+    for x, y in zip(la, ra, strict=True):
         if x < y:
             smaller = True
         elif x > y:
@@ -136,10 +154,10 @@ def _cmp(left: _Ordered, right: _Ordered) -> int:
 def _plus(held: Triple, extra: Triple | None) -> Triple:
     if extra is None:
         return held
-    return [h + e for h, e in zip(held, extra)]
+    return [h + e for h, e in zip(held, extra, strict=True)]
 
 
 def _minus(held: Triple, extra: Triple | None) -> Triple:
     if extra is None:
         return held
-    return [h - e for h, e in zip(held, extra)]
+    return [h - e for h, e in zip(held, extra, strict=True)]
