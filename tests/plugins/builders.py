@@ -1,8 +1,8 @@
 """Keyword-only builders for plugin tests.
 
-Objects are written as the Kubernetes JSON a user would apply and parsed by the `kai_scheduler.api` types, so a
-test exercises the same parsing as the scheduler; `snapshot` adds a queue and one PodGroup per pod group the
-pods name, and `session` opens a Session over it with the plugins under test.
+Objects are written as the Kubernetes JSON a user would apply and parsed by the `kai_scheduler.api` types,
+so a test exercises the same parsing as the scheduler; `snapshot` adds a queue and one PodGroup per pod group
+the pods name, and `session` opens a Session over it with the plugins under test.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ HOSTNAME = constants.LABEL_HOSTNAME
 
 def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", pods: int = 110,
          labels: Mapping[str, str] | None = None, taints: Sequence[str] = (), unschedulable: bool = False,
-         ready: bool = True, gpu_memory: int | None = None, extended: Mapping[str, str] | None = None) -> Node:
-    """A node labelled with its hostname; taints as kubectl writes them: "key=value:Effect" or "key:Effect"."""
+         ready: bool = True, gpu_memory: int | None = None,
+         extended: Mapping[str, str] | None = None) -> Node:
+    """A node labelled with its hostname; taints as kubectl writes them ("key=value:Effect")."""
     all_labels = {HOSTNAME: name, **(labels or {})}
     if gpu_memory is not None:
         all_labels[constants.LABEL_GPU_MEMORY] = str(gpu_memory)
@@ -113,8 +114,9 @@ def podgroup(name: str, *, namespace: str = NAMESPACE, min_member: int | None = 
     spec: JSON = {"queue": QUEUE, "priorityClassName": priority_class, "subGroups": list(sub_groups)}
     if min_member is not None:
         spec["minMember"] = min_member
-    return PodGroup.from_dict({"metadata": {"name": name, "namespace": namespace, "uid": f"{namespace}/{name}",
-                                            "creationTimestamp": format_time(created)}, "spec": spec})
+    meta = {"name": name, "namespace": namespace, "uid": f"{namespace}/{name}",
+            "creationTimestamp": format_time(created)}
+    return PodGroup.from_dict({"metadata": meta, "spec": spec})
 
 
 def sub_group(name: str, *, min_member: int | None = None, min_sub_group: int | None = None,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from kai_scheduler.api.fields import JSON
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.framework import points
@@ -21,7 +22,8 @@ GPU_REASON = "insufficient nvidia.com/gpu"
 TAINT_GPU = "node(s) had untolerated taint {gpu: true}"
 
 
-def feasible(nodes: Sequence[Node], pods: Sequence[Pod], pending: str = "p") -> tuple[list[str], dict[str, int]]:
+def feasible(nodes: Sequence[Node], pods: Sequence[Pod], pending: str = "p"
+             ) -> tuple[list[str], dict[str, int]]:
     """Nodes where pod `pending` may go, and how many nodes each reason removed."""
     ssn = b.session(b.snapshot(nodes=nodes, pods=pods), Predicates())
     mask, report = ssn.feasible_nodes(b.task(ssn, pending))
@@ -42,7 +44,8 @@ def feasible(nodes: Sequence[Node], pods: Sequence[Pod], pending: str = "p") -> 
                  id="the first missing resource in axis order is named"),
     pytest.param([node("n1", memory="1Gi")], [pod("p", memory="2Gi")], [], {"insufficient memory": 1},
                  id="reason names memory"),
-    pytest.param([node("n1", extended={"example.com/nic": "1"})], [pod("p", extended={"example.com/nic": "2"})],
+    pytest.param([node("n1", extended={"example.com/nic": "1"})],
+                 [pod("p", extended={"example.com/nic": "2"})],
                  [], {"insufficient example.com/nic": 1}, id="extended resource named"),
     pytest.param([node("n1", pods=1), node("n2")], [pod("r", node="n1"), pod("p")], ["n2"],
                  {"too many pods": 1}, id="max pods is its own reason"),
@@ -54,22 +57,25 @@ def test_resources_fit(nodes: list[Node], pods: list[Pod], want: list[str], remo
     assert feasible(nodes, pods) == (want, removed)
 
 
-SHARED_NODE = {"gpus": 1, "gpu_memory": 40000}
+
+def shared_node(name: str) -> Node:
+    return node(name, gpus=1, gpu_memory=40000)
+
 GROUP = {"runai-gpu-group": "g1"}
 
 
 @pytest.mark.parametrize("nodes, pods, want, removed", [
-    pytest.param([node("n1", **SHARED_NODE)], [pod("p", fraction=0.5)], ["n1"], {},
+    pytest.param([shared_node("n1")], [pod("p", fraction=0.5)], ["n1"], {},
                  id="fraction fits on a whole free GPU"),
-    pytest.param([node("n1", **SHARED_NODE)], [pod("r", gpus=1, node="n1"), pod("p", fraction=0.5)], [],
+    pytest.param([shared_node("n1")], [pod("r", gpus=1, node="n1"), pod("p", fraction=0.5)], [],
                  {GPU_REASON: 1}, id="fraction does not fit when every GPU is used whole"),
-    pytest.param([node("n1", **SHARED_NODE)],
+    pytest.param([shared_node("n1")],
                  [pod("r", fraction=0.5, node="n1", labels=GROUP), pod("p", fraction=0.5)], ["n1"], {},
                  id="fraction fits in a shared GPU group with room"),
-    pytest.param([node("n1", **SHARED_NODE)],
+    pytest.param([shared_node("n1")],
                  [pod("r", fraction=0.75, node="n1", labels=GROUP), pod("p", fraction=0.5)], [],
                  {GPU_REASON: 1}, id="fraction does not fit in a full group"),
-    pytest.param([node("n1", gpus=1), node("n2", **SHARED_NODE)], [pod("p", gpu_memory=10000)], ["n2"],
+    pytest.param([node("n1", gpus=1), shared_node("n2")], [pod("p", gpu_memory=10000)], ["n2"],
                  {predicates.REASON_NO_GPU_MEMORY: 1}, id="gpu-memory needs the GPU memory label"),
     pytest.param([node("n1", gpus=1, gpu_memory=40000)],
                  [pod("r", gpu_memory=30000, node="n1", labels=GROUP), pod("p", gpu_memory=20000)], [],
@@ -115,7 +121,7 @@ def test_max_node_pool_resources(request_pod: Pod, message: str | None) -> None:
                                                                operator="Exists")],
                  ["n1"], {}, id="the unschedulable taint can be tolerated"),
 ])
-def test_node_state(nodes: list[Node], tolerations: list[b.JSON], want: list[str],
+def test_node_state(nodes: list[Node], tolerations: list[JSON], want: list[str],
                     removed: dict[str, int]) -> None:
     assert feasible(nodes, [pod("p", tolerations=tolerations)]) == (want, removed)
 
@@ -124,7 +130,8 @@ def test_node_state(nodes: list[Node], tolerations: list[b.JSON], want: list[str
     pytest.param("gpu=true:NoSchedule", [], False, id="untolerated NoSchedule blocks"),
     pytest.param("gpu=true:NoExecute", [], False, id="untolerated NoExecute blocks"),
     pytest.param("gpu=true:PreferNoSchedule", [], True, id="PreferNoSchedule is ignored"),
-    pytest.param("gpu=true:NoSchedule", [toleration("gpu", value="true")], True, id="Equal with value tolerates"),
+    pytest.param("gpu=true:NoSchedule", [toleration("gpu", value="true")], True,
+                 id="Equal with value tolerates"),
     pytest.param("gpu=true:NoSchedule", [toleration("gpu", value="false")], False,
                  id="Equal with another value does not"),
     pytest.param("gpu=true:NoSchedule", [toleration("gpu", operator="Exists")], True,
@@ -136,14 +143,15 @@ def test_node_state(nodes: list[Node], tolerations: list[b.JSON], want: list[str
     pytest.param("gpu=true:NoSchedule", [toleration("gpu", value="true", effect="NoExecute")], False,
                  id="other effect does not tolerate"),
 ])
-def test_taints(taint: str, tolerations: list[b.JSON], passes: bool) -> None:
+def test_taints(taint: str, tolerations: list[JSON], passes: bool) -> None:
     got = feasible([node("n1", labels={"gpu": "true"}, taints=[taint])], [pod("p", tolerations=tolerations)])
     assert got == ((["n1"], {}) if passes else ([], {TAINT_GPU: 1}))
 
 
 def test_each_taint_is_its_own_reason() -> None:
     nodes = [node("n1", taints=["gpu=true:NoSchedule"]), node("n2", taints=["team=b:NoExecute"]), node("n3")]
-    assert feasible(nodes, [pod("p")]) == (["n3"], {TAINT_GPU: 1, "node(s) had untolerated taint {team: b}": 1})
+    team = "node(s) had untolerated taint {team: b}"
+    assert feasible(nodes, [pod("p")]) == (["n3"], {TAINT_GPU: 1, team: 1})
 
 
 ZONES = [node("a1", labels={"zone": "a", "size": "10"}), node("b1", labels={"zone": "b", "size": "20"}),
@@ -164,11 +172,13 @@ ZONES = [node("a1", labels={"zone": "a", "size": "10"}), node("b1", labels={"zon
                  id="terms are ORed"),
     pytest.param({}, [term(expr("zone", "In", "a", "b"), expr("size", "Gt", "15"))], ["b1"],
                  id="requirements of a term are ANDed"),
-    pytest.param({}, [term(fields=[expr("metadata.name", "In", "x1")])], ["x1"], id="matchFields metadata.name"),
+    pytest.param({}, [term(fields=[expr("metadata.name", "In", "x1")])], ["x1"],
+                 id="matchFields metadata.name"),
     pytest.param({"zone": "a"}, [term(expr("zone", "In", "b"))], [], id="selector AND affinity"),
     pytest.param({}, [term()], [], id="an empty term matches no node"),
 ])
-def test_node_selector_and_affinity(selector: dict[str, str], affinity: list[b.JSON], want: list[str]) -> None:
+def test_node_selector_and_affinity(selector: dict[str, str], affinity: list[JSON],
+                                    want: list[str]) -> None:
     names, removed = feasible(ZONES, [pod("p", node_selector=selector, node_affinity=affinity)])
     assert names == want
     assert removed == ({predicates.REASON_NODE_AFFINITY: 3 - len(want)} if len(want) < 3 else {})
@@ -188,14 +198,15 @@ def test_constraint_masks_are_evaluated_once_per_key() -> None:
 
 # --- inter-pod affinity -------------------------------------------------------------------------------------
 
-RACKS = [node("n1", labels={"rack": "r1"}), node("n2", labels={"rack": "r1"}), node("n3", labels={"rack": "r2"}),
-         node("n4")]
+RACKS = [node("n1", labels={"rack": "r1"}), node("n2", labels={"rack": "r1"}),
+         node("n3", labels={"rack": "r2"}), node("n4")]
 DB = {"app": "db"}
 
 
 @pytest.mark.parametrize("pods, want, removed", [
     pytest.param([pod("db", node="n1", labels=DB), pod("p", pod_affinity=[pod_term("rack", app="db")])],
-                 ["n1", "n2"], {predicates.REASON_POD_AFFINITY: 2}, id="co-locate in the matching pod's rack"),
+                 ["n1", "n2"], {predicates.REASON_POD_AFFINITY: 2},
+                 id="co-locate in the matching pod's rack"),
     pytest.param([pod("p", labels=DB, pod_affinity=[pod_term("rack", app="db")])], ["n1", "n2", "n3"],
                  {predicates.REASON_POD_AFFINITY: 1}, id="first pod of a self-affine group goes to any rack"),
     pytest.param([pod("p", pod_affinity=[pod_term("rack", app="db")])], [],
@@ -215,10 +226,12 @@ DB = {"app": "db"}
                  {predicates.REASON_POD_ANTI_AFFINITY: 1}, id="anti-affinity spreads by hostname"),
     pytest.param([pod("web", node="n1", labels={"app": "web"}),
                   pod("p", pod_anti_affinity=[pod_term("rack", app="web")])], ["n3", "n4"],
-                 {predicates.REASON_POD_ANTI_AFFINITY: 2}, id="anti-affinity keeps out of the rack; no key passes"),
+                 {predicates.REASON_POD_ANTI_AFFINITY: 2},
+                 id="anti-affinity keeps out of the rack; no key passes"),
     pytest.param([pod("guard", node="n1", pod_anti_affinity=[pod_term("rack", app="web")]),
                   pod("p", labels={"app": "web"})], ["n3", "n4"],
-                 {predicates.REASON_EXISTING_ANTI_AFFINITY: 2}, id="existing pods' anti-affinity is symmetric"),
+                 {predicates.REASON_EXISTING_ANTI_AFFINITY: 2},
+                 id="existing pods' anti-affinity is symmetric"),
 ])
 def test_inter_pod_affinity(pods: list[Pod], want: list[str], removed: dict[str, int]) -> None:
     assert feasible(RACKS, pods) == (want, removed)
@@ -242,7 +255,7 @@ def test_anti_affinity_counts_releasing_pods_until_gone() -> None:
     assert b.names(ssn, ssn.feasible_nodes(b.task(ssn, "p"))[0]) == ["n2", "n3", "n4"]
 
 
-# --- configuration and shape ---------------------------------------------------------------------------------
+# --- configuration and shape -------------------------------------------------------------------------------
 
 def test_arguments_are_rejected() -> None:
     with pytest.raises(ConfigError, match="plugin predicates: takes no arguments"):
@@ -255,3 +268,10 @@ def test_every_check_answers_for_all_nodes() -> None:
     for _, check in ssn.hooks(points.PREDICATE):
         result = check(task, ssn.all_nodes())
         assert result is None or (result.mask.shape == (4,) and result.mask.dtype == np.bool_)
+
+
+def test_a_group_opened_in_the_session_takes_the_next_fraction() -> None:
+    pods = [pod("first", fraction=0.5), pod("p", fraction=0.5)]
+    ssn = b.session(b.snapshot(nodes=[shared_node("n1")], pods=pods), Predicates())
+    ssn.statement().allocate(b.task(ssn, "first"), "n1", ("g1",))
+    assert b.names(ssn, ssn.feasible_nodes(b.task(ssn, "p"))[0]) == ["n1"]

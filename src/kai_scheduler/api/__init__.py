@@ -28,4 +28,15 @@ KINDS: dict[str, type[Any]] = {
 # Parsers by Kind: Kubernetes JSON → typed object (raises ObjectError).
 PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {kind: cls.from_dict for kind, cls in KINDS.items()}
 
-__all__ = ["PARSERS", "KINDS", "BindRequest", "Node", "ObjectError", "Pod", "PodGroup", "PriorityClass", "Queue", "Topology"]
+__all__ = [
+    "KINDS",
+    "PARSERS",
+    "BindRequest",
+    "Node",
+    "ObjectError",
+    "Pod",
+    "PodGroup",
+    "PriorityClass",
+    "Queue",
+    "Topology",
+]

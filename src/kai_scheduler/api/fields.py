@@ -42,11 +42,18 @@ class Reader:
         return ObjectError(self.kind, self.name, path, message)
 
     def get(self, path: builtins.str, default: Any = None) -> Any:
+        """The value at a dotted path; `name[i]` segments index lists ("spec.containers[0].resources")."""
         node: Any = self.data
         for part in path.split("."):
+            name, _, index = part.partition("[")
             if not isinstance(node, Mapping):
                 return default
-            node = node.get(part)
+            node = node.get(name)
+            if index:
+                i = builtins.int(index.rstrip("]"))
+                if not isinstance(node, builtins.list) or i >= len(node):
+                    return default
+                node = node[i]
             if node is None:
                 return default
         return node

@@ -90,4 +90,5 @@ class Queue:
             spec["preemptMinRuntime"] = f"{self.preempt_min_runtime:g}s"
         if self.reclaim_min_runtime is not None:
             spec["reclaimMinRuntime"] = f"{self.reclaim_min_runtime:g}s"
-        return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue", "metadata": self.meta.to_dict(), "spec": spec}
+        meta = self.meta.to_dict()
+        return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue", "metadata": meta, "spec": spec}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -166,7 +166,8 @@ def _queue_tree(queues: list[Queue], problems: list[Problem]) -> dict[str, Queue
     return kept
 
 
-def _bind_requests(brs: list[BindRequest], nodes: dict[str, NodeInfo]) -> tuple[dict[str, BindRequest], list[BindRequest]]:
+def _bind_requests(brs: list[BindRequest],
+                   nodes: dict[str, NodeInfo]) -> tuple[dict[str, BindRequest], list[BindRequest]]:
     live, stale = {}, []
     for br in brs:
         if br.is_failed or br.selected_node not in nodes:

@@ -182,7 +182,8 @@ def parse_flags(raw: Any, base: Flags | None = None) -> Flags:
         name = str(key).replace("-", "_")
         spec = by_name.get(name)
         if spec is None:
-            raise ConfigError(f"config flags.{key}: unknown flag; known: {', '.join(sorted(f.replace('_', '-') for f in by_name))}")
+            known = ", ".join(sorted(f.replace("_", "-") for f in by_name))
+            raise ConfigError(f"config flags.{key}: unknown flag; known: {known}")
         default = getattr(Flags(), name)
         changes[name] = _flag_value(key, value, default)
     return replace(flags, **changes)

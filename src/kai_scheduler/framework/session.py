@@ -161,7 +161,8 @@ class Session:
                 return reject
         return None
 
-    def subset_nodes(self, job: JobInfo, member: Member, tasks: list[PodInfo], candidates: points.Mask) -> list[points.Mask]:
+    def subset_nodes(self, job: JobInfo, member: Member, tasks: list[PodInfo],
+                     candidates: points.Mask) -> list[points.Mask]:
         """Candidate node sets for `member`, each plugin splitting every set the previous ones produced."""
         sets = [candidates]
         for _, fn in self.hooks(points.SUBSET_NODES):

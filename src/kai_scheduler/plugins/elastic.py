@@ -35,7 +35,8 @@ class Elastic:
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Negative when `left` is further from satisfied; 0 when both are in the same band."""
-        return _band(left) - _band(right)
+        left_band, right_band = _band(left), _band(right)
+        return (left_band > right_band) - (left_band < right_band)
 
 
 def _band(job: JobInfo) -> int:

@@ -53,6 +53,7 @@ class NodePlacement:
     name = "nodeplacement"
     _arrays: NodeArrays
     _totals: dict[int, Vector]          # per session: R column → each node's total R for spread
+    _has: dict[int, points.Mask]        # per session: R column → nodes with allocatable R
     _range: _Range | None
 
     def __init__(self, config: PlacementConfig) -> None:
@@ -69,6 +70,7 @@ class NodePlacement:
         self._arrays = ssn.snapshot.arrays
         self._totals = {GPU: _gpu_totals(ssn.snapshot.nodes, self._arrays),
                         CPU: self._arrays.allocatable[:, CPU]}
+        self._has = {column: self._arrays.allocatable[:, column] > 0 for column in (GPU, CPU)}
         self._range = None
         ssn.add(points.NODE_PRE_ORDER, self.node_pre_order)
         ssn.add(points.NODE_ORDER, self.node_order)
@@ -82,7 +84,7 @@ class NodePlacement:
         self._range = None
         if strategy is Strategy.SPREAD:
             return
-        free = self._non_allocated(column)[candidates & (self._arrays.allocatable[:, column] > 0)]
+        free = self._non_allocated(column)[candidates & self._has[column]]
         if free.size:
             self._range = _Range(task.uid, float(free.min()), float(free.max()))
 
@@ -96,7 +98,7 @@ class NodePlacement:
             self.node_pre_order(task, candidates)
         if self._range is None:
             return None
-        has_resource = self._arrays.allocatable[:, column] > 0
+        has_resource = self._has[column]
         low, high = self._range.low, self._range.high
         if high == low:
             return np.where(has_resource, scores.MAX_HIGH_DENSITY, 0.0)

@@ -35,6 +35,7 @@ from kai_scheduler.api.selectors import (
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
+from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
 from kai_scheduler.cluster.resources import GPU, PODS, ResourceAxis, Vector, describe
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
@@ -45,6 +46,7 @@ EPSILON = 1e-6                      # float slack: requests and ledgers are sums
 TAINT_REASONS = 16                  # distinct taints named in fit errors; any further ones share one reason
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")     # PreferNoSchedule only steers scoring upstream
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+ON_NODE_STATUSES = frozenset(s for s in PodStatus if s & ON_NODE)   # set lookup: IntFlag `&` is slow
 
 REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
 REASON_NOT_READY = "node(s) were not ready"
@@ -79,6 +81,7 @@ class Predicates:
     _schedulable_ok: Mask | None         # None: no node is cordoned
     _ready_ok: Mask | None
     _has_gpu_memory: Mask
+    _may_share: Mask                     # nodes that have (or had, this session) a shared GPU group
     _max_allocatable: Vector
     _static_by_key: dict[ConstraintKey, StaticMasks]
     _static_by_task: dict[PodUID, StaticMasks]
@@ -106,6 +109,7 @@ class Predicates:
         ssn.add(points.PREDICATE, self.pod_affinity)
         ssn.add(points.PREDICATE, self.pod_anti_affinity)
         ssn.add(points.PREDICATE, self.existing_pods_anti_affinity)
+        ssn.add(points.ON_ALLOCATE, self.track_gpu_groups)
 
     def on_session_close(self, ssn: Session) -> None:
         self._static_by_key.clear()
@@ -121,6 +125,7 @@ class Predicates:
         self._schedulable_ok = _none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool))
         self._ready_ok = _none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
         self._has_gpu_memory = _frozen(self._arrays.gpu_memory > 0)
+        self._may_share = np.array([bool(n.gpu_groups) for n in nodes], dtype=bool)
         self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
         self._static_by_key, self._static_by_task = {}, {}
         self._pods = self._anti_affine = None
@@ -248,18 +253,24 @@ class Predicates:
     def _shared_gpu_fit(self, task: PodInfo, candidates: Mask) -> Mask:
         """Whole non-allocated GPUs plus the GPU groups the task fits in cover its devices (§6).
 
-        Only candidates short of whole GPUs that hold a device (every GPU group holds one in `used`) are
-        looked at one by one."""
+        Only candidates short of whole GPUs that may have GPU groups are looked at one by one."""
         arrays, need = self._arrays, task.gpu.num_devices
         whole = arrays.idle[:, GPU] + arrays.releasing[:, GPU]
         fits: Mask = whole >= need - EPSILON
-        maybe = candidates & ~fits & (arrays.used[:, GPU] > 0)
+        maybe = candidates & ~fits & self._may_share
         nodes = self._snapshot.nodes
         for row in np.flatnonzero(maybe).tolist():
             node = nodes[row]
             if node.gpu_groups and whole[row] + len(node.shared_gpu_fit(task)) >= need - EPSILON:
                 fits[row] = True
         return fits
+
+    def track_gpu_groups(self, task: PodInfo) -> None:
+        """A shared-GPU task placed in the session may open a GPU group on its node: remember the node.
+
+        Groups only ever appear through placements, so a superset kept by this handler is enough."""
+        if task.gpu.is_shared and task.placement.node:
+            self._may_share[self._snapshot.node_by_name[task.placement.node].row] = True
 
     # --- inter-pod affinity ----------------------------------------------------------------------------
 
@@ -272,8 +283,10 @@ class Predicates:
         if not terms:
             return None
         first, rest = terms[0], terms[1:]
-        pods = [p for p in self._pod_index().on_node(first.selector, _namespaces(first, task))
-                if p is not task and all(_matches(t, p, task.namespace) for t in rest)]
+        found = self._pod_index().on_node(first.selector, _namespaces(first, task))
+        pods = [p for p in found if p is not task]
+        if rest:
+            pods = [p for p in pods if all(_matches(t, p, task.namespace) for t in rest)]
         domains = [self._domains(term.topology_key, pods) for term in terms]
         mask = np.ones(len(self._snapshot.nodes), dtype=bool)
         if any(domains):
@@ -305,7 +318,7 @@ class Predicates:
         for (term, owner_namespace), owners in self._anti_affine_pods().items():
             if not _matches(term, task, owner_namespace):
                 continue
-            on_node = [p for p in owners if p is not task and p.is_on_node]
+            on_node = [p for p in owners if p is not task and _is_on_node(p)]
             forbidden.setdefault(term.topology_key, set()).update(self._domains(term.topology_key, on_node))
         if not any(forbidden.values()):
             return None
@@ -317,7 +330,8 @@ class Predicates:
     def _domains(self, topology_key: str, pods: Iterable[PodInfo]) -> set[str]:
         """The topology values (node label `topology_key`) of the nodes the pods are on."""
         nodes = self._snapshot.node_by_name
-        values = (nodes[p.node].labels.get(topology_key) for p in pods if p.node in nodes)
+        values = (nodes[name].labels.get(topology_key) for name in {p.placement.node for p in pods}
+                  if name in nodes)
         return {v for v in values if v is not None}
 
     def _pod_index(self) -> PodIndex:
@@ -361,6 +375,11 @@ def _matches(term: PodAffinityTerm, pod: PodInfo, owner_namespace: str) -> bool:
     return pod.namespace in namespaces and term.selector.matches(pod.pod.meta.labels)
 
 
+def _is_on_node(pod: PodInfo) -> bool:
+    placement = pod.placement
+    return bool(placement.node) and placement.status in ON_NODE_STATUSES
+
+
 def _none_if_all(mask: Mask) -> Mask | None:
     return None if mask.all() else _frozen(mask)
 
@@ -386,20 +405,23 @@ class PodIndex:
 
     def on_node(self, selector: LabelSelector, namespaces: tuple[str, ...]) -> list[PodInfo]:
         """Pods on a node now (including ones placed this session) in `namespaces` that `selector` matches."""
-        return [p for p in self._candidates(selector)
-                if p.is_on_node and p.namespace in namespaces and selector.matches(p.pod.meta.labels)]
+        pods, exact = self._candidates(selector)
+        return [p for p in pods if _is_on_node(p) and p.namespace in namespaces
+                and (exact or selector.matches(p.pod.meta.labels))]
 
-    def _candidates(self, selector: LabelSelector) -> list[PodInfo]:
-        """A superset of the selector's pods: the smallest matchLabels list, else an In or Exists, else
-        all pods."""
+    def _candidates(self, selector: LabelSelector) -> tuple[list[PodInfo], bool]:
+        """A superset of the selector's pods (the smallest matchLabels list, else an In or Exists, else all
+        pods), and whether it is exactly the selector's pods."""
+        exact = len(selector.match_labels) + len(selector.requirements) == 1
         if selector.match_labels:
-            return min((self._by_label.get(item, []) for item in selector.match_labels), key=len)
+            return min((self._by_label.get(item, []) for item in selector.match_labels), key=len), exact
         for req in selector.requirements:
             values = (req.values if req.operator == "In"
                       else self._values.get(req.key, []) if req.operator == "Exists" else None)
             if values is not None:
-                return [p for v in dict.fromkeys(values) for p in self._by_label.get((req.key, v), [])]
-        return self._all
+                pods = [p for v in dict.fromkeys(values) for p in self._by_label.get((req.key, v), [])]
+                return pods, exact
+        return self._all, not selector.match_labels and not selector.requirements
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ pod counts. A failed write is recorded and the rest go on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import zlib
 from collections.abc import Callable
@@ -134,10 +135,8 @@ class Committer:
             "involvedObject": ref, "reason": reason, "message": message, "type": kind,
             "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
         }
-        try:
+        with contextlib.suppress(StoreError):   # the same event already exists: nothing new to say
             self.store.create(event)
-        except StoreError:
-            pass    # the same event already exists: nothing new to say
 
 
 def _pod_ref(task: PodInfo) -> JSON:

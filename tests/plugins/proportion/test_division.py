@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kai_scheduler.plugins.proportion import division
 from kai_scheduler.plugins.proportion.division import ShareInput
@@ -118,3 +122,38 @@ def test_parent_cycle_is_a_broken_invariant() -> None:
 ])
 def test_allocatable_share(deserved: float, fair_share: float, limit: float, want: float) -> None:
     assert division.allocatable_share(deserved, fair_share, limit, total=100) == want
+
+
+# --- properties ---------------------------------------------------------------------------------------------
+
+Spec = tuple[int, int, int, float, int, int]      # deserved, weight, request, limit, priority, creation
+
+_queue_specs = st.lists(
+    st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 40), st.sampled_from([U, 5.0, 20.0]),
+              st.sampled_from([100, 200]), st.integers(0, 3)),
+    min_size=1, max_size=6,
+)
+
+
+def _queues(specs: list[Spec]) -> list[ShareInput]:
+    return [q(f"q{i}", deserved=d, weight=w, request=r, limit=lim, priority=p, creation=c)
+            for i, (d, w, r, lim, p, c) in enumerate(specs)]
+
+
+@given(_queue_specs, st.integers(0, 60), st.randoms(use_true_random=False))
+def test_input_order_never_changes_the_division(specs: list[Spec], total: int, rng: random.Random) -> None:
+    queues = _queues(specs)
+    shuffled = list(queues)
+    rng.shuffle(shuffled)
+    assert shares(total, shuffled) == shares(total, queues)
+
+
+@given(_queue_specs, st.integers(0, 60))
+def test_surplus_never_exceeds_the_total_nor_the_need_by_a_unit(specs: list[Spec], total: int) -> None:
+    queues = [q(f"q{i}", weight=w, request=r, limit=lim, priority=p, creation=c)
+              for i, (_, w, r, lim, p, c) in enumerate(specs)]        # nothing deserved: all is surplus
+    got = shares(total, queues)
+    assert sum(got.values()) <= total + 1e-9
+    for queue in queues:
+        requestable = queue.request[0] if queue.limit[0] == U else min(queue.limit[0], queue.request[0])
+        assert got[queue.name] < requestable + 1

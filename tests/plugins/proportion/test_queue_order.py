@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kai_scheduler.plugins.proportion import queue_order
 from kai_scheduler.plugins.proportion.queue_order import QueueState
@@ -95,3 +97,30 @@ def test_victim_mode_judges_a_queue_without_the_victims_already_taken(
 ])
 def test_dominant_share(held: V, allocatable: V, want: float) -> None:
     assert queue_order.dominant_share(held, allocatable) == want
+
+
+# --- properties ---------------------------------------------------------------------------------------------
+
+_amounts = st.tuples(*[st.sampled_from([0.0, 1.0, 2.0, 5.0, 10.0])] * 3)
+_states = st.builds(
+    state, st.sampled_from(["a", "b", "c"]), allocated=_amounts, fair_share=_amounts,
+    deserved=st.one_of(_amounts, st.just((U, U, U))), priority=st.sampled_from([100, 200]),
+    creation=st.sampled_from([0.0, 1.0]),
+)
+
+
+@given(_states, _states, st.one_of(st.none(), _amounts), st.one_of(st.none(), _amounts), st.booleans())
+def test_order_is_antisymmetric_and_total(left: QueueState, right: QueueState, left_request: V | None,
+                                          right_request: V | None, victim: bool) -> None:
+    forward = queue_order.compare(left, right, left_request, right_request, victim=victim)
+    backward = queue_order.compare(right, left, right_request, left_request, victim=victim)
+    assert forward == -backward
+    assert forward != 0 or left.name == right.name
+
+
+@given(_states, _states, st.one_of(st.none(), _amounts), st.one_of(st.none(), _amounts))
+def test_cached_ranks_decide_as_the_direct_comparison(
+        left: QueueState, right: QueueState, left_request: V | None, right_request: V | None) -> None:
+    ranked = queue_order.compare_ranked(left, queue_order.rank(left, left_request),
+                                        right, queue_order.rank(right, right_request))
+    assert ranked == queue_order.compare(left, right, left_request, right_request)

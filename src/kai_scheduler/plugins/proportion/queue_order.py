@@ -33,7 +33,7 @@ from kai_scheduler.plugins.proportion.division import UNLIMITED, allocatable_sha
 
 Triple = Sequence[float]
 _Ordered = TypeVar("_Ordered", float, str)
-# (over fair share, not starved, -priority, holds unallocatable, DRF with the job, DRF without): smaller first.
+# (over fair share, not starved, -priority, holds unallocatable, DRF with job, DRF without): smaller first.
 Rank = tuple[bool, bool, int, bool, float, float]
 ZERO_ALLOCATABLE_PENALTY = 1000.0
 
@@ -70,7 +70,9 @@ def compare(left: QueueState, right: QueueState, left_request: Triple | None, ri
     """Negative if `left`'s job goes first, positive if `right`'s, by rules 1-8 of the module docstring.
 
     A missing request counts as nothing. With `victim`, each queue's allocation is first reduced by its
-    `*_victims` (resources of victims already taken from it) and the result is reversed."""
+    `*_victims` (resources of victims already taken from it) and the result, tie-breaks included, is
+    reversed; a request given in victim mode is still added (reclaim passes None: a running victim's
+    resources are already in `allocated`)."""
     result = compare_ranked(left, rank(left, left_request, left_victims if victim else None),
                             right, rank(right, right_request, right_victims if victim else None))
     return -result if victim else result
