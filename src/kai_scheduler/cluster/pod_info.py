@@ -14,6 +14,8 @@ from kai_scheduler.cluster.pod_status import ACTIVE_ALLOCATED, ALLOCATED, ON_NOD
 from kai_scheduler.cluster.resources import CPU, MEMORY, Vector
 
 PodUID = NewType("PodUID", str)
+_ON_NODE, _ACTIVE_ALLOCATED, _ALLOCATED = ON_NODE.value, ACTIVE_ALLOCATED.value, ALLOCATED.value
+_RELEASING, _PENDING = RELEASING.value, PodStatus.PENDING.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,25 +66,26 @@ class PodInfo:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    # Status tests use the flags' int values: IntFlag arithmetic costs a microsecond per call on hot paths.
     @property
     def is_on_node(self) -> bool:
-        return bool(self.placement.status & ON_NODE) and bool(self.placement.node)
+        return bool(self.placement.status._value_ & _ON_NODE) and bool(self.placement.node)
 
     @property
     def is_active_allocated(self) -> bool:
-        return bool(self.placement.status & ACTIVE_ALLOCATED)
+        return bool(self.placement.status._value_ & _ACTIVE_ALLOCATED)
 
     @property
     def is_allocated(self) -> bool:
-        return bool(self.placement.status & ALLOCATED)
+        return bool(self.placement.status._value_ & _ALLOCATED)
 
     @property
     def is_releasing(self) -> bool:
-        return bool(self.placement.status & RELEASING)
+        return bool(self.placement.status._value_ & _RELEASING)
 
     @property
     def is_pending(self) -> bool:
-        return self.placement.status == PodStatus.PENDING
+        return self.placement.status._value_ == _PENDING
 
     @property
     def gpus_accepted(self) -> float:

@@ -14,6 +14,13 @@ configured tier order. Node-level points take and return arrays over all nodes.
 | SUBSET_NODES | (job, member, tasks, candidates) -> list of masks | chained: each splits every set |
 | ON_ALLOCATE, ON_DEALLOCATE | (task) -> None | all run, in order |
 | QUEUE_SHARE | (queue name) -> QueueShare or None | first answer |
+| GPU_ORDER | (task, node row, group ids) -> scores per group id | sum |
+| PRE_JOB_ALLOCATION | (job) -> None | all run |
+| VICTIM_INVARIANT_PRE_PREDICATE | (task, job) -> Reject or None | first rejection |
+| CAN_RECLAIM | (job, tasks) -> Reject or None (None = may reclaim) | first rejection |
+| RECLAIM_VICTIM_FILTER, PREEMPT_VICTIM_FILTER | (preemptor job, victim job) -> bool | AND |
+| RECLAIM_VALIDATOR, PREEMPT_VALIDATOR | (preemptor job, tasks, scenario) -> Reject or None | first rejection |
+| ON_JOB_SOLUTION_START | (job) -> None | all run |
 """
 
 from __future__ import annotations
@@ -84,6 +91,12 @@ JobOverCapacity = Callable[["JobInfo", "list[PodInfo]"], "Reject | None"]
 SubsetNodes = Callable[["JobInfo", "Member", "list[PodInfo]", Mask], "list[Mask] | None"]
 TaskEvent = Callable[["PodInfo"], None]
 QueueShareGetter = Callable[[str], "QueueShare | None"]
+GpuOrder = Callable[["PodInfo", int, "list[str]"], "list[float]"]
+JobEvent = Callable[["JobInfo"], None]
+CanReclaim = Callable[["JobInfo", "list[PodInfo]"], "Reject | None"]
+VictimFilter = Callable[["JobInfo", "JobInfo"], bool]
+# The scenario argument is the victim-search scenario object of the actions (victims and moved tasks).
+ScenarioValidator = Callable[["JobInfo", "list[PodInfo]", Any], "Reject | None"]
 
 JOB_ORDER = ExtensionPoint[JobCompare]("jobOrder", Combine.FIRST_NONZERO)
 QUEUE_ORDER = ExtensionPoint[QueueCompare]("queueOrder", Combine.FIRST_NONZERO)
@@ -98,3 +111,12 @@ SUBSET_NODES = ExtensionPoint[SubsetNodes]("subsetNodes", Combine.CHAIN)
 ON_ALLOCATE = ExtensionPoint[TaskEvent]("allocateFunc", Combine.ALL)
 ON_DEALLOCATE = ExtensionPoint[TaskEvent]("deallocateFunc", Combine.ALL)
 QUEUE_SHARE = ExtensionPoint[QueueShareGetter]("queueShare", Combine.FIRST_ANSWER)
+GPU_ORDER = ExtensionPoint[GpuOrder]("gpuOrder", Combine.SUM)
+PRE_JOB_ALLOCATION = ExtensionPoint[JobEvent]("preJobAllocation", Combine.ALL)
+VICTIM_INVARIANT_PRE_PREDICATE = ExtensionPoint[PrePredicate]("victimInvariantPrePredicate", Combine.FIRST_REJECT)
+CAN_RECLAIM = ExtensionPoint[CanReclaim]("canReclaimResources", Combine.FIRST_REJECT)
+RECLAIM_VICTIM_FILTER = ExtensionPoint[VictimFilter]("reclaimVictimFilter", Combine.ALL_MASKS)
+PREEMPT_VICTIM_FILTER = ExtensionPoint[VictimFilter]("preemptVictimFilter", Combine.ALL_MASKS)
+RECLAIM_VALIDATOR = ExtensionPoint[ScenarioValidator]("reclaimScenarioValidator", Combine.FIRST_REJECT)
+PREEMPT_VALIDATOR = ExtensionPoint[ScenarioValidator]("preemptScenarioValidator", Combine.FIRST_REJECT)
+ON_JOB_SOLUTION_START = ExtensionPoint[JobEvent]("onJobSolutionStart", Combine.ALL)

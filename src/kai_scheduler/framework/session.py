@@ -122,8 +122,22 @@ class Session:
         return None
 
     def feasible_nodes(self, task: PodInfo, candidates: points.Mask | None = None) -> tuple[points.Mask, FitReport]:
-        """Nodes among `candidates` that pass every predicate (AND), with a count of what each removed."""
-        mask = (self._all_nodes if candidates is None else candidates).copy()
+        """Nodes among `candidates` that pass every predicate (AND).
+
+        The report of what each predicate removed is only built when no node is left (the fit error); the
+        common path is one mask AND per predicate."""
+        start = self._all_nodes if candidates is None else candidates
+        mask = start.copy()
+        for _, fn in self.hooks(points.PREDICATE):
+            result = fn(task, mask)
+            if result is not None:
+                mask &= result.mask
+                if not mask.any():
+                    return mask, self._fit_report(task, start)
+        return mask, FitReport(int(mask.sum()))
+
+    def _fit_report(self, task: PodInfo, candidates: points.Mask) -> FitReport:
+        mask = candidates.copy()
         report = FitReport(int(mask.sum()))
         for _, fn in self.hooks(points.PREDICATE):
             if not mask.any():
@@ -135,7 +149,7 @@ class Session:
             if removed:
                 report.removed.append((result.reason, removed))
                 mask &= result.mask
-        return mask, report
+        return report
 
     def node_scores(self, task: PodInfo, candidates: points.Mask) -> points.Scores:
         """Sum of every NODE_ORDER plugin's scores over all nodes (non-candidates are never read)."""
@@ -149,11 +163,9 @@ class Session:
         return total
 
     def best_node(self, task: PodInfo, candidates: points.Mask) -> int:
-        """Row of the highest-scoring candidate; ties go to the lower node name."""
+        """Row of the highest-scoring candidate; ties go to the lower node name (rows are in name order)."""
         scores = self.node_scores(task, candidates)
-        rows = np.flatnonzero(candidates)
-        order = np.lexsort((self.snapshot.arrays.name_rank[rows], -scores[rows]))
-        return int(rows[order[0]])
+        return int(np.argmax(np.where(candidates, scores, -np.inf)))
 
     def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
         for _, fn in self.hooks(points.JOB_OVER_CAPACITY):
@@ -178,6 +190,48 @@ class Session:
             if (share := fn(queue)) is not None:
                 return share
         return None
+
+    def gpu_scores(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
+        """Summed GPU_ORDER scores of each candidate GPU group (a fresh device is a group id too)."""
+        total = [0.0] * len(groups)
+        for _, fn in self.hooks(points.GPU_ORDER):
+            for i, score in enumerate(fn(task, row, groups)):
+                total[i] += score
+        return total
+
+    def pre_job_allocation(self, job: JobInfo) -> None:
+        for _, fn in self.hooks(points.PRE_JOB_ALLOCATION):
+            fn(job)
+
+    def victim_invariant_pre_predicate(self, task: PodInfo, job: JobInfo) -> points.Reject | None:
+        """A rejection no eviction can fix: victim actions skip the job."""
+        for _, fn in self.hooks(points.VICTIM_INVARIANT_PRE_PREDICATE):
+            if reject := fn(task, job):
+                return reject
+        return None
+
+    def can_reclaim(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
+        for _, fn in self.hooks(points.CAN_RECLAIM):
+            if reject := fn(job, tasks):
+                return reject
+        return None
+
+    def is_victim(self, point: points.ExtensionPoint[points.VictimFilter], preemptor: JobInfo,
+                  victim: JobInfo) -> bool:
+        """Every filter on `point` (RECLAIM_ or PREEMPT_VICTIM_FILTER) accepts `victim`."""
+        return all(fn(preemptor, victim) for _, fn in self.hooks(point))
+
+    def validate(self, point: points.ExtensionPoint[points.ScenarioValidator], preemptor: JobInfo,
+                 tasks: list[PodInfo], scenario: Any) -> points.Reject | None:
+        """The first validator on `point` that rejects the scenario, or None."""
+        for _, fn in self.hooks(point):
+            if reject := fn(preemptor, tasks, scenario):
+                return reject
+        return None
+
+    def job_solution_start(self, job: JobInfo) -> None:
+        for _, fn in self.hooks(points.ON_JOB_SOLUTION_START):
+            fn(job)
 
     def all_nodes(self) -> points.Mask:
         return self._all_nodes.copy()

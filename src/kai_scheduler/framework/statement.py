@@ -152,6 +152,9 @@ class Statement:
             raise StatementClosed("statement already committed or discarded")
 
 
+_COUNTED = (ALLOCATED | PodStatus.PIPELINED).value
+
+
 def _counts(placement: Placement) -> bool:
     """Whether a task in this placement counts in its queue's allocation during a session."""
-    return bool(placement.status & (ALLOCATED | PodStatus.PIPELINED))
+    return bool(placement.status._value_ & _COUNTED)

@@ -44,10 +44,14 @@ class Kubelet:
                     self.store.finish_deletion(meta.get("namespace", ""), meta["name"])
                     out.terminated.append(key)
             elif spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
-                self.store.patch("pods", meta["name"], meta.get("namespace", ""),
-                                 {"status": {"phase": "Running", "startTime": format_time(now)}}, "status")
+                self.start(meta.get("namespace", ""), meta["name"])
                 out.started.append(key)
         return out
+
+    def start(self, namespace: str, name: str) -> None:
+        """Run a pod bound to this node: phase Running, started now."""
+        self.store.patch("pods", name, namespace,
+                         {"status": {"phase": "Running", "startTime": format_time(self.clock.now())}}, "status")
 
 
 class Controller:
@@ -64,7 +68,7 @@ class Controller:
         by_group: dict[str, list[JSON]] = {}
         for pod in pods:
             key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
-            self.templates[key] = _pending_copy(pod)
+            self.templates[key] = pending_copy(pod)
             group = pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME)
             if group:
                 by_group.setdefault(f"{pod['metadata'].get('namespace', '')}/{group}", []).append(pod)
@@ -74,7 +78,7 @@ class Controller:
 
     def track(self, pod: JSON) -> None:
         key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
-        self.templates[key] = _pending_copy(pod)
+        self.templates[key] = pending_copy(pod)
 
     def forget(self, key: str) -> None:
         self.templates.pop(key, None)
@@ -94,7 +98,7 @@ class Controller:
         return recreated
 
 
-def _pending_copy(pod: JSON) -> JSON:
+def pending_copy(pod: JSON) -> JSON:
     """The pod as its controller would create it again: Pending, unbound, without runtime fields."""
     meta = {k: v for k, v in pod["metadata"].items()
             if k not in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds")}

@@ -92,7 +92,9 @@ def _place_task(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, cand
         return False
     node = ssn.snapshot.nodes[ssn.best_node(task, feasible)]
     groups, groups_on_releasing = _gpu_groups(ssn, task, node.row)
-    fits_idle = bool((ssn.snapshot.arrays.effective_idle()[node.row] >= task.request - _EPS).all())
+    arrays = ssn.snapshot.arrays
+    free_now = arrays.idle[node.row] + np.minimum(arrays.releasing[node.row], 0.0)
+    fits_idle = bool((free_now >= task.request - _EPS).all())
     if fits_idle and not groups_on_releasing and not pipeline_only:
         stmt.allocate(task, node.name, groups)
     else:
@@ -109,7 +111,7 @@ def _gpu_groups(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...],
     chosen = [g.id for g in node.shared_gpu_fit(task)][: task.gpu.num_devices]
     on_releasing = False
     arrays = ssn.snapshot.arrays
-    idle_gpus = float(arrays.effective_idle()[row][GPU])
+    idle_gpus = float(arrays.idle[row][GPU] + min(arrays.releasing[row][GPU], 0.0))
     for i in range(task.gpu.num_devices - len(chosen)):
         chosen.append(f"{node.name}-gpu-{len(node.gpu_groups) + i}-{task.uid}")
         if idle_gpus < 1 - _EPS:
