@@ -24,9 +24,11 @@ def parse_duration(text: str, *, allow_days: bool = False) -> float:
     """Seconds in a Go duration string; raise DurationError on anything else."""
     if not isinstance(text, str):
         raise DurationError(f"invalid duration {text!r}: want a string such as \"90s\" or \"10m\"")
-    s = text.strip()
-    sign = -1.0 if s.startswith("-") else 1.0
-    body = s.lstrip("+-")
+    body = text.strip()
+    sign = 1.0
+    if body[:1] in ("+", "-"):       # one optional sign, as Go's ParseDuration
+        sign = -1.0 if body[0] == "-" else 1.0
+        body = body[1:]
     if body == "0":
         return 0.0
     term, units = (_LONG_TERM, _LONG_UNITS) if allow_days else (_TERM, _UNITS)
@@ -54,5 +56,6 @@ def format_duration(seconds: float) -> str:
             parts.append(f"{n}{unit}")
             rest -= n * size
     if rest or not parts:
-        parts.append(f"{rest:g}s")
+        text = f"{rest:.9f}".rstrip("0").rstrip(".")    # never exponent notation: Go does not read it
+        parts.append(f"{text}s")
     return sign + "".join(parts)

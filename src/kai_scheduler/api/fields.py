@@ -117,7 +117,7 @@ class Reader:
         if value is None:
             return []
         if not isinstance(value, list):
-            raise self.error(path, f"expected a builtins.list, got {value!r}")
+            raise self.error(path, f"expected a list, got {value!r}")
         return value
 
     def time(self, path: builtins.str) -> builtins.float | None:

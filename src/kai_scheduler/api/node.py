@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, quantity, selectors
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.selectors import Taint
@@ -64,3 +64,22 @@ class Node:
             ready=ready,
             taints=tuple(taints),
         )
+
+    def to_dict(self) -> JSON:
+        spec: JSON = {}
+        if self.unschedulable:
+            spec["unschedulable"] = True
+        if self.taints:
+            spec["taints"] = [selectors.taint_dict(t) for t in self.taints]
+        return {
+            "apiVersion": "v1", "kind": "Node", "metadata": self.meta.to_dict(), "spec": spec,
+            "status": {
+                "allocatable": _resource_list(self.allocatable),
+                "capacity": _resource_list(self.capacity),
+                "conditions": [{"type": "Ready", "status": "True" if self.ready else "False"}],
+            },
+        }
+
+
+def _resource_list(resources: dict[str, float]) -> dict[str, str]:
+    return {name: quantity.format_resource(name, amount) for name, amount in sorted(resources.items())}

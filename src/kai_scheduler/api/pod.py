@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai_scheduler.api import constants, selectors
+from kai_scheduler.api import constants, quantity, selectors
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.resources import NO_GPU, GpuRequest, gpu_request, pod_requests
@@ -66,6 +66,45 @@ class Pod:
             scheduling_gated=bool(r.list("spec.schedulingGates")),
             nominated_node_name=r.str("status.nominatedNodeName"),
         )
+
+
+    def to_dict(self) -> JSON:
+        """The pod as Kubernetes JSON. Its containers are written as one container carrying the summed
+        request the scheduler counts, so the result parses back to an equal Pod."""
+        requests = {n: quantity.format_resource(n, v) for n, v in sorted(self.requests.items())
+                    if n != constants.RESOURCE_PODS and v}
+        container: JSON = {"name": "main", "resources": {"requests": requests}}
+        if constants.RESOURCE_GPU in requests:
+            container["resources"]["limits"] = {constants.RESOURCE_GPU: requests[constants.RESOURCE_GPU]}
+        spec: JSON = {"schedulerName": self.scheduler_name, "containers": [container]}
+        for key, value in (("nodeName", self.node_name), ("priorityClassName", self.priority_class_name)):
+            if value:
+                spec[key] = value
+        if self.node_selector:
+            spec["nodeSelector"] = dict(self.node_selector)
+        affinity = self._affinity_dict()
+        if affinity:
+            spec["affinity"] = affinity
+        if self.tolerations:
+            spec["tolerations"] = [selectors.toleration_dict(t) for t in self.tolerations]
+        if self.scheduling_gated:
+            spec["schedulingGates"] = [{"name": "gated"}]
+        status: JSON = {"phase": self.phase}
+        if self.nominated_node_name:
+            status["nominatedNodeName"] = self.nominated_node_name
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": self.meta.to_dict(), "spec": spec, "status": status}
+
+    def _affinity_dict(self) -> JSON:
+        required = "requiredDuringSchedulingIgnoredDuringExecution"
+        out: JSON = {}
+        if self.node_affinity:
+            terms = [selectors.node_selector_term_dict(t) for t in self.node_affinity]
+            out["nodeAffinity"] = {required: {"nodeSelectorTerms": terms}}
+        if self.pod_affinity:
+            out["podAffinity"] = {required: [selectors.pod_affinity_term_dict(t) for t in self.pod_affinity]}
+        if self.pod_anti_affinity:
+            out["podAntiAffinity"] = {required: [selectors.pod_affinity_term_dict(t) for t in self.pod_anti_affinity]}
+        return out
 
 
 def _affinity_terms(r: Reader, kind: str) -> tuple[selectors.PodAffinityTerm, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, duration
 from kai_scheduler.api.fields import JSON, Reader, format_time
 from kai_scheduler.api.meta import ObjectMeta
 
@@ -141,9 +141,9 @@ class PodGroup:
         if self.scheduling_backoff != -1:
             spec["schedulingBackoff"] = self.scheduling_backoff
         if self.preemption_delay is not None:
-            spec["preemptionDelay"] = f"{self.preemption_delay:g}s"
+            spec["preemptionDelay"] = duration.format_duration(self.preemption_delay)
         if self.staleness_grace_period is not None:
-            spec["stalenessGracePeriod"] = f"{self.staleness_grace_period:g}s"
+            spec["stalenessGracePeriod"] = duration.format_duration(self.staleness_grace_period)
         out: JSON = {
             "apiVersion": constants.PODGROUP_API_VERSION,
             "kind": "PodGroup",

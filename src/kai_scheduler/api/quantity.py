@@ -94,3 +94,12 @@ def format_count(value: float) -> str:
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def format_resource(name: str, amount: float) -> str:
+    """One ResourceList entry in Kubernetes form: CPU from millicores, memory from bytes, else a count."""
+    if name == "cpu":
+        return format_cpu(amount)
+    if name == "memory" or name.endswith("storage") or name.startswith("hugepages-"):
+        return format_memory(amount)
+    return format_count(amount)

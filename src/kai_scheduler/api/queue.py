@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, duration
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 
@@ -87,8 +87,8 @@ class Queue:
         if self.display_name:
             spec["displayName"] = self.display_name
         if self.preempt_min_runtime is not None:
-            spec["preemptMinRuntime"] = f"{self.preempt_min_runtime:g}s"
+            spec["preemptMinRuntime"] = duration.format_duration(self.preempt_min_runtime)
         if self.reclaim_min_runtime is not None:
-            spec["reclaimMinRuntime"] = f"{self.reclaim_min_runtime:g}s"
+            spec["reclaimMinRuntime"] = duration.format_duration(self.reclaim_min_runtime)
         meta = self.meta.to_dict()
         return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue", "metadata": meta, "spec": spec}

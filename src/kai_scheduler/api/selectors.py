@@ -199,3 +199,47 @@ def _split_selector(text: str) -> list[str]:
             current += ch
     parts.append(current)
     return parts
+
+
+def requirement_dict(r: Requirement) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": r.key, "operator": r.operator}
+    if r.values:
+        out["values"] = list(r.values)
+    return out
+
+
+def label_selector_dict(s: LabelSelector) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if s.match_labels:
+        out["matchLabels"] = dict(s.match_labels)
+    if s.requirements:
+        out["matchExpressions"] = [requirement_dict(r) for r in s.requirements]
+    return out
+
+
+def node_selector_term_dict(t: NodeSelectorTerm) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if t.requirements:
+        out["matchExpressions"] = [requirement_dict(r) for r in t.requirements]
+    if t.field_requirements:
+        out["matchFields"] = [requirement_dict(r) for r in t.field_requirements]
+    return out
+
+
+def pod_affinity_term_dict(t: PodAffinityTerm) -> dict[str, Any]:
+    out: dict[str, Any] = {"labelSelector": label_selector_dict(t.selector), "topologyKey": t.topology_key}
+    if t.namespaces:
+        out["namespaces"] = list(t.namespaces)
+    return out
+
+
+def toleration_dict(t: Toleration) -> dict[str, Any]:
+    out: dict[str, Any] = {"operator": t.operator}
+    for key, value in (("key", t.key), ("value", t.value), ("effect", t.effect)):
+        if value:
+            out[key] = value
+    return out
+
+
+def taint_dict(t: Taint) -> dict[str, Any]:
+    return {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect}

@@ -22,6 +22,8 @@ from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import RELEASING, PodStatus
 from kai_scheduler.cluster.resources import GPU, PODS, Vector
 
+_RELEASING, _PIPELINED = RELEASING.value, PodStatus.PIPELINED.value
+
 
 @dataclass(slots=True)
 class NodeArrays:
@@ -32,23 +34,35 @@ class NodeArrays:
     schedulable: npt.NDArray[np.bool_]          # Ready and not cordoned
     name_rank: npt.NDArray[np.int64]            # position in name order: the final tie-break
     gpu_memory: npt.NDArray[np.float64]         # MiB per GPU (0 when the node has no memory label)
+    # Derived, kept in step by `refresh` on every ledger change, so that per-task filters read them directly:
+    free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))      # idle + releasing
+    free_now: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # see effective_idle
 
     @classmethod
     def empty(cls, n_nodes: int, n_resources: int) -> NodeArrays:
-        z = np.zeros((n_nodes, n_resources))
-        return cls(z, z.copy(), z.copy(), z.copy(), np.ones(n_nodes, dtype=bool),
-                   np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes))
+        """Ledgers in column-major order: the per-task test "fits in every resource" reduces across the few
+        resource columns, which is 4-25x faster over contiguous columns than over rows."""
+        def ledger() -> npt.NDArray[np.float64]:
+            return np.zeros((n_nodes, n_resources), order="F")
+
+        return cls(ledger(), ledger(), ledger(), ledger(), np.ones(n_nodes, dtype=bool),
+                   np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes), ledger(), ledger())
+
+    def refresh(self, row: int | None = None) -> None:
+        """Recompute the derived arrays for one row (after a ledger change) or for all rows."""
+        where = slice(None) if row is None else row
+        idle, releasing = self.idle[where], self.releasing[where]
+        self.free[where] = idle + releasing
+        self.free_now[where] = np.maximum(idle + np.minimum(releasing, 0.0), 0.0)
 
     def non_allocated(self) -> npt.NDArray[np.float64]:
-        """Idle + releasing: what a task may take now or once releasing pods are gone."""
-        total: npt.NDArray[np.float64] = self.idle + self.releasing
-        return total
+        """Idle + releasing: what a task may take now or once releasing pods are gone (read-only view)."""
+        return self.free
 
     def effective_idle(self) -> npt.NDArray[np.float64]:
-        """Idle that is really free now: pipelined tasks may have drawn releasing below zero, and what they
-        took beyond the releasing amount comes out of idle."""
-        free: npt.NDArray[np.float64] = self.idle + np.minimum(self.releasing, 0.0)
-        return free
+        """Idle that is really free now, never below zero: pipelined tasks may have drawn releasing below zero,
+        and what they took beyond the releasing amount comes out of idle (read-only view)."""
+        return self.free_now
 
 
 @dataclass(slots=True, eq=False)
@@ -133,14 +147,16 @@ class NodeInfo:
 
     def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
         a, row = self.arrays, self.row
-        a.used[row] += sign * request
-        if status & RELEASING:
-            a.releasing[row] += sign * request
-            a.idle[row] -= sign * request
-        elif status == PodStatus.PIPELINED:
-            a.releasing[row] -= sign * request
+        delta = request if sign > 0 else -request
+        a.used[row] += delta
+        if status._value_ & _RELEASING:
+            a.releasing[row] += delta
+            a.idle[row] -= delta
+        elif status._value_ == _PIPELINED:
+            a.releasing[row] -= delta
         else:
-            a.idle[row] -= sign * request
+            a.idle[row] -= delta
+        a.refresh(row)
 
     def _group_change(self, group: GpuGroup, task: PodInfo, status: PodStatus, *, adding: bool) -> None:
         before = group.state()

@@ -129,6 +129,7 @@ def _node_arrays(nodes: list[Node], axis: ResourceAxis) -> tuple[NodeArrays, lis
         arrays.gpu_memory[row] = node.gpu_memory_mib or 0
         infos.append(NodeInfo(name=node.name, node=node, row=row, arrays=arrays))
     arrays.idle[:] = arrays.allocatable
+    arrays.refresh()
     return arrays, infos
 
 

@@ -77,6 +77,9 @@ class NodeFilter:
 
     mask: Mask
     reason: str          # e.g. "node(s) didn't match the node selector"
+    # For a check that folds several reasons into one mask: split the rejected nodes by reason, only when a
+    # fit error is reported (the common path never pays for it).
+    explain: Callable[[Mask], list[tuple[str, int]]] | None = None
 
 
 JobCompare = Callable[["JobInfo", "JobInfo"], int]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -37,12 +36,24 @@ class Plugin(Protocol):
     def on_session_close(self, ssn: Session) -> None: ...
 
 
-@dataclass(slots=True)
 class FitReport:
-    """Why a task found no node: per plugin reason, how many candidate nodes it removed."""
+    """Why nodes were filtered out for a task: per reason, how many candidate nodes it removed.
 
-    candidates: int
-    removed: list[tuple[str, int]] = field(default_factory=list)
+    Built on first read: scheduling only needs the mask, a fit error or a test needs the reasons."""
+
+    __slots__ = ("_build", "_removed", "candidates")
+
+    def __init__(self, candidates: int, build: Callable[[], list[tuple[str, int]]] | None = None) -> None:
+        self.candidates = candidates
+        self._build = build
+        self._removed: list[tuple[str, int]] | None = None if build else []
+
+    @property
+    def removed(self) -> list[tuple[str, int]]:
+        if self._removed is None:
+            assert self._build is not None
+            self._removed = self._build()
+        return self._removed
 
     def message(self) -> str:
         parts = [f"{n} {reason}" for reason, n in self.removed if n]
@@ -64,6 +75,7 @@ class Session:
         self.member_key = functools.cmp_to_key(self.compare_members)
         self.job_key = functools.cmp_to_key(self.compare_jobs)
         self._all_nodes = np.ones(len(snapshot.nodes), dtype=bool)
+        self._tasks_to_allocate: dict[str, list[PodInfo]] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
@@ -124,7 +136,7 @@ class Session:
     def feasible_nodes(self, task: PodInfo, candidates: points.Mask | None = None) -> tuple[points.Mask, FitReport]:
         """Nodes among `candidates` that pass every predicate (AND).
 
-        The report of what each predicate removed is only built when no node is left (the fit error); the
+        The report of what each predicate removed is built only when read (a fit error, a test); the
         common path is one mask AND per predicate."""
         start = self._all_nodes if candidates is None else candidates
         mask = start.copy()
@@ -133,23 +145,24 @@ class Session:
             if result is not None:
                 mask &= result.mask
                 if not mask.any():
-                    return mask, self._fit_report(task, start)
-        return mask, FitReport(int(mask.sum()))
+                    break
+        report = FitReport(int(start.sum()), functools.partial(self._fit_reasons, task, start.copy()))
+        return mask, report
 
-    def _fit_report(self, task: PodInfo, candidates: points.Mask) -> FitReport:
-        mask = candidates.copy()
-        report = FitReport(int(mask.sum()))
+    def _fit_reasons(self, task: PodInfo, candidates: points.Mask) -> list[tuple[str, int]]:
+        mask, removed = candidates, []
         for _, fn in self.hooks(points.PREDICATE):
             if not mask.any():
                 break
             result = fn(task, mask)
             if result is None:
                 continue
-            removed = int((mask & ~result.mask).sum())
-            if removed:
-                report.removed.append((result.reason, removed))
-                mask &= result.mask
-        return report
+            rejected = mask & ~result.mask
+            count = int(rejected.sum())
+            if count:
+                removed.extend(result.explain(rejected) if result.explain else [(result.reason, count)])
+                mask = mask & result.mask
+        return removed
 
     def node_scores(self, task: PodInfo, candidates: points.Mask) -> points.Scores:
         """Sum of every NODE_ORDER plugin's scores over all nodes (non-candidates are never read)."""
@@ -251,11 +264,20 @@ class Session:
         if after.status & ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
 
+    def tasks_to_allocate(self, job: JobInfo) -> list[PodInfo]:
+        """The job's next tasks (§3.5), cached until a task of the job is allocated or deallocated."""
+        tasks = self._tasks_to_allocate.get(job.uid)
+        if tasks is None:
+            tasks = self._tasks_to_allocate[job.uid] = job.tasks_to_allocate(self.task_key, self.member_key)
+        return list(tasks)
+
     def fire_allocate(self, task: PodInfo) -> None:
+        self._tasks_to_allocate.pop(task.job_uid, None)
         for _, fn in self.hooks(points.ON_ALLOCATE):
             fn(task)
 
     def fire_deallocate(self, task: PodInfo) -> None:
+        self._tasks_to_allocate.pop(task.job_uid, None)
         for _, fn in self.hooks(points.ON_DEALLOCATE):
             fn(task)
 

@@ -43,7 +43,6 @@ class NodeAvailability:
 
     def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores:
         """Only requested resources are compared: a zero request fits even an overcommitted resource."""
-        wanted = task.request > 0
-        free = self._arrays.effective_idle()[:, wanted]
-        fits = (free >= task.request[wanted] - EPSILON).all(axis=1)
+        # free_now is never below zero, so a zero request fits even an overcommitted resource.
+        fits = (self._arrays.free_now >= task.request - EPSILON).all(axis=1)
         return np.where(fits, scores.AVAILABILITY, 0.0)

@@ -111,7 +111,7 @@ class NodePlacement:
         return CPU, self.config.cpu
 
     def _non_allocated(self, column: int) -> Vector:
-        free: Vector = self._arrays.idle[:, column] + self._arrays.releasing[:, column]
+        free: Vector = self._arrays.free[:, column]
         return free
 
 

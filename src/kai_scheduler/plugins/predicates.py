@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Self
 
 import numpy as np
@@ -36,7 +37,7 @@ from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
-from kai_scheduler.cluster.resources import GPU, PODS, ResourceAxis, Vector, describe
+from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
@@ -103,9 +104,7 @@ class Predicates:
             ssn.add(points.PREDICATE, taint_check)
         ssn.add(points.PREDICATE, self.node_affinity)
         ssn.add(points.PREDICATE, self.gpu_memory_label)
-        ssn.add(points.PREDICATE, self.max_pods)
-        for resource_check in self._resource_checks(ssn.snapshot.axis):
-            ssn.add(points.PREDICATE, resource_check)
+        ssn.add(points.PREDICATE, self.resources_fit)
         ssn.add(points.PREDICATE, self.pod_affinity)
         ssn.add(points.PREDICATE, self.pod_anti_affinity)
         ssn.add(points.PREDICATE, self.existing_pods_anti_affinity)
@@ -223,39 +222,44 @@ class Predicates:
             return None
         return points.NodeFilter(self._has_gpu_memory, REASON_NO_GPU_MEMORY)
 
-    def max_pods(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
-        """The pods column on idle + releasing, as every resource: a releasing pod's slot can be pipelined."""
-        want = task.request[PODS]
-        if want <= 0:
-            return None
-        free = self._arrays.idle[:, PODS] + self._arrays.releasing[:, PODS]
-        return points.NodeFilter(free >= want - EPSILON, REASON_TOO_MANY_PODS)
+    def resources_fit(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """The request fits idle + releasing in every requested resource, the pods column included (a
+        releasing pod's slot can be pipelined like any resource). One compare over all nodes; the reasons
+        ("too many pods", then "insufficient <first missing resource>") are split only for a fit error."""
+        need = self._thresholds(task)
+        fits: Mask = np.all(self._arrays.free >= need, axis=1)
+        if task.gpu.is_shared:
+            fits &= self._shared_gpu_fit(task, candidates)
+        return points.NodeFilter(fits, "insufficient resources", partial(self._explain_resources, task))
 
-    def _resource_checks(self, axis: ResourceAxis) -> list[points.Predicate]:
-        """One check per resource, in axis order, so the fit error names the first one missing."""
-        return [self._resource_check(column, f"insufficient {name}")
-                for column, name in enumerate(axis.names) if column != PODS]
+    def _thresholds(self, task: PodInfo) -> Vector:
+        """Per resource, the free amount a node needs; -inf where nothing is requested (never checked)."""
+        request = task.request
+        need: Vector = np.where(request > 0, request - EPSILON, -np.inf)
+        return need
 
-    def _resource_check(self, column: int, reason: str) -> points.Predicate:
-        arrays = self._arrays
-
-        def insufficient(task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+    def _explain_resources(self, task: PodInfo, rejected: Mask) -> list[tuple[str, int]]:
+        free, need = self._arrays.free, self._thresholds(task)
+        names = self._snapshot.axis.names
+        order = [PODS, *(c for c in range(len(names)) if c != PODS)]
+        left, parts = rejected.copy(), []
+        for column in order:
             if column == GPU and task.gpu.is_shared:
-                return points.NodeFilter(self._shared_gpu_fit(task, candidates), reason)
-            want = task.request[column]
-            if want <= 0:
-                return None
-            free = arrays.idle[:, column] + arrays.releasing[:, column]
-            return points.NodeFilter(free >= want - EPSILON, reason)
-
-        return insufficient
+                short = left & ~self._shared_gpu_fit(task, left)
+            else:
+                short = left & (free[:, column] < need[column])
+            count = int(short.sum())
+            if count:
+                parts.append((REASON_TOO_MANY_PODS if column == PODS else f"insufficient {names[column]}", count))
+                left &= ~short
+        return parts
 
     def _shared_gpu_fit(self, task: PodInfo, candidates: Mask) -> Mask:
         """Whole non-allocated GPUs plus the GPU groups the task fits in cover its devices (§6).
 
         Only candidates short of whole GPUs that may have GPU groups are looked at one by one."""
         arrays, need = self._arrays, task.gpu.num_devices
-        whole = arrays.idle[:, GPU] + arrays.releasing[:, GPU]
+        whole = arrays.free[:, GPU]
         fits: Mask = whole >= need - EPSILON
         maybe = candidates & ~fits & self._may_share
         nodes = self._snapshot.nodes

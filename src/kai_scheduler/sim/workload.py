@@ -153,6 +153,7 @@ class Workload:
         self.jobs = {job.key: job for job in jobs}
         self.pod_job: dict[str, Job] = {pod: job for job in jobs for pod in job.templates}
         self.pending = 0           # live jobs not RUNNING: whether a cycle could place something
+        self.running = 0           # jobs RUNNING
 
     def job_of(self, pod_key: str) -> Job | None:
         return self.pod_job.get(pod_key)
@@ -180,6 +181,7 @@ class Workload:
             job.phase = Phase.RUNNING
             job.runs += 1
             self.pending -= 1
+            self.running += 1
             if job.started is None:
                 job.started = now
             return True
@@ -195,6 +197,7 @@ class Workload:
         job.generation += 1
         job.interruptions += 1
         self.pending += 1
+        self.running -= 1
         return True
 
     def pod_gone(self, pod_key: str) -> bool:
@@ -212,6 +215,10 @@ class Workload:
 
     def finish(self, job: Job, now: float) -> None:
         """The run is over: every pod Succeeded, then pods and PodGroup deleted."""
+        if job.phase is Phase.RUNNING:
+            self.running -= 1
+        elif job.phase is Phase.PENDING:
+            self.pending -= 1
         job.phase, job.finished = Phase.DONE, now
         job.running.clear()
         for pod_key in job.templates:

@@ -33,7 +33,7 @@ class Outcome:
 
 def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: bool = False) -> Outcome:
     """Try to place the job's next tasks; on failure the statement is rolled back to where it was."""
-    tasks = job.tasks_to_allocate(ssn.task_key, ssn.member_key)
+    tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return Outcome(False)
     if reject := ssn.job_over_capacity(job, tasks):
@@ -92,9 +92,7 @@ def _place_task(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, cand
         return False
     node = ssn.snapshot.nodes[ssn.best_node(task, feasible)]
     groups, groups_on_releasing = _gpu_groups(ssn, task, node.row)
-    arrays = ssn.snapshot.arrays
-    free_now = arrays.idle[node.row] + np.minimum(arrays.releasing[node.row], 0.0)
-    fits_idle = bool((free_now >= task.request - _EPS).all())
+    fits_idle = bool((ssn.snapshot.arrays.free_now[node.row] >= task.request - _EPS).all())
     if fits_idle and not groups_on_releasing and not pipeline_only:
         stmt.allocate(task, node.name, groups)
     else:
@@ -110,8 +108,7 @@ def _gpu_groups(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...],
     node = ssn.snapshot.nodes[row]
     chosen = [g.id for g in node.shared_gpu_fit(task)][: task.gpu.num_devices]
     on_releasing = False
-    arrays = ssn.snapshot.arrays
-    idle_gpus = float(arrays.idle[row][GPU] + min(arrays.releasing[row][GPU], 0.0))
+    idle_gpus = float(ssn.snapshot.arrays.free_now[row][GPU])
     for i in range(task.gpu.num_devices - len(chosen)):
         chosen.append(f"{node.name}-gpu-{len(node.gpu_groups) + i}-{task.uid}")
         if idle_gpus < 1 - _EPS:

@@ -218,7 +218,7 @@ class Proportion:
         if request is None:
             ssn = self._session
             total = np.zeros(len(QUEUE_AXIS))
-            for task in job.tasks_to_allocate(ssn.task_key, ssn.member_key):
+            for task in ssn.tasks_to_allocate(job):
                 total += task.queue_request()
             request = self._job_requests[job.uid] = tuple(total.tolist())
         return request

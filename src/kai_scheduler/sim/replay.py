@@ -1,0 +1,294 @@
+"""`kai simulate`'s replay: the real scheduler and binder over an in-memory cluster, driven by virtual time.
+
+One loop pops events (`engine`) and gives them their meaning:
+
+- ARRIVAL: the job's owner creates its PodGroup and pods (`workload`); a cycle is asked for.
+- CYCLE: the scheduler runs once; the binder binds what it placed; the kubelet starts bound pods. When the
+  cycle changed something and work is still pending, the next cycle is one period later.
+- FINISH: `duration` after all a job's pods ran (the run it belongs to: an interrupted run never finishes),
+  its pods succeed and go.
+- TERMINATE: an evicted pod's grace period is over: the kubelet removes it and its owner recreates it Pending.
+- WAKE: a time-based rule (queue min runtime, staleness grace) may now let the scheduler act.
+
+Cycles run on the grid of `--schedule-period` (KAI's default: 1 s), but only when something happened that a
+cycle could act on: an arrival, or freed resources while work is pending. So an idle hour costs nothing, and
+the replay stops when nothing is due: work that can never fit is left pending and reported, never looped on.
+
+What happens to pods is read back from the store's watch, as a kubelet and a controller would, so evictions
+by any action, binds and deletions all take the same path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.fields import parse_time
+from kai_scheduler.api.node import Node
+from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.queue import Queue
+from kai_scheduler.binder.binder import Binder
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.scenario.model import Scenario
+from kai_scheduler.scheduler.scheduler import Scheduler
+from kai_scheduler.sim import metrics, workload
+from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
+from kai_scheduler.sim.kubelet import Kubelet
+from kai_scheduler.store.interface import JSON, Gone, NotFound
+from kai_scheduler.store.memory import MemoryStore
+
+HISTORY_SIZE = 4096         # watch events the store keeps: a quiet informer walks at most this far back
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    schedule_period: float | None = None     # None: the configuration's flag
+    until: float | None = None               # stop at this virtual second
+    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half and three quarters of the horizon
+
+
+@dataclass(slots=True)
+class Run:
+    """One finished replay."""
+
+    name: str
+    label: str
+    summary: metrics.Summary
+    series: metrics.Series
+    maps: list[metrics.OccupancyMap]
+    total_gpus: float
+    parents: dict[str, str] = field(default_factory=dict)     # queue → parent ("" for a top queue)
+    jobs: list[workload.Job] = field(default_factory=list)
+
+
+Progress = Callable[["Replay"], None]
+
+
+class Replay:
+    def __init__(self, scenario: Scenario, config: SchedulerConfig, options: Options = Options(), *,
+                 label: str = "") -> None:
+        self.name = scenario.name
+        self.label = label
+        self.options = options
+        cluster, jobs = workload.split(scenario.objects, scenario.jobs)
+        self.engine = Engine(scenario.now)
+        self.store = MemoryStore(self.engine.clock, history_size=HISTORY_SIZE)
+        self.store.add_many(cluster)
+        self.scheduler = Scheduler(self.store, config, self.engine.clock)
+        self.binder = Binder(self.store, self.engine.clock)
+        self.kubelet = Kubelet(self.store, self.engine.clock)
+        self.workload = workload.Workload(self.store, jobs)
+        self.period = options.schedule_period or config.flags.schedule_period
+        if self.period <= 0:
+            raise ValueError(f"--schedule-period: must be above 0, got {self.period:g}")
+        self.staleness_grace = config.flags.default_staleness_grace_period
+        nodes = [Node.from_dict(o) for o in cluster if o.get("kind") == "Node"]
+        self.node_gpu_memory = {n.name: float(n.gpu_memory_mib or 0) for n in nodes}
+        total = sum(n.allocatable.get(constants.RESOURCE_GPU, 0.0) for n in nodes if n.ready and not n.unschedulable)
+        queues = [Queue.from_dict(o) for o in cluster if o.get("kind") == "Queue"]
+        self.queue_runtimes = _min_runtimes(queues)
+        at = options.occupancy_at if options.occupancy_at is not None else _default_instants(jobs)
+        self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues}, at)
+        _, self._rv = self.store.list("pods")
+        self._running: set[str] = set()
+        self._terminating: set[str] = set()
+        self._next_cycle: float | None = None
+        self._last_cycle: float | None = None
+        self.cycles = 0
+
+    # --- the loop ---
+
+    def run(self, progress: Progress | None = None) -> Run:
+        started = time.perf_counter()
+        for job in self.workload.jobs.values():
+            self.engine.at(job.meta.submit_at, Kind.ARRIVAL, job.key)
+        until = self.options.until
+        self._observe()        # pods of the cluster itself (no job), there from the start
+        while self.engine:
+            upcoming = self.engine.peek()
+            if until is not None and upcoming is not None and upcoming.time > until:
+                self.engine.advance_to(until)
+                break
+            self._handle(self.engine.pop())
+            self.recorder.sample(self.engine.now, self.workload.pending, self.workload.running)
+            if progress is not None:
+                progress(self)
+        end = self.engine.now
+        summary = metrics.summarize(self.recorder, self.workload.jobs.values(), end,
+                                    wall_seconds=time.perf_counter() - started)
+        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(),
+                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()))
+
+    def _handle(self, event: Event) -> None:
+        if event.kind is Kind.CYCLE:
+            self._cycle()
+        elif event.kind is Kind.ARRIVAL:
+            job = self.workload.jobs[event.key]
+            self.workload.arrive(job, self.engine.now, keep_creation=job.meta.submit_at == 0)
+            self._observe()
+            self._ask_cycle()
+        elif event.kind is Kind.FINISH:
+            job = self.workload.jobs[event.key]
+            if job.phase is workload.Phase.RUNNING and job.generation == event.generation:
+                self.workload.finish(job, self.engine.now)
+                self._observe()
+                self._ask_cycle_if_pending()
+        elif event.kind is Kind.TERMINATE:
+            self._terminate(event.key)
+        elif event.kind is Kind.WAKE:
+            self._ask_cycle_if_pending()
+
+    def _cycle(self) -> None:
+        self._next_cycle = None
+        self._last_cycle = self.engine.now
+        result = self.scheduler.run_once()
+        self.binder.reconcile()
+        self._observe()
+        self.cycles += 1
+        self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
+        if result.operations:
+            self._ask_cycle_if_pending()
+
+    def _terminate(self, pod_key: str) -> None:
+        namespace, name = pod_key.split("/", 1)
+        try:
+            pod = self.store.get("pods", name, namespace)
+        except NotFound:
+            return
+        if not pod["metadata"].get("deletionTimestamp"):
+            return
+        self.store.finish_deletion(namespace, name)
+        self._observe()
+        self._ask_cycle_if_pending()
+
+    def _ask_cycle_if_pending(self) -> None:
+        if self.workload.pending > 0:
+            self._ask_cycle()
+
+    def _ask_cycle(self) -> None:
+        if self._next_cycle is None:
+            self._next_cycle = next_tick(self.engine.now, self.period, self._last_cycle)
+            self.engine.at(self._next_cycle, Kind.CYCLE)
+
+    # --- what the kubelet and the owners see ---
+
+    def _observe(self) -> None:
+        """Drain the pod watch and react as the kubelet and the owners would, until nothing new happens."""
+        while True:
+            try:
+                events = list(self.store.watch("pods", self._rv))
+            except Gone:
+                self._resync()
+                continue
+            if not events:
+                return
+            for event in events:
+                obj = event.object
+                meta = obj["metadata"]
+                self._rv = meta.get("resourceVersion", self._rv)
+                key = f"{meta.get('namespace', '')}/{meta['name']}"
+                if event.type == "DELETED":
+                    self._gone(key)
+                elif event.type != "BOOKMARK":
+                    self._changed(key, obj)
+
+    def _changed(self, key: str, pod: JSON) -> None:
+        meta, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
+        phase = status.get("phase", "Pending")
+        if meta.get("deletionTimestamp"):
+            if key not in self._terminating:
+                self._terminating.add(key)
+                self._stopped(key)
+                deadline = parse_time(meta["deletionTimestamp"]) - self.engine.start
+                self.engine.at(max(deadline, self.engine.now), Kind.TERMINATE, key)
+        elif phase == "Pending" and spec.get("nodeName"):
+            self.kubelet.start(meta.get("namespace", ""), meta["name"])
+        elif phase == "Running" and key not in self._running:
+            self._started(key, pod)
+        elif phase in ("Succeeded", "Failed"):
+            self._stopped(key)
+
+    def _started(self, key: str, pod: JSON) -> None:
+        self._running.add(key)
+        job = self.workload.job_of(key)
+        queue = job.meta.queue if job else pod["metadata"].get("labels", {}).get(constants.LABEL_QUEUE, "")
+        self.recorder.pod_on(key, queue, self._gpus(pod))
+        if job is None or not self.workload.pod_running(key, self.engine.now):
+            return
+        if job.meta.duration is not None:
+            self.engine.after(job.meta.duration, Kind.FINISH, job.key, job.generation)
+        for runtime in self.queue_runtimes.get(job.meta.queue, ()):
+            self.engine.after(runtime, Kind.WAKE, job.key)
+
+    def _stopped(self, key: str) -> None:
+        if key not in self._running:
+            return
+        self._running.discard(key)
+        self.recorder.pod_off(key)
+        job = self.workload.job_of(key)
+        if job is not None and self.workload.pod_stopped(key) and job.is_gang:
+            self.engine.after(self.staleness_grace + self.period, Kind.WAKE, job.key)
+
+    def _gone(self, key: str) -> None:
+        self._terminating.discard(key)
+        self._stopped(key)
+        if self.workload.job_of(key) is not None:
+            self.workload.pod_gone(key)
+
+    def _resync(self) -> None:
+        """The watch fell too far behind: list the pods and replay what changed as events."""
+        pods, rv = self.store.list("pods")
+        present = {f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}": p for p in pods}
+        self._rv = rv
+        for key in sorted(self._running | self._terminating):
+            if key not in present:
+                self._gone(key)
+        for job in self.workload.unfinished():
+            for key in job.templates:
+                if key not in present and job.is_live:
+                    self._gone(key)
+        for key, pod in present.items():
+            self._changed(key, pod)
+
+    def _gpus(self, pod: JSON) -> float:
+        """GPU devices a running pod holds: whole devices, or devices × its portion of one."""
+        try:
+            gpu = Pod.from_dict(pod).gpu
+        except ObjectError:
+            return 0.0
+        if gpu.whole:
+            return float(gpu.whole)
+        if gpu.fraction:
+            return gpu.fraction * gpu.num_devices
+        if gpu.memory_mib:
+            memory = self.node_gpu_memory.get(pod.get("spec", {}).get("nodeName", ""), 0.0)
+            return min(1.0, gpu.memory_mib / memory) * gpu.num_devices if memory else float(gpu.num_devices)
+        return 0.0
+
+
+def _min_runtimes(queues: list[Queue]) -> dict[str, tuple[float, ...]]:
+    """Per queue, the min runtimes (preempt, reclaim) on it and its ancestors: when a running job may be
+    taken, so the replay wakes the scheduler then."""
+    by_name = {q.name: q for q in queues}
+    out: dict[str, tuple[float, ...]] = {}
+    for q in queues:
+        found: set[float] = set()
+        current: Queue | None = q
+        seen: set[str] = set()
+        while current is not None and current.name not in seen:
+            seen.add(current.name)
+            found.update(r for r in (current.preempt_min_runtime, current.reclaim_min_runtime) if r)
+            current = by_name.get(current.parent_queue)
+        out[q.name] = tuple(sorted(found))
+    return out
+
+
+def _default_instants(jobs: list[workload.Job]) -> tuple[float, ...]:
+    """A quarter, half and three quarters of the expected horizon (last arrival + its run time)."""
+    horizon = max((j.meta.submit_at + (j.meta.duration or 0.0) for j in jobs), default=0.0)
+    if horizon <= 0:
+        return ()
+    return (0.25 * horizon, 0.5 * horizon, 0.75 * horizon)

@@ -1,0 +1,217 @@
+"""Import the Alibaba GPU cluster trace (2023, "openb") as a scenario: its nodes, and its tasks as jobs.
+
+Read where they lie (../shared/traces/alibaba-gpu-v2023/); never copied. Mapping (README of the trace):
+
+- node CSV (`sn, cpu_milli, memory_mib, gpu, model`): one node each; the GPU model becomes the label
+  `nvidia.com/gpu.product` (as NVIDIA's feature discovery sets it), and a per-GPU memory for fractions (the
+  undisclosed models G1–G3 are taken as 32 GiB).
+- pod CSV (`name, cpu_milli, memory_mib, num_gpu, gpu_milli, creation_time, deletion_time, scheduled_time`,
+  optional `gpu_spec, qos, pod_phase`): one single-pod job each, in a queue per `qos` (LS → `ls`, …).
+  `gpu_milli` below 1000 is a fraction of one GPU (the gpu-fraction annotation; with `num_gpu` > 1, a
+  fraction of each of that many devices); `gpu_spec` (`|`-separated models) becomes a required node affinity
+  on the model label; the arrival is `creation_time` (from the earliest one) and the run time
+  `deletion_time − scheduled_time`; a task the trace never scheduled (empty `scheduled_time`) runs
+  `deletion_time − creation_time`.
+- `time_scale` multiplies arrivals and run times; `sample` keeps that many tasks (below 1: that fraction),
+  drawn with the seed, in their original order.
+
+A bad file is a `TraceError` naming `file:line:column`: a missing column, a field that is not a number, a
+negative amount or run time.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kai_scheduler.scenario import Scenario
+from kai_scheduler.scenario import build as scenario_build
+from kai_scheduler.scenario.entry import Where
+from kai_scheduler.scenario.source import Lines
+
+GPU_MODEL_LABEL = "nvidia.com/gpu.product"
+QOS_LABEL = "alibaba.com/qos"
+GPU_MEMORY_MIB = {"T4": 16384, "P100": 16384, "V100M16": 16384, "V100M32": 32768, "A10": 24576,
+                  "G1": 32768, "G2": 32768, "G3": 32768}
+DEFAULT_GPU_MEMORY_MIB = 16384
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time",
+               "scheduled_time")
+POD_OPTIONAL = ("gpu_spec", "qos", "pod_phase")
+DEFAULT_QUEUE = "default"
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read; the message is one line starting with `file:line[:column]`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    name: str
+    cpu_milli: float
+    memory_mib: float
+    num_gpu: int
+    gpu_milli: float
+    gpu_spec: tuple[str, ...]
+    qos: str
+    arrival: float          # seconds since the trace start, unscaled
+    duration: float
+
+
+def load(pods: str | Path, nodes: str | Path, *, time_scale: float = 1.0, sample: float | None = None,
+         seed: int = 0) -> Scenario:
+    """The trace as a scenario (nodes, one queue per QoS, one job per task)."""
+    if not time_scale > 0 or not math.isfinite(time_scale):
+        raise TraceError(f"--time-scale: must be above 0, got {time_scale:g}")
+    tasks = _sample(read_tasks(pods), sample, seed)
+    doc = to_scenario(read_nodes(nodes), tasks, time_scale, name=f"alibaba {Path(pods).stem}")
+    return scenario_build.build(Where(str(pods), Lines()), doc)
+
+
+def read_nodes(path: str | Path) -> list[dict[str, Any]]:
+    """Scenario node entries, one per CSV row."""
+    out = []
+    for row in _rows(path, NODE_COLUMNS, ()):
+        gpus = int(row.number("gpu"))
+        model = row.text("model")
+        node: dict[str, Any] = {"name": row.text("sn"), "gpus": gpus, "cpu": _milli(row.number("cpu_milli")),
+                                "memory": _mib(row.number("memory_mib"))}
+        if gpus > 0:
+            node["gpuMemory"] = GPU_MEMORY_MIB.get(model, DEFAULT_GPU_MEMORY_MIB)
+        if model:
+            node["labels"] = {GPU_MODEL_LABEL: model}
+        out.append(node)
+    return out
+
+
+def read_tasks(path: str | Path) -> list[Task]:
+    out = []
+    for row in _rows(path, POD_COLUMNS, POD_OPTIONAL):
+        created, deleted = row.number("creation_time"), row.number("deletion_time")
+        scheduled = row.number("scheduled_time", empty=math.nan)
+        began = created if math.isnan(scheduled) else scheduled
+        if deleted < began:
+            since = "creation_time" if math.isnan(scheduled) else "scheduled_time"
+            raise row.error("deletion_time", f"negative duration: {deleted:g} is before {since} {began:g}")
+        spec = tuple(dict.fromkeys(m for m in row.text("gpu_spec").split("|") if m))
+        out.append(Task(
+            name=row.text("name"), cpu_milli=row.number("cpu_milli"), memory_mib=row.number("memory_mib"),
+            num_gpu=int(row.number("num_gpu")), gpu_milli=row.number("gpu_milli"), gpu_spec=spec,
+            qos=row.text("qos"), arrival=created, duration=deleted - began,
+        ))
+    return out
+
+
+def to_scenario(nodes: list[dict[str, Any]], tasks: list[Task], time_scale: float, *, name: str) -> dict[str, Any]:
+    start = min((t.arrival for t in tasks), default=0.0)
+    queues = sorted({_queue(t) for t in tasks})
+    return {
+        "name": name,
+        "nodes": nodes,
+        "queues": [{"name": q} for q in queues],
+        "jobs": [_job(t, start, time_scale) for t in tasks],
+    }
+
+
+def _queue(task: Task) -> str:
+    return task.qos.lower() or DEFAULT_QUEUE
+
+
+def _job(t: Task, start: float, scale: float) -> dict[str, Any]:
+    pod: dict[str, Any] = {"name": t.name, "cpu": _milli(t.cpu_milli), "memory": _mib(t.memory_mib)}
+    if t.num_gpu > 0 and t.gpu_milli < 1000:
+        pod["gpus"] = max(t.gpu_milli, 1.0) / 1000
+        if t.num_gpu > 1:
+            pod["gpuDevices"] = t.num_gpu
+    elif t.num_gpu > 0:
+        pod["gpus"] = t.num_gpu
+    if t.gpu_spec:
+        pod["nodeAffinity"] = [{"key": GPU_MODEL_LABEL, "operator": "In", "values": list(t.gpu_spec)}]
+    if t.qos:
+        pod["labels"] = {QOS_LABEL: t.qos}
+    return {"name": t.name, "queue": _queue(t), "submitAt": round((t.arrival - start) * scale, 6),
+            "duration": round(t.duration * scale, 6), "tasks": [pod]}
+
+
+def _milli(value: float) -> str:
+    return f"{round(value)}m"
+
+
+def _mib(value: float) -> str:
+    """MiB as a quantity; a fractional amount in KiB (quantities take no exponent here)."""
+    return f"{int(value)}Mi" if float(value).is_integer() else f"{round(value * 1024)}Ki"
+
+
+def _sample(tasks: list[Task], sample: float | None, seed: int) -> list[Task]:
+    if sample is None:
+        return tasks
+    if not sample > 0 or not math.isfinite(sample) or (sample >= 1 and not float(sample).is_integer()):
+        raise TraceError(f"--sample: want a count of tasks or a fraction in (0, 1), got {sample:g}")
+    keep = round(len(tasks) * sample) if sample < 1 else min(len(tasks), int(sample))
+    chosen = np.random.default_rng(seed).choice(len(tasks), size=keep, replace=False)
+    return [tasks[i] for i in sorted(int(i) for i in chosen)]
+
+
+class _Row:
+    """One CSV row, read by column name; errors cite file:line:column."""
+
+    __slots__ = ("columns", "line", "path", "values")
+
+    def __init__(self, path: str, line: int, columns: dict[str, int], values: list[str]) -> None:
+        self.path, self.line, self.columns, self.values = path, line, columns, values
+
+    def error(self, column: str, message: str) -> TraceError:
+        return TraceError(f"{self.path}:{self.line}:{self.columns[column] + 1}: {column}: {message}")
+
+    def text(self, column: str) -> str:
+        index = self.columns.get(column)
+        return self.values[index].strip() if index is not None and index < len(self.values) else ""
+
+    def number(self, column: str, *, empty: float | None = None) -> float:
+        raw = self.text(column)
+        if not raw and empty is not None:
+            return empty
+        try:
+            value = float(raw)
+        except ValueError:
+            raise self.error(column, f"expected a number, got {raw!r}") from None
+        if not math.isfinite(value):
+            raise self.error(column, f"expected a number, got {raw!r}")
+        if value < 0:
+            raise self.error(column, f"must not be negative, got {raw}")
+        return value
+
+
+def _rows(path: str | Path, required: tuple[str, ...], optional: tuple[str, ...]) -> Iterator[_Row]:
+    source = str(path)
+    try:
+        f = open(path, encoding="utf-8", newline="")    # noqa: SIM115 - closed below, rows are streamed
+    except FileNotFoundError:
+        raise TraceError(f"{source}: no such file") from None
+    except OSError as err:
+        raise TraceError(f"{source}: cannot read: {err.strerror or err}") from None
+    with f:
+        reader = csv.reader(f)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise TraceError(f"{source}:1: empty file: expected a header with {', '.join(required)}") from None
+        except (csv.Error, UnicodeDecodeError) as err:
+            raise TraceError(f"{source}:1: not a CSV file: {err}") from None
+        columns = {name: i for i, name in enumerate(header)}
+        missing = [c for c in required if c not in columns]
+        if missing:
+            raise TraceError(f"{source}:1: missing column {missing[0]!r} (have: {', '.join(header)})")
+        known = {c: columns[c] for c in (*required, *optional) if c in columns}
+        try:
+            for values in reader:
+                if values:
+                    yield _Row(source, reader.line_num, known, values)
+        except (csv.Error, UnicodeDecodeError) as err:
+            raise TraceError(f"{source}:{reader.line_num}: not a CSV file: {err}") from None

@@ -1,0 +1,427 @@
+"""`KubeStore`: the `ClusterStore` interface over HTTP to a real kube-apiserver.
+
+Objects cross the interface as the API server serves them (dicts decoded with orjson), with two
+normalisations that the dynamic client also makes: list items get their `apiVersion` and `kind` back (the
+server leaves them out of list items), and `metadata.managedFields` are dropped (kube-scheduler's informers
+strip them too; they are large and nothing here reads them).
+
+- Paths come from `RESOURCES`: core v1 under `/api/v1`, groups under `/apis/{group}/{version}`, with
+  `/namespaces/{ns}` for namespaced kinds. A namespaced object without a namespace goes to `default`.
+- `list` pages with `limit` and `continue`; every page of one list shares the first page's resource
+  version. An expired continue token (410) restarts the list, a bounded number of times.
+- `watch` keeps long-running watch requests open in background threads (see `kube_watch`); `""` means
+  "from now", resolved with a one-item LIST.
+- Writes: create (POST), update (PUT), update_status (PUT …/status), patch (merge patch), delete
+  (DeleteOptions with gracePeriodSeconds), bind (`pods/binding`), evict (`pods/eviction`, policy/v1).
+- A stale resourceVersion or a second bind is Conflict (409). An eviction that a PodDisruptionBudget
+  blocks is `EvictionBlocked`, a Conflict: the pod stays and the caller may try later; it is not retried.
+- Every request goes through one rate limiter (qps/burst as KAI's flags) and 429s are retried honouring
+  Retry-After (see `kube_http`); a server that cannot be reached raises `Unavailable`.
+
+Differences from `MemoryStore` that a component can see: timestamps and uids come from the server (a real
+server overwrites a given uid and creationTimestamp on create), and a real server does not check that a
+binding's node exists. Writes are not visible to a watch at once: their events arrive over the network.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
+
+from kubernetes import config as kube_config
+from kubernetes.client import ApiClient, Configuration
+
+from kai_scheduler.api.selectors import LabelSelector
+from kai_scheduler.store.interface import (
+    JSON,
+    KIND_TO_PLURAL,
+    RESOURCES,
+    ClusterStore,
+    Conflict,
+    Gone,
+    Invalid,
+    Resource,
+    Selector,
+    StoreError,
+    WatchEvent,
+)
+from kai_scheduler.store.kube_http import (
+    MERGE_PATCH_TYPE,
+    Limits,
+    RateLimiter,
+    RealTiming,
+    Throttled,
+    Timing,
+    Transport,
+    Unavailable,
+    gc_paused,
+)
+from kai_scheduler.store.kube_watch import WatchSettings, WatchStream
+
+_StreamList = list[WatchStream]   # spelt here: inside KubeStore, `list` is the method
+_Items = list[JSON]
+_Query = list[tuple[str, str]]
+
+__all__ = ["EvictionBlocked", "KubeOptions", "KubeStore", "Throttled", "Unavailable", "load_client"]
+
+_LIST_RESTARTS: Final = 3
+
+
+class EvictionBlocked(Conflict):
+    """The Eviction API refused: evicting the pod would violate a PodDisruptionBudget (HTTP 429).
+
+    A Conflict, so callers that handle "the cluster changed under me" handle it; the pod keeps running."""
+
+    reason = "TooManyRequests"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeOptions:
+    """Client settings; the defaults are KAI's flags (§9.3: qps 50, burst 300) and client-go's habits."""
+
+    qps: float = 50.0                 # requests per second once the burst is spent; <= 0: no limit
+    burst: int = 300
+    max_retries: int = 5              # retries of a 429 (or a 5xx with Retry-After) before Throttled
+    max_retry_after: float = 30.0     # a longer Retry-After is shortened to this
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0        # per read of a non-watch answer
+    page_size: int = 500              # LIST limit per page, as client-go's pager
+    default_namespace: str = "default"
+    watch_timeout_seconds: int = 300  # the server ends a watch request after this; the stream reconnects
+    watch_read_margin: float = 30.0
+    watch_settle: float = 0.2         # a fresh watch waits this long for the server's backlog
+    watch_backoff_initial: float = 0.5
+    watch_backoff_max: float = 30.0
+    watch_streams_per_resource: int = 4
+    watch_max_buffered: int = 200_000
+    strip_managed_fields: bool = True
+    user_agent: str = "kai-scheduler"
+
+
+def load_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
+    """An API client configured as client-go's `BuildConfigFromFlags` would be.
+
+    An explicit kubeconfig (or context) wins; otherwise the in-cluster service account when running in a
+    pod; otherwise $KUBECONFIG or ~/.kube/config. All loading, TLS and token refresh is the official
+    client's."""
+    configuration = Configuration()
+    in_cluster = kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
+    if in_cluster:
+        kube_config.load_incluster_config(client_configuration=configuration)
+    else:
+        kube_config.load_kube_config(config_file=kubeconfig, context=context,
+                                     client_configuration=configuration)
+    # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
+    return ApiClient(configuration)
+
+
+class KubeStore:
+    """A `ClusterStore` backed by a kube-apiserver; thread-safe. Close it to stop its watch threads."""
+
+    def __init__(
+        self, api_client: ApiClient, options: KubeOptions | None = None, *, timing: Timing | None = None
+    ) -> None:
+        self.options = options or KubeOptions()
+        opts = self.options
+        timing = timing or RealTiming()
+        api_client.user_agent = opts.user_agent
+        limits = Limits(opts.max_retries, opts.max_retry_after, opts.connect_timeout, opts.read_timeout)
+        self.limiter = RateLimiter(opts.qps, opts.burst, timing)
+        self.transport = Transport(api_client, self.limiter, timing, limits)
+        self._watch_settings = WatchSettings(
+            opts.watch_timeout_seconds, opts.watch_read_margin, opts.watch_backoff_initial,
+            opts.watch_backoff_max, opts.watch_max_buffered, opts.strip_managed_fields,
+        )
+        self._lock = threading.Lock()
+        self._streams: dict[str, _StreamList] = {}   # by resource, least recently used first
+        self._closed = False
+
+    @classmethod
+    def connect(
+        cls, kubeconfig: str | None = None, context: str | None = None, options: KubeOptions | None = None
+    ) -> KubeStore:
+        """A store for the cluster a kubeconfig (or the in-cluster service account) names; see `load_client`."""
+        return cls(load_client(kubeconfig, context), options)
+
+    def close(self) -> None:
+        """Stop every watch stream and release the connection pool."""
+        with self._lock:
+            self._closed = True
+            streams = [s for group in self._streams.values() for s in group]
+            self._streams.clear()
+        for stream in streams:
+            stream.close()
+        for stream in streams:
+            stream.join(timeout=2.0)
+        self.transport.close()
+
+    def __enter__(self) -> KubeStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- reads ---
+
+    def get(self, resource: str, name: str, namespace: str = "") -> JSON:
+        res = _resource(resource)
+        return self._clean(self.transport.call("GET", object_path(res, name, namespace)))
+
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Selector = None
+    ) -> tuple[list[JSON], str]:
+        """All matching objects, fetched in pages of `page_size`, and the version to watch from."""
+        res = _resource(resource)
+        query = [("limit", str(self.options.page_size))]
+        selector_text = selector_string(selector)
+        if selector_text:
+            query.append(("labelSelector", selector_text))
+        path = collection_path(res, namespace or None)
+        for attempt in range(_LIST_RESTARTS + 1):
+            try:
+                items, version = self._list_pages(res, path, query)
+            except Gone:
+                if attempt == _LIST_RESTARTS:
+                    raise
+                continue   # the continue token expired between pages: start over
+            return items, version
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _list_pages(self, res: Resource, path: str, query: _Query) -> tuple[_Items, str]:
+        items: _Items = []
+        version = ""
+        token = ""
+        with gc_paused():
+            while True:
+                page = self.transport.call("GET", path, query=[*query, ("continue", token)] if token else query)
+                meta = page.get("metadata") or {}
+                version = version or str(meta.get("resourceVersion") or "")
+                items.extend(page.get("items") or ())
+                token = str(meta.get("continue") or "")
+                if not token:
+                    break
+            for item in items:
+                self._clean(item, res)
+        return items, version
+
+    def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
+        """Events after `resource_version` ("" = from now), from a long-running watch (see `kube_watch`).
+
+        Waits up to `timeout` seconds for the first event; a fresh stream waits at least `watch_settle`
+        for the backlog. Raises Gone (at the call) when the server no longer has that version."""
+        res = _resource(resource)
+        if resource_version == "":
+            resource_version = self._current_version(res)
+        stream = self._stream(res, resource_version)
+        try:
+            events = stream.take(timeout, self.options.watch_settle)
+        except StoreError:
+            self._forget(res.plural, stream)
+            raise
+        return iter(events)
+
+    def _current_version(self, res: Resource) -> str:
+        page = self.transport.call("GET", collection_path(res, None), query=[("limit", "1")])
+        return str((page.get("metadata") or {}).get("resourceVersion") or "0")
+
+    def _stream(self, res: Resource, version: str) -> WatchStream:
+        """The open stream at `version`, or a new one (closing the least recently used beyond the cap)."""
+        with self._lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+            group = self._streams.setdefault(res.plural, [])
+            for stream in group:
+                if stream.position == version:
+                    group.remove(stream)
+                    group.append(stream)
+                    return stream
+            stream = WatchStream(self.transport, collection_path(res, None), version, self._watch_settings)
+            group.append(stream)
+            keep = self.options.watch_streams_per_resource
+            evicted = group[:-keep]
+            del group[:-keep]
+        for old in evicted:
+            old.close()
+        return stream
+
+    def _forget(self, plural: str, stream: WatchStream) -> None:
+        with self._lock:
+            group = self._streams.get(plural)
+            if group is not None and stream in group:
+                group.remove(stream)
+        stream.close()
+
+    # --- writes ---
+
+    def create(self, obj: JSON) -> JSON:
+        res, meta = _identify(obj)
+        namespace = self._namespace(res, meta)
+        body = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+        if res.namespaced:
+            body["metadata"] = {**meta, "namespace": namespace}
+        return self._clean(self.transport.call("POST", collection_path(res, namespace), body=body))
+
+    def update(self, obj: JSON) -> JSON:
+        return self._replace(obj, "")
+
+    def update_status(self, obj: JSON) -> JSON:
+        return self._replace(obj, "status")
+
+    def _replace(self, obj: JSON, subresource: str) -> JSON:
+        res, meta = _identify(obj)
+        name = _name(res, meta)
+        namespace = self._namespace(res, meta)
+        body = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+        if res.namespaced:
+            body["metadata"] = {**meta, "namespace": namespace}
+        path = object_path(res, name, namespace, subresource)
+        return self._clean(self.transport.call("PUT", path, body=body))
+
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "") -> JSON:
+        """RFC 7386 merge patch (application/merge-patch+json) of the object or of its status."""
+        res = _resource(resource)
+        if subresource not in ("", "status"):
+            raise Invalid(f"unknown subresource {subresource!r}; want '' or 'status'")
+        if not isinstance(patch, dict):
+            raise Invalid(f"a merge patch must be an object, got {type(patch).__name__}")
+        path = object_path(res, name, namespace, subresource)
+        return self._clean(self.transport.call("PATCH", path, body=patch, content_type=MERGE_PATCH_TYPE))
+
+    def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
+        res = _resource(resource)
+        if grace_period_seconds is not None and grace_period_seconds < 0:
+            raise Invalid(f"grace_period_seconds must be at least 0, got {grace_period_seconds}")
+        body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        self.transport.call("DELETE", object_path(res, name, namespace), body=body)
+
+    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+        """POST a v1 Binding to `pods/{name}/binding`; Conflict (409) if the pod is already bound."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod_name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self.transport.call("POST", object_path(RESOURCES["pods"], pod_name, namespace, "binding"), body=body)
+
+    def evict(self, namespace: str, pod_name: str) -> None:
+        """POST a policy/v1 Eviction; the pod's own grace period applies. EvictionBlocked if a PDB refuses."""
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod_name, "namespace": namespace}}
+        path = object_path(RESOURCES["pods"], pod_name, namespace, "eviction")
+        self.transport.call("POST", path, body=body, refusal=_disruption_budget_refusal)
+
+    # --- helpers ---
+
+    def _namespace(self, res: Resource, meta: JSON) -> str:
+        if not res.namespaced:
+            return ""
+        namespace = meta.get("namespace") or self.options.default_namespace
+        if not isinstance(namespace, str):
+            raise Invalid(f"{res.kind} metadata.namespace must be a string, got {namespace!r}")
+        return namespace
+
+    def _clean(self, obj: JSON, res: Resource | None = None) -> JSON:
+        """Give a list item its apiVersion and kind back and drop managedFields (see the module docstring)."""
+        if res is not None:
+            obj.setdefault("apiVersion", res.api_version)
+            obj.setdefault("kind", res.kind)
+        if self.options.strip_managed_fields:
+            meta = obj.get("metadata")
+            if isinstance(meta, dict):
+                meta.pop("managedFields", None)
+        return obj
+
+
+def collection_path(res: Resource, namespace: str | None) -> str:
+    """The collection URL path: a namespace's objects, or all (namespace None, or a cluster-scoped kind)."""
+    base = "/api/v1" if res.api_version == "v1" else f"/apis/{res.api_version}"
+    if res.namespaced and namespace:
+        return f"{base}/namespaces/{quote(namespace, safe='')}/{res.plural}"
+    return f"{base}/{res.plural}"
+
+
+def object_path(res: Resource, name: str, namespace: str, subresource: str = "") -> str:
+    if not name:
+        raise Invalid(f"{res.kind} needs a name")
+    if res.namespaced and not namespace:
+        raise Invalid(f"{res.plural} are namespaced: give a namespace for {name!r}")
+    path = f"{collection_path(res, namespace)}/{quote(name, safe='')}"
+    return f"{path}/{subresource}" if subresource else path
+
+
+def selector_string(selector: Selector) -> str:
+    """A label selector in the query-string form the API server parses ("a=b,c in (x,y),!d")."""
+    if selector is None or isinstance(selector, str):
+        return (selector or "").strip()
+    return _format_selector(selector)
+
+
+def _format_selector(selector: LabelSelector) -> str:
+    parts = [f"{key}={value}" for key, value in selector.match_labels]
+    for req in selector.requirements:
+        if req.operator == "Exists":
+            parts.append(req.key)
+        elif req.operator == "DoesNotExist":
+            parts.append(f"!{req.key}")
+        elif req.operator in ("In", "NotIn"):
+            op = "in" if req.operator == "In" else "notin"
+            parts.append(f"{req.key} {op} ({','.join(req.values)})")
+        else:
+            raise Invalid(f"label selectors have no {req.operator!r} operator (key {req.key!r})")
+    return ",".join(parts)
+
+
+def _resource(plural: str) -> Resource:
+    try:
+        return RESOURCES[plural]
+    except KeyError:
+        served = ", ".join(sorted(RESOURCES))
+        raise Invalid(f"unknown resource {plural!r}; the store serves {served}") from None
+
+
+def _identify(obj: Any) -> tuple[Resource, JSON]:
+    """The resource of an object from its kind (and apiVersion, if given), and its metadata."""
+    if not isinstance(obj, dict):
+        raise Invalid(f"an object must be a mapping, got {type(obj).__name__}")
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or kind not in KIND_TO_PLURAL:
+        raise Invalid(f"unknown kind {kind!r}; the store serves {', '.join(sorted(KIND_TO_PLURAL))}")
+    res = RESOURCES[KIND_TO_PLURAL[kind]]
+    api_version = obj.get("apiVersion") or res.api_version
+    if api_version != res.api_version:
+        raise Invalid(f"{kind} apiVersion {api_version!r} is not served; want {res.api_version}")
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise Invalid(f"{kind} has no metadata")
+    return res, meta
+
+
+def _name(res: Resource, meta: JSON) -> str:
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise Invalid(f"{res.kind} has no metadata.name")
+    return name
+
+
+def _disruption_budget_refusal(status: JSON) -> StoreError | None:
+    """An eviction's 429 that a PodDisruptionBudget caused (a DisruptionBudget cause), not throttling."""
+    causes = (status.get("details") or {}).get("causes") or ()
+    if any(isinstance(c, dict) and c.get("type") == "DisruptionBudget" for c in causes):
+        message = status.get("message") or "the pod's disruption budget does not allow the eviction"
+        details = "; ".join(str(c.get("message")) for c in causes if isinstance(c, dict) and c.get("message"))
+        return EvictionBlocked(f"{message} {details}".strip())
+    return None
+
+
+if TYPE_CHECKING:   # the checker rejects KubeStore the day it drifts from the interface
+    _IS_A_CLUSTER_STORE: Callable[[ApiClient], ClusterStore] = KubeStore

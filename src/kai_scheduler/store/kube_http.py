@@ -1,0 +1,315 @@
+"""HTTP to a kube-apiserver for `KubeStore`: one `Transport` per store.
+
+Configuration, authentication and TLS come from the official `kubernetes` client (its `Configuration`, the
+kubeconfig and in-cluster loaders, its urllib3 pool and bearer-token refresh hook); this module only sends
+requests through that pool, so bodies are encoded and decoded with orjson, not by the client's models.
+
+Every request, watches included, first takes a token from one shared `RateLimiter` (client-go's QPS and
+burst). A 429 answer, and a 5xx that carries Retry-After, is retried after the delay the server asks for, a
+bounded number of times (client-go's `checkWait`); a 429 that is a refusal rather than throttling (a pod
+disruption budget blocking an eviction) is left to the caller. Kubernetes `Status` bodies become the store's
+errors with the server's message, so a component sees NotFound or Conflict whichever store it runs on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import orjson
+import urllib3
+from kubernetes.client import ApiClient
+
+from kai_scheduler.store.interface import JSON, AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
+
+log = logging.getLogger(__name__)
+
+JSON_TYPE: Final = "application/json"
+MERGE_PATCH_TYPE: Final = "application/merge-patch+json"
+# Datetimes (PyYAML parses unquoted timestamps) become RFC 3339 strings, as in MemoryStore.
+_DUMP_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
+
+Query = Sequence[tuple[str, str]]
+
+
+class Throttled(StoreError):
+    """The API server kept answering 429 Too Many Requests after the allowed retries."""
+
+    reason = "TooManyRequests"
+
+
+class Unavailable(StoreError):
+    """The API server could not be reached, or answered 502/503/504: transient, try again later."""
+
+    reason = "ServiceUnavailable"
+
+
+class Timing(Protocol):
+    """Where the transport reads time and waits; tests pass a fake that records and advances."""
+
+    def now(self) -> float:
+        """Monotonic seconds."""
+        ...
+
+    def sleep(self, seconds: float, interrupt: threading.Event | None = None) -> None:
+        """Wait `seconds`, or less if `interrupt` is set meanwhile."""
+        ...
+
+
+class RealTiming:
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float, interrupt: threading.Event | None = None) -> None:
+        if interrupt is not None:
+            interrupt.wait(seconds)
+        elif seconds > 0:
+            time.sleep(seconds)
+
+
+class RateLimiter:
+    """A token bucket shared by every request of one store (client-go's `flowcontrol.NewTokenBucketRateLimiter`).
+
+    Up to `burst` requests go at once, then `qps` per second. A request that finds the bucket empty
+    reserves the next token (the count goes negative) and sleeps until it is due, so concurrent callers are
+    spaced 1/qps apart in arrival order instead of waking together. qps <= 0 disables the limit.
+    """
+
+    def __init__(self, qps: float, burst: int, timing: Timing) -> None:
+        if qps > 0 and burst < 1:
+            raise ValueError(f"burst must be at least 1 when qps > 0, got {burst}")
+        self.qps = qps
+        self.burst = burst
+        self._timing = timing
+        self._lock = threading.Lock()
+        self._tokens = float(burst)
+        self._stamp = timing.now()
+
+    def acquire(self) -> float:
+        """Take one token, sleeping until it is available; return the seconds waited."""
+        if self.qps <= 0:
+            return 0.0
+        with self._lock:
+            now = self._timing.now()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.qps)
+            self._stamp = now
+            self._tokens -= 1.0
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            self._timing.sleep(wait)
+        return wait
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-request limits of a `Transport` (see `KubeOptions` for the defaults and their reasons)."""
+
+    max_retries: int
+    max_retry_after: float
+    connect_timeout: float
+    read_timeout: float
+
+
+# Decides about a 429 before it is retried: an error to raise at once, or None to treat it as throttling.
+RefusalCheck = Callable[[JSON], StoreError | None]
+
+
+class Transport:
+    """Requests to one API server through the client library's pool, rate limited and retried on 429."""
+
+    def __init__(self, api_client: ApiClient, limiter: RateLimiter, timing: Timing, limits: Limits) -> None:
+        self.api_client = api_client
+        self.limiter = limiter
+        self.timing = timing
+        self.limits = limits
+        self._timeout = urllib3.Timeout(connect=limits.connect_timeout, read=limits.read_timeout)
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query = (),
+        body: Any = None,
+        content_type: str = JSON_TYPE,
+        refusal: RefusalCheck | None = None,
+    ) -> JSON:
+        """One request with a JSON answer; an error status raises the matching StoreError."""
+        data = None if body is None else encode(body)
+        resp = self.send(method, path, query, data, content_type, self._timeout, refusal)
+        try:
+            raw = resp.data
+        except urllib3.exceptions.HTTPError as err:
+            raise Unavailable(f"{method} {path}: reading the answer failed: {err}") from err
+        finally:
+            resp.release_conn()
+        if resp.status >= 300:
+            raise error_from(resp.status, raw, f"{method} {path}")
+        return decode(raw, f"{method} {path}")
+
+    def open_stream(self, path: str, query: Query, read_timeout: float) -> urllib3.BaseHTTPResponse:
+        """A GET whose body the caller reads as it arrives (a watch); an error status raises here."""
+        timeout = urllib3.Timeout(connect=self.limits.connect_timeout, read=read_timeout)
+        resp = self.send("GET", path, query, None, JSON_TYPE, timeout, None)
+        if resp.status >= 300:
+            try:
+                raw = resp.data
+            finally:
+                resp.release_conn()
+            raise error_from(resp.status, raw, f"watch {path}")
+        return resp
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        data: bytes | None,
+        content_type: str,
+        timeout: urllib3.Timeout,
+        refusal: RefusalCheck | None,
+    ) -> urllib3.BaseHTTPResponse:
+        """Send, waiting for the rate limiter before each attempt; retry throttled answers."""
+        what = f"{method} {path}"
+        for attempt in range(self.limits.max_retries + 1):
+            self.limiter.acquire()
+            resp = self._send_once(method, path, query, data, content_type, timeout)
+            delay = self._retry_delay(resp, attempt, refusal, what)
+            if delay is None:
+                return resp
+            log.info("throttled, retrying", extra={"request": what, "status": resp.status, "delay": delay})
+            self.timing.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _retry_delay(
+        self, resp: urllib3.BaseHTTPResponse, attempt: int, refusal: RefusalCheck | None, what: str
+    ) -> float | None:
+        """None to hand `resp` to the caller; else the delay before the next attempt (the answer is read)."""
+        retry_after = resp.headers.get("Retry-After")
+        if resp.status != 429 and not (resp.status >= 500 and retry_after is not None):
+            return None
+        try:
+            raw = resp.data
+        finally:
+            resp.release_conn()
+        if refusal is not None and resp.status == 429:
+            refused = refusal(status_of(raw))
+            if refused is not None:
+                raise refused
+        if attempt >= self.limits.max_retries:
+            err = error_from(resp.status, raw, what)
+            raise Throttled(f"{err} (gave up after {attempt} retries)") if resp.status == 429 else err
+        return min(parse_retry_after(retry_after), self.limits.max_retry_after)
+
+    def _send_once(
+        self, method: str, path: str, query: Query, data: bytes | None, content_type: str,
+        timeout: urllib3.Timeout,
+    ) -> urllib3.BaseHTTPResponse:
+        headers = {"Accept": JSON_TYPE}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        # param_serialize adds the default headers and the bearer token (running the refresh hook that
+        # exec plugins and rotating service-account tokens rely on) and encodes the query.
+        _, url, headers, _, _ = self.api_client.param_serialize(
+            method, path, query_params=list(query), header_params=headers, auth_settings=["BearerToken"]
+        )
+        try:
+            return self.api_client.rest_client.pool_manager.request(
+                method, url, body=data, headers=headers, timeout=timeout, preload_content=False
+            )
+        except urllib3.exceptions.HTTPError as err:
+            raise Unavailable(f"{method} {path}: {err}") from err
+
+    def close(self) -> None:
+        self.api_client.close()
+
+
+def encode(body: Any) -> bytes:
+    try:
+        return orjson.dumps(body, option=_DUMP_OPTIONS)
+    except TypeError as err:   # orjson.JSONEncodeError is a TypeError
+        raise Invalid(f"object is not JSON: {err}") from None
+
+
+def decode(raw: bytes, what: str) -> JSON:
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise StoreError(f"{what}: the API server answered with malformed JSON: {err}") from None
+    if not isinstance(doc, dict):
+        raise StoreError(f"{what}: the API server answered with {type(doc).__name__}, not an object")
+    return doc
+
+
+def status_of(raw: bytes) -> JSON:
+    """The Kubernetes Status in an error body, or an empty one if the body is not a Status."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        text = raw.decode("utf-8", "replace").strip()
+        return {"message": text[:500]} if text else {}
+    return doc if isinstance(doc, dict) else {}
+
+
+_BY_STATUS: Final[dict[int, type[StoreError]]] = {
+    400: Invalid, 404: NotFound, 409: Conflict, 410: Gone, 422: Invalid, 429: Throttled,
+    502: Unavailable, 503: Unavailable, 504: Unavailable,
+}
+
+
+def error_from(code: int, raw: bytes, what: str) -> StoreError:
+    """The store error for an HTTP error status, carrying the API server's message.
+
+    409 is AlreadyExists or Conflict by the Status reason; 400 and 422 are Invalid; statuses without an
+    interface class (401, 403, 500…) are a plain StoreError whose `reason` is the Status reason."""
+    return error_from_status(code, status_of(raw), what)
+
+
+def error_from_status(code: int, status: JSON, what: str) -> StoreError:
+    reason = str(status.get("reason") or "")
+    message = str(status.get("message") or f"HTTP {code}")
+    cls = AlreadyExists if code == 409 and reason == "AlreadyExists" else _BY_STATUS.get(code, StoreError)
+    err = cls(f"{message} ({what})")
+    if cls is StoreError:
+        err.reason = reason or ("InternalError" if code >= 500 else f"HTTP{code}")
+    return err
+
+
+def parse_retry_after(value: str | None) -> float:
+    """Seconds from a Retry-After header; 1 when absent or not a number of seconds (the HTTP-date form
+    is not used by the API server)."""
+    try:
+        return max(0.0, float(value)) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+def backoff_delays(initial: float, maximum: float, factor: float = 2.0) -> Iterator[float]:
+    """Delays between reconnection attempts: initial, initial*factor, … capped at maximum."""
+    delay = initial
+    while True:
+        yield delay
+        delay = min(delay * factor, maximum)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while decoding a large answer.
+
+    Decoding a LIST of 90,000 pods makes millions of dicts and lists; each allocation burst triggers
+    collections that walk every young container, which makes decoding four to five times slower
+    (measured in bench/bench_kube_list.py). JSON trees have no cycles, so reference counting frees them
+    anyway. Nested or concurrent uses leave the collector as the outermost found it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -1,0 +1,199 @@
+"""Long-running watches for `KubeStore`: one background reader per stream, events buffered for the caller.
+
+`ClusterStore.watch` is a drain: it hands over the events after a version and returns. Over HTTP a fresh
+watch per call would cost a request and a round trip on every cache sync, so a `WatchStream` keeps one
+watch request open per (resource, position) and a thread reads it into a buffer; `take` hands over what is
+buffered and moves the stream's position to the last version handed over. A caller that continues from
+that position (as `ObjectCache` does) reuses the stream; any other version opens a new one.
+
+The reader reconnects from the last version it received when the server ends the request (timeoutSeconds)
+or the connection breaks, after exponential backoff for failures. BOOKMARK events are passed on: they move
+the version forward without an object change. `410 Gone`, as an HTTP status or an ERROR event, ends the
+stream: the caller gets Gone after the events received before it, and relists.
+
+Over HTTP the caller cannot know which events are still on the wire: a fresh stream therefore waits up to
+`settle` seconds for the backlog the server sends right away, and an existing stream hands over what has
+arrived (the rest comes with the next call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+import orjson
+import urllib3
+
+from kai_scheduler.store.interface import Gone, Invalid, NotFound, StoreError, WatchEvent
+from kai_scheduler.store.kube_http import Transport, backoff_delays, error_from_status
+
+log = logging.getLogger(__name__)
+
+_EVENT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+# Errors a reconnect cannot fix: the caller has to hear of them (Gone means relist).
+_FINAL_ERRORS: Final = (Gone, Invalid, NotFound)
+_BURST_GAP: Final = 0.02   # a fresh stream's backlog is complete once nothing arrives for this long
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSettings:
+    timeout_seconds: int          # the server ends each watch request after this; the reader reconnects
+    read_margin: float            # socket read timeout beyond timeout_seconds: a dead connection shows
+    backoff_initial: float
+    backoff_max: float
+    max_buffered: int             # a caller this far behind is told Gone rather than growing the buffer
+    strip_managed_fields: bool
+
+
+class WatchStream:
+    """One watch of one resource from `since`, read by a daemon thread; see the module docstring."""
+
+    def __init__(self, transport: Transport, path: str, since: str, settings: WatchSettings) -> None:
+        self.path = path
+        self.position = since           # the version of the last event handed to a caller
+        self._transport = transport
+        self._settings = settings
+        self._cond = threading.Condition()
+        self._events: deque[WatchEvent] = deque()
+        self._error: StoreError | None = None
+        self._fresh = True
+        self._closed = threading.Event()
+        self._response: urllib3.BaseHTTPResponse | None = None
+        self.requests = 0               # watch requests sent so far (reconnects show as more than one)
+        self._thread = threading.Thread(target=self._run, args=(since,), name=f"watch {path}", daemon=True)
+        self._thread.start()
+
+    # --- the caller's side ---
+
+    def take(self, timeout: float, settle: float) -> list[WatchEvent]:
+        """The buffered events, oldest first; waits up to `timeout` (a fresh stream: at least `settle`)
+        for the first. Raises the stream's final error once the events before it are handed over."""
+        with self._cond:
+            wait = max(timeout, settle) if self._fresh else timeout
+            self._cond.wait_for(self._ready, wait)
+            if self._fresh and self._events:
+                self._wait_for_burst_end(settle)
+            self._fresh = False
+            if not self._events:
+                if self._error is not None:
+                    raise self._error
+                return []
+            events = list(self._events)
+            self._events.clear()
+        self.position = events[-1].object["metadata"]["resourceVersion"]
+        return events
+
+    def close(self) -> None:
+        """Stop the reader: unblock its read by shutting the socket, then let the thread end."""
+        self._closed.set()
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(OSError):
+                response.shutdown()
+        with self._cond:
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def _ready(self) -> bool:
+        return bool(self._events) or self._error is not None or self._closed.is_set()
+
+    def _wait_for_burst_end(self, settle: float) -> None:
+        """Keep waiting while the backlog is still arriving (bounded by `settle`)."""
+        budget = settle
+        while budget > 0 and self._error is None:
+            seen = len(self._events)
+            self._cond.wait(_BURST_GAP)
+            budget -= _BURST_GAP
+            if len(self._events) == seen:
+                return
+
+    # --- the reader thread ---
+
+    def _run(self, since: str) -> None:
+        delays = backoff_delays(self._settings.backoff_initial, self._settings.backoff_max)
+        while not self._closed.is_set():
+            try:
+                since = self._follow(since)
+                delays = backoff_delays(self._settings.backoff_initial, self._settings.backoff_max)
+            except _FINAL_ERRORS as err:
+                self._fail(err)
+                return
+            except (StoreError, urllib3.exceptions.HTTPError, OSError) as err:
+                if self._closed.is_set():
+                    return
+                delay = next(delays)
+                log.warning("watch broke, reconnecting", extra={"path": self.path, "error": str(err),
+                                                                 "delay": delay})
+                self._transport.timing.sleep(delay, self._closed)
+
+    def _follow(self, since: str) -> str:
+        """One watch request from `since` until the server ends it; returns the last version received."""
+        settings = self._settings
+        query = [("watch", "true"), ("resourceVersion", since), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", str(settings.timeout_seconds))]
+        self.requests += 1
+        response = self._transport.open_stream(self.path, query, settings.timeout_seconds + settings.read_margin)
+        self._response = response
+        try:
+            for line in _lines(response):
+                if self._closed.is_set():
+                    break
+                since = self._receive(line, since)
+        finally:
+            self._response = None
+            response.release_conn()
+        return since
+
+    def _receive(self, line: bytes, since: str) -> str:
+        """Buffer one event line; return the version it moves the stream to."""
+        try:
+            doc = orjson.loads(line)
+            kind, obj = doc["type"], doc["object"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as err:
+            raise StoreError(f"watch {self.path}: malformed event {line[:200]!r}: {err}") from None
+        if kind == "ERROR":
+            status = obj if isinstance(obj, dict) else {}
+            raise error_from_status(int(status.get("code") or 500), status, f"watch {self.path}")
+        metadata = obj.get("metadata") if isinstance(obj, dict) else None
+        if kind not in _EVENT_TYPES or not isinstance(metadata, dict) or "resourceVersion" not in metadata:
+            log.warning("skipping a malformed watch event", extra={"path": self.path, "event": line[:200]})
+            return since
+        if self._settings.strip_managed_fields:
+            metadata.pop("managedFields", None)
+        with self._cond:
+            if len(self._events) >= self._settings.max_buffered:
+                raise Gone(f"watch {self.path}: over {self._settings.max_buffered} events not taken; relist")
+            self._events.append(WatchEvent(kind, obj))
+            self._cond.notify_all()
+        return str(metadata["resourceVersion"])
+
+    def _fail(self, err: StoreError) -> None:
+        log.info("watch ended", extra={"path": self.path, "error": str(err)})
+        with self._cond:
+            self._error = err
+            self._cond.notify_all()
+
+
+def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The newline-separated JSON events of a watch body, as the chunks arrive."""
+    chunks: Iterator[bytes] = (
+        response.read_chunked() if response.chunked else iter(lambda: response.read1(65536), b"")
+    )
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        if b"\n" not in pending:
+            continue
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield pending

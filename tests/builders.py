@@ -1,0 +1,182 @@
+"""Keyword-only builders of Kubernetes JSON for the core tests (model, framework, actions, components).
+
+Every object is written as the JSON a user would apply (or the API server would serve), so tests exercise the
+same parsing as the scheduler. `snapshot(objects)` parses and builds a Snapshot; `session(snapshot)` opens a
+Session with the plugins of a configuration (KAI's defaults unless given), as the scheduler does each cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from kai_scheduler.api import PARSERS, constants
+from kai_scheduler.api.fields import JSON, format_time
+from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins import registry
+from kai_scheduler.scheduler.scheduler import load_config
+
+NAMESPACE = "ns"
+NOW = 1_767_225_600.0            # 2026-01-01T00:00:00Z
+OPEN = {"quota": 0, "overQuotaWeight": 1, "limit": -1}
+
+
+def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", pods: int = 110,
+         labels: Mapping[str, str] | None = None, ready: bool = True, unschedulable: bool = False,
+         gpu_memory: int | None = None) -> JSON:
+    """A Node with `gpus` whole GPUs allocatable (none listed when 0)."""
+    allocatable: dict[str, str] = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    if gpus:
+        allocatable[constants.RESOURCE_GPU] = str(gpus)
+    all_labels = {constants.LABEL_HOSTNAME: name, **(labels or {})}
+    if gpu_memory is not None:
+        all_labels[constants.LABEL_GPU_MEMORY] = str(gpu_memory)
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": all_labels},
+        "spec": {"unschedulable": unschedulable},
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable),
+                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def queue(name: str, *, parent: str = "", priority: int = 100, gpu_quota: float = 0, gpu_limit: float = -1,
+          gpu_weight: float = 1, cpu: Mapping[str, float] | None = None, memory: Mapping[str, float] | None = None,
+          created: float = 0.0) -> JSON:
+    """A Queue; CPU and memory open (quota 0, weight 1, no limit) unless given in CRD units."""
+    spec: JSON = {
+        "priority": priority,
+        "resources": {
+            "gpu": {"quota": gpu_quota, "overQuotaWeight": gpu_weight, "limit": gpu_limit},
+            "cpu": dict(cpu or OPEN),
+            "memory": dict(memory or OPEN),
+        },
+    }
+    if parent:
+        spec["parentQueue"] = parent
+    return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue",
+            "metadata": {"name": name, "uid": f"queue-{name}", "creationTimestamp": format_time(created)},
+            "spec": spec}
+
+
+def sub_group(name: str, *, min_member: int | None = None, min_sub_group: int | None = None,
+              parent: str | None = None) -> JSON:
+    out: JSON = {"name": name}
+    for key, value in (("minMember", min_member), ("minSubGroup", min_sub_group), ("parent", parent)):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def podgroup(name: str, *, queue: str = "q", namespace: str = NAMESPACE, min_member: int | None = 1,
+             min_sub_group: int | None = None, sub_groups: Sequence[JSON] = (), priority_class: str = "",
+             preemptibility: str = "", created: float = 0.0, annotations: Mapping[str, str] | None = None,
+             **spec_fields: Any) -> JSON:
+    spec: JSON = {"queue": queue, **spec_fields}
+    if min_member is not None and not sub_groups and min_sub_group is None:
+        spec["minMember"] = min_member
+    if min_sub_group is not None:
+        spec["minSubGroup"] = min_sub_group
+    if sub_groups:
+        spec["subGroups"] = list(sub_groups)
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if preemptibility:
+        spec["preemptibility"] = preemptibility
+    meta: JSON = {"name": name, "namespace": namespace, "uid": f"pg-{name}", "creationTimestamp": format_time(created)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": meta, "spec": spec}
+
+
+def pod(name: str, *, group: str | None = None, namespace: str = NAMESPACE, gpus: int = 0, cpu: str = "1",
+        memory: str = "1Gi", node: str = "", phase: str | None = None, deleted_at: float | None = None,
+        subgroup: str = "", gated: bool = False, fraction: float | None = None, gpu_groups: Sequence[str] = (),
+        scheduler: str = constants.DEFAULT_SCHEDULER_NAME, created: float = 0.0,
+        labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None) -> JSON:
+    """A one-container pod of PodGroup `group` (default: its own name); Running when given a node."""
+    requests: dict[str, str] = {"cpu": cpu, "memory": memory}
+    if gpus:
+        requests[constants.RESOURCE_GPU] = str(gpus)
+    notes = {constants.ANNOTATION_POD_GROUP_NAME: group or name, **(annotations or {})}
+    if fraction is not None:
+        notes[constants.ANNOTATION_GPU_FRACTION] = str(fraction)
+    all_labels = dict(labels or {})
+    if subgroup:
+        all_labels[constants.LABEL_SUBGROUP_NAME] = subgroup
+    if gpu_groups:
+        all_labels[constants.LABEL_GPU_GROUP] = gpu_groups[0]
+        for g in gpu_groups[1:]:
+            all_labels[f"{constants.LABEL_GPU_GROUP}/{g}"] = g
+    meta: JSON = {"name": name, "namespace": namespace, "uid": f"pod-{namespace}-{name}", "labels": all_labels,
+                  "annotations": notes, "creationTimestamp": format_time(created)}
+    if deleted_at is not None:
+        meta["deletionTimestamp"] = format_time(deleted_at)
+    spec: JSON = {"schedulerName": scheduler,
+                  "containers": [{"name": "main", "resources": {"requests": requests}}]}
+    if node:
+        spec["nodeName"] = node
+    if gated:
+        spec["schedulingGates"] = [{"name": "example.com/gate"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+            "status": {"phase": phase or ("Running" if node else "Pending")}}
+
+
+def bind_request(pod_name: str, node_name: str, *, namespace: str = NAMESPACE, phase: str = "",
+                 failed_attempts: int = 0, backoff_limit: int | None = None) -> JSON:
+    """A BindRequest as the scheduler writes it (§1.3), optionally with a status."""
+    spec: JSON = {"podName": pod_name, "selectedNode": node_name, "receivedResourceType": "Regular",
+                  "receivedGPU": {"count": 1, "portion": "0.00"}}
+    if backoff_limit is not None:
+        spec["backoffLimit"] = backoff_limit
+    out: JSON = {
+        "apiVersion": constants.BINDREQUEST_API_VERSION, "kind": "BindRequest",
+        "metadata": {"name": pod_name, "namespace": namespace, "labels": {constants.LABEL_SELECTED_NODE: node_name}},
+        "spec": spec,
+    }
+    if phase:
+        out["status"] = {"phase": phase, "reason": "", "failedAttempts": failed_attempts}
+    return out
+
+
+def objects(raw: Iterable[JSON]) -> snapshots.ClusterObjects:
+    """Parse Kubernetes JSON into the typed objects a snapshot is built from."""
+    out = snapshots.ClusterObjects()
+    lists = {"Node": out.nodes, "Pod": out.pods, "PodGroup": out.podgroups, "Queue": out.queues,
+             "BindRequest": out.bind_requests, "PriorityClass": out.priority_classes, "Topology": out.topologies}
+    for obj in raw:
+        lists[obj["kind"]].append(PARSERS[obj["kind"]](obj))
+    return out
+
+
+def snapshot(raw: Iterable[JSON], *, now: float = NOW) -> snapshots.Snapshot:
+    return snapshots.build(objects(raw), snapshots.SnapshotParams(now=now))
+
+
+def session(snap: snapshots.Snapshot, *, config: SchedulerConfig | None = None) -> Session:
+    """An opened session with the plugins of `config` (KAI's defaults), built as the scheduler builds them."""
+    config = config or load_config(None)
+    ssn = Session(snap, config, [registry.build(p.name, p.arguments) for p in config.plugins()])
+    ssn.open()
+    return ssn
+
+
+def task(snap: snapshots.Snapshot | Session, name: str, *, namespace: str = NAMESPACE) -> PodInfo:
+    found = snap.snapshot if isinstance(snap, Session) else snap
+    return found.tasks[f"pod-{namespace}-{name}"]
+
+
+def ledgers(snap: snapshots.Snapshot) -> dict[str, np.ndarray[Any, Any]]:
+    """Copies of every node ledger array, to compare before and after."""
+    a = snap.arrays
+    return {"allocatable": a.allocatable.copy(), "idle": a.idle.copy(), "used": a.used.copy(),
+            "releasing": a.releasing.copy()}
+
+
+def same_ledgers(left: Mapping[str, np.ndarray[Any, Any]], right: Mapping[str, np.ndarray[Any, Any]]) -> bool:
+    return left.keys() == right.keys() and all(np.array_equal(left[k], right[k]) for k in left)
