@@ -113,8 +113,10 @@ GROUPS = [
                  id="a group whose only sharer is releasing is releasing"),
     pytest.param([("f1", S.RELEASING, ("g1",)), ("f2", S.RUNNING, ("g1",))], (1, 7, 0), {"g1": "used"},
                  id="a group with one live sharer is not releasing"),
-    pytest.param([("f1", S.RELEASING, ("g1",)), ("f2", S.STUCK_IN_RELEASING, ("g1",))], (1, 7, 1),
+    pytest.param([("f1", S.RELEASING, ("g1",)), ("f2", S.RELEASING, ("g1",))], (1, 7, 1),
                  {"g1": "releasing"}, id="a group whose sharers all release is releasing"),
+    pytest.param([("f1", S.RELEASING, ("g1",)), ("f2", S.STUCK_IN_RELEASING, ("g1",))], (1, 7, 0),
+                 {"g1": "used"}, id="a sharer stuck in releasing keeps its group used"),
     pytest.param([("f1", S.PIPELINED, ("g1",))], (1, 8, -1), {"g1": "pipelined"},
                  id="a group opened by a pipelined task draws on releasing"),
 ]

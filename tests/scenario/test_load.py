@@ -458,6 +458,11 @@ apiVersion: v1
 kind: Node
 metadata: {name: n}
 status: {allocatable: {cpu: "8", memory: 32Gi}}
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: q}
+spec: {resources: {gpu: {quota: 1, overQuotaWeight: 1, limit: -1}}}
 """
 
 LIST = """
@@ -481,7 +486,7 @@ items:
 def test_multi_document_manifest() -> None:
     s = loads(MULTI_DOC, "snap.yaml")
     kinds = [(o["kind"], o["metadata"]["name"]) for o in s.objects]
-    assert kinds == [("Node", "n"), ("PodGroup", "pg"), ("Pod", "p")]
+    assert kinds == [("Node", "n"), ("Queue", "q"), ("PodGroup", "pg"), ("Pod", "p")]
     assert s.ignored_kinds == ("ConfigMap",)
     pod = obj(s, "Pod", "p")
     assert pod["metadata"]["namespace"] == "default"

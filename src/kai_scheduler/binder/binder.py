@@ -1,7 +1,9 @@
 """The binder component: BindRequest → `pods/binding` (KAI `pkg/binder`, §8.1).
 
 For each BindRequest that is neither Succeeded nor being deleted: skip if the pod is gone or already bound;
-bind through the `pods/binding` subresource, label a shared-GPU pod with its GPU group, and record the outcome
+reserve each GPU group of a shared-GPU pod (`reservation`: create or reuse its reservation pod; reservation pods
+of groups with no pods left are collected on every sync), bind through the `pods/binding` subresource, label a
+shared-GPU pod with its GPU group, and record the outcome
 in the BindRequest status. A failure sets phase Failed with the reason and counts `failedAttempts`; with a
 `backoffLimit` above the attempts made, the request is retried after 2^attempts seconds. The binder deletes
 nothing it did not create.
@@ -16,6 +18,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.binder import reservation
 from kai_scheduler.store.interface import ClusterStore, NotFound, StoreError
 
 log = logging.getLogger(__name__)
@@ -28,14 +31,17 @@ class BindOutcome:
 
 
 class Binder:
-    def __init__(self, store: ClusterStore, clock: Clock) -> None:
+    def __init__(self, store: ClusterStore, clock: Clock,
+                 reservations: reservation.ReservationConfig | None = None) -> None:
         self.store = store
         self.clock = clock
+        self.reservations = reservation.Reservations(store, clock, reservations)
         self._retry_at: dict[str, float] = {}
 
     def reconcile(self) -> BindOutcome:
         """Process every pending BindRequest once, in name order."""
         outcome = BindOutcome()
+        self.reservations.collect()
         items, _ = self.store.list("bindrequests")
         for raw in items:
             try:
@@ -61,9 +67,12 @@ class Binder:
             return
         try:
             if br.selected_gpu_groups:
+                self.reservations.reserve(br, pod)
                 self._label_gpu_groups(ns, br)
             self.store.bind(ns, br.pod_name, br.selected_node)
-        except StoreError as err:
+        except reservation.ReservationPending:
+            return
+        except (StoreError, reservation.ReservationFailed) as err:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
             return
         self._status(br, "Succeeded", "", br.failed_attempts)

@@ -27,6 +27,8 @@ def as_tables(outcome: Outcome, console: Console) -> None:
     console.print(_queues(outcome))
     if outcome.moves:
         console.print(_moves(outcome))
+    if outcome.gpus:
+        console.print(_shared_gpus(outcome))
     if outcome.unplaced:
         console.print("[bold]Not placed[/bold]")
         for job, reasons in outcome.unplaced.items():
@@ -49,7 +51,8 @@ def _tasks(outcome: Outcome) -> Table:
 
 
 def _queues(outcome: Outcome) -> Table:
-    table = Table(title="Queues (deserved / fair share / allocated / requested)", title_justify="left")
+    table = Table(title="Queues: deserved / fair share / allocated / requested  (GPUs, CPU cores, memory GB)",
+                  title_justify="left")
     for column in ("queue", "parent", "gpu", "cpu", "memory"):
         table.add_column(column)
     for q in outcome.queues:
@@ -67,7 +70,7 @@ def _amount(resource: str, value: float) -> str:
     if resource == "cpu":
         return describe("cpu", value).replace(" CPU", "")
     if resource == "memory":
-        return f"{value:g}MB"
+        return f"{value / 1000:.4g}G" if value >= 1000 else f"{value:.4g}M"
     return f"{value:g}"
 
 
@@ -77,4 +80,16 @@ def _moves(outcome: Outcome) -> Table:
         table.add_column(column)
     for m in outcome.moves:
         table.add_row(str(m.cycle), m.task, m.node, m.to_node or "-", m.action, m.preemptor or "-", m.message)
+    return table
+
+
+def _shared_gpus(outcome: Outcome) -> Table:
+    """Per node, each shared physical GPU (device index once reserved, else its group) and who shares it."""
+    table = Table(title="Shared GPUs", title_justify="left")
+    for column in ("node", "gpu", "memory used", "shared by"):
+        table.add_column(column)
+    for g in outcome.gpus:
+        gpu = g.index if g.index else f"group {g.group[:8]}"
+        sharers = ", ".join(f"{name} ({portion:g})" for name, portion in g.sharers.items())
+        table.add_row(g.node, gpu, f"{g.used_mib:g} / {g.total_mib:g} MiB", sharers)
     return table

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from kai_scheduler.api import constants
 from kai_scheduler.api.node import Node
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import RELEASING, PodStatus
+from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.resources import GPU, PODS, Vector
 
-_RELEASING, _PIPELINED = RELEASING.value, PodStatus.PIPELINED.value
+# Only Releasing frees capacity (§3.2): a pod stuck in releasing holds its resources as used, since it may
+# never go away, so nothing is pipelined onto it.
+_RELEASING, _PIPELINED = PodStatus.RELEASING.value, PodStatus.PIPELINED.value
 
 
 @dataclass(slots=True)
@@ -37,6 +40,7 @@ class NodeArrays:
     # Derived, kept in step by `refresh` on every ledger change, so that per-task filters read them directly:
     free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))      # idle + releasing
     free_now: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # see effective_idle
+    shared_free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))  # MiB, see NodeInfo
 
     @classmethod
     def empty(cls, n_nodes: int, n_resources: int) -> NodeArrays:
@@ -46,7 +50,8 @@ class NodeArrays:
             return np.zeros((n_nodes, n_resources), order="F")
 
         return cls(ledger(), ledger(), ledger(), ledger(), np.ones(n_nodes, dtype=bool),
-                   np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes), ledger(), ledger())
+                   np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes), ledger(), ledger(),
+                   np.full(n_nodes, -1.0))
 
     def refresh(self, row: int | None = None) -> None:
         """Recompute the derived arrays for one row (after a ledger change) or for all rows."""
@@ -104,7 +109,8 @@ class NodeInfo:
 
     @property
     def gpu_memory_mib(self) -> float:
-        return float(self.arrays.gpu_memory[self.row])
+        """MiB per GPU: the memory label, else KAI's default of 100 (§2) so fractions still size a share."""
+        return float(self.arrays.gpu_memory[self.row]) or float(constants.DEFAULT_NODE_GPU_MEMORY_MIB)
 
     def idle(self) -> Vector:
         row: Vector = self.arrays.idle[self.row]
@@ -134,6 +140,8 @@ class NodeInfo:
                 group = self.gpu_groups[group_id] = GpuGroup(group_id)
                 group.opened_pipelined = placement.status == PodStatus.PIPELINED
             self._group_change(group, task, placement.status, adding=True)
+        if placement.gpu_groups:
+            self._refresh_shared_free()
 
     def remove_task(self, task: PodInfo, placement: Placement) -> None:
         """Undo `add_task(task, placement)` exactly."""
@@ -144,6 +152,17 @@ class NodeInfo:
             self._group_change(group, task, placement.status, adding=False)
             if not group.sharers:
                 del self.gpu_groups[group_id]
+        if placement.gpu_groups:
+            self._refresh_shared_free()
+
+    def _refresh_shared_free(self) -> None:
+        """Keep `arrays.shared_free` current: the most MiB one device of a new sharer could get in a usable GPU
+        group here (counting releasing sharers' memory, as the fit rule of §6 does); -1 without such a group."""
+        total, best = self.gpu_memory_mib, -1.0
+        for g in self.gpu_groups.values():
+            if g.state() != "releasing":
+                best = max(best, total - g.used_memory() + g.releasing_memory())
+        self.arrays.shared_free[self.row] = best
 
     def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
         a, row = self.arrays, self.row
@@ -163,7 +182,7 @@ class NodeInfo:
         uid = str(task.uid)
         if adding:
             group.sharers[uid] = self.task_gpu_memory(task)
-            if status & RELEASING:
+            if status == PodStatus.RELEASING:
                 group.releasing.add(uid)
         else:
             group.sharers.pop(uid, None)

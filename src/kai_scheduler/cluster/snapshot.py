@@ -39,6 +39,7 @@ class Problem:
     key: str
     reason: str
     message: str
+    pod_group: str = ""      # a bad pod's pod-group-name annotation: its PodGroup is told why the pod is missing
 
 
 @dataclass(slots=True)
@@ -84,6 +85,7 @@ class Snapshot:
     other_usage: Vector                           # requests of active pods of other schedulers
     min_gpu_memory: float
     max_gpu_memory: float
+    queue_usage: dict[str, Vector] = field(default_factory=dict)   # time-based usage (§5.5), set by the scheduler
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
@@ -109,7 +111,8 @@ def build(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
         min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max),
     )
     pods_by_group = _add_pods(snap, objects.pods, problems)
-    _add_jobs(snap, objects.podgroups, pods_by_group, problems)
+    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes))
+    _report_bad_pods(snap, objects.problems)
     return snap
 
 
@@ -140,6 +143,12 @@ def _gpu_memory(arrays: NodeArrays, pick: Callable[[Any], Any]) -> float:
 
 def _priority_classes(classes: list[PriorityClass]) -> dict[str, int]:
     return {pc.meta.name: pc.value for pc in classes}
+
+
+def _default_priority(classes: list[PriorityClass]) -> int:
+    """A PodGroup without a known class gets the globalDefault class's value, else 50 (§1.2)."""
+    defaults = sorted((pc.meta.name, pc.value) for pc in classes if pc.global_default)
+    return defaults[0][1] if defaults else constants.DEFAULT_PODGROUP_PRIORITY
 
 
 def _queue_tree(queues: list[Queue], problems: list[Problem]) -> dict[str, QueueInfo]:
@@ -246,6 +255,21 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
     return by_group
 
 
+def _report_bad_pods(snap: Snapshot, problems: list[Problem]) -> None:
+    """A pod that failed to parse (e.g. gpu-fraction "1.5") is missing from its PodGroup: the job is held with
+    the pod's error as its reason (`PodSchedulingErrors`), instead of silently waiting short of a pod."""
+    bad: dict[str, list[Problem]] = {}
+    for p in problems:
+        if p.kind == "Pod" and p.pod_group:
+            bad.setdefault(f"{p.key.rpartition('/')[0]}/{p.pod_group}", []).append(p)
+    if not bad:
+        return
+    for job in snap.jobs.values():
+        for p in bad.get(job.key, []):
+            snap.job_problems.setdefault(job.uid, []).append(
+                Problem("PodGroup", job.key, constants.REASON_POD_SCHEDULING_ERRORS, p.message))
+
+
 def _task_priority(pod: Pod) -> int | None:
     raw = pod.meta.labels.get(constants.LABEL_TASK_PRIORITY)
     try:
@@ -266,8 +290,7 @@ def _memory_portion(pod: Pod, min_gpu_memory: float) -> float:
 
 
 def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[PodInfo]],
-              problems: list[Problem]) -> None:
-    default_priority = constants.DEFAULT_PODGROUP_PRIORITY
+              problems: list[Problem], default_priority: int) -> None:
     for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
         if _backed_off(pg, snap.params):
             continue

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kai_scheduler.api import constants, duration
+from kai_scheduler.framework import usage_config
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 
@@ -106,7 +107,7 @@ def parse(raw: Mapping[str, Any] | None, *, known_plugins: set[str], known_actio
         tiers=tiers,
         queue_depth_per_action=_depths(raw.get("queueDepthPerAction"), known_actions),
         flags=parse_flags(raw.get("flags")),
-        usage_db_config=_mapping(raw.get("usageDBConfig"), "usageDBConfig"),
+        usage_db_config=_usage_db_config(raw.get("usageDBConfig")),
         scenario_search_budgets=_mapping(raw.get("scenarioSearchBudgets"), "scenarioSearchBudgets"),
         ignored_plugins=ignored,
     )
@@ -162,6 +163,16 @@ def _depths(raw: Any, known: set[str]) -> dict[str, int]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"config queueDepthPerAction.{action}: expected a positive integer, got {value!r}")
     return {str(k): int(v) for k, v in depths.items()}
+
+
+def _usage_db_config(raw: Any) -> dict[str, Any]:
+    """The raw mapping, kept as written once `usage_config.parse` accepts it (§5.5)."""
+    mapping = _mapping(raw, "usageDBConfig")
+    try:
+        usage_config.parse(mapping)
+    except usage_config.UsageConfigError as err:
+        raise ConfigError(str(err)) from None
+    return mapping
 
 
 def _mapping(raw: Any, name: str) -> dict[str, Any]:

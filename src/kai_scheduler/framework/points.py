@@ -26,9 +26,9 @@ configured tier order. Node-level points take and return arrays over all nodes.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -98,8 +98,22 @@ GpuOrder = Callable[["PodInfo", int, "list[str]"], "list[float]"]
 JobEvent = Callable[["JobInfo"], None]
 CanReclaim = Callable[["JobInfo", "list[PodInfo]"], "Reject | None"]
 VictimFilter = Callable[["JobInfo", "JobInfo"], bool]
-# The scenario argument is the victim-search scenario object of the actions (victims and moved tasks).
-ScenarioValidator = Callable[["JobInfo", "list[PodInfo]", Any], "Reject | None"]
+
+
+class VictimScenario(Protocol):
+    """What a scenario validator reads of a simulated victim search (the actions' scenario satisfies it).
+
+    `victims`: tasks evicted and not re-placed, in the order they were chosen; `moved`: tasks evicted and
+    pipelined onto another node (or other GPUs). Statuses in the model are the simulated ones."""
+
+    @property
+    def victims(self) -> Sequence[PodInfo]: ...
+
+    @property
+    def moved(self) -> Sequence[PodInfo]: ...
+
+
+ScenarioValidator = Callable[["JobInfo", "list[PodInfo]", VictimScenario], "Reject | None"]
 
 JOB_ORDER = ExtensionPoint[JobCompare]("jobOrder", Combine.FIRST_NONZERO)
 QUEUE_ORDER = ExtensionPoint[QueueCompare]("queueOrder", Combine.FIRST_NONZERO)

@@ -111,7 +111,10 @@ class Statement:
         self._open = False
 
     def _final_operations(self) -> list[Operation]:
-        """One operation per task: its first `before` and its final `after`, in evict/pipeline/bind order."""
+        """One operation per task: its first `before` and its final `after`, in evict/pipeline/bind order.
+
+        A task evicted and then pipelined elsewhere (a moved victim) stays an EVICT whose `after` names its
+        new node: its pod is deleted, and recreated by its owner where it was pipelined."""
         first: dict[str, Operation] = {}
         last: dict[str, Operation] = {}
         for op in self._ops:
@@ -123,7 +126,8 @@ class Statement:
             start = first[key]
             if start.before == op.after:
                 continue
-            merged.append(Operation(op.op, op.task, start.before, op.after, op.eviction or start.eviction))
+            kind = Op.EVICT if start.op is Op.EVICT else op.op
+            merged.append(Operation(kind, op.task, start.before, op.after, op.eviction or start.eviction))
         order = {Op.EVICT: 0, Op.PIPELINE: 1, Op.UNEVICT: 1, Op.ALLOCATE: 2}
         return sorted(merged, key=lambda o: order[o.op])
 

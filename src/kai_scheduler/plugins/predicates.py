@@ -84,6 +84,8 @@ class Predicates:
     _has_gpu_memory: Mask
     _may_share: Mask                     # nodes that have (or had, this session) a shared GPU group
     _max_allocatable: Vector
+    _max_allocatable_eps: Vector
+    _largest_gpu_memory: float
     _static_by_key: dict[ConstraintKey, StaticMasks]
     _static_by_task: dict[PodUID, StaticMasks]
     _pods: PodIndex | None               # built on the first task with pod (anti-)affinity
@@ -126,6 +128,8 @@ class Predicates:
         self._has_gpu_memory = _frozen(self._arrays.gpu_memory > 0)
         self._may_share = np.array([bool(n.gpu_groups) for n in nodes], dtype=bool)
         self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
+        self._max_allocatable_eps = self._max_allocatable + EPSILON
+        self._largest_gpu_memory = float(self._arrays.gpu_memory.max(initial=0.0))
         self._static_by_key, self._static_by_task = {}, {}
         self._pods = self._anti_affine = None
         self.constraint_evaluations = 0
@@ -138,13 +142,13 @@ class Predicates:
         need[PODS] = 0.0
         if task.gpu.is_shared:
             need[GPU] = task.gpu.num_devices
-        over = np.flatnonzero(need > self._max_allocatable + EPSILON)
+        over = np.flatnonzero(need > self._max_allocatable_eps)
         if over.size:
             column = int(over[0])
             name = self._snapshot.axis.names[column]
             return self._reject(f"the task requests {describe(name, need[column])}; "
                                 f"the largest node has {describe(name, self._max_allocatable[column])}")
-        largest = float(self._arrays.gpu_memory.max(initial=0.0))
+        largest = self._largest_gpu_memory
         if task.gpu.memory_mib and 0 < largest < task.gpu.memory_mib:
             return self._reject(f"the task requests {task.gpu.memory_mib} MiB of GPU memory per device; "
                                 f"the largest GPU has {largest:g} MiB")
@@ -257,10 +261,16 @@ class Predicates:
     def _shared_gpu_fit(self, task: PodInfo, candidates: Mask) -> Mask:
         """Whole non-allocated GPUs plus the GPU groups the task fits in cover its devices (§6).
 
-        Only candidates short of whole GPUs that may have GPU groups are looked at one by one."""
+        One device: a vector test on `shared_free` (the roomiest usable group per node). Several devices: only
+        candidates short of whole GPUs that may have GPU groups are looked at one by one."""
         arrays, need = self._arrays, task.gpu.num_devices
         whole = arrays.free[:, GPU]
         fits: Mask = whole >= need - EPSILON
+        if need == 1:
+            memory = np.where(arrays.gpu_memory > 0, arrays.gpu_memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))
+            per_device = task.gpu.memory_mib or task.gpu.fraction * memory
+            fits |= arrays.shared_free >= per_device - EPSILON
+            return fits
         maybe = candidates & ~fits & self._may_share
         nodes = self._snapshot.nodes
         for row in np.flatnonzero(maybe).tolist():

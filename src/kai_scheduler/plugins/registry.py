@@ -11,6 +11,10 @@ from collections.abc import Callable, Mapping
 from kai_scheduler.framework.session import Plugin
 from kai_scheduler.plugins import (
     elastic,
+    gpupack,
+    gpusharingorder,
+    gpuspread,
+    minruntime,
     nodeavailability,
     nodeplacement,
     predicates,
@@ -20,6 +24,7 @@ from kai_scheduler.plugins import (
     taskorder,
 )
 from kai_scheduler.plugins.proportion import plugin as proportion
+from kai_scheduler.plugins.topology import plugin as topology
 
 Builder = Callable[[Mapping[str, str]], Plugin]
 
@@ -35,6 +40,11 @@ BUILDERS: Mapping[str, Builder] = {
     "nodeavailability": nodeavailability.NodeAvailability.from_args,
     "resourcetype": resourcetype.ResourceType.from_args,
     "nodeplacement": nodeplacement.NodePlacement.from_args,
+    "gpupack": gpupack.GpuPack.from_args,
+    "gpuspread": gpuspread.GpuSpread.from_args,
+    "gpusharingorder": gpusharingorder.GpuSharingOrder.from_args,
+    "topology": topology.Topology.from_args,
+    "minruntime": minruntime.MinRuntime.from_args,
 }
 
 # Plugins KAI ships that this scheduler does not (yet) implement: accepted in a configuration and ignored,

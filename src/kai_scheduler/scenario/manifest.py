@@ -12,6 +12,7 @@ from pathlib import PurePath
 from typing import Any
 
 from kai_scheduler.api import constants, fields
+from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.scenario import meta
 from kai_scheduler.scenario.entry import Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, JobMeta, Scenario
@@ -35,6 +36,7 @@ def build(where: Where, docs: list[Any]) -> Scenario:
         built = meta.Built(copy.deepcopy(_with_defaults(raw)), where.at(raw))  # YAML aliases share nodes
         meta.parse(built)
         by_kind[kind].append(built.obj)
+    _check_references(where, by_kind)
     objects = [obj for kind in KIND_ORDER for obj in by_kind[kind]]
     return Scenario(
         name=PurePath(where.source).stem,
@@ -118,3 +120,38 @@ def _jobs(podgroups: list[JSON], pods: list[JSON]) -> list[JobMeta]:
             task_names=tuple(p["metadata"]["name"] for p in group_pods),
         ))
     return out
+
+
+def _check_references(where: Where, by_kind: dict[str, list[JSON]]) -> None:
+    """What one object says of another must hold in the file, as it would in a cluster the file describes:
+    queue parents exist and form no cycle, PodGroups name a leaf queue, pods name a node of the file."""
+    queues = {q["metadata"]["name"]: q for q in by_kind["Queue"]}
+    parents = {name: str((q.get("spec") or {}).get("parentQueue") or "") for name, q in queues.items()}
+    for name, q in queues.items():
+        seen, current = [name], parents[name]
+        while current:
+            if current not in queues:
+                raise _error(where, q, "Queue", name, "spec.parentQueue", f"parent queue {current!r} does not exist")
+            if current in seen:
+                cycle = " → ".join([*seen, current])
+                raise _error(where, q, "Queue", name, "spec.parentQueue", f"queues form a cycle: {cycle}")
+            seen.append(current)
+            current = parents[current]
+    leaves = set(queues) - set(parents.values())
+    for pg in by_kind["PodGroup"]:
+        queue = str((pg.get("spec") or {}).get("queue") or "")
+        key = f"{pg['metadata']['namespace']}/{pg['metadata']['name']}"
+        if queue not in queues:
+            raise _error(where, pg, "PodGroup", key, "spec.queue", f"queue {queue!r} does not exist")
+        if queue not in leaves:
+            raise _error(where, pg, "PodGroup", key, "spec.queue", f"queue {queue!r} is not a leaf queue")
+    nodes = {n["metadata"]["name"] for n in by_kind["Node"]}
+    for pod in by_kind["Pod"]:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node and node not in nodes:
+            key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+            raise _error(where, pod, "Pod", key, "spec.nodeName", f"node {node!r} does not exist")
+
+
+def _error(where: Where, obj: JSON, kind: str, name: str, field: str, message: str) -> ObjectError:
+    return ObjectError(kind, name, field, message, source=where.at(obj))

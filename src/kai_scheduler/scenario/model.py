@@ -22,7 +22,7 @@ TASK_STATUSES = (
 )
 """The statuses a scenario task may be written in, and an expectation may ask for (SCENARIOS.md)."""
 
-NODE_EXPECTATION_KEYS = ("idleGpus", "releasingGpus", "usedGpus", "allocatableGpus")
+NODE_EXPECTATION_KEYS = ("idleGpus", "releasingGpus", "usedGpus", "allocatableGpus", "sharedGpus", "reservationPods")
 QUEUE_EXPECTATION_KEYS = ("fairShare", "allocated", "deserved")
 QUEUE_EXPECTATION_RESOURCES = ("gpu", "cpu", "memory")
 

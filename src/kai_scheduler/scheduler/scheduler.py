@@ -11,10 +11,15 @@ import logging
 import time
 from collections.abc import Mapping
 
+import numpy as np
+
 from kai_scheduler.actions.registry import ACTIONS, KAI_ACTIONS
+from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
 from kai_scheduler.framework import config as configs
+from kai_scheduler.framework import usage_config
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
@@ -23,6 +28,8 @@ from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.store.cache import ObjectCache
 from kai_scheduler.store.interface import ClusterStore
+from kai_scheduler.usagedb import factory as usage_factory
+from kai_scheduler.usagedb.interface import UsageSource, UsageVector
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +43,12 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
 
 
 class Scheduler:
-    def __init__(self, store: ClusterStore, config: configs.SchedulerConfig, clock: Clock) -> None:
+    def __init__(self, store: ClusterStore, config: configs.SchedulerConfig, clock: Clock,
+                 usage: UsageSource | None = None) -> None:
         self.store = store
         self.config = config
         self.clock = clock
+        self.usage = usage          # time-based fair share (§5.5): None = off
         self.cache = ObjectCache(store)
         flags = config.flags
         self.committer = Committer(store, node_pool=flags.partition_label_value,
@@ -59,7 +68,9 @@ class Scheduler:
             podgroups=self.cache.objects("podgroups"), queues=self.cache.objects("queues"),
             bind_requests=self.cache.objects("bindrequests"),
             priority_classes=self.cache.objects("priorityclasses"), topologies=self.cache.objects("topologies"),
-            problems=[snapshots.Problem(b.kind, b.key, "InvalidObject", b.message) for b in self.cache.bad_objects()],
+            problems=[snapshots.Problem(b.kind, b.key, "InvalidObject", b.message,
+                                        b.annotations.get(constants.ANNOTATION_POD_GROUP_NAME, ""))
+                      for b in self.cache.bad_objects()],
         )
         params = snapshots.SnapshotParams(
             now=self.clock.now(), scheduler_name=flags.scheduler_name, node_pool_label_key=flags.nodepool_label_key,
@@ -71,6 +82,8 @@ class Scheduler:
     def run_once(self) -> CycleResult:
         started = time.perf_counter()
         snap = self.snapshot()
+        if self.usage is not None:
+            snap.queue_usage = {q: np.array(v) for q, v in self.usage.usage(snap.now).by_queue.items()}
         plugins = [registry.build(p.name, p.arguments) for p in self.config.plugins()]
         ssn = Session(snap, self.config, plugins)
         ssn.open()
@@ -82,9 +95,13 @@ class Scheduler:
         ssn.close()
         self.committer.errors = []
         self._commit(ssn)
+        shares = _shares(ssn)
+        if self.usage is not None:
+            capacity = snap.total_capacity()[list(QUEUE_AXIS)]
+            self.usage.observe(snap.now, {q: _triple(s.allocated) for q, s in shares.items()}, _triple(capacity))
         return CycleResult(
             now=snap.now, snapshot=snap, operations=list(ssn.committed), fit_errors=dict(ssn.job_fit_errors),
-            queue_shares=_shares(ssn), problems=list(snap.problems), action_seconds=timings,
+            queue_shares=shares, problems=list(snap.problems), action_seconds=timings,
             seconds=time.perf_counter() - started, write_errors=list(self.committer.errors),
         )
 
@@ -111,6 +128,17 @@ class Scheduler:
                 log.warning("bad object skipped", extra={"kind": problem.kind, "object": problem.key,
                                                          "reason": problem.message})
                 c.problem(problem.kind, problem.key, problem.reason, problem.message)
+
+
+def usage_source(config: configs.SchedulerConfig, clock: Clock, *, offline: bool) -> UsageSource | None:
+    """The usage source `usageDBConfig` asks for (None when time-based fair share is off); offline (`kai
+    schedule`, the simulator) always the embedded recorder, fed by this scheduler's cycles."""
+    settings = usage_config.parse(config.usage_db_config)
+    return None if settings is None else usage_factory.build(settings, clock, offline=offline)
+
+
+def _triple(vector: Vector) -> UsageVector:
+    return float(vector[0]), float(vector[1]), float(vector[2])
 
 
 def _shares(ssn: Session) -> dict[str, QueueShare]:

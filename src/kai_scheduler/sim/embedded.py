@@ -10,13 +10,14 @@ from collections.abc import Iterable
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder.binder import Binder
+from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.statement import Op
 from kai_scheduler.scheduler.result import CycleResult
-from kai_scheduler.scheduler.scheduler import Scheduler
+from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim.kubelet import Controller, Kubelet
 from kai_scheduler.store.interface import JSON
 from kai_scheduler.store.memory import MemoryStore
@@ -29,8 +30,8 @@ class EmbeddedCluster:
         self.store = MemoryStore(self.clock)
         self.store.add_many(list(objects))
         self.config = config
-        self.scheduler = Scheduler(self.store, config, self.clock)
-        self.binder = Binder(self.store, self.clock)
+        self.scheduler = Scheduler(self.store, config, self.clock, usage_source(config, self.clock, offline=True))
+        self.binder = Binder(self.store, self.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.clock, instant=instant_termination)
         self.controller = Controller(self.store)
         self.results: list[CycleResult] = []

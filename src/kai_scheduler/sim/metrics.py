@@ -35,7 +35,8 @@ GPU_AXIS = QUEUE_NAMES.index("gpu")
 CLUSTER_COLUMNS = ("allocated_gpus", "allocation_ratio", "idle_unusable_gpus", "pending_jobs", "running_jobs",
                    "fairness")
 QUEUE_COLUMNS = ("allocated", "fair_share", "deserved")
-PEAK_STEP = 0.02          # re-capture the peak-occupancy map only when allocation beats it by 2 % of the GPUs
+PEAK_STEP = 0.02          # re-capture the peak-occupancy map only when allocation beats it by 2 % and a GPU
+MAX_MAPS = 16
 
 
 @dataclass(slots=True)
@@ -63,8 +64,9 @@ class Series:
 class Recorder:
     """Fed by the replay (pods on and off, cycles, samples); reads nothing itself."""
 
-    def __init__(self, total_gpus: float, parents: dict[str, str], occupancy_at: Sequence[float]) -> None:
-        """`parents`: every queue → its parent ("" for a top queue); a parent's allocation is its subtree's."""
+    def __init__(self, total_gpus: float, parents: dict[str, str], occupancy_at: Sequence[float] | None) -> None:
+        """`parents`: every queue → its parent ("" for a top queue); a parent's allocation is its subtree's.
+        `occupancy_at`: instants for the node × GPU maps; None: a quarter, half and three quarters of the run."""
         self.total_gpus = total_gpus
         self.parents = dict(sorted(parents.items()))
         queues = list(self.parents)
@@ -81,9 +83,11 @@ class Recorder:
         self.action_seconds: Counter[str] = Counter()
         self.reasons: dict[str, str] = {}                  # job key → the last reason it did not fit
         self.maps: list[OccupancyMap] = []
-        self._map_at = sorted(occupancy_at)
+        self._map_at = sorted(occupancy_at) if occupancy_at is not None else None
+        self._capture_every = 1.0
+        self._next_capture = 0.0
         self._peak: OccupancyMap | None = None
-        self._peak_allocated = -1.0
+        self._peak_allocated = 0.0
         self._fragmentation = Fragmentation()
 
     # --- events ---
@@ -121,10 +125,23 @@ class Recorder:
         self.cycle_seconds.append(result.seconds)
         self.action_seconds.update(result.action_seconds)
         self.idle_unusable = self._fragmentation.idle_unusable(result.snapshot) if has_pending else 0.0
-        while self._map_at and self._map_at[0] <= now + 1e-9:
-            self._map_at.pop(0)
+        self._capture(now, result)
+
+    def _capture(self, now: float, result: CycleResult) -> None:
+        """Node × GPU maps: at the asked instants; else a thinning reservoir (at most MAX_MAPS, the spacing
+        doubling when full) from which `occupancy_maps` picks the quartiles of the run. And at peak."""
+        if self._map_at is not None:
+            while self._map_at and self._map_at[0] <= now + 1e-9:
+                self._map_at.pop(0)
+                self.maps.append(occupancy(result.snapshot, now))
+        elif now >= self._next_capture - 1e-9:
             self.maps.append(occupancy(result.snapshot, now))
-        if self.allocated > self._peak_allocated + PEAK_STEP * self.total_gpus:
+            self._next_capture = now + self._capture_every
+            if len(self.maps) > MAX_MAPS:
+                self.maps = self.maps[::2]
+                self._capture_every *= 2
+        if self.allocated > 0 and (self._peak is None
+                                   or self.allocated > self._peak_allocated * (1 + PEAK_STEP) + 1.0):
             self._peak_allocated = self.allocated
             self._peak = occupancy(result.snapshot, now)
 
@@ -185,12 +202,15 @@ class Recorder:
                                 ("deserved", self.deserved))
         )
 
-    def occupancy_maps(self) -> list[OccupancyMap]:
-        """The maps at the asked instants, and the one at peak allocation, in time order."""
+    def occupancy_maps(self, end: float) -> list[OccupancyMap]:
+        """The maps at the asked instants (or nearest the quartiles of [0, end]) and at peak, by time."""
         maps = list(self.maps)
-        if self._peak is not None and all(m.time != self._peak.time for m in maps):
+        if self._map_at is None and maps:
+            maps = [min(maps, key=lambda m, at=at: abs(m.time - at)) for at in (0.25 * end, 0.5 * end, 0.75 * end)]
+        if self._peak is not None:
             maps.append(self._peak)
-        return sorted(maps, key=lambda m: m.time)
+        unique = {m.time: m for m in maps}
+        return [unique[t] for t in sorted(unique)]
 
 
 def _eq(a: float, b: float) -> bool:
@@ -204,8 +224,10 @@ def time_weighted_mean(time: Sequence[float], values: Sequence[float], end: floa
     if end <= 0:
         return float(values[-1]) if not math.isnan(values[-1]) else 0.0
     t = np.append(np.asarray(time, dtype=float), end)
-    widths = np.clip(np.diff(t), 0.0, None)
     v = np.asarray(values, dtype=float)
+    if t[0] > 0:
+        t, v = np.insert(t, 0, 0.0), np.insert(v, 0, 0.0)
+    widths = np.clip(np.diff(t), 0.0, None)
     known = ~np.isnan(v)
     span = widths[known].sum()
     return float((v[known] * widths[known]).sum() / span) if span > 0 else 0.0

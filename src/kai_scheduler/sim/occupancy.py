@@ -38,17 +38,24 @@ class OccupancyMap:
 
 def occupancy(snap: Snapshot, time: float) -> OccupancyMap:
     """The map over GPU nodes in name order: whole devices in use first, then shared devices by use."""
-    rows = [n for n in snap.nodes if snap.arrays.allocatable[n.row][GPU] > 0]
-    width = int(max((snap.arrays.allocatable[n.row][GPU] for n in rows), default=0))
-    cells = np.full((len(rows), width), np.nan)
-    for i, node in enumerate(rows):
-        count = int(snap.arrays.allocatable[node.row][GPU])
-        shared = _shared_use(node)
-        whole = max(0, round(float(snap.arrays.used[node.row][GPU])) - len(shared))
-        values = [1.0] * whole + sorted(shared, reverse=True)
-        values = (values + [0.0] * count)[:count]
-        cells[i, :count] = values
-    return OccupancyMap(time, tuple(n.name for n in rows), cells)
+    arrays = snap.arrays
+    rows = np.flatnonzero(arrays.allocatable[:, GPU] > 0)
+    counts = arrays.allocatable[rows, GPU].astype(int)
+    width = int(counts.max()) if rows.size else 0
+    column = np.arange(width)
+    used = np.rint(arrays.used[rows, GPU]).astype(int)
+    cells = np.where(column[None, :] < used[:, None], 1.0, 0.0)
+    index = {int(row): i for i, row in enumerate(rows)}
+    for node in snap.nodes:
+        if node.gpu_groups and node.row in index:
+            i = index[node.row]
+            shared = _shared_use(node)
+            whole = max(0, used[i] - len(shared))
+            values = ([1.0] * whole + sorted(shared, reverse=True) + [0.0] * width)[:width]
+            cells[i] = values
+    cells[column[None, :] >= counts[:, None]] = np.nan
+    names = tuple(snap.nodes[int(row)].name for row in rows)
+    return OccupancyMap(time, names, cells)
 
 
 def _shared_use(node: NodeInfo) -> list[float]:

@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from kai_scheduler.api import constants
+from kai_scheduler.binder import reservation
+from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.resources import GPU, QUEUE_NAMES, Vector
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.statement import Op
@@ -72,6 +75,7 @@ class Outcome:
     cycles: list[CycleCounts]
     nodes: dict[str, dict[str, float]]
     problems: list[str] = field(default_factory=list)
+    gpus: list[GpuRow] = field(default_factory=list)       # shared GPUs, by node then device
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +95,7 @@ class Outcome:
             "evictionCount": sum(c.evictions for c in self.cycles),
             "pipelines": sum(c.pipelines for c in self.cycles),
             "problems": self.problems,
+            "gpus": _gpus_json(self.gpus),
         }
 
 
@@ -99,7 +104,7 @@ def _queue_units(vec: Vector) -> dict[str, float]:
     for name, value in zip(QUEUE_NAMES, vec, strict=True):
         v = float(value)
         out[name] = v if v < 0 or name != "memory" else v / _MB
-    return {k: round(v, 4) for k, v in out.items()}
+    return out
 
 
 def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleResult]) -> Outcome:
@@ -113,11 +118,53 @@ def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleR
     nodes = {
         n.name: {"idleGpus": float(n.idle()[GPU]), "releasingGpus": float(n.releasing()[GPU]),
                  "allocatableGpus": float(n.allocatable()[GPU]),
-                 "usedGpus": float(after.arrays.used[n.row][GPU])}
+                 "usedGpus": float(after.arrays.used[n.row][GPU]),
+                 "sharedGpus": float(len(n.gpu_groups)), "reservationPods": float(len(_reservations(n)))}
         for n in after.nodes
     }
     problems = [f"{p.kind} {p.key}: {p.message}" for p in after.problems]
-    return Outcome(scenario, tasks, queues, unplaced, moves, cycles, nodes, problems)
+    return Outcome(scenario, tasks, queues, unplaced, moves, cycles, nodes, problems, _shared_gpus(after))
+
+
+@dataclass(slots=True)
+class GpuRow:
+    """One shared physical GPU: its device index (once the binder reserved it, else ""), and who shares it."""
+
+    node: str
+    index: str
+    group: str
+    sharers: dict[str, float]         # task name → portion of the GPU
+    used_mib: float
+    total_mib: float
+
+
+def _reservations(node: NodeInfo) -> dict[str, str]:
+    """The node's reservation pods: GPU group → device index ("" until reported)."""
+    return {t.pod.meta.labels.get(constants.LABEL_GPU_GROUP, ""):
+            t.pod.meta.annotations.get(reservation.ANNOTATION_GPU_INDEX, "")
+            for t in node.tasks.values() if t.namespace == constants.RESERVATION_NAMESPACE}
+
+
+def _shared_gpus(after: Snapshot) -> list[GpuRow]:
+    rows = []
+    for node in after.nodes:
+        if not node.gpu_groups:
+            continue
+        indices, total = _reservations(node), node.gpu_memory_mib
+        for group in node.gpu_groups.values():
+            sharers = {node.tasks[uid].name if uid in node.tasks else uid: round(mib / total, 4)
+                       for uid, mib in sorted(group.sharers.items())}
+            rows.append(GpuRow(node.name, indices.get(group.id, ""), group.id, dict(sorted(sharers.items())),
+                               group.used_memory(), total))
+    return sorted(rows, key=lambda r: (r.node, r.index == "", r.index, r.group))
+
+
+def _gpus_json(rows: list[GpuRow]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r.node, []).append({"gpu": r.index, "group": r.group, "sharers": r.sharers,
+                                           "usedMiB": r.used_mib, "totalMiB": r.total_mib})
+    return out
 
 
 def _tasks(before: Snapshot, after: Snapshot) -> list[TaskRow]:

@@ -138,7 +138,7 @@ def _ecdf(ax: Axes, values: list[float], **style: object) -> None:
 def occupancy(maps: Sequence[metrics.OccupancyMap]) -> bytes:
     """Node × GPU use at each captured instant: one row of cells per instant, a column per node."""
     shown = list(maps) or []
-    fig = Figure(figsize=(10, 1.2 + 1.5 * max(1, len(shown))))
+    fig = Figure(figsize=(10, 1.2 + 1.6 * max(1, len(shown))), layout="constrained")
     axes = np.atleast_1d(fig.subplots(max(1, len(shown)), 1, squeeze=False)).ravel()
     image = None
     for ax, m in zip(axes, shown, strict=False):

@@ -31,23 +31,25 @@ from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.queue import Queue
 from kai_scheduler.binder.binder import Binder
+from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.scenario.model import Scenario
-from kai_scheduler.scheduler.scheduler import Scheduler
+from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim import metrics, workload
 from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
 from kai_scheduler.sim.kubelet import Kubelet
 from kai_scheduler.store.interface import JSON, Gone, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
-HISTORY_SIZE = 4096         # watch events the store keeps: a quiet informer walks at most this far back
+HISTORY_SIZE = 512         # watch events the store keeps: a quiet informer walks at most this far back
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
     schedule_period: float | None = None     # None: the configuration's flag
     until: float | None = None               # stop at this virtual second
-    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half and three quarters of the horizon
+    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half and three quarters of the run
+    timeline: bool = False                   # keep `Replay.timeline`: (time, what, key) per happening
 
 
 @dataclass(slots=True)
@@ -77,8 +79,9 @@ class Replay:
         self.engine = Engine(scenario.now)
         self.store = MemoryStore(self.engine.clock, history_size=HISTORY_SIZE)
         self.store.add_many(cluster)
-        self.scheduler = Scheduler(self.store, config, self.engine.clock)
-        self.binder = Binder(self.store, self.engine.clock)
+        self.scheduler = Scheduler(self.store, config, self.engine.clock,
+                                   usage_source(config, self.engine.clock, offline=True))
+        self.binder = Binder(self.store, self.engine.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.engine.clock)
         self.workload = workload.Workload(self.store, jobs)
         self.period = options.schedule_period or config.flags.schedule_period
@@ -90,49 +93,68 @@ class Replay:
         total = sum(n.allocatable.get(constants.RESOURCE_GPU, 0.0) for n in nodes if n.ready and not n.unschedulable)
         queues = [Queue.from_dict(o) for o in cluster if o.get("kind") == "Queue"]
         self.queue_runtimes = _min_runtimes(queues)
-        at = options.occupancy_at if options.occupancy_at is not None else _default_instants(jobs)
-        self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues}, at)
+        self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues}, options.occupancy_at)
         _, self._rv = self.store.list("pods")
         self._running: set[str] = set()
         self._terminating: set[str] = set()
         self._next_cycle: float | None = None
         self._last_cycle: float | None = None
         self.cycles = 0
+        self.timeline: list[tuple[float, str, str]] = []
 
     # --- the loop ---
 
     def run(self, progress: Progress | None = None) -> Run:
+        """Replay until nothing is due (or `until`); then one more cycle gives the scheduler's view of the
+        final state (fair shares drop with demand), and the replay goes on if that cycle acted."""
         started = time.perf_counter()
         for job in self.workload.jobs.values():
             self.engine.at(job.meta.submit_at, Kind.ARRIVAL, job.key)
-        until = self.options.until
         self._observe()        # pods of the cluster itself (no job), there from the start
+        while self._drain(progress) and self.cycles and self._last_cycle != self.engine.now:
+            self._cycle()
+            if not self.engine:
+                break
+        end = self.engine.now
+        summary = metrics.summarize(self.recorder, self.workload.jobs.values(), end,
+                                    wall_seconds=time.perf_counter() - started)
+        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(end),
+                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()))
+
+    def _drain(self, progress: Progress | None) -> bool:
+        """Handle events until none is left (True) or the next is past `until` (False)."""
+        until = self.options.until
         while self.engine:
             upcoming = self.engine.peek()
             if until is not None and upcoming is not None and upcoming.time > until:
                 self.engine.advance_to(until)
-                break
+                return False
             self._handle(self.engine.pop())
-            self.recorder.sample(self.engine.now, self.workload.pending, self.workload.running)
+            self._sample()
             if progress is not None:
                 progress(self)
-        end = self.engine.now
-        summary = metrics.summarize(self.recorder, self.workload.jobs.values(), end,
-                                    wall_seconds=time.perf_counter() - started)
-        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(),
-                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()))
+        return True
+
+    def _log(self, what: str, key: str = "") -> None:
+        if self.options.timeline:
+            self.timeline.append((self.engine.now, what, key))
+
+    def _sample(self) -> None:
+        self.recorder.sample(self.engine.now, self.workload.pending, self.workload.running)
 
     def _handle(self, event: Event) -> None:
         if event.kind is Kind.CYCLE:
             self._cycle()
         elif event.kind is Kind.ARRIVAL:
             job = self.workload.jobs[event.key]
+            self._log("arrive", job.key)
             self.workload.arrive(job, self.engine.now, keep_creation=job.meta.submit_at == 0)
             self._observe()
             self._ask_cycle()
         elif event.kind is Kind.FINISH:
             job = self.workload.jobs[event.key]
             if job.phase is workload.Phase.RUNNING and job.generation == event.generation:
+                self._log("finish", job.key)
                 self.workload.finish(job, self.engine.now)
                 self._observe()
                 self._ask_cycle_if_pending()
@@ -142,15 +164,21 @@ class Replay:
             self._ask_cycle_if_pending()
 
     def _cycle(self) -> None:
+        """One scheduling cycle, the binds it asked for, the pods that start.
+
+        The next cycle is asked for only after binds (work may remain: queue depth, elastic jobs): evictions
+        and pipelines wait for the pods to terminate, which are events of their own."""
         self._next_cycle = None
         self._last_cycle = self.engine.now
         result = self.scheduler.run_once()
+        self._log("cycle", f"{result.binds} binds" if result.binds else "")
         self.binder.reconcile()
         self._observe()
         self.cycles += 1
         self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
-        if result.operations:
+        if result.binds:
             self._ask_cycle_if_pending()
+        self._sample()
 
     def _terminate(self, pod_key: str) -> None:
         namespace, name = pod_key.split("/", 1)
@@ -200,6 +228,7 @@ class Replay:
         phase = status.get("phase", "Pending")
         if meta.get("deletionTimestamp"):
             if key not in self._terminating:
+                self._log("terminating", key)
                 self._terminating.add(key)
                 self._stopped(key)
                 deadline = parse_time(meta["deletionTimestamp"]) - self.engine.start
@@ -218,6 +247,7 @@ class Replay:
         self.recorder.pod_on(key, queue, self._gpus(pod))
         if job is None or not self.workload.pod_running(key, self.engine.now):
             return
+        self._log("start", job.key)
         if job.meta.duration is not None:
             self.engine.after(job.meta.duration, Kind.FINISH, job.key, job.generation)
         for runtime in self.queue_runtimes.get(job.meta.queue, ()):
@@ -235,8 +265,11 @@ class Replay:
     def _gone(self, key: str) -> None:
         self._terminating.discard(key)
         self._stopped(key)
-        if self.workload.job_of(key) is not None:
-            self.workload.pod_gone(key)
+        job = self.workload.job_of(key)
+        if job is not None and job.is_live:
+            self._log("gone", key)
+            if self.workload.pod_gone(key):
+                self._log("recreate", key)
 
     def _resync(self) -> None:
         """The watch fell too far behind: list the pods and replay what changed as events."""
@@ -284,11 +317,3 @@ def _min_runtimes(queues: list[Queue]) -> dict[str, tuple[float, ...]]:
             current = by_name.get(current.parent_queue)
         out[q.name] = tuple(sorted(found))
     return out
-
-
-def _default_instants(jobs: list[workload.Job]) -> tuple[float, ...]:
-    """A quarter, half and three quarters of the expected horizon (last arrival + its run time)."""
-    horizon = max((j.meta.submit_at + (j.meta.duration or 0.0) for j in jobs), default=0.0)
-    if horizon <= 0:
-        return ()
-    return (0.25 * horizon, 0.5 * horizon, 0.75 * horizon)

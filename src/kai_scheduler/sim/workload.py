@@ -154,6 +154,7 @@ class Workload:
         self.pod_job: dict[str, Job] = {pod: job for job in jobs for pod in job.templates}
         self.pending = 0           # live jobs not RUNNING: whether a cycle could place something
         self.running = 0           # jobs RUNNING
+        self.done = 0              # jobs DONE
 
     def job_of(self, pod_key: str) -> Job | None:
         return self.pod_job.get(pod_key)
@@ -220,6 +221,7 @@ class Workload:
         elif job.phase is Phase.PENDING:
             self.pending -= 1
         job.phase, job.finished = Phase.DONE, now
+        self.done += 1
         job.running.clear()
         for pod_key in job.templates:
             ns, name = pod_key.split("/", 1)

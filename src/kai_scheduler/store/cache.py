@@ -8,7 +8,7 @@ and reported (kind, key, message) until a newer version parses. A watch that ans
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -27,6 +27,7 @@ class BadObject:
     key: str
     resource_version: str
     message: str
+    annotations: Mapping[str, str] = field(default_factory=dict)   # as written, e.g. a bad pod's PodGroup
 
 
 @dataclass(slots=True)
@@ -88,7 +89,7 @@ class ObjectCache:
             parsed = informer.parse(obj)
         except ObjectError as err:
             informer.items.pop(key, None)
-            informer.bad[key] = BadObject(RESOURCES[informer.resource].kind, key, rv, str(err))
+            informer.bad[key] = BadObject(RESOURCES[informer.resource].kind, key, rv, str(err), _annotations(obj))
             return
         informer.bad.pop(key, None)
         informer.items[key] = (rv, parsed)
@@ -99,6 +100,11 @@ class ObjectCache:
 
     def bad_objects(self) -> list[BadObject]:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]
+
+
+def _annotations(obj: JSON) -> dict[str, str]:
+    raw = obj.get("metadata", {}).get("annotations")
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
 def _key(obj: JSON) -> str:

@@ -67,7 +67,9 @@ _StreamList = list[WatchStream]   # spelt here: inside KubeStore, `list` is the 
 _Items = list[JSON]
 _Query = list[tuple[str, str]]
 
-__all__ = ["EvictionBlocked", "KubeOptions", "KubeStore", "Throttled", "Unavailable", "load_client"]
+__all__ = [
+    "ConfigurationError", "EvictionBlocked", "KubeOptions", "KubeStore", "Throttled", "Unavailable", "load_client",
+]
 
 _LIST_RESTARTS: Final = 3
 
@@ -78,6 +80,12 @@ class EvictionBlocked(Conflict):
     A Conflict, so callers that handle "the cluster changed under me" handle it; the pod keeps running."""
 
     reason = "TooManyRequests"
+
+
+class ConfigurationError(StoreError):
+    """No usable kubeconfig or in-cluster service account: a startup error, not a transient one."""
+
+    reason = "InvalidConfiguration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,15 +115,19 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Ap
     """An API client configured as client-go's `BuildConfigFromFlags` would be.
 
     An explicit kubeconfig (or context) wins; otherwise the in-cluster service account when running in a
-    pod; otherwise $KUBECONFIG or ~/.kube/config. All loading, TLS and token refresh is the official
-    client's."""
+    pod; otherwise $KUBECONFIG (read now, a colon-separated list as kubectl takes) or ~/.kube/config.
+    All loading, TLS and token refresh is the official client's; its errors become ConfigurationError."""
     configuration = Configuration()
     in_cluster = kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
-    if in_cluster:
-        kube_config.load_incluster_config(client_configuration=configuration)
-    else:
-        kube_config.load_kube_config(config_file=kubeconfig, context=context,
-                                     client_configuration=configuration)
+    try:
+        if in_cluster:
+            kube_config.load_incluster_config(client_configuration=configuration)
+        else:
+            path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            kube_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+    except (kube_config.ConfigException, OSError) as err:
+        where = "the in-cluster service account" if in_cluster else repr(kubeconfig or "the default kubeconfig")
+        raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {err}") from err
     # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
     return ApiClient(configuration)

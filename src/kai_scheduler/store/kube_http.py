@@ -36,6 +36,10 @@ MERGE_PATCH_TYPE: Final = "application/merge-patch+json"
 _DUMP_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
 
 Query = Sequence[tuple[str, str]]
+# urllib3 retries connection failures (never redirects); statuses are ours to retry, so it must not act on
+# Retry-After itself (by default it sleeps out a 429's Retry-After, unbounded and outside the rate limit).
+_URLLIB3_RETRIES: Final = urllib3.Retry(total=3, redirect=0, respect_retry_after_header=False,
+                                        raise_on_status=False, raise_on_redirect=False)
 
 
 class Throttled(StoreError):
@@ -183,7 +187,7 @@ class Transport:
             delay = self._retry_delay(resp, attempt, refusal, what)
             if delay is None:
                 return resp
-            log.info("throttled, retrying", extra={"request": what, "status": resp.status, "delay": delay})
+            log.info("%s: HTTP %d, retrying in %.2fs", what, resp.status, delay)
             self.timing.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -221,7 +225,8 @@ class Transport:
         )
         try:
             return self.api_client.rest_client.pool_manager.request(
-                method, url, body=data, headers=headers, timeout=timeout, preload_content=False
+                method, url, body=data, headers=headers, timeout=timeout, preload_content=False,
+                retries=_URLLIB3_RETRIES,
             )
         except urllib3.exceptions.HTTPError as err:
             raise Unavailable(f"{method} {path}: {err}") from err

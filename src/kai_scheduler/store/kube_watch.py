@@ -38,6 +38,7 @@ _EVENT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 # Errors a reconnect cannot fix: the caller has to hear of them (Gone means relist).
 _FINAL_ERRORS: Final = (Gone, Invalid, NotFound)
 _BURST_GAP: Final = 0.02   # a fresh stream's backlog is complete once nothing arrives for this long
+_SHORT_WATCH: Final = 1.0  # a watch request that ends empty sooner than this is treated as a failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +65,10 @@ class WatchStream:
         self._fresh = True
         self._closed = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
+        self._since = since             # the version of the last event received: where a reconnect resumes
+        self._opened = False            # the current request was answered (resets the backoff)
         self.requests = 0               # watch requests sent so far (reconnects show as more than one)
-        self._thread = threading.Thread(target=self._run, args=(since,), name=f"watch {path}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
         self._thread.start()
 
     # --- the caller's side ---
@@ -116,40 +119,63 @@ class WatchStream:
 
     # --- the reader thread ---
 
-    def _run(self, since: str) -> None:
-        delays = backoff_delays(self._settings.backoff_initial, self._settings.backoff_max)
+    def _run(self) -> None:
+        """Follow watch requests until closed or a final error; back off between failed attempts.
+
+        The backoff restarts from `backoff_initial` once a request was answered (a connection that
+        breaks after working is one failure, not the next step of a series). A request that the server
+        ends at once with nothing in it counts as a failure too, so a misbehaving proxy cannot make the
+        reader spin."""
+        timing = self._transport.timing
+        delays = self._delays()
         while not self._closed.is_set():
+            self._opened = False
+            started = timing.now()
             try:
-                since = self._follow(since)
-                delays = backoff_delays(self._settings.backoff_initial, self._settings.backoff_max)
+                if self._follow() > 0 or timing.now() - started >= _SHORT_WATCH:
+                    delays = self._delays()
+                    continue
+                problem = "the server ended the watch at once"
             except _FINAL_ERRORS as err:
                 self._fail(err)
                 return
             except (StoreError, urllib3.exceptions.HTTPError, OSError) as err:
-                if self._closed.is_set():
-                    return
-                delay = next(delays)
-                log.warning("watch broke, reconnecting", extra={"path": self.path, "error": str(err),
-                                                                 "delay": delay})
-                self._transport.timing.sleep(delay, self._closed)
+                problem = str(err)
+            if self._closed.is_set():
+                return
+            if self._opened:
+                delays = self._delays()
+            delay = next(delays)
+            log.warning("watch %s broke (%s); reconnecting in %.2fs", self.path, problem, delay)
+            timing.sleep(delay, self._closed)
 
-    def _follow(self, since: str) -> str:
-        """One watch request from `since` until the server ends it; returns the last version received."""
+    def _delays(self) -> Iterator[float]:
+        return backoff_delays(self._settings.backoff_initial, self._settings.backoff_max)
+
+    def _follow(self) -> int:
+        """One watch request from `self._since` until the server ends it (returns the number of events)
+        or it breaks (raises); `self._since` follows every event received, so the next request resumes
+        after the last one."""
         settings = self._settings
-        query = [("watch", "true"), ("resourceVersion", since), ("allowWatchBookmarks", "true"),
+        query = [("watch", "true"), ("resourceVersion", self._since), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(settings.timeout_seconds))]
         self.requests += 1
         response = self._transport.open_stream(self.path, query, settings.timeout_seconds + settings.read_margin)
+        self._opened = True
         self._response = response
+        if self._closed.is_set():   # closed while the request was on its way: `close` did not see it
+            response.shutdown()
+        received = 0
         try:
             for line in _lines(response):
                 if self._closed.is_set():
                     break
-                since = self._receive(line, since)
+                self._since = self._receive(line, self._since)
+                received += 1
         finally:
             self._response = None
             response.release_conn()
-        return since
+        return received
 
     def _receive(self, line: bytes, since: str) -> str:
         """Buffer one event line; return the version it moves the stream to."""
@@ -163,7 +189,7 @@ class WatchStream:
             raise error_from_status(int(status.get("code") or 500), status, f"watch {self.path}")
         metadata = obj.get("metadata") if isinstance(obj, dict) else None
         if kind not in _EVENT_TYPES or not isinstance(metadata, dict) or "resourceVersion" not in metadata:
-            log.warning("skipping a malformed watch event", extra={"path": self.path, "event": line[:200]})
+            log.warning("watch %s: skipping a malformed event %r", self.path, line[:200])
             return since
         if self._settings.strip_managed_fields:
             metadata.pop("managedFields", None)
@@ -175,7 +201,7 @@ class WatchStream:
         return str(metadata["resourceVersion"])
 
     def _fail(self, err: StoreError) -> None:
-        log.info("watch ended", extra={"path": self.path, "error": str(err)})
+        log.info("watch %s ended: %s", self.path, err)
         with self._cond:
             self._error = err
             self._cond.notify_all()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kai_scheduler.actions.common import gpu_sharing
 from kai_scheduler.api import constants
 from kai_scheduler.cluster.job_info import JobInfo, Member, PodSet
 from kai_scheduler.cluster.pod_info import PodInfo
@@ -36,13 +37,8 @@ def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: 
     tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return Outcome(False)
-    if reject := ssn.job_over_capacity(job, tasks):
-        ssn.record_fit_error(job, reject)
-        return Outcome(False)
     checkpoint = stmt.checkpoint()
-    wanted = {str(t.uid) for t in tasks}
-    if not _place_member(ssn, stmt, job, job.root, wanted, ssn.all_nodes(), pipeline_only):
-        stmt.rollback(checkpoint)
+    if not place_tasks(ssn, stmt, job, tasks, pipeline_only=pipeline_only):
         return Outcome(False)
     if not job.is_gang_satisfied():
         stmt.rollback(checkpoint)
@@ -53,6 +49,23 @@ def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: 
     if pipelined:
         stmt.convert_allocated_to_pipelined(job.uid)
     return Outcome(True, pipelined)
+
+
+def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[PodInfo], *, pipeline_only: bool = False,
+                candidates: points.Mask | None = None) -> bool:
+    """Place exactly `tasks` of `job` (capacity check, then member by member) on `candidates` (default: all
+    nodes); all or nothing: on failure the statement is rolled back to where it was. No gang check: the
+    victim actions place partial jobs and re-land evicted victims with it."""
+    if reject := ssn.job_over_capacity(job, tasks):
+        ssn.record_fit_error(job, reject)
+        return False
+    checkpoint = stmt.checkpoint()
+    wanted = {str(t.uid) for t in tasks}
+    nodes = ssn.all_nodes() if candidates is None else candidates
+    if not _place_member(ssn, stmt, job, job.root, wanted, nodes, pipeline_only):
+        stmt.rollback(checkpoint)
+        return False
+    return True
 
 
 def _place_member(ssn: Session, stmt: Statement, job: JobInfo, member: Member, wanted: set[str],
@@ -101,20 +114,9 @@ def _place_task(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, cand
 
 
 def _gpu_groups(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool]:
-    """GPU groups for a shared-GPU task on the chosen node (§6): fitting shared groups first, then fresh
-    devices; whether any choice depends on releasing capacity. Whole-GPU tasks need none."""
-    if not task.gpu.is_shared:
-        return (), False
-    node = ssn.snapshot.nodes[row]
-    chosen = [g.id for g in node.shared_gpu_fit(task)][: task.gpu.num_devices]
-    on_releasing = False
-    idle_gpus = float(ssn.snapshot.arrays.free_now[row][GPU])
-    for i in range(task.gpu.num_devices - len(chosen)):
-        chosen.append(f"{node.name}-gpu-{len(node.gpu_groups) + i}-{task.uid}")
-        if idle_gpus < 1 - _EPS:
-            on_releasing = True
-        idle_gpus -= 1
-    return tuple(chosen), on_releasing
+    """GPU groups for a shared-GPU task on the chosen node and whether any depends on releasing capacity
+    (§6, ordered by GPU_ORDER: see `gpu_sharing`). Whole-GPU tasks need none."""
+    return gpu_sharing.choose(ssn, task, row)
 
 
 def gang_summary(ssn: Session, job: JobInfo) -> str:

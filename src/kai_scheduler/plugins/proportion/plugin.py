@@ -9,7 +9,8 @@ Per session it keeps one `QueueShare` per queue (what other code reads through `
 update both, so statement rollbacks restore them exactly.
 
 Not supported yet: `--full-hierarchy-fairness=false` (KAI re-parents every queue under a synthetic `default`
-root, §3.1 step 4); time-based fair share comes in through the `usage_by_queue` hook, empty by default.
+root, §3.1 step 4). Time-based fair share (§5.5): each queue's usage comes from `snapshot.queue_usage`, which
+the scheduler fills from its usage source, unless `usage_by_queue` is given (tests).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
-from kai_scheduler.plugins.proportion import capacity, division, queue_order
+from kai_scheduler.plugins.proportion import capacity, division, queue_order, reclaim
 from kai_scheduler.plugins.proportion.queue_order import QueueState, Rank
 
 _GPU = 2   # position of the GPU on the queue axis (cpu, memory, gpu)
@@ -80,6 +81,11 @@ class Proportion:
         ssn.add(points.ON_ALLOCATE, self.charge_queue)
         ssn.add(points.ON_DEALLOCATE, self.refund_queue)
         ssn.add(points.QUEUE_SHARE, self.queue_share)
+        rules = reclaim.Reclaim(ssn, self._shares, self._parents, self._total, self.saturation_multiplier)
+        ssn.add(points.CAN_RECLAIM, rules.can_reclaim)
+        ssn.add(points.RECLAIM_VICTIM_FILTER, rules.is_victim)
+        ssn.add(points.RECLAIM_VALIDATOR, rules.reclaimable)
+        ssn.add(points.ON_JOB_SOLUTION_START, rules.job_solution_start)
 
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to write back: queue status is the queue controller's job. Shares stay readable."""
@@ -94,7 +100,7 @@ class Proportion:
         zeros = np.zeros(len(QUEUE_AXIS))
         for name in sorted(snapshot.queues):
             q = snapshot.queues[name]
-            usage = self.usage_by_queue.get(name)
+            usage = (self.usage_by_queue or snapshot.queue_usage).get(name)
             self._shares[name] = QueueShare(
                 name=name, deserved=q.deserved.copy(), limit=q.limit.copy(),
                 over_quota_weight=q.over_quota_weight.copy(), allocated=zeros.copy(),

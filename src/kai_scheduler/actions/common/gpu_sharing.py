@@ -1,0 +1,86 @@
+"""Which GPUs of the chosen node a shared-GPU task gets (§6 "Choosing GPUs"; KAI `gpu_sharing/gpuSharing.go`).
+
+Candidates are every GPU group on the node the task fits in, then one "whole GPU" placeholder per free device
+(idle first, then releasing). They are ordered by the summed GPU_ORDER scores (gpupack, gpuspread), highest
+first; ties keep candidate order (existing groups by id, then idle devices, then releasing ones). The first
+`num_devices` are taken; a whole-GPU placeholder becomes a new group with a fresh id. If any choice depends on
+releasing capacity (a group whose memory only fits counting its releasing sharers, a group opened by a
+pipelined task, or a device still being released) the caller pipelines the task instead of allocating it.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+
+from kai_scheduler.cluster.node_info import GpuGroup, NodeInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.framework.session import Session
+
+_EPS = 1e-6
+_GROUP_NAMESPACE = uuid.UUID("0b6f3a52-4c1e-5d7a-8f39-2a6c9e1d4b70")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One GPU a task may take: an existing group, or a whole free device that becomes a new group."""
+
+    group: str
+    is_new: bool
+    on_releasing: bool
+
+
+def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool]:
+    """GPU groups for `task` on node `row`, and whether any of them depends on releasing capacity.
+
+    A whole-GPU or CPU task needs no group. For a gpu-memory task this also sets `task.memory_portion` to its
+    portion of this node's GPU (§6: ceil(mem / nodeGpuMem × 100) / 100), what its queue is charged."""
+    if not task.gpu.is_shared:
+        return (), False
+    node = ssn.snapshot.nodes[row]
+    if task.gpu.memory_mib:
+        task.memory_portion = portion(task.gpu.memory_mib, node.gpu_memory_mib)
+    candidates = candidates_on(ssn, task, node)
+    scores = ssn.gpu_scores(task, row, [c.group for c in candidates])
+    order = sorted(range(len(candidates)), key=lambda i: -scores[i])
+    chosen = [candidates[i] for i in order[: task.gpu.num_devices]]
+    return tuple(c.group for c in chosen), any(c.on_releasing for c in chosen)
+
+
+def candidates_on(ssn: Session, task: PodInfo, node: NodeInfo) -> list[Candidate]:
+    """Fitting groups by id, then a placeholder per whole free device: idle ones first, then releasing ones."""
+    need = node.task_gpu_memory(task)
+    total = node.gpu_memory_mib
+    out = [Candidate(g.id, False, _needs_releasing(g, total, need)) for g in node.shared_gpu_fit(task)]
+    arrays = ssn.snapshot.arrays
+    idle = float(arrays.idle[node.row][GPU] + min(arrays.releasing[node.row][GPU], 0.0))
+    free = float(arrays.idle[node.row][GPU] + arrays.releasing[node.row][GPU])
+    idle_whole = max(0, math.floor(idle + _EPS))
+    free_whole = max(idle_whole, math.floor(free + _EPS))
+    for i in range(free_whole):
+        out.append(Candidate(_new_group_id(node, task, i), True, i >= idle_whole))
+    return out
+
+
+def portion(memory_mib: int, gpu_memory_mib: float) -> float:
+    """Fraction of one GPU for a memory request: ceil(mem / gpuMem × 100) / 100, at most 1 (§6)."""
+    if gpu_memory_mib <= 0:
+        return 1.0
+    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
+
+
+def _needs_releasing(group: GpuGroup, total: float, need: float) -> bool:
+    """The group takes the task only once releasing sharers are gone, or its device is itself pipelined."""
+    return group.state() == "pipelined" or total - group.used_memory() - need < -_EPS
+
+
+def _new_group_id(node: NodeInfo, task: PodInfo, index: int) -> str:
+    """A fresh group UUID, the same for the same node, task and device index (deterministic decisions)."""
+    salt = 0
+    while True:
+        group = str(uuid.uuid5(_GROUP_NAMESPACE, f"{node.name}/{task.uid}/{index}/{salt}"))
+        if group not in node.gpu_groups:
+            return group
+        salt += 1

@@ -1,0 +1,183 @@
+"""Scenarios of a victim search: which victims to try together, and cheap tests before simulating (§3.7).
+
+KAI `actions/common/solvers/` (accumulated scenario builder, accumulated filters, sub-scenario emitters) and
+the scenario-generator plugins `sg-nodelocalgreedy` and `sg-multinodegang`.
+
+The search accumulates victim batches one at a time (victims.VictimQueue). Each time a batch is added, the
+cheap filters ask whether the accumulated victims could possibly make room; only then do the generators
+propose sub-scenarios (subsets of the accumulated batches, always keeping the victims recorded by earlier
+probes) for the solver to simulate:
+
+1. `NodeLocalGreedy` (only when the tasks could fit on one node): one scenario per node of the newest batch,
+   taking every accumulated batch that touches that node;
+2. `MultiNodeGang`: the nodes holding accumulated victims, by post-eviction free GPUs ascending (then name);
+   the smallest prefix whose free GPUs, with the free GPUs elsewhere, cover the demand; then prefixes twice,
+   four times … as long, ending with every node. Picking a node takes every batch touching it (a gang is
+   evicted whole, wherever its pods are).
+
+Cheap filters (necessary conditions, never rejecting a scenario the simulation could accept, except for the
+GPU greedy fit, a heuristic KAI shares): every distinct task has some node that fits it counting releasing
+resources (node affinity, taints, pod counts, per-node size); and the GPU demand fits greedily, the largest
+request first onto the node with the most free GPUs (idle + releasing + freed by the scenario's victims).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kai_scheduler.actions.common.victims import Batch
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.framework.session import Session
+
+NODE_LOCAL_GREEDY = "NodeLocalGreedy"
+MULTI_NODE_GANG = "MultiNodeGang"
+GENERATORS = (NODE_LOCAL_GREEDY, MULTI_NODE_GANG)
+_EPS = 1e-9
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(slots=True)
+class ScenarioOutcome:
+    """A simulated scenario as validators read it (`points.VictimScenario`)."""
+
+    victims: list[PodInfo] = field(default_factory=list)
+    moved: list[PodInfo] = field(default_factory=list)
+    batches: list[Batch] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, batches: Sequence[Batch]) -> ScenarioOutcome:
+        """Classify the batches' tasks by their simulated status: still Releasing, or pipelined elsewhere."""
+        out = cls(batches=[b for b in batches if any(_touched(t) for t in b.tasks)])
+        for batch in batches:
+            for task in batch.tasks:
+                if task.is_releasing:
+                    out.victims.append(task)
+                elif task.status == PodStatus.PIPELINED:
+                    out.moved.append(task)
+        return out
+
+
+def _touched(task: PodInfo) -> bool:
+    return task.is_releasing or task.status == PodStatus.PIPELINED
+
+
+def gpu_demand(tasks: Sequence[PodInfo]) -> list[float]:
+    """Whole-GPU demands of the tasks (shared-GPU tasks are left out: they may fit on a shared device)."""
+    return [float(t.request[GPU]) for t in tasks if t.request[GPU] > 0]
+
+
+def gpus_fit(demands: Sequence[float], free_gpus: Floats) -> bool:
+    """Greedy fit: the largest demand first, onto the node with the most free GPUs.
+
+    Only the k nodes with the most free GPUs can receive one of k demands (each placement lowers one node),
+    so the heap holds those."""
+    wanted = sorted((d for d in demands if d > _EPS), reverse=True)
+    if not wanted:
+        return True
+    free = free_gpus[free_gpus > _EPS]
+    if free.size == 0 or float(free.sum()) + _EPS < sum(wanted):
+        return False
+    k = len(wanted)
+    top = free if free.size <= k else np.partition(free, free.size - k)[free.size - k:]
+    heap = [-float(x) for x in top]
+    heapq.heapify(heap)
+    for need in wanted:
+        most = -heap[0]
+        if most + _EPS < need:
+            return False
+        heapq.heapreplace(heap, -(most - need))
+    return True
+
+
+def freed_gpus(ssn: Session, batches: Sequence[Batch]) -> Floats:
+    """Whole GPUs the batches' tasks hold, per node row (what evicting them frees, at most)."""
+    out = np.zeros(len(ssn.snapshot.nodes))
+    rows = ssn.snapshot.node_by_name
+    for batch in batches:
+        for task, origin in zip(batch.tasks, batch.origins, strict=True):
+            out[rows[origin.node].row] += task.request[GPU]
+    return out
+
+
+def every_task_has_a_node(ssn: Session, tasks: Sequence[PodInfo], candidates: npt.NDArray[np.bool_]) -> bool:
+    """Each distinct task fits some candidate node now, counting releasing resources (the evicted victims')."""
+    seen: set[tuple[str, bytes]] = set()
+    for task in tasks:
+        key = (task.subgroup, task.request.tobytes())
+        if key in seen:
+            continue
+        seen.add(key)
+        mask, _ = ssn.feasible_nodes(task, candidates)
+        if not mask.any():
+            return False
+    return True
+
+
+def fits_one_node(ssn: Session, tasks: Sequence[PodInfo]) -> bool:
+    """Whether all the tasks together are no larger than some node's allocatable."""
+    total = np.sum([t.request for t in tasks], axis=0)
+    arrays = ssn.snapshot.arrays
+    return bool(((arrays.allocatable >= total - _EPS).all(axis=1) & arrays.schedulable).any())
+
+
+class Generators:
+    """Proposes sub-scenarios of one probe's accumulated batches; the first `recorded` batches are always in."""
+
+    def __init__(self, ssn: Session, tasks: Sequence[PodInfo], single_node: bool) -> None:
+        self._ssn = ssn
+        self._demand = gpu_demand(tasks)
+        self._single_node = single_node
+
+    def node_local_greedy(self, accumulated: Sequence[Batch], recorded: int,
+                          latest: Batch) -> Iterator[list[Batch]]:
+        """One scenario per node of the newest batch: the recorded batches and every batch on that node."""
+        if not self._single_node:
+            return
+        rank = self._ssn.snapshot.node_by_name
+        for node in sorted(latest.nodes, key=lambda n: rank[n].row):
+            yield _with_nodes(accumulated, recorded, {node})
+
+    def multi_node_gang(self, accumulated: Sequence[Batch], recorded: int) -> Iterator[list[Batch]]:
+        """Growing node prefixes: post-eviction free GPUs ascending, from the smallest prefix that covers the
+        demand, doubling, ending with every node that holds a victim."""
+        ssn = self._ssn
+        by_name = ssn.snapshot.node_by_name
+        nodes = sorted({n for b in accumulated[recorded:] for n in b.nodes}, key=lambda n: by_name[n].row)
+        if not nodes:
+            return
+        arrays = ssn.snapshot.arrays
+        free = np.where(arrays.schedulable, arrays.free[:, GPU], 0.0)
+        rows = np.array([by_name[n].row for n in nodes])
+        order = np.lexsort((rows, free[rows]))
+        nodes = [nodes[i] for i in order]
+        baseline = float(free.sum() - free[rows].sum())
+        need = sum(self._demand)
+        covered = np.cumsum(free[rows][order]) + baseline
+        reach = np.nonzero(covered + _EPS >= need)[0]
+        size = int(reach[0]) + 1 if reach.size else len(nodes)
+        while True:
+            size = min(size, len(nodes))
+            yield _with_nodes(accumulated, recorded, set(nodes[:size]))
+            if size >= len(nodes):
+                return
+            size *= 2
+
+    def gpus_fit(self, accumulated: Sequence[Batch], sub: Sequence[Batch]) -> bool:
+        """The GPU greedy fit for `sub` while every accumulated batch is evicted in the model."""
+        arrays = self._ssn.snapshot.arrays
+        free = np.where(arrays.schedulable, arrays.free[:, GPU], 0.0)
+        if len(sub) != len(accumulated):
+            inside = {id(b) for b in sub}
+            free = free - freed_gpus(self._ssn, [b for b in accumulated if id(b) not in inside])
+        return gpus_fit(self._demand, free)
+
+
+def _with_nodes(accumulated: Sequence[Batch], recorded: int, nodes: set[str]) -> list[Batch]:
+    return [b for i, b in enumerate(accumulated) if i < recorded or not nodes.isdisjoint(b.nodes)]

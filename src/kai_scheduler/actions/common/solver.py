@@ -1,0 +1,262 @@
+"""The job solver: find victims that let one job run (§3.7; KAI `actions/common/solvers/job_solver.go`,
+`pod_accumulated_scenario_builder.go`, `by_pod_solver.go`).
+
+1. Probe prefixes of the job's tasks to allocate: sizes 1, 2, 4 … up to all n, then a binary search below the
+   first size that fails; each probe runs in the statement and is rolled back, but the victims a successful
+   probe needed are *recorded* and start every later probe. If some size worked, solve the whole job (unless
+   that was the last probe), and keep that statement.
+2. A probe evicts the recorded victims, then pops victim batches one at a time (`victims.VictimQueue`); after
+   each, the cheap filters and the generators (`scenario`) propose sub-scenarios to simulate.
+3. A simulation puts back the accumulated victims outside the sub-scenario, pipelines the probe's tasks
+   (pipeline-only, on the feasible nodes), then lets each victim batch re-land: in place if its node still has
+   room (it was not needed), else elsewhere, all of a batch or none. A victim left Releasing is evicted; one
+   pipelined elsewhere is moved. The action's validator then accepts or rejects the scenario.
+
+Differences from KAI, on purpose: the probe's tasks are placed before the victims re-land (KAI pops them in
+queue order), and a victim re-lands in place first, so an unneeded victim is never moved. Failed scenarios are
+remembered per job (tasks placed, victims) and not simulated twice. Fit errors the simulations record are
+dropped: the job keeps what allocate said about it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from kai_scheduler.actions.common import allocation, scenario
+from kai_scheduler.actions.common.budget import JobBudget
+from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
+from kai_scheduler.actions.common.victims import Batch, VictimQueue
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.framework import points
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction, Statement
+
+_EPS = 1e-9
+Validator = Callable[[JobInfo, list[PodInfo], ScenarioOutcome], points.Reject | None]
+
+
+class Result(enum.Enum):
+    SOLVED = "solved"
+    UNSOLVED = "unsolved"
+    EXHAUSTED = "deadline_exhausted"
+
+
+@dataclass(frozen=True, slots=True)
+class VictimSearch:
+    """What an action asks of the solver for one preemptor.
+
+    `victims`: the jobs it may take from, in victim order (victims.victim_order); `eviction`: the record each
+    victim's eviction carries; `validate`: the action's scenario validator; `max_victim_jobs`: a cap on the
+    jobs that may give victims (consolidation)."""
+
+    action: str
+    victims: Sequence[JobInfo]
+    eviction: Callable[[JobInfo], Eviction]
+    validate: Validator
+    max_victim_jobs: int | None = None
+
+
+@dataclass(slots=True)
+class Solution:
+    result: Result
+    outcome: ScenarioOutcome | None = None
+    simulations: int = 0
+
+
+def solve(ssn: Session, stmt: Statement, job: JobInfo, search: VictimSearch, budget: JobBudget) -> Solution:
+    """Find and apply (in `stmt`) victims that let `job`'s next tasks run; on failure `stmt` is as it was."""
+    saved = {uid: list(errors) for uid, errors in ssn.job_fit_errors.items()}
+    solver = _JobSolver(ssn, stmt, job, search, budget)
+    try:
+        return solver.solve()
+    finally:
+        ssn.job_fit_errors.clear()
+        ssn.job_fit_errors.update(saved)
+
+
+class _JobSolver:
+    def __init__(self, ssn: Session, stmt: Statement, job: JobInfo, search: VictimSearch, budget: JobBudget) -> None:
+        self.ssn, self.stmt, self.job, self.search, self.budget = ssn, stmt, job, search, budget
+        self.tasks = ssn.tasks_to_allocate(job)
+        self.recorded: list[Batch] = []
+        self.failed: set[tuple[int, frozenset[str]]] = set()
+        self.deadlines = {name: budget.generator(name) for name in scenario.GENERATORS}
+        self.base_nodes = self._feasible_nodes()
+        self.simulations = 0
+        self.outcome: ScenarioOutcome | None = None
+
+    def solve(self) -> Solution:
+        n = len(self.tasks)
+        if n == 0:
+            return Solution(Result.UNSOLVED)
+        best, kept = self._largest_solvable_prefix(n)
+        if best == 0:
+            return self._unsolved()
+        if not kept and not self._probe(n, keep=True):
+            return self._unsolved()
+        return Solution(Result.SOLVED, self.outcome, self.simulations)
+
+    def _unsolved(self) -> Solution:
+        result = Result.EXHAUSTED if self.budget.exhausted() else Result.UNSOLVED
+        return Solution(result, None, self.simulations)
+
+    def _largest_solvable_prefix(self, n: int) -> tuple[int, bool]:
+        """Exponential then binary probing; (largest size that worked, whether the statement holds size n)."""
+        solved, size = 0, 1
+        failed_at = 0
+        while True:
+            if self._probe(size, keep=size == n):
+                solved = size
+                if size == n:
+                    return n, True
+                size = min(size * 2, n)
+            else:
+                failed_at = size
+                break
+            if self.budget.exhausted():
+                return 0, False
+        while failed_at - solved > 1 and solved > 0 and not self.budget.exhausted():
+            middle = (solved + failed_at) // 2
+            if self._probe(middle, keep=False):
+                solved = middle
+            else:
+                failed_at = middle
+        return solved, False
+
+    # --- one probe ------------------------------------------------------------------------------------------
+
+    def _probe(self, size: int, *, keep: bool) -> bool:
+        """Search victims for the first `size` tasks; record them; keep the statement only if `keep`."""
+        checkpoint = self.stmt.checkpoint()
+        tasks = self.tasks[:size]
+        found = self._search(size, tasks)
+        if found is not None:
+            self.recorded = list(found.batches)
+            self.outcome = found
+            if keep:
+                return True
+        self.stmt.rollback(checkpoint)
+        return found is not None
+
+    def _search(self, size: int, tasks: list[PodInfo]) -> ScenarioOutcome | None:
+        accumulated = [self._evict_again(b) for b in self.recorded]
+        recorded = len(accumulated)
+        generators = Generators(self.ssn, tasks, scenario.fits_one_node(self.ssn, tasks))
+        if accumulated and (found := self._try_all(size, tasks, accumulated, accumulated)) is not None:
+            return found
+        queue = VictimQueue(self.ssn, self.search.victims, self.search.eviction,
+                            max_jobs=self.search.max_victim_jobs)
+        while not self.budget.exhausted():
+            batch = queue.pop(self.stmt)
+            if batch is None:
+                return None
+            accumulated.append(batch)
+            if not self._worth_simulating(tasks, generators, accumulated):
+                continue
+            for sub in self._sub_scenarios(generators, accumulated, recorded, batch):
+                if (found := self._try_all(size, tasks, accumulated, sub)) is not None:
+                    return found
+        return None
+
+    def _evict_again(self, batch: Batch) -> Batch:
+        why = self.search.eviction(batch.job)
+        for task in batch.tasks:
+            self.stmt.evict(task, why)
+        return batch
+
+    def _worth_simulating(self, tasks: list[PodInfo], generators: Generators, accumulated: list[Batch]) -> bool:
+        if not generators.gpus_fit(accumulated, accumulated):
+            return False
+        return scenario.every_task_has_a_node(self.ssn, tasks, self._candidates(accumulated))
+
+    def _sub_scenarios(self, generators: Generators, accumulated: list[Batch], recorded: int,
+                       latest: Batch) -> Iterator[list[Batch]]:
+        for name, proposals in (
+            (scenario.NODE_LOCAL_GREEDY, generators.node_local_greedy(accumulated, recorded, latest)),
+            (scenario.MULTI_NODE_GANG, generators.multi_node_gang(accumulated, recorded)),
+        ):
+            deadline = self.deadlines[name]
+            for sub in proposals:
+                if deadline.exhausted() or self.budget.exhausted():
+                    break
+                if generators.gpus_fit(accumulated, sub):
+                    yield sub
+
+    # --- one simulation -------------------------------------------------------------------------------------
+
+    def _try_all(self, size: int, tasks: list[PodInfo], accumulated: list[Batch],
+                 sub: list[Batch]) -> ScenarioOutcome | None:
+        key = (size, frozenset(uid for b in sub for uid in b.uids))
+        if key in self.failed:
+            return None
+        self.simulations += 1
+        checkpoint = self.stmt.checkpoint()
+        outcome = self._simulate(size, tasks, accumulated, sub)
+        if outcome is None:
+            self.stmt.rollback(checkpoint)
+            self.failed.add(key)
+        return outcome
+
+    def _simulate(self, size: int, tasks: list[PodInfo], accumulated: list[Batch],
+                  sub: list[Batch]) -> ScenarioOutcome | None:
+        inside = {id(b) for b in sub}
+        for batch in accumulated:
+            if id(batch) not in inside:
+                self._put_back(batch)
+        candidates = self._candidates(sub)
+        if not allocation.place_tasks(self.ssn, self.stmt, self.job, tasks, pipeline_only=True,
+                                      candidates=candidates):
+            return None
+        if size == len(self.tasks) and not self.job.is_gang_satisfied():
+            return None
+        for batch in sub:
+            self._reland(batch, candidates)
+        outcome = ScenarioOutcome.of(sub)
+        if self.search.validate(self.job, tasks, outcome) is not None:
+            return None
+        return outcome
+
+    def _put_back(self, batch: Batch) -> None:
+        for task, origin in zip(batch.tasks, batch.origins, strict=True):
+            self.stmt.pipeline(task, origin.node, origin.gpu_groups)      # an un-evict
+
+    def _reland(self, batch: Batch, candidates: points.Mask) -> None:
+        """In place if the batch's nodes still have room for all of it, else elsewhere, else not at all."""
+        checkpoint = self.stmt.checkpoint()
+        for task, origin in zip(batch.tasks, batch.origins, strict=True):
+            if not self._room_in_place(task, origin.node):
+                self.stmt.rollback(checkpoint)
+                allocation.place_tasks(self.ssn, self.stmt, batch.job, list(batch.tasks), pipeline_only=True,
+                                       candidates=candidates)
+                return
+            self.stmt.pipeline(task, origin.node, origin.gpu_groups)      # an un-evict
+
+    def _room_in_place(self, task: PodInfo, node_name: str) -> bool:
+        node = self.ssn.snapshot.node_by_name[node_name]
+        need = task.request.copy()
+        need[GPU] += sum(1 for g in task.placement.gpu_groups
+                         if g in node.gpu_groups and node.gpu_groups[g].state() == "releasing")
+        return bool((self.ssn.snapshot.arrays.free[node.row] >= need - _EPS).all())
+
+    # --- nodes ---------------------------------------------------------------------------------------------
+
+    def _feasible_nodes(self) -> points.Mask:
+        """GPU jobs: only nodes with idle or releasing GPUs (victims' nodes join as they are chosen)."""
+        arrays = self.ssn.snapshot.arrays
+        if self.tasks and all(t.request[GPU] > 0 or t.gpu.is_shared for t in self.tasks):
+            mask: points.Mask = arrays.schedulable & (arrays.free[:, GPU] > _EPS)
+            return mask
+        return self.ssn.all_nodes()
+
+    def _candidates(self, batches: Sequence[Batch]) -> points.Mask:
+        mask = self.base_nodes.copy()
+        rows = self.ssn.snapshot.node_by_name
+        for batch in batches:
+            for node in batch.nodes:
+                mask[rows[node].row] = True
+        return mask
+

@@ -1,0 +1,132 @@
+"""Victims: which running tasks a victim action may take, in which order (§3.4, §3.7, §7.1).
+
+KAI `actions/utils/job_order_by_queue.go` (victim mode) and `podgroup_info` `GetTasksToEvict`.
+
+- A victim job is taken a *batch* at a time (`tasks_to_evict`): one elastic surplus pod (the deepest surplus
+  first, the last pod in task order first, so workers go before a master or head), else one whole surplus
+  member of a SubGroupSet, else the whole gang. A job that keeps running tasks goes back into the queue.
+- The victim queue is the job order through the queue tree with every comparison reversed: the most
+  over-served queue, and in it the lowest-priority, most-elastic, newest job first.
+- Popping a batch evicts it in the search statement at once. The queue order then judges each queue as it is
+  once its popped victims are gone (KAI subtracts popped victims from the queue), because the proportion
+  plugin's accounting follows every eviction; the search rolls the statement back as it needs.
+
+Only tasks committed to the cluster (Binding, Bound, Running) are victims: a job placed earlier in this cycle
+is never one (evicting a task whose BindRequest is still to be written would undo this cycle's own work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.cluster.job_info import JobInfo, Member, PodSet
+from kai_scheduler.cluster.pod_info import Placement, PodInfo
+from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction, Statement
+
+_EVICTABLE = frozenset({PodStatus.BINDING, PodStatus.BOUND, PodStatus.RUNNING})
+_PLACED_THIS_CYCLE = frozenset({PodStatus.ALLOCATED, PodStatus.PIPELINED})
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Tasks of one victim job evicted together, with where each was before (to put it back)."""
+
+    job: JobInfo
+    tasks: tuple[PodInfo, ...]
+    origins: tuple[Placement, ...]
+
+    @property
+    def nodes(self) -> frozenset[str]:
+        return frozenset(p.node for p in self.origins)
+
+    @property
+    def uids(self) -> frozenset[str]:
+        return frozenset(str(t.uid) for t in self.tasks)
+
+
+def is_evictable(task: PodInfo) -> bool:
+    return task.status in _EVICTABLE
+
+
+def can_be_victim(job: JobInfo) -> bool:
+    """Preemptible, running at least one committed task, and nothing placed for it in this cycle."""
+    if not job.preemptible:
+        return False
+    has_running = False
+    for task in job.tasks:
+        if task.status in _PLACED_THIS_CYCLE:
+            return False
+        has_running = has_running or task.status in _EVICTABLE
+    return has_running
+
+
+def tasks_to_evict(ssn: Session, job: JobInfo) -> list[PodInfo]:
+    """The job's next batch: one surplus pod, one surplus member, or every evictable task (the gang)."""
+    surplus = _surplus(ssn, job.root)
+    if surplus is not None:
+        return surplus
+    return sorted((t for t in job.tasks if is_evictable(t)), key=ssn.task_key)
+
+
+def _surplus(ssn: Session, member: Member) -> list[PodInfo] | None:
+    """Deepest surplus first: a pod beyond a PodSet's minimum, else a satisfied member beyond the required."""
+    if isinstance(member, PodSet):
+        active = [t for t in member.tasks if t.is_active_allocated]
+        if len(active) <= member.min_available:
+            return None
+        evictable = sorted((t for t in active if is_evictable(t)), key=ssn.task_key)
+        return evictable[-1:] or None
+    ordered = sorted(member.children, key=ssn.member_key)
+    for child in reversed(ordered):
+        found = _surplus(ssn, child)
+        if found:
+            return found
+    satisfied = [c for c in ordered if c.is_satisfied()]
+    if len(satisfied) <= member.required():
+        return None
+    for child in reversed(satisfied):
+        tasks = sorted((t for ps in child.pod_sets() for t in ps.tasks if is_evictable(t)), key=ssn.task_key)
+        if tasks:
+            return tasks
+    return None
+
+
+class VictimQueue:
+    """Victim jobs in reversed order; `pop` evicts the next batch in `stmt` and returns it.
+
+    `max_jobs` caps how many distinct jobs may give victims (consolidation's preemptee cap); None = no cap."""
+
+    def __init__(self, ssn: Session, jobs: Iterable[JobInfo], eviction: Callable[[JobInfo], Eviction], *,
+                 max_jobs: int | None = None) -> None:
+        self._ssn = ssn
+        self._order = JobOrderByQueues(ssn, jobs, reverse=True)
+        self._eviction = eviction
+        self._max_jobs = max_jobs
+        self.jobs: list[str] = []          # uids of the jobs that gave victims, in order
+
+    def pop(self, stmt: Statement) -> Batch | None:
+        while (job := self._order.pop()) is not None:
+            if self._max_jobs is not None and job.uid not in self.jobs and len(self.jobs) >= self._max_jobs:
+                continue
+            tasks = tasks_to_evict(self._ssn, job)
+            if not tasks:
+                continue
+            origins = tuple(t.placement for t in tasks)
+            why = self._eviction(job)
+            for task in tasks:
+                stmt.evict(task, why)
+            if job.uid not in self.jobs:
+                self.jobs.append(job.uid)
+            if any(is_evictable(t) for t in job.tasks):
+                self._order.push(job)
+            return Batch(job, tuple(tasks), origins)
+        return None
+
+
+def victim_order(ssn: Session, jobs: Iterable[JobInfo]) -> list[JobInfo]:
+    """Jobs sorted in victim order (reversed job order); building a victim queue from this order is linear."""
+    return sorted(jobs, key=ssn.job_key, reverse=True)

@@ -1,0 +1,97 @@
+"""Action preempt: inside one queue, a job of higher priority displaces jobs of lower priority
+(KAI `actions/preempt/preempt.go`, BEHAVIOR.md §3.10, §5.4).
+
+1. Order the pending, ready jobs outside their preemption delay through the queue tree.
+2. For each popped job: a non-preemptible job must fit in its queues' deserved quota
+   (`NonPreemptibleOverQuota` up front); nothing an eviction cannot fix may block it; it must be easier than a
+   failed job of the same signature in its queue.
+3. Search victims among preemptible jobs of the same queue with strictly lower priority that pass
+   PREEMPT_VICTIM_FILTER (minruntime), validated by PREEMPT_VALIDATOR, within the search budgets. Queue
+   priority plays no role; capacity (limits) still applies while the job is placed in the simulation.
+4. Commit on success; remember the failure otherwise. A spent action budget ends the action for this cycle.
+"""
+
+from __future__ import annotations
+
+from kai_scheduler.actions.common import budget, preemptors, signatures, solver, victims
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.actions.common.scenario import ScenarioOutcome
+from kai_scheduler.api import constants
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction
+
+NAME = "preempt"
+
+
+class Preempt:
+    name = NAME
+
+    def __init__(self, timer: budget.Timer | None = None) -> None:
+        self.timer = timer
+
+    def execute(self, ssn: Session) -> None:
+        limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
+        action_budget = budget.ActionBudget(limits, NAME, self.timer)
+        jobs = JobOrderByQueues(ssn, preemptors.candidates(ssn, NAME),
+                                depth=ssn.config.queue_depth_per_action.get(NAME))
+        failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
+        victim_pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
+        while (job := jobs.pop()) is not None:
+            if not may_preempt(ssn, job) or failed.should_skip(job.queue, job):
+                continue
+            job_budget = action_budget.next_job()
+            if job_budget is None:
+                return
+            result = attempt(ssn, job, victim_pool, job_budget)
+            if result is solver.Result.SOLVED:
+                victim_pool = [v for v in victim_pool if victims.can_be_victim(v)]
+            else:
+                failed.remember(job.queue, job)
+            if action_budget.exhausted:
+                return
+
+
+def may_preempt(ssn: Session, job: JobInfo) -> bool:
+    """Not a non-preemptible job over its deserved quota; no victim-invariant rejection."""
+    tasks = ssn.tasks_to_allocate(job)
+    if not tasks:
+        return False
+    reject = ssn.job_over_capacity(job, tasks)
+    if reject is not None and reject.reason == constants.REASON_NON_PREEMPTIBLE_OVER_QUOTA:
+        return False
+    return preemptors.invariant_reject(ssn, job) is None
+
+
+def is_lower_in_queue(preemptor: JobInfo, victim: JobInfo) -> bool:
+    """Same queue, strictly lower priority, another job."""
+    return victim.queue == preemptor.queue and victim.priority < preemptor.priority and victim.uid != preemptor.uid
+
+
+def attempt(ssn: Session, job: JobInfo, pool: list[JobInfo], job_budget: budget.JobBudget) -> solver.Result:
+    eligible = [v for v in pool
+                if is_lower_in_queue(job, v) and ssn.is_victim(points.PREEMPT_VICTIM_FILTER, job, v)]
+    if not eligible:
+        return solver.Result.UNSOLVED
+    search = solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job, victim),
+                                 lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome))
+    stmt = ssn.statement()
+    solution = solver.solve(ssn, stmt, job, search, job_budget)
+    if solution.result is not solver.Result.SOLVED:
+        stmt.discard()
+        return solution.result
+    stmt.commit()
+    ssn.clear_fit_errors(job)
+    return solution.result
+
+
+def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:
+    return ssn.validate(points.PREEMPT_VALIDATOR, preemptor, tasks, outcome)
+
+
+def _eviction(preemptor: JobInfo, victim: JobInfo) -> Eviction:
+    return Eviction(NAME, preemptor.key,
+                    f"preempted by {preemptor.key} (priority {preemptor.priority}) in queue {preemptor.queue}; "
+                    f"this job's priority is {victim.priority}")

@@ -1,0 +1,92 @@
+"""Action reclaim: a queue below its fair share takes resources back from queues above theirs
+(KAI `actions/reclaim/reclaim.go`, BEHAVIOR.md §3.9, §5.3).
+
+1. Order the pending, ready jobs outside their preemption delay through the queue tree.
+2. For each popped job: it must be allowed to reclaim (CAN_RECLAIM: its queue stays within its fair share),
+   nothing an eviction cannot fix may block it, and it must be easier than a job of the same signature that
+   already failed in its queue.
+3. Search victims among preemptible jobs of other queues that pass RECLAIM_VICTIM_FILTER, validated by
+   RECLAIM_VALIDATOR (proportion's §5.3 rules, minruntime), within the search budgets.
+4. Commit the statement on success (victims evicted, moved victims pipelined elsewhere, the job pipelined);
+   remember the failure otherwise. A spent action budget ends the action for this cycle.
+"""
+
+from __future__ import annotations
+
+from kai_scheduler.actions.common import budget, preemptors, signatures, solver, victims
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.actions.common.scenario import ScenarioOutcome
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction
+
+NAME = "reclaim"
+
+
+class Reclaim:
+    name = NAME
+
+    def __init__(self, timer: budget.Timer | None = None) -> None:
+        self.timer = timer
+
+    def execute(self, ssn: Session) -> None:
+        limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
+        action_budget = budget.ActionBudget(limits, NAME, self.timer)
+        jobs = JobOrderByQueues(ssn, preemptors.candidates(ssn, NAME),
+                                depth=ssn.config.queue_depth_per_action.get(NAME))
+        failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
+        victim_pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
+        while (job := jobs.pop()) is not None:
+            if not may_reclaim(ssn, job) or failed.should_skip(job.queue, job):
+                continue
+            job_budget = action_budget.next_job()
+            if job_budget is None:
+                return
+            result = attempt(ssn, job, victim_pool, job_budget)
+            if result is solver.Result.SOLVED:
+                victim_pool = [v for v in victim_pool if victims.can_be_victim(v)]
+            else:
+                failed.remember(job.queue, job)
+            if action_budget.exhausted:
+                return
+
+
+def may_reclaim(ssn: Session, job: JobInfo) -> bool:
+    """CAN_RECLAIM holds and no task of the job fails a victim-invariant pre-predicate."""
+    tasks = ssn.tasks_to_allocate(job)
+    if not tasks or ssn.can_reclaim(job, tasks) is not None:
+        return False
+    return preemptors.invariant_reject(ssn, job) is None
+
+
+def attempt(ssn: Session, job: JobInfo, pool: list[JobInfo], job_budget: budget.JobBudget) -> solver.Result:
+    """Search and, on success, commit victims for `job`."""
+    eligible = [v for v in pool if v.queue != job.queue and ssn.is_victim(points.RECLAIM_VICTIM_FILTER, job, v)]
+    if not eligible:
+        return solver.Result.UNSOLVED
+    search = solver.VictimSearch(NAME, eligible, lambda victim: _eviction(ssn, job, victim),
+                                 lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome))
+    stmt = ssn.statement()
+    solution = solver.solve(ssn, stmt, job, search, job_budget)
+    if solution.result is not solver.Result.SOLVED:
+        stmt.discard()
+        return solution.result
+    stmt.commit()
+    ssn.clear_fit_errors(job)
+    return solution.result
+
+
+def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:
+    return ssn.validate(points.RECLAIM_VALIDATOR, preemptor, tasks, outcome)
+
+
+def _eviction(ssn: Session, reclaimer: JobInfo, victim: JobInfo) -> Eviction:
+    share = ssn.queue_share(reclaimer.queue)
+    within_deserved = share is not None and bool(
+        ((share.allocated <= share.deserved) | (share.deserved == -1)).all())
+    what = "deserved" if within_deserved else "fair"
+    return Eviction(NAME, reclaimer.key,
+                    f"reclaimed by {reclaimer.key} to restore {reclaimer.queue}'s {what} share "
+                    f"(from queue {victim.queue})")

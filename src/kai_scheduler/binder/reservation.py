@@ -1,0 +1,183 @@
+"""GPU reservation pods: one per GPU group, holding the physical GPU its fractional pods share (§6, §8.1).
+
+KAI `pkg/binder/binding/resourcereservation/resource_reservation.go`. Before a fractional pod is bound, each of
+its BindRequest's `selectedGPUGroups` needs a reservation pod in namespace `kai-resource-reservation`:
+
+- found by the label `runai-gpu-group=<group>` and reused, or created as `gpu-reservation-<hash(node/group)>`,
+  pinned to the node with `spec.nodeName`, requesting `nvidia.com/gpu: 1`, runtime class `nvidia`, labelled
+  `app=kai-resource-reservation` and `runai-gpu-group=<group>`, with the karpenter do-not-disrupt annotation
+  and the fractional pod's tolerations;
+- the reservation pod learns which device the device plugin gave it and writes the index into its annotation
+  `run.ai/reserve_for_gpu_index`. Binding waits for it (`ReservationPending`), failing after the allocation
+  timeout (40 s). On the embedded cluster there is no device plugin: with `assign_indices` the binder hands out
+  the lowest index no other reservation pod on the node holds, as the plugin would on an empty node.
+
+`collect()` deletes reservation pods whose group has no pods left (no live pod labelled with the group) and no
+in-flight BindRequest selecting it; the binder runs it on every sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.fields import parse_time
+from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound
+
+log = logging.getLogger(__name__)
+
+ANNOTATION_GPU_INDEX = "run.ai/reserve_for_gpu_index"
+ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+LABEL_APP = "app"
+CONTAINER_NAME = "resource-reservation"
+DEFAULT_IMAGE = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest"
+DEFAULT_RUNTIME_CLASS = "nvidia"
+DEFAULT_ALLOCATION_TIMEOUT = 40.0       # seconds: --resource-reservation-allocation-timeout
+_TERMINAL = ("Succeeded", "Failed")
+
+
+class ReservationPending(Exception):
+    """A reservation pod exists but has not reported its GPU index yet: try the bind again later."""
+
+
+class ReservationFailed(Exception):
+    """A GPU group could not be reserved (timeout, or its pod sits on another node); the bind fails."""
+
+    reason = "ReservationFailed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationConfig:
+    namespace: str = constants.RESERVATION_NAMESPACE
+    runtime_class: str = DEFAULT_RUNTIME_CLASS
+    image: str = DEFAULT_IMAGE
+    allocation_timeout: float = DEFAULT_ALLOCATION_TIMEOUT
+    assign_indices: bool = False        # the embedded cluster: the binder stands in for the device plugin
+
+
+class Reservations:
+    def __init__(self, store: ClusterStore, clock: Clock, config: ReservationConfig | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config or ReservationConfig()
+
+    def reserve(self, br: BindRequest, pod: JSON) -> dict[str, str]:
+        """GPU index per selected group, creating or reusing each group's reservation pod on the node.
+
+        Raises ReservationPending while an index is not known yet, ReservationFailed when it never will be."""
+        indices = {}
+        for group in br.selected_gpu_groups:
+            reservation = self._find(group) or self._create(br.selected_node, group, pod)
+            node = (reservation.get("spec") or {}).get("nodeName", "")
+            if node != br.selected_node:
+                raise ReservationFailed(f"GPU group {group} is reserved on node {node!r}, not {br.selected_node!r}")
+            indices[group] = self._index(reservation)
+        return indices
+
+    def collect(self) -> list[str]:
+        """Delete the reservation pods of groups with no pods and no in-flight BindRequests; their names."""
+        reservations, _ = self.store.list("pods", self.config.namespace,
+                                          f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}")
+        if not reservations:
+            return []
+        wanted = self._groups_in_use()
+        deleted = []
+        for pod in reservations:
+            meta = pod["metadata"]
+            group = meta.get("labels", {}).get(constants.LABEL_GPU_GROUP, "")
+            if group in wanted or meta.get("deletionTimestamp"):
+                continue
+            try:
+                self.store.delete("pods", meta["name"], self.config.namespace, grace_period_seconds=0)
+            except NotFound:
+                continue
+            deleted.append(meta["name"])
+            log.info("reservation pod collected", extra={"pod": meta["name"], "group": group})
+        return deleted
+
+    def pod_name(self, node: str, group: str) -> str:
+        digest = hashlib.sha256(f"{node}/{group}".encode()).hexdigest()[:12]
+        return f"gpu-reservation-{digest}"
+
+    # --- internals -------------------------------------------------------------------------------------------
+
+    def _find(self, group: str) -> JSON | None:
+        found, _ = self.store.list("pods", self.config.namespace, f"{constants.LABEL_GPU_GROUP}={group}")
+        live = [p for p in found if not p["metadata"].get("deletionTimestamp")]
+        return live[0] if live else None
+
+    def _create(self, node: str, group: str, pod: JSON) -> JSON:
+        meta = {
+            "name": self.pod_name(node, group), "namespace": self.config.namespace,
+            "labels": {LABEL_APP: constants.RESERVATION_APP_LABEL_VALUE, constants.LABEL_GPU_GROUP: group},
+            "annotations": {ANNOTATION_DO_NOT_DISRUPT: "true"},
+        }
+        one_gpu = {constants.RESOURCE_GPU: "1"}
+        spec: JSON = {
+            "nodeName": node, "runtimeClassName": self.config.runtime_class,
+            "containers": [{"name": CONTAINER_NAME, "image": self.config.image,
+                            "resources": {"requests": dict(one_gpu), "limits": dict(one_gpu)}}],
+        }
+        tolerations = (pod.get("spec") or {}).get("tolerations")
+        if tolerations:
+            spec["tolerations"] = list(tolerations)
+        try:
+            created = self.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+                                         "status": {"phase": "Pending"}})
+        except AlreadyExists as err:     # an earlier reservation pod of this group is still terminating
+            raise ReservationPending(f"reservation pod {meta['name']} is still terminating") from err
+        log.info("reservation pod created", extra={"pod": meta["name"], "node": node, "group": group})
+        return created
+
+    def _index(self, reservation: JSON) -> str:
+        meta = reservation["metadata"]
+        index = meta.get("annotations", {}).get(ANNOTATION_GPU_INDEX)
+        if index is not None:
+            return str(index)
+        if self.config.assign_indices:
+            return self._assign(reservation)
+        created = meta.get("creationTimestamp")
+        age = self.clock.now() - parse_time(created) if created else 0.0
+        if age > self.config.allocation_timeout:
+            raise ReservationFailed(f"reservation pod {meta['name']} did not report its GPU index within "
+                                    f"{self.config.allocation_timeout:g}s")
+        raise ReservationPending(f"reservation pod {meta['name']} has not reported its GPU index yet")
+
+    def _assign(self, reservation: JSON) -> str:
+        """Emulate the device plugin: the lowest GPU index no other reservation pod on the node holds."""
+        node = reservation["spec"]["nodeName"]
+        others, _ = self.store.list("pods", self.config.namespace,
+                                    f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}")
+        taken = {p["metadata"].get("annotations", {}).get(ANNOTATION_GPU_INDEX) for p in others
+                 if (p.get("spec") or {}).get("nodeName") == node}
+        index = next(str(i) for i in range(len(taken) + 1) if str(i) not in taken)
+        name = reservation["metadata"]["name"]
+        patch = {"metadata": {"annotations": {ANNOTATION_GPU_INDEX: index}}}
+        self.store.patch("pods", name, self.config.namespace, patch)
+        return index
+
+    def _groups_in_use(self) -> set[str]:
+        """Groups that live pods are labelled with, or that an in-flight BindRequest selects."""
+        pods, _ = self.store.list("pods", None, constants.LABEL_GPU_GROUP)   # every bound fractional pod
+        groups = set(_pod_groups(p for p in pods if p["metadata"].get("namespace") != self.config.namespace))
+        requests, _ = self.store.list("bindrequests")
+        for raw in requests:
+            status = raw.get("status") or {}
+            if status.get("phase") == "Succeeded" or raw.get("metadata", {}).get("deletionTimestamp"):
+                continue
+            groups.update(str(g) for g in (raw.get("spec") or {}).get("selectedGPUGroups") or [])
+        return groups
+
+
+def _pod_groups(pods: Iterable[JSON]) -> Iterable[str]:
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in _TERMINAL:
+            continue
+        for key, value in (pod["metadata"].get("labels") or {}).items():
+            if key == constants.LABEL_GPU_GROUP or key.startswith(constants.LABEL_GPU_GROUP + "/"):
+                yield str(value)

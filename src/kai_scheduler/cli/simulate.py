@@ -1,0 +1,160 @@
+"""`kai simulate`: replay a scenario, its generators, or the Alibaba trace over virtual time; report.
+
+Argument handling only: loading is `sim.sources` / `sim.trace`, the replay `sim.replay`, the files
+`sim.report`. The summary goes to standard output (a table, or one JSON object with `--output json`); the
+progress bar and the report's path go to standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from kai_scheduler.api.duration import DurationError, parse_duration
+from kai_scheduler.cli.schedule import _read_config
+from kai_scheduler.scenario import Scenario
+from kai_scheduler.scheduler.scheduler import load_config
+from kai_scheduler.sim import progress, replay, report, sources, trace
+
+DEFAULT_OUT = "sim-report"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "simulate", help="replay a workload over virtual time and report allocation, fairness and waits",
+        description="Run the real scheduler and binder on the embedded cluster with a virtual clock: jobs "
+                    "arrive at submitAt, run their duration once all their pods run, evicted pods come back "
+                    "Pending. Writes an HTML report with the series as CSV/JSON.",
+    )
+    p.add_argument("file", nargs="?", help="scenario file (SCENARIOS format, may hold `generators:`)")
+    p.add_argument("--trace", metavar="PODS_CSV", help="Alibaba openb pod list (instead of FILE)")
+    p.add_argument("--nodes", metavar="NODES_CSV", help="Alibaba openb node list (with --trace)")
+    p.add_argument("--time-scale", type=float, default=1.0, help="multiply trace arrivals and run times")
+    p.add_argument("--sample", type=float, default=None,
+                   help="replay this many trace tasks (below 1: this fraction), drawn with --seed")
+    p.add_argument("--schedule-period", type=_seconds, default=None,
+                   help="virtual time between cycles (default: the configuration's, 1s)")
+    p.add_argument("--until", type=_seconds, default=None, help="stop at this virtual time (e.g. 2h)")
+    p.add_argument("--seed", type=int, default=0, help="seed of generators and trace sampling (default 0)")
+    p.add_argument("--config", help="scheduler configuration file (KAI ConfigMap shape); overrides the file's")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                   help="replay twice, with configuration files A and B, into one report")
+    p.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    p.add_argument("--out", default=None, help=f"directory for the report and series (default {DEFAULT_OUT}/<name>)")
+    p.add_argument("--no-report", action="store_true", help="write no files; print the summary only")
+    p.add_argument("--occupancy-at", type=_instants, default=None,
+                   help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the run)")
+    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    configs = _configs(args, loaded)
+    options = replay.Options(schedule_period=args.schedule_period, until=args.until,
+                             occupancy_at=args.occupancy_at)
+    runs = []
+    for label, raw in configs:
+        simulation = replay.Replay(loaded, load_config(raw), options, label=label)
+        horizon = args.until or max((j.submit_at + (j.duration or 0.0) for j in loaded.jobs), default=0.0)
+        with progress.Bar(label or loaded.name, horizon, enabled=not args.no_progress) as bar:
+            runs.append(simulation.run(bar))
+    if args.output == "json":
+        out: Any = runs[0].summary.to_json() if len(runs) == 1 else {
+            report.label_of(r, i): r.summary.to_json() for i, r in enumerate(runs)}
+        print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
+    else:
+        _print_table(runs)
+    if not args.no_report:
+        stem = Path(args.trace or args.file).stem
+        path = report.write(runs, Path(args.out or Path(DEFAULT_OUT) / stem))
+        print(f"report: {path}", file=sys.stderr)
+    return 0
+
+
+def _load(args: argparse.Namespace) -> Scenario:
+    if args.trace:
+        if args.file:
+            raise ValueError("give a scenario FILE or --trace, not both")
+        if not args.nodes:
+            raise ValueError("--trace needs --nodes (the node list CSV)")
+        return trace.load(args.trace, args.nodes, time_scale=args.time_scale, sample=args.sample, seed=args.seed)
+    if not args.file:
+        raise ValueError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
+    if args.nodes or args.sample is not None or args.time_scale != 1.0:
+        raise ValueError("--nodes, --sample and --time-scale go with --trace")
+    return sources.load(args.file, seed=args.seed)
+
+
+def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, dict[str, Any]]]:
+    """(label, raw configuration) per run: the file's, --config's, or the two of --compare."""
+    if args.compare:
+        if args.config:
+            raise ValueError("--compare replaces --config: give one or the other")
+        return [(Path(path).stem, _read_config(path)) for path in args.compare]
+    if args.config:
+        return [("", _read_config(args.config))]
+    return [("", loaded.config)]
+
+
+def _print_table(runs: list[replay.Run]) -> None:
+    console = Console()
+    labels = [report.label_of(r, i) for i, r in enumerate(runs)]
+    table = Table(title=f"kai simulate: {runs[0].name}", title_justify="left")
+    table.add_column("")
+    for label in labels:
+        table.add_column(label, justify="right")
+    columns = [report.summary_rows(r) for r in runs]
+    for i, (name, _) in enumerate(columns[0]):
+        table.add_row(name, *(col[i][1] for col in columns))
+    console.print(table)
+    queues = Table(title="Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90", title_justify="left")
+    queues.add_column("queue")
+    for label in labels:
+        queues.add_column(label, justify="right")
+    for name in sorted({q for r in runs for q in r.summary.queues}):
+        cells = []
+        for r in runs:
+            q = r.summary.queues.get(name)
+            if q is None:
+                cells.append("-")
+                continue
+            wait = q["wait_seconds"]
+            cells.append(f"{q['allocated_gpus']:.4g} / {q['fair_share_gpus']:.4g}; "
+                         f"{_s(wait['p50'])} / {_s(wait['p90'])}")
+        queues.add_row(name, *cells)
+    console.print(queues)
+    for label, r in zip(labels, runs, strict=True):
+        never = r.summary.never_scheduled
+        if never:
+            shown = ", ".join(never[:5]) + (f" and {len(never) - 5} more" if len(never) > 5 else "")
+            console.print(f"[red]{label}: {len(never)} job(s) never scheduled[/red]: {shown}", highlight=False)
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}s"
+
+
+def _seconds(text: str) -> float:
+    """A Go duration ("90s", "2h", "3d") or a number of seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        seconds = parse_duration(text, allow_days=True)
+    except DurationError:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90s or 2h, got {text!r}") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return seconds
+
+
+def _instants(text: str) -> tuple[float, ...]:
+    return tuple(_seconds(part.strip()) for part in text.split(",") if part.strip())

@@ -1,0 +1,49 @@
+"""gpupack: on a node, put a shared-GPU task on the fullest GPU it fits (§4, §6; KAI `plugins/gpupack/`).
+
+GPU_ORDER score per candidate GPU: the used portion of that GPU (its sharers' memory over the node's GPU
+memory, at most 1); a whole free GPU scores 0, so it is taken last and stays free for whole-GPU work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+
+
+class GpuPack:
+    name = "gpupack"
+    _snapshot: Snapshot
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        if arguments:
+            raise ConfigError(f"plugin gpupack: takes no arguments, got {sorted(arguments)[0]!r}")
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._snapshot = ssn.snapshot
+        ssn.add(points.GPU_ORDER, self.gpu_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
+        """GPU_ORDER: used portion of each candidate GPU; a group id the node does not have is a free GPU (0)."""
+        return used_portions(self._snapshot, row, groups)
+
+
+def used_portions(snapshot: Snapshot, row: int, groups: list[str]) -> list[float]:
+    """Per group id: its sharers' memory over the node's GPU memory (at most 1); 0 for a fresh device."""
+    node = snapshot.nodes[row]
+    total = node.gpu_memory_mib
+    out = []
+    for group_id in groups:
+        group = node.gpu_groups.get(group_id)
+        out.append(0.0 if group is None or total <= 0 else min(1.0, group.used_memory() / total))
+    return out

@@ -1,0 +1,45 @@
+"""gpuspread: on a node, put a shared-GPU task on the emptiest GPU (§4, §6; KAI `plugins/gpuspread/`).
+
+GPU_ORDER score per candidate GPU: 1 − its used portion (sharers' memory over the node's GPU memory); a whole
+free GPU scores 1, so fractional tasks take fresh devices before sharing one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+
+
+class GpuSpread:
+    name = "gpuspread"
+    _snapshot: Snapshot
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        if arguments:
+            raise ConfigError(f"plugin gpuspread: takes no arguments, got {sorted(arguments)[0]!r}")
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._snapshot = ssn.snapshot
+        ssn.add(points.GPU_ORDER, self.gpu_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
+        """GPU_ORDER: 1 − used portion of each candidate GPU; a group id the node does not have scores 1."""
+        node = self._snapshot.nodes[row]
+        total = node.gpu_memory_mib
+        out = []
+        for group_id in groups:
+            group = node.gpu_groups.get(group_id)
+            used = 0.0 if group is None or total <= 0 else min(1.0, group.used_memory() / total)
+            out.append(1.0 - used)
+        return out

@@ -1,0 +1,197 @@
+"""Write a replay's results: one self-contained HTML report, and the raw series for notebooks.
+
+`write(runs, out)` creates in directory `out`:
+- `report.html`: the summary figures and tables, and the plots as embedded PNG images (no external file,
+  script or font: it opens from a mail attachment). With two runs (`--compare`) the tables put them side by
+  side and the time plots overlay them.
+- `summary.json`: every figure of every run (`Summary.details`), keyed by run label.
+- `series.json` and `series.csv` (with several runs: `series-<label>.*`): the step-function time series.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kai_scheduler.sim import plots
+from kai_scheduler.sim.replay import Run
+
+PLOTS = ("allocation", "queue-shares", "wait-times", "occupancy", "fairness")
+MAX_LISTED = 25
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.6em 0} td,th{padding:.25em .8em;border-bottom:1px solid #eee;text-align:right}
+th:first-child,td:first-child{text-align:left} .note{color:#666;font-size:.9em} img{max-width:100%}
+.bad{color:#b00020} .pair{display:flex;gap:1em;flex-wrap:wrap} .pair>div{flex:1 1 480px}
+"""
+
+
+def label_of(run: Run, index: int) -> str:
+    return run.label or (run.name if index == 0 else f"run {index + 1}")
+
+
+def write(runs: Sequence[Run], out: Path) -> Path:
+    """Write the report and data files into `out` (created if needed); return the report's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    labels = [label_of(r, i) for i, r in enumerate(runs)]
+    summary = {label: run.summary.details() for label, run in zip(labels, runs, strict=True)}
+    (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))   # NaN → null
+    for label, run in zip(labels, runs, strict=True):
+        stem = "series" if len(runs) == 1 else f"series-{_slug(label)}"
+        (out / f"{stem}.json").write_bytes(orjson.dumps(run.series.to_json()))
+        header, rows = run.series.rows()
+        with open(out / f"{stem}.csv", "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            writer.writerows([_cell(v) for v in row] for row in rows)
+    path = out / "report.html"
+    path.write_text(render(runs, labels), encoding="utf-8")
+    return path
+
+
+def _cell(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.9g}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "run"
+
+
+def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
+    """The report as one HTML document."""
+    title = runs[0].name if runs else "simulation"
+    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>kai simulate: {_e(title)}</h1>",
+             f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual seconds from the "
+             "start of the replay; GPUs are devices (a shared pod counts its portion).</p>",
+             "<h2>Summary</h2>", _summary_table(runs, labels),
+             "<h2>Queues</h2>", _queue_table(runs, labels)]
+    parts += _evictions(runs, labels)
+    parts += _never_scheduled(runs, labels)
+    parts += [_figure("allocation", "Cluster allocation over time", plots.allocation(runs),
+                      "GPU allocation ratio; below: pending jobs and idle GPUs no pending task can use")]
+    parts.append("<h2 id=queue-shares>Per-queue share vs fair share</h2><div class=pair>")
+    for label, run in zip(labels, runs, strict=True):
+        parts.append(f"<div><p>{_e(label)}</p>{_img(plots.queue_shares(run), f'queue shares: {label}')}</div>")
+    parts.append("</div>")
+    parts.append(_figure("wait-times", "Wait-time distributions", plots.waits(runs),
+                         "share of jobs whose pods all ran within a given wait"))
+    parts.append("<h2 id=occupancy>Node × GPU occupancy</h2>")
+    for label, run in zip(labels, runs, strict=True):
+        parts.append(f"<p>{_e(label)}: at a quarter, half and three quarters of the expected horizon, and at "
+                     f"peak allocation</p>{_img(plots.occupancy(run.maps), f'occupancy: {label}')}")
+    parts.append(_figure("fairness", "Fairness over time", plots.fairness(runs),
+                         "Jain's index of allocated / fair share over the leaf queues that have a fair share"))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _figure(anchor: str, title: str, png: bytes, caption: str) -> str:
+    return f"<h2 id={anchor}>{_e(title)}</h2>{_img(png, title)}<p class=note>{_e(caption)}</p>"
+
+
+def _img(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode()
+    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.4g}{unit}" if abs(value) < 1e5 else f"{value:,.0f}{unit}"
+    return f"{value}{unit}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
+    return "".join(out) + "</table>"
+
+
+def summary_rows(run: Run) -> list[tuple[str, str]]:
+    """The headline figures of a run as (name, value) text pairs (also the terminal table's rows)."""
+    d = run.summary.details()
+    jobs, wait, done, gang = d["jobs"], d["wait_seconds"], d["completion_seconds"], d["gang_wait_seconds"]
+    cycle = d["cycle_seconds"]
+    return [
+        ("makespan", _fmt(d["makespan_seconds"], " s")),
+        ("GPU allocation (time-weighted)", _fmt(100 * d["gpu_allocation_ratio"], " %")),
+        ("idle GPUs no pending task fits (mean)", _fmt(d["idle_unusable_gpus_mean"])),
+        ("fairness, Jain (mean)", _fmt(d["fairness_mean"])),
+        ("jobs submitted / completed", f"{jobs['submitted']} / {jobs['completed']}"),
+        ("jobs never scheduled", str(jobs["never_scheduled"])),
+        ("wait p50 / p90 / p99", " / ".join(_fmt(wait[k], " s") for k in ("p50", "p90", "p99"))),
+        ("completion p50 / p90 / p99", " / ".join(_fmt(done[k], " s") for k in ("p50", "p90", "p99"))),
+        ("gang wait p50 / p90 / p99", " / ".join(_fmt(gang[k], " s") for k in ("p50", "p90", "p99"))),
+        ("evictions", ", ".join(f"{k} {v}" for k, v in d["evictions"].items()) or "0"),
+        ("interrupted runs", str(d["interruptions"])),
+        ("scheduler cycles", str(d["cycles"])),
+        ("cycle time mean / p99 / max", " / ".join(_fmt(1000 * cycle[k], " ms") for k in ("mean", "p99", "max"))),
+        ("replay wall time", _fmt(d["wall_seconds"], " s")),
+    ]
+
+
+def _summary_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
+    columns = [summary_rows(r) for r in runs]
+    rows = [[_e(name), *(_e(col[i][1]) for col in columns)] for i, (name, _) in enumerate(columns[0])]
+    return _table(["", *labels], rows)
+
+
+def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
+    head = ["queue"]
+    for label in labels:
+        head += [f"{label}: allocated", "fair share", "deserved", "wait p50 / p90 / p99"]
+    names = sorted({q for r in runs for q in r.summary.queues})
+    rows = []
+    for name in names:
+        row = [_e(name)]
+        for run in runs:
+            q = run.summary.queues.get(name, {})
+            wait = q.get("wait_seconds", {})
+            deserved = q.get("deserved_gpus")
+            row += [_fmt(q.get("allocated_gpus")), _fmt(q.get("fair_share_gpus")),
+                    "unlimited" if deserved is not None and deserved < 0 else _fmt(deserved),
+                    " / ".join(_fmt(wait.get(k), " s") for k in ("p50", "p90", "p99"))]
+        rows.append(row)
+    note = "<p class=note>GPUs, time-weighted means over the replay.</p>"
+    return _table(head, rows) + note
+
+
+def _evictions(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
+    actions = sorted({a for r in runs for a in r.summary.evictions})
+    if not actions:
+        return []
+    rows = [[_e(a), *(str(r.summary.evictions.get(a, 0)) for r in runs)] for a in actions]
+    return ["<h2>Evictions by action</h2>", _table(["action", *labels], rows)]
+
+
+def _never_scheduled(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for label, run in zip(labels, runs, strict=True):
+        never = run.summary.never_scheduled
+        if not never:
+            continue
+        out.append(f"<h2 class=bad>{_e(label)}: {len(never)} job(s) never scheduled</h2><ul>")
+        for key in never[:MAX_LISTED]:
+            reason = run.summary.reasons.get(key, "")
+            out.append(f"<li>{_e(key)}{': ' + _e(reason) if reason else ''}</li>")
+        if len(never) > MAX_LISTED:
+            out.append(f"<li>… and {len(never) - MAX_LISTED} more (summary.json lists them all)</li>")
+        out.append("</ul>")
+    return out

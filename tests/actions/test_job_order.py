@@ -1,0 +1,174 @@
+"""Jobs popped through the queue tree (§3.4): at each level the queue whose best job wins the queue order;
+re-sorting after a pop; re-queueing; the per-queue depth cap; the same order whatever the input order.
+
+The tree: org-a → a1, a2 and org-b → b1. Most tests register a small "fewest pops first" queue order so each
+row says exactly which queue goes next; the last ones use KAI's default plugins.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.queue_info import QueueInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.session import Session
+from tests import builders as b
+
+JOBS = {"a1": ["a1-x", "a1-y"], "a2": ["a2-x"], "b1": ["b1-x", "b1-y"]}
+
+
+def _session(*, queues: tuple[tuple[str, str, int], ...] | None = None) -> Session:
+    tree = queues or (("org-a", "", 100), ("a1", "org-a", 100), ("a2", "org-a", 100), ("org-b", "", 100),
+                      ("b1", "org-b", 100))
+    objects = [b.node("n")] + [b.queue(name, parent=parent, priority=prio) for name, parent, prio in tree]
+    for i, (queue, jobs) in enumerate(sorted(JOBS.items())):
+        for j, job in enumerate(jobs):
+            objects += [b.podgroup(job, queue=queue, created=10 * i + j), b.pod(f"{job}-0", group=job, gpus=1)]
+    ssn = Session(b.snapshot(objects), SchedulerConfig(), [])
+    ssn.open()
+    return ssn
+
+
+class FewestPops:
+    """A queue order: the queue (and, above it, the parent) popped fewer times goes first."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.pops: dict[str, int] = {}
+        ssn.add(points.QUEUE_ORDER, self.compare)
+
+    def compare(self, left: QueueInfo, right: QueueInfo, _lj: JobInfo | None, _rj: JobInfo | None) -> int:
+        return self.pops.get(left.name, 0) - self.pops.get(right.name, 0)
+
+    def popped(self, job: JobInfo) -> None:
+        name = job.queue
+        while name:
+            self.pops[name] = self.pops.get(name, 0) + 1
+            name = self.ssn.snapshot.queues[name].parent
+
+
+def _drain(tree: JobOrderByQueues, order: FewestPops | None = None) -> list[str]:
+    out = []
+    while (job := tree.pop()) is not None:
+        out.append(job.name)
+        if order is not None:
+            order.popped(job)
+    return out
+
+
+def _jobs(ssn: Session) -> list[JobInfo]:
+    return list(ssn.snapshot.jobs.values())
+
+
+def test_pop_order_follows_the_queue_order_at_every_level() -> None:
+    """Each pop re-sorts the popped path: org-a and org-b alternate, and inside org-a, a1 and a2."""
+    ssn = _session()
+    order = FewestPops(ssn)
+    assert _drain(JobOrderByQueues(ssn, _jobs(ssn)), order) == ["a1-x", "b1-x", "a2-x", "b1-y", "a1-y"]
+
+
+def test_without_a_queue_order_queues_tie_break_by_creation_then_name() -> None:
+    """All queues are equal: org-a before org-b, a1 before a2, and jobs by creation time."""
+    ssn = _session()
+    assert _drain(JobOrderByQueues(ssn, _jobs(ssn))) == ["a1-x", "a1-y", "a2-x", "b1-x", "b1-y"]
+
+
+def test_job_order_inside_a_leaf_follows_the_job_order_hooks() -> None:
+    ssn = _session()
+    ssn.add(points.JOB_ORDER, lambda left, right: -1 if left.name.endswith("y") and right.name.endswith("x") else (
+        1 if left.name.endswith("x") and right.name.endswith("y") else 0))
+    assert _drain(JobOrderByQueues(ssn, _jobs(ssn)))[:2] == ["a1-y", "a1-x"]
+
+
+def test_a_pushed_job_is_popped_again_in_order() -> None:
+    ssn = _session()
+    order = FewestPops(ssn)
+    tree = JobOrderByQueues(ssn, _jobs(ssn))
+    first = tree.pop()
+    assert first is not None and first.name == "a1-x"
+    order.popped(first)
+    tree.push(first)          # an elastic job with pending pods goes back to compete again
+    assert _drain(tree, order) == ["b1-x", "a2-x", "b1-y", "a1-x", "a1-y"]
+
+
+def test_a_job_pushed_into_an_emptied_queue_comes_back() -> None:
+    ssn = _session()
+    tree = JobOrderByQueues(ssn, [j for j in _jobs(ssn) if j.queue == "a2"])
+    job = tree.pop()
+    assert job is not None and tree.pop() is None and tree.empty()
+    tree.push(job)
+    assert not tree.empty()
+    assert _drain(tree) == ["a2-x"]
+
+
+@pytest.mark.parametrize("depth, want", [
+    pytest.param(1, ["a1-x", "a2-x", "b1-x"], id="depth 1 keeps each leaf's best job"),
+    pytest.param(2, ["a1-x", "a1-y", "a2-x", "b1-x", "b1-y"], id="depth 2 keeps all here"),
+    pytest.param(None, ["a1-x", "a1-y", "a2-x", "b1-x", "b1-y"], id="no depth keeps all"),
+])
+def test_depth_caps_each_leaf(depth: int | None, want: list[str]) -> None:
+    ssn = _session()
+    assert _drain(JobOrderByQueues(ssn, _jobs(ssn), depth=depth)) == want
+
+
+def test_jobs_of_unknown_or_parent_queues_are_not_inserted() -> None:
+    ssn = _session()
+    jobs = _jobs(ssn)
+    jobs[0].queue = "org-a"
+    jobs[1].queue = "nowhere"
+    assert sorted(_drain(JobOrderByQueues(ssn, jobs))) == sorted(j.name for j in jobs[2:])
+
+
+def test_victim_order_reverses_every_comparison() -> None:
+    ssn = _session()
+    assert _drain(JobOrderByQueues(ssn, _jobs(ssn), reverse=True)) == ["b1-y", "b1-x", "a2-x", "a1-y", "a1-x"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_order_does_not_depend_on_input_order(seed: int) -> None:
+    ssn = _session()
+    order = FewestPops(ssn)
+    jobs = _jobs(ssn)
+    random.Random(seed).shuffle(jobs)
+    assert _drain(JobOrderByQueues(ssn, jobs), order) == ["a1-x", "b1-x", "a2-x", "b1-y", "a1-y"]
+
+
+def test_every_permutation_of_queue_creation_gives_one_order() -> None:
+    orders = set()
+    for permutation in itertools.permutations(JOBS):
+        ssn = _session()
+        jobs = [j for queue in permutation for j in _jobs(ssn) if j.queue == queue]
+        orders.add(tuple(_drain(JobOrderByQueues(ssn, jobs))))
+    assert len(orders) == 1
+
+
+# --- with KAI's default plugins (proportion's queue order, priority and elastic job order) ----------------
+
+
+def test_the_parent_queue_priority_decides_at_the_top_level() -> None:
+    """org-hi (priority 150) goes first although its child's priority is lower than org-lo's child's."""
+    ssn = b.session(b.snapshot([
+        b.node("n"), b.queue("org-hi", priority=150), b.queue("x", parent="org-hi", priority=100),
+        b.queue("org-lo", priority=100), b.queue("y", parent="org-lo", priority=500),
+        b.podgroup("jx", queue="x", created=5), b.pod("jx-0", group="jx", gpus=1),
+        b.podgroup("jy", queue="y", created=1), b.pod("jy-0", group="jy", gpus=1),
+    ]))
+    assert _drain(JobOrderByQueues(ssn, _jobs(ssn))) == ["jx", "jy"]
+
+
+def test_higher_job_priority_first_within_a_queue() -> None:
+    pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+           for n, v in (("train", 50), ("build", 100))]
+    ssn = b.session(b.snapshot([
+        b.node("n"), b.queue("q"), *pcs,
+        b.podgroup("old", created=1, priority_class="train"), b.pod("old-0", group="old", gpus=1),
+        b.podgroup("new", created=9, priority_class="build"), b.pod("new-0", group="new", gpus=1),
+        b.podgroup("mid", created=5, priority_class="train"), b.pod("mid-0", group="mid", gpus=1),
+    ]))
+    assert _drain(JobOrderByQueues(ssn, _jobs(ssn))) == ["new", "old", "mid"]

@@ -1,0 +1,129 @@
+"""The binder (§8.1): BindRequest → `pods/binding`, the outcome in the BindRequest status, retries with backoff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.binder.binder import Binder
+from kai_scheduler.store.memory import MemoryStore
+from tests import builders as b
+
+JSON = dict[str, Any]
+
+
+def _cluster(*objects: JSON) -> tuple[MemoryStore, ManualClock, Binder]:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(list(objects))
+    return store, clock, Binder(store, clock)
+
+
+def _status(store: MemoryStore, name: str = "p") -> JSON:
+    status: JSON = store.get("bindrequests", name, b.NAMESPACE).get("status", {})
+    return status
+
+
+def _node_name(store: MemoryStore, name: str = "p") -> str:
+    return str(store.get("pods", name, b.NAMESPACE)["spec"].get("nodeName", ""))
+
+
+def _version(store: MemoryStore, name: str = "p") -> str:
+    return str(store.get("bindrequests", name, b.NAMESPACE)["metadata"]["resourceVersion"])
+
+
+def test_a_successful_bind_sets_the_node_and_succeeds_the_request() -> None:
+    store, _, binder = _cluster(b.node("n1"), b.pod("p", gpus=1), b.bind_request("p", "n1"))
+    outcome = binder.reconcile()
+    assert outcome.bound == ["ns/p"] and outcome.failed == []
+    assert _node_name(store) == "n1"
+    assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 0}
+    conditions = store.get("pods", "p", b.NAMESPACE)["status"]["conditions"]
+    assert [(c["type"], c["status"]) for c in conditions] == [("PodScheduled", "True")]
+
+
+def test_a_succeeded_request_is_not_processed_again() -> None:
+    store, _, binder = _cluster(b.node("n1"), b.pod("p"), b.bind_request("p", "n1"))
+    binder.reconcile()
+    version = _version(store)
+    assert binder.reconcile().bound == []
+    assert _version(store) == version
+
+
+def test_a_missing_node_fails_the_request_with_the_reason() -> None:
+    store, _, binder = _cluster(b.pod("p"), b.bind_request("p", "ghost"))
+    outcome = binder.reconcile()
+    assert outcome.bound == [] and [key for key, _ in outcome.failed] == ["ns/p"]
+    status = _status(store)
+    assert status["phase"] == "Failed" and status["failedAttempts"] == 1
+    assert "ghost" in status["reason"] and "\n" not in status["reason"]
+    assert _node_name(store) == ""
+
+
+def test_without_a_backoff_limit_a_failure_is_final() -> None:
+    """The scheduler sets no backoffLimit: one failure, then the scheduler deletes the request and re-places."""
+    store, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "ghost"))
+    binder.reconcile()
+    version = _version(store)
+    store.create(b.node("ghost"))
+    for _ in range(3):
+        clock.advance(60)
+        assert binder.reconcile().bound == []
+    assert _version(store) == version and _status(store)["failedAttempts"] == 1
+
+
+def test_a_failed_request_is_retried_after_a_doubling_backoff() -> None:
+    store, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "ghost", backoff_limit=3))
+    timeline = []
+    for step in range(8):                       # half-second steps: 0, 0.5, … 3.5 s
+        outcome = binder.reconcile()
+        if outcome.failed:
+            timeline.append((step / 2, _status(store)["failedAttempts"]))
+        clock.advance(0.5)
+    assert timeline == [
+        (0.0, 1),    # first attempt fails
+        (1.0, 2),    # retried after 2^0 = 1 s
+        (3.0, 3),    # retried after 2^1 = 2 s; 3 attempts reach the backoff limit of 3
+    ]
+    clock.advance(60)
+    assert binder.reconcile().failed == [], "no attempt past the backoff limit"
+
+
+def test_a_retry_binds_once_the_node_exists() -> None:
+    store, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "n1", backoff_limit=3))
+    assert binder.reconcile().failed
+    store.create(b.node("n1"))
+    assert binder.reconcile().bound == [], "still within the backoff"
+    clock.advance(1)
+    assert binder.reconcile().bound == ["ns/p"]
+    assert _node_name(store) == "n1"
+    assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 1}
+
+
+def test_a_pod_already_bound_is_left_alone() -> None:
+    store, _, binder = _cluster(b.node("n1"), b.node("n2"), b.pod("p", node="n2", phase="Pending"),
+                                b.bind_request("p", "n1"))
+    version = _version(store)
+    assert binder.reconcile().bound == []
+    assert _node_name(store) == "n2" and _version(store) == version
+
+
+def test_a_request_for_a_deleted_pod_is_left_alone() -> None:
+    store, _, binder = _cluster(b.node("n1"), b.bind_request("p", "n1"))
+    outcome = binder.reconcile()
+    assert outcome.bound == [] and outcome.failed == []
+    assert _status(store) == {}
+
+
+def test_a_malformed_request_is_skipped_and_the_others_bound() -> None:
+    bad = b.bind_request("a", "n1")
+    bad["spec"]["receivedResourceType"] = "Whole"
+    store, _, binder = _cluster(b.node("n1"), b.pod("a"), b.pod("z"), bad, b.bind_request("z", "n1"))
+    assert binder.reconcile().bound == ["ns/z"]
+    assert _node_name(store, "a") == ""
+
+
+def test_requests_are_processed_in_name_order() -> None:
+    names = ["c", "a", "b"]
+    store, _, binder = _cluster(b.node("n1"), *(b.pod(n) for n in names), *(b.bind_request(n, "n1") for n in names))
+    assert binder.reconcile().bound == ["ns/a", "ns/b", "ns/c"]

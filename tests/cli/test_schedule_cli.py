@@ -1,0 +1,265 @@
+"""`kai schedule FILE` in-process: exit codes, one-line user errors, `--check`, `--output`, `--cycles`.
+
+A user error is one line on stderr naming the file, the object and the field, exit code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kai_scheduler import cli
+
+SCENARIO = """\
+name: two pods on one node
+nodes:
+- {name: n, gpus: 8, cpu: "64", memory: 512Gi}
+queues:
+- name: a
+  resources:
+    gpu: {quota: 8, overQuotaWeight: 1, limit: -1}
+    cpu: {quota: -1, overQuotaWeight: 1, limit: -1}
+    memory: {quota: -1, overQuotaWeight: 1, limit: -1}
+jobs:
+- name: j
+  queue: a
+  replicas: 2
+  template: {gpus: 1, cpu: "1", memory: 1Gi}
+"""
+
+EXPECT_BINDING = "expect:\n  jobs:\n    j: {status: Binding, node: n}\n"
+EXPECT_WRONG = "expect:\n  jobs:\n    j: {status: Pending}\n  maxBinds: 1\n"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _write(tmp_path: Path, text: str, name: str = "scenario.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+# --- user errors -----------------------------------------------------------------------------------------------
+
+# (file text or None for a missing file, words the one line must contain); ids state the rule
+SCENARIO_ERRORS = [
+    pytest.param(None, ["no such file"], id="a missing file"),
+    pytest.param("nodes: [\n  {name: n\n", ["invalid YAML"], id="bad YAML"),
+    pytest.param(SCENARIO.replace("gpus: 8,", "gpus: eight,"), ["node n", "gpus", "'eight'"],
+                 id="a field of the wrong type"),
+    pytest.param(SCENARIO.replace('cpu: "1"', 'cpu: "-1"'), ["job j", "cpu", "negative quantity"],
+                 id="a negative quantity"),
+    pytest.param(SCENARIO.replace("- name: a\n", "- name: a\n  parent: org\n"), ["queue a", "parent", "'org'"],
+                 id="a queue whose parent does not exist"),
+    pytest.param(SCENARIO.replace("- name: a\n", "- {name: b, parent: a}\n- name: a\n  parent: b\n"),
+                 ["queue", "parent", "cycle"], id="a queue cycle"),
+    pytest.param(SCENARIO.replace("  queue: a\n", "  queue: nowhere\n"), ["job j", "queue", "'nowhere'"],
+                 id="a job naming a missing queue"),
+    pytest.param(SCENARIO.replace("  replicas: 2\n  template: {gpus: 1, cpu: \"1\", memory: 1Gi}\n",
+                                  "  tasks:\n  - {name: t, status: Running, node: ghost, gpus: 1}\n"),
+                 ["job j", "node", "'ghost'"], id="a pod naming a missing node"),
+    pytest.param(SCENARIO.replace("  queue: a\n", "  queue: a\n  minMember: -1\n"), ["job j", "minMember"],
+                 id="a negative minMember"),
+]
+
+
+def _assert_one_line_error(code: int, out: str, err: str, path: str, words: list[str]) -> None:
+    assert code == 2
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = err.splitlines()
+    assert len(lines) == 1, f"expected one line, got {lines}"
+    assert lines[0].startswith("kai: ")
+    assert path in lines[0], "the line names the file"
+    for word in words:
+        assert word in lines[0]
+
+
+@pytest.mark.parametrize("text, words", SCENARIO_ERRORS)
+def test_a_bad_scenario_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                               text: str | None, words: list[str]) -> None:
+    path = str(tmp_path / "missing.yaml") if text is None else _write(tmp_path, text)
+    code, out, err = _run(capsys, "schedule", path)
+    _assert_one_line_error(code, out, err, path, words)
+
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status: {allocatable: {cpu: "8", memory: 8Gi, pods: "110", nvidia.com/gpu: "8"}}
+"""
+QUEUE = """\
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: %s}
+spec:
+  parentQueue: "%s"
+  resources:
+    gpu: {quota: 0, overQuotaWeight: 1, limit: -1}
+    cpu: {quota: 0, overQuotaWeight: 1, limit: -1}
+    memory: {quota: 0, overQuotaWeight: 1, limit: -1}
+"""
+PODGROUP = """\
+---
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: pg, namespace: ns}
+spec: {queue: %s, minMember: 1}
+"""
+POD = """\
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns, annotations: {pod-group-name: pg}}
+spec:
+  schedulerName: kai-scheduler
+  nodeName: "%s"
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+status: {phase: %s}
+"""
+GOOD_MANIFEST = NODE + QUEUE % ("a", "") + PODGROUP % "a" + POD % ("", "Pending")
+
+MANIFEST_ERRORS = [
+    pytest.param(GOOD_MANIFEST.replace('"8"}}', '"-8"}}'), ["Node n", "nvidia.com/gpu", "negative quantity"],
+                 id="a negative quantity"),
+    pytest.param(GOOD_MANIFEST.replace("minMember: 1", "minMember: one"), ["PodGroup ns/pg", "minMember"],
+                 id="a field of the wrong type"),
+    pytest.param(GOOD_MANIFEST.replace("phase: Pending", "phase: Waiting"), ["Pod ns/p", "status.phase"],
+                 id="an unknown status"),
+    pytest.param(NODE + QUEUE % ("a", "org") + PODGROUP % "a" + POD % ("", "Pending"),
+                 ["Queue a", "parentQueue", "'org'"], id="a queue whose parent does not exist"),
+    pytest.param(NODE + QUEUE % ("a", "b") + QUEUE % ("b", "a") + PODGROUP % "a" + POD % ("", "Pending"),
+                 ["Queue", "parentQueue", "cycle"], id="a queue cycle"),
+    pytest.param(NODE + QUEUE % ("a", "") + PODGROUP % "nowhere" + POD % ("", "Pending"),
+                 ["PodGroup ns/pg", "queue", "'nowhere'"], id="a job naming a missing queue"),
+    pytest.param(NODE + QUEUE % ("a", "") + PODGROUP % "a" + POD % ("ghost", "Running"),
+                 ["Pod ns/p", "nodeName", "'ghost'"], id="a pod naming a missing node"),
+]
+
+
+@pytest.mark.parametrize("text, words", MANIFEST_ERRORS)
+def test_a_bad_manifest_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str,
+                                               words: list[str]) -> None:
+    """The issue: "A scenario or manifest with …" the same problems is a one-line error, exit code 2."""
+    path = _write(tmp_path, text, "manifest.yaml")
+    code, out, err = _run(capsys, "schedule", path)
+    _assert_one_line_error(code, out, err, path, words)
+
+
+def test_a_good_manifest_schedules(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = _run(capsys, "schedule", _write(tmp_path, GOOD_MANIFEST, "manifest.yaml"), "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["tasks"]["p"]["status"] == "Binding"
+
+
+def test_zero_cycles_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "--cycles", "0")
+    assert code == 2 and err.splitlines() == ["kai: --cycles: must be at least 1, got 0"]
+
+
+def test_a_bad_config_file_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = _write(tmp_path, "actions: allocate, shuffle\n", "config.yaml")
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "--config", config)
+    assert code == 2 and len(err.splitlines()) == 1 and "unknown action 'shuffle'" in err
+
+
+# --- --check ---------------------------------------------------------------------------------------------------
+
+
+def test_check_passes_with_exit_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO + EXPECT_BINDING), "--check", "-o", "json")
+    assert code == 0 and err == ""
+
+
+def test_a_failing_check_is_exit_1_with_one_line_per_mismatch(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    path = _write(tmp_path, SCENARIO + EXPECT_WRONG)
+    code, _, err = _run(capsys, "schedule", path, "--check", "-o", "json")
+    assert code == 1
+    assert err.splitlines() == [
+        f"{path}: job j task j-0: expected status Pending, got Binding",
+        f"{path}: job j task j-1: expected status Pending, got Binding",
+        f"{path}: cycle 1: 2 binds, expected at most 1",
+    ]
+
+
+def test_check_without_an_expect_block_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "--check", "-o", "json")
+    assert code == 2 and len(err.splitlines()) == 1 and "expect" in err
+
+
+# --- output --------------------------------------------------------------------------------------------------------
+
+
+def _json(capsys: pytest.CaptureFixture[str], path: str, *argv: str) -> dict[str, Any]:
+    code, out, err = _run(capsys, "schedule", path, "-o", "json", *argv)
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def test_json_output_keys(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = _json(capsys, _write(tmp_path, SCENARIO))
+    assert set(data) >= {"scenario", "tasks", "queues", "unplaced", "evictions", "nodes", "cycles", "binds",
+                         "evictionCount", "pipelines", "problems"}
+    assert data["scenario"] == "two pods on one node"
+    assert data["tasks"] == {
+        "j-0": {"job": "j", "queue": "a", "before": "Pending", "status": "Binding", "node": "n"},
+        "j-1": {"job": "j", "queue": "a", "before": "Pending", "status": "Binding", "node": "n"},
+    }
+    queue = data["queues"]["a"]
+    assert set(queue) >= {"parent", "deserved", "fairShare", "allocated", "requested", "limit"}
+    assert all(set(queue[k]) == {"gpu", "cpu", "memory"} for k in ("deserved", "fairShare", "allocated",
+                                                                     "requested", "limit"))
+    assert queue["deserved"]["gpu"] == 8 and queue["allocated"]["gpu"] == 2
+    assert data["binds"] == 2 and data["evictionCount"] == 0 and data["pipelines"] == 0
+    assert [set(c) >= {"cycle", "binds", "evictions", "pipelines"} for c in data["cycles"]] == [True]
+    assert data["unplaced"] == {} and data["problems"] == [] and data["evictions"] == []
+
+
+def test_yaml_output_says_the_same_as_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _write(tmp_path, SCENARIO)
+    as_json = _json(capsys, path)
+    code, out, _ = _run(capsys, "schedule", path, "-o", "yaml")
+    as_yaml = yaml.safe_load(out)
+    for data in (as_json, as_yaml):
+        for cycle in data["cycles"]:
+            cycle.pop("seconds")
+    assert code == 0 and as_yaml == as_json
+
+
+def test_table_output_names_every_task(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _run(capsys, "schedule", _write(tmp_path, SCENARIO))
+    assert code == 0
+    assert "j-0" in out and "j-1" in out and "Binding" in out
+
+
+def test_unplaced_jobs_say_why_in_plain_words(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = SCENARIO.replace("replicas: 2\n  template: {gpus: 1,", "replicas: 2\n  template: {gpus: 6,")
+    data = _json(capsys, _write(tmp_path, text))
+    assert data["unplaced"]["default/j"][0] == "needs 2 nodes with 6 GPUs free, 1 has them"
+
+
+def test_two_cycles_turn_binding_into_running(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = _json(capsys, _write(tmp_path, SCENARIO), "--cycles", "2")
+    assert {name: (t["before"], t["status"], t["node"]) for name, t in data["tasks"].items()} == {
+        "j-0": ("Pending", "Running", "n"), "j-1": ("Pending", "Running", "n")}
+    assert [c["binds"] for c in data["cycles"]] == [2, 0]
+
+
+def test_the_same_file_gives_the_same_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _write(tmp_path, SCENARIO)
+    first, second = _json(capsys, path), _json(capsys, path)
+    for data in (first, second):
+        for cycle in data["cycles"]:
+            cycle.pop("seconds")
+    assert first == second

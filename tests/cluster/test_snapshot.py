@@ -1,0 +1,210 @@
+"""The snapshot (§3.1): pod statuses, BindRequests holding resources, the queue tree with its problems, jobs and
+their queues, and pods of other schedulers. Nothing here raises on a bad object: it becomes a Problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kai_scheduler.api import constants
+from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.cluster.resources import CPU, GPU, PODS
+from kai_scheduler.cluster.snapshot import Problem
+from tests import builders as b
+
+JSON = dict[str, Any]
+S = PodStatus
+
+
+def _snap(*objects: JSON) -> Any:
+    return b.snapshot([b.queue("q"), b.node("n1"), b.node("n2"), *objects])
+
+
+STATUSES = [
+    pytest.param({"node": "n1"}, (), S.RUNNING, "n1", id="Running on its node"),
+    pytest.param({"node": "n1", "deleted_at": b.NOW}, (), S.RELEASING, "n1",
+                 id="a running pod with a deletion timestamp is Releasing"),
+    pytest.param({"node": "n1", "deleted_at": b.NOW - 600}, (), S.STUCK_IN_RELEASING, "n1",
+                 id="releasing past the 2m threshold is StuckInReleasing"),
+    pytest.param({"node": "n1", "phase": "Pending"}, (), S.BOUND, "n1", id="Pending with a nodeName is Bound"),
+    pytest.param({}, (b.bind_request("p", "n2"),), S.BINDING, "n2",
+                 id="Pending with a live BindRequest is Binding on the BindRequest's node"),
+    pytest.param({}, (b.bind_request("p", "n2", phase="Failed", failed_attempts=1, backoff_limit=3),), S.BINDING,
+                 "n2", id="a failed BindRequest still within its backoff limit is live"),
+    pytest.param({}, (b.bind_request("p", "n2", phase="Failed"),), S.PENDING, "",
+                 id="a failed BindRequest without backoff limit is ignored"),
+    pytest.param({}, (b.bind_request("p", "gone"),), S.PENDING, "",
+                 id="a BindRequest for a missing node is ignored"),
+    pytest.param({"gated": True}, (), S.GATED, "", id="scheduling gates make it Gated"),
+    pytest.param({}, (), S.PENDING, "", id="otherwise Pending"),
+    pytest.param({"node": "n1", "phase": "Succeeded"}, (), S.SUCCEEDED, "n1", id="Succeeded"),
+    pytest.param({"node": "n1", "phase": "Failed"}, (), S.FAILED, "n1", id="Failed"),
+    pytest.param({"node": "n1", "phase": "Unknown"}, (), S.UNKNOWN, "n1", id="Unknown"),
+]
+
+
+@pytest.mark.parametrize("pod, extra, status, node", STATUSES)
+def test_pod_status(pod: JSON, extra: tuple[JSON, ...], status: PodStatus, node: str) -> None:
+    snap = _snap(b.pod("p", gpus=1, **pod), *extra)
+    task = b.task(snap, "p")
+    assert (task.status, task.node) == (status, node)
+    charged = {n.name: int(n.pod_count()) for n in snap.nodes}
+    holds = status & (S.RUNNING | S.RELEASING | S.STUCK_IN_RELEASING | S.BOUND | S.BINDING)
+    assert charged == {"n1": int(bool(holds) and node == "n1"), "n2": int(bool(holds) and node == "n2")}
+
+
+def test_a_binding_pod_holds_its_resources_on_the_bind_request_node() -> None:
+    snap = _snap(b.pod("p", gpus=3, cpu="4"), b.bind_request("p", "n2"))
+    task = b.task(snap, "p")
+    n2 = snap.node_by_name["n2"]
+    assert n2.idle()[GPU] == 5 and n2.idle()[CPU] == 60000
+    assert np.array_equal(n2.idle(), n2.allocatable() - task.request)
+    assert snap.bind_requests["ns/p"].selected_node == "n2"
+
+
+@pytest.mark.parametrize("bind_request", [
+    pytest.param(b.bind_request("p", "n2", phase="Failed"), id="failed without backoff limit"),
+    pytest.param(b.bind_request("p", "n2", phase="Failed", failed_attempts=3, backoff_limit=3),
+                 id="failed at its backoff limit"),
+    pytest.param(b.bind_request("p", "gone"), id="for a node that does not exist"),
+])
+def test_stale_bind_requests_hold_nothing_and_are_listed_for_deletion(bind_request: JSON) -> None:
+    snap = _snap(b.pod("p", gpus=3), bind_request)
+    assert b.task(snap, "p").status == S.PENDING
+    assert [br.meta.name for br in snap.stale_bind_requests] == ["p"]
+    assert snap.bind_requests == {}
+    assert np.array_equal(snap.arrays.idle, snap.arrays.allocatable)
+
+
+QUEUES = [
+    b.queue("org"), b.queue("team", parent="org"),
+    b.queue("lost", parent="ghost"), b.queue("lost-child", parent="lost"),
+    b.queue("c1", parent="c2"), b.queue("c2", parent="c1"), b.queue("under-cycle", parent="c1"),
+]
+
+
+def test_queues_with_a_missing_parent_or_in_a_cycle_are_dropped_and_the_rest_kept() -> None:
+    snap = b.snapshot([b.node("n1"), *QUEUES])
+    assert sorted(snap.queues) == ["org", "team"]
+    assert snap.queues["org"].children == ["team"] and snap.queues["team"].is_leaf
+    reasons = {p.key: p.reason for p in snap.problems if p.kind == "Queue"}
+    assert reasons == {"lost": "ParentQueueDoesNotExist", "lost-child": "ParentQueueDoesNotExist",
+                       "c1": "QueueCycle", "c2": "QueueCycle", "under-cycle": "QueueCycle"}
+
+
+def test_problem_messages_name_the_queues() -> None:
+    snap = b.snapshot([b.node("n1"), *QUEUES])
+    messages = {p.key: p.message for p in snap.problems}
+    assert messages["lost"] == "parent queue 'ghost' of queue 'lost' does not exist"
+    assert messages["c1"] == "queue 'c1' is in a parent cycle: c1 → c2 → c1"
+
+
+def test_the_queue_tree_does_not_depend_on_input_order() -> None:
+    first = b.snapshot([b.node("n1"), *QUEUES])
+    second = b.snapshot([b.node("n1"), *reversed(QUEUES)])
+    assert {n: q.children for n, q in first.queues.items()} == {n: q.children for n, q in second.queues.items()}
+    assert first.problems == second.problems
+
+
+@pytest.mark.parametrize("queue, message", [
+    pytest.param("nowhere", "queue 'nowhere' does not exist", id="a queue that does not exist"),
+    pytest.param("org", "queue 'org' is not a leaf queue", id="a parent queue"),
+    pytest.param("lost", "queue 'lost' does not exist", id="a queue dropped for its missing parent"),
+])
+def test_a_job_without_a_usable_queue_gets_a_queue_does_not_exist_problem(queue: str, message: str) -> None:
+    snap = b.snapshot([b.node("n1"), *QUEUES, b.podgroup("j", queue=queue), b.pod("j-0", group="j"),
+                       b.podgroup("ok", queue="team"), b.pod("ok-0", group="ok")])
+    assert snap.job_problems["pg-j"] == [Problem("PodGroup", "ns/j", constants.REASON_QUEUE_DOES_NOT_EXIST, message)]
+    assert "pg-ok" not in snap.job_problems
+    assert "pg-j" in snap.jobs, "the job is still known (for its status), only not schedulable"
+
+
+def test_other_schedulers_pods_consume_node_resources_and_count_in_other_usage() -> None:
+    snap = _snap(
+        b.pod("theirs", cpu="4", memory="8Gi", gpus=1, node="n1", scheduler="default-scheduler"),
+        b.pod("theirs-pending", cpu="4", scheduler="default-scheduler"),
+        b.pod("mine", cpu="2", gpus=1, node="n1"),
+    )
+    n1 = snap.node_by_name["n1"]
+    assert n1.idle()[CPU] == 64000 - 4000 - 2000 and n1.idle()[GPU] == 6
+    assert snap.other_usage[CPU] == 4000 and snap.other_usage[GPU] == 1 and snap.other_usage[PODS] == 1
+    assert sorted(t.name for t in snap.tasks.values()) == ["mine"], "only our pods become tasks"
+    total = snap.total_capacity()
+    assert total[CPU] == 2 * 64000 - 4000 and total[GPU] == 16 - 1
+
+
+def test_our_pod_on_a_node_outside_the_snapshot_is_a_problem() -> None:
+    snap = _snap(b.pod("p", node="gone"), b.pod("theirs", node="gone", scheduler="default-scheduler"))
+    assert [(p.kind, p.key, p.reason) for p in snap.problems] == [("Pod", "ns/p", "NodeDoesNotExist")]
+
+
+def test_nodes_of_another_node_pool_are_left_out() -> None:
+    snap = b.snapshot([b.node("n1"), b.node("n2", labels={constants.DEFAULT_NODE_POOL_LABEL_KEY: "other"})])
+    assert [n.name for n in snap.nodes] == ["n1"]
+
+
+def test_nodes_are_in_name_order_and_ranked_by_name() -> None:
+    snap = b.snapshot([b.node("n3"), b.node("n1"), b.node("n2")])
+    assert [n.name for n in snap.nodes] == ["n1", "n2", "n3"]
+    assert snap.arrays.name_rank.tolist() == [0, 1, 2]
+
+
+def test_unready_and_cordoned_nodes_are_not_schedulable() -> None:
+    snap = b.snapshot([b.node("a"), b.node("b", ready=False), b.node("c", unschedulable=True)])
+    assert snap.arrays.schedulable.tolist() == [True, False, False]
+    assert snap.total_capacity()[GPU] == 8
+
+
+@pytest.mark.parametrize("priority_class, classes, priority, preemptible", [
+    pytest.param("train", [("train", 50, False)], 50, True, id="train is preemptible"),
+    pytest.param("inference", [("inference", 125, False)], 125, False, id="inference is not preemptible"),
+    pytest.param("missing", [("train", 50, False)], 50, True, id="an unknown class gives the default 50"),
+    pytest.param("", [("train", 50, False)], 50, True, id="no class gives the default 50"),
+    pytest.param("", [("cluster-default", 150, True)], 150, False,
+                 id="no class gives the globalDefault class's value"),
+    pytest.param("missing", [("cluster-default", 150, True)], 150, False,
+                 id="an unknown class gives the globalDefault class's value"),
+])
+def test_job_priority_and_preemptibility(priority_class: str, classes: list[tuple[str, int, bool]], priority: int,
+                                         preemptible: bool) -> None:
+    pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v,
+            "globalDefault": g} for n, v, g in classes]
+    snap = _snap(*pcs, b.podgroup("j", priority_class=priority_class), b.pod("j-0", group="j"))
+    job = snap.jobs["pg-j"]
+    assert (job.priority, job.preemptible) == (priority, preemptible)
+
+
+@pytest.mark.parametrize("preemptibility, priority_class, preemptible", [
+    pytest.param("preemptible", "inference", True, id="explicitly preemptible beats a high priority"),
+    pytest.param("non-preemptible", "train", False, id="explicitly non-preemptible beats a low priority"),
+])
+def test_explicit_preemptibility(preemptibility: str, priority_class: str, preemptible: bool) -> None:
+    pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+           for n, v in constants.SHIPPED_PRIORITY_CLASSES]
+    snap = _snap(*pcs, b.podgroup("j", priority_class=priority_class, preemptibility=preemptibility),
+                 b.pod("j-0", group="j"))
+    assert snap.jobs["pg-j"].preemptible is preemptible
+
+
+def test_pods_join_their_podgroup_by_annotation() -> None:
+    snap = _snap(b.podgroup("j"), b.pod("j-0", group="j"), b.pod("j-1", group="j"), b.pod("other-0", group="other"))
+    assert [t.name for t in snap.jobs["pg-j"].tasks] == ["j-0", "j-1"]
+    assert all(t.job_uid == "pg-j" for t in snap.jobs["pg-j"].tasks)
+
+
+def test_podgroup_timestamps_are_read_from_annotations() -> None:
+    notes = {constants.ANNOTATION_LAST_START_TIMESTAMP: "2026-01-01T00:00:00Z",
+             constants.ANNOTATION_STALE_TIMESTAMP: "not a time"}
+    job = _snap(b.podgroup("j", annotations=notes), b.pod("j-0", group="j")).jobs["pg-j"]
+    assert job.last_start == b.NOW and job.stale_since is None and job.last_eviction is None
+
+
+def test_a_backed_off_podgroup_with_an_unschedulable_condition_is_skipped() -> None:
+    pg = b.podgroup("j", schedulingBackoff=1)
+    pg["status"] = {"schedulingConditions": [{"type": "UnschedulableOnNodePool", "nodePool": "",
+                                              "reasons": [{"reason": "Unschedulable", "message": "no"}]}]}
+    snap = _snap(pg, b.pod("j-0", group="j"))
+    assert "pg-j" not in snap.jobs

@@ -1,0 +1,294 @@
+"""The scheduler's cycle over an in-memory store (§3.1, §3.3, §1.3): what it writes, and what it does not.
+
+Store writes are counted through resource versions: an object that was not written keeps its version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.framework.statement import Eviction
+from kai_scheduler.scheduler.commit import Committer
+from kai_scheduler.scheduler.scheduler import Scheduler, load_config
+from kai_scheduler.store.memory import MemoryStore
+from tests import builders as b
+
+JSON = dict[str, Any]
+NOW_TEXT = "2026-01-01T00:00:00Z"
+
+
+def _cluster(*objects: JSON) -> tuple[MemoryStore, ManualClock, Scheduler]:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(list(objects))
+    return store, clock, Scheduler(store, load_config(None), clock)
+
+
+def _version(store: MemoryStore, resource: str, name: str, namespace: str = b.NAMESPACE) -> str:
+    return str(store.get(resource, name, namespace)["metadata"]["resourceVersion"])
+
+
+def _events(store: MemoryStore) -> list[tuple[str, str, str, str]]:
+    items, _ = store.list("events")
+    return sorted((e["type"], e["reason"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in items)
+
+
+def _conditions(store: MemoryStore, podgroup: str) -> list[JSON]:
+    conditions: list[JSON] = store.get("podgroups", podgroup, b.NAMESPACE).get("status", {}).get(
+        "schedulingConditions", [])
+    return conditions
+
+
+def _gang(name: str, size: int, *, gpus: int, queue: str = "q", **podgroup: Any) -> list[JSON]:
+    return [b.podgroup(name, queue=queue, min_member=size, **podgroup),
+            *(b.pod(f"{name}-{i}", group=name, gpus=gpus) for i in range(size))]
+
+
+# --- BindRequests ----------------------------------------------------------------------------------------------
+
+
+def test_a_placed_pod_gets_a_bind_request_in_kais_shape() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 1, gpus=2))
+    result = scheduler.run_once()
+    assert result.binds == 1
+    pod = store.get("pods", "j-0", b.NAMESPACE)
+    br = store.get("bindrequests", "j-0", b.NAMESPACE)
+    assert br["apiVersion"] == "scheduling.run.ai/v1alpha2" and br["kind"] == "BindRequest"
+    assert br["metadata"]["labels"] == {"selected-node": "n1"}
+    assert br["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "j-0", "uid": pod["metadata"]["uid"], "controller": False}]
+    assert br["spec"] == {"podName": "j-0", "selectedNode": "n1", "receivedResourceType": "Regular",
+                          "receivedGPU": {"count": 2, "portion": "0.00"}}
+    assert "status" not in br, "the binder writes the status"
+    assert "nodeName" not in pod["spec"], "the scheduler never binds itself"
+
+
+def test_a_fractional_pod_gets_a_fraction_bind_request() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpu_memory=40000), b.podgroup("f"),
+                                   b.pod("f-0", group="f", fraction=0.5))
+    scheduler.run_once()
+    spec = store.get("bindrequests", "f-0", b.NAMESPACE)["spec"]
+    assert spec["receivedResourceType"] == "Fraction"
+    assert spec["receivedGPU"] == {"count": 1, "portion": "0.50"}
+    assert len(spec["selectedGPUGroups"]) == 1
+
+
+def test_a_scheduled_event_is_written_for_each_bind() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 2, gpus=1))
+    scheduler.run_once()
+    assert _events(store) == [("Normal", "Scheduled", "Pod", "j-0"), ("Normal", "Scheduled", "Pod", "j-1")]
+
+
+def test_a_binding_pod_is_not_placed_again_and_keeps_its_resources() -> None:
+    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=2), *_gang("j", 1, gpus=2),
+                                       *_gang("k", 1, gpus=2))
+    first = scheduler.run_once()
+    clock.advance(1)
+    second = scheduler.run_once()
+    assert [op.task.name for op in first.operations] == ["j-0"]
+    assert second.operations == [], "k must not take the GPUs j's in-flight BindRequest holds"
+    assert len(store.list("bindrequests")[0]) == 1
+
+
+def test_a_failed_bind_request_is_replaced() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 1, gpus=1),
+                                   b.bind_request("j-0", "n1", phase="Failed", failed_attempts=1))
+    scheduler.run_once()
+    br = store.get("bindrequests", "j-0", b.NAMESPACE)
+    assert "status" not in br and br["spec"]["selectedNode"] == "n1"
+
+
+# --- PodGroup status ---------------------------------------------------------------------------------------------
+
+
+def _waiting_gang() -> list[JSON]:
+    return [b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4), *_gang("g", 3, gpus=4)]
+
+
+def test_an_unschedulable_job_gets_an_unschedulable_on_node_pool_condition() -> None:
+    store, _, scheduler = _cluster(*_waiting_gang())
+    scheduler.run_once()
+    assert _conditions(store, "g") == [{
+        "type": "UnschedulableOnNodePool", "nodePool": "", "status": "True", "transitionID": "0",
+        "lastTransitionTime": NOW_TEXT,
+        "reasons": [{"reason": "Unschedulable", "message": "needs 3 nodes with 4 GPUs free, 2 have them"},
+                    {"reason": "Unschedulable",
+                     "message": "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu"}],
+    }]
+    pod = store.get("pods", "g-0", b.NAMESPACE)
+    assert pod["status"]["conditions"][0] | {"message": ""} == {
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": ""}
+    assert ("Warning", "Unschedulable", "Pod", "g-0") in _events(store)
+
+
+def test_an_unchanged_condition_is_not_written_again() -> None:
+    store, clock, scheduler = _cluster(*_waiting_gang())
+    scheduler.run_once()
+    versions = {name: _version(store, "pods", name) for name in ("g-0", "g-1", "g-2")}
+    versions["g"] = _version(store, "podgroups", "g")
+    events = _events(store)
+    for _ in range(3):
+        clock.advance(1)
+        scheduler.run_once()
+    assert {name: _version(store, "pods", name) for name in ("g-0", "g-1", "g-2")} | {
+        "g": _version(store, "podgroups", "g")} == versions
+    assert _events(store) == events
+
+
+def test_a_changed_reason_rewrites_the_condition_with_a_new_transition() -> None:
+    store, clock, scheduler = _cluster(*_waiting_gang())
+    scheduler.run_once()
+    store.create(b.node("n3", gpus=2))
+    clock.advance(1)
+    scheduler.run_once()
+    [condition] = _conditions(store, "g")
+    assert condition["transitionID"] == "1"
+    assert condition["lastTransitionTime"] == "2026-01-01T00:00:01Z"
+    assert condition["reasons"][1]["message"] == "task g-2: 0/3 nodes are available: 3 insufficient nvidia.com/gpu"
+
+
+def test_the_condition_is_cleared_when_the_job_is_placed() -> None:
+    store, clock, scheduler = _cluster(*_waiting_gang())
+    scheduler.run_once()
+    store.create(b.node("n3", gpus=4))
+    clock.advance(1)
+    result = scheduler.run_once()
+    assert result.binds == 3
+    assert _conditions(store, "g") == []
+
+
+def test_a_job_in_a_missing_queue_gets_a_queue_does_not_exist_reason() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 1, gpus=1, queue="nowhere"))
+    scheduler.run_once()
+    [condition] = _conditions(store, "j")
+    assert condition["reasons"] == [{"reason": "QueueDoesNotExist", "message": "queue 'nowhere' does not exist"}]
+
+
+def test_mark_unschedulable_false_leaves_the_pods_alone() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=1), *_gang("g", 1, gpus=2,
+                                                                               markUnschedulable=False))
+    version = _version(store, "pods", "g-0")
+    scheduler.run_once()
+    assert _conditions(store, "g") != []
+    assert _version(store, "pods", "g-0") == version
+
+
+def test_a_started_job_gets_its_last_start_timestamp_once() -> None:
+    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 2, gpus=1))
+    scheduler.run_once()
+    annotations = store.get("podgroups", "j", b.NAMESPACE)["metadata"]["annotations"]
+    assert annotations == {constants.ANNOTATION_LAST_START_TIMESTAMP: NOW_TEXT}
+    version = _version(store, "podgroups", "j")
+    clock.advance(5)
+    scheduler.run_once()
+    assert _version(store, "podgroups", "j") == version
+
+
+def test_a_pipelined_job_gets_no_start_timestamp_and_no_bind_request() -> None:
+    store, _, scheduler = _cluster(
+        b.queue("q"), b.node("n1", gpus=2), b.podgroup("old"),
+        b.pod("old-0", group="old", gpus=2, node="n1", deleted_at=b.NOW + 30), *_gang("j", 1, gpus=2))
+    result = scheduler.run_once()
+    assert result.pipelines == 1 and result.binds == 0
+    assert store.list("bindrequests")[0] == []
+    assert "annotations" not in store.get("podgroups", "j", b.NAMESPACE)["metadata"]
+    assert ("Normal", "Pipelined", "Pod", "j-0") in _events(store)
+
+
+# --- bad objects ------------------------------------------------------------------------------------------------
+
+
+def _bad_node() -> JSON:
+    node = b.node("bad")
+    node["status"]["allocatable"]["cpu"] = "lots"
+    return node
+
+
+@pytest.mark.parametrize("bad, kind, name", [
+    pytest.param(_bad_node(), "Node", "bad", id="a node with an unparsable quantity"),
+    pytest.param(b.podgroup("weird", preemptibility="sometimes"), "PodGroup", "weird",
+                 id="a podgroup with an unknown preemptibility"),
+    pytest.param(b.queue("broken", gpu_quota=-3), "Queue", "broken", id="a queue with a negative quota"),
+])
+def test_a_malformed_object_is_skipped_with_a_warning_and_the_rest_scheduled(bad: JSON, kind: str,
+                                                                             name: str) -> None:
+    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1"), bad, *_gang("j", 1, gpus=1))
+    result = scheduler.run_once()
+    assert [(op.task.name, op.after.node) for op in result.operations] == [("j-0", "n1")]
+    assert ("Warning", "InvalidObject", kind, name) in _events(store)
+    [problem] = [p for p in result.problems if p.key.endswith(name)]
+    assert problem.kind == kind and problem.reason == "InvalidObject"
+    count = len(store.list("events")[0])
+    clock.advance(1)
+    scheduler.run_once()
+    assert len(store.list("events")[0]) == count, "the warning is written once"
+
+
+def test_the_warning_message_names_the_field() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), _bad_node())
+    scheduler.run_once()
+    [event] = [e for e in store.list("events")[0] if e["reason"] == "InvalidObject"]
+    assert event["message"] == "Node bad status.allocatable.cpu: invalid quantity 'lots'"
+
+
+def test_pods_of_a_skipped_podgroup_are_not_scheduled() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("weird", preemptibility="sometimes"),
+                                   b.pod("weird-0", group="weird"))
+    assert scheduler.run_once().operations == []
+
+
+def test_a_repaired_object_is_scheduled_in_the_next_cycle() -> None:
+    store, clock, scheduler = _cluster(b.queue("q"), _bad_node(), *_gang("j", 1, gpus=1))
+    assert scheduler.run_once().binds == 0
+    store.patch("nodes", "bad", "", {"status": {"allocatable": {"cpu": "64"}}}, "status")
+    clock.advance(1)
+    assert scheduler.run_once().binds == 1
+
+
+def test_our_pod_on_a_missing_node_is_reported_once() -> None:
+    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("j"),
+                                       b.pod("j-0", group="j", node="ghost"), *_gang("k", 1, gpus=1))
+    result = scheduler.run_once()
+    assert [op.task.name for op in result.operations] == ["k-0"]
+    assert ("Warning", "NodeDoesNotExist", "Pod", "j-0") in _events(store)
+
+
+# --- commit ----------------------------------------------------------------------------------------------------
+
+
+def test_a_task_moved_in_one_statement_is_evicted_from_its_node_on_commit() -> None:
+    """Evict on n1 then pipeline on n2 (consolidation's move) merges into one operation; the pod on n1 must
+    still be evicted, as KAI's commit evicts before it pipelines."""
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.node("n2"), b.podgroup("j"),
+                                   b.pod("j-0", group="j", gpus=1, node="n1"))
+    snap = scheduler.snapshot()
+    ssn = b.session(snap)
+    stmt = ssn.statement()
+    task = b.task(ssn, "j-0")
+    stmt.evict(task, Eviction("consolidation", "ns/other", "moved to make room"))
+    stmt.pipeline(task, "n2")
+    stmt.commit()
+    Committer(store).apply(ssn.committed, snap.jobs, b.NOW)
+    assert store.get("pods", "j-0", b.NAMESPACE)["metadata"].get("deletionTimestamp") is not None
+
+
+def test_evictions_are_written_before_binds_and_stamp_the_job() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("victim"),
+                                   b.pod("victim-0", group="victim", gpus=1, node="n1"), *_gang("j", 1, gpus=1))
+    snap = scheduler.snapshot()
+    ssn = b.session(snap)
+    stmt = ssn.statement()
+    stmt.allocate(b.task(ssn, "j-0"), "n1")
+    stmt.evict(b.task(ssn, "victim-0"), Eviction("preempt", "ns/j", "preempted by ns/j"))
+    stmt.commit()
+    Committer(store).apply(ssn.committed, snap.jobs, b.NOW)
+    victim = store.get("pods", "victim-0", b.NAMESPACE)
+    assert victim["metadata"].get("deletionTimestamp") is not None
+    annotations = store.get("podgroups", "victim", b.NAMESPACE)["metadata"]["annotations"]
+    assert annotations == {constants.ANNOTATION_LAST_EVICTION_TIMESTAMP: NOW_TEXT}
+    assert store.get("bindrequests", "j-0", b.NAMESPACE)["spec"]["selectedNode"] == "n1"
+    assert ("Normal", "Evict", "Pod", "victim-0") in _events(store)
