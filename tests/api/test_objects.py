@@ -397,9 +397,8 @@ REJECTS = [
                  "Pod ns/p spec.tolerations[0].operator: unknown operator 'Maybe'", id="an unknown toleration operator"),
     pytest.param("Node", {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}},
                  "Node n spec.taints[0].effect: unknown effect 'Sometimes'", id="an unknown taint effect"),
-    pytest.param("PodGroup", _pg(preemptibility="sometimes"),
-                 "PodGroup ns/pg spec.preemptibility: unknown value 'sometimes'; want preemptible or non-preemptible",
-                 id="an unknown preemptibility"),
+    # an unknown preemptibility or an unreadable duration keeps the PodGroup (PodGroup.warnings, issue 3):
+    # tests/actions/test_preempt.py::test_bad_podgroup_fields_fall_back_to_defaults
     pytest.param("BindRequest", {"metadata": {"name": "b", "namespace": "ns"},
                                  "spec": {"podName": "b", "selectedNode": "n", "receivedResourceType": "Whole"}},
                  "BindRequest ns/b spec.receivedResourceType: unknown type 'Whole'", id="an unknown resource type"),
@@ -425,9 +424,6 @@ REJECTS = [
     pytest.param("PodGroup", _pg(subGroups=[{"name": "a", "minMember": 1, "minSubGroup": 1}]),
                  "PodGroup ns/pg spec.subGroups[0].minSubGroup: minMember and minSubGroup are mutually exclusive",
                  id="minMember with minSubGroup on a subgroup"),
-    pytest.param("PodGroup", _pg(stalenessGracePeriod="1d"),
-                 "PodGroup ns/pg spec.stalenessGracePeriod: invalid duration '1d': want a Go duration such as "
-                 "\"90s\", \"10m\" or \"1h30m\"", id="a duration in days"),
     # Queue values
     pytest.param("Queue", _queue(resources={"gpu": {"quota": -2}}),
                  "Queue q spec.resources.gpu.quota: must be -1 (unlimited) or at least 0, got -2",

@@ -10,12 +10,12 @@ import socket
 import threading
 from pathlib import Path
 
+import kubernetes.config
 import orjson
 import pytest
 from kubernetes.client import Configuration
 
 from kai_scheduler.api.selectors import LabelSelector, Requirement
-from kai_scheduler.store import kube as kube_module
 from kai_scheduler.store.interface import (
     JSON,
     AlreadyExists,
@@ -390,7 +390,7 @@ def test_inside_a_pod_the_service_account_is_used(
         loaded.append(client_configuration)
 
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-    monkeypatch.setattr(kube_module.kube_config, "load_incluster_config", load_incluster_config)
+    monkeypatch.setattr(kubernetes.config, "load_incluster_config", load_incluster_config)
     with KubeStore.connect() as store:
         store.list("queues")
     assert len(loaded) == 1

@@ -43,6 +43,11 @@ def collect(store: KubeStore, version: str, count: int, timeout: float = 5.0) ->
         assert time.monotonic() < deadline, f"got {summary(events)}"
 
 
+def synced_names(cache: ObjectCache) -> list[str]:
+    cache.sync()
+    return [p.meta.name for p in cache.objects("pods")]
+
+
 def summary(events: list[WatchEvent]) -> list[tuple[str, str]]:
     return [(e.type, e.object["metadata"].get("name", "")) for e in events]
 
@@ -64,11 +69,13 @@ def test_a_caller_that_continues_reuses_one_watch_request(kube_server: MockApiSe
 def test_the_cache_keeps_up_over_one_watch(kube_server: MockApiServer, make_store: MakeStore) -> None:
     cache = ObjectCache(make_store(), ["pods"])
     cache.sync()
-    for want in range(1, 4):
-        kube_server.memory.create(pod(f"p{want}"))
-        eventually(lambda want=want: (cache.sync(), len(cache.objects("pods")))[1] == want)
+    want: list[str] = []
+    for i in range(1, 4):
+        kube_server.memory.create(pod(f"p{i}"))
+        want.append(f"p{i}")
+        eventually(lambda: synced_names(cache) == want)
     kube_server.memory.delete("pods", "p2", "team-a")
-    eventually(lambda: (cache.sync(), [p.meta.name for p in cache.objects("pods")])[1] == ["p1", "p3"])
+    eventually(lambda: synced_names(cache) == ["p1", "p3"])
     assert len(kube_server.watch_requests()) == 1
     assert len(kube_server.list_requests()) == 1
 
@@ -155,7 +162,7 @@ def test_the_cache_relists_when_its_watch_is_gone(kube_server: MockApiServer, ma
     cache.sync()   # opens the watch
     kube_server.expire_watches()
     kube_server.memory.create(pod("p2"))
-    eventually(lambda: (cache.sync(), [p.meta.name for p in cache.objects("pods")])[1] == ["p1", "p2"])
+    eventually(lambda: synced_names(cache) == ["p1", "p2"])
     assert len(kube_server.list_requests()) == 2   # the first LIST and the relist after Gone
 
 
@@ -188,7 +195,7 @@ def test_the_cache_follows_a_bookmark_without_a_new_request(
     for _ in range(5):
         cache.sync()
     kube_server.memory.create(pod("p"))
-    eventually(lambda: (cache.sync(), len(cache.objects("pods")))[1] == 1)
+    eventually(lambda: synced_names(cache) == ["p"])
     assert len(kube_server.watch_requests()) == 1
     assert len(kube_server.list_requests()) == 1
 
@@ -216,3 +223,16 @@ def test_streams_are_capped_per_resource_and_closed_with_the_store(
     eventually(lambda: watch_threads() == before + 2)
     store.close()
     eventually(lambda: watch_threads() == before)
+
+
+def test_a_throttled_watch_request_is_retried_after_the_servers_delay(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    timing = FakeTiming()
+    store = make_store(timing, qps=0)
+    _, version = store.list("pods")
+    store.create(pod("p"))
+    kube_server.throttle(2, retry_after="2", watches=True)
+    assert summary(collect(store, version, 1)) == [("ADDED", "p")]
+    assert timing.sleeps == [2.0, 2.0]
+    assert len(kube_server.watch_requests()) == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from kai_scheduler.actions import allocate
+from kai_scheduler.actions import allocate, consolidation, preempt, reclaim, stalegangeviction
 from kai_scheduler.framework.session import Session
 
 
@@ -17,6 +17,10 @@ class Action(Protocol):
 
 ACTIONS: Mapping[str, type[Action]] = {
     allocate.NAME: allocate.Allocate,
+    consolidation.NAME: consolidation.Consolidation,
+    reclaim.NAME: reclaim.Reclaim,
+    preempt.NAME: preempt.Preempt,
+    stalegangeviction.NAME: stalegangeviction.StaleGangEviction,
 }
 
 # Actions KAI runs by default that are not implemented here yet: accepted in a configuration and skipped.

@@ -77,6 +77,9 @@ class PodGroup:
     preemption_delay: float | None = None        # seconds
     staleness_grace_period: float | None = None  # seconds; negative = never evict
     scheduling_conditions: list[SchedulingCondition] = field(default_factory=list)
+    # Fields that could not be read and took their documented default instead (the object is still used);
+    # the snapshot reports each on the PodGroup. Never written back.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -84,13 +87,17 @@ class PodGroup:
 
     @classmethod
     def from_dict(cls, data: JSON) -> PodGroup:
+        """Parse a PodGroup. A bad preemptibility, preemption delay or staleness grace period (also as the
+        `kai.scheduler/preemption-delay` / `staleness-grace-period` annotations on the PodGroup itself, used when
+        the spec leaves the field out) falls back to its default with an entry in `warnings`."""
         r = Reader(data, "PodGroup")
         meta = ObjectMeta.read(r)
+        warnings: list[str] = []
         preemptibility = r.str("spec.preemptibility")
         if preemptibility not in PREEMPTIBILITY_VALUES:
-            raise r.error(
-                "spec.preemptibility", f"unknown value {preemptibility!r}; want preemptible or non-preemptible"
-            )
+            warnings.append(f"spec.preemptibility: unknown value {preemptibility!r}; want preemptible or "
+                            "non-preemptible; using the default (from the priority)")
+            preemptibility = ""
         min_member = _non_negative(r, "spec.minMember")
         min_sub_group = _non_negative(r, "spec.minSubGroup")
         if min_member is not None and min_sub_group is not None:
@@ -117,9 +124,12 @@ class PodGroup:
             sub_groups=_sub_groups(r),
             mark_unschedulable=r.bool("spec.markUnschedulable", True),
             scheduling_backoff=backoff if backoff is not None else -1,
-            preemption_delay=r.duration("spec.preemptionDelay"),
-            staleness_grace_period=r.duration("spec.stalenessGracePeriod"),
+            preemption_delay=_lenient_duration(r, "spec.preemptionDelay", constants.ANNOTATION_PREEMPTION_DELAY,
+                                               warnings),
+            staleness_grace_period=_lenient_duration(r, "spec.stalenessGracePeriod",
+                                                     constants.ANNOTATION_STALENESS_GRACE_PERIOD, warnings),
             scheduling_conditions=conditions,
+            warnings=warnings,
         )
 
     def to_dict(self) -> JSON:
@@ -153,6 +163,22 @@ class PodGroup:
         if self.scheduling_conditions:
             out["status"] = {"schedulingConditions": [c.to_dict() for c in self.scheduling_conditions]}
         return out
+
+
+def _lenient_duration(r: Reader, path: str, annotation: str, warnings: list[str]) -> float | None:
+    """The spec duration, else the PodGroup annotation; an unreadable value is a warning and None (default)."""
+    raw = r.get(path)
+    where = path
+    if raw is None:
+        raw = r.get("metadata.annotations", {}).get(annotation)
+        where = f"metadata.annotations.{annotation}"
+    if raw is None:
+        return None
+    try:
+        return duration.parse_duration(raw)
+    except duration.DurationError as err:
+        warnings.append(f"{where}: {err}; using the default")
+        return None
 
 
 def _non_negative(r: Reader, path: str) -> int | None:

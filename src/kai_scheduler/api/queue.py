@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai_scheduler.api import constants, duration
+from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 
@@ -36,6 +37,9 @@ class Queue:
     resources: dict[str, QueueResource] = field(default_factory=dict)
     preempt_min_runtime: float | None = None
     reclaim_min_runtime: float | None = None
+    # Fields that could not be read and took their default instead (the queue is still used); the snapshot
+    # reports each on the Queue. Never written back.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -67,14 +71,16 @@ class Queue:
                 raise r.error(f"{base}.overQuotaWeight", f"must be at least 0, got {weight:g}")
             resources[key] = QueueResource(quota, weight, limit)
         priority = r.int("spec.priority", constants.DEFAULT_QUEUE_PRIORITY)
+        warnings: list[str] = []
         return cls(
             meta=meta,
             display_name=r.str("spec.displayName"),
             parent_queue=r.str("spec.parentQueue"),
             priority=priority if priority is not None else constants.DEFAULT_QUEUE_PRIORITY,
             resources=resources,
-            preempt_min_runtime=r.duration("spec.preemptMinRuntime"),
-            reclaim_min_runtime=r.duration("spec.reclaimMinRuntime"),
+            preempt_min_runtime=_lenient_duration(r, "spec.preemptMinRuntime", warnings),
+            reclaim_min_runtime=_lenient_duration(r, "spec.reclaimMinRuntime", warnings),
+            warnings=warnings,
         )
 
     def to_dict(self) -> JSON:
@@ -92,3 +98,12 @@ class Queue:
             spec["reclaimMinRuntime"] = duration.format_duration(self.reclaim_min_runtime)
         meta = self.meta.to_dict()
         return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue", "metadata": meta, "spec": spec}
+
+
+def _lenient_duration(r: Reader, path: str, warnings: list[str]) -> float | None:
+    """A min-runtime; an unreadable one is a warning and None (the parent's or the plugin default applies)."""
+    try:
+        return r.duration(path)
+    except ObjectError as err:
+        warnings.append(f"{err.field}: {err.message}; using the parent queue's or the default")
+        return None

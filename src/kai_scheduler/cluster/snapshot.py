@@ -96,6 +96,8 @@ class Snapshot:
 def build(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
     """Build the cycle's snapshot; every problem with an object is collected, never raised."""
     problems = list(objects.problems)
+    problems += [Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
+    problems += [Problem("PodGroup", pg.meta.key, "InvalidField", w) for pg in objects.podgroups for w in pg.warnings]
     nodes = _in_pool(sorted(objects.nodes, key=lambda n: n.name), params)
     axis = ResourceAxis({r for n in nodes for r in n.allocatable} | {r for p in objects.pods for r in p.requests})
     arrays, node_infos = _node_arrays(nodes, axis)

@@ -71,7 +71,7 @@ class Session:
         self.started_jobs: set[str] = set()
         self._hooks: dict[points.ExtensionPoint[Any], list[tuple[str, Any]]] = {}
         self._registering = ""
-        self.task_key = functools.cmp_to_key(self.compare_tasks)
+        self._task_rank: dict[str, int] = {}
         self.member_key = functools.cmp_to_key(self.compare_members)
         self.job_key = functools.cmp_to_key(self.compare_jobs)
         self._all_nodes = np.ones(len(snapshot.nodes), dtype=bool)
@@ -118,6 +118,20 @@ class Session:
             if result := fn(left, right):
                 return result
         return _tie(left.creation, right.creation) or _tie(left.name, right.name)
+
+    def task_key(self, task: PodInfo) -> int:
+        """Sort key of a task in TASK_ORDER. Task order depends on the task alone (role, priority label,
+        creation, name), so each job's tasks are ranked once per session instead of compared per sort."""
+        rank = self._task_rank.get(task.uid)
+        if rank is None:
+            job = self.snapshot.jobs.get(task.job_uid)
+            peers = [*job.tasks, *job.unassigned] if job is not None else [task]
+            if task not in peers:
+                peers.append(task)
+            for i, peer in enumerate(sorted(peers, key=functools.cmp_to_key(self.compare_tasks))):
+                self._task_rank[peer.uid] = i
+            rank = self._task_rank[task.uid]
+        return rank
 
     def compare_members(self, left: Member, right: Member) -> int:
         for _, fn in self.hooks(points.SUBGROUP_ORDER):

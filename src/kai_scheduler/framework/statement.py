@@ -85,6 +85,7 @@ class Statement:
 
     def convert_allocated_to_pipelined(self, job_uid: str) -> None:
         """Re-record the job's Allocated tasks as Pipelined, keeping their idle charge (§3.6 step 5)."""
+        self._check_open()
         for op in list(self._ops):
             task = op.task
             if task.job_uid == job_uid and op.op is Op.ALLOCATE and task.placement == op.after:

@@ -266,6 +266,8 @@ class Predicates:
         arrays, need = self._arrays, task.gpu.num_devices
         whole = arrays.free[:, GPU]
         fits: Mask = whole >= need - EPSILON
+        if task.gpu.memory_mib:             # a fresh device must hold the request: at most one GPU's memory
+            fits &= arrays.gpu_memory >= task.gpu.memory_mib - EPSILON
         if need == 1:
             memory = np.where(arrays.gpu_memory > 0, arrays.gpu_memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))
             per_device = task.gpu.memory_mib or task.gpu.fraction * memory
@@ -275,7 +277,8 @@ class Predicates:
         nodes = self._snapshot.nodes
         for row in np.flatnonzero(maybe).tolist():
             node = nodes[row]
-            if node.gpu_groups and whole[row] + len(node.shared_gpu_fit(task)) >= need - EPSILON:
+            devices = whole[row] if arrays.gpu_memory[row] >= task.gpu.memory_mib - EPSILON else 0.0
+            if node.gpu_groups and devices + len(node.shared_gpu_fit(task)) >= need - EPSILON:
                 fits[row] = True
         return fits
 

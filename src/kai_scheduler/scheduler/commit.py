@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable
 
 from kai_scheduler.api import bindrequest, constants
-from kai_scheduler.api.fields import format_time
+from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.podgroup import SchedulingCondition
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
@@ -58,6 +58,18 @@ class Committer:
         for uid in sorted(evicted_jobs):
             if uid in jobs:
                 self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
+        for job in jobs.values():
+            self._stale_timestamp(job)
+
+    def _stale_timestamp(self, job: JobInfo) -> None:
+        """Write or clear `kai.scheduler/stale-podgroup-timestamp` where stalegangeviction changed it."""
+        key = constants.ANNOTATION_STALE_TIMESTAMP
+        written = job.podgroup.meta.annotations.get(key)
+        wanted = None if job.stale_since is None else format_time(job.stale_since)
+        if written == wanted or (wanted is not None and written is not None and _same_time(written, job.stale_since)):
+            return
+        patch = {"metadata": {"annotations": {key: wanted}}}
+        self._try(f"annotate PodGroup {job.key}", lambda: self.store.patch("podgroups", job.name, job.namespace, patch))
 
     def _evict(self, op: Operation) -> None:
         task, why = op.task, op.eviction
@@ -141,6 +153,13 @@ class Committer:
 
 def _pod_ref(task: PodInfo) -> JSON:
     return {"kind": "Pod", "namespace": task.namespace, "name": task.name, "uid": str(task.uid)}
+
+
+def _same_time(text: str, seconds: float | None) -> bool:
+    try:
+        return seconds is not None and abs(parse_time(text) - seconds) < 1.0
+    except ValueError:
+        return False
 
 
 def _dedupe(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -35,11 +35,16 @@ log = logging.getLogger(__name__)
 
 
 def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
-    """Parse a ConfigMap-shaped configuration against the plugins and actions this scheduler has."""
-    return configs.parse(
+    """Parse a ConfigMap-shaped configuration against the plugins and actions this scheduler has.
+
+    Every plugin is built once here, so a bad argument fails at load and not in the first cycle."""
+    config = configs.parse(
         raw, known_plugins=set(registry.BUILDERS), known_actions=set(ACTIONS) | set(KAI_ACTIONS),
         kai_plugins=set(registry.KAI_PLUGINS),
     )
+    for plugin in config.plugins():
+        registry.build(plugin.name, plugin.arguments)
+    return config
 
 
 class Scheduler:

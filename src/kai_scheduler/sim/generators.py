@@ -13,6 +13,7 @@ generators:
   duration: {distribution: lognormal, median: 10m, sigma: 0.8}             # or a duration
   cpu: "4"
   memory: 16Gi
+  template: {tolerations: [...], nodeSelector: {...}}   # more task fields, as a job's template takes them
   # passed to every job as written: namespace, priority, priorityClassName, preemptibility, owner, minMember
 ```
 
@@ -39,7 +40,7 @@ from kai_scheduler.scenario.entry import Entry, Where
 
 GENERATOR_FIELDS = (
     "name", "queue", "namespace", "count", "until", "start", "arrival", "replicas", "gpus", "duration", "cpu",
-    "memory", "priority", "priorityClassName", "preemptibility", "owner", "minMember",
+    "memory", "priority", "priorityClassName", "preemptibility", "owner", "minMember", "template",
 )
 PASSED = ("namespace", "priority", "priorityClassName", "preemptibility", "owner", "minMember")
 PROCESSES = {"poisson": ("interval",), "fixed": ("interval",), "uniform": ("min", "max")}
@@ -74,7 +75,8 @@ def _generate(e: Entry, rng: np.random.Generator) -> list[dict[str, Any]]:
     replicas = _value(e, "replicas", duration=False, default=1.0)
     gpus = _value(e, "gpus", duration=False, default=0.0)
     run = _value(e, "duration", duration=True, default=0.0) if e.has("duration") else None
-    template = {k: e.data[k] for k in ("cpu", "memory") if e.has(k)}
+    template = {**e.mapping("template"), **{k: e.data[k] for k in ("cpu", "memory") if e.has(k)}}
+    drawn_gpus = e.has("gpus") or "gpus" not in template
     passed = {k: e.data[k] for k in PASSED if e.has(k)}
     out: list[dict[str, Any]] = []
     now = start
@@ -86,7 +88,7 @@ def _generate(e: Entry, rng: np.random.Generator) -> list[dict[str, Any]]:
         job: dict[str, Any] = {
             "name": f"{e.name}-{len(out)}", "queue": queue, "submitAt": round(now, 3), **passed,
             "replicas": max(1, round(replicas(rng))),
-            "template": {"gpus": _gpus(gpus(rng)), **template},
+            "template": {**template, **({"gpus": _gpus(gpus(rng))} if drawn_gpus else {})},
         }
         if run is not None:
             job["duration"] = round(max(0.0, run(rng)), 3)

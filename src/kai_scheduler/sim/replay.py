@@ -100,6 +100,7 @@ class Replay:
         self._next_cycle: float | None = None
         self._last_cycle: float | None = None
         self.cycles = 0
+        self._starts = 0
         self.timeline: list[tuple[float, str, str]] = []
 
     # --- the loop ---
@@ -173,10 +174,11 @@ class Replay:
         result = self.scheduler.run_once()
         self._log("cycle", f"{result.binds} binds" if result.binds else "")
         self.binder.reconcile()
+        started = self._starts
         self._observe()
         self.cycles += 1
         self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
-        if result.binds:
+        if result.binds and self._starts > started:     # progress: binds that failed do not spin the clock
             self._ask_cycle_if_pending()
         self._sample()
 
@@ -242,6 +244,7 @@ class Replay:
 
     def _started(self, key: str, pod: JSON) -> None:
         self._running.add(key)
+        self._starts += 1
         job = self.workload.job_of(key)
         queue = job.meta.queue if job else pod["metadata"].get("labels", {}).get(constants.LABEL_QUEUE, "")
         self.recorder.pod_on(key, queue, self._gpus(pod))

@@ -25,7 +25,6 @@ binding's node exists. Writes are not visible to a watch at once: their events a
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,8 +32,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-from kubernetes import config as kube_config
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import ApiClient
 
 from kai_scheduler.api.selectors import LabelSelector
 from kai_scheduler.store.interface import (
@@ -52,6 +50,7 @@ from kai_scheduler.store.interface import (
 )
 from kai_scheduler.store.kube_http import (
     MERGE_PATCH_TYPE,
+    ConfigurationError,
     Limits,
     RateLimiter,
     RealTiming,
@@ -60,6 +59,7 @@ from kai_scheduler.store.kube_http import (
     Transport,
     Unavailable,
     gc_paused,
+    load_client,
 )
 from kai_scheduler.store.kube_watch import WatchSettings, WatchStream
 
@@ -80,12 +80,6 @@ class EvictionBlocked(Conflict):
     A Conflict, so callers that handle "the cluster changed under me" handle it; the pod keeps running."""
 
     reason = "TooManyRequests"
-
-
-class ConfigurationError(StoreError):
-    """No usable kubeconfig or in-cluster service account: a startup error, not a transient one."""
-
-    reason = "InvalidConfiguration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,28 +103,6 @@ class KubeOptions:
     watch_max_buffered: int = 200_000
     strip_managed_fields: bool = True
     user_agent: str = "kai-scheduler"
-
-
-def load_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
-    """An API client configured as client-go's `BuildConfigFromFlags` would be.
-
-    An explicit kubeconfig (or context) wins; otherwise the in-cluster service account when running in a
-    pod; otherwise $KUBECONFIG (read now, a colon-separated list as kubectl takes) or ~/.kube/config.
-    All loading, TLS and token refresh is the official client's; its errors become ConfigurationError."""
-    configuration = Configuration()
-    in_cluster = kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
-    try:
-        if in_cluster:
-            kube_config.load_incluster_config(client_configuration=configuration)
-        else:
-            path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-            kube_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
-    except (kube_config.ConfigException, OSError) as err:
-        where = "the in-cluster service account" if in_cluster else repr(kubeconfig or "the default kubeconfig")
-        raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {err}") from err
-    # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
-    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
-    return ApiClient(configuration)
 
 
 class KubeStore:

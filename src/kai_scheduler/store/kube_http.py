@@ -1,4 +1,4 @@
-"""HTTP to a kube-apiserver for `KubeStore`: one `Transport` per store.
+"""HTTP to a kube-apiserver for `KubeStore`: `load_client` to configure, one `Transport` per store to send.
 
 Configuration, authentication and TLS come from the official `kubernetes` client (its `Configuration`, the
 kubeconfig and in-cluster loaders, its urllib3 pool and bearer-token refresh hook); this module only sends
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,7 +25,8 @@ from typing import Any, Final, Protocol
 
 import orjson
 import urllib3
-from kubernetes.client import ApiClient
+from kubernetes import config as kube_config
+from kubernetes.client import ApiClient, Configuration
 
 from kai_scheduler.store.interface import JSON, AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
 
@@ -52,6 +54,12 @@ class Unavailable(StoreError):
     """The API server could not be reached, or answered 502/503/504: transient, try again later."""
 
     reason = "ServiceUnavailable"
+
+
+class ConfigurationError(StoreError):
+    """No usable kubeconfig or in-cluster service account: a startup error, not a transient one."""
+
+    reason = "InvalidConfiguration"
 
 
 class Timing(Protocol):
@@ -118,6 +126,28 @@ class Limits:
     max_retry_after: float
     connect_timeout: float
     read_timeout: float
+
+
+def load_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
+    """An API client configured as client-go's `BuildConfigFromFlags` would be.
+
+    An explicit kubeconfig (or context) wins; otherwise the in-cluster service account when running in a
+    pod; otherwise $KUBECONFIG (read now, a colon-separated list as kubectl takes) or ~/.kube/config.
+    All loading, TLS and token refresh is the official client's; its errors become ConfigurationError."""
+    configuration = Configuration()
+    in_cluster = kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
+    try:
+        if in_cluster:
+            kube_config.load_incluster_config(client_configuration=configuration)
+        else:
+            path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            kube_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+    except (kube_config.ConfigException, OSError) as err:
+        where = "the in-cluster service account" if in_cluster else repr(kubeconfig or "the default kubeconfig")
+        raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {err}") from err
+    # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
+    return ApiClient(configuration)
 
 
 # Decides about a 429 before it is retried: an error to raise at once, or None to treat it as throttling.

@@ -165,16 +165,21 @@ class WatchStream:
         self._response = response
         if self._closed.is_set():   # closed while the request was on its way: `close` did not see it
             response.shutdown()
-        received = 0
+        received, complete = 0, False
         try:
             for line in _lines(response):
                 if self._closed.is_set():
                     break
                 self._since = self._receive(line, self._since)
                 received += 1
+            else:
+                complete = True
         finally:
             self._response = None
-            response.release_conn()
+            if complete:
+                response.release_conn()   # the body was read to its end: the connection can be reused
+            else:
+                response.close()
         return received
 
     def _receive(self, line: bytes, since: str) -> str:

@@ -46,6 +46,9 @@ def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool
     scores = ssn.gpu_scores(task, row, [c.group for c in candidates])
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])
     chosen = [candidates[i] for i in order[: task.gpu.num_devices]]
+    if len(chosen) < task.gpu.num_devices:       # the predicates passed this node: their rule is ours
+        raise RuntimeError(f"task {task.key}: node {node.name} offers {len(chosen)} of the "
+                           f"{task.gpu.num_devices} GPUs the predicates found")
     return tuple(c.group for c in chosen), any(c.on_releasing for c in chosen)
 
 
@@ -59,6 +62,8 @@ def candidates_on(ssn: Session, task: PodInfo, node: NodeInfo) -> list[Candidate
     free = float(arrays.idle[node.row][GPU] + arrays.releasing[node.row][GPU])
     idle_whole = max(0, math.floor(idle + _EPS))
     free_whole = max(idle_whole, math.floor(free + _EPS))
+    if need > total + _EPS:           # more memory than one device has: no fresh device takes it
+        free_whole = 0
     for i in range(free_whole):
         out.append(Candidate(_new_group_id(node, task, i), True, i >= idle_whole))
     return out

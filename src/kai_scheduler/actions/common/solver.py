@@ -70,6 +70,7 @@ class Solution:
 def solve(ssn: Session, stmt: Statement, job: JobInfo, search: VictimSearch, budget: JobBudget) -> Solution:
     """Find and apply (in `stmt`) victims that let `job`'s next tasks run; on failure `stmt` is as it was."""
     saved = {uid: list(errors) for uid, errors in ssn.job_fit_errors.items()}
+    ssn.job_solution_start(job)
     solver = _JobSolver(ssn, stmt, job, search, budget)
     try:
         return solver.solve()

@@ -1,0 +1,125 @@
+"""Action consolidation: move running preemptible pods to make room for a pending job, never net-evicting
+(KAI `actions/consolidation/consolidation.go`, BEHAVIOR.md §3.8, §7.2).
+
+Skipped when `--max-consolidation-preemptees` is 0, and with spread placement (binpack packs; spread would
+undo every move).
+
+1. Order the pending, ready, preemptible jobs outside their preemption delay through the queue tree.
+2. For each popped job: the cluster's free GPUs (idle + releasing, on schedulable nodes) must cover what its
+   next tasks ask for; nothing an eviction cannot fix may block it; it must be easier than a failed job of
+   the same signature (signatures are per action here: the victims come from every queue).
+3. Search victims among every other preemptible running job, at most `--max-consolidation-preemptees` + 1
+   jobs (KAI's counter lets one more through), and accept a scenario only when every victim lands again
+   elsewhere: no victim is left evicted.
+4. Commit on success (each victim is deleted and recreated by its owner on the node it was pipelined to).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kai_scheduler.actions.common import budget, preemptors, signatures, solver, victims
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.actions.common.scenario import ScenarioOutcome
+from kai_scheduler.api import constants
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.framework import points
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction
+
+NAME = "consolidation"
+_EPS = 1e-9
+
+
+class Consolidation:
+    name = NAME
+
+    def __init__(self, timer: budget.Timer | None = None) -> None:
+        self.timer = timer
+
+    def execute(self, ssn: Session) -> None:
+        cap = ssn.config.flags.max_consolidation_preemptees
+        if cap == 0 or uses_spread(ssn):
+            return
+        limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
+        action_budget = budget.ActionBudget(limits, NAME, self.timer)
+        pending = [j for j in preemptors.candidates(ssn, NAME) if j.preemptible]
+        jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(NAME))
+        failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
+        victim_pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
+        while (job := jobs.pop()) is not None:
+            if not may_consolidate(ssn, job) or failed.should_skip(NAME, job):
+                continue
+            job_budget = action_budget.next_job()
+            if job_budget is None:
+                return
+            result = attempt(ssn, job, victim_pool, job_budget, None if cap < 0 else cap + 1)
+            if result is solver.Result.SOLVED:
+                victim_pool = [v for v in victim_pool if victims.can_be_victim(v)]
+            else:
+                failed.remember(NAME, job)
+            if action_budget.exhausted:
+                return
+
+
+def uses_spread(ssn: Session) -> bool:
+    placement = ssn.config.plugin("nodeplacement")
+    return placement is not None and "spread" in placement.arguments.values()
+
+
+def may_consolidate(ssn: Session, job: JobInfo) -> bool:
+    """Enough free GPUs in the cluster for the job's next tasks; no victim-invariant rejection."""
+    tasks = ssn.tasks_to_allocate(job)
+    if not tasks:
+        return False
+    arrays = ssn.snapshot.arrays
+    free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
+    if any(t.gpu.is_shared for t in tasks):
+        free += shared_gpus_free(ssn)
+    if free + _EPS < sum(t.gpus_accepted for t in tasks):
+        return False
+    return preemptors.invariant_reject(ssn, job) is None
+
+
+def shared_gpus_free(ssn: Session) -> float:
+    """Free portions of shared GPU groups on schedulable nodes, in GPUs (memory left over node GPU memory)."""
+    total = 0.0
+    for node in ssn.snapshot.nodes:
+        memory = node.gpu_memory_mib
+        if not node.gpu_groups or memory <= 0 or not ssn.snapshot.arrays.schedulable[node.row]:
+            continue
+        for group in node.gpu_groups.values():
+            if group.state() != "releasing":
+                total += max(0.0, memory - group.used_memory() + group.releasing_memory()) / memory
+    return total
+
+
+def attempt(ssn: Session, job: JobInfo, pool: list[JobInfo], job_budget: budget.JobBudget,
+            max_jobs: int | None) -> solver.Result:
+    eligible = [v for v in pool if v.uid != job.uid]
+    if not eligible:
+        return solver.Result.UNSOLVED
+    search = solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job), _every_victim_moves,
+                                 max_victim_jobs=max_jobs)
+    stmt = ssn.statement()
+    solution = solver.solve(ssn, stmt, job, search, job_budget)
+    if solution.result is not solver.Result.SOLVED:
+        stmt.discard()
+        return solution.result
+    stmt.commit()
+    ssn.clear_fit_errors(job)
+    return solution.result
+
+
+def _every_victim_moves(preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:
+    """Consolidation's validator: no victim left evicted."""
+    if outcome.victims:
+        left = ", ".join(sorted(t.key for t in outcome.victims))
+        return points.Reject(NAME, constants.REASON_UNSCHEDULABLE, f"no other node for {left}")
+    return None
+
+
+def _eviction(preemptor: JobInfo) -> Eviction:
+    return Eviction(NAME, preemptor.key, f"moved by consolidation to make room for {preemptor.key}")
