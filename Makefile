@@ -17,6 +17,7 @@ $(VENV)/.dev: $(BIN)/kai
 
 demo: $(BIN)/kai
 	$(BIN)/kai schedule examples/quickstart.yaml --cycles 2
+	$(BIN)/kai simulate examples/simulate-quickstart.yaml --no-progress
 
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench

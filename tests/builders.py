@@ -147,7 +147,7 @@ def bind_request(pod_name: str, node_name: str, *, namespace: str = NAMESPACE, p
 def objects(raw: Iterable[JSON]) -> snapshots.ClusterObjects:
     """Parse Kubernetes JSON into the typed objects a snapshot is built from."""
     out = snapshots.ClusterObjects()
-    lists = {"Node": out.nodes, "Pod": out.pods, "PodGroup": out.podgroups, "Queue": out.queues,
+    lists: dict[str, list[Any]] = {"Node": out.nodes, "Pod": out.pods, "PodGroup": out.podgroups, "Queue": out.queues,
              "BindRequest": out.bind_requests, "PriorityClass": out.priority_classes, "Topology": out.topologies}
     for obj in raw:
         lists[obj["kind"]].append(PARSERS[obj["kind"]](obj))
@@ -172,10 +172,10 @@ def task(snap: snapshots.Snapshot | Session, name: str, *, namespace: str = NAME
 
 
 def ledgers(snap: snapshots.Snapshot) -> dict[str, np.ndarray[Any, Any]]:
-    """Copies of every node ledger array, to compare before and after."""
+    """Copies of every node ledger array and of the arrays derived from them, to compare before and after."""
     a = snap.arrays
     return {"allocatable": a.allocatable.copy(), "idle": a.idle.copy(), "used": a.used.copy(),
-            "releasing": a.releasing.copy()}
+            "releasing": a.releasing.copy(), "free": a.non_allocated().copy(), "free_now": a.effective_idle().copy()}
 
 
 def same_ledgers(left: Mapping[str, np.ndarray[Any, Any]], right: Mapping[str, np.ndarray[Any, Any]]) -> bool:

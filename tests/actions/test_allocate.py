@@ -93,9 +93,9 @@ def test_elastic_extras_come_one_per_statement_after_the_gang_minimum() -> None:
 
 def test_elastic_extras_interleave_across_queues() -> None:
     """Each pop re-sorts the queues: the queue that just got a pod has the larger share, the other goes next."""
-    ssn, batches = _run([b.queue("qa"), b.queue("qb"), b.node("n1", gpus=8),
-                         *_gang("a", 4, gpus=1, min_member=1, queue="qa"),
-                         *_gang("c", 4, gpus=1, min_member=1, queue="qb")])
+    _, batches = _run([b.queue("qa"), b.queue("qb"), b.node("n1", gpus=8),
+                       *_gang("a", 4, gpus=1, min_member=1, queue="qa"),
+                       *_gang("c", 4, gpus=1, min_member=1, queue="qb")])
     assert batches == [["a-0"], ["c-0"], ["a-1"], ["c-1"], ["a-2"], ["c-2"], ["a-3"], ["c-3"]]
 
 
@@ -155,6 +155,12 @@ def test_candidates_are_pending_ready_jobs_with_a_usable_queue() -> None:
     ])
     ssn = b.session(snap)
     assert [j.name for j in candidates(ssn)] == ["ok"]
+
+
+def test_a_pending_pod_being_deleted_is_never_placed() -> None:
+    """A pod with a deletion timestamp (held by a finalizer, say) is on its way out: no BindRequest for it."""
+    ssn, _ = _run([b.queue("q"), b.node("n1"), b.podgroup("j"), b.pod("j-0", group="j", gpus=1, deleted_at=b.NOW)])
+    assert ssn.committed == []
 
 
 def test_a_job_without_a_usable_queue_is_never_placed() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kai_scheduler.api import KINDS, ObjectError, PARSERS, constants
+from kai_scheduler.api import KINDS, PARSERS, ObjectError, constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
@@ -394,7 +394,8 @@ REJECTS = [
                  "Pod ns/p status.phase: unknown phase 'Runnin'; want one of Pending, Running, Succeeded, Failed, "
                  "Unknown", id="an unknown pod phase lists the known"),
     pytest.param("Pod", _pod(spec={"tolerations": [{"key": "k", "operator": "Maybe"}]}),
-                 "Pod ns/p spec.tolerations[0].operator: unknown operator 'Maybe'", id="an unknown toleration operator"),
+                 "Pod ns/p spec.tolerations[0].operator: unknown operator 'Maybe'",
+                 id="an unknown toleration operator"),
     pytest.param("Node", {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}},
                  "Node n spec.taints[0].effect: unknown effect 'Sometimes'", id="an unknown taint effect"),
     # an unknown preemptibility or an unreadable duration keeps the PodGroup (PodGroup.warnings, issue 3):
@@ -486,13 +487,13 @@ def test_bad_field_is_one_error_naming_object_and_field(kind: str, raw: JSON, me
 
 
 def test_a_fractional_whole_gpu_count_is_rejected() -> None:
-    with pytest.raises(ObjectError, match="GPU count 1.5 is not whole") as err:
+    with pytest.raises(ObjectError, match=r"GPU count 1\.5 is not whole") as err:
         Pod.from_dict(_requests({"nvidia.com/gpu": "1.5"}))
     assert err.value.field.startswith("spec.containers")
 
 
 def test_a_missing_name_is_an_error() -> None:
-    with pytest.raises(ObjectError, match="metadata.name: missing name"):
+    with pytest.raises(ObjectError, match=r"metadata\.name: missing name"):
         Node.from_dict({"metadata": {}, "status": {}})
 
 

@@ -65,7 +65,8 @@ def test_parse_label_selector() -> None:
                  "Pod ns/p sel.matchExpressions[0].operator: unknown operator 'Gt'; want one of "
                  "['DoesNotExist', 'Exists', 'In', 'NotIn']", id="Gt is for node selectors only"),
     pytest.param({"matchExpressions": [{"key": "zone", "operator": "In", "values": []}]},
-                 "Pod ns/p sel.matchExpressions[0].values: operator In needs at least one value", id="In without values"),
+                 "Pod ns/p sel.matchExpressions[0].values: operator In needs at least one value",
+                 id="In without values"),
     pytest.param({"matchExpressions": [{"operator": "Exists"}]},
                  "Pod ns/p sel.matchExpressions[0].key: missing label key", id="a requirement without key"),
     pytest.param({"matchLabels": ["a"]}, "Pod ns/p sel.matchLabels: expected a mapping, got ['a']",

@@ -125,5 +125,5 @@ def test_a_malformed_request_is_skipped_and_the_others_bound() -> None:
 
 def test_requests_are_processed_in_name_order() -> None:
     names = ["c", "a", "b"]
-    store, _, binder = _cluster(b.node("n1"), *(b.pod(n) for n in names), *(b.bind_request(n, "n1") for n in names))
+    _, _, binder = _cluster(b.node("n1"), *(b.pod(n) for n in names), *(b.bind_request(n, "n1") for n in names))
     assert binder.reconcile().bound == ["ns/a", "ns/b", "ns/c"]

@@ -7,6 +7,7 @@ so the proportion plugin follows every change in its queue accounting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -260,7 +261,7 @@ def test_using_a_closed_statement_raises(close: str, use: str) -> None:
     ssn = _session()
     stmt = ssn.statement()
     getattr(stmt, close)()
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "allocate": lambda: stmt.allocate(b.task(ssn, "pend-0"), "n1"),
         "pipeline": lambda: stmt.pipeline(b.task(ssn, "pend-0"), "n1"),
         "evict": lambda: stmt.evict(b.task(ssn, "run-0"), WHY),

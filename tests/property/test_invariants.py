@@ -8,7 +8,8 @@ the embedded cluster (binder and kubelet acting between cycles):
 
 Clusters: 2-8 nodes with 0-8 GPUs, 1-4 queues (a parent may have children: a 2-level tree), limits on some,
 1-10 jobs of 1-5 pods with a random minMember; some jobs already run (all or some of their pods), some are
-being deleted (their pods release resources, so pipelining happens).
+being deleted (their pods release resources, so pipelining happens); some are subgroup trees (two leaves,
+minSubGroup), some ask for GPU fractions.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ EPS = 1e-6
 GiB = 2**30
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-PRIORITY_CLASSES = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
+PRIORITY_CLASSES: list[JSON] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
                      "value": v} for n, v in constants.SHIPPED_PRIORITY_CLASSES]
 COUNTED = ALLOCATED | PodStatus.PIPELINED     # what a queue is charged for during a session
 
@@ -55,7 +56,8 @@ def clusters(draw: st.DrawFn) -> Cluster:
     for i in range(draw(st.integers(2, 8))):
         gpus, cores = draw(st.integers(0, 8)), draw(st.sampled_from([8, 16, 32]))
         cordoned = draw(st.integers(0, 9)) == 0
-        nodes.append(b.node(f"n{i}", gpus=gpus, cpu=str(cores), memory="64Gi", unschedulable=cordoned))
+        nodes.append(b.node(f"n{i}", gpus=gpus, cpu=str(cores), memory="64Gi", unschedulable=cordoned,
+                            gpu_memory=40000))
         free[f"n{i}"] = [cores * 1000.0, 64.0 * GiB, float(gpus)]
 
     queues, leaves = _queues(draw)
@@ -74,7 +76,7 @@ def _queues(draw: st.DrawFn) -> tuple[list[JSON], list[str]]:
     for i in range(draw(st.integers(1, 4))):
         tops = [q for q, p in parents.items() if not p]
         parents[f"q{i}"] = draw(st.sampled_from(["", *tops])) if tops else ""
-    out = []
+    out: list[JSON] = []
     for name, parent in parents.items():
         cpu_limit = draw(st.sampled_from([-1, -1, 8000, 24000]))
         out.append(b.queue(
@@ -88,6 +90,11 @@ def _queues(draw: st.DrawFn) -> tuple[list[JSON], list[str]]:
 
 
 def _job(draw: st.DrawFn, name: str, queue: str, free: dict[str, list[float]]) -> list[JSON]:
+    shape = draw(st.sampled_from(["gang", "gang", "gang", "subgroups", "fractions"]))
+    if shape == "subgroups":
+        return _subgroup_job(draw, name, queue)
+    if shape == "fractions":
+        return _fraction_job(draw, name, queue)
     size = draw(st.integers(1, 5))
     min_member = draw(st.one_of(st.none(), st.integers(0, size)))
     gpus = draw(st.sampled_from([0, 1, 1, 2, 4]))
@@ -112,6 +119,27 @@ def _job(draw: st.DrawFn, name: str, queue: str, free: dict[str, list[float]]) -
                        created=float(draw(st.integers(0, 100))))
     if min_member is None:
         group["spec"].pop("minMember", None)
+    return [group, *pods]
+
+
+def _subgroup_job(draw: st.DrawFn, name: str, queue: str) -> list[JSON]:
+    """A pending job of two leaf subgroups a and b, each with its own minimum, and minSubGroup nil, 1 or 2."""
+    groups = [b.sub_group(leaf, min_member=draw(st.integers(0, 2))) for leaf in "ab"]
+    gpus = draw(st.sampled_from([0, 1, 2]))
+    pods = [b.pod(f"{name}-{leaf}{i}", group=name, subgroup=leaf, gpus=gpus, created=float(i))
+            for leaf in "ab" for i in range(draw(st.integers(0, 3)))]
+    group = b.podgroup(name, queue=queue, min_member=None, min_sub_group=draw(st.sampled_from([None, 1, 2])),
+                       sub_groups=groups, created=float(draw(st.integers(0, 100))))
+    return [group, *pods]
+
+
+def _fraction_job(draw: st.DrawFn, name: str, queue: str) -> list[JSON]:
+    """A pending job of 1-3 pods each asking the same fraction of a GPU."""
+    size = draw(st.integers(1, 3))
+    fraction = draw(st.sampled_from([0.25, 0.5, 1.0]))
+    pods = [b.pod(f"{name}-{i}", group=name, fraction=fraction, created=float(i)) for i in range(size)]
+    group = b.podgroup(name, queue=queue, min_member=draw(st.integers(0, size)),
+                       created=float(draw(st.integers(0, 100))))
     return [group, *pods]
 
 
@@ -143,7 +171,8 @@ def assert_no_node_over_committed(snap: Snapshot) -> None:
     over = a.used - pipelined - a.allocatable
     assert (over <= EPS).all(), f"over-committed:\n{over}"
     assert (a.idle >= -EPS).all(), f"negative idle:\n{a.idle}"
-    assert (a.effective_idle() >= -EPS).all(), f"pipelined beyond releasing:\n{a.releasing}"
+    assert (a.idle + np.minimum(a.releasing, 0.0) >= -EPS).all(), f"pipelined beyond releasing:\n{a.releasing}"
+    assert np.allclose(a.non_allocated(), a.idle + a.releasing), "derived free arrays out of step"
 
 
 def assert_new_placements_on_schedulable_nodes(result: CycleResult) -> None:

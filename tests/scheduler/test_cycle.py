@@ -161,6 +161,21 @@ def test_the_condition_is_cleared_when_the_job_is_placed() -> None:
     assert _conditions(store, "g") == []
 
 
+def test_conditions_of_other_node_pools_are_kept() -> None:
+    other = {"type": "UnschedulableOnNodePool", "nodePool": "pool-b", "status": "True", "transitionID": "4",
+             "lastTransitionTime": "2025-12-31T00:00:00Z", "reasons": [{"reason": "OverLimit", "message": "full"}]}
+    objects = _waiting_gang()
+    next(o for o in objects if o["kind"] == "PodGroup")["status"] = {"schedulingConditions": [other]}
+    store, clock, scheduler = _cluster(*objects)
+    scheduler.run_once()
+    assert [c["nodePool"] for c in _conditions(store, "g")] == ["pool-b", ""]
+    assert _conditions(store, "g")[0] == other
+    store.create(b.node("n3", gpus=4))
+    clock.advance(1)
+    scheduler.run_once()
+    assert _conditions(store, "g") == [other], "placing the job clears only this node pool's condition"
+
+
 def test_a_job_in_a_missing_queue_gets_a_queue_does_not_exist_reason() -> None:
     store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 1, gpus=1, queue="nowhere"))
     scheduler.run_once()
@@ -210,8 +225,8 @@ def _bad_node() -> JSON:
 
 @pytest.mark.parametrize("bad, kind, name", [
     pytest.param(_bad_node(), "Node", "bad", id="a node with an unparsable quantity"),
-    pytest.param(b.podgroup("weird", preemptibility="sometimes"), "PodGroup", "weird",
-                 id="a podgroup with an unknown preemptibility"),
+    pytest.param(b.podgroup("weird", min_member=-1), "PodGroup", "weird",
+                 id="a podgroup with a negative minMember"),
     pytest.param(b.queue("broken", gpu_quota=-3), "Queue", "broken", id="a queue with a negative quota"),
 ])
 def test_a_malformed_object_is_skipped_with_a_warning_and_the_rest_scheduled(bad: JSON, kind: str,
@@ -236,9 +251,23 @@ def test_the_warning_message_names_the_field() -> None:
 
 
 def test_pods_of_a_skipped_podgroup_are_not_scheduled() -> None:
-    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("weird", preemptibility="sometimes"),
-                                   b.pod("weird-0", group="weird"))
+    _, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("weird", min_member=-1),
+                               b.pod("weird-0", group="weird"))
     assert scheduler.run_once().operations == []
+
+
+def test_an_unknown_preemptibility_falls_back_with_a_warning_and_the_job_is_scheduled() -> None:
+    """Issue 3: a bad preemptibility (or duration) takes its default; the PodGroup gets a warning event."""
+    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("weird", preemptibility="sometimes"),
+                                       b.pod("weird-0", group="weird", gpus=1))
+    result = scheduler.run_once()
+    assert [op.task.name for op in result.operations] == ["weird-0"]
+    assert ("Warning", "InvalidField", "PodGroup", "weird") in _events(store)
+    assert result.snapshot.jobs["pg-weird"].preemptible, "the default: priority 50 is preemptible"
+    count = len(store.list("events")[0])
+    clock.advance(1)
+    scheduler.run_once()
+    assert len(store.list("events")[0]) == count, "the warning is written once"
 
 
 def test_a_repaired_object_is_scheduled_in_the_next_cycle() -> None:
@@ -255,6 +284,10 @@ def test_our_pod_on_a_missing_node_is_reported_once() -> None:
     result = scheduler.run_once()
     assert [op.task.name for op in result.operations] == ["k-0"]
     assert ("Warning", "NodeDoesNotExist", "Pod", "j-0") in _events(store)
+    count = len(store.list("events")[0])
+    clock.advance(1)
+    scheduler.run_once()
+    assert len(store.list("events")[0]) == count
 
 
 # --- commit ----------------------------------------------------------------------------------------------------

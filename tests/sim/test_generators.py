@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import orjson
 import pytest
 
@@ -34,7 +36,7 @@ def test_generated_jobs_follow_their_block() -> None:
     a = [j for j in loaded.jobs if j.queue == "a"]
     b = [j for j in loaded.jobs if j.queue == "b"]
     assert [j.name for j in a] == [f"a-train-{i}" for i in range(12)]
-    assert a[0].submit_at == 0 and all(x.submit_at <= y.submit_at for x, y in zip(a, a[1:], strict=False))
+    assert a[0].submit_at == 0 and all(x.submit_at <= y.submit_at for x, y in itertools.pairwise(a))
     assert all(len(j.task_names) in (1, 2, 4) and 0 <= (j.duration or 0) <= 1800 for j in a)
     assert all(j.owner_kind == "PyTorchJob" for j in a)
     assert [j.submit_at for j in b] == [60, 660, 1260]          # fixed every 10m from 1m, until 30m

@@ -82,6 +82,8 @@ def test_an_evicted_pod_is_recreated_and_the_job_runs_again_from_the_start() -> 
     job = result.jobs[0]
     assert (job.runs, job.interruptions, job.started, job.finished) == (2, 1, 0.0, 180.0)
     assert result.summary.interruptions == 1
+    series = result.series      # the terminating pod holds its GPU until it is gone
+    assert {v for t, v in zip(series.time, series.cluster["allocated_gpus"], strict=True) if t < 180} == {2.0}
 
 
 def test_a_job_that_can_never_fit_is_reported_and_the_replay_ends() -> None:

@@ -104,14 +104,13 @@ def test_bad_trace_files_are_one_line_errors(tmp_path: Path, pods: str, message:
 
 def test_bad_node_file(tmp_path: Path) -> None:
     paths = _write(tmp_path, _pods("p0,1,1,0,0,,LS,Running,0,10,0"), "sn,cpu_milli,memory_mib,gpu\nn,1,1,1\n")
-    with pytest.raises(trace.TraceError, match="nodes.csv:1: missing column 'model'"):
+    with pytest.raises(trace.TraceError, match=r"nodes\.csv:1: missing column 'model'"):
         trace.load(*paths)
 
 
 @pytest.mark.skipif(not TRACES.is_dir(), reason="the shared trace is not here")
 def test_the_real_trace_where_it_lies() -> None:
-    with pytest.raises(trace.TraceError, match="openb_pod_list_multigpu50.csv:1: missing column 'gpu_spec'|"
-                                               "missing column 'creation_time'"):
+    with pytest.raises(trace.TraceError, match=r"openb_pod_list_multigpu50\.csv:1: missing column 'creation_time'"):
         trace.load(TRACES / "openb_pod_list_multigpu50.csv", TRACES / "openb_node_list_gpu_node.csv")
     loaded = trace.load(TRACES / "openb_pod_list_gpuspec33.csv", TRACES / "openb_node_list_all_node.csv",
                         sample=40, seed=2, time_scale=0.001)

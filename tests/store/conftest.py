@@ -27,8 +27,8 @@ START = parse_time("2026-01-01T00:00:00Z")
 STORES: dict[str, Callable[[Clock], ClusterStore]] = {
     "memory": MemoryStore,
 }
-# Fast enough for loopback; short backoff so reconnect tests do not wait.
-KUBE_TEST_OPTIONS = KubeOptions(watch_settle=0.1, watch_backoff_initial=0.01, watch_backoff_max=0.1)
+# Short backoff so that reconnect tests do not wait.
+KUBE_TEST_OPTIONS = KubeOptions(watch_backoff_initial=0.01, watch_backoff_max=0.1)
 MakeStore = Callable[..., KubeStore]
 
 

@@ -46,7 +46,7 @@ class Reader:
         node: Any = self.data
         for part in path.split("."):
             name, _, index = part.partition("[")
-            if not isinstance(node, Mapping):
+            if type(node) is not dict and not isinstance(node, Mapping):   # the exact-type test is the fast path
                 return default
             node = node.get(name)
             if index:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, quantity, selectors
@@ -28,16 +29,7 @@ class Node:
     @property
     def gpu_memory_mib(self) -> int | None:
         """Per-GPU memory from `nvidia.com/gpu.memory` (§6): MiB floored to 100; values ≥ 1 TiB-in-MiB are bytes."""
-        raw = self.meta.labels.get(constants.LABEL_GPU_MEMORY)
-        if raw is None:
-            return None
-        try:
-            value = int(float(raw))
-        except ValueError:
-            return None
-        if value >= 1024 * 1024:
-            value //= 1024 * 1024
-        return value // 100 * 100
+        return _gpu_memory_mib(self.meta.labels.get(constants.LABEL_GPU_MEMORY))
 
     @classmethod
     def from_dict(cls, data: JSON) -> Node:
@@ -83,3 +75,17 @@ class Node:
 
 def _resource_list(resources: dict[str, float]) -> dict[str, str]:
     return {name: quantity.format_resource(name, amount) for name, amount in sorted(resources.items())}
+
+
+@functools.lru_cache(maxsize=256)
+def _gpu_memory_mib(raw: str | None) -> int | None:
+    """Parsed once per distinct label value: a snapshot reads it for every node every cycle."""
+    if raw is None:
+        return None
+    try:
+        value = int(float(raw))
+    except ValueError:
+        return None
+    if value >= 1024 * 1024:
+        value //= 1024 * 1024
+    return value // 100 * 100

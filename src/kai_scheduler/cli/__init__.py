@@ -9,7 +9,7 @@ import argparse
 import logging
 import sys
 
-from kai_scheduler.cli import schedule
+from kai_scheduler.cli import schedule, simulate
 
 
 def parser() -> argparse.ArgumentParser:
@@ -19,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schedule.add_parser(sub)
-    __import__("kai_scheduler.cli.simulate", fromlist=["add_parser"]).add_parser(sub)
+    simulate.add_parser(sub)
     return p
 
 

@@ -105,7 +105,7 @@ def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, dict
 
 def _print_table(runs: list[replay.Run]) -> None:
     console = Console()
-    labels = [report.label_of(r, i) for i, r in enumerate(runs)]
+    labels = [report.label_of(r, i) for i, r in enumerate(runs)] if len(runs) > 1 else ["value"]
     table = Table(title=f"kai simulate: {runs[0].name}", title_justify="left")
     table.add_column("")
     for label in labels:

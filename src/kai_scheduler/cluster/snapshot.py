@@ -126,13 +126,14 @@ def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
 
 
 def _node_arrays(nodes: list[Node], axis: ResourceAxis) -> tuple[NodeArrays, list[NodeInfo]]:
+    """Fill the ledgers column by column (one list of floats per resource), not node by node: building a
+    vector per node was most of a small cycle's cost on a 1,500-node cluster."""
     arrays = NodeArrays.empty(len(nodes), len(axis))
-    infos = []
-    for row, node in enumerate(nodes):
-        arrays.allocatable[row] = axis.vector(node.allocatable)
-        arrays.schedulable[row] = node.ready and not node.unschedulable
-        arrays.gpu_memory[row] = node.gpu_memory_mib or 0
-        infos.append(NodeInfo(name=node.name, node=node, row=row, arrays=arrays))
+    for column, name in enumerate(axis.names):
+        arrays.allocatable[:, column] = [n.allocatable.get(name, 0.0) for n in nodes]
+    arrays.schedulable[:] = [n.ready and not n.unschedulable for n in nodes]
+    arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
+    infos = [NodeInfo(name=node.name, node=node, row=row, arrays=arrays) for row, node in enumerate(nodes)]
     arrays.idle[:] = arrays.allocatable
     arrays.refresh()
     return arrays, infos
@@ -194,10 +195,11 @@ def _pod_placement(pod: Pod, br: BindRequest | None, params: SnapshotParams) -> 
     if pod.phase in ("Succeeded", "Failed", "Unknown"):
         return Placement({"Succeeded": PodStatus.SUCCEEDED, "Failed": PodStatus.FAILED}.get(
             pod.phase, PodStatus.UNKNOWN), pod.node_name)
-    if deleting is not None and pod.node_name:
+    if deleting is not None:    # deletion first, as KAI: a pod being deleted is never placed again
         stuck = params.now - deleting > params.stuck_in_releasing_seconds
-        return Placement(PodStatus.STUCK_IN_RELEASING if stuck else PodStatus.RELEASING, pod.node_name,
-                         _pod_groups(pod))
+        node = pod.node_name or (br.selected_node if br is not None else "")
+        groups = _pod_groups(pod) if pod.node_name else (br.selected_gpu_groups if br is not None else ())
+        return Placement(PodStatus.STUCK_IN_RELEASING if stuck else PodStatus.RELEASING, node, groups)
     if pod.phase == "Running":
         return Placement(PodStatus.RUNNING, pod.node_name, _pod_groups(pod))
     if pod.node_name:

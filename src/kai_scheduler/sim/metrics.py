@@ -3,7 +3,9 @@
 The series are step functions: a row holds from its `time` until the next row. Cluster figures are kept
 from the pods themselves (a pod counts from the moment it runs until it is gone, Releasing included); the
 scheduler's own view (fair share and deserved per queue, the fragmentation reading) is taken at each cycle
-and holds until the next. GPUs are devices; a shared pod counts its portion (devices × fraction).
+and holds until the next; the replay skips cycles while nothing is pending, so in such a stretch a fair
+share can stay above what the queue still asks for (one last cycle at the end refreshes it). GPUs are
+devices; a shared pod counts its portion (devices × fraction).
 
 - allocation ratio: allocated GPUs / GPUs of schedulable nodes; time-weighted mean over [0, end];
 - idle_unusable_gpus: see `occupancy.Fragmentation`;
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from kai_scheduler.cluster.resources import QUEUE_NAMES
+from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.statement import Op
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.sim.occupancy import Fragmentation, OccupancyMap, occupancy
@@ -128,13 +131,9 @@ class Recorder:
         self._capture(now, result)
 
     def _capture(self, now: float, result: CycleResult) -> None:
-        """Node × GPU maps: at the asked instants; else a thinning reservoir (at most MAX_MAPS, the spacing
+        """Node × GPU maps when no instants were asked: a thinning reservoir (at most MAX_MAPS, the spacing
         doubling when full) from which `occupancy_maps` picks the quartiles of the run. And at peak."""
-        if self._map_at is not None:
-            while self._map_at and self._map_at[0] <= now + 1e-9:
-                self._map_at.pop(0)
-                self.maps.append(occupancy(result.snapshot, now))
-        elif now >= self._next_capture - 1e-9:
+        if self._map_at is None and now >= self._next_capture - 1e-9:
             self.maps.append(occupancy(result.snapshot, now))
             self._next_capture = now + self._capture_every
             if len(self.maps) > MAX_MAPS:
@@ -202,15 +201,23 @@ class Recorder:
                                 ("deserved", self.deserved))
         )
 
+    def add_map(self, snap: Snapshot, at: float) -> None:
+        """The map at an asked instant (the replay hands the cluster as it was then)."""
+        self.maps.append(occupancy(snap, at))
+
     def occupancy_maps(self, end: float) -> list[OccupancyMap]:
         """The maps at the asked instants (or nearest the quartiles of [0, end]) and at peak, by time."""
         maps = list(self.maps)
         if self._map_at is None and maps:
-            maps = [min(maps, key=lambda m, at=at: abs(m.time - at)) for at in (0.25 * end, 0.5 * end, 0.75 * end)]
+            maps = [_nearest(maps, at) for at in (0.25 * end, 0.5 * end, 0.75 * end)]
         if self._peak is not None:
             maps.append(self._peak)
         unique = {m.time: m for m in maps}
         return [unique[t] for t in sorted(unique)]
+
+
+def _nearest(maps: list[OccupancyMap], at: float) -> OccupancyMap:
+    return min(maps, key=lambda m: abs(m.time - at))
 
 
 def _eq(a: float, b: float) -> bool:

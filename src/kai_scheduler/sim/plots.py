@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from kai_scheduler.sim import metrics
+from kai_scheduler.sim import occupancy as occupancy_maps
 from kai_scheduler.sim.replay import Run
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
@@ -135,7 +135,7 @@ def _ecdf(ax: Axes, values: list[float], **style: object) -> None:
     ax.step(np.insert(x, 0, 0.0), np.insert(y, 0, 0.0), where="post", **style)  # type: ignore[arg-type]
 
 
-def occupancy(maps: Sequence[metrics.OccupancyMap]) -> bytes:
+def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> bytes:
     """Node × GPU use at each captured instant: one row of cells per instant, a column per node."""
     shown = list(maps) or []
     fig = Figure(figsize=(10, 1.2 + 1.6 * max(1, len(shown))), layout="constrained")

@@ -35,7 +35,7 @@ from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.scenario.model import Scenario
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
-from kai_scheduler.sim import metrics, workload
+from kai_scheduler.sim import metrics, occupancy, workload
 from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
 from kai_scheduler.sim.kubelet import Kubelet
 from kai_scheduler.store.interface import JSON, Gone, NotFound
@@ -60,7 +60,7 @@ class Run:
     label: str
     summary: metrics.Summary
     series: metrics.Series
-    maps: list[metrics.OccupancyMap]
+    maps: list[occupancy.OccupancyMap]
     total_gpus: float
     parents: dict[str, str] = field(default_factory=dict)     # queue → parent ("" for a top queue)
     jobs: list[workload.Job] = field(default_factory=list)
@@ -101,6 +101,7 @@ class Replay:
         self._last_cycle: float | None = None
         self.cycles = 0
         self._starts = 0
+        self._map_at = sorted(options.occupancy_at or ())
         self.timeline: list[tuple[float, str, str]] = []
 
     # --- the loop ---
@@ -127,14 +128,24 @@ class Replay:
         until = self.options.until
         while self.engine:
             upcoming = self.engine.peek()
+            if upcoming is not None:
+                self._maps_before(min(upcoming.time, until if until is not None else upcoming.time))
             if until is not None and upcoming is not None and upcoming.time > until:
                 self.engine.advance_to(until)
+                self._maps_before(until, inclusive=True)
                 return False
             self._handle(self.engine.pop())
             self._sample()
             if progress is not None:
                 progress(self)
+        self._maps_before(self.engine.now, inclusive=True)
         return True
+
+    def _maps_before(self, time: float, *, inclusive: bool = False) -> None:
+        """Take the asked node × GPU maps due before `time`: the cluster does not change between events,
+        so the state now is the state at those instants."""
+        while self._map_at and (self._map_at[0] < time or (inclusive and self._map_at[0] <= time)):
+            self.recorder.add_map(self.scheduler.snapshot(), self._map_at.pop(0))
 
     def _log(self, what: str, key: str = "") -> None:
         if self.options.timeline:
@@ -241,6 +252,7 @@ class Replay:
             self._started(key, pod)
         elif phase in ("Succeeded", "Failed"):
             self._stopped(key)
+            self.recorder.pod_off(key)
 
     def _started(self, key: str, pod: JSON) -> None:
         self._running.add(key)
@@ -257,10 +269,10 @@ class Replay:
             self.engine.after(runtime, Kind.WAKE, job.key)
 
     def _stopped(self, key: str) -> None:
+        """The pod no longer runs for its job (a terminating pod still holds its GPUs until it is gone)."""
         if key not in self._running:
             return
         self._running.discard(key)
-        self.recorder.pod_off(key)
         job = self.workload.job_of(key)
         if job is not None and self.workload.pod_stopped(key) and job.is_gang:
             self.engine.after(self.staleness_grace + self.period, Kind.WAKE, job.key)
@@ -268,6 +280,7 @@ class Replay:
     def _gone(self, key: str) -> None:
         self._terminating.discard(key)
         self._stopped(key)
+        self.recorder.pod_off(key)
         job = self.workload.job_of(key)
         if job is not None and job.is_live:
             self._log("gone", key)

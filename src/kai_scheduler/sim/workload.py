@@ -18,6 +18,7 @@ The timing of these moves is the replay's (`sim.replay`); this module only write
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import enum
 from collections.abc import Iterable
@@ -230,10 +231,8 @@ class Workload:
                 self.store.delete("pods", name, ns)
             except NotFound:
                 continue
-        try:
+        with contextlib.suppress(NotFound):
             self.store.delete("podgroups", job.meta.name, job.meta.namespace)
-        except NotFound:
-            pass
 
     def unfinished(self) -> list[Job]:
         return [j for j in self.jobs.values() if j.phase in (Phase.PENDING, Phase.RUNNING)]

@@ -5,6 +5,8 @@ normalisations that the dynamic client also makes: list items get their `apiVers
 server leaves them out of list items), and `metadata.managedFields` are dropped (kube-scheduler's informers
 strip them too; they are large and nothing here reads them).
 
+- `KubeStore.connect(kubeconfig, context)` configures itself as kubectl or client-go would (a kubeconfig
+  file and context, else the in-cluster service account; see `kube_http.load_client`).
 - Paths come from `RESOURCES`: core v1 under `/api/v1`, groups under `/apis/{group}/{version}`, with
   `/namespaces/{ns}` for namespaced kinds. A namespaced object without a namespace goes to `default`.
 - `list` pages with `limit` and `continue`; every page of one list shares the first page's resource
@@ -96,7 +98,7 @@ class KubeOptions:
     default_namespace: str = "default"
     watch_timeout_seconds: int = 300  # the server ends a watch request after this; the stream reconnects
     watch_read_margin: float = 30.0
-    watch_settle: float = 0.2         # a fresh watch waits this long for the server's backlog
+    watch_settle: float = 0.5         # a fresh watch waits up to this long for the server to answer
     watch_backoff_initial: float = 0.5
     watch_backoff_max: float = 30.0
     watch_streams_per_resource: int = 4
@@ -199,8 +201,9 @@ class KubeStore:
     def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
         """Events after `resource_version` ("" = from now), from a long-running watch (see `kube_watch`).
 
-        Waits up to `timeout` seconds for the first event; a fresh stream waits at least `watch_settle`
-        for the backlog. Raises Gone (at the call) when the server no longer has that version."""
+        Waits up to `timeout` seconds for the first event; a fresh stream also waits (up to `watch_settle`)
+        for the server's answer and its backlog. Raises Gone (at the call) when the server no longer has
+        that version."""
         res = _resource(resource)
         if resource_version == "":
             resource_version = self._current_version(res)

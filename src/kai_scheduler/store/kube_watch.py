@@ -11,9 +11,9 @@ or the connection breaks, after exponential backoff for failures. BOOKMARK event
 the version forward without an object change. `410 Gone`, as an HTTP status or an ERROR event, ends the
 stream: the caller gets Gone after the events received before it, and relists.
 
-Over HTTP the caller cannot know which events are still on the wire: a fresh stream therefore waits up to
-`settle` seconds for the backlog the server sends right away, and an existing stream hands over what has
-arrived (the rest comes with the next call).
+Over HTTP the caller cannot know which events are still on the wire: a fresh stream therefore waits (up to
+`settle` seconds) for the server's answer and the backlog that follows it at once, and an existing stream
+hands over what has arrived (the rest comes with the next call).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class WatchStream:
         self._response: urllib3.BaseHTTPResponse | None = None
         self._since = since             # the version of the last event received: where a reconnect resumes
         self._opened = False            # the current request was answered (resets the backoff)
+        self._answered = False          # some request was answered (a fresh stream's backlog follows)
         self.requests = 0               # watch requests sent so far (reconnects show as more than one)
         self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
         self._thread.start()
@@ -74,14 +76,21 @@ class WatchStream:
     # --- the caller's side ---
 
     def take(self, timeout: float, settle: float) -> list[WatchEvent]:
-        """The buffered events, oldest first; waits up to `timeout` (a fresh stream: at least `settle`)
-        for the first. Raises the stream's final error once the events before it are handed over."""
+        """The buffered events, oldest first; waits up to `timeout` for the first. Raises the stream's final
+        error once the events before it are handed over.
+
+        A fresh stream first waits up to `settle` for the server to answer, then briefly for the backlog
+        that follows the answer, so that a caller sees the events that were there when it asked."""
         with self._cond:
-            wait = max(timeout, settle) if self._fresh else timeout
-            self._cond.wait_for(self._ready, wait)
-            if self._fresh and self._events:
-                self._wait_for_burst_end(settle)
-            self._fresh = False
+            if self._fresh:
+                deadline = time.monotonic() + timeout
+                self._cond.wait_for(lambda: self._answered or self._ready(), settle)
+                self._cond.wait_for(self._ready, max(deadline - time.monotonic(), _BURST_GAP))
+                if self._events:
+                    self._wait_for_burst_end(settle)
+                self._fresh = False
+            else:
+                self._cond.wait_for(self._ready, timeout)
             if not self._events:
                 if self._error is not None:
                     raise self._error
@@ -163,6 +172,9 @@ class WatchStream:
         response = self._transport.open_stream(self.path, query, settings.timeout_seconds + settings.read_margin)
         self._opened = True
         self._response = response
+        with self._cond:
+            self._answered = True
+            self._cond.notify_all()
         if self._closed.is_set():   # closed while the request was on its way: `close` did not see it
             response.shutdown()
         received, complete = 0, False

@@ -163,7 +163,7 @@ class PrometheusUsage:
             raise UsageFetchError(f"{path}: the answer is not JSON") from err
         if not isinstance(body, dict) or body.get("status") != "success":
             error = body.get("error", "") if isinstance(body, dict) else ""
-            raise UsageFetchError(f"{path}: query failed: {error or body!r}")
+            raise UsageFetchError(f"{path}: query failed: {error or repr(body)[:200]}")
         return body.get("data")
 
     def _loop(self) -> None:

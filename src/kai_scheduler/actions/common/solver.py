@@ -217,6 +217,8 @@ class _JobSolver:
         for batch in sub:
             self._reland(batch, candidates)
         outcome = ScenarioOutcome.of(sub)
+        if size == len(self.tasks) and not (outcome.victims or outcome.moved):
+            return None       # nothing to evict or move: placing the job is allocate's business, not ours
         if self.search.validate(self.job, tasks, outcome) is not None:
             return None
         return outcome
@@ -226,7 +228,11 @@ class _JobSolver:
             self.stmt.pipeline(task, origin.node, origin.gpu_groups)      # an un-evict
 
     def _reland(self, batch: Batch, candidates: points.Mask) -> None:
-        """In place if the batch's nodes still have room for all of it, else elsewhere, else not at all."""
+        """In place if the batch's nodes still have room for all of it, else elsewhere, else not at all.
+
+        Either way the victim's queue must have room again (limits: JOB_OVER_CAPACITY)."""
+        if self.ssn.job_over_capacity(batch.job, list(batch.tasks)) is not None:
+            return
         checkpoint = self.stmt.checkpoint()
         for task, origin in zip(batch.tasks, batch.origins, strict=True):
             if not self._room_in_place(task, origin.node):

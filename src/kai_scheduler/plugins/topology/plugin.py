@@ -80,7 +80,7 @@ class Topology:
         if preferred is not None:
             self._scores[id(member)] = scores.preferred_scores(domains, preferred, selection.preferred, nodes)
         if not selection.choices:
-            self._reject(job, self._shortfall(domains, selection, member, demand, tasks))
+            self._reject(job, self._shortfall(domains, selection, job, member, demand))
             return []
         return [candidates & (domains.levels[c.level].of_node == c.domain) for c in selection.choices]
 
@@ -190,11 +190,11 @@ class Topology:
     def _reject(self, job: JobInfo, message: str) -> None:
         self._ssn.record_fit_error(job, points.Reject(self.name, constants.REASON_UNSCHEDULABLE, message))
 
-    def _shortfall(self, domains: tree.DomainTree, selection: subsets.Selection, member: Member,
-                   demand: subsets.Demand, tasks: list[PodInfo]) -> str:
+    def _shortfall(self, domains: tree.DomainTree, selection: subsets.Selection, job: JobInfo, member: Member,
+                   demand: subsets.Demand) -> str:
         """Which level and domain lacked what: "not enough resources in rack z1.r2 for subgroup x …"."""
         level = domains.levels[selection.widest]
-        who = "the job" if member.parent is None else f"subgroup {member.name}"
+        who = f"job {job.name}" if member is job.root else f"subgroup {member.name}"
         head = f"topology {domains.topology!r}: not enough resources in any {level.name} for {who} " \
                f"({demand.count} pod{'s' if demand.count != 1 else ''})"
         if selection.roomiest is None:

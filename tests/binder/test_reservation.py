@@ -1,0 +1,134 @@
+"""Reservation pods (§6, §8.1): one per GPU group, created or reused before a fractional pod binds, collected
+when the group has no pods and no in-flight BindRequest; the binder waits for the GPU index, up to a timeout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.binder import reservation
+from kai_scheduler.binder.binder import Binder
+from kai_scheduler.store.memory import MemoryStore
+from tests import builders as b
+
+JSON = dict[str, Any]
+NS = constants.RESERVATION_NAMESPACE
+
+
+def _fraction_request(pod: str, node: str, groups: list[str]) -> JSON:
+    out = b.bind_request(pod, node)
+    out["spec"].update({"receivedResourceType": "Fraction", "receivedGPU": {"count": len(groups), "portion": "0.50"},
+                        "selectedGPUGroups": groups})
+    return out
+
+
+def _cluster(*objects: JSON, assign: bool = True) -> tuple[MemoryStore, ManualClock, Binder]:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.node("n1", gpus=4), *objects])
+    return store, clock, Binder(store, clock, reservation.ReservationConfig(assign_indices=assign))
+
+
+def _reservations(store: MemoryStore) -> list[JSON]:
+    pods, _ = store.list("pods", NS)
+    return pods
+
+
+def test_a_fractional_bind_creates_the_groups_reservation_pod() -> None:
+    tolerate = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    pod = b.pod("p", fraction=0.5)
+    pod["spec"]["tolerations"] = tolerate
+    store, _, binder = _cluster(pod, _fraction_request("p", "n1", ["g1"]))
+    assert binder.reconcile().bound == ["ns/p"]
+    [made] = _reservations(store)
+    meta, spec = made["metadata"], made["spec"]
+    assert meta["name"] == reservation.Reservations(store, ManualClock()).pod_name("n1", "g1")
+    assert meta["name"].startswith("gpu-reservation-")
+    assert meta["labels"] == {"app": "kai-resource-reservation", "runai-gpu-group": "g1"}
+    assert meta["annotations"][reservation.ANNOTATION_DO_NOT_DISRUPT] == "true"
+    assert meta["annotations"][reservation.ANNOTATION_GPU_INDEX] == "0"
+    assert spec["nodeName"] == "n1" and spec["runtimeClassName"] == "nvidia"
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert spec["tolerations"] == tolerate
+    labels = store.get("pods", "p", b.NAMESPACE)["metadata"]["labels"]
+    assert labels["runai-gpu-group"] == "g1"
+
+
+def test_a_second_sharer_reuses_the_reservation_pod() -> None:
+    store, _, binder = _cluster(b.pod("p", fraction=0.5), b.pod("q", fraction=0.25),
+                                _fraction_request("p", "n1", ["g1"]), _fraction_request("q", "n1", ["g1"]))
+    assert sorted(binder.reconcile().bound) == ["ns/p", "ns/q"]
+    assert len(_reservations(store)) == 1
+
+
+def test_each_group_gets_its_own_device_index() -> None:
+    store, _, binder = _cluster(b.pod("p", fraction=0.5, annotations={"gpu-fraction-num-devices": "2"}),
+                                _fraction_request("p", "n1", ["g1", "g2"]))
+    binder.reconcile()
+    index = reservation.ANNOTATION_GPU_INDEX
+    indices = {p["metadata"]["labels"]["runai-gpu-group"]: p["metadata"]["annotations"][index]
+               for p in _reservations(store)}
+    assert indices == {"g1": "0", "g2": "1"}
+    labels = store.get("pods", "p", b.NAMESPACE)["metadata"]["labels"]
+    assert labels["runai-gpu-group"] == "g1" and labels["runai-gpu-group/g2"] == "g2"
+
+
+def test_reservations_of_groups_without_pods_are_collected() -> None:
+    store, _, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]))
+    binder.reconcile()
+    assert len(_reservations(store)) == 1
+    binder.reconcile()
+    assert len(_reservations(store)) == 1, "the group still has its pod"
+    store.delete("pods", "p", b.NAMESPACE, grace_period_seconds=0)
+    binder.reconcile()
+    assert _reservations(store) == []
+
+
+def test_an_in_flight_bind_request_keeps_the_reservation() -> None:
+    store, _, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]), assign=False)
+    binder.reconcile()                       # created, waiting for the device plugin's index
+    assert len(_reservations(store)) == 1
+    binder.reconcile()
+    assert len(_reservations(store)) == 1 and store.get("pods", "p", b.NAMESPACE)["spec"].get("nodeName") is None
+
+
+def test_the_binder_waits_for_the_gpu_index_then_binds() -> None:
+    store, _, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]), assign=False)
+    outcome = binder.reconcile()
+    assert outcome.bound == [] and outcome.failed == []
+    [made] = _reservations(store)
+    store.patch("pods", made["metadata"]["name"], NS,
+                {"metadata": {"annotations": {reservation.ANNOTATION_GPU_INDEX: "3"}}})
+    assert binder.reconcile().bound == ["ns/p"]
+
+
+def test_a_reservation_that_never_reports_its_index_fails_the_bind() -> None:
+    store, clock, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]), assign=False)
+    binder.reconcile()
+    clock.advance(reservation.DEFAULT_ALLOCATION_TIMEOUT + 1)
+    outcome = binder.reconcile()
+    [(key, reason)] = outcome.failed
+    assert key == "ns/p" and "did not report its GPU index within 40s" in reason
+    status = store.get("bindrequests", "p", b.NAMESPACE)["status"]
+    assert status["phase"] == "Failed"
+
+
+@pytest.mark.parametrize("phase, kept", [
+    pytest.param("Succeeded", False, id="a succeeded request no longer holds the group"),
+    pytest.param("", True, id="a pending request holds the group"),
+])
+def test_bind_requests_hold_groups_until_they_succeed(phase: str, kept: bool) -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    request = _fraction_request("gone", "n1", ["g1"])
+    if phase:
+        request["status"] = {"phase": phase}
+    sync = reservation.Reservations(store, clock, reservation.ReservationConfig(assign_indices=True))
+    store.add_many([b.node("n1"), request])
+    sync.reserve(BindRequest.from_dict(_fraction_request("gone", "n1", ["g1"])), b.pod("gone"))
+    sync.collect()
+    assert (len(_reservations(store)) == 1) is kept
