@@ -29,7 +29,7 @@ from tests import builders as b
 
 JSON = dict[str, Any]
 EPS = 1e-6
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 ZONE, RACK = "topology/zone", "topology/rack"
 LEVELS = ["", "zone", "rack", constants.LABEL_HOSTNAME]
@@ -100,7 +100,16 @@ def _job(draw: st.DrawFn, name: str) -> list[JSON]:
             annotations.update({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"})
         pods.append(b.pod(f"{name}-{i}", group=name, gpus=1 if kind == "whole" else 0, annotations=annotations,
                           created=float(i)))
-    spec = {"topologyConstraint": constraint} if len(constraint) > 1 else {}
+    spec: JSON = {"topologyConstraint": constraint} if len(constraint) > 1 else {}
+    if draw(st.integers(0, 3)) == 0:        # two subgroups, each with its own required level
+        leaves = [b.sub_group(leaf, min_member=1) for leaf in "ab"]
+        for leaf in leaves:
+            level = draw(st.sampled_from(LEVELS[LEVELS.index(required) if required else 1:]))
+            if level:
+                leaf["topologyConstraint"] = {"topology": "t", "requiredTopologyLevel": level}
+        for i, p in enumerate(pods):
+            p["metadata"]["labels"][constants.LABEL_SUBGROUP_NAME] = "ab"[i % 2]
+        return [b.podgroup(name, min_member=None, sub_groups=leaves, **spec), *pods]
     return [b.podgroup(name, min_member=draw(st.integers(1, size)), **spec), *pods]
 
 
@@ -134,8 +143,13 @@ def assert_required_levels_hold(snap: Snapshot) -> None:
 
 
 def _constrained(job: JobInfo) -> list[tuple[Member, str]]:
+    """The job's root and subgroups that have a required level, with that level."""
     level = job.podgroup.topology_constraint.required_level
-    return [(job.root, level)] if level else []
+    out: list[tuple[Member, str]] = [(job.root, level)] if level else []
+    for leaf in job.pod_sets.values():
+        if leaf.topology_constraint is not None and leaf.topology_constraint.required_level:
+            out.append((leaf, leaf.topology_constraint.required_level))
+    return out
 
 
 def _check(snap: Snapshot) -> None:

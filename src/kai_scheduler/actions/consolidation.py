@@ -57,7 +57,7 @@ class Consolidation:
                 return
             result = attempt(ssn, job, victim_pool, job_budget, None if cap < 0 else cap + 1)
             if result is solver.Result.SOLVED:
-                victim_pool = [v for v in victim_pool if victims.can_be_victim(v)]
+                victim_pool = victims.victim_order(ssn, (v for v in victim_pool if victims.can_be_victim(v)))
             else:
                 failed.remember(NAME, job)
             if action_budget.exhausted:

@@ -47,7 +47,7 @@ class Preempt:
                 return
             result = attempt(ssn, job, victim_pool, job_budget)
             if result is solver.Result.SOLVED:
-                victim_pool = [v for v in victim_pool if victims.can_be_victim(v)]
+                victim_pool = victims.victim_order(ssn, (v for v in victim_pool if victims.can_be_victim(v)))
             else:
                 failed.remember(job.queue, job)
             if action_budget.exhausted:

@@ -79,7 +79,7 @@ def _moves(outcome: Outcome) -> Table:
     for column in ("cycle", "task", "from", "to", "action", "for job", "why"):
         table.add_column(column)
     for m in outcome.moves:
-        table.add_row(str(m.cycle), m.task, m.node, m.to_node or "-", m.action, m.preemptor or "-", m.message)
+        table.add_row(str(m.cycle), m.task, m.node, m.to_node or "(evicted)", m.action, m.preemptor or "-", m.message)
     return table
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from kai_scheduler.actions.common import budget
 from kai_scheduler.actions.registry import ACTIONS, KAI_ACTIONS
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
@@ -44,6 +45,7 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
     )
     for plugin in config.plugins():
         registry.build(plugin.name, plugin.arguments)
+    budget.SearchBudgets.parse(config.scenario_search_budgets)
     return config
 
 

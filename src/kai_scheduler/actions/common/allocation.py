@@ -37,6 +37,7 @@ def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: 
     tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return Outcome(False)
+    ssn.pre_job_allocation(job)
     checkpoint = stmt.checkpoint()
     if not place_tasks(ssn, stmt, job, tasks, pipeline_only=pipeline_only):
         return Outcome(False)

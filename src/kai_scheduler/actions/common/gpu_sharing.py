@@ -21,6 +21,7 @@ from kai_scheduler.framework.session import Session
 
 _EPS = 1e-6
 _GROUP_NAMESPACE = uuid.UUID("0b6f3a52-4c1e-5d7a-8f39-2a6c9e1d4b70")
+_PLACEHOLDER = "whole-gpu/"      # candidate id of a free device: never a group id (those are UUIDs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,23 +50,28 @@ def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool
     if len(chosen) < task.gpu.num_devices:       # the predicates passed this node: their rule is ours
         raise RuntimeError(f"task {task.key}: node {node.name} offers {len(chosen)} of the "
                            f"{task.gpu.num_devices} GPUs the predicates found")
-    return tuple(c.group for c in chosen), any(c.on_releasing for c in chosen)
+    groups = tuple(_new_group_id(node, task, i) if c.is_new else c.group for i, c in enumerate(chosen))
+    return groups, any(c.on_releasing for c in chosen)
 
 
 def candidates_on(ssn: Session, task: PodInfo, node: NodeInfo) -> list[Candidate]:
-    """Fitting groups by id, then a placeholder per whole free device: idle ones first, then releasing ones."""
+    """Fitting groups by id, then whole free devices: idle ones first, then releasing ones.
+
+    Whole devices all score alike, so at most `num_devices` of each kind are offered; their ids are
+    placeholders (not groups of the node) until chosen."""
     need = node.task_gpu_memory(task)
     total = node.gpu_memory_mib
     out = [Candidate(g.id, False, _needs_releasing(g, total, need)) for g in node.shared_gpu_fit(task)]
+    if need > total + _EPS:           # more memory than one device has: no fresh device takes it
+        return out
     arrays = ssn.snapshot.arrays
     idle = float(arrays.idle[node.row][GPU] + min(arrays.releasing[node.row][GPU], 0.0))
     free = float(arrays.idle[node.row][GPU] + arrays.releasing[node.row][GPU])
     idle_whole = max(0, math.floor(idle + _EPS))
-    free_whole = max(idle_whole, math.floor(free + _EPS))
-    if need > total + _EPS:           # more memory than one device has: no fresh device takes it
-        free_whole = 0
-    for i in range(free_whole):
-        out.append(Candidate(_new_group_id(node, task, i), True, i >= idle_whole))
+    releasing_whole = max(0, math.floor(free + _EPS) - idle_whole)
+    wanted = task.gpu.num_devices
+    out += [Candidate(f"{_PLACEHOLDER}{i}", True, False) for i in range(min(idle_whole, wanted))]
+    out += [Candidate(f"{_PLACEHOLDER}r{i}", True, True) for i in range(min(releasing_whole, wanted))]
     return out
 
 

@@ -29,6 +29,7 @@ from kai_scheduler.actions.common.budget import JobBudget
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
 from kai_scheduler.actions.common.victims import Batch, VictimQueue
 from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework import points
@@ -247,6 +248,8 @@ class _JobSolver:
         need = task.request.copy()
         need[GPU] += sum(1 for g in task.placement.gpu_groups
                          if g in node.gpu_groups and node.gpu_groups[g].state() == "releasing")
+        if not _shared_room_in_place(task, node):
+            return False
         return bool((self.ssn.snapshot.arrays.free[node.row] >= need - _EPS).all())
 
     # --- nodes ---------------------------------------------------------------------------------------------
@@ -267,3 +270,16 @@ class _JobSolver:
                 mask[rows[node].row] = True
         return mask
 
+
+def _shared_room_in_place(task: PodInfo, node: NodeInfo) -> bool:
+    """A releasing sharer goes back into its GPU groups only if what stays there (pipelined newcomers that
+    counted on its memory included) still fits the device with it (§6)."""
+    uid = str(task.uid)
+    for group_id in task.placement.gpu_groups:
+        group = node.gpu_groups.get(group_id)
+        if group is None or uid not in group.sharers:
+            continue
+        staying = group.used_memory() - group.releasing_memory() + group.sharers[uid]
+        if staying > node.gpu_memory_mib + _EPS:
+            return False
+    return True

@@ -98,18 +98,40 @@ def _surplus(ssn: Session, member: Member) -> list[PodInfo] | None:
 class VictimQueue:
     """Victim jobs in reversed order; `pop` evicts the next batch in `stmt` and returns it.
 
-    `max_jobs` caps how many distinct jobs may give victims (consolidation's preemptee cap); None = no cap."""
+    `jobs` must come in victim order (`victim_order`). Each leaf queue is fed to the queue tree `chunk` jobs at a
+    time, and the next chunk as soon as the last job fed (the frontier, never changed) is popped: every job not
+    fed yet orders after the frontier, so the tree pops exactly what it would with every job in it, without
+    ordering thousands of victims per probe. `max_jobs` caps how many distinct jobs may give victims
+    (consolidation's preemptee cap); None = no cap."""
 
     def __init__(self, ssn: Session, jobs: Iterable[JobInfo], eviction: Callable[[JobInfo], Eviction], *,
-                 max_jobs: int | None = None) -> None:
+                 max_jobs: int | None = None, chunk: int = 32) -> None:
         self._ssn = ssn
-        self._order = JobOrderByQueues(ssn, jobs, reverse=True)
+        self._chunk = chunk
         self._eviction = eviction
         self._max_jobs = max_jobs
         self.jobs: list[str] = []          # uids of the jobs that gave victims, in order
+        self._waiting: dict[str, list[JobInfo]] = {}
+        for job in jobs:
+            self._waiting.setdefault(job.queue, []).append(job)
+        for queue in self._waiting:
+            self._waiting[queue].reverse()            # pop() from the end takes the next in order
+        self._frontier: dict[str, str] = {}
+        first = [job for queue in sorted(self._waiting) for job in self._take(queue)]
+        self._order = JobOrderByQueues(ssn, first, reverse=True)
+
+    def _take(self, queue: str) -> list[JobInfo]:
+        waiting = self._waiting.get(queue, [])
+        chunk = [waiting.pop() for _ in range(min(self._chunk, len(waiting)))]
+        if chunk:
+            self._frontier[queue] = chunk[-1].uid
+        return chunk
 
     def pop(self, stmt: Statement) -> Batch | None:
         while (job := self._order.pop()) is not None:
+            if self._frontier.get(job.queue) == job.uid:
+                for more in self._take(job.queue):
+                    self._order.push(more)
             if self._max_jobs is not None and job.uid not in self.jobs and len(self.jobs) >= self._max_jobs:
                 continue
             tasks = tasks_to_evict(self._ssn, job)

@@ -61,6 +61,7 @@ class Reclaim:
         for name in sorted(parents):
             self._children.setdefault(parents[name], []).append(name)
         self._start: dict[str, tuple[Vector, Vector]] = {}
+        self._filtered: dict[tuple[str, str], bool] = {}     # (reclaimer uid, victim queue) → rule 2's answer
 
     # --- callbacks ---------------------------------------------------------------------------------------------
 
@@ -68,6 +69,7 @@ class Reclaim:
         """ON_JOB_SOLUTION_START: clone every queue's allocation; the validator judges against it."""
         self._start = {name: (s.allocated.copy(), s.allocated_non_preemptible.copy())
                        for name, s in self._shares.items()}
+        self._filtered.clear()
 
     def can_reclaim(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
         """CAN_RECLAIM: the leaf within its fair share with the job; non-preemptible: within deserved too."""
@@ -87,11 +89,21 @@ class Reclaim:
         return None
 
     def is_victim(self, reclaimer: JobInfo, victim: JobInfo) -> bool:
-        """RECLAIM_VICTIM_FILTER: may `victim`'s queue give resources to `reclaimer`'s (rule 2)?"""
-        if victim.queue not in self._shares or reclaimer.queue not in self._shares:
+        """RECLAIM_VICTIM_FILTER: may `victim`'s queue give resources to `reclaimer`'s (rule 2)?
+
+        The answer depends on the two queues only: it is kept per victim queue while one reclaimer's victims are
+        filtered (until its solution starts)."""
+        key = (reclaimer.uid, victim.queue)
+        answer = self._filtered.get(key)
+        if answer is None:
+            answer = self._filtered[key] = self._queue_may_give(reclaimer, victim.queue)
+        return answer
+
+    def _queue_may_give(self, reclaimer: JobInfo, victim_queue: str) -> bool:
+        if victim_queue not in self._shares or reclaimer.queue not in self._shares:
             return False
         request = _request(self._ssn.tasks_to_allocate(reclaimer))
-        lr, lv = self.leveled(reclaimer.queue, victim.queue)
+        lr, lv = self.leveled(reclaimer.queue, victim_queue)
         reclaimer_level, victim_level = self._shares[lr], self._shares[lv]
         if not _within(reclaimer_level.allocated + request, reclaimer_level.deserved):
             return _exceeds(victim_level.allocated, self.allocatable(victim_level))

@@ -1,0 +1,147 @@
+"""Benchmarks of GPU sharing and topology placement: `python bench/bench_sharing_topology.py` prints a table.
+
+- fractions: 7,000 pending fractional pods (0.25, 0.5 and 0.75 of a GPU, one PodGroup each, 10 queues) onto
+  500 nodes x 8 GPUs of 80 GiB: KAI's own scale scenario (BEHAVIOR.md §10);
+- topology: one 512-pod gang (8 GPUs a pod) with a preferred rack level, on 512 nodes in a 3-level topology
+  (4 blocks x 8 racks x 16 nodes, then the hostname).
+
+Each case runs one placement cycle (snapshot, allocate with KAI's default plugins, commit to the in-memory
+store) in its own process. Target: each cycle ≤ 5 s on this machine; printed beside the figures, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+TARGET_S = 5.0
+CASES = {
+    "fractions": "7,000 fractional pods (0.25/0.5/0.75) onto 500 nodes x 8 GPUs",
+    "topology": "one 512-pod gang, preferred rack, 512 nodes in 4 blocks x 8 racks x 16 nodes",
+}
+JSON = dict[str, object]
+
+
+def _pod(name: str, group: str, queue: str, *, gpus: int = 0, fraction: float | None = None) -> JSON:
+    from kai_scheduler.api import constants
+
+    annotations = {constants.ANNOTATION_POD_GROUP_NAME: group}
+    requests = {"cpu": "1", "memory": "4Gi"}
+    if fraction is not None:
+        annotations[constants.ANNOTATION_GPU_FRACTION] = str(fraction)
+    if gpus:
+        requests[constants.RESOURCE_GPU] = str(gpus)
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}",
+                     "creationTimestamp": "2025-12-31T00:00:00Z", "labels": {constants.LABEL_QUEUE: queue},
+                     "annotations": annotations},
+        "spec": {"schedulerName": constants.DEFAULT_SCHEDULER_NAME,
+                 "containers": [{"name": "main", "image": "pause", "resources": {"requests": requests}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def _podgroup(name: str, queue: str, min_member: int, constraint: JSON | None = None) -> JSON:
+    from kai_scheduler.api import constants
+
+    spec: JSON = {"queue": queue, "minMember": min_member, "priorityClassName": "train"}
+    if constraint:
+        spec["topologyConstraint"] = constraint
+    return {"apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}",
+                         "creationTimestamp": "2025-12-31T00:00:00Z"},
+            "spec": spec}
+
+
+def fractions_cluster() -> list[JSON]:
+    import workloads
+
+    objects: list[JSON] = [*workloads.priority_classes()]
+    objects += [workloads.node(f"node-{i:04d}", 8) for i in range(500)]
+    queues = [f"team-{q}" for q in range(10)]
+    objects += [workloads.queue(q, 0) for q in queues]
+    shares = (0.25, 0.5, 0.75)
+    for i in range(7000):
+        queue = queues[i % len(queues)]
+        objects += [_podgroup(f"frac-{i}", queue, 1), _pod(f"frac-{i}", f"frac-{i}", queue, fraction=shares[i % 3])]
+    return objects
+
+
+def topology_cluster() -> list[JSON]:
+    import workloads
+
+    from kai_scheduler.api import constants
+
+    objects: list[JSON] = [*workloads.priority_classes(), workloads.queue("team", -1)]
+    objects.append({"apiVersion": constants.TOPOLOGY_API_VERSION, "kind": "Topology", "metadata": {"name": "dc"},
+                    "spec": {"levels": [{"nodeLabel": "dc/block", "alias": "block"},
+                                        {"nodeLabel": "dc/rack", "alias": "rack"},
+                                        {"nodeLabel": constants.LABEL_HOSTNAME}]}})
+    for i in range(512):
+        node = workloads.node(f"node-{i:04d}", 8)
+        labels = node["metadata"]["labels"]  # type: ignore[index]
+        labels["dc/block"], labels["dc/rack"] = f"b{i // 128}", f"r{i // 16}"
+        objects.append(node)
+    objects.append(_podgroup("gang", "team", 512, {"topology": "dc", "preferredTopologyLevel": "rack"}))
+    objects += [_pod(f"gang-{i}", "gang", "team", gpus=8) for i in range(512)]
+    return objects
+
+
+def run_case(name: str) -> dict[str, float]:
+    import workloads
+
+    from kai_scheduler.api.clock import ManualClock
+    from kai_scheduler.scheduler.scheduler import Scheduler, load_config
+    from kai_scheduler.store.memory import MemoryStore
+
+    objects = fractions_cluster() if name == "fractions" else topology_cluster()
+    clock = ManualClock(workloads.EPOCH)
+    store = MemoryStore(clock)
+    store.add_many(objects)
+    scheduler = Scheduler(store, load_config({"actions": "allocate"}), clock)
+    scheduler.cache.sync()
+    t0 = time.perf_counter()
+    snap = scheduler.snapshot()
+    snapshot_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = scheduler.run_once()
+    cycle_s = time.perf_counter() - t0
+    shared = sum(len(n.gpu_groups) for n in result.snapshot.nodes)
+    return {"pods": float(len(snap.tasks)), "nodes": float(len(snap.nodes)), "binds": float(result.binds),
+            "snapshot_s": snapshot_s, "allocate_s": result.action_seconds.get("allocate", 0.0), "cycle_s": cycle_s,
+            "shared_gpus": float(shared)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(CASES))
+    parser.add_argument("--case", help=argparse.SUPPRESS)     # child process entry
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case)))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="One placement cycle (allocate, default plugins), in-memory store")
+    for col in ("case", "pods", "nodes", "binds", "shared GPUs", "snapshot s", "allocate s", "cycle s", "target s"):
+        table.add_column(col, justify="left" if col == "case" else "right")
+    for name in [args.only] if args.only else list(CASES):
+        out = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        table.add_row(name, f"{r['pods']:.0f}", f"{r['nodes']:.0f}", f"{r['binds']:.0f}", f"{r['shared_gpus']:.0f}",
+                      f"{r['snapshot_s']:.2f}", f"{r['allocate_s']:.2f}", f"{r['cycle_s']:.2f}", f"{TARGET_S:g}")
+        Console(width=120).print(f"{name}: {CASES[name]}")
+    Console(width=120).print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Benchmarks of the victim actions: `python bench/bench_victims.py [--only NAME]` prints a table.
+
+Targets (issue 3), printed beside the figures, not asserted:
+
+- reclaim: a full 1,000-node x 8-GPU cluster runs 8,000 single-GPU preemptible pods in 10 queues (each a little
+  above its fair share); a 64-GPU gang arrives in a starved queue; the reclaim decision takes <= 3 s. Two gang
+  shapes: 64 pods of 1 GPU, and 8 pods of 8 GPUs (each needs a whole node emptied).
+- consolidation: 1,000 fragmented nodes (7 of 8 GPUs used by single-GPU pods, 1 free each); an 8-GPU job
+  arrives; consolidation moves one node's 7 pods elsewhere and frees it, in <= 3 s.
+
+Each case runs in its own process. Figures: snapshot, the action's own time, the whole cycle, evictions (moved
+pods included) and the simulations the search ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+CASES: dict[str, dict[str, Any]] = {
+    "reclaim-64x1": dict(kind="reclaim", pods=64, gpus=1, target_s=3.0,
+                         what="1,000 nodes x 8 GPUs, 8,000 running 1-GPU pods in 10 queues; a 64 x 1-GPU gang "
+                              "in a starved queue"),
+    "reclaim-8x8": dict(kind="reclaim", pods=8, gpus=8, target_s=3.0,
+                        what="same cluster; an 8 x 8-GPU gang (8 whole nodes to empty) in a starved queue"),
+    "consolidation": dict(kind="consolidation", pods=1, gpus=8, target_s=3.0,
+                          what="1,000 nodes with 7 of 8 GPUs used (7,000 pods, 7 queues); one 8-GPU job"),
+}
+EPOCH = 1767225600.0
+
+
+def _queue(name: str, quota: float) -> dict[str, Any]:
+    import workloads
+
+    return workloads.queue(name, quota)
+
+
+def _pod(name: str, queue: str, node: str, gpus: int, created: str, running: bool) -> list[dict[str, Any]]:
+    from kai_scheduler.api import constants
+
+    group = {
+        "apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}", "creationTimestamp": created},
+        "spec": {"queue": queue, "minMember": 1, "priorityClassName": "train"},
+    }
+    pod: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{name}-0", "namespace": "bench", "uid": f"uid-{name}-0", "creationTimestamp": created,
+                     "labels": {constants.LABEL_QUEUE: queue},
+                     "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name}},
+        "spec": {"schedulerName": constants.DEFAULT_SCHEDULER_NAME, "containers": [{
+            "name": "main", "image": "pause",
+            "resources": {"requests": {"cpu": "1", "memory": "4Gi", "nvidia.com/gpu": str(gpus)},
+                          "limits": {"nvidia.com/gpu": str(gpus)}}}]},
+        "status": {"phase": "Running" if running else "Pending"},
+    }
+    if running:
+        pod["spec"]["nodeName"] = node
+    return [group, pod]
+
+
+def _stamp(seconds: int) -> str:
+    from kai_scheduler.api.fields import format_time
+
+    return format_time(EPOCH - 86400 + seconds)
+
+
+def reclaim_cluster(gang_pods: int, gang_gpus: int) -> list[dict[str, Any]]:
+    """1,000 x 8 GPUs full of 1-GPU pods of 10 queues (pod j on node j // 8, queue j % 10); a starved queue."""
+    import workloads
+
+    objs: list[dict[str, Any]] = workloads.priority_classes()
+    objs += [workloads.node(f"node-{i:04d}", 8) for i in range(1000)]
+    objs += [_queue(f"q-{i}", 720) for i in range(10)]
+    objs.append(_queue("starved", 800))
+    for j in range(8000):
+        objs += _pod(f"run-{j:05d}", f"q-{j % 10}", f"node-{j // 8:04d}", 1, _stamp(j), True)
+    gang = workloads.gang("arrival", "starved", gang_pods, gang_gpus, 86399)
+    return objs + gang
+
+
+def consolidation_cluster() -> list[dict[str, Any]]:
+    """1,000 x 8 GPUs; node i runs one 1-GPU pod of each of 7 queues, created at i (newest on the last node)."""
+    import workloads
+
+    objs: list[dict[str, Any]] = workloads.priority_classes()
+    objs += [workloads.node(f"node-{i:04d}", 8) for i in range(1000)]
+    objs += [_queue(f"q-{k}", 1000) for k in range(7)]
+    objs.append(_queue("new", 8))
+    for i in range(1000):
+        for k in range(7):
+            objs += _pod(f"run-{i:04d}-{k}", f"q-{k}", f"node-{i:04d}", 1, _stamp(i), True)
+    objs += _pod("arrival", "new", "", 8, _stamp(86399), False)
+    return objs
+
+
+def run_case(name: str) -> dict[str, float]:
+    from kai_scheduler.actions.common import solver
+    from kai_scheduler.api.clock import ManualClock
+    from kai_scheduler.scheduler.scheduler import Scheduler, load_config
+    from kai_scheduler.store.memory import MemoryStore
+
+    case = CASES[name]
+    kind = case["kind"]
+    objects = reclaim_cluster(case["pods"], case["gpus"]) if kind == "reclaim" else consolidation_cluster()
+    clock = ManualClock(EPOCH)
+    store = MemoryStore(clock)
+    store.add_many(objects)
+    scheduler = Scheduler(store, load_config({"actions": f"allocate, {kind}"}), clock)
+    scheduler.cache.sync()
+    simulations = 0
+    original = solver._JobSolver.solve
+
+    def counting(self: Any) -> Any:
+        nonlocal simulations
+        out = original(self)
+        simulations += self.simulations
+        return out
+
+    solver._JobSolver.solve = counting  # type: ignore[method-assign]
+    t0 = time.perf_counter()
+    snap = scheduler.snapshot()
+    snapshot_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = scheduler.run_once()
+    cycle_s = time.perf_counter() - t0
+    placed = sum(1 for op in result.operations if op.task.job_uid == "uid-pg-arrival")
+    return {
+        "nodes": float(len(snap.nodes)), "snapshot_s": snapshot_s, "action_s": result.action_seconds.get(kind, 0.0),
+        "cycle_s": cycle_s, "evictions": float(result.evictions), "placed": float(placed),
+        "simulations": float(simulations),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--only", choices=sorted(CASES))
+    parser.add_argument("--case", help=argparse.SUPPRESS)     # child process entry
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case)))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Victim actions: one scheduling cycle, in-memory store")
+    for col in ("case", "snapshot s", "action s", "cycle s", "target s", "evicted", "job pods placed",
+                "simulations"):
+        table.add_column(col, justify="right" if col != "case" else "left")
+    console = Console(width=140)
+    for name in [args.only] if args.only else list(CASES):
+        out = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        case = CASES[name]
+        table.add_row(name, f"{r['snapshot_s']:.2f}", f"{r['action_s']:.2f}", f"{r['cycle_s']:.2f}",
+                      f"{case['target_s']}", f"{r['evictions']:.0f}", f"{r['placed']:.0f}", f"{r['simulations']:.0f}")
+        console.print(f"{name}: {case['what']}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""reclaim end to end over the embedded cluster: decisions, what is written to the store, and stability.
+
+The rule-by-rule cases are scenario files (tests/scenarios/reclaim); these tests check what a scenario file
+cannot: cycle-by-cycle counts, store writes (evictions, events, annotations, conditions) and search budgets.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from kai_scheduler.actions import reclaim
+from kai_scheduler.actions.common import budget, solver
+from kai_scheduler.api import constants
+from kai_scheduler.api.fields import format_time
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.statement import Op
+from tests import builders as b
+from tests.actions import victim_builders as v
+
+JSON = dict[str, Any]
+
+
+def two_teams(*, pending_pods: int = 4) -> list[JSON]:
+    """team-a deserves 4 of 8 GPUs and runs nothing; team-b runs 8 single-GPU jobs (the newest 4 on top)."""
+    objects = [b.node("n1", gpus=8), v.queue("team-a", gpu_quota=4), v.queue("team-b", gpu_quota=4)]
+    for i in range(8):
+        objects += v.job(f"b{i}", queue="team-b", node="n1", created=b.NOW - 3600 + i)
+    objects += v.job("train", queue="team-a", pods=pending_pods)
+    return objects
+
+
+def test_reclaim_evicts_the_newest_victims_and_pipelines_the_gang() -> None:
+    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim"})
+    result = cluster.cycle()
+    evicted = sorted(op.task.name for op in result.operations if op.op is Op.EVICT)
+    assert evicted == ["b4-0", "b5-0", "b6-0", "b7-0"]
+    assert sorted(op.task.name for op in result.operations if op.op is Op.PIPELINE) == [f"train-{i}" for i in range(4)]
+    assert result.binds == 0
+
+
+def test_after_reclaim_later_cycles_change_nothing() -> None:
+    """Cycle 1 evicts, cycle 2 binds the gang; cycles 3-6 neither evict nor bind nor pipeline (no ping-pong)."""
+    cluster = v.cluster(two_teams())
+    results = cluster.run(6)
+    assert [r.evictions for r in results] == [4, 0, 0, 0, 0, 0]
+    assert [r.binds for r in results][2:] == [0, 0, 0, 0]
+    assert all(r.pipelines == 0 for r in results[2:])
+    view = cluster.view()
+    running = sorted(t.name for t in view.tasks.values() if t.status.label == "Running")
+    assert running == ["b0-0", "b1-0", "b2-0", "b3-0", *(f"train-{i}" for i in range(4))]
+
+
+def test_an_eviction_writes_the_pod_deletion_an_event_and_the_eviction_timestamp() -> None:
+    cluster = v.cluster(two_teams(pending_pods=1), config={"actions": "allocate, reclaim"})
+    cluster.cycle()
+    victim = cluster.store.get("pods", "b7-0", b.NAMESPACE)
+    assert victim["metadata"].get("deletionTimestamp")
+    [event] = [e for e in v.events(cluster, "Evict") if e["involvedObject"]["name"] == "b7-0"]
+    assert event["message"] == ("reclaimed by ns/train to restore team-a's deserved share (from queue team-b)")
+    assert v.annotations(cluster, "b7")[constants.ANNOTATION_LAST_EVICTION_TIMESTAMP] == format_time(b.NOW)
+    assert constants.ANNOTATION_LAST_EVICTION_TIMESTAMP not in v.annotations(cluster, "b6")
+
+
+@pytest.mark.parametrize("flag, want", [
+    pytest.param(True, [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
+                 id="the flag adds the DisruptionTarget condition"),
+    pytest.param(False, [], id="no condition without the flag"),
+])
+def test_the_disruption_condition_follows_the_flag(flag: bool, want: list[JSON]) -> None:
+    config = {"actions": "allocate, reclaim", "flags": {"update-pod-eviction-condition": flag}}
+    cluster = v.cluster(two_teams(pending_pods=1), config=config)
+    cluster.cycle()
+    conditions = cluster.store.get("pods", "b7-0", b.NAMESPACE).get("status", {}).get("conditions", [])
+    assert [{k: c[k] for k in ("type", "status", "reason")} for c in conditions] == want
+
+
+def test_the_reclaimer_keeps_what_allocate_said_and_victims_get_no_fit_errors() -> None:
+    """The simulations record fit errors; the solver drops them. On success the reclaimer's are cleared."""
+    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim"})
+    result = cluster.cycle()
+    assert result.fit_errors == {}
+
+
+def test_a_spent_action_budget_stops_reclaim() -> None:
+    """Budgets read an injected timer, never the session's clock: a timer past the deadline stops the action."""
+    ticks = itertools.count(step=400.0)           # every reading is 400 s after the last; the action has 300 s
+    action = reclaim.Reclaim(timer=lambda: float(next(ticks)))
+    cluster = v.cluster(two_teams(), config={"actions": "allocate"})
+    cluster.scheduler.actions.append(action)
+    result = cluster.cycle()
+    assert result.evictions == 0
+
+
+def test_budgets_parse_go_durations_and_keep_kais_defaults() -> None:
+    limits = budget.SearchBudgets.parse({"maxActionSearchDuration": {"reclaim": "90s"},
+                                         "maxGeneratorSearchDuration": {"NodeLocalGreedy": 5}})
+    assert limits.for_action("reclaim") == 90.0 and limits.for_action("preempt") == 300.0
+    assert limits.for_generator("NodeLocalGreedy") == 5.0 and limits.for_generator("MultiNodeGang") == 120.0
+    assert (limits.max_job, limits.min_job) == (240.0, 0.0)
+
+
+@pytest.mark.parametrize("raw, message", [
+    pytest.param({"maxJobSearchDuration": "soon"}, "maxJobSearchDuration: invalid duration", id="a bad duration"),
+    pytest.param({"maxActionBudget": "1m"}, "unknown field", id="an unknown key"),
+    pytest.param({"minJobSearchDuration": -1}, "must not be negative", id="a negative duration"),
+])
+def test_bad_budgets_are_configuration_errors(raw: JSON, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        budget.SearchBudgets.parse(raw)
+
+
+class FakeTimer:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_job_and_generator_budgets_follow_the_timer() -> None:
+    timer = FakeTimer()
+    action = budget.ActionBudget(budget.SearchBudgets(min_job=60.0), "reclaim", timer=timer)
+    job = action.next_job()
+    assert job is not None and job.deadline.remaining() == 240.0          # max job budget, within 300 s
+    assert job.generator("NodeLocalGreedy").remaining() == 30.0
+    timer.now = 230.0
+    assert job.generator("MultiNodeGang").remaining() == 10.0             # what the job has left
+    assert not job.exhausted()
+    timer.now = 241.0
+    assert job.exhausted() and not action.exhausted
+    timer.now = 250.0
+    assert action.next_job() is None and action.exhausted                 # 50 s left < the 60 s minimum
+
+
+def _attempted(objects: list[JSON], config: JSON) -> list[str]:
+    """Names of the jobs reclaim searched victims for, in order."""
+    searched: list[str] = []
+    original = reclaim.attempt
+
+    def spy(ssn: Any, job: Any, pool: Any, job_budget: Any) -> solver.Result:
+        searched.append(job.name)
+        return original(ssn, job, pool, job_budget)
+
+    reclaim.attempt = spy  # type: ignore[assignment]
+    try:
+        v.cluster(objects, config=config).cycle()
+    finally:
+        reclaim.attempt = original  # type: ignore[assignment]
+    return searched
+
+
+def _failing_queue(*jobs: tuple[str, int]) -> list[JSON]:
+    """team-a may reclaim (within deserved 4) but team-b's pods are non-preemptible: every search fails."""
+    objects = [b.node("n1", gpus=4), v.queue("team-a", gpu_quota=4), v.queue("team-b", gpu_quota=0)]
+    objects += v.job("pinned", queue="team-b", pods=4, node="n1", priority_class="build")
+    for name, pods in jobs:
+        objects += v.job(name, queue="team-a", pods=pods, created=b.NOW - 60 * pods)
+    return objects
+
+
+@pytest.mark.parametrize("jobs, flags, want", [
+    pytest.param([("x-1", 2), ("x-2", 2)], {}, ["x-1"], id="the same signature, no easier: skipped"),
+    pytest.param([("x-1", 2), ("x-2", 2)], {"use-scheduling-signatures": False}, ["x-1", "x-2"],
+                 id="the flag off: both searched"),
+    pytest.param([("x-2", 2), ("x-1", 1)], {}, ["x-2", "x-1"], id="fewer pods is easier: searched"),
+])
+def test_scheduling_signatures(jobs: list[tuple[str, int]], flags: JSON, want: list[str]) -> None:
+    assert _attempted(_failing_queue(*jobs), {"actions": "reclaim", "flags": flags}) == want
+
+
+def test_a_bad_budget_fails_when_the_configuration_loads() -> None:
+    with pytest.raises(ConfigError, match=r"scenarioSearchBudgets\.maxJobSearchDuration"):
+        v.load_config_for({"scenarioSearchBudgets": {"maxJobSearchDuration": "soon"}})
