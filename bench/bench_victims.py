@@ -4,7 +4,8 @@ Targets (issue 3), printed beside the figures, not asserted:
 
 - reclaim: a full 1,000-node x 8-GPU cluster runs 8,000 single-GPU preemptible pods in 10 queues (each a little
   above its fair share); a 64-GPU gang arrives in a starved queue; the reclaim decision takes <= 3 s. Two gang
-  shapes: 64 pods of 1 GPU, and 8 pods of 8 GPUs (each needs a whole node emptied).
+  shapes: 64 pods of 1 GPU, and 8 pods of 8 GPUs (each needs a whole node emptied). A third case shows the
+  worst search: a job no eviction can help, so every victim is accumulated before giving up.
 - consolidation: 1,000 fragmented nodes (7 of 8 GPUs used by single-GPU pods, 1 free each); an 8-GPU job
   arrives; consolidation moves one node's 7 pods elsewhere and frees it, in <= 3 s.
 
@@ -30,6 +31,9 @@ CASES: dict[str, dict[str, Any]] = {
                               "in a starved queue"),
     "reclaim-8x8": dict(kind="reclaim", pods=8, gpus=8, target_s=3.0,
                         what="same cluster; an 8 x 8-GPU gang (8 whole nodes to empty) in a starved queue"),
+    "reclaim-exhaustive": dict(kind="reclaim", pods=64, gpus=1, target_s=None, unplaceable=True,
+                               what="same cluster; the 64 x 1-GPU gang selects nodes that do not exist: the search "
+                                    "pops all 8,000 victims and fails (no target; budgets bound it)"),
     "consolidation": dict(kind="consolidation", pods=1, gpus=8, target_s=3.0,
                           what="1,000 nodes with 7 of 8 GPUs used (7,000 pods, 7 queues); one 8-GPU job"),
 }
@@ -110,6 +114,10 @@ def run_case(name: str) -> dict[str, float]:
     case = CASES[name]
     kind = case["kind"]
     objects = reclaim_cluster(case["pods"], case["gpus"]) if kind == "reclaim" else consolidation_cluster()
+    if case.get("unplaceable"):
+        for obj in objects:
+            if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("arrival"):
+                obj["spec"]["nodeSelector"] = {"pool": "none"}
     clock = ManualClock(EPOCH)
     store = MemoryStore(clock)
     store.add_many(objects)
@@ -160,7 +168,8 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         case = CASES[name]
         table.add_row(name, f"{r['snapshot_s']:.2f}", f"{r['action_s']:.2f}", f"{r['cycle_s']:.2f}",
-                      f"{case['target_s']}", f"{r['evictions']:.0f}", f"{r['placed']:.0f}", f"{r['simulations']:.0f}")
+                      f"{case['target_s'] or '-'}", f"{r['evictions']:.0f}", f"{r['placed']:.0f}",
+                      f"{r['simulations']:.0f}")
         console.print(f"{name}: {case['what']}")
     console.print(table)
 

@@ -300,7 +300,8 @@ def route(path: str) -> Route:
     namespace = None
     if len(rest) >= 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
-    res = RESOURCES.get(rest[0]) if rest else None
+    res = next((r for r in RESOURCES.values() if r.path_name == rest[0] and r.api_version == api_version),
+               None) if rest else None
     if res is None or res.api_version != api_version or (namespace is not None and not res.namespaced) \
             or len(rest) > 3:
         raise HttpError(404, "NotFound", f"the server could not find the requested resource ({path})")

@@ -40,6 +40,17 @@ LABEL_RAY_NODE_TYPE: Final = "ray.io/node-type"
 LABEL_LWS_WORKER_INDEX: Final = "leaderworkerset.sigs.k8s.io/worker-index"
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 
+# --- Labels and annotations that workload controllers write and the podgrouper reads (§7.3, §8.2) ---
+LABEL_KUBEFLOW_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
+LABEL_KUBEFLOW_JOB_NAME: Final = "training.kubeflow.org/job-name"
+LABEL_RAY_GROUP: Final = "ray.io/group"
+LABEL_RAY_PRIORITY_CLASS: Final = "ray.io/priority-class-name"
+LABEL_LWS_GROUP_INDEX: Final = "leaderworkerset.sigs.k8s.io/group-index"
+LABEL_JOBSET_REPLICATED_JOB: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+LABEL_JOBSET_JOB_INDEX: Final = "jobset.sigs.k8s.io/job-index"
+ANNOTATION_KNATIVE_MIN_SCALE: Final = "autoscaling.knative.dev/min-scale"
+ANNOTATION_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
 # --- Pod annotations (§2) ---
 ANNOTATION_POD_GROUP_NAME: Final = "pod-group-name"
 ANNOTATION_SKIP_PODGROUPER: Final = "kai.scheduler/skip-podgrouper"
@@ -101,3 +112,6 @@ SHIPPED_PRIORITY_CLASSES: Final = (
     ("build", 100),
     ("inference", 125),
 )
+PRIORITY_CLASS_TRAIN: Final = "train"
+PRIORITY_CLASS_BUILD: Final = "build"
+PRIORITY_CLASS_INFERENCE: Final = "inference"

@@ -25,6 +25,7 @@ from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Operation, Statement
 
 log = logging.getLogger(__name__)
+_ON_NODE = ON_NODE.value
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -41,12 +42,20 @@ class FitReport:
 
     Built on first read: scheduling only needs the mask, a fit error or a test needs the reasons."""
 
-    __slots__ = ("_build", "_removed", "candidates")
+    __slots__ = ("_build", "_candidates", "_removed")
 
-    def __init__(self, candidates: int, build: Callable[[], list[tuple[str, int]]] | None = None) -> None:
-        self.candidates = candidates
+    def __init__(self, candidates: int | Callable[[], int],
+                 build: Callable[[], list[tuple[str, int]]] | None = None) -> None:
+        self._candidates = candidates
         self._build = build
         self._removed: list[tuple[str, int]] | None = None if build else []
+
+    @property
+    def candidates(self) -> int:
+        """How many nodes were candidates (counted on first read)."""
+        if callable(self._candidates):
+            self._candidates = self._candidates()
+        return self._candidates
 
     @property
     def removed(self) -> list[tuple[str, int]]:
@@ -160,8 +169,8 @@ class Session:
                 mask &= result.mask
                 if not mask.any():
                     break
-        report = FitReport(int(start.sum()), functools.partial(self._fit_reasons, task, start.copy()))
-        return mask, report
+        # `start` is not copied: callers build each candidate mask fresh and never change it afterwards.
+        return mask, FitReport(lambda: int(start.sum()), functools.partial(self._fit_reasons, task, start))
 
     def _fit_reasons(self, task: PodInfo, candidates: points.Mask) -> list[tuple[str, int]]:
         mask, removed = candidates, []
@@ -272,10 +281,10 @@ class Session:
         """Move `task` to `after` in the model: off its old node's ledgers, onto the new node's."""
         before = task.placement
         nodes = self.snapshot.node_by_name
-        if before.status & ON_NODE and before.node:
+        if before.status._value_ & _ON_NODE and before.node:
             nodes[before.node].remove_task(task, before)
         task.placement = after
-        if after.status & ON_NODE and after.node:
+        if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
 
     def tasks_to_allocate(self, job: JobInfo) -> list[PodInfo]:

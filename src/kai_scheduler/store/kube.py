@@ -39,7 +39,6 @@ from kubernetes.client import ApiClient
 from kai_scheduler.api.selectors import LabelSelector
 from kai_scheduler.store.interface import (
     JSON,
-    KIND_TO_PLURAL,
     RESOURCES,
     ClusterStore,
     Conflict,
@@ -49,6 +48,7 @@ from kai_scheduler.store.interface import (
     Selector,
     StoreError,
     WatchEvent,
+    resource_for,
 )
 from kai_scheduler.store.kube_http import (
     MERGE_PATCH_TYPE,
@@ -333,8 +333,8 @@ def collection_path(res: Resource, namespace: str | None) -> str:
     """The collection URL path: a namespace's objects, or all (namespace None, or a cluster-scoped kind)."""
     base = "/api/v1" if res.api_version == "v1" else f"/apis/{res.api_version}"
     if res.namespaced and namespace:
-        return f"{base}/namespaces/{quote(namespace, safe='')}/{res.plural}"
-    return f"{base}/{res.plural}"
+        return f"{base}/namespaces/{quote(namespace, safe='')}/{res.path_name}"
+    return f"{base}/{res.path_name}"
 
 
 def object_path(res: Resource, name: str, namespace: str, subresource: str = "") -> str:
@@ -381,12 +381,7 @@ def _identify(obj: Any) -> tuple[Resource, JSON]:
     if not isinstance(obj, dict):
         raise Invalid(f"an object must be a mapping, got {type(obj).__name__}")
     kind = obj.get("kind")
-    if not isinstance(kind, str) or kind not in KIND_TO_PLURAL:
-        raise Invalid(f"unknown kind {kind!r}; the store serves {', '.join(sorted(KIND_TO_PLURAL))}")
-    res = RESOURCES[KIND_TO_PLURAL[kind]]
-    api_version = obj.get("apiVersion") or res.api_version
-    if api_version != res.api_version:
-        raise Invalid(f"{kind} apiVersion {api_version!r} is not served; want {res.api_version}")
+    res = resource_for(kind, obj.get("apiVersion"))
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         raise Invalid(f"{kind} has no metadata")

@@ -44,7 +44,6 @@ from kai_scheduler.api.fields import format_time
 from kai_scheduler.api.selectors import LabelSelector, parse_label_selector_string
 from kai_scheduler.store.interface import (
     JSON,
-    KIND_TO_PLURAL,
     RESOURCES,
     AlreadyExists,
     ClusterStore,
@@ -55,6 +54,7 @@ from kai_scheduler.store.interface import (
     Resource,
     Selector,
     WatchEvent,
+    resource_for,
 )
 
 DEFAULT_HISTORY_SIZE: Final = 10_000
@@ -445,14 +445,9 @@ def _resource(plural: str) -> Resource:
 
 
 def _resource_of(doc: JSON) -> Resource:
-    """The resource of an object from its kind; a given apiVersion must be the one the store serves."""
-    kind = doc.get("kind")
-    if not isinstance(kind, str) or kind not in KIND_TO_PLURAL:
-        raise Invalid(f"unknown kind {kind!r}; the store serves {', '.join(sorted(KIND_TO_PLURAL))}")
-    res = RESOURCES[KIND_TO_PLURAL[kind]]
-    api_version = doc.setdefault("apiVersion", res.api_version)
-    if api_version != res.api_version:
-        raise Invalid(f"{kind} apiVersion {api_version!r} is not served; want {res.api_version}")
+    """The resource of an object from its kind and apiVersion (none given: the kind's first served one)."""
+    res = resource_for(doc.get("kind"), doc.get("apiVersion"))
+    doc.setdefault("apiVersion", res.api_version)
     return res
 
 

@@ -152,12 +152,16 @@ class _JobSolver:
             return found
         queue = VictimQueue(self.ssn, self.search.victims, self.search.eviction,
                             max_jobs=self.search.max_victim_jobs)
+        candidates = self._candidates(accumulated)
+        worth = False          # the cheap filters only get easier as victims accumulate: once passed, passed
         while not self.budget.exhausted():
             batch = queue.pop(self.stmt)
             if batch is None:
                 return None
             accumulated.append(batch)
-            if not self._worth_simulating(tasks, generators, accumulated):
+            self._add_nodes(candidates, batch)
+            worth = worth or self._worth_simulating(tasks, generators, accumulated, candidates)
+            if not worth:
                 continue
             for sub in self._sub_scenarios(generators, accumulated, recorded, batch):
                 if (found := self._try_all(size, tasks, accumulated, sub)) is not None:
@@ -170,10 +174,11 @@ class _JobSolver:
             self.stmt.evict(task, why)
         return batch
 
-    def _worth_simulating(self, tasks: list[PodInfo], generators: Generators, accumulated: list[Batch]) -> bool:
+    def _worth_simulating(self, tasks: list[PodInfo], generators: Generators, accumulated: list[Batch],
+                          candidates: points.Mask) -> bool:
         if not generators.gpus_fit(accumulated, accumulated):
             return False
-        return scenario.every_task_has_a_node(self.ssn, tasks, self._candidates(accumulated))
+        return scenario.every_task_has_a_node(self.ssn, tasks, candidates)
 
     def _sub_scenarios(self, generators: Generators, accumulated: list[Batch], recorded: int,
                        latest: Batch) -> Iterator[list[Batch]]:
@@ -263,12 +268,16 @@ class _JobSolver:
         return self.ssn.all_nodes()
 
     def _candidates(self, batches: Sequence[Batch]) -> points.Mask:
+        """The feasible nodes and the nodes of `batches`' victims."""
         mask = self.base_nodes.copy()
-        rows = self.ssn.snapshot.node_by_name
         for batch in batches:
-            for node in batch.nodes:
-                mask[rows[node].row] = True
+            self._add_nodes(mask, batch)
         return mask
+
+    def _add_nodes(self, mask: points.Mask, batch: Batch) -> None:
+        rows = self.ssn.snapshot.node_by_name
+        for node in batch.nodes:
+            mask[rows[node].row] = True
 
 
 def _shared_room_in_place(task: PodInfo, node: NodeInfo) -> bool:

@@ -17,7 +17,7 @@ is never one (evicting a task whose BindRequest is still to be written would und
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kai_scheduler.actions.common.job_order import JobOrderByQueues
@@ -38,14 +38,14 @@ class Batch:
     job: JobInfo
     tasks: tuple[PodInfo, ...]
     origins: tuple[Placement, ...]
+    nodes: frozenset[str] = frozenset()
+    uids: frozenset[str] = frozenset()
 
-    @property
-    def nodes(self) -> frozenset[str]:
-        return frozenset(p.node for p in self.origins)
-
-    @property
-    def uids(self) -> frozenset[str]:
-        return frozenset(str(t.uid) for t in self.tasks)
+    @classmethod
+    def of(cls, job: JobInfo, tasks: Sequence[PodInfo]) -> Batch:
+        """The batch of `tasks` where they are now (before they are evicted)."""
+        origins = tuple(t.placement for t in tasks)
+        return cls(job, tuple(tasks), origins, frozenset(p.node for p in origins), frozenset(str(t.uid) for t in tasks))
 
 
 def is_evictable(task: PodInfo) -> bool:
@@ -137,7 +137,7 @@ class VictimQueue:
             tasks = tasks_to_evict(self._ssn, job)
             if not tasks:
                 continue
-            origins = tuple(t.placement for t in tasks)
+            batch = Batch.of(job, tasks)
             why = self._eviction(job)
             for task in tasks:
                 stmt.evict(task, why)
@@ -145,7 +145,7 @@ class VictimQueue:
                 self.jobs.append(job.uid)
             if any(is_evictable(t) for t in job.tasks):
                 self._order.push(job)
-            return Batch(job, tuple(tasks), origins)
+            return batch
         return None
 
 
