@@ -1,0 +1,213 @@
+"""The PodGroup status controller (KAI `podgroupcontroller`, BEHAVIOR.md §8.4): `status.resourcesStatus`.
+
+Over the PodGroup's pods (those whose `pod-group-name` names it) that are neither finished nor terminating:
+
+- `requested`: every such pod's requests (CPU, memory, extended resources; GPUs as devices, a shared-GPU pod
+  as its portion × devices; a `gpu-memory` pod counts its portion once placed, 0 before: it has none yet);
+- `allocated`: the requests of those bound to a node, GPUs as received: whole devices, or for a
+  `received-resource-type: Fraction` (or shared-GPU) pod the BindRequest's `receivedGPU` count × portion,
+  else its `gpu-fraction` × devices;
+- `allocatedNonPreemptible`: the same as `allocated` when the PodGroup is non-preemptible (`spec.preemptibility`,
+  else its priority class value ≥ 100; a missing class counts as the globalDefault class, else 50), else 0.
+
+Reacts to pod, PodGroup, BindRequest and PriorityClass changes; writes a status only when it differs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.pod import Pod
+from kai_scheduler.controllers import amounts
+from kai_scheduler.controllers.amounts import Amounts
+from kai_scheduler.controllers.watch import Changes
+from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+
+log = logging.getLogger(__name__)
+
+_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_NOT_SUMMED = frozenset({constants.RESOURCE_PODS, constants.RESOURCE_GPU})
+
+
+@dataclass(frozen=True, slots=True)
+class PodUsage:
+    """What one pod adds to its PodGroup's status; `allocated` is empty while the pod is not bound."""
+
+    group: str                       # namespace/podgroup name
+    requested: Amounts
+    allocated: Amounts
+    needs_portion: bool = False      # a gpu-memory pod: its GPU share comes from its BindRequest
+
+
+@dataclass(slots=True)
+class _Group:
+    raw: JSON
+    members: set[str] = field(default_factory=set)
+
+
+class PodGroupStatusController:
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+        self._pod_changes = Changes(store, "pods")
+        self._group_changes = Changes(store, "podgroups")
+        self._class_changes = Changes(store, "priorityclasses")
+        self._bind_changes = Changes(store, "bindrequests")
+        self._usage: dict[str, PodUsage] = {}
+        self._members: dict[str, set[str]] = defaultdict(set)
+        self._groups: dict[str, JSON] = {}
+        self._class_values: dict[str, int] = {}
+        self._global_default: int | None = None
+        self._portions: dict[str, float] = {}       # pod key → GPUs received as a fraction (count × portion)
+        self._portion_pods: dict[str, JSON] = {}    # pods whose usage depends on their portion
+        self._reported: set[tuple[str, str]] = set()
+
+    def reconcile(self) -> list[str]:
+        """Bring every affected PodGroup's resourcesStatus up to date; return the keys written."""
+        dirty: set[str] = set()
+        if self._class_changes.poll():
+            self._reload_classes()
+            dirty.update(self._groups)
+        for key, obj in self._bind_changes.poll():
+            self._bind_changed(key, obj, dirty)
+        for key, obj in self._pod_changes.poll():
+            self._pod_changed(key, obj, dirty)
+        for key, obj in self._group_changes.poll():
+            if obj is None:
+                self._groups.pop(key, None)
+            else:
+                self._groups[key] = obj
+                dirty.add(key)
+        written = []
+        for key in sorted(dirty):
+            if key in self._groups and self._write(key):
+                written.append(key)
+        return written
+
+    def status_of(self, key: str) -> JSON:
+        """The resourcesStatus the group's pods add up to now."""
+        members = [self._usage[p] for p in sorted(self._members.get(key, ()))]
+        allocated = amounts.total(u.allocated for u in members)
+        requested = amounts.total(u.requested for u in members)
+        non_preemptible = allocated if self._is_non_preemptible(self._groups.get(key, {})) else {}
+        return {
+            "allocated": amounts.to_resource_list(allocated),
+            "allocatedNonPreemptible": amounts.to_resource_list(non_preemptible),
+            "requested": amounts.to_resource_list(requested),
+        }
+
+    # --- changes ---
+
+    def _reload_classes(self) -> None:
+        classes, _ = self.store.list("priorityclasses")
+        self._class_values, self._global_default = {}, None
+        for pc in classes:
+            value = pc.get("value")
+            if isinstance(value, int) and not isinstance(value, bool):
+                self._class_values[pc["metadata"]["name"]] = value
+                if pc.get("globalDefault") is True:
+                    self._global_default = value
+
+    def _bind_changed(self, key: str, br: JSON | None, dirty: set[str]) -> None:
+        namespace = key.partition("/")[0]
+        pod_key = f"{namespace}/{(br or {}).get('spec', {}).get('podName') or key.partition('/')[2]}"
+        portion = _received_portion(br) if br is not None else None
+        if portion is None:
+            self._portions.pop(pod_key, None)
+        else:
+            self._portions[pod_key] = portion
+        if pod_key in self._portion_pods:
+            self._pod_changed(pod_key, self._portion_pods[pod_key], dirty)
+
+    def _pod_changed(self, key: str, pod: JSON | None, dirty: set[str]) -> None:
+        old = self._usage.pop(key, None)
+        if old is not None:
+            self._members[old.group].discard(key)
+            dirty.add(old.group)
+        self._portion_pods.pop(key, None)
+        usage = self._usage_of(key, pod) if pod is not None else None
+        if usage is None:
+            return
+        self._usage[key] = usage
+        self._members[usage.group].add(key)
+        dirty.add(usage.group)
+        if usage.needs_portion and pod is not None:
+            self._portion_pods[key] = pod
+
+    def _usage_of(self, key: str, raw: JSON) -> PodUsage | None:
+        meta = raw.get("metadata", {})
+        group = (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME)
+        if not group or meta.get("deletionTimestamp") or (raw.get("status") or {}).get("phase") in _TERMINAL_PHASES:
+            return None
+        try:
+            pod = Pod.from_dict(raw)
+        except ObjectError as err:
+            self._report(key, str(err))
+            return None
+        requested = {n: v for n, v in pod.requests.items() if n not in _NOT_SUMMED and v}
+        gpu = pod.gpu
+        portion = self._portions.get(key)
+        if gpu.whole:
+            gpus = float(gpu.whole)
+        elif gpu.fraction:
+            gpus = portion if portion is not None else gpu.fraction * gpu.num_devices
+        else:
+            gpus = portion or 0.0
+        requested[constants.RESOURCE_GPU] = gpus
+        allocated: Amounts = {}
+        if pod.node_name:
+            allocated = dict(requested)
+            received = (meta.get("annotations") or {}).get(constants.ANNOTATION_RECEIVED_RESOURCE_TYPE)
+            if received == "Fraction" and portion is not None:
+                allocated[constants.RESOURCE_GPU] = portion
+        return PodUsage(f"{pod.namespace}/{group}", requested, allocated, needs_portion=gpu.memory_mib > 0)
+
+    # --- status ---
+
+    def _is_non_preemptible(self, group: JSON) -> bool:
+        spec = group.get("spec") or {}
+        preemptibility = spec.get("preemptibility")
+        if preemptibility in (constants.PREEMPTIBLE, constants.NON_PREEMPTIBLE):
+            return bool(preemptibility == constants.NON_PREEMPTIBLE)
+        value = self._class_values.get(str(spec.get("priorityClassName") or ""))
+        if value is None:
+            value = self._global_default if self._global_default is not None else constants.DEFAULT_PODGROUP_PRIORITY
+        return value >= constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
+
+    def _write(self, key: str) -> bool:
+        group = self._groups[key]
+        want = self.status_of(key)
+        have = (group.get("status") or {}).get("resourcesStatus")
+        if have == want:
+            return False
+        meta = group["metadata"]
+        patch = {"status": {"resourcesStatus": amounts.replacing(have, want)}}
+        try:
+            self._groups[key] = self.store.patch("podgroups", meta["name"], meta.get("namespace", ""), patch, "status")
+        except NotFound:
+            self._groups.pop(key, None)
+            return False
+        except StoreError as err:
+            self._report(key, f"{err.reason}: {err}")
+            return False
+        return True
+
+    def _report(self, key: str, message: str) -> None:
+        if (key, message) not in self._reported:
+            self._reported.add((key, message))
+            log.warning("PodGroup status not computed as asked", extra={"object": key, "reason": message})
+
+
+def _received_portion(br: JSON) -> float | None:
+    """GPUs a Fraction BindRequest gives its pod (count × portion); None for whole devices."""
+    spec = br.get("spec") or {}
+    if spec.get("receivedResourceType") != "Fraction":
+        return None
+    received = spec.get("receivedGPU") or {}
+    try:
+        return float(received.get("count") or 1) * float(received.get("portion") or 0)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,204 @@
+"""The Queue status controller (KAI `queuecontroller`, BEHAVIOR.md §1.1, §8.4).
+
+For every queue: `status.allocated`, `allocatedNonPreemptible` and `requested` = the sums of its own
+PodGroups' `status.resourcesStatus` (PodGroups whose `spec.queue` names it) plus its child queues' totals;
+`status.childQueues` = the names of the queues whose `parentQueue` is this queue (sorted; left out when none).
+A queue whose parent does not exist is a root of its own. A parent cycle is broken where it closes: that edge
+is not counted.
+
+Metrics (gauges, labels `queue_name` (the display name, else the name), `queue_metadata_name`,
+`queue_display_name`): `kai_queue_info` (1), `kai_queue_deserved_gpus`, `kai_queue_quota_cpu_cores`,
+`kai_queue_quota_memory_bytes` (the spec's quotas; -1 = unlimited stays -1), `kai_queue_allocated_gpus`,
+`kai_queue_allocated_cpu_cores`, `kai_queue_allocated_memory_bytes`. They live in the `CollectorRegistry`
+given (a private one if none): never the process-wide default, so tests and simulations do not collide.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.queue import UNLIMITED, Queue
+from kai_scheduler.controllers import amounts
+from kai_scheduler.controllers.amounts import Amounts
+from kai_scheduler.controllers.watch import Changes
+from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+
+log = logging.getLogger(__name__)
+
+FIELDS = ("allocated", "allocatedNonPreemptible", "requested")
+LABELS = ("queue_name", "queue_metadata_name", "queue_display_name")
+MEGABYTE = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupFigures:
+    queue: str
+    figures: tuple[Amounts, Amounts, Amounts]    # as FIELDS
+
+
+class QueueMetrics:
+    """The kai_queue_* gauges of one registry; one label set per queue."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(name, doc, LABELS, registry=registry)
+
+        self.info = gauge("kai_queue_info", "Queues known to the queue controller (always 1)")
+        self.deserved_gpus = gauge("kai_queue_deserved_gpus", "GPU quota of the queue (-1: unlimited)")
+        self.quota_cpu = gauge("kai_queue_quota_cpu_cores", "CPU quota of the queue in cores (-1: unlimited)")
+        self.quota_memory = gauge("kai_queue_quota_memory_bytes", "Memory quota of the queue in bytes (-1: unlimited)")
+        self.allocated_gpus = gauge("kai_queue_allocated_gpus", "GPUs allocated to the queue and its children")
+        self.allocated_cpu = gauge("kai_queue_allocated_cpu_cores", "CPU cores allocated to the queue and its children")
+        self.allocated_memory = gauge("kai_queue_allocated_memory_bytes",
+                                      "Memory bytes allocated to the queue and its children")
+        self._labels: dict[str, tuple[str, str, str]] = {}
+
+    def set(self, queue: Queue, allocated: Amounts) -> None:
+        labels = (queue.display_name or queue.name, queue.name, queue.display_name)
+        if self._labels.get(queue.name, labels) != labels:
+            self.remove(queue.name)
+        self._labels[queue.name] = labels
+        quota = queue.resources
+        self.info.labels(*labels).set(1)
+        self.deserved_gpus.labels(*labels).set(quota["gpu"].quota)
+        self.quota_cpu.labels(*labels).set(_scaled(quota["cpu"].quota, 1 / 1000))
+        self.quota_memory.labels(*labels).set(_scaled(quota["memory"].quota, MEGABYTE))
+        self.allocated_gpus.labels(*labels).set(allocated.get(constants.RESOURCE_GPU, 0.0))
+        self.allocated_cpu.labels(*labels).set(allocated.get(constants.RESOURCE_CPU, 0.0) / 1000)
+        self.allocated_memory.labels(*labels).set(allocated.get(constants.RESOURCE_MEMORY, 0.0))
+
+    def remove(self, name: str) -> None:
+        labels = self._labels.pop(name, None)
+        if labels is None:
+            return
+        for gauge in (self.info, self.deserved_gpus, self.quota_cpu, self.quota_memory, self.allocated_gpus,
+                      self.allocated_cpu, self.allocated_memory):
+            gauge.remove(*labels)
+
+    def names(self) -> list[str]:
+        return sorted(self._labels)
+
+
+class QueueStatusController:
+    def __init__(self, store: ClusterStore, registry: CollectorRegistry | None = None) -> None:
+        self.store = store
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = QueueMetrics(self.registry)
+        self._queue_changes = Changes(store, "queues")
+        self._group_changes = Changes(store, "podgroups")
+        self._queues: dict[str, JSON] = {}
+        self._groups: dict[str, _GroupFigures] = {}
+        self._members: dict[str, set[str]] = defaultdict(set)      # queue → its PodGroup keys
+        self._own: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        self._reported: set[tuple[str, str]] = set()
+
+    def reconcile(self) -> list[str]:
+        """Bring every queue's status and metrics up to date after what changed; return the queues written."""
+        dirty: set[str] = set()
+        for key, obj in self._group_changes.poll():
+            self._group_changed(key, obj, dirty)
+        queues_changed = False
+        for name, obj in self._queue_changes.poll():
+            queues_changed = True
+            if obj is None:
+                self._queues.pop(name, None)
+                self.metrics.remove(name)
+            else:
+                self._queues[name] = obj
+        if not dirty and not queues_changed:
+            return []
+        for queue in dirty:
+            members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
+            self._own[queue] = (amounts.total(f[0] for f in members), amounts.total(f[1] for f in members),
+                                amounts.total(f[2] for f in members))
+        children = self._children()
+        totals: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        written = []
+        for name in sorted(self._queues):
+            figures = self._total(name, children, totals, set())
+            if self._write(name, children.get(name, []), figures):
+                written.append(name)
+            self._set_metrics(name, figures[0])
+        return written
+
+    def _group_changed(self, key: str, obj: JSON | None, dirty: set[str]) -> None:
+        old = self._groups.pop(key, None)
+        if old is not None:
+            self._members[old.queue].discard(key)
+            dirty.add(old.queue)
+        if obj is None:
+            return
+        queue = str((obj.get("spec") or {}).get("queue") or "")
+        status = (obj.get("status") or {}).get("resourcesStatus") or {}
+        figures = tuple(amounts.from_resource_list(status.get(f)) for f in FIELDS)
+        self._groups[key] = _GroupFigures(queue, (figures[0], figures[1], figures[2]))
+        self._members[queue].add(key)
+        dirty.add(queue)
+
+    def _children(self) -> dict[str, list[str]]:
+        children: dict[str, list[str]] = defaultdict(list)
+        for name, queue in sorted(self._queues.items()):
+            parent = (queue.get("spec") or {}).get("parentQueue")
+            if isinstance(parent, str) and parent in self._queues and parent != name:
+                children[parent].append(name)
+        return children
+
+    def _total(self, name: str, children: dict[str, list[str]], totals: dict[str, tuple[Amounts, Amounts, Amounts]],
+               path: set[str]) -> tuple[Amounts, Amounts, Amounts]:
+        """Own figures plus the children's totals, memoised; a child already on the path (a cycle) is skipped."""
+        if name in totals:
+            return totals[name]
+        path.add(name)
+        own = self._own.get(name, ({}, {}, {}))
+        figures = (dict(own[0]), dict(own[1]), dict(own[2]))
+        for child in children.get(name, ()):
+            if child in path:
+                continue
+            sub = self._total(child, children, totals, path)
+            for i in range(3):
+                amounts.add(figures[i], sub[i])
+        path.discard(name)
+        totals[name] = figures
+        return figures
+
+    def _write(self, name: str, children: list[str], figures: tuple[Amounts, Amounts, Amounts]) -> bool:
+        queue = self._queues[name]
+        status = queue.get("status") or {}
+        want: JSON = {f: amounts.to_resource_list(figures[i]) for i, f in enumerate(FIELDS)}
+        patch = {f: amounts.replacing(status.get(f), want[f]) for f in FIELDS if status.get(f) != want[f]}
+        if children != (status.get("childQueues") or []):
+            patch["childQueues"] = children or None
+        if not patch:
+            return False
+        try:
+            self._queues[name] = self.store.patch("queues", name, "", {"status": patch}, "status")
+        except NotFound:
+            return False
+        except StoreError as err:
+            self._report(name, f"{err.reason}: {err}")
+            return False
+        return True
+
+    def _set_metrics(self, name: str, allocated: Amounts) -> None:
+        try:
+            queue = Queue.from_dict(self._queues[name])
+        except ObjectError as err:
+            self._report(name, str(err))
+            self.metrics.remove(name)
+            return
+        self.metrics.set(queue, allocated)
+
+    def _report(self, key: str, message: str) -> None:
+        if (key, message) not in self._reported:
+            self._reported.add((key, message))
+            log.warning("Queue status not computed as asked", extra={"object": key, "reason": message})
+
+
+def _scaled(quota: float, factor: float) -> float:
+    return quota if quota == UNLIMITED else quota * factor

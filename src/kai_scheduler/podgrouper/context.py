@@ -1,0 +1,213 @@
+"""What a grouper is given and what it returns.
+
+A grouper sees the pod and its owner chain as unstructured Kubernetes JSON (`Obj`), exactly as the store
+serves them, so the CRDs of Kubeflow, Ray, JobSet… need not be installed (or typed here) unless they are used.
+It returns a `Grouping`: the PodGroup the workload should have and the subgroup the pod joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.fields import JSON, Reader
+from kai_scheduler.api.meta import OwnerReference
+from kai_scheduler.api.podgroup import PodGroup
+
+GroupKind = tuple[str, str]   # (API group, Kind); "" is the core group
+
+# Default priority class per top-owner kind (BEHAVIOR.md §2); every other kind gets `train`.
+DEFAULT_PRIORITY_CLASSES: Mapping[GroupKind, str] = {
+    ("apps", "Deployment"): constants.PRIORITY_CLASS_INFERENCE,
+    ("serving.knative.dev", "Service"): constants.PRIORITY_CLASS_INFERENCE,
+    ("kubeflow.org", "Notebook"): constants.PRIORITY_CLASS_BUILD,
+}
+
+
+class GroupingError(ValueError):
+    """An owner object the grouper cannot read (a missing or malformed field); the pod is skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The podgrouper's settings (KAI's `global` and `podGrouper` configuration)."""
+
+    scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
+    queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
+    node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY
+    default_queue: str = constants.DEFAULT_QUEUE_NAME
+    # Per-kind default priority classes (KAI's defaults ConfigMap, `types` key) over DEFAULT_PRIORITY_CLASSES.
+    priority_classes: Mapping[GroupKind, str] = field(default_factory=dict)
+    # Knative: one PodGroup per Revision with minMember = min-scale (True), or one per pod (False).
+    knative_gang_schedule: bool = False
+
+    def default_priority_class(self, kind: GroupKind) -> str:
+        return self.priority_classes.get(kind) or DEFAULT_PRIORITY_CLASSES.get(kind, constants.PRIORITY_CLASS_TRAIN)
+
+
+class Lookup(Protocol):
+    """Cluster reads a grouper may need beyond the owner chain."""
+
+    def priority_class_exists(self, name: str) -> bool: ...
+
+    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
+        """Pods of `namespace` carrying all of `labels`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Obj:
+    """One object of the chain (the pod or an owner) read unstructured. `partial`: only what an owner
+    reference says is known (the store does not serve the kind, or the object is gone)."""
+
+    raw: JSON
+    partial: bool = False
+
+    @classmethod
+    def from_reference(cls, ref: JSON, namespace: str) -> Obj:
+        meta = {"name": ref.get("name", ""), "namespace": namespace, "uid": ref.get("uid", "")}
+        return cls({"apiVersion": ref.get("apiVersion", ""), "kind": ref.get("kind", ""), "metadata": meta}, True)
+
+    @property
+    def meta(self) -> JSON:
+        meta = self.raw.get("metadata")
+        return meta if isinstance(meta, dict) else {}
+
+    @property
+    def api_version(self) -> str:
+        return str(self.raw.get("apiVersion") or "")
+
+    @property
+    def kind(self) -> str:
+        return str(self.raw.get("kind") or "")
+
+    @property
+    def group_kind(self) -> GroupKind:
+        group = self.api_version.rpartition("/")[0]
+        return group, self.kind
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("name") or "")
+
+    @property
+    def namespace(self) -> str:
+        return str(self.meta.get("namespace") or "")
+
+    @property
+    def uid(self) -> str:
+        return str(self.meta.get("uid") or "")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return _strings(self.meta.get("labels"))
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return _strings(self.meta.get("annotations"))
+
+    def reader(self) -> Reader:
+        return Reader(self.raw, self.kind or "object")
+
+    def reference(self) -> OwnerReference:
+        return OwnerReference(self.api_version, self.kind, self.name, self.uid)
+
+    def get(self, path: str, default: Any = None) -> Any:
+        return self.reader().get(path, default)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The pod and its owner chain: `chain[0]` is the pod, `chain[-1]` the top owner (the pod if it has none)."""
+
+    chain: tuple[Obj, ...]
+    config: Config
+    lookup: Lookup
+
+    @property
+    def pod(self) -> Obj:
+        return self.chain[0]
+
+    @property
+    def top(self) -> Obj:
+        return self.chain[-1]
+
+    def below_top(self) -> Context:
+        """The same pod with its top owner cut off (a "skip top owner" kind, or CronJob → its Job)."""
+        return Context(self.chain[:-1], self.config, self.lookup)
+
+    def find(self, group: str, kind: str) -> Obj | None:
+        """The nearest owner (not the pod) of that group and kind."""
+        return next((o for o in self.chain[1:] if o.group_kind == (group, kind)), None)
+
+
+@dataclass(slots=True)
+class Grouping:
+    """The PodGroup a pod's workload should have, the leaf subgroup the pod joins ("" = none), and the
+    owner fields that could not be used (each skipped with its documented default)."""
+
+    podgroup: PodGroup
+    subgroup: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _strings(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
+
+
+def read_int(obj: Obj, path: str, default: int | None = None, *, minimum: int = 0) -> int | None:
+    """An integer field of an owner, at least `minimum`; GroupingError names the object and the field."""
+    try:
+        value = obj.reader().int(path, default)
+    except ValueError as err:
+        raise GroupingError(str(err)) from None
+    if value is not None and value < minimum:
+        raise GroupingError(f"{obj.kind} {obj.namespace}/{obj.name} {path}: must be at least {minimum}, "
+                            f"got {value}")
+    return value
+
+
+def read_map(obj: Obj, path: str) -> dict[str, Any]:
+    try:
+        return obj.reader().map(path)
+    except ValueError as err:
+        raise GroupingError(str(err)) from None
+
+
+def read_list(obj: Obj, path: str) -> list[Any]:
+    try:
+        return obj.reader().list(path)
+    except ValueError as err:
+        raise GroupingError(str(err)) from None
+
+
+def annotation_int(annotations: Mapping[str, str], key: str, where: str, warnings: list[str],
+                   *, minimum: int = 0) -> int | None:
+    """An integer annotation (at least `minimum`); a bad value is a warning and None (the default applies)."""
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        warnings.append(f"{where} annotation {key}: want an integer of at least {minimum}, got {raw!r}; ignored")
+        return None
+    return value
+
+
+def template_annotations(spec: Any) -> dict[str, str]:
+    """The annotations of `spec.template.metadata` (a replica spec, a replicated job, a worker template)."""
+    template = spec.get("template") if isinstance(spec, dict) else None
+    return metadata_strings(template, "annotations")
+
+
+def metadata_strings(obj: Any, key: str) -> dict[str, str]:
+    """`obj.metadata.<key>` (labels or annotations) of a nested object, strings only."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return _strings(meta.get(key) if isinstance(meta, dict) else None)

@@ -1,0 +1,279 @@
+"""The pod grouper component: pods in, PodGroups and pod annotations out (KAI `podgrouper/pod_controller.go`).
+
+`PodGrouper.reconcile()` handles the pods that changed since the last call (all pods the first time, and
+after a watch fell too far behind), in name order. For each pod with the KAI scheduler name that is not
+terminating or finished:
+
+1. Skip it when it or any owner is annotated `kai.scheduler/skip-podgrouper: "true"`, or it has no owner and
+   its `pod-group-name` names an existing PodGroup (membership the user manages).
+2. Walk its owner chain through the controller owner references, reading each owner unstructured from the
+   store. An owner of a kind the store does not serve, or that is gone, ends the chain with what its
+   reference says.
+3. Pick the grouper of the top owner (`hub`) and compute the PodGroup and the pod's subgroup.
+4. Leave the pod alone when its `pod-group-name` names another PodGroup that exists (an external PodGroup).
+5. Create the PodGroup, or update it when what the grouper owns differs (spec fields it computes, labels and
+   annotations it copies, owner reference); what others wrote (status, the scheduler's annotations, other
+   labels) is kept. Then annotate the pod with `pod-group-name` and label it with its subgroup, only when
+   they differ.
+
+A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message; so are owner
+fields that were ignored. Store errors skip the pod until its next change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.podgroup import PodGroup
+from kai_scheduler.podgrouper import hub
+from kai_scheduler.podgrouper.context import Config, Context, GroupingError, Obj
+from kai_scheduler.store.interface import (
+    GVK_TO_PLURAL,
+    JSON,
+    AlreadyExists,
+    ClusterStore,
+    Conflict,
+    Gone,
+    NotFound,
+    StoreError,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_OWNER_DEPTH = 16
+_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+# PodGroup spec fields the grouper computes; any other (markUnschedulable, schedulingBackoff) is the user's.
+OWNED_SPEC_FIELDS = frozenset({
+    "queue", "minMember", "minSubGroup", "priorityClassName", "preemptibility", "topologyConstraint",
+    "subGroups", "preemptionDelay", "stalenessGracePeriod",
+})
+
+
+@dataclass(slots=True)
+class GroupOutcome:
+    """What one reconcile wrote: PodGroup keys created and updated, pod keys annotated or labelled, and the
+    pods skipped with the reason."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    labelled: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+class PodGrouper:
+    def __init__(self, store: ClusterStore, config: Config | None = None) -> None:
+        self.store = store
+        self.config = config or Config()
+        self._version = ""
+        self._listed = False
+        self._written: dict[str, str] = {}        # pod key → the resourceVersion our own last patch made
+        self._reported: set[tuple[str, str]] = set()
+
+    def reconcile(self) -> GroupOutcome:
+        """Group every pod that changed since the last call."""
+        reads = _Reads(self.store)
+        outcome = GroupOutcome()
+        pods = self._changed_pods()
+        for key in sorted(pods):
+            self._handle(key, pods[key], reads, outcome)
+        return outcome
+
+    def _changed_pods(self) -> dict[str, JSON]:
+        if self._listed:
+            try:
+                changed: dict[str, JSON] = {}
+                for event in self.store.watch("pods", self._version):
+                    meta = event.object.get("metadata", {})
+                    self._version = meta.get("resourceVersion", self._version)
+                    key = _key(meta)
+                    if event.type == "DELETED":
+                        changed.pop(key, None)
+                        self._written.pop(key, None)
+                    elif event.type != "BOOKMARK":
+                        changed[key] = event.object
+                return changed
+            except Gone:
+                log.info("pod watch expired, relisting")
+        pods, self._version = self.store.list("pods")
+        self._listed = True
+        present = {_key(p["metadata"]): p for p in pods}
+        self._written = {k: v for k, v in self._written.items() if k in present}
+        return present
+
+    def _handle(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> None:
+        meta = pod.get("metadata", {})
+        if self._written.get(key) == meta.get("resourceVersion") or not self._wants(pod):
+            return
+        annotations = meta.get("annotations") or {}
+        current = annotations.get(constants.ANNOTATION_POD_GROUP_NAME)
+        namespace = meta.get("namespace", "")
+        if current and not meta.get("ownerReferences") and reads.podgroup(namespace, current) is not None:
+            return
+        chain = _chain(pod, reads)
+        if any(o.annotations.get(constants.ANNOTATION_SKIP_PODGROUPER) == "true" for o in chain[1:]):
+            return
+        try:
+            grouping = hub.group(Context(chain, self.config, reads))
+        except GroupingError as err:
+            self._report(key, str(err))
+            outcome.skipped.append((key, str(err)))
+            return
+        for warning in grouping.warnings:
+            self._report(key, warning)
+        name = grouping.podgroup.name
+        if current and current != name and reads.podgroup(namespace, current) is not None:
+            return
+        try:
+            self._apply(grouping.podgroup, reads, outcome)
+            self._label(key, pod, name, grouping.subgroup, outcome)
+        except StoreError as err:
+            self._report(key, f"{err.reason}: {err}")
+            outcome.skipped.append((key, f"{err.reason}: {err}"))
+
+    def _wants(self, pod: JSON) -> bool:
+        meta, spec = pod.get("metadata", {}), pod.get("spec") or {}
+        if spec.get("schedulerName", "default-scheduler") != self.config.scheduler_name:
+            return False
+        if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in _TERMINAL_PHASES:
+            return False
+        return (meta.get("annotations") or {}).get(constants.ANNOTATION_SKIP_PODGROUPER) != "true"
+
+    def _apply(self, pg: PodGroup, reads: _Reads, outcome: GroupOutcome) -> None:
+        """Create the PodGroup, or update what the grouper owns of it when that changed."""
+        namespace, name = pg.meta.namespace, pg.meta.name
+        desired = pg.to_dict()
+        existing = reads.podgroup(namespace, name)
+        if existing is None:
+            try:
+                reads.remember(namespace, name, self.store.create(desired))
+                outcome.created.append(f"{namespace}/{name}")
+                return
+            except AlreadyExists:
+                existing = self.store.get("podgroups", name, namespace)
+        for attempt in range(2):
+            merged = merged_podgroup(existing, desired)
+            if merged == existing:
+                reads.remember(namespace, name, existing)
+                return
+            try:
+                reads.remember(namespace, name, self.store.update(merged))
+                outcome.updated.append(f"{namespace}/{name}")
+                return
+            except Conflict:
+                if attempt:
+                    raise
+                existing = self.store.get("podgroups", name, namespace)
+
+    def _label(self, key: str, pod: JSON, group: str, subgroup: str, outcome: GroupOutcome) -> None:
+        meta = pod["metadata"]
+        patch: JSON = {}
+        if (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME) != group:
+            patch["annotations"] = {constants.ANNOTATION_POD_GROUP_NAME: group}
+        if subgroup and (meta.get("labels") or {}).get(constants.LABEL_SUBGROUP_NAME) != subgroup:
+            patch["labels"] = {constants.LABEL_SUBGROUP_NAME: subgroup}
+        if not patch:
+            return
+        written = self.store.patch("pods", meta["name"], meta.get("namespace", ""), {"metadata": patch})
+        self._written[key] = written["metadata"].get("resourceVersion", "")
+        outcome.labelled.append(key)
+
+    def _report(self, key: str, message: str) -> None:
+        if (key, message) not in self._reported:
+            self._reported.add((key, message))
+            log.warning("pod not grouped as asked", extra={"pod": key, "reason": message})
+
+
+def merged_podgroup(existing: JSON, desired: JSON) -> JSON:
+    """`existing` with what the grouper owns taken from `desired`: the spec fields it computes, its labels and
+    annotations (others kept) and the owner references."""
+    old_meta = existing.get("metadata") or {}
+    new_meta = desired["metadata"]
+    meta = {
+        **old_meta,
+        "labels": {**(old_meta.get("labels") or {}), **(new_meta.get("labels") or {})},
+        "annotations": {**(old_meta.get("annotations") or {}), **(new_meta.get("annotations") or {})},
+    }
+    for key in ("labels", "annotations"):
+        if not meta[key]:
+            del meta[key]
+    if new_meta.get("ownerReferences"):
+        meta["ownerReferences"] = new_meta["ownerReferences"]
+    old_spec = existing.get("spec") or {}
+    spec = {**{k: v for k, v in old_spec.items() if k not in OWNED_SPEC_FIELDS}, **desired["spec"]}
+    return {**existing, "metadata": meta, "spec": spec}
+
+
+class _Reads:
+    """The store reads of one reconcile, each object read at most once; also the groupers' `Lookup`."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+        self._owners: dict[tuple[str, str, str], JSON | None] = {}
+        self._podgroups: dict[tuple[str, str], JSON | None] = {}
+        self._classes: set[str] | None = None
+
+    def owner(self, ref: Mapping[str, object], namespace: str) -> Obj:
+        """The owner a reference names, or what the reference says (unserved kind, gone, or another uid)."""
+        raw_ref = dict(ref)
+        plural = GVK_TO_PLURAL.get((str(ref.get("apiVersion", "")), str(ref.get("kind", ""))))
+        if plural is None:
+            return Obj.from_reference(raw_ref, namespace)
+        key = (plural, namespace, str(ref.get("name", "")))
+        if key not in self._owners:
+            try:
+                self._owners[key] = self.store.get(plural, key[2], namespace)
+            except NotFound:
+                self._owners[key] = None
+        obj = self._owners[key]
+        if obj is None or (ref.get("uid") and obj.get("metadata", {}).get("uid") != ref.get("uid")):
+            return Obj.from_reference(raw_ref, namespace)
+        return Obj(obj)
+
+    def podgroup(self, namespace: str, name: str) -> JSON | None:
+        key = (namespace, name)
+        if key not in self._podgroups:
+            try:
+                self._podgroups[key] = self.store.get("podgroups", name, namespace)
+            except NotFound:
+                self._podgroups[key] = None
+        return self._podgroups[key]
+
+    def remember(self, namespace: str, name: str, obj: JSON) -> None:
+        self._podgroups[(namespace, name)] = obj
+
+    def priority_class_exists(self, name: str) -> bool:
+        if self._classes is None:
+            classes, _ = self.store.list("priorityclasses")
+            self._classes = {c["metadata"]["name"] for c in classes}
+        return name in self._classes
+
+    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        return self.store.list("pods", namespace, selector)[0]
+
+
+def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:
+    """The pod and its owners up to the top, following controller references (else the first reference)."""
+    chain = [Obj(pod)]
+    namespace = chain[0].namespace
+    seen = {chain[0].uid}
+    while len(chain) <= MAX_OWNER_DEPTH:
+        refs = [r for r in chain[-1].meta.get("ownerReferences") or () if isinstance(r, dict)]
+        if not refs:
+            break
+        ref = next((r for r in refs if r.get("controller")), refs[0])
+        if ref.get("uid") in seen:
+            break
+        owner = reads.owner(ref, namespace)
+        chain.append(owner)
+        seen.add(owner.uid)
+        if owner.partial:
+            break
+    return tuple(chain)
+
+
+def _key(meta: JSON) -> str:
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

@@ -1,0 +1,134 @@
+"""Ray grouper: a RayCluster with two worker groups (one multi-host), a RayJob's cluster."""
+
+from __future__ import annotations
+
+from kai_scheduler.api import constants
+from tests.podgrouper.helpers import Cluster, controller_pod, spec
+
+RAYCLUSTER = """
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: raycluster-gpu
+  namespace: ray
+  uid: 8d2e3f4a-0001-4b5c-9d6e-7f8a9b0c1d2e
+  labels: {kai.scheduler/queue: research, ray.io/priority-class-name: inference}
+spec:
+  rayVersion: "2.9.0"
+  headGroupSpec:
+    rayStartParams: {dashboard-host: "0.0.0.0"}
+    template:
+      spec:
+        schedulerName: kai-scheduler
+        containers: [{name: ray-head, image: rayproject/ray:2.9.0}]
+  workerGroupSpecs:
+  - groupName: gpu-group
+    replicas: 2
+    minReplicas: 1
+    maxReplicas: 4
+    numOfHosts: 2
+    rayStartParams: {}
+    template:
+      spec:
+        schedulerName: kai-scheduler
+        containers:
+        - {name: ray-worker, image: rayproject/ray:2.9.0-gpu, resources: {limits: {nvidia.com/gpu: 1}}}
+  - groupName: cpu-group
+    replicas: 3
+    minReplicas: 0
+    maxReplicas: 5
+    rayStartParams: {}
+    template:
+      spec:
+        schedulerName: kai-scheduler
+        containers: [{name: ray-worker, image: rayproject/ray:2.9.0}]
+"""
+
+RAYJOB = """
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: batch-infer
+  namespace: ray
+  uid: 8d2e3f4a-0002-4b5c-9d6e-7f8a9b0c1d2e
+spec:
+  entrypoint: python /home/ray/samples/infer.py
+  shutdownAfterJobFinishes: true
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template: {spec: {schedulerName: kai-scheduler, containers: [{name: ray-head, image: rayproject/ray:2.9.0}]}}
+    workerGroupSpecs:
+    - groupName: small
+      replicas: 2
+      rayStartParams: {}
+      template:
+        spec:
+          schedulerName: kai-scheduler
+          containers:
+          - {name: ray-worker, image: rayproject/ray:2.9.0-gpu, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: batch-infer-raycluster-k2x9p
+  namespace: ray
+  uid: 8d2e3f4a-0003-4b5c-9d6e-7f8a9b0c1d2e
+  ownerReferences:
+  - {apiVersion: ray.io/v1, kind: RayJob, name: batch-infer, uid: 8d2e3f4a-0002-4b5c-9d6e-7f8a9b0c1d2e,
+     controller: true, blockOwnerDeletion: true}
+spec:
+  headGroupSpec: {rayStartParams: {}, template: {spec: {containers: [{name: ray-head, image: rayproject/ray:2.9.0}]}}}
+"""
+
+
+def ray_labels(cluster: str, node_type: str, group: str) -> dict[str, str]:
+    """The labels KubeRay puts on a Ray node's pod."""
+    return {"ray.io/cluster": cluster, constants.LABEL_RAY_NODE_TYPE: node_type, constants.LABEL_RAY_GROUP: group,
+            "ray.io/is-ray-node": "yes"}
+
+
+def test_a_raycluster_with_two_worker_groups() -> None:
+    c = Cluster(RAYCLUSTER)
+    rc = c.owner("rayclusters", "raycluster-gpu", "ray")
+    c.add(controller_pod("raycluster-gpu-head-x2k9d", rc, gpus=0, labels=ray_labels("raycluster-gpu", "head",
+                                                                                    "headgroup")))
+    c.add(*(controller_pod(f"raycluster-gpu-gpu-group-worker-{i}", rc,
+                           labels=ray_labels("raycluster-gpu", "worker", "gpu-group")) for i in range(4)))
+    c.add(*(controller_pod(f"raycluster-gpu-cpu-group-worker-{i}", rc, gpus=0,
+                           labels=ray_labels("raycluster-gpu", "worker", "cpu-group")) for i in range(3)))
+    outcome = c.group()
+    assert outcome.created == [f"ray/pg-raycluster-gpu-{rc['metadata']['uid']}"]
+    pg = c.podgroup_of("raycluster-gpu-head-x2k9d", "ray")
+    assert spec(pg) == {
+        "queue": "research", "priorityClassName": "inference",     # ray.io/priority-class-name
+        "subGroups": [
+            {"name": "head", "minMember": 1},
+            {"name": "gpu-group", "minMember": 2},       # minReplicas 1 × numOfHosts 2
+            {"name": "cpu-group", "minMember": 3},       # minReplicas 0: the replicas
+        ],
+    }
+    assert c.subgroup_of("raycluster-gpu-head-x2k9d", "ray") == "head"
+    assert c.subgroup_of("raycluster-gpu-gpu-group-worker-3", "ray") == "gpu-group"
+    assert c.subgroup_of("raycluster-gpu-cpu-group-worker-0", "ray") == "cpu-group"
+
+
+def test_a_rayjob_is_grouped_by_the_job_with_its_cluster_spec() -> None:
+    c = Cluster(RAYJOB)
+    job = c.owner("rayjobs", "batch-infer", "ray")
+    rc = c.owner("rayclusters", "batch-infer-raycluster-k2x9p", "ray")
+    c.add(controller_pod("batch-infer-head", rc, gpus=0, labels=ray_labels(rc["metadata"]["name"], "head", "headgroup")),
+          controller_pod("batch-infer-small-worker-0", rc, labels=ray_labels(rc["metadata"]["name"], "worker", "small")))
+    c.group()
+    pg = c.podgroup_of("batch-infer-head", "ray")
+    assert pg["metadata"]["name"] == f"pg-batch-infer-{job['metadata']['uid']}"
+    assert spec(pg)["subGroups"] == [{"name": "head", "minMember": 1}, {"name": "small", "minMember": 2}]
+    assert spec(pg)["priorityClassName"] == "train"
+    assert c.subgroup_of("batch-infer-small-worker-0", "ray") == "small"
+
+
+def test_a_ray_cluster_without_a_head_group_is_not_grouped() -> None:
+    c = Cluster(RAYCLUSTER.replace("headGroupSpec", "headGroupSpecs"))
+    c.add(controller_pod("p", c.owner("rayclusters", "raycluster-gpu", "ray")))
+    outcome = c.group()
+    assert c.podgroups() == [] and "headGroupSpec" in outcome.skipped[0][1]
