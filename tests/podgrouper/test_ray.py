@@ -125,6 +125,23 @@ def test_a_rayjob_is_grouped_by_the_job_with_its_cluster_spec() -> None:
     assert spec(pg)["subGroups"] == [{"name": "head", "minMember": 1}, {"name": "small", "minMember": 2}]
     assert spec(pg)["priorityClassName"] == "train"
     assert c.subgroup_of("batch-infer-small-worker-0", "ray") == "small"
+    submitter = c.apply("""
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: batch-infer-submitter
+  namespace: ray
+  uid: 8d2e3f4a-0004-4b5c-9d6e-7f8a9b0c1d2e
+  ownerReferences:
+  - {apiVersion: ray.io/v1, kind: RayJob, name: batch-infer, uid: 8d2e3f4a-0002-4b5c-9d6e-7f8a9b0c1d2e,
+     controller: true, blockOwnerDeletion: true}
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: ray-job-submitter, image: rayproject/ray:2.9.0}]}}}
+""")[0]
+    c.add(controller_pod("batch-infer-submitter-abcde", submitter, gpus=0))
+    outcome = c.group()
+    assert outcome.skipped == []
+    assert c.podgroup_of("batch-infer-submitter-abcde", "ray")["metadata"]["name"] == pg["metadata"]["name"]
+    assert c.subgroup_of("batch-infer-submitter-abcde", "ray") is None    # not a Ray node
 
 
 def test_a_ray_cluster_without_a_head_group_is_not_grouped() -> None:

@@ -1,0 +1,113 @@
+"""LeaderWorkerSet grouper: one PodGroup per group; leader/workers subgroups or segments; LeaderReady."""
+
+from __future__ import annotations
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.fields import JSON
+from tests.builders import node
+from tests.podgrouper.helpers import Cluster, controller_pod, spec
+
+LWS = """
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: vllm
+  namespace: serving
+  uid: 2a3b4c5d-0001-4e6f-8a7b-9c0d1e2f3a4b
+  labels: {kai.scheduler/queue: inference}
+spec:
+  replicas: 2
+  leaderWorkerTemplate:
+    size: 4
+    restartPolicy: RecreateGroupOnPodRestart
+    leaderTemplate:
+      metadata: {labels: {role: leader}}
+      spec:
+        schedulerName: kai-scheduler
+        containers:
+        - {name: vllm-leader, image: vllm/vllm-openai:v0.5.0, resources: {limits: {nvidia.com/gpu: 8}}}
+    workerTemplate:
+      spec:
+        schedulerName: kai-scheduler
+        containers:
+        - {name: vllm-worker, image: vllm/vllm-openai:v0.5.0, resources: {limits: {nvidia.com/gpu: 8}}}
+"""
+
+
+def make_groups(c: Cluster, lws: JSON, size: int, *, workers: bool = True) -> None:
+    """What the LWS controller creates: a leader StatefulSet, leader pods, per leader a worker StatefulSet and
+    its worker pods (owned by the leader pod)."""
+    ns, name = lws["metadata"]["namespace"], lws["metadata"]["name"]
+    leader_sts = c.store.create(_statefulset(name, ns, lws))
+    for group in range(int(lws["spec"]["replicas"])):
+        labels = {"leaderworkerset.sigs.k8s.io/name": name, constants.LABEL_LWS_GROUP_INDEX: str(group)}
+        leader = c.store.create(controller_pod(f"{name}-{group}", leader_sts,
+                                               labels={**labels, constants.LABEL_LWS_WORKER_INDEX: "0"}))
+        if not workers:
+            continue
+        worker_sts = c.store.create(_statefulset(f"{name}-{group}", ns, leader))
+        for index in range(1, size):
+            c.add(controller_pod(f"{name}-{group}-{index}", worker_sts,
+                                 labels={**labels, constants.LABEL_LWS_WORKER_INDEX: str(index)}))
+
+
+def _statefulset(name: str, namespace: str, owner: JSON) -> JSON:
+    meta = owner["metadata"]
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": namespace, "ownerReferences": [
+                {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
+                 "controller": True}]},
+            "spec": {"replicas": 1}}
+
+
+def test_a_leaderworkerset_of_size_four_with_two_replicas() -> None:
+    c = Cluster(LWS)
+    lws = c.owner("leaderworkersets", "vllm", "serving")
+    make_groups(c, lws, 4)
+    outcome = c.group()
+    uid = lws["metadata"]["uid"]
+    assert outcome.created == [f"serving/pg-vllm-{uid}-group-0", f"serving/pg-vllm-{uid}-group-1"]
+    for group in (0, 1):
+        pg = c.podgroup_of(f"vllm-{group}", "serving")
+        assert pg["metadata"]["name"] == f"pg-vllm-{uid}-group-{group}"
+        assert spec(pg) == {"queue": "inference", "priorityClassName": "train", "subGroups": [
+            {"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 3}]}
+        assert c.subgroup_of(f"vllm-{group}", "serving") == "leader"
+        for index in (1, 2, 3):
+            assert c.podgroup_of(f"vllm-{group}-{index}", "serving")["metadata"]["name"] == pg["metadata"]["name"]
+            assert c.subgroup_of(f"vllm-{group}-{index}", "serving") == "workers"
+
+
+def test_segments_cut_a_group_by_worker_index() -> None:
+    c = Cluster(LWS.replace("    workerTemplate:\n",
+                            "    workerTemplate:\n      metadata: {annotations: {kai.scheduler/segment-size: '2'}}\n"))
+    make_groups(c, c.owner("leaderworkersets", "vllm", "serving"), 4)
+    c.group()
+    assert spec(c.podgroup_of("vllm-1", "serving"))["subGroups"] == [
+        {"name": "segment-0", "minMember": 2}, {"name": "segment-1", "minMember": 2}]
+    assert [c.subgroup_of(p, "serving") for p in ("vllm-1", "vllm-1-1", "vllm-1-2", "vllm-1-3")] == [
+        "segment-0", "segment-0", "segment-1", "segment-1"]
+
+
+def test_with_leader_ready_the_unscheduled_leader_starts_alone() -> None:
+    c = Cluster(LWS.replace("  replicas: 2\n", "  replicas: 1\n  startupPolicy: LeaderReady\n"))
+    c.add(node("gpu-1"))
+    lws = c.owner("leaderworkersets", "vllm", "serving")
+    make_groups(c, lws, 4, workers=False)
+    c.group()
+    pg_name = f"pg-vllm-{lws['metadata']['uid']}-group-0"
+    assert spec(c.store.get("podgroups", pg_name, "serving")) == {
+        "queue": "inference", "minMember": 1, "priorityClassName": "train"}
+    c.store.bind("serving", "vllm-0", "gpu-1")
+    outcome = c.group()
+    assert outcome.updated == [f"serving/{pg_name}"]
+    assert spec(c.store.get("podgroups", pg_name, "serving"))["subGroups"] == [
+        {"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 3}]
+    assert c.subgroup_of("vllm-0", "serving") == "leader"
+
+
+def test_a_pod_without_a_group_index_is_not_grouped() -> None:
+    c = Cluster(LWS)
+    c.add(controller_pod("stray", c.owner("leaderworkersets", "vllm", "serving")))
+    outcome = c.group()
+    assert c.podgroups() == [] and constants.LABEL_LWS_GROUP_INDEX in outcome.skipped[0][1]
