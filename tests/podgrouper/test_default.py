@@ -102,7 +102,8 @@ def test_a_bare_pod_is_its_own_workload() -> None:
 def test_a_deployment_gets_one_podgroup_per_pod_with_the_inference_class() -> None:
     c = Cluster(DEPLOYMENT)
     rs = c.owner("replicasets", "llama-serve-6d4cf56db6")
-    c.add(*(controller_pod(f"llama-serve-6d4cf56db6-{s}", rs, labels={"app": "llama-serve"}) for s in ("abcde", "fghij")))
+    c.add(*(controller_pod(f"llama-serve-6d4cf56db6-{s}", rs, labels={"app": "llama-serve"})
+            for s in ("abcde", "fghij")))
     c.group()
     groups = {p["metadata"]["name"]: p for p in c.podgroups()}
     assert len(groups) == 2
@@ -155,7 +156,8 @@ apiVersion: batch/v1
 kind: Job
 metadata: {{name: train, namespace: default, uid: 11111111-0000-4000-8000-000000000001,
             labels: {json.dumps(owner_labels)}}}
-spec: {{template: {{spec: {{schedulerName: kai-scheduler, restartPolicy: Never, containers: [{{name: c, image: x}}]}}}}}}
+spec: {{template: {{spec: {{schedulerName: kai-scheduler, restartPolicy: Never,
+                          containers: [{{name: c, image: x}}]}}}}}}
 """)
     c.add(controller_pod("train-x", c.owner("jobs", "train"), labels=pod_labels))
     c.group()
@@ -176,7 +178,8 @@ def test_priority_class(owner_label: str, pod_label: str, pod_class: str, want: 
 apiVersion: batch/v1
 kind: Job
 metadata: {{name: train, namespace: default, uid: 11111111-0000-4000-8000-000000000002, labels: {json.dumps(labels)}}}
-spec: {{template: {{spec: {{schedulerName: kai-scheduler, restartPolicy: Never, containers: [{{name: c, image: x}}]}}}}}}
+spec: {{template: {{spec: {{schedulerName: kai-scheduler, restartPolicy: Never,
+                          containers: [{{name: c, image: x}}]}}}}}}
 """)
     pod_labels = {constants.LABEL_PRIORITY_CLASS: pod_label} if pod_label else {}
     c.add(controller_pod("train-x", c.owner("jobs", "train"), labels=pod_labels, priority_class=pod_class))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kai_scheduler.api import constants
+from kai_scheduler.store.interface import NotFound
 from tests.podgrouper.helpers import Cluster, controller_pod, spec
 
 JOBSET = """
@@ -51,7 +52,7 @@ def jobset_pod(c: Cluster, jobset: dict[str, object], rj: str, job_index: int, p
               constants.LABEL_JOBSET_JOB_INDEX: str(job_index)}
     try:
         job = c.owner("jobs", job_name, meta["namespace"])
-    except Exception:
+    except NotFound:
         job = c.store.create({
             "apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": job_name, "namespace": meta["namespace"], "labels": labels,

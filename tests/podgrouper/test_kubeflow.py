@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kai_scheduler.api import constants
 from tests.podgrouper.helpers import Cluster, controller_pod, spec
 
@@ -233,3 +235,34 @@ def test_an_mpijob_without_workers_is_not_grouped() -> None:
     outcome = c.group()
     assert c.podgroups() == []
     assert outcome.skipped and "Launcher and Workers" in outcome.skipped[0][1]
+
+
+def test_an_mpijob_v1_is_read_alike() -> None:
+    c = Cluster(MPIJOB.replace("kubeflow.org/v2beta1", "kubeflow.org/v1")
+                .replace("  launcherCreationPolicy: WaitForWorkersReady\n", ""))
+    job = c.owner("mpijobs.v1", "nccl-tests", "team-a")
+    assert job["apiVersion"] == "kubeflow.org/v1"
+    c.add(controller_pod("nccl-tests-worker-0", job))
+    c.group()
+    assert spec(c.podgroup_of("nccl-tests-worker-0", "team-a"))["minMember"] == 3
+
+
+@pytest.mark.parametrize("kind, plural, field, replica_types, want", [
+    pytest.param("XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", {"Master": 1, "Worker": 3}, 4, id="XGBoostJob"),
+    pytest.param("JAXJob", "jaxjobs", "jaxReplicaSpecs", {"Worker": 4}, 4, id="JAXJob"),
+])
+def test_other_kubeflow_jobs_gang_all_replicas(kind: str, plural: str, field: str, replica_types: dict[str, int],
+                                               want: int) -> None:
+    template = "{spec: {schedulerName: kai-scheduler, containers: [{name: main, image: x}]}}"
+    specs = "\n".join(f"    {name}: {{replicas: {n}, template: {template}}}" for name, n in replica_types.items())
+    c = Cluster(f"""
+apiVersion: kubeflow.org/v1
+kind: {kind}
+metadata: {{name: job, namespace: team-a, uid: 6e1f2a3b-0006-4c5d-8e9f-0a1b2c3d4e5f}}
+spec:
+  {field}:
+{specs}
+""")
+    c.add(controller_pod("job-worker-0", c.owner(plural, "job", "team-a")))
+    c.group()
+    assert spec(c.podgroup_of("job-worker-0", "team-a"))["minMember"] == want

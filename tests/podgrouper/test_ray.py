@@ -117,8 +117,9 @@ def test_a_rayjob_is_grouped_by_the_job_with_its_cluster_spec() -> None:
     c = Cluster(RAYJOB)
     job = c.owner("rayjobs", "batch-infer", "ray")
     rc = c.owner("rayclusters", "batch-infer-raycluster-k2x9p", "ray")
-    c.add(controller_pod("batch-infer-head", rc, gpus=0, labels=ray_labels(rc["metadata"]["name"], "head", "headgroup")),
-          controller_pod("batch-infer-small-worker-0", rc, labels=ray_labels(rc["metadata"]["name"], "worker", "small")))
+    cluster = rc["metadata"]["name"]
+    c.add(controller_pod("batch-infer-head", rc, gpus=0, labels=ray_labels(cluster, "head", "headgroup")),
+          controller_pod("batch-infer-small-worker-0", rc, labels=ray_labels(cluster, "worker", "small")))
     c.group()
     pg = c.podgroup_of("batch-infer-head", "ray")
     assert pg["metadata"]["name"] == f"pg-batch-infer-{job['metadata']['uid']}"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from kai_scheduler.api import constants
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.resources import GpuRequest
 from kai_scheduler.controllers import amounts
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.controllers.watch import Changes
@@ -63,6 +64,9 @@ class PodGroupStatusController:
         self._global_default: int | None = None
         self._portions: dict[str, float] = {}       # pod key → GPUs received as a fraction (count × portion)
         self._portion_pods: dict[str, JSON] = {}    # pods whose usage depends on their portion
+        # A pod's requests are fixed at creation (its containers' resources and GPU annotations): parsed once per
+        # pod uid, not once per change (binding, start, status).
+        self._parsed: dict[str, tuple[str, tuple[dict[str, float], GpuRequest]]] = {}
         self._reported: set[tuple[str, str]] = set()
 
     def reconcile(self) -> list[str]:
@@ -125,9 +129,11 @@ class PodGroupStatusController:
     def _pod_changed(self, key: str, pod: JSON | None, dirty: set[str]) -> None:
         old = self._usage.pop(key, None)
         if old is not None:
-            self._members[old.group].discard(key)
+            _discard(self._members, old.group, key)
             dirty.add(old.group)
         self._portion_pods.pop(key, None)
+        if pod is None:
+            self._parsed.pop(key, None)
         usage = self._usage_of(key, pod) if pod is not None else None
         if usage is None:
             return
@@ -142,13 +148,11 @@ class PodGroupStatusController:
         group = (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME)
         if not group or meta.get("deletionTimestamp") or (raw.get("status") or {}).get("phase") in _TERMINAL_PHASES:
             return None
-        try:
-            pod = Pod.from_dict(raw)
-        except ObjectError as err:
-            self._report(key, str(err))
+        parsed = self._requests_of(key, raw)
+        if parsed is None:
             return None
-        requested = {n: v for n, v in pod.requests.items() if n not in _NOT_SUMMED and v}
-        gpu = pod.gpu
+        pod_requests, gpu = parsed
+        requested = {n: v for n, v in pod_requests.items() if n not in _NOT_SUMMED and v}
         portion = self._portions.get(key)
         if gpu.whole:
             gpus = float(gpu.whole)
@@ -158,12 +162,25 @@ class PodGroupStatusController:
             gpus = portion or 0.0
         requested[constants.RESOURCE_GPU] = gpus
         allocated: Amounts = {}
-        if pod.node_name:
+        if (raw.get("spec") or {}).get("nodeName"):
             allocated = dict(requested)
             received = (meta.get("annotations") or {}).get(constants.ANNOTATION_RECEIVED_RESOURCE_TYPE)
             if received == "Fraction" and portion is not None:
                 allocated[constants.RESOURCE_GPU] = portion
-        return PodUsage(f"{pod.namespace}/{group}", requested, allocated, needs_portion=gpu.memory_mib > 0)
+        return PodUsage(f"{key.partition('/')[0]}/{group}", requested, allocated, needs_portion=gpu.memory_mib > 0)
+
+    def _requests_of(self, key: str, raw: JSON) -> tuple[dict[str, float], GpuRequest] | None:
+        uid = str(raw.get("metadata", {}).get("uid", ""))
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] == uid:
+            return cached[1]
+        try:
+            pod = Pod.from_dict(raw)
+        except ObjectError as err:
+            self._report(key, str(err))
+            return None
+        self._parsed[key] = (uid, (pod.requests, pod.gpu))
+        return pod.requests, pod.gpu
 
     # --- status ---
 
@@ -211,3 +228,12 @@ def _received_portion(br: JSON) -> float | None:
         return float(received.get("count") or 1) * float(received.get("portion") or 0)
     except (TypeError, ValueError):
         return None
+
+
+def _discard(members: dict[str, set[str]], group: str, key: str) -> None:
+    """Take `key` out of `group`'s members, and forget a group left with none."""
+    left = members.get(group)
+    if left is not None:
+        left.discard(key)
+        if not left:
+            del members[group]

@@ -58,12 +58,18 @@ class QueueMetrics:
         self.allocated_memory = gauge("kai_queue_allocated_memory_bytes",
                                       "Memory bytes allocated to the queue and its children")
         self._labels: dict[str, tuple[str, str, str]] = {}
+        self._last: dict[str, tuple[object, ...]] = {}      # what each queue's gauges were last set from
 
     def set(self, queue: Queue, allocated: Amounts) -> None:
         labels = (queue.display_name or queue.name, queue.name, queue.display_name)
+        figures = (queue, *(allocated.get(r, 0.0) for r in (constants.RESOURCE_GPU, constants.RESOURCE_CPU,
+                                                            constants.RESOURCE_MEMORY)))
         if self._labels.get(queue.name, labels) != labels:
             self.remove(queue.name)
+        elif self._last.get(queue.name) == figures:
+            return
         self._labels[queue.name] = labels
+        self._last[queue.name] = figures
         quota = queue.resources
         self.info.labels(*labels).set(1)
         self.deserved_gpus.labels(*labels).set(quota["gpu"].quota)
@@ -75,6 +81,7 @@ class QueueMetrics:
 
     def remove(self, name: str) -> None:
         labels = self._labels.pop(name, None)
+        self._last.pop(name, None)
         if labels is None:
             return
         for gauge in (self.info, self.deserved_gpus, self.quota_cpu, self.quota_memory, self.allocated_gpus,
@@ -96,41 +103,66 @@ class QueueStatusController:
         self._groups: dict[str, _GroupFigures] = {}
         self._members: dict[str, set[str]] = defaultdict(set)      # queue → its PodGroup keys
         self._own: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        self._totals: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        self._children_of: dict[str, list[str]] = {}
+        self._parsed: dict[str, tuple[JSON, Queue | None]] = {}   # name → (the spec it was parsed from, queue)
         self._reported: set[tuple[str, str]] = set()
 
     def reconcile(self) -> list[str]:
-        """Bring every queue's status and metrics up to date after what changed; return the queues written."""
+        """Bring every queue's status and metrics up to date after what changed; return the queues written.
+
+        Only the queues whose own PodGroups changed and their ancestors are revisited, unless a queue came,
+        went or changed its spec (then all are)."""
         dirty: set[str] = set()
         for key, obj in self._group_changes.poll():
             self._group_changed(key, obj, dirty)
-        queues_changed = False
+        reshaped = False
         for name, obj in self._queue_changes.poll():
-            queues_changed = True
+            old = self._queues.pop(name, None)
             if obj is None:
-                self._queues.pop(name, None)
                 self.metrics.remove(name)
-            else:
-                self._queues[name] = obj
-        if not dirty and not queues_changed:
+                self._parsed.pop(name, None)
+                reshaped = True
+                continue
+            self._queues[name] = obj
+            reshaped = reshaped or old is None or old.get("spec") != obj.get("spec")
+        if not dirty and not reshaped:
             return []
         for queue in dirty:
             members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
             self._own[queue] = (amounts.total(f[0] for f in members), amounts.total(f[1] for f in members),
                                 amounts.total(f[2] for f in members))
-        children = self._children()
-        totals: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        if reshaped:
+            self._children_of = self._children()
+            affected = set(self._queues)
+        else:
+            affected = self._with_ancestors(dirty)
+        totals = {name: figures for name, figures in self._totals.items() if name not in affected}
         written = []
-        for name in sorted(self._queues):
-            figures = self._total(name, children, totals, set())
-            if self._write(name, children.get(name, []), figures):
+        for name in sorted(affected & self._queues.keys()):
+            figures = self._total(name, self._children_of, totals, set())
+            if self._write(name, self._children_of.get(name, []), figures):
                 written.append(name)
             self._set_metrics(name, figures[0])
+        self._totals = {name: totals[name] for name in self._queues if name in totals}
         return written
+
+    def _with_ancestors(self, queues: set[str]) -> set[str]:
+        out: set[str] = set()
+        for name in queues:
+            while name in self._queues and name not in out:
+                out.add(name)
+                parent = (self._queues[name].get("spec") or {}).get("parentQueue")
+                name = parent if isinstance(parent, str) else ""
+        return out
 
     def _group_changed(self, key: str, obj: JSON | None, dirty: set[str]) -> None:
         old = self._groups.pop(key, None)
         if old is not None:
-            self._members[old.queue].discard(key)
+            left = self._members[old.queue]
+            left.discard(key)
+            if not left:
+                del self._members[old.queue]
             dirty.add(old.queue)
         if obj is None:
             return
@@ -186,13 +218,20 @@ class QueueStatusController:
         return True
 
     def _set_metrics(self, name: str, allocated: Amounts) -> None:
-        try:
-            queue = Queue.from_dict(self._queues[name])
-        except ObjectError as err:
-            self._report(name, str(err))
+        raw = self._queues[name]
+        cached = self._parsed.get(name)
+        if cached is None or cached[0] != raw.get("spec"):
+            try:
+                cached = (raw.get("spec") or {}, Queue.from_dict(raw))
+            except ObjectError as err:
+                self._report(name, str(err))
+                cached = (raw.get("spec") or {}, None)
+            self._parsed[name] = cached
+        queue = cached[1]
+        if queue is None:
             self.metrics.remove(name)
-            return
-        self.metrics.set(queue, allocated)
+        else:
+            self.metrics.set(queue, allocated)
 
     def _report(self, key: str, message: str) -> None:
         if (key, message) not in self._reported:

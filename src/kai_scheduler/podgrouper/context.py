@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kai_scheduler.api import constants
-from kai_scheduler.api.fields import JSON, Reader
+from kai_scheduler.api.fields import JSON, Reader, parse_time
 from kai_scheduler.api.meta import OwnerReference
 from kai_scheduler.api.podgroup import PodGroup
 
@@ -99,6 +99,15 @@ class Obj:
     @property
     def uid(self) -> str:
         return str(self.meta.get("uid") or "")
+
+    @property
+    def created(self) -> float | None:
+        """metadata.creationTimestamp in POSIX seconds (None if absent or unreadable)."""
+        stamp = self.meta.get("creationTimestamp")
+        try:
+            return parse_time(stamp) if isinstance(stamp, str) else None
+        except ValueError:
+            return None
 
     @property
     def labels(self) -> dict[str, str]:

@@ -11,6 +11,9 @@
 - preemption delay and staleness grace period from the owner's or the pod's annotations.
 
 "Owner" is the object the workload is grouped by: the top owner, or the object a grouper picks below it.
+The PodGroup is written with its owner's creationTimestamp: a real API server replaces it with the time of
+the create (moments after the owner's), the embedded store keeps it, so a loaded or replayed workload keeps
+its age, which orders jobs.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def per_pod(ctx: Context) -> Grouping:
     warnings: list[str] = []
     pg = podgroup(ctx, warnings, name=name_for(ctx.pod))
     pg.meta.owner_references = (ctx.pod.reference(),)
+    pg.meta.creation_timestamp = ctx.pod.created
     return Grouping(pg, warnings=warnings)
 
 
@@ -58,7 +62,7 @@ def podgroup(ctx: Context, warnings: list[str], *, owner: Obj | None = None, nam
     annotations[constants.ANNOTATION_TOP_OWNER_METADATA] = top_owner_metadata(ctx.top)
     meta = ObjectMeta(
         name=name or name_for(owner), namespace=pod.namespace, labels=owner.labels, annotations=annotations,
-        owner_references=(owner.reference(),),
+        owner_references=(owner.reference(),), creation_timestamp=owner.created,
     )
     return PodGroup(
         meta=meta,

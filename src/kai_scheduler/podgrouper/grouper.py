@@ -70,7 +70,7 @@ class PodGrouper:
         self._version = ""
         self._listed = False
         self._written: dict[str, str] = {}        # pod key → the resourceVersion our own last patch made
-        self._reported: set[tuple[str, str]] = set()
+        self._reported: dict[str, set[str]] = {}    # pod key → the messages logged for it (until it goes)
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -92,6 +92,7 @@ class PodGrouper:
                     if event.type == "DELETED":
                         changed.pop(key, None)
                         self._written.pop(key, None)
+                        self._reported.pop(key, None)
                     elif event.type != "BOOKMARK":
                         changed[key] = event.object
                 return changed
@@ -101,6 +102,7 @@ class PodGrouper:
         self._listed = True
         present = {_key(p["metadata"]): p for p in pods}
         self._written = {k: v for k, v in self._written.items() if k in present}
+        self._reported = {k: v for k, v in self._reported.items() if k in present}
         return present
 
     def _handle(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> None:
@@ -181,8 +183,9 @@ class PodGrouper:
         outcome.labelled.append(key)
 
     def _report(self, key: str, message: str) -> None:
-        if (key, message) not in self._reported:
-            self._reported.add((key, message))
+        reported = self._reported.setdefault(key, set())
+        if message not in reported:
+            reported.add(message)
             log.warning("pod not grouped as asked", extra={"pod": key, "reason": message})
 
 

@@ -24,6 +24,7 @@ def group(ctx: Context) -> Grouping:
     pg = grouping.podgroup
     pg.meta.name = default.name_for(by)
     pg.meta.owner_references = (by.reference(),)
+    pg.meta.creation_timestamp = by.created
     scale = None
     key = constants.ANNOTATION_KNATIVE_MIN_SCALE
     if revision is not None:

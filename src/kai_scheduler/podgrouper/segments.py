@@ -34,6 +34,8 @@ def read(template_annotations: Mapping[str, str], topology: str, where: str, war
     topology = topology or template_annotations.get(constants.ANNOTATION_TOPOLOGY, "")
     required = template_annotations.get(constants.ANNOTATION_SEGMENT_TOPOLOGY_REQUIRED, "")
     preferred = template_annotations.get(constants.ANNOTATION_SEGMENT_TOPOLOGY_PREFERRED, "")
+    if (required or preferred) and not topology:
+        warnings.append(f"{where}: segment placement without a {constants.ANNOTATION_TOPOLOGY} annotation; ignored")
     constraint = TopologyConstraint(topology, required, preferred) if topology and (required or preferred) else None
     return Segments(size, constraint)
 

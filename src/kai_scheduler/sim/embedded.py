@@ -1,7 +1,11 @@
-"""The embedded cluster: the real scheduler, binder, kubelet and controller over an in-memory store.
+"""The embedded cluster: the real podgrouper, scheduler, binder, status controllers, kubelet and workload
+controller over an in-memory store.
 
-`kai schedule` runs cycles on it at one instant (binder and kubelet act between cycles); the simulator drives
-the same pieces over virtual time. Nothing in the scheduling logic knows it runs here.
+`kai schedule` runs cycles on it at one instant: the podgrouper and the status controllers settle the loaded
+objects first, and between cycles the podgrouper, the status controllers, the binder and the kubelet act in
+that order. The simulator drives the same pieces over virtual time. Nothing in the scheduling logic knows it
+runs here. Pods that already name an existing PodGroup (scenario files carry theirs) keep it: the podgrouper
+leaves external PodGroups alone, as KAI does.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
+from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.statement import Op
+from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim.kubelet import Controller, Kubelet
@@ -34,7 +41,17 @@ class EmbeddedCluster:
         self.binder = Binder(self.store, self.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.clock, instant=instant_termination)
         self.controller = Controller(self.store)
+        self.podgrouper = PodGrouper(self.store)
+        self.podgroup_status = PodGroupStatusController(self.store)
+        self.queue_status = QueueStatusController(self.store)
         self.results: list[CycleResult] = []
+        self.settle()
+
+    def settle(self) -> None:
+        """What the cluster's own controllers do with new objects: group pods, then write statuses."""
+        self.podgrouper.reconcile()
+        self.podgroup_status.reconcile()
+        self.queue_status.reconcile()
 
     def cycle(self) -> CycleResult:
         result = self.scheduler.run_once()
@@ -42,7 +59,9 @@ class EmbeddedCluster:
         return result
 
     def between_cycles(self, seconds: float | None = None) -> None:
-        """What the cluster does while the scheduler sleeps: bind, start, terminate, recreate; time passes."""
+        """What the cluster does while the scheduler sleeps: group, update statuses, bind, start, terminate,
+        recreate; time passes."""
+        self.settle()
         self.binder.reconcile()
         self.kubelet.step()
         self.controller.step()

@@ -2,9 +2,10 @@
 
 One loop pops events (`engine`) and gives them their meaning:
 
-- ARRIVAL: the job's owner creates its PodGroup and pods (`workload`); a cycle is asked for.
-- CYCLE: the scheduler runs once; the binder binds what it placed; the kubelet starts bound pods. When the
-  cycle changed something and work is still pending, the next cycle is one period later.
+- ARRIVAL: the job's owner object and pods are created (`workload`); a cycle is asked for.
+- CYCLE: the podgrouper groups new pods and the status controllers update PodGroup and Queue status; the
+  scheduler runs once; the binder binds what it placed; the kubelet starts bound pods. When the cycle changed
+  something and work is still pending, the next cycle is one period later.
 - FINISH: `duration` after all a job's pods ran (the run it belongs to: an interrupted run never finishes),
   its pods succeed and go.
 - TERMINATE: an evicted pod's grace period is over: the kubelet removes it and its owner recreates it Pending.
@@ -32,7 +33,10 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.queue import Queue
 from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
+from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
+from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scenario.model import Scenario
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim import metrics, occupancy, workload
@@ -83,6 +87,9 @@ class Replay:
                                    usage_source(config, self.engine.clock, offline=True))
         self.binder = Binder(self.store, self.engine.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.engine.clock)
+        self.podgrouper = PodGrouper(self.store)
+        self.podgroup_status = PodGroupStatusController(self.store)
+        self.queue_status = QueueStatusController(self.store)
         self.workload = workload.Workload(self.store, jobs)
         self.period = options.schedule_period or config.flags.schedule_period
         if self.period <= 0:
@@ -182,6 +189,9 @@ class Replay:
         and pipelines wait for the pods to terminate, which are events of their own."""
         self._next_cycle = None
         self._last_cycle = self.engine.now
+        self.podgrouper.reconcile()
+        self.podgroup_status.reconcile()
+        self.queue_status.reconcile()
         result = self.scheduler.run_once()
         self._log("cycle", f"{result.binds} binds" if result.binds else "")
         self.binder.reconcile()

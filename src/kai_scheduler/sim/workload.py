@@ -2,7 +2,10 @@
 
 A scenario's jobs are held back until their `submitAt`: `split` takes their PodGroup, Pods and BindRequests
 out of the scenario's objects, and `Workload.arrive` creates them in the store at the arrival instant (with
-that instant as their creation time, so the scheduler sees them in arrival order). From then on the owner:
+that instant as their creation time, so the scheduler sees them in arrival order). A job with an owner kind is
+created as a user would submit it: the owner object and its pods, without a PodGroup, which the real
+podgrouper makes from the owner (`sim.owners`; a job whose PodGroup the owner kind cannot ask for keeps its
+PodGroup, as an external one). From then on the owner:
 
 - labels its pods as the real controller would (Kubeflow `job-role`/`replica-index`, Ray `node-type`, LWS
   `worker-index`), which the scheduler's task order reads;
@@ -26,8 +29,9 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
 from kai_scheduler.scenario.model import JobMeta
+from kai_scheduler.sim import owners
 from kai_scheduler.sim.kubelet import pending_copy
-from kai_scheduler.store.interface import JSON, ClusterStore, NotFound
+from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, resource_for
 
 BARE_POD = "Pod"
 KUBEFLOW = {"PyTorchJob": "master", "TFJob": "chief", "XGBoostJob": "master", "JAXJob": "worker",
@@ -49,7 +53,7 @@ class Job:
     """One scenario job and where it is in its life; times are virtual seconds (None = not yet)."""
 
     meta: JobMeta
-    objects: list[JSON]                     # PodGroup, Pods, BindRequests, in creation order
+    objects: list[JSON]                     # owners or PodGroup, Pods, BindRequests, in creation order
     templates: dict[str, JSON]              # pod key → the pod as its owner would create it again
     min_member: int
     phase: Phase = Phase.WAITING
@@ -61,6 +65,7 @@ class Job:
     finished: float | None = None
     runs: int = 0                           # how many times all its pods ran (restarts + 1)
     interruptions: int = 0
+    owners: list[JSON] = field(default_factory=list)   # owner objects (the podgrouper makes the PodGroup)
 
     @property
     def key(self) -> str:
@@ -123,12 +128,15 @@ def _job(meta: JobMeta, objects: list[JSON]) -> Job:
     pods = [o for o in objects if o["kind"] == "Pod"]
     for index, pod in enumerate(pods):
         _owner_labels(pod, meta.owner_kind, index)
-    templates = {f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}": pending_copy(p) for p in pods}
     group = next((o for o in objects if o["kind"] == "PodGroup"), None)
     min_member = len(pods)
     if group is not None and isinstance(group.get("spec", {}).get("minMember"), int):
         min_member = group["spec"]["minMember"]
-    return Job(meta, objects, templates, min_member)
+    emulated = owners.emulate(meta, group, pods)
+    if emulated is not None:
+        objects = [*emulated, *(o for o in objects if o["kind"] != "PodGroup")]
+    templates = {f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}": pending_copy(p) for p in pods}
+    return Job(meta, objects, templates, min_member, owners=emulated or [])
 
 
 def _owner_labels(pod: JSON, kind: str, index: int) -> None:
@@ -224,15 +232,22 @@ class Workload:
         job.phase, job.finished = Phase.DONE, now
         self.done += 1
         job.running.clear()
+        groups = set() if job.owners else {job.meta.name}
         for pod_key in job.templates:
             ns, name = pod_key.split("/", 1)
             try:
-                self.store.patch("pods", name, ns, {"status": {"phase": "Succeeded"}}, "status")
+                pod = self.store.patch("pods", name, ns, {"status": {"phase": "Succeeded"}}, "status")
                 self.store.delete("pods", name, ns)
             except NotFound:
                 continue
-        with contextlib.suppress(NotFound):
-            self.store.delete("podgroups", job.meta.name, job.meta.namespace)
+            groups.add(pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME, ""))
+        for owner in job.owners:      # and what the garbage collector removes with them: their PodGroups
+            with contextlib.suppress(NotFound):
+                plural = resource_for(owner["kind"], owner["apiVersion"]).plural
+                self.store.delete(plural, owner["metadata"]["name"], job.meta.namespace)
+        for group in sorted(groups - {""}):
+            with contextlib.suppress(NotFound):
+                self.store.delete("podgroups", group, job.meta.namespace)
 
     def unfinished(self) -> list[Job]:
         return [j for j in self.jobs.values() if j.phase in (Phase.PENDING, Phase.RUNNING)]

@@ -72,6 +72,7 @@ RESOURCES: dict[str, Resource] = {
         Resource("jobsets", "jobset.x-k8s.io/v1alpha2", "JobSet", True),
         Resource("leaderworkersets", "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True),
         Resource("services.serving.knative.dev", "serving.knative.dev/v1", "Service", True),
+        Resource("configurations", "serving.knative.dev/v1", "Configuration", True),
         Resource("revisions", "serving.knative.dev/v1", "Revision", True),
         Resource("workflows", "argoproj.io/v1alpha1", "Workflow", True),
     )

@@ -1,0 +1,127 @@
+"""The podgrouper loop: incremental, idempotent, keeps what others wrote, survives an expired watch."""
+
+from __future__ import annotations
+
+import pytest
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.podgrouper.grouper import PodGrouper
+from kai_scheduler.store.memory import MemoryStore
+from tests.podgrouper.helpers import NOW, Cluster, bare_pod, controller_pod, spec
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: default
+  uid: 9e8d7c6b-0001-4a5b-8c9d-0e1f2a3b4c5d
+  labels: {kai.scheduler/queue: team-a}
+  annotations: {kai.scheduler/batch-min-member: "2"}
+spec: {parallelism: 2, template: {spec: {schedulerName: kai-scheduler, restartPolicy: Never,
+                                         containers: [{name: c, image: x}]}}}
+"""
+
+
+def test_a_second_reconcile_with_nothing_new_writes_nothing() -> None:
+    c = Cluster(JOB)
+    job = c.owner("jobs", "train")
+    c.add(controller_pod("train-a", job), controller_pod("train-b", job))
+    first = c.group()
+    assert len(first.created) == 1 and len(first.labelled) == 2
+    _, version = c.store.list("pods")
+    second = c.group()
+    assert (second.created, second.updated, second.labelled) == ([], [], [])
+    assert c.store.list("pods")[1] == version           # not one write
+
+
+def test_pods_that_come_later_join_the_same_podgroup() -> None:
+    c = Cluster(JOB)
+    job = c.owner("jobs", "train")
+    c.add(controller_pod("train-a", job))
+    c.group()
+    c.add(controller_pod("train-b", job))
+    outcome = c.group()
+    assert outcome.created == [] and outcome.labelled == ["default/train-b"]
+    assert c.podgroup_of("train-a")["metadata"]["name"] == c.podgroup_of("train-b")["metadata"]["name"]
+
+
+def test_an_update_keeps_what_others_wrote() -> None:
+    c = Cluster(JOB)
+    job = c.owner("jobs", "train")
+    c.add(controller_pod("train-a", job))
+    c.group()
+    name = c.podgroup_of("train-a")["metadata"]["name"]
+    c.store.patch("podgroups", name, "default", {
+        "metadata": {"annotations": {constants.ANNOTATION_LAST_START_TIMESTAMP: "2026-01-01T00:00:00Z"},
+                     "labels": {constants.DEFAULT_NODE_POOL_LABEL_KEY: "a100"}},
+        "spec": {"markUnschedulable": False}})
+    c.store.patch("podgroups", name, "default", {"status": {"phase": "Running"}}, "status")
+    c.store.patch("jobs", "train", "default", {"metadata": {"annotations": {
+        constants.ANNOTATION_BATCH_MIN_MEMBER: "3"}, "labels": {constants.LABEL_QUEUE: "team-b"}}})
+    c.store.patch("pods", "train-a", "default", {"status": {"phase": "Pending", "message": "poke"}}, "status")
+    outcome = c.group()
+    assert outcome.updated == [f"default/{name}"]
+    pg = c.store.get("podgroups", name, "default")
+    assert spec(pg) == {"queue": "team-b", "minMember": 3, "priorityClassName": "train", "markUnschedulable": False}
+    assert pg["metadata"]["annotations"][constants.ANNOTATION_LAST_START_TIMESTAMP] == "2026-01-01T00:00:00Z"
+    assert pg["metadata"]["labels"][constants.DEFAULT_NODE_POOL_LABEL_KEY] == "a100"
+    assert pg["status"] == {"phase": "Running"}
+
+
+def test_an_expired_watch_relists_and_misses_nothing() -> None:
+    store = MemoryStore(ManualClock(NOW), history_size=3)
+    grouper = PodGrouper(store)
+    store.create(bare_pod("first"))
+    grouper.reconcile()
+    for i in range(10):
+        store.create(bare_pod(f"p-{i}"))
+    outcome = grouper.reconcile()
+    assert sorted(outcome.labelled) == [f"default/p-{i}" for i in range(10)]
+    assert len(store.list("podgroups")[0]) == 11
+
+
+def test_an_owner_replaced_under_the_same_name_is_not_taken_for_the_old_one() -> None:
+    c = Cluster(JOB)
+    old = controller_pod("train-a", c.owner("jobs", "train"))
+    old["metadata"]["ownerReferences"][0]["uid"] = "00000000-0000-4000-8000-00000000dead"
+    c.add(old)
+    c.group()
+    pg = c.podgroup_of("train-a")
+    assert pg["metadata"]["name"] == "pg-train-00000000-0000-4000-8000-00000000dead"
+    assert spec(pg)["minMember"] == 1        # the Job there now is not this pod's owner: its annotation is not read
+
+
+def test_the_same_writes_give_the_same_podgroups() -> None:
+    def run() -> list[dict[str, object]]:
+        c = Cluster(JOB)
+        job = c.owner("jobs", "train")
+        c.add(controller_pod("train-b", job), controller_pod("train-a", job), bare_pod("solo"))
+        c.group()
+        return c.podgroups()
+
+    assert run() == run()
+
+
+def test_an_error_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    c = Cluster("""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: broken, namespace: default, uid: 9e8d7c6b-0002-4a5b-8c9d-0e1f2a3b4c5d}
+spec: {pytorchReplicaSpecs: {}}
+""")
+    c.add(controller_pod("broken-master-0", c.owner("pytorchjobs", "broken")))
+    c.group()
+    c.store.patch("pods", "broken-master-0", "default", {"metadata": {"labels": {"touched": "yes"}}})
+    outcome = c.group()
+    assert outcome.skipped and c.podgroups() == []
+    assert sum("no replica specs" in getattr(r, "reason", "") for r in caplog.records) == 1
+
+
+def test_the_podgroup_carries_its_owners_creation_time() -> None:
+    c = Cluster(JOB.replace("  uid: 9e8d7c6b-0001-4a5b-8c9d-0e1f2a3b4c5d",
+                            "  uid: 9e8d7c6b-0001-4a5b-8c9d-0e1f2a3b4c5d\n  creationTimestamp: '2025-12-31T23:00:00Z'"))
+    c.add(controller_pod("train-a", c.owner("jobs", "train")))
+    c.group()
+    assert c.podgroup_of("train-a")["metadata"]["creationTimestamp"] == "2025-12-31T23:00:00Z"

@@ -1,0 +1,103 @@
+"""Knative Service grouper: one PodGroup per pod, or with gang scheduling one per Revision (min-scale)."""
+
+from __future__ import annotations
+
+from kai_scheduler.api.fields import JSON
+from kai_scheduler.podgrouper.context import Config
+from tests.podgrouper.helpers import Cluster, controller_pod, spec
+
+SERVICE = """
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata:
+  name: whisper
+  namespace: apps
+  uid: 5c6d7e8f-0001-4a9b-8c0d-1e2f3a4b5c6d
+  labels: {kai.scheduler/queue: inference}
+spec:
+  template:
+    metadata:
+      annotations:
+        autoscaling.knative.dev/min-scale: "3"
+        autoscaling.knative.dev/max-scale: "10"
+    spec:
+      schedulerName: kai-scheduler
+      containers:
+      - {image: ghcr.io/example/whisper:1.2, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: serving.knative.dev/v1
+kind: Configuration
+metadata:
+  name: whisper
+  namespace: apps
+  uid: 5c6d7e8f-0002-4a9b-8c0d-1e2f3a4b5c6d
+  labels: {kai.scheduler/queue: inference, serving.knative.dev/service: whisper}
+  ownerReferences:
+  - {apiVersion: serving.knative.dev/v1, kind: Service, name: whisper, uid: 5c6d7e8f-0001-4a9b-8c0d-1e2f3a4b5c6d,
+     controller: true, blockOwnerDeletion: true}
+spec: {}
+---
+apiVersion: serving.knative.dev/v1
+kind: Revision
+metadata:
+  name: whisper-00001
+  namespace: apps
+  uid: 5c6d7e8f-0003-4a9b-8c0d-1e2f3a4b5c6d
+  labels: {serving.knative.dev/service: whisper, serving.knative.dev/configuration: whisper}
+  annotations: {autoscaling.knative.dev/min-scale: "3", autoscaling.knative.dev/max-scale: "10"}
+  ownerReferences:
+  - {apiVersion: serving.knative.dev/v1, kind: Configuration, name: whisper,
+     uid: 5c6d7e8f-0002-4a9b-8c0d-1e2f3a4b5c6d, controller: true, blockOwnerDeletion: true}
+spec: {containers: [{image: ghcr.io/example/whisper:1.2}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: whisper-00001-deployment
+  namespace: apps
+  uid: 5c6d7e8f-0004-4a9b-8c0d-1e2f3a4b5c6d
+  ownerReferences:
+  - {apiVersion: serving.knative.dev/v1, kind: Revision, name: whisper-00001,
+     uid: 5c6d7e8f-0003-4a9b-8c0d-1e2f3a4b5c6d, controller: true, blockOwnerDeletion: true}
+spec: {replicas: 3, selector: {matchLabels: {app: whisper-00001}}}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: whisper-00001-deployment-7b9c8d6f5
+  namespace: apps
+  uid: 5c6d7e8f-0005-4a9b-8c0d-1e2f3a4b5c6d
+  ownerReferences:
+  - {apiVersion: apps/v1, kind: Deployment, name: whisper-00001-deployment,
+     uid: 5c6d7e8f-0004-4a9b-8c0d-1e2f3a4b5c6d, controller: true, blockOwnerDeletion: true}
+spec: {replicas: 3, selector: {matchLabels: {app: whisper-00001}}}
+"""
+
+POD_LABELS = {"serving.knative.dev/service": "whisper", "serving.knative.dev/revision": "whisper-00001"}
+
+
+def pods(c: Cluster) -> list[JSON]:
+    rs = c.owner("replicasets", "whisper-00001-deployment-7b9c8d6f5", "apps")
+    return [controller_pod(f"whisper-00001-deployment-7b9c8d6f5-{s}", rs, labels=POD_LABELS) for s in "abc"]
+
+
+def test_a_knative_service_gets_one_podgroup_per_pod_by_default() -> None:
+    c = Cluster(SERVICE)
+    c.add(*pods(c))
+    c.group()
+    groups = c.podgroups("apps")
+    assert len(groups) == 3
+    for pg in groups:
+        assert spec(pg) == {"queue": "inference", "minMember": 1, "priorityClassName": "inference"}
+        assert pg["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+
+
+def test_with_gang_scheduling_a_revision_is_one_gang_of_min_scale() -> None:
+    c = Cluster(SERVICE, config=Config(knative_gang_schedule=True))
+    c.add(*pods(c))
+    outcome = c.group()
+    assert outcome.created == ["apps/pg-whisper-00001-5c6d7e8f-0003-4a9b-8c0d-1e2f3a4b5c6d"]
+    pg = c.podgroups("apps")[0]
+    assert spec(pg) == {"queue": "inference", "minMember": 3, "priorityClassName": "inference"}
+    assert pg["metadata"]["ownerReferences"][0]["kind"] == "Revision"
+    assert pg["metadata"]["labels"] == {"kai.scheduler/queue": "inference"}     # the Service's
