@@ -18,6 +18,12 @@ level where their paths from the root differ: the two siblings the rules compare
      R_J within Lr's deserved everywhere, and rem above Lv's deserved in some resource) must hold; then the
      vector leaves Qv and all its ancestors. Tasks only moved elsewhere do not count when
      `--allow-consolidating-reclaim` is on (the default);
+   - and taking the vector must not take Lv below its deserved quota in a resource the vector holds (§5.3
+     point 4: in-quota resources are protected). KAI checks the strategies only before each vector, which
+     keeps that promise for one-pod vectors but lets a whole gang cut into the quota: a team over its fair
+     share by 2 loses an 8-GPU gang and drops to 0, below what it deserves, to give 2. It then takes the rest
+     straight back (GuaranteeDeservedQuota, or allocate hands the surplus to its recreated gang) and the
+     reclaimer takes it again: a ping-pong every time the pods come back;
    - saturation: for each level L from the reclaimer's leaf up, a = remaining(L) + R_J; for every sibling S
      of L that lost resources and every resource S lost or J asks for, reject when
      ratio(a, L.fs) > 1, S.fs > 0 and ratio(a, L.fs) x multiplier >= ratio(rem_S, S.fs) — a reclaimer
@@ -131,6 +137,10 @@ class Reclaim:
                     return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
                                          f"queue {lv} is not over its share: it cannot give "
                                          f"{_amounts(vector)} to {lr}")
+                if not self._keeps_deserved(lv, rem, vector):
+                    return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
+                                         f"queue {lv} would fall below its deserved quota if it gave "
+                                         f"{_amounts(vector)} to {lr}")
                 for name in self._names(job.queue):
                     remaining[name] = remaining.get(name, self._allocated(name)) - vector
                     lost[name] = lost.get(name, np.zeros(len(QUEUE_AXIS))) + vector
@@ -165,6 +175,17 @@ class Reclaim:
         reclaimer = self._shares[lr]
         return (_within(self._allocated(lr) + request, reclaimer.deserved)         # GuaranteeDeservedQuota
                 and _exceeds(rem, victim.deserved))
+
+    def _keeps_deserved(self, name: str, rem: Vector, vector: Vector) -> bool:
+        """Taking `vector` leaves the queue at or above its deserved quota in every resource the vector takes
+        where it was at or above it (-1 = unlimited)."""
+        deserved = self._shares[name].deserved
+        for r in range(len(QUEUE_AXIS)):
+            quota = float(deserved[r])
+            if (vector[r] > _EPS and quota != UNLIMITED and rem[r] >= quota - _EPS
+                    and rem[r] - vector[r] < quota - _EPS):
+                return False
+        return True
 
     def _saturation(self, queue: str, request: Vector, remaining: Mapping[str, Vector],
                     lost: Mapping[str, Vector]) -> points.Reject | None:
