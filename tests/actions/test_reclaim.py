@@ -157,17 +157,17 @@ def test_job_and_generator_budgets_follow_the_timer() -> None:
 def _attempted(objects: list[JSON], config: JSON) -> list[str]:
     """Names of the jobs reclaim searched victims for, in order."""
     searched: list[str] = []
-    original = reclaim.attempt
+    original = reclaim.search
 
-    def spy(ssn: Any, job: Any, pool: Any, job_budget: Any) -> solver.Result:
+    def spy(ssn: Any, job: Any, pool: Any) -> solver.VictimSearch | None:
         searched.append(job.name)
-        return original(ssn, job, pool, job_budget)
+        return original(ssn, job, pool)
 
-    reclaim.attempt = spy  # type: ignore[assignment]
+    reclaim.search = spy  # type: ignore[assignment]
     try:
         v.cluster(objects, config=config).cycle()
     finally:
-        reclaim.attempt = original  # type: ignore[assignment]
+        reclaim.search = original  # type: ignore[assignment]
     return searched
 
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kai_scheduler.actions.common import budget, preemptors, signatures, solver, victims
-from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.actions.common import budget, preemptors, solver
 from kai_scheduler.actions.common.scenario import ScenarioOutcome
 from kai_scheduler.api import constants
 from kai_scheduler.cluster.job_info import JobInfo
@@ -43,25 +42,10 @@ class Consolidation:
         cap = ssn.config.flags.max_consolidation_preemptees
         if cap == 0 or uses_spread(ssn):
             return
-        limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
-        action_budget = budget.ActionBudget(limits, NAME, self.timer)
         pending = [j for j in preemptors.candidates(ssn, NAME) if j.preemptible]
-        jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(NAME))
-        failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
-        victim_pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
-        while (job := jobs.pop()) is not None:
-            if not may_consolidate(ssn, job) or failed.should_skip(NAME, job):
-                continue
-            job_budget = action_budget.next_job()
-            if job_budget is None:
-                return
-            result = attempt(ssn, job, victim_pool, job_budget, None if cap < 0 else cap + 1)
-            if result is solver.Result.SOLVED:
-                victim_pool = victims.victim_order(ssn, (v for v in victim_pool if victims.can_be_victim(v)))
-            else:
-                failed.remember(NAME, job)
-            if action_budget.exhausted:
-                return
+        max_jobs = None if cap < 0 else cap + 1
+        preemptors.run(ssn, NAME, self.timer, pending, may_act=may_consolidate,
+                       search_for=lambda job, pool: search(job, pool, max_jobs), signature_scope=lambda job: NAME)
 
 
 def uses_spread(ssn: Session) -> bool:
@@ -96,21 +80,13 @@ def shared_gpus_free(ssn: Session) -> float:
     return total
 
 
-def attempt(ssn: Session, job: JobInfo, pool: list[JobInfo], job_budget: budget.JobBudget,
-            max_jobs: int | None) -> solver.Result:
+def search(job: JobInfo, pool: list[JobInfo], max_jobs: int | None) -> solver.VictimSearch | None:
+    """Victims: any other preemptible job, at most `max_jobs` of them; accepted only if every victim moves."""
     eligible = [v for v in pool if v.uid != job.uid]
     if not eligible:
-        return solver.Result.UNSOLVED
-    search = solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job), _every_victim_moves,
-                                 max_victim_jobs=max_jobs)
-    stmt = ssn.statement()
-    solution = solver.solve(ssn, stmt, job, search, job_budget)
-    if solution.result is not solver.Result.SOLVED:
-        stmt.discard()
-        return solution.result
-    stmt.commit()
-    ssn.clear_fit_errors(job)
-    return solution.result
+        return None
+    return solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job), _every_victim_moves,
+                               max_victim_jobs=max_jobs)
 
 
 def _every_victim_moves(preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:

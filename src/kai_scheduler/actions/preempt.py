@@ -13,8 +13,7 @@
 
 from __future__ import annotations
 
-from kai_scheduler.actions.common import budget, preemptors, signatures, solver, victims
-from kai_scheduler.actions.common.job_order import JobOrderByQueues
+from kai_scheduler.actions.common import budget, preemptors, solver
 from kai_scheduler.actions.common.scenario import ScenarioOutcome
 from kai_scheduler.api import constants
 from kai_scheduler.cluster.job_info import JobInfo
@@ -33,25 +32,8 @@ class Preempt:
         self.timer = timer
 
     def execute(self, ssn: Session) -> None:
-        limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
-        action_budget = budget.ActionBudget(limits, NAME, self.timer)
-        jobs = JobOrderByQueues(ssn, preemptors.candidates(ssn, NAME),
-                                depth=ssn.config.queue_depth_per_action.get(NAME))
-        failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
-        victim_pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
-        while (job := jobs.pop()) is not None:
-            if not may_preempt(ssn, job) or failed.should_skip(job.queue, job):
-                continue
-            job_budget = action_budget.next_job()
-            if job_budget is None:
-                return
-            result = attempt(ssn, job, victim_pool, job_budget)
-            if result is solver.Result.SOLVED:
-                victim_pool = victims.victim_order(ssn, (v for v in victim_pool if victims.can_be_victim(v)))
-            else:
-                failed.remember(job.queue, job)
-            if action_budget.exhausted:
-                return
+        preemptors.run(ssn, NAME, self.timer, preemptors.candidates(ssn, NAME), may_act=may_preempt,
+                       search_for=lambda job, pool: search(ssn, job, pool), signature_scope=lambda job: job.queue)
 
 
 def may_preempt(ssn: Session, job: JobInfo) -> bool:
@@ -70,21 +52,14 @@ def is_lower_in_queue(preemptor: JobInfo, victim: JobInfo) -> bool:
     return victim.queue == preemptor.queue and victim.priority < preemptor.priority and victim.uid != preemptor.uid
 
 
-def attempt(ssn: Session, job: JobInfo, pool: list[JobInfo], job_budget: budget.JobBudget) -> solver.Result:
+def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSearch | None:
+    """Victims: same queue, strictly lower priority, passing PREEMPT_VICTIM_FILTER; None if there are none."""
     eligible = [v for v in pool
                 if is_lower_in_queue(job, v) and ssn.is_victim(points.PREEMPT_VICTIM_FILTER, job, v)]
     if not eligible:
-        return solver.Result.UNSOLVED
-    search = solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job, victim),
-                                 lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome))
-    stmt = ssn.statement()
-    solution = solver.solve(ssn, stmt, job, search, job_budget)
-    if solution.result is not solver.Result.SOLVED:
-        stmt.discard()
-        return solution.result
-    stmt.commit()
-    ssn.clear_fit_errors(job)
-    return solution.result
+        return None
+    return solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job, victim),
+                               lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome))
 
 
 def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:

@@ -4,11 +4,16 @@ Shared by reclaim, preempt and consolidation: a candidate has pending tasks, is 
 minimum), belongs to a usable leaf queue, and is outside its preemption delay. A job inside the delay is
 reported with `PreemptionDelayNotElapsed` (plain allocation is never delayed, and the delay does not protect
 the job as a victim). A job whose task fails a victim-invariant pre-predicate (nothing an eviction could fix)
-is skipped by the victim actions.
+is skipped by the victim actions. `run` is the loop all three share: jobs in queue order within the search
+budgets, skipped when no easier than a failed job of the same signature, solved and committed in a statement.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
+from kai_scheduler.actions.common import budget, signatures, solver, victims
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
 from kai_scheduler.api import constants
 from kai_scheduler.api.duration import format_duration
 from kai_scheduler.cluster.job_info import JobInfo
@@ -50,3 +55,53 @@ def invariant_reject(ssn: Session, job: JobInfo) -> points.Reject | None:
         if reject := ssn.victim_invariant_pre_predicate(task, job):
             return reject
     return None
+
+
+MayAct = Callable[[Session, JobInfo], bool]
+SearchFor = Callable[[JobInfo, list[JobInfo]], "solver.VictimSearch | None"]
+
+
+def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable[JobInfo], *,
+        may_act: MayAct, search_for: SearchFor, signature_scope: Callable[[JobInfo], str]) -> None:
+    """The victim actions' loop (KAI `reclaim.go` / `preempt.go` / `consolidation.go` share it).
+
+    For each job in queue order that `may_act`: take a job budget (none left: the action ends for this
+    cycle), skip it if no easier than a failed job in `signature_scope(job)`, search the victims
+    `search_for(job, pool)` offers, commit on success (the pool is then re-ordered without the victims
+    taken), remember the failure otherwise."""
+    limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
+    action_budget = budget.ActionBudget(limits, action, timer)
+    jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(action))
+    failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
+    pool = _victim_pool(ssn, ssn.snapshot.jobs.values())
+    while (job := jobs.pop()) is not None:
+        scope = signature_scope(job)
+        if not may_act(ssn, job) or failed.should_skip(scope, job):
+            continue
+        job_budget = action_budget.next_job()
+        if job_budget is None:
+            return
+        search = search_for(job, pool)
+        result = solver.Result.UNSOLVED if search is None else _solve(ssn, job, search, job_budget)
+        if result is solver.Result.SOLVED:
+            pool = _victim_pool(ssn, pool)
+        else:
+            failed.remember(scope, job)
+        if action_budget.exhausted:
+            return
+
+
+def _victim_pool(ssn: Session, jobs: Iterable[JobInfo]) -> list[JobInfo]:
+    return victims.victim_order(ssn, (j for j in jobs if victims.can_be_victim(j)))
+
+
+def _solve(ssn: Session, job: JobInfo, search: solver.VictimSearch, job_budget: budget.JobBudget) -> solver.Result:
+    """Search and, on success, commit the victims for `job` in one statement."""
+    stmt = ssn.statement()
+    solution = solver.solve(ssn, stmt, job, search, job_budget)
+    if solution.result is not solver.Result.SOLVED:
+        stmt.discard()
+        return solution.result
+    stmt.commit()
+    ssn.clear_fit_errors(job)
+    return solution.result
