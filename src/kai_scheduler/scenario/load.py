@@ -19,9 +19,14 @@ from kai_scheduler.scenario.source import ScenarioError, parse_documents
 
 def load(path: str | Path) -> Scenario:
     """Read and load the file at `path`; a missing or unreadable file is a ScenarioError."""
+    return loads(read_text(path), str(path))
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; a missing, unreadable or non-UTF-8 file is a one-line ScenarioError."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError(source, "no such file") from None
     except IsADirectoryError:
@@ -30,7 +35,6 @@ def load(path: str | Path) -> Scenario:
         raise ScenarioError(source, f"not UTF-8 text (byte {err.start})") from None
     except OSError as err:
         raise ScenarioError(source, f"cannot read: {err.strerror or err}") from None
-    return loads(text, source)
 
 
 def loads(text: str, source: str = "<string>") -> Scenario:

@@ -12,6 +12,7 @@ from pathlib import Path
 from kai_scheduler import scenario as scenarios
 from kai_scheduler.scenario import build
 from kai_scheduler.scenario.entry import Entry, Where
+from kai_scheduler.scenario.load import read_text
 from kai_scheduler.scenario.source import ScenarioError, parse_documents
 from kai_scheduler.sim import generators
 
@@ -20,18 +21,7 @@ GENERATORS_KEY = "generators"
 
 def load(path: str | Path, *, seed: int = 0) -> scenarios.Scenario:
     """Load a scenario or manifest file; a `generators:` block is expanded with `seed`."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(source, "no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(source, "is a directory, not a scenario file") from None
-    except UnicodeDecodeError as err:
-        raise ScenarioError(source, f"not UTF-8 text (byte {err.start})") from None
-    except OSError as err:
-        raise ScenarioError(source, f"cannot read: {err.strerror or err}") from None
-    return loads(text, source, seed=seed)
+    return loads(read_text(path), str(path), seed=seed)
 
 
 def loads(text: str, source: str = "<string>", *, seed: int = 0) -> scenarios.Scenario:
