@@ -200,6 +200,16 @@ class NodeInfo:
         self._ledger(gpu, {"releasing": PodStatus.RELEASING, "pipelined": PodStatus.PIPELINED}.get(
             state, PodStatus.RUNNING), sign)
 
+    def used_portions(self, group_ids: list[str]) -> list[float]:
+        """Per GPU group id: its sharers' memory over this node's GPU memory (at most 1); 0 for an id the node
+        does not have (a fresh device). What gpupack and gpuspread score."""
+        total = self.gpu_memory_mib
+        out = []
+        for group_id in group_ids:
+            group = self.gpu_groups.get(group_id)
+            out.append(0.0 if group is None or total <= 0 else min(1.0, group.used_memory() / total))
+        return out
+
     def shared_gpu_fit(self, task: PodInfo) -> list[GpuGroup]:
         """Groups in use where one device of `task` fits (§6), by group id."""
         need = self.task_gpu_memory(task)

@@ -35,15 +35,5 @@ class GpuPack:
 
     def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """GPU_ORDER: used portion of each candidate GPU; a group id the node does not have is a free GPU (0)."""
-        return used_portions(self._snapshot, row, groups)
+        return self._snapshot.nodes[row].used_portions(groups)
 
-
-def used_portions(snapshot: Snapshot, row: int, groups: list[str]) -> list[float]:
-    """Per group id: its sharers' memory over the node's GPU memory (at most 1); 0 for a fresh device."""
-    node = snapshot.nodes[row]
-    total = node.gpu_memory_mib
-    out = []
-    for group_id in groups:
-        group = node.gpu_groups.get(group_id)
-        out.append(0.0 if group is None or total <= 0 else min(1.0, group.used_memory() / total))
-    return out

@@ -35,11 +35,4 @@ class GpuSpread:
 
     def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """GPU_ORDER: 1 − used portion of each candidate GPU; a group id the node does not have scores 1."""
-        node = self._snapshot.nodes[row]
-        total = node.gpu_memory_mib
-        out = []
-        for group_id in groups:
-            group = node.gpu_groups.get(group_id)
-            used = 0.0 if group is None or total <= 0 else min(1.0, group.used_memory() / total)
-            out.append(1.0 - used)
-        return out
+        return [1.0 - used for used in self._snapshot.nodes[row].used_portions(groups)]
