@@ -9,7 +9,7 @@ import argparse
 import logging
 import sys
 
-from kai_scheduler.cli import schedule, simulate
+from kai_scheduler.cli import admission, components, fakenodes, manifests, schedule, simulate
 
 
 def parser() -> argparse.ArgumentParser:
@@ -20,6 +20,10 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schedule.add_parser(sub)
     simulate.add_parser(sub)
+    components.add_parser(sub)
+    admission.add_parser(sub)
+    manifests.add_parser(sub)
+    fakenodes.add_parser(sub)
     return p
 
 
