@@ -223,3 +223,31 @@ def test_allocate_is_deterministic() -> None:
     first, _ = _run(objects)
     second, _ = _run(list(reversed(objects)))
     assert _placed(first) == _placed(second)
+
+
+def _claimed(objects: list[JSON], node: str) -> list[JSON]:
+    """The same objects with every pod carrying `node` as its nominatedNodeName (an earlier cycle's pipeline)."""
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            obj.setdefault("status", {})["nominatedNodeName"] = node
+    return objects
+
+
+def test_a_job_pipelined_in_an_earlier_cycle_is_served_before_queue_order() -> None:
+    """Queue b outranks queue a (higher priority, both starved), so by queue order b's job takes the 4 free GPUs.
+    a's job was pipelined onto n1 last cycle (its pods name n1): it goes first and keeps its claim; without the
+    claim, the GPUs released for a reclaimer went to whoever came first and the reclaim repeated."""
+    objects = [b.node("n1", gpus=4), b.queue("a", priority=100, gpu_quota=4), b.queue("b", priority=200, gpu_quota=4)]
+    unclaimed = [*objects, *_gang("claimer", 4, gpus=1, queue="a"), *_gang("other", 4, gpus=1, queue="b")]
+    ssn, _ = _run(unclaimed)
+    assert {name.rsplit("-", 1)[0] for name, _, _ in _placed(ssn)} == {"other"}
+    claimed = [*objects, *_claimed(_gang("claimer", 4, gpus=1, queue="a"), "n1"), *_gang("other", 4, gpus=1, queue="b")]
+    ssn, _ = _run(claimed)
+    assert _placed(ssn) == [(f"claimer-{i}", "n1", "Allocated") for i in range(4)]
+
+
+def test_a_claim_that_no_longer_fits_leaves_the_resources_to_others() -> None:
+    objects = [b.node("n1", gpus=4), b.queue("a", priority=100, gpu_quota=4), b.queue("b", priority=200, gpu_quota=4)]
+    objects += [*_claimed(_gang("claimer", 8, gpus=1, queue="a"), "n1"), *_gang("other", 4, gpus=1, queue="b")]
+    ssn, _ = _run(objects)
+    assert [name for name, _, _ in _placed(ssn)] == [f"other-{i}" for i in range(4)]

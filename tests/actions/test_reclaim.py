@@ -193,3 +193,30 @@ def test_scheduling_signatures(jobs: list[tuple[str, int]], flags: JSON, want: l
 def test_a_bad_budget_fails_when_the_configuration_loads() -> None:
     with pytest.raises(ConfigError, match=r"scenarioSearchBudgets\.maxJobSearchDuration"):
         v.load_config_for({"scenarioSearchBudgets": {"maxJobSearchDuration": "soon"}})
+
+
+def test_the_reclaimer_claims_its_node_until_it_binds_there() -> None:
+    """Cycle 1 pipelines the gang and writes n1 as each pod's nominatedNodeName; the next cycle serves the claim
+    first and binds the gang there; nothing is written to the pods that were already placed."""
+    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim"})
+    cluster.cycle()
+    nominated = {i: cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName")
+                 for i in range(4)}
+    assert nominated == dict.fromkeys(range(4), "n1")
+    cluster.between_cycles()
+    result = cluster.cycle()
+    assert sorted((op.task.name, op.after.node) for op in result.operations if op.op is Op.ALLOCATE) == [
+        (f"train-{i}", "n1") for i in range(4)]
+    assert result.evictions == 0
+
+
+def test_a_claim_that_lapsed_is_cleared() -> None:
+    """A pod that names a node from an earlier pipeline but fits nowhere now loses the nomination."""
+    objects = [b.node("n1", gpus=2), v.queue("team-a", gpu_quota=4), *v.job("big", queue="team-a", pods=4)]
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            obj["status"] = {"phase": "Pending", "nominatedNodeName": "n1"}
+    cluster = v.cluster(objects, config={"actions": "allocate"})
+    cluster.cycle()
+    assert [cluster.store.get("pods", f"big-{i}", b.NAMESPACE)["status"].get("nominatedNodeName")
+            for i in range(4)] == [None] * 4

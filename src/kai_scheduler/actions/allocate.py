@@ -1,6 +1,8 @@
 """Action allocate (KAI `actions/allocate/allocate.go`, §3.6).
 
-1. Order the pending, ready jobs through the queue tree.
+1. Order the pending, ready jobs through the queue tree; jobs an earlier cycle pipelined (their pods name a
+   `nominatedNodeName`) go first, so the resources released for them are not handed to others (a departure
+   from KAI, which re-orders them with everyone and lets reclaim repeat; see docs/configuration.md).
 2. For each popped job, open a statement and place its next tasks (gang minimum, or one elastic task).
 3. Commit on success, and put the job back if it still has pending tasks so its next pod competes again;
    discard on failure, keeping the fit errors for the job's status.
@@ -21,7 +23,13 @@ class Allocate:
     name = NAME
 
     def execute(self, ssn: Session) -> None:
-        jobs = JobOrderByQueues(ssn, candidates(ssn), depth=ssn.config.queue_depth_per_action.get(NAME))
+        ready = candidates(ssn)
+        claimed = [job for job in ready if _claims(job)]
+        depth = ssn.config.queue_depth_per_action.get(NAME)
+        for subset in (claimed, [job for job in ready if not _claims(job)]):
+            self._allocate(ssn, JobOrderByQueues(ssn, subset, depth=depth))
+
+    def _allocate(self, ssn: Session, jobs: JobOrderByQueues) -> None:
         while (job := jobs.pop()) is not None:
             had_allocated = job.active_allocated() > 0
             stmt = ssn.statement()
@@ -44,6 +52,11 @@ def candidates(ssn: Session) -> list[JobInfo]:
         job for job in ssn.snapshot.jobs.values()
         if job.uid not in ssn.snapshot.job_problems and job.has_pending() and job.is_ready()
     ]
+
+
+def _claims(job: JobInfo) -> bool:
+    """Whether an earlier cycle pipelined this job: its pending pods carry the node as nominatedNodeName."""
+    return any(task.pod.nominated_node_name for task in job.pending_tasks())
 
 
 def _explain(ssn: Session, job: JobInfo) -> None:

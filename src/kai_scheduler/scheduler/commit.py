@@ -1,6 +1,7 @@
 """Turn a session's committed decisions into store writes (KAI `Statement.Commit` + `CloseSession`, §3.3).
 
-Order: stale BindRequests deleted; evictions; pipelines (an event only: the pod stays Pending); binds (one
+Order: stale BindRequests deleted; evictions; pipelines (the pod stays Pending with the node as its
+`status.nominatedNodeName`, and an event); claims that lapsed cleared; binds (one
 BindRequest per pod, §1.3); then status: PodGroup annotations (last start / eviction), the
 `UnschedulableOnNodePool` condition with the fit reasons, pod `PodScheduled=False` conditions and events, and
 events on bad objects. Writes that already hold (same condition, same message) are skipped: every API write per
@@ -46,20 +47,37 @@ class Committer:
 
     def apply(self, operations: list[Operation], jobs: dict[str, JobInfo], now: float) -> None:
         evicted_jobs: set[str] = set()
+        evicted = {op.task.uid for op in operations if op.op is Op.EVICT}
         for op in operations:
             if op.op is Op.EVICT:
                 self._evict(op)
                 evicted_jobs.add(op.task.job_uid)
             elif op.op is Op.PIPELINE:
-                self._event(_pod_ref(op.task), "Normal", "Pipelined",
-                            f"pod will run on node {op.after.node} once resources there are released")
+                if op.task.uid not in evicted:
+                    self._nominate(op.task, op.after.node)
+                    self._event(_pod_ref(op.task), "Normal", "Pipelined",
+                                f"pod will run on node {op.after.node} once resources there are released")
             elif op.op is Op.ALLOCATE:
                 self._bind(op)
+        placed = {op.task.uid for op in operations if op.op in (Op.PIPELINE, Op.ALLOCATE)}
+        for job in jobs.values():
+            for task in job.pending_tasks():
+                if task.pod.nominated_node_name and task.uid not in placed:
+                    self._nominate(task, None)          # the claim lapsed: the pod no longer fits there
         for uid in sorted(evicted_jobs):
             if uid in jobs:
                 self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
         for job in jobs.values():
             self._stale_timestamp(job)
+
+    def _nominate(self, task: PodInfo, node: str | None) -> None:
+        """Write the pipelined claim as `status.nominatedNodeName` (None clears it): the next cycle's snapshot
+        reads it back, allocate serves claimed jobs first and nominatednode scores the node, so the GPUs freed for
+        a reclaimer go to it and not to whichever job comes first in queue order (the victims' own, often)."""
+        if task.pod.nominated_node_name == (node or ""):
+            return
+        self._try(f"nominate node on pod {task.key}", lambda: self.store.patch(
+            "pods", task.name, task.namespace, {"status": {"nominatedNodeName": node}}, "status"))
 
     def _stale_timestamp(self, job: JobInfo) -> None:
         """Write or clear `kai.scheduler/stale-podgroup-timestamp` where stalegangeviction changed it."""

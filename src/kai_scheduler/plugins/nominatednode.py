@@ -1,0 +1,47 @@
+"""nominatednode: keep a pipelined claim on its node (§4; KAI `plugins/nominatednode/`).
+
++NOMINATED_NODE on the node named by the pod's `status.nominatedNodeName`. The scheduler writes that field
+when it pipelines a pod onto resources still being released (reclaim, preempt, allocate); scoring the node
+above every other preference makes the pod land where its victims were evicted for it once they are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+import numpy as np
+
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins import scores
+
+
+class NominatedNode:
+    name = "nominatednode"
+    _rows: dict[str, int]
+    _count: int
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        if arguments:
+            raise ConfigError(f"plugin nominatednode: takes no arguments, got {sorted(arguments)[0]!r}")
+        return cls()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._rows = {node.name: node.row for node in ssn.snapshot.nodes}
+        self._count = len(ssn.snapshot.nodes)
+        ssn.add(points.NODE_ORDER, self.node_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores | None:
+        row = self._rows.get(task.pod.nominated_node_name) if task.pod.nominated_node_name else None
+        if row is None:
+            return None
+        out = np.zeros(self._count)
+        out[row] = scores.NOMINATED_NODE
+        return out
