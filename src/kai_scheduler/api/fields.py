@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -44,16 +45,14 @@ class Reader:
     def get(self, path: builtins.str, default: Any = None) -> Any:
         """The value at a dotted path; `name[i]` segments index lists ("spec.containers[0].resources")."""
         node: Any = self.data
-        for part in path.split("."):
-            name, _, index = part.partition("[")
+        for name, index in _segments(path):
             if type(node) is not dict and not isinstance(node, Mapping):   # the exact-type test is the fast path
                 return default
             node = node.get(name)
-            if index:
-                i = builtins.int(index.rstrip("]"))
-                if not isinstance(node, builtins.list) or i >= len(node):
+            if index >= 0:
+                if not isinstance(node, builtins.list) or index >= len(node):
                     return default
-                node = node[i]
+                node = node[index]
             if node is None:
                 return default
         return node
@@ -141,13 +140,9 @@ class Reader:
     def quantity(self, path: builtins.str, value: Any) -> builtins.float:
         """A non-negative quantity in the scheduler's unit for resource `path`'s last segment."""
         resource = path.rsplit(".", 1)[-1]
+        unit = "cpu" if resource == "cpu" else "bytes" if resource == "memory" or resource.endswith("storage") else ""
         try:
-            if resource == "cpu":
-                amount = float(quantity.to_millicores(value))
-            elif resource == "memory" or resource.endswith("storage"):
-                amount = float(quantity.to_bytes(value))
-            else:
-                amount = quantity.to_float(value)
+            amount = _amount(unit, value) if type(value) is builtins.str else _convert(unit, value)
         except quantity.QuantityError as err:
             raise self.error(path, str(err)) from err
         if amount < 0:
@@ -157,3 +152,27 @@ class Reader:
     def resources(self, path: builtins.str) -> builtins.dict[builtins.str, builtins.float]:
         """A ResourceList: cpu in millicores, memory in bytes, everything else in units."""
         return {name: self.quantity(f"{path}.{name}", value) for name, value in self.map(path).items()}
+
+
+@functools.lru_cache(maxsize=1024)
+def _segments(path: str) -> tuple[tuple[str, int], ...]:
+    """A dotted path split once: (field name, list index or -1) per segment."""
+    out = []
+    for part in path.split("."):
+        name, _, index = part.partition("[")
+        out.append((name, int(index.rstrip("]")) if index else -1))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount(unit: str, value: str) -> float:
+    """Quantity strings repeat across pods ("1", "4Gi", "500m"): each is parsed once per unit."""
+    return _convert(unit, value)
+
+
+def _convert(unit: str, value: str | int | float) -> float:
+    if unit == "cpu":
+        return float(quantity.to_millicores(value))
+    if unit == "bytes":
+        return float(quantity.to_bytes(value))
+    return quantity.to_float(value)
