@@ -1,14 +1,39 @@
-"""Placeholder: replaced by the module that implements this command."""
+"""`kai manifests`: the install set as YAML for `kubectl apply -f -`, or the Helm chart (`--helm-chart DIR`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
+
+from kai_scheduler import install
 
 
 def add_parser(sub: Any) -> None:
-    del sub
+    p = sub.add_parser(
+        "manifests", help="print the install manifests (or write the Helm chart)",
+        description="Print everything needed to run KAI in a cluster as one YAML stream: "
+                    "`kai manifests | kubectl apply --server-side -f -`. Values are the chart's values.yaml.",
+    )
+    p.add_argument("--namespace", metavar="NS", help="namespace of the components (value namespace.name)")
+    p.add_argument("--image", metavar="REPO:TAG", help="image of the components (image.repository and image.tag)")
+    p.add_argument("-f", "--values", metavar="FILE", action="append", default=[],
+                   help="values file over the defaults (repeatable; later files win)")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="sets",
+                   help="set one value, e.g. scheduler.replicas=2 (repeatable)")
+    p.add_argument("--skip-crds", action="store_true", help="leave the CustomResourceDefinitions out")
+    p.add_argument("--helm-chart", metavar="DIR",
+                   help="write the Helm chart (generated from the same source) into DIR instead of printing")
+    p.set_defaults(run=run)
 
 
-def _unused(_: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    if args.helm_chart:
+        if args.values or args.sets or args.namespace or args.image or args.skip_crds:
+            raise ValueError("--helm-chart writes the chart with its default values; pass values to helm install")
+        written = install.write_chart(args.helm_chart)
+        print(f"wrote {len(written)} files under {args.helm_chart}", file=sys.stderr)
+        return 0
+    values = install.resolve(args.values, args.sets, namespace=args.namespace, image=args.image)
+    sys.stdout.write(install.stream(install.manifests(values, skip_crds=args.skip_crds)))
     return 0

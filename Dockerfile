@@ -1,0 +1,18 @@
+# One image for every component: `kai scheduler|binder|podgrouper|controllers|admission` (see deploy/helm).
+FROM python:3.11-slim AS build
+WORKDIR /src
+RUN pip install --no-cache-dir build==1.2.2
+COPY pyproject.toml README.md ./
+COPY src ./src
+RUN python -m build --wheel --outdir /dist
+
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+COPY --from=build /dist/*.whl /tmp/
+RUN pip install --no-cache-dir /tmp/*.whl && rm /tmp/*.whl \
+    && groupadd --system --gid 10001 kai \
+    && useradd --system --uid 10001 --gid kai --no-create-home --home-dir /nonexistent kai
+USER 10001:10001
+EXPOSE 8080 9443
+ENTRYPOINT ["kai"]
+CMD ["--help"]

@@ -1,0 +1,48 @@
+"""The install set: every object, from one values source, in the order it is applied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from kai_scheduler.api.crd_manifests import load_crds
+from kai_scheduler.install import defaults, rbac, webhooks, workloads
+from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, InstallObject
+from kai_scheduler.install.source import Concrete, Source, lookup
+from kai_scheduler.install.values import Values, ValuesError
+
+
+def build(src: Source) -> list[InstallObject]:
+    """Everything but the CRDs, sorted by category (the builders keep their own order within one)."""
+    objects = [*defaults.namespaces(src), *rbac.build(src), *workloads.build(src), *webhooks.build(src),
+               *defaults.queues(), *defaults.priority_classes()]
+    return sorted(objects, key=lambda o: CATEGORIES.index(o.category))
+
+
+def manifests(values: Values, *, skip_crds: bool = False) -> list[dict[str, Any]]:
+    """The objects `kubectl apply` gets for `values`: CRDs first, then as `build` orders them."""
+    check(values)
+    crds = [] if skip_crds else load_crds()
+    chosen = [o.body for o in build(Concrete(values)) if o.when is None or lookup(values, o.when)]
+    return [*crds, *chosen]
+
+
+def check(values: Values) -> None:
+    """Reject values that would install a broken scheduler: the scheduler config must load."""
+    from kai_scheduler.scheduler.scheduler import load_config  # heavy (plugins, numpy): only when checking
+
+    raw = lookup(values, "scheduler.config")
+    try:
+        loaded = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise ValuesError("value 'scheduler.config': not valid YAML") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ValuesError("value 'scheduler.config': expected a mapping (actions, tiers, …)")
+    try:
+        load_config(loaded)
+    except ValueError as err:
+        raise ValuesError(f"value 'scheduler.config': {err}") from None
+    for component in COMPONENTS:
+        if lookup(values, f"{component}.replicas") < 0:
+            raise ValuesError(f"value '{component}.replicas': must be 0 or more")

@@ -1,0 +1,57 @@
+"""One install object and the names every builder shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai_scheduler.install.source import Source
+
+COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission")
+PART_OF = "kai-scheduler"
+LISTEN_PORT = 8080
+ADMISSION_SERVICE = "kai-admission"
+WEBHOOK_CONFIGURATION = "kai-admission"
+CONFIG_MAP = "kai-scheduler-config"
+CONFIG_DIR = "/etc/kai"
+CONFIG_FILE = "config.yaml"
+
+# The order `kai manifests` prints categories in (and the chart's template files).
+CATEGORIES = ("crds", "namespaces", "rbac", "config", "services", "deployments", "webhooks", "queues",
+              "priorityclasses")
+
+
+@dataclass(slots=True)
+class InstallObject:
+    category: str
+    body: dict[str, Any]
+    when: str | None = None                  # values path of a boolean that must be true to install it
+    helm_annotations: dict[str, str] = field(default_factory=dict)   # in the chart only (hooks)
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["kind"])
+
+
+def resource_name(component: str) -> str:
+    """The Deployment, ServiceAccount, Service and RBAC name of a component."""
+    return f"kai-{component}"
+
+
+def labels(component: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": resource_name(component), "app.kubernetes.io/part-of": PART_OF,
+            "app.kubernetes.io/component": component}
+
+
+def selector(component: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": resource_name(component)}
+
+
+def namespaced(src: Source, name: str, component: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": src.value("namespace.name")}
+    meta["labels"] = labels(component) if component else {"app.kubernetes.io/part-of": PART_OF}
+    return meta
+
+
+def cluster_scoped(name: str, component: str | None = None) -> dict[str, Any]:
+    return {"name": name, "labels": labels(component) if component else {"app.kubernetes.io/part-of": PART_OF}}

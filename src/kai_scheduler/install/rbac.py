@@ -1,0 +1,159 @@
+"""Least-privilege RBAC: one ServiceAccount, ClusterRole and namespaced Role per component.
+
+Each verb below is one the component's code calls on the store (read from the code, noted per rule):
+reads of an informer are get/list/watch, `patch(…, "status")` is patch on the status subresource, `bind` is
+create on pods/binding, `evict` is create on pods/eviction. Leases (leader election) and the admission
+component's certificate Secret are only granted in the install namespace; reservation pods only in theirs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from kai_scheduler.install.objects import (
+    COMPONENTS,
+    WEBHOOK_CONFIGURATION,
+    InstallObject,
+    cluster_scoped,
+    resource_name,
+)
+from kai_scheduler.install.objects import namespaced as namespaced_meta
+from kai_scheduler.install.source import Source
+from kai_scheduler.store.interface import RESOURCES
+
+Rule = dict[str, Any]
+
+READ = ["get", "list", "watch"]
+SCHEDULING = "scheduling.run.ai"
+KAI = "kai.scheduler"
+
+# Kinds of the store that are not workload owners; every other kind in RESOURCES is one the podgrouper may
+# meet as a pod's owner and reads by name (`PodGrouper._owner`: store.get).
+_NOT_OWNERS = {"nodes", "pods", "events", "configmaps", "priorityclasses", "podgroups", "queues", "bindrequests",
+               "topologies", "leases", "secrets", "validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
+
+
+def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
+    out: Rule = {"apiGroups": groups, "resources": resources, "verbs": verbs}
+    if names:
+        out["resourceNames"] = names
+    return out
+
+
+def owner_rules() -> list[Rule]:
+    """get on every workload owner kind the store serves, one rule per API group (sorted)."""
+    by_group: dict[str, set[str]] = defaultdict(set)
+    for res in RESOURCES.values():
+        if res.plural not in _NOT_OWNERS:
+            group = res.api_version.rpartition("/")[0]
+            by_group[group].add(res.path_name)
+    return [rule([group], sorted(names), ["get"]) for group, names in sorted(by_group.items())]
+
+
+EVENTS = rule([""], ["events"], ["create", "patch"])
+
+CLUSTER_RULES: dict[str, list[Rule]] = {
+    # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
+    "scheduler": [
+        rule([""], ["nodes"], READ),
+        rule([""], ["pods"], READ),
+        rule([""], ["pods/status"], ["patch"]),                 # nominatedNodeName, PodScheduled condition
+        rule([""], ["pods/eviction"], ["create"]),
+        rule([SCHEDULING], ["podgroups"], [*READ, "patch"]),    # last-start / last-eviction annotations
+        rule([SCHEDULING], ["podgroups/status"], ["patch"]),    # schedulingConditions
+        rule([SCHEDULING], ["queues"], READ),
+        rule([SCHEDULING], ["bindrequests"], [*READ, "create", "delete"]),
+        rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
+        rule([KAI], ["topologies"], READ),
+        EVENTS,
+    ],
+    # binder/binder.py and binder/reservation.py (reservation pods are created/deleted in their own namespace).
+    "binder": [
+        rule([""], ["pods"], [*READ, "patch"]),                 # GPU-group label, received-resource-type
+        rule([""], ["pods/binding"], ["create"]),
+        rule([SCHEDULING], ["bindrequests"], READ),
+        rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
+        EVENTS,
+    ],
+    # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners read by name.
+    "podgrouper": [
+        rule([""], ["pods"], [*READ, "patch"]),
+        rule([SCHEDULING], ["podgroups"], [*READ, "create", "update", "patch"]),
+        rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
+        *owner_rules(),
+        EVENTS,
+    ],
+    # controllers/podgroup_status.py and controllers/queue_status.py.
+    "controllers": [
+        rule([""], ["pods"], READ),
+        rule([SCHEDULING], ["podgroups"], READ),
+        rule([SCHEDULING], ["podgroups/status"], ["patch"]),
+        rule([SCHEDULING], ["queues"], READ),
+        rule([SCHEDULING], ["queues/status"], ["patch"]),
+        rule([SCHEDULING], ["bindrequests"], READ),
+        rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
+        EVENTS,
+    ],
+    # The admission component validates against queues, podgroups and topologies and injects its CA bundle.
+    "admission": [
+        rule([SCHEDULING], ["queues", "podgroups"], READ),
+        rule([KAI], ["topologies"], READ),
+        rule(["admissionregistration.k8s.io"], ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+             ["get", "update", "patch"], [WEBHOOK_CONFIGURATION]),
+        rule(["admissionregistration.k8s.io"], ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+             ["list", "watch"]),
+        EVENTS,
+    ],
+}
+
+LEASES = rule(["coordination.k8s.io"], ["leases"], ["get", "create", "update"])
+
+# Rules granted in the install namespace only.
+NAMESPACE_RULES: dict[str, list[Rule]] = {
+    "scheduler": [LEASES],
+    "binder": [LEASES],
+    "podgrouper": [LEASES, rule([""], ["configmaps"], READ)],     # per-kind default priority classes
+    "controllers": [LEASES],
+    "admission": [LEASES, rule([""], ["secrets"], ["get", "create", "update"])],
+}
+
+# The binder's reservation pods live in `binder.resourceReservationNamespace`.
+RESERVATION_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
+
+
+def build(src: Source) -> list[InstallObject]:
+    accounts, cluster_roles, cluster_bindings, roles, bindings = [], [], [], [], []
+    for component in COMPONENTS:
+        name = resource_name(component)
+        accounts.append(_object({"apiVersion": "v1", "kind": "ServiceAccount",
+                                 "metadata": namespaced_meta(src, name, component)}))
+        cluster_roles.append(_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                      "metadata": cluster_scoped(name, component),
+                                      "rules": CLUSTER_RULES[component]}))
+        cluster_bindings.append(_object(_binding(src, "ClusterRoleBinding", cluster_scoped(name, component),
+                                                 "ClusterRole", name)))
+        roles.append(_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                              "metadata": namespaced_meta(src, name, component), "rules": NAMESPACE_RULES[component]}))
+        bindings.append(_object(_binding(src, "RoleBinding", namespaced_meta(src, name, component), "Role", name)))
+    reservation = f"{resource_name('binder')}-reservation"
+    meta = {"name": reservation, "namespace": src.value("binder.resourceReservationNamespace"),
+            "labels": namespaced_meta(src, reservation, "binder")["labels"]}
+    roles.append(_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+                          "rules": RESERVATION_RULES}))
+    bindings.append(_object(_binding(src, "RoleBinding", dict(meta), "Role", reservation, account="binder")))
+    return [*accounts, *cluster_roles, *cluster_bindings, *roles, *bindings]
+
+
+def _binding(src: Source, kind: str, meta: dict[str, Any], role_kind: str, role: str,
+             account: str | None = None) -> dict[str, Any]:
+    sa = resource_name(account) if account else meta["name"]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": src.value("namespace.name")}],
+    }
+
+
+def _object(body: dict[str, Any]) -> InstallObject:
+    return InstallObject("rbac", body)

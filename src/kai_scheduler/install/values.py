@@ -1,0 +1,310 @@
+"""The install values: the chart's `values.yaml` (the defaults, documented) and user overrides on top of it.
+
+`VALUES_YAML` is the single source of the defaults: the chart ships it verbatim and `kai manifests` parses it.
+Overrides (`-f values.yaml`, `--set a.b=c`) may only name keys it has and must keep each value's type, so a typo
+is an error naming the key instead of a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from importlib import metadata
+from typing import Any
+
+import yaml
+
+Values = dict[str, Any]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("kai-scheduler")
+    except metadata.PackageNotFoundError:      # running from a source tree that was never installed
+        return "0.0.0"
+
+
+VERSION = _version()
+
+VALUES_YAML = f"""\
+# Default values of the kai-scheduler chart. `kai manifests` reads the same file: `--set a.b=c` and `-f FILE`
+# override it there exactly as `helm install --set` / `-f` do here. Every component flag has a value below.
+
+namespace:
+  # Namespace the components, their RBAC and the scheduler configuration live in.
+  name: kai-scheduler
+  # Create the namespace (turn off when it is created elsewhere, e.g. `helm install --create-namespace`).
+  create: true
+
+image:
+  # One image runs every component (`kai <component>`); build it with the repository's Dockerfile.
+  repository: kai-scheduler
+  tag: "{VERSION}"
+  pullPolicy: IfNotPresent
+
+global:
+  # --scheduler-name: pods with this spec.schedulerName are scheduled, grouped and admitted.
+  schedulerName: kai-scheduler
+  # --queue-label-key: label naming a workload's queue.
+  queueLabelKey: kai.scheduler/queue
+  # --nodepool-label-key: label that assigns nodes, queues and podgroups to a scheduler shard.
+  nodePoolLabelKey: kai.scheduler/node-pool
+  # --qps / --burst: client-side rate limit of every component towards the API server.
+  qps: 50
+  burst: 300
+
+leaderElection:
+  # --leader-elect is turned on for a component whose replicas is above 1; the lease lives in `namespace.name`.
+  # --leader-elect-lease-duration / --leader-elect-renew-deadline / --leader-elect-retry-period
+  leaseDuration: 15s
+  renewDeadline: 10s
+  retryPeriod: 2s
+
+scheduler:
+  replicas: 1
+  # --schedule-period: time between scheduling cycles.
+  schedulePeriod: 1s
+  # --partition-label-value: the node pool this scheduler serves ("" = objects without the node-pool label).
+  partitionLabelValue: ""
+  # --restrict-node-scheduling: only schedule onto nodes labelled as CPU/GPU workers.
+  restrictNodeScheduling: false
+  # --max-consolidation-preemptees: most pods one consolidation may move.
+  maxConsolidationPreemptees: 16
+  # --detailed-fit-errors: per-node reasons in unschedulable messages.
+  detailedFitErrors: false
+  # --update-pod-eviction-condition: set a DisruptionTarget condition on pods before evicting them.
+  updatePodEvictionCondition: false
+  # --use-scheduling-signatures: skip equivalent jobs already found unschedulable in a cycle.
+  useSchedulingSignatures: true
+  # --full-hierarchy-fairness: compare fairness across the whole queue tree.
+  fullHierarchyFairness: true
+  # --allow-consolidating-reclaim: reclaim may move pods instead of evicting them.
+  allowConsolidatingReclaim: true
+  # --default-staleness-grace-period: how long a gang below its minimum may run before it is evicted.
+  defaultStalenessGracePeriod: 60s
+  # --stuck-in-releasing-threshold: after this long a releasing pod no longer counts as freeing resources.
+  stuckInReleasingThreshold: 2m
+  # --metrics-namespace: prefix of the scheduler's Prometheus metrics.
+  metricsNamespace: kai
+  resources:
+    requests:
+      cpu: 250m
+      memory: 512Mi
+    limits:
+      cpu: 700m
+      memory: 512Mi
+  # The scheduler configuration in KAI's ConfigMap format (actions, tiers, plugin arguments,
+  # queueDepthPerAction, usageDBConfig, scenarioSearchBudgets); mounted and passed as --scheduler-conf.
+  config: |
+    actions: "allocate, consolidation, reclaim, preempt, stalegangeviction"
+    tiers:
+    - plugins:
+      - name: predicates
+      - name: proportion
+      - name: priority
+      - name: elastic
+      - name: kubeflow
+      - name: ray
+      - name: nodeavailability
+      - name: gpusharingorder
+      - name: gpupack
+      - name: resourcetype
+      - name: subgrouporder
+      - name: taskorder
+      - name: nominatednode
+      - name: nodeplacement
+        arguments:
+          gpu: binpack
+          cpu: binpack
+      - name: minruntime
+      - name: topology
+
+binder:
+  replicas: 1
+  # --reconcile-period: time between passes over pending BindRequests.
+  reconcilePeriod: 0.2s
+  # --max-concurrent-reconciles: BindRequests bound in parallel.
+  maxConcurrentReconciles: 10
+  # --resource-reservation-namespace: namespace of the GPU reservation pods (created by the install).
+  resourceReservationNamespace: kai-resource-reservation
+  resources:
+    requests:
+      cpu: 100m
+      memory: 256Mi
+    limits:
+      cpu: 500m
+      memory: 512Mi
+
+podgrouper:
+  replicas: 1
+  # --reconcile-period: time between passes over new and changed pods.
+  reconcilePeriod: 0.5s
+  resources:
+    requests:
+      cpu: 100m
+      memory: 256Mi
+    limits:
+      cpu: 500m
+      memory: 512Mi
+
+controllers:
+  replicas: 1
+  # --reconcile-period: time between PodGroup and Queue status updates.
+  reconcilePeriod: 0.5s
+  resources:
+    requests:
+      cpu: 100m
+      memory: 256Mi
+    limits:
+      cpu: 500m
+      memory: 512Mi
+
+admission:
+  replicas: 1
+  # --webhook-port: HTTPS port of the webhooks (the kai-admission Service forwards 443 to it).
+  webhookPort: 9443
+  # --secret-name: Secret holding the webhook certificate; the admission component creates and rotates it.
+  secretName: kai-admission-cert
+  # --gpu-sharing-enabled: admit pods asking for a GPU fraction (gpu-fraction / gpu-memory annotations).
+  gpuSharingEnabled: true
+  # --block-nvidia-visible-devices: set NVIDIA_VISIBLE_DEVICES=void on containers that asked for no GPU.
+  blockNvidiaVisibleDevices: false
+  # --runtime-class-name: runtimeClassName given to fractional-GPU pods that have none.
+  runtimeClassName: nvidia
+  # failurePolicy of the pod webhooks (Ignore: pods are still admitted while the webhook is down).
+  podFailurePolicy: Ignore
+  # failurePolicy of the Queue, PodGroup and Topology webhooks.
+  crdFailurePolicy: Fail
+  # Send only pods of `global.schedulerName` to the pod webhooks (matchConditions: Kubernetes 1.28 and later).
+  # Turn off on older clusters: every pod then reaches the webhook, which admits foreign pods unchanged.
+  matchConditions: true
+  resources:
+    requests:
+      cpu: 50m
+      memory: 128Mi
+    limits:
+      cpu: 500m
+      memory: 256Mi
+
+defaultQueues:
+  # Create default-parent-queue and its child default-queue (with Helm: on first install only).
+  create: true
+
+priorityClasses:
+  # Create the priority classes train (50), build-preemptible (75), build (100) and inference (125).
+  create: true
+
+serviceMonitor:
+  # A Prometheus Operator ServiceMonitor scraping every component's /metrics (needs the operator's CRDs).
+  enabled: false
+  interval: 30s
+"""
+
+
+class ValuesError(ValueError):
+    """Values that cannot be installed; the message names the key."""
+
+
+def defaults() -> Values:
+    loaded = yaml.safe_load(VALUES_YAML)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def resolve(files: Iterable[str] = (), sets: Iterable[str] = (), *, namespace: str | None = None,
+            image: str | None = None) -> Values:
+    """Defaults, then each values file, then each `--set`, then the `--namespace` and `--image` shortcuts."""
+    values = defaults()
+    for path in files:
+        merge(values, _read(path), source=path)
+    for assignment in sets:
+        apply_set(values, assignment)
+    if namespace is not None:
+        merge(values, {"namespace": {"name": namespace}}, source="--namespace")
+    if image is not None:
+        repository, tag = split_image(image)
+        merge(values, {"image": {"repository": repository, "tag": tag}}, source="--image")
+    return values
+
+
+def _read(path: str) -> Mapping[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            loaded = yaml.safe_load(f)
+    except OSError as err:
+        raise ValuesError(f"values file {path}: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ValuesError(f"values file {path}{where}: not valid YAML") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, Mapping):
+        raise ValuesError(f"values file {path}: expected a mapping of values, got {type(loaded).__name__}")
+    return loaded
+
+
+def merge(values: Values, override: Mapping[str, Any], *, source: str, prefix: str = "") -> None:
+    """Merge `override` into `values` in place; only known keys, each keeping its default's type."""
+    for key, new in override.items():
+        path = f"{prefix}{key}"
+        if key not in values:
+            raise ValuesError(f"{source}: unknown value {path!r}")
+        old = values[key]
+        if isinstance(old, dict):
+            if not isinstance(new, Mapping):
+                raise ValuesError(f"{source}: value {path!r} must be a mapping, got {new!r}")
+            merge(old, new, source=source, prefix=f"{path}.")
+        else:
+            values[key] = coerce(path, old, new, source=source)
+
+
+def coerce(path: str, default: Any, new: Any, *, source: str) -> Any:
+    """`new` as the type of `default` (a YAML scalar); a mismatch is a ValuesError naming `path`."""
+    where = f"{source}: value {path!r}"
+    if isinstance(default, bool):
+        if isinstance(new, bool):
+            return new
+        raise ValuesError(f"{where} must be true or false, got {new!r}")
+    if isinstance(default, int):
+        if isinstance(new, int) and not isinstance(new, bool):
+            return new
+        raise ValuesError(f"{where} must be an integer, got {new!r}")
+    if isinstance(default, str):
+        if isinstance(new, str):
+            return new
+        if isinstance(new, int | float) and not isinstance(new, bool):
+            return str(new)       # `tag: 1.2` in a values file means the string
+        raise ValuesError(f"{where} must be a string, got {new!r}")
+    raise ValuesError(f"{where} cannot be set")
+
+
+def apply_set(values: Values, assignment: str) -> None:
+    """`a.b=c`: the key must exist; `c` is read as the type of the value it replaces."""
+    path, sep, raw = assignment.partition("=")
+    if not sep or not path:
+        raise ValuesError(f"--set {assignment!r}: expected KEY=VALUE")
+    keys = path.split(".")
+    node: Any = values
+    for i, key in enumerate(keys):
+        if not isinstance(node, dict) or key not in node:
+            raise ValuesError(f"--set {path}: unknown value {'.'.join(keys[:i + 1])!r}")
+        if i < len(keys) - 1:
+            node = node[key]
+    old = node[keys[-1]]
+    if isinstance(old, dict):
+        raise ValuesError(f"--set {path}: {path!r} is a mapping; set one of its keys")
+    parsed: Any = raw
+    if not isinstance(old, str):
+        try:
+            parsed = yaml.safe_load(raw) if raw else raw
+        except yaml.YAMLError:
+            parsed = raw
+    node[keys[-1]] = coerce(path, old, parsed, source="--set")
+
+
+def split_image(image: str) -> tuple[str, str]:
+    """"repo/name:tag" → ("repo/name", "tag"); a colon in a registry's host:port is not a tag."""
+    repository, sep, tag = image.rpartition(":")
+    if not sep or "/" in tag or not repository or not tag:
+        raise ValuesError(f"--image {image!r}: expected REPOSITORY:TAG")
+    return repository, tag

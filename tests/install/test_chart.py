@@ -1,0 +1,87 @@
+"""The committed Helm chart is exactly what the install model generates, and renders to `kai manifests`' objects."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kai_scheduler import install
+from kai_scheduler.cli import main
+from kai_scheduler.install.chart import crd_files
+from tests.install.conftest import JSON
+
+CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "kai-scheduler"
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_committed_chart_is_up_to_date(tmp_path: Path) -> None:
+    assert main(["manifests", "--helm-chart", str(tmp_path / "chart")]) == 0
+    generated, committed = _tree(tmp_path / "chart"), _tree(CHART)
+    assert sorted(generated) == sorted(committed), "regenerate: kai manifests --helm-chart deploy/helm/kai-scheduler"
+    for name, data in generated.items():
+        assert committed[name] == data, f"{name} is stale: kai manifests --helm-chart deploy/helm/kai-scheduler"
+
+
+def test_chart_values_are_the_manifest_defaults() -> None:
+    assert yaml.safe_load((CHART / "values.yaml").read_text()) == install.defaults()
+    assert {f"crds/{n}" for n in crd_files()} == {f"crds/{p.name}" for p in (CHART / "crds").iterdir()}
+
+
+def _helm_render(values: dict[str, Any] | None) -> list[JSON]:
+    """Objects of `helm template` for the chart: the helm binary if there is one, else the helm-python-sdk."""
+    if shutil.which("helm"):
+        command = ["helm", "template", "kai", str(CHART), "--namespace", "kai-scheduler"]
+        for key, value in (values or {}).items():
+            command += ["--set", f"{key}={value}"]
+        text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        return [d for d in yaml.safe_load_all(text) if d]
+    if importlib.util.find_spec("helm_python") is None:
+        pytest.skip("no helm binary and no helm-python-sdk: cannot render the chart")
+    import helm_python
+
+    nested: dict[str, Any] = {}
+    for key, value in (values or {}).items():
+        *path, last = key.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    with helm_python.Chart.load(str(CHART)) as chart:
+        rendered = chart.render(nested or None, name="kai", namespace="kai-scheduler")
+    return [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+
+
+def _key(obj: JSON) -> tuple[str, str, str]:
+    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+def _without_helm_annotations(obj: JSON) -> JSON:
+    meta = dict(obj["metadata"])
+    annotations = {k: v for k, v in meta.pop("annotations", {}).items() if not k.startswith("helm.sh/")}
+    if annotations:
+        meta["annotations"] = annotations
+    return {**obj, "metadata": meta}
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"scheduler.replicas": 2, "namespace.name": "gpu-sched", "serviceMonitor.enabled": True,
+     "admission.matchConditions": False, "defaultQueues.create": False, "image.tag": "1.10",
+     "scheduler.partitionLabelValue": "pool-a"},
+], ids=["defaults", "overrides"])
+def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:
+    rendered = {_key(o): _without_helm_annotations(o) for o in _helm_render(overrides)}
+    sets = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in overrides.items()]
+    expected = {_key(o): o for o in install.manifests(install.resolve(sets=sets), skip_crds=True)}
+    assert sorted(rendered) == sorted(expected)
+    for key, obj in expected.items():
+        assert rendered[key] == obj, key

@@ -1,0 +1,229 @@
+"""The default install set is well-formed Kubernetes and matches KAI's shipped defaults (BEHAVIOR.md §1.1, §2, §9.3)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from kai_scheduler import cli
+from kai_scheduler.api import PARSERS
+from kai_scheduler.api.crd_manifests import crd_for, load_crds
+from kai_scheduler.scheduler.scheduler import load_config
+from tests.install.conftest import JSON, by_name, of_kind
+
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Queue",
+                  "PriorityClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+ORDER = ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+         "RoleBinding", "ConfigMap", "Service", "Deployment", "MutatingWebhookConfiguration",
+         "ValidatingWebhookConfiguration", "Queue", "PriorityClass"]
+
+
+def test_every_object_has_api_version_kind_name_and_the_right_scope(default_set: list[JSON]) -> None:
+    for obj in default_set:
+        assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"], obj
+        namespaced = "namespace" in obj["metadata"]
+        assert namespaced == (obj["kind"] not in CLUSTER_SCOPED), obj["metadata"]
+
+
+def test_objects_come_in_apply_order(default_set: list[JSON]) -> None:
+    kinds = [o["kind"] for o in default_set]
+    assert sorted(kinds, key=ORDER.index) == kinds
+    assert set(kinds) == set(ORDER)     # ServiceMonitor is off by default
+    assert [o for o in default_set if o["kind"] == "CustomResourceDefinition"] == load_crds()
+
+
+def test_names_are_unique_per_kind_and_namespace(default_set: list[JSON]) -> None:
+    keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in default_set]
+    assert len(keys) == len(set(keys))
+
+
+def test_every_deployment_runs_as_an_existing_service_account(default_set: list[JSON]) -> None:
+    accounts = {(sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in of_kind(default_set, "ServiceAccount")}
+    deployments = of_kind(default_set, "Deployment")
+    assert {d["metadata"]["name"] for d in deployments} == {"kai-scheduler", "kai-binder", "kai-podgrouper",
+                                                            "kai-controllers", "kai-admission"}
+    for d in deployments:
+        sa = d["spec"]["template"]["spec"]["serviceAccountName"]
+        assert (d["metadata"]["namespace"], sa) in accounts
+
+
+def test_every_binding_names_an_existing_role_and_service_account(default_set: list[JSON]) -> None:
+    accounts = {(sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in of_kind(default_set, "ServiceAccount")}
+    cluster_roles = {r["metadata"]["name"] for r in of_kind(default_set, "ClusterRole")}
+    roles = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in of_kind(default_set, "Role")}
+    namespaces = {n["metadata"]["name"] for n in of_kind(default_set, "Namespace")}
+    bindings = of_kind(default_set, "ClusterRoleBinding") + of_kind(default_set, "RoleBinding")
+    assert len(bindings) == 11     # 5 cluster-wide, 5 in the install namespace, 1 for reservation pods
+    for b in bindings:
+        ref = b["roleRef"]
+        if ref["kind"] == "ClusterRole":
+            assert ref["name"] in cluster_roles
+        else:
+            assert b["kind"] == "RoleBinding"
+            assert (b["metadata"]["namespace"], ref["name"]) in roles
+            assert b["metadata"]["namespace"] in namespaces
+        for subject in b["subjects"]:
+            assert (subject["namespace"], subject["name"]) in accounts
+
+
+def _rules(objects: list[JSON], kind: str, name: str) -> list[JSON]:
+    rules: list[JSON] = by_name(objects, kind, name)["rules"]
+    return rules
+
+
+def _allows(rules: list[JSON], group: str, resource: str, verb: str) -> bool:
+    return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
+
+
+def test_rbac_is_least_privilege(default_set: list[JSON]) -> None:
+    for role in of_kind(default_set, "ClusterRole") + of_kind(default_set, "Role"):
+        for r in role["rules"]:
+            assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"], role["metadata"]["name"]
+    scheduler = _rules(default_set, "ClusterRole", "kai-scheduler")
+    assert _allows(scheduler, "scheduling.run.ai", "bindrequests", "create")
+    assert _allows(scheduler, "", "pods/eviction", "create")
+    assert not _allows(scheduler, "", "pods/binding", "create")        # binding is the binder's job
+    assert not _allows(scheduler, "", "pods", "delete")
+    binder = _rules(default_set, "ClusterRole", "kai-binder")
+    assert _allows(binder, "", "pods/binding", "create")
+    assert not _allows(binder, "", "pods", "create")                    # reservation pods: own namespace only
+    reservation = _rules(default_set, "Role", "kai-binder-reservation")
+    assert _allows(reservation, "", "pods", "create")
+    assert by_name(default_set, "Role", "kai-binder-reservation")["metadata"]["namespace"] == "kai-resource-reservation"
+    podgrouper = _rules(default_set, "ClusterRole", "kai-podgrouper")
+    assert _allows(podgrouper, "kubeflow.org", "pytorchjobs", "get")
+    assert _allows(podgrouper, "batch", "jobs", "get")
+    assert _allows(podgrouper, "scheduling.run.ai", "podgroups", "create")
+    assert not _allows(podgrouper, "", "configmaps", "get")             # only in the install namespace
+    assert _allows(_rules(default_set, "Role", "kai-podgrouper"), "", "configmaps", "get")
+    controllers = _rules(default_set, "ClusterRole", "kai-controllers")
+    assert _allows(controllers, "scheduling.run.ai", "queues/status", "patch")
+    assert not _allows(controllers, "scheduling.run.ai", "queues", "update")
+    for name in ("kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers", "kai-admission"):
+        assert _allows(_rules(default_set, "Role", name), "coordination.k8s.io", "leases", "update")
+        assert _allows(_rules(default_set, "ClusterRole", name), "", "events", "create")
+        assert not _allows(_rules(default_set, "ClusterRole", name), "", "secrets", "get")
+
+
+def test_admission_rbac_covers_its_certificate_and_webhooks(default_set: list[JSON]) -> None:
+    role = _rules(default_set, "Role", "kai-admission")
+    for verb in ("get", "create", "update"):
+        assert _allows(role, "", "secrets", verb)
+    cluster = _rules(default_set, "ClusterRole", "kai-admission")
+    for resource in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        writes = [r for r in cluster if resource in r["resources"] and "patch" in r["verbs"]]
+        assert writes and all(r.get("resourceNames") == ["kai-admission"] for r in writes)
+        for verb in ("get", "list", "watch", "update", "patch"):
+            assert _allows(cluster, "admissionregistration.k8s.io", resource, verb)
+    for group, resource in (("scheduling.run.ai", "queues"), ("scheduling.run.ai", "podgroups"),
+                            ("kai.scheduler", "topologies")):
+        assert _allows(cluster, group, resource, "watch")
+
+
+def test_default_queues_validate_against_the_queue_crd(default_set: list[JSON]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = crd_for("Queue")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    queues = of_kind(default_set, "Queue")
+    assert [q["metadata"]["name"] for q in queues] == ["default-parent-queue", "default-queue"]
+    for queue in queues:
+        jsonschema.Draft7Validator(schema).validate(queue)
+        parsed = PARSERS["Queue"](queue)
+        for resource in ("gpu", "cpu", "memory"):
+            assert queue["spec"]["resources"][resource] == {"quota": 0, "overQuotaWeight": 1, "limit": -1}
+        assert parsed is not None
+    assert queues[1]["spec"]["parentQueue"] == "default-parent-queue"
+
+
+def test_priority_classes_are_kais(default_set: list[JSON]) -> None:
+    classes = {pc["metadata"]["name"]: pc["value"] for pc in of_kind(default_set, "PriorityClass")}
+    assert classes == {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
+    for pc in of_kind(default_set, "PriorityClass"):
+        PARSERS["PriorityClass"](pc)
+        assert pc["globalDefault"] is False
+
+
+def _container(objects: list[JSON], component: str) -> JSON:
+    deployment = by_name(objects, "Deployment", f"kai-{component}")
+    containers: list[JSON] = deployment["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def test_deployments_probe_the_listen_port_and_run_kai(default_set: list[JSON]) -> None:
+    for component in ("scheduler", "binder", "podgrouper", "controllers", "admission"):
+        c = _container(default_set, component)
+        assert c["image"].startswith("kai-scheduler:")
+        assert c["args"][0] == component
+        assert "--listen-address=:8080" in c["args"] and "--leader-elect=false" in c["args"]
+        assert not any(a.startswith("--kubeconfig") for a in c["args"])
+        assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
+        assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 8080}
+
+
+def test_scheduler_container_has_kais_defaults(default_set: list[JSON]) -> None:
+    c = _container(default_set, "scheduler")
+    assert c["resources"] == {"requests": {"cpu": "250m", "memory": "512Mi"},
+                              "limits": {"cpu": "700m", "memory": "512Mi"}}
+    for flag in ("--scheduler-name=kai-scheduler", "--schedule-period=1s", "--max-consolidation-preemptees=16",
+                 "--default-staleness-grace-period=60s", "--stuck-in-releasing-threshold=2m",
+                 "--metrics-namespace=kai", "--use-scheduling-signatures=true", "--qps=50", "--burst=300",
+                 "--scheduler-conf=/etc/kai/config.yaml", "--leader-elect-lease-duration=15s"):
+        assert flag in c["args"]
+    mount = next(m for m in c["volumeMounts"] if m["name"] == "config")
+    assert mount["mountPath"] == "/etc/kai"
+
+
+def test_the_scheduler_configmap_loads_as_a_scheduler_config(default_set: list[JSON]) -> None:
+    import yaml
+
+    config_map = by_name(default_set, "ConfigMap", "kai-scheduler-config")
+    config = load_config(yaml.safe_load(config_map["data"]["config.yaml"]))
+    assert config.actions == ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
+    assert config.plugin("proportion") is not None
+
+
+def test_services_expose_metrics_and_the_webhook(default_set: list[JSON]) -> None:
+    services = {s["metadata"]["name"]: s for s in of_kind(default_set, "Service")}
+    for component in ("scheduler", "binder", "podgrouper", "controllers", "admission"):
+        port = services[f"kai-{component}-metrics"]["spec"]["ports"][0]
+        assert (port["port"], port["targetPort"]) == (8080, "metrics")
+    webhook = services["kai-admission"]["spec"]["ports"][0]
+    assert (webhook["port"], webhook["targetPort"]) == (443, "webhook")
+    admission_ports = {p["name"]: p["containerPort"] for p in _container(default_set, "admission")["ports"]}
+    assert admission_ports == {"metrics": 8080, "webhook": 9443}
+
+
+def test_webhooks_leave_the_ca_bundle_to_the_admission_component(default_set: list[JSON]) -> None:
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        config = by_name(default_set, kind, "kai-admission")
+        for hook in config["webhooks"]:
+            assert hook["sideEffects"] == "None"
+            assert not hook["clientConfig"].get("caBundle")
+            assert hook["clientConfig"]["service"] == {**hook["clientConfig"]["service"], "name": "kai-admission",
+                                                       "namespace": "kai-scheduler", "port": 443}
+            is_pod = hook["rules"][0]["resources"] == ["pods"]
+            assert hook["failurePolicy"] == ("Ignore" if is_pod else "Fail")
+            if is_pod:
+                assert hook["matchConditions"][0]["expression"] == "object.spec.schedulerName == 'kai-scheduler'"
+    validating = by_name(default_set, "ValidatingWebhookConfiguration", "kai-admission")
+    resources = [h["rules"][0]["resources"][0] for h in validating["webhooks"]]
+    assert resources == ["pods", "queues", "podgroups", "topologies"]
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    p = cli.parser()
+    action = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+@pytest.mark.parametrize("component", ["scheduler", "binder", "podgrouper", "controllers", "admission"])
+def test_deployment_args_are_accepted_by_the_component_parser(default_set: list[JSON], component: str) -> None:
+    if component not in _subcommands():
+        pytest.skip(f"`kai {component}` is not registered yet")
+    args = _container(default_set, component)["args"]
+    try:
+        parsed = cli.parser().parse_args(args)
+    except SystemExit as err:
+        pytest.fail(f"`kai {' '.join(args)}` rejected (exit {err.code})")
+    assert parsed.command == component
