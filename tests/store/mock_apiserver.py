@@ -531,9 +531,13 @@ def _answer(mock: MockApiServer, method: str, where: Route, query: dict[str, str
         obj = _for_update(where, doc)
         return 200, memory.update_status(obj) if sub else memory.update(obj)
     if method == "PATCH" and sub in ("", "status"):
-        if content_type.split(";")[0].strip() != "application/merge-patch+json":
+        kind = content_type.split(";")[0].strip()
+        if kind not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
             raise HttpError(415, "UnsupportedMediaType", f"the mock serves merge patches, not {content_type!r}")
-        return 200, memory.patch(res.plural, where.name, namespace, _object(doc), sub)
+        strategic = kind == "application/strategic-merge-patch+json"
+        if strategic and "." in res.api_version.split("/")[0]:
+            raise HttpError(415, "UnsupportedMediaType", f"strategic merge patch is not supported for {res.kind}")
+        return 200, memory.patch(res.plural, where.name, namespace, _object(doc), sub, strategic=strategic)
     if method == "DELETE" and not sub:
         grace = (doc or {}).get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
         memory.delete(res.plural, where.name, namespace, None if grace is None else int(grace))

@@ -279,6 +279,22 @@ def test_merge_patch_replaces_lists_whole(store: ClusterStore) -> None:
     assert got["spec"]["subGroups"] == [{"name": "c"}]
 
 
+def test_strategic_patch_merges_conditions_by_type(store: ClusterStore) -> None:
+    """What the scheduler writes on a pod: its condition replaces the one of the same type, the others stay
+    (a merge patch would replace the whole list and drop the kubelet's conditions)."""
+    obj = pod("p")
+    obj["status"]["conditions"] = [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]
+    store.create(obj)
+    disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    store.patch("pods", "p", "team-a", {"status": {"conditions": [disrupted]}}, "status", strategic=True)
+    got = store.patch("pods", "p", "team-a", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+                      "status", strategic=True)
+    assert got["status"]["conditions"] == [{"type": "Ready", "status": "False"},
+                                           {"type": "PodScheduled", "status": "True"}, disrupted]
+    merged = store.patch("pods", "p", "team-a", {"status": {"conditions": [disrupted]}}, "status")
+    assert merged["status"]["conditions"] == [disrupted]
+
+
 def test_status_patch_touches_only_status_and_object_patch_ignores_status(store: ClusterStore) -> None:
     store.create(podgroup("pg"))
     store.patch("podgroups", "pg", "team-a", {"status": {"a": 1, "b": 2}}, subresource="status")

@@ -95,7 +95,8 @@ class Committer:
             condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
                          "message": why.message if why else ""}
             self._try(f"condition on pod {task.key}", lambda: self.store.patch(
-                "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status"))
+                "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status",
+                strategic=True))
         self._try(f"evict pod {task.key}", lambda: self.store.evict(task.namespace, task.name))
         if why is not None:
             self._event(_pod_ref(task), "Normal", "Evict", why.message)
@@ -148,7 +149,8 @@ class Committer:
     def _pod_unschedulable(self, task: PodInfo, message: str) -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
         self._try(f"condition on pod {task.key}", lambda: self.store.patch(
-            "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status"))
+            "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status",
+                strategic=True))
         self._event(_pod_ref(task), "Warning", "Unschedulable", message)
 
     def problem(self, kind: str, key: str, reason: str, message: str) -> None:

@@ -89,6 +89,15 @@ for _res in RESOURCES.values():
 GVK_TO_PLURAL = {(r.api_version, r.kind): r.plural for r in RESOURCES.values()}
 
 
+# Lists that a strategic merge patch merges by key instead of replacing (the `patchMergeKey`s of the
+# Kubernetes core types this project writes), by field name.
+STRATEGIC_MERGE_KEYS: dict[str, str] = {
+    "conditions": "type", "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
+    "env": "name", "volumes": "name", "volumeMounts": "mountPath", "ownerReferences": "uid",
+    "tolerations": "key", "imagePullSecrets": "name",
+}
+
+
 class StoreError(Exception):
     """Base of the store's errors; `reason` is the Kubernetes Status reason."""
 
@@ -170,8 +179,13 @@ class ClusterStore(Protocol):
         """Replace only `status` (the status subresource); Conflict on a stale resourceVersion."""
         ...
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "") -> JSON:
-        """JSON merge patch (RFC 7386) of the object, or of its status when subresource="status"."""
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
+              strategic: bool = False) -> JSON:
+        """JSON merge patch (RFC 7386) of the object, or of its status when subresource="status".
+
+        `strategic`: a strategic merge patch (built-in kinds only): lists with a merge key (pod and node
+        conditions by type, containers by name, …; see `STRATEGIC_MERGE_KEYS`) are merged item by item,
+        where a merge patch would replace the whole list."""
         ...
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:

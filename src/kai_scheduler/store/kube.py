@@ -52,6 +52,7 @@ from kai_scheduler.store.interface import (
 )
 from kai_scheduler.store.kube_http import (
     MERGE_PATCH_TYPE,
+    STRATEGIC_MERGE_PATCH_TYPE,
     ConfigurationError,
     Limits,
     RateLimiter,
@@ -272,15 +273,18 @@ class KubeStore:
         path = object_path(res, name, namespace, subresource)
         return self._clean(self.transport.call("PUT", path, body=body))
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "") -> JSON:
-        """RFC 7386 merge patch (application/merge-patch+json) of the object or of its status."""
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
+              strategic: bool = False) -> JSON:
+        """RFC 7386 merge patch (application/merge-patch+json) of the object or of its status, or a strategic
+        merge patch (application/strategic-merge-patch+json; built-in kinds only)."""
         res = _resource(resource)
         if subresource not in ("", "status"):
             raise Invalid(f"unknown subresource {subresource!r}; want '' or 'status'")
         if not isinstance(patch, dict):
             raise Invalid(f"a merge patch must be an object, got {type(patch).__name__}")
         path = object_path(res, name, namespace, subresource)
-        return self._clean(self.transport.call("PATCH", path, body=patch, content_type=MERGE_PATCH_TYPE))
+        kind = STRATEGIC_MERGE_PATCH_TYPE if strategic else MERGE_PATCH_TYPE
+        return self._clean(self.transport.call("PATCH", path, body=patch, content_type=kind))
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         res = _resource(resource)

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 JSON_TYPE: Final = "application/json"
 MERGE_PATCH_TYPE: Final = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH_TYPE: Final = "application/strategic-merge-patch+json"
 # Datetimes (PyYAML parses unquoted timestamps) become RFC 3339 strings, as in MemoryStore.
 _DUMP_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
 

@@ -45,6 +45,7 @@ from kai_scheduler.api.selectors import LabelSelector, parse_label_selector_stri
 from kai_scheduler.store.interface import (
     JSON,
     RESOURCES,
+    STRATEGIC_MERGE_KEYS,
     AlreadyExists,
     ClusterStore,
     Conflict,
@@ -187,8 +188,10 @@ class MemoryStore:
             written = self._write(res.plural, key, stored, _with_status(stored, doc.get("status")))
         return _copy_out(written)
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "") -> JSON:
-        """RFC 7386 merge patch. With subresource="status" the patch is still object-shaped
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
+              strategic: bool = False) -> JSON:
+        """RFC 7386 merge patch, or a strategic merge patch (see the interface). With subresource="status" the
+        patch is still object-shaped
         (`{"status": {...}}`, as the API server takes it) and only its status part applies.
 
         A `metadata.resourceVersion` in the patch is a precondition (Conflict if stale)."""
@@ -204,7 +207,7 @@ class MemoryStore:
             key = _key(res, name, namespace)
             stored = self._stored(res.plural, key)
             _check_precondition(doc, stored)
-            merged = merge_patch(stored, doc)
+            merged = strategic_merge_patch(stored, doc) if strategic else merge_patch(stored, doc)
             if subresource:
                 new = _with_status(stored, merged.get("status"))
             elif res.plural in _STATUS_SUBRESOURCE:
@@ -433,6 +436,31 @@ def merge_patch(target: Any, patch: Any) -> Any:
             result.pop(key, None)
         else:
             result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
+    """A merge patch where the lists of `STRATEGIC_MERGE_KEYS` merge item by item on their key (a patch item
+    replaces the fields it names of the item with the same key, or is appended); other lists are replaced."""
+    key = STRATEGIC_MERGE_KEYS.get(field)
+    if key is not None and isinstance(patch, list) and isinstance(target, list):
+        merged = list(target)
+        where = {item.get(key): i for i, item in enumerate(merged) if isinstance(item, dict)}
+        for item in patch:
+            i = where.get(item.get(key)) if isinstance(item, dict) else None
+            if i is None:
+                merged.append(item)
+            else:
+                merged[i] = strategic_merge_patch(merged[i], item)
+        return merged
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for name, value in patch.items():
+        if value is None:
+            result.pop(name, None)
+        else:
+            result[name] = strategic_merge_patch(result.get(name), value, name)
     return result
 
 
