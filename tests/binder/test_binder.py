@@ -50,6 +50,41 @@ def test_a_succeeded_request_is_not_processed_again() -> None:
     assert _version(store) == version
 
 
+def test_requests_are_watched_not_listed_and_settled_ones_cost_no_reads() -> None:
+    """Against an API server every LIST and GET counts: after the first sync the binder only drains its watch,
+    reads a pod only for a request it binds, and leaves a request whose pod is already bound alone."""
+    clock = ManualClock(b.NOW)
+    store = CountingStore(clock)
+    store.add_many([b.node("n1"), b.pod("p"), b.bind_request("p", "n1"), b.pod("q", node="n1"),
+                    b.bind_request("q", "n1")])
+    binder = Binder(store, clock, collect_every=60)
+    assert binder.reconcile().bound == ["ns/p"]
+    store.calls.clear()
+    for _ in range(3):
+        clock.advance(1)
+        assert binder.reconcile().bound == []
+    assert store.calls == []
+    store.create(b.pod("r"))
+    store.create(b.bind_request("r", "n1"))
+    store.calls.clear()
+    assert binder.reconcile().bound == ["ns/r"]
+    assert store.calls == [("get", "pods")]
+
+
+class CountingStore(MemoryStore):
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.calls: list[tuple[str, str]] = []
+
+    def list(self, resource: str, namespace: str | None = None, selector: Any = None) -> tuple[list[JSON], str]:
+        self.calls.append(("list", resource))
+        return super().list(resource, namespace, selector)
+
+    def get(self, resource: str, name: str, namespace: str = "") -> JSON:
+        self.calls.append(("get", resource))
+        return super().get(resource, name, namespace)
+
+
 def test_a_missing_node_fails_the_request_with_the_reason() -> None:
     store, _, binder = _cluster(b.pod("p"), b.bind_request("p", "ghost"))
     outcome = binder.reconcile()

@@ -1,6 +1,7 @@
 """The binder component: BindRequest → `pods/binding` (KAI `pkg/binder`, §8.1).
 
-For each BindRequest that is neither Succeeded nor being deleted: skip if the pod is gone or already bound;
+BindRequests are watched (LIST once, then WATCH). For each that is neither Succeeded nor being deleted: skip
+it until it changes if the pod is gone or already bound;
 reserve each GPU group of a shared-GPU pod (`reservation`: create or reuse its reservation pod; reservation pods
 of groups with no pods left are collected on every sync), bind through the `pods/binding` subresource, label a
 shared-GPU pod with its GPU group, and record the outcome
@@ -19,7 +20,8 @@ from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.binder import reservation
-from kai_scheduler.store.interface import ClusterStore, NotFound, StoreError
+from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -31,39 +33,63 @@ class BindOutcome:
 
 
 class Binder:
+    """`collect_every`: seconds between reservation-pod collections (0: every sync, as the embedded cluster
+    wants; against an API server each collection is three LISTs, so the components run it every few seconds)."""
+
     def __init__(self, store: ClusterStore, clock: Clock,
-                 reservations: reservation.ReservationConfig | None = None) -> None:
+                 reservations: reservation.ReservationConfig | None = None, *, collect_every: float = 0.0) -> None:
         self.store = store
         self.clock = clock
         self.reservations = reservation.Reservations(store, clock, reservations)
+        self.collect_every = collect_every
+        self._requests = Changes(store, "bindrequests")
+        self._open: dict[str, BindRequest] = {}       # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
+        self._collected_at: float | None = None
 
     def reconcile(self) -> BindOutcome:
-        """Process every pending BindRequest once, in name order."""
+        """Process every open BindRequest once, in name order; the store is watched, not listed each time."""
         outcome = BindOutcome()
-        self.reservations.collect()
-        items, _ = self.store.list("bindrequests")
-        for raw in items:
-            try:
-                br = BindRequest.from_dict(raw)
-            except ObjectError as err:
-                log.warning("bad BindRequest skipped", extra={"reason": str(err)})
+        self._collect()
+        for key, raw in self._requests.poll():
+            self._track(key, raw)
+        for br in [self._open[key] for key in sorted(self._open)]:
+            pod_key = f"{br.meta.namespace}/{br.pod_name}"
+            if (br.phase == "Failed" and br.is_failed) or self._retry_at.get(pod_key, 0.0) > self.clock.now():
                 continue
-            if br.phase == "Succeeded" or br.meta.deletion_timestamp is not None:
-                continue
-            key = f"{br.meta.namespace}/{br.pod_name}"
-            if br.phase == "Failed" and (br.is_failed or self._retry_at.get(key, 0.0) > self.clock.now()):
-                continue
-            self._bind(br, key, outcome)
+            self._bind(br, pod_key, outcome)
         return outcome
+
+    def _track(self, key: str, raw: JSON | None) -> None:
+        if raw is None:
+            self._open.pop(key, None)
+            return
+        try:
+            br = BindRequest.from_dict(raw)
+        except ObjectError as err:
+            self._open.pop(key, None)
+            log.warning("bad BindRequest skipped", extra={"reason": str(err)})
+            return
+        if br.phase == "Succeeded" or br.meta.deletion_timestamp is not None:
+            self._open.pop(key, None)
+        else:
+            self._open[key] = br
+
+    def _collect(self) -> None:
+        now = self.clock.now()
+        if self._collected_at is None or now - self._collected_at >= self.collect_every:
+            self._collected_at = now
+            self.reservations.collect()
 
     def _bind(self, br: BindRequest, key: str, outcome: BindOutcome) -> None:
         ns = br.meta.namespace
         try:
             pod = self.store.get("pods", br.pod_name, ns)
         except NotFound:
-            return
-        if pod.get("spec", {}).get("nodeName"):
+            pod = None
+        if pod is None or pod.get("spec", {}).get("nodeName"):
+            # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
+            self._open.pop(f"{ns}/{br.meta.name}", None)
             return
         try:
             if br.selected_gpu_groups:
@@ -76,6 +102,7 @@ class Binder:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
             return
         self._status(br, "Succeeded", "", br.failed_attempts)
+        self._open.pop(f"{ns}/{br.meta.name}", None)
         outcome.bound.append(key)
 
     def _label_gpu_groups(self, namespace: str, br: BindRequest) -> None:

@@ -25,7 +25,7 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.resources import GpuRequest
 from kai_scheduler.controllers import amounts
 from kai_scheduler.controllers.amounts import Amounts
-from kai_scheduler.controllers.watch import Changes
+from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 
 log = logging.getLogger(__name__)

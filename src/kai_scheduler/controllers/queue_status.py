@@ -26,7 +26,7 @@ from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.queue import UNLIMITED, Queue
 from kai_scheduler.controllers import amounts
 from kai_scheduler.controllers.amounts import Amounts
-from kai_scheduler.controllers.watch import Changes
+from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 
 log = logging.getLogger(__name__)
