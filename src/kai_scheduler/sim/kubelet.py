@@ -1,9 +1,11 @@
 """The embedded kubelet and workload controller: what a real cluster does between scheduling cycles.
 
 Kubelet: a pod bound to a node starts Running; a terminating pod is gone once its grace period has passed
-(`instant=True`: at once, as `kai schedule --cycles` wants). Controller: a pod of a live workload that
-disappears (evicted, or its node failed) is recreated Pending under the same name, as a Job or PyTorchJob
-controller would; workloads being deleted are not recreated.
+(`instant=True`: at once, as `kai schedule --cycles` wants). These two decisions are the fake kubelet's
+(`fakenodes.lifecycle`); the status written here stays minimal (phase and startTime).
+
+Controller: a pod of a live workload that disappears (evicted, or its node failed) is recreated Pending under
+the same name, as a Job or PyTorchJob controller would; workloads being deleted are not recreated.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
-from kai_scheduler.api.fields import format_time, parse_time
+from kai_scheduler.api.fields import format_time
+from kai_scheduler.fakenodes import lifecycle
 from kai_scheduler.store.interface import JSON, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
@@ -35,15 +38,14 @@ class Kubelet:
         pods, _ = self.store.list("pods")
         now = self.clock.now()
         for pod in pods:
-            meta, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
+            meta = pod["metadata"]
             key = f"{meta.get('namespace', '')}/{meta['name']}"
             deleting = meta.get("deletionTimestamp")
             if deleting is not None:
-                # deletionTimestamp is the end of the grace period, as the API server sets it
-                if self.instant or parse_time(deleting) <= now:
+                if self.instant or lifecycle.removal_due(deleting, now):
                     self.store.finish_deletion(meta.get("namespace", ""), meta["name"])
                     out.terminated.append(key)
-            elif spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
+            elif lifecycle.awaiting_start(pod):
                 self.start(meta.get("namespace", ""), meta["name"])
                 out.started.append(key)
         return out

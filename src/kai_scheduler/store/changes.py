@@ -24,18 +24,19 @@ class Changes:
         self._listed = False
         self._keys: set[str] = set()
 
-    def poll(self) -> list[Change]:
-        """The changes since the last poll, oldest first (one object may appear more than once)."""
+    def poll(self, timeout: float = 0.0) -> list[Change]:
+        """The changes since the last poll, oldest first (one object may appear more than once); after the
+        first poll, waits up to `timeout` seconds for the first event (an idle loop's sleep)."""
         if self._listed:
             try:
-                return self._watch()
+                return self._watch(timeout)
             except Gone:
                 log.info("watch expired, relisting", extra={"resource": self.resource})
         return self._relist()
 
-    def _watch(self) -> list[Change]:
+    def _watch(self, timeout: float) -> list[Change]:
         out: list[Change] = []
-        for event in self.store.watch(self.resource, self._version):
+        for event in self.store.watch(self.resource, self._version, timeout):
             meta = event.object.get("metadata", {})
             self._version = meta.get("resourceVersion", self._version)
             if event.type == "BOOKMARK":
