@@ -1,14 +1,258 @@
-"""Placeholder: replaced by the module that implements this command."""
+"""`kai scheduler|binder|podgrouper|controllers|run`: the components as long-running processes against an API
+server (see docs/components.md).
+
+Flags keep KAI's names. Values are checked here, after parsing, so a bad one is one line and exit 2:
+durations in Go syntax ("1s", "500ms"), booleans as Go reads them (`--flag`, `--flag=false`, `--flag=1`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import threading
+from collections.abc import Callable
 from typing import Any
 
+from prometheus_client import CollectorRegistry
 
-def add_parser(sub: Any) -> None:
-    del sub
+from kai_scheduler.api import constants
+from kai_scheduler.api.clock import SystemClock
+from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
+from kai_scheduler.framework.config import Flags
+from kai_scheduler.runtime import components as builders
+from kai_scheduler.runtime.leader import LeaderConfig
+from kai_scheduler.runtime.options import (
+    BinderOptions,
+    GrouperOptions,
+    ProcessOptions,
+    SchedulerOptions,
+    in_cluster_namespace,
+)
+from kai_scheduler.runtime.process import Process, connect, stop_on_signals
+
+Parser = argparse.ArgumentParser
+
+_FLAG_HELP = {
+    "scheduler_name": "pods with this schedulerName are scheduled",
+    "schedule_period": "time between the end of one scheduling cycle and the start of the next",
+    "nodepool_label_key": "label key of node pools",
+    "partition_label_value": "node pool (value of the node-pool label) this scheduler serves; empty: unlabelled",
+    "queue_label_key": "label key naming a workload's queue",
+    "restrict_node_scheduling": "only schedule on nodes labelled as CPU or GPU workers",
+    "max_consolidation_preemptees": "most pods one consolidation may move",
+    "detailed_fit_errors": "record per-node fit errors on PodGroups",
+    "update_pod_eviction_condition": "set the DisruptionTarget condition on evicted pods",
+    "use_scheduling_signatures": "group identical pending pods when searching",
+    "full_hierarchy_fairness": "divide resources over the whole queue tree (false: leaf queues under one root)",
+    "allow_consolidating_reclaim": "let reclaim move pods instead of evicting them",
+    "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
+    "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
+}
+_TRUE = {"1", "t", "T", "true", "TRUE", "True"}
+_FALSE = {"0", "f", "F", "false", "FALSE", "False"}
+_GO_DURATION = "DURATION"
 
 
-def _unused(_: argparse.Namespace) -> int:
-    return 0
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    _component(sub, "scheduler", "run the scheduler: a scheduling cycle every --schedule-period",
+               [_scheduler_flags])
+    _component(sub, "binder", "run the binder: bind the pods of BindRequests", [_binder_flags, _period("0.2s")])
+    _component(sub, "podgrouper", "run the pod grouper: PodGroups for the pods of the KAI scheduler",
+               [_period("0.5s"), _grouper_flags])
+    _component(sub, "controllers", "run the PodGroup and Queue status controllers",
+               [_period("0.5s"), _grouper_flags])
+    _component(sub, "run", "run the scheduler, binder, pod grouper and controllers in one process",
+               [_scheduler_flags, _binder_flags, _run_period])
+
+
+def _component(sub: Any, name: str, summary: str, groups: list[Callable[[Parser], None]]) -> None:
+    p: Parser = sub.add_parser(
+        name, help=summary, description=f"{summary[0].upper()}{summary[1:]}, against the API server of the "
+        "kubeconfig (or the in-cluster service account), with /healthz, /readyz and /metrics on "
+        "--listen-address. Durations take Go syntax (500ms, 2s, 1m); booleans --flag or --flag=false.",
+    )
+    _process_flags(p)
+    for group in groups:
+        group(p)
+    p.set_defaults(run=_runner(name))
+
+
+def _value(p: Parser, flag: str, default: str, help_text: str, metavar: str = "VALUE") -> None:
+    p.add_argument(flag, default=None, metavar=metavar, help=f"{help_text} (default {default})")
+
+
+def _bool(p: Parser, flag: str, default: bool, help_text: str) -> None:
+    p.add_argument(flag, nargs="?", const="true", default=None, metavar="BOOL",
+                   help=f"{help_text} (default {str(default).lower()})")
+
+
+def _process_flags(p: Parser) -> None:
+    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: in-cluster, $KUBECONFIG, "
+                   "~/.kube/config)")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    _value(p, "--qps", "50", "API requests per second after the burst", "QPS")
+    _value(p, "--burst", "300", "API requests allowed at once", "N")
+    _value(p, "--listen-address", '":8080"', "address of /healthz, /readyz and /metrics", "ADDR")
+    _bool(p, "--leader-elect", False, "run only while holding the component's Lease")
+    _value(p, "--leader-elect-namespace", "the pod's namespace, else kai-scheduler", "namespace of the Leases",
+           "NS")
+    config = LeaderConfig()
+    _value(p, "--leader-elect-lease-duration", format_duration(config.lease_duration),
+           "how long a Lease holds without renewal", _GO_DURATION)
+    _value(p, "--leader-elect-renew-deadline", format_duration(config.renew_deadline),
+           "the leader steps down when it could not renew for this long", _GO_DURATION)
+    _value(p, "--leader-elect-retry-period", format_duration(config.retry_period),
+           "time between acquire and renew attempts", _GO_DURATION)
+
+
+def _scheduler_flags(p: Parser) -> None:
+    p.add_argument("--scheduler-conf", metavar="PATH",
+                   help="scheduler configuration (KAI's config.yaml, or its ConfigMap) (default: KAI's defaults)")
+    _value(p, "--metrics-namespace", "kai", "prefix of the scheduler's metric names", "NAME")
+    for field in dataclasses.fields(Flags):
+        flag, default = "--" + field.name.replace("_", "-"), getattr(Flags(), field.name)
+        help_text = _FLAG_HELP.get(field.name, field.name.replace("_", " "))
+        if isinstance(default, bool):
+            _bool(p, flag, default, help_text)
+        elif isinstance(default, float):
+            _value(p, flag, format_duration(default), help_text, _GO_DURATION)
+        else:
+            _value(p, flag, str(default) or '""', help_text)
+
+
+def _binder_flags(p: Parser) -> None:
+    _value(p, "--max-concurrent-reconciles", "10", "accepted for compatibility; BindRequests are bound one at a "
+           "time", "N")
+    _value(p, "--resource-reservation-namespace", constants.RESERVATION_NAMESPACE,
+           "namespace of the GPU reservation pods", "NS")
+
+
+def _period(default: str) -> Callable[[Parser], None]:
+    def add(p: Parser) -> None:
+        _value(p, "--reconcile-period", default, "time between reconciles", _GO_DURATION)
+    return add
+
+
+def _grouper_flags(p: Parser) -> None:
+    _value(p, "--scheduler-name", constants.DEFAULT_SCHEDULER_NAME, "pods with this schedulerName are grouped")
+    _value(p, "--queue-label-key", constants.DEFAULT_QUEUE_LABEL_KEY, "label key naming a workload's queue")
+
+
+def _run_period(p: Parser) -> None:
+    _value(p, "--reconcile-period", "0.2s for the binder, 0.5s for the pod grouper and controllers",
+           "time between reconciles of the binder, pod grouper and controllers", _GO_DURATION)
+
+
+# --- from flags to options ---
+
+
+def _runner(name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        names = builders.NAMES if name == "run" else (name,)
+        process_options = _process_options(args)
+        registry = CollectorRegistry()
+        clock = SystemClock()
+        scheduler_options = _scheduler_options(args) if hasattr(args, "scheduler_conf") else None
+        binder_options = _binder_options(args) if name in ("binder", "run") else None
+        grouper_options = _grouper_options(args) if name not in ("scheduler", "binder") else None
+        store = connect(process_options)
+        try:
+            components = builders.build(names, store, clock, registry, scheduler_options=scheduler_options,
+                                        binder_options=binder_options, grouper_options=grouper_options)
+            stop = threading.Event()
+            stop_on_signals(stop)
+            return Process(components, store, process_options, registry, clock, stop).run()
+        finally:
+            store.close()
+    return run
+
+
+def _process_options(args: argparse.Namespace) -> ProcessOptions:
+    defaults = ProcessOptions()
+    leader = LeaderConfig(
+        lease_duration=_duration(args, "leader_elect_lease_duration", LeaderConfig().lease_duration),
+        renew_deadline=_duration(args, "leader_elect_renew_deadline", LeaderConfig().renew_deadline),
+        retry_period=_duration(args, "leader_elect_retry_period", LeaderConfig().retry_period),
+    )
+    options = ProcessOptions(
+        kubeconfig=args.kubeconfig, context=args.context,
+        qps=_number(args, "qps", defaults.qps, float),
+        burst=_number(args, "burst", defaults.burst, int),
+        listen_address=args.listen_address or defaults.listen_address,
+        leader_elect=_boolean(args, "leader_elect", False),
+        leader_elect_namespace=args.leader_elect_namespace or in_cluster_namespace(),
+        leader=leader,
+    )
+    if options.leader_elect:
+        options.leader.validate()
+    return options
+
+
+def _scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
+    flags: dict[str, Any] = {}
+    for field in dataclasses.fields(Flags):
+        if getattr(args, field.name, None) is None:
+            continue
+        default = getattr(Flags(), field.name)
+        if isinstance(default, bool):
+            flags[field.name] = _boolean(args, field.name, default)
+        elif isinstance(default, float):
+            flags[field.name] = _duration(args, field.name, default)
+        elif isinstance(default, int):
+            flags[field.name] = _number(args, field.name, default, int)
+        else:
+            flags[field.name] = getattr(args, field.name)
+    return SchedulerOptions(scheduler_conf=args.scheduler_conf, flags=flags,
+                            metrics_namespace=args.metrics_namespace or "kai")
+
+
+def _binder_options(args: argparse.Namespace) -> BinderOptions:
+    defaults = BinderOptions()
+    return BinderOptions(
+        reconcile_period=_duration(args, "reconcile_period", defaults.reconcile_period),
+        max_concurrent_reconciles=_number(args, "max_concurrent_reconciles", defaults.max_concurrent_reconciles, int),
+        resource_reservation_namespace=args.resource_reservation_namespace or defaults.resource_reservation_namespace,
+    )
+
+
+def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
+    defaults = GrouperOptions()
+    return GrouperOptions(
+        reconcile_period=_duration(args, "reconcile_period", defaults.reconcile_period),
+        scheduler_name=args.scheduler_name or defaults.scheduler_name,
+        queue_label_key=args.queue_label_key or defaults.queue_label_key,
+    )
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _duration(args: argparse.Namespace, dest: str, default: float) -> float:
+    text = getattr(args, dest, None)
+    if text is None:
+        return default
+    try:
+        return parse_duration(text)
+    except DurationError as err:
+        raise ValueError(f"{_flag(dest)}: {err}") from None
+
+
+def _boolean(args: argparse.Namespace, dest: str, default: bool) -> bool:
+    text = getattr(args, dest, None)
+    if text is None:
+        return default
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError(f"{_flag(dest)}: invalid boolean {text!r}: want true or false")
+
+
+def _number(args: argparse.Namespace, dest: str, default: Any, kind: Callable[[str], Any]) -> Any:
+    text = getattr(args, dest, None)
+    if text is None:
+        return default
+    try:
+        return kind(text)
+    except ValueError:
+        want = "an integer" if kind is int else "a number"
+        raise ValueError(f"{_flag(dest)}: invalid value {text!r}: want {want}") from None

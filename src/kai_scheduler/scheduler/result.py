@@ -21,6 +21,9 @@ class CycleResult:
     action_seconds: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     write_errors: list[str] = field(default_factory=list)
+    open_session_seconds: float = 0.0
+    close_session_seconds: float = 0.0
+    action_ends: dict[str, int] = field(default_factory=dict)   # action → end index of its `operations`
 
     def count(self, op: Op) -> int:
         return sum(1 for o in self.operations if o.op is op)

@@ -93,13 +93,19 @@ class Scheduler:
             snap.queue_usage = {q: np.array(v) for q, v in self.usage.usage(snap.now).by_queue.items()}
         plugins = [registry.build(p.name, p.arguments) for p in self.config.plugins()]
         ssn = Session(snap, self.config, plugins)
+        t_open = time.perf_counter()
         ssn.open()
+        open_seconds = time.perf_counter() - t_open
         timings: dict[str, float] = {}
+        ends: dict[str, int] = {}
         for action in self.actions:
             t0 = time.perf_counter()
             action.execute(ssn)
             timings[action.name] = time.perf_counter() - t0
+            ends[action.name] = len(ssn.committed)
+        t_close = time.perf_counter()
         ssn.close()
+        close_seconds = time.perf_counter() - t_close
         self.committer.errors = []
         self._commit(ssn)
         shares = _shares(ssn)
@@ -110,6 +116,7 @@ class Scheduler:
             now=snap.now, snapshot=snap, operations=list(ssn.committed), fit_errors=dict(ssn.job_fit_errors),
             queue_shares=shares, problems=list(snap.problems), action_seconds=timings,
             seconds=time.perf_counter() - started, write_errors=list(self.committer.errors),
+            open_session_seconds=open_seconds, close_session_seconds=close_seconds, action_ends=ends,
         )
 
     def _commit(self, ssn: Session) -> None:

@@ -1,0 +1,104 @@
+"""Each component built from its options over one store: a name, a Lease name, a period and a step.
+
+Building reads files and validates configuration but never calls the API server, so a server that is down
+at startup is not a startup error: the first steps fail, and the runner retries them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from kai_scheduler.api.clock import Clock
+from kai_scheduler.binder.binder import Binder
+from kai_scheduler.binder.reservation import ReservationConfig
+from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
+from kai_scheduler.controllers.queue_status import QueueStatusController
+from kai_scheduler.framework import config as configs
+from kai_scheduler.podgrouper import context as grouping
+from kai_scheduler.podgrouper.grouper import PodGrouper
+from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, SchedulerOptions, read_scheduler_conf
+from kai_scheduler.scheduler.metrics import SchedulerMetrics
+from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
+from kai_scheduler.store.interface import ClusterStore
+
+NAMES = ("scheduler", "binder", "podgrouper", "controllers")
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    name: str                       # "scheduler"
+    lease: str                      # its Lease under leader election: "kai-scheduler"
+    period: float                   # seconds between the end of one step and the start of the next
+    step: Callable[[], object]
+
+
+def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
+    """The file's configuration (KAI's defaults when none) with the command line's flags over its own."""
+    raw = read_scheduler_conf(options.scheduler_conf) if options.scheduler_conf else None
+    config = load_config(raw)
+    return dataclasses.replace(config, flags=dataclasses.replace(config.flags, **options.flags))
+
+
+def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry,
+              clock: Clock) -> Component:
+    config = scheduler_config(options)
+    if config.flags.schedule_period <= 0:
+        raise ValueError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
+    core = Scheduler(store, config, clock, usage_source(config, clock, offline=False))
+    metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
+
+    def step() -> None:
+        metrics.record(core.run_once())
+
+    return Component("scheduler", "kai-scheduler", config.flags.schedule_period, step)
+
+
+def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Component:
+    _positive("--reconcile-period", options.reconcile_period)
+    core = Binder(store, clock, ReservationConfig(namespace=options.resource_reservation_namespace))
+    return Component("binder", "kai-binder", options.reconcile_period, core.reconcile)
+
+
+def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
+    _positive("--reconcile-period", options.reconcile_period)
+    config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key)
+    return Component("podgrouper", "kai-podgrouper", options.reconcile_period, PodGrouper(store, config).reconcile)
+
+
+def controllers(store: ClusterStore, options: GrouperOptions, registry: CollectorRegistry) -> Component:
+    """The PodGroup status controller, then the Queue status controller (which sums PodGroup statuses)."""
+    _positive("--reconcile-period", options.reconcile_period)
+    podgroups = PodGroupStatusController(store)
+    queues = QueueStatusController(store, registry)
+
+    def step() -> None:
+        podgroups.reconcile()
+        queues.reconcile()
+
+    return Component("controllers", "kai-controllers", options.reconcile_period, step)
+
+
+def _positive(flag: str, seconds: float) -> None:
+    if seconds <= 0:
+        raise ValueError(f"{flag}: must be positive, got {seconds}s")
+
+
+def build(names: Sequence[str], store: ClusterStore, clock: Clock, registry: CollectorRegistry, *,
+          scheduler_options: SchedulerOptions | None = None, binder_options: BinderOptions | None = None,
+          grouper_options: GrouperOptions | None = None) -> list[Component]:
+    """The named components (of `NAMES`), in `NAMES` order."""
+    unknown = set(names) - set(NAMES)
+    if unknown:
+        raise ValueError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(NAMES)}")
+    grouper_options = grouper_options or GrouperOptions()
+    builders: dict[str, Callable[[], Component]] = {
+        "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),
+        "binder": lambda: binder(store, binder_options or BinderOptions(), clock),
+        "podgrouper": lambda: podgrouper(store, grouper_options),
+        "controllers": lambda: controllers(store, grouper_options, registry),
+    }
+    return [builders[name]() for name in NAMES if name in names]

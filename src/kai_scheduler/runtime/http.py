@@ -1,0 +1,132 @@
+"""Health, readiness and Prometheus endpoints of a long-running component, on one address.
+
+- `/healthz`: 200 "ok" while every liveness check passes; otherwise 500 naming the failing checks.
+- `/readyz`: 200 "ok" while every readiness check passes; otherwise 503 listing the failing checks.
+- `/metrics`: the registry in the Prometheus text format.
+
+A check that raises counts as failing. The server answers from a daemon thread, one thread per request.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+log = logging.getLogger(__name__)
+
+Check = Callable[[], bool]
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """":8080" → ("", 8080) (every interface); "127.0.0.1:0" → ("127.0.0.1", 0). ValueError if malformed."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"listen address {address!r}: want HOST:PORT or :PORT, such as \":8080\"")
+    return host.strip("[]"), int(port)
+
+
+class HealthServer:
+    def __init__(self, address: str, registry: CollectorRegistry) -> None:
+        self._bind = parse_address(address)
+        self.registry = registry
+        self._readiness: dict[str, Check] = {}
+        self._liveness: dict[str, Check] = {}
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def add_readiness(self, name: str, check: Check) -> None:
+        with self._lock:
+            self._readiness[name] = check
+
+    def add_liveness(self, name: str, check: Check) -> None:
+        with self._lock:
+            self._liveness[name] = check
+
+    def start(self) -> None:
+        """Bind and serve in a daemon thread; OSError if the address cannot be bound."""
+        if self._server is not None:
+            return
+        server_class = _IPv6Server if ":" in self._bind[0] else ThreadingHTTPServer
+        server = server_class(self._bind, _handler(self))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="health-server", daemon=True)
+        self._thread.start()
+        log.info("serving health and metrics", extra={"address": f"{self._bind[0]}:{self.port}"})
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+    @property
+    def port(self) -> int:
+        """The bound port (the one chosen by the system when the address asked for port 0)."""
+        if self._server is None:
+            return self._bind[1]
+        return int(self._server.server_address[1])
+
+    def failing(self, kind: str) -> list[str]:
+        """The names of the failing "readiness" or "liveness" checks, sorted."""
+        with self._lock:
+            checks = dict(self._readiness if kind == "readiness" else self._liveness)
+        return sorted(name for name, check in checks.items() if not _passes(name, check))
+
+    def metrics(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def _passes(name: str, check: Check) -> bool:
+    try:
+        return bool(check())
+    except Exception:   # a broken check reports failure, never takes the endpoint down
+        log.debug("health check raised", exc_info=True, extra={"check": name})
+        return False
+
+
+def _handler(owner: HealthServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("http " + format, *args)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/healthz":
+                self._checks("liveness", 500)
+            elif path == "/readyz":
+                self._checks("readiness", 503)
+            elif path == "/metrics":
+                self._send(200, owner.metrics(), CONTENT_TYPE_LATEST)
+            else:
+                self._send(404, b"not found\n")
+
+        def _checks(self, kind: str, failure: int) -> None:
+            failing = owner.failing(kind)
+            if failing:
+                self._send(failure, f"{kind} check failed: {', '.join(failing)}\n".encode())
+            else:
+                self._send(200, b"ok")
+
+        def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler

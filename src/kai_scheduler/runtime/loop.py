@@ -1,0 +1,108 @@
+"""Run one component's step every period, forever: through API outages, bad objects and bugs.
+
+- With leader election, the step runs only while the elector says this process leads; a standby process is
+  ready when its elector reaches the API server.
+- A transient error (the API server unreachable or throttling, or any store error that is not about one
+  object) logs one line, marks the component not ready and retries after an exponential backoff
+  (1s, 2s, 4s … 60s); the first success marks it ready and resets the backoff.
+- A store error about one object (NotFound, Conflict, …) that escapes the step is one warning line; the next
+  period retries. Any other exception is one error line (the traceback at debug level); the loop goes on.
+- Waiting happens on the stop Event, so setting it (SIGTERM, SIGINT) ends the loop within one wait.
+  Steps wait one period after they end, as KAI's `wait.Until` loops do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from kai_scheduler.store.interface import AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
+
+log = logging.getLogger(__name__)
+
+PER_OBJECT_ERRORS = (NotFound, AlreadyExists, Conflict, Gone, Invalid)
+
+Wait = Callable[[float], bool]   # wait up to `seconds`; True when the loop must stop
+
+
+class Leadership(Protocol):
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def reachable(self) -> bool: ...
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Exponential delays: initial, 2×initial, … capped at maximum; `reset` after a success."""
+
+    initial: float = 1.0
+    maximum: float = 60.0
+    failures: int = 0
+
+    def next(self) -> float:
+        delay = min(self.initial * 2.0 ** min(self.failures, 62), self.maximum)
+        self.failures += 1
+        return delay
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+class Runner:
+    def __init__(self, name: str, step: Callable[[], object], period: float, stop: threading.Event, *,
+                 leadership: Leadership | None = None, wait: Wait | None = None,
+                 backoff: Backoff | None = None, standby_poll: float = 0.5) -> None:
+        self.name = name
+        self.step = step
+        self.period = period
+        self.stop = stop
+        self.leadership = leadership
+        self.wait: Wait = wait or stop.wait
+        self.backoff = backoff or Backoff()
+        self.standby_poll = standby_poll
+        self.steps = 0              # successful steps, for tests and logs
+        self._ready = False
+
+    @property
+    def ready(self) -> bool:
+        if self.leadership is not None and not self.leadership.is_leader:
+            return self.leadership.reachable
+        return self._ready
+
+    def run(self) -> None:
+        log.info("component started", extra={"component": self.name})
+        while not self.stop.is_set():
+            standby = self.leadership is not None and not self.leadership.is_leader
+            delay = self.standby_poll if standby else self.tick()
+            if self.wait(delay) or self.stop.is_set():
+                break
+        log.info("component stopped", extra={"component": self.name})
+
+    def tick(self) -> float:
+        """Run the step once; return how long to wait before the next one."""
+        try:
+            self.step()
+        except PER_OBJECT_ERRORS as err:
+            log.warning(f"{self.name}: {err.reason}: {err}", extra={"component": self.name})
+            return self.period
+        except StoreError as err:
+            self._ready = False
+            delay = self.backoff.next()
+            log.warning(f"{self.name}: API server error, retrying in {delay:g}s: {err}",
+                        extra={"component": self.name, "reason": err.reason, "retry_in": delay})
+            return delay
+        except Exception as err:
+            log.debug(f"{self.name}: step failed", exc_info=True, extra={"component": self.name})
+            log.error(f"{self.name}: step failed: {type(err).__name__}: {err}", extra={"component": self.name})
+            return self.period
+        if not self._ready:
+            log.info(f"{self.name}: ready", extra={"component": self.name})
+        self._ready = True
+        self.steps += 1
+        self.backoff.reset()
+        return self.period

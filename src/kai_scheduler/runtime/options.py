@@ -1,0 +1,84 @@
+"""Settings of the long-running components, as typed values (the CLI turns flags into these)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kai_scheduler.api import constants
+from kai_scheduler.runtime.leader import LeaderConfig
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+FALLBACK_NAMESPACE = "kai-scheduler"
+
+
+def in_cluster_namespace(path: Path = SERVICE_ACCOUNT_NAMESPACE) -> str:
+    """The pod's namespace from its service account, else `kai-scheduler`."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or FALLBACK_NAMESPACE
+    except OSError:
+        return FALLBACK_NAMESPACE
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessOptions:
+    """What every component process shares: the cluster connection, the endpoints and leader election."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    qps: float = 50.0
+    burst: int = 300
+    listen_address: str = ":8080"
+    leader_elect: bool = False
+    leader_elect_namespace: str = FALLBACK_NAMESPACE
+    leader: LeaderConfig = field(default_factory=LeaderConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerOptions:
+    scheduler_conf: str | None = None
+    # `Flags` fields given on the command line (underscore names, typed values); they override the file's.
+    flags: Mapping[str, Any] = field(default_factory=dict)
+    metrics_namespace: str = "kai"
+
+
+@dataclass(frozen=True, slots=True)
+class BinderOptions:
+    reconcile_period: float = 0.2
+    max_concurrent_reconciles: int = 10
+    resource_reservation_namespace: str = constants.RESERVATION_NAMESPACE
+
+
+@dataclass(frozen=True, slots=True)
+class GrouperOptions:
+    """The podgrouper's and the controllers' settings."""
+
+    reconcile_period: float = 0.5
+    scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
+    queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
+
+
+def read_scheduler_conf(path: str) -> dict[str, Any]:
+    """A scheduler configuration file: KAI's `config.yaml`, or the whole ConfigMap that holds it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except OSError as err:
+        raise ValueError(f"--scheduler-conf {path}: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"--scheduler-conf {path}: not valid YAML: {str(err).splitlines()[0]}") from None
+    if data is None:
+        return {}
+    if isinstance(data, dict) and isinstance(data.get("data"), dict) and "config.yaml" in data["data"]:
+        try:
+            data = yaml.safe_load(data["data"]["config.yaml"]) or {}
+        except yaml.YAMLError as err:
+            raise ValueError(f"--scheduler-conf {path}: data.config.yaml is not valid YAML: "
+                             f"{str(err).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--scheduler-conf {path}: expected a scheduler configuration mapping")
+    return data

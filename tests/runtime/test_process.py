@@ -1,0 +1,141 @@
+"""The components as one process against a mock API server over real HTTP (`kai run` without the CLI)."""
+
+from __future__ import annotations
+
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.clock import SystemClock
+from kai_scheduler.runtime import components as builders
+from kai_scheduler.runtime.leader import LeaderConfig
+from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ProcessOptions, SchedulerOptions
+from kai_scheduler.runtime.process import Process, connect
+from kai_scheduler.store.interface import JSON
+from kai_scheduler.store.memory import MemoryStore
+from tests.builders import node, queue
+from tests.store.mock_apiserver import MockApiServer
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: mock
+  cluster: {{server: "{url}"}}
+users:
+- name: tester
+  user: {{token: secret-token}}
+contexts:
+- name: mock-ctx
+  context: {{cluster: mock, user: tester}}
+current-context: mock-ctx
+"""
+FAST = 0.05
+
+
+def pending_pod(name: str) -> JSON:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "team-a", "labels": {constants.DEFAULT_QUEUE_LABEL_KEY: "q"}},
+        "spec": {"schedulerName": constants.DEFAULT_SCHEDULER_NAME,
+                 "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def kubeconfig(tmp_path: Path, url: str) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(url=url))
+    return str(path)
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def process(config: str, *, leader_elect: bool = False) -> Process:
+    options = ProcessOptions(kubeconfig=config, listen_address="127.0.0.1:0", leader_elect=leader_elect,
+                             leader_elect_namespace="kai-system",
+                             leader=LeaderConfig(lease_duration=3, renew_deadline=2, retry_period=0.1))
+    store = connect(options)
+    registry = CollectorRegistry()
+    clock = SystemClock()
+    components = builders.build(
+        builders.NAMES, store, clock, registry,
+        scheduler_options=SchedulerOptions(flags={"schedule_period": FAST}),
+        binder_options=BinderOptions(reconcile_period=FAST), grouper_options=GrouperOptions(reconcile_period=FAST),
+    )
+    return Process(components, store, options, registry, clock)
+
+
+@pytest.fixture
+def cluster() -> Iterator[MockApiServer]:
+    memory = MemoryStore(SystemClock())
+    memory.add_many([node("n1", gpus=0), queue("q"), pending_pod("p")])
+    with MockApiServer(memory) as server:
+        yield server
+
+
+def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Path) -> None:
+    proc = process(kubeconfig(tmp_path, cluster.url), leader_elect=True)
+    proc.start()
+    try:
+        bound = eventually(lambda: bool(cluster.memory.get("pods", "p", "team-a")["spec"].get("nodeName")))
+        assert bound, "the pod was not bound"
+        assert cluster.memory.get("pods", "p", "team-a")["spec"]["nodeName"] == "n1"
+        assert cluster.memory.list("podgroups")[0]          # the podgrouper made its PodGroup
+        assert eventually(lambda: get(proc.server.port, "/readyz")[0] == 200)
+        assert get(proc.server.port, "/healthz") == (200, "ok")
+        code, metrics = get(proc.server.port, "/metrics")
+        assert code == 200
+        assert "kai_e2e_scheduling_latency_milliseconds" in metrics
+        assert 'kai_podgroups_scheduled_by_action_total{action="allocate"} 1.0' in metrics
+        assert "kai_queue_info" in metrics                 # the queue controller shares the registry
+        holders = {lease["metadata"]["name"]: lease["spec"]["holderIdentity"]
+                   for lease in cluster.memory.list("leases", "kai-system")[0]}
+        assert set(holders) == {"kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers"}
+        assert len(set(holders.values())) == 1 and "" not in holders.values()
+    finally:
+        proc.shutdown()
+    leases = cluster.memory.list("leases", "kai-system")[0]
+    assert {lease["spec"]["holderIdentity"] for lease in leases} == {""}    # released on shutdown
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_api_server_is_not_ready_but_not_fatal(tmp_path: Path) -> None:
+    proc = process(kubeconfig(tmp_path, f"http://127.0.0.1:{closed_port()}"))
+    proc.start()
+    try:
+        assert eventually(lambda: all(r.backoff.failures >= 1 for r in proc.runners))
+        code, body = get(proc.server.port, "/readyz")
+        assert code == 503
+        assert all(name in body for name in builders.NAMES)
+        assert get(proc.server.port, "/healthz")[0] == 200     # alive: retrying with backoff
+    finally:
+        proc.shutdown()
+    assert all(not t.is_alive() for t in proc._threads)
