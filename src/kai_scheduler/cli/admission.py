@@ -1,14 +1,130 @@
-"""Placeholder: replaced by the module that implements this command."""
+"""`kai admission`: serve the admission webhooks (BEHAVIOR.md §8.3) and the health/metrics endpoints."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import logging
+import threading
+
+from prometheus_client import CollectorRegistry
+
+from kai_scheduler.admission import pod, server, service
+from kai_scheduler.api import constants
+from kai_scheduler.runtime import http, options, process
+from kai_scheduler.store.interface import StoreError
+
+log = logging.getLogger(__name__)
 
 
-def add_parser(sub: Any) -> None:
-    del sub
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "admission", help="serve the admission webhooks (pods, queues, podgroups, topologies)",
+        description="Serve KAI's mutating and validating admission webhooks over HTTPS. Without --cert-dir the "
+                    "serving certificate is self-managed: kept in a Secret, rotated 30 days before expiry, and its "
+                    "CA written into the webhook configurations.",
+    )
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--qps", default="50", metavar="QPS", help="API requests per second after the burst (default 50)")
+    p.add_argument("--burst", default="300", metavar="N", help="API requests allowed at once (default 300)")
+    p.add_argument("--listen-address", default=":8080", help="health and metrics address (default :8080)")
+    p.add_argument("--webhook-port", default=str(server.DEFAULT_PORT), metavar="PORT",
+                   help=f"HTTPS port of the webhooks (default {server.DEFAULT_PORT})")
+    p.add_argument("--cert-dir", default="",
+                   help="directory with tls.crt and tls.key to serve (default: self-managed certificates)")
+    p.add_argument("--namespace", default=None,
+                   help="namespace of the service and Secret (default: the pod's, else kai-scheduler)")
+    p.add_argument("--service-name", default=service.DEFAULT_SERVICE_NAME,
+                   help=f"webhook Service name (default {service.DEFAULT_SERVICE_NAME})")
+    p.add_argument("--secret-name", default=service.DEFAULT_SECRET_NAME,
+                   help=f"Secret holding the self-managed certificate (default {service.DEFAULT_SECRET_NAME})")
+    p.add_argument("--webhook-configuration-name", default=service.DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+                   help="name of the Validating/MutatingWebhookConfiguration to inject the CA into "
+                        f"(default {service.DEFAULT_WEBHOOK_CONFIGURATION_NAME})")
+    p.add_argument("--scheduler-name", default=constants.DEFAULT_SCHEDULER_NAME,
+                   help=f"only pods with this schedulerName are handled (default {constants.DEFAULT_SCHEDULER_NAME})")
+    p.add_argument("--gpu-sharing-enabled", nargs="?", const="true", default="true", metavar="BOOL",
+                   help="accept fractional GPU requests (default true)")
+    p.add_argument("--block-nvidia-visible-devices", nargs="?", const="true", default="false", metavar="BOOL",
+                   help="set NVIDIA_VISIBLE_DEVICES=void on containers that ask for no GPU (default false)")
+    p.add_argument("--runtime-class-name", default=pod.DEFAULT_RUNTIME_CLASS_NAME,
+                   help="runtime class set on fractional pods that have none; empty = off (default nvidia)")
+    ignored = p.add_argument_group(
+        "leader election", "accepted so every component takes the same command line, and ignored: every replica "
+        "serves the webhooks (replicas that rotate the certificate at once agree through the Secret)")
+    ignored.add_argument("--leader-elect", nargs="?", const="true", metavar="BOOL")
+    for flag in ("--leader-elect-namespace", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
+                 "--leader-elect-retry-period"):
+        ignored.add_argument(flag, metavar="VALUE")
+    p.set_defaults(run=run)
 
 
-def _unused(_: argparse.Namespace) -> int:
+def _boolean(flag: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "t"):
+        return True
+    if lowered in ("false", "0", "f"):
+        return False
+    raise ValueError(f"{flag}: invalid boolean {text!r}: want true or false")
+
+
+def _number(flag: str, text: str, kind: type[int] | type[float]) -> float:
+    try:
+        return kind(text)
+    except ValueError:
+        want = "an integer" if kind is int else "a number"
+        raise ValueError(f"{flag}: invalid value {text!r}: want {want}") from None
+
+
+def process_options(args: argparse.Namespace) -> options.ProcessOptions:
+    return options.ProcessOptions(kubeconfig=args.kubeconfig, context=args.context,
+                                  qps=_number("--qps", args.qps, float), burst=int(_number("--burst", args.burst, int)),
+                                  listen_address=args.listen_address)
+
+
+def service_options(args: argparse.Namespace) -> service.Options:
+    port = int(_number("--webhook-port", args.webhook_port, int))
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--webhook-port: want 0 to 65535, got {port}")
+    return service.Options(
+        webhook_port=port,
+        cert_dir=args.cert_dir,
+        namespace=args.namespace or options.in_cluster_namespace(),
+        service_name=args.service_name,
+        secret_name=args.secret_name,
+        webhook_configuration_name=args.webhook_configuration_name,
+        pod=pod.PodSettings(
+            scheduler_name=args.scheduler_name,
+            gpu_sharing_enabled=_boolean("--gpu-sharing-enabled", args.gpu_sharing_enabled),
+            block_nvidia_visible_devices=_boolean("--block-nvidia-visible-devices", args.block_nvidia_visible_devices),
+            runtime_class_name=args.runtime_class_name,
+        ),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = service_options(args)
+    store = process.connect(process_options(args))
+    registry = CollectorRegistry()
+    health = http.HealthServer(args.listen_address, registry)
+    admission = service.Service(opts, store, registry)
+    stop = threading.Event()
+    process.stop_on_signals(stop)
+    try:
+        try:
+            admission.start()
+        except StoreError as err:
+            raise ValueError(f"kai admission: cannot set up the serving certificate: {err}") from None
+        health.add_readiness("webhooks", admission.is_ready)
+        health.add_liveness("webhooks", admission.is_ready)
+        try:
+            health.start()
+        except OSError as err:
+            raise ValueError(f"--listen-address {args.listen_address}: {err.strerror or err}") from None
+        log.info("admission webhooks serving", extra={"port": opts.webhook_port, "namespace": opts.namespace})
+        stop.wait()
+    finally:
+        health.stop()
+        admission.stop()
+        store.close()
     return 0
