@@ -51,8 +51,8 @@ def test_a_succeeded_request_is_not_processed_again() -> None:
 
 
 def test_requests_are_watched_not_listed_and_settled_ones_cost_no_reads() -> None:
-    """Against an API server every LIST and GET counts: after the first sync the binder only drains its watch,
-    reads a pod only for a request it binds, and leaves a request whose pod is already bound alone."""
+    """Against an API server every request counts: after the first sync the binder only drains its watch, binds
+    a whole-GPU pod without reading it first, and leaves a request whose pod is already bound alone."""
     clock = ManualClock(b.NOW)
     store = CountingStore(clock)
     store.add_many([b.node("n1"), b.pod("p"), b.bind_request("p", "n1"), b.pod("q", node="n1"),
@@ -68,7 +68,7 @@ def test_requests_are_watched_not_listed_and_settled_ones_cost_no_reads() -> Non
     store.create(b.bind_request("r", "n1"))
     store.calls.clear()
     assert binder.reconcile().bound == ["ns/r"]
-    assert store.calls == [("get", "pods")]
+    assert store.calls == []
 
 
 class CountingStore(MemoryStore):

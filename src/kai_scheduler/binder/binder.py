@@ -21,7 +21,7 @@ from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.binder import reservation
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -82,20 +82,21 @@ class Binder:
             self.reservations.collect()
 
     def _bind(self, br: BindRequest, key: str, outcome: BindOutcome) -> None:
+        """Bind; the pod is read only when its GPUs are shared (the reservation copies its tolerations): for the
+        others the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less."""
         ns = br.meta.namespace
         try:
-            pod = self.store.get("pods", br.pod_name, ns)
-        except NotFound:
-            pod = None
-        if pod is None or pod.get("spec", {}).get("nodeName"):
-            # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
-            self._open.pop(f"{ns}/{br.meta.name}", None)
-            return
-        try:
             if br.selected_gpu_groups:
+                pod = self.store.get("pods", br.pod_name, ns)
+                if pod.get("spec", {}).get("nodeName"):
+                    raise Conflict(f"pod {key} is already bound")
                 self.reservations.reserve(br, pod)
                 self._label_gpu_groups(ns, br)
             self.store.bind(ns, br.pod_name, br.selected_node)
+        except (NotFound, Conflict):
+            # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
+            self._open.pop(f"{ns}/{br.meta.name}", None)
+            return
         except reservation.ReservationPending:
             return
         except (StoreError, reservation.ReservationFailed) as err:

@@ -57,9 +57,13 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
     return Component("scheduler", "kai-scheduler", config.flags.schedule_period, step)
 
 
+RESERVATION_COLLECT_SECONDS = 10.0     # each collection is three LISTs against the API server
+
+
 def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
-    core = Binder(store, clock, ReservationConfig(namespace=options.resource_reservation_namespace))
+    core = Binder(store, clock, ReservationConfig(namespace=options.resource_reservation_namespace),
+                  collect_every=RESERVATION_COLLECT_SECONDS)
     return Component("binder", "kai-binder", options.reconcile_period, core.reconcile)
 
 

@@ -17,7 +17,8 @@ strip them too; they are large and nothing here reads them).
   (DeleteOptions with gracePeriodSeconds), bind (`pods/binding`), evict (`pods/eviction`, policy/v1).
 - A stale resourceVersion or a second bind is Conflict (409). An eviction that a PodDisruptionBudget
   blocks is `EvictionBlocked`, a Conflict: the pod stays and the caller may try later; it is not retried.
-- Every request goes through one rate limiter (qps/burst as KAI's flags) and 429s are retried honouring
+- Every request goes through one rate limiter (qps/burst as KAI's flags; event creation through a second one
+  of the same size, as client-go's event broadcaster) and 429s are retried honouring
   Retry-After (see `kube_http`); a server that cannot be reached raises `Unavailable`.
 
 Differences from `MemoryStore` that a component can see: timestamps and uids come from the server (a real
@@ -121,6 +122,9 @@ class KubeStore:
         limits = Limits(opts.max_retries, opts.max_retry_after, opts.connect_timeout, opts.read_timeout)
         self.limiter = RateLimiter(opts.qps, opts.burst, timing)
         self.transport = Transport(api_client, self.limiter, timing, limits)
+        # Events go out under a limiter of their own, as client-go's event broadcaster has its own client: a
+        # burst of events never delays a bind or an eviction.
+        self.event_transport = Transport(api_client, RateLimiter(opts.qps, opts.burst, timing), timing, limits)
         self._watch_settings = WatchSettings(
             opts.watch_timeout_seconds, opts.watch_read_margin, opts.watch_backoff_initial,
             opts.watch_backoff_max, opts.watch_max_buffered, opts.strip_managed_fields,
@@ -255,7 +259,8 @@ class KubeStore:
         body = {**obj, "apiVersion": res.api_version, "kind": res.kind}
         if res.namespaced:
             body["metadata"] = {**meta, "namespace": namespace}
-        return self._clean(self.transport.call("POST", collection_path(res, namespace), body=body))
+        transport = self.event_transport if res.plural == "events" else self.transport
+        return self._clean(transport.call("POST", collection_path(res, namespace), body=body))
 
     def update(self, obj: JSON) -> JSON:
         return self._replace(obj, "")
