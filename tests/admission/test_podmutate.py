@@ -8,6 +8,7 @@ import pytest
 
 from kai_scheduler.admission import gpusharing, podmutate
 from kai_scheduler.admission import pod as podhook
+from kai_scheduler.api import shared_gpu
 from tests.admission import builders
 
 SETTINGS = podhook.PodSettings()
@@ -92,12 +93,12 @@ def test_generate_name_is_the_base_and_long_names_are_cut() -> None:
     obj = builders.pod(annotations={"gpu-fraction": "0.5"})
     obj["metadata"] = {"generateName": "x" * 60 + "-", "namespace": "team-a", "annotations": {"gpu-fraction": "0.5"}}
     prefix = mutated(obj)["metadata"]["annotations"][gpusharing.ANNOTATION_SHARED_GPU_CONFIGMAP]
-    assert prefix == "x" * gpusharing.MAX_BASE_LENGTH + "-abcdefg"
+    assert prefix == "x" * shared_gpu.MAX_BASE_LENGTH + "-abcdefg"
 
 
 def test_random_suffix_uses_the_safe_alphabet() -> None:
     suffix = gpusharing.random_suffix()
-    assert len(suffix) == gpusharing.RANDOM_LENGTH
+    assert len(suffix) == shared_gpu.RANDOM_LENGTH
     assert set(suffix) <= set("bcdfghjklmnpqrstvwxz2456789")
 
 

@@ -132,3 +132,21 @@ def test_bind_requests_hold_groups_until_they_succeed(phase: str, kept: bool) ->
     sync.reserve(BindRequest.from_dict(_fraction_request("gone", "n1", ["g1"])), b.pod("gone"))
     sync.collect()
     assert (len(_reservations(store)) == 1) is kept
+
+
+def test_the_shared_gpu_configmaps_the_webhook_named_are_filled_before_the_bind() -> None:
+    """The webhook annotated the pod with its ConfigMap prefix; the binder writes the GPU indices of both
+    groups (in the request's order) and the portion, owned by the pod."""
+    pod = b.pod("p", fraction=0.5, annotations={"runai/shared-gpu-configmap": "p-bcdfghj"})
+    store, _, binder = _cluster(pod, _fraction_request("p", "n1", ["g1", "g2"]))
+    assert binder.reconcile().bound == ["ns/p"]
+    capabilities = store.get("configmaps", "p-bcdfghj-shared-gpu-0", b.NAMESPACE)
+    assert capabilities["data"] == {"NVIDIA_VISIBLE_DEVICES": "0,1", "RUNAI_NUM_OF_GPUS": "0.5"}
+    assert [r["uid"] for r in capabilities["metadata"]["ownerReferences"]] == [f"pod-{b.NAMESPACE}-p"]
+    assert store.get("configmaps", "p-bcdfghj-shared-gpu-0-evar", b.NAMESPACE)["data"] == {}
+
+
+def test_a_pod_the_webhook_did_not_mutate_is_bound_without_configmaps() -> None:
+    store, _, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]))
+    assert binder.reconcile().bound == ["ns/p"]
+    assert store.list("configmaps")[0] == []

@@ -3,7 +3,8 @@
 BindRequests are watched (LIST once, then WATCH). For each that is neither Succeeded nor being deleted: skip
 it until it changes if the pod is gone or already bound;
 reserve each GPU group of a shared-GPU pod (`reservation`: create or reuse its reservation pod; reservation pods
-of groups with no pods left are collected on every sync), bind through the `pods/binding` subresource, label a
+of groups with no pods left are collected on every sync) and fill its shared-GPU ConfigMaps
+(`shared_gpu_configmaps`), bind through the `pods/binding` subresource, label a
 shared-GPU pod with its GPU group, and record the outcome
 in the BindRequest status. A failure sets phase Failed with the reason and counts `failedAttempts`; with a
 `backoffLimit` above the attempts made, the request is retried after 2^attempts seconds. The binder deletes
@@ -19,7 +20,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError
-from kai_scheduler.binder import reservation
+from kai_scheduler.binder import reservation, shared_gpu_configmaps
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 
@@ -90,7 +91,8 @@ class Binder:
                 pod = self.store.get("pods", br.pod_name, ns)
                 if pod.get("spec", {}).get("nodeName"):
                     raise Conflict(f"pod {key} is already bound")
-                self.reservations.reserve(br, pod)
+                indices = self.reservations.reserve(br, pod)
+                shared_gpu_configmaps.write(self.store, pod, br, indices)
                 self._label_gpu_groups(ns, br)
             self.store.bind(ns, br.pod_name, br.selected_node)
         except (NotFound, Conflict):

@@ -74,6 +74,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([""], ["pods/binding"], ["create"]),
         rule([SCHEDULING], ["bindrequests"], READ),
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
+        rule([""], ["configmaps"], ["create", "patch"]),           # binder/shared_gpu_configmaps.py
         EVENTS,
     ],
     # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners read by name.
