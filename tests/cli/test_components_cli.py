@@ -93,7 +93,7 @@ def test_a_bad_scheduler_conf_is_one_line_and_exit_2(tmp_path: Path, capsys: pyt
     assert err.startswith("kai: --scheduler-conf") and err.count("\n") == 1
 
 
-def test_kai_run_binds_a_pod_serves_readyz_and_exits_0_on_sigterm(tmp_path: Path) -> None:
+def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(tmp_path: Path) -> None:
     memory = MemoryStore(SystemClock())
     memory.add_many([node("n1", gpus=0), queue("q"), pending_pod("p")])
     conf = tmp_path / "configmap.yaml"        # a ConfigMap wrapping config.yaml, with flags the CLI overrides
@@ -104,7 +104,8 @@ def test_kai_run_binds_a_pod_serves_readyz_and_exits_0_on_sigterm(tmp_path: Path
         proc = subprocess.Popen(
             [sys.executable, "-c", KAI, "run", "--kubeconfig", kubeconfig(tmp_path, server.url),
              "--listen-address", f"127.0.0.1:{port}", "--schedule-period", "50ms", "--reconcile-period", "50ms",
-             "--scheduler-conf", str(conf), "--leader-elect=true", "--leader-elect-retry-period", "100ms"],
+             "--scheduler-conf", str(conf), "--leader-elect=true", "--leader-elect-retry-period", "100ms",
+             "--admission", f"--webhook-port={closed_port()}"],
             env=env, stderr=subprocess.PIPE, text=True,
         )
         try:
@@ -117,6 +118,7 @@ def test_kai_run_binds_a_pod_serves_readyz_and_exits_0_on_sigterm(tmp_path: Path
             _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         assert {lease["spec"]["holderIdentity"] for lease in memory.list("leases")[0]} == {""}
+        assert [s["metadata"]["name"] for s in memory.list("secrets")[0]] == ["kai-admission-cert"]
 
 
 def _ready(port: int) -> bool:

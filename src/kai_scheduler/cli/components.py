@@ -15,6 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kai_scheduler.admission import service as admission_service
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import SystemClock
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
@@ -61,8 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                [_period("0.5s"), _grouper_flags])
     _component(sub, "controllers", "run the PodGroup and Queue status controllers",
                [_period("0.5s"), _grouper_flags])
-    _component(sub, "run", "run the scheduler, binder, pod grouper and controllers in one process",
-               [_scheduler_flags, _binder_flags, _run_period])
+    _component(sub, "run", "run the scheduler, binder, pod grouper and controllers in one process "
+               "(and the admission webhooks with --admission)", [_scheduler_flags, _binder_flags, _run_period,
+                                                                   _admission_flag])
 
 
 def _component(sub: Any, name: str, summary: str, groups: list[Callable[[Parser], None]]) -> None:
@@ -138,6 +140,12 @@ def _grouper_flags(p: Parser) -> None:
     _value(p, "--queue-label-key", constants.DEFAULT_QUEUE_LABEL_KEY, "label key naming a workload's queue")
 
 
+def _admission_flag(p: Parser) -> None:
+    _bool(p, "--admission", False, "also serve the admission webhooks (self-managed certificates in the "
+          "--leader-elect-namespace; see `kai admission` for the other settings)")
+    _value(p, "--webhook-port", "9443", "with --admission: the HTTPS port of the webhooks", "PORT")
+
+
 def _run_period(p: Parser) -> None:
     _value(p, "--reconcile-period", "0.2s for the binder, 0.5s for the pod grouper and controllers",
            "time between reconciles of the binder, pod grouper and controllers", _GO_DURATION)
@@ -161,7 +169,20 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                                         binder_options=binder_options, grouper_options=grouper_options)
             stop = threading.Event()
             stop_on_signals(stop)
-            return Process(components, store, process_options, registry, clock, stop).run()
+            process = Process(components, store, process_options, registry, clock, stop)
+            webhooks = None
+            if name == "run" and _boolean(args, "admission", False):
+                webhooks = admission_service.Service(
+                    admission_service.Options(namespace=process_options.leader_elect_namespace,
+                                              webhook_port=_number(args, "webhook_port", 9443, int)),
+                    store, registry)
+                webhooks.start()
+                process.server.add_readiness("admission", webhooks.is_ready)
+            try:
+                return process.run()
+            finally:
+                if webhooks is not None:
+                    webhooks.stop()
         finally:
             store.close()
     return run
