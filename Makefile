@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test e2e lint bench clean
 
 $(BIN)/kai: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(VENV)/.dev
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2
+	KAI_E2E_MOCK=1 $(BIN)/pytest tests/e2e   # the e2e suite over the mock API server
+
+e2e: $(VENV)/.dev          # against a real cluster: KAI_E2E_KUBECONFIG=path (see tests/e2e/README.md)
+	$(BIN)/pytest tests/e2e -v
 
 bench: $(BIN)/kai
 	$(BIN)/python bench/run.py
