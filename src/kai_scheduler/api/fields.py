@@ -14,8 +14,12 @@ from kai_scheduler.api.errors import ObjectError
 JSON = dict[str, Any]
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_time(text: str) -> float:
-    """RFC 3339 timestamp ("2026-01-01T00:00:00Z") as POSIX seconds."""
+    """RFC 3339 timestamp ("2026-01-01T00:00:00Z") as POSIX seconds (cached: objects created in the same
+    second share their stamp)."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected a string, got {text!r}")
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
@@ -27,17 +31,21 @@ def format_time(seconds: float) -> str:
 class Reader:
     """Typed access to one object's fields; every failure raises ObjectError naming `kind name field`."""
 
-    __slots__ = ("data", "kind", "name")
+    __slots__ = ("data", "kind")
 
     def __init__(self, data: Mapping[builtins.str, Any], kind: builtins.str) -> None:
         if not isinstance(data, Mapping):
             raise ObjectError(kind, "?", "", f"expected an object, got {type(data).__name__}")
         self.data = data
         self.kind = kind
-        meta = data.get("metadata") or {}
+
+    @property
+    def name(self) -> builtins.str:
+        """`namespace/name` (or `name`) for messages; worked out only when one is written."""
+        meta = self.data.get("metadata") or {}
         name = meta.get("name", "?") if isinstance(meta, Mapping) else "?"
         ns = meta.get("namespace") if isinstance(meta, Mapping) else None
-        self.name = f"{ns}/{name}" if ns else str(name)
+        return f"{ns}/{name}" if ns else str(name)
 
     def error(self, path: builtins.str, message: builtins.str) -> ObjectError:
         return ObjectError(self.kind, self.name, path, message)
@@ -162,6 +170,19 @@ def _segments(path: str) -> tuple[tuple[str, int], ...]:
         name, _, index = part.partition("[")
         out.append((name, int(index.rstrip("]")) if index else -1))
     return tuple(out)
+
+
+def plain_quantity(resource: str, value: Any) -> float | None:
+    """A well-formed, non-negative quantity string in the scheduler's unit for `resource`; None otherwise (the
+    caller then takes the checked path, `Reader.quantity`, which says what is wrong)."""
+    if type(value) is not str:
+        return None
+    unit = "cpu" if resource == "cpu" else "bytes" if resource == "memory" or resource.endswith("storage") else ""
+    try:
+        amount = _amount(unit, value)
+    except quantity.QuantityError:
+        return None
+    return amount if amount >= 0 else None
 
 
 @functools.lru_cache(maxsize=4096)

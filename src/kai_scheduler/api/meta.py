@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai_scheduler.api.fields import JSON, Reader, format_time
+from kai_scheduler.api.fields import JSON, Reader, format_time, parse_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,17 @@ class ObjectMeta:
 
     @classmethod
     def read(cls, r: Reader) -> ObjectMeta:
+        """The object's metadata; well-formed metadata (the usual case) is read straight from the dict, anything
+        irregular goes through the field reader, which names the field in its error."""
+        meta = r.data.get("metadata")
+        if type(meta) is dict:
+            fast = _read_plain(meta)
+            if fast is not None:
+                return fast
+        return cls._read_checked(r)
+
+    @classmethod
+    def _read_checked(cls, r: Reader) -> ObjectMeta:
         name = r.str("metadata.name")
         if not name:
             raise r.error("metadata.name", "missing name")
@@ -86,3 +97,45 @@ class ObjectMeta:
                 for o in self.owner_references
             ]
         return out
+
+
+_STRING_FIELDS = ("name", "namespace", "uid", "resourceVersion")
+
+
+def _read_plain(meta: dict[str, Any]) -> ObjectMeta | None:
+    """ObjectMeta from metadata whose every field has its expected type; None at the first surprise."""
+    for key in _STRING_FIELDS:
+        value = meta.get(key)
+        if value is not None and type(value) is not str:
+            return None
+    name = meta.get("name")
+    if not name:
+        return None
+    labels, annotations = _plain_map(meta.get("labels")), _plain_map(meta.get("annotations"))
+    if labels is None or annotations is None:
+        return None
+    refs = meta.get("ownerReferences")
+    owners: tuple[OwnerReference, ...] = ()
+    if refs is not None:
+        if type(refs) is not list or any(type(ref) is not dict for ref in refs):
+            return None
+        owners = tuple(OwnerReference(str(ref.get("apiVersion", "")), str(ref.get("kind", "")),
+                                      str(ref.get("name", "")), str(ref.get("uid", "")),
+                                      bool(ref.get("controller", False))) for ref in refs)
+    created, deleted = meta.get("creationTimestamp"), meta.get("deletionTimestamp")
+    try:
+        created_at = None if created is None else parse_time(created)
+        deleted_at = None if deleted is None else parse_time(deleted)
+    except (TypeError, ValueError):
+        return None
+    return ObjectMeta(name=name, namespace=meta.get("namespace") or "", uid=meta.get("uid") or "",
+                      resource_version=meta.get("resourceVersion") or "", labels=labels, annotations=annotations,
+                      creation_timestamp=created_at, deletion_timestamp=deleted_at, owner_references=owners)
+
+
+def _plain_map(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return {}
+    if type(value) is not dict or any(type(v) is not str for v in value.values()):
+        return None
+    return dict(value)

@@ -8,7 +8,7 @@ from typing import Any
 from kai_scheduler.api import constants, quantity, selectors
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
-from kai_scheduler.api.resources import NO_GPU, GpuRequest, gpu_request, pod_requests
+from kai_scheduler.api.resources import NO_GPU, GpuRequest, gpu_request, plain_pod_requests, pod_requests
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
@@ -40,7 +40,18 @@ class Pod:
 
     @classmethod
     def from_dict(cls, data: JSON) -> Pod:
+        """Parse a pod. A pod that is what nearly every pod is (plain fields, plain containers, no affinity) is
+        read straight from its dicts; anything else, and every error, goes through the field reader."""
         r = Reader(data, "Pod")
+        spec, status = data.get("spec"), data.get("status")
+        if type(spec) is dict and (status is None or type(status) is dict):
+            plain = _read_plain(cls, r, spec, status or {})
+            if plain is not None:
+                return plain
+        return cls._read_checked(r)
+
+    @classmethod
+    def _read_checked(cls, r: Reader) -> Pod:
         meta = ObjectMeta.read(r)
         phase = r.str("status.phase", "Pending")
         if phase not in PHASES:
@@ -55,11 +66,7 @@ class Pod:
             requests=requests,
             gpu=gpu_request(r, requests, meta.annotations),
             node_selector=r.str_map("spec.nodeSelector"),
-            node_affinity=selectors.parse_node_selector_terms(
-                r.get("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"),
-                "Pod", r.name,
-                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
-            ),
+            node_affinity=_node_affinity(r),
             pod_affinity=_affinity_terms(r, "podAffinity"),
             pod_anti_affinity=_affinity_terms(r, "podAntiAffinity"),
             tolerations=_tolerations(r),
@@ -105,6 +112,52 @@ class Pod:
         if self.pod_anti_affinity:
             out["podAntiAffinity"] = {required: [selectors.pod_affinity_term_dict(t) for t in self.pod_anti_affinity]}
         return out
+
+
+_PLAIN_STRINGS = ("nodeName", "schedulerName", "priorityClassName")
+
+
+def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | None:
+    """The pod from plain fields, or None when some field needs the checked reader (affinity, tolerations and
+    gates, when present, are read by the same checked helpers either way)."""
+    for key in _PLAIN_STRINGS:
+        value = spec.get(key)
+        if value is not None and type(value) is not str:
+            return None
+    phase, nominated = status.get("phase", "Pending"), status.get("nominatedNodeName")
+    phase = "Pending" if phase is None else phase
+    if phase not in PHASES or (nominated is not None and type(nominated) is not str):
+        return None
+    selector = spec.get("nodeSelector")
+    if selector is not None and (type(selector) is not dict or any(type(v) is not str for v in selector.values())):
+        return None
+    requests = plain_pod_requests(spec)
+    if requests is None:
+        return None
+    meta = ObjectMeta.read(r)
+    affinity = spec.get("affinity")
+    return cls(
+        meta=meta, phase=phase, node_name=_or(spec.get("nodeName"), ""),
+        scheduler_name=_or(spec.get("schedulerName"), "default-scheduler"),
+        priority_class_name=_or(spec.get("priorityClassName"), ""), requests=requests,
+        gpu=gpu_request(r, requests, meta.annotations), node_selector=dict(selector or {}),
+        node_affinity=_node_affinity(r) if affinity else (),
+        pod_affinity=_affinity_terms(r, "podAffinity") if affinity else (),
+        pod_anti_affinity=_affinity_terms(r, "podAntiAffinity") if affinity else (),
+        tolerations=_tolerations(r) if spec.get("tolerations") is not None else (),
+        scheduling_gated=bool(r.list("spec.schedulingGates")) if spec.get("schedulingGates") is not None else False,
+        nominated_node_name=nominated or "",
+    )
+
+
+def _or(value: str | None, default: str) -> str:
+    """What `Reader.str` gives: the default for a missing (None) field only; "" stays ""."""
+    return default if value is None else value
+
+
+def _node_affinity(r: Reader) -> tuple[selectors.NodeSelectorTerm, ...]:
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    return selectors.parse_node_selector_terms(r.get(path), "Pod", r.name, path)
 
 
 def _affinity_terms(r: Reader, kind: str) -> tuple[selectors.PodAffinityTerm, ...]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai_scheduler.api import constants
-from kai_scheduler.api.fields import Reader
+from kai_scheduler.api.fields import Reader, plain_quantity
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,48 @@ def pod_requests(r: Reader) -> dict[str, float]:
     _add(total, r.resources("spec.overhead"))
     total[constants.RESOURCE_PODS] = 1.0
     return total
+
+
+def plain_pod_requests(spec: dict[str, Any]) -> dict[str, float] | None:
+    """`pod_requests` for the usual pod (plain containers, well-formed quantities, no init containers or
+    overhead) read straight from the spec; None for anything else, which `pod_requests` then reads checked."""
+    if spec.get("initContainers") or spec.get("overhead"):
+        return None
+    containers = spec.get("containers")
+    if type(containers) is not list:
+        return None
+    total: dict[str, float] = {}
+    for container in containers:
+        if type(container) is not dict:
+            return None
+        resources = container.get("resources")
+        if resources is None:
+            continue
+        if type(resources) is not dict:
+            return None
+        requests = _plain_resources(resources.get("requests"))
+        limits = _plain_resources(resources.get("limits"))
+        if requests is None or limits is None:
+            return None
+        for name, value in limits.items():
+            requests.setdefault(name, value)
+        _add(total, requests)
+    total[constants.RESOURCE_PODS] = 1.0
+    return total
+
+
+def _plain_resources(raw: Any) -> dict[str, float] | None:
+    if raw is None:
+        return {}
+    if type(raw) is not dict:
+        return None
+    out = {}
+    for name, value in raw.items():
+        amount = plain_quantity(name, value)
+        if amount is None:
+            return None
+        out[name] = amount
+    return out
 
 
 def _container_requests(r: Reader, path: str, container: Any) -> dict[str, float]:
