@@ -164,7 +164,8 @@ def pod(name: str, *, gpus: int = 1, queue: str = "default-queue", group: str = 
     container = {"name": "main", "image": "busybox",
                  "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {GPU: str(gpus)}}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"schedulerName": "kai-scheduler", "containers": [container], "terminationGracePeriodSeconds": 0}}
+            "spec": {"schedulerName": "kai-scheduler", "containers": [container], "terminationGracePeriodSeconds": 0,
+                     "automountServiceAccountToken": False}}
 
 
 def podgroup(name: str, *, min_member: int, queue: str) -> JSON:
@@ -195,40 +196,48 @@ def queue(name: str, *, gpu_quota: float, gpu_limit: float = -1, parent: str = "
 
 
 def install(store: KubeStore, kubeconfig: str, *, real: bool) -> None:
-    """The parts of the install set the suite needs: CRDs (a real cluster only: the mock serves every kind),
-    the test namespace, the priority classes and the default queues, each created unless present."""
+    """The parts of the install set the suite needs, each created unless present: on a real cluster the test
+    namespace with its `default` ServiceAccount (pods are refused without it, and no controller-manager may be
+    there to make it) and the CRDs, waited for until established; then the priority classes and default
+    queues. The mock serves every kind and needs neither."""
     from kai_scheduler import install as installer
 
     objects = installer.manifests(installer.defaults())
     if real:
-        _install_crds(kubeconfig, [o for o in objects if o["kind"] == "CustomResourceDefinition"])
-    wanted = [o for o in objects if o["kind"] in ("PriorityClass", "Queue")]
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    for obj in [*wanted]:
-        with contextlib.suppress(AlreadyExists):
-            store.create(obj)
-    if real:
-        _create_namespace(kubeconfig, namespace)
+        _real_cluster_basics(kubeconfig, [o for o in objects if o["kind"] == "CustomResourceDefinition"])
+    for obj in objects:
+        if obj["kind"] in ("PriorityClass", "Queue"):
+            with contextlib.suppress(AlreadyExists):
+                store.create(obj)
 
 
-def _install_crds(kubeconfig: str, crds: list[dict[str, object]]) -> None:
+def _real_cluster_basics(kubeconfig: str, crds: list[dict[str, Any]]) -> None:
     from kubernetes import client, config
 
-    api = client.ApiextensionsV1Api(config.new_client_from_config(config_file=kubeconfig))
+    api_client = config.new_client_from_config(config_file=kubeconfig)
+    core, extensions = client.CoreV1Api(api_client), client.ApiextensionsV1Api(api_client)
+    _unless_exists(lambda: core.create_namespace({"metadata": {"name": NAMESPACE}}))
+    _unless_exists(lambda: core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": "default"}}))
     for crd in crds:
-        try:
-            api.create_custom_resource_definition(crd)
-        except client.ApiException as err:
-            if err.status != 409:
-                raise
+        _unless_exists(lambda crd=crd: extensions.create_custom_resource_definition(crd))
+    deadline = time.monotonic() + 60
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        while not _established(extensions.read_custom_resource_definition(name)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"CRD {name} not established after 60 s")
+            time.sleep(0.5)
 
 
-def _create_namespace(kubeconfig: str, namespace: dict[str, object]) -> None:
-    from kubernetes import client, config
+def _established(crd: Any) -> bool:
+    return any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or []))
 
-    api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+
+def _unless_exists(create: Callable[[], object]) -> None:
+    from kubernetes import client
+
     try:
-        api.create_namespace(namespace)
+        create()
     except client.ApiException as err:
         if err.status != 409:
             raise
