@@ -78,7 +78,7 @@ def test_a_bad_flag_value_is_one_line_and_exit_2(argv: list[str], message: str,
 def test_an_unreadable_kubeconfig_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["binder", "--kubeconfig", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("kai: cannot load the Kubernetes configuration") and err.count("\n") == 1
+    assert err.startswith("kai: --kubeconfig: cannot load the Kubernetes configuration") and err.count("\n") == 1
 
 
 def test_a_bad_scheduler_conf_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -109,7 +109,6 @@ def run(args: argparse.Namespace) -> int:
     health = http.HealthServer(args.listen_address, registry)
     admission = service.Service(opts, store, registry)
     stop = threading.Event()
-    process.stop_on_signals(stop)
     try:
         try:
             admission.start()
@@ -122,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as err:
             raise ValueError(f"--listen-address {args.listen_address}: {err.strerror or err}") from None
         log.info("admission webhooks serving", extra={"port": opts.webhook_port, "namespace": opts.namespace})
-        stop.wait()
+        with process.stop_on_signals(stop):
+            stop.wait()
     finally:
         health.stop()
         admission.stop()

@@ -168,7 +168,6 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
             components = builders.build(names, store, clock, registry, scheduler_options=scheduler_options,
                                         binder_options=binder_options, grouper_options=grouper_options)
             stop = threading.Event()
-            stop_on_signals(stop)
             process = Process(components, store, process_options, registry, clock, stop)
             webhooks = None
             if name == "run" and _boolean(args, "admission", False):
@@ -179,7 +178,8 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                 webhooks.start()
                 process.server.add_readiness("admission", webhooks.is_ready)
             try:
-                return process.run()
+                with stop_on_signals(stop):
+                    return process.run()
             finally:
                 if webhooks is not None:
                     webhooks.stop()

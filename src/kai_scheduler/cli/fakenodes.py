@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from types import FrameType
 
 from kai_scheduler.api.clock import Clock, SystemClock
 from kai_scheduler.api.duration import DurationError, parse_duration
@@ -18,8 +14,8 @@ from kai_scheduler.fakenodes import fleet
 from kai_scheduler.fakenodes.heartbeat import Heartbeat, HeartbeatConfig
 from kai_scheduler.fakenodes.kubelet import FakeKubelet
 from kai_scheduler.fakenodes.nodes import FleetSpec, build_nodes, parse_label, parse_taint
+from kai_scheduler.runtime.process import open_store, stop_on_signals
 from kai_scheduler.store.interface import ClusterStore, StoreError
-from kai_scheduler.store.kube import ConfigurationError, KubeOptions, KubeStore
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +91,9 @@ def settings(args: argparse.Namespace) -> Settings:
 
 def run(args: argparse.Namespace) -> int:
     config = settings(args)
-    options = KubeOptions(qps=args.qps, burst=args.burst, user_agent="kai-fake-nodes")
-    try:
-        store = KubeStore.connect(args.kubeconfig, args.context, options)
-    except ConfigurationError as err:
-        raise ValueError(f"--kubeconfig: {err}") from None
+    store = open_store(args.kubeconfig, args.context, args.qps, args.burst, user_agent="kai-fake-nodes")
     stop = threading.Event()
-    with store, _stop_on_signals(stop):
+    with store, stop_on_signals(stop):
         try:
             return serve(store, SystemClock(), config, stop)
         except StoreError as err:     # creating or deleting the nodes failed: one line, not a traceback
@@ -145,21 +137,3 @@ def _duration(flag: str, text: str) -> float:
         return parse_duration(text)
     except DurationError as err:
         raise ValueError(f"{flag}: {err}") from None
-
-
-@contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGINT and SIGTERM set `stop` (the loop ends cleanly, --delete-on-exit runs) instead of raising."""
-    def handler(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        stop.set()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -8,10 +8,11 @@ successor takes over at once, then the endpoints close.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 from prometheus_client import CollectorRegistry
@@ -94,21 +95,35 @@ def _alive(thread: threading.Thread, stop: threading.Event) -> Callable[[], bool
 
 def connect(options: ProcessOptions) -> KubeStore:
     """The API store the options name; an unusable kubeconfig is a ValueError (no request is made yet)."""
-    if options.qps < 0 or options.burst < 1:
-        raise ValueError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {options.qps:g} and {options.burst}")
+    return open_store(options.kubeconfig, options.context, options.qps, options.burst)
+
+
+def open_store(kubeconfig: str | None, context: str | None, qps: float, burst: int,
+               user_agent: str = "kai-scheduler") -> KubeStore:
+    """A KubeStore for a command line's --kubeconfig/--context/--qps/--burst; bad ones are one-line ValueErrors."""
+    if qps < 0 or burst < 1:
+        raise ValueError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {qps:g} and {burst}")
     try:
-        return KubeStore.connect(options.kubeconfig, options.context,
-                                 KubeOptions(qps=options.qps, burst=options.burst))
+        return KubeStore.connect(kubeconfig, context, KubeOptions(qps=qps, burst=burst, user_agent=user_agent))
     except ConfigurationError as err:
-        raise ValueError(str(err)) from None
+        raise ValueError(f"--kubeconfig: {err}") from None
 
 
-def stop_on_signals(stop: threading.Event) -> None:
-    """Set `stop` on SIGTERM and SIGINT (call from the main thread)."""
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """While inside, SIGTERM and SIGINT set `stop` (the loops end cleanly) instead of killing or raising; the
+    previous handlers come back after. Off the main thread (where Python takes no handlers) it does nothing."""
     def handle(signum: int, frame: FrameType | None) -> None:
         del frame
         log.info("signal received, stopping", extra={"signal": signal.Signals(signum).name})
         stop.set()
 
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
