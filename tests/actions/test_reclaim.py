@@ -220,3 +220,22 @@ def test_a_claim_that_lapsed_is_cleared() -> None:
     cluster.cycle()
     assert [cluster.store.get("pods", f"big-{i}", b.NAMESPACE)["status"].get("nominatedNodeName")
             for i in range(4)] == [None] * 4
+
+
+def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:
+    """d2's gang p1 reclaims 2 GPUs from d1 (fair share 5, running 7) and is pipelined. Next cycle the victim's
+    pod is recreated Pending and d1 comes first in queue order: without the claim allocate gave the GPUs back
+    to it and the reclaim repeated every cycle, alternating r1 and r2 (found by a random search over small
+    two-department trees). With the claim, p1 binds in cycle 2 and nothing moves after."""
+    objects = [b.node("n0", gpus=8), v.queue("d1", gpu_quota=4, gpu_weight=2),
+               v.queue("d1-t0", gpu_quota=4, gpu_weight=2, parent="d1"), v.queue("d2", gpu_quota=2, gpu_weight=2),
+               v.queue("d2-t0", gpu_quota=2, gpu_weight=2, parent="d2")]
+    for k, gpus in enumerate([2, 2, 2, 1]):
+        objects += v.job(f"r{k}", queue="d1-t0", gpus=gpus, node="n0", created=b.NOW - 3600 + k)
+    objects += v.job("r4", queue="d2-t0", gpus=1, node="n0", created=b.NOW - 3596)
+    objects += v.job("p0", queue="d2-t0", pods=2, gpus=2, created=b.NOW - 100)
+    objects += v.job("p1", queue="d2-t0", pods=2, gpus=1, created=b.NOW - 99)
+    objects += v.job("p2", queue="d1-t0", pods=4, gpus=2, created=b.NOW - 98)
+    results = v.cluster(objects).run(6)
+    assert [r.evictions for r in results] == [1, 0, 0, 0, 0, 0]
+    assert sorted(op.task.name for op in results[1].operations if op.op is Op.ALLOCATE) == ["p1-0", "p1-1"]
