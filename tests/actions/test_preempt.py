@@ -120,3 +120,27 @@ def test_preemption_delay_left() -> None:
     job = next(iter(snap.jobs.values()))
     assert preemptors.preemption_delay_left(job, b.NOW) == 200.0
     assert preemptors.preemption_delay_left(job, b.NOW + 200) is None
+
+
+def test_a_job_larger_than_any_node_is_not_searched_for_victims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16-GPU pod on an 8-GPU node: no eviction can help (a victim-invariant pre-predicate says so), so the
+    job is skipped without a victim search; on a large cluster that search is what a cycle would spend its
+    time on. The 1-GPU job behind it is searched for and preempts."""
+    from kai_scheduler.actions.common import solver
+
+    searched: list[str] = []
+    real_solve = solver.solve
+
+    def spy(ssn: Any, stmt: Any, job: Any, *args: Any, **kwargs: Any) -> Any:
+        searched.append(job.name)
+        return real_solve(ssn, stmt, job, *args, **kwargs)
+
+    monkeypatch.setattr(solver, "solve", spy)
+    objects = [b.node("n1", gpus=8), v.queue("team", gpu_quota=-1)]
+    for i in range(8):
+        objects += v.job(f"low{i}", queue="team", node="n1", created=b.NOW - 7200 + i)
+    objects += v.job("huge", queue="team", gpus=16, priority_class="build-preemptible", created=b.NOW - 60)
+    objects += v.job("small", queue="team", priority_class="build-preemptible", created=b.NOW - 30)
+    result = v.cluster(objects, config=PREEMPT).cycle()
+    assert searched == ["small"]
+    assert result.evictions == 1

@@ -108,6 +108,9 @@ def test_max_node_pool_resources(request_pod: Pod, message: str | None) -> None:
     assert (reject.message if reject else None) == message
     if reject:
         assert reject.plugin == "predicates"
+    # No eviction makes a node larger: the victim actions are told to skip such a job.
+    invariant = ssn.victim_invariant_pre_predicate(task, ssn.job(task.job_uid))
+    assert (invariant.message if invariant else None) == message
 
 
 # --- node state, taints, selectors, affinity --------------------------------------------------------------

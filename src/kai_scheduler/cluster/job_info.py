@@ -13,7 +13,7 @@ from typing import Any
 
 from kai_scheduler.api.podgroup import PodGroup, TopologyConstraint
 from kai_scheduler.cluster.pod_info import PodInfo
-from kai_scheduler.cluster.pod_status import ACTIVE_USED, ALIVE, PodStatus
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, ALIVE, PodStatus, within
 
 DEFAULT_POD_SET = "default"
 TaskKey = Callable[[PodInfo], Any]
@@ -32,14 +32,14 @@ class PodSet:
         return sum(1 for t in self.tasks if t.is_active_allocated)
 
     def active_used(self) -> int:
-        return sum(1 for t in self.tasks if t.status & ACTIVE_USED)
+        return sum(1 for t in self.tasks if within(t.status, ACTIVE_USED))
 
     def is_satisfied(self) -> bool:
         return self.active_allocated() >= self.min_available
 
     def is_ready(self) -> bool:
         """Enough live, ungated pods exist to ever reach the minimum (`FilterUnready`)."""
-        alive = sum(1 for t in self.tasks if t.status & ALIVE and t.status != PodStatus.GATED)
+        alive = sum(1 for t in self.tasks if within(t.status, ALIVE) and t.status != PodStatus.GATED)
         return alive >= self.min_available
 
     def pending(self, order: TaskKey) -> list[PodInfo]:
@@ -103,6 +103,7 @@ class JobInfo:
     last_eviction: float | None = None
     stale_since: float | None = None
     unassigned: list[PodInfo] = field(default_factory=list)   # pods naming a subgroup that does not exist
+    _min_available: int = field(default=-1, init=False, repr=False)   # the tree's, fixed for a snapshot
 
     @property
     def key(self) -> str:
@@ -125,13 +126,15 @@ class JobInfo:
 
     def min_available(self) -> int:
         """Pods the gang needs in all (sum over the required leaves; used for display and elastic order)."""
-        return sum(ps.min_available for ps in self.root.pod_sets())
+        if self._min_available < 0:
+            self._min_available = sum(ps.min_available for ps in self.root.pod_sets())
+        return self._min_available
 
     def is_stale(self) -> bool:
         """§3.11: no Succeeded pods, some pod active-used, and some PodSet below its minimum."""
         if any(t.status == PodStatus.SUCCEEDED for t in self.tasks):
             return False
-        if not any(t.status & ACTIVE_USED for t in self.tasks):
+        if not any(within(t.status, ACTIVE_USED) for t in self.tasks):
             return False
         return any(ps.active_used() < ps.min_available for ps in self.root.pod_sets())
 

@@ -26,7 +26,7 @@ from kai_scheduler.api.topology import Topology
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
-from kai_scheduler.cluster.pod_status import ACTIVE_USED, PodStatus
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, PodStatus, within
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
 
@@ -238,7 +238,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
             task_priority=_task_priority(pod), creation=pod.meta.creation_timestamp or 0.0,
             memory_portion=_memory_portion(pod, snap.min_gpu_memory),
         )
-        if placement.status & ACTIVE_USED and placement.node:
+        if within(placement.status, ACTIVE_USED) and placement.node:
             node = snap.node_by_name.get(placement.node)
             if node is None:
                 if ours:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import ALLOCATED, RELEASING, PodStatus
+from kai_scheduler.cluster.pod_status import ALLOCATED, RELEASING, PodStatus, within
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
@@ -79,7 +79,7 @@ class Statement:
     def evict(self, task: PodInfo, eviction: Eviction) -> None:
         """Mark an on-node task Releasing; its resources become releasing on its node."""
         before = task.placement
-        if not before.node or before.status & RELEASING:
+        if not before.node or within(before.status, RELEASING):
             raise ValueError(f"task {task.key} is not evictable in status {before.status.label}")
         self._apply(Op.EVICT, task, Placement(PodStatus.RELEASING, before.node, before.gpu_groups), eviction)
 

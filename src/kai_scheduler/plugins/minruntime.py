@@ -24,7 +24,7 @@ from kai_scheduler.api import constants, duration
 from kai_scheduler.api.duration import format_duration
 from kai_scheduler.cluster.job_info import JobInfo, Member, PodSet
 from kai_scheduler.cluster.pod_info import PodInfo
-from kai_scheduler.cluster.pod_status import ACTIVE_USED
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, within
 from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
@@ -162,7 +162,7 @@ def keeps_gang(job: JobInfo, taken: set[str]) -> bool:
     its pods, and the job stays satisfied counting its remaining active pods."""
     remaining: dict[int, int] = {}
     for pod_set in job.root.pod_sets():
-        left = sum(1 for t in pod_set.tasks if t.status & ACTIVE_USED and str(t.uid) not in taken)
+        left = sum(1 for t in pod_set.tasks if within(t.status, ACTIVE_USED) and str(t.uid) not in taken)
         if 0 < left < pod_set.min_available:
             return False
         remaining[id(pod_set)] = left

@@ -100,6 +100,8 @@ class Predicates:
     def on_session_open(self, ssn: Session) -> None:
         self._open(ssn.snapshot)
         ssn.add(points.PRE_PREDICATE, self.max_node_pool_resources)
+        # No eviction makes a node larger: reclaim, preempt and consolidation skip such a job outright.
+        ssn.add(points.VICTIM_INVARIANT_PRE_PREDICATE, self.max_node_pool_resources)
         ssn.add(points.PREDICATE, self.node_unschedulable)
         ssn.add(points.PREDICATE, self.node_ready)
         for taint_check in self._taint_checks():

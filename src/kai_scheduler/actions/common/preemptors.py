@@ -73,7 +73,7 @@ def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable
     action_budget = budget.ActionBudget(limits, action, timer)
     jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(action))
     failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
-    pool = _victim_pool(ssn, ssn.snapshot.jobs.values())
+    pool: list[JobInfo] | None = None      # ordered on first use: a cycle with no preemptor never sorts them
     while (job := jobs.pop()) is not None:
         scope = signature_scope(job)
         if not may_act(ssn, job) or failed.should_skip(scope, job):
@@ -81,6 +81,8 @@ def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable
         job_budget = action_budget.next_job()
         if job_budget is None:
             return
+        if pool is None:
+            pool = _victim_pool(ssn, ssn.snapshot.jobs.values())
         search = search_for(job, pool)
         result = solver.Result.UNSOLVED if search is None else _solve(ssn, job, search, job_budget)
         if result is solver.Result.SOLVED:
