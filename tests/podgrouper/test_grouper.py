@@ -36,6 +36,36 @@ def test_a_second_reconcile_with_nothing_new_writes_nothing() -> None:
     assert c.store.list("pods")[1] == version           # not one write
 
 
+def test_grouping_a_bare_pod_costs_two_writes_and_no_reads() -> None:
+    """Against an API server every request counts: PodGroups and priority classes are watched, so grouping a
+    new pod is the PodGroup's create and the pod's patch, nothing read per pod."""
+    c = Cluster()
+    c.group()
+    calls: list[str] = []
+    for method in ("get", "list", "create", "update", "patch"):
+        real = getattr(c.store, method)
+        setattr(c.store, method, lambda *a, _m=method, _real=real, **k: calls.append(_m) or _real(*a, **k))
+    for i in range(3):
+        c.store.add_many([bare_pod(f"p{i}", labels={constants.LABEL_QUEUE: "team-a"})])
+    outcome = c.group()
+    assert len(outcome.created) == 3 and len(outcome.labelled) == 3
+    assert sorted(calls) == ["create"] * 3 + ["patch"] * 3
+
+
+def test_a_pod_naming_a_podgroup_the_watch_has_not_shown_yet_keeps_it() -> None:
+    """An external PodGroup created just before its pod: the grouper reads the store before grouping the pod
+    itself, rather than trusting a watched copy that may lag."""
+    c = Cluster()
+    c.group()
+    c.add({"apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup",
+           "metadata": {"name": "external", "namespace": "default"}, "spec": {"queue": "team-a", "minMember": 1}})
+    c.grouper._groups.clear()          # as if the PodGroup's watch event had not arrived yet
+    c.grouper._group_feed.poll = lambda timeout=0.0: []   # type: ignore[method-assign]
+    c.add(bare_pod("p", annotations={constants.ANNOTATION_POD_GROUP_NAME: "external"}))
+    outcome = c.group()
+    assert outcome.created == [] and c.podgroup_of("p")["metadata"]["name"] == "external"
+
+
 def test_pods_that_come_later_join_the_same_podgroup() -> None:
     c = Cluster(JOB)
     job = c.owner("jobs", "train")

@@ -642,12 +642,15 @@ def _success() -> JSON:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--load", help="a file of JSON objects, one a line, created before serving")
+    parser.add_argument("--bookmark-interval", type=float, default=5.0,
+                        help="seconds between BOOKMARK events on open watches, as a real server sends them so that "
+                             "watchers of quiet kinds keep a fresh resourceVersion (0: none)")
     args = parser.parse_args(argv)
     memory = MemoryStore(SystemClock())
     if args.load:
         with open(args.load, "rb") as lines:
             memory.add_many(orjson.loads(line) for line in lines if line.strip())
-    with MockApiServer(memory) as server:
+    with MockApiServer(memory, bookmark_interval=args.bookmark_interval or None) as server:
         print(server.url, flush=True)
         sys.stdin.read()   # serve until the parent closes our stdin
 

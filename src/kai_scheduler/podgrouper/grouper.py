@@ -30,6 +30,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, GroupingError, Obj
+from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
     JSON,
@@ -71,15 +72,35 @@ class PodGrouper:
         self._listed = False
         self._written: dict[str, str] = {}        # pod key → the resourceVersion our own last patch made
         self._reported: dict[str, set[str]] = {}    # pod key → the messages logged for it (until it goes)
+        # PodGroups and priority classes are watched, not read per pod: against an API server each GET
+        # would cost one request of the client's QPS for every pod grouped.
+        self._group_feed = Changes(store, "podgroups")
+        self._groups: dict[tuple[str, str], JSON] = {}
+        self._class_feed = Changes(store, "priorityclasses")
+        self._classes: set[str] = set()
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
-        reads = _Reads(self.store)
+        self._refresh_feeds()
+        reads = _Reads(self.store, self._groups, self._classes)
         outcome = GroupOutcome()
         pods = self._changed_pods()
         for key in sorted(pods):
             self._handle(key, pods[key], reads, outcome)
         return outcome
+
+    def _refresh_feeds(self) -> None:
+        for key, obj in self._group_feed.poll():
+            namespace, _, name = key.rpartition("/")
+            if obj is None:
+                self._groups.pop((namespace, name), None)
+            else:
+                self._groups[(namespace, name)] = obj
+        for key, obj in self._class_feed.poll():
+            if obj is None:
+                self._classes.discard(key)
+            else:
+                self._classes.add(key)
 
     def _changed_pods(self) -> dict[str, JSON]:
         if self._listed:
@@ -112,7 +133,7 @@ class PodGrouper:
         annotations = meta.get("annotations") or {}
         current = annotations.get(constants.ANNOTATION_POD_GROUP_NAME)
         namespace = meta.get("namespace", "")
-        if current and not meta.get("ownerReferences") and reads.podgroup(namespace, current) is not None:
+        if current and not meta.get("ownerReferences") and reads.podgroup(namespace, current, exact=True) is not None:
             return
         chain = _chain(pod, reads)
         if any(o.annotations.get(constants.ANNOTATION_SKIP_PODGROUPER) == "true" for o in chain[1:]):
@@ -126,7 +147,7 @@ class PodGrouper:
         for warning in grouping.warnings:
             self._report(key, warning)
         name = grouping.podgroup.name
-        if current and current != name and reads.podgroup(namespace, current) is not None:
+        if current and current != name and reads.podgroup(namespace, current, exact=True) is not None:
             return
         try:
             self._apply(grouping.podgroup, reads, outcome)
@@ -210,13 +231,18 @@ def merged_podgroup(existing: JSON, desired: JSON) -> JSON:
 
 
 class _Reads:
-    """The store reads of one reconcile, each object read at most once; also the groupers' `Lookup`."""
+    """The store reads of one reconcile, each object read at most once; also the groupers' `Lookup`.
 
-    def __init__(self, store: ClusterStore) -> None:
+    PodGroups and priority classes come from the grouper's watched copies (`groups`, `classes`), kept up to
+    date with its own writes too. A PodGroup the copy lacks may only be one the watch has not delivered yet:
+    creating it then answers AlreadyExists and is read; where absence decides what to do (a pod naming an
+    external PodGroup), `exact=True` reads the store."""
+
+    def __init__(self, store: ClusterStore, groups: dict[tuple[str, str], JSON], classes: set[str]) -> None:
         self.store = store
         self._owners: dict[tuple[str, str, str], JSON | None] = {}
-        self._podgroups: dict[tuple[str, str], JSON | None] = {}
-        self._classes: set[str] | None = None
+        self._podgroups = groups
+        self._classes = classes
 
     def owner(self, ref: Mapping[str, object], namespace: str) -> Obj:
         """The owner a reference names, or what the reference says (unserved kind, gone, or another uid)."""
@@ -235,22 +261,21 @@ class _Reads:
             return Obj.from_reference(raw_ref, namespace)
         return Obj(obj)
 
-    def podgroup(self, namespace: str, name: str) -> JSON | None:
-        key = (namespace, name)
-        if key not in self._podgroups:
-            try:
-                self._podgroups[key] = self.store.get("podgroups", name, namespace)
-            except NotFound:
-                self._podgroups[key] = None
-        return self._podgroups[key]
+    def podgroup(self, namespace: str, name: str, *, exact: bool = False) -> JSON | None:
+        known = self._podgroups.get((namespace, name))
+        if known is not None or not exact:
+            return known
+        try:
+            found = self.store.get("podgroups", name, namespace)
+        except NotFound:
+            return None
+        self.remember(namespace, name, found)
+        return found
 
     def remember(self, namespace: str, name: str, obj: JSON) -> None:
         self._podgroups[(namespace, name)] = obj
 
     def priority_class_exists(self, name: str) -> bool:
-        if self._classes is None:
-            classes, _ = self.store.list("priorityclasses")
-            self._classes = {c["metadata"]["name"] for c in classes}
         return name in self._classes
 
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
