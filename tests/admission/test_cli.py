@@ -5,12 +5,9 @@ from __future__ import annotations
 import base64
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -23,6 +20,7 @@ from kai_scheduler.cli import admission
 from kai_scheduler.install import source, values, workloads
 from kai_scheduler.store.memory import MemoryStore
 from tests.admission import builders, https
+from tests.loopback import eventually, free_port, write_kubeconfig
 from tests.store.mock_apiserver import MockApiServer
 
 
@@ -91,33 +89,7 @@ def test_bare_boolean_flag_means_true() -> None:
     assert admission.service_options(args).pod.block_nvidia_visible_devices
 
 
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters:
-- {name: mock, cluster: {server: "URL"}}
-users:
-- {name: tester, user: {token: secret-token}}
-contexts:
-- {name: mock-ctx, context: {cluster: mock, user: tester}}
-current-context: mock-ctx
-"""
 KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def ready(port: int) -> bool:
@@ -134,7 +106,7 @@ def test_kai_admission_serves_over_a_mock_api_server_and_exits_0_on_sigterm(tmp_
     config = tmp_path / "kubeconfig"
     health, webhook = free_port(), free_port()
     with MockApiServer(memory) as server:
-        config.write_text(KUBECONFIG.replace("URL", server.url))
+        write_kubeconfig(config, server.url)
         proc = subprocess.Popen(
             [sys.executable, "-c", KAI, "admission", "--kubeconfig", str(config), "--namespace", "kai-scheduler",
              "--listen-address", f"127.0.0.1:{health}", "--webhook-port", str(webhook)],

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,36 +21,11 @@ from typing import Any
 
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound
 from kai_scheduler.store.kube import KubeOptions, KubeStore
+from tests.loopback import free_port, write_kubeconfig
 
 NAMESPACE = "kai-e2e"
 GPU = "nvidia.com/gpu"
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: mock
-  cluster: {{server: "{url}"}}
-users:
-- name: e2e
-  user: {{token: e2e}}
-contexts:
-- name: mock
-  context: {{cluster: mock, user: e2e}}
-current-context: mock
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def write_kubeconfig(path: Path, url: str) -> str:
-    path.write_text(KUBECONFIG.format(url=url))
-    return str(path)
-
-
 @dataclass
 class Processes:
     """The components and fake nodes as child processes of the test run; their output goes to `logs`."""

@@ -19,6 +19,7 @@ from kai_scheduler.fakenodes.nodes import LABEL_FAKE_NODE, FleetSpec, build_node
 from kai_scheduler.store.interface import JSON
 from kai_scheduler.store.kube import KubeOptions, KubeStore
 from kai_scheduler.store.memory import MemoryStore
+from tests.loopback import write_kubeconfig
 from tests.store.mock_apiserver import MockApiServer
 
 NOW = parse_time("2026-01-01T00:00:00Z")
@@ -87,20 +88,10 @@ def test_a_deleted_pod_goes_over_http(server: MockApiServer, store: KubeStore, c
     step_until(kubelet, lambda: phase(memory, "p") is None)
 
 
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{{name: mock, cluster: {{server: "{url}"}}}}]
-users: [{{name: tester, user: {{token: t}}}}]
-contexts: [{{name: mock-ctx, context: {{cluster: mock, user: tester}}}}]
-current-context: mock-ctx
-"""
-
-
 def test_the_command_creates_plays_and_deletes_the_nodes(
     server: MockApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "kubeconfig"
-    config.write_text(KUBECONFIG.format(url=server.url))
+    config = write_kubeconfig(tmp_path / "kubeconfig", server.url)
     code = main(["fake-nodes", "--kubeconfig", str(config), "--count", "3", "--rack-size", "2",
                  "--label", "team=a", "--exit-after", "0.3s", "--delete-on-exit"])
     out = capsys.readouterr().out
@@ -114,8 +105,7 @@ def test_the_command_creates_plays_and_deletes_the_nodes(
 def test_the_command_keeps_the_nodes_without_delete_on_exit(
     server: MockApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "kubeconfig"
-    config.write_text(KUBECONFIG.format(url=server.url))
+    config = write_kubeconfig(tmp_path / "kubeconfig", server.url)
     assert main(["fake-nodes", "--kubeconfig", str(config), "--count", "1", "--exit-after", "0s"]) == 0
     assert main(["fake-nodes", "--kubeconfig", str(config), "--count", "1", "--exit-after", "0s"]) == 0
     assert "(0 created, 1 adopted)" in capsys.readouterr().out

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,22 +19,10 @@ from kai_scheduler.runtime.process import Process, connect
 from kai_scheduler.store.interface import JSON
 from kai_scheduler.store.memory import MemoryStore
 from tests.builders import node, queue
+from tests.loopback import eventually, write_kubeconfig
+from tests.loopback import free_port as closed_port
 from tests.store.mock_apiserver import MockApiServer
 
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters:
-- name: mock
-  cluster: {{server: "{url}"}}
-users:
-- name: tester
-  user: {{token: secret-token}}
-contexts:
-- name: mock-ctx
-  context: {{cluster: mock, user: tester}}
-current-context: mock-ctx
-"""
 FAST = 0.05
 
 
@@ -51,9 +37,7 @@ def pending_pod(name: str) -> JSON:
 
 
 def kubeconfig(tmp_path: Path, url: str) -> str:
-    path = tmp_path / "kubeconfig"
-    path.write_text(KUBECONFIG.format(url=url))
-    return str(path)
+    return write_kubeconfig(tmp_path / "kubeconfig", url)
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -62,15 +46,6 @@ def get(port: int, path: str) -> tuple[int, str]:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def process(config: str, *, leader_elect: bool = False) -> Process:
@@ -119,12 +94,6 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
         proc.shutdown()
     leases = cluster.memory.list("leases", "kai-system")[0]
     assert {lease["spec"]["holderIdentity"] for lease in leases} == {""}    # released on shutdown
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_an_unreachable_api_server_is_not_ready_but_not_fatal(tmp_path: Path) -> None:
