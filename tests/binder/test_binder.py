@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
+
+import pytest
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder.binder import Binder
@@ -162,3 +166,44 @@ def test_requests_are_processed_in_name_order() -> None:
     names = ["c", "a", "b"]
     _, _, binder = _cluster(b.node("n1"), *(b.pod(n) for n in names), *(b.bind_request(n, "n1") for n in names))
     assert binder.reconcile().bound == ["ns/a", "ns/b", "ns/c"]
+
+
+def test_whole_gpu_requests_are_bound_concurrently_and_reported_in_order() -> None:
+    """`--max-concurrent-reconciles`: against an API server a bind is a round trip, so several go at once;
+    the outcome is the same as one at a time, in name order."""
+    clock = ManualClock(b.NOW)
+    store = SlowBindStore(clock)
+    pods = [f"p{i:02d}" for i in range(12)]
+    store.add_many([b.node("n1", gpus=16), *(b.pod(p, gpus=1) for p in pods),
+                    *(b.bind_request(p, "n1") for p in pods)])
+    outcome = Binder(store, clock, concurrency=4).reconcile()
+    assert outcome.bound == [f"ns/{p}" for p in pods]
+    assert all(_node_name(store, p) == "n1" for p in pods)
+    assert store.most_at_once > 1
+
+
+def test_concurrency_below_one_is_refused() -> None:
+    clock = ManualClock(b.NOW)
+    with pytest.raises(ValueError, match="--max-concurrent-reconciles: must be at least 1"):
+        Binder(MemoryStore(clock), clock, concurrency=0)
+
+
+class SlowBindStore(MemoryStore):
+    """A store whose binding takes a moment, as a round trip to an API server does; counts binds in flight."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.most_at_once = 0
+
+    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.most_at_once = max(self.most_at_once, self._in_flight)
+        time.sleep(0.02)
+        try:
+            super().bind(namespace, pod_name, node_name)
+        finally:
+            with self._lock:
+                self._in_flight -= 1

@@ -14,6 +14,7 @@ nothing it did not create.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
@@ -35,14 +36,24 @@ class BindOutcome:
 
 class Binder:
     """`collect_every`: seconds between reservation-pod collections (0: every sync, as the embedded cluster
-    wants; against an API server each collection is three LISTs, so the components run it every few seconds)."""
+    wants; against an API server each collection is three LISTs, so the components run it every few seconds).
+
+    `concurrency`: whole-GPU requests bound at once (KAI's `--max-concurrent-reconciles`; against an API server
+    a bind is two round trips, so one at a time caps the rate at the server's latency). Shared-GPU requests
+    stay one at a time: they create and reuse reservation pods. The outcome lists are in name order either way.
+    """
 
     def __init__(self, store: ClusterStore, clock: Clock,
-                 reservations: reservation.ReservationConfig | None = None, *, collect_every: float = 0.0) -> None:
+                 reservations: reservation.ReservationConfig | None = None, *, collect_every: float = 0.0,
+                 concurrency: int = 1) -> None:
+        if concurrency < 1:
+            raise ValueError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
         self.store = store
         self.clock = clock
         self.reservations = reservation.Reservations(store, clock, reservations)
         self.collect_every = collect_every
+        self.concurrency = concurrency
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind") if concurrency > 1 else None
         self._requests = Changes(store, "bindrequests")
         self._open: dict[str, BindRequest] = {}       # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
@@ -54,11 +65,20 @@ class Binder:
         self._collect()
         for key, raw in self._requests.poll():
             self._track(key, raw)
+        due = []
         for br in [self._open[key] for key in sorted(self._open)]:
             pod_key = f"{br.meta.namespace}/{br.pod_name}"
             if (br.phase == "Failed" and br.is_failed) or self._retry_at.get(pod_key, 0.0) > self.clock.now():
                 continue
+            due.append((br, pod_key))
+        parallel = [(br, key) for br, key in due if not br.selected_gpu_groups] if self._pool else []
+        if self._pool is not None and len(parallel) > 1:
+            list(self._pool.map(lambda item: self._bind(item[0], item[1], outcome), parallel))
+            due = [(br, key) for br, key in due if br.selected_gpu_groups]
+        for br, pod_key in due:
             self._bind(br, pod_key, outcome)
+        outcome.bound.sort()
+        outcome.failed.sort()
         return outcome
 
     def _track(self, key: str, raw: JSON | None) -> None:

@@ -123,8 +123,8 @@ def _scheduler_flags(p: Parser) -> None:
 
 
 def _binder_flags(p: Parser) -> None:
-    _value(p, "--max-concurrent-reconciles", "10", "accepted for compatibility; BindRequests are bound one at a "
-           "time", "N")
+    _value(p, "--max-concurrent-reconciles", "10", "BindRequests of whole-GPU pods bound at once (shared-GPU ones "
+           "go one at a time)", "N")
     _value(p, "--resource-reservation-namespace", constants.RESERVATION_NAMESPACE,
            "namespace of the GPU reservation pods", "NS")
 

@@ -63,7 +63,7 @@ RESERVATION_COLLECT_SECONDS = 10.0     # each collection is three LISTs against 
 def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     core = Binder(store, clock, ReservationConfig(namespace=options.resource_reservation_namespace),
-                  collect_every=RESERVATION_COLLECT_SECONDS)
+                  collect_every=RESERVATION_COLLECT_SECONDS, concurrency=options.max_concurrent_reconciles)
     return Component("binder", "kai-binder", options.reconcile_period, core.reconcile)
 
 
