@@ -9,7 +9,7 @@ import argparse
 import logging
 import sys
 
-from kai_scheduler.cli import admission, components, fakenodes, manifests, schedule, simulate
+from kai_scheduler.cli import admission, components, fakenodes, logs, manifests, schedule, simulate
 
 
 def parser() -> argparse.ArgumentParser:
@@ -17,6 +17,8 @@ def parser() -> argparse.ArgumentParser:
         prog="kai", description="KAI scheduling system for Kubernetes GPU clusters.",
     )
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="log lines as text with key=value fields, or one JSON object a line (default text)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schedule.add_parser(sub)
     simulate.add_parser(sub)
@@ -30,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logs.configure(level, args.log_format)
     try:
         code: int = args.run(args)
     except ValueError as err:            # ObjectError, ScenarioError, ConfigError: user errors
