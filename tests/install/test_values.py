@@ -129,3 +129,12 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert err.count("\n") == 1 and "expected a mapping" in err
     assert main(["manifests", "--helm-chart", str(tmp_path / "c"), "--set", "scheduler.replicas=2"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_log_format_reaches_every_component_and_must_be_known() -> None:
+    objects = install.manifests(resolve(sets=["global.logFormat=json"]))
+    deployments = [o for o in objects if o["kind"] == "Deployment"]
+    assert deployments and all(d["spec"]["template"]["spec"]["containers"][0]["args"][0] == "--log-format=json"
+                               for d in deployments)
+    with pytest.raises(ValuesError, match=r"global\.logFormat.*want text or json"):
+        install.manifests(resolve(sets=["global.logFormat=xml"]))

@@ -43,6 +43,8 @@ def check(values: Values) -> None:
         load_config(loaded)
     except ValueError as err:
         raise ValuesError(f"value 'scheduler.config': {err}") from None
+    if lookup(values, "global.logFormat") not in ("text", "json"):
+        raise ValuesError(f"value 'global.logFormat': want text or json, got {lookup(values, 'global.logFormat')!r}")
     for component in COMPONENTS:
         if lookup(values, f"{component}.replicas") < 0:
             raise ValuesError(f"value '{component}.replicas': must be 0 or more")

@@ -51,6 +51,8 @@ global:
   # --qps / --burst: client-side rate limit of every component towards the API server.
   qps: 50
   burst: 300
+  # --log-format (a global `kai` flag): text (message and key=value fields) or json (one object a line).
+  logFormat: text
 
 leaderElection:
   # --leader-elect is turned on for a component whose replicas is above 1; the lease lives in `namespace.name`.

@@ -76,6 +76,7 @@ def text(value: Any) -> str:
 def args(src: Source, component: str) -> list[str]:
     replicas = f"{component}.replicas"
     out = [
+        f"--log-format={text(src.value('global.logFormat'))}",
         component,
         f"--listen-address=:{LISTEN_PORT}",
         f"--qps={text(src.value('global.qps'))}",
