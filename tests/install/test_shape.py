@@ -154,7 +154,7 @@ def test_deployments_probe_the_listen_port_and_run_kai(default_set: list[JSON]) 
     for component in ("scheduler", "binder", "podgrouper", "controllers", "admission"):
         c = _container(default_set, component)
         assert c["image"].startswith("kai-scheduler:")
-        assert c["args"][0] == component
+        assert c["args"][:2] == ["--log-format=text", component]
         assert "--listen-address=:8080" in c["args"] and "--leader-elect=false" in c["args"]
         assert not any(a.startswith("--kubeconfig") for a in c["args"])
         assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
