@@ -45,6 +45,12 @@ class ConfigError(ValueError):
     """A scheduler configuration that cannot be used; the message names the field."""
 
 
+def no_arguments(plugin: str, arguments: Mapping[str, str]) -> None:
+    """The check of every plugin that takes no `arguments`: any given is a configuration error naming it."""
+    if arguments:
+        raise ConfigError(f"plugin {plugin}: takes no arguments, got {sorted(arguments)[0]!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class Flags:
     """The scheduler flags of §9.3 that change decisions, by their CLI name with underscores."""

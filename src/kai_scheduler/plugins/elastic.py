@@ -12,7 +12,7 @@ from typing import Self
 
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 
 BELOW_MIN, AT_MIN, ABOVE_MIN = 0, 1, 2
@@ -23,8 +23,7 @@ class Elastic:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin elastic: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("elastic", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -12,7 +12,7 @@ from typing import Self
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 
 
@@ -22,8 +22,7 @@ class GpuPack:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin gpupack: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("gpupack", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

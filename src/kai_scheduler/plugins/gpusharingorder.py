@@ -17,7 +17,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
 
@@ -31,8 +31,7 @@ class GpuSharingOrder:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin gpusharingorder: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("gpusharingorder", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
 
@@ -30,8 +30,7 @@ class NodeAvailability:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin nodeavailability: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("nodeavailability", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -40,7 +40,7 @@ from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
 from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 
 EPSILON = 1e-6                      # float slack: requests and ledgers are sums of parsed quantities
@@ -93,8 +93,7 @@ class Predicates:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin predicates: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("predicates", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -10,7 +10,7 @@ from typing import Self
 
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 
 
@@ -19,8 +19,7 @@ class Priority:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin priority: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("priority", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
 
@@ -26,8 +26,7 @@ class ResourceType:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin resourcetype: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("resourcetype", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -16,7 +16,7 @@ from typing import Self
 
 from kai_scheduler.cluster.job_info import Member, PodSet
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 
 
@@ -25,8 +25,7 @@ class SubGroupOrder:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin subgrouporder: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("subgrouporder", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -12,13 +12,8 @@ from typing import Self
 
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
-
-
-def _no_arguments(name: str, arguments: Mapping[str, str]) -> None:
-    if arguments:
-        raise ConfigError(f"plugin {name}: takes no arguments, got {sorted(arguments)[0]!r}")
 
 
 def _first_if(left: bool, right: bool) -> int:
@@ -33,7 +28,7 @@ class TaskOrder:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        _no_arguments(cls.name, arguments)
+        no_arguments(cls.name, arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:
@@ -56,7 +51,7 @@ class Kubeflow:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        _no_arguments(cls.name, arguments)
+        no_arguments(cls.name, arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:
@@ -76,7 +71,7 @@ class Ray:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        _no_arguments(cls.name, arguments)
+        no_arguments(cls.name, arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

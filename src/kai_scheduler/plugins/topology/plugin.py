@@ -23,7 +23,7 @@ from kai_scheduler.cluster.job_info import DEFAULT_POD_SET, JobInfo, Member
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU, describe
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.topology import scores, subsets, tree
 from kai_scheduler.plugins.topology.subsets import Floats
@@ -41,8 +41,7 @@ class Topology:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        if arguments:
-            raise ConfigError(f"plugin topology: takes no arguments, got {sorted(arguments)[0]!r}")
+        no_arguments("topology", arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:
