@@ -11,15 +11,14 @@ store) in its own process. Target: each cycle ≤ 5 s on this machine; printed b
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from cases import run_cases
 
 TARGET_S = 5.0
 CASES = {
@@ -121,12 +120,8 @@ def run_case(name: str) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=sorted(CASES))
-    parser.add_argument("--case", help=argparse.SUPPRESS)     # child process entry
-    args = parser.parse_args()
-    if args.case:
-        print(json.dumps(run_case(args.case)))
+    results = run_cases(__file__, __doc__, CASES, run_case)
+    if results is None:
         return
     from rich.console import Console
     from rich.table import Table
@@ -134,9 +129,7 @@ def main() -> None:
     table = Table(title="One placement cycle (allocate, default plugins), in-memory store")
     for col in ("case", "pods", "nodes", "binds", "shared GPUs", "snapshot s", "allocate s", "cycle s", "target s"):
         table.add_column(col, justify="left" if col == "case" else "right")
-    for name in [args.only] if args.only else list(CASES):
-        out = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, r in results.items():
         table.add_row(name, f"{r['pods']:.0f}", f"{r['nodes']:.0f}", f"{r['binds']:.0f}", f"{r['shared_gpus']:.0f}",
                       f"{r['snapshot_s']:.2f}", f"{r['allocate_s']:.2f}", f"{r['cycle_s']:.2f}", f"{TARGET_S:g}")
         Console(width=120).print(f"{name}: {CASES[name]}")

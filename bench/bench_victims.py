@@ -15,15 +15,14 @@ pods included) and the simulations the search ran.
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cases import run_cases
 
 CASES: dict[str, dict[str, Any]] = {
     "reclaim-64x1": dict(kind="reclaim", pods=64, gpus=1, target_s=3.0,
@@ -148,12 +147,8 @@ def run_case(name: str) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--only", choices=sorted(CASES))
-    parser.add_argument("--case", help=argparse.SUPPRESS)     # child process entry
-    args = parser.parse_args()
-    if args.case:
-        print(json.dumps(run_case(args.case)))
+    results = run_cases(__file__, __doc__, CASES, run_case)
+    if results is None:
         return
     from rich.console import Console
     from rich.table import Table
@@ -163,9 +158,7 @@ def main() -> None:
                 "simulations"):
         table.add_column(col, justify="right" if col != "case" else "left")
     console = Console(width=140)
-    for name in [args.only] if args.only else list(CASES):
-        out = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, r in results.items():
         case = CASES[name]
         table.add_row(name, f"{r['snapshot_s']:.2f}", f"{r['action_s']:.2f}", f"{r['cycle_s']:.2f}",
                       f"{case['target_s'] or '-'}", f"{r['evictions']:.0f}", f"{r['placed']:.0f}",

@@ -7,15 +7,14 @@ whole cycle, and peak RSS. Targets are those of the issues; they are printed bes
 
 from __future__ import annotations
 
-import argparse
-import json
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cases import run_cases
 
 CASES = {
     "allocate-1k": dict(nodes=1000, queues=20, gangs=[4] * 2000, target_s=1.0, target_gib=None,
@@ -59,12 +58,8 @@ def run_case(name: str) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=sorted(CASES))
-    parser.add_argument("--case", help=argparse.SUPPRESS)     # child process entry
-    args = parser.parse_args()
-    if args.case:
-        print(json.dumps(run_case(args.case)))
+    results = run_cases(__file__, __doc__, CASES, run_case)
+    if results is None:
         return
     from rich.console import Console
     from rich.table import Table
@@ -73,9 +68,7 @@ def main() -> None:
     for col in ("case", "pods", "binds", "parse s", "snapshot s", "allocate s", "cycle s", "target s",
                 "peak GiB", "target GiB"):
         table.add_column(col, justify="right" if col != "case" else "left")
-    for name in [args.only] if args.only else list(CASES):
-        out = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, r in results.items():
         case = CASES[name]
         table.add_row(name, f"{r['pods']:.0f}", f"{r['binds']:.0f}", f"{r['parse_s']:.2f}", f"{r['snapshot_s']:.2f}",
                       f"{r['allocate_s']:.2f}", f"{r['cycle_s']:.2f}", f"{case['target_s']}",
