@@ -128,6 +128,15 @@ class Invalid(StoreError):
     reason = "Invalid"
 
 
+def resource_named(plural: str) -> Resource:
+    """The resource of a `RESOURCES` key; Invalid, listing what is served, for any other name."""
+    try:
+        return RESOURCES[plural]
+    except KeyError:
+        served = ", ".join(sorted(RESOURCES))
+        raise Invalid(f"unknown resource {plural!r}; the store serves {served}") from None
+
+
 def resource_for(kind: Any, api_version: Any = None) -> Resource:
     """The resource serving `kind` at `api_version` (none given: the kind's first listed one); Invalid if none."""
     if not isinstance(kind, str) or kind not in KIND_TO_PLURAL:

@@ -38,6 +38,7 @@ from urllib.parse import quote
 from kubernetes.client import ApiClient
 
 from kai_scheduler.api.selectors import LabelSelector
+from kai_scheduler.store import collector
 from kai_scheduler.store.interface import (
     JSON,
     RESOURCES,
@@ -50,6 +51,7 @@ from kai_scheduler.store.interface import (
     StoreError,
     WatchEvent,
     resource_for,
+    resource_named,
 )
 from kai_scheduler.store.kube_http import (
     MERGE_PATCH_TYPE,
@@ -62,7 +64,6 @@ from kai_scheduler.store.kube_http import (
     Timing,
     Transport,
     Unavailable,
-    gc_paused,
     load_client,
 )
 from kai_scheduler.store.kube_watch import WatchSettings, WatchStream
@@ -163,14 +164,14 @@ class KubeStore:
     # --- reads ---
 
     def get(self, resource: str, name: str, namespace: str = "") -> JSON:
-        res = _resource(resource)
+        res = resource_named(resource)
         return self._clean(self.transport.call("GET", object_path(res, name, namespace)))
 
     def list(
         self, resource: str, namespace: str | None = None, selector: Selector = None
     ) -> tuple[list[JSON], str]:
         """All matching objects, fetched in pages of `page_size`, and the version to watch from."""
-        res = _resource(resource)
+        res = resource_named(resource)
         query = [("limit", str(self.options.page_size))]
         selector_text = selector_string(selector)
         if selector_text:
@@ -190,7 +191,7 @@ class KubeStore:
         items: _Items = []
         version = ""
         token = ""
-        with gc_paused():
+        with collector.paused():
             while True:
                 page = self.transport.call("GET", path, query=[*query, ("continue", token)] if token else query)
                 meta = page.get("metadata") or {}
@@ -209,7 +210,7 @@ class KubeStore:
         Waits up to `timeout` seconds for the first event; a fresh stream also waits (up to `watch_settle`)
         for the server's answer and its backlog. Raises Gone (at the call) when the server no longer has
         that version."""
-        res = _resource(resource)
+        res = resource_named(resource)
         if resource_version == "":
             resource_version = self._current_version(res)
         stream = self._stream(res, resource_version)
@@ -282,7 +283,7 @@ class KubeStore:
               strategic: bool = False) -> JSON:
         """RFC 7386 merge patch (application/merge-patch+json) of the object or of its status, or a strategic
         merge patch (application/strategic-merge-patch+json; built-in kinds only)."""
-        res = _resource(resource)
+        res = resource_named(resource)
         if subresource not in ("", "status"):
             raise Invalid(f"unknown subresource {subresource!r}; want '' or 'status'")
         if not isinstance(patch, dict):
@@ -292,7 +293,7 @@ class KubeStore:
         return self._clean(self.transport.call("PATCH", path, body=patch, content_type=kind))
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
-        res = _resource(resource)
+        res = resource_named(resource)
         if grace_period_seconds is not None and grace_period_seconds < 0:
             raise Invalid(f"grace_period_seconds must be at least 0, got {grace_period_seconds}")
         body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
@@ -375,14 +376,6 @@ def _format_selector(selector: LabelSelector) -> str:
         else:
             raise Invalid(f"label selectors have no {req.operator!r} operator (key {req.key!r})")
     return ",".join(parts)
-
-
-def _resource(plural: str) -> Resource:
-    try:
-        return RESOURCES[plural]
-    except KeyError:
-        served = ", ".join(sorted(RESOURCES))
-        raise Invalid(f"unknown resource {plural!r}; the store serves {served}") from None
 
 
 def _identify(obj: Any) -> tuple[Resource, JSON]:

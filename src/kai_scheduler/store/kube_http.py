@@ -13,8 +13,6 @@ errors with the server's message, so a component sees NotFound or Conflict which
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import os
 import threading
@@ -332,20 +330,3 @@ def backoff_delays(initial: float, maximum: float, factor: float = 2.0) -> Itera
     while True:
         yield delay
         delay = min(delay * factor, maximum)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while decoding a large answer.
-
-    Decoding a LIST of 90,000 pods makes millions of dicts and lists; each allocation burst triggers
-    collections that walk every young container, which makes decoding four to five times slower
-    (measured in bench/bench_kube_list.py). JSON trees have no cycles, so reference counting frees them
-    anyway. Nested or concurrent uses leave the collector as the outermost found it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -56,6 +56,7 @@ from kai_scheduler.store.interface import (
     Selector,
     WatchEvent,
     resource_for,
+    resource_named,
 )
 
 DEFAULT_HISTORY_SIZE: Final = 10_000
@@ -105,7 +106,7 @@ class MemoryStore:
     # --- reads ---
 
     def get(self, resource: str, name: str, namespace: str = "") -> JSON:
-        res = _resource(resource)
+        res = resource_named(resource)
         with self._cond:
             stored = self._stored(res.plural, _key(res, name, namespace))
         return _copy_out(stored)
@@ -114,7 +115,7 @@ class MemoryStore:
         self, resource: str, namespace: str | None = None, selector: Selector = None
     ) -> tuple[list[JSON], str]:
         """Matching objects sorted by (namespace, name); namespace None or "" means all namespaces."""
-        res = _resource(resource)
+        res = resource_named(resource)
         match = _parse_selector(selector)
         scope = namespace if res.namespaced else None
         with self._cond:
@@ -134,7 +135,7 @@ class MemoryStore:
         on a store that never changed. With nothing to report, waits up to `timeout` real seconds for the
         first event. Raises Gone (now, not on iteration) when the history no longer reaches back that far,
         and Invalid for a version this store never issued."""
-        res = _resource(resource)
+        res = resource_named(resource)
         with self._cond:
             since = self._parse_version(resource_version)
             self._events_after(res.plural, since)   # fail fast on Gone
@@ -195,7 +196,7 @@ class MemoryStore:
         (`{"status": {...}}`, as the API server takes it) and only its status part applies.
 
         A `metadata.resourceVersion` in the patch is a precondition (Conflict if stale)."""
-        res = _resource(resource)
+        res = resource_named(resource)
         if subresource not in ("", "status"):
             raise Invalid(f"unknown subresource {subresource!r}; want '' or 'status'")
         if subresource:
@@ -221,7 +222,7 @@ class MemoryStore:
         self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None
     ) -> None:
         """Remove the object; pods delete gracefully (see the module docstring). None = the pod's default."""
-        res = _resource(resource)
+        res = resource_named(resource)
         if grace_period_seconds is not None and grace_period_seconds < 0:
             raise Invalid(f"grace_period_seconds must be at least 0, got {grace_period_seconds}")
         with self._cond:
@@ -462,14 +463,6 @@ def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
         else:
             result[name] = strategic_merge_patch(result.get(name), value, name)
     return result
-
-
-def _resource(plural: str) -> Resource:
-    try:
-        return RESOURCES[plural]
-    except KeyError:
-        served = ", ".join(sorted(RESOURCES))
-        raise Invalid(f"unknown resource {plural!r}; the store serves {served}") from None
 
 
 def _resource_of(doc: JSON) -> Resource:
