@@ -22,7 +22,7 @@ class GpuPack:
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("gpupack", arguments)
+        no_arguments(cls.name, arguments)
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:

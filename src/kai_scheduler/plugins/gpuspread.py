@@ -6,32 +6,15 @@ free GPU scores 1, so fractional tasks take fresh devices before sharing one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from kai_scheduler.cluster.pod_info import PodInfo
-from kai_scheduler.cluster.snapshot import Snapshot
-from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
-from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.gpupack import GpuPack
 
 
-class GpuSpread:
+class GpuSpread(GpuPack):
+    """gpupack's reading of each GPU, the other way round."""
+
     name = "gpuspread"
-    _snapshot: Snapshot
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("gpuspread", arguments)
-        return cls()
-
-    def on_session_open(self, ssn: Session) -> None:
-        self._snapshot = ssn.snapshot
-        ssn.add(points.GPU_ORDER, self.gpu_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """GPU_ORDER: 1 − used portion of each candidate GPU; a group id the node does not have scores 1."""
-        return [1.0 - used for used in self._snapshot.nodes[row].used_portions(groups)]
+        return [1.0 - used for used in super().gpu_order(task, row, groups)]
