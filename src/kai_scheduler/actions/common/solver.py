@@ -24,7 +24,7 @@ import enum
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from kai_scheduler.actions.common import allocation, scenario
+from kai_scheduler.actions.common import allocation, gpu_sharing, scenario
 from kai_scheduler.actions.common.budget import JobBudget
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
 from kai_scheduler.actions.common.victims import Batch, VictimQueue
@@ -260,10 +260,13 @@ class _JobSolver:
     # --- nodes ---------------------------------------------------------------------------------------------
 
     def _feasible_nodes(self) -> points.Mask:
-        """GPU jobs: only nodes with idle or releasing GPUs (victims' nodes join as they are chosen)."""
+        """GPU jobs: only nodes with idle or releasing GPUs or unused room on a shared GPU (victims' nodes join
+        as they are chosen)."""
         arrays = self.ssn.snapshot.arrays
         if self.tasks and all(t.request[GPU] > 0 or t.gpu.is_shared for t in self.tasks):
             mask: points.Mask = arrays.schedulable & (arrays.free[:, GPU] > _EPS)
+            for row in gpu_sharing.shared_room(self.ssn):
+                mask[row] = True
             return mask
         return self.ssn.all_nodes()
 
