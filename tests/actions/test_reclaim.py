@@ -229,6 +229,14 @@ def test_the_reclaimer_claims_its_node_until_it_binds_there() -> None:
     assert result.evictions == 0
 
 
+def test_without_pipelined_claims_no_node_is_nominated() -> None:
+    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim", "flags": {"pipelined-claims": False}})
+    result = cluster.cycle()
+    assert result.evictions == 4
+    assert all(cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") is None
+               for i in range(4))
+
+
 def test_a_claim_that_lapsed_is_cleared() -> None:
     """A pod that names a node from an earlier pipeline but fits nowhere now loses the nomination."""
     objects = [b.node("n1", gpus=2), v.queue("team-a", gpu_quota=4), *v.job("big", queue="team-a", pods=4)]

@@ -48,6 +48,8 @@ _FLAG_HELP = {
     "allow_consolidating_reclaim": "let reclaim move pods instead of evicting them",
     "reclaim_protects_deserved": "reclaim passes over a victim that would take its queue below its deserved "
                                  "quota (not KAI's rule; off by default)",
+    "pipelined_claims": "a pipelined pod claims its node (nominatedNodeName) and allocate serves claimed jobs "
+                        "first (not KAI's; false: KAI's order)",
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
     "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
 }
