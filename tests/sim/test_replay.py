@@ -136,3 +136,24 @@ def test_knavigator_burst_reaches_the_optimum_makespan_within_ten_percent() -> N
     assert result.summary.completed == 53
     assert result.summary.makespan <= 270 * 1.10
     assert result.summary.allocation_ratio >= 0.9
+
+
+def test_a_releasing_pod_holds_its_gpus_until_its_termination_ends() -> None:
+    """`terminatesAfter: 5m`: the pod frees its 4 GPUs 5 minutes in, and the job waiting for them runs then."""
+    result = simulate(scenario("""
+        - {name: leaving, queue: a, deleted: true,
+           tasks: [{status: Releasing, node: n-0, gpus: 4, terminatesAfter: 5m}]}
+        - {name: train, queue: a, duration: 60s, replicas: 1, template: {gpus: 4}}
+    """))
+    train = next(j for j in result.jobs if j.meta.name == "train")
+    assert (train.started, train.finished) == (300.0, 360.0)
+
+
+def test_a_pod_that_never_terminates_keeps_its_gpus() -> None:
+    """`terminatesAfter: never`: stuck terminating; the job that needs its GPUs is never scheduled."""
+    result = simulate(scenario("""
+        - {name: stuck, queue: a, deleted: true,
+           tasks: [{status: Releasing, node: n-0, gpus: 4, terminatesAfter: never}]}
+        - {name: train, queue: a, duration: 60s, replicas: 1, template: {gpus: 4}}
+    """), until=3600.0)
+    assert "default/train" in result.summary.never_scheduled
