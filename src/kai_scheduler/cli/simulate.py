@@ -97,10 +97,20 @@ def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, dict
     if args.compare:
         if args.config:
             raise ValueError("--compare replaces --config: give one or the other")
-        return [(Path(path).stem, _read_config(path)) for path in args.compare]
+        return list(zip(_compare_labels(args.compare), (_read_config(path) for path in args.compare), strict=True))
     if args.config:
         return [("", _read_config(args.config))]
     return [("", loaded.config)]
+
+
+def _compare_labels(paths: list[str]) -> list[str]:
+    """The files' stems; their paths when the stems clash; `A`/`B` after them when the paths do too."""
+    stems = [Path(path).stem for path in paths]
+    if len(set(stems)) == len(stems):
+        return stems
+    if len(set(paths)) == len(paths):
+        return list(paths)
+    return [f"{stem} ({letter})" for stem, letter in zip(stems, "AB", strict=False)]
 
 
 def _print_table(runs: list[replay.Run]) -> None:
