@@ -3,9 +3,9 @@
 The series are step functions: a row holds from its `time` until the next row. Cluster figures are kept
 from the pods themselves (a pod counts from the moment it runs until it is gone, Releasing included); the
 scheduler's own view (fair share and deserved per queue, the fragmentation reading) is taken at each cycle
-and holds until the next; the replay skips cycles while nothing is pending, so in such a stretch a fair
-share can stay above what the queue still asks for (one last cycle at the end refreshes it). GPUs are
-devices; a shared pod counts its portion (devices × fraction).
+and holds until the next; the replay runs a cycle on the first tick after every change of demand (an
+arrival, a job's end, a pod gone), so these are the figures a scheduler cycling every period would show.
+GPUs are devices; a shared pod counts its portion (devices × fraction).
 
 - allocation ratio: allocated GPUs / GPUs of schedulable nodes; time-weighted mean over [0, end];
 - idle_unusable_gpus: see `occupancy.Fragmentation`;

@@ -7,13 +7,16 @@ One loop pops events (`engine`) and gives them their meaning:
   scheduler runs once; the binder binds what it placed; the kubelet starts bound pods. When the cycle changed
   something and work is still pending, the next cycle is one period later.
 - FINISH: `duration` after all a job's pods ran (the run it belongs to: an interrupted run never finishes),
-  its pods succeed and go.
-- TERMINATE: an evicted pod's grace period is over: the kubelet removes it and its owner recreates it Pending.
+  its pods succeed and go; a cycle is asked for.
+- TERMINATE: an evicted pod's grace period is over: the kubelet removes it and its owner recreates it Pending;
+  a cycle is asked for.
 - WAKE: a time-based rule (queue min runtime, staleness grace) may now let the scheduler act.
 
 Cycles run on the grid of `--schedule-period` (KAI's default: 1 s), but only when something happened that a
-cycle could act on: an arrival, or freed resources while work is pending. So an idle hour costs nothing, and
-the replay stops when nothing is due: work that can never fit is left pending and reported, never looped on.
+cycle could act on or that changes the queues' demand: an arrival, a job's end, a pod gone. A cycle in which
+nothing changed decides nothing and leaves the fair shares as they were, so skipping it changes no figure
+(`Options.every_period` runs them all, to check exactly that); an idle hour costs nothing, and the replay
+stops when nothing is due: work that can never fit is left pending and reported, never looped on.
 
 What happens to pods is read back from the store's watch, as a kubelet and a controller would, so evictions
 by any action, binds and deletions all take the same path.
@@ -54,6 +57,7 @@ class Options:
     until: float | None = None               # stop at this virtual second
     occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half and three quarters of the run
     timeline: bool = False                   # keep `Replay.timeline`: (time, what, key) per happening
+    every_period: bool = False               # a cycle every period while any event is due (no skipping)
 
 
 @dataclass(slots=True)
@@ -176,7 +180,7 @@ class Replay:
                 self._log("finish", job.key)
                 self.workload.finish(job, self.engine.now)
                 self._observe()
-                self._ask_cycle_if_pending()
+                self._ask_cycle()       # the queue's demand dropped: its fair share goes to the others
         elif event.kind is Kind.TERMINATE:
             self._terminate(event.key)
         elif event.kind is Kind.WAKE:
@@ -199,7 +203,9 @@ class Replay:
         self._observe()
         self.cycles += 1
         self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
-        if result.binds and self._starts > started:     # progress: binds that failed do not spin the clock
+        if self.options.every_period and self.engine:
+            self._ask_cycle()
+        elif result.binds and self._starts > started:   # progress: binds that failed do not spin the clock
             self._ask_cycle_if_pending()
         self._sample()
 
@@ -213,7 +219,7 @@ class Replay:
             return
         self.store.finish_deletion(namespace, name)
         self._observe()
-        self._ask_cycle_if_pending()
+        self._ask_cycle()
 
     def _ask_cycle_if_pending(self) -> None:
         if self.workload.pending > 0:
