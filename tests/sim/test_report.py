@@ -45,7 +45,7 @@ def test_cli_json_output_has_the_issue_keys(tmp_path: Path, capsys: pytest.Captu
     assert main(["simulate", str(scenario_file), "-o", "json", "--no-progress", "--out", str(tmp_path / "r")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == JSON_KEYS
-    assert set(out["jobs"]) == {"submitted", "completed", "never_scheduled"}
+    assert set(out["jobs"]) == {"submitted", "completed", "unfinished", "never_scheduled"}
     assert set(out["wait_seconds"]) == {"p50", "p90", "p99"}
     assert set(out["queues"]["a"]) == {"wait_seconds", "allocated_gpus", "fair_share_gpus"}
     assert (tmp_path / "r" / "report.html").is_file()

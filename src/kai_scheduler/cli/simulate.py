@@ -37,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--nodes", metavar="NODES_CSV", help="Alibaba openb node list (with --trace)")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply trace arrivals and run times")
     p.add_argument("--sample", type=float, default=None,
-                   help="replay this many trace tasks (below 1: this fraction), drawn with --seed")
+                   help="replay this many trace tasks (below 1: this fraction) that arrived in a row, from a "
+                        "start drawn with --seed")
     p.add_argument("--schedule-period", type=_seconds, default=None,
                    help="virtual time between cycles (default: the configuration's, 1s)")
     p.add_argument("--until", type=_seconds, default=None, help="stop at this virtual time (e.g. 2h)")
@@ -84,7 +85,8 @@ def _load(args: argparse.Namespace) -> Scenario:
             raise ValueError("give a scenario FILE or --trace, not both")
         if not args.nodes:
             raise ValueError("--trace needs --nodes (the node list CSV)")
-        return trace.load(args.trace, args.nodes, time_scale=args.time_scale, sample=args.sample, seed=args.seed)
+        return trace.load(args.trace, args.nodes, time_scale=args.time_scale, sample=args.sample, seed=args.seed,
+                          note=lambda line: print(f"trace: {line}", file=sys.stderr))
     if not args.file:
         raise ValueError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
     if args.nodes or args.sample is not None or args.time_scale != 1.0:
@@ -145,6 +147,8 @@ def _print_table(runs: list[replay.Run]) -> None:
         if never:
             shown = ", ".join(never[:5]) + (f" and {len(never) - 5} more" if len(never) > 5 else "")
             console.print(f"[red]{label}: {len(never)} job(s) never scheduled[/red]: {shown}", highlight=False)
+        if unfinished := report.unfinished_line(r):
+            console.print(f"{label}: {unfinished}" if len(runs) > 1 else unfinished, highlight=False)
 
 
 def _s(value: float | None) -> str:

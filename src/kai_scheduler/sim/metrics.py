@@ -12,7 +12,11 @@ GPUs are devices; a shared pod counts its portion (devices × fraction).
 - fairness: Jain's index (Σx)² / (n·Σx²) over the leaf queues with a fair share > 0, x = allocated / fair
   share (1 = every queue has the same fraction of its fair share); undefined (NaN) when no queue has one;
 - wait: first instant all the job's pods ran − submission; completion: finish − submission; gang wait: the
-  wait of jobs whose minimum is more than one pod; makespan: the last completion (0 when none completed).
+  wait of jobs whose minimum is more than one pod; makespan: the last completion (0 when none completed);
+- jobs at the end: a replay that ran until nothing was due leaves pending only work nothing could make fit:
+  a job that never ran is `never_scheduled`; any other job still pending or running then (one without a
+  duration, one interrupted that cannot start again) is `unfinished`. A replay stopped at `--until` cannot
+  tell: every job still pending or running is `unfinished` (running, or waiting), none `never_scheduled`.
 
 Wall-clock cycle times are kept apart from the series, so two runs of one seed have identical series.
 """
@@ -40,6 +44,7 @@ CLUSTER_COLUMNS = ("allocated_gpus", "allocation_ratio", "idle_unusable_gpus", "
 QUEUE_COLUMNS = ("allocated", "fair_share", "deserved")
 PEAK_STEP = 0.02          # re-capture the peak-occupancy map only when allocation beats it by 2 % and a GPU
 MAX_MAPS = 16
+RUNNING, WAITING = "running", "waiting"     # an unfinished job at the end
 
 
 @dataclass(slots=True)
@@ -257,6 +262,8 @@ class Summary:
     submitted: int
     completed: int
     never_scheduled: list[str]
+    unfinished: dict[str, str]          # job key → "running" or "waiting" at the end
+    stopped_at: float | None            # `--until`, when the replay stopped there with work left
     lost: int
     wait: list[float]
     completion: list[float]
@@ -277,7 +284,7 @@ class Summary:
             "makespan_seconds": round(self.makespan, 3),
             "gpu_allocation_ratio": round(self.allocation_ratio, 6),
             "jobs": {"submitted": self.submitted, "completed": self.completed,
-                     "never_scheduled": len(self.never_scheduled)},
+                     "unfinished": len(self.unfinished), "never_scheduled": len(self.never_scheduled)},
             "wait_seconds": percentiles(self.wait),
             "evictions": dict(sorted(self.evictions.items())),
             "queues": {name: {"wait_seconds": q["wait_seconds"], "allocated_gpus": q["allocated_gpus"],
@@ -289,7 +296,10 @@ class Summary:
         return {
             **self.to_json(),
             "end_seconds": round(self.end, 3),
+            "stopped_at_seconds": self.stopped_at,
             "never_scheduled_jobs": {key: self.reasons.get(key, "") for key in self.never_scheduled},
+            "unfinished_jobs": {key: state + (f": {self.reasons[key]}" if state == WAITING and key in self.reasons
+                                              else "") for key, state in self.unfinished.items()},
             "lost_jobs": self.lost,
             "interruptions": self.interruptions,
             "completion_seconds": percentiles(self.completion),
@@ -305,9 +315,14 @@ class Summary:
         }
 
 
-def summarize(recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_seconds: float) -> Summary:
-    """The summary of a replay that stopped at virtual `end`."""
+def summarize(recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_seconds: float,
+              stopped_at: float | None = None) -> Summary:
+    """The summary of a replay that ended at virtual `end`; `stopped_at`: `--until`, when it stopped there
+    with events still due (so pending work may yet have run)."""
     jobs = [j for j in jobs if j.submitted is not None]
+    live = [j for j in jobs if j.is_live]
+    never = [] if stopped_at is not None else [j for j in live if j.started is None]
+    unfinished = {j.key: RUNNING if j.phase is Phase.RUNNING else WAITING for j in live if j not in never}
     done = [j for j in jobs if j.phase is Phase.DONE and j.finished is not None]
     started = [j for j in jobs if j.started is not None]
     wait = [_wait(j) for j in started]
@@ -329,7 +344,9 @@ def summarize(recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_secon
         allocation_ratio=time_weighted_mean(s.time, s.cluster["allocation_ratio"], end),
         submitted=len(jobs),
         completed=len(done),
-        never_scheduled=sorted(j.key for j in jobs if j.started is None),
+        never_scheduled=sorted(j.key for j in never),
+        unfinished=dict(sorted(unfinished.items())),
+        stopped_at=stopped_at,
         lost=sum(1 for j in jobs if j.phase is Phase.LOST),
         wait=wait,
         completion=[_completion(j) for j in done],

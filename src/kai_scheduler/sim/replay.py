@@ -124,13 +124,13 @@ class Replay:
         for job in self.workload.jobs.values():
             self.engine.at(job.meta.submit_at, Kind.ARRIVAL, job.key)
         self._observe()        # pods of the cluster itself (no job), there from the start
-        while self._drain(progress) and self.cycles and self._last_cycle != self.engine.now:
+        while (drained := self._drain(progress)) and self.cycles and self._last_cycle != self.engine.now:
             self._cycle()
             if not self.engine:
                 break
         end = self.engine.now
         summary = metrics.summarize(self.recorder, self.workload.jobs.values(), end,
-                                    wall_seconds=time.perf_counter() - started)
+                                    wall_seconds=time.perf_counter() - started, stopped_at=None if drained else end)
         return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(end),
                    self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()))
 

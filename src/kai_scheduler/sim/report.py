@@ -79,6 +79,7 @@ def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
              "<h2>Queues</h2>", _queue_table(runs, labels)]
     parts += _evictions(runs, labels)
     parts += _never_scheduled(runs, labels)
+    parts += _unfinished(runs, labels)
     parts += [_figure("allocation", "Cluster allocation over time", plots.allocation(runs),
                       "GPU allocation ratio; below: pending jobs and idle GPUs no pending task can use")]
     parts.append("<h2 id=queue-shares>Per-queue share vs fair share</h2><div class=pair>")
@@ -136,6 +137,7 @@ def summary_rows(run: Run) -> list[tuple[str, str]]:
         ("fairness, Jain (mean)", _fmt(d["fairness_mean"])),
         ("jobs submitted / completed", f"{jobs['submitted']} / {jobs['completed']}"),
         ("jobs never scheduled", str(jobs["never_scheduled"])),
+        ("jobs unfinished at the end", str(jobs["unfinished"])),
         ("wait p50 / p90 / p99", " / ".join(_fmt(wait[k], " s") for k in ("p50", "p90", "p99"))),
         ("completion p50 / p90 / p99", " / ".join(_fmt(done[k], " s") for k in ("p50", "p90", "p99"))),
         ("gang wait p50 / p90 / p99", " / ".join(_fmt(gang[k], " s") for k in ("p50", "p90", "p99"))),
@@ -179,6 +181,24 @@ def _evictions(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
         return []
     rows = [[_e(a), *(str(r.summary.evictions.get(a, 0)) for r in runs)] for a in actions]
     return ["<h2>Evictions by action</h2>", _table(["action", *labels], rows)]
+
+
+def unfinished_line(run: Run) -> str:
+    """What was left when the replay ended, in words ("" when nothing was)."""
+    states = list(run.summary.unfinished.values())
+    if not states:
+        return ""
+    running = states.count("running")
+    counts = f"{running} running, {len(states) - running} waiting"
+    if run.summary.stopped_at is not None:
+        return (f"{len(states)} job(s) unfinished when the replay stopped at {_fmt(run.summary.stopped_at, ' s')} "
+                f"({counts}): a longer --until lets them run")
+    return f"{len(states)} job(s) unfinished at the end ({counts}): no duration, or interrupted for good"
+
+
+def _unfinished(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
+    lines = [(label, unfinished_line(run)) for label, run in zip(labels, runs, strict=True)]
+    return [f"<p class=note>{_e(label)}: {_e(line)}</p>" for label, line in lines if line]
 
 
 def _never_scheduled(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
