@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from kai_scheduler.api.duration import format_span
 from kai_scheduler.scenario import Scenario
 from kai_scheduler.scenario import build as scenario_build
 from kai_scheduler.scenario.entry import Where
@@ -113,19 +114,6 @@ def _peak_gpus(tasks: list[Task]) -> float:
 
 def _gpus(task: Task) -> float:
     return task.num_gpu * (task.gpu_milli / 1000 if task.gpu_milli < 1000 else 1.0)
-
-
-def format_span(seconds: float) -> str:
-    """A span as days and hours, hours and minutes, or minutes and seconds: `37d02h`, `3h06m`, `4m10s`."""
-    whole = round(seconds)
-    days, rest = divmod(whole, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours:02d}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def read_nodes(path: str | Path) -> list[dict[str, Any]]:
