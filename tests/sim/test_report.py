@@ -64,7 +64,7 @@ def test_cli_compare_puts_two_configurations_side_by_side(tmp_path: Path,
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"spread", "binpack"} and all(set(v) == JSON_KEYS for v in out.values())
     text = (tmp_path / "cmp" / "report.html").read_text()
-    assert "queue shares: spread" in text and "queue shares: binpack" in text
+    assert "Per-queue share vs fair share: spread" in text and "Per-queue share vs fair share: binpack" in text
     assert (tmp_path / "cmp" / "series-spread.csv").is_file()
 
 

@@ -50,7 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--out", default=None, help=f"directory for the report and series (default {DEFAULT_OUT}/<name>)")
     p.add_argument("--no-report", action="store_true", help="write no files; print the summary only")
     p.add_argument("--occupancy-at", type=_instants, default=None,
-                   help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the run)")
+                   help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
+                        "horizon: --until, or when the last job would end if none waited; and peak allocation)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
     p.set_defaults(run=run)
 
@@ -63,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     for label, raw in configs:
         simulation = replay.Replay(loaded, load_config(raw), options, label=label)
-        horizon = args.until or max((j.submit_at + (j.duration or 0.0) for j in loaded.jobs), default=0.0)
-        with progress.Bar(label or loaded.name, horizon, enabled=not args.no_progress) as bar:
+        with progress.Bar(label or loaded.name, simulation.horizon, enabled=not args.no_progress) as bar:
             runs.append(simulation.run(bar))
     if args.output == "json":
         out: Any = runs[0].summary.to_json() if len(runs) == 1 else {

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,8 +42,7 @@ GPU_AXIS = QUEUE_NAMES.index("gpu")
 CLUSTER_COLUMNS = ("allocated_gpus", "allocation_ratio", "idle_unusable_gpus", "pending_jobs", "running_jobs",
                    "fairness")
 QUEUE_COLUMNS = ("allocated", "fair_share", "deserved")
-PEAK_STEP = 0.02          # re-capture the peak-occupancy map only when allocation beats it by 2 % and a GPU
-MAX_MAPS = 16
+PEAK = "peak"
 RUNNING, WAITING = "running", "waiting"     # an unfinished job at the end
 
 
@@ -72,9 +71,8 @@ class Series:
 class Recorder:
     """Fed by the replay (pods on and off, cycles, samples); reads nothing itself."""
 
-    def __init__(self, total_gpus: float, parents: dict[str, str], occupancy_at: Sequence[float] | None) -> None:
-        """`parents`: every queue → its parent ("" for a top queue); a parent's allocation is its subtree's.
-        `occupancy_at`: instants for the node × GPU maps; None: a quarter, half and three quarters of the run."""
+    def __init__(self, total_gpus: float, parents: dict[str, str]) -> None:
+        """`parents`: every queue → its parent ("" for a top queue); a parent's allocation is its subtree's."""
         self.total_gpus = total_gpus
         self.parents = dict(sorted(parents.items()))
         queues = list(self.parents)
@@ -91,9 +89,6 @@ class Recorder:
         self.action_seconds: Counter[str] = Counter()
         self.reasons: dict[str, str] = {}                  # job key → the last reason it did not fit
         self.maps: list[OccupancyMap] = []
-        self._map_at = sorted(occupancy_at) if occupancy_at is not None else None
-        self._capture_every = 1.0
-        self._next_capture = 0.0
         self._peak: OccupancyMap | None = None
         self._peak_allocated = 0.0
         self._fragmentation = Fragmentation()
@@ -136,18 +131,10 @@ class Recorder:
         self._capture(now, result)
 
     def _capture(self, now: float, result: CycleResult) -> None:
-        """Node × GPU maps when no instants were asked: a thinning reservoir (at most MAX_MAPS, the spacing
-        doubling when full) from which `occupancy_maps` picks the quartiles of the run. And at peak."""
-        if self._map_at is None and now >= self._next_capture - 1e-9:
-            self.maps.append(occupancy(result.snapshot, now))
-            self._next_capture = now + self._capture_every
-            if len(self.maps) > MAX_MAPS:
-                self.maps = self.maps[::2]
-                self._capture_every *= 2
-        if self.allocated > 0 and (self._peak is None
-                                   or self.allocated > self._peak_allocated * (1 + PEAK_STEP) + 1.0):
+        """The node × GPU map at peak allocation: the first cycle that reached it."""
+        if self.allocated > 0 and (self._peak is None or self.allocated > self._peak_allocated + 1e-9):
             self._peak_allocated = self.allocated
-            self._peak = occupancy(result.snapshot, now)
+            self._peak = occupancy(result.snapshot, now, PEAK)
 
     def sample(self, now: float, pending_jobs: int, running_jobs: int) -> None:
         """Record the state at `now` (replacing a row of the same instant; skipping an unchanged one)."""
@@ -206,23 +193,17 @@ class Recorder:
                                 ("deserved", self.deserved))
         )
 
-    def add_map(self, snap: Snapshot, at: float) -> None:
-        """The map at an asked instant (the replay hands the cluster as it was then)."""
-        self.maps.append(occupancy(snap, at))
+    def add_map(self, snap: Snapshot, at: float, what: str = "") -> None:
+        """The map at an instant (the replay hands the cluster as it was then); `what` says why that one."""
+        self.maps.append(occupancy(snap, at, what))
 
-    def occupancy_maps(self, end: float) -> list[OccupancyMap]:
-        """The maps at the asked instants (or nearest the quartiles of [0, end]) and at peak, by time."""
-        maps = list(self.maps)
-        if self._map_at is None and maps:
-            maps = [_nearest(maps, at) for at in (0.25 * end, 0.5 * end, 0.75 * end)]
-        if self._peak is not None:
-            maps.append(self._peak)
-        unique = {m.time: m for m in maps}
+    def occupancy_maps(self) -> list[OccupancyMap]:
+        """The maps taken and the one at peak allocation, by time (one map per instant, its reasons joined)."""
+        unique: dict[float, OccupancyMap] = {}
+        for m in [*self.maps, *([self._peak] if self._peak is not None else [])]:
+            seen = unique.get(m.time)
+            unique[m.time] = m if seen is None else replace(seen, what=f"{seen.what}; {m.what}".strip("; "))
         return [unique[t] for t in sorted(unique)]
-
-
-def _nearest(maps: list[OccupancyMap], at: float) -> OccupancyMap:
-    return min(maps, key=lambda m: abs(m.time - at))
 
 
 def _eq(a: float, b: float) -> bool:

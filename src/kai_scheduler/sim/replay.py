@@ -49,13 +49,14 @@ from kai_scheduler.store.interface import JSON, Gone, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
 HISTORY_SIZE = 512         # watch events the store keeps: a quiet informer walks at most this far back
+QUARTERS = ((0.25, "1/4"), (0.5, "1/2"), (0.75, "3/4"))
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
     schedule_period: float | None = None     # None: the configuration's flag
     until: float | None = None               # stop at this virtual second
-    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half and three quarters of the run
+    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half, three quarters of the horizon
     timeline: bool = False                   # keep `Replay.timeline`: (time, what, key) per happening
     every_period: bool = False               # a cycle every period while any event is due (no skipping)
 
@@ -72,6 +73,7 @@ class Run:
     total_gpus: float
     parents: dict[str, str] = field(default_factory=dict)     # queue → parent ("" for a top queue)
     jobs: list[workload.Job] = field(default_factory=list)
+    horizon: float = 0.0        # `--until`, or when the last job would end if nothing waited
 
 
 Progress = Callable[["Replay"], None]
@@ -104,7 +106,12 @@ class Replay:
         total = sum(n.allocatable.get(constants.RESOURCE_GPU, 0.0) for n in nodes if n.ready and not n.unschedulable)
         queues = [Queue.from_dict(o) for o in cluster if o.get("kind") == "Queue"]
         self.queue_runtimes = _min_runtimes(queues)
-        self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues}, options.occupancy_at)
+        self.horizon = options.until if options.until is not None else max(
+            (j.submit_at + (j.duration or 0.0) for j in scenario.jobs), default=0.0)
+        instants = options.occupancy_at
+        marks = [(t, "asked") for t in instants] if instants is not None else [
+            (share * self.horizon, f"{name} of horizon") for share, name in QUARTERS]
+        self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues})
         _, self._rv = self.store.list("pods")
         self._running: set[str] = set()
         self._terminating: set[str] = set()
@@ -112,7 +119,7 @@ class Replay:
         self._last_cycle: float | None = None
         self.cycles = 0
         self._starts = 0
-        self._map_at = sorted(options.occupancy_at or ())
+        self._map_at = sorted(marks)
         self.timeline: list[tuple[float, str, str]] = []
 
     # --- the loop ---
@@ -131,8 +138,8 @@ class Replay:
         end = self.engine.now
         summary = metrics.summarize(self.recorder, self.workload.jobs.values(), end,
                                     wall_seconds=time.perf_counter() - started, stopped_at=None if drained else end)
-        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(end),
-                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()))
+        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(),
+                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()), self.horizon)
 
     def _drain(self, progress: Progress | None) -> bool:
         """Handle events until none is left (True) or the next is past `until` (False)."""
@@ -155,8 +162,8 @@ class Replay:
     def _maps_before(self, time: float, *, inclusive: bool = False) -> None:
         """Take the asked node × GPU maps due before `time`: the cluster does not change between events,
         so the state now is the state at those instants."""
-        while self._map_at and (self._map_at[0] < time or (inclusive and self._map_at[0] <= time)):
-            self.recorder.add_map(self.scheduler.snapshot(), self._map_at.pop(0))
+        while self._map_at and (self._map_at[0][0] < time or (inclusive and self._map_at[0][0] <= time)):
+            self.recorder.add_map(self.scheduler.snapshot(), *self._map_at.pop(0))
 
     def _log(self, what: str, key: str = "") -> None:
         if self.options.timeline:
