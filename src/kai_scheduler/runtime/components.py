@@ -20,7 +20,8 @@ from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework import config as configs
 from kai_scheduler.podgrouper import context as grouping
 from kai_scheduler.podgrouper.grouper import PodGrouper
-from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, SchedulerOptions, read_scheduler_conf
+from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, SchedulerOptions
+from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.store.interface import ClusterStore
@@ -38,8 +39,14 @@ class Component:
 
 def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
     """The file's configuration (KAI's defaults when none) with the command line's flags over its own."""
-    raw = read_scheduler_conf(options.scheduler_conf) if options.scheduler_conf else None
-    config = load_config(raw)
+    if not options.scheduler_conf:
+        config = load_config(None)
+    else:
+        try:
+            source = config_file.read(options.scheduler_conf)
+        except ValueError as err:
+            raise ValueError(f"--scheduler-conf {err}") from None
+        config = config_file.load(source)
     return dataclasses.replace(config, flags=dataclasses.replace(config.flags, **options.flags))
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.sim import plots
 from kai_scheduler.sim.replay import Run
 
@@ -130,20 +131,20 @@ def summary_rows(run: Run) -> list[tuple[str, str]]:
     jobs, wait, done, gang = d["jobs"], d["wait_seconds"], d["completion_seconds"], d["gang_wait_seconds"]
     cycle = d["cycle_seconds"]
     return [
-        ("makespan", _fmt(d["makespan_seconds"], " s")),
+        ("makespan", describe_duration(d["makespan_seconds"])),
         ("GPU allocation (time-weighted)", _fmt(100 * d["gpu_allocation_ratio"], " %")),
         ("idle GPUs no pending task fits (mean)", _fmt(d["idle_unusable_gpus_mean"])),
         ("fairness, Jain (mean)", _fmt(d["fairness_mean"])),
         ("jobs submitted / completed", f"{jobs['submitted']} / {jobs['completed']}"),
         ("jobs never scheduled", str(jobs["never_scheduled"])),
-        ("wait p50 / p90 / p99", " / ".join(_fmt(wait[k], " s") for k in ("p50", "p90", "p99"))),
-        ("completion p50 / p90 / p99", " / ".join(_fmt(done[k], " s") for k in ("p50", "p90", "p99"))),
-        ("gang wait p50 / p90 / p99", " / ".join(_fmt(gang[k], " s") for k in ("p50", "p90", "p99"))),
+        ("wait p50 / p90 / p99", " / ".join(describe_duration(wait[k]) for k in ("p50", "p90", "p99"))),
+        ("completion p50 / p90 / p99", " / ".join(describe_duration(done[k]) for k in ("p50", "p90", "p99"))),
+        ("gang wait p50 / p90 / p99", " / ".join(describe_duration(gang[k]) for k in ("p50", "p90", "p99"))),
         ("evictions", ", ".join(f"{k} {v}" for k, v in d["evictions"].items()) or "0"),
         ("interrupted runs", str(d["interruptions"])),
         ("scheduler cycles", str(d["cycles"])),
         ("cycle time mean / p99 / max", " / ".join(_fmt(1000 * cycle[k], " ms") for k in ("mean", "p99", "max"))),
-        ("replay wall time", _fmt(d["wall_seconds"], " s")),
+        ("replay wall time", describe_duration(d["wall_seconds"])),
     ]
 
 
@@ -167,7 +168,7 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
             deserved = q.get("deserved_gpus")
             row += [_fmt(q.get("allocated_gpus")), _fmt(q.get("fair_share_gpus")),
                     "unlimited" if deserved is not None and deserved < 0 else _fmt(deserved),
-                    " / ".join(_fmt(wait.get(k), " s") for k in ("p50", "p90", "p99"))]
+                    " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99"))]
         rows.append(row)
     note = "<p class=note>GPUs, time-weighted means over the replay.</p>"
     return _table(head, rows) + note
