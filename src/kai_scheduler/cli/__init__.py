@@ -11,7 +11,6 @@ import argparse
 import logging
 import os
 import sys
-from importlib import metadata
 
 from kai_scheduler.cli import admission, components, fakenodes, logs, manifests, schedule, simulate
 
@@ -20,17 +19,30 @@ EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a Unix tool's shell status is w
 
 
 def version() -> str:
+    from importlib import metadata     # only for --version: it costs a third of the parser's start-up
+
     try:
         return metadata.version(DIST)
     except metadata.PackageNotFoundError:      # running from a source tree that is not installed
         return "unknown"
 
 
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog} {version()}")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kai", description="KAI scheduling system for Kubernetes GPU clusters.",
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    p.add_argument("--version", action=_Version)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="log lines as text with key=value fields, or one JSON object a line (default text)")

@@ -13,14 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from kai_scheduler.admission import service as admission_service
 from kai_scheduler.api import constants
-from kai_scheduler.api.clock import SystemClock
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
 from kai_scheduler.framework.config import Flags
-from kai_scheduler.runtime import components as builders
 from kai_scheduler.runtime.leader import LeaderConfig
 from kai_scheduler.runtime.options import (
     BinderOptions,
@@ -29,7 +24,6 @@ from kai_scheduler.runtime.options import (
     SchedulerOptions,
     in_cluster_namespace,
 )
-from kai_scheduler.runtime.process import Process, connect, stop_on_signals
 
 Parser = argparse.ArgumentParser
 
@@ -156,6 +150,13 @@ def _run_period(p: Parser) -> None:
 
 def _runner(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        from prometheus_client import CollectorRegistry
+
+        from kai_scheduler.admission import service as admission_service
+        from kai_scheduler.api.clock import SystemClock
+        from kai_scheduler.runtime import components as builders
+        from kai_scheduler.runtime.process import Process, connect, stop_on_signals
+
         names = builders.NAMES if name == "run" else (name,)
         process_options = _process_options(args)
         registry = CollectorRegistry()

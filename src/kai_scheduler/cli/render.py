@@ -25,9 +25,17 @@ _RESOURCES = (("gpu", "GPU"), ("cpu", "CPU"), ("memory", "memory"))
 _INDENT = 4
 
 
+class PipeConsole(Console):
+    """A Console that leaves a broken pipe to the command (one exit status for every output form)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def console() -> Console:
     """Standard output; 80 columns when it is not a terminal (rich's default), without colour codes there."""
-    return Console(highlight=False)
+    return PipeConsole(highlight=False)
 
 
 def as_json(outcome: Outcome) -> str:

@@ -113,12 +113,12 @@ def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, Conf
 
 
 def _print_table(runs: list[replay.Run]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from kai_scheduler.cli import render
     from kai_scheduler.sim import report
 
-    console = Console(highlight=False)
+    console = render.console()
     compare = len(runs) > 1
     labels = [report.label_of(r, i) for i, r in enumerate(runs)]
     table = Table(title=f"kai simulate: {runs[0].name}", title_justify="left", show_header=compare)
