@@ -61,12 +61,12 @@ class Names:
 def as_tables(outcome: Outcome, out: Console) -> None:
     names = Names(outcome)
     out.print(f"[bold]{outcome.scenario}[/bold]")
-    out.print(_tasks(outcome, names))
-    out.print(_queues(outcome))
+    _titled(out, "Tasks", _tasks(outcome, names))
+    _titled(out, "Queues (GPU devices, CPU cores, memory GB; ∞ = unlimited)", _queues(outcome))
     if outcome.moves:
         _lines(out, _moves(outcome, names, out.width))
     if outcome.gpus:
-        out.print(_shared_gpus(outcome, names))
+        _titled(out, "Shared GPUs", _shared_gpus(outcome, names))
     if outcome.unplaced:
         _lines(out, _unplaced(outcome, names, out.width))
     for problem in outcome.problems:
@@ -76,13 +76,19 @@ def as_tables(outcome: Outcome, out: Console) -> None:
                   f"({c.seconds * 1000:.0f} ms)")
 
 
+def _titled(out: Console, title: str, table: Table) -> None:
+    """A table under its title; the title is a line of its own (a table's caption is padded to its width)."""
+    out.print(Text(title, style="italic"), soft_wrap=True)
+    out.print(table)
+
+
 def _lines(out: Console, lines: list[Text]) -> None:
     for line in lines:
         out.print(line, soft_wrap=True)
 
 
 def _tasks(outcome: Outcome, names: Names) -> Table:
-    table = Table(title="Tasks", title_justify="left")
+    table = Table()
     for column in ("task", "job", "queue", "before", "after", "node"):
         table.add_column(column, overflow="fold")
     for t in outcome.tasks:
@@ -93,7 +99,7 @@ def _tasks(outcome: Outcome, names: Names) -> Table:
 
 def _queues(outcome: Outcome) -> Table:
     """One row per queue and resource; GPUs in devices, CPU in cores, memory in GB."""
-    table = Table(title="Queues (GPU devices, CPU cores, memory GB; ∞ = unlimited)", title_justify="left")
+    table = Table()
     table.add_column("queue", overflow="fold")
     table.add_column("parent", overflow="fold")
     table.add_column("")
@@ -154,7 +160,7 @@ def _wrapped(text: str, indent: int, width: int) -> list[Text]:
 
 def _shared_gpus(outcome: Outcome, names: Names) -> Table:
     """Per node, each shared physical GPU (device index once reserved, else its group) and who shares it."""
-    table = Table(title="Shared GPUs", title_justify="left")
+    table = Table()
     for column in ("node", "gpu", "memory used", "shared by"):
         table.add_column(column, overflow="fold")
     for g in outcome.gpus:
