@@ -19,7 +19,7 @@ EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a Unix tool's shell status is w
 
 
 def version() -> str:
-    from importlib import metadata     # only for --version: it costs a third of the parser's start-up
+    from importlib import metadata  # only for --version: it costs a third of the parser's start-up
 
     try:
         return metadata.version(DIST)
