@@ -15,7 +15,7 @@ from typing import Any
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
-from kai_scheduler.framework.config import Flags
+from kai_scheduler.framework.config import FIXED_FLAGS, ConfigError, Flags, check_supported
 from kai_scheduler.runtime.leader import LeaderConfig
 from kai_scheduler.runtime.options import (
     BinderOptions,
@@ -108,6 +108,8 @@ def _scheduler_flags(p: Parser) -> None:
     for field in dataclasses.fields(Flags):
         flag, default = "--" + field.name.replace("_", "-"), getattr(Flags(), field.name)
         help_text = _FLAG_HELP.get(field.name, field.name.replace("_", " "))
+        if field.name in FIXED_FLAGS:
+            help_text += f"; only {str(default).lower()} is supported"
         if isinstance(default, bool):
             _bool(p, flag, default, help_text)
         elif isinstance(default, float):
@@ -224,6 +226,10 @@ def _scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
             flags[field.name] = _number(args, field.name, default, int)
         else:
             flags[field.name] = getattr(args, field.name)
+    try:
+        check_supported(dataclasses.replace(Flags(), **flags), spelling="--{}")
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
     return SchedulerOptions(scheduler_conf=args.scheduler_conf, flags=flags,
                             metrics_namespace=args.metrics_namespace or "kai")
 

@@ -93,6 +93,25 @@ class Flags:
     stuck_in_releasing_threshold: float = 120.0
 
 
+# Flags KAI has that this scheduler accepts only at their default (so a KAI ConfigMap or command line that
+# spells out the default works), with what it does instead.
+FIXED_FLAGS: dict[str, str] = {
+    "restrict_node_scheduling": "any node may be used; label-based CPU/GPU worker restriction is not implemented",
+    "detailed_fit_errors": "fit errors are always summarised per reason",
+    "full_hierarchy_fairness": "resources are always divided over the whole queue tree",
+}
+
+
+def check_supported(flags: Flags, spelling: str = "config flags.{}") -> None:
+    """A ConfigError for the first flag of FIXED_FLAGS set to other than its default, saying what applies."""
+    for name, instead in FIXED_FLAGS.items():
+        default = getattr(Flags(), name)
+        if getattr(flags, name) != default:
+            key = name.replace("_", "-")
+            raise ConfigError(f"{spelling.format(key)}: only {str(default).lower()} is supported ({instead})",
+                              ("flags", key))
+
+
 @dataclass(frozen=True, slots=True)
 class PluginConfig:
     name: str
@@ -232,7 +251,14 @@ def parse_flags(raw: Any, base: Flags | None = None) -> Flags:
             changes[name] = _flag_value(key, value, default)
         except ConfigError as err:
             raise err.at("flags", key) from None
-    return replace(flags, **changes)
+    out = replace(flags, **changes)
+    try:
+        check_supported(out)
+    except ConfigError as err:         # located at the key as written (dashes or underscores)
+        written = {str(k).replace("-", "_"): k for k in values}
+        name = str(err.path[-1]).replace("-", "_")
+        raise ConfigError(str(err), ("flags", written.get(name, err.path[-1]))) from None
+    return out
 
 
 def _flag_value(key: str, value: Any, default: Any) -> Any:

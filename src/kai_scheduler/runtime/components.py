@@ -47,7 +47,9 @@ def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
         except ValueError as err:
             raise ValueError(f"--scheduler-conf {err}") from None
         config = config_file.load(source)
-    return dataclasses.replace(config, flags=dataclasses.replace(config.flags, **options.flags))
+    flags = dataclasses.replace(config.flags, **options.flags)
+    configs.check_supported(flags, spelling="--{}")
+    return dataclasses.replace(config, flags=flags)
 
 
 def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry,
