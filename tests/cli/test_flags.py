@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kai_scheduler import cli
+from kai_scheduler.cli import components
 from kai_scheduler.framework.config import FIXED_FLAGS, Flags
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim import replay, sources
@@ -132,3 +133,12 @@ def test_every_other_flag_is_read_outside_the_configuration() -> None:
     unused = [f.name for f in dataclasses.fields(Flags)
               if f.name not in FIXED_FLAGS and not re.search(rf"flags\.{f.name}\b", code)]
     assert unused == []
+
+
+@pytest.mark.parametrize("command", ["run", "podgrouper", "controllers"])
+def test_the_podgrouper_component_takes_the_podgrouper_flags(command: str) -> None:
+    args = cli.parser().parse_args([command, "--queue-label-key", "runai/queue", "--nodepool-label-key", "pool",
+                                    "--scheduler-name", "other"])
+    options = components._grouper_options(args)
+    assert (options.queue_label_key, options.node_pool_label_key, options.scheduler_name) == (
+        "runai/queue", "pool", "other")

@@ -134,6 +134,8 @@ def _period(default: str) -> Callable[[Parser], None]:
 def _grouper_flags(p: Parser) -> None:
     _value(p, "--scheduler-name", constants.DEFAULT_SCHEDULER_NAME, "pods with this schedulerName are grouped")
     _value(p, "--queue-label-key", constants.DEFAULT_QUEUE_LABEL_KEY, "label key naming a workload's queue")
+    _value(p, "--nodepool-label-key", constants.DEFAULT_NODE_POOL_LABEL_KEY,
+           "label key of node pools (the queue of a `project` label is <project>-<pool>)")
 
 
 def _admission_flag(p: Parser) -> None:
@@ -249,6 +251,7 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         reconcile_period=_duration(args, "reconcile_period", defaults.reconcile_period),
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
         queue_label_key=args.queue_label_key or defaults.queue_label_key,
+        node_pool_label_key=args.nodepool_label_key or defaults.node_pool_label_key,
     )
 
 

@@ -78,7 +78,8 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
 
 def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
-    config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key)
+    config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key,
+                             node_pool_label_key=options.node_pool_label_key)
     return Component("podgrouper", "kai-podgrouper", options.reconcile_period, PodGrouper(store, config).reconcile)
 
 

@@ -58,3 +58,4 @@ class GrouperOptions:
     reconcile_period: float = 0.5
     scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
     queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
+    node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY
