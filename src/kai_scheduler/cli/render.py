@@ -66,7 +66,8 @@ def as_tables(outcome: Outcome, out: Console) -> None:
     if outcome.moves:
         _lines(out, _moves(outcome, names, out.width))
     if outcome.gpus:
-        _titled(out, "Shared GPUs", _shared_gpus(outcome, names))
+        _titled(out, "Shared GPUs (MiB per GPU as KAI counts them: the node's nvidia.com/gpu.memory label "
+                     "floored to a multiple of 100, so 40960 is 40900)", _shared_gpus(outcome, names))
     if outcome.unplaced:
         _lines(out, _unplaced(outcome, names, out.width))
     for problem in outcome.problems:
