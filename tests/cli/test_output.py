@@ -167,3 +167,14 @@ def test_simulate_summary_reads_as_a_person_would_write_it(capsys: pytest.Captur
 ])
 def test_durations_read_as_hours_and_minutes(seconds: float | None, text: str) -> None:
     assert describe_duration(seconds) == text
+
+
+def test_simulate_without_matplotlib_says_which_extra_to_install(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    code, _, err = _run(capsys, "simulate", _write(tmp_path, TWO_NAMESPACES), "--no-progress")
+    assert code == 2 and "kai-scheduler[sim]" in err and "--no-report" in err

@@ -8,6 +8,7 @@ progress bar and the report's path go to standard error.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from kai_scheduler.scheduler.config_file import load as load_config
     from kai_scheduler.sim import progress, replay, report
 
+    if not args.no_report and importlib.util.find_spec("matplotlib") is None:
+        raise ValueError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
     loaded = _load(args)
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until,

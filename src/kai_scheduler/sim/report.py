@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 
 from kai_scheduler.api.duration import describe_duration
-from kai_scheduler.sim import plots
 from kai_scheduler.sim.replay import Run
 
 PLOTS = ("allocation", "queue-shares", "wait-times", "occupancy", "fairness")
@@ -70,6 +69,8 @@ def _slug(text: str) -> str:
 
 def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
     """The report as one HTML document."""
+    from kai_scheduler.sim import plots       # matplotlib: the optional `sim` extra, loaded only for a report
+
     title = runs[0].name if runs else "simulation"
     parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
              f"<style>{_CSS}</style></head><body>",
