@@ -69,7 +69,7 @@ def _slug(text: str) -> str:
 
 def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
     """The report as one HTML document."""
-    from kai_scheduler.sim import plots       # matplotlib: the optional `sim` extra, loaded only for a report
+    from kai_scheduler.sim import plots  # matplotlib: the optional `sim` extra, loaded only for a report
 
     title = runs[0].name if runs else "simulation"
     parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
