@@ -178,3 +178,38 @@ def test_simulate_without_matplotlib_says_which_extra_to_install(capsys: pytest.
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     code, _, err = _run(capsys, "simulate", _write(tmp_path, TWO_NAMESPACES), "--no-progress")
     assert code == 2 and "kai-scheduler[sim]" in err and "--no-report" in err
+
+
+# --- progress ----------------------------------------------------------------------------------------------------
+
+
+def test_a_step_over_the_mark_says_what_it_does_and_how_long_it_took() -> None:
+    import io
+    import time
+
+    from kai_scheduler.cli import phases
+
+    out = io.StringIO()
+    with phases.step("loading big.yaml", after=0.05, out=out):
+        time.sleep(0.3)
+    first, second = out.getvalue().splitlines()
+    assert first == "kai: loading big.yaml …"
+    assert second.startswith("kai: loading big.yaml: ") and second.endswith(" s")
+    quiet = io.StringIO()
+    with phases.step("quick", after=5.0, out=quiet):
+        pass
+    assert quiet.getvalue() == ""
+
+
+def test_kai_schedule_reports_its_slow_steps_on_stderr(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from kai_scheduler.cli import phases
+
+    monkeypatch.setattr(phases, "NOTICE_AFTER", 0.0)       # every step counts as slow
+    code, out, err = _run(capsys, "schedule", _write(tmp_path, TWO_NAMESPACES), "-o", "json")
+    assert code == 0 and json.loads(out)["tasks"]
+    lines = err.splitlines()
+    for what in ("loading", "building the cluster", "cycle 1 of 1"):
+        assert any(line.startswith(f"kai: {what}") and line.endswith(" s") for line in lines), (what, lines)
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, TWO_NAMESPACES), "-o", "json", "--no-progress")
+    assert err == ""

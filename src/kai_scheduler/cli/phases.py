@@ -19,9 +19,12 @@ NOTICE_AFTER = 1.0
 
 
 @contextmanager
-def step(what: str, *, enabled: bool = True, after: float = NOTICE_AFTER, out: TextIO | None = None) -> Iterator[None]:
-    """Run the block; when it lasts over `after` seconds, print `kai: <what> …` then `kai: <what>: 3.2 s`."""
+def step(what: str, *, enabled: bool = True, after: float | None = None,
+         out: TextIO | None = None) -> Iterator[None]:
+    """Run the block; when it lasts over `after` seconds (default NOTICE_AFTER), print `kai: <what> …` when
+    it passes that mark, then `kai: <what>: 3.2 s`."""
     stream = out or sys.stderr
+    after = NOTICE_AFTER if after is None else after
     started = time.perf_counter()
     announced = threading.Event()
 
@@ -29,7 +32,9 @@ def step(what: str, *, enabled: bool = True, after: float = NOTICE_AFTER, out: T
         announced.set()
         _write(stream, f"kai: {what} …")
 
-    timer = threading.Timer(after, announce) if enabled else None
+    timer = threading.Timer(after, announce) if enabled and after > 0 else None
+    if enabled and after <= 0:
+        announce()
     if timer is not None:
         timer.daemon = True
         timer.start()
