@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/kai: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[sim]'
 	touch $(BIN)/kai
 
 $(VENV)/.dev: $(BIN)/kai

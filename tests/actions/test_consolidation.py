@@ -52,7 +52,7 @@ def test_kai_schedule_shows_the_move_from_one_node_to_the_other() -> None:
     assert report.to_json()["evictions"][0]["toNode"] == "n2"
     text = io.StringIO()
     render.as_tables(report, Console(file=text, width=200))
-    assert "│ ns/mover-0 │ n1   │ n2 │ consolidation │ ns/big" in text.getvalue()
+    assert "consolidation  mover-0  n1 → n2  for big" in text.getvalue()
     [mover] = [t for key, t in report.to_json()["tasks"].items() if key.endswith("mover-0")]
     assert (mover["status"], mover["node"], mover["moved"]) == ("Pipelined", "n2", "moved n1 → n2")
     assert "moved n1 → n2" in text.getvalue()

@@ -28,7 +28,7 @@ SCHEDULER = ["--scheduler-name", "--scheduler-conf", "--schedule-period", "--nod
              "--default-staleness-grace-period", "--stuck-in-releasing-threshold", "--metrics-namespace"]
 BINDER = ["--reconcile-period", "--max-concurrent-reconciles", "--resource-reservation-namespace"]
 KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
-GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key"]
+GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key", "--nodepool-label-key"]
 
 
 def help_text(command: str, capsys: pytest.CaptureFixture[str]) -> str:

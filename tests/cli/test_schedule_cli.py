@@ -158,7 +158,7 @@ def test_a_bad_manifest_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
 def test_a_good_manifest_schedules(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = _run(capsys, "schedule", _write(tmp_path, GOOD_MANIFEST, "manifest.yaml"), "-o", "json")
     assert code == 0, err
-    assert json.loads(out)["tasks"]["p"]["status"] == "Binding"
+    assert json.loads(out)["tasks"]["ns/p"]["status"] == "Binding"
 
 
 def test_zero_cycles_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -186,8 +186,8 @@ def test_a_failing_check_is_exit_1_with_one_line_per_mismatch(capsys: pytest.Cap
     code, _, err = _run(capsys, "schedule", path, "--check", "-o", "json")
     assert code == 1
     assert err.splitlines() == [
-        f"{path}: job j task j-0: expected status Pending, got Binding",
-        f"{path}: job j task j-1: expected status Pending, got Binding",
+        f"{path}: job default/j task j-0: expected status Pending, got Binding",
+        f"{path}: job default/j task j-1: expected status Pending, got Binding",
         f"{path}: cycle 1: 2 binds, expected at most 1",
     ]
 
@@ -213,8 +213,8 @@ def test_json_output_keys(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
                          "evictionCount", "pipelines", "problems"}
     assert data["scenario"] == "two pods on one node"
     assert data["tasks"] == {
-        "j-0": {"job": "j", "queue": "a", "before": "Pending", "status": "Binding", "node": "n"},
-        "j-1": {"job": "j", "queue": "a", "before": "Pending", "status": "Binding", "node": "n"},
+        f"default/j-{i}": {"name": f"j-{i}", "namespace": "default", "job": "default/j", "queue": "a",
+                           "before": "Pending", "status": "Binding", "node": "n"} for i in (0, 1)
     }
     queue = data["queues"]["a"]
     assert set(queue) >= {"parent", "deserved", "fairShare", "allocated", "requested", "limit"}
@@ -252,7 +252,7 @@ def test_unplaced_jobs_say_why_in_plain_words(capsys: pytest.CaptureFixture[str]
 def test_two_cycles_turn_binding_into_running(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = _json(capsys, _write(tmp_path, SCENARIO), "--cycles", "2")
     assert {name: (t["before"], t["status"], t["node"]) for name, t in data["tasks"].items()} == {
-        "j-0": ("Pending", "Running", "n"), "j-1": ("Pending", "Running", "n")}
+        "default/j-0": ("Pending", "Running", "n"), "default/j-1": ("Pending", "Running", "n")}
     assert [c["binds"] for c in data["cycles"]] == [2, 0]
 
 

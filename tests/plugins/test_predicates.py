@@ -19,6 +19,8 @@ from tests.plugins import builders as b
 from tests.plugins.builders import expr, node, pod, pod_term, term, toleration
 
 GPU_REASON = "insufficient nvidia.com/gpu"
+HALF_REASON = "insufficient GPU share (needs 0.5 of one GPU)"          # a fractional pod names what it lacks
+MEMORY_REASON = "insufficient GPU memory (needs 20000 MiB of one GPU)"
 TAINT_GPU = "node(s) had untolerated taint {gpu: true}"
 
 
@@ -68,18 +70,18 @@ GROUP = {"runai-gpu-group": "g1"}
     pytest.param([shared_node("n1")], [pod("p", fraction=0.5)], ["n1"], {},
                  id="fraction fits on a whole free GPU"),
     pytest.param([shared_node("n1")], [pod("r", gpus=1, node="n1"), pod("p", fraction=0.5)], [],
-                 {GPU_REASON: 1}, id="fraction does not fit when every GPU is used whole"),
+                 {HALF_REASON: 1}, id="fraction does not fit when every GPU is used whole"),
     pytest.param([shared_node("n1")],
                  [pod("r", fraction=0.5, node="n1", labels=GROUP), pod("p", fraction=0.5)], ["n1"], {},
                  id="fraction fits in a shared GPU group with room"),
     pytest.param([shared_node("n1")],
                  [pod("r", fraction=0.75, node="n1", labels=GROUP), pod("p", fraction=0.5)], [],
-                 {GPU_REASON: 1}, id="fraction does not fit in a full group"),
+                 {HALF_REASON: 1}, id="fraction does not fit in a full group"),
     pytest.param([node("n1", gpus=1), shared_node("n2")], [pod("p", gpu_memory=10000)], ["n2"],
                  {predicates.REASON_NO_GPU_MEMORY: 1}, id="gpu-memory needs the GPU memory label"),
     pytest.param([node("n1", gpus=1, gpu_memory=40000)],
                  [pod("r", gpu_memory=30000, node="n1", labels=GROUP), pod("p", gpu_memory=20000)], [],
-                 {GPU_REASON: 1}, id="gpu-memory does not fit beyond the GPU's memory"),
+                 {MEMORY_REASON: 1}, id="gpu-memory does not fit beyond the GPU's memory"),
 ])
 def test_shared_gpu_fit(nodes: list[Node], pods: list[Pod], want: list[str], removed: dict[str, int]) -> None:
     assert feasible(nodes, pods) == (want, removed)

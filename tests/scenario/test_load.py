@@ -409,8 +409,8 @@ def test_scenario_extras() -> None:
     assert s.now == NOW + 59 * 86400 + 12 * 3600
     assert s.jobs == [JobMeta("j", "ns", "team-a", 30.0, 90.0, "RayCluster", ("a", "b"))]
     assert s.expect is not None
-    assert s.expect.tasks == {"a": StatusExpectation("Binding", "gpu-a-1")}
-    assert s.expect.jobs == {"j": StatusExpectation("Pipelined", None)}
+    assert s.expect.tasks == {"ns/a": StatusExpectation("Binding", "gpu-a-1")}
+    assert s.expect.jobs == {"ns/j": StatusExpectation("Pipelined", None)}
     assert s.expect.nodes == {"gpu-a-0": {"idleGpus": 2.0, "releasingGpus": 1.0}}
     assert s.expect.queues == {
         "team-a": {"fairShare": {"gpu": 4.0}, "allocated": {"gpu": 3.0, "cpu": 8000.0}}

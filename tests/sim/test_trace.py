@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kai_scheduler.api.duration import format_span
+from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim import replay, trace
 
@@ -114,7 +114,7 @@ def test_the_note_says_what_was_replayed_and_how_loaded_the_cluster_is(tmp_path:
 @pytest.mark.parametrize("seconds, text", [(0, "0s"), (59.6, "1m00s"), (250, "4m10s"), (11190, "3h06m"),
                                            (37 * 86400 + 7300, "37d02h")])
 def test_spans_read_as_days_hours_minutes(seconds: float, text: str) -> None:
-    assert format_span(seconds) == text
+    assert describe_duration(seconds) == text
 
 
 @pytest.mark.parametrize("pods, message", [

@@ -17,13 +17,12 @@ created) is let through with a warning, so that label and annotation updates of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
+from kai_scheduler.admission.defaults import DEFAULT_RUNTIME_CLASS_NAME as DEFAULT_RUNTIME_CLASS_NAME
 from kai_scheduler.admission.review import JSON, Review, Verdict, allow, deny
 from kai_scheduler.api import Pod, constants
 from kai_scheduler.api.errors import ObjectError
-
-DEFAULT_RUNTIME_CLASS_NAME: Final = "nvidia"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,11 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
+from kai_scheduler.admission.defaults import DEFAULT_PORT as DEFAULT_PORT
 from kai_scheduler.admission.webhooks import Answer, Dispatcher
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PORT: Final = 9443
 MAX_BODY: Final = 16 * 1024 * 1024      # larger than any object etcd stores (1.5 MiB) with room to spare
 HANDSHAKE_TIMEOUT: Final = 10.0
 REQUEST_TIMEOUT: Final = 30.0

@@ -19,15 +19,17 @@ from typing import Final
 from prometheus_client import CollectorRegistry
 
 from kai_scheduler.admission import certs, pod, server, webhooks
+from kai_scheduler.admission.defaults import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_SECRET_NAME,
+    DEFAULT_SERVICE_NAME,
+    DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+)
 from kai_scheduler.api.clock import Clock, SystemClock
 from kai_scheduler.store.interface import ClusterStore
 
 log = logging.getLogger(__name__)
 
-DEFAULT_NAMESPACE: Final = "kai-scheduler"
-DEFAULT_SERVICE_NAME: Final = "kai-admission"
-DEFAULT_SECRET_NAME: Final = "kai-admission-cert"
-DEFAULT_WEBHOOK_CONFIGURATION_NAME: Final = "kai-admission"
 DEFAULT_CERT_CHECK_INTERVAL: Final = 600.0
 
 

@@ -61,14 +61,23 @@ def format_duration(seconds: float) -> str:
     return sign + "".join(parts)
 
 
-def format_span(seconds: float) -> str:
-    """A span as days and hours, hours and minutes, or minutes and seconds: `37d02h`, `3h06m`, `4m10s`."""
-    whole = round(seconds)
-    days, rest = divmod(whole, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours:02d}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+def describe_duration(seconds: float | None) -> str:
+    """Seconds for a person, at most two units: "850ms", "4.2s", "45s", "12m30s", "3h06m", "2d04h"; "–" for
+    None or NaN. Not for parsing back (see format_duration)."""
+    if seconds is None or seconds != seconds:
+        return "–"
+    sign = "-" if seconds < 0 else ""
+    rest = abs(seconds)
+    if rest == 0:
+        return "0s"
+    if rest < 1:
+        return f"{sign}{rest * 1000:.0f}ms"
+    if rest < 10:
+        return f"{sign}{rest:.1f}s"
+    whole = round(rest)
+    if whole < 60:
+        return f"{sign}{whole}s"
+    for unit, size, small, small_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
+        if whole >= size:
+            return f"{sign}{whole // size}{unit}{(whole % size) // small_size:02d}{small}"
+    return f"{sign}{whole}s"

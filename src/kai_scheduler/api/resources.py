@@ -60,8 +60,8 @@ def pod_requests(r: Reader) -> dict[str, float]:
 def plain_pod_requests(spec: dict[str, Any]) -> dict[str, float] | None:
     """`pod_requests` for the usual pod (plain containers, well-formed quantities, no init containers or
     overhead) read straight from the spec; None for anything else, which `pod_requests` then reads checked."""
-    if spec.get("initContainers") or spec.get("overhead"):
-        return None
+    if spec.get("initContainers") is not None or spec.get("overhead") is not None:
+        return None  # including malformed values such as "", which the checked reader reports
     containers = spec.get("containers")
     if type(containers) is not list:
         return None

@@ -1,21 +1,48 @@
 """The `kai` command. Argument handling only: every command calls into the layers below.
 
 A user error (bad file, bad field, bad flag) is one line on stderr and exit code 2, never a traceback.
+Building the parser imports only the standard library and light project modules: each subcommand imports
+what it needs (numpy, matplotlib, the Kubernetes client, cryptography) when it runs, so `kai --help` is quick.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from kai_scheduler.cli import admission, components, fakenodes, logs, manifests, schedule, simulate
+
+DIST = "kai-scheduler"
+EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a Unix tool's shell status is when its reader went away
+
+
+def version() -> str:
+    from importlib import metadata  # only for --version: it costs a third of the parser's start-up
+
+    try:
+        return metadata.version(DIST)
+    except metadata.PackageNotFoundError:      # running from a source tree that is not installed
+        return "unknown"
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog} {version()}")
+        parser.exit()
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kai", description="KAI scheduling system for Kubernetes GPU clusters.",
     )
+    p.add_argument("--version", action=_Version)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="log lines as text with key=value fields, or one JSON object a line (default text)")
@@ -35,12 +62,27 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(level, args.log_format)
     try:
         code: int = args.run(args)
+        sys.stdout.flush()
     except ValueError as err:            # ObjectError, ScenarioError, ConfigError: user errors
         print(f"kai: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:              # `kai … | head`: the reader has what it wanted
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush of the broken pipe does not complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):        # stdout already closed or not a real file (tests)
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry
-
-from kai_scheduler.admission import pod, server, service
+from kai_scheduler.admission import defaults
 from kai_scheduler.api import constants
-from kai_scheduler.runtime import http, options, process
-from kai_scheduler.store.interface import StoreError
+
+if TYPE_CHECKING:
+    from kai_scheduler.admission import service
+    from kai_scheduler.runtime import options
 
 log = logging.getLogger(__name__)
 
@@ -28,26 +29,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--qps", default="50", metavar="QPS", help="API requests per second after the burst (default 50)")
     p.add_argument("--burst", default="300", metavar="N", help="API requests allowed at once (default 300)")
     p.add_argument("--listen-address", default=":8080", help="health and metrics address (default :8080)")
-    p.add_argument("--webhook-port", default=str(server.DEFAULT_PORT), metavar="PORT",
-                   help=f"HTTPS port of the webhooks (default {server.DEFAULT_PORT})")
+    p.add_argument("--webhook-port", default=str(defaults.DEFAULT_PORT), metavar="PORT",
+                   help=f"HTTPS port of the webhooks (default {defaults.DEFAULT_PORT})")
     p.add_argument("--cert-dir", default="",
                    help="directory with tls.crt and tls.key to serve (default: self-managed certificates)")
     p.add_argument("--namespace", default=None,
                    help="namespace of the service and Secret (default: the pod's, else kai-scheduler)")
-    p.add_argument("--service-name", default=service.DEFAULT_SERVICE_NAME,
-                   help=f"webhook Service name (default {service.DEFAULT_SERVICE_NAME})")
-    p.add_argument("--secret-name", default=service.DEFAULT_SECRET_NAME,
-                   help=f"Secret holding the self-managed certificate (default {service.DEFAULT_SECRET_NAME})")
-    p.add_argument("--webhook-configuration-name", default=service.DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+    p.add_argument("--service-name", default=defaults.DEFAULT_SERVICE_NAME,
+                   help=f"webhook Service name (default {defaults.DEFAULT_SERVICE_NAME})")
+    p.add_argument("--secret-name", default=defaults.DEFAULT_SECRET_NAME,
+                   help=f"Secret holding the self-managed certificate (default {defaults.DEFAULT_SECRET_NAME})")
+    p.add_argument("--webhook-configuration-name", default=defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME,
                    help="name of the Validating/MutatingWebhookConfiguration to inject the CA into "
-                        f"(default {service.DEFAULT_WEBHOOK_CONFIGURATION_NAME})")
+                        f"(default {defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME})")
     p.add_argument("--scheduler-name", default=constants.DEFAULT_SCHEDULER_NAME,
                    help=f"only pods with this schedulerName are handled (default {constants.DEFAULT_SCHEDULER_NAME})")
     p.add_argument("--gpu-sharing-enabled", nargs="?", const="true", default="true", metavar="BOOL",
                    help="accept fractional GPU requests (default true)")
     p.add_argument("--block-nvidia-visible-devices", nargs="?", const="true", default="false", metavar="BOOL",
                    help="set NVIDIA_VISIBLE_DEVICES=void on containers that ask for no GPU (default false)")
-    p.add_argument("--runtime-class-name", default=pod.DEFAULT_RUNTIME_CLASS_NAME,
+    p.add_argument("--runtime-class-name", default=defaults.DEFAULT_RUNTIME_CLASS_NAME,
                    help="runtime class set on fractional pods that have none; empty = off (default nvidia)")
     ignored = p.add_argument_group(
         "leader election", "accepted so every component takes the same command line, and ignored: every replica "
@@ -77,12 +78,17 @@ def _number(flag: str, text: str, kind: type[int] | type[float]) -> float:
 
 
 def process_options(args: argparse.Namespace) -> options.ProcessOptions:
+    from kai_scheduler.runtime import options
+
     return options.ProcessOptions(kubeconfig=args.kubeconfig, context=args.context,
                                   qps=_number("--qps", args.qps, float), burst=int(_number("--burst", args.burst, int)),
                                   listen_address=args.listen_address)
 
 
 def service_options(args: argparse.Namespace) -> service.Options:
+    from kai_scheduler.admission import pod, service
+    from kai_scheduler.runtime import options
+
     port = int(_number("--webhook-port", args.webhook_port, int))
     if not 0 <= port <= 65535:
         raise ValueError(f"--webhook-port: want 0 to 65535, got {port}")
@@ -103,6 +109,12 @@ def service_options(args: argparse.Namespace) -> service.Options:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prometheus_client import CollectorRegistry
+
+    from kai_scheduler.admission import service
+    from kai_scheduler.runtime import http, process
+    from kai_scheduler.store.interface import StoreError
+
     opts = service_options(args)
     store = process.connect(process_options(args))
     registry = CollectorRegistry()

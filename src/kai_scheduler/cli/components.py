@@ -13,14 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from kai_scheduler.admission import service as admission_service
 from kai_scheduler.api import constants
-from kai_scheduler.api.clock import SystemClock
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
-from kai_scheduler.framework.config import Flags
-from kai_scheduler.runtime import components as builders
+from kai_scheduler.framework.config import FIXED_FLAGS, ConfigError, Flags, check_supported
 from kai_scheduler.runtime.leader import LeaderConfig
 from kai_scheduler.runtime.options import (
     BinderOptions,
@@ -29,7 +24,6 @@ from kai_scheduler.runtime.options import (
     SchedulerOptions,
     in_cluster_namespace,
 )
-from kai_scheduler.runtime.process import Process, connect, stop_on_signals
 
 Parser = argparse.ArgumentParser
 
@@ -118,6 +112,8 @@ def _scheduler_flags(p: Parser) -> None:
     for field in dataclasses.fields(Flags):
         flag, default = "--" + field.name.replace("_", "-"), getattr(Flags(), field.name)
         help_text = _FLAG_HELP.get(field.name, field.name.replace("_", " "))
+        if field.name in FIXED_FLAGS:
+            help_text += f"; only {str(default).lower()} is supported"
         if isinstance(default, bool):
             _bool(p, flag, default, help_text)
         elif isinstance(default, float):
@@ -142,6 +138,8 @@ def _period(default: str) -> Callable[[Parser], None]:
 def _grouper_flags(p: Parser) -> None:
     _value(p, "--scheduler-name", constants.DEFAULT_SCHEDULER_NAME, "pods with this schedulerName are grouped")
     _value(p, "--queue-label-key", constants.DEFAULT_QUEUE_LABEL_KEY, "label key naming a workload's queue")
+    _value(p, "--nodepool-label-key", constants.DEFAULT_NODE_POOL_LABEL_KEY,
+           "label key of node pools (the queue of a `project` label is <project>-<pool>)")
 
 
 def _admission_flag(p: Parser) -> None:
@@ -160,6 +158,13 @@ def _run_period(p: Parser) -> None:
 
 def _runner(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        from prometheus_client import CollectorRegistry
+
+        from kai_scheduler.admission import service as admission_service
+        from kai_scheduler.api.clock import SystemClock
+        from kai_scheduler.runtime import components as builders
+        from kai_scheduler.runtime.process import Process, connect, stop_on_signals
+
         names = builders.NAMES if name == "run" else (name,)
         process_options = _process_options(args)
         registry = CollectorRegistry()
@@ -227,6 +232,10 @@ def _scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
             flags[field.name] = _number(args, field.name, default, int)
         else:
             flags[field.name] = getattr(args, field.name)
+    try:
+        check_supported(dataclasses.replace(Flags(), **flags), spelling="--{}")
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
     return SchedulerOptions(scheduler_conf=args.scheduler_conf, flags=flags,
                             metrics_namespace=args.metrics_namespace or "kai")
 
@@ -246,6 +255,7 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         reconcile_period=_duration(args, "reconcile_period", defaults.reconcile_period),
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
         queue_label_key=args.queue_label_key or defaults.queue_label_key,
+        node_pool_label_key=args.nodepool_label_key or defaults.node_pool_label_key,
     )
 
 

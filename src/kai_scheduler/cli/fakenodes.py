@@ -14,7 +14,6 @@ from kai_scheduler.fakenodes import fleet
 from kai_scheduler.fakenodes.heartbeat import Heartbeat, HeartbeatConfig
 from kai_scheduler.fakenodes.kubelet import FakeKubelet
 from kai_scheduler.fakenodes.nodes import FleetSpec, build_nodes, parse_label, parse_taint
-from kai_scheduler.runtime.process import open_store, stop_on_signals
 from kai_scheduler.store.interface import ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -90,6 +89,8 @@ def settings(args: argparse.Namespace) -> Settings:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kai_scheduler.runtime.process import open_store, stop_on_signals
+
     config = settings(args)
     store = open_store(args.kubeconfig, args.context, args.qps, args.burst, user_agent="kai-fake-nodes")
     stop = threading.Event()

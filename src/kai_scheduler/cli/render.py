@@ -1,16 +1,41 @@
-"""Render a `kai schedule` Outcome as tables (rich), JSON or YAML."""
+"""Render a `kai schedule` Outcome as tables (rich), JSON or YAML.
+
+Tables are laid out for 80 columns (a narrow terminal, a log, a pipe): long free text (why a pod was evicted,
+why a job was not placed) goes on its own indented lines under the row it explains instead of into a column,
+and namespaces are shown only when the scenario has more than one.
+"""
 
 from __future__ import annotations
+
+import textwrap
 
 import orjson
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kai_scheduler.cluster.resources import describe
-from kai_scheduler.sim.outcome import Outcome
+from kai_scheduler.sim.outcome import Move, Outcome
+
+__all__ = ["Outcome", "as_json", "as_tables", "as_yaml", "console"]
 
 _CHANGED = {"Binding": "green", "Pipelined": "yellow", "Releasing": "red", "Deleted": "red", "Running": "green"}
+_RESOURCES = (("gpu", "GPU"), ("cpu", "CPU"), ("memory", "memory"))
+_INDENT = 4
+
+
+class PipeConsole(Console):
+    """A Console that leaves a broken pipe to the command (one exit status for every output form)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def console() -> Console:
+    """Standard output; 80 columns when it is not a terminal (rich's default), without colour codes there."""
+    return PipeConsole(highlight=False)
 
 
 def as_json(outcome: Outcome) -> str:
@@ -21,46 +46,71 @@ def as_yaml(outcome: Outcome) -> str:
     return str(yaml.safe_dump(outcome.to_json(), sort_keys=True))
 
 
-def as_tables(outcome: Outcome, console: Console) -> None:
-    console.print(f"[bold]{outcome.scenario}[/bold]")
-    console.print(_tasks(outcome))
-    console.print(_queues(outcome))
+class Names:
+    """How to print a `namespace/name` key: the name alone when every task is in one namespace."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.qualified = len({t.namespace for t in outcome.tasks}) > 1
+
+    def __call__(self, key: str) -> str:
+        if self.qualified or "/" not in key:
+            return key
+        return key.partition("/")[2]
+
+
+def as_tables(outcome: Outcome, out: Console) -> None:
+    names = Names(outcome)
+    out.print(f"[bold]{outcome.scenario}[/bold]")
+    _titled(out, "Tasks", _tasks(outcome, names))
+    _titled(out, "Queues (GPU devices, CPU cores, memory GB; ∞ = unlimited)", _queues(outcome))
     if outcome.moves:
-        console.print(_moves(outcome))
+        _lines(out, _moves(outcome, names, out.width))
     if outcome.gpus:
-        console.print(_shared_gpus(outcome))
+        _titled(out, "Shared GPUs (MiB per GPU as KAI counts them: the node's nvidia.com/gpu.memory label "
+                     "floored to a multiple of 100, so 40960 is 40900)", _shared_gpus(outcome, names))
     if outcome.unplaced:
-        console.print("[bold]Not placed[/bold]")
-        for job, reasons in outcome.unplaced.items():
-            console.print(f"  {job}: " + "; ".join(reasons), highlight=False)
+        _lines(out, _unplaced(outcome, names, out.width))
     for problem in outcome.problems:
-        console.print(f"[yellow]skipped[/yellow] {problem}", highlight=False)
-    cycles = ", ".join(f"cycle {c.cycle}: {c.binds} bound, {c.evictions} evicted, {c.pipelines} pipelined "
-                       f"({c.seconds * 1000:.0f} ms)" for c in outcome.cycles)
-    console.print(cycles, highlight=False)
+        out.print(Text.assemble(("skipped ", "yellow"), problem))
+    for c in outcome.cycles:
+        out.print(f"cycle {c.cycle}: {c.binds} bound, {c.evictions} evicted, {c.pipelines} pipelined "
+                  f"({c.seconds * 1000:.0f} ms)")
 
 
-def _tasks(outcome: Outcome) -> Table:
-    table = Table(title="Tasks", title_justify="left")
+def _titled(out: Console, title: str, table: Table) -> None:
+    """A table under its title; the title is a line of its own (a table's caption is padded to its width)."""
+    out.print(Text(title, style="italic"), soft_wrap=True)
+    out.print(table)
+
+
+def _lines(out: Console, lines: list[Text]) -> None:
+    for line in lines:
+        out.print(line, soft_wrap=True)
+
+
+def _tasks(outcome: Outcome, names: Names) -> Table:
+    table = Table()
     for column in ("task", "job", "queue", "before", "after", "node"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for t in outcome.tasks:
         after = t.after if t.after == t.before else f"[{_CHANGED.get(t.after, 'bold')}]{t.after}[/]"
-        table.add_row(t.name, t.job, t.queue, t.before, after, t.moved or t.node or "-")
+        table.add_row(names(t.key), names(t.job_key) or "-", t.queue, t.before, after, t.moved or t.node or "-")
     return table
 
 
 def _queues(outcome: Outcome) -> Table:
-    table = Table(title="Queues: deserved / fair share / allocated / requested  (GPUs, CPU cores, memory GB)",
-                  title_justify="left")
-    for column in ("queue", "parent", "gpu", "cpu", "memory"):
-        table.add_column(column)
+    """One row per queue and resource; GPUs in devices, CPU in cores, memory in GB."""
+    table = Table()
+    table.add_column("queue", overflow="fold")
+    table.add_column("parent", overflow="fold")
+    table.add_column("")
+    for column in ("deserved", "fair share", "allocated", "requested"):
+        table.add_column(column, justify="right")
     for q in outcome.queues:
-        cells = []
-        for resource in ("gpu", "cpu", "memory"):
-            values = [q.deserved[resource], q.fair_share[resource], q.allocated[resource], q.requested[resource]]
-            cells.append(" / ".join(_amount(resource, v) for v in values))
-        table.add_row(q.name, q.parent or "-", *cells)
+        for i, (resource, label) in enumerate(_RESOURCES):
+            values = (q.deserved[resource], q.fair_share[resource], q.allocated[resource], q.requested[resource])
+            table.add_row(q.name if i == 0 else "", (q.parent or "-") if i == 0 else "", label,
+                          *(_amount(resource, v) for v in values), end_section=i == len(_RESOURCES) - 1)
     return table
 
 
@@ -74,22 +124,48 @@ def _amount(resource: str, value: float) -> str:
     return f"{value:g}"
 
 
-def _moves(outcome: Outcome) -> Table:
-    table = Table(title="Evictions and moves", title_justify="left")
-    for column in ("cycle", "task", "from", "to", "action", "for job", "why"):
-        table.add_column(column)
+def _moves(outcome: Outcome, names: Names, width: int) -> list[Text]:
+    """Each eviction or move on one line (cycle, action, task, from → to, for whom), its reason below it."""
+    lines = [Text("Evictions and moves", style="italic")]
     for m in outcome.moves:
-        table.add_row(str(m.cycle), m.task, m.node, m.to_node or "(evicted)", m.action, m.preemptor or "-", m.message)
-    return table
+        lines.append(_move_line(m, names))
+        if m.message:
+            lines += _wrapped(m.message, _INDENT + 2, width)
+    return lines
 
 
-def _shared_gpus(outcome: Outcome) -> Table:
+def _move_line(m: Move, names: Names) -> Text:
+    text = Text(f"  cycle {m.cycle}  ")
+    text.append(m.action or "evict", style="red")
+    text.append(f"  {names(m.task)}  {m.node} → {m.to_node or '(evicted)'}")
+    if m.preemptor:
+        text.append(f"  for {names(m.preemptor)}")
+    return text
+
+
+def _unplaced(outcome: Outcome, names: Names, width: int) -> list[Text]:
+    lines = [Text("Not placed", style="italic")]
+    for job, reasons in outcome.unplaced.items():
+        lines.append(Text("  " + names(job), style="bold"))
+        for reason in reasons:
+            lines += _wrapped(reason, _INDENT + 2, width)
+    return lines
+
+
+def _wrapped(text: str, indent: int, width: int) -> list[Text]:
+    """`text` wrapped at word boundaries to `width`, every line indented (no trailing padding)."""
+    pad = " " * indent
+    return [Text(line) for line in textwrap.wrap(text, max(width, indent + 20), initial_indent=pad,
+                                                 subsequent_indent=pad, break_on_hyphens=False)]
+
+
+def _shared_gpus(outcome: Outcome, names: Names) -> Table:
     """Per node, each shared physical GPU (device index once reserved, else its group) and who shares it."""
-    table = Table(title="Shared GPUs", title_justify="left")
+    table = Table()
     for column in ("node", "gpu", "memory used", "shared by"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for g in outcome.gpus:
         gpu = g.index if g.index else f"group {g.group[:8]}"
-        sharers = ", ".join(f"{name} ({portion:g})" for name, portion in g.sharers.items())
+        sharers = ", ".join(f"{names(name)} ({portion:g})" for name, portion in g.sharers.items())
         table.add_row(g.node, gpu, f"{g.used_mib:g} / {g.total_mib:g} MiB", sharers)
     return table

@@ -3,76 +3,87 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
-from rich.console import Console
+from kai_scheduler.cli import phases
 
-from kai_scheduler import scenario as scenarios
-from kai_scheduler.cli import render
-from kai_scheduler.scheduler.scheduler import load_config
-from kai_scheduler.sim import check, outcome
-from kai_scheduler.sim.embedded import EmbeddedCluster
+OUTPUT_HELP = ("table: tables for a person (default); json or yaml: every task by namespace/name with its status "
+               "and node, every queue's shares, the evictions and the counts per cycle")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "schedule", help="run scheduling cycles on a scenario or manifest and print the decisions",
-        description="Load FILE (a scenario, SCENARIOS format, or Kubernetes manifests), run the scheduler on the "
-                    "embedded cluster and print, per task, its status before and after and its node; per queue, "
-                    "deserved, fair share, allocated and requested; per unplaced job, the reason.",
+        description="Load FILE (a scenario, see docs/scenario-reference.md, or Kubernetes manifests), run the "
+                    "scheduler on the embedded cluster and print, per task, its status before and after and its "
+                    "node; per queue, deserved, fair share, allocated and requested; per unplaced job, the reason.",
     )
     p.add_argument("file", help="scenario file or Kubernetes manifest (YAML)")
     p.add_argument("--cycles", type=int, default=None,
                    help="scheduling cycles to run (default: the file's `cycles`, else 1); the binder and "
                         "kubelet act between cycles")
     p.add_argument("--check", action="store_true",
-                   help="check the file's `expect:` block; exit 1 with one line per mismatch")
-    p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default="table")
-    p.add_argument("--config", help="scheduler configuration file (KAI ConfigMap shape); overrides the file's")
+                   help="check the file's `expect:` block: exit 0, or 1 with one line per mismatch on standard "
+                        "error; without --output, print no tables and an OK line on success")
+    p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default=None, help=OUTPUT_HELP)
+    p.add_argument("--config", help="scheduler configuration file (KAI's config.yaml or its ConfigMap); "
+                                    "replaces the file's `config:`")
+    p.add_argument("--no-progress", action="store_true",
+                   help="print nothing on standard error about loading and cycles that take over a second")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = scenarios.load(args.file)
-    raw_config = loaded.config
-    if args.config:
-        raw_config = _read_config(args.config)
-    config = load_config(raw_config)
+    from kai_scheduler import scenario as scenarios
+    from kai_scheduler.scheduler import config_file
+    from kai_scheduler.sim import check, outcome
+    from kai_scheduler.sim.embedded import EmbeddedCluster
+
+    progress = not args.no_progress
+    with phases.step(f"loading {args.file}", enabled=progress):
+        loaded = scenarios.load(args.file)
+    source = (config_file.read(args.config) if args.config
+              else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines))
+    config = config_file.load(source)
     cycles = args.cycles if args.cycles is not None else (loaded.cycles or 1)
     if cycles < 1:
         raise ValueError(f"--cycles: must be at least 1, got {cycles}")
-    cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
-    before = cluster.scheduler.snapshot()
-    results = cluster.run(cycles)
-    result = outcome.build(loaded.name or args.file, before, cluster.view(), results)
-    if args.output == "json":
-        print(render.as_json(result))
-    elif args.output == "yaml":
-        print(render.as_yaml(result), end="")
-    else:
-        render.as_tables(result, Console())
+    if args.check and loaded.expect is None:
+        raise ValueError(f"{args.file}: --check needs an `expect:` block in the scenario")
+    with phases.step(f"building the cluster ({len(loaded.objects)} objects)", enabled=progress):
+        cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
+        # The store holds its own copy: the loader's would double the memory of a large scenario.
+        loaded = dataclasses.replace(loaded, objects=[])
+        before = cluster.scheduler.snapshot()
+    for i in range(cycles):
+        if i:
+            with phases.step(f"binder, kubelet and controllers after cycle {i}", enabled=progress):
+                cluster.between_cycles()
+        with phases.step(f"cycle {i + 1} of {cycles}", enabled=progress):
+            cluster.cycle()
+    with phases.step("preparing the report", enabled=progress):
+        result = outcome.build(loaded.name or args.file, before, cluster.view(), cluster.results)
+    output = args.output or ("none" if args.check else "table")
+    _print(result, output)
     if args.check:
-        if loaded.expect is None:
-            raise ValueError(f"{args.file}: --check needs an `expect:` block in the scenario")
+        assert loaded.expect is not None
         mismatches = check.check(result, loaded.expect)
         for line in mismatches:
             print(f"{args.file}: {line}", file=sys.stderr)
+        if not mismatches and args.output is None:     # with --output, standard output is the result alone
+            print(f"{args.file}: OK, {check.count(loaded.expect)} expectation(s) hold")
         return 1 if mismatches else 0
     return 0
 
 
-def _read_config(path: str) -> dict[str, object]:
-    import yaml
+def _print(result: object, output: str) -> None:
+    from kai_scheduler.cli import render
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except yaml.YAMLError as err:
-        raise ValueError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
-    if isinstance(data, dict) and "config.yaml" in data.get("data", {}):   # a ConfigMap as kubectl prints it
-        data = yaml.safe_load(data["data"]["config.yaml"])
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a scheduler configuration mapping")
-    return data
+    assert isinstance(result, render.Outcome)
+    if output == "json":
+        print(render.as_json(result))
+    elif output == "yaml":
+        print(render.as_yaml(result), end="")
+    elif output == "table":
+        render.as_tables(result, render.console())

@@ -8,19 +8,17 @@ progress bar and the report's path go to standard error.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-from rich.console import Console
-from rich.table import Table
+from kai_scheduler.api.duration import DurationError, describe_duration, parse_duration
 
-from kai_scheduler.api.duration import DurationError, parse_duration
-from kai_scheduler.cli.schedule import _read_config
-from kai_scheduler.scenario import Scenario
-from kai_scheduler.scheduler.scheduler import load_config
-from kai_scheduler.sim import progress, replay, report, sources, trace
+if TYPE_CHECKING:
+    from kai_scheduler.scenario import Scenario
+    from kai_scheduler.scheduler.config_file import ConfigSource
+    from kai_scheduler.sim import replay
 
 DEFAULT_OUT = "sim-report"
 
@@ -32,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                     "arrive at submitAt, run their duration once all their pods run, evicted pods come back "
                     "Pending. Writes an HTML report with the series as CSV/JSON.",
     )
-    p.add_argument("file", nargs="?", help="scenario file (SCENARIOS format, may hold `generators:`)")
+    p.add_argument("file", nargs="?",
+                   help="scenario file (docs/scenario-reference.md), may hold `generators:`")
     p.add_argument("--trace", metavar="PODS_CSV", help="Alibaba openb pod list (instead of FILE)")
     p.add_argument("--nodes", metavar="NODES_CSV", help="Alibaba openb node list (with --trace)")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply trace arrivals and run times")
@@ -46,7 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--config", help="scheduler configuration file (KAI ConfigMap shape); overrides the file's")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"),
                    help="replay twice, with configuration files A and B, into one report")
-    p.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    p.add_argument("--output", "-o", choices=("table", "json"), default="table",
+                   help="table: the summary for a person (default); json: the summary as one JSON object "
+                        "(with --compare, one per configuration)")
     p.add_argument("--out", default=None, help=f"directory for the report and series (default {DEFAULT_OUT}/<name>)")
     p.add_argument("--no-report", action="store_true", help="write no files; print the summary only")
     p.add_argument("--occupancy-at", type=_instants, default=None,
@@ -57,6 +58,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    import orjson
+
+    from kai_scheduler.scheduler.config_file import load as load_config
+    from kai_scheduler.sim import progress, replay, report
+
+    if not args.no_report and importlib.util.find_spec("matplotlib") is None:
+        raise ValueError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
     loaded = _load(args)
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until,
@@ -80,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Scenario:
+    from kai_scheduler.sim import sources, trace
+
     if args.trace:
         if args.file:
             raise ValueError("give a scenario FILE or --trace, not both")
@@ -94,15 +104,18 @@ def _load(args: argparse.Namespace) -> Scenario:
     return sources.load(args.file, seed=args.seed)
 
 
-def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, dict[str, Any]]]:
-    """(label, raw configuration) per run: the file's, --config's, or the two of --compare."""
+def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, ConfigSource]]:
+    """(label, configuration) per run: the file's, --config's, or the two of --compare."""
+    from kai_scheduler.scheduler import config_file
+
     if args.compare:
         if args.config:
             raise ValueError("--compare replaces --config: give one or the other")
-        return list(zip(_compare_labels(args.compare), (_read_config(path) for path in args.compare), strict=True))
+        return list(zip(_compare_labels(args.compare), (config_file.read(path) for path in args.compare),
+                        strict=True))
     if args.config:
-        return [("", _read_config(args.config))]
-    return [("", loaded.config)]
+        return [("", config_file.read(args.config))]
+    return [("", config_file.ConfigSource(loaded.config, loaded.source, loaded.config_lines))]
 
 
 def _compare_labels(paths: list[str]) -> list[str]:
@@ -116,9 +129,15 @@ def _compare_labels(paths: list[str]) -> list[str]:
 
 
 def _print_table(runs: list[replay.Run]) -> None:
-    console = Console()
-    labels = [report.label_of(r, i) for i, r in enumerate(runs)] if len(runs) > 1 else ["value"]
-    table = Table(title=f"kai simulate: {runs[0].name}", title_justify="left")
+    from rich.table import Table
+
+    from kai_scheduler.cli import render
+    from kai_scheduler.sim import report
+
+    console = render.console()
+    compare = len(runs) > 1
+    labels = [report.label_of(r, i) for i, r in enumerate(runs)]
+    table = Table(title=f"kai simulate: {runs[0].name}", title_justify="left", show_header=compare)
     table.add_column("")
     for label in labels:
         table.add_column(label, justify="right")
@@ -128,7 +147,7 @@ def _print_table(runs: list[replay.Run]) -> None:
     console.print(table)
     queues = Table(title="Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90", title_justify="left")
     queues.add_column("queue")
-    for label in labels:
+    for label in labels if compare else [""]:
         queues.add_column(label, justify="right")
     for name in sorted({q for r in runs for q in r.summary.queues}):
         cells = []
@@ -139,20 +158,17 @@ def _print_table(runs: list[replay.Run]) -> None:
                 continue
             wait = q["wait_seconds"]
             cells.append(f"{q['allocated_gpus']:.4g} / {q['fair_share_gpus']:.4g}; "
-                         f"{_s(wait['p50'])} / {_s(wait['p90'])}")
+                         f"{describe_duration(wait['p50'])} / {describe_duration(wait['p90'])}")
         queues.add_row(name, *cells)
     console.print(queues)
     for label, r in zip(labels, runs, strict=True):
         never = r.summary.never_scheduled
         if never:
             shown = ", ".join(never[:5]) + (f" and {len(never) - 5} more" if len(never) > 5 else "")
-            console.print(f"[red]{label}: {len(never)} job(s) never scheduled[/red]: {shown}", highlight=False)
+            prefix = f"{label}: " if compare else ""
+            console.print(f"[red]{prefix}{len(never)} job(s) never scheduled[/red]: {shown}")
         if unfinished := report.unfinished_line(r):
-            console.print(f"{label}: {unfinished}" if len(runs) > 1 else unfinished, highlight=False)
-
-
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}s"
+            console.print(f"{label}: {unfinished}" if compare else unfinished, highlight=False)
 
 
 def _seconds(text: str) -> float:

@@ -42,7 +42,29 @@ DEFAULT_PLUGINS: tuple[tuple[str, dict[str, str]], ...] = (
 
 
 class ConfigError(ValueError):
-    """A scheduler configuration that cannot be used; the message names the field."""
+    """A scheduler configuration that cannot be used; the message names the field.
+
+    `path` is where in the configuration mapping the problem is (keys and list indices, as far as known), so
+    a reader that kept the file's line numbers can say `file:line`."""
+
+    def __init__(self, message: str, path: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def at(self, *path: str | int) -> ConfigError:
+        """The same error, located at `path` unless it already knows a place."""
+        return self if self.path else ConfigError(str(self), tuple(path))
+
+
+def plugin_path(raw: Mapping[str, Any] | None, name: str) -> tuple[str | int, ...]:
+    """Where plugin `name` is written in a raw configuration: ("tiers", i, "plugins", j), else ("tiers",)."""
+    tiers = (raw or {}).get("tiers")
+    for i, tier in enumerate(tiers if isinstance(tiers, list) else []):
+        plugins = tier.get("plugins") if isinstance(tier, Mapping) else None
+        for j, plugin in enumerate(plugins if isinstance(plugins, list) else []):
+            if isinstance(plugin, Mapping) and plugin.get("name") == name:
+                return ("tiers", i, "plugins", j)
+    return ("tiers",) if tiers is not None else ()
 
 
 def no_arguments(plugin: str, arguments: Mapping[str, str]) -> None:
@@ -71,6 +93,25 @@ class Flags:
     pipelined_claims: bool = True                # not KAI's: see docs/configuration.md "Departures from KAI"
     default_staleness_grace_period: float = 60.0
     stuck_in_releasing_threshold: float = 120.0
+
+
+# Flags KAI has that this scheduler accepts only at their default (so a KAI ConfigMap or command line that
+# spells out the default works), with what it does instead.
+FIXED_FLAGS: dict[str, str] = {
+    "restrict_node_scheduling": "any node may be used; label-based CPU/GPU worker restriction is not implemented",
+    "detailed_fit_errors": "fit errors are always summarised per reason",
+    "full_hierarchy_fairness": "resources are always divided over the whole queue tree",
+}
+
+
+def check_supported(flags: Flags, spelling: str = "config flags.{}") -> None:
+    """A ConfigError for the first flag of FIXED_FLAGS set to other than its default, saying what applies."""
+    for name, instead in FIXED_FLAGS.items():
+        default = getattr(Flags(), name)
+        if getattr(flags, name) != default:
+            key = name.replace("_", "-")
+            raise ConfigError(f"{spelling.format(key)}: only {str(default).lower()} is supported ({instead})",
+                              ("flags", key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +145,7 @@ def parse(raw: Mapping[str, Any] | None, *, known_plugins: set[str], known_actio
     unknown = set(raw) - {"actions", "tiers", "queueDepthPerAction", "flags", "usageDBConfig",
                           "scenarioSearchBudgets"}
     if unknown:
-        raise ConfigError(f"config: unknown field {sorted(unknown)[0]!r}")
+        raise ConfigError(f"config: unknown field {sorted(unknown)[0]!r}", (sorted(unknown)[0],))
     actions = _actions(raw.get("actions"), known_actions)
     tiers, ignored = _tiers(raw.get("tiers"), known_plugins, kai_plugins)
     placement = next((p.arguments for t in tiers for p in t if p.name == "nodeplacement"), {})
@@ -125,11 +166,12 @@ def _actions(raw: Any, known: set[str]) -> tuple[str, ...]:
     if raw is None:
         return tuple(a for a in DEFAULT_ACTIONS if a in known)
     if not isinstance(raw, str):
-        raise ConfigError(f"config actions: expected a comma-separated string, got {raw!r}")
+        raise ConfigError(f"config actions: expected a comma-separated string, got {raw!r}", ("actions",))
     names = tuple(a.strip() for a in raw.split(",") if a.strip())
     for name in names:
         if name not in known:
-            raise ConfigError(f"config actions: unknown action {name!r}; known: {', '.join(sorted(known))}")
+            raise ConfigError(f"config actions: unknown action {name!r}; known: {', '.join(sorted(known))}",
+                              ("actions",))
     return names
 
 
@@ -139,25 +181,27 @@ def _tiers(raw: Any, known: set[str], kai: set[str]) -> tuple[tuple[tuple[Plugin
     elif isinstance(raw, list):
         entries = raw
     else:
-        raise ConfigError(f"config tiers: expected a list, got {raw!r}")
+        raise ConfigError(f"config tiers: expected a list, got {raw!r}", ("tiers",))
     tiers, ignored = [], []
     for i, tier in enumerate(entries):
         if not isinstance(tier, Mapping) or not isinstance(tier.get("plugins"), list):
-            raise ConfigError(f"config tiers[{i}].plugins: expected a list of plugins")
+            raise ConfigError(f"config tiers[{i}].plugins: expected a list of plugins", ("tiers", i))
         plugins = []
         for j, p in enumerate(tier["plugins"]):
             where = f"config tiers[{i}].plugins[{j}]"
             if not isinstance(p, Mapping) or not isinstance(p.get("name"), str):
-                raise ConfigError(f"{where}.name: missing plugin name")
+                raise ConfigError(f"{where}.name: missing plugin name", ("tiers", i, "plugins", j))
             name = p["name"]
             if name not in known:
                 if name in kai:
                     ignored.append(name)
                     continue
-                raise ConfigError(f"{where}.name: unknown plugin {name!r}; known: {', '.join(sorted(known))}")
+                raise ConfigError(f"{where}.name: unknown plugin {name!r}; known: {', '.join(sorted(known))}",
+                                  ("tiers", i, "plugins", j, "name"))
             args = p.get("arguments") or {}
             if not isinstance(args, Mapping):
-                raise ConfigError(f"{where}.arguments: expected a mapping, got {args!r}")
+                raise ConfigError(f"{where}.arguments: expected a mapping, got {args!r}",
+                                  ("tiers", i, "plugins", j, "arguments"))
             plugins.append(PluginConfig(name, {str(k): str(v) for k, v in args.items()}))
         tiers.append(tuple(plugins))
     return tuple(tiers), tuple(dict.fromkeys(ignored))
@@ -167,9 +211,10 @@ def _depths(raw: Any, known: set[str]) -> dict[str, int]:
     depths = _mapping(raw, "queueDepthPerAction")
     for action, value in depths.items():
         if action not in known:
-            raise ConfigError(f"config queueDepthPerAction.{action}: unknown action")
+            raise ConfigError(f"config queueDepthPerAction.{action}: unknown action", ("queueDepthPerAction", action))
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"config queueDepthPerAction.{action}: expected a positive integer, got {value!r}")
+            raise ConfigError(f"config queueDepthPerAction.{action}: expected a positive integer, got {value!r}",
+                              ("queueDepthPerAction", action))
     return {str(k): int(v) for k, v in depths.items()}
 
 
@@ -179,7 +224,7 @@ def _usage_db_config(raw: Any) -> dict[str, Any]:
     try:
         usage_config.parse(mapping)
     except usage_config.UsageConfigError as err:
-        raise ConfigError(str(err)) from None
+        raise ConfigError(str(err), ("usageDBConfig",)) from None
     return mapping
 
 
@@ -187,7 +232,7 @@ def _mapping(raw: Any, name: str) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"config {name}: expected a mapping, got {raw!r}")
+        raise ConfigError(f"config {name}: expected a mapping, got {raw!r}", (name,))
     return dict(raw)
 
 
@@ -202,10 +247,20 @@ def parse_flags(raw: Any, base: Flags | None = None) -> Flags:
         spec = by_name.get(name)
         if spec is None:
             known = ", ".join(sorted(f.replace("_", "-") for f in by_name))
-            raise ConfigError(f"config flags.{key}: unknown flag; known: {known}")
+            raise ConfigError(f"config flags.{key}: unknown flag; known: {known}", ("flags", key))
         default = getattr(Flags(), name)
-        changes[name] = _flag_value(key, value, default)
-    return replace(flags, **changes)
+        try:
+            changes[name] = _flag_value(key, value, default)
+        except ConfigError as err:
+            raise err.at("flags", key) from None
+    out = replace(flags, **changes)
+    try:
+        check_supported(out)
+    except ConfigError as err:         # located at the key as written (dashes or underscores)
+        written = {str(k).replace("-", "_"): k for k in values}
+        name = str(err.path[-1]).replace("-", "_")
+        raise ConfigError(str(err), ("flags", written.get(name, err.path[-1]))) from None
+    return out
 
 
 def _flag_value(key: str, value: Any, default: Any) -> Any:

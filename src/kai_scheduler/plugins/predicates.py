@@ -243,11 +243,13 @@ class Predicates:
         for column in order:
             if column == GPU and task.gpu.is_shared:
                 short = left & ~self._shared_gpu_fit(task, left)
+                reason = _shared_gpu_reason(task)
             else:
                 short = left & (free[:, column] < need[column])
+                reason = REASON_TOO_MANY_PODS if column == PODS else f"insufficient {names[column]}"
             count = int(short.sum())
             if count:
-                parts.append((REASON_TOO_MANY_PODS if column == PODS else f"insufficient {names[column]}", count))
+                parts.append((reason, count))
                 left &= ~short
         return parts
 
@@ -506,3 +508,12 @@ class TaintTable:
             blocked = [on for taint, on in entries if not any(t.tolerates(taint) for t in tolerations)]
             out.append(_frozen(~np.logical_or.reduce(blocked)) if blocked else None)
         return tuple(out)
+
+
+def _shared_gpu_reason(task: PodInfo) -> str:
+    """What a fractional task lacks, in its own terms: GPU memory or a fraction of a GPU, per device."""
+    gpu = task.gpu
+    of = f"of each of {gpu.num_devices} GPUs" if gpu.num_devices > 1 else "of one GPU"
+    if gpu.memory_mib:
+        return f"insufficient GPU memory (needs {gpu.memory_mib} MiB {of})"
+    return f"insufficient GPU share (needs {gpu.fraction:g} {of})"

@@ -20,7 +20,8 @@ from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework import config as configs
 from kai_scheduler.podgrouper import context as grouping
 from kai_scheduler.podgrouper.grouper import PodGrouper
-from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, SchedulerOptions, read_scheduler_conf
+from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, SchedulerOptions
+from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.store.interface import ClusterStore
@@ -38,9 +39,17 @@ class Component:
 
 def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
     """The file's configuration (KAI's defaults when none) with the command line's flags over its own."""
-    raw = read_scheduler_conf(options.scheduler_conf) if options.scheduler_conf else None
-    config = load_config(raw)
-    return dataclasses.replace(config, flags=dataclasses.replace(config.flags, **options.flags))
+    if not options.scheduler_conf:
+        config = load_config(None)
+    else:
+        try:
+            source = config_file.read(options.scheduler_conf)
+        except ValueError as err:
+            raise ValueError(f"--scheduler-conf {err}") from None
+        config = config_file.load(source)
+    flags = dataclasses.replace(config.flags, **options.flags)
+    configs.check_supported(flags, spelling="--{}")
+    return dataclasses.replace(config, flags=flags)
 
 
 def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry,
@@ -69,7 +78,8 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
 
 def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
-    config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key)
+    config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key,
+                             node_pool_label_key=options.node_pool_label_key)
     return Component("podgrouper", "kai-podgrouper", options.reconcile_period, PodGrouper(store, config).reconcile)
 
 

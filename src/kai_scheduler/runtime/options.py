@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kai_scheduler.api import constants
 from kai_scheduler.runtime.leader import LeaderConfig
 
@@ -60,25 +58,4 @@ class GrouperOptions:
     reconcile_period: float = 0.5
     scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
     queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
-
-
-def read_scheduler_conf(path: str) -> dict[str, Any]:
-    """A scheduler configuration file: KAI's `config.yaml`, or the whole ConfigMap that holds it."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except OSError as err:
-        raise ValueError(f"--scheduler-conf {path}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise ValueError(f"--scheduler-conf {path}: not valid YAML: {str(err).splitlines()[0]}") from None
-    if data is None:
-        return {}
-    if isinstance(data, dict) and isinstance(data.get("data"), dict) and "config.yaml" in data["data"]:
-        try:
-            data = yaml.safe_load(data["data"]["config.yaml"]) or {}
-        except yaml.YAMLError as err:
-            raise ValueError(f"--scheduler-conf {path}: data.config.yaml is not valid YAML: "
-                             f"{str(err).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"--scheduler-conf {path}: expected a scheduler configuration mapping")
-    return data
+    node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY

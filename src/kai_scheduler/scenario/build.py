@@ -15,6 +15,7 @@ from kai_scheduler.api import fields
 from kai_scheduler.scenario import cluster, expect, jobs, meta
 from kai_scheduler.scenario.entry import Entry, Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario
+from kai_scheduler.scenario.source import line_map
 
 TOP_FIELDS = (
     "name", "now", "cycles", "config", "priorityClasses", "topologies", "nodes", "queues", "jobs", "expect",
@@ -45,9 +46,10 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     for item in objects:
         if item.obj["kind"] != "Node":  # nodes were parsed when built, for their GPU memory
             meta.parse(item)
+    config = top.mapping("config")
     names = expect.Names(
-        tasks={name for job in built.metas for name in job.task_names},
-        jobs={job.name for job in built.metas},
+        tasks={f"{job.namespace}/{name}" for job in built.metas for name in job.task_names},
+        jobs={f"{job.namespace}/{job.name}" for job in built.metas},
         nodes=facts.node_gpu_memory.keys(),
         queues=facts.queue_children.keys(),
     )
@@ -55,7 +57,8 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
         name=top.text("name", PurePath(where.source).stem),
         now=now,
         cycles=top.integer("cycles", minimum=1),
-        config=top.mapping("config"),
+        config=config,
+        config_lines=line_map(config, where.lines),
         objects=[copy.deepcopy(item.obj) for item in objects],  # no nested dict shared between objects
         jobs=built.metas,
         expect=expect.read(top, names),

@@ -25,12 +25,29 @@ STATUS_FIELDS = ("status", "node")
 
 @dataclass(frozen=True, slots=True)
 class Names:
-    """What the scenario declares, for checking the names an expectation uses."""
+    """What the scenario declares, for checking the names an expectation uses.
+
+    Tasks and jobs are `namespace/name` keys (names are unique only within a namespace); nodes and queues,
+    cluster-wide, are names."""
 
     tasks: Collection[str]
     jobs: Collection[str]
     nodes: Collection[str]
     queues: Collection[str]
+
+
+def namespaced_key(written: str, known: Collection[str]) -> str | None:
+    """The `namespace/name` key an expectation means: `written` itself when it is a known key, else the one
+    key whose name it is; None when no key matches. Raises LookupError listing the keys when a bare name
+    is in more than one namespace."""
+    if written in known:
+        return written
+    if "/" in written:
+        return None
+    matches = sorted(key for key in known if key.partition("/")[2] == written)
+    if len(matches) > 1:
+        raise LookupError(", ".join(matches))
+    return matches[0] if matches else None
 
 
 def read(top: Entry, names: Names) -> Expectations | None:
@@ -51,16 +68,28 @@ def read(top: Entry, names: Names) -> Expectations | None:
     )
 
 
-def _section(e: Entry, key: str, what: str, known: Collection[str], fields: Collection[str]) -> list[Entry]:
-    """The per-name entries of one section, keys checked; errors read `expect <key> <name>.<field>`."""
+def _section(e: Entry, key: str, what: str, known: Collection[str], fields: Collection[str],
+             namespaced: bool = False) -> list[tuple[str, Entry]]:
+    """(key, entry) for each name of one section, keys checked; errors read `expect <key> <name>.<field>`.
+
+    A namespaced section (tasks, jobs) takes `namespace/name` or, when only one namespace has it, `name`;
+    its entries come keyed `namespace/name`."""
     section = Entry(e.where, e.mapping(key), "expect", key)
     out = []
     for name in section.data:
-        if str(name) not in known:
-            raise section.error(str(name), f"no {what} named {name!r} in the scenario")
-        child = section.child(str(name), fields)
+        written = str(name)
+        resolved: str | None = written if written in known else None
+        if namespaced:
+            try:
+                resolved = namespaced_key(written, known)
+            except LookupError as err:
+                raise section.error(written, f"{what} {written!r} is in more than one namespace; write one of: "
+                                             f"{err}") from None
+        if resolved is None:
+            raise section.error(written, f"no {what} named {name!r} in the scenario")
+        child = section.child(written, fields)
         if child is not None:
-            out.append(child)
+            out.append((resolved, child))
     return out
 
 
@@ -77,27 +106,27 @@ def _amounts(item: Entry, minimum: float | None = None) -> dict[str, float]:
 def _statuses(e: Entry, key: str, what: str, known: Collection[str],
               nodes: Collection[str]) -> dict[str, StatusExpectation]:
     out = {}
-    for item in _section(e, key, what, known, STATUS_FIELDS):
+    for resolved, item in _section(e, key, what, known, STATUS_FIELDS, namespaced=True):
         status = item.text("status") or None
         if status is not None and status not in TASK_STATUSES:
             raise item.error("status", f"unknown status {status!r}; want one of {', '.join(TASK_STATUSES)}")
         node = item.text("node") or None
         if node is not None and node not in nodes:
             raise item.error("node", f"no node named {node!r}")
-        out[item.path] = StatusExpectation(status, node)
+        out[resolved] = StatusExpectation(status, node)
     return out
 
 
 def _nodes(e: Entry, known: Collection[str]) -> dict[str, dict[str, float]]:
     out = {}
-    for item in _section(e, "nodes", "node", known, NODE_EXPECTATION_KEYS):
+    for _, item in _section(e, "nodes", "node", known, NODE_EXPECTATION_KEYS):
         out[item.path] = _amounts(item, minimum=0)
     return out
 
 
 def _queues(e: Entry, known: Collection[str]) -> dict[str, dict[str, dict[str, float]]]:
     out = {}
-    for item in _section(e, "queues", "queue", known, QUEUE_EXPECTATION_KEYS):
+    for _, item in _section(e, "queues", "queue", known, QUEUE_EXPECTATION_KEYS):
         amounts: dict[str, dict[str, float]] = {}
         for key in item.data:
             resources = item.child(str(key), QUEUE_EXPECTATION_RESOURCES)

@@ -60,8 +60,8 @@ class Expectations:
     an amount in queue units (GPU devices, CPU millicores, memory MB) for QUEUE_EXPECTATION_KEYS.
     """
 
-    tasks: dict[str, StatusExpectation] = field(default_factory=dict)
-    jobs: dict[str, StatusExpectation] = field(default_factory=dict)
+    tasks: dict[str, StatusExpectation] = field(default_factory=dict)      # by namespace/name
+    jobs: dict[str, StatusExpectation] = field(default_factory=dict)       # by namespace/name
     nodes: dict[str, dict[str, float]] = field(default_factory=dict)
     queues: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     max_binds: int | None = None
@@ -83,6 +83,7 @@ class Scenario:
     now: float = DEFAULT_NOW
     cycles: int | None = None
     config: JSON = field(default_factory=dict)
+    config_lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)   # path in `config` → line
     objects: list[JSON] = field(default_factory=list)
     jobs: list[JobMeta] = field(default_factory=list)
     expect: Expectations | None = None

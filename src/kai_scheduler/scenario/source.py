@@ -123,3 +123,32 @@ def _yaml_error(err: yaml.YAMLError, source: str) -> ScenarioError:
 def located(source: str, line: int | None) -> str:
     """`file:line`, or just `file` when the line is unknown."""
     return f"{source}:{line}" if line else source
+
+
+def line_map(data: object, lines: Lines, path: tuple[str | int, ...] = ()) -> dict[tuple[str | int, ...], int]:
+    """The line of every mapping, key and list item under `data`, by path (keys and list indices).
+
+    For locating problems found later, by code that sees only plain data (a scheduler configuration)."""
+    out: dict[tuple[str | int, ...], int] = {}
+    if isinstance(data, dict):
+        own = lines.of(data)
+        if own is not None:
+            out[path] = own
+        for key, value in data.items():
+            line = lines.of(data, key)
+            if line is not None:
+                out[(*path, key)] = line
+            out.update(line_map(value, lines, (*path, key)))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            out.update(line_map(item, lines, (*path, i)))
+    return out
+
+
+def line_of(table: dict[tuple[str | int, ...], int], path: tuple[str | int, ...]) -> int | None:
+    """The line of `path`, else of its nearest ancestor in the table; None when nothing is known."""
+    for end in range(len(path), -1, -1):
+        line = table.get(path[:end])
+        if line is not None:
+            return line
+    return None

@@ -44,8 +44,14 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
         kai_plugins=set(registry.KAI_PLUGINS),
     )
     for plugin in config.plugins():
-        registry.build(plugin.name, plugin.arguments)
-    budget.SearchBudgets.parse(config.scenario_search_budgets)
+        try:
+            registry.build(plugin.name, plugin.arguments)
+        except configs.ConfigError as err:
+            raise err.at(*configs.plugin_path(raw, plugin.name), "arguments") from None
+    try:
+        budget.SearchBudgets.parse(config.scenario_search_budgets)
+    except configs.ConfigError as err:
+        raise err.at("scenarioSearchBudgets") from None
     return config
 
 

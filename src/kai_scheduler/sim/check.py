@@ -11,15 +11,15 @@ _EPS = 1e-6
 def check(outcome: Outcome, expect: Expectations) -> list[str]:
     """Every expectation that does not hold, in the order the block lists them."""
     problems: list[str] = []
-    tasks = {t.name: t for t in outcome.tasks}
-    for name, want in expect.tasks.items():
-        task = tasks.get(name)
+    tasks = {t.key: t for t in outcome.tasks}
+    for key, want in expect.tasks.items():
+        task = tasks.get(key)
         if task is None:
-            problems.append(f"task {name}: no such task")
+            problems.append(f"task {key}: no such task")
             continue
-        problems += _status(f"task {name}", want, task.after, task.node)
+        problems += _status(f"task {key}", want, task.after, task.node)
     for job, want in expect.jobs.items():
-        members = [t for t in outcome.tasks if t.job == job]
+        members = [t for t in outcome.tasks if t.job_key == job]
         if not members:
             problems.append(f"job {job}: no such job")
         for t in members:
@@ -55,6 +55,14 @@ def check(outcome: Outcome, expect: Expectations) -> list[str]:
             if count > bound:
                 problems.append(f"cycle {i}: {count} {label}, expected at most {bound}")
     return problems
+
+
+def count(expect: Expectations) -> int:
+    """How many expectations the block holds: one per task, job, node or queue figure, and per bound."""
+    figures = sum(len(v) for v in expect.nodes.values()) + sum(
+        len(amounts) for sections in expect.queues.values() for amounts in sections.values())
+    bounds = sum(b is not None for b in (expect.max_binds, expect.max_evictions, expect.max_pipelines))
+    return len(expect.tasks) + len(expect.jobs) + figures + bounds
 
 
 def _status(what: str, want: StatusExpectation, status: str, node: str) -> list[str]:

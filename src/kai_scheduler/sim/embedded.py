@@ -20,14 +20,21 @@ from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
-from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.config import Flags, SchedulerConfig
 from kai_scheduler.framework.statement import Op
+from kai_scheduler.podgrouper.context import Config as GrouperConfig
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim.kubelet import Controller, Kubelet
 from kai_scheduler.store.interface import JSON
 from kai_scheduler.store.memory import MemoryStore
+
+
+def grouper_config(flags: Flags) -> GrouperConfig:
+    """The podgrouper's settings from the scheduler flags they share (one command line in `kai run`)."""
+    return GrouperConfig(scheduler_name=flags.scheduler_name, queue_label_key=flags.queue_label_key,
+                         node_pool_label_key=flags.nodepool_label_key)
 
 
 class EmbeddedCluster:
@@ -41,7 +48,7 @@ class EmbeddedCluster:
         self.binder = Binder(self.store, self.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.clock, instant=instant_termination)
         self.controller = Controller(self.store)
-        self.podgrouper = PodGrouper(self.store)
+        self.podgrouper = PodGrouper(self.store, grouper_config(config.flags))
         self.podgroup_status = PodGroupStatusController(self.store)
         self.queue_status = QueueStatusController(self.store)
         self.results: list[CycleResult] = []

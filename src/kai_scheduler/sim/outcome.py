@@ -25,12 +25,21 @@ _MB = 1_000_000.0
 class TaskRow:
     name: str
     namespace: str
-    job: str
+    job: str                        # the job's name (in the task's namespace)
     queue: str
     before: str
     after: str
     node: str
     moved: str = ""          # "moved gpu-a-0 → gpu-a-3": a victim the last cycle moved (Pipelined on its new node)
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`: a pod name alone is unique only within its namespace."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def job_key(self) -> str:
+        return f"{self.namespace}/{self.job}" if self.job else ""
 
 
 @dataclass(slots=True)
@@ -81,8 +90,10 @@ class Outcome:
     def to_json(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
-            "tasks": {t.name: {"job": t.job, "queue": t.queue, "before": t.before, "status": t.after,
-                               "node": t.node, **({"moved": t.moved} if t.moved else {})} for t in self.tasks},
+            "tasks": {t.key: {"name": t.name, "namespace": t.namespace, "job": t.job_key, "queue": t.queue,
+                              "before": t.before, "status": t.after, "node": t.node,
+                              **({"moved": t.moved} if t.moved else {})}
+                      for t in self.tasks},
             "queues": {q.name: {"parent": q.parent, "deserved": q.deserved, "fairShare": q.fair_share,
                                 "allocated": q.allocated, "requested": q.requested, "limit": q.limit}
                        for q in self.queues},
@@ -138,7 +149,7 @@ class GpuRow:
     node: str
     index: str
     group: str
-    sharers: dict[str, float]         # task name → portion of the GPU
+    sharers: dict[str, float]         # task namespace/name → portion of the GPU
     used_mib: float
     total_mib: float
 
@@ -157,7 +168,7 @@ def _shared_gpus(after: Snapshot) -> list[GpuRow]:
             continue
         indices, total = _reservations(node), node.gpu_memory_mib
         for group in node.gpu_groups.values():
-            sharers = {node.tasks[uid].name if uid in node.tasks else uid: round(mib / total, 4)
+            sharers = {node.tasks[uid].key if uid in node.tasks else uid: round(mib / total, 4)
                        for uid, mib in sorted(group.sharers.items())}
             rows.append(GpuRow(node.name, indices.get(group.id, ""), group.id, dict(sorted(sharers.items())),
                                group.used_memory(), total))

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from kai_scheduler.api.duration import format_span
+from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.sim import occupancy as occupancy_maps
 from kai_scheduler.sim.replay import Run
 
@@ -197,7 +197,7 @@ def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> Figure:
         used = float(np.nansum(m.cells))
         total = float(np.sum(~np.isnan(m.cells)))
         why = f" ({m.what})" if m.what and m.what != "asked" else ""
-        ax.set_title(f"t = {format_span(m.time)}{why}\n{used:.4g} of {total:g} GPUs in use", fontsize="small")
+        ax.set_title(f"t = {describe_duration(m.time)}{why}\n{used:.4g} of {total:g} GPUs in use", fontsize="small")
         _ticks(ax.set_xticks, ax.set_xticklabels, [str(i) for i in range(m.cells.shape[1])], 16)
         ax.set_xlabel("GPU index", fontsize="small")
         if k % cols == 0:

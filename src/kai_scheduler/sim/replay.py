@@ -44,7 +44,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scenario.model import Scenario
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
-from kai_scheduler.sim import metrics, occupancy, workload
+from kai_scheduler.sim import embedded, metrics, occupancy, workload
 from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
 from kai_scheduler.sim.kubelet import Kubelet
 from kai_scheduler.store.interface import JSON, Gone, NotFound
@@ -95,7 +95,7 @@ class Replay:
                                    usage_source(config, self.engine.clock, offline=True))
         self.binder = Binder(self.store, self.engine.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.engine.clock)
-        self.podgrouper = PodGrouper(self.store)
+        self.podgrouper = PodGrouper(self.store, embedded.grouper_config(config.flags))
         self.podgroup_status = PodGroupStatusController(self.store)
         self.queue_status = QueueStatusController(self.store)
         self.workload = workload.Workload(self.store, jobs)

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from kai_scheduler.api.duration import format_span
+from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.sim import plots
 from kai_scheduler.sim.replay import Run
 
@@ -71,6 +71,8 @@ def _slug(text: str) -> str:
 
 def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
     """The report as one HTML document."""
+    from kai_scheduler.sim import plots  # matplotlib: the optional `sim` extra, loaded only for a report
+
     title = runs[0].name if runs else "simulation"
     parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
              f"<style>{_CSS}</style></head><body>",
@@ -115,7 +117,7 @@ def _occupancy_caption(run: Run) -> str:
     """What the maps show, from the reasons the replay gave them."""
     asked = any(m.what.startswith("asked") for m in run.maps)
     when = ("at the asked instants" if asked else
-            f"at a quarter, half and three quarters of the horizon ({format_span(run.horizon)}: --until, or when "
+            f"at a quarter, half and three quarters of the horizon ({describe_duration(run.horizon)}: --until, or when "
             "the last job would end if none waited)")
     return (f"Each GPU of each node {when}, and at peak allocation; a cell is the share of the device in use "
             "(a shared GPU shows the part its pods hold). Instants past the end of the replay are not shown.")
@@ -150,21 +152,21 @@ def summary_rows(run: Run) -> list[tuple[str, str]]:
     jobs, wait, done, gang = d["jobs"], d["wait_seconds"], d["completion_seconds"], d["gang_wait_seconds"]
     cycle = d["cycle_seconds"]
     return [
-        ("makespan", _fmt(d["makespan_seconds"], " s")),
+        ("makespan", describe_duration(d["makespan_seconds"])),
         ("GPU allocation (time-weighted)", _fmt(100 * d["gpu_allocation_ratio"], " %")),
         ("idle GPUs no pending task fits (mean)", _fmt(d["idle_unusable_gpus_mean"])),
         ("fairness, Jain (mean)", _fmt(d["fairness_mean"])),
         ("jobs submitted / completed", f"{jobs['submitted']} / {jobs['completed']}"),
         ("jobs never scheduled", str(jobs["never_scheduled"])),
         ("jobs unfinished at the end", str(jobs["unfinished"])),
-        ("wait p50 / p90 / p99", " / ".join(_fmt(wait[k], " s") for k in ("p50", "p90", "p99"))),
-        ("completion p50 / p90 / p99", " / ".join(_fmt(done[k], " s") for k in ("p50", "p90", "p99"))),
-        ("gang wait p50 / p90 / p99", " / ".join(_fmt(gang[k], " s") for k in ("p50", "p90", "p99"))),
+        ("wait p50 / p90 / p99", " / ".join(describe_duration(wait[k]) for k in ("p50", "p90", "p99"))),
+        ("completion p50 / p90 / p99", " / ".join(describe_duration(done[k]) for k in ("p50", "p90", "p99"))),
+        ("gang wait p50 / p90 / p99", " / ".join(describe_duration(gang[k]) for k in ("p50", "p90", "p99"))),
         ("evictions", ", ".join(f"{k} {v}" for k, v in d["evictions"].items()) or "0"),
         ("interrupted runs", str(d["interruptions"])),
         ("scheduler cycles", str(d["cycles"])),
         ("cycle time mean / p99 / max", " / ".join(_fmt(1000 * cycle[k], " ms") for k in ("mean", "p99", "max"))),
-        ("replay wall time", _fmt(d["wall_seconds"], " s")),
+        ("replay wall time", describe_duration(d["wall_seconds"])),
     ]
 
 
@@ -189,7 +191,7 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
             deserved = q.get("deserved_gpus")
             row += [_fmt(q.get("allocated_gpus")), _fmt(q.get("fair_share_gpus")),
                     "unlimited" if deserved is not None and deserved < 0 else _fmt(deserved),
-                    " / ".join(_fmt(wait.get(k), " s") for k in ("p50", "p90", "p99"))]
+                    " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99"))]
         rows.append(row)
     note = "<p class=note>GPUs, time-weighted means over the replay.</p>"
     return _table(head, rows) + note

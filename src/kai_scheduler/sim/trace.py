@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from kai_scheduler.api.duration import format_span
+from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.scenario import Scenario
 from kai_scheduler.scenario import build as scenario_build
 from kai_scheduler.scenario.entry import Where
@@ -94,7 +94,7 @@ def describe(tasks: list[Task], of: int, nodes: list[dict[str, Any]], time_scale
     peak = _peak_gpus(tasks)
     share = 100 * peak / total if total else 0.0
     kept = f"{len(tasks)} of {of} trace tasks" if len(tasks) < of else f"{of} trace tasks"
-    line = (f"{kept} arriving over {format_span(span)}; at most {peak:.4g} GPUs asked for at once, "
+    line = (f"{kept} arriving over {describe_duration(span)}; at most {peak:.4g} GPUs asked for at once, "
             f"{share:.2g} % of the {total:g} GPUs of the nodes")
     if share < LIGHT_LOAD_PERCENT:
         line += (": a lightly loaded replay (--time-scale changes its length, not its load; "

@@ -1,0 +1,70 @@
+"""Scheduler configuration files, read with their line numbers so that every error names `file:line`.
+
+A file is KAI's `config.yaml` (actions, tiers, flags, ...) or the whole ConfigMap that holds it under
+`data.config.yaml`; the configuration block of a scenario is located the same way. `load(source)` parses and
+validates; a bad value is a ValueError whose one line starts with `file:line:`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai_scheduler.framework.config import ConfigError, SchedulerConfig
+from kai_scheduler.scenario.load import read_text
+from kai_scheduler.scenario.source import ScenarioError, line_map, line_of, located, parse_documents
+from kai_scheduler.scheduler.scheduler import load_config
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
+    """A raw configuration mapping, the file it came from and the line of each of its paths."""
+
+    raw: dict[str, Any]
+    source: str = ""
+    lines: dict[Path, int] = field(default_factory=dict)
+
+    def where(self, path: Path) -> str:
+        return located(self.source, line_of(self.lines, path)) if self.source else ""
+
+
+def read(path: str) -> ConfigSource:
+    """Read a configuration file; a missing file, bad YAML or a non-mapping is a located ValueError."""
+    text = read_text(path)
+    docs, lines = parse_documents(text, path)
+    if len(docs) > 1:
+        raise ScenarioError(path, "expected one YAML document (a scheduler configuration or its ConfigMap)")
+    data = docs[0] if docs else {}
+    if not isinstance(data, dict):
+        raise ScenarioError(path, "expected a scheduler configuration mapping")
+    inner = data.get("data")
+    if isinstance(inner, dict) and "config.yaml" in inner:      # a ConfigMap as kubectl prints it
+        return _embedded(path, inner, lines)
+    return ConfigSource(data, path, line_map(data, lines))
+
+
+def _embedded(path: str, data: dict[str, Any], lines: Any) -> ConfigSource:
+    """`data.config.yaml` of a ConfigMap: a YAML text whose lines follow its key's (a `|` block)."""
+    text = data["config.yaml"]
+    key_line = lines.of(data, "config.yaml") or 0
+    if not isinstance(text, str):
+        raise ScenarioError(located(path, key_line), "data.config.yaml: expected the configuration as text")
+    try:
+        docs, inner_lines = parse_documents(text, path)
+    except ScenarioError as err:
+        raise ScenarioError(located(path, key_line), f"data.config.yaml: {err.message}") from None
+    config = docs[0] if docs else {}
+    if not isinstance(config, dict):
+        raise ScenarioError(located(path, key_line), "data.config.yaml: expected a scheduler configuration mapping")
+    return ConfigSource(config, path, {p: key_line + n for p, n in line_map(config, inner_lines).items()})
+
+
+def load(config: ConfigSource) -> SchedulerConfig:
+    """The validated configuration; an error names the file and line of the field when it came from a file."""
+    try:
+        return load_config(config.raw)
+    except ConfigError as err:
+        where = config.where(err.path)
+        raise ConfigError(f"{where}: {err}" if where else str(err), err.path) from None
