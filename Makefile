@@ -34,3 +34,16 @@ bench: $(BIN)/kai
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The report test renders the HTML in a real headless Chromium: Debian's chromium and chromedriver, installed
+# here when missing and we are root (as in CI); otherwise that test is skipped and this says how to get them.
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium and chromium-driver (apt-get)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) \
+			>/dev/null || { echo "apt-get could not install chromium" >&2; exit 1; }; \
+	else echo "no chromium: the browser test of the report is skipped (apt-get install chromium chromium-driver)"; fi
+
+test: browser

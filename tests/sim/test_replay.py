@@ -93,7 +93,7 @@ def test_a_job_that_can_never_fit_is_reported_and_the_replay_ends() -> None:
     """))
     s = result.summary
     assert s.never_scheduled == ["default/huge"]
-    assert s.to_json()["jobs"] == {"submitted": 2, "completed": 1, "never_scheduled": 1}
+    assert s.to_json()["jobs"] == {"submitted": 2, "completed": 1, "unfinished": 0, "never_scheduled": 1}
     assert s.end == 10.0 and s.cycles <= 3
 
 
@@ -157,3 +157,29 @@ def test_a_pod_that_never_terminates_keeps_its_gpus() -> None:
         - {name: train, queue: a, duration: 60s, replicas: 1, template: {gpus: 4}}
     """), until=3600.0)
     assert "default/train" in result.summary.never_scheduled
+
+
+def test_a_replay_stopped_at_until_reports_unfinished_jobs_apart_from_never_scheduled_ones() -> None:
+    text = scenario("""
+        - {name: long, queue: a, duration: 1h, replicas: 1, template: {gpus: 4}}
+        - {name: next, queue: a, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 2}}
+        - {name: huge, queue: a, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 8}}
+    """)
+    stopped = simulate(text, until=1800.0).summary
+    assert stopped.stopped_at == 1800.0
+    assert stopped.never_scheduled == []            # `next` would run at 1h (same queue, no reclaim)
+    assert stopped.unfinished == {"default/huge": "waiting", "default/long": "running", "default/next": "waiting"}
+    assert stopped.to_json()["jobs"] == {"submitted": 3, "completed": 0, "unfinished": 3, "never_scheduled": 0}
+    ended = simulate(text).summary
+    assert ended.stopped_at is None
+    assert ended.never_scheduled == ["default/huge"] and ended.unfinished == {}
+    assert ended.to_json()["jobs"] == {"submitted": 3, "completed": 2, "unfinished": 0, "never_scheduled": 1}
+
+
+def test_a_job_without_duration_is_unfinished_not_never_scheduled() -> None:
+    summary = simulate(scenario("""
+        - {name: service, queue: a, replicas: 1, template: {gpus: 1}}
+        - {name: batch, queue: a, duration: 10s, replicas: 1, template: {gpus: 1}}
+    """)).summary
+    assert summary.never_scheduled == [] and summary.unfinished == {"default/service": "running"}
+    assert summary.completed == 1

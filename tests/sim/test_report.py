@@ -45,7 +45,7 @@ def test_cli_json_output_has_the_issue_keys(tmp_path: Path, capsys: pytest.Captu
     assert main(["simulate", str(scenario_file), "-o", "json", "--no-progress", "--out", str(tmp_path / "r")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == JSON_KEYS
-    assert set(out["jobs"]) == {"submitted", "completed", "never_scheduled"}
+    assert set(out["jobs"]) == {"submitted", "completed", "unfinished", "never_scheduled"}
     assert set(out["wait_seconds"]) == {"p50", "p90", "p99"}
     assert set(out["queues"]["a"]) == {"wait_seconds", "allocated_gpus", "fair_share_gpus"}
     assert (tmp_path / "r" / "report.html").is_file()
@@ -64,7 +64,7 @@ def test_cli_compare_puts_two_configurations_side_by_side(tmp_path: Path,
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"spread", "binpack"} and all(set(v) == JSON_KEYS for v in out.values())
     text = (tmp_path / "cmp" / "report.html").read_text()
-    assert "queue shares: spread" in text and "queue shares: binpack" in text
+    assert "Per-queue share vs fair share: spread" in text and "Per-queue share vs fair share: binpack" in text
     assert (tmp_path / "cmp" / "series-spread.csv").is_file()
 
 

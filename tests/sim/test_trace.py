@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kai_scheduler.api.duration import format_span
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim import replay, trace
 
@@ -84,6 +85,38 @@ def test_sample_keeps_order_and_is_seeded(tmp_path: Path) -> None:
     assert len(trace.load(pods, nodes, sample=0.5).jobs) == 10
 
 
+def test_sample_is_a_window_of_arrivals_so_the_arrival_rate_stays(tmp_path: Path) -> None:
+    sparse = [f"s{i},1000,1024,1,1000,,LS,Running,{i * 86400},{i * 86400 + 60},{i * 86400}" for i in range(30)]
+    dense = [f"d{i},1000,1024,1,1000,,LS,Running,{3e6 + i},{3e6 + i + 60},{3e6 + i}" for i in range(300)]
+    pods, nodes = _write(tmp_path, _pods(*sparse, *dense))
+    for seed in range(5):
+        jobs = trace.load(pods, nodes, sample=100, seed=seed).jobs
+        assert len(jobs) == 100
+        assert max(j.submit_at for j in jobs) <= 100 * 86400 * 30 / 330 + 100   # not 30 days + 300 s
+        numbers = [int(j.name[1:]) + (30 if j.name[0] == "d" else 0) for j in jobs]
+        assert numbers == list(range(numbers[0], numbers[0] + 100))            # consecutive arrivals
+
+
+def test_the_note_says_what_was_replayed_and_how_loaded_the_cluster_is(tmp_path: Path) -> None:
+    pods, nodes = _write(tmp_path, _pods(
+        "p0,1000,1024,1,1000,,LS,Running,0,7200,0",
+        "p1,1000,1024,1,500,,LS,Running,3600,5400,3600",        # overlaps p0: 1.5 GPUs at once
+        "p2,1000,1024,2,1000,,LS,Running,7200,9000,7200",       # starts as p0 ends: 2 at once
+    ))
+    notes: list[str] = []
+    trace.load(pods, nodes, time_scale=0.5, note=notes.append)
+    assert notes == ["3 trace tasks arriving over 1h00m; at most 2 GPUs asked for at once, 20 % of the 10 GPUs "
+                     "of the nodes"]
+    trace.load(pods, nodes, sample=2, seed=0, note=notes.append)
+    assert notes[-1].startswith("2 of 3 trace tasks arriving over ")
+
+
+@pytest.mark.parametrize("seconds, text", [(0, "0s"), (59.6, "1m00s"), (250, "4m10s"), (11190, "3h06m"),
+                                           (37 * 86400 + 7300, "37d02h")])
+def test_spans_read_as_days_hours_minutes(seconds: float, text: str) -> None:
+    assert format_span(seconds) == text
+
+
 @pytest.mark.parametrize("pods, message", [
     pytest.param("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,0,0\n",
                  "pods.csv:1: missing column 'creation_time'", id="missing column"),
@@ -118,3 +151,13 @@ def test_the_real_trace_where_it_lies() -> None:
     assert sum(1 for o in loaded.objects if o["kind"] == "Node") == 1523
     result = replay.Replay(loaded, load_config(None)).run()
     assert result.summary.completed + len(result.summary.never_scheduled) == 40
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="the shared trace is not here")
+def test_a_sample_of_the_real_trace_spans_days_not_its_37_days_and_says_it_is_light() -> None:
+    notes: list[str] = []
+    loaded = trace.load(TRACES / "openb_pod_list_default.csv", TRACES / "openb_node_list_all_node.csv",
+                        sample=500, seed=0, note=notes.append)
+    assert len(loaded.jobs) == 500
+    assert max(j.submit_at for j in loaded.jobs) < 7 * 86400
+    assert "500 of 8152 trace tasks" in notes[0] and "lightly loaded" in notes[0]

@@ -59,3 +59,16 @@ def format_duration(seconds: float) -> str:
         text = f"{rest:.9f}".rstrip("0").rstrip(".")    # never exponent notation: Go does not read it
         parts.append(f"{text}s")
     return sign + "".join(parts)
+
+
+def format_span(seconds: float) -> str:
+    """A span as days and hours, hours and minutes, or minutes and seconds: `37d02h`, `3h06m`, `4m10s`."""
+    whole = round(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -37,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--nodes", metavar="NODES_CSV", help="Alibaba openb node list (with --trace)")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply trace arrivals and run times")
     p.add_argument("--sample", type=float, default=None,
-                   help="replay this many trace tasks (below 1: this fraction), drawn with --seed")
+                   help="replay this many trace tasks (below 1: this fraction) that arrived in a row, from a "
+                        "start drawn with --seed")
     p.add_argument("--schedule-period", type=_seconds, default=None,
                    help="virtual time between cycles (default: the configuration's, 1s)")
     p.add_argument("--until", type=_seconds, default=None, help="stop at this virtual time (e.g. 2h)")
@@ -49,7 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--out", default=None, help=f"directory for the report and series (default {DEFAULT_OUT}/<name>)")
     p.add_argument("--no-report", action="store_true", help="write no files; print the summary only")
     p.add_argument("--occupancy-at", type=_instants, default=None,
-                   help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the run)")
+                   help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
+                        "horizon: --until, or when the last job would end if none waited; and peak allocation)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
     p.set_defaults(run=run)
 
@@ -62,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     for label, raw in configs:
         simulation = replay.Replay(loaded, load_config(raw), options, label=label)
-        horizon = args.until or max((j.submit_at + (j.duration or 0.0) for j in loaded.jobs), default=0.0)
-        with progress.Bar(label or loaded.name, horizon, enabled=not args.no_progress) as bar:
+        with progress.Bar(label or loaded.name, simulation.horizon, enabled=not args.no_progress) as bar:
             runs.append(simulation.run(bar))
     if args.output == "json":
         out: Any = runs[0].summary.to_json() if len(runs) == 1 else {
@@ -84,7 +85,8 @@ def _load(args: argparse.Namespace) -> Scenario:
             raise ValueError("give a scenario FILE or --trace, not both")
         if not args.nodes:
             raise ValueError("--trace needs --nodes (the node list CSV)")
-        return trace.load(args.trace, args.nodes, time_scale=args.time_scale, sample=args.sample, seed=args.seed)
+        return trace.load(args.trace, args.nodes, time_scale=args.time_scale, sample=args.sample, seed=args.seed,
+                          note=lambda line: print(f"trace: {line}", file=sys.stderr))
     if not args.file:
         raise ValueError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
     if args.nodes or args.sample is not None or args.time_scale != 1.0:
@@ -97,10 +99,20 @@ def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, dict
     if args.compare:
         if args.config:
             raise ValueError("--compare replaces --config: give one or the other")
-        return [(Path(path).stem, _read_config(path)) for path in args.compare]
+        return list(zip(_compare_labels(args.compare), (_read_config(path) for path in args.compare), strict=True))
     if args.config:
         return [("", _read_config(args.config))]
     return [("", loaded.config)]
+
+
+def _compare_labels(paths: list[str]) -> list[str]:
+    """The files' stems; their paths when the stems clash; `A`/`B` after them when the paths do too."""
+    stems = [Path(path).stem for path in paths]
+    if len(set(stems)) == len(stems):
+        return stems
+    if len(set(paths)) == len(paths):
+        return list(paths)
+    return [f"{stem} ({letter})" for stem, letter in zip(stems, "AB", strict=False)]
 
 
 def _print_table(runs: list[replay.Run]) -> None:
@@ -135,6 +147,8 @@ def _print_table(runs: list[replay.Run]) -> None:
         if never:
             shown = ", ".join(never[:5]) + (f" and {len(never) - 5} more" if len(never) > 5 else "")
             console.print(f"[red]{label}: {len(never)} job(s) never scheduled[/red]: {shown}", highlight=False)
+        if unfinished := report.unfinished_line(r):
+            console.print(f"{label}: {unfinished}" if len(runs) > 1 else unfinished, highlight=False)
 
 
 def _s(value: float | None) -> str:

@@ -3,16 +3,20 @@
 The series are step functions: a row holds from its `time` until the next row. Cluster figures are kept
 from the pods themselves (a pod counts from the moment it runs until it is gone, Releasing included); the
 scheduler's own view (fair share and deserved per queue, the fragmentation reading) is taken at each cycle
-and holds until the next; the replay skips cycles while nothing is pending, so in such a stretch a fair
-share can stay above what the queue still asks for (one last cycle at the end refreshes it). GPUs are
-devices; a shared pod counts its portion (devices × fraction).
+and holds until the next; the replay runs a cycle on the first tick after every change of demand (an
+arrival, a job's end, a pod gone), so these are the figures a scheduler cycling every period would show.
+GPUs are devices; a shared pod counts its portion (devices × fraction).
 
 - allocation ratio: allocated GPUs / GPUs of schedulable nodes; time-weighted mean over [0, end];
 - idle_unusable_gpus: see `occupancy.Fragmentation`;
 - fairness: Jain's index (Σx)² / (n·Σx²) over the leaf queues with a fair share > 0, x = allocated / fair
   share (1 = every queue has the same fraction of its fair share); undefined (NaN) when no queue has one;
 - wait: first instant all the job's pods ran − submission; completion: finish − submission; gang wait: the
-  wait of jobs whose minimum is more than one pod; makespan: the last completion (0 when none completed).
+  wait of jobs whose minimum is more than one pod; makespan: the last completion (0 when none completed);
+- jobs at the end: a replay that ran until nothing was due leaves pending only work nothing could make fit:
+  a job that never ran is `never_scheduled`; any other job still pending or running then (one without a
+  duration, one interrupted that cannot start again) is `unfinished`. A replay stopped at `--until` cannot
+  tell: every job still pending or running is `unfinished` (running, or waiting), none `never_scheduled`.
 
 Wall-clock cycle times are kept apart from the series, so two runs of one seed have identical series.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,8 +42,8 @@ GPU_AXIS = QUEUE_NAMES.index("gpu")
 CLUSTER_COLUMNS = ("allocated_gpus", "allocation_ratio", "idle_unusable_gpus", "pending_jobs", "running_jobs",
                    "fairness")
 QUEUE_COLUMNS = ("allocated", "fair_share", "deserved")
-PEAK_STEP = 0.02          # re-capture the peak-occupancy map only when allocation beats it by 2 % and a GPU
-MAX_MAPS = 16
+PEAK = "peak"
+RUNNING, WAITING = "running", "waiting"     # an unfinished job at the end
 
 
 @dataclass(slots=True)
@@ -67,9 +71,8 @@ class Series:
 class Recorder:
     """Fed by the replay (pods on and off, cycles, samples); reads nothing itself."""
 
-    def __init__(self, total_gpus: float, parents: dict[str, str], occupancy_at: Sequence[float] | None) -> None:
-        """`parents`: every queue → its parent ("" for a top queue); a parent's allocation is its subtree's.
-        `occupancy_at`: instants for the node × GPU maps; None: a quarter, half and three quarters of the run."""
+    def __init__(self, total_gpus: float, parents: dict[str, str]) -> None:
+        """`parents`: every queue → its parent ("" for a top queue); a parent's allocation is its subtree's."""
         self.total_gpus = total_gpus
         self.parents = dict(sorted(parents.items()))
         queues = list(self.parents)
@@ -86,9 +89,6 @@ class Recorder:
         self.action_seconds: Counter[str] = Counter()
         self.reasons: dict[str, str] = {}                  # job key → the last reason it did not fit
         self.maps: list[OccupancyMap] = []
-        self._map_at = sorted(occupancy_at) if occupancy_at is not None else None
-        self._capture_every = 1.0
-        self._next_capture = 0.0
         self._peak: OccupancyMap | None = None
         self._peak_allocated = 0.0
         self._fragmentation = Fragmentation()
@@ -131,18 +131,10 @@ class Recorder:
         self._capture(now, result)
 
     def _capture(self, now: float, result: CycleResult) -> None:
-        """Node × GPU maps when no instants were asked: a thinning reservoir (at most MAX_MAPS, the spacing
-        doubling when full) from which `occupancy_maps` picks the quartiles of the run. And at peak."""
-        if self._map_at is None and now >= self._next_capture - 1e-9:
-            self.maps.append(occupancy(result.snapshot, now))
-            self._next_capture = now + self._capture_every
-            if len(self.maps) > MAX_MAPS:
-                self.maps = self.maps[::2]
-                self._capture_every *= 2
-        if self.allocated > 0 and (self._peak is None
-                                   or self.allocated > self._peak_allocated * (1 + PEAK_STEP) + 1.0):
+        """The node × GPU map at peak allocation: the first cycle that reached it."""
+        if self.allocated > 0 and (self._peak is None or self.allocated > self._peak_allocated + 1e-9):
             self._peak_allocated = self.allocated
-            self._peak = occupancy(result.snapshot, now)
+            self._peak = occupancy(result.snapshot, now, PEAK)
 
     def sample(self, now: float, pending_jobs: int, running_jobs: int) -> None:
         """Record the state at `now` (replacing a row of the same instant; skipping an unchanged one)."""
@@ -201,23 +193,17 @@ class Recorder:
                                 ("deserved", self.deserved))
         )
 
-    def add_map(self, snap: Snapshot, at: float) -> None:
-        """The map at an asked instant (the replay hands the cluster as it was then)."""
-        self.maps.append(occupancy(snap, at))
+    def add_map(self, snap: Snapshot, at: float, what: str = "") -> None:
+        """The map at an instant (the replay hands the cluster as it was then); `what` says why that one."""
+        self.maps.append(occupancy(snap, at, what))
 
-    def occupancy_maps(self, end: float) -> list[OccupancyMap]:
-        """The maps at the asked instants (or nearest the quartiles of [0, end]) and at peak, by time."""
-        maps = list(self.maps)
-        if self._map_at is None and maps:
-            maps = [_nearest(maps, at) for at in (0.25 * end, 0.5 * end, 0.75 * end)]
-        if self._peak is not None:
-            maps.append(self._peak)
-        unique = {m.time: m for m in maps}
+    def occupancy_maps(self) -> list[OccupancyMap]:
+        """The maps taken and the one at peak allocation, by time (one map per instant, its reasons joined)."""
+        unique: dict[float, OccupancyMap] = {}
+        for m in [*self.maps, *([self._peak] if self._peak is not None else [])]:
+            seen = unique.get(m.time)
+            unique[m.time] = m if seen is None else replace(seen, what=f"{seen.what}; {m.what}".strip("; "))
         return [unique[t] for t in sorted(unique)]
-
-
-def _nearest(maps: list[OccupancyMap], at: float) -> OccupancyMap:
-    return min(maps, key=lambda m: abs(m.time - at))
 
 
 def _eq(a: float, b: float) -> bool:
@@ -257,6 +243,8 @@ class Summary:
     submitted: int
     completed: int
     never_scheduled: list[str]
+    unfinished: dict[str, str]          # job key → "running" or "waiting" at the end
+    stopped_at: float | None            # `--until`, when the replay stopped there with work left
     lost: int
     wait: list[float]
     completion: list[float]
@@ -277,7 +265,7 @@ class Summary:
             "makespan_seconds": round(self.makespan, 3),
             "gpu_allocation_ratio": round(self.allocation_ratio, 6),
             "jobs": {"submitted": self.submitted, "completed": self.completed,
-                     "never_scheduled": len(self.never_scheduled)},
+                     "unfinished": len(self.unfinished), "never_scheduled": len(self.never_scheduled)},
             "wait_seconds": percentiles(self.wait),
             "evictions": dict(sorted(self.evictions.items())),
             "queues": {name: {"wait_seconds": q["wait_seconds"], "allocated_gpus": q["allocated_gpus"],
@@ -289,7 +277,10 @@ class Summary:
         return {
             **self.to_json(),
             "end_seconds": round(self.end, 3),
+            "stopped_at_seconds": self.stopped_at,
             "never_scheduled_jobs": {key: self.reasons.get(key, "") for key in self.never_scheduled},
+            "unfinished_jobs": {key: state + (f": {self.reasons[key]}" if state == WAITING and key in self.reasons
+                                              else "") for key, state in self.unfinished.items()},
             "lost_jobs": self.lost,
             "interruptions": self.interruptions,
             "completion_seconds": percentiles(self.completion),
@@ -305,9 +296,14 @@ class Summary:
         }
 
 
-def summarize(recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_seconds: float) -> Summary:
-    """The summary of a replay that stopped at virtual `end`."""
+def summarize(recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_seconds: float,
+              stopped_at: float | None = None) -> Summary:
+    """The summary of a replay that ended at virtual `end`; `stopped_at`: `--until`, when it stopped there
+    with events still due (so pending work may yet have run)."""
     jobs = [j for j in jobs if j.submitted is not None]
+    live = [j for j in jobs if j.is_live]
+    never = [] if stopped_at is not None else [j for j in live if j.started is None]
+    unfinished = {j.key: RUNNING if j.phase is Phase.RUNNING else WAITING for j in live if j not in never}
     done = [j for j in jobs if j.phase is Phase.DONE and j.finished is not None]
     started = [j for j in jobs if j.started is not None]
     wait = [_wait(j) for j in started]
@@ -329,7 +325,9 @@ def summarize(recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_secon
         allocation_ratio=time_weighted_mean(s.time, s.cluster["allocation_ratio"], end),
         submitted=len(jobs),
         completed=len(done),
-        never_scheduled=sorted(j.key for j in jobs if j.started is None),
+        never_scheduled=sorted(j.key for j in never),
+        unfinished=dict(sorted(unfinished.items())),
+        stopped_at=stopped_at,
         lost=sum(1 for j in jobs if j.phase is Phase.LOST),
         wait=wait,
         completion=[_completion(j) for j in done],

@@ -34,9 +34,10 @@ class OccupancyMap:
     time: float
     nodes: tuple[str, ...]
     cells: npt.NDArray[np.float64]
+    what: str = ""          # why this instant: "a quarter of the horizon", "peak allocation", …
 
 
-def occupancy(snap: Snapshot, time: float) -> OccupancyMap:
+def occupancy(snap: Snapshot, time: float, what: str = "") -> OccupancyMap:
     """The map over GPU nodes in name order: whole devices in use first, then shared devices by use."""
     arrays = snap.arrays
     rows = np.flatnonzero(arrays.allocatable[:, GPU] > 0)
@@ -55,7 +56,7 @@ def occupancy(snap: Snapshot, time: float) -> OccupancyMap:
             cells[i] = values
     cells[column[None, :] >= counts[:, None]] = np.nan
     names = tuple(snap.nodes[int(row)].name for row in rows)
-    return OccupancyMap(time, names, cells)
+    return OccupancyMap(time, names, cells, what)
 
 
 def _shared_use(node: NodeInfo) -> list[float]:

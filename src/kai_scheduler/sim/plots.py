@@ -1,24 +1,29 @@
 """The report's figures, drawn with matplotlib's object API (no pyplot: no global state, no display needed).
 
-Each function takes finished runs and returns PNG bytes. Series are step functions (`where="post"`). Time
-axes switch unit with the span (seconds, minutes, hours, days) so a 270 s burst and a 150-day trace both read.
+Each function takes finished runs and returns a matplotlib Figure (`png` makes the bytes the report embeds).
+Series are step functions (`where="post"`). Time axes switch unit with the span (seconds, minutes, hours,
+days) so a 270 s burst and a 150-day trace both read. Legends name the run only when there are several
+(`--compare`), by its short label.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from kai_scheduler.api.duration import format_span
 from kai_scheduler.sim import occupancy as occupancy_maps
 from kai_scheduler.sim.replay import Run
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
           "#7f7f7f", "#393b79", "#637939")
 MAX_QUEUES = 12
+MAPS_PER_ROW = 4
+MAX_TICK_LABELS = 40      # node names on a map axis; past that every k-th
 _UNITS = ((86400.0 * 2, 86400.0, "days"), (3600.0 * 2, 3600.0, "hours"), (120.0, 60.0, "minutes"),
           (0.0, 1.0, "seconds"))
 
@@ -28,7 +33,8 @@ def _unit(runs: Sequence[Run]) -> tuple[float, str]:
     return next((size, name) for above, size, name in _UNITS if span >= above)
 
 
-def _png(fig: Figure) -> bytes:
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (what the report embeds)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
     return buf.getvalue()
@@ -43,19 +49,25 @@ def _steps(ax: Axes, run: Run, values: Sequence[float], scale: float, **style: o
     ax.step(np.append(t, max(end, t[-1])), np.append(v, v[-1]), where="post", **style)  # type: ignore[arg-type]
 
 
-def allocation(runs: Sequence[Run]) -> bytes:
+def _legend(runs: Sequence[Run], run: Run, text: str) -> str:
+    """A legend entry: `text`, after the run's short label when several runs share the plot."""
+    return text if len(runs) == 1 else f"{run.label or run.name}: {text}"
+
+
+def allocation(runs: Sequence[Run]) -> Figure:
     """GPU allocation ratio over time; below it, pending jobs and idle GPUs the pending work cannot use."""
     scale, unit = _unit(runs)
     fig = Figure(figsize=(10, 5.2))
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
-        label = run.label or run.name
         ratio = [100.0 * v for v in run.series.cluster["allocation_ratio"]]
-        _steps(top, run, ratio, scale, color=color, label=f"{label} ({100 * run.summary.allocation_ratio:.1f} % mean)")
-        _steps(bottom, run, run.series.cluster["pending_jobs"], scale, color=color, label=f"{label}: pending jobs")
+        _steps(top, run, ratio, scale, color=color,
+               label=_legend(runs, run, f"allocated ({100 * run.summary.allocation_ratio:.1f} % mean)"))
+        _steps(bottom, run, run.series.cluster["pending_jobs"], scale, color=color,
+               label=_legend(runs, run, "pending jobs"))
         _steps(bottom, run, run.series.cluster["idle_unusable_gpus"], scale, color=color, linestyle="--",
-               label=f"{label}: idle GPUs no pending task fits")
+               label=_legend(runs, run, "idle GPUs no pending task fits"))
     top.set_ylabel("GPUs allocated (%)")
     top.set_ylim(0, 105)
     top.legend(loc="lower right", fontsize="small")
@@ -64,13 +76,15 @@ def allocation(runs: Sequence[Run]) -> bytes:
     bottom.set_xlabel(f"virtual time ({unit})")
     bottom.legend(loc="upper right", fontsize="small")
     bottom.grid(alpha=0.3)
-    return _png(fig)
+    return fig
 
 
-def queue_shares(run: Run) -> bytes:
-    """Per leaf queue with work: allocated GPUs (solid) against fair share (dashed) and deserved (dotted)."""
+def queue_shares(run: Run) -> Figure:
+    """Per queue with work, departments before their queues (tree order): allocated GPUs (solid) against fair
+    share (dashed) and deserved (dotted); a department's figures are its whole subtree's."""
     scale, unit = _unit([run])
     queues = _busiest(run)
+    paths = queue_paths(run.parents)
     cols = min(3, max(1, len(queues)))
     rows = max(1, -(-len(queues) // cols))
     fig = Figure(figsize=(10, 2.6 * rows))
@@ -81,7 +95,7 @@ def queue_shares(run: Run) -> bytes:
         _steps(ax, run, cols_["fair_share"], scale, color=COLORS[1], linestyle="--", label="fair share")
         deserved = [v if v >= 0 else np.nan for v in cols_["deserved"]]
         _steps(ax, run, deserved, scale, color=COLORS[2], linestyle=":", label="deserved")
-        ax.set_title(name, fontsize="medium")
+        ax.set_title(paths.get(name, name), fontsize="medium")
         ax.grid(alpha=0.3)
     for ax in axes[len(queues):]:
         ax.set_visible(False)
@@ -89,31 +103,62 @@ def queue_shares(run: Run) -> bytes:
     for ax in axes[(rows - 1) * cols:]:
         ax.set_xlabel(f"virtual time ({unit})")
     fig.supylabel("GPUs")
-    return _png(fig)
+    return fig
 
 
 def _busiest(run: Run) -> list[str]:
-    """Leaf queues that held GPUs or had a fair share, most allocated first, at most MAX_QUEUES."""
-    parents = {p for p in run.parents.values() if p}
-    scored = []
+    """Queues (departments too) that held GPUs or had a fair share, in tree order; past MAX_QUEUES, the most
+    allocated ones."""
+    scored = {}
     for name, cols in run.series.queues.items():
-        if name in parents:
-            continue
         weight = max(max(cols["allocated"], default=0.0), max(cols["fair_share"], default=0.0))
         if weight > 0:
-            scored.append((-float(np.mean(cols["allocated"])), name))
-    return [name for _, name in sorted(scored)[:MAX_QUEUES]] or sorted(run.series.queues)[:1]
+            scored[name] = float(np.mean(cols["allocated"]))
+    kept = set(sorted(scored, key=lambda q: (-scored[q], q))[:MAX_QUEUES])
+    order = [name for name, _ in queue_tree(run.parents) if name in kept]
+    return order or sorted(run.series.queues)[:1]
 
 
-def waits(runs: Sequence[Run]) -> bytes:
+def queue_tree(parents: dict[str, str]) -> list[tuple[str, int]]:
+    """The queues depth first (top queues, each followed by its children, by name) with their depth."""
+    children: dict[str, list[str]] = {}
+    for name, parent in parents.items():
+        children.setdefault(parent if parent in parents else "", []).append(name)
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
+
+    def walk(parent: str, depth: int) -> None:
+        for name in sorted(children.get(parent, ())):
+            if name not in seen:
+                seen.add(name)
+                out.append((name, depth))
+                walk(name, depth + 1)
+
+    walk("", 0)
+    return out + [(name, 0) for name in sorted(parents) if name not in seen]
+
+
+def queue_paths(parents: dict[str, str]) -> dict[str, str]:
+    """Each queue as its path from the top: "research › vision"."""
+    out = {}
+    for name in parents:
+        path, current, seen = [name], parents.get(name, ""), {name}
+        while current and current in parents and current not in seen:
+            seen.add(current)
+            path.append(current)
+            current = parents[current]
+        out[name] = " › ".join(reversed(path))
+    return out
+
+
+def waits(runs: Sequence[Run]) -> Figure:
     """The share of jobs that started within a given wait: overall per run, and per queue (thin lines)."""
     fig = Figure(figsize=(10, 4))
     ax = fig.subplots()
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
-        label = run.label or run.name
         _ecdf(ax, [j.started - j.submitted for j in run.jobs if j.started is not None and j.submitted is not None],
-              color=color, linewidth=2.2, label=f"{label}: all jobs")
+              color=color, linewidth=2.2, label=_legend(runs, run, "all jobs"))
         if len(runs) == 1:
             for k, queue in enumerate(sorted({j.meta.queue for j in run.jobs})):
                 waited = [j.started - j.submitted for j in run.jobs
@@ -124,7 +169,7 @@ def waits(runs: Sequence[Run]) -> bytes:
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
-    return _png(fig)
+    return fig
 
 
 def _ecdf(ax: Axes, values: list[float], **style: object) -> None:
@@ -135,31 +180,52 @@ def _ecdf(ax: Axes, values: list[float], **style: object) -> None:
     ax.step(np.insert(x, 0, 0.0), np.insert(y, 0, 0.0), where="post", **style)  # type: ignore[arg-type]
 
 
-def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> bytes:
-    """Node × GPU use at each captured instant: one row of cells per instant, a column per node."""
-    shown = list(maps) or []
-    fig = Figure(figsize=(10, 1.2 + 1.6 * max(1, len(shown))), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(max(1, len(shown)), 1, squeeze=False)).ravel()
+def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> Figure:
+    """Node × GPU use at each instant: a panel per instant, a row per node (named), a column per GPU index."""
+    shown = list(maps)
+    count = max(1, len(shown))
+    cols = min(MAPS_PER_ROW, count)
+    rows = -(-count // cols)
+    nodes = len(shown[0].nodes) if shown else 0
+    height = min(6.0, 1.3 + 0.22 * max(nodes, 2))
+    fig = Figure(figsize=(10, 0.4 + height * rows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     image = None
-    for ax, m in zip(axes, shown, strict=False):
-        cells = np.ma.masked_invalid(m.cells.T)
-        image = ax.imshow(cells, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1)
+    for k, (ax, m) in enumerate(zip(axes, shown, strict=False)):
+        image = ax.imshow(np.ma.masked_invalid(m.cells), aspect="auto", interpolation="nearest", cmap="viridis",
+                          vmin=0, vmax=1)
         used = float(np.nansum(m.cells))
         total = float(np.sum(~np.isnan(m.cells)))
-        ax.set_title(f"t = {m.time:g} s: {used:g} of {total:g} GPUs in use", fontsize="medium")
-        ax.set_ylabel("GPU")
-        ax.set_yticks([])
+        why = f" ({m.what})" if m.what and m.what != "asked" else ""
+        ax.set_title(f"t = {format_span(m.time)}{why}\n{used:.4g} of {total:g} GPUs in use", fontsize="small")
+        _ticks(ax.set_xticks, ax.set_xticklabels, [str(i) for i in range(m.cells.shape[1])], 16)
+        ax.set_xlabel("GPU index", fontsize="small")
+        if k % cols == 0:
+            _ticks(ax.set_yticks, ax.set_yticklabels, list(m.nodes), MAX_TICK_LABELS)
+            ax.set_ylabel("node")
+        else:
+            ax.set_yticks([])
+    for ax in axes[len(shown):]:
+        ax.set_visible(False)
     if not shown:
+        axes[0].set_visible(True)
         axes[0].text(0.5, 0.5, "no instant captured", ha="center", va="center")
         axes[0].set_axis_off()
-    else:
-        axes[-1].set_xlabel("node (name order)")
     if image is not None:
-        fig.colorbar(image, ax=list(axes), label="share of the device in use", fraction=0.03)
-    return _png(fig)
+        fig.colorbar(image, ax=list(axes), label="share in use", fraction=0.03)
+    return fig
 
 
-def fairness(runs: Sequence[Run]) -> bytes:
+def _ticks(set_ticks: Callable[..., object], set_labels: Callable[..., object], labels: list[str],
+           most: int) -> None:
+    """One tick per cell, labelled; with more cells than `most`, every k-th."""
+    step = max(1, -(-len(labels) // most))
+    positions = list(range(0, len(labels), step))
+    set_ticks(positions)
+    set_labels([labels[i] for i in positions], fontsize="x-small" if len(labels) > 8 else "small")
+
+
+def fairness(runs: Sequence[Run]) -> Figure:
     """Jain's index over time (1 = every queue at the same fraction of its fair share)."""
     scale, unit = _unit(runs)
     fig = Figure(figsize=(10, 2.8))
@@ -171,5 +237,6 @@ def fairness(runs: Sequence[Run]) -> bytes:
     ax.set_ylabel("Jain index")
     ax.set_xlabel(f"virtual time ({unit})")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
-    return _png(fig)
+    if len(runs) > 1:
+        ax.legend(fontsize="small", loc="lower right")
+    return fig

@@ -7,13 +7,16 @@ One loop pops events (`engine`) and gives them their meaning:
   scheduler runs once; the binder binds what it placed; the kubelet starts bound pods. When the cycle changed
   something and work is still pending, the next cycle is one period later.
 - FINISH: `duration` after all a job's pods ran (the run it belongs to: an interrupted run never finishes),
-  its pods succeed and go.
-- TERMINATE: an evicted pod's grace period is over: the kubelet removes it and its owner recreates it Pending.
+  its pods succeed and go; a cycle is asked for.
+- TERMINATE: an evicted pod's grace period is over: the kubelet removes it and its owner recreates it Pending;
+  a cycle is asked for.
 - WAKE: a time-based rule (queue min runtime, staleness grace) may now let the scheduler act.
 
 Cycles run on the grid of `--schedule-period` (KAI's default: 1 s), but only when something happened that a
-cycle could act on: an arrival, or freed resources while work is pending. So an idle hour costs nothing, and
-the replay stops when nothing is due: work that can never fit is left pending and reported, never looped on.
+cycle could act on or that changes the queues' demand: an arrival, a job's end, a pod gone. A cycle in which
+nothing changed decides nothing and leaves the fair shares as they were, so skipping it changes no figure
+(`Options.every_period` runs them all, to check exactly that); an idle hour costs nothing, and the replay
+stops when nothing is due: work that can never fit is left pending and reported, never looped on.
 
 What happens to pods is read back from the store's watch, as a kubelet and a controller would, so evictions
 by any action, binds and deletions all take the same path.
@@ -48,14 +51,16 @@ from kai_scheduler.store.interface import JSON, Gone, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
 HISTORY_SIZE = 512         # watch events the store keeps: a quiet informer walks at most this far back
+QUARTERS = ((0.25, "1/4"), (0.5, "1/2"), (0.75, "3/4"))
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
     schedule_period: float | None = None     # None: the configuration's flag
     until: float | None = None               # stop at this virtual second
-    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half and three quarters of the run
+    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half, three quarters of the horizon
     timeline: bool = False                   # keep `Replay.timeline`: (time, what, key) per happening
+    every_period: bool = False               # a cycle every period while any event is due (no skipping)
 
 
 @dataclass(slots=True)
@@ -70,6 +75,7 @@ class Run:
     total_gpus: float
     parents: dict[str, str] = field(default_factory=dict)     # queue → parent ("" for a top queue)
     jobs: list[workload.Job] = field(default_factory=list)
+    horizon: float = 0.0        # `--until`, or when the last job would end if nothing waited
 
 
 Progress = Callable[["Replay"], None]
@@ -102,7 +108,12 @@ class Replay:
         total = sum(n.allocatable.get(constants.RESOURCE_GPU, 0.0) for n in nodes if n.ready and not n.unschedulable)
         queues = [Queue.from_dict(o) for o in cluster if o.get("kind") == "Queue"]
         self.queue_runtimes = _min_runtimes(queues)
-        self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues}, options.occupancy_at)
+        self.horizon = options.until if options.until is not None else max(
+            (j.submit_at + (j.duration or 0.0) for j in scenario.jobs), default=0.0)
+        instants = options.occupancy_at
+        marks = [(t, "asked") for t in instants] if instants is not None else [
+            (share * self.horizon, f"{name} of horizon") for share, name in QUARTERS]
+        self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues})
         _, self._rv = self.store.list("pods")
         self._running: set[str] = set()
         self._terminating: set[str] = set()
@@ -110,7 +121,7 @@ class Replay:
         self._last_cycle: float | None = None
         self.cycles = 0
         self._starts = 0
-        self._map_at = sorted(options.occupancy_at or ())
+        self._map_at = sorted(marks)
         self.timeline: list[tuple[float, str, str]] = []
 
     # --- the loop ---
@@ -122,15 +133,15 @@ class Replay:
         for job in self.workload.jobs.values():
             self.engine.at(job.meta.submit_at, Kind.ARRIVAL, job.key)
         self._observe()        # pods of the cluster itself (no job), there from the start
-        while self._drain(progress) and self.cycles and self._last_cycle != self.engine.now:
+        while (drained := self._drain(progress)) and self.cycles and self._last_cycle != self.engine.now:
             self._cycle()
             if not self.engine:
                 break
         end = self.engine.now
         summary = metrics.summarize(self.recorder, self.workload.jobs.values(), end,
-                                    wall_seconds=time.perf_counter() - started)
-        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(end),
-                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()))
+                                    wall_seconds=time.perf_counter() - started, stopped_at=None if drained else end)
+        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(),
+                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()), self.horizon)
 
     def _drain(self, progress: Progress | None) -> bool:
         """Handle events until none is left (True) or the next is past `until` (False)."""
@@ -153,8 +164,8 @@ class Replay:
     def _maps_before(self, time: float, *, inclusive: bool = False) -> None:
         """Take the asked node × GPU maps due before `time`: the cluster does not change between events,
         so the state now is the state at those instants."""
-        while self._map_at and (self._map_at[0] < time or (inclusive and self._map_at[0] <= time)):
-            self.recorder.add_map(self.scheduler.snapshot(), self._map_at.pop(0))
+        while self._map_at and (self._map_at[0][0] < time or (inclusive and self._map_at[0][0] <= time)):
+            self.recorder.add_map(self.scheduler.snapshot(), *self._map_at.pop(0))
 
     def _log(self, what: str, key: str = "") -> None:
         if self.options.timeline:
@@ -178,7 +189,7 @@ class Replay:
                 self._log("finish", job.key)
                 self.workload.finish(job, self.engine.now)
                 self._observe()
-                self._ask_cycle_if_pending()
+                self._ask_cycle()       # the queue's demand dropped: its fair share goes to the others
         elif event.kind is Kind.TERMINATE:
             self._terminate(event.key)
         elif event.kind is Kind.WAKE:
@@ -201,7 +212,9 @@ class Replay:
         self._observe()
         self.cycles += 1
         self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
-        if result.binds and self._starts > started:     # progress: binds that failed do not spin the clock
+        if self.options.every_period and self.engine:
+            self._ask_cycle()
+        elif result.binds and self._starts > started:   # progress: binds that failed do not spin the clock
             self._ask_cycle_if_pending()
         self._sample()
 
@@ -215,7 +228,7 @@ class Replay:
             return
         self.store.finish_deletion(namespace, name)
         self._observe()
-        self._ask_cycle_if_pending()
+        self._ask_cycle()
 
     def _ask_cycle_if_pending(self) -> None:
         if self.workload.pending > 0:

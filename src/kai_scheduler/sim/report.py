@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from kai_scheduler.api.duration import format_span
 from kai_scheduler.sim import plots
 from kai_scheduler.sim.replay import Run
 
@@ -32,6 +33,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2e
 h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.6em 0} td,th{padding:.25em .8em;border-bottom:1px solid #eee;text-align:right}
 th:first-child,td:first-child{text-align:left} .note{color:#666;font-size:.9em} img{max-width:100%}
+figure{margin:0}
 .bad{color:#b00020} .pair{display:flex;gap:1em;flex-wrap:wrap} .pair>div{flex:1 1 480px}
 """
 
@@ -79,26 +81,44 @@ def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
              "<h2>Queues</h2>", _queue_table(runs, labels)]
     parts += _evictions(runs, labels)
     parts += _never_scheduled(runs, labels)
-    parts += [_figure("allocation", "Cluster allocation over time", plots.allocation(runs),
-                      "GPU allocation ratio; below: pending jobs and idle GPUs no pending task can use")]
-    parts.append("<h2 id=queue-shares>Per-queue share vs fair share</h2><div class=pair>")
-    for label, run in zip(labels, runs, strict=True):
-        parts.append(f"<div><p>{_e(label)}</p>{_img(plots.queue_shares(run), f'queue shares: {label}')}</div>")
-    parts.append("</div>")
-    parts.append(_figure("wait-times", "Wait-time distributions", plots.waits(runs),
+    parts += _unfinished(runs, labels)
+    several = len(runs) > 1
+    parts.append(_figure("allocation", "Cluster allocation over time", [("", plots.png(plots.allocation(runs)))],
+                         "GPU allocation ratio; below: pending jobs and idle GPUs no pending task can use"))
+    per_run = list(zip([label if several else "" for label in labels], runs, strict=True))
+    parts.append(_figure("queue-shares", "Per-queue share vs fair share",
+                         [(label, plots.png(plots.queue_shares(run))) for label, run in per_run],
+                         "GPUs per queue, departments first and then their queues (a department's figures are "
+                         "its whole subtree's): allocated, fair share from the scheduler's cycles, deserved "
+                         "(quota)"))
+    parts.append(_figure("wait-times", "Wait-time distributions", [("", plots.png(plots.waits(runs)))],
                          "share of jobs whose pods all ran within a given wait"))
-    parts.append("<h2 id=occupancy>Node × GPU occupancy</h2>")
-    for label, run in zip(labels, runs, strict=True):
-        parts.append(f"<p>{_e(label)}: at a quarter, half and three quarters of the expected horizon, and at "
-                     f"peak allocation</p>{_img(plots.occupancy(run.maps), f'occupancy: {label}')}")
-    parts.append(_figure("fairness", "Fairness over time", plots.fairness(runs),
+    parts.append(_figure("occupancy", "Node × GPU occupancy",
+                         [(label, plots.png(plots.occupancy(run.maps))) for label, run in per_run],
+                         _occupancy_caption(runs[0]) if runs else "", stacked=True))
+    parts.append(_figure("fairness", "Fairness over time", [("", plots.png(plots.fairness(runs)))],
                          "Jain's index of allocated / fair share over the leaf queues that have a fair share"))
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def _figure(anchor: str, title: str, png: bytes, caption: str) -> str:
-    return f"<h2 id={anchor}>{_e(title)}</h2>{_img(png, title)}<p class=note>{_e(caption)}</p>"
+def _figure(anchor: str, title: str, images: Sequence[tuple[str, bytes]], caption: str, *,
+            stacked: bool = False) -> str:
+    """A titled figure: one image, or one per run (each under its run's label) side by side or `stacked`."""
+    body = "".join(f"<div>{f'<p>{_e(label)}</p>' if label else ''}{_img(png, f'{title}: {label}' if label else title)}"
+                   "</div>" for label, png in images)
+    return (f"<figure id={anchor}><h2>{_e(title)}</h2><div{'' if stacked else ' class=pair'}>{body}</div>"
+            f"<figcaption class=note>{_e(caption)}</figcaption></figure>")
+
+
+def _occupancy_caption(run: Run) -> str:
+    """What the maps show, from the reasons the replay gave them."""
+    asked = any(m.what.startswith("asked") for m in run.maps)
+    when = ("at the asked instants" if asked else
+            f"at a quarter, half and three quarters of the horizon ({format_span(run.horizon)}: --until, or when "
+            "the last job would end if none waited)")
+    return (f"Each GPU of each node {when}, and at peak allocation; a cell is the share of the device in use "
+            "(a shared GPU shows the part its pods hold). Instants past the end of the replay are not shown.")
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -136,6 +156,7 @@ def summary_rows(run: Run) -> list[tuple[str, str]]:
         ("fairness, Jain (mean)", _fmt(d["fairness_mean"])),
         ("jobs submitted / completed", f"{jobs['submitted']} / {jobs['completed']}"),
         ("jobs never scheduled", str(jobs["never_scheduled"])),
+        ("jobs unfinished at the end", str(jobs["unfinished"])),
         ("wait p50 / p90 / p99", " / ".join(_fmt(wait[k], " s") for k in ("p50", "p90", "p99"))),
         ("completion p50 / p90 / p99", " / ".join(_fmt(done[k], " s") for k in ("p50", "p90", "p99"))),
         ("gang wait p50 / p90 / p99", " / ".join(_fmt(gang[k], " s") for k in ("p50", "p90", "p99"))),
@@ -157,10 +178,11 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
     head = ["queue"]
     for label in labels:
         head += [f"{label}: allocated", "fair share", "deserved", "wait p50 / p90 / p99"]
-    names = sorted({q for r in runs for q in r.summary.queues})
+    present = {q for r in runs for q in r.summary.queues}
+    tree = plots.queue_tree({**{q: "" for q in present}, **(runs[0].parents if runs else {})})
     rows = []
-    for name in names:
-        row = [_e(name)]
+    for name, depth in [(n, d) for n, d in tree if n in present]:
+        row = [f'<span style="padding-left:{1.5 * depth}em">{_e(name)}</span>']
         for run in runs:
             q = run.summary.queues.get(name, {})
             wait = q.get("wait_seconds", {})
@@ -179,6 +201,24 @@ def _evictions(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
         return []
     rows = [[_e(a), *(str(r.summary.evictions.get(a, 0)) for r in runs)] for a in actions]
     return ["<h2>Evictions by action</h2>", _table(["action", *labels], rows)]
+
+
+def unfinished_line(run: Run) -> str:
+    """What was left when the replay ended, in words ("" when nothing was)."""
+    states = list(run.summary.unfinished.values())
+    if not states:
+        return ""
+    running = states.count("running")
+    counts = f"{running} running, {len(states) - running} waiting"
+    if run.summary.stopped_at is not None:
+        return (f"{len(states)} job(s) unfinished when the replay stopped at {_fmt(run.summary.stopped_at, ' s')} "
+                f"({counts}): a longer --until lets them run")
+    return f"{len(states)} job(s) unfinished at the end ({counts}): no duration, or interrupted for good"
+
+
+def _unfinished(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
+    lines = [(label, unfinished_line(run)) for label, run in zip(labels, runs, strict=True)]
+    return [f"<p class=note>{_e(label)}: {_e(line)}</p>" for label, line in lines if line]
 
 
 def _never_scheduled(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:

@@ -12,8 +12,14 @@ Read where they lie (../shared/traces/alibaba-gpu-v2023/); never copied. Mapping
   on the model label; the arrival is `creation_time` (from the earliest one) and the run time
   `deletion_time − scheduled_time`; a task the trace never scheduled (empty `scheduled_time`) runs
   `deletion_time − creation_time`.
-- `time_scale` multiplies arrivals and run times; `sample` keeps that many tasks (below 1: that fraction),
-  drawn with the seed, in their original order.
+- `time_scale` multiplies arrivals and run times (so the replay is shorter or longer; how many GPUs are asked
+  for at once does not change); `sample` keeps that many tasks (below 1: that fraction) that arrived one
+  after the other, from a start drawn with the seed: a window keeps the trace's arrival rate, where a sample
+  spread over the whole trace (its tasks arrive over 37 days) would thin it out to an idle cluster.
+
+`describe` says in one line what was replayed: how many tasks over how long, and the most GPUs they ask for
+at once against the cluster's GPUs (the openb cluster is sized for the whole trace at once, so a replay in
+time loads it lightly).
 
 A bad file is a `TraceError` naming `file:line:column`: a missing column, a field that is not a number, a
 negative amount or run time.
@@ -23,13 +29,14 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kai_scheduler.api.duration import format_span
 from kai_scheduler.scenario import Scenario
 from kai_scheduler.scenario import build as scenario_build
 from kai_scheduler.scenario.entry import Where
@@ -45,6 +52,7 @@ POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creat
                "scheduled_time")
 POD_OPTIONAL = ("gpu_spec", "qos", "pod_phase")
 DEFAULT_QUEUE = "default"
+LIGHT_LOAD_PERCENT = 5.0    # below this peak share of the cluster's GPUs, the note says the replay is light
 
 
 class TraceError(ValueError):
@@ -65,13 +73,47 @@ class Task:
 
 
 def load(pods: str | Path, nodes: str | Path, *, time_scale: float = 1.0, sample: float | None = None,
-         seed: int = 0) -> Scenario:
-    """The trace as a scenario (nodes, one queue per QoS, one job per task)."""
+         seed: int = 0, note: Callable[[str], None] | None = None) -> Scenario:
+    """The trace as a scenario (nodes, one queue per QoS, one job per task); `note` gets `describe`'s line."""
     if not time_scale > 0 or not math.isfinite(time_scale):
         raise TraceError(f"--time-scale: must be above 0, got {time_scale:g}")
-    tasks = _sample(read_tasks(pods), sample, seed)
-    doc = to_scenario(read_nodes(nodes), tasks, time_scale, name=f"alibaba {Path(pods).stem}")
+    every = read_tasks(pods)
+    tasks = _sample(every, sample, seed)
+    node_entries = read_nodes(nodes)
+    if note is not None:
+        note(describe(tasks, len(every), node_entries, time_scale))
+    doc = to_scenario(node_entries, tasks, time_scale, name=f"alibaba {Path(pods).stem}")
     return scenario_build.build(Where(str(pods), Lines()), doc)
+
+
+def describe(tasks: list[Task], of: int, nodes: list[dict[str, Any]], time_scale: float) -> str:
+    """One line: the tasks kept, the time they span, and their peak GPU demand against the cluster's GPUs."""
+    total = sum(float(n["gpus"]) for n in nodes)
+    arrivals = [t.arrival for t in tasks]
+    span = (max(arrivals) - min(arrivals)) * time_scale if arrivals else 0.0
+    peak = _peak_gpus(tasks)
+    share = 100 * peak / total if total else 0.0
+    kept = f"{len(tasks)} of {of} trace tasks" if len(tasks) < of else f"{of} trace tasks"
+    line = (f"{kept} arriving over {format_span(span)}; at most {peak:.4g} GPUs asked for at once, "
+            f"{share:.2g} % of the {total:g} GPUs of the nodes")
+    if share < LIGHT_LOAD_PERCENT:
+        line += (": a lightly loaded replay (--time-scale changes its length, not its load; "
+                 "a shorter --nodes list loads it more)")
+    return line
+
+
+def _peak_gpus(tasks: list[Task]) -> float:
+    """The most GPUs the tasks ask for at once, each from its arrival for its run time (no waiting)."""
+    changes = sorted([(t.arrival + t.duration, -_gpus(t)) for t in tasks] + [(t.arrival, _gpus(t)) for t in tasks])
+    peak = current = 0.0
+    for _, delta in changes:        # ends sort before starts at one instant: back to back is not overlap
+        current += delta
+        peak = max(peak, current)
+    return peak
+
+
+def _gpus(task: Task) -> float:
+    return task.num_gpu * (task.gpu_milli / 1000 if task.gpu_milli < 1000 else 1.0)
 
 
 def read_nodes(path: str | Path) -> list[dict[str, Any]]:
@@ -149,13 +191,15 @@ def _mib(value: float) -> str:
 
 
 def _sample(tasks: list[Task], sample: float | None, seed: int) -> list[Task]:
+    """`sample` tasks (below 1: that fraction) in a row by arrival, the first drawn with `seed`; in file order."""
     if sample is None:
         return tasks
     if not sample > 0 or not math.isfinite(sample) or (sample >= 1 and not float(sample).is_integer()):
         raise TraceError(f"--sample: want a count of tasks or a fraction in (0, 1), got {sample:g}")
     keep = round(len(tasks) * sample) if sample < 1 else min(len(tasks), int(sample))
-    chosen = np.random.default_rng(seed).choice(len(tasks), size=keep, replace=False)
-    return [tasks[i] for i in sorted(int(i) for i in chosen)]
+    by_arrival = sorted(range(len(tasks)), key=lambda i: tasks[i].arrival)
+    first = int(np.random.default_rng(seed).integers(0, len(tasks) - keep + 1))
+    return [tasks[i] for i in sorted(by_arrival[first:first + keep])]
 
 
 class _Row:

@@ -27,6 +27,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import orjson
+
 from kai_scheduler.api import constants
 from kai_scheduler.scenario.model import JobMeta
 from kai_scheduler.sim import owners
@@ -85,7 +87,11 @@ class Job:
 
 
 def split(objects: Iterable[JSON], jobs: Iterable[JobMeta]) -> tuple[list[JSON], list[Job]]:
-    """The cluster's own objects (created at the start), and each job with the objects it owns."""
+    """The cluster's own objects (created at the start), and each job with the objects it owns.
+
+    Works on a copy: the owners rewrite their pods (labels, no PodGroup name), and a scenario is replayed
+    more than once (`--compare`), each replay from the objects as loaded."""
+    objects = orjson.loads(orjson.dumps(list(objects), option=orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z))
     owned: dict[str, list[JSON]] = {f"{m.namespace}/{m.name}": [] for m in jobs}
     pod_job: dict[str, str] = {}
     cluster: list[JSON] = []

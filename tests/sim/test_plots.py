@@ -1,0 +1,88 @@
+"""The report's figures read as a person would read them: maps named by node and GPU index at the instants
+the caption promises, legends without the scenario's name, the queue tree with its departments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kai_scheduler.scheduler.scheduler import load_config
+from kai_scheduler.sim import plots, replay, report, sources
+from tests.sim.helpers import simulate
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TREE = """
+nodes:
+- {name: gpu, count: 2, gpus: 4, gpuMemory: 81920, cpu: "64", memory: 512Gi}
+queues:
+- name: research
+  resources: {gpu: {quota: 4, overQuotaWeight: 1, limit: -1}}
+- name: product
+  resources: {gpu: {quota: 4, overQuotaWeight: 1, limit: -1}}
+- {name: vision, parent: research, resources: {gpu: {quota: 2, overQuotaWeight: 1, limit: -1}}}
+- {name: nlp, parent: research, resources: {gpu: {quota: 2, overQuotaWeight: 1, limit: -1}}}
+- {name: search, parent: product, resources: {gpu: {quota: 4, overQuotaWeight: 1, limit: -1}}}
+jobs:
+- {name: v, queue: vision, duration: 10m, replicas: 2, template: {gpus: 2}}
+- {name: n, queue: nlp, submitAt: 1m, duration: 5m, replicas: 1, template: {gpus: 2}}
+- {name: s, queue: search, submitAt: 2m, duration: 8m, replicas: 1, template: {gpus: 1}}
+"""
+
+
+@pytest.fixture(scope="module")
+def quickstart() -> replay.Run:
+    loaded = sources.load(EXAMPLES / "simulate-quickstart.yaml")
+    return replay.Replay(loaded, load_config(loaded.config)).run()
+
+
+def test_maps_are_at_the_quarters_of_the_horizon_and_at_peak(quickstart: replay.Run) -> None:
+    horizon = quickstart.horizon
+    assert horizon > 0
+    by_reason = {m.what: m.time for m in quickstart.maps}
+    assert by_reason.pop("1/4 of horizon") == 0.25 * horizon
+    assert by_reason.pop("1/2 of horizon") == 0.5 * horizon
+    assert by_reason.pop("3/4 of horizon") == 0.75 * horizon
+    assert list(by_reason) == ["peak"]
+
+
+def test_maps_are_labelled_with_node_names_and_gpu_indices(quickstart: replay.Run) -> None:
+    fig = plots.occupancy(quickstart.maps)
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert len(axes) == len(quickstart.maps) == 4
+    assert [t.get_text() for t in axes[0].get_yticklabels()] == ["gpu-node-0", "gpu-node-1"]
+    for ax in axes:
+        assert [t.get_text() for t in ax.get_xticklabels()] == [str(i) for i in range(8)]
+        assert ax.get_xlabel() == "GPU index"
+    titles = [ax.get_title() for ax in axes]
+    assert any("(peak" in t for t in titles) and any("1/2 of horizon" in t for t in titles)
+
+
+def test_legends_of_one_run_do_not_repeat_the_scenario_name(quickstart: replay.Run) -> None:
+    for fig in (plots.allocation([quickstart]), plots.waits([quickstart]), plots.fairness([quickstart])):
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            texts = [t.get_text() for t in legend.get_texts()] if legend else []
+            assert not any(quickstart.name in t for t in texts), texts
+    compared = replay.Run(**{**{f: getattr(quickstart, f) for f in quickstart.__dataclass_fields__},
+                             "label": "b"})
+    fig = plots.allocation([quickstart, compared])
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert texts[1].startswith("b: ") and not any(quickstart.name in t for t in texts[1:])
+
+
+def test_the_queue_panels_show_departments_before_their_queues() -> None:
+    run = simulate(TREE)
+    fig = plots.queue_shares(run)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles == ["product", "product › search", "research", "research › nlp", "research › vision"]
+    table = report.render([run], ["tree"])
+    rows = [name for name in ("research", "vision", "nlp", "product", "search") if f">{name}</span>" in table]
+    assert len(rows) == 5
+    assert table.index(">product</span>") < table.index(">search</span>") < table.index(">research</span>")
+    assert 'padding-left:1.5em">vision' in table
+
+
+def test_queue_tree_orders_depth_first() -> None:
+    parents = {"b": "", "a": "", "a2": "a", "a1": "a", "a1x": "a1", "orphan": "gone"}
+    assert plots.queue_tree(parents) == [("a", 0), ("a1", 1), ("a1x", 2), ("a2", 1), ("b", 0), ("orphan", 0)]
