@@ -80,6 +80,8 @@ class NodeFilter:
     # For a check that folds several reasons into one mask: split the rejected nodes by reason, only when a
     # fit error is reported (the common path never pays for it).
     explain: Callable[[Mask], list[tuple[str, int]]] | None = None
+    # The filter applies the session's resource fit (`framework.fit`) itself: the session need not repeat it.
+    fits_resources: bool = False
 
 
 JobCompare = Callable[["JobInfo", "JobInfo"], int]

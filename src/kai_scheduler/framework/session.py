@@ -164,14 +164,16 @@ class Session:
         common path is one mask AND per predicate."""
         start = self._all_nodes if candidates is None else candidates
         mask = start.copy()
+        fitted = False
         for _, fn in self.hooks(points.PREDICATE):
             result = fn(task, mask)
             if result is not None:
                 mask &= result.mask
+                fitted = fitted or result.fits_resources
                 if not mask.any():
                     break
         else:
-            if mask.any():          # KAI's FittingNode: never over-commit, whatever predicates are configured
+            if not fitted and mask.any():   # KAI's FittingNode: never over-commit, whatever plugins are configured
                 mask &= fit.resources_fit(self.snapshot, task, mask)
         # `start` is not copied: callers build each candidate mask fresh and never change it afterwards.
         return mask, FitReport(lambda: int(start.sum()), functools.partial(self._fit_reasons, task, start))

@@ -230,7 +230,8 @@ class Predicates:
         releasing pod's slot can be pipelined like any resource). One compare over all nodes; the reasons
         ("too many pods", then "insufficient <first missing resource>") are split only for a fit error."""
         fits = fit.resources_fit(self._snapshot, task, candidates)
-        return points.NodeFilter(fits, "insufficient resources", partial(self._explain_resources, task))
+        return points.NodeFilter(fits, "insufficient resources", partial(self._explain_resources, task),
+                                 fits_resources=True)
 
     def _thresholds(self, task: PodInfo) -> Vector:
         return fit.thresholds(task)
