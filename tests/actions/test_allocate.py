@@ -11,8 +11,10 @@ import pytest
 
 from kai_scheduler.actions.allocate import Allocate, candidates
 from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Op, Operation
+from kai_scheduler.scheduler.scheduler import load_config
 from tests import builders as b
 
 JSON = dict[str, Any]
@@ -20,9 +22,9 @@ S = PodStatus
 NO_QUOTA_LIMITS = {"quota": -1, "overQuotaWeight": 1, "limit": -1}
 
 
-def _run(objects: list[JSON]) -> tuple[Session, list[list[str]]]:
+def _run(objects: list[JSON], config: SchedulerConfig | None = None) -> tuple[Session, list[list[str]]]:
     """Run allocate; return the session and the committed statements as lists of task names."""
-    ssn = b.session(b.snapshot(objects))
+    ssn = b.session(b.snapshot(objects), config=config)
     batches: list[list[str]] = []
     record = ssn.record_commit
 
@@ -244,6 +246,15 @@ def test_a_job_pipelined_in_an_earlier_cycle_is_served_before_queue_order() -> N
     claimed = [*objects, *_claimed(_gang("claimer", 4, gpus=1, queue="a"), "n1"), *_gang("other", 4, gpus=1, queue="b")]
     ssn, _ = _run(claimed)
     assert _placed(ssn) == [(f"claimer-{i}", "n1", "Allocated") for i in range(4)]
+
+
+def test_without_pipelined_claims_queue_order_decides_as_in_kai() -> None:
+    """`pipelined-claims: false` restores KAI's order: the claimed job competes with everyone, and queue b's
+    job, first by queue order, takes the GPUs."""
+    objects = [b.node("n1", gpus=4), b.queue("a", priority=100, gpu_quota=4), b.queue("b", priority=200, gpu_quota=4)]
+    claimed = [*objects, *_claimed(_gang("claimer", 4, gpus=1, queue="a"), "n1"), *_gang("other", 4, gpus=1, queue="b")]
+    ssn, _ = _run(claimed, load_config({"flags": {"pipelined-claims": False}}))
+    assert {name.rsplit("-", 1)[0] for name, _, _ in _placed(ssn)} == {"other"}
 
 
 def test_a_claim_that_no_longer_fits_leaves_the_resources_to_others() -> None:

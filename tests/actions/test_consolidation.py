@@ -37,7 +37,7 @@ def test_a_move_is_committed_as_one_eviction_naming_the_new_node() -> None:
     assert (move.task.name, move.before.node, move.after.node, move.after.status) == (
         "mover-0", "n1", "n2", PodStatus.PIPELINED)
     assert move.eviction == Eviction("consolidation", "ns/big", "moved by consolidation to make room for ns/big")
-    assert result.evictions == 1 and result.pipelines == 1
+    assert result.evictions == 1 and result.pipelines == 2      # the job and the moved pod, as KAI counts
     assert cluster.store.get("pods", "mover-0", b.NAMESPACE)["metadata"].get("deletionTimestamp")
 
 
@@ -53,6 +53,9 @@ def test_kai_schedule_shows_the_move_from_one_node_to_the_other() -> None:
     text = io.StringIO()
     render.as_tables(report, Console(file=text, width=200))
     assert "│ ns/mover-0 │ n1   │ n2 │ consolidation │ ns/big" in text.getvalue()
+    [mover] = [t for key, t in report.to_json()["tasks"].items() if key.endswith("mover-0")]
+    assert (mover["status"], mover["node"], mover["moved"]) == ("Pipelined", "n2", "moved n1 → n2")
+    assert "moved n1 → n2" in text.getvalue()
 
 
 def test_an_evicted_victim_shows_no_destination() -> None:

@@ -53,10 +53,9 @@ def test_after_reclaim_later_cycles_change_nothing() -> None:
     assert running == ["b0-0", "b1-0", "b2-0", "b3-0", *(f"train-{i}" for i in range(4))]
 
 
-def test_a_gang_that_would_fall_below_deserved_is_passed_over_and_nothing_moves_after() -> None:
-    """team-b (deserved 4, fair share 6) holds two 1-GPU jobs and a 6-GPU gang; team-a needs 2. Taking the gang
-    would leave team-b at 2, below its deserved 4: the singles go instead, once, and then nothing is evicted
-    (KAI's before-only check took the gang, and a team left below its share takes the GPUs back)."""
+def _gang_below_deserved() -> list[JSON]:
+    """team-b (deserved 4, fair share 6) holds two 1-GPU jobs and a 6-GPU gang (its newest job); team-a
+    (deserved 2) runs 2 and needs 2 more."""
     objects = [b.node("n1", gpus=4), b.node("n2", gpus=6), v.queue("team-a", gpu_quota=2),
                v.queue("team-b", gpu_quota=4)]
     objects += v.job("a-run", queue="team-a", pods=2, node="n1", created=b.NOW - 3600)
@@ -64,7 +63,27 @@ def test_a_gang_that_would_fall_below_deserved_is_passed_over_and_nothing_moves_
     objects += v.job("b-two", queue="team-b", node="n1", created=b.NOW - 3400)
     objects += v.job("b-gang", queue="team-b", pods=6, node="n2", created=b.NOW - 3000)
     objects += v.job("a-small", queue="team-a", pods=2, created=b.NOW - 1000)
-    cluster = v.cluster(objects)
+    return objects
+
+
+def test_kai_rule_takes_a_gang_below_deserved_once_and_nothing_moves_after() -> None:
+    """KAI's rule (the default): the strategies hold before the gang is taken (team-b 8 > 6), so the gang goes
+    whole; the freed GPUs stay claimed by team-a's pipelined job, and the recreated gang does not fit what is
+    left: one cycle of evictions, none after (no ping-pong)."""
+    cluster = v.cluster(_gang_below_deserved())
+    results = cluster.run(6)
+    assert [r.evictions for r in results] == [6, 0, 0, 0, 0, 0]
+    assert sorted(op.task.name for op in results[0].operations if op.op is Op.EVICT) == [
+        f"b-gang-{i}" for i in range(6)]
+    assert [r.binds for r in results] == [0, 2, 0, 0, 0, 0]
+    shares = results[-1].queue_shares
+    assert (shares["team-a"].allocated[2], shares["team-b"].allocated[2]) == (4, 2)
+
+
+def test_with_reclaim_protects_deserved_the_gang_is_passed_over_and_nothing_moves_after() -> None:
+    """The protective rule (flag): taking the gang would leave team-b at 2, below its deserved 4: the singles
+    go instead, once, and then nothing is evicted."""
+    cluster = v.cluster(_gang_below_deserved(), config={"flags": {"reclaim-protects-deserved": True}})
     results = cluster.run(6)
     assert [r.evictions for r in results] == [2, 0, 0, 0, 0, 0]
     assert sorted(op.task.name for op in results[0].operations if op.op is Op.EVICT) == ["b-one-0", "b-two-0"]
@@ -208,6 +227,14 @@ def test_the_reclaimer_claims_its_node_until_it_binds_there() -> None:
     assert sorted((op.task.name, op.after.node) for op in result.operations if op.op is Op.ALLOCATE) == [
         (f"train-{i}", "n1") for i in range(4)]
     assert result.evictions == 0
+
+
+def test_without_pipelined_claims_no_node_is_nominated() -> None:
+    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim", "flags": {"pipelined-claims": False}})
+    result = cluster.cycle()
+    assert result.evictions == 4
+    assert all(cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") is None
+               for i in range(4))
 
 
 def test_a_claim_that_lapsed_is_cleared() -> None:

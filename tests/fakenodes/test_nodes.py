@@ -8,6 +8,7 @@ from kai_scheduler.api import Node
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.fakenodes import fleet
+from kai_scheduler.fakenodes.heartbeat import Heartbeat
 from kai_scheduler.fakenodes.nodes import (
     LABEL_FAKE_NODE,
     LABEL_RACK,
@@ -17,7 +18,7 @@ from kai_scheduler.fakenodes.nodes import (
     parse_label,
     parse_taint,
 )
-from kai_scheduler.store.interface import NotFound
+from kai_scheduler.store.interface import JSON, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
 NOW = parse_time("2026-01-01T00:00:00Z")
@@ -128,3 +129,55 @@ def test_delete_removes_the_nodes_and_their_leases() -> None:
     assert store.list("nodes")[0] == [] and store.list("leases")[0] == []
     with pytest.raises(NotFound):
         store.get("nodes", "kai-fake-node-1")
+
+
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+class TaintingStore(MemoryStore):
+    """A store that taints every new Node not-ready, as the API server's TaintNodesByCondition admission does."""
+
+    def create(self, obj: JSON) -> JSON:
+        if obj.get("kind") == "Node":
+            spec = obj.setdefault("spec", {})
+            spec["taints"] = [*(spec.get("taints") or []), NOT_READY]
+        return super().create(obj)
+
+
+def _taint_keys(store: MemoryStore, name: str) -> list[str]:
+    return [t["key"] for t in store.get("nodes", name).get("spec", {}).get("taints") or []]
+
+
+def test_a_ready_fake_node_drops_the_not_ready_taint_the_api_server_put_on_it() -> None:
+    store = TaintingStore(ManualClock(NOW))
+    spec = FleetSpec(count=2, taints=(parse_taint("dedicated=gpu:NoSchedule"),))
+    fleet.ensure(store, build_nodes(spec, NOW))
+    assert _taint_keys(store, "kai-fake-node-0") == ["dedicated"]
+    assert _taint_keys(store, "kai-fake-node-1") == ["dedicated"]
+
+
+def test_a_node_without_condition_taints_is_not_written_again() -> None:
+    store = MemoryStore(ManualClock(NOW))
+    fleet.ensure(store, build_nodes(FleetSpec(count=1), NOW))
+    node = store.get("nodes", "kai-fake-node-0")
+    assert fleet.clear_condition_taints(store, node) is node
+    assert store.get("nodes", "kai-fake-node-0")["metadata"]["resourceVersion"] == node["metadata"]["resourceVersion"]
+
+
+def test_clearing_a_taint_from_a_stale_copy_keeps_a_taint_added_meanwhile() -> None:
+    store = MemoryStore(ManualClock(NOW))
+    fleet.ensure(store, build_nodes(FleetSpec(count=1), NOW))
+    stale = store.patch("nodes", "kai-fake-node-0", "", {"spec": {"taints": [NOT_READY]}})
+    store.patch("nodes", "kai-fake-node-0", "", {"spec": {"taints": [
+        NOT_READY, {"key": "maintenance", "effect": "NoSchedule"}]}})
+    fleet.clear_condition_taints(store, stale)
+    assert _taint_keys(store, "kai-fake-node-0") == ["maintenance"]
+
+
+def test_a_heartbeat_clears_a_not_ready_taint_added_after_creation() -> None:
+    clock = ManualClock(NOW)
+    store = MemoryStore(clock)
+    fleet.ensure(store, build_nodes(FleetSpec(count=1), NOW))
+    store.patch("nodes", "kai-fake-node-0", "", {"spec": {"taints": [NOT_READY]}})
+    Heartbeat(store, clock, ["kai-fake-node-0"]).beat()
+    assert _taint_keys(store, "kai-fake-node-0") == []

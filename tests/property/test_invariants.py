@@ -1,7 +1,8 @@
 """Invariants of scheduling over random small clusters (hypothesis), after one cycle and after three cycles of
 the embedded cluster (binder and kubelet acting between cycles):
 
-1. no node is over-committed in any resource, and nothing new lands on a cordoned node;
+1. no node is over-committed in any resource, and nothing new lands on a cordoned node (over-commit also under
+   any subset of the plugins, `predicates` left out or not);
 2. every job is at or above its minimum, or has nothing allocated;
 3. queue limits hold on every queue with a limit, leaf and ancestors (a queue already over its limit gets nothing);
 4. the same input, in any object order, gives the same decisions.
@@ -25,6 +26,8 @@ from kai_scheduler.api import constants, quantity
 from kai_scheduler.cluster.pod_status import ALLOCATED, PodStatus
 from kai_scheduler.cluster.resources import GPU, QUEUE_AXIS
 from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework.config import DEFAULT_PLUGINS
+from kai_scheduler.plugins.registry import BUILDERS
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim.embedded import EmbeddedCluster
@@ -278,3 +281,19 @@ def test_the_generator_covers_the_interesting_cases() -> None:
 
     collect()
     assert {"allocate", "pipeline", "Unschedulable", "OverLimit"} <= seen, seen
+
+
+PLUGINS = [name for name, _ in DEFAULT_PLUGINS if name in BUILDERS] + ["gpuspread"]
+
+
+@settings(SETTINGS, max_examples=60)
+@given(cluster=clusters(), data=st.data())
+def test_no_over_commit_under_any_plugin_configuration(cluster: Cluster, data: st.DataObject) -> None:
+    """The resource fit is the allocation's own (KAI's FittingNode), not a plugin's: any subset of the plugins,
+    `predicates` and `proportion` included or not, never over-commits a node, in any action."""
+    chosen = data.draw(st.lists(st.sampled_from(PLUGINS), unique=True, max_size=len(PLUGINS)), label="plugins")
+    config = load_config({"tiers": [{"plugins": [{"name": name} for name in chosen]}]})
+    embedded = EmbeddedCluster(cluster.objects, config, now=b.NOW)
+    for result in embedded.run(3):
+        assert_no_node_over_committed(result.snapshot)
+    assert_no_node_over_committed(embedded.view())

@@ -5,9 +5,11 @@ and memory never constrain); running jobs of 1-GPU pods on one node (single pods
 1, or gangs taken whole), some non-preemptible; 1-3 pending gangs of 1-GPU pods. The reclaim rules guarantee:
 
 - a reclaim never leaves the reclaiming queue above its fair share (it was within it, CanReclaim);
-- a reclaim never takes a queue below its deserved quota (KAI checks its strategies only before each victim
-  vector, which keeps this for 1-GPU vectors only: a whole gang could cut into the quota; so taking a vector
-  must also leave the queue at or above its deserved quota);
+- a queue gives to reclaim only from above its deserved quota (KAI's strategies, checked before each victim
+  vector: the queue held more than it deserves before its last victim was taken, though a whole gang may then
+  take it below);
+- with `reclaim-protects-deserved`, a reclaim never takes a queue below its deserved quota (taking a vector
+  must also leave the queue at or above it);
 - no action ever evicts a pod of a non-preemptible job;
 - shuffling the input objects changes no decision.
 """
@@ -86,8 +88,24 @@ def test_a_reclaim_keeps_the_reclaimer_within_its_fair_share(objects: list[JSON]
 
 @SETTINGS
 @given(clusters())
-def test_a_reclaim_never_takes_a_queue_below_its_deserved_quota(objects: list[JSON]) -> None:
+def test_a_queue_gives_to_reclaim_only_from_above_its_deserved_quota(objects: list[JSON]) -> None:
     result = _run(objects, "allocate, reclaim")
+    _, givers = _reclaims(result)
+    jobs = result.snapshot.jobs
+    taken = dict.fromkeys(givers, 0.0)
+    for op in result.operations:
+        if op.op is Op.EVICT and op.eviction is not None and op.eviction.action == "reclaim" and not op.moved:
+            taken[jobs[op.task.job_uid].queue] += float(op.task.queue_request()[GPU])
+    for name in givers:
+        share = result.queue_shares[name]
+        assert share.allocated[GPU] + taken[name] > share.deserved[GPU] + EPS, name
+
+
+@SETTINGS
+@given(clusters())
+def test_with_the_flag_a_reclaim_never_takes_a_queue_below_its_deserved_quota(objects: list[JSON]) -> None:
+    result = v.cluster(objects, config={"actions": "allocate, reclaim",
+                                        "flags": {"reclaim-protects-deserved": True}}).cycle()
     _, givers = _reclaims(result)
     for name in givers:
         share = result.queue_shares[name]

@@ -143,7 +143,7 @@ def test_a_replay_stopped_at_until_reports_unfinished_jobs_apart_from_never_sche
         - {name: long, queue: a, duration: 1h, replicas: 1, template: {gpus: 4}}
         - {name: next, queue: b, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 2}}
         - {name: huge, queue: a, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 8}}
-    """)
+    """, quota_a=4, quota_b=0)                       # b has no quota to reclaim: `next` waits for `long`
     stopped = simulate(text, until=1800.0).summary
     assert stopped.stopped_at == 1800.0
     assert stopped.never_scheduled == []            # `next` would run at 1h: nothing is known to never fit
@@ -162,3 +162,24 @@ def test_a_job_without_duration_is_unfinished_not_never_scheduled() -> None:
     """)).summary
     assert summary.never_scheduled == [] and summary.unfinished == {"default/service": "running"}
     assert summary.completed == 1
+
+
+def test_a_releasing_pod_holds_its_gpus_until_its_termination_ends() -> None:
+    """`terminatesAfter: 5m`: the pod frees its 4 GPUs 5 minutes in, and the job waiting for them runs then."""
+    result = simulate(scenario("""
+        - {name: leaving, queue: a, deleted: true,
+           tasks: [{status: Releasing, node: n-0, gpus: 4, terminatesAfter: 5m}]}
+        - {name: train, queue: a, duration: 60s, replicas: 1, template: {gpus: 4}}
+    """))
+    train = next(j for j in result.jobs if j.meta.name == "train")
+    assert (train.started, train.finished) == (300.0, 360.0)
+
+
+def test_a_pod_that_never_terminates_keeps_its_gpus() -> None:
+    """`terminatesAfter: never`: stuck terminating; the job that needs its GPUs is never scheduled."""
+    result = simulate(scenario("""
+        - {name: stuck, queue: a, deleted: true,
+           tasks: [{status: Releasing, node: n-0, gpus: 4, terminatesAfter: never}]}
+        - {name: train, queue: a, duration: 60s, replicas: 1, template: {gpus: 4}}
+    """), until=3600.0)
+    assert "default/train" in result.summary.never_scheduled

@@ -2,7 +2,8 @@
 
 1. Order the pending, ready jobs through the queue tree; jobs an earlier cycle pipelined (their pods name a
    `nominatedNodeName`) go first, so the resources released for them are not handed to others (a departure
-   from KAI, which re-orders them with everyone and lets reclaim repeat; see docs/configuration.md).
+   from KAI, which re-orders them with everyone and lets reclaim repeat; `--pipelined-claims=false` restores
+   KAI's order; see docs/configuration.md).
 2. For each popped job, open a statement and place its next tasks (gang minimum, or one elastic task).
 3. Commit on success, and put the job back if it still has pending tasks so its next pod competes again;
    discard on failure, keeping the fit errors for the job's status.
@@ -24,9 +25,10 @@ class Allocate:
 
     def execute(self, ssn: Session) -> None:
         ready = candidates(ssn)
-        claimed = [job for job in ready if _claims(job)]
+        first = ssn.config.flags.pipelined_claims
+        claimed = [job for job in ready if first and _claims(job)]
         depth = ssn.config.queue_depth_per_action.get(NAME)
-        for subset in (claimed, [job for job in ready if not _claims(job)]):
+        for subset in (claimed, [job for job in ready if not (first and _claims(job))]):
             self._allocate(ssn, JobOrderByQueues(ssn, subset, depth=depth))
 
     def _allocate(self, ssn: Session, jobs: JobOrderByQueues) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kai_scheduler.actions.common import budget, preemptors, solver
+from kai_scheduler.actions.common import budget, gpu_sharing, preemptors, solver
 from kai_scheduler.actions.common.scenario import ScenarioOutcome
 from kai_scheduler.api import constants
 from kai_scheduler.cluster.job_info import JobInfo
@@ -54,30 +54,18 @@ def uses_spread(ssn: Session) -> bool:
 
 
 def may_consolidate(ssn: Session, job: JobInfo) -> bool:
-    """Enough free GPUs in the cluster for the job's next tasks; no victim-invariant rejection."""
+    """Enough free GPUs in the cluster for the job's next tasks, counting the unused portions of shared GPUs
+    whatever the job asks for (two fractions merged onto one device free a whole one); no victim-invariant
+    rejection."""
     tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return False
     arrays = ssn.snapshot.arrays
     free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
-    if any(t.gpu.is_shared for t in tasks):
-        free += shared_gpus_free(ssn)
+    free += sum(gpu_sharing.shared_room(ssn).values())
     if free + _EPS < sum(t.gpus_accepted for t in tasks):
         return False
     return preemptors.invariant_reject(ssn, job) is None
-
-
-def shared_gpus_free(ssn: Session) -> float:
-    """Free portions of shared GPU groups on schedulable nodes, in GPUs (memory left over node GPU memory)."""
-    total = 0.0
-    for node in ssn.snapshot.nodes:
-        memory = node.gpu_memory_mib
-        if not node.gpu_groups or memory <= 0 or not ssn.snapshot.arrays.schedulable[node.row]:
-            continue
-        for group in node.gpu_groups.values():
-            if group.state() != "releasing":
-                total += max(0.0, memory - group.used_memory() + group.releasing_memory()) / memory
-    return total
 
 
 def search(job: JobInfo, pool: list[JobInfo], max_jobs: int | None) -> solver.VictimSearch | None:

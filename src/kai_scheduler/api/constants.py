@@ -75,6 +75,9 @@ ANNOTATION_LAST_START_TIMESTAMP: Final = "kai.scheduler/last-start-timestamp"
 ANNOTATION_LAST_EVICTION_TIMESTAMP: Final = "kai.scheduler/last-eviction-timestamp"
 ANNOTATION_STALE_TIMESTAMP: Final = "kai.scheduler/stale-podgroup-timestamp"
 ANNOTATION_TOP_OWNER_METADATA: Final = "kai.scheduler/top-owner-metadata"
+# Embedded and simulated clusters only (scenario `terminatesAfter`): how long the pod's termination takes after
+# its deletionTimestamp, a Go duration or "never" (stuck terminating).
+ANNOTATION_FAKE_TERMINATES_AFTER: Final = "kai.scheduler/fake-terminates-after"
 
 # --- Node labels (§2, §6) ---
 LABEL_GPU_MEMORY: Final = "nvidia.com/gpu.memory"

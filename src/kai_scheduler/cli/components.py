@@ -46,6 +46,10 @@ _FLAG_HELP = {
     "use_scheduling_signatures": "group identical pending pods when searching",
     "full_hierarchy_fairness": "divide resources over the whole queue tree (false: leaf queues under one root)",
     "allow_consolidating_reclaim": "let reclaim move pods instead of evicting them",
+    "reclaim_protects_deserved": "reclaim passes over a victim that would take its queue below its deserved "
+                                 "quota (not KAI's rule; off by default)",
+    "pipelined_claims": "a pipelined pod claims its node (nominatedNodeName) and allocate serves claimed jobs "
+                        "first (not KAI's; false: KAI's order)",
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
     "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
 }

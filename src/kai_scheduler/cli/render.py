@@ -46,7 +46,7 @@ def _tasks(outcome: Outcome) -> Table:
         table.add_column(column)
     for t in outcome.tasks:
         after = t.after if t.after == t.before else f"[{_CHANGED.get(t.after, 'bold')}]{t.after}[/]"
-        table.add_row(t.name, t.job, t.queue, t.before, after, t.node or "-")
+        table.add_row(t.name, t.job, t.queue, t.before, after, t.moved or t.node or "-")
     return table
 
 

@@ -3,6 +3,11 @@
 A node of the same name without the fake-node label is a real node: it is neither touched nor played, and
 `ensure` reports it. An adopted node gets the wanted labels, taints and status (its other labels stay).
 Some API servers drop `status` on create: the status is then written through the status subresource.
+
+An API server puts `node.kubernetes.io/not-ready:NoSchedule` on every new Node (the TaintNodesByCondition
+admission plugin), and only a node-lifecycle controller takes it off once the node reports Ready. On a control
+plane without one the nodes would never be schedulable, so a Ready fake node drops the condition taints itself
+(`clear_condition_taints`), as that controller would; with a controller running, both agree.
 """
 
 from __future__ import annotations
@@ -11,9 +16,13 @@ import logging
 from dataclasses import dataclass, field
 
 from kai_scheduler.fakenodes.nodes import LABEL_FAKE_NODE
-from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound
+from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Conflict, NotFound
 
 log = logging.getLogger(__name__)
+
+# The taints a node-lifecycle controller manages from the Ready condition (NoSchedule and NoExecute forms).
+CONDITION_TAINT_KEYS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+_UNTAINT_ATTEMPTS = 5
 
 
 @dataclass(slots=True)
@@ -51,7 +60,7 @@ def _create(store: ClusterStore, node: JSON) -> JSON:
     if not (created.get("status") or {}).get("conditions"):
         created = store.patch("nodes", node["metadata"]["name"], "", {"status": node["status"]}, "status")
     log.info("fake node created", extra={"node": node["metadata"]["name"]})
-    return created
+    return clear_condition_taints(store, created)
 
 
 def _adopt(store: ClusterStore, node: JSON) -> JSON | None:
@@ -69,7 +78,32 @@ def _adopt(store: ClusterStore, node: JSON) -> JSON | None:
                                     "spec": {"taints": node["spec"].get("taints")}})
     adopted = store.patch("nodes", name, "", {"status": node["status"]}, "status")
     log.info("fake node adopted", extra={"node": name})
-    return adopted
+    return clear_condition_taints(store, adopted)
+
+
+def clear_condition_taints(store: ClusterStore, node: JSON) -> JSON:
+    """The node without the not-ready/unreachable taints, written only when it has them.
+
+    The patch carries the resourceVersion it was computed from, so a taint a controller adds meanwhile is
+    never overwritten blindly: on a conflict the node is read again and the taints recomputed."""
+    name = node["metadata"]["name"]
+    for _ in range(_UNTAINT_ATTEMPTS):
+        taints = (node.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") not in CONDITION_TAINT_KEYS]
+        if len(kept) == len(taints):
+            return node
+        patch = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
+                 "spec": {"taints": kept or None}}
+        try:
+            node = store.patch("nodes", name, "", patch)
+        except Conflict:
+            node = store.get("nodes", name)
+            continue
+        log.info("condition taints removed from a ready fake node",
+                 extra={"node": name, "taints": sorted({str(t.get("key")) for t in taints} - {
+                     str(t.get("key")) for t in kept})})
+        return node
+    raise Conflict(f"node {name}: taints kept changing over {_UNTAINT_ATTEMPTS} attempts to clear not-ready")
 
 
 def delete(store: ClusterStore, names: list[str], lease_namespace: str) -> int:

@@ -3,7 +3,8 @@
 As the kubelet does: a Lease per node in `kube-node-lease` (holderIdentity = the node, leaseDurationSeconds
 40, owned by the Node so that it goes with it) renewed every `lease_period`, and the Ready condition's
 `lastHeartbeatTime` refreshed every `status_period` (a real kubelet: 5 minutes when nothing changes; the lease
-is what the controller watches). A failed write is logged and tried again at the next beat.
+is what the controller watches). A failed write is logged and tried again at the next beat. A not-ready or
+unreachable taint found on a node at a status refresh is cleared (see `fleet.clear_condition_taints`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kai_scheduler.api.clock import Clock
+from kai_scheduler.fakenodes.fleet import clear_condition_taints
 from kai_scheduler.fakenodes.nodes import ready_condition
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound, StoreError
 
@@ -87,7 +89,9 @@ class Heartbeat:
 
     def _refresh_status(self, node: str, now: float) -> None:
         since = self._ready_since.setdefault(node, now)
-        self.store.patch("nodes", node, "", {"status": {"conditions": [ready_condition(now, since)]}}, "status")
+        written = self.store.patch("nodes", node, "", {"status": {"conditions": [ready_condition(now, since)]}},
+                                   "status")
+        clear_condition_taints(self.store, written)
 
 
 def micro_time(seconds: float) -> str:

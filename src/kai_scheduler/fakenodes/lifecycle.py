@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,21 @@ _READY_CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
 def removal_due(deletion_timestamp: str, now: float) -> bool:
     """A terminating pod is gone once its deletionTimestamp (the end of its grace period) has passed."""
     return parse_time(deletion_timestamp) <= now
+
+
+def termination_delay(meta: JSON) -> float | None:
+    """How long after its deletionTimestamp a terminating pod is gone, when its `kai.scheduler/fake-terminates-
+    after` annotation says (a scenario's `terminatesAfter`): seconds, `math.inf` for never; None when unset or
+    unreadable (the pod goes at its deletionTimestamp)."""
+    written = (meta.get("annotations") or {}).get(constants.ANNOTATION_FAKE_TERMINATES_AFTER)
+    if written is None:
+        return None
+    if written == "never":
+        return math.inf
+    try:
+        return max(0.0, parse_duration(written))
+    except ValueError:
+        return None
 
 
 def awaiting_start(pod: JSON) -> bool:

@@ -19,7 +19,7 @@ from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ON_NODE
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.snapshot import Snapshot
-from kai_scheduler.framework import points
+from kai_scheduler.framework import fit, points
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Operation, Statement
@@ -27,6 +27,7 @@ from kai_scheduler.framework.statement import Operation, Statement
 log = logging.getLogger(__name__)
 _ON_NODE = ON_NODE.value
 F = TypeVar("F", bound=Callable[..., Any])
+_REASON_NO_ROOM = "insufficient resources"
 
 
 class Plugin(Protocol):
@@ -169,6 +170,9 @@ class Session:
                 mask &= result.mask
                 if not mask.any():
                     break
+        else:
+            if mask.any():          # KAI's FittingNode: never over-commit, whatever predicates are configured
+                mask &= fit.resources_fit(self.snapshot, task, mask)
         # `start` is not copied: callers build each candidate mask fresh and never change it afterwards.
         return mask, FitReport(lambda: int(start.sum()), functools.partial(self._fit_reasons, task, start))
 
@@ -185,6 +189,10 @@ class Session:
             if count:
                 removed.extend(result.explain(rejected) if result.explain else [(result.reason, count)])
                 mask = mask & result.mask
+        if mask.any():
+            short = int((mask & ~fit.resources_fit(self.snapshot, task, mask)).sum())
+            if short:
+                removed.append((_REASON_NO_ROOM, short))
         return removed
 
     def node_scores(self, task: PodInfo, candidates: points.Mask) -> points.Scores:

@@ -43,6 +43,12 @@ class Operation:
     after: Placement
     eviction: Eviction | None = None
 
+    @property
+    def moved(self) -> bool:
+        """A victim evicted and pipelined elsewhere in the same statement: KAI shows it Pipelined on its new
+        node (the old one is in the evictions); its pod is deleted and recreated by its owner."""
+        return self.op is Op.EVICT and self.after.status == PodStatus.PIPELINED
+
 
 class StatementClosed(RuntimeError):
     """A committed or discarded statement was used again: a bug in an action."""

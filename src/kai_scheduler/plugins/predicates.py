@@ -39,11 +39,11 @@ from kai_scheduler.cluster.pod_info import PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
 from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
 from kai_scheduler.cluster.snapshot import Snapshot
-from kai_scheduler.framework import points
+from kai_scheduler.framework import fit, points
 from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 
-EPSILON = 1e-6                      # float slack: requests and ledgers are sums of parsed quantities
+EPSILON = fit.EPSILON
 TAINT_REASONS = 16                  # distinct taints named in fit errors; any further ones share one reason
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")     # PreferNoSchedule only steers scoring upstream
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -111,7 +111,6 @@ class Predicates:
         ssn.add(points.PREDICATE, self.pod_affinity)
         ssn.add(points.PREDICATE, self.pod_anti_affinity)
         ssn.add(points.PREDICATE, self.existing_pods_anti_affinity)
-        ssn.add(points.ON_ALLOCATE, self.track_gpu_groups)
 
     def on_session_close(self, ssn: Session) -> None:
         self._static_by_key.clear()
@@ -127,7 +126,6 @@ class Predicates:
         self._schedulable_ok = _none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool))
         self._ready_ok = _none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
         self._has_gpu_memory = _frozen(self._arrays.gpu_memory > 0)
-        self._may_share = np.array([bool(n.gpu_groups) for n in nodes], dtype=bool)
         self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
         self._max_allocatable_eps = self._max_allocatable + EPSILON
         self._largest_gpu_memory = float(self._arrays.gpu_memory.max(initial=0.0))
@@ -231,17 +229,11 @@ class Predicates:
         """The request fits idle + releasing in every requested resource, the pods column included (a
         releasing pod's slot can be pipelined like any resource). One compare over all nodes; the reasons
         ("too many pods", then "insufficient <first missing resource>") are split only for a fit error."""
-        need = self._thresholds(task)
-        fits: Mask = np.all(self._arrays.free >= need, axis=1)
-        if task.gpu.is_shared:
-            fits &= self._shared_gpu_fit(task, candidates)
+        fits = fit.resources_fit(self._snapshot, task, candidates)
         return points.NodeFilter(fits, "insufficient resources", partial(self._explain_resources, task))
 
     def _thresholds(self, task: PodInfo) -> Vector:
-        """Per resource, the free amount a node needs; -inf where nothing is requested (never checked)."""
-        request = task.request
-        need: Vector = np.where(request > 0, request - EPSILON, -np.inf)
-        return need
+        return fit.thresholds(task)
 
     def _explain_resources(self, task: PodInfo, rejected: Mask) -> list[tuple[str, int]]:
         free, need = self._arrays.free, self._thresholds(task)
@@ -260,35 +252,7 @@ class Predicates:
         return parts
 
     def _shared_gpu_fit(self, task: PodInfo, candidates: Mask) -> Mask:
-        """Whole non-allocated GPUs plus the GPU groups the task fits in cover its devices (§6).
-
-        One device: a vector test on `shared_free` (the roomiest usable group per node). Several devices: only
-        candidates short of whole GPUs that may have GPU groups are looked at one by one."""
-        arrays, need = self._arrays, task.gpu.num_devices
-        whole = arrays.free[:, GPU]
-        fits: Mask = whole >= need - EPSILON
-        if task.gpu.memory_mib:             # a fresh device must hold the request: at most one GPU's memory
-            fits &= arrays.gpu_memory >= task.gpu.memory_mib - EPSILON
-        if need == 1:
-            memory = np.where(arrays.gpu_memory > 0, arrays.gpu_memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))
-            per_device = task.gpu.memory_mib or task.gpu.fraction * memory
-            fits |= arrays.shared_free >= per_device - EPSILON
-            return fits
-        maybe = candidates & ~fits & self._may_share
-        nodes = self._snapshot.nodes
-        for row in np.flatnonzero(maybe).tolist():
-            node = nodes[row]
-            devices = whole[row] if arrays.gpu_memory[row] >= task.gpu.memory_mib - EPSILON else 0.0
-            if node.gpu_groups and devices + len(node.shared_gpu_fit(task)) >= need - EPSILON:
-                fits[row] = True
-        return fits
-
-    def track_gpu_groups(self, task: PodInfo) -> None:
-        """A shared-GPU task placed in the session may open a GPU group on its node: remember the node.
-
-        Groups only ever appear through placements, so a superset kept by this handler is enough."""
-        if task.gpu.is_shared and task.placement.node:
-            self._may_share[self._snapshot.node_by_name[task.placement.node].row] = True
+        return fit.shared_gpu_fit(self._snapshot, task, candidates)
 
     # --- inter-pod affinity ----------------------------------------------------------------------------
 

@@ -240,6 +240,8 @@ def _podgroup(e: Entry, job: JobFacts, written: JSON, n_tasks: int, now: float) 
             annotations[annotation] = format_time(now - ago[0])
     metadata = meta.metadata("PodGroup", job.name, namespace=job.namespace, created=job.created,
                              annotations=annotations)
+    if job.deleted:     # the workload is gone: its PodGroup is being garbage-collected with its pods
+        metadata["deletionTimestamp"] = format_time(now)
     return {
         "apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": metadata, "spec": spec,
     }

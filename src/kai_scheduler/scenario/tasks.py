@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scheduler.api import bindrequest, constants, quantity
+from kai_scheduler.api import bindrequest, constants, duration, quantity
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.scenario import meta
@@ -30,7 +30,7 @@ from kai_scheduler.scenario.model import JSON, TASK_STATUSES
 TASK_FIELDS = (
     "name", "status", "node", "gpus", "gpuMemory", "gpuDevices", "gpuGroups", "cpu", "memory", "subGroup",
     "labels", "annotations", "taskPriority", "nodeSelector", "nodeAffinity", "tolerations", "podAffinity",
-    "podAntiAffinity",
+    "podAntiAffinity", "terminatesAfter",
 )
 TEMPLATE_FIELDS = tuple(f for f in TASK_FIELDS if f != "name")
 
@@ -81,6 +81,7 @@ class TaskSpec:
     node_selector: dict[str, str]
     affinity: JSON
     tolerations: list[JSON]
+    terminates_after: str = ""           # Go duration or "never"; "" = done before the next cycle
 
     @property
     def is_fraction(self) -> bool:
@@ -110,8 +111,27 @@ def read_task(
         gpu_devices=gpu_devices, gpu_groups=groups, requests=_requests(e, gpus),
         labels=e.text_map("labels"), annotations=e.text_map("annotations"), sub_group=sub_group,
         task_priority=e.integer("taskPriority"), node_selector=e.text_map("nodeSelector"),
-        affinity=_affinity(e), tolerations=e.mappings("tolerations"),
+        affinity=_affinity(e), tolerations=e.mappings("tolerations"), terminates_after=_terminates_after(e),
     )
+
+
+def _terminates_after(e: Entry) -> str:
+    """How long the pod's termination takes once it is deleted (now, or when evicted): a Go duration or never."""
+    value = e.data.get("terminatesAfter")
+    if value == "never":
+        return "never"
+    if isinstance(value, str) and not _is_go_duration(value):
+        raise e.error("terminatesAfter", f'expected a Go duration such as "30s", or never, got {value!r}')
+    written = e.duration("terminatesAfter")
+    return "" if written is None else written[1]
+
+
+def _is_go_duration(text: str) -> bool:
+    try:
+        duration.parse_duration(text)
+    except duration.DurationError:
+        return False
+    return True
 
 
 def _gpu_fields(e: Entry) -> tuple[float, int | None, int | None, tuple[str, ...]]:
@@ -203,6 +223,8 @@ def _annotations(task: TaskSpec, job: JobFacts, node_name: str) -> dict[str, str
         annotations[constants.ANNOTATION_GPU_MEMORY] = str(task.gpu_memory)
     if task.gpu_devices is not None:
         annotations[constants.ANNOTATION_GPU_FRACTION_NUM_DEVICES] = str(task.gpu_devices)
+    if task.terminates_after:
+        annotations[constants.ANNOTATION_FAKE_TERMINATES_AFTER] = task.terminates_after
     if node_name and task.is_fraction:  # the binder marks what it bound
         annotations[constants.ANNOTATION_RECEIVED_RESOURCE_TYPE] = "Fraction"
     return annotations

@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 
 
 class Committer:
-    def __init__(self, store: ClusterStore, *, node_pool: str = "", update_eviction_condition: bool = False) -> None:
+    def __init__(self, store: ClusterStore, *, node_pool: str = "", update_eviction_condition: bool = False,
+                 nominate: bool = True) -> None:
         self.store = store
+        self.nominate = nominate      # --pipelined-claims: write a pipelined pod's node as its nominatedNodeName
         self.node_pool = node_pool
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
@@ -53,7 +55,7 @@ class Committer:
                 self._evict(op)
                 evicted_jobs.add(op.task.job_uid)
             elif op.op is Op.PIPELINE:
-                if op.task.uid not in evicted:
+                if op.task.uid not in evicted and self.nominate:
                     self._nominate(op.task, op.after.node)
                     self._event(_pod_ref(op.task), "Normal", "Pipelined",
                                 f"pod will run on node {op.after.node} once resources there are released")

@@ -38,4 +38,5 @@ class CycleResult:
 
     @property
     def pipelines(self) -> int:
-        return self.count(Op.PIPELINE) + self.count(Op.UNEVICT)
+        """Tasks pipelined, moved victims included (pipelined on their new node, as KAI counts them)."""
+        return self.count(Op.PIPELINE) + self.count(Op.UNEVICT) + sum(1 for o in self.operations if o.moved)

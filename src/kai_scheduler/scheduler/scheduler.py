@@ -59,7 +59,8 @@ class Scheduler:
         self.cache = ObjectCache(store)
         flags = config.flags
         self.committer = Committer(store, node_pool=flags.partition_label_value,
-                                   update_eviction_condition=flags.update_pod_eviction_condition)
+                                   update_eviction_condition=flags.update_pod_eviction_condition,
+                                   nominate=flags.pipelined_claims)
         self.actions = [ACTIONS[name]() for name in config.actions if name in ACTIONS]
         skipped = [name for name in config.actions if name not in ACTIONS]
         if skipped or config.ignored_plugins:

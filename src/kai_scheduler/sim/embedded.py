@@ -83,6 +83,10 @@ class EmbeddedCluster:
                     task = snap.tasks.get(str(op.task.uid)) or _by_key(snap, op.task.key)
                     if task is not None and task.is_pending:
                         task.placement = Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups)
+                elif op.moved:        # its pod is still terminating on the old node: shown where it will run
+                    task = snap.tasks.get(str(op.task.uid))
+                    if task is not None and task.is_releasing:
+                        task.placement = Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups)
         return snap
 
 

@@ -1,11 +1,14 @@
 """The embedded kubelet and workload controller: what a real cluster does between scheduling cycles.
 
 Kubelet: a pod bound to a node starts Running; a terminating pod is gone once its grace period has passed
-(`instant=True`: at once, as `kai schedule --cycles` wants). These two decisions are the fake kubelet's
-(`fakenodes.lifecycle`); the status written here stays minimal (phase and startTime).
+(`instant=True`: at once, as `kai schedule --cycles` wants), or, when it says how long its termination takes
+(a scenario's `terminatesAfter`), that long after its deletionTimestamp (never: it stays, stuck terminating).
+These decisions are the fake kubelet's (`fakenodes.lifecycle`); the status written here stays minimal
+(phase and startTime).
 
 Controller: a pod of a live workload that disappears (evicted, or its node failed) is recreated Pending under
-the same name, as a Job or PyTorchJob controller would; workloads being deleted are not recreated.
+the same name, as a Job or PyTorchJob controller would; workloads being deleted (their PodGroup is) are not
+recreated.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
-from kai_scheduler.api.fields import format_time
+from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.fakenodes import lifecycle
 from kai_scheduler.store.interface import JSON, NotFound
 from kai_scheduler.store.memory import MemoryStore
@@ -42,7 +45,12 @@ class Kubelet:
             key = f"{meta.get('namespace', '')}/{meta['name']}"
             deleting = meta.get("deletionTimestamp")
             if deleting is not None:
-                if self.instant or lifecycle.removal_due(deleting, now):
+                delay = lifecycle.termination_delay(meta)
+                if delay is not None:          # a scenario's terminatesAfter: gone that long after deletion
+                    due = parse_time(deleting) + delay <= now
+                else:
+                    due = self.instant or lifecycle.removal_due(deleting, now)
+                if due:
                     self.store.finish_deletion(meta.get("namespace", ""), meta["name"])
                     out.terminated.append(key)
             elif lifecycle.awaiting_start(pod):
@@ -66,17 +74,17 @@ class Controller:
         self._remember()
 
     def _remember(self) -> None:
+        """Templates of every pod; a workload is deleted when its PodGroup is being deleted (a scenario's
+        `deleted: true`), not merely because all its pods are terminating (evicted pods come back)."""
         pods, _ = self.store.list("pods")
-        by_group: dict[str, list[JSON]] = {}
         for pod in pods:
             key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
             self.templates[key] = pending_copy(pod)
-            group = pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME)
-            if group:
-                by_group.setdefault(f"{pod['metadata'].get('namespace', '')}/{group}", []).append(pod)
-        for group, members in by_group.items():
-            if all(p["metadata"].get("deletionTimestamp") for p in members):
-                self.deleted_groups.add(group)
+        groups, _ = self.store.list("podgroups")
+        for group in groups:
+            meta = group["metadata"]
+            if meta.get("deletionTimestamp"):
+                self.deleted_groups.add(f"{meta.get('namespace', '')}/{meta['name']}")
 
     def track(self, pod: JSON) -> None:
         key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"

@@ -30,6 +30,7 @@ class TaskRow:
     before: str
     after: str
     node: str
+    moved: str = ""          # "moved gpu-a-0 → gpu-a-3": a victim the last cycle moved (Pipelined on its new node)
 
 
 @dataclass(slots=True)
@@ -81,7 +82,7 @@ class Outcome:
         return {
             "scenario": self.scenario,
             "tasks": {t.name: {"job": t.job, "queue": t.queue, "before": t.before, "status": t.after,
-                               "node": t.node} for t in self.tasks},
+                               "node": t.node, **({"moved": t.moved} if t.moved else {})} for t in self.tasks},
             "queues": {q.name: {"parent": q.parent, "deserved": q.deserved, "fairShare": q.fair_share,
                                 "allocated": q.allocated, "requested": q.requested, "limit": q.limit}
                        for q in self.queues},
@@ -111,6 +112,10 @@ def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleR
     """Assemble the report from the first snapshot, the final view and every cycle's result."""
     last = results[-1] if results else None
     tasks = _tasks(before, after)
+    if last is not None:
+        moved = {op.task.key: f"moved {op.before.node} → {op.after.node}" for op in last.operations if op.moved}
+        for row in tasks:
+            row.moved = moved.get(f"{row.namespace}/{row.name}", "") if row.after == "Pipelined" else ""
     queues = _queues(after, last)
     unplaced = _unplaced(after, last)
     moves = [_move(i + 1, op) for i, r in enumerate(results) for op in r.operations if op.op is Op.EVICT]

@@ -24,6 +24,7 @@ by any action, binds and deletions all take the same path.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
+from kai_scheduler.fakenodes import lifecycle
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scenario.model import Scenario
@@ -268,7 +270,11 @@ class Replay:
                 self._terminating.add(key)
                 self._stopped(key)
                 deadline = parse_time(meta["deletionTimestamp"]) - self.engine.start
-                self.engine.at(max(deadline, self.engine.now), Kind.TERMINATE, key)
+                delay = lifecycle.termination_delay(meta)     # a scenario's terminatesAfter
+                if delay is not None:
+                    deadline += delay
+                if deadline != math.inf:                      # never: stuck terminating
+                    self.engine.at(max(deadline, self.engine.now), Kind.TERMINATE, key)
         elif phase == "Pending" and spec.get("nodeName"):
             self.kubelet.start(meta.get("namespace", ""), meta["name"])
         elif phase == "Running" and key not in self._running:

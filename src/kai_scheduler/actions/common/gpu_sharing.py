@@ -75,6 +75,24 @@ def candidates_on(ssn: Session, task: PodInfo, node: NodeInfo) -> list[Candidate
     return out
 
 
+def shared_room(ssn: Session) -> dict[int, float]:
+    """Unused portions of the shared GPUs per schedulable node row, in GPUs (memory not held, or held by
+    releasing sharers, over the node's GPU memory), for the nodes that have any; groups whose every sharer is
+    releasing are left out (their whole device counts as releasing). KAI counts this room with the idle and
+    releasing GPUs when it narrows victim searches and checks consolidation's capacity (§3.7, §3.8)."""
+    room: dict[int, float] = {}
+    schedulable = ssn.snapshot.arrays.schedulable
+    for node in ssn.snapshot.nodes:
+        memory = node.gpu_memory_mib
+        if not node.gpu_groups or memory <= 0 or not schedulable[node.row]:
+            continue
+        free = sum(max(0.0, memory - g.used_memory() + g.releasing_memory())
+                   for g in node.gpu_groups.values() if g.state() != "releasing")
+        if free > _EPS * memory:
+            room[node.row] = free / memory
+    return room
+
+
 def portion(memory_mib: int, gpu_memory_mib: float) -> float:
     """Fraction of one GPU for a memory request: ceil(mem / gpuMem × 100) / 100, at most 1 (§6)."""
     if gpu_memory_mib <= 0:

@@ -8,7 +8,8 @@
 2. A probe evicts the recorded victims, then pops victim batches one at a time (`victims.VictimQueue`); after
    each, the cheap filters and the generators (`scenario`) propose sub-scenarios to simulate.
 3. A simulation puts back the accumulated victims outside the sub-scenario, pipelines the probe's tasks
-   (pipeline-only, on the feasible nodes), then lets each victim batch re-land: in place if its node still has
+   (pipeline-only, on the feasible nodes), then lets each victim batch re-land (victim jobs in the order they
+   were chosen, a job's pods in task order): in place if its node still has
    room (it was not needed), else elsewhere, all of a batch or none. A victim left Releasing is evicted; one
    pipelined elsewhere is moved. The action's validator then accepts or rejects the scenario.
 
@@ -24,7 +25,7 @@ import enum
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from kai_scheduler.actions.common import allocation, scenario
+from kai_scheduler.actions.common import allocation, gpu_sharing, scenario
 from kai_scheduler.actions.common.budget import JobBudget
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
 from kai_scheduler.actions.common.victims import Batch, VictimQueue
@@ -220,7 +221,7 @@ class _JobSolver:
             return None
         if size == len(self.tasks) and not self.job.is_gang_satisfied():
             return None
-        for batch in sub:
+        for batch in self._reland_order(sub):
             self._reland(batch, candidates)
         outcome = ScenarioOutcome.of(sub)
         if size == len(self.tasks) and not (outcome.victims or outcome.moved):
@@ -228,6 +229,16 @@ class _JobSolver:
         if self.search.validate(self.job, tasks, outcome) is not None:
             return None
         return outcome
+
+    def _reland_order(self, sub: list[Batch]) -> list[Batch]:
+        """Victim jobs in the order they were chosen; within a job, its tasks in task order (KAI re-allocates a
+        victim job as a job: an elastic victim's first pods in task order land again first), not the order
+        they were evicted in (the last pods first)."""
+        first: dict[str, int] = {}
+        for i, batch in enumerate(sub):
+            first.setdefault(batch.job.uid, i)
+        task_key = self.ssn.task_key
+        return sorted(sub, key=lambda b: (first[b.job.uid], min(task_key(t) for t in b.tasks)))
 
     def _put_back(self, batch: Batch) -> None:
         for task, origin in zip(batch.tasks, batch.origins, strict=True):
@@ -260,10 +271,13 @@ class _JobSolver:
     # --- nodes ---------------------------------------------------------------------------------------------
 
     def _feasible_nodes(self) -> points.Mask:
-        """GPU jobs: only nodes with idle or releasing GPUs (victims' nodes join as they are chosen)."""
+        """GPU jobs: only nodes with idle or releasing GPUs or unused room on a shared GPU (victims' nodes join
+        as they are chosen)."""
         arrays = self.ssn.snapshot.arrays
         if self.tasks and all(t.request[GPU] > 0 or t.gpu.is_shared for t in self.tasks):
             mask: points.Mask = arrays.schedulable & (arrays.free[:, GPU] > _EPS)
+            for row in gpu_sharing.shared_room(self.ssn):
+                mask[row] = True
             return mask
         return self.ssn.all_nodes()
 

@@ -78,6 +78,7 @@ class Proportion:
         self.open_queue_states()
         ssn.add(points.QUEUE_ORDER, self.queue_order)
         ssn.add(points.JOB_OVER_CAPACITY, self.job_over_capacity)
+        ssn.add(points.PREDICATE, self.gpu_memory_over_capacity)
         ssn.add(points.ON_ALLOCATE, self.charge_queue)
         ssn.add(points.ON_DEALLOCATE, self.refund_queue)
         ssn.add(points.QUEUE_SHARE, self.queue_share)
@@ -176,6 +177,32 @@ class Proportion:
         if reject := capacity.over_limit(chain, request, self.name):
             return reject
         return None if job.preemptible else capacity.non_preemptible_over_quota(chain, request, self.name)
+
+    def gpu_memory_over_capacity(self, task: PodInfo, candidates: points.Mask) -> points.NodeFilter | None:
+        """PREDICATE (KAI's IsTaskAllocationOnNodeOverCapacity): a gpu-memory task is charged its portion of
+        each candidate node's GPU, so the limit and (non-preemptible jobs) quota checks are made per node size;
+        the job-level check used the largest GPU, the most lenient portion."""
+        if not task.gpu.memory_mib or task.gpu.whole or task.gpu.fraction:
+            return None
+        job = self._session.snapshot.jobs.get(task.job_uid)
+        if job is None or job.queue not in self._shares:
+            return None
+        chain = self.queue_chain(job.queue)
+        memory = self._session.snapshot.arrays.gpu_memory
+        fits: points.Mask = np.ones(len(memory), dtype=bool)
+        reasons: dict[float, str] = {}
+        for size in np.unique(memory[candidates & (memory > 0)]).tolist():
+            request = capacity_request([task], size)
+            reject = capacity.over_limit(chain, request, self.name)
+            if reject is None and not job.preemptible:
+                reject = capacity.non_preemptible_over_quota(chain, request, self.name)
+            if reject is not None:
+                fits[memory == size] = False
+                reasons[size] = reject.message
+        if not reasons:
+            return None
+        reason = f"node(s) whose GPU size takes the job over its queue's capacity ({next(iter(reasons.values()))})"
+        return points.NodeFilter(fits, reason)
 
     def charge_queue(self, task: PodInfo) -> None:
         """ON_ALLOCATE: add the task's queue request to its leaf queue and every ancestor."""

@@ -18,12 +18,11 @@ level where their paths from the root differ: the two siblings the rules compare
      R_J within Lr's deserved everywhere, and rem above Lv's deserved in some resource) must hold; then the
      vector leaves Qv and all its ancestors. Tasks only moved elsewhere do not count when
      `--allow-consolidating-reclaim` is on (the default);
-   - and taking the vector must not take Lv below its deserved quota in a resource the vector holds (§5.3
-     point 4: in-quota resources are protected). KAI checks the strategies only before each vector, which
-     keeps that promise for one-pod vectors but lets a whole gang cut into the quota: a team over its fair
-     share by 2 loses an 8-GPU gang and drops to 0, below what it deserves, to give 2. It then takes the rest
-     straight back (GuaranteeDeservedQuota, or allocate hands the surplus to its recreated gang) and the
-     reclaimer takes it again: a ping-pong every time the pods come back;
+   - with `--reclaim-protects-deserved` (off by default; not KAI's rule), taking the vector must also not take
+     Lv below its deserved quota in a resource the vector holds. KAI checks the strategies only before each
+     vector, so a whole gang may cut into the quota: a team over its fair share by 2 loses an 8-GPU gang to
+     give 2. Without pipelined claims the team then took the rest straight back and the two ping-ponged;
+     with the claims (nominatednode) the freed GPUs go to the reclaimer, so KAI's rule is the default;
    - saturation: for each level L from the reclaimer's leaf up, a = remaining(L) + R_J; for every sibling S
      of L that lost resources and every resource S lost or J asks for, reject when
      ratio(a, L.fs) > 1, S.fs > 0 and ratio(a, L.fs) x multiplier >= ratio(rem_S, S.fs) — a reclaimer
@@ -137,7 +136,7 @@ class Reclaim:
                     return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
                                          f"queue {lv} is not over its share: it cannot give "
                                          f"{_amounts(vector)} to {lr}")
-                if not self._keeps_deserved(lv, rem, vector):
+                if self._ssn.config.flags.reclaim_protects_deserved and not self._keeps_deserved(lv, rem, vector):
                     return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
                                          f"queue {lv} would fall below its deserved quota if it gave "
                                          f"{_amounts(vector)} to {lr}")

@@ -1,0 +1,65 @@
+"""KAI's reclaim rule (the default) does not thrash on examples/hierarchical-org.yaml: evictions per cycle stay
+small, no job is evicted again and again (a ping-pong), and the protective rule (`reclaim-protects-deserved`)
+evicts no less. Without pipelined claims (`pipelined-claims: false`) the same rule does ping-pong: that is
+what the check catches. The flat two-team case is tests/actions/test_reclaim.py (evictions per cycle
+[4, 0, 0, 0, 0, 0], and [6, 0, 0, 0, 0, 0] for the gang case)."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from pathlib import Path
+
+from kai_scheduler.framework.statement import Op
+from kai_scheduler.scheduler.result import CycleResult
+from kai_scheduler.scheduler.scheduler import load_config
+from kai_scheduler.sim import replay, sources
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hierarchical-org.yaml"
+UNTIL = 2400.0              # 40 minutes: every team has submitted and reclaimed by then
+
+
+@functools.cache
+def _evictions_per_cycle(protects_deserved: bool, *, claims: bool = True) -> tuple[list[int], dict[str, list[int]]]:
+    """Evictions of each cycle, and for each evicted job the cycles that evicted it."""
+    loaded = sources.load(EXAMPLE, seed=1)
+    raw = dict(loaded.config or {})
+    raw["flags"] = {**dict(raw.get("flags") or {}), "reclaim-protects-deserved": protects_deserved,
+                    "pipelined-claims": claims}
+    run = replay.Replay(loaded, load_config(raw), replay.Options(until=UNTIL))
+    counts: list[int] = []
+    by_job: dict[str, list[int]] = defaultdict(list)
+    run_once = run.scheduler.run_once
+
+    def counted() -> CycleResult:
+        result = run_once()
+        evicted = [op for op in result.operations if op.op is Op.EVICT]
+        for job in sorted({op.task.job_uid for op in evicted}):
+            by_job[job].append(len(counts))
+        counts.append(len(evicted))
+        return result
+
+    run.scheduler.run_once = counted      # type: ignore[method-assign]
+    run.run()
+    return counts, by_job
+
+
+def _thrashes(by_job: dict[str, list[int]]) -> list[str]:
+    """Jobs evicted more than 3 times in the 40 minutes (each job runs 20 minutes or so: a ping-pong)."""
+    return [f"{job}: cycles {cycles}" for job, cycles in by_job.items() if len(cycles) > 3]
+
+
+def test_kai_reclaim_rule_does_not_thrash_on_the_hierarchical_org() -> None:
+    counts, by_job = _evictions_per_cycle(protects_deserved=False)
+    assert sum(counts) > 0                                  # reclaim does act in this example
+    assert max(counts) <= 8, counts                         # no cycle evicts more than two 4-pod gangs
+    assert not _thrashes(by_job)
+    protective, _ = _evictions_per_cycle(protects_deserved=True)
+    assert sum(counts) <= sum(protective)
+
+
+def test_without_pipelined_claims_the_same_rule_ping_pongs() -> None:
+    counts, by_job = _evictions_per_cycle(protects_deserved=False, claims=False)
+    assert _thrashes(by_job)
+    claimed, _ = _evictions_per_cycle(protects_deserved=False)
+    assert sum(counts) > 2 * sum(claimed)
