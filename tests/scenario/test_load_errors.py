@@ -41,7 +41,7 @@ REJECTS = [
         job("{gpu: 1}"),
         "bad.yaml:10: job j tasks[0].gpu: unknown field (did you mean gpus?); known fields: annotations, "
         "cpu, gpuDevices, gpuGroups, gpuMemory, gpus, labels, memory, name, node, nodeAffinity, "
-        "nodeSelector, podAffinity, podAntiAffinity, status, subGroup, taskPriority, tolerations",
+        "nodeSelector, podAffinity, podAntiAffinity, status, subGroup, taskPriority, terminatesAfter, tolerations",
         id="an unknown task field suggests the close one and lists the known",
     ),
     pytest.param(
