@@ -138,6 +138,32 @@ def test_knavigator_burst_reaches_the_optimum_makespan_within_ten_percent() -> N
     assert result.summary.allocation_ratio >= 0.9
 
 
+def test_a_replay_stopped_at_until_reports_unfinished_jobs_apart_from_never_scheduled_ones() -> None:
+    text = scenario("""
+        - {name: long, queue: a, duration: 1h, replicas: 1, template: {gpus: 4}}
+        - {name: next, queue: b, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 2}}
+        - {name: huge, queue: a, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 8}}
+    """, quota_a=4, quota_b=0)                       # b has no quota to reclaim: `next` waits for `long`
+    stopped = simulate(text, until=1800.0).summary
+    assert stopped.stopped_at == 1800.0
+    assert stopped.never_scheduled == []            # `next` would run at 1h: nothing is known to never fit
+    assert stopped.unfinished == {"default/huge": "waiting", "default/long": "running", "default/next": "waiting"}
+    assert stopped.to_json()["jobs"] == {"submitted": 3, "completed": 0, "unfinished": 3, "never_scheduled": 0}
+    ended = simulate(text).summary
+    assert ended.stopped_at is None
+    assert ended.never_scheduled == ["default/huge"] and ended.unfinished == {}
+    assert ended.to_json()["jobs"] == {"submitted": 3, "completed": 2, "unfinished": 0, "never_scheduled": 1}
+
+
+def test_a_job_without_duration_is_unfinished_not_never_scheduled() -> None:
+    summary = simulate(scenario("""
+        - {name: service, queue: a, replicas: 1, template: {gpus: 1}}
+        - {name: batch, queue: a, duration: 10s, replicas: 1, template: {gpus: 1}}
+    """)).summary
+    assert summary.never_scheduled == [] and summary.unfinished == {"default/service": "running"}
+    assert summary.completed == 1
+
+
 def test_a_releasing_pod_holds_its_gpus_until_its_termination_ends() -> None:
     """`terminatesAfter: 5m`: the pod frees its 4 GPUs 5 minutes in, and the job waiting for them runs then."""
     result = simulate(scenario("""
@@ -157,29 +183,3 @@ def test_a_pod_that_never_terminates_keeps_its_gpus() -> None:
         - {name: train, queue: a, duration: 60s, replicas: 1, template: {gpus: 4}}
     """), until=3600.0)
     assert "default/train" in result.summary.never_scheduled
-
-
-def test_a_replay_stopped_at_until_reports_unfinished_jobs_apart_from_never_scheduled_ones() -> None:
-    text = scenario("""
-        - {name: long, queue: a, duration: 1h, replicas: 1, template: {gpus: 4}}
-        - {name: next, queue: a, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 2}}
-        - {name: huge, queue: a, submitAt: 1m, duration: 10m, replicas: 1, template: {gpus: 8}}
-    """)
-    stopped = simulate(text, until=1800.0).summary
-    assert stopped.stopped_at == 1800.0
-    assert stopped.never_scheduled == []            # `next` would run at 1h (same queue, no reclaim)
-    assert stopped.unfinished == {"default/huge": "waiting", "default/long": "running", "default/next": "waiting"}
-    assert stopped.to_json()["jobs"] == {"submitted": 3, "completed": 0, "unfinished": 3, "never_scheduled": 0}
-    ended = simulate(text).summary
-    assert ended.stopped_at is None
-    assert ended.never_scheduled == ["default/huge"] and ended.unfinished == {}
-    assert ended.to_json()["jobs"] == {"submitted": 3, "completed": 2, "unfinished": 0, "never_scheduled": 1}
-
-
-def test_a_job_without_duration_is_unfinished_not_never_scheduled() -> None:
-    summary = simulate(scenario("""
-        - {name: service, queue: a, replicas: 1, template: {gpus: 1}}
-        - {name: batch, queue: a, duration: 10s, replicas: 1, template: {gpus: 1}}
-    """)).summary
-    assert summary.never_scheduled == [] and summary.unfinished == {"default/service": "running"}
-    assert summary.completed == 1
