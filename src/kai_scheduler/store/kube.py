@@ -28,6 +28,7 @@ binding's node exists. Writes are not visible to a watch at once: their events a
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -75,6 +76,8 @@ _Query = list[tuple[str, str]]
 __all__ = [
     "ConfigurationError", "EvictionBlocked", "KubeOptions", "KubeStore", "Throttled", "Unavailable", "load_client",
 ]
+
+log = logging.getLogger(__name__)
 
 _LIST_RESTARTS: Final = 3
 
@@ -152,6 +155,11 @@ class KubeStore:
         for stream in streams:
             stream.join(timeout=2.0)
         self.transport.close()
+        limiter = self.limiter
+        if limiter.qps > 0 and limiter.requests:
+            log.info(f"client rate limiter: {limiter.waited:.1f} s waited by {limiter.waits} of {limiter.requests}"
+                     " requests", extra={"requests": limiter.requests, "waits": limiter.waits,
+                                         "waited_seconds": round(limiter.waited, 3)})
 
     def __enter__(self) -> KubeStore:
         return self
