@@ -28,6 +28,7 @@ binding's node exists. Writes are not visible to a watch at once: their events a
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ from kubernetes.client import ApiClient
 
 from kai_scheduler.api.selectors import LabelSelector
 from kai_scheduler.store import collector
+from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import (
     JSON,
     RESOURCES,
@@ -133,6 +135,7 @@ class KubeStore:
             opts.watch_timeout_seconds, opts.watch_read_margin, opts.watch_backoff_initial,
             opts.watch_backoff_max, opts.watch_max_buffered, opts.strip_managed_fields,
         )
+        self.activity = Activity()      # watch events received, for loops that run on change
         self._lock = threading.Lock()
         self._streams: dict[str, _StreamList] = {}   # by resource, least recently used first
         self._closed = False
@@ -244,7 +247,8 @@ class KubeStore:
                     group.remove(stream)
                     group.append(stream)
                     return stream
-            stream = WatchStream(self.transport, collection_path(res, None), version, self._watch_settings)
+            stream = WatchStream(self.transport, collection_path(res, None), version, self._watch_settings,
+                                 on_event=functools.partial(self.activity.note, res.plural))
             group.append(stream)
             keep = self.options.watch_streams_per_resource
             evicted = group[:-keep]
