@@ -53,7 +53,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
     config = scheduler_config(options)
     if config.flags.schedule_period <= 0:
         raise ValueError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
-    core = Scheduler(store, config, clock, usage_source(config, clock, offline=False))
+    core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
 
     def step() -> None:
@@ -67,6 +67,10 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
 # what arrives during the gap is handled together. A scheduling cycle costs more than a reconcile.
 SCHEDULER_MIN_GAP = 0.1
 RECONCILE_MIN_GAP = 0.02
+
+# Threads that write at once where a step writes for many objects (the pod grouper's PodGroups and pod
+# annotations, the scheduler's BindRequests): against an API server every write is one round trip.
+WRITERS = 10
 
 RESERVATION_COLLECT_SECONDS = 10.0     # each collection is three LISTs against the API server
 
@@ -82,7 +86,7 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
 def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key)
-    grouper = PodGrouper(store, config)
+    grouper = PodGrouper(store, config, concurrency=WRITERS)
     return Component("podgrouper", "kai-podgrouper", options.reconcile_period, grouper.reconcile,
                      triggers=("pods", "podgroups", "priorityclasses"), min_gap=RECONCILE_MIN_GAP)
 

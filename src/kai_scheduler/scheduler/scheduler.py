@@ -51,7 +51,7 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
 
 class Scheduler:
     def __init__(self, store: ClusterStore, config: configs.SchedulerConfig, clock: Clock,
-                 usage: UsageSource | None = None) -> None:
+                 usage: UsageSource | None = None, *, writers: int = 1) -> None:
         self.store = store
         self.config = config
         self.clock = clock
@@ -59,7 +59,7 @@ class Scheduler:
         self.cache = ObjectCache(store)
         flags = config.flags
         self.committer = Committer(store, node_pool=flags.partition_label_value,
-                                   update_eviction_condition=flags.update_pod_eviction_condition)
+                                   update_eviction_condition=flags.update_pod_eviction_condition, writers=writers)
         self.actions = [ACTIONS[name]() for name in config.actions if name in ACTIONS]
         skipped = [name for name in config.actions if name not in ACTIONS]
         if skipped or config.ignored_plugins:
@@ -124,8 +124,7 @@ class Scheduler:
         for br in snap.stale_bind_requests:
             c.delete_bind_request(br.meta.namespace, br.meta.name)
         c.apply(ssn.committed, snap.jobs, now)
-        for uid in sorted(ssn.started_jobs):
-            c.started(snap.jobs[uid], now)
+        c.each(lambda uid: c.started(snap.jobs[uid], now), sorted(ssn.started_jobs))
         placed = {op.task.job_uid for op in ssn.committed}
         for uid, job in snap.jobs.items():
             reasons = list(snap.job_problems.get(uid, [])) if uid in snap.job_problems else None
