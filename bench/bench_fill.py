@@ -3,7 +3,8 @@ bench/bench_fill.py`.
 
 For each client-QPS setting and each scheduler a fresh control plane (`../shared/kube/cluster.sh`, etcd and
 kube-apiserver v1.32 on loopback) gets 500 `kai fake-nodes` × 8 GPUs and then 4,000 single-GPU pods from a
-concurrent creator (16 clients, no client limit: the creator is not the bottleneck; its own rate is printed).
+concurrent creator (4 processes × 8 clients, no client limit: the creator is not the bottleneck; its own
+rate is printed).
 
 - `kai`: `kai podgrouper|scheduler|binder|controllers`, one process each, with `--qps/--burst` of the row
   (none given in the `default` row: KAI's 50/300); pods have `schedulerName: kai-scheduler`.
