@@ -27,6 +27,7 @@ from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.plugins import registry
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
+from kai_scheduler.store import collector
 from kai_scheduler.store.cache import ObjectCache
 from kai_scheduler.store.interface import ClusterStore
 from kai_scheduler.usagedb import factory as usage_factory
@@ -87,6 +88,13 @@ class Scheduler:
         return snapshots.build(objects, params)
 
     def run_once(self) -> CycleResult:
+        # A cycle builds a few objects per pod and PodGroup that all live until it ends; with the collector on,
+        # those bursts set off full collections over every cached object (a third of an idle cycle on 20,000
+        # pods). Cycles the snapshot makes (subgroup trees) are collected once it is back on.
+        with collector.paused():
+            return self._cycle()
+
+    def _cycle(self) -> CycleResult:
         started = time.perf_counter()
         snap = self.snapshot()
         if self.usage is not None:

@@ -39,6 +39,7 @@ class _Informer(Generic[T]):
     bad: dict[str, BadObject] = field(default_factory=dict)
     version: str = ""
     listed: bool = False
+    ordered: list[Any] | None = None      # the parsed objects in key order, until the next change
 
 
 class ObjectCache:
@@ -64,6 +65,7 @@ class ObjectCache:
                         key = _key(obj)
                         informer.items.pop(key, None)
                         informer.bad.pop(key, None)
+                        informer.ordered = None
                     elif event.type != "BOOKMARK":
                         self._put(informer, obj)
             except Gone:
@@ -86,8 +88,10 @@ class ObjectCache:
                 self._put(informer, obj)
         informer.version = version
         informer.listed = True
+        informer.ordered = None
 
     def _put(self, informer: _Informer[Any], obj: JSON) -> None:
+        informer.ordered = None
         key = _key(obj)
         rv = obj.get("metadata", {}).get("resourceVersion", "")
         try:
@@ -100,8 +104,11 @@ class ObjectCache:
         informer.items[key] = (rv, parsed)
 
     def objects(self, resource: str) -> list[Any]:
-        """The parsed objects of one resource, in key order."""
-        return [obj for _, (_, obj) in sorted(self._informers[resource].items.items())]
+        """The parsed objects of one resource, in key order (a new list; sorted again only after a change)."""
+        informer = self._informers[resource]
+        if informer.ordered is None:
+            informer.ordered = [obj for _, (_, obj) in sorted(informer.items.items())]
+        return list(informer.ordered)
 
     def bad_objects(self) -> list[BadObject]:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]
