@@ -41,6 +41,7 @@ class Committer:
         self.node_pool = node_pool
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
+        self.created_bind_requests: list[str] = []     # namespace/name of each BindRequest written
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
 
     def each(self, write: Callable[[T], object], items: Sequence[T]) -> None:
@@ -131,7 +132,12 @@ class Committer:
         )
         if self.node_pool:
             br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool
-        self._try(f"create BindRequest {task.key}", lambda: self.store.create(br.to_dict()))
+
+        def create() -> None:
+            self.store.create(br.to_dict())
+            self.created_bind_requests.append(f"{br.meta.namespace}/{br.meta.name}")
+
+        self._try(f"create BindRequest {task.key}", create)
         self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")
 
     def started(self, job: JobInfo, now: float) -> None:

@@ -35,6 +35,8 @@ from kai_scheduler.usagedb.interface import UsageSource, UsageVector
 
 log = logging.getLogger(__name__)
 
+OWN_WRITES_WAIT = 5.0       # seconds a cycle waits for the previous cycles' BindRequests to show in its cache
+
 
 def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
     """Parse a ConfigMap-shaped configuration against the plugins and actions this scheduler has.
@@ -67,9 +69,11 @@ class Scheduler:
             log.info("configuration names parts this scheduler does not run",
                      extra={"actions": skipped, "plugins": list(config.ignored_plugins)})
         self._reported: set[tuple[str, str, str]] = set()
+        self._unseen: list[str] = []        # BindRequests this scheduler wrote that its cache has not seen yet
 
     def snapshot(self) -> snapshots.Snapshot:
         self.cache.sync()
+        self._await_own_bind_requests()
         flags = self.config.flags
         objects = snapshots.ClusterObjects(
             nodes=self.cache.objects("nodes"), pods=self.cache.objects("pods"),
@@ -86,6 +90,24 @@ class Scheduler:
             stuck_in_releasing_seconds=flags.stuck_in_releasing_threshold,
         )
         return snapshots.build(objects, params)
+
+    def _await_own_bind_requests(self) -> None:
+        """Hold the snapshot until the BindRequests of earlier cycles are back through the watch.
+
+        Against an API server a write reaches the cache a few milliseconds later, or more under load; a cycle
+        that started sooner would see their nodes' GPUs free and place other pods there. Bounded: after
+        OWN_WRITES_WAIT seconds the cycle goes on (and the BindRequest is taken as lost, as when the write
+        failed)."""
+        unseen = [key for key in self._unseen if not self.cache.seen("bindrequests", key)]
+        deadline = time.monotonic() + OWN_WRITES_WAIT
+        while unseen and time.monotonic() < deadline:
+            time.sleep(0.005)
+            self.cache.sync()
+            unseen = [key for key in unseen if not self.cache.seen("bindrequests", key)]
+        if unseen:
+            log.warning("own BindRequests not seen back from the API server; scheduling without them",
+                        extra={"count": len(unseen), "first": unseen[0]})
+        self._unseen = []
 
     def run_once(self) -> CycleResult:
         # A cycle builds a few objects per pod and PodGroup that all live until it ends; with the collector on,
@@ -115,7 +137,9 @@ class Scheduler:
         ssn.close()
         close_seconds = time.perf_counter() - t_close
         self.committer.errors = []
+        self.committer.created_bind_requests = []
         self._commit(ssn)
+        self._unseen = list(self.committer.created_bind_requests)
         shares = _shares(ssn)
         if self.usage is not None:
             capacity = snap.total_capacity()[list(QUEUE_AXIS)]

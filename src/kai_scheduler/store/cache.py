@@ -40,6 +40,7 @@ class _Informer(Generic[T]):
     version: str = ""
     listed: bool = False
     ordered: list[Any] | None = None      # the parsed objects in key order, until the next change
+    gone: set[str] = field(default_factory=set)   # keys deleted since the last relist (see `seen`)
 
 
 class ObjectCache:
@@ -66,6 +67,7 @@ class ObjectCache:
                         informer.items.pop(key, None)
                         informer.bad.pop(key, None)
                         informer.ordered = None
+                        informer.gone.add(key)
                     elif event.type != "BOOKMARK":
                         self._put(informer, obj)
             except Gone:
@@ -89,6 +91,7 @@ class ObjectCache:
         informer.version = version
         informer.listed = True
         informer.ordered = None
+        informer.gone = set(old) - set(informer.items) - set(informer.bad)
 
     def _put(self, informer: _Informer[Any], obj: JSON) -> None:
         informer.ordered = None
@@ -109,6 +112,12 @@ class ObjectCache:
         if informer.ordered is None:
             informer.ordered = [obj for _, (_, obj) in sorted(informer.items.items())]
         return list(informer.ordered)
+
+    def seen(self, resource: str, key: str) -> bool:
+        """Whether the cache has seen the object (it is here, unparsable, or was deleted since the last relist):
+        how a writer knows its own write has come back through the watch."""
+        informer = self._informers[resource]
+        return key in informer.items or key in informer.bad or key in informer.gone
 
     def bad_objects(self) -> list[BadObject]:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]
