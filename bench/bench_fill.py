@@ -180,7 +180,8 @@ def _limiter_waits(workdir: Path) -> dict[str, str]:
         if path.exists():
             lines = [line for line in path.read_text(errors="replace").splitlines() if "client rate limiter" in line]
             if lines:
-                out[component] = lines[-1].split("client rate limiter", 1)[1].strip()
+                text = lines[-1].split("client rate limiter", 1)[1]
+                out[component] = text.split(" requests=", 1)[0].strip(" :")
     return out
 
 
