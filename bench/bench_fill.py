@@ -1,123 +1,256 @@
-"""Fill 500 fake nodes with 4,000 single-GPU pods end to end through an API server: `python bench/bench_fill.py`.
+"""Fill fake GPU nodes through a real kube-apiserver, this project beside upstream kube-scheduler: `python
+bench/bench_fill.py`.
 
-KAI's daily scale test times this fill at about 6.5 minutes (BEHAVIOR.md §10); upstream kube-scheduler on a
-2-core machine with a loopback kube-apiserver binds about 50 pods/s at its default client QPS and about 300
-pods/s with QPS 1,000. Here every part is a real process talking HTTP:
+For each client-QPS setting and each scheduler a fresh control plane (`../shared/kube/cluster.sh`, etcd and
+kube-apiserver v1.32 on loopback) gets 500 `kai fake-nodes` × 8 GPUs and then 4,000 single-GPU pods from a
+concurrent creator (4 processes × 8 clients, no client limit: the creator is not the bottleneck; its own
+rate is printed).
 
-- the API server: a kube-apiserver named by `--kubeconfig`, else the project's mock API server
-  (tests/store/mock_apiserver.py, Python, in its own process; it is not kube-apiserver, so its share of the
-  time says little about a real one);
-- `kai fake-nodes --count 500 --gpus 8` (nodes, and the kubelet that starts bound pods);
-- `kai podgrouper`, `kai scheduler`, `kai binder`, `kai controllers`, one process each, with `--qps/--burst`
-  of the run.
+- `kai`: `kai podgrouper|scheduler|binder|controllers`, one process each, with `--qps/--burst` of the row
+  (none given in the `default` row: KAI's 50/300); pods have `schedulerName: kai-scheduler`.
+- `kube`: upstream kube-scheduler (`cluster.sh bin kube-scheduler`) with the default profile and
+  `clientConnection.qps/burst` of the row (none in the `default` row: its 50/100); pods have
+  `schedulerName: default-scheduler`.
 
-The benchmark creates the pods (bare pods: the podgrouper makes one PodGroup each, as for 4,000 one-pod Jobs)
-as fast as it can, then waits until every pod is bound. It prints pods bound per second from the first
-create, the wall time, and the CPU seconds each process used, so one sees where the time goes.
+Printed: pods/s from the first create to the last bind, p50/p99 create-to-bound, CPU-seconds of each process
+(the API server and etcd too), the ratio to kube-scheduler at the same setting, and for `kai` the median and
+p99 of each stage (create → PodGroup → BindRequest → bound → Running) as a watch in this process saw them.
+
+`--gang 4` submits the pods as gangs of four (a PodGroup with minMember 4 each), `--rate 50` offers the pods
+at a fixed rate instead of all at once (for the latency at a given load), `--kubeconfig` runs once on any
+other cluster (nothing started or stopped but the components).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from fill_timeline import STAGES, Timeline, Watcher, create_all, percentile, server_requests  # noqa: E402
 from tests.e2e import harness  # noqa: E402  (the same process harness as the e2e suite)
 
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
+CLUSTER = ROOT.parent / "shared" / "kube" / "cluster.sh"
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process (Linux /proc), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system CPU of a process (Linux /proc), in seconds; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(kubeconfig: str, *, pods: int, nodes: int, qps: int, burst: int, logs: Path,
-        server_pid: int | None) -> dict[str, float]:
+def rss_bytes(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class ControlPlane:
+    """A fresh etcd + kube-apiserver in its own run directory, stopped on exit."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.env = {**os.environ, "KAI_KUBE_RUN": str(run_dir)}
+        self.run_dir = run_dir
+
+    def __enter__(self) -> ControlPlane:
+        out = subprocess.run([str(CLUSTER), "start"], env=self.env, capture_output=True, text=True, check=True)
+        self.kubeconfig = out.stdout.strip().splitlines()[-1]
+        return self
+
+    def pids(self) -> dict[str, int]:
+        return {name: int((self.run_dir / f"{name}.pid").read_text()) for name in ("apiserver", "etcd")}
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run([str(CLUSTER), "stop"], env=self.env, capture_output=True, check=False)
+
+
+def kube_scheduler_config(workdir: Path, kubeconfig: str, qps: int | None) -> Path:
+    client = f"  kubeconfig: {kubeconfig}\n"
+    if qps is not None:
+        client += f"  qps: {qps}\n  burst: {2 * qps}\n"
+    path = workdir / "kube-scheduler.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                    f"clientConnection:\n{client}leaderElection:\n  leaderElect: false\n"
+                    "profiles:\n- schedulerName: default-scheduler\n")
+    return path
+
+
+def workload(pods: int, gang: int, scheduler_name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(pod name or "" for a PodGroup, object) in submission order."""
+    for first in range(0, pods, gang):
+        names = [f"fill-{i}" for i in range(first, min(first + gang, pods))]
+        group = ""
+        if gang > 1:
+            group = f"gang-{first // gang}"
+            pg = harness.podgroup(group, min_member=len(names), queue="default-queue")
+            pg["spec"].pop("priorityClassName")
+            pg["metadata"]["labels"]["bench/pods"] = ".".join(names)
+            yield "", pg
+        for name in names:
+            pod = harness.pod(name, gpus=1, group=group)
+            pod["spec"]["schedulerName"] = scheduler_name
+            yield name, pod
+
+
+def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | None, gang: int, rate: float,
+        workdir: Path, server: dict[str, int]) -> dict[str, Any]:
     store = harness.connect(kubeconfig)
-    harness.install(store, kubeconfig, real=server_pid is None)
-    processes = harness.Processes(kubeconfig, logs)
-    limits = (f"--qps={qps}", f"--burst={burst}")
-    processes.start("fake-nodes", "fake-nodes", "--count", str(nodes), "--gpus", "8", "--prefix", "bench-node",
-                    "--qps", str(max(qps, 1000)), "--burst", str(max(burst, 2000)))
-    cluster = harness.Cluster(store, processes, "bench-node")
-    cluster.wait(f"{nodes} nodes", lambda: len(store.list("nodes")[0]) >= nodes, timeout=300)
+    harness.install(store, kubeconfig, real=True)
+    processes = harness.Processes(kubeconfig, workdir)
+    try:
+        processes.start("fake-nodes", "fake-nodes", "--count", str(nodes), "--gpus", "8", "--prefix", "bench-node",
+                        "--qps", "1000", "--burst", "2000")
+        cluster = harness.Cluster(store, processes, "bench-node")
+        cluster.wait(f"{nodes} schedulable nodes", lambda: _schedulable(store) >= nodes, timeout=600)
+        if scheduler == "kai":
+            limits = () if qps is None else (f"--qps={qps}", f"--burst={2 * qps}")
+            for component in COMPONENTS:
+                processes.start_component(component, *limits)
+        else:
+            config = kube_scheduler_config(workdir, kubeconfig, qps)
+            binary = subprocess.run([str(CLUSTER), "bin", "kube-scheduler"], capture_output=True, text=True,
+                                    check=True).stdout.strip()
+            log = open(workdir / "kube-scheduler.log", "ab")  # noqa: SIM115 - the child owns it
+            processes.running["kube-scheduler"] = subprocess.Popen(
+                [binary, f"--config={config}", "--secure-port=0", "-v=1"], stdout=log, stderr=subprocess.STDOUT)
+        time.sleep(5)       # the components have listed and are idle
+        pids = {name: p.pid for name, p in processes.running.items()} | server
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        requests_before = server_requests(kubeconfig)
+        timeline = Timeline()
+        watcher = Watcher(kubeconfig, harness.NAMESPACE, timeline)
+        time.sleep(1)
+        started = time.monotonic()
+        scheduler_name = "kai-scheduler" if scheduler == "kai" else "default-scheduler"
+        create_seconds = create_all(kubeconfig, workload(pods, gang, scheduler_name), timeline, rate=rate)
+        cluster.wait(f"{pods} pods bound", lambda: timeline.count("bound") >= pods, timeout=3600, every=0.2)
+        out: dict[str, Any] = {"cpu": {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()},
+                               "rss": {name: rss_bytes(pid) for name, pid in pids.items()}}
+        requests_after = server_requests(kubeconfig)
+        per_pod = {key: (n - requests_before.get(key, 0.0)) / pods for key, n in requests_after.items()}
+        out["requests"] = {f"{verb} {res}": n for (verb, res), n in sorted(per_pod.items(), key=lambda kv: -kv[1])
+                           if n >= 0.05 and verb != "WATCH"}
+        cluster.wait(f"{pods} pods running", lambda: timeline.count("running") >= pods, timeout=120, every=0.2)
+        watcher.close()
+        first, last = timeline.first("created"), timeline.last("bound")
+        to_bound = timeline.gaps("created", "bound")
+        out |= {
+            "pods_per_second": pods / (last - first), "wall": last - first, "create_seconds": create_seconds,
+            "create_rate": pods / create_seconds, "p50": percentile(to_bound, 50), "p99": percentile(to_bound, 99),
+            "stages": {f"{a}→{b}": (percentile(timeline.gaps(a, b), 50), percentile(timeline.gaps(a, b), 99))
+                       for a, b in itertools.pairwise(STAGES) if timeline.gaps(a, b)},
+            "started": started,
+        }
+    finally:
+        processes.stop_all()
+        store.close()
+    out["limiter"] = _limiter_waits(workdir)
+    return out
+
+
+def _schedulable(store: Any) -> int:
+    nodes, _ = store.list("nodes")
+    return sum(1 for n in nodes if not any(t.get("effect") == "NoSchedule" for t in n["spec"].get("taints") or ()))
+
+
+def _limiter_waits(workdir: Path) -> dict[str, str]:
+    """What each component's client rate limiter made it wait, from its shutdown log line."""
+    out = {}
     for component in COMPONENTS:
-        processes.start_component(component, *limits)
-    time.sleep(3)       # the components have listed and are idle
-    before = {name: cpu_seconds(p.pid) for name, p in processes.running.items()}
-    server_before = cpu_seconds(server_pid) if server_pid else 0.0
-    started = time.monotonic()
-    for i in range(pods):
-        store.create(harness.pod(f"fill-{i}", gpus=1))
-    created = time.monotonic() - started
-    cluster.wait(f"{pods} pods bound", lambda: len(cluster.bound("e2e=true")) >= pods, timeout=3600, every=1.0)
-    seconds = time.monotonic() - started
-    out = {"pods": float(pods), "seconds": seconds, "create_seconds": created, "pods_per_second": pods / seconds}
-    for name, proc in processes.running.items():
-        out[f"cpu_{name}"] = cpu_seconds(proc.pid) - before[name]
-    if server_pid:
-        out["cpu_apiserver"] = cpu_seconds(server_pid) - server_before
-    processes.stop_all()
-    store.close()
+        path = workdir / f"{component}.log"
+        if path.exists():
+            lines = [line for line in path.read_text(errors="replace").splitlines() if "client rate limiter" in line]
+            if lines:
+                text = lines[-1].split("client rate limiter", 1)[1]
+                out[component] = text.split(" requests=", 1)[0].strip(" :")
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kubeconfig", help="a real cluster (default: the mock API server in a child process)")
+    parser.add_argument("--kubeconfig", help="run once on this cluster instead of fresh control planes")
     parser.add_argument("--pods", type=int, default=4000)
     parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--qps", type=int, nargs="*", default=[50, 1000], help="client QPS of each run")
+    parser.add_argument("--qps", nargs="*", default=["default", "1000"],
+                        help="client QPS settings, each on its own cluster ('default': each scheduler's own)")
+    parser.add_argument("--schedulers", nargs="*", default=["kai", "kube"], choices=["kai", "kube"])
+    parser.add_argument("--gang", type=int, default=1, help="pods per gang (a PodGroup with that minMember)")
+    parser.add_argument("--rate", type=float, default=0.0, help="offered pods/s (default: as fast as possible)")
+    parser.add_argument("--runs", type=int, default=1, help="repeat each row this many times")
     args = parser.parse_args()
     from rich.console import Console
     from rich.table import Table
 
-    rows = []
-    for qps in args.qps:
-        burst = 300 if qps <= 50 else 2 * qps
-        with tempfile.TemporaryDirectory() as tmp:
-            if args.kubeconfig:
-                rows.append((qps, run(args.kubeconfig, pods=args.pods, nodes=args.nodes, qps=qps, burst=burst,
-                                      logs=Path(tmp), server_pid=None)))
-            else:
-                server, kubeconfig = start_mock(Path(tmp))
-                try:
-                    rows.append((qps, run(kubeconfig, pods=args.pods, nodes=args.nodes, qps=qps, burst=burst,
-                                          logs=Path(tmp), server_pid=server.pid)))
-                finally:
-                    assert server.stdin is not None
-                    server.stdin.close()
-                    server.wait(timeout=30)
-    table = Table(title=f"{args.pods:,} single-GPU pods onto {args.nodes} fake nodes x 8 GPUs")
-    names = ["apiserver", *COMPONENTS, "fake-nodes"]
-    for col in ("client QPS", "bound/s", "wall s", "create s", *(f"{n} cpu s" for n in names)):
+    rows: list[tuple[str, str, dict[str, Any]]] = []
+    for setting in args.qps:
+        qps = None if setting == "default" else int(setting)
+        for scheduler in args.schedulers:
+            for _ in range(args.runs):
+                with tempfile.TemporaryDirectory(prefix="kai-bench-fill-") as tmp:
+                    workdir = Path(tmp)
+                    kwargs = {"pods": args.pods, "nodes": args.nodes, "qps": qps, "gang": args.gang,
+                              "rate": args.rate, "workdir": workdir}
+                    if args.kubeconfig:
+                        result = run(args.kubeconfig, scheduler, server={}, **kwargs)
+                    else:
+                        with ControlPlane(workdir / "kube") as plane:
+                            result = run(plane.kubeconfig, scheduler, server=plane.pids(), **kwargs)
+                rows.append((setting, scheduler, result))
+                _print_row(setting, scheduler, result)
+    console = Console(width=200)
+    what = f"gangs of {args.gang}" if args.gang > 1 else "single-GPU pods"
+    offered = f", offered at {args.rate:g} pods/s" if args.rate else ""
+    table = Table(title=f"{args.pods:,} {what} onto {args.nodes} fake nodes x 8 GPUs{offered}")
+    processes = ["apiserver", "etcd", *COMPONENTS, "kube-scheduler", "fake-nodes"]
+    for col in ("QPS", "scheduler", "pods/s", "ratio", "p50 s", "p99 s", "wall s", "creator pods/s",
+                *(f"{n} cpu s" for n in processes), "RSS MiB (scheduler side)"):
         table.add_column(col, justify="right")
-    for qps, r in rows:
-        table.add_row(str(qps), f"{r['pods_per_second']:.1f}", f"{r['seconds']:.1f}", f"{r['create_seconds']:.1f}",
-                      *(f"{r.get(f'cpu_{n}', float('nan')):.1f}" for n in names))
-    Console(width=160).print(table)
+    kube_rate = {s: r["pods_per_second"] for s, sched, r in rows if sched == "kube"}
+    for setting, scheduler, r in rows:
+        ratio = r["pods_per_second"] / kube_rate[setting] if setting in kube_rate else float("nan")
+        rss = sum(r["rss"].get(n, 0) for n in (*COMPONENTS, "kube-scheduler")) / 2**20
+        table.add_row(setting, scheduler, f"{r['pods_per_second']:.1f}", f"{ratio:.2f}", f"{r['p50']:.2f}",
+                      f"{r['p99']:.2f}", f"{r['wall']:.1f}", f"{r['create_rate']:.0f}",
+                      *(f"{r['cpu'][n]:.1f}" if n in r["cpu"] else "" for n in processes), f"{rss:.0f}")
+    console.print(table)
+    stages = Table(title="stages (kai): median / p99 seconds")
+    stages.add_column("QPS")
+    for a, b in itertools.pairwise(STAGES):
+        stages.add_column(f"{a}→{b}", justify="right")
+    stages.add_column("client rate-limiter waits")
+    for setting, scheduler, r in rows:
+        if scheduler == "kai":
+            cells = [f"{r['stages'][f'{a}→{b}'][0]:.2f} / {r['stages'][f'{a}→{b}'][1]:.2f}"
+                     if f"{a}→{b}" in r["stages"] else "" for a, b in itertools.pairwise(STAGES)]
+            stages.add_row(setting, *cells, "; ".join(f"{k}: {v}" for k, v in r["limiter"].items()))
+    console.print(stages)
 
 
-def start_mock(workdir: Path) -> tuple[object, str]:
-    import subprocess
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    empty = workdir / "empty.jsonl"
-    empty.write_text("")
-    server = subprocess.Popen([sys.executable, "-m", "tests.store.mock_apiserver", "--load", str(empty)],
-                              cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
-    assert server.stdout is not None
-    url = server.stdout.readline().strip()
-    return server, harness.write_kubeconfig(workdir / "kubeconfig", url)
+def _print_row(setting: str, scheduler: str, r: dict[str, Any]) -> None:
+    cpu = " ".join(f"{k}={v:.1f}" for k, v in r["cpu"].items())
+    print(f"# qps={setting} {scheduler}: {r['pods_per_second']:.1f} pods/s wall {r['wall']:.1f}s p50 {r['p50']:.2f}"
+          f" p99 {r['p99']:.2f} creator {r['create_rate']:.0f}/s cpu {cpu} stages {r['stages']}"
+          f" limiter {r['limiter']}", flush=True)
+    print("#   API requests per pod: " + ", ".join(f"{k} {v:.2f}" for k, v in r["requests"].items()), flush=True)
 
 
 if __name__ == "__main__":

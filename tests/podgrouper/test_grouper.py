@@ -155,3 +155,25 @@ def test_the_podgroup_carries_its_owners_creation_time() -> None:
     c.add(controller_pod("train-a", c.owner("jobs", "train")))
     c.group()
     assert c.podgroup_of("train-a")["metadata"]["creationTimestamp"] == "2025-12-31T23:00:00Z"
+
+
+def _grouped_by(concurrency: int) -> tuple[object, list[tuple[str, str]]]:
+    c = Cluster(JOB)
+    c.grouper = PodGrouper(c.store, concurrency=concurrency)
+    job = c.owner("jobs", "train")
+    c.add(controller_pod("train-a", job), controller_pod("train-b", job))
+    for i in range(12):
+        c.add(bare_pod(f"p{i:02d}", labels={constants.LABEL_QUEUE: "team-a"}))
+    outcome = c.group()
+    pods, _ = c.store.list("pods")
+    return outcome, sorted((p["metadata"]["name"], p["metadata"]["annotations"][constants.ANNOTATION_POD_GROUP_NAME])
+                           for p in pods)
+
+
+def test_writing_with_several_threads_groups_as_one_thread_does() -> None:
+    """PodGroups written at once by several threads (a gang's pods by one of them, in order): the same
+    PodGroups, annotations and outcome, in pod order."""
+    one, grouped_one = _grouped_by(1)
+    many, grouped_many = _grouped_by(4)
+    assert many == one and grouped_many == grouped_one
+    assert len(one.created) == 13 and len(one.labelled) == 14       # type: ignore[attr-defined]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
 
 from kai_scheduler.runtime.loop import Backoff, Runner
+from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import Conflict, StoreError
 from kai_scheduler.store.kube_http import Throttled, Unavailable
 
@@ -142,3 +144,59 @@ def test_setting_the_stop_event_ends_the_loop_from_another_thread() -> None:
     thread.join(5)
     assert not thread.is_alive()
     assert r.steps == 1
+
+
+def test_a_change_to_a_trigger_starts_the_next_step_after_the_minimum_gap_not_the_period() -> None:
+    stop = threading.Event()
+    activity = Activity()
+    times: list[float] = []
+
+    def step() -> None:
+        times.append(time.monotonic())
+        if len(times) == 1:
+            activity.note("pods")          # a change while the step runs counts
+        if len(times) == 3:
+            stop.set()
+
+    run = Runner("podgrouper", step, 30.0, stop, activity=activity, triggers=("pods",), min_gap=0.05)
+    thread = threading.Thread(target=run.run)
+    thread.start()
+    while len(times) < 2:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    noted = time.monotonic()
+    activity.note("pods")
+    thread.join(timeout=10)
+    assert not thread.is_alive() and len(times) == 3
+    assert 0.05 <= times[1] - times[0] < 10         # woken by the change during the first step, after the gap
+    assert noted <= times[2] < noted + 10           # woken by the later change, not after the 30 s period
+
+
+def test_changes_to_other_resources_do_not_start_a_step() -> None:
+    stop = threading.Event()
+    activity = Activity()
+    calls = Script()
+    run = Runner("binder", calls, 1.5, stop, activity=activity, triggers=("bindrequests",), min_gap=0.0)
+    started = time.monotonic()
+    thread = threading.Thread(target=run.run)
+    thread.start()
+    time.sleep(0.1)
+    activity.note("pods")
+    time.sleep(0.1)
+    assert calls.calls == 1 or time.monotonic() - started >= 1.5      # still waiting out the period
+    deadline = time.monotonic() + 10
+    while calls.calls < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    activity.wake()
+    thread.join(timeout=5)
+    assert calls.calls >= 2                        # the period still runs the step on an idle cluster
+
+
+def test_activity_wait_for_sees_only_events_after_the_mark() -> None:
+    activity = Activity()
+    activity.note("pods")
+    mark = activity.mark()
+    assert not activity.wait_for(["pods"], mark, 0.01)
+    activity.note("nodes")
+    assert not activity.changed(["pods"], mark) and activity.changed(["nodes", "pods"], mark)

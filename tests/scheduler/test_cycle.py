@@ -325,3 +325,45 @@ def test_evictions_are_written_before_binds_and_stamp_the_job() -> None:
     assert annotations == {constants.ANNOTATION_LAST_EVICTION_TIMESTAMP: NOW_TEXT}
     assert store.get("bindrequests", "j-0", b.NAMESPACE)["spec"]["selectedNode"] == "n1"
     assert ("Normal", "Evict", "Pod", "victim-0") in _events(store)
+
+
+class _LaggingStore(MemoryStore):
+    """A store whose watch hands over BindRequest events only from the `lag`-th call on: an API server whose
+    events arrive after the next cycle has started."""
+
+    def __init__(self, clock: ManualClock, lag: int) -> None:
+        super().__init__(clock)
+        self.lag = lag
+
+    def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Any:
+        if resource == "bindrequests" and self.lag > 0:
+            self.lag -= 1
+            return iter(())
+        return super().watch(resource, resource_version, timeout)
+
+
+def test_a_cycle_waits_for_its_own_bind_requests_before_placing_more() -> None:
+    """One free GPU, two one-GPU jobs arriving a cycle apart: the second cycle must not see the GPU free
+    because the first cycle's BindRequest has not come back through the watch yet."""
+    clock = ManualClock(b.NOW)
+    store = _LaggingStore(clock, lag=0)
+    store.add_many([b.queue("q"), b.node("n1", gpus=1), *_gang("a", 1, gpus=1)])
+    scheduler = Scheduler(store, load_config(None), clock)
+    assert [op.task.name for op in scheduler.run_once().operations] == ["a-0"]
+    store.lag = 3
+    store.add_many(_gang("b", 1, gpus=1))
+    clock.advance(1)
+    assert scheduler.run_once().operations == []
+    assert [br["metadata"]["name"] for br in store.list("bindrequests")[0]] == ["a-0"]
+
+
+def test_concurrent_writers_commit_what_one_writer_does() -> None:
+    def placed(writers: int) -> list[tuple[str, str]]:
+        clock = ManualClock(b.NOW)
+        store = MemoryStore(clock)
+        store.add_many([b.queue("q"), *(b.node(f"n{i}", gpus=2) for i in range(4)),
+                        *(obj for g in range(6) for obj in _gang(f"j{g}", 1, gpus=1))])
+        Scheduler(store, load_config(None), clock, writers=writers).run_once()
+        return sorted((br["metadata"]["name"], br["spec"]["selectedNode"]) for br in store.list("bindrequests")[0])
+
+    assert placed(4) == placed(1) and len(placed(1)) == 6

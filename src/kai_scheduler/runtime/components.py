@@ -24,6 +24,7 @@ from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, Schedul
 from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
+from kai_scheduler.store.cache import SCHEDULER_RESOURCES
 from kai_scheduler.store.interface import ClusterStore
 
 NAMES = ("scheduler", "binder", "podgrouper", "controllers")
@@ -35,6 +36,10 @@ class Component:
     lease: str                      # its Lease under leader election: "kai-scheduler"
     period: float                   # seconds between the end of one step and the start of the next
     step: Callable[[], object]
+    # Resources whose change starts the next step early (with an Activity), not sooner than min_gap after the
+    # last one ended; see runtime.loop.
+    triggers: tuple[str, ...] = ()
+    min_gap: float = 0.0
 
 
 def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
@@ -57,14 +62,24 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
     config = scheduler_config(options)
     if config.flags.schedule_period <= 0:
         raise ValueError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
-    core = Scheduler(store, config, clock, usage_source(config, clock, offline=False))
+    core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
 
     def step() -> None:
         metrics.record(core.run_once())
 
-    return Component("scheduler", "kai-scheduler", config.flags.schedule_period, step)
+    return Component("scheduler", "kai-scheduler", config.flags.schedule_period, step,
+                     triggers=SCHEDULER_RESOURCES, min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period))
 
+
+# The shortest time between two steps when changes keep coming: a change starts the next step early, and
+# what arrives during the gap is handled together. A scheduling cycle costs more than a reconcile.
+SCHEDULER_MIN_GAP = 0.1
+RECONCILE_MIN_GAP = 0.02
+
+# Threads that write at once where a step writes for many objects (the pod grouper's PodGroups and pod
+# annotations, the scheduler's BindRequests): against an API server every write is one round trip.
+WRITERS = 10
 
 RESERVATION_COLLECT_SECONDS = 10.0     # each collection is three LISTs against the API server
 
@@ -73,14 +88,17 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
     _positive("--reconcile-period", options.reconcile_period)
     core = Binder(store, clock, ReservationConfig(namespace=options.resource_reservation_namespace),
                   collect_every=RESERVATION_COLLECT_SECONDS, concurrency=options.max_concurrent_reconciles)
-    return Component("binder", "kai-binder", options.reconcile_period, core.reconcile)
+    return Component("binder", "kai-binder", options.reconcile_period, core.reconcile,
+                     triggers=("bindrequests",), min_gap=RECONCILE_MIN_GAP)
 
 
 def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key,
                              node_pool_label_key=options.node_pool_label_key)
-    return Component("podgrouper", "kai-podgrouper", options.reconcile_period, PodGrouper(store, config).reconcile)
+    grouper = PodGrouper(store, config, concurrency=WRITERS)
+    return Component("podgrouper", "kai-podgrouper", options.reconcile_period, grouper.reconcile,
+                     triggers=("pods", "podgroups", "priorityclasses"), min_gap=RECONCILE_MIN_GAP)
 
 
 def controllers(store: ClusterStore, options: GrouperOptions, registry: CollectorRegistry) -> Component:
@@ -93,7 +111,9 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
         podgroups.reconcile()
         queues.reconcile()
 
-    return Component("controllers", "kai-controllers", options.reconcile_period, step)
+    return Component("controllers", "kai-controllers", options.reconcile_period, step,
+                     triggers=("pods", "podgroups", "bindrequests", "priorityclasses", "queues"),
+                     min_gap=RECONCILE_MIN_GAP)
 
 
 def _positive(flag: str, seconds: float) -> None:

@@ -8,7 +8,10 @@
 - A store error about one object (NotFound, Conflict, …) that escapes the step is one warning line; the next
   period retries. Any other exception is one error line (the traceback at debug level); the loop goes on.
 - Waiting happens on the stop Event, so setting it (SIGTERM, SIGINT) ends the loop within one wait.
-  Steps wait one period after they end, as KAI's `wait.Until` loops do.
+  Steps wait one period after they end, as KAI's `wait.Until` loops do; a runner given the store's `Activity`
+  and the resources its step reads (`triggers`) starts the next step as soon as one of them changed (any
+  time since the last step began), but never sooner than `min_gap` after the last one ended. The period stays
+  the longest wait, so time-driven work still runs on an idle cluster.
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 
 PER_OBJECT_ERRORS = (NotFound, AlreadyExists, Conflict, Gone, Invalid)
+
+_STOP_CHECK = 0.25      # a runner waiting for a change looks at the stop Event this often
 
 Wait = Callable[[float], bool]   # wait up to `seconds`; True when the loop must stop
 
@@ -56,7 +62,8 @@ class Backoff:
 class Runner:
     def __init__(self, name: str, step: Callable[[], object], period: float, stop: threading.Event, *,
                  leadership: Leadership | None = None, wait: Wait | None = None,
-                 backoff: Backoff | None = None, standby_poll: float = 0.5) -> None:
+                 backoff: Backoff | None = None, standby_poll: float = 0.5, activity: Activity | None = None,
+                 triggers: tuple[str, ...] = (), min_gap: float = 0.0) -> None:
         self.name = name
         self.step = step
         self.period = period
@@ -65,6 +72,9 @@ class Runner:
         self.wait: Wait = wait or stop.wait
         self.backoff = backoff or Backoff()
         self.standby_poll = standby_poll
+        self.activity = activity if triggers else None
+        self.triggers = triggers
+        self.min_gap = min_gap
         self.steps = 0              # successful steps, for tests and logs
         self._ready = False
 
@@ -78,10 +88,34 @@ class Runner:
         log.info("component started", extra={"component": self.name})
         while not self.stop.is_set():
             standby = self.leadership is not None and not self.leadership.is_leader
-            delay = self.standby_poll if standby else self.tick()
-            if self.wait(delay) or self.stop.is_set():
+            if standby:
+                stopped = self.wait(self.standby_poll)
+            else:
+                mark = self.activity.mark() if self.activity is not None else 0
+                delay = self.tick()
+                if self.activity is not None and self.backoff.failures == 0:
+                    stopped = self._wait_for_change(self.activity, mark, delay)
+                else:
+                    stopped = self.wait(delay)
+            if stopped or self.stop.is_set():
                 break
         log.info("component stopped", extra={"component": self.name})
+
+    def _wait_for_change(self, activity: Activity, mark: int, period: float) -> bool:
+        """Wait `min_gap`, then until a trigger resource changed after `mark` or the period is over; True when
+        the loop must stop."""
+        gap = min(self.min_gap, period)
+        if self.wait(gap) or self.stop.is_set():
+            return True
+        left = period - gap
+        while left > 0:
+            step = min(left, _STOP_CHECK)
+            if activity.wait_for(self.triggers, mark, step):
+                return self.stop.is_set()
+            if self.stop.is_set():
+                return True
+            left -= step
+        return False
 
     def tick(self) -> float:
         """Run the step once; return how long to wait before the next one."""

@@ -37,6 +37,7 @@ class Process:
         identity = default_identity()
         self.electors: dict[str, LeaderElector] = {}
         self.runners: list[Runner] = []
+        activity = store.activity if isinstance(store, KubeStore) else None
         for component in components:
             elector = None
             if options.leader_elect:
@@ -44,7 +45,8 @@ class Process:
                                         identity=identity, config=options.leader)
                 self.electors[component.name] = elector
             self.runners.append(Runner(component.name, component.step, component.period, self.stop,
-                                       leadership=elector))
+                                       leadership=elector, activity=activity, triggers=component.triggers,
+                                       min_gap=component.min_gap))
         self._threads: list[threading.Thread] = []
         self._elector_threads: list[threading.Thread] = []
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from kai_scheduler.api import bindrequest, constants
 from kai_scheduler.api.fields import format_time, parse_time
@@ -25,16 +27,31 @@ from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.store.interface import JSON, ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class Committer:
+    """`writers` > 1: the BindRequests of a cycle (each with its event) and the PodGroups' start annotations
+    are written by that many threads at once, after the evictions and pipelines; against an API server each
+    write is one round trip, and they do not depend on one another."""
+
     def __init__(self, store: ClusterStore, *, node_pool: str = "", update_eviction_condition: bool = False,
-                 nominate: bool = True) -> None:
+                 nominate: bool = True, writers: int = 1) -> None:
         self.store = store
         self.nominate = nominate      # --pipelined-claims: write a pipelined pod's node as its nominatedNodeName
         self.node_pool = node_pool
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
+        self.created_bind_requests: list[str] = []     # namespace/name of each BindRequest written
+        self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
+
+    def each(self, write: Callable[[T], object], items: Sequence[T]) -> None:
+        """`write` for every item: by the writer threads when there are several of both, else in order."""
+        if self._pool is not None and len(items) > 1:
+            list(self._pool.map(write, items))
+        else:
+            for item in items:
+                write(item)
 
     def _try(self, what: str, write: Callable[[], object]) -> None:
         try:
@@ -50,6 +67,7 @@ class Committer:
     def apply(self, operations: list[Operation], jobs: dict[str, JobInfo], now: float) -> None:
         evicted_jobs: set[str] = set()
         evicted = {op.task.uid for op in operations if op.op is Op.EVICT}
+        binds = []
         for op in operations:
             if op.op is Op.EVICT:
                 self._evict(op)
@@ -60,7 +78,8 @@ class Committer:
                     self._event(_pod_ref(op.task), "Normal", "Pipelined",
                                 f"pod will run on node {op.after.node} once resources there are released")
             elif op.op is Op.ALLOCATE:
-                self._bind(op)
+                binds.append(op)
+        self.each(self._bind, binds)
         placed = {op.task.uid for op in operations if op.op in (Op.PIPELINE, Op.ALLOCATE)}
         for job in jobs.values():
             for task in job.pending_tasks():
@@ -114,7 +133,12 @@ class Committer:
         )
         if self.node_pool:
             br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool
-        self._try(f"create BindRequest {task.key}", lambda: self.store.create(br.to_dict()))
+
+        def create() -> None:
+            self.store.create(br.to_dict())
+            self.created_bind_requests.append(f"{br.meta.namespace}/{br.meta.name}")
+
+        self._try(f"create BindRequest {task.key}", create)
         self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")
 
     def started(self, job: JobInfo, now: float) -> None:

@@ -39,6 +39,8 @@ class _Informer(Generic[T]):
     bad: dict[str, BadObject] = field(default_factory=dict)
     version: str = ""
     listed: bool = False
+    ordered: list[Any] | None = None      # the parsed objects in key order, until the next change
+    gone: set[str] = field(default_factory=set)   # keys deleted since the last relist (see `seen`)
 
 
 class ObjectCache:
@@ -64,6 +66,8 @@ class ObjectCache:
                         key = _key(obj)
                         informer.items.pop(key, None)
                         informer.bad.pop(key, None)
+                        informer.ordered = None
+                        informer.gone.add(key)
                     elif event.type != "BOOKMARK":
                         self._put(informer, obj)
             except Gone:
@@ -86,8 +90,11 @@ class ObjectCache:
                 self._put(informer, obj)
         informer.version = version
         informer.listed = True
+        informer.ordered = None
+        informer.gone = set(old) - set(informer.items) - set(informer.bad)
 
     def _put(self, informer: _Informer[Any], obj: JSON) -> None:
+        informer.ordered = None
         key = _key(obj)
         rv = obj.get("metadata", {}).get("resourceVersion", "")
         try:
@@ -100,8 +107,17 @@ class ObjectCache:
         informer.items[key] = (rv, parsed)
 
     def objects(self, resource: str) -> list[Any]:
-        """The parsed objects of one resource, in key order."""
-        return [obj for _, (_, obj) in sorted(self._informers[resource].items.items())]
+        """The parsed objects of one resource, in key order (a new list; sorted again only after a change)."""
+        informer = self._informers[resource]
+        if informer.ordered is None:
+            informer.ordered = [obj for _, (_, obj) in sorted(informer.items.items())]
+        return list(informer.ordered)
+
+    def seen(self, resource: str, key: str) -> bool:
+        """Whether the cache has seen the object (it is here, unparsable, or was deleted since the last relist):
+        how a writer knows its own write has come back through the watch."""
+        informer = self._informers[resource]
+        return key in informer.items or key in informer.bad or key in informer.gone
 
     def bad_objects(self) -> list[BadObject]:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]

@@ -28,6 +28,8 @@ binding's node exists. Writes are not visible to a watch at once: their events a
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from kubernetes.client import ApiClient
 
 from kai_scheduler.api.selectors import LabelSelector
 from kai_scheduler.store import collector
+from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import (
     JSON,
     RESOURCES,
@@ -75,6 +78,8 @@ _Query = list[tuple[str, str]]
 __all__ = [
     "ConfigurationError", "EvictionBlocked", "KubeOptions", "KubeStore", "Throttled", "Unavailable", "load_client",
 ]
+
+log = logging.getLogger(__name__)
 
 _LIST_RESTARTS: Final = 3
 
@@ -130,6 +135,7 @@ class KubeStore:
             opts.watch_timeout_seconds, opts.watch_read_margin, opts.watch_backoff_initial,
             opts.watch_backoff_max, opts.watch_max_buffered, opts.strip_managed_fields,
         )
+        self.activity = Activity()      # watch events received, for loops that run on change
         self._lock = threading.Lock()
         self._streams: dict[str, _StreamList] = {}   # by resource, least recently used first
         self._closed = False
@@ -152,6 +158,11 @@ class KubeStore:
         for stream in streams:
             stream.join(timeout=2.0)
         self.transport.close()
+        limiter = self.limiter
+        if limiter.qps > 0 and limiter.requests:
+            log.info(f"client rate limiter: {limiter.waited:.1f} s waited by {limiter.waits} of {limiter.requests}"
+                     " requests", extra={"requests": limiter.requests, "waits": limiter.waits,
+                                         "waited_seconds": round(limiter.waited, 3)})
 
     def __enter__(self) -> KubeStore:
         return self
@@ -236,7 +247,8 @@ class KubeStore:
                     group.remove(stream)
                     group.append(stream)
                     return stream
-            stream = WatchStream(self.transport, collection_path(res, None), version, self._watch_settings)
+            stream = WatchStream(self.transport, collection_path(res, None), version, self._watch_settings,
+                                 on_event=functools.partial(self.activity.note, res.plural))
             group.append(stream)
             keep = self.options.watch_streams_per_resource
             evicted = group[:-keep]

@@ -101,6 +101,9 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._tokens = float(burst)
         self._stamp = timing.now()
+        self.requests = 0             # tokens taken, for the shutdown log line
+        self.waits = 0                # of which had to wait
+        self.waited = 0.0             # seconds waited in all
 
     def acquire(self) -> float:
         """Take one token, sleeping until it is available; return the seconds waited."""
@@ -112,6 +115,10 @@ class RateLimiter:
             self._stamp = now
             self._tokens -= 1.0
             wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+            self.requests += 1
+            if wait > 0:
+                self.waits += 1
+                self.waited += wait
         if wait > 0:
             self._timing.sleep(wait)
         return wait

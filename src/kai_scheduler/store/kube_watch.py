@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,8 +55,10 @@ class WatchSettings:
 class WatchStream:
     """One watch of one resource from `since`, read by a daemon thread; see the module docstring."""
 
-    def __init__(self, transport: Transport, path: str, since: str, settings: WatchSettings) -> None:
+    def __init__(self, transport: Transport, path: str, since: str, settings: WatchSettings,
+                 on_event: Callable[[], None] | None = None) -> None:
         self.path = path
+        self._on_event = on_event       # told of every object event buffered (not bookmarks)
         self.position = since           # the version of the last event handed to a caller
         self._transport = transport
         self._settings = settings
@@ -215,6 +217,8 @@ class WatchStream:
                 raise Gone(f"watch {self.path}: over {self._settings.max_buffered} events not taken; relist")
             self._events.append(WatchEvent(kind, obj))
             self._cond.notify_all()
+        if self._on_event is not None and kind != "BOOKMARK":
+            self._on_event()
         return str(metadata["resourceVersion"])
 
     def _fail(self, err: StoreError) -> None:
