@@ -60,6 +60,7 @@ class GrouperOptions:
     reconcile_period: float = 0.5
     scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
     queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
+    create_default_queues: bool = True     # the controllers': create default-parent-queue/default-queue if missing
 
 
 def read_scheduler_conf(path: str) -> dict[str, Any]:
