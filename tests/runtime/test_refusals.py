@@ -69,6 +69,7 @@ class Case:
     names: str                         # the object as the log line names it
     more: Callable[[], list[JSON]]     # objects added once the refusal ends: the component handles them
     written: Callable[[MemoryStore], bool]
+    retried: Callable[[MemoryStore], bool] | None   # the refused write itself, done again after its backoff
 
 
 def _controllers(store: KubeStore, clock: ManualClock) -> components.Component:
@@ -116,19 +117,25 @@ CASES = {
                         "PATCH", r"/podgroups/pg/status$",
                         {"what": 'podgroups.scheduling.run.ai "pg"', "verb": "patch", "resource": "podgroups/status",
                          "group": "scheduling.run.ai"}, f"patch PodGroup {NAMESPACE}/pg status",
-                        lambda: [podgroup("pg2"), pod("p2", group="pg2", gpus=1)], _status_written),
+                        lambda: [podgroup("pg2"), pod("p2", group="pg2", gpus=1)], _status_written,
+                        lambda m: bool((m.get("podgroups", "pg", NAMESPACE).get("status") or {}).get(
+                            "resourcesStatus"))),
     "podgrouper": Case(lambda: [queue("q"), _plain_pod()], _podgrouper, "POST", r"/podgroups$",
                        {"what": "podgroups.scheduling.run.ai", "verb": "create", "resource": "podgroups",
                         "group": "scheduling.run.ai"}, f"create PodGroup {NAMESPACE}/pg-p-",
-                       lambda: [_plain_pod("p2")], _grouped),
+                       lambda: [_plain_pod("p2")], _grouped,
+                       lambda m: "pod-group-name" in (m.get("pods", "p", NAMESPACE)["metadata"].get("annotations")
+                                                      or {})),
     "binder": Case(lambda: [node("n1"), pod("p", gpus=1), bind_request("p", "n1")], _binder, "POST",
                    r"/pods/p/binding$", {"what": 'pods "p"', "verb": "create", "resource": "pods/binding",
                                          "group": ""}, f"bind Pod {NAMESPACE}/p to node n1",
-                   lambda: [pod("p2", gpus=1), bind_request("p2", "n1")], _bound),
+                   lambda: [pod("p2", gpus=1), bind_request("p2", "n1")], _bound,
+                   None),   # a failed BindRequest is the scheduler's to replace (its backoffLimit), not retried
     "scheduler": Case(lambda: [node("n1"), queue("q"), podgroup("p"), pod("p", gpus=1)], _scheduler, "POST",
                       r"/bindrequests$", {"what": "bindrequests.scheduling.run.ai", "verb": "create",
                                           "resource": "bindrequests", "group": "scheduling.run.ai"},
-                      f"create BindRequest {NAMESPACE}/p", lambda: [podgroup("p2"), pod("p2", gpus=1)], _requested),
+                      f"create BindRequest {NAMESPACE}/p", lambda: [podgroup("p2"), pod("p2", gpus=1)], _requested,
+                      lambda m: "p" in {br["metadata"]["name"] for br in m.list("bindrequests", NAMESPACE)[0]}),
 }
 
 
@@ -171,12 +178,16 @@ def test_a_refused_write_is_one_line_naming_the_object_and_the_component_goes_on
         for obj in case.more():
             mock.memory.create(obj)
         clock.advance(60)
-        for _ in range(20):                                # watch events arrive over the network: a few ticks
+        def done() -> bool:
+            return case.written(mock.memory) and (case.retried is None or case.retried(mock.memory))
+
+        for _ in range(40):            # watch events arrive over the network; a refused write is due after 1 s
             runner.tick()
-            if case.written(mock.memory):
+            if done():
                 break
             time.sleep(0.1)
         assert case.written(mock.memory), f"the {component} did not go on once the server accepted writes"
+        assert case.retried is None or case.retried(mock.memory), f"the {component} did not write the refused one"
 
 
 def test_the_refusal_fixture_matches_what_it_says(mock: MockApiServer, tmp_path: Path) -> None:

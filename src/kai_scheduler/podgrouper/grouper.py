@@ -17,7 +17,9 @@ terminating or finished:
    they differ.
 
 A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message; so are owner
-fields that were ignored. Store errors skip the pod until its next change.
+fields that were ignored. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
+reported the same way (one line naming the object) and the pod is handled again after a backoff
+(`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from kai_scheduler.store.interface import (
     NotFound,
     StoreError,
 )
+from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,8 @@ class PodGrouper:
         self._groups: dict[tuple[str, str], JSON] = {}
         self._class_feed = Changes(store, "priorityclasses")
         self._classes: set[str] = set()
+        self.retries = Retries()
+        self._refused: dict[str, JSON] = {}         # pod key → the pod whose writes were refused, to try again
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -85,8 +90,16 @@ class PodGrouper:
         reads = _Reads(self.store, self._groups, self._classes)
         outcome = GroupOutcome()
         pods = self._changed_pods()
+        for key in self.retries.due():
+            if key not in pods and key in self._refused:
+                pods[key] = self._refused[key]
         for key in sorted(pods):
-            self._handle(key, pods[key], reads, outcome)
+            if self._handle(key, pods[key], reads, outcome):
+                self._refused[key] = pods[key]
+                self.retries.failed(key)
+            elif key in self._refused:
+                del self._refused[key]
+                self.retries.succeeded(key)
         return outcome
 
     def _refresh_feeds(self) -> None:
@@ -114,6 +127,8 @@ class PodGrouper:
                         changed.pop(key, None)
                         self._written.pop(key, None)
                         self._reported.pop(key, None)
+                        self._refused.pop(key, None)
+                        self.retries.forget(key)
                     elif event.type != "BOOKMARK":
                         changed[key] = event.object
                 return changed
@@ -124,9 +139,22 @@ class PodGrouper:
         present = {_key(p["metadata"]): p for p in pods}
         self._written = {k: v for k, v in self._written.items() if k in present}
         self._reported = {k: v for k, v in self._reported.items() if k in present}
+        for key in [k for k in self._refused if k not in present]:
+            del self._refused[key]
+            self.retries.forget(key)
         return present
 
-    def _handle(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> None:
+    def _handle(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> bool:
+        """Group one pod; True when the API server refused a read or write of it (to be tried again)."""
+        try:
+            self._group(key, pod, reads, outcome)
+        except StoreError as err:
+            self._report(key, f"{err.reason}: {err}")
+            outcome.skipped.append((key, f"{err.reason}: {err}"))
+            return True
+        return False
+
+    def _group(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> None:
         meta = pod.get("metadata", {})
         if self._written.get(key) == meta.get("resourceVersion") or not self._wants(pod):
             return
@@ -149,12 +177,8 @@ class PodGrouper:
         name = grouping.podgroup.name
         if current and current != name and reads.podgroup(namespace, current, exact=True) is not None:
             return
-        try:
-            self._apply(grouping.podgroup, reads, outcome)
-            self._label(key, pod, name, grouping.subgroup, outcome)
-        except StoreError as err:
-            self._report(key, f"{err.reason}: {err}")
-            outcome.skipped.append((key, f"{err.reason}: {err}"))
+        self._apply(grouping.podgroup, reads, outcome)
+        self._label(key, pod, name, grouping.subgroup, outcome)
 
     def _wants(self, pod: JSON) -> bool:
         meta, spec = pod.get("metadata", {}), pod.get("spec") or {}
