@@ -19,14 +19,14 @@ demo: $(BIN)/kai
 	$(BIN)/kai schedule examples/quickstart.yaml --cycles 2
 	$(BIN)/kai simulate examples/simulate-quickstart.yaml --no-progress
 
-# The unit suite includes tests/kube (a real kube-apiserver from ../shared/kube, on one worker: loadgroup). The e2e
+# The unit suite includes tests/kube (a real kube-apiserver from ../shared/kube, one per pytest worker). The e2e
 # suite runs over the mock API server (faults a real server cannot show), then over a real kube-apiserver twice:
 # bare and with kube-controller-manager (tests/e2e/run_real.py; it says why and skips without ../shared/kube).
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2
 	KAI_E2E_MOCK=1 $(BIN)/pytest tests/e2e
 	$(BIN)/python -m tests.e2e.run_real
 
