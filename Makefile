@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test e2e lint bench clean
+.PHONY: demo test e2e e2e-real lint bench clean
 
 $(BIN)/kai: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,15 +19,22 @@ demo: $(BIN)/kai
 	$(BIN)/kai schedule examples/quickstart.yaml --cycles 2
 	$(BIN)/kai simulate examples/simulate-quickstart.yaml --no-progress
 
+# The unit suite includes tests/kube (a real kube-apiserver from ../shared/kube, one per pytest worker). The e2e
+# suite runs over the mock API server (faults a real server cannot show), then over a real kube-apiserver twice:
+# bare and with kube-controller-manager (tests/e2e/run_real.py; it says why and skips without ../shared/kube).
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2
-	KAI_E2E_MOCK=1 $(BIN)/pytest tests/e2e   # the e2e suite over the mock API server
+	KAI_E2E_MOCK=1 $(BIN)/pytest tests/e2e
+	$(BIN)/python -m tests.e2e.run_real
 
-e2e: $(VENV)/.dev          # against a real cluster: KAI_E2E_KUBECONFIG=path (see tests/e2e/README.md)
+e2e: $(VENV)/.dev          # against a cluster of yours: KAI_E2E_KUBECONFIG=path (see tests/e2e/README.md)
 	$(BIN)/pytest tests/e2e -v
+
+e2e-real: $(VENV)/.dev     # against fresh loopback clusters from ../shared/kube, bare and with controllers
+	$(BIN)/python -m tests.e2e.run_real -v
 
 bench: $(BIN)/kai
 	$(BIN)/python bench/run.py

@@ -36,16 +36,16 @@ def test_chart_values_are_the_manifest_defaults() -> None:
     assert {f"crds/{n}" for n in crd_files()} == {f"crds/{p.name}" for p in (CHART / "crds").iterdir()}
 
 
-def _helm_render(values: dict[str, Any] | None) -> list[JSON]:
-    """Objects of `helm template` for the chart: the helm binary if there is one, else the helm-python-sdk."""
+def helm_render_text(values: dict[str, Any] | None) -> str | None:
+    """`helm template` of the chart as one YAML stream (templates only, as Helm applies `crds/` apart): the helm
+    binary if there is one, else the helm-python-sdk; None when neither is here."""
     if shutil.which("helm"):
         command = ["helm", "template", "kai", str(CHART), "--namespace", "kai-scheduler"]
         for key, value in (values or {}).items():
             command += ["--set", f"{key}={value}"]
-        text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-        return [d for d in yaml.safe_load_all(text) if d]
+        return subprocess.run(command, check=True, capture_output=True, text=True).stdout
     if importlib.util.find_spec("helm_python") is None:
-        pytest.skip("no helm binary and no helm-python-sdk: cannot render the chart")
+        return None
     import helm_python
 
     nested: dict[str, Any] = {}
@@ -57,7 +57,14 @@ def _helm_render(values: dict[str, Any] | None) -> list[JSON]:
         node[last] = value
     with helm_python.Chart.load(str(CHART)) as chart:
         rendered = chart.render(nested or None, name="kai", namespace="kai-scheduler")
-    return [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+    return "".join(f"---\n{text}\n" for _, text in sorted(rendered.items()) if text.strip())
+
+
+def _helm_render(values: dict[str, Any] | None) -> list[JSON]:
+    text = helm_render_text(values)
+    if text is None:
+        pytest.skip("no helm binary and no helm-python-sdk: cannot render the chart")
+    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def _key(obj: JSON) -> tuple[str, str, str]:

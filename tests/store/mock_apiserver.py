@@ -12,7 +12,9 @@ module adds what is particular to HTTP, as kube-apiserver does it:
 - WATCH streams: chunked JSON lines, from `resourceVersion` (none or "0": the current objects as ADDED
   first), `timeoutSeconds`, BOOKMARK events when `allowWatchBookmarks=true`, 410 for a compacted version
   (as an ERROR event, or as the HTTP status with `gone_as_status`).
-- Faults to inject: `throttle` (429 with Retry-After), `block_evictions` (a PodDisruptionBudget's 429),
+- Faults to inject: `throttle` (429 with Retry-After), `refuse` (any status, e.g. RBAC's 403, a 409, a 422
+  with field causes, a 500, for the requests matching a method and path), `block_evictions` (a
+  PodDisruptionBudget's 429),
   `drop_watches` (cut the connections), `expire_watches` (ERROR 410 on open watches), `fail_watches`
   (5xx on the next watch requests), `expire_continues`, `send_bookmarks`.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import re
 import select
 import socket
 import sys
@@ -107,6 +110,25 @@ def http_error(err: StoreError) -> HttpError:
 
 
 @dataclass(slots=True)
+class Refusal:
+    """Answer the requests of `method` whose path matches `path` (a regular expression, searched) with this
+    status, `count` times (-1: always)."""
+
+    method: str
+    path: str
+    code: int
+    reason: str
+    message: str
+    details: JSON | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    count: int = -1
+    answered: int = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.count != 0 and method == self.method and re.search(self.path, path) is not None
+
+
+@dataclass(slots=True)
 class Faults:
     throttled: int = 0
     retry_after: str | None = "1"
@@ -115,6 +137,7 @@ class Faults:
     watch_failures: int = 0
     watch_failure_code: int = 503
     continue_expiries: int = 0
+    refusals: list[Refusal] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -193,6 +216,16 @@ class MockApiServer:
             faults = self.state.faults
             faults.throttled, faults.retry_after, faults.throttle_watches = count, retry_after, watches
 
+    def refuse(self, method: str, path: str, code: int, reason: str, message: str, *, details: JSON | None = None,
+               headers: dict[str, str] | None = None, count: int = -1) -> Refusal:
+        """Answer `method` requests whose URL path matches the regular expression `path` with a Status of this
+        code, reason, message and details (and these headers), `count` times (-1: until `reset`). The
+        returned Refusal counts the requests it `answered`."""
+        refusal = Refusal(method, path, code, reason, message, details, dict(headers or {}), count)
+        with self.lock:
+            self.state.faults.refusals.append(refusal)
+        return refusal
+
     def block_evictions(self, message: str = "The disruption budget pdb needs 2 healthy pods and has 2") -> None:
         with self.lock:
             self.state.faults.evictions_blocked = message
@@ -268,6 +301,12 @@ class MockApiServer:
                 seconds = faults.retry_after if (faults.retry_after or "").isdigit() else "0"
                 raise HttpError(429, "TooManyRequests", "Too many requests, please try again later.",
                                 {"retryAfterSeconds": int(seconds or 0)}, retry)
+            for refusal in faults.refusals:
+                if refusal.matches(method, path):
+                    refusal.answered += 1
+                    if refusal.count > 0:
+                        refusal.count -= 1
+                    raise HttpError(refusal.code, refusal.reason, refusal.message, refusal.details, refusal.headers)
         return rec
 
     def new_continue(self, snapshot: _Snapshot) -> str:

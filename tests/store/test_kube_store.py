@@ -162,7 +162,7 @@ def test_a_stale_update_is_a_conflict_with_the_servers_message(make_store: MakeS
     with pytest.raises(Conflict, match=r"resourceVersion \d+ is stale") as caught:
         store.update(stale)
     assert caught.value.reason == "Conflict"
-    assert "PUT /apis/scheduling.run.ai/v2alpha2/namespaces/team-a/podgroups/pg" in str(caught.value)
+    assert str(caught.value).startswith("update PodGroup team-a/pg: ")   # the request and its object
 
 
 def test_an_eviction_a_disruption_budget_refuses_is_blocked_and_not_retried(
@@ -207,7 +207,8 @@ def test_http_errors_map_to_store_errors(code: int, body: JSON, want: type[Store
     err = error_from(code, orjson.dumps({"kind": "Status", "code": code, **body}), "GET /x")
     assert type(err) is want
     assert err.reason == reason
-    assert str(err) == f"{body['message']} (GET /x)"
+    assert str(err) == f"GET /x: {body['message']}"
+    assert err.code == code
 
 
 def test_an_error_body_that_is_not_a_status_keeps_its_text() -> None:
@@ -360,7 +361,7 @@ def test_the_current_context_is_the_default_and_an_unreachable_server_is_unavail
     kube_server: MockApiServer, tmp_path: Path
 ) -> None:
     config = write_kubeconfig(tmp_path / "config", kube_server.url, current="nowhere-ctx")
-    with KubeStore.connect(config) as store, pytest.raises(Unavailable, match="GET /api/v1/nodes"):
+    with KubeStore.connect(config) as store, pytest.raises(Unavailable, match=r"list Node: .*/api/v1/nodes"):
         store.list("nodes")
 
 

@@ -115,9 +115,11 @@ class Binder:
                 shared_gpu_configmaps.write(self.store, pod, br, indices)
                 self._label_gpu_groups(ns, br)
             self.store.bind(ns, br.pod_name, br.selected_node)
-        except (NotFound, Conflict):
+        except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)
+            if isinstance(err, Conflict):   # bound by someone else meanwhile (a pod gone is no news)
+                log.warning(f"BindRequest {ns}/{br.meta.name} not bound: {err}", extra={"reason": err.reason})
             return
         except reservation.ReservationPending:
             return
@@ -141,11 +143,11 @@ class Binder:
         self._retry_at[key] = self.clock.now() + 2.0 ** br.failed_attempts
         self._status(br, "Failed", reason, attempts)
         outcome.failed.append((key, reason))
-        log.info("bind failed", extra={"pod": key, "reason": reason, "attempts": attempts})
+        log.warning(f"bind failed: {reason}", extra={"pod": key, "attempts": attempts})
 
     def _status(self, br: BindRequest, phase: str, reason: str, attempts: int) -> None:
         status = {"phase": phase, "reason": reason, "failedAttempts": attempts}
         try:
             self.store.patch("bindrequests", br.meta.name, br.meta.namespace, {"status": status}, "status")
         except StoreError as err:
-            log.warning("BindRequest status not written", extra={"name": br.meta.name, "reason": err.reason})
+            log.warning(f"BindRequest status not written: {err}", extra={"reason": err.reason})

@@ -58,11 +58,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     _component(sub, "binder", "run the binder: bind the pods of BindRequests", [_binder_flags, _period("0.2s")])
     _component(sub, "podgrouper", "run the pod grouper: PodGroups for the pods of the KAI scheduler",
                [_period("0.5s"), _grouper_flags])
-    _component(sub, "controllers", "run the PodGroup and Queue status controllers",
-               [_period("0.5s"), _grouper_flags])
+    _component(sub, "controllers", "run the PodGroup and Queue status controllers (and create the default "
+               "queues)", [_period("0.5s"), _grouper_flags, _controller_flags])
     _component(sub, "run", "run the scheduler, binder, pod grouper and controllers in one process "
                "(and the admission webhooks with --admission)", [_scheduler_flags, _binder_flags, _run_period,
-                                                                   _admission_flag])
+                                                                   _controller_flags, _admission_flag])
 
 
 def _component(sub: Any, name: str, summary: str, groups: list[Callable[[Parser], None]]) -> None:
@@ -140,6 +140,11 @@ def _grouper_flags(p: Parser) -> None:
     _value(p, "--queue-label-key", constants.DEFAULT_QUEUE_LABEL_KEY, "label key naming a workload's queue")
     _value(p, "--nodepool-label-key", constants.DEFAULT_NODE_POOL_LABEL_KEY,
            "label key of node pools (the queue of a `project` label is <project>-<pool>)")
+
+
+def _controller_flags(p: Parser) -> None:
+    _bool(p, "--create-default-queues", True, "create the queues default-parent-queue and default-queue when "
+          "they are missing, retrying until the Queue CRD and the admission webhook allow it")
 
 
 def _admission_flag(p: Parser) -> None:
@@ -256,6 +261,7 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
         queue_label_key=args.queue_label_key or defaults.queue_label_key,
         node_pool_label_key=args.nodepool_label_key or defaults.node_pool_label_key,
+        create_default_queues=_boolean(args, "create_default_queues", defaults.create_default_queues),
     )
 
 

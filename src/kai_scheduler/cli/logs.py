@@ -46,6 +46,9 @@ def configure(level: int, style: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if style == "json" else TextFormatter())
     logging.basicConfig(level=level, handlers=[handler])      # a no-op where handlers exist (tests)
+    if level > logging.DEBUG:
+        # urllib3 warns once per connection retry; the store reports the request that failed in one line itself.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 
 def _text(value: Any) -> str:

@@ -10,7 +10,9 @@ Over the PodGroup's pods (those whose `pod-group-name` names it) that are neithe
 - `allocatedNonPreemptible`: the same as `allocated` when the PodGroup is non-preemptible (`spec.preemptibility`,
   else its priority class value ≥ 100; a missing class counts as the globalDefault class, else 50), else 0.
 
-Reacts to pod, PodGroup, BindRequest and PriorityClass changes; writes a status only when it differs.
+Reacts to pod, PodGroup, BindRequest and PriorityClass changes; writes a status only when it differs. A status
+write the API server refused is logged once (per PodGroup and message) and tried again after a backoff
+(`store.retries`), so a 429 or a 500 does not leave the status stale until the next change.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from kai_scheduler.controllers import amounts
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +54,9 @@ class _Group:
 
 
 class PodGroupStatusController:
-    def __init__(self, store: ClusterStore) -> None:
+    def __init__(self, store: ClusterStore, retries: Retries | None = None) -> None:
         self.store = store
+        self.retries = retries or Retries()
         self._pod_changes = Changes(store, "pods")
         self._group_changes = Changes(store, "podgroups")
         self._class_changes = Changes(store, "priorityclasses")
@@ -82,12 +86,16 @@ class PodGroupStatusController:
         for key, obj in self._group_changes.poll():
             if obj is None:
                 self._groups.pop(key, None)
+                self.retries.forget(key)
             else:
                 self._groups[key] = obj
                 dirty.add(key)
+        dirty.update(self.retries.due())
         written = []
         for key in sorted(dirty):
-            if key in self._groups and self._write(key):
+            if key not in self._groups:
+                self.retries.forget(key)
+            elif self._write(key):
                 written.append(key)
         return written
 
@@ -199,6 +207,7 @@ class PodGroupStatusController:
         want = self.status_of(key)
         have = (group.get("status") or {}).get("resourcesStatus")
         if have == want:
+            self.retries.succeeded(key)
             return False
         meta = group["metadata"]
         patch = {"status": {"resourcesStatus": amounts.replacing(have, want)}}
@@ -206,10 +215,13 @@ class PodGroupStatusController:
             self._groups[key] = self.store.patch("podgroups", meta["name"], meta.get("namespace", ""), patch, "status")
         except NotFound:
             self._groups.pop(key, None)
+            self.retries.forget(key)
             return False
         except StoreError as err:
+            self.retries.failed(key)
             self._report(key, f"{err.reason}: {err}")
             return False
+        self.retries.succeeded(key)
         return True
 
     def _report(self, key: str, message: str) -> None:

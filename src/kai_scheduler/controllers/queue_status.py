@@ -28,6 +28,7 @@ from kai_scheduler.controllers import amounts
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,10 @@ class QueueMetrics:
 
 
 class QueueStatusController:
-    def __init__(self, store: ClusterStore, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, store: ClusterStore, registry: CollectorRegistry | None = None,
+                 retries: Retries | None = None) -> None:
         self.store = store
+        self.retries = retries or Retries()   # queues whose status write was refused: written again later
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = QueueMetrics(self.registry)
         self._queue_changes = Changes(store, "queues")
@@ -122,11 +125,13 @@ class QueueStatusController:
             if obj is None:
                 self.metrics.remove(name)
                 self._parsed.pop(name, None)
+                self.retries.forget(name)
                 reshaped = True
                 continue
             self._queues[name] = obj
             reshaped = reshaped or old is None or old.get("spec") != obj.get("spec")
-        if not dirty and not reshaped:
+        due = self.retries.due() & self._queues.keys()
+        if not dirty and not reshaped and not due:
             return []
         for queue in dirty:
             members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
@@ -136,7 +141,7 @@ class QueueStatusController:
             self._children_of = self._children()
             affected = set(self._queues)
         else:
-            affected = self._with_ancestors(dirty)
+            affected = self._with_ancestors(dirty) | due
         totals = {name: figures for name, figures in self._totals.items() if name not in affected}
         written = []
         for name in sorted(affected & self._queues.keys()):
@@ -207,14 +212,18 @@ class QueueStatusController:
         if children != (status.get("childQueues") or []):
             patch["childQueues"] = children or None
         if not patch:
+            self.retries.succeeded(name)
             return False
         try:
             self._queues[name] = self.store.patch("queues", name, "", {"status": patch}, "status")
         except NotFound:
+            self.retries.forget(name)
             return False
         except StoreError as err:
+            self.retries.failed(name)
             self._report(name, f"{err.reason}: {err}")
             return False
+        self.retries.succeeded(name)
         return True
 
     def _set_metrics(self, name: str, allocated: Amounts) -> None:

@@ -1,8 +1,8 @@
 """The Helm chart, generated from the same builders as `kai manifests` so that the two cannot drift.
 
 `files()` is the chart as {relative path: text}; `write(directory)` puts it on disk. Templates are one file per
-category; an object that a boolean value switches off is wrapped in `{{- if … }}`; Helm-only annotations (the
-first-install hook of the default queues) are added here.
+category; an object that a boolean value switches off is wrapped in `{{- if … }}`. The CRDs are in `crds/`, which
+Helm applies (and waits for) before the templates; nothing in the templates is of a kind those CRDs define.
 """
 
 from __future__ import annotations
@@ -61,12 +61,7 @@ def write(directory: str | Path) -> list[Path]:
 
 
 def _template(obj: InstallObject, src: Templated) -> str:
-    body = obj.body
-    if obj.helm_annotations:
-        meta = dict(body["metadata"])
-        meta["annotations"] = {**meta.get("annotations", {}), **obj.helm_annotations}
-        body = {**body, "metadata": meta}
-    text = "---\n" + render.template(body, src)
+    text = "---\n" + render.template(obj.body, src)
     if obj.when is None:
         return text
     return f"{{{{- if .Values.{obj.when} }}}}\n{text}{{{{- end }}}}\n"

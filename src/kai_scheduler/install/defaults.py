@@ -1,8 +1,10 @@
-"""What the install creates besides the components: namespaces, default queues, priority classes (§1.1, §2)."""
+"""What the install creates besides the components: namespaces and priority classes (§1.1, §2).
+
+The default queues are not here: a Queue cannot be applied in the same pass as its CRD, so the controllers
+component creates them (`controllers/default_queues.py`, switched by `defaultQueues.create`). Priority classes are
+a built-in kind and go in the same stream."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from kai_scheduler.api import constants
 from kai_scheduler.install.objects import InstallObject, cluster_scoped
@@ -15,9 +17,6 @@ _DESCRIPTIONS = {
     "inference": "Non-preemptible inference workloads.",
 }
 
-# Created by Helm on first install only: an upgrade leaves the queues as their users changed them.
-FIRST_INSTALL = {"helm.sh/hook": "post-install", "helm.sh/hook-weight": "0"}
-
 
 def namespaces(src: Source) -> list[InstallObject]:
     return [
@@ -26,23 +25,6 @@ def namespaces(src: Source) -> list[InstallObject]:
         InstallObject("namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                      "metadata": {"name": src.value("binder.resourceReservationNamespace")}}),
     ]
-
-
-def _queue_resources() -> dict[str, Any]:
-    unlimited = {"quota": 0, "overQuotaWeight": 1, "limit": -1}
-    return {"gpu": dict(unlimited), "cpu": dict(unlimited), "memory": dict(unlimited)}
-
-
-def queues() -> list[InstallObject]:
-    parent = {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue",
-              "metadata": cluster_scoped(constants.DEFAULT_PARENT_QUEUE_NAME),
-              "spec": {"resources": _queue_resources()}}
-    child = {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue",
-             "metadata": cluster_scoped(constants.DEFAULT_QUEUE_NAME),
-             "spec": {"parentQueue": constants.DEFAULT_PARENT_QUEUE_NAME, "resources": _queue_resources()}}
-    return [InstallObject("queues", parent, when="defaultQueues.create", helm_annotations=dict(FIRST_INSTALL)),
-            InstallObject("queues", child, when="defaultQueues.create",
-                          helm_annotations={**FIRST_INSTALL, "helm.sh/hook-weight": "1"})]
 
 
 def priority_classes() -> list[InstallObject]:

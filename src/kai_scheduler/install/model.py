@@ -16,7 +16,7 @@ from kai_scheduler.install.values import Values, ValuesError
 def build(src: Source) -> list[InstallObject]:
     """Everything but the CRDs, sorted by category (the builders keep their own order within one)."""
     objects = [*defaults.namespaces(src), *rbac.build(src), *workloads.build(src), *webhooks.build(src),
-               *defaults.queues(), *defaults.priority_classes()]
+               *defaults.priority_classes()]
     return sorted(objects, key=lambda o: CATEGORIES.index(o.category))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kai_scheduler.install.source import Source
@@ -17,8 +17,7 @@ CONFIG_DIR = "/etc/kai"
 CONFIG_FILE = "config.yaml"
 
 # The order `kai manifests` prints categories in (and the chart's template files).
-CATEGORIES = ("crds", "namespaces", "rbac", "config", "services", "deployments", "webhooks", "queues",
-              "priorityclasses")
+CATEGORIES = ("crds", "namespaces", "rbac", "config", "services", "deployments", "webhooks", "priorityclasses")
 
 
 @dataclass(slots=True)
@@ -26,7 +25,6 @@ class InstallObject:
     category: str
     body: dict[str, Any]
     when: str | None = None                  # values path of a boolean that must be true to install it
-    helm_annotations: dict[str, str] = field(default_factory=dict)   # in the chart only (hooks)
 
     @property
     def kind(self) -> str:

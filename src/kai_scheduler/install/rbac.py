@@ -51,7 +51,7 @@ def owner_rules() -> list[Rule]:
     return [rule([group], sorted(names), ["get"]) for group, names in sorted(by_group.items())]
 
 
-EVENTS = rule([""], ["events"], ["create", "patch"])
+EVENTS = rule([""], ["events"], ["create"])          # scheduler/commit.py: created once each, never patched
 
 CLUSTER_RULES: dict[str, list[Rule]] = {
     # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
@@ -75,7 +75,6 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["bindrequests"], READ),
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
         rule([""], ["configmaps"], ["create", "patch"]),           # binder/shared_gpu_configmaps.py
-        EVENTS,
     ],
     # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners read by name.
     "podgrouper": [
@@ -83,40 +82,37 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["podgroups"], [*READ, "create", "update", "patch"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
         *owner_rules(),
-        EVENTS,
     ],
-    # controllers/podgroup_status.py and controllers/queue_status.py.
+    # controllers/podgroup_status.py, controllers/queue_status.py, controllers/default_queues.py (get, create).
     "controllers": [
         rule([""], ["pods"], READ),
         rule([SCHEDULING], ["podgroups"], READ),
         rule([SCHEDULING], ["podgroups/status"], ["patch"]),
-        rule([SCHEDULING], ["queues"], READ),
+        rule([SCHEDULING], ["queues"], [*READ, "create"]),
         rule([SCHEDULING], ["queues/status"], ["patch"]),
         rule([SCHEDULING], ["bindrequests"], READ),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
-        EVENTS,
     ],
-    # The admission component validates against queues, podgroups and topologies and injects its CA bundle.
+    # admission/queue.py reads queues (the parent by name, the siblings by list), admission/podgroup.py a topology
+    # by name; admission/certs.py injects its CA bundle into the two configurations (get, then update).
     "admission": [
-        rule([SCHEDULING], ["queues", "podgroups"], READ),
-        rule([KAI], ["topologies"], READ),
+        rule([SCHEDULING], ["queues"], ["get", "list"]),
+        rule([KAI], ["topologies"], ["get"]),
         rule(["admissionregistration.k8s.io"], ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-             ["get", "update", "patch"], [WEBHOOK_CONFIGURATION]),
-        rule(["admissionregistration.k8s.io"], ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-             ["list", "watch"]),
-        EVENTS,
+             ["get", "update"], [WEBHOOK_CONFIGURATION]),
     ],
 }
 
 LEASES = rule(["coordination.k8s.io"], ["leases"], ["get", "create", "update"])
 
-# Rules granted in the install namespace only.
+# Rules granted in the install namespace only: the Leases of leader election (runtime/leader.py), and the
+# admission component's certificate Secret (admission/certs.py; the admission replicas do not elect a leader).
 NAMESPACE_RULES: dict[str, list[Rule]] = {
     "scheduler": [LEASES],
     "binder": [LEASES],
-    "podgrouper": [LEASES, rule([""], ["configmaps"], READ)],     # per-kind default priority classes
+    "podgrouper": [LEASES],
     "controllers": [LEASES],
-    "admission": [LEASES, rule([""], ["secrets"], ["get", "create", "update"])],
+    "admission": [rule([""], ["secrets"], ["get", "create", "update"])],
 }
 
 # The binder's reservation pods live in `binder.resourceReservationNamespace`.

@@ -188,7 +188,8 @@ admission:
       memory: 256Mi
 
 defaultQueues:
-  # Create default-parent-queue and its child default-queue (with Helm: on first install only).
+  # The controllers component creates default-parent-queue and its child default-queue when they are missing at
+  # its start (retrying until the Queue CRD and the admission webhook allow it); it never changes them after.
   create: true
 
 priorityClasses:

@@ -53,6 +53,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("reconcile-period", "controllers.reconcilePeriod"),
         ("scheduler-name", "global.schedulerName"),
         ("queue-label-key", "global.queueLabelKey"),
+        ("create-default-queues", "defaultQueues.create"),
     ),
     "admission": (
         ("webhook-port", "admission.webhookPort"),

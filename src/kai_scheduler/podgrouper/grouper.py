@@ -17,7 +17,9 @@ terminating or finished:
    they differ.
 
 A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message; so are owner
-fields that were ignored. Store errors skip the pod until its next change.
+fields that were ignored. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
+reported the same way (one line naming the object) and the pod is handled again after a backoff
+(`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from kai_scheduler.store.interface import (
     NotFound,
     StoreError,
 )
+from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,8 @@ class PodGrouper:
         self._groups: dict[tuple[str, str], JSON] = {}
         self._class_feed = Changes(store, "priorityclasses")
         self._classes: set[str] = set()
+        self.retries = Retries()
+        self._refused: dict[str, JSON] = {}         # pod key → the pod whose writes were refused, to try again
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -91,9 +96,18 @@ class PodGrouper:
         reads = _Reads(self.store, self._groups, self._classes)
         outcome = GroupOutcome()
         pods = self._changed_pods()
+        for key in self.retries.due():
+            if key not in pods and key in self._refused:
+                pods[key] = self._refused[key]
         plans: list[_Plan] = []
+        refused: set[str] = set()
         for key in sorted(pods):
-            plan = self._plan(key, pods[key], reads, outcome)
+            try:
+                plan = self._plan(key, pods[key], reads, outcome)
+            except StoreError as err:
+                self._refuse(key, err, outcome)
+                refused.add(key)
+                continue
             if plan is not None:
                 plans.append(plan)
         by_group: dict[tuple[str, str], list[_Plan]] = {}
@@ -108,6 +122,15 @@ class PodGrouper:
             outcome.updated += plan.outcome.updated
             outcome.labelled += plan.outcome.labelled
             outcome.skipped += plan.outcome.skipped
+            if plan.refused:
+                refused.add(plan.key)
+        for key in sorted(pods):
+            if key in refused:
+                self._refused[key] = pods[key]
+                self.retries.failed(key)
+            elif key in self._refused:
+                del self._refused[key]
+                self.retries.succeeded(key)
         return outcome
 
     def _write_all(self, plans: list[_Plan], reads: _Reads) -> None:
@@ -116,8 +139,13 @@ class PodGrouper:
                 self._apply(plan.group, reads, plan.outcome)
                 self._label(plan.key, plan.pod, plan.group.meta.name, plan.subgroup, plan.outcome)
             except StoreError as err:
-                self._report(plan.key, f"{err.reason}: {err}")
-                plan.outcome.skipped.append((plan.key, f"{err.reason}: {err}"))
+                self._refuse(plan.key, err, plan.outcome)
+                plan.refused = True
+
+    def _refuse(self, key: str, err: StoreError, outcome: GroupOutcome) -> None:
+        """The API server refused a read or write of this pod's grouping: say so once; it is tried again."""
+        self._report(key, f"{err.reason}: {err}")
+        outcome.skipped.append((key, f"{err.reason}: {err}"))
 
     def _refresh_feeds(self) -> None:
         for key, obj in self._group_feed.poll():
@@ -144,6 +172,8 @@ class PodGrouper:
                         changed.pop(key, None)
                         self._written.pop(key, None)
                         self._reported.pop(key, None)
+                        self._refused.pop(key, None)
+                        self.retries.forget(key)
                     elif event.type != "BOOKMARK":
                         changed[key] = event.object
                 return changed
@@ -154,6 +184,9 @@ class PodGrouper:
         present = {_key(p["metadata"]): p for p in pods}
         self._written = {k: v for k, v in self._written.items() if k in present}
         self._reported = {k: v for k, v in self._reported.items() if k in present}
+        for key in [k for k in self._refused if k not in present]:
+            del self._refused[key]
+            self.retries.forget(key)
         return present
 
     def _plan(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
@@ -265,6 +298,7 @@ class _Plan:
     group: PodGroup
     subgroup: str
     outcome: GroupOutcome = field(default_factory=GroupOutcome)
+    refused: bool = False       # the API server refused one of its writes: the pod is handled again later
 
 
 class _Reads:

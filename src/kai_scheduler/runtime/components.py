@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
+from kai_scheduler.controllers.default_queues import DefaultQueues
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework import config as configs
@@ -101,13 +102,18 @@ def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
                      triggers=("pods", "podgroups", "priorityclasses"), min_gap=RECONCILE_MIN_GAP)
 
 
-def controllers(store: ClusterStore, options: GrouperOptions, registry: CollectorRegistry) -> Component:
-    """The PodGroup status controller, then the Queue status controller (which sums PodGroup statuses)."""
+def controllers(store: ClusterStore, options: GrouperOptions, registry: CollectorRegistry,
+                clock: Clock) -> Component:
+    """The default queues until they exist (`--create-default-queues`), the PodGroup status controller, then the
+    Queue status controller (which sums PodGroup statuses)."""
     _positive("--reconcile-period", options.reconcile_period)
+    defaults = DefaultQueues(store, clock) if options.create_default_queues else None
     podgroups = PodGroupStatusController(store)
     queues = QueueStatusController(store, registry)
 
     def step() -> None:
+        if defaults is not None:
+            defaults.ensure()
         podgroups.reconcile()
         queues.reconcile()
 
@@ -133,6 +139,6 @@ def build(names: Sequence[str], store: ClusterStore, clock: Clock, registry: Col
         "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),
         "binder": lambda: binder(store, binder_options or BinderOptions(), clock),
         "podgrouper": lambda: podgrouper(store, grouper_options),
-        "controllers": lambda: controllers(store, grouper_options, registry),
+        "controllers": lambda: controllers(store, grouper_options, registry, clock),
     }
     return [builders[name]() for name in NAMES if name in names]

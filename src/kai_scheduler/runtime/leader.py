@@ -72,6 +72,7 @@ class LeaderElector:
         self._observed_at = 0.0                 # local time it last changed
         self._renewed_at: float | None = None   # local time of our last successful write while leader
         self.reachable = False                  # the last attempt got an answer from the store
+        self._last_failure = ""                 # the error of the failing attempts, logged once while it repeats
         self._lock = threading.Lock()
 
     @property
@@ -88,7 +89,10 @@ class LeaderElector:
     def step(self) -> bool:
         """One attempt to acquire or renew; return whether this candidate is leader afterwards."""
         was_leader = self.is_leader
-        if self._try_acquire_or_renew():
+        acquired = self._try_acquire_or_renew()
+        if self.reachable:
+            self._last_failure = ""
+        if acquired:
             with self._lock:
                 self._renewed_at = self.clock.now()
             if not was_leader:
@@ -180,8 +184,15 @@ class LeaderElector:
         return True
 
     def _unreachable(self, err: StoreError) -> bool:
+        """A failed attempt: a warning the first time it fails so (an RBAC refusal, the server down), then
+        quiet (debug) while the same failure repeats every retry period."""
         self.reachable = False
-        log.info("leader election attempt failed", extra={"lease": self._key(), "reason": str(err)})
+        text = str(err)
+        if text != self._last_failure:
+            self._last_failure = text
+            log.warning(f"leader election attempt failed: {text}", extra={"lease": self._key(), "reason": err.reason})
+        else:
+            log.debug(f"leader election attempt failed again: {text}", extra={"lease": self._key()})
         return False
 
     def _key(self) -> str:

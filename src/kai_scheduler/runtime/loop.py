@@ -3,8 +3,9 @@
 - With leader election, the step runs only while the elector says this process leads; a standby process is
   ready when its elector reaches the API server.
 - A transient error (the API server unreachable or throttling, or any store error that is not about one
-  object) logs one line, marks the component not ready and retries after an exponential backoff
-  (1s, 2s, 4s … 60s); the first success marks it ready and resets the backoff.
+  object: a 403 from RBAC, a 500) logs one line with the server's reason and the request it refused, marks the
+  component not ready and retries after an exponential backoff (1s, 2s, 4s … 60s); the first success marks it
+  ready and resets the backoff.
 - A store error about one object (NotFound, Conflict, …) that escapes the step is one warning line; the next
   period retries. Any other exception is one error line (the traceback at debug level); the loop goes on.
 - Waiting happens on the stop Event, so setting it (SIGTERM, SIGINT) ends the loop within one wait.
@@ -127,7 +128,7 @@ class Runner:
         except StoreError as err:
             self._ready = False
             delay = self.backoff.next()
-            log.warning(f"{self.name}: API server error, retrying in {delay:g}s: {err}",
+            log.warning(f"{self.name}: {err.reason}, retrying in {delay:g}s: {err}",
                         extra={"component": self.name, "reason": err.reason, "retry_in": delay})
             return delay
         except Exception as err:

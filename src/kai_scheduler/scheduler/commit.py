@@ -5,12 +5,13 @@ Order: stale BindRequests deleted; evictions; pipelines (the pod stays Pending w
 BindRequest per pod, §1.3); then status: PodGroup annotations (last start / eviction), the
 `UnschedulableOnNodePool` condition with the fit reasons, pod `PodScheduled=False` conditions and events, and
 events on bad objects. Writes that already hold (same condition, same message) are skipped: every API write per
-pod counts. A failed write is recorded and the rest go on.
+pod counts. A failed write (the API server refused it: RBAC, a conflict, an invalid field, throttling) is one
+warning line naming the object and the server's reason, and the rest go on. An event that cannot be created
+is said once per reason for the process (events are best effort; one that exists already is not a failure).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import zlib
 from collections.abc import Callable, Sequence
@@ -24,10 +25,12 @@ from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.statement import Op, Operation
-from kai_scheduler.store.interface import JSON, ClusterStore, StoreError
+from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+_event_failures_reported: set[str] = set()   # reasons an event write failed for, logged once per process
 
 
 class Committer:
@@ -58,7 +61,7 @@ class Committer:
             write()
         except StoreError as err:
             self.errors.append(f"{what}: {err.reason}: {err}")
-            log.warning("write failed", extra={"what": what, "reason": err.reason})
+            log.warning(f"write failed: {err}", extra={"what": what, "reason": err.reason})
 
     def delete_bind_request(self, namespace: str, name: str) -> None:
         self._try(f"delete BindRequest {namespace}/{name}",
@@ -193,8 +196,14 @@ class Committer:
             "involvedObject": ref, "reason": reason, "message": message, "type": kind,
             "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
         }
-        with contextlib.suppress(StoreError):   # the same event already exists: nothing new to say
+        try:
             self.store.create(event)
+        except AlreadyExists:       # the same event already exists: nothing new to say
+            pass
+        except StoreError as err:
+            if err.reason not in _event_failures_reported:
+                _event_failures_reported.add(err.reason)
+                log.warning(f"event not recorded (said once per reason): {err}", extra={"reason": err.reason})
 
 
 def _pod_ref(task: PodInfo) -> JSON:

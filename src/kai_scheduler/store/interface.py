@@ -7,7 +7,7 @@ happens above (once per resource version). Resource kinds are named by their plu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -99,9 +99,16 @@ STRATEGIC_MERGE_KEYS: dict[str, str] = {
 
 
 class StoreError(Exception):
-    """Base of the store's errors; `reason` is the Kubernetes Status reason."""
+    """Base of the store's errors; `reason` is the Kubernetes Status reason.
+
+    The message names the request and its object ("patch PodGroup team-a/pg-1 status: …"). From an API server
+    the error also keeps the HTTP `code`, the `causes` of a 422 as (field, message) pairs, and `retry_after`
+    (the Retry-After header, if any); elsewhere they stay at their defaults."""
 
     reason = "InternalError"
+    code: int = 0
+    causes: Sequence[tuple[str, str]] = ()
+    retry_after: str | None = None
 
 
 class NotFound(StoreError):

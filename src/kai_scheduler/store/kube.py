@@ -176,7 +176,8 @@ class KubeStore:
 
     def get(self, resource: str, name: str, namespace: str = "") -> JSON:
         res = resource_named(resource)
-        return self._clean(self.transport.call("GET", object_path(res, name, namespace)))
+        path = object_path(res, name, namespace)
+        return self._clean(self.transport.call("GET", path, what=describe("get", res, name, namespace)))
 
     def list(
         self, resource: str, namespace: str | None = None, selector: Selector = None
@@ -188,9 +189,10 @@ class KubeStore:
         if selector_text:
             query.append(("labelSelector", selector_text))
         path = collection_path(res, namespace or None)
+        what = describe("list", res, "", namespace or "")
         for attempt in range(_LIST_RESTARTS + 1):
             try:
-                items, version = self._list_pages(res, path, query)
+                items, version = self._list_pages(res, path, query, what)
             except Gone:
                 if attempt == _LIST_RESTARTS:
                     raise
@@ -198,13 +200,14 @@ class KubeStore:
             return items, version
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _list_pages(self, res: Resource, path: str, query: _Query) -> tuple[_Items, str]:
+    def _list_pages(self, res: Resource, path: str, query: _Query, what: str) -> tuple[_Items, str]:
         items: _Items = []
         version = ""
         token = ""
         with collector.paused():
             while True:
-                page = self.transport.call("GET", path, query=[*query, ("continue", token)] if token else query)
+                page = self.transport.call("GET", path, query=[*query, ("continue", token)] if token else query,
+                                           what=what)
                 meta = page.get("metadata") or {}
                 version = version or str(meta.get("resourceVersion") or "")
                 items.extend(page.get("items") or ())
@@ -233,7 +236,8 @@ class KubeStore:
         return iter(events)
 
     def _current_version(self, res: Resource) -> str:
-        page = self.transport.call("GET", collection_path(res, None), query=[("limit", "1")])
+        page = self.transport.call("GET", collection_path(res, None), query=[("limit", "1")],
+                                   what=describe("list", res))
         return str((page.get("metadata") or {}).get("resourceVersion") or "0")
 
     def _stream(self, res: Resource, version: str) -> WatchStream:
@@ -248,6 +252,7 @@ class KubeStore:
                     group.append(stream)
                     return stream
             stream = WatchStream(self.transport, collection_path(res, None), version, self._watch_settings,
+                                 what=describe("watch", res),
                                  on_event=functools.partial(self.activity.note, res.plural))
             group.append(stream)
             keep = self.options.watch_streams_per_resource
@@ -273,7 +278,9 @@ class KubeStore:
         if res.namespaced:
             body["metadata"] = {**meta, "namespace": namespace}
         transport = self.event_transport if res.plural == "events" else self.transport
-        return self._clean(transport.call("POST", collection_path(res, namespace), body=body))
+        name = meta.get("name") or f"{meta.get('generateName') or ''}*"
+        what = describe("create", res, str(name), namespace)
+        return self._clean(transport.call("POST", collection_path(res, namespace), body=body, what=what))
 
     def update(self, obj: JSON) -> JSON:
         return self._replace(obj, "")
@@ -289,7 +296,8 @@ class KubeStore:
         if res.namespaced:
             body["metadata"] = {**meta, "namespace": namespace}
         path = object_path(res, name, namespace, subresource)
-        return self._clean(self.transport.call("PUT", path, body=body))
+        what = describe("update", res, name, namespace, subresource)
+        return self._clean(self.transport.call("PUT", path, body=body, what=what))
 
     def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
               strategic: bool = False) -> JSON:
@@ -302,7 +310,8 @@ class KubeStore:
             raise Invalid(f"a merge patch must be an object, got {type(patch).__name__}")
         path = object_path(res, name, namespace, subresource)
         kind = STRATEGIC_MERGE_PATCH_TYPE if strategic else MERGE_PATCH_TYPE
-        return self._clean(self.transport.call("PATCH", path, body=patch, content_type=kind))
+        what = describe("patch", res, name, namespace, subresource)
+        return self._clean(self.transport.call("PATCH", path, body=patch, content_type=kind, what=what))
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         res = resource_named(resource)
@@ -311,7 +320,8 @@ class KubeStore:
         body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
-        self.transport.call("DELETE", object_path(res, name, namespace), body=body)
+        self.transport.call("DELETE", object_path(res, name, namespace), body=body,
+                            what=describe("delete", res, name, namespace))
 
     def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
         """POST a v1 Binding to `pods/{name}/binding`; Conflict (409) if the pod is already bound."""
@@ -321,13 +331,16 @@ class KubeStore:
             "metadata": {"name": pod_name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
-        self.transport.call("POST", object_path(RESOURCES["pods"], pod_name, namespace, "binding"), body=body)
+        path = object_path(RESOURCES["pods"], pod_name, namespace, "binding")
+        self.transport.call("POST", path, body=body,
+                            what=f"bind {describe('', RESOURCES['pods'], pod_name, namespace)} to node {node_name}")
 
     def evict(self, namespace: str, pod_name: str) -> None:
         """POST a policy/v1 Eviction; the pod's own grace period applies. EvictionBlocked if a PDB refuses."""
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod_name, "namespace": namespace}}
         path = object_path(RESOURCES["pods"], pod_name, namespace, "eviction")
-        self.transport.call("POST", path, body=body, refusal=_disruption_budget_refusal)
+        self.transport.call("POST", path, body=body, refusal=_disruption_budget_refusal,
+                            what=describe("evict", RESOURCES["pods"], pod_name, namespace))
 
     # --- helpers ---
 
@@ -349,6 +362,19 @@ class KubeStore:
             if isinstance(meta, dict):
                 meta.pop("managedFields", None)
         return obj
+
+
+def describe(verb: str, res: Resource, name: str = "", namespace: str = "", subresource: str = "") -> str:
+    """A request as errors and log lines name it: "patch PodGroup team-a/pg-1 status", "list Pod in team-a",
+    "create Queue default-queue", "watch Node"."""
+    words = [verb, res.kind] if verb else [res.kind]
+    if name:
+        words.append(f"{namespace}/{name}" if res.namespaced and namespace else name)
+    elif namespace and res.namespaced:
+        words.append(f"in {namespace}")
+    if subresource:
+        words.append(subresource)
+    return " ".join(words)
 
 
 def collection_path(res: Resource, namespace: str | None) -> str:
@@ -409,13 +435,15 @@ def _name(res: Resource, meta: JSON) -> str:
     return name
 
 
-def _disruption_budget_refusal(status: JSON) -> StoreError | None:
+def _disruption_budget_refusal(status: JSON, what: str) -> StoreError | None:
     """An eviction's 429 that a PodDisruptionBudget caused (a DisruptionBudget cause), not throttling."""
     causes = (status.get("details") or {}).get("causes") or ()
     if any(isinstance(c, dict) and c.get("type") == "DisruptionBudget" for c in causes):
         message = status.get("message") or "the pod's disruption budget does not allow the eviction"
         details = "; ".join(str(c.get("message")) for c in causes if isinstance(c, dict) and c.get("message"))
-        return EvictionBlocked(f"{message} {details}".strip())
+        err = EvictionBlocked(f"{what}: {message} {details}".strip())
+        err.code = 429
+        return err
     return None
 
 

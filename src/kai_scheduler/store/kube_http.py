@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -153,11 +154,27 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Ap
         raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {err}") from err
     # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
+    if not configuration.verify_ssl:
+        unverified_tls(configuration.host)
     return ApiClient(configuration)
 
 
-# Decides about a 429 before it is retried: an error to raise at once, or None to treat it as throttling.
-RefusalCheck = Callable[[JSON], StoreError | None]
+_unverified_warned = threading.Event()
+
+
+def unverified_tls(host: str) -> None:
+    """The kubeconfig says `insecure-skip-tls-verify`: one warning line per process, instead of urllib3's
+    InsecureRequestWarning on every request (which this silences, for this process only)."""
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+    if not _unverified_warned.is_set():
+        _unverified_warned.set()
+        log.warning("TLS verification is off (insecure-skip-tls-verify in the kubeconfig): the certificate of %s "
+                    "is not checked", host)
+
+
+# Decides about a 429 before it is retried: an error to raise at once, or None to treat it as throttling. It gets
+# the Status and the request's name (`what`).
+RefusalCheck = Callable[[JSON, str], StoreError | None]
 
 
 class Transport:
@@ -179,30 +196,36 @@ class Transport:
         body: Any = None,
         content_type: str = JSON_TYPE,
         refusal: RefusalCheck | None = None,
+        what: str = "",
     ) -> JSON:
-        """One request with a JSON answer; an error status raises the matching StoreError."""
+        """One request with a JSON answer; an error status raises the matching StoreError.
+
+        `what` names the request in errors and log lines ("patch PodGroup team-a/pg-1 status"); the default is
+        the method and path."""
+        what = what or f"{method} {path}"
         data = None if body is None else encode(body)
-        resp = self.send(method, path, query, data, content_type, self._timeout, refusal)
+        resp = self.send(method, path, query, data, content_type, self._timeout, refusal, what)
         try:
             raw = resp.data
         except urllib3.exceptions.HTTPError as err:
-            raise Unavailable(f"{method} {path}: reading the answer failed: {err}") from err
+            raise Unavailable(f"{what}: reading the answer failed: {err}") from err
         finally:
             resp.release_conn()
         if resp.status >= 300:
-            raise error_from(resp.status, raw, f"{method} {path}")
-        return decode(raw, f"{method} {path}")
+            raise error_from(resp.status, raw, what, retry_after=resp.headers.get("Retry-After"))
+        return decode(raw, what)
 
-    def open_stream(self, path: str, query: Query, read_timeout: float) -> urllib3.BaseHTTPResponse:
+    def open_stream(self, path: str, query: Query, read_timeout: float, what: str = "") -> urllib3.BaseHTTPResponse:
         """A GET whose body the caller reads as it arrives (a watch); an error status raises here."""
+        what = what or f"watch {path}"
         timeout = urllib3.Timeout(connect=self.limits.connect_timeout, read=read_timeout)
-        resp = self.send("GET", path, query, None, JSON_TYPE, timeout, None)
+        resp = self.send("GET", path, query, None, JSON_TYPE, timeout, None, what)
         if resp.status >= 300:
             try:
                 raw = resp.data
             finally:
                 resp.release_conn()
-            raise error_from(resp.status, raw, f"watch {path}")
+            raise error_from(resp.status, raw, what, retry_after=resp.headers.get("Retry-After"))
         return resp
 
     def send(
@@ -214,16 +237,17 @@ class Transport:
         content_type: str,
         timeout: urllib3.Timeout,
         refusal: RefusalCheck | None,
+        what: str = "",
     ) -> urllib3.BaseHTTPResponse:
         """Send, waiting for the rate limiter before each attempt; retry throttled answers."""
-        what = f"{method} {path}"
+        what = what or f"{method} {path}"
         for attempt in range(self.limits.max_retries + 1):
             self.limiter.acquire()
-            resp = self._send_once(method, path, query, data, content_type, timeout)
+            resp = self._send_once(method, path, query, data, content_type, timeout, what)
             delay = self._retry_delay(resp, attempt, refusal, what)
             if delay is None:
                 return resp
-            log.info("%s: HTTP %d, retrying in %.2fs", what, resp.status, delay)
+            log.info("%s: HTTP %d, retrying in %.2fs as the server asks", what, resp.status, delay)
             self.timing.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -239,17 +263,21 @@ class Transport:
         finally:
             resp.release_conn()
         if refusal is not None and resp.status == 429:
-            refused = refusal(status_of(raw))
+            refused = refusal(status_of(raw), what)
             if refused is not None:
                 raise refused
         if attempt >= self.limits.max_retries:
-            err = error_from(resp.status, raw, what)
-            raise Throttled(f"{err} (gave up after {attempt} retries)") if resp.status == 429 else err
+            err = error_from(resp.status, raw, what, retry_after=retry_after)
+            if resp.status == 429:
+                throttled = Throttled(f"{err} (gave up after {attempt} retries)")
+                throttled.code, throttled.retry_after = err.code, err.retry_after
+                raise throttled
+            raise err
         return min(parse_retry_after(retry_after), self.limits.max_retry_after)
 
     def _send_once(
         self, method: str, path: str, query: Query, data: bytes | None, content_type: str,
-        timeout: urllib3.Timeout,
+        timeout: urllib3.Timeout, what: str,
     ) -> urllib3.BaseHTTPResponse:
         headers = {"Accept": JSON_TYPE}
         if data is not None:
@@ -265,7 +293,7 @@ class Transport:
                 retries=_URLLIB3_RETRIES,
             )
         except urllib3.exceptions.HTTPError as err:
-            raise Unavailable(f"{method} {path}: {err}") from err
+            raise Unavailable(f"{what}: {err}") from err
 
     def close(self) -> None:
         self.api_client.close()
@@ -304,22 +332,42 @@ _BY_STATUS: Final[dict[int, type[StoreError]]] = {
 }
 
 
-def error_from(code: int, raw: bytes, what: str) -> StoreError:
+def error_from(code: int, raw: bytes, what: str, *, retry_after: str | None = None) -> StoreError:
     """The store error for an HTTP error status, carrying the API server's message.
 
     409 is AlreadyExists or Conflict by the Status reason; 400 and 422 are Invalid; statuses without an
     interface class (401, 403, 500…) are a plain StoreError whose `reason` is the Status reason."""
-    return error_from_status(code, status_of(raw), what)
+    return error_from_status(code, status_of(raw), what, retry_after=retry_after)
 
 
-def error_from_status(code: int, status: JSON, what: str) -> StoreError:
+def error_from_status(code: int, status: JSON, what: str, *, retry_after: str | None = None) -> StoreError:
+    """`what: message`, where `what` names the request and its object ("create Queue team-a") and the message
+    is the server's, with the field causes of a 422 that it does not already spell out. The error keeps the
+    HTTP code, the causes as (field, message) pairs and the Retry-After header."""
     reason = str(status.get("reason") or "")
     message = str(status.get("message") or f"HTTP {code}")
+    causes = field_causes(status)
+    missing = [f"{field}: {text}" if field else text for field, text in causes
+               if (field and field not in message) or (not field and text not in message)]
+    if missing:
+        message = f"{message} [{'; '.join(missing)}]"
     cls = AlreadyExists if code == 409 and reason == "AlreadyExists" else _BY_STATUS.get(code, StoreError)
-    err = cls(f"{message} ({what})")
+    err = cls(f"{what}: {message}")
     if cls is StoreError:
         err.reason = reason or ("InternalError" if code >= 500 else f"HTTP{code}")
+    err.code, err.causes, err.retry_after = code, causes, retry_after
     return err
+
+
+def field_causes(status: JSON) -> list[tuple[str, str]]:
+    """The (field, message) pairs of a Status's `details.causes` (a 422's invalid fields)."""
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
+    out = []
+    for cause in causes if isinstance(causes, list) else ():
+        if isinstance(cause, dict) and (cause.get("field") or cause.get("message")):
+            out.append((str(cause.get("field") or ""), str(cause.get("message") or cause.get("reason") or "")))
+    return out
 
 
 def parse_retry_after(value: str | None) -> float:

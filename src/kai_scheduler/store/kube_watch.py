@@ -55,9 +55,10 @@ class WatchSettings:
 class WatchStream:
     """One watch of one resource from `since`, read by a daemon thread; see the module docstring."""
 
-    def __init__(self, transport: Transport, path: str, since: str, settings: WatchSettings,
-                 on_event: Callable[[], None] | None = None) -> None:
+    def __init__(self, transport: Transport, path: str, since: str, settings: WatchSettings, *,
+                 what: str = "", on_event: Callable[[], None] | None = None) -> None:
         self.path = path
+        self.what = what or f"watch {path}"   # names the stream in errors and log lines: "watch Pod"
         self._on_event = on_event       # told of every object event buffered (not bookmarks)
         self.position = since           # the version of the last event handed to a caller
         self._transport = transport
@@ -157,7 +158,7 @@ class WatchStream:
             if self._opened:
                 delays = self._delays()
             delay = next(delays)
-            log.warning("watch %s broke (%s); reconnecting in %.2fs", self.path, problem, delay)
+            log.warning("%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
             timing.sleep(delay, self._closed)
 
     def _delays(self) -> Iterator[float]:
@@ -171,7 +172,8 @@ class WatchStream:
         query = [("watch", "true"), ("resourceVersion", self._since), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(settings.timeout_seconds))]
         self.requests += 1
-        response = self._transport.open_stream(self.path, query, settings.timeout_seconds + settings.read_margin)
+        response = self._transport.open_stream(self.path, query, settings.timeout_seconds + settings.read_margin,
+                                               self.what)
         self._opened = True
         self._response = response
         with self._cond:
@@ -202,19 +204,19 @@ class WatchStream:
             doc = orjson.loads(line)
             kind, obj = doc["type"], doc["object"]
         except (orjson.JSONDecodeError, KeyError, TypeError) as err:
-            raise StoreError(f"watch {self.path}: malformed event {line[:200]!r}: {err}") from None
+            raise StoreError(f"{self.what}: malformed event {line[:200]!r}: {err}") from None
         if kind == "ERROR":
             status = obj if isinstance(obj, dict) else {}
-            raise error_from_status(int(status.get("code") or 500), status, f"watch {self.path}")
+            raise error_from_status(int(status.get("code") or 500), status, self.what)
         metadata = obj.get("metadata") if isinstance(obj, dict) else None
         if kind not in _EVENT_TYPES or not isinstance(metadata, dict) or "resourceVersion" not in metadata:
-            log.warning("watch %s: skipping a malformed event %r", self.path, line[:200])
+            log.warning("%s: skipping a malformed event %r", self.what, line[:200])
             return since
         if self._settings.strip_managed_fields:
             metadata.pop("managedFields", None)
         with self._cond:
             if len(self._events) >= self._settings.max_buffered:
-                raise Gone(f"watch {self.path}: over {self._settings.max_buffered} events not taken; relist")
+                raise Gone(f"{self.what}: over {self._settings.max_buffered} events not taken; relist")
             self._events.append(WatchEvent(kind, obj))
             self._cond.notify_all()
         if self._on_event is not None and kind != "BOOKMARK":
@@ -222,7 +224,7 @@ class WatchStream:
         return str(metadata["resourceVersion"])
 
     def _fail(self, err: StoreError) -> None:
-        log.info("watch %s ended: %s", self.path, err)
+        log.info("%s ended: %s", self.what, err)
         with self._cond:
             self._error = err
             self._cond.notify_all()
