@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -19,6 +18,7 @@ from kai_scheduler.api.clock import SystemClock
 from kai_scheduler.cli import admission
 from kai_scheduler.install import source, values, workloads
 from kai_scheduler.store.memory import MemoryStore
+from tests import children
 from tests.admission import builders, https
 from tests.loopback import eventually, free_port, write_kubeconfig
 from tests.store.mock_apiserver import MockApiServer
@@ -107,7 +107,7 @@ def test_kai_admission_serves_over_a_mock_api_server_and_exits_0_on_sigterm(tmp_
     health, webhook = free_port(), free_port()
     with MockApiServer(memory) as server:
         write_kubeconfig(config, server.url)
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [sys.executable, "-c", KAI, "admission", "--kubeconfig", str(config), "--namespace", "kai-scheduler",
              "--listen-address", f"127.0.0.1:{health}", "--webhook-port", str(webhook)],
             env={**os.environ, "KUBERNETES_SERVICE_HOST": ""}, stderr=subprocess.PIPE, text=True,
@@ -124,6 +124,5 @@ def test_kai_admission_serves_over_a_mock_api_server_and_exits_0_on_sigterm(tmp_
             assert status == 200
             assert orjson.loads(body)["response"]["allowed"] is False
         finally:
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
+            err = children.stop(proc)
         assert proc.returncode == 0, err

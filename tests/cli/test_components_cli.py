@@ -4,7 +4,6 @@ SIGTERM."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from kai_scheduler.api.clock import SystemClock
 from kai_scheduler.cli import main
 from kai_scheduler.store.memory import MemoryStore
+from tests import children
 from tests.builders import node, queue
 from tests.runtime.test_process import closed_port, eventually, get, kubeconfig, pending_pod
 from tests.store.mock_apiserver import MockApiServer
@@ -101,7 +101,7 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
     port = closed_port()
     with MockApiServer(memory) as server:
         env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [sys.executable, "-c", KAI, "run", "--kubeconfig", kubeconfig(tmp_path, server.url),
              "--listen-address", f"127.0.0.1:{port}", "--schedule-period", "50ms", "--reconcile-period", "50ms",
              "--scheduler-conf", str(conf), "--leader-elect=true", "--leader-elect-retry-period", "100ms",
@@ -114,8 +114,7 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
             assert proc.poll() is None, "the process ended early"
             assert eventually(lambda: _ready(port))
         finally:
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
+            err = children.stop(proc)
         assert proc.returncode == 0, err
         assert {lease["spec"]["holderIdentity"] for lease in memory.list("leases")[0]} == {""}
         assert [s["metadata"]["name"] for s in memory.list("secrets")[0]] == ["kai-admission-cert"]

@@ -1,0 +1,32 @@
+"""Processes a test starts die with the test process, even when it is killed: an interrupted pytest-xdist worker
+runs no `finally`, and a component left running would hold ports and CPU after the suite."""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import subprocess
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """`subprocess.Popen` whose child gets SIGKILL when the thread that started it ends (Linux)."""
+    return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kwargs)
+
+
+def stop(proc: subprocess.Popen[Any], timeout: float = 30.0) -> str:
+    """SIGTERM, wait up to `timeout`, then SIGKILL; the child's stderr (when piped)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f"pid {proc.pid} ignored SIGTERM for {timeout:.0f}s and was killed: {err}") from None
+    return err or ""
