@@ -4,6 +4,7 @@ runs no `finally`, and a component left running would hold ports and CPU after t
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import subprocess
 from typing import Any
@@ -11,13 +12,16 @@ from typing import Any
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def _die_with(parent: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:      # the parent ended before the request was made: nobody would signal us
+        os._exit(1)
 
 
 def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
     """`subprocess.Popen` whose child gets SIGKILL when the thread that started it ends (Linux)."""
-    return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kwargs)
+    parent = os.getpid()
+    return subprocess.Popen(argv, preexec_fn=lambda: _die_with(parent), **kwargs)
 
 
 def stop(proc: subprocess.Popen[Any], timeout: float = 30.0) -> str:
