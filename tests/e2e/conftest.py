@@ -1,4 +1,9 @@
-"""Fixtures of the end-to-end suite: skipped unless a cluster is named (see tests/e2e/README.md)."""
+"""Fixtures of the end-to-end suite: skipped unless a cluster is named (see tests/e2e/README.md).
+
+One set of components and fake nodes serves the whole session; each test cleans up after itself (`clean`).
+On a real API server every component runs as its own ServiceAccount with the RBAC of `kai manifests`, so a
+verb missing from its ClusterRole is a refused request in its log, and `clean` fails the test that showed it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from kai_scheduler.store.interface import StoreError
-from tests.e2e import harness
+from kai_scheduler.store.kube import KubeStore
+from tests.e2e import harness, serviceaccounts
 
 SKIP_REASON = ("e2e suite skipped: set KAI_E2E_KUBECONFIG to a kubeconfig of a disposable cluster "
                "(or KAI_E2E_MOCK=1 for the mock API server); see tests/e2e/README.md")
@@ -36,18 +42,20 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def cluster(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Cluster]:
     store = harness.connect(kubeconfig)
-    real = harness.kubeconfig_from_env() is not None
+    real = harness.real_server()
     harness.install(store, kubeconfig, real=real)
     logs = tmp_path_factory.mktemp("logs")
     processes = harness.Processes(kubeconfig, logs)
-    prefix = "kai-e2e-node"
-    processes.start("fake-nodes", "fake-nodes", "--count", "4", "--gpus", "8", "--prefix", prefix,
-                    "--delete-on-exit")
-    for component in harness.COMPONENTS:
-        processes.start_component(component)
-    cluster = harness.Cluster(store, processes, prefix)
-    cluster.wait("4 fake nodes", lambda: len(_nodes(store, prefix)) == 4, timeout=60)
+    if real:
+        serviceaccounts.install_rbac(kubeconfig)
+        tokens = tmp_path_factory.mktemp("tokens")
+        processes.kubeconfigs = {c: serviceaccounts.kubeconfig_for(kubeconfig, c, tokens) for c in harness.COMPONENTS}
+    processes.start_all()
+    cluster = harness.Cluster(store, processes, harness.NODE_PREFIX)
     try:
+        cluster.wait("4 schedulable fake nodes", lambda: len(_schedulable_nodes(store)) == 4, timeout=60)
+        cluster.wait("the default queue", lambda: _exists(store, "queues", "default-queue"), timeout=60)
+        cluster.delete_everything_submitted()   # what an interrupted earlier run may have left
         yield cluster
     finally:
         processes.stop_all()
@@ -59,12 +67,25 @@ def cluster(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def clean(cluster: harness.Cluster) -> Iterator[harness.Cluster]:
     yield cluster
     cluster.delete_everything_submitted()
+    refused = cluster.processes.refusals()
+    assert not refused, "the API server refused a component's request (RBAC of kai manifests):\n" + "\n".join(
+        refused[:20])
 
 
-def _nodes(store: harness.KubeStore, prefix: str) -> list[str]:
+def _schedulable_nodes(store: KubeStore) -> list[str]:
     try:
         items, _ = store.list("nodes")
     except StoreError:
         return []
-    return [n["metadata"]["name"] for n in items if n["metadata"]["name"].startswith(prefix)]
+    return [n["metadata"]["name"] for n in items if n["metadata"]["name"].startswith(harness.NODE_PREFIX)
+            and not any(t.get("effect") == "NoSchedule" for t in n.get("spec", {}).get("taints") or [])
+            and any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in n.get("status", {}).get("conditions") or [])]
 
+
+def _exists(store: KubeStore, resource: str, name: str) -> bool:
+    try:
+        store.get(resource, name)
+    except StoreError:
+        return False
+    return True

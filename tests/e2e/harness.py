@@ -19,28 +19,74 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound
-from kai_scheduler.store.kube import KubeOptions, KubeStore
+from kai_scheduler.api import constants
+from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound, StoreError, resource_named
+from kai_scheduler.store.kube import KubeOptions, KubeStore, object_path
 from tests.loopback import free_port, write_kubeconfig
 
 NAMESPACE = "kai-e2e"
 GPU = "nvidia.com/gpu"
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
+RESERVATION_NAMESPACE = constants.RESERVATION_NAMESPACE
+NODE_PREFIX = "kai-e2e-node"
+# Kept by cleanup: what the API server or kube-controller-manager put in every namespace.
+KEPT_CONFIGMAPS = ("kube-root-ca.crt",)
+
+
+def controllers_running() -> bool:
+    """KAI_E2E_CONTROLLERS=1: kube-controller-manager runs (Job controller, garbage collector, node lifecycle)."""
+    return os.environ.get("KAI_E2E_CONTROLLERS") == "1"
+
+
+def real_server() -> bool:
+    return kubeconfig_from_env() is not None
+
+
 @dataclass
 class Processes:
-    """The components and fake nodes as child processes of the test run; their output goes to `logs`."""
+    """The components and fake nodes as child processes of the test run; their output goes to `logs`.
+
+    A component runs with `kubeconfigs[component]` when given (its own ServiceAccount), else the admin one."""
 
     kubeconfig: str
     logs: Path
+    kubeconfigs: dict[str, str] = field(default_factory=dict)
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    read_up_to: dict[str, int] = field(default_factory=dict)   # log name -> bytes already seen by refusals()
 
-    def start(self, name: str, *args: str) -> None:
+    def start(self, name: str, *args: str, kubeconfig: str = "") -> None:
         log = open(self.logs / f"{name}.log", "ab")    # noqa: SIM115 - the child owns it
-        command = [sys.executable, "-m", "kai_scheduler.cli", "-v", *args, "--kubeconfig", self.kubeconfig]
+        command = [sys.executable, "-m", "kai_scheduler.cli", "-v", *args,
+                   "--kubeconfig", kubeconfig or self.kubeconfig]
         self.running[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
-    def start_component(self, component: str, *flags: str) -> None:
-        self.start(component, component, f"--listen-address=127.0.0.1:{free_port()}", *flags)
+    def start_component(self, component: str, *flags: str, name: str = "") -> None:
+        self.start(name or component, component, f"--listen-address=127.0.0.1:{free_port()}", *flags,
+                   kubeconfig=self.kubeconfigs.get(component, ""))
+
+    def start_fake_nodes(self) -> None:
+        self.start("fake-nodes", "fake-nodes", "--count", "4", "--gpus", "8", "--prefix", NODE_PREFIX,
+                   "--rack-size", "2", "--zone-size", "4", "--heartbeat-period", "5s", "--delete-on-exit")
+
+    def start_all(self) -> None:
+        self.start_fake_nodes()
+        for component in COMPONENTS:
+            self.start_component(component)
+
+    def log_of(self, name: str) -> str:
+        path = self.logs / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def refusals(self) -> list[str]:
+        """Lines written to the components' logs since the last call where the API server refused a request
+        (403: a verb their RBAC lacks, or an admission plugin's refusal)."""
+        found = []
+        for path in sorted(self.logs.glob("*.log")):
+            data = path.read_bytes()
+            start, self.read_up_to[path.name] = self.read_up_to.get(path.name, 0), len(data)
+            found += [f"{path.name}: {line}" for line in data[start:].decode(errors="replace").splitlines()
+                      if "forbidden" in line.lower()]
+        return found
 
     def kill(self, name: str) -> None:
         """SIGKILL: no clean shutdown, as a crashed or evicted process."""
@@ -99,13 +145,53 @@ class Cluster:
         return self.store.create(obj)
 
     def delete_everything_submitted(self) -> None:
-        """Remove what a test submitted (labelled e2e=true) so the next test starts on empty nodes."""
-        for resource in ("pods", "podgroups", "jobs", "bindrequests"):
-            items, _ = self.store.list(resource, NAMESPACE)
-            for obj in items:
+        """Leave the cluster as before the test, with or without a garbage collector: the workloads first, with
+        background propagation (a foreground deletion would wait forever where no garbage collector runs), then
+        their pods explicitly (no garbage collector may remove them), the reservation pods, PodGroups,
+        BindRequests, shared-GPU ConfigMaps, and the cluster-scoped objects a test labelled e2e=true."""
+        for resource in ("jobs", "pytorchjobs"):
+            for obj in self._list(resource, NAMESPACE):
+                self.delete_background(resource, obj["metadata"]["name"], NAMESPACE)
+        for namespace in (NAMESPACE, RESERVATION_NAMESPACE):
+            for obj in self._list("pods", namespace):
+                self._delete_pod(obj)
+        for resource in ("podgroups", "bindrequests", "configmaps"):
+            for obj in self._list(resource, NAMESPACE):
+                if resource == "configmaps" and obj["metadata"]["name"] in KEPT_CONFIGMAPS:
+                    continue
                 with contextlib.suppress(NotFound):
-                    self.store.delete(resource, obj["metadata"]["name"], NAMESPACE, grace_period_seconds=0)
-        self.wait("the namespace to empty", lambda: not self.store.list("pods", NAMESPACE)[0], timeout=60)
+                    self.store.delete(resource, obj["metadata"]["name"], NAMESPACE)
+        for resource in ("queues", "topologies"):
+            for obj in self._list(resource, None, "e2e=true"):
+                with contextlib.suppress(NotFound):
+                    self.store.delete(resource, obj["metadata"]["name"])
+
+        def empty() -> bool:
+            return not any(self._list(r, ns) for r, ns in (("pods", NAMESPACE), ("pods", RESERVATION_NAMESPACE),
+                                                           ("jobs", NAMESPACE), ("podgroups", NAMESPACE)))
+        self.wait("the namespace to empty", empty, timeout=60)
+
+    def delete_background(self, resource: str, name: str, namespace: str) -> None:
+        """DELETE with propagationPolicy Background: the owner goes at once; its dependents are the caller's."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
+                "gracePeriodSeconds": 0}
+        with contextlib.suppress(NotFound):
+            self.store.transport.call("DELETE", object_path(resource_named(resource), name, namespace), body=body,
+                                      what=f"delete {resource} {namespace}/{name}")
+
+    def _delete_pod(self, obj: JSON) -> None:
+        meta = obj["metadata"]
+        with contextlib.suppress(NotFound):
+            if meta.get("finalizers"):   # the Job controller's job-tracking finalizer, once its Job is gone
+                self.store.patch("pods", meta["name"], meta["namespace"], {"metadata": {"finalizers": None}})
+            self.store.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0)
+
+    def _list(self, resource: str, namespace: str | None, selector: str = "") -> list[JSON]:
+        """The objects, or none when the kind is not served (a CRD a test installs only when it runs)."""
+        try:
+            return self.store.list(resource, namespace, selector or None)[0]
+        except StoreError:
+            return []
 
 
 def gpus_by_node(pods: list[JSON]) -> dict[str, float]:
@@ -121,32 +207,45 @@ def gpus_by_node(pods: list[JSON]) -> dict[str, float]:
     return used
 
 
-def pod(name: str, *, gpus: int = 1, queue: str = "default-queue", group: str = "",
-        labels: dict[str, str] | None = None, owner: JSON | None = None, duration: str = "") -> JSON:
+def pod(name: str, *, gpus: float = 1, queue: str = "default-queue", group: str = "",
+        labels: dict[str, str] | None = None, owner: JSON | None = None, duration: str = "",
+        priority_class: str = "", annotations: dict[str, str] | None = None) -> JSON:
+    """A pod for kai-scheduler; a fractional `gpus` is a `gpu-fraction` annotation instead of a GPU limit."""
     meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE,
                             "labels": {"e2e": "true", "kai.scheduler/queue": queue, **(labels or {})}}
-    annotations = {}
+    notes = dict(annotations or {})
     if group:
-        annotations["pod-group-name"] = group
+        notes["pod-group-name"] = group
     if duration:
-        annotations["kai.scheduler/fake-duration"] = duration
-    if annotations:
-        meta["annotations"] = annotations
+        notes["kai.scheduler/fake-duration"] = duration
+    limits = {GPU: str(int(gpus))}
+    if gpus != int(gpus):
+        notes["gpu-fraction"] = str(gpus)
+        limits = {}
+    if notes:
+        meta["annotations"] = notes
     if owner is not None:
         meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
                                     "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"]}]
     container = {"name": "main", "image": "busybox",
-                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {GPU: str(gpus)}}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"schedulerName": "kai-scheduler", "containers": [container], "terminationGracePeriodSeconds": 0,
-                     "automountServiceAccountToken": False}}
+                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": limits}}
+    spec: dict[str, Any] = {"schedulerName": "kai-scheduler", "containers": [container],
+                            "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def podgroup(name: str, *, min_member: int, queue: str) -> JSON:
+def podgroup(name: str, *, min_member: int, queue: str, staleness_grace: str = "",
+             topology: str = "", required_level: str = "") -> JSON:
     """An external PodGroup, as a PyTorchJob's operator integration would write it."""
+    spec: dict[str, Any] = {"minMember": min_member, "queue": queue, "priorityClassName": "train"}
+    if staleness_grace:
+        spec["stalenessGracePeriod"] = staleness_grace
+    if topology:
+        spec["topologyConstraint"] = {"topology": topology, "requiredTopologyLevel": required_level}
     return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"e2e": "true"}},
-            "spec": {"minMember": min_member, "queue": queue, "priorityClassName": "train"}}
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"e2e": "true"}}, "spec": spec}
 
 
 def suspended_job(name: str, queue: str) -> JSON:
@@ -169,31 +268,49 @@ def queue(name: str, *, gpu_quota: float, gpu_limit: float = -1, parent: str = "
             "metadata": {"name": name, "labels": {"e2e": "true"}}, "spec": spec}
 
 
+def load_fixture(name: str) -> list[JSON]:
+    import yaml
+
+    text = (Path(__file__).parent / "fixtures" / name).read_text(encoding="utf-8")
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def apply_crd(kubeconfig: str, crd: JSON) -> None:
+    """Create a CRD unless present and wait until it is established (real server only)."""
+    _real_cluster_basics(kubeconfig, [crd], namespace=False)
+
+
 def install(store: KubeStore, kubeconfig: str, *, real: bool) -> None:
     """The parts of the install set the suite needs, each created unless present: on a real cluster the test
     namespace with its `default` ServiceAccount (pods are refused without it, and no controller-manager may be
     there to make it) and the CRDs, waited for until established; then the priority classes and default
-    queues. The mock serves every kind and needs neither."""
+    queues (`kai controllers` creates the default queues when it starts). The mock serves every kind and needs
+    neither."""
     from kai_scheduler import install as installer
 
     objects = installer.manifests(installer.defaults())
     if real:
         _real_cluster_basics(kubeconfig, [o for o in objects if o["kind"] == "CustomResourceDefinition"])
     for obj in objects:
-        if obj["kind"] in ("PriorityClass", "Queue"):
+        if obj["kind"] in ("PriorityClass",):
             with contextlib.suppress(AlreadyExists):
                 store.create(obj)
 
 
-def _real_cluster_basics(kubeconfig: str, crds: list[dict[str, Any]]) -> None:
+def _real_cluster_basics(kubeconfig: str, crds: list[dict[str, Any]], *, namespace: bool = True) -> None:
     from kubernetes import client, config
 
     api_client = config.new_client_from_config(config_file=kubeconfig)
     core, extensions = client.CoreV1Api(api_client), client.ApiextensionsV1Api(api_client)
-    _unless_exists(lambda: core.create_namespace({"metadata": {"name": NAMESPACE}}))
-    _unless_exists(lambda: core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": "default"}}))
+    if namespace:
+        _unless_exists(lambda: core.create_namespace({"metadata": {"name": NAMESPACE}}))
+        _unless_exists(lambda: core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": "default"}}))
     for crd in crds:
         _unless_exists(lambda crd=crd: extensions.create_custom_resource_definition(crd))
+    # What the GPU operator installs on a GPU cluster; the binder's reservation pods name it, and the API server's
+    # RuntimeClass admission refuses a pod naming one that does not exist.
+    _unless_exists(lambda: client.NodeV1Api(api_client).create_runtime_class(
+        {"metadata": {"name": "nvidia"}, "handler": "nvidia"}))
     deadline = time.monotonic() + 60
     for crd in crds:
         name = crd["metadata"]["name"]

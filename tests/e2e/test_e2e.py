@@ -1,29 +1,12 @@
-"""End to end on a cluster: the components and `kai fake-nodes` as processes over a real API server.
+"""End to end on a cluster: the components and `kai fake-nodes` as processes over an API server.
 
 4 fake nodes × 8 GPUs. Each test submits its own objects (label e2e=true, namespace kai-e2e) and cleans up.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
-from tests.e2e.harness import GPU, NAMESPACE, Cluster, gpus_by_node, pod, podgroup, queue, suspended_job
-
-CAPACITY = 8.0
-
-
-def _never_over_committed(cluster: Cluster) -> None:
-    used = gpus_by_node(cluster.pods())
-    assert all(v <= CAPACITY for v in used.values()), f"a node holds more GPUs than it has: {used}"
-
-
-def _hold(cluster: Cluster, seconds: float, check: Callable[[], None]) -> None:
-    """Run an assertion repeatedly for a while: for what must not happen, however long one waits."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        check()
-        time.sleep(0.5)
+from tests.e2e.checks import at_most, hold, never_over_committed
+from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup, queue, suspended_job
 
 
 def test_a_job_is_grouped_placed_bound_and_run(clean: Cluster) -> None:
@@ -52,64 +35,84 @@ def test_a_gang_is_placed_whole_or_not_at_all(clean: Cluster) -> None:
         return bool(status.get("schedulingConditions"))
 
     clean.wait("the gang's unschedulable condition", unschedulable)
-    _hold(clean, 3, lambda: _assert_at_most(clean, "app=big-gang", 0))
+    hold(3, lambda: at_most(clean, "app=big-gang", 0))
     clean.store.delete("pods", "big-gang-4", NAMESPACE, grace_period_seconds=0)
     clean.store.patch("podgroups", "big-gang", NAMESPACE, {"spec": {"minMember": 4}})
     clean.wait("the four gang pods bound", lambda: len(clean.bound("app=big-gang")) == 4)
-    _never_over_committed(clean)
+    never_over_committed(clean)
+
+
+def test_two_24_pod_gangs_on_32_gpus_one_binds_whole_the_other_waits(clean: Cluster) -> None:
+    """Submitted interleaved, two gangs of 24 one-GPU pods cannot both fit on 32 GPUs: one binds 24 and the other
+    none (no 16 + 16 deadlock); when the first finishes, the second binds 24."""
+    for gang in ("gang-x", "gang-y"):
+        clean.create(podgroup(gang, min_member=24, queue="default-queue"))
+    for i in range(24):
+        for gang in ("gang-x", "gang-y"):
+            clean.create(pod(f"{gang}-{i}", group=gang, labels={"app": gang}))
+
+    def counts() -> list[int]:
+        return sorted(len(clean.bound(f"app={g}")) for g in ("gang-x", "gang-y"))
+
+    clean.wait("one gang bound whole", lambda: counts()[1] == 24)
+    hold(3, lambda: _assert_equal(counts(), [0, 24]))
+    never_over_committed(clean)
+    first = "gang-x" if len(clean.bound("app=gang-x")) == 24 else "gang-y"
+    second = "gang-y" if first == "gang-x" else "gang-x"
+    for p in clean.pods(f"app={first}"):
+        clean.store.delete("pods", p["metadata"]["name"], NAMESPACE, grace_period_seconds=0)
+    clean.wait("the second gang bound whole", lambda: len(clean.bound(f"app={second}")) == 24)
+    never_over_committed(clean)
 
 
 def test_a_queue_limit_holds(clean: Cluster) -> None:
     clean.create(queue("e2e-limited", gpu_quota=0, gpu_limit=8))
-    try:
-        for i in range(3):
-            clean.create(pod(f"limited-{i}", gpus=4, queue="e2e-limited", labels={"app": "limited"}))
-        clean.wait("two pods bound", lambda: len(clean.bound("app=limited")) == 2)
-        _hold(clean, 3, lambda: _assert_at_most(clean, "app=limited", 2))
-    finally:
-        clean.store.delete("queues", "e2e-limited")
+    for i in range(3):
+        clean.create(pod(f"limited-{i}", gpus=4, queue="e2e-limited", labels={"app": "limited"}))
+    clean.wait("two pods bound", lambda: len(clean.bound("app=limited")) == 2)
+    hold(3, lambda: at_most(clean, "app=limited", 2))
 
 
 def test_reclaim_gives_a_team_its_quota_back(clean: Cluster) -> None:
     """team-b fills all 32 GPUs (over its quota of 16); team-a's 16-pod gang reclaims 16 of them."""
     clean.create(queue("e2e-a", gpu_quota=16))
     clean.create(queue("e2e-b", gpu_quota=16))
-    try:
-        for i in range(32):
-            clean.create(pod(f"b-{i}", queue="e2e-b", labels={"app": "team-b"}))
-        clean.wait("team-b on all 32 GPUs", lambda: len(clean.bound("app=team-b")) == 32)
-        clean.create(podgroup("a-gang", min_member=16, queue="e2e-a"))
-        for i in range(16):
-            clean.create(pod(f"a-{i}", group="a-gang", queue="e2e-a", labels={"app": "team-a"}))
-        clean.wait("team-a's gang bound", lambda: len(clean.bound("app=team-a")) == 16, timeout=120)
-        assert len(clean.bound("app=team-b")) == 16
-        _never_over_committed(clean)
-    finally:
-        clean.delete_everything_submitted()
-        for name in ("e2e-a", "e2e-b"):
-            clean.store.delete("queues", name)
+    for i in range(32):
+        clean.create(pod(f"b-{i}", queue="e2e-b", labels={"app": "team-b"}))
+    clean.wait("team-b on all 32 GPUs", lambda: len(clean.bound("app=team-b")) == 32)
+    clean.create(podgroup("a-gang", min_member=16, queue="e2e-a"))
+    for i in range(16):
+        clean.create(pod(f"a-{i}", group="a-gang", queue="e2e-a", labels={"app": "team-a"}))
+    clean.wait("team-a's gang bound", lambda: len(clean.bound("app=team-a")) == 16, timeout=120)
+    assert len(clean.bound("app=team-b")) == 16
+    never_over_committed(clean)
 
 
-def test_a_scheduler_killed_mid_work_double_books_nothing_and_loses_nothing(clean: Cluster) -> None:
-    for i in range(24):
-        clean.create(pod(f"restart-{i}", gpus=1, labels={"app": "restart"}))
-    time.sleep(1.0)
-    clean.processes.kill("scheduler")
-    _never_over_committed(clean)
-    clean.processes.start_component("scheduler")
-    clean.wait("all 24 pods bound", lambda: len(clean.bound("app=restart")) == 24)
-    _never_over_committed(clean)
-    requests, _ = clean.store.list("bindrequests", NAMESPACE)
-    per_pod: dict[str, int] = {}
-    for r in requests:
-        if r["spec"]["podName"].startswith("restart-") and r.get("status", {}).get("phase") == "Succeeded":
-            per_pod[r["spec"]["podName"]] = per_pod.get(r["spec"]["podName"], 0) + 1
-    assert sorted(per_pod.values()) == [1] * 24
+def test_a_higher_priority_pod_preempts_a_preemptible_one(clean: Cluster) -> None:
+    """Four 8-GPU `train` (preemptible) pods fill the cluster; an 8-GPU `inference` pod of the same queue evicts
+    one of them and takes its node. (The queue deserves the 32 GPUs: a non-preemptible job may use only its
+    queue's deserved share.)"""
+    clean.create(queue("e2e-p", gpu_quota=32))
+    for i in range(4):
+        clean.create(pod(f"low-{i}", gpus=8, queue="e2e-p", priority_class="train", labels={"app": "low"}))
+    clean.wait("the four train pods bound", lambda: len(clean.bound("app=low")) == 4)
+    clean.create(pod("high", gpus=8, queue="e2e-p", priority_class="inference", labels={"app": "high"}))
+    clean.wait("the inference pod bound", lambda: len(clean.bound("app=high")) == 1, timeout=120)
+    assert len(clean.bound("app=low")) == 3
+    never_over_committed(clean)
 
 
-def _assert_at_most(cluster: Cluster, selector: str, count: int) -> None:
-    bound = cluster.bound(selector)
-    assert len(bound) <= count, f"{len(bound)} bound, the limit allows {count}"
+def test_a_stale_gang_is_evicted_after_its_grace_period(clean: Cluster) -> None:
+    """A running gang of two that loses a pod is below its minimum: after its 2 s staleness grace period the
+    scheduler evicts the pod left, so the gang stops holding a GPU it cannot use."""
+    clean.create(podgroup("stale", min_member=2, queue="default-queue", staleness_grace="2s"))
+    for i in range(2):
+        clean.create(pod(f"stale-{i}", group="stale", labels={"app": "stale"}))
+    clean.wait("the gang Running", lambda: [p.get("status", {}).get("phase") for p in clean.pods("app=stale")]
+               == ["Running", "Running"])
+    clean.store.delete("pods", "stale-1", NAMESPACE, grace_period_seconds=0)
+    clean.wait("the gang's last pod evicted", lambda: not clean.pods("app=stale"), timeout=60)
 
 
-__all__ = ["GPU"]
+def _assert_equal(got: list[int], want: list[int]) -> None:
+    assert got == want, f"bound per gang {got}, expected {want}"
