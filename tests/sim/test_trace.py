@@ -10,6 +10,7 @@ from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim import replay, trace
 
+# ../shared/traces beside the checkout: where the main checkout and CI find it.
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces" / "alibaba-gpu-v2023"
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
 NODES = """sn,cpu_milli,memory_mib,gpu,model
@@ -141,7 +142,7 @@ def test_bad_node_file(tmp_path: Path) -> None:
         trace.load(*paths)
 
 
-@pytest.mark.skipif(not TRACES.is_dir(), reason="the shared trace is not here")
+@pytest.mark.skipif(not TRACES.is_dir(), reason=f"the shared trace is not at {TRACES}")
 def test_the_real_trace_where_it_lies() -> None:
     with pytest.raises(trace.TraceError, match=r"openb_pod_list_multigpu50\.csv:1: missing column 'creation_time'"):
         trace.load(TRACES / "openb_pod_list_multigpu50.csv", TRACES / "openb_node_list_gpu_node.csv")
@@ -153,7 +154,7 @@ def test_the_real_trace_where_it_lies() -> None:
     assert result.summary.completed + len(result.summary.never_scheduled) == 40
 
 
-@pytest.mark.skipif(not TRACES.is_dir(), reason="the shared trace is not here")
+@pytest.mark.skipif(not TRACES.is_dir(), reason=f"the shared trace is not at {TRACES}")
 def test_a_sample_of_the_real_trace_spans_days_not_its_37_days_and_says_it_is_light() -> None:
     notes: list[str] = []
     loaded = trace.load(TRACES / "openb_pod_list_default.csv", TRACES / "openb_node_list_all_node.csv",

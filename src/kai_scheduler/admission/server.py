@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from kai_scheduler.admission.defaults import DEFAULT_PORT as DEFAULT_PORT
 from kai_scheduler.admission.webhooks import Answer, Dispatcher
+from kai_scheduler.api.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class TlsFiles:
                     log.info("serving certificate loaded", extra={"cert": str(self.cert_file)})
                 except (OSError, ssl.SSLError) as err:
                     if self._context is None:
-                        raise ValueError(f"{self.cert_file}, {self.key_file}: cannot load the TLS pair: {err}") \
+                        raise UserError(f"{self.cert_file}, {self.key_file}: cannot load the TLS pair: {err}") \
                             from None
                     log.warning("serving certificate changed but cannot be loaded; keeping the previous one",
                                 extra={"cert": str(self.cert_file), "error": str(err)})
@@ -134,7 +135,7 @@ class WebhookServer:
         try:
             self._server = _Server((host, port), dispatcher, self.tls)
         except OSError as err:
-            raise ValueError(f"webhook server: cannot listen on {host or '*'}:{port}: {err.strerror}") from None
+            raise UserError(f"webhook server: cannot listen on {host or '*'}:{port}: {err.strerror}") from None
         self._thread: threading.Thread | None = None
 
     @property

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from kai_scheduler.api.errors import UserError
+
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|ms|s|m|h)")
 # Larger windows (usage windows, "1w", "1d") appear in KAI's usageDBConfig; accept them there.
@@ -16,7 +18,7 @@ _LONG_UNITS = {**_UNITS, "d": 86400.0, "w": 604800.0}
 _LONG_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|ms|s|m|h|d|w)")
 
 
-class DurationError(ValueError):
+class DurationError(UserError):
     """A string that is not a Go duration."""
 
 

@@ -1,13 +1,21 @@
-"""The one error type for bad input: it names the object and the field.
+"""The error types for bad input: `UserError` for anything the user can fix, `ObjectError` naming the object
+and the field.
 
 A user error is printed as one line (`kai` exits 2); in a running cluster the same error marks the object and
-the cycle goes on with the rest.
+the cycle goes on with the rest. Any other exception reaching `kai` is a bug: a traceback and exit 70.
 """
 
 from __future__ import annotations
 
 
-class ObjectError(ValueError):
+class UserError(ValueError):
+    """Input the user can fix (a file, a flag, an object): its str() is one readable line.
+
+    A ValueError still, so code that catches ValueError around parsing keeps doing so.
+    """
+
+
+class ObjectError(UserError):
     """A Kubernetes object (or scenario entry) with a field the scheduler cannot accept."""
 
     def __init__(self, kind: str, name: str, field: str, message: str, *, source: str = "") -> None:

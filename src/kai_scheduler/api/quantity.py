@@ -11,6 +11,8 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
+from kai_scheduler.api.errors import UserError
+
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
     "n": Decimal("1e-9"),
@@ -27,7 +29,7 @@ _DECIMAL = {
 _PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 
-class QuantityError(ValueError):
+class QuantityError(UserError):
     """A string that is not a Kubernetes quantity."""
 
 

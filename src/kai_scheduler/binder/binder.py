@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
-from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.binder import reservation, shared_gpu_configmaps
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
@@ -47,7 +47,7 @@ class Binder:
                  reservations: reservation.ReservationConfig | None = None, *, collect_every: float = 0.0,
                  concurrency: int = 1) -> None:
         if concurrency < 1:
-            raise ValueError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
+            raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
         self.store = store
         self.clock = clock
         self.reservations = reservation.Reservations(store, clock, reservations)

@@ -1,6 +1,8 @@
 """The `kai` command. Argument handling only: every command calls into the layers below.
 
-A user error (bad file, bad field, bad flag) is one line on stderr and exit code 2, never a traceback.
+A user error (bad file, bad field, bad flag: a `UserError`, or the system refusing a file or an address) is one
+line on stderr and exit code 2, never a traceback. Any other exception is a bug: its traceback and exit code 70
+(EX_SOFTWARE), so it is never mistaken for the user's mistake.
 Building the parser imports only the standard library and light project modules: each subcommand imports
 what it needs (numpy, matplotlib, the Kubernetes client, cryptography) when it runs, so `kai --help` is quick.
 """
@@ -11,10 +13,14 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import admission, components, fakenodes, logs, manifests, schedule, simulate
 
 DIST = "kai-scheduler"
+EXIT_USER_ERROR = 2
+EXIT_BUG = 70              # EX_SOFTWARE (sysexits.h): an internal error, not the user's
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a Unix tool's shell status is when its reader went away
 
 
@@ -63,14 +69,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         sys.stdout.flush()
-    except ValueError as err:            # ObjectError, ScenarioError, ConfigError: user errors
+    except UserError as err:             # ObjectError, ScenarioError, ConfigError, a bad flag
         print(f"kai: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:              # `kai … | head`: the reader has what it wanted
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+    except OSError as err:               # a file that is not there or not writable, an address in use
+        print(f"kai: {err}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Exception as err:             # a broken invariant: show where, and never as the user's mistake
+        traceback.print_exc(file=sys.stderr)
+        print(f"kai: internal error (a bug in kai, not in your input): {type(err).__name__}: {err}",
+              file=sys.stderr)
+        return EXIT_BUG
     return code
 
 

@@ -9,12 +9,18 @@ from typing import TYPE_CHECKING
 
 from kai_scheduler.admission import defaults
 from kai_scheduler.api import constants
+from kai_scheduler.api.booleans import parse_bool
+from kai_scheduler.api.errors import UserError
+from kai_scheduler.cli import connection
 
 if TYPE_CHECKING:
     from kai_scheduler.admission import service
     from kai_scheduler.runtime import options
 
 log = logging.getLogger(__name__)
+
+
+_QPS, _BURST = 50.0, 300      # the components' defaults (runtime.options.ProcessOptions)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,10 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                     "serving certificate is self-managed: kept in a Secret, rotated 30 days before expiry, and its "
                     "CA written into the webhook configurations.",
     )
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--qps", default="50", metavar="QPS", help="API requests per second after the burst (default 50)")
-    p.add_argument("--burst", default="300", metavar="N", help="API requests allowed at once (default 300)")
+    connection.add_flags(p, qps=_QPS, burst=_BURST)
     p.add_argument("--listen-address", default=":8080", help="health and metrics address (default :8080)")
     p.add_argument("--webhook-port", default=str(defaults.DEFAULT_PORT), metavar="PORT",
                    help=f"HTTPS port of the webhooks (default {defaults.DEFAULT_PORT})")
@@ -61,27 +64,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _boolean(flag: str, text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "t"):
-        return True
-    if lowered in ("false", "0", "f"):
-        return False
-    raise ValueError(f"{flag}: invalid boolean {text!r}: want true or false")
+    value = parse_bool(text)
+    if value is not None:
+        return value
+    raise UserError(f"{flag}: invalid boolean {text!r}: want true or false")
 
 
-def _number(flag: str, text: str, kind: type[int] | type[float]) -> float:
-    try:
-        return kind(text)
-    except ValueError:
-        want = "an integer" if kind is int else "a number"
-        raise ValueError(f"{flag}: invalid value {text!r}: want {want}") from None
+_number = connection.number
 
 
 def process_options(args: argparse.Namespace) -> options.ProcessOptions:
     from kai_scheduler.runtime import options
 
-    return options.ProcessOptions(kubeconfig=args.kubeconfig, context=args.context,
-                                  qps=_number("--qps", args.qps, float), burst=int(_number("--burst", args.burst, int)),
+    conn = connection.parse(args, qps=_QPS, burst=_BURST)
+    return options.ProcessOptions(kubeconfig=conn.kubeconfig, context=conn.context, qps=conn.qps, burst=conn.burst,
                                   listen_address=args.listen_address)
 
 
@@ -91,7 +87,7 @@ def service_options(args: argparse.Namespace) -> service.Options:
 
     port = int(_number("--webhook-port", args.webhook_port, int))
     if not 0 <= port <= 65535:
-        raise ValueError(f"--webhook-port: want 0 to 65535, got {port}")
+        raise UserError(f"--webhook-port: want 0 to 65535, got {port}")
     return service.Options(
         webhook_port=port,
         cert_dir=args.cert_dir,
@@ -125,13 +121,13 @@ def run(args: argparse.Namespace) -> int:
         try:
             admission.start()
         except StoreError as err:
-            raise ValueError(f"kai admission: cannot set up the serving certificate: {err}") from None
+            raise UserError(f"kai admission: cannot set up the serving certificate: {err}") from None
         health.add_readiness("webhooks", admission.is_ready)
         health.add_liveness("webhooks", admission.is_ready)
         try:
             health.start()
         except OSError as err:
-            raise ValueError(f"--listen-address {args.listen_address}: {err.strerror or err}") from None
+            raise UserError(f"--listen-address {args.listen_address}: {err.strerror or err}") from None
         log.info("admission webhooks serving", extra={"port": opts.webhook_port, "namespace": opts.namespace})
         with process.stop_on_signals(stop):
             stop.wait()

@@ -14,7 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
+from kai_scheduler.api.errors import UserError
+from kai_scheduler.cli import connection
 from kai_scheduler.framework.config import FIXED_FLAGS, ConfigError, Flags, check_supported
 from kai_scheduler.runtime.leader import LeaderConfig
 from kai_scheduler.runtime.options import (
@@ -47,8 +50,6 @@ _FLAG_HELP = {
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
     "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
 }
-_TRUE = {"1", "t", "T", "true", "TRUE", "True"}
-_FALSE = {"0", "f", "F", "false", "FALSE", "False"}
 _GO_DURATION = "DURATION"
 
 
@@ -87,11 +88,8 @@ def _bool(p: Parser, flag: str, default: bool, help_text: str) -> None:
 
 
 def _process_flags(p: Parser) -> None:
-    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: in-cluster, $KUBECONFIG, "
-                   "~/.kube/config)")
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
-    _value(p, "--qps", "50", "API requests per second after the burst", "QPS")
-    _value(p, "--burst", "300", "API requests allowed at once", "N")
+    defaults = ProcessOptions()
+    connection.add_flags(p, qps=defaults.qps, burst=defaults.burst)
     _value(p, "--listen-address", '":8080"', "address of /healthz, /readyz and /metrics", "ADDR")
     _bool(p, "--leader-elect", False, "run only while holding the component's Lease")
     _value(p, "--leader-elect-namespace", "the pod's namespace, else kai-scheduler", "namespace of the Leases",
@@ -209,10 +207,9 @@ def _process_options(args: argparse.Namespace) -> ProcessOptions:
         renew_deadline=_duration(args, "leader_elect_renew_deadline", LeaderConfig().renew_deadline),
         retry_period=_duration(args, "leader_elect_retry_period", LeaderConfig().retry_period),
     )
+    conn = connection.parse(args, qps=defaults.qps, burst=defaults.burst)
     options = ProcessOptions(
-        kubeconfig=args.kubeconfig, context=args.context,
-        qps=_number(args, "qps", defaults.qps, float),
-        burst=_number(args, "burst", defaults.burst, int),
+        kubeconfig=conn.kubeconfig, context=conn.context, qps=conn.qps, burst=conn.burst,
         listen_address=args.listen_address or defaults.listen_address,
         leader_elect=_boolean(args, "leader_elect", False),
         leader_elect_namespace=args.leader_elect_namespace or in_cluster_namespace(),
@@ -240,7 +237,7 @@ def _scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
     try:
         check_supported(dataclasses.replace(Flags(), **flags), spelling="--{}")
     except ConfigError as err:
-        raise ValueError(str(err)) from None
+        raise UserError(str(err)) from None
     return SchedulerOptions(scheduler_conf=args.scheduler_conf, flags=flags,
                             metrics_namespace=args.metrics_namespace or "kai")
 
@@ -276,16 +273,17 @@ def _duration(args: argparse.Namespace, dest: str, default: float) -> float:
     try:
         return parse_duration(text)
     except DurationError as err:
-        raise ValueError(f"{_flag(dest)}: {err}") from None
+        raise UserError(f"{_flag(dest)}: {err}") from None
 
 
 def _boolean(args: argparse.Namespace, dest: str, default: bool) -> bool:
     text = getattr(args, dest, None)
     if text is None:
         return default
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE
-    raise ValueError(f"{_flag(dest)}: invalid boolean {text!r}: want true or false")
+    value = parse_bool(text)
+    if value is not None:
+        return value
+    raise UserError(f"{_flag(dest)}: invalid boolean {text!r}: want true or false")
 
 
 def _number(args: argparse.Namespace, dest: str, default: Any, kind: Callable[[str], Any]) -> Any:
@@ -296,4 +294,4 @@ def _number(args: argparse.Namespace, dest: str, default: Any, kind: Callable[[s
         return kind(text)
     except ValueError:
         want = "an integer" if kind is int else "a number"
-        raise ValueError(f"{_flag(dest)}: invalid value {text!r}: want {want}") from None
+        raise UserError(f"{_flag(dest)}: invalid value {text!r}: want {want}") from None

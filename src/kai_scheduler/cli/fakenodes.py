@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from kai_scheduler.api.clock import Clock, SystemClock
 from kai_scheduler.api.duration import DurationError, parse_duration
+from kai_scheduler.api.errors import UserError
+from kai_scheduler.cli import connection
 from kai_scheduler.fakenodes import fleet
 from kai_scheduler.fakenodes.heartbeat import Heartbeat, HeartbeatConfig
 from kai_scheduler.fakenodes.kubelet import FakeKubelet
@@ -23,6 +25,9 @@ REPORT_EVERY = 10.0    # seconds between progress lines at -v
 RETRY_AFTER = 2.0      # seconds before trying again when the API server cannot be reached
 
 
+_QPS, _BURST = 1000.0, 2000   # a fleet of fake kubelets writes far more than one component
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d = FleetSpec()
     p = sub.add_parser(
@@ -31,8 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                     "pods bound to them become Running, finish after their kai.scheduler/fake-duration "
                     "annotation, and go once deleted. Runs until SIGINT/SIGTERM.",
     )
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    p.add_argument("--context", help="kubeconfig context (default: the current one)")
+    connection.add_flags(p, qps=_QPS, burst=_BURST)
     p.add_argument("--count", type=int, default=d.count, help="number of nodes (default %(default)s)")
     p.add_argument("--gpus", type=int, default=d.gpus, help="GPUs per node (default %(default)s)")
     p.add_argument("--gpu-product", default=d.gpu_product, help="nvidia.com/gpu.product (default %(default)s)")
@@ -49,8 +53,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--zone-size", type=int, default=0, metavar="Z",
                    help="nodes per zone (a multiple of R): label topology.kubernetes.io/zone=zone-<i//Z>")
     p.add_argument("--taint", action="append", default=[], metavar="K=V:EFFECT", help="node taint (repeatable)")
-    p.add_argument("--qps", type=float, default=1000.0, help="API requests per second (default %(default)s)")
-    p.add_argument("--burst", type=int, default=2000, help="API request burst (default %(default)s)")
     p.add_argument("--heartbeat-period", default="10s",
                    help="node lease renewal period, a Go duration (default %(default)s)")
     p.add_argument("--delete-on-exit", action="store_true", help="delete the nodes on SIGINT/SIGTERM")
@@ -66,6 +68,7 @@ class Settings:
     delete_on_exit: bool
     exit_after: float | None
     verbose: bool
+    connection: connection.Connection
 
 
 def settings(args: argparse.Namespace) -> Settings:
@@ -80,25 +83,27 @@ def settings(args: argparse.Namespace) -> Settings:
     spec.check()
     period = _duration("--heartbeat-period", args.heartbeat_period)
     if period <= 0:
-        raise ValueError(f"--heartbeat-period: must be positive, got {args.heartbeat_period!r}")
+        raise UserError(f"--heartbeat-period: must be positive, got {args.heartbeat_period!r}")
     exit_after = None if args.exit_after is None else _duration("--exit-after", args.exit_after)
-    if args.qps < 0 or args.burst < 1:
-        raise ValueError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {args.qps:g} and {args.burst}")
+    conn = connection.parse(args, qps=_QPS, burst=_BURST)
+    if conn.qps < 0 or conn.burst < 1:
+        raise UserError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {conn.qps:g} and {conn.burst}")
     return Settings(spec, HeartbeatConfig(lease_period=period, status_period=max(60.0, period)),
-                    args.delete_on_exit, exit_after, args.verbose > 0)
+                    args.delete_on_exit, exit_after, args.verbose > 0, conn)
 
 
 def run(args: argparse.Namespace) -> int:
     from kai_scheduler.runtime.process import open_store, stop_on_signals
 
     config = settings(args)
-    store = open_store(args.kubeconfig, args.context, args.qps, args.burst, user_agent="kai-fake-nodes")
+    conn = config.connection
+    store = open_store(conn.kubeconfig, conn.context, conn.qps, conn.burst, user_agent="kai-fake-nodes")
     stop = threading.Event()
     with store, stop_on_signals(stop):
         try:
             return serve(store, SystemClock(), config, stop)
         except StoreError as err:     # creating or deleting the nodes failed: one line, not a traceback
-            raise ValueError(f"API server: {err}") from None
+            raise UserError(f"API server: {err}") from None
 
 
 def serve(store: ClusterStore, clock: Clock, config: Settings, stop: threading.Event) -> int:
@@ -137,4 +142,4 @@ def _duration(flag: str, text: str) -> float:
     try:
         return parse_duration(text)
     except DurationError as err:
-        raise ValueError(f"{flag}: {err}") from None
+        raise UserError(f"{flag}: {err}") from None

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from kai_scheduler import install
+from kai_scheduler.api.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -30,7 +31,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.helm_chart:
         if args.values or args.sets or args.namespace or args.image or args.skip_crds:
-            raise ValueError("--helm-chart writes the chart with its default values; pass values to helm install")
+            raise UserError("--helm-chart writes the chart with its default values; pass values to helm install")
         written = install.write_chart(args.helm_chart)
         print(f"wrote {len(written)} files under {args.helm_chart}", file=sys.stderr)
         return 0

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import sys
 
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import phases
 
 OUTPUT_HELP = ("table: tables for a person (default); json or yaml: every task by namespace/name with its status "
@@ -48,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
     config = config_file.load(source)
     cycles = args.cycles if args.cycles is not None else (loaded.cycles or 1)
     if cycles < 1:
-        raise ValueError(f"--cycles: must be at least 1, got {cycles}")
+        raise UserError(f"--cycles: must be at least 1, got {cycles}")
     if args.check and loaded.expect is None:
-        raise ValueError(f"{args.file}: --check needs an `expect:` block in the scenario")
+        raise UserError(f"{args.file}: --check needs an `expect:` block in the scenario")
     with phases.step(f"building the cluster ({len(loaded.objects)} objects)", enabled=progress):
         cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
         # The store holds its own copy: the loader's would double the memory of a large scenario.

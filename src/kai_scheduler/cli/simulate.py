@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api.duration import DurationError, describe_duration, parse_duration
+from kai_scheduler.api.errors import UserError
 
 if TYPE_CHECKING:
     from kai_scheduler.scenario import Scenario
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from kai_scheduler.sim import progress, replay, report
 
     if not args.no_report and importlib.util.find_spec("matplotlib") is None:
-        raise ValueError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
+        raise UserError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
     loaded = _load(args)
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until,
@@ -92,15 +93,15 @@ def _load(args: argparse.Namespace) -> Scenario:
 
     if args.trace:
         if args.file:
-            raise ValueError("give a scenario FILE or --trace, not both")
+            raise UserError("give a scenario FILE or --trace, not both")
         if not args.nodes:
-            raise ValueError("--trace needs --nodes (the node list CSV)")
+            raise UserError("--trace needs --nodes (the node list CSV)")
         return trace.load(args.trace, args.nodes, time_scale=args.time_scale, sample=args.sample, seed=args.seed,
                           note=lambda line: print(f"trace: {line}", file=sys.stderr))
     if not args.file:
-        raise ValueError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
+        raise UserError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
     if args.nodes or args.sample is not None or args.time_scale != 1.0:
-        raise ValueError("--nodes, --sample and --time-scale go with --trace")
+        raise UserError("--nodes, --sample and --time-scale go with --trace")
     return sources.load(args.file, seed=args.seed)
 
 
@@ -110,7 +111,7 @@ def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, Conf
 
     if args.compare:
         if args.config:
-            raise ValueError("--compare replaces --config: give one or the other")
+            raise UserError("--compare replaces --config: give one or the other")
         return list(zip(_compare_labels(args.compare), (config_file.read(path) for path in args.compare),
                         strict=True))
     if args.config:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.api.quantity import QuantityError, parse_quantity
 from kai_scheduler.store.interface import JSON
@@ -69,18 +70,18 @@ class FleetSpec:
                                      ("--gpu-memory", self.gpu_memory_mib, 0), ("--pods", self.pods, 1),
                                      ("--rack-size", self.rack_size, 0), ("--zone-size", self.zone_size, 0)):
             if value < minimum:
-                raise ValueError(f"{flag}: must be at least {minimum}, got {value}")
+                raise UserError(f"{flag}: must be at least {minimum}, got {value}")
         check_quantity("--cpu", self.cpu)
         check_quantity("--memory", self.memory)
         if not _NODE_NAME.match(f"{self.prefix}-0") or len(f"{self.prefix}-{max(self.count - 1, 0)}") > 253:
-            raise ValueError(f"--prefix: {self.prefix!r} does not make valid node names (lower-case DNS names)")
+            raise UserError(f"--prefix: {self.prefix!r} does not make valid node names (lower-case DNS names)")
         check_label("--gpu-product", LABEL_GPU_PRODUCT, self.gpu_product)
         if self.node_pool:
             check_label("--node-pool", self.node_pool_label, self.node_pool)
         for key, text in self.labels.items():
             check_label("--label", key, text)
         if self.rack_size and self.zone_size and self.zone_size % self.rack_size:
-            raise ValueError(f"--zone-size: must be a multiple of --rack-size ({self.rack_size}) so that a rack "
+            raise UserError(f"--zone-size: must be a multiple of --rack-size ({self.rack_size}) so that a rack "
                              f"stays in one zone, got {self.zone_size}")
 
     def names(self) -> list[str]:
@@ -165,7 +166,7 @@ def parse_label(text: str) -> tuple[str, str]:
     """`key=value` (value may be empty) → (key, value); ValueError naming the flag."""
     key, sep, value = text.partition("=")
     if not sep:
-        raise ValueError(f"--label: want key=value, got {text!r}")
+        raise UserError(f"--label: want key=value, got {text!r}")
     check_label("--label", key, value)
     return key, value
 
@@ -174,7 +175,7 @@ def parse_taint(text: str) -> Taint:
     """`key=value:Effect` or `key:Effect` → Taint; ValueError naming the flag."""
     body, sep, effect = text.rpartition(":")
     if not sep or effect not in TAINT_EFFECTS:
-        raise ValueError(f"--taint: want key=value:Effect with Effect one of {', '.join(TAINT_EFFECTS)}, "
+        raise UserError(f"--taint: want key=value:Effect with Effect one of {', '.join(TAINT_EFFECTS)}, "
                          f"got {text!r}")
     key, _, value = body.partition("=")
     check_label("--taint", key, value)
@@ -185,9 +186,9 @@ def check_label(flag: str, key: str, value: str) -> None:
     """A Kubernetes label key (optional DNS-subdomain prefix, then a name) and value."""
     prefix, slash, name = key.rpartition("/")
     if not _LABEL_NAME.match(name) or (slash and (not _DNS_SUBDOMAIN.match(prefix) or len(prefix) > 253)):
-        raise ValueError(f"{flag}: invalid label key {key!r}")
+        raise UserError(f"{flag}: invalid label key {key!r}")
     if not _LABEL_VALUE.match(value):
-        raise ValueError(f"{flag}: invalid value {value!r} for label {key!r} (at most 63 characters: "
+        raise UserError(f"{flag}: invalid value {value!r} for label {key!r} (at most 63 characters: "
                          "letters, digits, '-', '_', '.', starting and ending with a letter or digit)")
 
 
@@ -195,6 +196,6 @@ def check_quantity(flag: str, text: str) -> None:
     try:
         amount = parse_quantity(text)
     except QuantityError:
-        raise ValueError(f"{flag}: invalid quantity {text!r} (want e.g. 128, 500m, 1Ti)") from None
+        raise UserError(f"{flag}: invalid quantity {text!r} (want e.g. 128, 500m, 1Ti)") from None
     if amount < 0:
-        raise ValueError(f"{flag}: must not be negative, got {text!r}")
+        raise UserError(f"{flag}: must not be negative, got {text!r}")

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kai_scheduler.api import constants, duration
+from kai_scheduler.api.booleans import parse_bool
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.framework import usage_config
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
@@ -41,7 +43,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, dict[str, str]], ...] = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A scheduler configuration that cannot be used; the message names the field.
 
     `path` is where in the configuration mapping the problem is (keys and list indices, as far as known), so
@@ -268,8 +270,9 @@ def _flag_value(key: str, value: Any, default: Any) -> Any:
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
-        if str(value).lower() in ("true", "false"):
-            return str(value).lower() == "true"
+        parsed = parse_bool(str(value))
+        if parsed is not None:
+            return parsed
         raise ConfigError(f"{where}: expected true or false, got {value!r}")
     if isinstance(default, int):
         if isinstance(value, int) and not isinstance(value, bool):

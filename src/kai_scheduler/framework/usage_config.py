@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kai_scheduler.api import duration
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.usagedb import cron
 from kai_scheduler.usagedb.params import ClientType, ExtraParams, UsageDBSettings, UsageParams, WindowType
@@ -38,7 +39,7 @@ EXTRA_KEYS = {
 }
 
 
-class UsageConfigError(ValueError):
+class UsageConfigError(UserError):
     """A usageDBConfig that cannot be used; the message starts with the field's path."""
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.install.source import CONDITION_PREFIX, TOKEN_PREFIX, Templated
 
 _INLINE_PREFIX = "KAIHELMINLINE"
@@ -72,7 +73,7 @@ def _mark(node: Any) -> Any:
         return [_mark(v) for v in node]
     if isinstance(node, str) and _TOKEN.search(node) and not _TOKEN.fullmatch(node):
         if '"' in node or "\\" in node:
-            raise ValueError(f"cannot template {node!r}: a quote or backslash beside a value")
+            raise UserError(f"cannot template {node!r}: a quote or backslash beside a value")
         return _Quoted(_TOKEN.sub(lambda m: f"{_INLINE_PREFIX}{m.group(1)}X", node))
     return node
 

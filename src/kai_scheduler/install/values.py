@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from kai_scheduler.api.errors import UserError
+
 Values = dict[str, Any]
 
 
@@ -203,7 +205,7 @@ serviceMonitor:
 """
 
 
-class ValuesError(ValueError):
+class ValuesError(UserError):
     """Values that cannot be installed; the message names the key."""
 
 

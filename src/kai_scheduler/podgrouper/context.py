@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import JSON, Reader, parse_time
 from kai_scheduler.api.meta import OwnerReference
 from kai_scheduler.api.podgroup import PodGroup
@@ -26,7 +27,7 @@ DEFAULT_PRIORITY_CLASSES: Mapping[GroupKind, str] = {
 }
 
 
-class GroupingError(ValueError):
+class GroupingError(UserError):
     """An owner object the grouper cannot read (a missing or malformed field); the pod is skipped."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.controllers.default_queues import DefaultQueues
@@ -51,7 +52,7 @@ def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
         try:
             source = config_file.read(options.scheduler_conf)
         except ValueError as err:
-            raise ValueError(f"--scheduler-conf {err}") from None
+            raise UserError(f"--scheduler-conf {err}") from None
         config = config_file.load(source)
     flags = dataclasses.replace(config.flags, **options.flags)
     configs.check_supported(flags, spelling="--{}")
@@ -62,7 +63,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
               clock: Clock) -> Component:
     config = scheduler_config(options)
     if config.flags.schedule_period <= 0:
-        raise ValueError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
+        raise UserError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
     core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
 
@@ -124,7 +125,7 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
 
 def _positive(flag: str, seconds: float) -> None:
     if seconds <= 0:
-        raise ValueError(f"{flag}: must be positive, got {seconds}s")
+        raise UserError(f"{flag}: must be positive, got {seconds}s")
 
 
 def build(names: Sequence[str], store: ClusterStore, clock: Clock, registry: CollectorRegistry, *,
@@ -133,7 +134,7 @@ def build(names: Sequence[str], store: ClusterStore, clock: Clock, registry: Col
     """The named components (of `NAMES`), in `NAMES` order."""
     unknown = set(names) - set(NAMES)
     if unknown:
-        raise ValueError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(NAMES)}")
+        raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(NAMES)}")
     grouper_options = grouper_options or GrouperOptions()
     builders: dict[str, Callable[[], Component]] = {
         "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),

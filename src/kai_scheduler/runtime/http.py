@@ -18,6 +18,8 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from kai_scheduler.api.errors import UserError
+
 log = logging.getLogger(__name__)
 
 Check = Callable[[], bool]
@@ -27,7 +29,7 @@ def parse_address(address: str) -> tuple[str, int]:
     """":8080" → ("", 8080) (every interface); "127.0.0.1:0" → ("127.0.0.1", 0). ValueError if malformed."""
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"listen address {address!r}: want HOST:PORT or :PORT, such as \":8080\"")
+        raise UserError(f"listen address {address!r}: want HOST:PORT or :PORT, such as \":8080\"")
     return host.strip("[]"), int(port)
 
 

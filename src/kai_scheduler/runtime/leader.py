@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Conflict, NotFound, StoreError
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,11 @@ class LeaderConfig:
 
     def validate(self) -> None:
         if self.retry_period <= 0:
-            raise ValueError(f"--leader-elect-retry-period: must be positive, got {self.retry_period}s")
+            raise UserError(f"--leader-elect-retry-period: must be positive, got {self.retry_period}s")
         if self.renew_deadline <= self.retry_period:
-            raise ValueError("--leader-elect-renew-deadline: must be longer than --leader-elect-retry-period")
+            raise UserError("--leader-elect-renew-deadline: must be longer than --leader-elect-retry-period")
         if self.lease_duration <= self.renew_deadline:
-            raise ValueError("--leader-elect-lease-duration: must be longer than --leader-elect-renew-deadline")
+            raise UserError("--leader-elect-lease-duration: must be longer than --leader-elect-renew-deadline")
 
 
 def default_identity() -> str:

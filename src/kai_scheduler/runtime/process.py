@@ -18,6 +18,7 @@ from types import FrameType
 from prometheus_client import CollectorRegistry
 
 from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.runtime.components import Component
 from kai_scheduler.runtime.http import HealthServer
 from kai_scheduler.runtime.leader import LeaderElector, default_identity
@@ -54,7 +55,7 @@ class Process:
         try:
             self.server.start()
         except OSError as err:
-            raise ValueError(f"--listen-address: cannot listen: {err.strerror or err}") from None
+            raise UserError(f"--listen-address: cannot listen: {err.strerror or err}") from None
         for runner in self.runners:
             thread = threading.Thread(target=runner.run, name=f"kai-{runner.name}", daemon=True)
             self.server.add_readiness(runner.name, _ready(runner))
@@ -104,11 +105,11 @@ def open_store(kubeconfig: str | None, context: str | None, qps: float, burst: i
                user_agent: str = "kai-scheduler") -> KubeStore:
     """A KubeStore for a command line's --kubeconfig/--context/--qps/--burst; bad ones are one-line ValueErrors."""
     if qps < 0 or burst < 1:
-        raise ValueError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {qps:g} and {burst}")
+        raise UserError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {qps:g} and {burst}")
     try:
         return KubeStore.connect(kubeconfig, context, KubeOptions(qps=qps, burst=burst, user_agent=user_agent))
     except ConfigurationError as err:
-        raise ValueError(f"--kubeconfig: {err}") from None
+        raise UserError(f"--kubeconfig: {err}") from None
 
 
 @contextlib.contextmanager

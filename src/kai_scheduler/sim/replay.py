@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
-from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
@@ -101,7 +101,7 @@ class Replay:
         self.workload = workload.Workload(self.store, jobs)
         self.period = options.schedule_period or config.flags.schedule_period
         if self.period <= 0:
-            raise ValueError(f"--schedule-period: must be above 0, got {self.period:g}")
+            raise UserError(f"--schedule-period: must be above 0, got {self.period:g}")
         self.staleness_grace = config.flags.default_staleness_grace_period
         nodes = [Node.from_dict(o) for o in cluster if o.get("kind") == "Node"]
         self.node_gpu_memory = {n.name: float(n.gpu_memory_mib or 0) for n in nodes}

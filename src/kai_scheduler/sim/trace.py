@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from kai_scheduler.api.duration import describe_duration
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.scenario import Scenario
 from kai_scheduler.scenario import build as scenario_build
 from kai_scheduler.scenario.entry import Where
@@ -55,7 +56,7 @@ DEFAULT_QUEUE = "default"
 LIGHT_LOAD_PERCENT = 5.0    # below this peak share of the cluster's GPUs, the note says the replay is light
 
 
-class TraceError(ValueError):
+class TraceError(UserError):
     """A trace file that cannot be read; the message is one line starting with `file:line[:column]`."""
 
 

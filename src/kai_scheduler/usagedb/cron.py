@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from kai_scheduler.api.errors import UserError
+
 _DESCRIPTORS = {
     "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
     "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
@@ -19,7 +21,7 @@ _FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month"
 _SEARCH_DAYS = 366 * 5      # a valid expression that never matches in five years (e.g. 30 February) is an error
 
 
-class CronError(ValueError):
+class CronError(UserError):
     """An expression that is not a valid cron schedule; the message names the field."""
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 
 from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.usagedb.interface import NoUsage, UsageSource
 from kai_scheduler.usagedb.params import ClientType, UsageDBSettings
 from kai_scheduler.usagedb.prometheus import PrometheusUsage
 from kai_scheduler.usagedb.recorder import Recorder
 
 
-class SourceError(ValueError):
+class SourceError(UserError):
     """The configured source cannot be built (e.g. its connection string variable is unset)."""
 
 

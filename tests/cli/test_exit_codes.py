@@ -1,0 +1,50 @@
+"""A user's mistake is one line and exit 2; a bug is a traceback and exit 70, never dressed as the user's mistake."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from kai_scheduler import cli
+from kai_scheduler.api.errors import UserError
+
+
+def test_a_bad_flag_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("nodes: []\n")
+    assert cli.main(["schedule", str(scenario), "--cycles", "0"]) == cli.EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert err == "kai: --cycles: must be at least 1, got 0\n"
+
+
+def test_a_missing_file_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert cli.main(["schedule", str(tmp_path / "absent.yaml")]) == cli.EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("kai: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _run_raising(monkeypatch: pytest.MonkeyPatch, error: Exception) -> int:
+    def run(args: argparse.Namespace) -> int:
+        raise error
+
+    monkeypatch.setattr(cli.schedule, "run", run)     # what `kai schedule` calls, read when the parser is built
+    return cli.main(["schedule", "x.yaml"])
+
+
+def test_a_user_error_raised_anywhere_is_exit_2(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run_raising(monkeypatch, UserError("queue q: quota: want a number")) == 2
+    assert capsys.readouterr().err == "kai: queue q: quota: want a number\n"
+
+
+@pytest.mark.parametrize("bug", [ValueError("task t is not evictable in status Pending"),
+                                 IndexError("index 3 is out of bounds"), KeyError("gpu")])
+def test_a_bug_is_a_traceback_and_exit_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                          bug: Exception) -> None:
+    assert _run_raising(monkeypatch, bug) == cli.EXIT_BUG == 70
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.rstrip("\n").splitlines()[-1].startswith(f"kai: internal error (a bug in kai, not in your input): "
+                                                        f"{type(bug).__name__}: ")
