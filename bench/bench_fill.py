@@ -159,11 +159,11 @@ def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | No
             log = open(workdir / "kube-scheduler.log", "ab")  # noqa: SIM115 - the child owns it
             processes.running["kube-scheduler"] = subprocess.Popen(
                 [binary, f"--config={config}", "--secure-port=0", "-v=1"], stdout=log, stderr=subprocess.STDOUT)
+        jobs, members = gang_jobs(store, pods, gang) if gang > 1 and gang_groups == "podgrouper" else (None, {})
         time.sleep(5)       # the components have listed and are idle
         pids = {name: p.pid for name, p in processes.running.items()} | server
         before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         requests_before = server_requests(kubeconfig)
-        jobs, members = gang_jobs(store, pods, gang) if gang > 1 and gang_groups == "podgrouper" else (None, {})
         timeline = Timeline()
         watcher = Watcher(kubeconfig, harness.NAMESPACE, timeline, owned=members)
         time.sleep(1)
