@@ -16,9 +16,12 @@ Printed: pods/s from the first create to the last bind, p50/p99 create-to-bound,
 (the API server and etcd too), the ratio to kube-scheduler at the same setting, and for `kai` the median and
 p99 of each stage (create → PodGroup → BindRequest → bound → Running) as a watch in this process saw them.
 
-`--gang 4` submits the pods as gangs of four (a PodGroup with minMember 4 each), `--rate 50` offers the pods
-at a fixed rate instead of all at once (for the latency at a given load), `--kubeconfig` runs once on any
-other cluster (nothing started or stopped but the components).
+`--gang 4` submits the pods as gangs of four: by default each gang is a batch Job (suspended, so no Job
+controller acts on it) carrying `kai.scheduler/batch-min-member: 4`, its pods owned by it, and the podgrouper
+makes the PodGroups (the Jobs are created before the timed pods); `--gang-groups submitter` creates the
+PodGroups (minMember 4) before the pods instead, as an operator would, so the podgrouper writes nothing for
+them. `--rate 50` offers the pods at a fixed rate instead of all at once (for the latency at a given load),
+`--kubeconfig` runs once on any other cluster (nothing started or stopped but the components).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +98,19 @@ def kube_scheduler_config(workdir: Path, kubeconfig: str, qps: int | None) -> Pa
     return path
 
 
-def workload(pods: int, gang: int, scheduler_name: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(pod name or "" for a PodGroup, object) in submission order."""
+def workload(pods: int, gang: int, scheduler_name: str,
+             jobs: dict[str, dict[str, Any]] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(pod name or "" for a PodGroup, object) in submission order. With `jobs` (gang name → the created Job)
+    each gang's pods are owned by its Job and the podgrouper groups them."""
     for first in range(0, pods, gang):
         names = [f"fill-{i}" for i in range(first, min(first + gang, pods))]
         group = ""
+        if jobs is not None and gang > 1:
+            for name in names:
+                pod = harness.pod(name, gpus=1, owner=jobs[f"gang-{first // gang}"])
+                pod["spec"]["schedulerName"] = scheduler_name
+                yield name, pod
+            continue
         if gang > 1:
             group = f"gang-{first // gang}"
             pg = harness.podgroup(group, min_member=len(names), queue="default-queue")
@@ -111,8 +123,23 @@ def workload(pods: int, gang: int, scheduler_name: str) -> Iterator[tuple[str, d
             yield name, pod
 
 
+def gang_jobs(store: Any, pods: int, gang: int) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """One suspended batch Job per gang with `kai.scheduler/batch-min-member`, created now (their uids go in
+    the pods' owner references); also each Job's pod names, for the timeline."""
+    members = {f"gang-{first // gang}": [f"fill-{i}" for i in range(first, min(first + gang, pods))]
+               for first in range(0, pods, gang)}
+
+    def create(name: str) -> tuple[str, dict[str, Any]]:
+        job = harness.suspended_job(name, "default-queue")
+        job["metadata"]["annotations"] = {"kai.scheduler/batch-min-member": str(len(members[name]))}
+        return name, store.create(job)
+
+    with ThreadPoolExecutor(16) as pool:
+        return dict(pool.map(create, members)), members
+
+
 def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | None, gang: int, rate: float,
-        workdir: Path, server: dict[str, int]) -> dict[str, Any]:
+        workdir: Path, server: dict[str, int], gang_groups: str = "podgrouper") -> dict[str, Any]:
     store = harness.connect(kubeconfig)
     harness.install(store, kubeconfig, real=True)
     processes = harness.Processes(kubeconfig, workdir)
@@ -132,16 +159,17 @@ def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | No
             log = open(workdir / "kube-scheduler.log", "ab")  # noqa: SIM115 - the child owns it
             processes.running["kube-scheduler"] = subprocess.Popen(
                 [binary, f"--config={config}", "--secure-port=0", "-v=1"], stdout=log, stderr=subprocess.STDOUT)
+        jobs, members = gang_jobs(store, pods, gang) if gang > 1 and gang_groups == "podgrouper" else (None, {})
         time.sleep(5)       # the components have listed and are idle
         pids = {name: p.pid for name, p in processes.running.items()} | server
         before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         requests_before = server_requests(kubeconfig)
         timeline = Timeline()
-        watcher = Watcher(kubeconfig, harness.NAMESPACE, timeline)
+        watcher = Watcher(kubeconfig, harness.NAMESPACE, timeline, owned=members)
         time.sleep(1)
         started = time.monotonic()
         scheduler_name = "kai-scheduler" if scheduler == "kai" else "default-scheduler"
-        create_seconds = create_all(kubeconfig, workload(pods, gang, scheduler_name), timeline, rate=rate)
+        create_seconds = create_all(kubeconfig, workload(pods, gang, scheduler_name, jobs), timeline, rate=rate)
         cluster.wait(f"{pods} pods bound", lambda: timeline.count("bound") >= pods, timeout=3600, every=0.2)
         out: dict[str, Any] = {"cpu": {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()},
                                "rss": {name: rss_bytes(pid) for name, pid in pids.items()}}
@@ -194,6 +222,8 @@ def main() -> None:
                         help="client QPS settings, each on its own cluster ('default': each scheduler's own)")
     parser.add_argument("--schedulers", nargs="*", default=["kai", "kube"], choices=["kai", "kube"])
     parser.add_argument("--gang", type=int, default=1, help="pods per gang (a PodGroup with that minMember)")
+    parser.add_argument("--gang-groups", choices=["podgrouper", "submitter"], default="podgrouper",
+                        help="who makes a gang's PodGroup: the podgrouper (from a batch Job) or the submitter")
     parser.add_argument("--rate", type=float, default=0.0, help="offered pods/s (default: as fast as possible)")
     parser.add_argument("--runs", type=int, default=1, help="repeat each row this many times")
     args = parser.parse_args()
@@ -208,7 +238,7 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(prefix="kai-bench-fill-") as tmp:
                     workdir = Path(tmp)
                     kwargs = {"pods": args.pods, "nodes": args.nodes, "qps": qps, "gang": args.gang,
-                              "rate": args.rate, "workdir": workdir}
+                              "rate": args.rate, "workdir": workdir, "gang_groups": args.gang_groups}
                     if args.kubeconfig:
                         result = run(args.kubeconfig, scheduler, server={}, **kwargs)
                     else:
@@ -217,7 +247,7 @@ def main() -> None:
                 rows.append((setting, scheduler, result))
                 _print_row(setting, scheduler, result)
     console = Console(width=200)
-    what = f"gangs of {args.gang}" if args.gang > 1 else "single-GPU pods"
+    what = f"gangs of {args.gang} (PodGroups by the {args.gang_groups})" if args.gang > 1 else "single-GPU pods"
     offered = f", offered at {args.rate:g} pods/s" if args.rate else ""
     table = Table(title=f"{args.pods:,} {what} onto {args.nodes} fake nodes x 8 GPUs{offered}")
     processes = ["apiserver", "etcd", *COMPONENTS, "kube-scheduler", "fake-nodes"]

@@ -59,10 +59,12 @@ def percentile(values: list[float], p: float) -> float:
 class Watcher:
     """Watches pods, PodGroups and BindRequests of one namespace and stamps the timeline."""
 
-    def __init__(self, kubeconfig: str, namespace: str, timeline: Timeline) -> None:
+    def __init__(self, kubeconfig: str, namespace: str, timeline: Timeline,
+                 owned: dict[str, list[str]] | None = None) -> None:
         self.store = KubeStore.connect(kubeconfig, options=KubeOptions(qps=0, user_agent="bench-watcher"))
         self.namespace = namespace
         self.timeline = timeline
+        self.owned = owned or {}      # owner name → its pods (a PodGroup the podgrouper made for that owner)
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._run, args=(res, fn), daemon=True) for res, fn in (
             ("pods", self._pod), ("podgroups", self._podgroup), ("bindrequests", self._bindrequest))]
@@ -97,6 +99,8 @@ class Watcher:
         for ref in pg["metadata"].get("ownerReferences") or ():
             if ref.get("kind") == "Pod":
                 self.timeline.mark(ref["name"], "podgroup")
+            for pod in self.owned.get(ref.get("name", "")) or ():
+                self.timeline.mark(pod, "podgroup")
         for pod in pg["metadata"].get("labels", {}).get("bench/pods", "").split("."):
             if pod:
                 self.timeline.mark(pod, "podgroup")
