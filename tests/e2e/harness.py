@@ -22,6 +22,7 @@ from typing import Any
 from kai_scheduler.api import constants
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound, StoreError, resource_named
 from kai_scheduler.store.kube import KubeOptions, KubeStore, object_path
+from tests import children
 from tests.loopback import free_port, write_kubeconfig
 
 NAMESPACE = "kai-e2e"
@@ -58,7 +59,7 @@ class Processes:
         log = open(self.logs / f"{name}.log", "ab")    # noqa: SIM115 - the child owns it
         command = [sys.executable, "-m", "kai_scheduler.cli", "-v", *args,
                    "--kubeconfig", kubeconfig or self.kubeconfig]
-        self.running[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
     def start_component(self, component: str, *flags: str, name: str = "") -> None:
         self.start(name or component, component, f"--listen-address=127.0.0.1:{free_port()}", *flags,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import realkube
+from tests import children, realkube
 from tests.loopback import free_port
 
 
@@ -48,7 +48,7 @@ class Components:
         log = open(self.logs / f"{name}.log", "ab")    # noqa: SIM115 - the child owns it
         flags = [f"--listen-address=127.0.0.1:{free_port()}"] if listen else []
         command = [sys.executable, "-m", "kai_scheduler.cli", "-v", *args, "--kubeconfig", kubeconfig, *flags]
-        self.running[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
     def log(self, name: str) -> str:
         return (self.logs / f"{name}.log").read_text(errors="replace")
