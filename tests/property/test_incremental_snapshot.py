@@ -130,10 +130,10 @@ def test_kept_snapshot_equals_a_full_rebuild(steps: list[tuple[str, int, str, in
     assert builds[0] >= len(steps)
 
 
-def _decisions(text: str) -> list[tuple[Any, ...]]:
+def _decisions(text: str) -> tuple[list[tuple[Any, ...]], int]:
     loaded = sources.loads(text, "workload.yaml")
     run = replay.Replay(loaded, load_config(loaded.config), replay.Options(schedule_period=5.0)).run()
-    return [(j.key, j.phase, j.started, j.finished) for j in run.jobs] + [run.summary.cycles]
+    return [(j.key, j.phase, j.started, j.finished) for j in run.jobs], run.summary.cycles
 
 
 @SETTINGS
