@@ -91,6 +91,10 @@ class Snapshot:
     min_gpu_memory: float
     max_gpu_memory: float
     queue_usage: dict[str, Vector] = field(default_factory=dict)   # time-based usage (§5.5), set by the scheduler
+    # Jobs with a Pending task when the snapshot was built, in `jobs` order. A session never makes a task
+    # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
+    # during the session is here: the actions look for work among these, not among every job of the cluster.
+    waiting: list[JobInfo] = field(default_factory=list)
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
@@ -403,6 +407,8 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
             leaf.tasks.append(task)
             job.tasks.append(task)
         snap.jobs[job.uid] = job
+        if job.has_pending():
+            snap.waiting.append(job)
         queue = snap.queues.get(pg.queue)
         if queue is None or not queue.is_leaf:
             why = "does not exist" if queue is None else "is not a leaf queue"
