@@ -40,8 +40,9 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
 
     return {
         "ledgers": {k: v.tolist() for k, v in b.ledgers(snap).items()},
-        "shared_free": snap.arrays.shared_free.tolist(),
-        "nodes": [(n.name, n.row, [task(t) for t in n.tasks.values()],
+        "shared_free": snap.arrays.shared_free.tolist(), "schedulable": snap.arrays.schedulable.tolist(),
+        "gpu_memory_mib": snap.arrays.gpu_memory.tolist(), "name_rank": snap.arrays.name_rank.tolist(),
+        "nodes": [(n.name, n.row, n.node, [task(t) for t in n.tasks.values()],
                    {g: (dict(x.sharers), set(x.releasing), x.opened_pipelined) for g, x in n.gpu_groups.items()})
                   for n in snap.nodes],
         "tasks": {uid: task(t) for uid, t in snap.tasks.items()},

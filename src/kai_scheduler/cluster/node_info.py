@@ -12,7 +12,7 @@ releasing when every sharer is releasing, or against releasing when the group wa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,10 @@ class NodeArrays:
         return cls(ledger(), ledger(), ledger(), ledger(), np.ones(n_nodes, dtype=bool),
                    np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes), ledger(), ledger(),
                    np.full(n_nodes, -1.0))
+
+    def copy(self) -> NodeArrays:
+        """Independent arrays, each in the layout it has (the ledgers stay column-major)."""
+        return NodeArrays(*(np.copy(getattr(self, f.name)) for f in fields(self)))
 
     def refresh(self, row: int | None = None) -> None:
         """Recompute the derived arrays for one row (after a ledger change) or for all rows."""

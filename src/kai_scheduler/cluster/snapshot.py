@@ -128,11 +128,24 @@ class _GroupRecord:
 
 
 @dataclass(slots=True, eq=False)
+class _NodesRecord:
+    """The pool's nodes in name order and their fresh ledgers, while the cache hands the same node objects."""
+
+    given: list[Node]
+    pool: tuple[str, str]
+    nodes: list[Node]
+    resources: set[str]
+    axis: tuple[str, ...] = ()
+    arrays: NodeArrays | None = None      # never written: each build works on a copy
+
+
+@dataclass(slots=True, eq=False)
 class Memo:
     """Per-object derivations kept from one build to the next (see the module doc); empty = a full build."""
 
     pods: dict[str, _PodRecord] = field(default_factory=dict)
     podgroups: dict[str, _GroupRecord] = field(default_factory=dict)
+    nodes: _NodesRecord | None = None
 
 
 def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = None) -> Snapshot:
@@ -142,9 +155,9 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     problems = list(objects.problems)
     problems += [Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
     problems += [Problem("PodGroup", pg.meta.key, "InvalidField", w) for pg in objects.podgroups for w in pg.warnings]
-    nodes = _in_pool(sorted(objects.nodes, key=lambda n: n.name), params)
-    axis = ResourceAxis({r for n in nodes for r in n.allocatable} | {r for p in objects.pods for r in p.requests})
-    arrays, node_infos = _node_arrays(nodes, axis)
+    pooled = _pooled_nodes(objects.nodes, params, memo)
+    axis = ResourceAxis(pooled.resources | {r for p in objects.pods for r in p.requests})
+    arrays, node_infos = _node_arrays(pooled, axis)
     by_name = {n.name: n for n in node_infos}
     priorities = _priority_classes(objects.priority_classes)
     queues = _queue_tree(objects.queues, problems)
@@ -169,17 +182,33 @@ def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
     return [n for n in nodes if n.meta.labels.get(key) == value]
 
 
-def _node_arrays(nodes: list[Node], axis: ResourceAxis) -> tuple[NodeArrays, list[NodeInfo]]:
+def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _NodesRecord:
+    pool = (params.node_pool_label_key, params.partition_label_value)
+    kept = memo.nodes
+    if (kept is not None and kept.pool == pool and len(kept.given) == len(given)
+            and all(a is b for a, b in zip(kept.given, given, strict=True))):
+        return kept
+    nodes = _in_pool(sorted(given, key=lambda n: n.name), params)
+    memo.nodes = _NodesRecord(list(given), pool, nodes, {r for n in nodes for r in n.allocatable})
+    return memo.nodes
+
+
+def _node_arrays(pooled: _NodesRecord, axis: ResourceAxis) -> tuple[NodeArrays, list[NodeInfo]]:
     """Fill the ledgers column by column (one list of floats per resource), not node by node: building a
-    vector per node was most of a small cycle's cost on a 1,500-node cluster."""
-    arrays = NodeArrays.empty(len(nodes), len(axis))
-    for column, name in enumerate(axis.names):
-        arrays.allocatable[:, column] = [n.allocatable.get(name, 0.0) for n in nodes]
-    arrays.schedulable[:] = [n.ready and not n.unschedulable for n in nodes]
-    arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
+    vector per node was most of a small cycle's cost on a 1,500-node cluster. Kept while the nodes and the
+    axis are the same; each build gets a copy."""
+    nodes = pooled.nodes
+    if pooled.arrays is None or pooled.axis != axis.names:
+        arrays = NodeArrays.empty(len(nodes), len(axis))
+        for column, name in enumerate(axis.names):
+            arrays.allocatable[:, column] = [n.allocatable.get(name, 0.0) for n in nodes]
+        arrays.schedulable[:] = [n.ready and not n.unschedulable for n in nodes]
+        arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
+        arrays.idle[:] = arrays.allocatable
+        arrays.refresh()
+        pooled.arrays, pooled.axis = arrays, axis.names
+    arrays = pooled.arrays.copy()
     infos = [NodeInfo(name=node.name, node=node, row=row, arrays=arrays) for row, node in enumerate(nodes)]
-    arrays.idle[:] = arrays.allocatable
-    arrays.refresh()
     return arrays, infos
 
 
