@@ -51,7 +51,7 @@ class Allocate:
 def candidates(ssn: Session) -> list[JobInfo]:
     """Jobs with pending tasks that are ready (enough live pods for their minimum) and have a usable queue."""
     return [
-        job for job in ssn.snapshot.jobs.values()
+        job for job in ssn.snapshot.waiting
         if job.uid not in ssn.snapshot.job_problems and job.has_pending() and job.is_ready()
     ]
 

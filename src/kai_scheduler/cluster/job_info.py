@@ -16,6 +16,7 @@ from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ALIVE, PodStatus, within
 
 DEFAULT_POD_SET = "default"
+_SUCCEEDED, _ACTIVE_USED = PodStatus.SUCCEEDED.value, ACTIVE_USED.value
 TaskKey = Callable[[PodInfo], Any]
 MemberKey = Callable[["PodSet | SubGroupSet"], Any]
 
@@ -132,9 +133,13 @@ class JobInfo:
 
     def is_stale(self) -> bool:
         """§3.11: no Succeeded pods, some pod active-used, and some PodSet below its minimum."""
-        if any(t.status == PodStatus.SUCCEEDED for t in self.tasks):
-            return False
-        if not any(within(t.status, ACTIVE_USED) for t in self.tasks):
+        used = False
+        for t in self.tasks:     # one pass on the flags' ints: this runs for every job of the cluster each cycle
+            status = t.placement.status._value_
+            if status == _SUCCEEDED:
+                return False
+            used = used or bool(status & _ACTIVE_USED)
+        if not used:
             return False
         return any(ps.active_used() < ps.min_available for ps in self.root.pod_sets())
 

@@ -12,7 +12,7 @@ releasing when every sharer is releasing, or against releasing when the group wa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,10 @@ class NodeArrays:
         return cls(ledger(), ledger(), ledger(), ledger(), np.ones(n_nodes, dtype=bool),
                    np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes), ledger(), ledger(),
                    np.full(n_nodes, -1.0))
+
+    def copy(self) -> NodeArrays:
+        """Independent arrays, each in the layout it has (the ledgers stay column-major)."""
+        return NodeArrays(*(np.copy(getattr(self, f.name)) for f in fields(self)))
 
     def refresh(self, row: int | None = None) -> None:
         """Recompute the derived arrays for one row (after a ledger change) or for all rows."""
@@ -134,6 +138,9 @@ class NodeInfo:
         """Charge `task` here in `placement`'s state; the caller sets task.placement."""
         self._ledger(task.request, _charge(placement), +1.0)
         self.tasks[str(task.uid)] = task
+        self._join_groups(task, placement)
+
+    def _join_groups(self, task: PodInfo, placement: Placement) -> None:
         for group_id in placement.gpu_groups:
             group = self.gpu_groups.get(group_id)
             if group is None:
@@ -221,6 +228,31 @@ class NodeInfo:
 
     def pod_count(self) -> int:
         return int(self.arrays.used[self.row][PODS])
+
+
+def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Placement]]) -> None:
+    """`node.add_task(task, placement)` for each, in order, with the ledgers written a column at a time.
+
+    The same float additions happen in the same order per cell as task by task (np.add.at is unbuffered and
+    goes in index order), so the ledgers are bit for bit those of `add_task`; GPU groups only ever add whole
+    devices to the GPU column, so they are applied after the requests."""
+    if not charged:
+        return
+    rows = np.fromiter((node.row for node, _, _ in charged), dtype=np.int64, count=len(charged))
+    requests = np.stack([task.request for _, task, _ in charged])
+    charges = [_charge(placement)._value_ for _, _, placement in charged]
+    releasing = np.fromiter((c & _RELEASING != 0 for c in charges), dtype=bool, count=len(charged))
+    pipelined = np.fromiter((c == _PIPELINED for c in charges), dtype=bool, count=len(charged))
+    np.add.at(arrays.used, rows, requests)
+    np.subtract.at(arrays.idle, rows[~pipelined], requests[~pipelined])
+    moves = releasing | pipelined      # x - d is x + (-d) exactly, so one pass keeps the order of both
+    signed = np.where(pipelined[:, None], -requests, requests)
+    np.add.at(arrays.releasing, rows[moves], signed[moves])
+    for node, task, placement in charged:
+        node.tasks[str(task.uid)] = task
+        if placement.gpu_groups:
+            node._join_groups(task, placement)
+    arrays.refresh()
 
 
 def _charge(placement: Placement) -> PodStatus:

@@ -4,6 +4,11 @@ Steps as in §3.1: nodes → node arrays; live BindRequests; pods → PodInfo wi
 queues → the tree (a queue with a missing parent, or in a parent cycle, is dropped with its subtree and
 reported); PodGroups → JobInfo with priority, preemptibility and the subgroup tree. Nothing here raises on a
 bad object: each problem becomes a `Problem` naming the object, and the rest is built.
+
+The records a session mutates (PodInfo, JobInfo, node ledgers) are new each cycle. A `Memo` kept across
+cycles holds what is derived from one parsed object alone (a pod's request vector, placement, priority; a
+PodGroup's annotation times), keyed by that object's identity: the cache replaces the object when its
+resourceVersion changes, so only changed objects are derived again and the rest is a cheap copy.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.api.queue import Queue
 from kai_scheduler.api.topology import Topology
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
-from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
+from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, PodStatus, within
 from kai_scheduler.cluster.queue_info import QueueInfo
@@ -86,6 +91,10 @@ class Snapshot:
     min_gpu_memory: float
     max_gpu_memory: float
     queue_usage: dict[str, Vector] = field(default_factory=dict)   # time-based usage (§5.5), set by the scheduler
+    # Jobs with a Pending task when the snapshot was built, in `jobs` order. A session never makes a task
+    # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
+    # during the session is here: the actions look for work among these, not among every job of the cluster.
+    waiting: list[JobInfo] = field(default_factory=list)
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
@@ -93,14 +102,62 @@ class Snapshot:
         return total
 
 
-def build(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
-    """Build the cycle's snapshot; every problem with an object is collected, never raised."""
+@dataclass(slots=True, eq=False)
+class _PodRecord:
+    """What one parsed pod yields on one resource axis, whatever the rest of the cluster is."""
+
+    pod: Pod
+    axis: tuple[str, ...]
+    min_gpu_memory: float
+    uid: PodUID
+    request: Vector                 # read-only: shared by the PodInfos of successive cycles
+    subgroup: str
+    task_priority: int | None
+    memory_portion: float
+    group: str | None
+    placement_br: BindRequest | None = None
+    placement: Placement | None = None    # when it depends on the pod and its BindRequest only
+
+
+@dataclass(slots=True, eq=False)
+class _GroupRecord:
+    podgroup: PodGroup
+    last_start: float | None
+    last_eviction: float | None
+    stale_since: float | None
+
+
+@dataclass(slots=True, eq=False)
+class _NodesRecord:
+    """The pool's nodes in name order and their fresh ledgers, while the cache hands the same node objects."""
+
+    given: list[Node]
+    pool: tuple[str, str]
+    nodes: list[Node]
+    resources: set[str]
+    axis: tuple[str, ...] = ()
+    arrays: NodeArrays | None = None      # never written: each build works on a copy
+
+
+@dataclass(slots=True, eq=False)
+class Memo:
+    """Per-object derivations kept from one build to the next (see the module doc); empty = a full build."""
+
+    pods: dict[str, _PodRecord] = field(default_factory=dict)
+    podgroups: dict[str, _GroupRecord] = field(default_factory=dict)
+    nodes: _NodesRecord | None = None
+
+
+def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = None) -> Snapshot:
+    """Build the cycle's snapshot; every problem with an object is collected, never raised. With a `memo`
+    from earlier builds, what did not change is reused; the result is the same as without."""
+    memo = Memo() if memo is None else memo
     problems = list(objects.problems)
     problems += [Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
     problems += [Problem("PodGroup", pg.meta.key, "InvalidField", w) for pg in objects.podgroups for w in pg.warnings]
-    nodes = _in_pool(sorted(objects.nodes, key=lambda n: n.name), params)
-    axis = ResourceAxis({r for n in nodes for r in n.allocatable} | {r for p in objects.pods for r in p.requests})
-    arrays, node_infos = _node_arrays(nodes, axis)
+    pooled = _pooled_nodes(objects.nodes, params, memo)
+    axis = ResourceAxis(pooled.resources | {r for p in objects.pods for r in p.requests})
+    arrays, node_infos = _node_arrays(pooled, axis)
     by_name = {n.name: n for n in node_infos}
     priorities = _priority_classes(objects.priority_classes)
     queues = _queue_tree(objects.queues, problems)
@@ -112,8 +169,8 @@ def build(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
         stale_bind_requests=stale_brs, job_problems={}, problems=problems, other_usage=axis.zeros(),
         min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max),
     )
-    pods_by_group = _add_pods(snap, objects.pods, problems)
-    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes))
+    pods_by_group = _add_pods(snap, objects.pods, problems, memo)
+    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), memo)
     _report_bad_pods(snap, objects.problems)
     return snap
 
@@ -125,17 +182,33 @@ def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
     return [n for n in nodes if n.meta.labels.get(key) == value]
 
 
-def _node_arrays(nodes: list[Node], axis: ResourceAxis) -> tuple[NodeArrays, list[NodeInfo]]:
+def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _NodesRecord:
+    pool = (params.node_pool_label_key, params.partition_label_value)
+    kept = memo.nodes
+    if (kept is not None and kept.pool == pool and len(kept.given) == len(given)
+            and all(a is b for a, b in zip(kept.given, given, strict=True))):
+        return kept
+    nodes = _in_pool(sorted(given, key=lambda n: n.name), params)
+    memo.nodes = _NodesRecord(list(given), pool, nodes, {r for n in nodes for r in n.allocatable})
+    return memo.nodes
+
+
+def _node_arrays(pooled: _NodesRecord, axis: ResourceAxis) -> tuple[NodeArrays, list[NodeInfo]]:
     """Fill the ledgers column by column (one list of floats per resource), not node by node: building a
-    vector per node was most of a small cycle's cost on a 1,500-node cluster."""
-    arrays = NodeArrays.empty(len(nodes), len(axis))
-    for column, name in enumerate(axis.names):
-        arrays.allocatable[:, column] = [n.allocatable.get(name, 0.0) for n in nodes]
-    arrays.schedulable[:] = [n.ready and not n.unschedulable for n in nodes]
-    arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
+    vector per node was most of a small cycle's cost on a 1,500-node cluster. Kept while the nodes and the
+    axis are the same; each build gets a copy."""
+    nodes = pooled.nodes
+    if pooled.arrays is None or pooled.axis != axis.names:
+        arrays = NodeArrays.empty(len(nodes), len(axis))
+        for column, name in enumerate(axis.names):
+            arrays.allocatable[:, column] = [n.allocatable.get(name, 0.0) for n in nodes]
+        arrays.schedulable[:] = [n.ready and not n.unschedulable for n in nodes]
+        arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
+        arrays.idle[:] = arrays.allocatable
+        arrays.refresh()
+        pooled.arrays, pooled.axis = arrays, axis.names
+    arrays = pooled.arrays.copy()
     infos = [NodeInfo(name=node.name, node=node, row=row, arrays=arrays) for row, node in enumerate(nodes)]
-    arrays.idle[:] = arrays.allocatable
-    arrays.refresh()
     return arrays, infos
 
 
@@ -221,22 +294,52 @@ def _pod_groups(pod: Pod) -> tuple[str, ...]:
     return tuple(groups)
 
 
-def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[str, list[PodInfo]]:
+def _pod_record(snap: Snapshot, pod: Pod, memo: dict[str, _PodRecord]) -> _PodRecord:
+    key = pod.meta.key
+    record = memo.get(key)
+    if (record is not None and record.pod is pod and record.axis == snap.axis.names
+            and record.min_gpu_memory == snap.min_gpu_memory):
+        return record
+    request = snap.axis.vector(pod.requests)
+    if pod.gpu.is_shared or pod.namespace == constants.RESERVATION_NAMESPACE:
+        request[GPU] = 0.0     # shared devices are charged through GPU groups (§6)
+    request.flags.writeable = False
+    record = _PodRecord(
+        pod=pod, axis=snap.axis.names, min_gpu_memory=snap.min_gpu_memory, uid=PodUID(pod.meta.uid or key),
+        request=request, subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
+        task_priority=_task_priority(pod), memory_portion=_memory_portion(pod, snap.min_gpu_memory),
+        group=pod.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME),
+    )
+    memo[key] = record
+    return record
+
+
+def _placement(record: _PodRecord, br: BindRequest | None, params: SnapshotParams) -> Placement:
+    """The pod's placement; kept on its record unless it depends on the time (a pod being deleted)."""
+    if record.placement is not None and record.placement_br is br:
+        return record.placement
+    placement = _pod_placement(record.pod, br, params)
+    if record.pod.meta.deletion_timestamp is None:
+        record.placement, record.placement_br = placement, br
+    return placement
+
+
+def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem],
+              memo: Memo) -> dict[str, list[PodInfo]]:
     """Create PodInfos, charge on-node pods to their nodes; return our pods by PodGroup key."""
     by_group: dict[str, list[PodInfo]] = {}
+    records: dict[str, _PodRecord] = {}
+    charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        record = _pod_record(snap, pod, memo.pods)
+        records[pod.meta.key] = record
         ours = pod.scheduler_name == snap.params.scheduler_name
-        placement = _pod_placement(pod, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
-        reservation = pod.namespace == constants.RESERVATION_NAMESPACE
-        request = snap.axis.vector(pod.requests)
-        if pod.gpu.is_shared or reservation:
-            request[GPU] = 0.0     # shared devices are charged through GPU groups (§6)
+        placement = _placement(record, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
         info = PodInfo(
-            uid=PodUID(pod.meta.uid or pod.meta.key), name=pod.name, namespace=pod.namespace, pod=pod,
-            job_uid="", placement=placement, request=request, gpu=pod.gpu,
-            subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
-            task_priority=_task_priority(pod), creation=pod.meta.creation_timestamp or 0.0,
-            memory_portion=_memory_portion(pod, snap.min_gpu_memory),
+            uid=record.uid, name=pod.name, namespace=pod.namespace, pod=pod,
+            job_uid="", placement=placement, request=record.request, gpu=pod.gpu,
+            subgroup=record.subgroup, task_priority=record.task_priority,
+            creation=pod.meta.creation_timestamp or 0.0, memory_portion=record.memory_portion,
         )
         if within(placement.status, ACTIVE_USED) and placement.node:
             node = snap.node_by_name.get(placement.node)
@@ -247,15 +350,16 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
                 continue
             if placement.gpu_groups:
                 info.memory_portion = _portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
-            node.add_task(info, placement)
-            if not ours and not reservation:
-                snap.other_usage += request
+            charged.append((node, info, placement))
+            if not ours and pod.namespace != constants.RESERVATION_NAMESPACE:
+                snap.other_usage += record.request
         if not ours:
             continue
-        group = pod.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME)
-        if group:
+        if record.group:
             snap.tasks[str(info.uid)] = info
-            by_group.setdefault(f"{pod.namespace}/{group}", []).append(info)
+            by_group.setdefault(f"{pod.namespace}/{record.group}", []).append(info)
+    memo.pods = records
+    charge_nodes(snap.arrays, charged)
     return by_group
 
 
@@ -293,23 +397,35 @@ def _memory_portion(pod: Pod, min_gpu_memory: float) -> float:
     return _portion(pod.gpu.memory_mib, min_gpu_memory) if pod.gpu.memory_mib else 0.0
 
 
+def _group_record(pg: PodGroup, memo: dict[str, _GroupRecord]) -> _GroupRecord:
+    record = memo.get(pg.meta.key)
+    if record is None or record.podgroup is not pg:
+        annotations = pg.meta.annotations
+        record = _GroupRecord(
+            podgroup=pg,
+            last_start=_annotation_time(annotations.get(constants.ANNOTATION_LAST_START_TIMESTAMP)),
+            last_eviction=_annotation_time(annotations.get(constants.ANNOTATION_LAST_EVICTION_TIMESTAMP)),
+            stale_since=_annotation_time(annotations.get(constants.ANNOTATION_STALE_TIMESTAMP)),
+        )
+    return record
+
+
 def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[PodInfo]],
-              problems: list[Problem], default_priority: int) -> None:
+              problems: list[Problem], default_priority: int, memo: Memo) -> None:
+    records: dict[str, _GroupRecord] = {}
     for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
+        record = records[pg.meta.key] = _group_record(pg, memo.podgroups)
         if _backed_off(pg, snap.params):
             continue
         priority = snap.priority_classes.get(pg.priority_class_name, default_priority)
         preemptible = (pg.preemptibility == constants.PREEMPTIBLE if pg.preemptibility
                        else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD)
         root, leaves = build_tree(pg)
-        annotations = pg.meta.annotations
         job = JobInfo(
             uid=pg.meta.uid or pg.meta.key, name=pg.name, namespace=pg.meta.namespace, podgroup=pg,
             queue=pg.queue, priority=priority, preemptible=preemptible,
             creation=pg.meta.creation_timestamp or 0.0, tasks=[], root=root, pod_sets=leaves,
-            last_start=_annotation_time(annotations.get(constants.ANNOTATION_LAST_START_TIMESTAMP)),
-            last_eviction=_annotation_time(annotations.get(constants.ANNOTATION_LAST_EVICTION_TIMESTAMP)),
-            stale_since=_annotation_time(annotations.get(constants.ANNOTATION_STALE_TIMESTAMP)),
+            last_start=record.last_start, last_eviction=record.last_eviction, stale_since=record.stale_since,
         )
         for task in pods.get(pg.meta.key, []):
             task.job_uid = job.uid
@@ -320,6 +436,8 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
             leaf.tasks.append(task)
             job.tasks.append(task)
         snap.jobs[job.uid] = job
+        if job.has_pending():
+            snap.waiting.append(job)
         queue = snap.queues.get(pg.queue)
         if queue is None or not queue.is_leaf:
             why = "does not exist" if queue is None else "is not a leaf queue"
@@ -329,6 +447,7 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
             names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
             problems.append(Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
                                     f"pods name subgroups that the PodGroup does not declare: {names}"))
+    memo.podgroups = records
 
 
 def _backed_off(pg: PodGroup, params: SnapshotParams) -> bool:

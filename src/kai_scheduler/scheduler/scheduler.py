@@ -77,6 +77,7 @@ class Scheduler:
                      extra={"actions": skipped, "plugins": list(config.ignored_plugins)})
         self._reported: set[tuple[str, str, str]] = set()
         self._unseen: list[str] = []        # BindRequests this scheduler wrote that its cache has not seen yet
+        self._memo = snapshots.Memo()       # what unchanged objects yielded in earlier snapshots
 
     def snapshot(self) -> snapshots.Snapshot:
         self.cache.sync()
@@ -96,7 +97,7 @@ class Scheduler:
             partition_label_value=flags.partition_label_value,
             stuck_in_releasing_seconds=flags.stuck_in_releasing_threshold,
         )
-        return snapshots.build(objects, params)
+        return snapshots.build(objects, params, self._memo)
 
     def _await_own_bind_requests(self) -> None:
         """Hold the snapshot until the BindRequests of earlier cycles are back through the watch.

@@ -24,7 +24,7 @@ from kai_scheduler.framework.session import Session
 def candidates(ssn: Session, action: str) -> list[JobInfo]:
     """Pending, ready jobs of usable queues that may trigger evictions now (delayed ones get a fit error)."""
     out = []
-    for job in ssn.snapshot.jobs.values():
+    for job in ssn.snapshot.waiting:
         if job.uid in ssn.snapshot.job_problems or not job.has_pending() or not job.is_ready():
             continue
         wait = preemption_delay_left(job, ssn.now)

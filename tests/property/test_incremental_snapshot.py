@@ -1,0 +1,147 @@
+"""A snapshot built with what earlier cycles derived (`snapshot.Memo`) equals a full rebuild (hypothesis).
+
+Two ways in: (1) random sequences of changes written to a store (pods created, bound, started, deleted and
+finished, whole and shared GPUs, BindRequests, PodGroups and nodes changed), each followed by a scheduler cycle
+whose own writes change the cluster too; after every change the scheduler's snapshot is compared, record by
+record and bit for bit in its ledgers, with one built from nothing. (2) Whole simulated workloads replayed
+with the memo and without it make the same decisions at the same instants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.scheduler.scheduler import Scheduler, load_config
+from kai_scheduler.sim import replay, sources
+from kai_scheduler.store.interface import StoreError
+from kai_scheduler.store.memory import MemoryStore
+from tests import builders as b
+from tests.property.test_sim_skipping import workloads
+
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+NODES = ("n0", "n1", "n2")
+
+
+def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
+    """Everything a session reads from a snapshot, as plain values."""
+    def task(t: Any) -> tuple[Any, ...]:
+        return (t.uid, t.job_uid, t.placement, t.original, t.request.tolist(), t.subgroup, t.task_priority,
+                t.creation, t.memory_portion, t.pod)
+
+    return {
+        "ledgers": {k: v.tolist() for k, v in b.ledgers(snap).items()},
+        "shared_free": snap.arrays.shared_free.tolist(), "schedulable": snap.arrays.schedulable.tolist(),
+        "gpu_memory_mib": snap.arrays.gpu_memory.tolist(), "name_rank": snap.arrays.name_rank.tolist(),
+        "nodes": [(n.name, n.row, n.node, [task(t) for t in n.tasks.values()],
+                   {g: (dict(x.sharers), set(x.releasing), x.opened_pipelined) for g, x in n.gpu_groups.items()})
+                  for n in snap.nodes],
+        "tasks": {uid: task(t) for uid, t in snap.tasks.items()},
+        "jobs": {uid: (j.queue, j.priority, j.preemptible, j.creation, j.last_start, j.last_eviction, j.stale_since,
+                       [t.uid for t in j.tasks], [t.uid for t in j.unassigned],
+                       {name: (ps.min_available, [t.uid for t in ps.tasks]) for name, ps in j.pod_sets.items()})
+                 for uid, j in snap.jobs.items()},
+        "problems": snap.problems, "job_problems": snap.job_problems, "other_usage": snap.other_usage.tolist(),
+        "axis": snap.axis.names, "gpu_memory": (snap.min_gpu_memory, snap.max_gpu_memory),
+    }
+
+
+@contextmanager
+def _checked_builds() -> Iterator[list[int]]:
+    """Compare every memo build with a build from nothing of the same objects; yields the count of builds."""
+    build, count = snapshots.build, [0]
+
+    def both(objects: snapshots.ClusterObjects, params: snapshots.SnapshotParams,
+             memo: snapshots.Memo | None = None) -> snapshots.Snapshot:
+        fresh = build(objects, params)
+        kept = build(objects, params, memo)
+        assert _view(kept) == _view(fresh)
+        assert np.array_equal(kept.arrays.idle, fresh.arrays.idle)
+        count[0] += 1
+        return kept
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(snapshots, "build", both)
+        yield count
+
+
+change = st.tuples(st.sampled_from(["create", "bind", "run", "delete", "finish", "gone", "bindrequest",
+                                    "relabel", "podgroup", "cordon", "cycle"]),
+                   st.integers(0, 3), st.sampled_from(NODES), st.sampled_from([0, 1, 2]), st.booleans())
+
+
+def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, int, bool]) -> None:
+    what, i, node, gpus, shared = step
+    name = f"p{i}"
+    try:
+        if what == "create":
+            fraction = 0.5 if shared else None
+            store.create(b.podgroup(f"g{i % 3}", queue="q", min_member=1))
+            store.create(b.pod(name, group=f"g{i % 3}", gpus=0 if shared else gpus, fraction=fraction,
+                               cpu=f"{100 + 7 * i}m"))
+        elif what == "bind":
+            store.bind(b.NAMESPACE, name, node)
+        elif what == "run":
+            if shared:
+                store.patch("pods", name, b.NAMESPACE,
+                            {"metadata": {"labels": {constants.LABEL_GPU_GROUP: f"{node}-g{gpus}"}}})
+            if store.get("pods", name, b.NAMESPACE)["spec"].get("nodeName"):
+                store.patch("pods", name, b.NAMESPACE, {"status": {"phase": "Running"}}, "status")
+        elif what == "delete":
+            store.evict(b.NAMESPACE, name)
+        elif what == "finish":
+            store.patch("pods", name, b.NAMESPACE, {"status": {"phase": "Succeeded"}}, "status")
+        elif what == "gone":
+            store.finish_deletion(b.NAMESPACE, name)
+        elif what == "bindrequest":
+            store.create(b.bind_request(name, node))
+        elif what == "relabel":
+            store.patch("pods", name, b.NAMESPACE, {"metadata": {"labels": {constants.LABEL_SUBGROUP_NAME: "x"}}})
+        elif what == "podgroup":
+            store.patch("podgroups", f"g{i % 3}", b.NAMESPACE, {"spec": {"minMember": gpus + 1}})
+        elif what == "cordon":
+            store.patch("nodes", node, "", {"spec": {"unschedulable": shared}})
+    except StoreError:
+        pass      # a change that does not apply to the cluster as it is now: skipped
+    clock.advance(30 if what == "cycle" else 1)
+
+
+@SETTINGS
+@given(st.lists(change, min_size=1, max_size=25))
+def test_kept_snapshot_equals_a_full_rebuild(steps: list[tuple[str, int, str, int, bool]]) -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.queue("q", gpu_quota=8), *(b.node(n, gpus=4) for n in NODES)])
+    scheduler = Scheduler(store, load_config(None), clock)
+    with _checked_builds() as builds:
+        for step in steps:
+            _apply(store, clock, step)
+            scheduler.snapshot()
+            if step[0] == "cycle":
+                scheduler.run_once()
+    assert builds[0] >= len(steps)
+
+
+def _decisions(text: str) -> tuple[list[tuple[Any, ...]], int]:
+    loaded = sources.loads(text, "workload.yaml")
+    run = replay.Replay(loaded, load_config(loaded.config), replay.Options(schedule_period=5.0)).run()
+    return [(j.key, j.phase, j.started, j.finished) for j in run.jobs], run.summary.cycles
+
+
+@SETTINGS
+@given(workloads())
+def test_replays_decide_the_same_with_and_without_the_memo(text: str) -> None:
+    kept = _decisions(text)
+    build = snapshots.build
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(snapshots, "build", lambda objects, params, memo=None: build(objects, params))
+        assert _decisions(text) == kept
