@@ -238,3 +238,31 @@ def test_the_session_fits_resources_when_no_predicate_did() -> None:
     fitted = _session(_Plugin("fits", (points.PREDICATE, lambda t, c: points.NodeFilter(c.copy(), "x",
                                                                                           fits_resources=True))))
     assert fitted.feasible_nodes(task)[0].all()    # the plugin said it applied the fit: not repeated
+
+
+# --- what actions record through the session -----------------------------------------------------------
+
+
+def test_fit_errors_recorded_inside_a_kept_block_are_dropped() -> None:
+    ssn = _session()
+    a, b_ = _jobs(ssn)
+    ssn.record_fit_error(a, _reject("before"))
+    with ssn.fit_errors_kept():
+        ssn.record_fit_error(a, _reject("inside"))
+        ssn.record_fit_error(b_, _reject("inside"))
+        ssn.clear_fit_errors(a)
+    assert ssn.job_fit_errors == {a.uid: [_reject("before")]}
+    with pytest.raises(RuntimeError), ssn.fit_errors_kept():
+        ssn.record_fit_error(b_, _reject("inside"))
+        raise RuntimeError
+    assert b_.uid not in ssn.job_fit_errors
+
+
+def test_a_summary_goes_in_front_of_the_reasons() -> None:
+    ssn = _session()
+    a, _ = _jobs(ssn)
+    ssn.record_fit_error(a, _reject("task"))
+    ssn.record_fit_error(a, _reject("summary"), first=True)
+    assert [r.plugin for r in ssn.job_fit_errors[a.uid]] == ["summary", "task"]
+    ssn.record_started(a)
+    assert ssn.started_jobs == {a.uid}

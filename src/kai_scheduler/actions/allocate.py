@@ -43,7 +43,7 @@ class Allocate:
             stmt.commit()
             ssn.clear_fit_errors(job)
             if not had_allocated and not outcome.pipelined:
-                ssn.started_jobs.add(job.uid)
+                ssn.record_started(job)
             if job.has_pending() and not outcome.pipelined:
                 jobs.push(job)
 
@@ -65,5 +65,4 @@ def _explain(ssn: Session, job: JobInfo) -> None:
     """Add the plain-words gang summary in front of the task-level reasons."""
     summary = allocation.gang_summary(ssn, job)
     if summary:
-        errors = ssn.job_fit_errors.setdefault(job.uid, [])
-        errors.insert(0, points.Reject("allocate", "Unschedulable", summary))
+        ssn.record_fit_error(job, points.Reject("allocate", "Unschedulable", summary), first=True)

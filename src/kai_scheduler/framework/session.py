@@ -7,16 +7,16 @@ model only through the session and its statements.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from kai_scheduler.cluster.job_info import JobInfo, Member
-from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import ON_NODE
+from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import dispatch, fit, points
@@ -25,7 +25,6 @@ from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Operation, Statement
 
 log = logging.getLogger(__name__)
-_ON_NODE = ON_NODE.value
 F = TypeVar("F", bound=Callable[..., Any])
 _REASON_NO_ROOM = "insufficient resources"
 
@@ -264,16 +263,6 @@ class Session:
     def statement(self) -> Statement:
         return Statement(self)
 
-    def move(self, task: PodInfo, after: Placement) -> None:
-        """Move `task` to `after` in the model: off its old node's ledgers, onto the new node's."""
-        before = task.placement
-        nodes = self.snapshot.node_by_name
-        if before.status._value_ & _ON_NODE and before.node:
-            nodes[before.node].remove_task(task, before)
-        task.placement = after
-        if after.status._value_ & _ON_NODE and after.node:
-            nodes[after.node].add_task(task, after)
-
     def tasks_to_allocate(self, job: JobInfo) -> list[PodInfo]:
         """The job's next tasks (§3.5), cached until a task of the job is allocated or deallocated."""
         tasks = self._tasks_to_allocate.get(job.uid)
@@ -292,8 +281,27 @@ class Session:
     def record_commit(self, operations: Iterable[Operation]) -> None:
         self.committed.extend(operations)
 
-    def record_fit_error(self, job: JobInfo, reject: points.Reject) -> None:
-        self.job_fit_errors.setdefault(job.uid, []).append(reject)
+    def record_fit_error(self, job: JobInfo, reject: points.Reject, *, first: bool = False) -> None:
+        """Add why `job` could not be placed; `first` puts it in front (a summary of the reasons after it)."""
+        errors = self.job_fit_errors.setdefault(job.uid, [])
+        if first:
+            errors.insert(0, reject)
+        else:
+            errors.append(reject)
+
+    @contextlib.contextmanager
+    def fit_errors_kept(self) -> Iterator[None]:
+        """Fit errors recorded inside the block are dropped on leaving it (a simulated search's own)."""
+        saved = {uid: list(errors) for uid, errors in self.job_fit_errors.items()}
+        try:
+            yield
+        finally:
+            self.job_fit_errors.clear()
+            self.job_fit_errors.update(saved)
+
+    def record_started(self, job: JobInfo) -> None:
+        """`job` got its first allocated pods in this cycle (its PodGroup is told it started)."""
+        self.started_jobs.add(job.uid)
 
     def clear_fit_errors(self, job: JobInfo) -> None:
         self.job_fit_errors.pop(job.uid, None)

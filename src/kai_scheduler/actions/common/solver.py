@@ -71,14 +71,9 @@ class Solution:
 
 def solve(ssn: Session, stmt: Statement, job: JobInfo, search: VictimSearch, budget: JobBudget) -> Solution:
     """Find and apply (in `stmt`) victims that let `job`'s next tasks run; on failure `stmt` is as it was."""
-    saved = {uid: list(errors) for uid, errors in ssn.job_fit_errors.items()}
-    ssn.job_solution_start(job)
-    solver = _JobSolver(ssn, stmt, job, search, budget)
-    try:
-        return solver.solve()
-    finally:
-        ssn.job_fit_errors.clear()
-        ssn.job_fit_errors.update(saved)
+    with ssn.fit_errors_kept():
+        ssn.job_solution_start(job)
+        return _JobSolver(ssn, stmt, job, search, budget).solve()
 
 
 class _JobSolver:
