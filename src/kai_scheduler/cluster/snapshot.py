@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.node import Node
@@ -360,6 +358,3 @@ def _annotation_time(raw: str | None) -> float | None:
     except ValueError:
         return None
 
-
-def empty_vector(n: int) -> Vector:
-    return np.zeros(n)

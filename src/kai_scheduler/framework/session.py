@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -24,7 +23,6 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Operation, Statement
 
-log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 _REASON_NO_ROOM = "insufficient resources"
 
