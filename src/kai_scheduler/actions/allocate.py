@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from kai_scheduler.actions.common import allocation
 from kai_scheduler.actions.common.job_order import JobOrderByQueues
 from kai_scheduler.cluster.job_info import JobInfo
@@ -18,6 +20,7 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 
 NAME = "allocate"
+log = logging.getLogger(__name__)
 
 
 class Allocate:
@@ -39,6 +42,9 @@ class Allocate:
             if not outcome.placed:
                 stmt.discard()
                 _explain(ssn, job)
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug("job not placed", extra={"job": job.key, "reasons": [
+                        f"{r.plugin}: {r.message}" for r in ssn.job_fit_errors.get(job.uid, [])]})
                 continue
             stmt.commit()
             ssn.clear_fit_errors(job)
