@@ -18,12 +18,12 @@ from kai_scheduler.plugins import (
     nodeavailability,
     nodeplacement,
     nominatednode,
-    predicates,
     priority,
     resourcetype,
     subgrouporder,
     taskorder,
 )
+from kai_scheduler.plugins.predicates import plugin as predicates
 from kai_scheduler.plugins.proportion import plugin as proportion
 from kai_scheduler.plugins.topology import plugin as topology
 
