@@ -35,13 +35,13 @@ def compile(point: points.ExtensionPoint[Any], hooks: Hooks) -> Callable[..., An
     return _RULES[point.combine](tuple(hooks))
 
 
-def _first_nonzero(hooks: Hooks) -> Callable[..., int]:
+def _first_nonzero(hooks: Hooks) -> Callable[..., Any]:
     fns = tuple(fn for _, fn in hooks)
 
-    def run(*args: Any) -> int:
+    def run(*args: Any) -> Any:
         for fn in fns:
             if result := fn(*args):
-                return int(result)
+                return result
         return 0
     return run
 
