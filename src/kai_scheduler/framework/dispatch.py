@@ -32,6 +32,8 @@ Hooks = Sequence[tuple[str, Callable[..., Any]]]
 
 
 def compile(point: points.ExtensionPoint[Any], hooks: Hooks) -> Callable[..., Any]:
+    if len(hooks) == 1 and point.combine in _ONE_IS_ITSELF:
+        return hooks[0][1]          # one callable answers as the rule would: no wrapper on the hot path
     return _RULES[point.combine](tuple(hooks))
 
 
@@ -92,16 +94,19 @@ def _sum(hooks: Hooks) -> Callable[..., Any]:
 
     def run(*args: Any) -> Any:
         total: Any = None
+        owned = False           # the first answer is a plugin's own array: add into a copy, never into it
         for fn in fns:
             answer = fn(*args)
             if answer is None:
                 continue
             if total is None:
                 total = answer
-            elif isinstance(total, np.ndarray):
-                total = total + answer          # never in place: the first answer is a plugin's own array
-            else:
+            elif not isinstance(total, np.ndarray):
                 total = [a + b for a, b in zip(total, answer, strict=True)]
+            elif owned:
+                total += answer
+            else:
+                total, owned = total + answer, True
         return total
     return run
 
@@ -149,3 +154,6 @@ _RULES: dict[Combine, Callable[[Hooks], Callable[..., Any]]] = {
     Combine.CHAIN: _chain,
     Combine.AND_MASKS: _and_masks,
 }
+
+# Rules under which a single callable's answer is already the combined answer.
+_ONE_IS_ITSELF = frozenset({Combine.FIRST_NONZERO, Combine.FIRST_ANSWER, Combine.ALL, Combine.SUM})
