@@ -164,15 +164,17 @@ def test_events_all_run_in_order() -> None:
 
 
 def test_node_scores_sum_and_ties_go_to_the_lower_node_name() -> None:
+    """A plugin may answer with a read-only array it keeps for the session: it is never added into."""
     frozen = np.array([1.0, 0.0, 1.0])
     frozen.flags.writeable = False
     ssn = _session(_Plugin("s1", (points.NODE_ORDER, lambda t, c: frozen)),
                    _Plugin("none", (points.NODE_ORDER, lambda t, c: None)),
-                   _Plugin("s2", (points.NODE_ORDER, lambda t, c: np.array([0.0, 2.0, 1.0]))))
+                   _Plugin("s2", (points.NODE_ORDER, lambda t, c: np.array([0.0, 2.0, 1.0]))),
+                   _Plugin("s3", (points.NODE_ORDER, lambda t, c: frozen)))
     task, everywhere = b.task(ssn, "a-0"), np.ones(3, dtype=bool)
-    assert ssn.node_scores(task, everywhere).tolist() == [1.0, 2.0, 2.0]
-    assert ssn.best_node(task, everywhere) == 1                       # n2 and n3 tie: the lower name
-    assert ssn.best_node(task, np.array([True, False, True])) == 2    # non-candidates never win
+    assert ssn.node_scores(task, everywhere).tolist() == [2.0, 2.0, 3.0]
+    assert ssn.best_node(task, everywhere) == 2
+    assert ssn.best_node(task, np.array([True, True, False])) == 0    # n1 and n2 tie: the lower name
     assert frozen.tolist() == [1.0, 0.0, 1.0]                         # a plugin's array is never added into
     assert _session().node_scores(task, everywhere).tolist() == [0.0, 0.0, 0.0]
 
