@@ -13,8 +13,8 @@ rejection always names the plugin that registered the callable that rejected (as
 | ALL | every callable runs, in order; None |
 | SUM | the element-wise sum of the answers that are not None, else None |
 | CHAIN | the last argument is a list of items; each callable splits every item (None keeps it) |
-| AND_MASKS | (mask, fitted): the AND of every NodeFilter's mask over a copy of the last argument, stopping once |
-|  | empty; fitted: some filter applied the resource fit itself |
+| AND_MASKS | (task, candidates) -> (mask, fitted): the AND of every NodeFilter's mask over a copy of the |
+|  | candidates, stopping once empty; fitted: some filter applied the resource fit itself |
 """
 
 from __future__ import annotations
@@ -129,12 +129,11 @@ def _chain(hooks: Hooks) -> Callable[..., list[Any]]:
 def _and_masks(hooks: Hooks) -> Callable[..., tuple[points.Mask, bool]]:
     fns = tuple(fn for _, fn in hooks)
 
-    def run(*args: Any) -> tuple[points.Mask, bool]:
-        *head, candidates = args
+    def run(task: Any, candidates: points.Mask) -> tuple[points.Mask, bool]:
         mask = candidates.copy()
         fitted = False
         for fn in fns:
-            result = fn(*head, mask)
+            result = fn(task, mask)
             if result is not None:
                 mask &= result.mask
                 fitted = fitted or result.fits_resources
