@@ -175,7 +175,7 @@ def ledgers(snap: snapshots.Snapshot) -> dict[str, np.ndarray[Any, Any]]:
     """Copies of every node ledger array and of the arrays derived from them, to compare before and after."""
     a = snap.arrays
     return {"allocatable": a.allocatable.copy(), "idle": a.idle.copy(), "used": a.used.copy(),
-            "releasing": a.releasing.copy(), "free": a.non_allocated().copy(), "free_now": a.effective_idle().copy()}
+            "releasing": a.releasing.copy(), "free": a.non_allocated().copy(), "free_now": a.free_now.copy()}
 
 
 def same_ledgers(left: Mapping[str, np.ndarray[Any, Any]], right: Mapping[str, np.ndarray[Any, Any]]) -> bool:

@@ -213,3 +213,28 @@ def test_kai_schedule_reports_its_slow_steps_on_stderr(capsys: pytest.CaptureFix
         assert any(line.startswith(f"kai: {what}") and line.endswith(" s") for line in lines), (what, lines)
     code, _, err = _run(capsys, "schedule", _write(tmp_path, TWO_NAMESPACES), "-o", "json", "--no-progress")
     assert err == ""
+
+
+# --- --explain ---------------------------------------------------------------------------------------------------
+
+OVER_LIMIT = """\
+name: over the limit
+nodes:
+- {name: n, gpus: 1, cpu: "8", memory: 32Gi}
+queues:
+- {name: a, resources: {gpu: {quota: 1, overQuotaWeight: 1, limit: 1}}}
+jobs:
+- {name: w, namespace: team-a, queue: a, tasks: [{name: worker, gpus: 1}]}
+- {name: w, namespace: team-b, queue: a, tasks: [{name: worker, gpus: 1}]}
+"""
+
+
+def test_explain_names_the_plugin_behind_each_reason(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _write(tmp_path, OVER_LIMIT)
+    _, out, _ = _run(capsys, "schedule", path, "-o", "json", "--explain")
+    [reasons] = json.loads(out)["unplaced"].values()
+    assert [r.rsplit(" [", 1)[1] for r in reasons] == ["rejected by allocate]", "rejected by proportion]"]
+    assert reasons[1].startswith("queue a would exceed its limit of 1 GPU")
+    _, out, _ = _run(capsys, "schedule", path, "-o", "json")
+    [plain] = json.loads(out)["unplaced"].values()
+    assert [r.rsplit(" [", 1)[0] for r in reasons] == plain and not any("rejected by" in r for r in plain)

@@ -193,3 +193,8 @@ def test_kai_plugins_not_implemented_are_accepted_and_listed_once() -> None:
                                     {"plugins": [{"name": second}, {"name": first}]}]})
     assert [p.name for p in config.plugins()] == ["proportion"]
     assert config.ignored_plugins == (first, second)
+
+
+def test_kai_plugins_this_scheduler_ignores_are_none_it_implements() -> None:
+    assert not registry.KAI_PLUGINS & registry.BUILDERS.keys()
+    assert registry.KAI_PLUGINS                     # a KAI ConfigMap naming them still loads

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.framework.session import Session
-from kai_scheduler.framework.statement import Eviction, Op, StatementClosed
+from kai_scheduler.framework.statement import Eviction, Op, Statement, StatementClosed
 from tests import builders as b
 
 S = PodStatus
@@ -289,7 +289,7 @@ def test_an_undo_that_cannot_apply_raises() -> None:
     stmt = ssn.statement()
     task = b.task(ssn, "pend-0")
     stmt.allocate(task, "n1")
-    ssn.move(task, Placement(S.ALLOCATED, "n2"))      # moved behind the statement's back
+    ssn.snapshot.move(task, Placement(S.ALLOCATED, "n2"))      # moved behind the statement's back
     with pytest.raises(RuntimeError, match="moved outside the statement"):
         stmt.rollback(0)
 
@@ -323,3 +323,29 @@ def test_any_operations_roll_back_to_any_checkpoint(ops: list[tuple[str, int, st
     checkpoint, state = saved[target % len(saved)]
     stmt.rollback(checkpoint)
     assert _same(state, _state(ssn))
+
+
+def test_a_statement_needs_only_its_host_protocol() -> None:
+    """A statement works over anything with a snapshot, the two handlers and a decision log."""
+    snap = _session().snapshot
+    fired: list[str] = []
+    committed: list[Any] = []
+
+    class Host:
+        snapshot = snap
+
+        def fire_allocate(self, task: PodInfo) -> None:
+            fired.append(f"+{task.name}")
+
+        def fire_deallocate(self, task: PodInfo) -> None:
+            fired.append(f"-{task.name}")
+
+        def record_commit(self, operations: Any) -> None:
+            committed.extend(operations)
+
+    stmt = Statement(Host())
+    task = b.task(snap, "pend-0")
+    stmt.allocate(task, "n1")
+    assert snap.tasks[task.uid].placement == Placement(S.ALLOCATED, "n1") and fired == ["+pend-0"]
+    stmt.commit()
+    assert [op.op for op in committed] == [Op.ALLOCATE]

@@ -13,8 +13,8 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.statement import Eviction
-from kai_scheduler.plugins import predicates
-from kai_scheduler.plugins.predicates import Predicates
+from kai_scheduler.plugins.predicates import plugin as predicates
+from kai_scheduler.plugins.predicates.plugin import Predicates
 from tests.plugins import builders as b
 from tests.plugins.builders import expr, node, pod, pod_term, term, toleration
 

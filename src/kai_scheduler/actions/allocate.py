@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from kai_scheduler.actions.common import allocation
 from kai_scheduler.actions.common.job_order import JobOrderByQueues
 from kai_scheduler.cluster.job_info import JobInfo
@@ -18,6 +20,7 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 
 NAME = "allocate"
+log = logging.getLogger(__name__)
 
 
 class Allocate:
@@ -39,11 +42,14 @@ class Allocate:
             if not outcome.placed:
                 stmt.discard()
                 _explain(ssn, job)
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug("job not placed", extra={"job": job.key, "reasons": [
+                        f"{r.plugin}: {r.message}" for r in ssn.job_fit_errors.get(job.uid, [])]})
                 continue
             stmt.commit()
             ssn.clear_fit_errors(job)
             if not had_allocated and not outcome.pipelined:
-                ssn.started_jobs.add(job.uid)
+                ssn.record_started(job)
             if job.has_pending() and not outcome.pipelined:
                 jobs.push(job)
 
@@ -65,5 +71,4 @@ def _explain(ssn: Session, job: JobInfo) -> None:
     """Add the plain-words gang summary in front of the task-level reasons."""
     summary = allocation.gang_summary(ssn, job)
     if summary:
-        errors = ssn.job_fit_errors.setdefault(job.uid, [])
-        errors.insert(0, points.Reject("allocate", "Unschedulable", summary))
+        ssn.record_fit_error(job, points.Reject("allocate", "Unschedulable", summary), first=True)

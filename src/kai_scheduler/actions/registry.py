@@ -22,6 +22,3 @@ ACTIONS: Mapping[str, type[Action]] = {
     preempt.NAME: preempt.Preempt,
     stalegangeviction.NAME: stalegangeviction.StaleGangEviction,
 }
-
-# Actions KAI runs by default that are not implemented here yet: accepted in a configuration and skipped.
-KAI_ACTIONS = frozenset({"consolidation", "reclaim", "preempt", "stalegangeviction"}) - ACTIONS.keys()

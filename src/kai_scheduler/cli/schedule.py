@@ -30,6 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default=None, help=OUTPUT_HELP)
     p.add_argument("--config", help="scheduler configuration file (KAI's config.yaml or its ConfigMap); "
                                     "replaces the file's `config:`")
+    p.add_argument("--explain", action="store_true",
+                   help="name, after each reason a job was not placed, the plugin or action that rejected it")
     p.add_argument("--no-progress", action="store_true",
                    help="print nothing on standard error about loading and cycles that take over a second")
     p.set_defaults(run=run)
@@ -64,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         with phases.step(f"cycle {i + 1} of {cycles}", enabled=progress):
             cluster.cycle()
     with phases.step("preparing the report", enabled=progress):
-        result = outcome.build(loaded.name or args.file, before, cluster.view(), cluster.results)
+        result = outcome.build(loaded.name or args.file, before, cluster.view(), cluster.results,
+                               explain=args.explain)
     output = args.output or ("none" if args.check else "table")
     _print(result, output)
     if args.check:

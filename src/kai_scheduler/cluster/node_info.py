@@ -39,7 +39,9 @@ class NodeArrays:
     gpu_memory: npt.NDArray[np.float64]         # MiB per GPU (0 when the node has no memory label)
     # Derived, kept in step by `refresh` on every ledger change, so that per-task filters read them directly:
     free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))      # idle + releasing
-    free_now: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # see effective_idle
+    # Idle that is really free now, never below zero: pipelined tasks may have drawn releasing below zero, and
+    # what they took beyond the releasing amount comes out of idle.
+    free_now: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     shared_free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))  # MiB, see NodeInfo
 
     @classmethod
@@ -67,11 +69,6 @@ class NodeArrays:
     def non_allocated(self) -> npt.NDArray[np.float64]:
         """Idle + releasing: what a task may take now or once releasing pods are gone (read-only view)."""
         return self.free
-
-    def effective_idle(self) -> npt.NDArray[np.float64]:
-        """Idle that is really free now, never below zero: pipelined tasks may have drawn releasing below zero,
-        and what they took beyond the releasing amount comes out of idle (read-only view)."""
-        return self.free_now
 
 
 @dataclass(slots=True, eq=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NewType
 
 import numpy as np
@@ -49,10 +49,6 @@ class PodInfo:
     task_priority: int | None = None
     creation: float = 0.0
     memory_portion: float = 0.0      # for a gpu-memory task: its portion of one GPU (set by snapshot/placement)
-    original: Placement = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.original = self.placement
 
     @property
     def status(self) -> PodStatus:

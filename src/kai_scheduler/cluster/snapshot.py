@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.node import Node
@@ -31,7 +29,7 @@ from kai_scheduler.api.topology import Topology
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
-from kai_scheduler.cluster.pod_status import ACTIVE_USED, PodStatus, within
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
 
@@ -100,6 +98,19 @@ class Snapshot:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
         total: Vector = self.arrays.allocatable[self.arrays.schedulable].sum(axis=0) - self.other_usage
         return total
+
+    def move(self, task: PodInfo, after: Placement) -> None:
+        """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
+        before = task.placement
+        nodes = self.node_by_name
+        if before.status._value_ & _ON_NODE and before.node:
+            nodes[before.node].remove_task(task, before)
+        task.placement = after
+        if after.status._value_ & _ON_NODE and after.node:
+            nodes[after.node].add_task(task, after)
+
+
+_ON_NODE = ON_NODE.value
 
 
 @dataclass(slots=True, eq=False)
@@ -466,6 +477,3 @@ def _annotation_time(raw: str | None) -> float | None:
     except ValueError:
         return None
 
-
-def empty_vector(n: int) -> Vector:
-    return np.zeros(n)

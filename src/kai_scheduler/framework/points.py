@@ -1,7 +1,8 @@
 """Extension points: one typed object per point, with the rule by which plugin answers combine (§4).
 
-Plugins register callables on a point (`ssn.add(points.JOB_ORDER, self.job_order)`); the session walks them in
-configured tier order. Node-level points take and return arrays over all nodes.
+Plugins register callables on a point (`ssn.add(points.JOB_ORDER, self.job_order)`); the session calls them in
+configured tier order through one dispatcher per combination rule (`framework.dispatch`), which the point's
+`combine` selects. Node-level points take and return arrays over all nodes.
 
 | point | callable | combine |
 |---|---|---|
@@ -18,7 +19,7 @@ configured tier order. Node-level points take and return arrays over all nodes.
 | PRE_JOB_ALLOCATION | (job) -> None | all run |
 | VICTIM_INVARIANT_PRE_PREDICATE | (task, job) -> Reject or None | first rejection |
 | CAN_RECLAIM | (job, tasks) -> Reject or None (None = may reclaim) | first rejection |
-| RECLAIM_VICTIM_FILTER, PREEMPT_VICTIM_FILTER | (preemptor job, victim job) -> bool | AND |
+| RECLAIM_VICTIM_FILTER, PREEMPT_VICTIM_FILTER | (preemptor job, victim job) -> bool | AND of booleans |
 | RECLAIM_VALIDATOR, PREEMPT_VALIDATOR | (preemptor job, tasks, scenario) -> Reject or None | first rejection |
 | ON_JOB_SOLUTION_START | (job) -> None | all run |
 """
@@ -46,7 +47,8 @@ Scores = npt.NDArray[np.float64]
 class Combine(enum.Enum):
     FIRST_NONZERO = "first non-zero"
     FIRST_REJECT = "first rejection"
-    ALL_MASKS = "and of masks"
+    AND_MASKS = "and of masks"
+    ALL_TRUE = "and of booleans"
     SUM = "sum"
     ALL = "all run"
     CHAIN = "chained"
@@ -122,7 +124,7 @@ QUEUE_ORDER = ExtensionPoint[QueueCompare]("queueOrder", Combine.FIRST_NONZERO)
 TASK_ORDER = ExtensionPoint[TaskCompare]("taskOrder", Combine.FIRST_NONZERO)
 SUBGROUP_ORDER = ExtensionPoint[MemberCompare]("subGroupOrder", Combine.FIRST_NONZERO)
 PRE_PREDICATE = ExtensionPoint[PrePredicate]("prePredicate", Combine.FIRST_REJECT)
-PREDICATE = ExtensionPoint[Predicate]("predicate", Combine.ALL_MASKS)
+PREDICATE = ExtensionPoint[Predicate]("predicate", Combine.AND_MASKS)
 NODE_PRE_ORDER = ExtensionPoint[NodePreOrder]("nodePreOrder", Combine.ALL)
 NODE_ORDER = ExtensionPoint[NodeOrder]("nodeOrder", Combine.SUM)
 JOB_OVER_CAPACITY = ExtensionPoint[JobOverCapacity]("isJobOverCapacity", Combine.FIRST_REJECT)
@@ -134,8 +136,8 @@ GPU_ORDER = ExtensionPoint[GpuOrder]("gpuOrder", Combine.SUM)
 PRE_JOB_ALLOCATION = ExtensionPoint[JobEvent]("preJobAllocation", Combine.ALL)
 VICTIM_INVARIANT_PRE_PREDICATE = ExtensionPoint[PrePredicate]("victimInvariantPrePredicate", Combine.FIRST_REJECT)
 CAN_RECLAIM = ExtensionPoint[CanReclaim]("canReclaimResources", Combine.FIRST_REJECT)
-RECLAIM_VICTIM_FILTER = ExtensionPoint[VictimFilter]("reclaimVictimFilter", Combine.ALL_MASKS)
-PREEMPT_VICTIM_FILTER = ExtensionPoint[VictimFilter]("preemptVictimFilter", Combine.ALL_MASKS)
+RECLAIM_VICTIM_FILTER = ExtensionPoint[VictimFilter]("reclaimVictimFilter", Combine.ALL_TRUE)
+PREEMPT_VICTIM_FILTER = ExtensionPoint[VictimFilter]("preemptVictimFilter", Combine.ALL_TRUE)
 RECLAIM_VALIDATOR = ExtensionPoint[ScenarioValidator]("reclaimScenarioValidator", Combine.FIRST_REJECT)
 PREEMPT_VALIDATOR = ExtensionPoint[ScenarioValidator]("preemptScenarioValidator", Combine.FIRST_REJECT)
 ON_JOB_SOLUTION_START = ExtensionPoint[JobEvent]("onJobSolutionStart", Combine.ALL)

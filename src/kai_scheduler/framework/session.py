@@ -7,25 +7,22 @@ model only through the session and its statements.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from kai_scheduler.cluster.job_info import JobInfo, Member
-from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import ON_NODE
+from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.snapshot import Snapshot
-from kai_scheduler.framework import fit, points
+from kai_scheduler.framework import dispatch, fit, points
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Operation, Statement
 
-log = logging.getLogger(__name__)
-_ON_NODE = ON_NODE.value
 F = TypeVar("F", bound=Callable[..., Any])
 _REASON_NO_ROOM = "insufficient resources"
 
@@ -39,17 +36,18 @@ class Plugin(Protocol):
 
 
 class FitReport:
-    """Why nodes were filtered out for a task: per reason, how many candidate nodes it removed.
+    """Why nodes were filtered out for a task: per reason, how many candidate nodes it removed, and which
+    plugin's predicate removed them ("session" for the resource fit the session applies itself).
 
     Built on first read: scheduling only needs the mask, a fit error or a test needs the reasons."""
 
     __slots__ = ("_build", "_candidates", "_removed")
 
     def __init__(self, candidates: int | Callable[[], int],
-                 build: Callable[[], list[tuple[str, int]]] | None = None) -> None:
+                 build: Callable[[], list[tuple[str, str, int]]] | None = None) -> None:
         self._candidates = candidates
         self._build = build
-        self._removed: list[tuple[str, int]] | None = None if build else []
+        self._removed: list[tuple[str, str, int]] | None = None if build else []
 
     @property
     def candidates(self) -> int:
@@ -59,11 +57,21 @@ class FitReport:
         return self._candidates
 
     @property
-    def removed(self) -> list[tuple[str, int]]:
+    def removed_by(self) -> list[tuple[str, str, int]]:
+        """(plugin, reason, nodes removed), in predicate order."""
         if self._removed is None:
             assert self._build is not None
             self._removed = self._build()
         return self._removed
+
+    @property
+    def removed(self) -> list[tuple[str, int]]:
+        return [(reason, n) for _, reason, n in self.removed_by]
+
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        """The plugins that removed nodes, each once, in predicate order."""
+        return tuple(dict.fromkeys(plugin for plugin, _, n in self.removed_by if n))
 
     def message(self) -> str:
         parts = [f"{n} {reason}" for reason, n in self.removed if n]
@@ -80,6 +88,7 @@ class Session:
         self.job_fit_errors: dict[str, list[points.Reject]] = {}
         self.started_jobs: set[str] = set()
         self._hooks: dict[points.ExtensionPoint[Any], list[tuple[str, Any]]] = {}
+        self._calls: dict[points.ExtensionPoint[Any], Callable[..., Any]] = {}
         self._registering = ""
         self._task_rank: dict[str, int] = {}
         self.member_key = functools.cmp_to_key(self.compare_members)
@@ -103,31 +112,33 @@ class Session:
     def add(self, point: points.ExtensionPoint[F], fn: F) -> None:
         """Register `fn` on `point` for the plugin being opened."""
         self._hooks.setdefault(point, []).append((self._registering or "session", fn))
+        self._calls.pop(point, None)
 
     def hooks(self, point: points.ExtensionPoint[F]) -> list[tuple[str, F]]:
         return self._hooks.get(point, [])
+
+    def call(self, point: points.ExtensionPoint[Any]) -> Callable[..., Any]:
+        """The callables on `point` as one, combined by the point's rule (`framework.dispatch`)."""
+        run = self._calls.get(point)
+        if run is None:
+            run = self._calls[point] = dispatch.compile(point, self.hooks(point))
+        return run
 
     # --- ordering ----------------------------------------------------------------------------------------
 
     def compare_jobs(self, left: JobInfo, right: JobInfo) -> int:
         """First non-zero plugin answer; then older creation; then UID (deterministic)."""
-        for _, fn in self.hooks(points.JOB_ORDER):
-            if result := fn(left, right):
-                return result
-        return _tie(left.creation, right.creation) or _tie(left.uid, right.uid)
+        return (self.call(points.JOB_ORDER)(left, right)
+                or _tie(left.creation, right.creation) or _tie(left.uid, right.uid))
 
     def compare_queues(self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None,
                        right_job: JobInfo | None) -> int:
-        for _, fn in self.hooks(points.QUEUE_ORDER):
-            if result := fn(left, right, left_job, right_job):
-                return result
-        return _tie(left.creation, right.creation) or _tie(left.name, right.name)
+        return (self.call(points.QUEUE_ORDER)(left, right, left_job, right_job)
+                or _tie(left.creation, right.creation) or _tie(left.name, right.name))
 
     def compare_tasks(self, left: PodInfo, right: PodInfo) -> int:
-        for _, fn in self.hooks(points.TASK_ORDER):
-            if result := fn(left, right):
-                return result
-        return _tie(left.creation, right.creation) or _tie(left.name, right.name)
+        return (self.call(points.TASK_ORDER)(left, right)
+                or _tie(left.creation, right.creation) or _tie(left.name, right.name))
 
     def task_key(self, task: PodInfo) -> int:
         """Sort key of a task in TASK_ORDER. Task order depends on the task alone (role, priority label,
@@ -144,18 +155,13 @@ class Session:
         return rank
 
     def compare_members(self, left: Member, right: Member) -> int:
-        for _, fn in self.hooks(points.SUBGROUP_ORDER):
-            if result := fn(left, right):
-                return result
-        return _tie(left.name, right.name)
+        return self.call(points.SUBGROUP_ORDER)(left, right) or _tie(left.name, right.name)
 
     # --- filtering and scoring -------------------------------------------------------------------------
 
     def pre_predicate(self, task: PodInfo, job: JobInfo) -> points.Reject | None:
-        for _, fn in self.hooks(points.PRE_PREDICATE):
-            if reject := fn(task, job):
-                return reject
-        return None
+        result: points.Reject | None = self.call(points.PRE_PREDICATE)(task, job)
+        return result
 
     def feasible_nodes(self, task: PodInfo, candidates: points.Mask | None = None) -> tuple[points.Mask, FitReport]:
         """Nodes among `candidates` that pass every predicate (AND).
@@ -163,24 +169,17 @@ class Session:
         The report of what each predicate removed is built only when read (a fit error, a test); the
         common path is one mask AND per predicate."""
         start = self._all_nodes if candidates is None else candidates
-        mask = start.copy()
-        fitted = False
-        for _, fn in self.hooks(points.PREDICATE):
-            result = fn(task, mask)
-            if result is not None:
-                mask &= result.mask
-                fitted = fitted or result.fits_resources
-                if not mask.any():
-                    break
-        else:
-            if not fitted and mask.any():   # KAI's FittingNode: never over-commit, whatever plugins are configured
-                mask &= fit.resources_fit(self.snapshot, task, mask)
+        mask: points.Mask
+        mask, fitted = self.call(points.PREDICATE)(task, start)
+        if not fitted and mask.any():   # KAI's FittingNode: never over-commit, whatever plugins are configured
+            mask &= fit.resources_fit(self.snapshot, task, mask)
         # `start` is not copied: callers build each candidate mask fresh and never change it afterwards.
         return mask, FitReport(lambda: int(start.sum()), functools.partial(self._fit_reasons, task, start))
 
-    def _fit_reasons(self, task: PodInfo, candidates: points.Mask) -> list[tuple[str, int]]:
-        mask, removed = candidates, []
-        for _, fn in self.hooks(points.PREDICATE):
+    def _fit_reasons(self, task: PodInfo, candidates: points.Mask) -> list[tuple[str, str, int]]:
+        mask = candidates
+        removed: list[tuple[str, str, int]] = []
+        for plugin, fn in self.hooks(points.PREDICATE):
             if not mask.any():
                 break
             result = fn(task, mask)
@@ -189,24 +188,20 @@ class Session:
             rejected = mask & ~result.mask
             count = int(rejected.sum())
             if count:
-                removed.extend(result.explain(rejected) if result.explain else [(result.reason, count)])
+                reasons = result.explain(rejected) if result.explain else [(result.reason, count)]
+                removed.extend((plugin, reason, n) for reason, n in reasons)
                 mask = mask & result.mask
         if mask.any():
             short = int((mask & ~fit.resources_fit(self.snapshot, task, mask)).sum())
             if short:
-                removed.append((_REASON_NO_ROOM, short))
+                removed.append(("session", _REASON_NO_ROOM, short))
         return removed
 
     def node_scores(self, task: PodInfo, candidates: points.Mask) -> points.Scores:
         """Sum of every NODE_ORDER plugin's scores over all nodes (non-candidates are never read)."""
-        for _, pre in self.hooks(points.NODE_PRE_ORDER):
-            pre(task, candidates)
-        total = np.zeros(len(candidates))
-        for _, fn in self.hooks(points.NODE_ORDER):
-            scores = fn(task, candidates)
-            if scores is not None:
-                total += scores
-        return total
+        self.call(points.NODE_PRE_ORDER)(task, candidates)
+        total: points.Scores | None = self.call(points.NODE_ORDER)(task, candidates)
+        return np.zeros(len(candidates)) if total is None else total
 
     def best_node(self, task: PodInfo, candidates: points.Mask) -> int:
         """Row of the highest-scoring candidate; ties go to the lower node name (rows are in name order)."""
@@ -214,70 +209,49 @@ class Session:
         return int(np.argmax(np.where(candidates, scores, -np.inf)))
 
     def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
-        for _, fn in self.hooks(points.JOB_OVER_CAPACITY):
-            if reject := fn(job, tasks):
-                return reject
-        return None
+        result: points.Reject | None = self.call(points.JOB_OVER_CAPACITY)(job, tasks)
+        return result
 
     def subset_nodes(self, job: JobInfo, member: Member, tasks: list[PodInfo],
                      candidates: points.Mask) -> list[points.Mask]:
         """Candidate node sets for `member`, each plugin splitting every set the previous ones produced."""
-        sets = [candidates]
-        for _, fn in self.hooks(points.SUBSET_NODES):
-            split: list[points.Mask] = []
-            for node_set in sets:
-                result = fn(job, member, tasks, node_set)
-                split.extend([node_set] if result is None else result)
-            sets = split
+        sets: list[points.Mask] = self.call(points.SUBSET_NODES)(job, member, tasks, [candidates])
         return sets
 
     def queue_share(self, queue: str) -> QueueShare | None:
-        for _, fn in self.hooks(points.QUEUE_SHARE):
-            if (share := fn(queue)) is not None:
-                return share
-        return None
+        share: QueueShare | None = self.call(points.QUEUE_SHARE)(queue)
+        return share
 
     def gpu_scores(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """Summed GPU_ORDER scores of each candidate GPU group (a fresh device is a group id too)."""
-        total = [0.0] * len(groups)
-        for _, fn in self.hooks(points.GPU_ORDER):
-            for i, score in enumerate(fn(task, row, groups)):
-                total[i] += score
-        return total
+        total: list[float] | None = self.call(points.GPU_ORDER)(task, row, groups)
+        return [0.0] * len(groups) if total is None else [float(score) for score in total]
 
     def pre_job_allocation(self, job: JobInfo) -> None:
-        for _, fn in self.hooks(points.PRE_JOB_ALLOCATION):
-            fn(job)
+        self.call(points.PRE_JOB_ALLOCATION)(job)
 
     def victim_invariant_pre_predicate(self, task: PodInfo, job: JobInfo) -> points.Reject | None:
         """A rejection no eviction can fix: victim actions skip the job."""
-        for _, fn in self.hooks(points.VICTIM_INVARIANT_PRE_PREDICATE):
-            if reject := fn(task, job):
-                return reject
-        return None
+        result: points.Reject | None = self.call(points.VICTIM_INVARIANT_PRE_PREDICATE)(task, job)
+        return result
 
     def can_reclaim(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
-        for _, fn in self.hooks(points.CAN_RECLAIM):
-            if reject := fn(job, tasks):
-                return reject
-        return None
+        result: points.Reject | None = self.call(points.CAN_RECLAIM)(job, tasks)
+        return result
 
     def is_victim(self, point: points.ExtensionPoint[points.VictimFilter], preemptor: JobInfo,
                   victim: JobInfo) -> bool:
         """Every filter on `point` (RECLAIM_ or PREEMPT_VICTIM_FILTER) accepts `victim`."""
-        return all(fn(preemptor, victim) for _, fn in self.hooks(point))
+        return bool(self.call(point)(preemptor, victim))
 
     def validate(self, point: points.ExtensionPoint[points.ScenarioValidator], preemptor: JobInfo,
                  tasks: list[PodInfo], scenario: Any) -> points.Reject | None:
         """The first validator on `point` that rejects the scenario, or None."""
-        for _, fn in self.hooks(point):
-            if reject := fn(preemptor, tasks, scenario):
-                return reject
-        return None
+        result: points.Reject | None = self.call(point)(preemptor, tasks, scenario)
+        return result
 
     def job_solution_start(self, job: JobInfo) -> None:
-        for _, fn in self.hooks(points.ON_JOB_SOLUTION_START):
-            fn(job)
+        self.call(points.ON_JOB_SOLUTION_START)(job)
 
     def all_nodes(self) -> points.Mask:
         return self._all_nodes.copy()
@@ -286,16 +260,6 @@ class Session:
 
     def statement(self) -> Statement:
         return Statement(self)
-
-    def move(self, task: PodInfo, after: Placement) -> None:
-        """Move `task` to `after` in the model: off its old node's ledgers, onto the new node's."""
-        before = task.placement
-        nodes = self.snapshot.node_by_name
-        if before.status._value_ & _ON_NODE and before.node:
-            nodes[before.node].remove_task(task, before)
-        task.placement = after
-        if after.status._value_ & _ON_NODE and after.node:
-            nodes[after.node].add_task(task, after)
 
     def tasks_to_allocate(self, job: JobInfo) -> list[PodInfo]:
         """The job's next tasks (§3.5), cached until a task of the job is allocated or deallocated."""
@@ -306,19 +270,36 @@ class Session:
 
     def fire_allocate(self, task: PodInfo) -> None:
         self._tasks_to_allocate.pop(task.job_uid, None)
-        for _, fn in self.hooks(points.ON_ALLOCATE):
-            fn(task)
+        self.call(points.ON_ALLOCATE)(task)
 
     def fire_deallocate(self, task: PodInfo) -> None:
         self._tasks_to_allocate.pop(task.job_uid, None)
-        for _, fn in self.hooks(points.ON_DEALLOCATE):
-            fn(task)
+        self.call(points.ON_DEALLOCATE)(task)
 
     def record_commit(self, operations: Iterable[Operation]) -> None:
         self.committed.extend(operations)
 
-    def record_fit_error(self, job: JobInfo, reject: points.Reject) -> None:
-        self.job_fit_errors.setdefault(job.uid, []).append(reject)
+    def record_fit_error(self, job: JobInfo, reject: points.Reject, *, first: bool = False) -> None:
+        """Add why `job` could not be placed; `first` puts it in front (a summary of the reasons after it)."""
+        errors = self.job_fit_errors.setdefault(job.uid, [])
+        if first:
+            errors.insert(0, reject)
+        else:
+            errors.append(reject)
+
+    @contextlib.contextmanager
+    def fit_errors_kept(self) -> Iterator[None]:
+        """Fit errors recorded inside the block are dropped on leaving it (a simulated search's own)."""
+        saved = {uid: list(errors) for uid, errors in self.job_fit_errors.items()}
+        try:
+            yield
+        finally:
+            self.job_fit_errors.clear()
+            self.job_fit_errors.update(saved)
+
+    def record_started(self, job: JobInfo) -> None:
+        """`job` got its first allocated pods in this cycle (its PodGroup is told it started)."""
+        self.started_jobs.add(job.uid)
 
     def clear_fit_errors(self, job: JobInfo) -> None:
         self.job_fit_errors.pop(job.uid, None)

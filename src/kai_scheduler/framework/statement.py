@@ -9,14 +9,13 @@ evictions, then pipelines, then binds.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ALLOCATED, RELEASING, PodStatus, within
-
-if TYPE_CHECKING:
-    from kai_scheduler.framework.session import Session
+from kai_scheduler.cluster.snapshot import Snapshot
 
 
 class Op(enum.Enum):
@@ -54,9 +53,23 @@ class StatementClosed(RuntimeError):
     """A committed or discarded statement was used again: a bug in an action."""
 
 
+class StatementHost(Protocol):
+    """What a statement needs of its session: the model it changes, the plugins' handlers, the decision log."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    def fire_allocate(self, task: PodInfo) -> None: ...
+
+    def fire_deallocate(self, task: PodInfo) -> None: ...
+
+    def record_commit(self, operations: Iterable[Operation]) -> None: ...
+
+
 class Statement:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: StatementHost) -> None:
         self._ssn = session
+        self._model_move = session.snapshot.move
         self._ops: list[Operation] = []
         self._open = True
 
@@ -145,7 +158,7 @@ class Statement:
 
     def _move(self, task: PodInfo, after: Placement) -> None:
         counted_before = _counts(task.placement)
-        self._ssn.move(task, after)
+        self._model_move(task, after)
         counted_after = _counts(after)
         if counted_before and not counted_after:
             self._ssn.fire_deallocate(task)

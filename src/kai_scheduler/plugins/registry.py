@@ -18,12 +18,12 @@ from kai_scheduler.plugins import (
     nodeavailability,
     nodeplacement,
     nominatednode,
-    predicates,
     priority,
     resourcetype,
     subgrouporder,
     taskorder,
 )
+from kai_scheduler.plugins.predicates import plugin as predicates
 from kai_scheduler.plugins.proportion import plugin as proportion
 from kai_scheduler.plugins.topology import plugin as topology
 
@@ -49,13 +49,12 @@ BUILDERS: Mapping[str, Builder] = {
     "minruntime": minruntime.MinRuntime.from_args,
 }
 
-# Plugins KAI ships that this scheduler does not (yet) implement: accepted in a configuration and ignored,
-# so a KAI ConfigMap loads unchanged; `kai` reports them.
+# Plugins KAI ships that this scheduler does not implement: accepted in a configuration and ignored, so a KAI
+# ConfigMap loads unchanged; `kai` reports them.
 KAI_PLUGINS = frozenset({
-    "podaffinity", "nominatednode", "dynamicresources", "minruntime", "topology", "snapshot",
-    "sg-nodelocalgreedy", "sg-multinodegang", "gpupack", "gpuspread", "gpusharingorder", "numa",
+    "podaffinity", "dynamicresources", "snapshot", "sg-nodelocalgreedy", "sg-multinodegang", "numa",
     "reflectjoborder",
-}) - BUILDERS.keys()
+})
 
 
 def build(name: str, arguments: Mapping[str, str]) -> Plugin:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from kai_scheduler.actions.common import budget
-from kai_scheduler.actions.registry import ACTIONS, KAI_ACTIONS
+from kai_scheduler.actions.registry import ACTIONS
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.cluster import snapshot as snapshots
@@ -43,7 +43,7 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
 
     Every plugin is built once here, so a bad argument fails at load and not in the first cycle."""
     config = configs.parse(
-        raw, known_plugins=set(registry.BUILDERS), known_actions=set(ACTIONS) | set(KAI_ACTIONS),
+        raw, known_plugins=set(registry.BUILDERS), known_actions=set(ACTIONS),
         kai_plugins=set(registry.KAI_PLUGINS),
     )
     for plugin in config.plugins():
@@ -70,11 +70,10 @@ class Scheduler:
         self.committer = Committer(store, node_pool=flags.partition_label_value,
                                    update_eviction_condition=flags.update_pod_eviction_condition,
                                    nominate=flags.pipelined_claims, writers=writers)
-        self.actions = [ACTIONS[name]() for name in config.actions if name in ACTIONS]
-        skipped = [name for name in config.actions if name not in ACTIONS]
-        if skipped or config.ignored_plugins:
-            log.info("configuration names parts this scheduler does not run",
-                     extra={"actions": skipped, "plugins": list(config.ignored_plugins)})
+        self.actions = [ACTIONS[name]() for name in config.actions]
+        if config.ignored_plugins:
+            log.info("configuration names plugins this scheduler does not run",
+                     extra={"plugins": list(config.ignored_plugins)})
         self._reported: set[tuple[str, str, str]] = set()
         self._unseen: list[str] = []        # BindRequests this scheduler wrote that its cache has not seen yet
         self._memo = snapshots.Memo()       # what unchanged objects yielded in earlier snapshots

@@ -119,8 +119,11 @@ def _queue_units(vec: Vector) -> dict[str, float]:
     return out
 
 
-def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleResult]) -> Outcome:
-    """Assemble the report from the first snapshot, the final view and every cycle's result."""
+def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleResult], *,
+          explain: bool = False) -> Outcome:
+    """Assemble the report from the first snapshot, the final view and every cycle's result.
+
+    `explain`: each reason a job was not placed names the plugin (or action) that rejected it."""
     last = results[-1] if results else None
     tasks = _tasks(before, after)
     if last is not None:
@@ -128,7 +131,7 @@ def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleR
         for row in tasks:
             row.moved = moved.get(f"{row.namespace}/{row.name}", "") if row.after == "Pipelined" else ""
     queues = _queues(after, last)
-    unplaced = _unplaced(after, last)
+    unplaced = _unplaced(after, last, explain)
     moves = [_move(i + 1, op) for i, r in enumerate(results) for op in r.operations if op.op is Op.EVICT]
     cycles = [CycleCounts(i + 1, r.binds, r.evictions, r.pipelines, r.seconds) for i, r in enumerate(results)]
     nodes = {
@@ -214,14 +217,15 @@ def _queues(after: Snapshot, last: CycleResult | None) -> list[QueueRow]:
     return rows
 
 
-def _unplaced(after: Snapshot, last: CycleResult | None) -> dict[str, list[str]]:
+def _unplaced(after: Snapshot, last: CycleResult | None, explain: bool) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for uid, job in sorted(after.jobs.items(), key=lambda kv: kv[1].key):
         if not job.has_pending():
             continue
         reasons = [p.message for p in after.job_problems.get(uid, [])]
         if last is not None:
-            reasons += [r.message for r in last.fit_errors.get(uid, [])]
+            reasons += [f"{r.message} [rejected by {r.plugin}]" if explain else r.message
+                        for r in last.fit_errors.get(uid, [])]
         if not job.is_ready() and not reasons:
             reasons.append("waiting for its pods: fewer live pods than the gang's minimum")
         out[job.key] = list(dict.fromkeys(reasons)) or ["not considered this cycle"]

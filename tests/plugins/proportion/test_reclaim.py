@@ -41,10 +41,10 @@ def _session(objects: list[JSON], *, multiplier: float = 1.0, config: SchedulerC
     return ssn
 
 
-def _rules(ssn: Session) -> reclaim.Reclaim:
+def _rules(ssn: Session) -> reclaim.ReclaimRules:
     [(_, fn)] = ssn.hooks(points.CAN_RECLAIM)
     owner = fn.__self__  # type: ignore[attr-defined]
-    assert isinstance(owner, reclaim.Reclaim)
+    assert isinstance(owner, reclaim.ReclaimRules)
     return owner
 
 

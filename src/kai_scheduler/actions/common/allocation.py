@@ -101,8 +101,9 @@ def _place_task(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, cand
         return False
     feasible, report = ssn.feasible_nodes(task, candidates)
     if not feasible.any():
-        ssn.record_fit_error(job, points.Reject("allocate", constants.REASON_UNSCHEDULABLE,
-                                                f"task {task.name}: {report.message()}"))
+        message = f"task {task.name}: {report.message()}"
+        ssn.record_fit_error(job, points.Reject(", ".join(report.plugins) or "allocate",
+                                                constants.REASON_UNSCHEDULABLE, message))
         return False
     node = ssn.snapshot.nodes[ssn.best_node(task, feasible)]
     groups, groups_on_releasing = _gpu_groups(ssn, task, node.row)

@@ -10,6 +10,7 @@ budgets, skipped when no easier than a failed job of the same signature, solved 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
 from kai_scheduler.actions.common import budget, signatures, solver, victims
@@ -19,6 +20,8 @@ from kai_scheduler.api.duration import format_duration
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
+
+log = logging.getLogger(__name__)
 
 
 def candidates(ssn: Session, action: str) -> list[JobInfo]:
@@ -74,22 +77,37 @@ def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable
     jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(action))
     failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
     pool: list[JobInfo] | None = None      # ordered on first use: a cycle with no preemptor never sorts them
+    debug = log.isEnabledFor(logging.DEBUG)    # decision logs cost nothing when off
     while (job := jobs.pop()) is not None:
         scope = signature_scope(job)
-        if not may_act(ssn, job) or failed.should_skip(scope, job):
+        if not may_act(ssn, job):
+            if debug:
+                log.debug("job skipped: may not act", extra={"action": action, "job": job.key})
+            continue
+        if failed.should_skip(scope, job):
+            if debug:
+                log.debug("job skipped: no easier than a failed job of its signature",
+                          extra={"action": action, "job": job.key, "scope": scope})
             continue
         job_budget = action_budget.next_job()
         if job_budget is None:
+            if debug:
+                log.debug("action ends: no job budget left", extra={"action": action, "job": job.key})
             return
         if pool is None:
             pool = _victim_pool(ssn, ssn.snapshot.jobs.values())
         search = search_for(job, pool)
         result = solver.Result.UNSOLVED if search is None else _solve(ssn, job, search, job_budget)
+        if debug:
+            log.debug("victim search done", extra={"action": action, "job": job.key, "result": result.name,
+                                                   "searched": search is not None})
         if result is solver.Result.SOLVED:
             pool = _victim_pool(ssn, pool)
         else:
             failed.remember(scope, job)
         if action_budget.exhausted:
+            if debug:
+                log.debug("action ends: its search budget is spent", extra={"action": action})
             return
 
 

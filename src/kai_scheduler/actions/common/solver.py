@@ -22,6 +22,7 @@ dropped: the job keeps what allocate said about it.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Statement
 
+log = logging.getLogger(__name__)
 _EPS = 1e-9
 Validator = Callable[[JobInfo, list[PodInfo], ScenarioOutcome], points.Reject | None]
 
@@ -71,14 +73,9 @@ class Solution:
 
 def solve(ssn: Session, stmt: Statement, job: JobInfo, search: VictimSearch, budget: JobBudget) -> Solution:
     """Find and apply (in `stmt`) victims that let `job`'s next tasks run; on failure `stmt` is as it was."""
-    saved = {uid: list(errors) for uid, errors in ssn.job_fit_errors.items()}
-    ssn.job_solution_start(job)
-    solver = _JobSolver(ssn, stmt, job, search, budget)
-    try:
-        return solver.solve()
-    finally:
-        ssn.job_fit_errors.clear()
-        ssn.job_fit_errors.update(saved)
+    with ssn.fit_errors_kept():
+        ssn.job_solution_start(job)
+        return _JobSolver(ssn, stmt, job, search, budget).solve()
 
 
 class _JobSolver:
@@ -159,6 +156,10 @@ class _JobSolver:
             batch = queue.pop(self.stmt)
             if batch is None:
                 return None
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("victims tried", extra={"job": self.job.key, "victim": batch.job.key,
+                                                  "tasks": [t.name for t in batch.tasks],
+                                                  "nodes": sorted(batch.nodes), "accumulated": len(accumulated) + 1})
             accumulated.append(batch)
             self._add_nodes(candidates, batch)
             worth = worth or self._worth_simulating(tasks, generators, accumulated, candidates)

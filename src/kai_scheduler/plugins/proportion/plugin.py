@@ -82,7 +82,7 @@ class Proportion:
         ssn.add(points.ON_ALLOCATE, self.charge_queue)
         ssn.add(points.ON_DEALLOCATE, self.refund_queue)
         ssn.add(points.QUEUE_SHARE, self.queue_share)
-        rules = reclaim.Reclaim(ssn, self._shares, self._parents, self._total, self.saturation_multiplier)
+        rules = reclaim.ReclaimRules(ssn, self._shares, self._parents, self._total, self.saturation_multiplier)
         ssn.add(points.CAN_RECLAIM, rules.can_reclaim)
         ssn.add(points.RECLAIM_VICTIM_FILTER, rules.is_victim)
         ssn.add(points.RECLAIM_VALIDATOR, rules.reclaimable)
@@ -315,7 +315,7 @@ def capacity_request(tasks: Sequence[PodInfo], gpu_memory_mib: float) -> Vector:
 def gpu_portion(memory_mib: float, gpu_memory_mib: float) -> float:
     """Portion of one GPU for a memory request: ceil(mem / gpuMem x 100) / 100, at most 1 (§6).
 
-    Same rule as the snapshot's private `_portion`; kept here until the cluster layer exposes it."""
+    Same rule as the snapshot's private `_portion`."""
     if gpu_memory_mib <= 0:
         return 1.0
     return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)

@@ -52,7 +52,7 @@ PLUGIN = "proportion"
 _EPS = 1e-9
 
 
-class Reclaim:
+class ReclaimRules:
     """The reclaim callbacks over the plugin's shares. States: opened → (per job) solution started."""
 
     def __init__(self, ssn: Session, shares: Mapping[str, QueueShare], parents: Mapping[str, str], total: Vector,

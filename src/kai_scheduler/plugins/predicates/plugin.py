@@ -1,4 +1,4 @@
-"""predicates: which nodes can take a task (§3.6 step 4, §4; KAI `plugins/predicates/predicates.go`).
+"""The predicates plugin: which nodes can take a task (§3.6 step 4, §4; KAI `plugins/predicates/predicates.go`).
 
 KAI wraps kube-scheduler filters (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit,
 InterPodAffinity) and adds MaxNodePoolResources, node readiness, the GPU-memory label and shared-GPU fit.
@@ -15,39 +15,31 @@ that removes it. Every check answers for all nodes at once:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Self
 
 import numpy as np
-import numpy.typing as npt
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
-from kai_scheduler.api.selectors import (
-    LabelSelector,
-    NodeSelectorTerm,
-    PodAffinityTerm,
-    Requirement,
-    Taint,
-    Toleration,
-)
+from kai_scheduler.api.selectors import NodeSelectorTerm, PodAffinityTerm, Taint, Toleration
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
+from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
-from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
 from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import fit, points
 from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.predicates.labels import LabelColumns
+from kai_scheduler.plugins.predicates.masks import frozen, none_if_all
+from kai_scheduler.plugins.predicates.podaffinity import PodIndex, is_on_node, matches, namespaces_of, session_pods
+from kai_scheduler.plugins.predicates.taints import TaintTable
 
 EPSILON = fit.EPSILON
-TAINT_REASONS = 16                  # distinct taints named in fit errors; any further ones share one reason
-BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")     # PreferNoSchedule only steers scoring upstream
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
-ON_NODE_STATUSES = frozenset(s for s in PodStatus if s & ON_NODE)   # set lookup: IntFlag `&` is slow
 
 REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
 REASON_NOT_READY = "node(s) were not ready"
@@ -59,7 +51,6 @@ REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 Mask = points.Mask
-Codes = npt.NDArray[np.int64]
 ConstraintKey = tuple[tuple[tuple[str, str], ...], tuple[NodeSelectorTerm, ...], tuple[Toleration, ...]]
 
 
@@ -123,9 +114,9 @@ class Predicates:
         self._labels = LabelColumns(snapshot.nodes)
         self._taints = TaintTable.build(snapshot.nodes)
         nodes = snapshot.nodes
-        self._schedulable_ok = _none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool))
-        self._ready_ok = _none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
-        self._has_gpu_memory = _frozen(self._arrays.gpu_memory > 0)
+        self._schedulable_ok = none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool))
+        self._ready_ok = none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
+        self._has_gpu_memory = frozen(self._arrays.gpu_memory > 0)
         self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
         self._max_allocatable_eps = self._max_allocatable + EPSILON
         self._largest_gpu_memory = float(self._arrays.gpu_memory.max(initial=0.0))
@@ -203,7 +194,7 @@ class Predicates:
         if terms:
             mask &= np.logical_or.reduce([self._term_mask(term) for term in terms])
         return StaticMasks(
-            affinity=_none_if_all(mask),
+            affinity=none_if_all(mask),
             taints=self._taints.pass_masks(tolerations),
             tolerates_unschedulable=any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations),
         )
@@ -268,16 +259,16 @@ class Predicates:
         if not terms:
             return None
         first, rest = terms[0], terms[1:]
-        found = self._pod_index().on_node(first.selector, _namespaces(first, task))
+        found = self._pod_index().on_node(first.selector, namespaces_of(first, task))
         pods = [p for p in found if p is not task]
         if rest:
-            pods = [p for p in pods if all(_matches(t, p, task.namespace) for t in rest)]
+            pods = [p for p in pods if all(matches(t, p, task.namespace) for t in rest)]
         domains = [self._domains(term.topology_key, pods) for term in terms]
         mask = np.ones(len(self._snapshot.nodes), dtype=bool)
         if any(domains):
             for term, values in zip(terms, domains, strict=True):
                 mask &= self._labels.column(term.topology_key).isin(values)
-        elif all(_matches(t, task, task.namespace) for t in terms):
+        elif all(matches(t, task, task.namespace) for t in terms):
             for term in terms:
                 mask &= self._labels.column(term.topology_key).codes >= 0
         else:
@@ -291,7 +282,7 @@ class Predicates:
             return None
         mask = np.ones(len(self._snapshot.nodes), dtype=bool)
         for term in terms:
-            found = self._pod_index().on_node(term.selector, _namespaces(term, task))
+            found = self._pod_index().on_node(term.selector, namespaces_of(term, task))
             pods = [p for p in found if p is not task]
             if values := self._domains(term.topology_key, pods):
                 mask &= ~self._labels.column(term.topology_key).isin(values)
@@ -301,9 +292,9 @@ class Predicates:
         """Symmetry: keep out of the domains of on-node pods whose anti-affinity terms match this task."""
         forbidden: dict[str, set[str]] = {}
         for (term, owner_namespace), owners in self._anti_affine_pods().items():
-            if not _matches(term, task, owner_namespace):
+            if not matches(term, task, owner_namespace):
                 continue
-            on_node = [p for p in owners if p is not task and _is_on_node(p)]
+            on_node = [p for p in owners if p is not task and is_on_node(p)]
             forbidden.setdefault(term.topology_key, set()).update(self._domains(term.topology_key, on_node))
         if not any(forbidden.values()):
             return None
@@ -337,178 +328,6 @@ class Predicates:
 def constraint_key(pod: Pod) -> ConstraintKey:
     """What decides a pod's static masks; pods with equal keys share them."""
     return tuple(sorted(pod.node_selector.items())), pod.node_affinity, pod.tolerations
-
-
-def session_pods(snapshot: Snapshot) -> list[PodInfo]:
-    """Every pod that can be on a node during the session (on a node now, or ours and pending), by uid.
-
-    Labels do not change in a session and placements are read live, so statement moves need no bookkeeping."""
-    pods: dict[str, PodInfo] = {}
-    for node in snapshot.nodes:
-        pods.update(node.tasks)
-    pods.update(snapshot.tasks)
-    return [pods[uid] for uid in sorted(pods)]
-
-
-def _namespaces(term: PodAffinityTerm, owner: PodInfo) -> tuple[str, ...]:
-    return term.namespaces or (owner.namespace,)
-
-
-def _matches(term: PodAffinityTerm, pod: PodInfo, owner_namespace: str) -> bool:
-    """Whether `pod` is one of the pods selected by `term` of a pod in `owner_namespace`."""
-    namespaces = term.namespaces or (owner_namespace,)
-    return pod.namespace in namespaces and term.selector.matches(pod.pod.meta.labels)
-
-
-def _is_on_node(pod: PodInfo) -> bool:
-    placement = pod.placement
-    return bool(placement.node) and placement.status in ON_NODE_STATUSES
-
-
-def _none_if_all(mask: Mask) -> Mask | None:
-    return None if mask.all() else _frozen(mask)
-
-
-def _frozen(mask: Mask) -> Mask:
-    """Cached masks are shared by many tasks: make any accidental write fail loudly."""
-    mask.flags.writeable = False
-    return mask
-
-
-class PodIndex:
-    """The session's pods by label, so a selector walks only the pods it can match."""
-
-    def __init__(self, pods: Sequence[PodInfo]) -> None:
-        self._all = list(pods)
-        self._by_label: dict[tuple[str, str], list[PodInfo]] = {}
-        for pod in self._all:
-            for item in pod.pod.meta.labels.items():
-                self._by_label.setdefault(item, []).append(pod)
-        self._values: dict[str, list[str]] = {}
-        for key, value in sorted(self._by_label):
-            self._values.setdefault(key, []).append(value)
-
-    def on_node(self, selector: LabelSelector, namespaces: tuple[str, ...]) -> list[PodInfo]:
-        """Pods on a node now (including ones placed this session) in `namespaces` that `selector` matches."""
-        pods, exact = self._candidates(selector)
-        return [p for p in pods if _is_on_node(p) and p.namespace in namespaces
-                and (exact or selector.matches(p.pod.meta.labels))]
-
-    def _candidates(self, selector: LabelSelector) -> tuple[list[PodInfo], bool]:
-        """A superset of the selector's pods (the smallest matchLabels list, else an In or Exists, else all
-        pods), and whether it is exactly the selector's pods."""
-        exact = len(selector.match_labels) + len(selector.requirements) == 1
-        if selector.match_labels:
-            return min((self._by_label.get(item, []) for item in selector.match_labels), key=len), exact
-        for req in selector.requirements:
-            values = (req.values if req.operator == "In"
-                      else self._values.get(req.key, []) if req.operator == "Exists" else None)
-            if values is not None:
-                pods = [p for v in dict.fromkeys(values) for p in self._by_label.get((req.key, v), [])]
-                return pods, exact
-        return self._all, not selector.match_labels and not selector.requirements
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One label key over all nodes: each node's value as a code into `index` (-1: label missing)."""
-
-    codes: Codes
-    index: dict[str, int]
-    numbers: npt.NDArray[np.float64]     # per code: the value as an integer (else nan); then nan for -1
-
-    @classmethod
-    def of(cls, values: Sequence[str | None]) -> Column:
-        index: dict[str, int] = {}
-        codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
-                            dtype=np.int64, count=len(values))
-        numbers = np.array([*(_integer(v) for v in index), np.nan], dtype=np.float64)
-        return cls(codes, index, numbers)
-
-    def isin(self, values: Iterable[str]) -> Mask:
-        wanted = [self.index[v] for v in values if v in self.index]
-        return np.isin(self.codes, wanted) if wanted else np.zeros(len(self.codes), dtype=bool)
-
-    def match(self, req: Requirement) -> Mask:
-        """kube-scheduler's requirement rules; Gt/Lt compare integers and fail on a missing label."""
-        op = req.operator
-        if op == "Exists":
-            return self.codes >= 0
-        if op == "DoesNotExist":
-            return self.codes < 0
-        if op in ("In", "NotIn"):
-            hit = self.isin(req.values)
-            return hit if op == "In" else ~hit
-        have, want = self.numbers[self.codes], _integer(req.values[0]) if req.values else np.nan
-        result: Mask = have > want if op == "Gt" else have < want
-        return result
-
-
-class LabelColumns:
-    """Node labels as integer-coded columns, built per key on first use; `metadata.name` for matchFields."""
-
-    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
-        self._nodes = nodes
-        self._columns: dict[tuple[str, bool], Column] = {}
-
-    def column(self, key: str, *, field: bool = False) -> Column:
-        found = self._columns.get((key, field))
-        if found is None:
-            if not field:
-                values: list[str | None] = [n.labels.get(key) for n in self._nodes]
-            else:
-                values = [n.name if key == "metadata.name" else None for n in self._nodes]
-            found = self._columns[(key, field)] = Column.of(values)
-        return found
-
-
-def _integer(text: str) -> float:
-    try:
-        return float(int(text))
-    except ValueError:
-        return float("nan")
-
-
-@dataclass(frozen=True, slots=True)
-class TaintTable:
-    """The session's blocking taints, grouped as fit errors name them: one group per distinct key and
-    value (the first TAINT_REASONS in sorted order), any others together in one last group."""
-
-    reasons: tuple[str, ...]
-    groups: tuple[tuple[tuple[Taint, Mask], ...], ...]     # per reason: each taint and the nodes carrying it
-
-    @classmethod
-    def build(cls, nodes: Sequence[NodeInfo]) -> TaintTable:
-        rows: dict[Taint, list[int]] = {}
-        for node in nodes:
-            for taint in node.node.taints:
-                if taint.effect in BLOCKING_EFFECTS:
-                    rows.setdefault(taint, []).append(node.row)
-        by_name: dict[tuple[str, str], list[tuple[Taint, Mask]]] = {}
-        for taint in sorted(rows, key=lambda t: (t.key, t.value, t.effect)):
-            on = np.zeros(len(nodes), dtype=bool)
-            on[rows[taint]] = True
-            by_name.setdefault((taint.key, taint.value), []).append((taint, _frozen(on)))
-        reasons: list[str] = []
-        groups: list[tuple[tuple[Taint, Mask], ...]] = []
-        for i, ((key, value), entries) in enumerate(by_name.items()):
-            if i < TAINT_REASONS:
-                reasons.append(f"node(s) had untolerated taint {{{key}: {value}}}")
-                groups.append(tuple(entries))
-            elif i == TAINT_REASONS:
-                reasons.append("node(s) had untolerated taints")
-                groups.append(tuple(entries))
-            else:
-                groups[-1] += tuple(entries)
-        return cls(tuple(reasons), tuple(groups))
-
-    def pass_masks(self, tolerations: tuple[Toleration, ...]) -> tuple[Mask | None, ...]:
-        """Per group: the nodes without an untolerated taint of that group (None: all nodes)."""
-        out: list[Mask | None] = []
-        for entries in self.groups:
-            blocked = [on for taint, on in entries if not any(t.tolerates(taint) for t in tolerations)]
-            out.append(_frozen(~np.logical_or.reduce(blocked)) if blocked else None)
-        return tuple(out)
 
 
 def _shared_gpu_reason(task: PodInfo) -> str:
