@@ -35,7 +35,7 @@ NODES = ("n0", "n1", "n2")
 def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
     """Everything a session reads from a snapshot, as plain values."""
     def task(t: Any) -> tuple[Any, ...]:
-        return (t.uid, t.job_uid, t.placement, t.original, t.request.tolist(), t.subgroup, t.task_priority,
+        return (t.uid, t.job_uid, t.placement, t.request.tolist(), t.subgroup, t.task_priority,
                 t.creation, t.memory_portion, t.pod)
 
     return {
