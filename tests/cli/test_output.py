@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from kai_scheduler import cli
 from kai_scheduler.api.duration import describe_duration
+from tests.cli.invoke import run as _run
+from tests.cli.invoke import write as _write
 
 TWO_NAMESPACES = """\
 name: two workers
@@ -22,18 +23,6 @@ jobs:
 - {name: w, namespace: team-a, queue: a, tasks: [{name: worker, gpus: 1}]}
 - {name: w, namespace: team-b, queue: a, tasks: [{name: worker, gpus: 1}]}
 """
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _write(tmp_path: Path, text: str, name: str = "scenario.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 # --- namespace/name ----------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kai_scheduler import cli
+from tests.cli.invoke import run as _run
+from tests.cli.invoke import write as _write
 
 SCENARIO = """\
 name: two pods on one node
@@ -33,18 +34,6 @@ jobs:
 
 EXPECT_BINDING = "expect:\n  jobs:\n    j: {status: Binding, node: n}\n"
 EXPECT_WRONG = "expect:\n  jobs:\n    j: {status: Pending}\n  maxBinds: 1\n"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _write(tmp_path: Path, text: str, name: str = "scenario.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 # --- user errors -----------------------------------------------------------------------------------------------
