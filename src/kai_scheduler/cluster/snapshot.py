@@ -28,6 +28,7 @@ from kai_scheduler.api.queue import Queue
 from kai_scheduler.api.topology import Topology
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
+from kai_scheduler.cluster.node_memo import NodeMemo
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
 from kai_scheduler.cluster.queue_info import QueueInfo
@@ -89,6 +90,8 @@ class Snapshot:
     min_gpu_memory: float
     max_gpu_memory: float
     queue_usage: dict[str, Vector] = field(default_factory=dict)   # time-based usage (§5.5), set by the scheduler
+    # Values plugins derive from the node objects alone, shared with the snapshots built from the same nodes.
+    node_memo: NodeMemo = field(default_factory=NodeMemo)
     # Jobs with a Pending task when the snapshot was built, in `jobs` order. A session never makes a task
     # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
     # during the session is here: the actions look for work among these, not among every job of the cluster.
@@ -148,6 +151,7 @@ class _NodesRecord:
     resources: set[str]
     axis: tuple[str, ...] = ()
     arrays: NodeArrays | None = None      # never written: each build works on a copy
+    memo: NodeMemo = field(default_factory=NodeMemo)     # new with the arrays: allocatable is an input
 
 
 @dataclass(slots=True, eq=False)
@@ -178,7 +182,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
         tasks={}, jobs={}, queues=queues, priority_classes=priorities,
         topologies={t.meta.name: t for t in objects.topologies}, bind_requests=live_brs,
         stale_bind_requests=stale_brs, job_problems={}, problems=problems, other_usage=axis.zeros(),
-        min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max),
+        min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max), node_memo=pooled.memo,
     )
     pods_by_group = _add_pods(snap, objects.pods, problems, memo)
     _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), memo)
@@ -217,7 +221,7 @@ def _node_arrays(pooled: _NodesRecord, axis: ResourceAxis) -> tuple[NodeArrays, 
         arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
         arrays.idle[:] = arrays.allocatable
         arrays.refresh()
-        pooled.arrays, pooled.axis = arrays, axis.names
+        pooled.arrays, pooled.axis, pooled.memo = arrays, axis.names, NodeMemo()
     arrays = pooled.arrays.copy()
     infos = [NodeInfo(name=node.name, node=node, row=row, arrays=arrays) for row, node in enumerate(nodes)]
     return arrays, infos

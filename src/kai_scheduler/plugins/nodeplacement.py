@@ -67,10 +67,10 @@ class NodePlacement:
         return cls(PlacementConfig(gpu=_strategy(arguments, "gpu"), cpu=_strategy(arguments, "cpu")))
 
     def on_session_open(self, ssn: Session) -> None:
-        self._arrays = ssn.snapshot.arrays
-        self._totals = {GPU: _gpu_totals(ssn.snapshot.nodes, self._arrays),
-                        CPU: self._arrays.allocatable[:, CPU]}
-        self._has = {column: self._arrays.allocatable[:, column] > 0 for column in (GPU, CPU)}
+        snapshot = ssn.snapshot
+        self._arrays = snapshot.arrays
+        self._totals, self._has = snapshot.node_memo.get(
+            "nodeplacement.totals", lambda: _node_totals(snapshot.nodes, snapshot.arrays))
         self._range = None
         ssn.add(points.NODE_PRE_ORDER, self.node_pre_order)
         ssn.add(points.NODE_ORDER, self.node_order)
@@ -122,6 +122,16 @@ def _strategy(arguments: Mapping[str, str], key: str) -> Strategy:
     except ValueError:
         message = f"plugin nodeplacement argument {key}: expected binpack or spread, got {raw!r}"
         raise ConfigError(message) from None
+
+
+def _node_totals(nodes: list[NodeInfo], arrays: NodeArrays) -> tuple[dict[int, Vector], dict[int, points.Mask]]:
+    """Per R column: each node's total R for spread, and the nodes with allocatable R (read-only; kept in the
+    snapshot's node memo, since they depend on the node objects only)."""
+    totals = {GPU: _gpu_totals(nodes, arrays), CPU: arrays.allocatable[:, CPU].copy()}
+    has = {column: arrays.allocatable[:, column] > 0 for column in (GPU, CPU)}
+    for array in (*totals.values(), *has.values()):
+        array.flags.writeable = False
+    return totals, has
 
 
 def _gpu_totals(nodes: list[NodeInfo], arrays: NodeArrays) -> Vector:

@@ -12,6 +12,7 @@ from typing import Self
 
 import numpy as np
 
+from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
 from kai_scheduler.framework.config import no_arguments
@@ -21,7 +22,7 @@ from kai_scheduler.plugins import scores
 
 class NominatedNode:
     name = "nominatednode"
-    _rows: dict[str, int]
+    _nodes: dict[str, NodeInfo]
     _count: int
 
     @classmethod
@@ -30,7 +31,7 @@ class NominatedNode:
         return cls()
 
     def on_session_open(self, ssn: Session) -> None:
-        self._rows = {node.name: node.row for node in ssn.snapshot.nodes}
+        self._nodes = ssn.snapshot.node_by_name
         self._count = len(ssn.snapshot.nodes)
         ssn.add(points.NODE_ORDER, self.node_order)
 
@@ -38,9 +39,9 @@ class NominatedNode:
         pass
 
     def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores | None:
-        row = self._rows.get(task.pod.nominated_node_name) if task.pod.nominated_node_name else None
-        if row is None:
+        node = self._nodes.get(task.pod.nominated_node_name) if task.pod.nominated_node_name else None
+        if node is None:
             return None
         out = np.zeros(self._count)
-        out[row] = scores.NOMINATED_NODE
+        out[node.row] = scores.NOMINATED_NODE
         return out

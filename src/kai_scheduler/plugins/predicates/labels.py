@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kai_scheduler.api.node import Node
 from kai_scheduler.api.selectors import Requirement
-from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.framework.points import Mask
 
 Codes = npt.NDArray[np.int64]
@@ -51,9 +51,11 @@ class Column:
 
 
 class LabelColumns:
-    """Node labels as integer-coded columns, built per key on first use; `metadata.name` for matchFields."""
+    """Node labels as integer-coded columns, built per key on first use; `metadata.name` for matchFields.
 
-    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+    Depends on the node objects alone, so the predicates keep one per node set across sessions."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
         self._nodes = nodes
         self._columns: dict[tuple[str, bool], Column] = {}
 
@@ -61,7 +63,7 @@ class LabelColumns:
         found = self._columns.get((key, field))
         if found is None:
             if not field:
-                values: list[str | None] = [n.labels.get(key) for n in self._nodes]
+                values: list[str | None] = [n.meta.labels.get(key) for n in self._nodes]
             else:
                 values = [n.name if key == "metadata.name" else None for n in self._nodes]
             found = self._columns[(key, field)] = Column.of(values)

@@ -63,9 +63,43 @@ class StaticMasks:
     tolerates_unschedulable: bool
 
 
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """What the checks read from the node objects alone: built once per node set and shared by the sessions
+    of that set (a node object is replaced when it changes, and a new set gets a new view)."""
+
+    labels: LabelColumns
+    taints: TaintTable
+    schedulable_ok: Mask | None          # None: no node is cordoned
+    ready_ok: Mask | None
+    has_gpu_memory: Mask
+    max_allocatable: Vector
+    max_allocatable_eps: Vector
+    largest_gpu_memory: float
+    static_by_key: dict[ConstraintKey, StaticMasks]     # filled as constraint keys are met
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> NodeView:
+        nodes, arrays = snapshot.nodes, snapshot.arrays
+        max_allocatable = arrays.allocatable.max(axis=0, initial=0.0)
+        max_allocatable_eps = max_allocatable + EPSILON
+        max_allocatable.flags.writeable = max_allocatable_eps.flags.writeable = False
+        return cls(
+            labels=LabelColumns([n.node for n in nodes]),
+            taints=TaintTable.build(nodes),
+            schedulable_ok=none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool)),
+            ready_ok=none_if_all(np.array([n.node.ready for n in nodes], dtype=bool)),
+            has_gpu_memory=frozen(arrays.gpu_memory > 0),
+            max_allocatable=max_allocatable,
+            max_allocatable_eps=max_allocatable_eps,
+            largest_gpu_memory=float(arrays.gpu_memory.max(initial=0.0)),
+            static_by_key={},
+        )
+
+
 class Predicates:
     name = "predicates"
-    constraint_evaluations: int          # per session: distinct constraint keys evaluated (cache misses)
+    constraint_evaluations: int          # per session: constraint keys evaluated (misses of the node view)
     _snapshot: Snapshot
     _arrays: NodeArrays
     _labels: LabelColumns
@@ -104,23 +138,20 @@ class Predicates:
         ssn.add(points.PREDICATE, self.existing_pods_anti_affinity)
 
     def on_session_close(self, ssn: Session) -> None:
-        self._static_by_key.clear()
         self._static_by_task.clear()
         self._pods = self._anti_affine = None
 
     def _open(self, snapshot: Snapshot) -> None:
-        """Per-session state: everything that cannot change while the session runs is computed here."""
+        """Per-session state: everything that cannot change while the session runs is computed here, and what
+        depends on the node objects alone once per node set (the snapshot's node memo)."""
         self._snapshot, self._arrays = snapshot, snapshot.arrays
-        self._labels = LabelColumns(snapshot.nodes)
-        self._taints = TaintTable.build(snapshot.nodes)
-        nodes = snapshot.nodes
-        self._schedulable_ok = none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool))
-        self._ready_ok = none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
-        self._has_gpu_memory = frozen(self._arrays.gpu_memory > 0)
-        self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
-        self._max_allocatable_eps = self._max_allocatable + EPSILON
-        self._largest_gpu_memory = float(self._arrays.gpu_memory.max(initial=0.0))
-        self._static_by_key, self._static_by_task = {}, {}
+        view = snapshot.node_memo.get("predicates.nodes", lambda: NodeView.of(snapshot))
+        self._labels, self._taints = view.labels, view.taints
+        self._schedulable_ok, self._ready_ok = view.schedulable_ok, view.ready_ok
+        self._has_gpu_memory = view.has_gpu_memory
+        self._max_allocatable, self._max_allocatable_eps = view.max_allocatable, view.max_allocatable_eps
+        self._largest_gpu_memory = view.largest_gpu_memory
+        self._static_by_key, self._static_by_task = view.static_by_key, {}
         self._pods = self._anti_affine = None
         self.constraint_evaluations = 0
 
