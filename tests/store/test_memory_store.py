@@ -555,6 +555,19 @@ def test_watch_from_a_version_older_than_the_history_is_gone(clock: ManualClock)
     assert [e.object["metadata"]["name"] for e in small.watch("pods", kept_from)] == ["p2", "p3", "p4"]
 
 
+def test_the_history_is_kept_per_resource_so_a_quiet_watch_stays_valid(clock: ManualClock) -> None:
+    small = MemoryStore(clock, history_size=3)
+    small.create(node("n1"))
+    _, since = small.list("nodes")
+    for i in range(10):
+        small.create(pod(f"p{i}"))
+    assert list(small.watch("nodes", since)) == []       # ten pod events dropped no node event
+    small.create(node("n2"))
+    assert [e.object["metadata"]["name"] for e in small.watch("nodes", since)] == ["n2"]
+    with pytest.raises(Gone):
+        small.watch("pods", since)
+
+
 def test_watch_from_zero_starts_at_the_beginning(memory: MemoryStore) -> None:
     _, empty = memory.list("pods")
     assert empty == "0"

@@ -50,7 +50,7 @@ from kai_scheduler.sim.kubelet import Kubelet
 from kai_scheduler.store.interface import JSON, Gone, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
-HISTORY_SIZE = 512         # watch events the store keeps: a quiet informer walks at most this far back
+HISTORY_SIZE = 512         # watch events the store keeps per resource: a watcher walks at most this far back
 QUARTERS = ((0.25, "1/4"), (0.5, "1/2"), (0.75, "3/4"))
 
 

@@ -20,8 +20,10 @@ does wherever a component could tell the difference:
   delete keeps the first deadline. There are no finalizers.
 - Garbage collection covers the one ownership our components create: when a pod is removed, the
   BindRequests whose ownerReferences name its uid are removed too (synchronously, after the pod).
-- Watch history is global and bounded (`history_size` events); a watch from an older version raises Gone.
-  The memory store never sends BOOKMARK events.
+- Watch history is kept per resource, as the API server's watch cache, and bounded (`history_size` events
+  of each resource); a watch from a version older than its resource's kept history raises Gone. So a watch
+  of a quiet resource (nodes, queues) stays valid however much else changes, and costs the events of its
+  own resource only. The memory store never sends BOOKMARK events.
 
 Waiting in `watch` is real time (threads wait on a condition); everything recorded in objects comes from the
 injected clock.
@@ -98,8 +100,9 @@ class MemoryStore:
         self._cond = threading.Condition()
         self._objects: dict[str, dict[Key, JSON]] = {plural: {} for plural in RESOURCES}
         self._rv = 0
-        self._history: deque[_Event] = deque()
-        self._compacted_rv = 0   # the newest version whose event was dropped from the history
+        self._history: dict[str, deque[_Event]] = {plural: deque() for plural in RESOURCES}
+        # Per resource: the newest version whose event was dropped from its history.
+        self._compacted_rv: dict[str, int] = dict.fromkeys(RESOURCES, 0)
         self._generated = 0      # names made from metadata.generateName so far
         self._now_text: tuple[float, str] = (float("nan"), "")   # the clock's last reading, formatted
 
@@ -377,9 +380,10 @@ class MemoryStore:
             del self._objects[plural][key]
         else:
             self._objects[plural][key] = stored
-        self._history.append(_Event(self._rv, plural, event_type, stored))
-        if len(self._history) > self._history_size:
-            self._compacted_rv = self._history.popleft().rv
+        history = self._history[plural]
+        history.append(_Event(self._rv, plural, event_type, stored))
+        if len(history) > self._history_size:
+            self._compacted_rv[plural] = history.popleft().rv
         self._cond.notify_all()
         return stored
 
@@ -395,15 +399,16 @@ class MemoryStore:
         return rv
 
     def _events_after(self, plural: str, since: int) -> _Events:
-        """Walk the history back from the newest event: cost is the number of newer events, not its size."""
-        if since < self._compacted_rv:
-            raise Gone(f"resourceVersion {since} predates the kept history ({self._compacted_rv}): relist")
+        """Walk the resource's history back from the newest event: cost is the number of newer events of that
+        resource, not the history's size."""
+        compacted = self._compacted_rv[plural]
+        if since < compacted:
+            raise Gone(f"resourceVersion {since} predates the kept history of {plural} ({compacted}): relist")
         events: _Events = []
-        for event in reversed(self._history):
+        for event in reversed(self._history[plural]):
             if event.rv <= since:
                 break
-            if event.plural == plural:
-                events.append(event)
+            events.append(event)
         events.reverse()
         return events
 
