@@ -22,7 +22,6 @@ The timing of these moves is the replay's (`sim.replay`); this module only write
 from __future__ import annotations
 
 import contextlib
-import copy
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -145,6 +144,12 @@ def _job(meta: JobMeta, objects: list[JSON]) -> Job:
     return Job(meta, objects, templates, min_member, owners=emulated or [])
 
 
+def _without_creation_time(obj: JSON) -> JSON:
+    """`obj` with a metadata that has no creationTimestamp (the store stamps its clock's time)."""
+    meta = {k: v for k, v in obj["metadata"].items() if k != "creationTimestamp"}
+    return {**obj, "metadata": meta}
+
+
 def _owner_labels(pod: JSON, kind: str, index: int) -> None:
     """The labels the owner's controller puts on replica `index` (kept when the scenario wrote them)."""
     labels = pod["metadata"].setdefault("labels", {})
@@ -178,12 +183,8 @@ class Workload:
         """Create the job's objects; `keep_creation`: keep the scenario's creation times (jobs at the start)."""
         job.phase, job.submitted = Phase.PENDING, now
         self.pending += 1
-        objects = copy.deepcopy(job.objects)
-        if not keep_creation:
-            for obj in objects:
-                obj["metadata"].pop("creationTimestamp", None)
-        for obj in objects:
-            self.store.create(obj)
+        for obj in job.objects:         # the store copies what it is given and never changes it
+            self.store.create(obj if keep_creation else _without_creation_time(obj))
 
     def pod_running(self, pod_key: str, now: float) -> bool:
         """Count a pod as running; True when that makes the whole job run (a run starts now)."""
@@ -226,7 +227,7 @@ class Workload:
             job.phase = Phase.LOST
             self.pending -= 1
             return False
-        self.store.create(copy.deepcopy(job.templates[pod_key]))
+        self.store.create(job.templates[pod_key])
         return True
 
     def finish(self, job: Job, now: float) -> None:
