@@ -181,6 +181,24 @@ def test_list_filters_by_namespace_and_selector(
     assert [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items] == want
 
 
+@pytest.mark.parametrize("selector", ["role=worker", "gpu", "role in (leader,worker)", "role=worker,!gpu",
+                                      "role notin (worker)", "!gpu", ""])
+def test_list_by_selector_follows_label_changes_and_deletions(memory: MemoryStore, selector: str) -> None:
+    memory.create(pod("a", labels={"role": "worker", "gpu": "true"}))
+    memory.create(pod("b", labels={"role": "worker"}))
+    memory.create(pod("c", labels={"role": "leader"}))
+    memory.create(pod("d"))
+    memory.patch("pods", "a", "team-a", {"metadata": {"labels": {"gpu": None}}})       # label removed
+    memory.patch("pods", "d", "team-a", {"metadata": {"labels": {"gpu": "true", "role": "worker"}}})
+    memory.update({**memory.get("pods", "c", "team-a"), "metadata": {"name": "c", "namespace": "team-a"}})
+    memory.delete("pods", "b", "team-a", grace_period_seconds=0)
+    everything, _ = memory.list("pods")
+    parsed = memory_module._parse_selector(selector)
+    want = [o["metadata"]["name"] for o in everything
+            if parsed is None or parsed.matches(o["metadata"].get("labels") or {})]
+    assert [o["metadata"]["name"] for o in memory.list("pods", None, selector)[0]] == want
+
+
 def test_list_returns_the_latest_resource_version(store: ClusterStore) -> None:
     store.create(pod("p"))
     last = store.create(podgroup("pg"))

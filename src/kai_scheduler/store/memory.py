@@ -103,6 +103,11 @@ class MemoryStore:
         self._history: dict[str, deque[_Event]] = {plural: deque() for plural in RESOURCES}
         # Per resource: the newest version whose event was dropped from its history.
         self._compacted_rv: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+        # Per resource, label key → the objects that carry it, so a list with a selector that requires a label
+        # (`app=x`, `key`, `key in (…)`) looks at those objects only; objects whose labels are not a mapping
+        # are kept apart and always looked at.
+        self._label_keys: dict[str, dict[str, set[Key]]] = {plural: {} for plural in RESOURCES}
+        self._odd_labels: dict[str, set[Key]] = {plural: set() for plural in RESOURCES}
         self._generated = 0      # names made from metadata.generateName so far
         self._now_text: tuple[float, str] = (float("nan"), "")   # the clock's last reading, formatted
 
@@ -125,7 +130,7 @@ class MemoryStore:
             rv = str(self._rv)
             found = [
                 (key, obj)
-                for key, obj in self._objects[res.plural].items()
+                for key, obj in self._candidates(res.plural, match)
                 if (not scope or key[0] == scope) and (match is None or match.matches(_labels(obj)))
             ]
         found.sort(key=_by_key)
@@ -369,6 +374,34 @@ class MemoryStore:
         for key, obj in sorted(owned, key=_by_key):
             self._commit("bindrequests", key, obj, "DELETED")
 
+    def _candidates(self, plural: str, match: LabelSelector | None) -> Iterable[tuple[Key, JSON]]:
+        """The objects that may match: those carrying the rarest label the selector requires, else all."""
+        objects = self._objects[plural]
+        required = _required_label_keys(match) if match is not None else ()
+        if not required:
+            return objects.items()
+        index = self._label_keys[plural]
+        keys = min((index.get(label, _NO_KEYS) for label in required), key=len) | self._odd_labels[plural]
+        return ((key, objects[key]) for key in keys)
+
+    def _index_labels(self, plural: str, key: Key, obj: JSON, *, adding: bool) -> None:
+        labels = obj["metadata"].get("labels")
+        if not labels:
+            return
+        if not isinstance(labels, dict):
+            (self._odd_labels[plural].add if adding else self._odd_labels[plural].discard)(key)
+            return
+        index = self._label_keys[plural]
+        for label in labels:
+            if adding:
+                index.setdefault(label, set()).add(key)
+            else:
+                holders = index.get(label)
+                if holders is not None:
+                    holders.discard(key)
+                    if not holders:
+                        del index[label]
+
     def _commit(self, plural: str, key: Key, obj: JSON, event_type: EventType) -> JSON:
         """Bump the version, stamp it (and a new object's uid), store or drop the object, record the event."""
         self._rv += 1
@@ -376,10 +409,14 @@ class MemoryStore:
         if event_type == "ADDED" and not meta.get("uid"):
             meta["uid"] = uuid5(f"{obj['kind']}/{key[0]}/{key[1]}/{self._rv}")
         stored = {**obj, "metadata": meta}
+        old = self._objects[plural].get(key)
+        if old is not None:
+            self._index_labels(plural, key, old, adding=False)
         if event_type == "DELETED":
             del self._objects[plural][key]
         else:
             self._objects[plural][key] = stored
+            self._index_labels(plural, key, stored, adding=True)
         history = self._history[plural]
         history.append(_Event(self._rv, plural, event_type, stored))
         if len(history) > self._history_size:
@@ -497,6 +534,16 @@ def _parse_selector(selector: Selector) -> LabelSelector | None:
     if isinstance(selector, str):
         return parse_label_selector_string(selector) if selector.strip() else None
     return selector
+
+
+_NO_KEYS: Final[frozenset[Key]] = frozenset()
+
+
+def _required_label_keys(selector: LabelSelector) -> list[str]:
+    """Label keys an object must carry to match (matchLabels, `In` and `Exists` requirements)."""
+    keys = [key for key, _ in selector.match_labels]
+    keys += [r.key for r in selector.requirements if r.operator in ("In", "Exists")]
+    return keys
 
 
 def _labels(obj: JSON) -> dict[str, str]:

@@ -35,7 +35,14 @@ from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.predicates.labels import LabelColumns
 from kai_scheduler.plugins.predicates.masks import frozen, none_if_all
-from kai_scheduler.plugins.predicates.podaffinity import PodIndex, is_on_node, matches, namespaces_of, session_pods
+from kai_scheduler.plugins.predicates.podaffinity import (
+    PodIndex,
+    anti_affine_pods,
+    is_on_node,
+    matches,
+    namespaces_of,
+    session_pods,
+)
 from kai_scheduler.plugins.predicates.taints import TaintTable
 
 EPSILON = fit.EPSILON
@@ -350,7 +357,7 @@ class Predicates:
         """Pods with anti-affinity, grouped by (term, owner namespace): a term is matched once per task."""
         if self._anti_affine is None:
             self._anti_affine = {}
-            for pod in session_pods(self._snapshot):
+            for pod in anti_affine_pods(self._snapshot):     # the domains found are sets: order is free
                 for term in pod.pod.pod_anti_affinity:
                     self._anti_affine.setdefault((term, pod.namespace), []).append(pod)
         return self._anti_affine

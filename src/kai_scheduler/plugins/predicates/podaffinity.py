@@ -26,6 +26,20 @@ def session_pods(snapshot: Snapshot) -> list[PodInfo]:
     return [pods[uid] for uid in sorted(pods)]
 
 
+def anti_affine_pods(snapshot: Snapshot) -> list[PodInfo]:
+    """The pods of `session_pods` that declare pod anti-affinity, in no particular order: one pass over the
+    pods without building or sorting the whole set (most clusters have none)."""
+    found: dict[str, PodInfo] = {}
+    for node in snapshot.nodes:
+        for uid, pod in node.tasks.items():
+            if pod.pod.pod_anti_affinity:
+                found[uid] = pod
+    for uid, pod in snapshot.tasks.items():
+        if pod.pod.pod_anti_affinity:
+            found[uid] = pod
+    return list(found.values())
+
+
 def namespaces_of(term: PodAffinityTerm, owner: PodInfo) -> tuple[str, ...]:
     return term.namespaces or (owner.namespace,)
 
