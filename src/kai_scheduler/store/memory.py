@@ -31,6 +31,7 @@ injected clock.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 import uuid
@@ -532,8 +533,14 @@ def _show(key: Key) -> str:
 
 def _parse_selector(selector: Selector) -> LabelSelector | None:
     if isinstance(selector, str):
-        return parse_label_selector_string(selector) if selector.strip() else None
+        return _parse_selector_string(selector) if selector.strip() else None
     return selector
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_selector_string(text: str) -> LabelSelector:
+    """Components list with the same few selectors every cycle; a LabelSelector is frozen, so one parse each."""
+    return parse_label_selector_string(text)
 
 
 _NO_KEYS: Final[frozenset[Key]] = frozenset()
