@@ -141,15 +141,15 @@ class Recorder:
         ratio = self.allocated / self.total_gpus if self.total_gpus else 0.0
         row = [self.allocated, ratio, self.idle_unusable, float(pending_jobs), float(running_jobs),
                self._fairness()]
+        allocated = self._tree_allocated()
         s = self.series
         if s.time and s.time[-1] == now:
             self._drop_last()
-        elif s.time and self._same_as_last(row):
+        elif s.time and self._same_as_last(row, allocated):
             return
         s.time.append(now)
         for column, value in zip(CLUSTER_COLUMNS, row, strict=True):
             s.cluster[column].append(round(value, 9))
-        allocated = self._tree_allocated()
         for name, cols in s.queues.items():
             cols["allocated"].append(round(allocated.get(name, 0.0), 9))
             cols["fair_share"].append(round(self.fair_share.get(name, 0.0), 9))
@@ -181,11 +181,10 @@ class Recorder:
             for col in cols.values():
                 col.pop()
 
-    def _same_as_last(self, row: list[float]) -> bool:
+    def _same_as_last(self, row: list[float], allocated: dict[str, float]) -> bool:
         s = self.series
         last = [s.cluster[c][-1] for c in CLUSTER_COLUMNS]
         same = all(_eq(round(a, 9), b) for a, b in zip(row, last, strict=True))
-        allocated = self._tree_allocated()
         return same and all(
             _eq(round(src.get(name, 0.0), 9), cols[column][-1])
             for name, cols in s.queues.items()
