@@ -2,9 +2,9 @@
 
 Replays openb_pod_list_default.csv (8,152 tasks) on openb_node_list_all_node.csv (1,523 nodes) end to end,
 reading the CSVs where they lie (../shared/traces/alibaba-gpu-v2023/), and prints a table: load time, replay
-time, scheduler cycles and cycles per second, the share of time in the scheduler's cycles, and the target
-(≤ 120 s for the whole run). `--profile` writes a pyinstrument profile (if installed) to show where time goes;
-`--sample N` replays a sample for a quick look.
+time, scheduler cycles and cycles per second, the share of time in the scheduler's cycles, the target (≤ 60 s
+for the whole run) and the process's CPU seconds (wall time on a shared box says little). `--profile` writes a
+pyinstrument profile (if installed) to show where time goes; `--sample N` replays a sample for a quick look.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT.parent / "shared" / "traces" / "alibaba-gpu-v2023"
-TARGET_SECONDS = 120.0
+TARGET_SECONDS = 60.0
 
 
 def main() -> int:
@@ -55,6 +55,7 @@ def main() -> int:
         ("load (CSV → objects)", f"{load_s:.1f} s"),
         ("replay", f"{replay_s:.1f} s"),
         ("total", f"{total_s:.1f} s  (target ≤ {TARGET_SECONDS:.0f} s: {verdict})"),
+        ("CPU (whole process)", f"{time.process_time():.1f} s"),
         ("scheduler cycles", f"{s.cycles:,}"),
         ("cycles per second", f"{s.cycles / replay_s:.1f}"),
         ("time in scheduler cycles", f"{cycle_s:.1f} s ({100 * cycle_s / replay_s:.0f} % of the replay)"),
