@@ -8,40 +8,29 @@ sharer could get in one of its groups.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 import numpy as np
 
 from kai_scheduler.api import constants
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
+from kai_scheduler.plugins.base import PluginBase
 
 _EPS = 1e-6
 
 
-class GpuSharingOrder:
+class GpuSharingOrder(PluginBase):
     name = "gpusharingorder"
     _arrays: NodeArrays
     _gpu_memory: points.Scores          # MiB per GPU, KAI's default 100 where a node has no label
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("gpusharingorder", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._arrays = ssn.snapshot.arrays
         memory = self._arrays.gpu_memory
         self._gpu_memory = np.where(memory > 0, memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))
         ssn.add(points.NODE_ORDER, self.node_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores | None:
         """NODE_ORDER: GPU_SHARING on nodes with a shared GPU the task fits in; nothing for other tasks."""

@@ -30,6 +30,7 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
+from kai_scheduler.plugins.base import PluginBase
 from kai_scheduler.plugins.proportion import capacity, division, queue_order, reclaim
 from kai_scheduler.plugins.proportion.queue_order import QueueState, Rank
 
@@ -38,9 +39,10 @@ _GPU = 2   # position of the GPU on the queue axis (cpu, memory, gpu)
 _ALLOCATED_STATUSES = frozenset(s for s in PodStatus if s & ALLOCATED)
 
 
-class Proportion:
+class Proportion(PluginBase):
     """Per-session plugin state. States: built (arguments only) → opened (`on_session_open`: shares computed,
-    callbacks registered; `allocated` then follows every allocate/deallocate of the session)."""
+    callbacks registered; `allocated` then follows every allocate/deallocate of the session). Closing writes
+    nothing back (queue status is the queue controller's job) and the shares stay readable."""
 
     name = "proportion"
 
@@ -87,9 +89,6 @@ class Proportion:
         ssn.add(points.RECLAIM_VICTIM_FILTER, rules.is_victim)
         ssn.add(points.RECLAIM_VALIDATOR, rules.reclaimable)
         ssn.add(points.ON_JOB_SOLUTION_START, rules.job_solution_start)
-
-    def on_session_close(self, ssn: Session) -> None:
-        """Nothing to write back: queue status is the queue controller's job. Shares stay readable."""
 
     # --- opening steps ----------------------------------------------------------------------------------
 

@@ -12,9 +12,6 @@ Trees are built lazily, once per Topology per session (`tree.build`). Arithmetic
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 import numpy as np
 
 from kai_scheduler.api import constants
@@ -23,8 +20,8 @@ from kai_scheduler.cluster.job_info import DEFAULT_POD_SET, JobInfo, Member
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU, describe
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 from kai_scheduler.plugins.topology import scores, subsets, tree
 from kai_scheduler.plugins.topology.subsets import Floats
 
@@ -33,16 +30,11 @@ class TopologyError(Exception):
     """A constraint that cannot be honoured as written (unknown topology or level); the message says why."""
 
 
-class Topology:
+class Topology(PluginBase):
     name = "topology"
     _ssn: Session
     _trees: dict[str, tree.DomainTree | TopologyError]
     _scores: dict[int, Floats]          # id(member) → preferred-level node scores of its last selection
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("topology", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn, self._trees, self._scores = ssn, {}, {}
