@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kai_scheduler.cluster.node_info import GpuGroup, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
-from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.cluster.resources import GPU, gpu_portion
 from kai_scheduler.framework.session import Session
 
 _EPS = 1e-6
@@ -42,7 +42,7 @@ def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool
         return (), False
     node = ssn.snapshot.nodes[row]
     if task.gpu.memory_mib:
-        task.memory_portion = portion(task.gpu.memory_mib, node.gpu_memory_mib)
+        task.memory_portion = gpu_portion(task.gpu.memory_mib, node.gpu_memory_mib)
     candidates = candidates_on(ssn, task, node)
     scores = ssn.gpu_scores(task, row, [c.group for c in candidates])
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])
@@ -91,13 +91,6 @@ def shared_room(ssn: Session) -> dict[int, float]:
         if free > _EPS * memory:
             room[node.row] = free / memory
     return room
-
-
-def portion(memory_mib: int, gpu_memory_mib: float) -> float:
-    """Fraction of one GPU for a memory request: ceil(mem / gpuMem × 100) / 100, at most 1 (§6)."""
-    if gpu_memory_mib <= 0:
-        return 1.0
-    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
 
 
 def _needs_releasing(group: GpuGroup, total: float, need: float) -> bool:
