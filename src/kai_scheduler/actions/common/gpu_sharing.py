@@ -14,7 +14,7 @@ import math
 import uuid
 from dataclasses import dataclass
 
-from kai_scheduler.cluster.node_info import GpuGroup, NodeInfo
+from kai_scheduler.cluster.node_info import GpuGroup, GroupState, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU, gpu_portion
 from kai_scheduler.framework.session import Session
@@ -87,7 +87,7 @@ def shared_room(ssn: Session) -> dict[int, float]:
         if not node.gpu_groups or memory <= 0 or not schedulable[node.row]:
             continue
         free = sum(max(0.0, memory - g.used_memory() + g.releasing_memory())
-                   for g in node.gpu_groups.values() if g.state() != "releasing")
+                   for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
         if free > _EPS * memory:
             room[node.row] = free / memory
     return room
@@ -95,7 +95,7 @@ def shared_room(ssn: Session) -> dict[int, float]:
 
 def _needs_releasing(group: GpuGroup, total: float, need: float) -> bool:
     """The group takes the task only once releasing sharers are gone, or its device is itself pipelined."""
-    return group.state() == "pipelined" or total - group.used_memory() - need < -_EPS
+    return group.state() is GroupState.PIPELINED or total - group.used_memory() - need < -_EPS
 
 
 def _new_group_id(node: NodeInfo, task: PodInfo, index: int) -> str:

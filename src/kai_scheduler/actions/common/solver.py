@@ -31,7 +31,7 @@ from kai_scheduler.actions.common.budget import JobBudget
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
 from kai_scheduler.actions.common.victims import Batch, VictimQueue
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.cluster.node_info import NodeInfo
+from kai_scheduler.cluster.node_info import GroupState, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework import points
@@ -264,7 +264,7 @@ class _JobSolver:
         node = self.ssn.snapshot.node_by_name[node_name]
         need = task.request.copy()
         need[GPU] += sum(1 for g in task.placement.gpu_groups
-                         if g in node.gpu_groups and node.gpu_groups[g].state() == "releasing")
+                         if g in node.gpu_groups and node.gpu_groups[g].state() is GroupState.RELEASING)
         if not _shared_room_in_place(task, node):
             return False
         return bool((self.ssn.snapshot.arrays.free[node.row] >= need - _EPS).all())

@@ -17,6 +17,7 @@ import numpy as np
 from kai_scheduler.api import constants
 from kai_scheduler.api.podgroup import TopologyConstraint
 from kai_scheduler.cluster.job_info import DEFAULT_POD_SET, JobInfo, Member
+from kai_scheduler.cluster.node_info import GroupState
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU, describe
 from kai_scheduler.framework import points
@@ -152,7 +153,7 @@ class Topology(PluginBase):
             if node.gpu_groups and nodes[node.row]:
                 total = node.gpu_memory_mib
                 room[node.row] = sum(max(0.0, total - g.used_memory() + g.releasing_memory()) / total
-                                     for g in node.gpu_groups.values() if g.state() != "releasing")
+                                     for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
         return room
 
     def _gpu_slots(self, task: PodInfo, nodes: points.Mask) -> Floats:
@@ -172,7 +173,7 @@ class Topology(PluginBase):
                 slots[node.row] += sum(
                     np.floor(max(0.0, node.gpu_memory_mib - g.used_memory() + g.releasing_memory()) / need_here
                              + 1e-9)
-                    for g in node.gpu_groups.values() if g.state() != "releasing")
+                    for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
         out: Floats = np.floor(slots / task.gpu.num_devices)
         return out
 
