@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 
 Vector = npt.NDArray[np.float64]
 
@@ -62,7 +63,7 @@ def gpu_portion(memory_mib: float, gpu_memory_mib: float) -> float:
     queue capacity check."""
     if gpu_memory_mib <= 0:
         return 1.0
-    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
+    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - tolerance.ROUNDING) / 100)
 
 
 def describe(name: str, amount: float) -> str:

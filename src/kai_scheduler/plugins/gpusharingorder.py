@@ -11,14 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
 from kai_scheduler.plugins.base import PluginBase
-
-_EPS = 1e-6
 
 
 class GpuSharingOrder(PluginBase):
@@ -37,6 +36,6 @@ class GpuSharingOrder(PluginBase):
         if not task.gpu.is_shared:
             return None
         per_device = task.gpu.memory_mib or task.gpu.fraction * self._gpu_memory
-        fits = self._arrays.shared_free >= per_device - _EPS
+        fits = self._arrays.shared_free >= per_device - tolerance.RESOURCE
         out: points.Scores = np.where(fits, scores.GPU_SHARING, 0.0)
         return out

@@ -24,6 +24,7 @@ import numpy as np
 from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.selectors import NodeSelectorTerm, PodAffinityTerm, Taint, Toleration
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
@@ -37,7 +38,6 @@ from kai_scheduler.plugins.predicates.masks import frozen, none_if_all
 from kai_scheduler.plugins.predicates.podaffinity import PodIndex, is_on_node, matches, namespaces_of, session_pods
 from kai_scheduler.plugins.predicates.taints import TaintTable
 
-EPSILON = fit.EPSILON
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
@@ -112,7 +112,7 @@ class Predicates(PluginBase):
         self._ready_ok = none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
         self._has_gpu_memory = frozen(self._arrays.gpu_memory > 0)
         self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
-        self._max_allocatable_eps = self._max_allocatable + EPSILON
+        self._max_allocatable_eps = self._max_allocatable + tolerance.RESOURCE
         self._largest_gpu_memory = float(self._arrays.gpu_memory.max(initial=0.0))
         self._static_by_key, self._static_by_task = {}, {}
         self._pods = self._anti_affine = None

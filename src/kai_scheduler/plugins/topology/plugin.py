@@ -16,6 +16,7 @@ import numpy as np
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.podgroup import TopologyConstraint
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import DEFAULT_POD_SET, JobInfo, Member
 from kai_scheduler.cluster.node_info import GroupState
 from kai_scheduler.cluster.pod_info import PodInfo
@@ -163,16 +164,16 @@ class Topology(PluginBase):
         labelled = arrays.gpu_memory > 0
         memory = np.where(labelled, arrays.gpu_memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))
         need = np.full(len(nodes), float(task.gpu.memory_mib)) if task.gpu.memory_mib else task.gpu.fraction * memory
-        per_gpu = np.floor(memory / need + 1e-9)
+        per_gpu = np.floor(memory / need + tolerance.RESOURCE)
         if task.gpu.memory_mib:
             per_gpu = np.where(labelled, per_gpu, 0.0)
-        slots: Floats = np.floor(arrays.free[:, GPU] + 1e-9) * per_gpu
+        slots: Floats = np.floor(arrays.free[:, GPU] + tolerance.RESOURCE) * per_gpu
         for node in snapshot.nodes:
             if node.gpu_groups and nodes[node.row] and per_gpu[node.row] > 0:
                 need_here = node.task_gpu_memory(task)
                 slots[node.row] += sum(
                     np.floor(max(0.0, node.gpu_memory_mib - g.used_memory() + g.releasing_memory()) / need_here
-                             + 1e-9)
+                             + tolerance.RESOURCE)
                     for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
         out: Floats = np.floor(slots / task.gpu.num_devices)
         return out
