@@ -15,24 +15,24 @@ that removes it. Every check answers for all nodes at once:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Self
 
 import numpy as np
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.selectors import NodeSelectorTerm, PodAffinityTerm, Taint, Toleration
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
 from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import fit, points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 from kai_scheduler.plugins.predicates.labels import LabelColumns
 from kai_scheduler.plugins.predicates.masks import frozen, none_if_all
 from kai_scheduler.plugins.predicates.podaffinity import (
@@ -45,7 +45,6 @@ from kai_scheduler.plugins.predicates.podaffinity import (
 )
 from kai_scheduler.plugins.predicates.taints import TaintTable
 
-EPSILON = fit.EPSILON
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
@@ -89,7 +88,7 @@ class NodeView:
     def of(cls, snapshot: Snapshot) -> NodeView:
         nodes, arrays = snapshot.nodes, snapshot.arrays
         max_allocatable = arrays.allocatable.max(axis=0, initial=0.0)
-        max_allocatable_eps = max_allocatable + EPSILON
+        max_allocatable_eps = max_allocatable + tolerance.RESOURCE
         max_allocatable.flags.writeable = max_allocatable_eps.flags.writeable = False
         return cls(
             labels=LabelColumns([n.node for n in nodes]),
@@ -104,7 +103,7 @@ class NodeView:
         )
 
 
-class Predicates:
+class Predicates(PluginBase):
     name = "predicates"
     constraint_evaluations: int          # per session: constraint keys evaluated (misses of the node view)
     _snapshot: Snapshot
@@ -122,11 +121,6 @@ class Predicates:
     _static_by_task: dict[PodUID, StaticMasks]
     _pods: PodIndex | None               # built on the first task with pod (anti-)affinity
     _anti_affine: dict[tuple[PodAffinityTerm, str], list[PodInfo]] | None
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("predicates", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._open(ssn.snapshot)
