@@ -75,6 +75,7 @@ class SaturationRun:
     points: list[Point] = field(default_factory=list)
     cycles: int = 0
     wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0        # of this process: what the run costs when others share the machine
 
     def at(self, arrived: float, values: Sequence[float] | None = None) -> float:
         """A series (default: the unallocated share) read at an arrived demand, linear between points;
@@ -98,6 +99,7 @@ class SaturationRun:
             "failed_tasks": last.failed,
             "cycles": self.cycles,
             "wall_seconds": round(self.wall_seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
         }
 
 
@@ -172,7 +174,7 @@ class Saturation:
 
     def run(self, progress: Callable[[float], None] | None = None) -> SaturationRun:
         """Submit the tasks `per_cycle` at a time, a cycle after each batch; a point after each cycle."""
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         first = self.scheduler.snapshot()
         total = float(state.matrix(first).sum())
         out = SaturationRun(self.name, self.label, total)
@@ -198,6 +200,7 @@ class Saturation:
             if progress is not None:
                 progress(out.points[-1].arrived)
         out.wall_seconds = time.perf_counter() - started
+        out.cpu_seconds = time.process_time() - cpu
         return out
 
     def _point(self, snap: Snapshot, total: float, asked: float, tasks: int, failed: int) -> Point:

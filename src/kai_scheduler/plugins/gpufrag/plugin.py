@@ -181,6 +181,9 @@ class GpuFrag:
         where a device holds it at all."""
         n, slots = free.shape
         fits = free >= per_device - EPS                               # (rows, slots): devices that hold it
+        # Devices with the same free fraction are the same choice: try the first of each only.
+        same = np.abs(free[:, :, None] - free[:, None, :]) <= EPS
+        fits &= ~(same & np.tri(slots, slots, -1, dtype=bool)).any(axis=2)     # [j, k]: k before j
         pair_row, pair_slot = np.nonzero(fits)
         trial = free[pair_row].copy()                                 # one candidate placement per pair
         trial[np.arange(pair_row.size), pair_slot] -= per_device

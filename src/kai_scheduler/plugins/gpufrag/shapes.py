@@ -40,6 +40,10 @@ class ShapeKey:
 
 def of_task(task: PodInfo, max_gpu_memory: float) -> ShapeKey:
     """The shape of one task."""
+    return ShapeKey(*_fields(task, max_gpu_memory))
+
+
+def _fields(task: PodInfo, max_gpu_memory: float) -> tuple[float, float, int, float, Constraint]:
     gpu = task.gpu
     if gpu.whole:
         devices, per_device = gpu.whole, 1.0
@@ -53,15 +57,17 @@ def of_task(task: PodInfo, max_gpu_memory: float) -> ShapeKey:
     else:
         devices, per_device = 0, 0.0
     pod = task.pod
-    constraint = (tuple(sorted(pod.node_selector.items())), pod.node_affinity)
-    return ShapeKey(float(task.request[CPU]), float(task.request[MEMORY]), devices, per_device, constraint)
+    selector = tuple(sorted(pod.node_selector.items())) if pod.node_selector else ()
+    request = task.request
+    return float(request[CPU]), float(request[MEMORY]), devices, per_device, (selector, pod.node_affinity)
 
 
 def learned(tasks: Iterable[PodInfo], max_gpu_memory: float, limit: int) -> list[tuple[ShapeKey, float]]:
     """The `limit` most common shapes among `tasks`, with their counts; ties by shape (deterministic)."""
-    counts = Counter(of_task(t, max_gpu_memory) for t in tasks)
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], _order(kv[0])))
-    return [(key, float(n)) for key, n in ranked[:limit]]
+    counts = Counter(_fields(t, max_gpu_memory) for t in tasks)     # plain tuples: one hash per task
+    keys = [(ShapeKey(*fields), float(n)) for fields, n in counts.items()]
+    ranked = sorted(keys, key=lambda kv: (-kv[1], _order(kv[0])))
+    return ranked[:limit]
 
 
 def _order(key: ShapeKey) -> tuple[float, float, int, float, str]:

@@ -1,0 +1,118 @@
+"""The saturation experiment, three placement policies × seeds: `.venv/bin/python bench/bench_saturate.py`.
+
+Fills the cluster of openb_node_list_all_node.csv (1,523 nodes, 6,212 GPUs) with tasks drawn from
+openb_pod_list_default.csv until they ask for 1.3× its GPUs (`kai simulate --saturate`, docs/simulate.md), under
+examples/config/gpupack.yaml (KAI's default placement), gpuspread.yaml and gpufrag.yaml, the same draw per seed
+for all three. Prints, per seed and policy, the share of GPUs left unallocated at arrived demand 0.8 … 1.3
+(`at 1.0` is `unallocated_gpu_ratio_at_full`), the expected fragmentation at 1.0 and the wall time; then per
+policy the mean over seeds, gpufrag against gpupack at 1.0 (goal ≤ 0.6×), whether gpufrag is lower than gpupack
+at every level from 0.8 to 1.3 on every seed, and the replay time against its target (≤ 60 s). Each run in a
+process of its own, one after the other. `--json FILE` keeps every point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT.parent / "shared" / "traces" / "alibaba-gpu-v2023"
+POLICIES = ("gpupack", "gpuspread", "gpufrag")
+LEVELS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
+GOAL_RATIO = 0.6
+TARGET_SECONDS = 60.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", default=str(TRACES / "openb_pod_list_default.csv"))
+    parser.add_argument("--nodes", default=str(TRACES / "openb_node_list_all_node.csv"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--until-demand", default="1.3")
+    parser.add_argument("--arrivals-per-cycle", default="100")
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    parser.add_argument("--json", metavar="FILE", help="write every run's saturation JSON here")
+    args = parser.parse_args()
+
+    results: dict[tuple[int, str], dict[str, object]] = {}
+    for seed in args.seeds:
+        for policy in args.policies:
+            results[(seed, policy)] = _run(args, seed, policy)
+            print(f"seed {seed} {policy}: done in {results[(seed, policy)]['wall_seconds']:.1f} s", file=sys.stderr)
+    if args.json:
+        Path(args.json).write_text(json.dumps({f"{p} seed {s}": r for (s, p), r in results.items()}, indent=1))
+    _print(args, results)
+    return 0
+
+
+def _run(args: argparse.Namespace, seed: int, policy: str) -> dict[str, object]:
+    argv = [sys.executable, "-m", "kai_scheduler.cli", "simulate", "--trace", args.pods, "--nodes", args.nodes,
+            "--saturate", "--seed", str(seed), "--until-demand", args.until_demand, "--config",
+            str(ROOT / "examples" / "config" / f"{policy}.yaml"), "-o", "json", "--no-report", "--no-progress"]
+    if args.arrivals_per_cycle:
+        argv += ["--arrivals-per-cycle", args.arrivals_per_cycle]
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{policy} seed {seed}: kai simulate failed: {done.stderr.strip()}")
+    out: dict[str, object] = json.loads(done.stdout)["saturation"]
+    out["process_seconds"] = time.perf_counter() - started
+    return out
+
+
+def _at(run: dict[str, object], level: float, key: str = "unallocated_gpu_ratio") -> float:
+    xs, ys = run["arrived"], run[key]
+    assert isinstance(xs, list) and isinstance(ys, list)
+    if not xs or level > xs[-1] + 1e-12:
+        return math.nan
+    for i in range(1, len(xs)):
+        if xs[i] >= level:
+            x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+            return float(y0 + (y1 - y0) * (level - x0) / (x1 - x0)) if x1 > x0 else float(y1)
+    return float(ys[-1])
+
+
+def _pct(value: float) -> str:
+    return "-" if math.isnan(value) else f"{100 * value:.2f}"
+
+
+def _print(args: argparse.Namespace, results: dict[tuple[int, str], dict[str, object]]) -> None:
+    head = ["seed", "policy", *(f"@{level:g}" for level in LEVELS), "frag@1", "failed", "cycles", "wall s", "CPU s"]
+    print(f"Saturation: {Path(args.pods).name} on {Path(args.nodes).name}, demand to {args.until_demand}× the "
+          "cluster's GPUs; unallocated GPUs in % of the cluster's at each arrived demand")
+    print(" | ".join(head))
+    print(" | ".join("---" for _ in head))
+    for (seed, policy), run in results.items():
+        cells = [str(seed), policy, *(_pct(_at(run, level)) for level in LEVELS),
+                 _pct(_at(run, 1.0, "fragmentation_ratio")), str(run["failed_tasks"]), str(run["cycles"]),
+                 f"{run['wall_seconds']:.1f}", f"{run['cpu_seconds']:.1f}"]
+        print(" | ".join(cells))
+    print()
+    seeds = sorted({s for s, _ in results})
+    print("policy | mean unallocated @1.0 (%) | mean wall s | mean CPU s | target ≤ 60 s (CPU)")
+    print("--- | --- | --- | --- | ---")
+    means = {}
+    for policy in args.policies:
+        runs = [results[(s, policy)] for s in seeds]
+        means[policy] = sum(_at(r, 1.0) for r in runs) / len(runs)
+        wall = sum(float(str(r["wall_seconds"])) for r in runs) / len(runs)
+        cpu = sum(float(str(r["cpu_seconds"])) for r in runs) / len(runs)
+        print(f"{policy} | {_pct(means[policy])} | {wall:.1f} | {cpu:.1f} | "
+              f"{'met' if cpu <= TARGET_SECONDS else 'not met'}")
+    if "gpupack" in means and "gpufrag" in means:
+        ratio = means["gpufrag"] / means["gpupack"] if means["gpupack"] > 0 else math.nan
+        lower = all(_at(results[(s, "gpufrag")], level) < _at(results[(s, "gpupack")], level)
+                    for s in seeds for level in LEVELS)
+        print()
+        print(f"gpufrag / gpupack unallocated @1.0: {ratio:.3f} (goal ≤ {GOAL_RATIO}: "
+              f"{'met' if ratio <= GOAL_RATIO else 'not met'}); gpufrag lower at every level 0.8-1.3 on every "
+              f"seed: {'yes' if lower else 'no'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
