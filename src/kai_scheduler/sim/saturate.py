@@ -41,6 +41,7 @@ from kai_scheduler.plugins.gpufrag import measure, state
 from kai_scheduler.scenario import build as scenario_build
 from kai_scheduler.scenario.entry import Where
 from kai_scheduler.scenario.source import Lines
+from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import Scheduler
 from kai_scheduler.sim import trace, workload
 from kai_scheduler.store.interface import JSON, NotFound
@@ -182,17 +183,8 @@ class Saturation:
         asked, failed = 0.0, 0
         for start in range(0, len(self.jobs), self.per_cycle):
             batch = self.jobs[start:start + self.per_cycle]
-            for job in batch:
-                for obj in job.objects:
-                    obj["metadata"].pop("creationTimestamp", None)      # stamped now, in arrival order
-                    self.store.create(obj)
-            result = self.scheduler.run_once()
-            self.binder.reconcile()
-            placed = {op.task.key for op in result.operations}
-            for job in batch:
-                if not all(key in placed for key in job.templates):
-                    failed += 1
-                    self._withdraw(job)
+            result, withdrawn = self.step(batch)
+            failed += withdrawn
             asked += sum(self._asked[start:start + len(batch)])
             out.cycles += 1
             out.points.append(self._point(result.snapshot, total, asked, start + len(batch), failed))
@@ -202,6 +194,25 @@ class Saturation:
         out.wall_seconds = time.perf_counter() - started
         out.cpu_seconds = time.process_time() - cpu
         return out
+
+    def submit(self, jobs: Sequence[workload.Job]) -> None:
+        """The jobs' PodGroups and pods arrive now."""
+        for job in jobs:
+            for obj in job.objects:
+                obj["metadata"].pop("creationTimestamp", None)      # stamped now, in arrival order
+                self.store.create(obj)
+
+    def step(self, jobs: Sequence[workload.Job]) -> tuple[CycleResult, int]:
+        """`jobs` arrive; one scheduling cycle, then the binder; the jobs it did not place are withdrawn.
+        Returns the cycle's result and how many were withdrawn."""
+        self.submit(jobs)
+        result = self.scheduler.run_once()
+        self.binder.reconcile()
+        placed = {op.task.key for op in result.operations}
+        withdrawn = [job for job in jobs if not all(key in placed for key in job.templates)]
+        for job in withdrawn:
+            self._withdraw(job)
+        return result, len(withdrawn)
 
     def _point(self, snap: Snapshot, total: float, asked: float, tasks: int, failed: int) -> Point:
         free = state.matrix(snap)
