@@ -131,3 +131,13 @@ def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.C
     assert code != 0
     assert message in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("policy", ["gpupack", "gpuspread", "gpufrag"])
+def test_the_example_configurations_load_with_allocate_only(policy: str) -> None:
+    from kai_scheduler.scheduler import config_file
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "config" / f"{policy}.yaml"
+    config = config_file.load(config_file.read(str(path)))
+    assert config.actions == ("allocate",)
+    assert policy in [p.name for p in config.plugins()]
