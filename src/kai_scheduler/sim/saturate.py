@@ -10,7 +10,8 @@ play no part: what is measured is placement.
 
 The real scheduler (the configuration's plugins, its actions), and the binder, run over the in-memory store.
 `per_cycle` tasks arrive before each scheduling cycle (a cluster whose arrivals come faster than its schedule
-period places several per cycle, in arrival order); 1 is one cycle per task.
+period places several per cycle; they arrive in one second, so the cycle takes them in its job order, by UID
+among equals); 1 is one cycle per task.
 
 After each cycle a point records, as shares of the cluster's GPUs: the demand arrived so far, the GPUs
 allocated, the GPUs unallocated (1 − allocated), and the expected fragmentation of the cluster for the
