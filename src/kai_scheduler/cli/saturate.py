@@ -7,10 +7,14 @@ import argparse
 import importlib.util
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api.errors import UserError
+
+if TYPE_CHECKING:
+    from kai_scheduler.sim.saturate import SaturationRun
 
 DEFAULT_CONFIG: dict[str, Any] = {"actions": "allocate"}     # KAI's plugins, placement only
 LEVELS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
@@ -103,8 +107,8 @@ def _labels(paths: list[str]) -> list[str]:
     return list(paths) if len(set(paths)) == len(paths) else [f"{s} ({c})" for s, c in zip(stems, "AB", strict=False)]
 
 
-def _progress(label: str) -> Any:
-    shown = [-1]
+def _progress(label: str) -> Callable[[float], None]:
+    shown = [-1]         # the last whole percent printed
 
     def show(arrived: float) -> None:
         percent = int(arrived * 100)
@@ -115,7 +119,7 @@ def _progress(label: str) -> Any:
     return show
 
 
-def _print_table(runs: list[Any]) -> None:
+def _print_table(runs: list[SaturationRun]) -> None:
     from rich.table import Table
 
     from kai_scheduler.cli import render
