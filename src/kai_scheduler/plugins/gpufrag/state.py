@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from kai_scheduler.cluster.node_info import NodeInfo
+from kai_scheduler.cluster.node_info import GroupState, NodeInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.plugins.gpufrag.measure import EPS, Floats
@@ -35,7 +35,7 @@ def node_free(node: NodeInfo, slots: int) -> Floats:
     if node.gpu_groups:
         memory = node.gpu_memory_mib
         for group in node.gpu_groups.values():
-            if group.state() != "releasing":
+            if group.state() is not GroupState.RELEASING:
                 held = group.used_memory() - group.releasing_memory()
                 shared.append(min(1.0, max(0.0, 1.0 - held / memory)))
     values = [1.0] * whole + sorted(shared, reverse=True)
