@@ -35,6 +35,7 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.resources import CPU, MEMORY
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.config import SchedulerConfig
@@ -84,7 +85,7 @@ class SaturationRun:
         NaN outside the points."""
         xs = [p.arrived for p in self.points]
         ys = list(values) if values is not None else [p.unallocated for p in self.points]
-        if not xs or arrived < xs[0] - 1e-12 or arrived > xs[-1] + 1e-12:
+        if not xs or arrived < xs[0] - tolerance.SHARE or arrived > xs[-1] + tolerance.SHARE:
             return math.nan
         return float(np.interp(arrived, xs, ys))
 
@@ -122,11 +123,11 @@ def draw(tasks: Sequence[trace.Task], total_gpus: float, until_demand: float, se
     target = until_demand * total_gpus
     out: list[trace.Task] = []
     asked = 0.0
-    while asked < target - 1e-9:
+    while asked < target - tolerance.SHARE:
         for i in rng.integers(0, len(tasks), size=1024).tolist():
             out.append(tasks[i])
             asked += gpus[i]
-            if asked >= target - 1e-9:
+            if asked >= target - tolerance.SHARE:
                 break
     return out
 

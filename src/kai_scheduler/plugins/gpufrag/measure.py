@@ -24,10 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kai_scheduler.cluster import tolerance
+
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 
-EPS = 1e-6      # float slack: free fractions are differences of sums of parsed quantities
+EPS = tolerance.RESOURCE      # free fractions are differences of sums of parsed quantities
 
 
 @dataclass(frozen=True, slots=True)

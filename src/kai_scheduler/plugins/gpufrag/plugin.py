@@ -36,6 +36,7 @@ from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 from kai_scheduler.plugins.gpufrag import measure, shapes, state
 from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
 
@@ -44,7 +45,7 @@ DEFAULT_MAX_SHAPES: Final = 64
 _ARGUMENTS = ("maxShapes", "shapes")
 
 
-class GpuFrag:
+class GpuFrag(PluginBase):
     name = "gpufrag"
     _snapshot: Snapshot
     _arrays: NodeArrays
@@ -92,9 +93,6 @@ class GpuFrag:
         ssn.add(points.GPU_ORDER, self.gpu_order)
         ssn.add(points.ON_ALLOCATE, self.task_changed)
         ssn.add(points.ON_DEALLOCATE, self.task_changed)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     # --- keeping the node state -------------------------------------------------------------------------
 
