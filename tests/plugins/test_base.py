@@ -9,7 +9,7 @@ from kai_scheduler.plugins import registry
 from kai_scheduler.plugins.base import PluginBase
 
 # Plugins that read arguments; every other one takes none.
-WITH_ARGUMENTS = {"minruntime", "nodeplacement", "proportion"}
+WITH_ARGUMENTS = {"gpufrag", "minruntime", "nodeplacement", "proportion"}
 ARGUMENTLESS = sorted(set(registry.BUILDERS) - WITH_ARGUMENTS)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api.duration import DurationError, describe_duration, parse_duration
 from kai_scheduler.api.errors import UserError
+from kai_scheduler.cli import saturate
 
 if TYPE_CHECKING:
     from kai_scheduler.scenario import Scenario
@@ -55,6 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
                         "horizon: --until, or when the last job would end if none waited; and peak allocation)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    saturate.add_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -64,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     from kai_scheduler.scheduler.config_file import load as load_config
     from kai_scheduler.sim import progress, replay, report
 
+    if args.saturate:
+        return saturate.run(args)
+    saturate.check_unused(args)
     if not args.no_report and importlib.util.find_spec("matplotlib") is None:
         raise UserError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
     loaded = _load(args)

@@ -23,6 +23,7 @@ from kai_scheduler.plugins import (
     subgrouporder,
     taskorder,
 )
+from kai_scheduler.plugins.gpufrag import plugin as gpufrag
 from kai_scheduler.plugins.predicates import plugin as predicates
 from kai_scheduler.plugins.proportion import plugin as proportion
 from kai_scheduler.plugins.topology import plugin as topology
@@ -45,6 +46,7 @@ BUILDERS: Mapping[str, Builder] = {
     "gpupack": gpupack.GpuPack.from_args,
     "gpuspread": gpuspread.GpuSpread.from_args,
     "gpusharingorder": gpusharingorder.GpuSharingOrder.from_args,
+    "gpufrag": gpufrag.GpuFrag.from_args,
     "topology": topology.Topology.from_args,
     "minruntime": minruntime.MinRuntime.from_args,
 }

@@ -1,0 +1,229 @@
+"""gpufrag: place each task where the cluster's expected GPU fragmentation grows least (FGD, Weng et al.,
+"Beware of Fragmentation", USENIX ATC '23). Not a KAI plugin: this scheduler's own, off unless configured.
+
+The measure (`measure`): a node's fragmentation for a task shape is the free GPU capacity on it that the shape
+cannot use; its expected fragmentation weighs that by the shapes' popularity in the workload (`shapes`: learned
+from the snapshot's pods, or the `shapes` argument). For each candidate node the plugin computes the expected
+fragmentation after the task lands there, on the device choice that adds least, minus the node's fragmentation
+now:
+
+- NODE_ORDER: `FRAGMENTATION * (Δmax - Δ) / (Δmax - Δmin)` over the candidates (FRAGMENTATION on all when every
+  Δ is equal): the node whose fragmentation grows least scores highest. It sits between resourcetype (10) and
+  nodeavailability (1000), so binpack (at most 9) only breaks near-ties; configure it instead of gpupack,
+  gpuspread, gpusharingorder and nodeplacement's GPU binpack, whose scores would pull the other way.
+- GPU_ORDER: for a shared-GPU task on the chosen node, `-Δ` of each candidate device (an existing GPU group or
+  a whole free one), so the device that strands least is taken.
+
+Whole-GPU tasks take any whole free devices (they are alike); a shared task asking for several devices is
+scored by taking its devices one at a time, each where it adds least. The node state (per-device free fractions
+and each node's expected fragmentation) is built once per session and kept per node as tasks are allocated and
+deallocated in it, so a task costs a few vector operations over the candidate nodes.
+
+Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, Self
+
+import numpy as np
+
+from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.resources import CPU, GPU, MEMORY
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import points
+from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
+from kai_scheduler.plugins.gpufrag import measure, shapes, state
+from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
+
+FRAGMENTATION: Final = 100.0
+DEFAULT_MAX_SHAPES: Final = 64
+_ARGUMENTS = ("maxShapes", "shapes")
+
+
+class GpuFrag(PluginBase):
+    name = "gpufrag"
+    _snapshot: Snapshot
+    _arrays: NodeArrays
+    _shapes: Shapes
+    _eligible: Bools | None          # (nodes, shapes), None: every node
+    _free: Floats                    # (nodes, slots): per-device free fractions
+    _before: Floats                  # (nodes,): expected fragmentation now
+    _dirty: set[int]                 # rows whose tasks changed since `_free`/`_before` were computed
+    _rows: dict[str, int]            # task uid → row, for tasks allocated in this session
+
+    def __init__(self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int) -> None:
+        self.given = given
+        self.max_shapes = max_shapes
+
+    @classmethod
+    def from_args(cls, arguments: Mapping[str, str]) -> Self:
+        for key in sorted(arguments):
+            if key not in _ARGUMENTS:
+                raise ConfigError(f"plugin gpufrag: unknown argument {key!r}; known: {', '.join(_ARGUMENTS)}")
+        given = None
+        if "shapes" in arguments:
+            try:
+                given = shapes.parse(str(arguments["shapes"]))
+            except ValueError as err:
+                raise ConfigError(f"plugin gpufrag argument shapes: {err}") from None
+        raw = arguments.get("maxShapes", str(DEFAULT_MAX_SHAPES))
+        try:
+            max_shapes = int(raw)
+        except ValueError:
+            max_shapes = 0
+        if max_shapes < 1:
+            raise ConfigError(f"plugin gpufrag argument maxShapes: expected a whole number above 0, got {raw!r}")
+        return cls(given, max_shapes)
+
+    def on_session_open(self, ssn: Session) -> None:
+        snap = self._snapshot = ssn.snapshot
+        self._arrays = snap.arrays
+        weighted = self.given or shapes.learned(snap.tasks.values(), snap.max_gpu_memory, self.max_shapes)
+        self._shapes = shapes.to_shapes(weighted)
+        self._eligible = shapes.eligibility([k for k, _ in weighted], snap.nodes)
+        self._free = state.matrix(snap)
+        self._before = self._expected(self._free, slice(None))
+        self._dirty, self._rows = set(), {}
+        ssn.add(points.NODE_ORDER, self.node_order)
+        ssn.add(points.GPU_ORDER, self.gpu_order)
+        ssn.add(points.ON_ALLOCATE, self.task_changed)
+        ssn.add(points.ON_DEALLOCATE, self.task_changed)
+
+    # --- keeping the node state -------------------------------------------------------------------------
+
+    def task_changed(self, task: PodInfo) -> None:
+        """ON_ALLOCATE / ON_DEALLOCATE: the task's node (now, or where it was allocated) is recomputed on use."""
+        node = self._snapshot.node_by_name.get(task.placement.node)
+        if node is not None:
+            self._rows[str(task.uid)] = node.row
+            self._dirty.add(node.row)
+        elif (row := self._rows.pop(str(task.uid), None)) is not None:
+            self._dirty.add(row)
+        else:                          # deallocated from a node this session never saw it on: recompute all
+            self._dirty.update(range(len(self._snapshot.nodes)))
+
+    def _refresh(self) -> None:
+        if not self._dirty:
+            return
+        rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
+        slots = self._free.shape[1]
+        for row in rows.tolist():
+            self._free[row] = state.node_free(self._snapshot.nodes[row], slots)
+        self._before[rows] = self._expected(self._free[rows], rows)
+        self._dirty.clear()
+
+    def _expected(self, free: Floats, rows: slice | np.ndarray, cpu: Floats | None = None,
+                  memory: Floats | None = None) -> Floats:
+        """Expected fragmentation of `rows` with per-device `free` (rows, …, slots) and CPU/memory free."""
+        arrays = self._arrays
+        cpu_free = arrays.free[rows, CPU] if cpu is None else cpu
+        memory_free = arrays.free[rows, MEMORY] if memory is None else memory
+        eligible = None if self._eligible is None else self._eligible[rows]
+        extra = free.ndim - 1 - np.ndim(cpu_free)      # placement axes between rows and slots
+        if extra:
+            cpu_free = np.expand_dims(cpu_free, tuple(range(1, 1 + extra)))
+            memory_free = np.expand_dims(memory_free, tuple(range(1, 1 + extra)))
+            if eligible is not None:
+                eligible = np.expand_dims(eligible, tuple(range(1, 1 + extra)))
+        return measure.expected(self._shapes, free, cpu_free, memory_free, eligible)
+
+    # --- scoring ----------------------------------------------------------------------------------------
+
+    def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores | None:
+        """NODE_ORDER: FRAGMENTATION where the expected fragmentation grows least, scaled down to 0 where most."""
+        rows = np.flatnonzero(candidates)
+        if rows.size == 0:
+            return None
+        self._refresh()
+        delta = self.growth(task, rows)
+        finite = np.isfinite(delta)
+        out = np.zeros(len(candidates))
+        if not finite.any():
+            return out
+        low, high = float(delta[finite].min()), float(delta[finite].max())
+        scaled = np.full(rows.size, FRAGMENTATION) if high - low <= EPS else \
+            FRAGMENTATION * (high - delta) / (high - low)
+        out[rows] = np.where(finite, scaled, 0.0)
+        return out
+
+    def growth(self, task: PodInfo, rows: np.ndarray) -> Floats:
+        """Per row: the least growth of the expected fragmentation if `task` lands there (inf: it cannot)."""
+        cpu = self._arrays.free[rows, CPU] - task.request[CPU]
+        memory = self._arrays.free[rows, MEMORY] - task.request[MEMORY]
+        free = self._free[rows]
+        possible = np.ones(rows.size, dtype=bool)
+        gpu = task.gpu
+        if gpu.is_shared:
+            per_device = self._per_device(task)
+            for _ in range(gpu.num_devices):
+                free, ok = self._best_device(free, rows, cpu, memory, per_device)
+                possible &= ok
+        elif gpu.whole or task.request[GPU] > 0:
+            count = gpu.whole or round(float(task.request[GPU]))
+            whole = free >= 1.0 - EPS
+            taken = whole & (np.cumsum(whole, axis=1) <= count)
+            free = np.where(taken, 0.0, free)
+            possible &= whole.sum(axis=1) >= count
+        after = self._expected(free, rows, cpu, memory)
+        out: Floats = np.where(possible, after - self._before[rows], np.inf)
+        return out
+
+    def _best_device(self, free: Floats, rows: np.ndarray, cpu: Floats, memory: Floats,
+                     per_device: float) -> tuple[Floats, Bools]:
+        """`free` with one device of `per_device` taken on each row where it strands least, and the rows
+        where a device holds it at all."""
+        n, slots = free.shape
+        fits = free >= per_device - EPS                               # (rows, slots): devices that hold it
+        # Devices with the same free fraction are the same choice: try the first of each only.
+        same = np.abs(free[:, :, None] - free[:, None, :]) <= EPS
+        fits &= ~(same & np.tri(slots, slots, -1, dtype=bool)).any(axis=2)     # [j, k]: k before j
+        pair_row, pair_slot = np.nonzero(fits)
+        trial = free[pair_row].copy()                                 # one candidate placement per pair
+        trial[np.arange(pair_row.size), pair_slot] -= per_device
+        scores = np.full((n, slots), np.inf)
+        scores[pair_row, pair_slot] = self._expected(trial, rows[pair_row], cpu[pair_row], memory[pair_row])
+        best = np.argmin(scores, axis=1)                              # ties: the first (most free) device
+        out = free.copy()
+        ok: Bools = np.asarray(fits.any(axis=1))
+        out[np.flatnonzero(ok), best[ok]] -= per_device
+        return out, ok
+
+    def _per_device(self, task: PodInfo) -> float:
+        if task.gpu.fraction:
+            return min(1.0, task.gpu.fraction)
+        memory = self._snapshot.max_gpu_memory
+        return min(1.0, task.gpu.memory_mib / memory) if memory > 0 else 1.0
+
+    def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
+        """GPU_ORDER: minus the growth of the node's expected fragmentation for each candidate device."""
+        self._refresh()
+        node = self._snapshot.nodes[row]
+        free = self._free[row]
+        per_device = node.task_gpu_memory(task) / node.gpu_memory_mib
+        trials = np.repeat(free[None, :], len(groups), axis=0)
+        for i, group_id in enumerate(groups):
+            slot = _slot_of(node, free, group_id)
+            if slot is not None:
+                trials[i, slot] = max(0.0, trials[i, slot] - per_device)
+        cpu = np.full(len(groups), self._arrays.free[row, CPU] - task.request[CPU])
+        memory = np.full(len(groups), self._arrays.free[row, MEMORY] - task.request[MEMORY])
+        rows = np.full(len(groups), row, dtype=np.intp)
+        after = self._expected(trials, rows, cpu, memory)
+        return [float(v) for v in self._before[row] - after]
+
+
+def _slot_of(node: NodeInfo, free: Floats, group_id: str) -> int | None:
+    """The slot of `free` that holds the device `group_id` names: its group's free fraction, or a whole one."""
+    group = node.gpu_groups.get(group_id)
+    if group is None:
+        want = 1.0
+    else:
+        held = group.used_memory() - group.releasing_memory()
+        want = min(1.0, max(0.0, 1.0 - held / node.gpu_memory_mib))
+    hits = np.flatnonzero(np.abs(free - want) <= EPS)
+    return int(hits[0]) if hits.size else None

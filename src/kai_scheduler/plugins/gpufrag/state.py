@@ -1,0 +1,65 @@
+"""The model's free GPUs as per-device fractions, the input of the fragmentation measure (`measure`).
+
+A node's devices, most free first: one 1.0 per whole GPU not allocated (idle or being released), then per GPU
+group in use (a shared device) the portion of its memory not held by sharers (releasing sharers' memory counts
+as free, as the fit rule of §6 does), then 0 up to the widest node's device count. A group whose every sharer
+is releasing is already a whole releasing GPU. Unschedulable nodes offer nothing (all 0).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kai_scheduler.cluster.node_info import GroupState, NodeInfo
+from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.plugins.gpufrag.measure import EPS, Floats
+
+
+def width(snapshot: Snapshot) -> int:
+    """Device slots per node: the most GPUs a node has (at least 1)."""
+    gpus = snapshot.arrays.allocatable[:, GPU]
+    return max(1, math.ceil(float(gpus.max()) - EPS)) if gpus.size else 1
+
+
+def node_free(node: NodeInfo, slots: int) -> Floats:
+    """Free fraction of each device of `node`, most free first, padded with 0 to `slots`."""
+    out = np.zeros(slots)
+    arrays = node.arrays
+    if not arrays.schedulable[node.row]:
+        return out
+    whole = max(0, math.floor(float(arrays.free[node.row, GPU]) + EPS))
+    shared = []
+    if node.gpu_groups:
+        memory = node.gpu_memory_mib
+        for group in node.gpu_groups.values():
+            if group.state() is not GroupState.RELEASING:
+                held = group.used_memory() - group.releasing_memory()
+                shared.append(min(1.0, max(0.0, 1.0 - held / memory)))
+    values = [1.0] * whole + sorted(shared, reverse=True)
+    out[: min(slots, len(values))] = values[:slots]
+    return out
+
+
+def matrix(snapshot: Snapshot, slots: int | None = None) -> Floats:
+    """`node_free` of every node: (nodes, slots)."""
+    slots = width(snapshot) if slots is None else slots
+    out = np.zeros((len(snapshot.nodes), slots))
+    arrays = snapshot.arrays
+    whole = np.floor(arrays.free[:, GPU] + EPS).clip(0, slots)
+    plain = np.arange(slots)[None, :] < whole[:, None]
+    out[plain] = 1.0
+    out[~arrays.schedulable] = 0.0
+    for node in snapshot.nodes:          # only nodes with shared GPUs need a closer look
+        if node.gpu_groups:
+            out[node.row] = node_free(node, slots)
+    return out
+
+
+def allocated_gpus(snapshot: Snapshot, free: Floats) -> float:
+    """GPUs allocated on schedulable nodes: their devices minus what `free` (from `matrix`) leaves."""
+    arrays = snapshot.arrays
+    devices = float(arrays.allocatable[arrays.schedulable, GPU].sum())
+    return devices - float(free.sum())
