@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
@@ -32,6 +32,9 @@ from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
+
+if TYPE_CHECKING:
+    from kai_scheduler.cluster.kept import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,7 @@ class SnapshotParams:
     stuck_in_releasing_seconds: float = 120.0
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class Snapshot:
     now: float
     params: SnapshotParams
@@ -93,6 +96,7 @@ class Snapshot:
     # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
     # during the session is here: the actions look for work among these, not among every job of the cluster.
     waiting: list[JobInfo] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)    # nodes a session moved tasks on (a kept model redoes them)
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
@@ -105,9 +109,11 @@ class Snapshot:
         nodes = self.node_by_name
         if before.status._value_ & _ON_NODE and before.node:
             nodes[before.node].remove_task(task, before)
+            self.touched.add(before.node)
         task.placement = after
         if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
+            self.touched.add(after.node)
 
 
 _ON_NODE = ON_NODE.value
@@ -152,17 +158,21 @@ class _NodesRecord:
 
 @dataclass(slots=True, eq=False)
 class Memo:
-    """Per-object derivations kept from one build to the next (see the module doc); empty = a full build."""
+    """What earlier builds made, kept for the next (see the module doc and `kept`); empty = a full build."""
 
-    pods: dict[str, _PodRecord] = field(default_factory=dict)
-    podgroups: dict[str, _GroupRecord] = field(default_factory=dict)
     nodes: _NodesRecord | None = None
+    model: Model | None = None
 
 
 def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = None) -> Snapshot:
     """Build the cycle's snapshot; every problem with an object is collected, never raised. With a `memo`
-    from earlier builds, what did not change is reused; the result is the same as without."""
-    memo = Memo() if memo is None else memo
+    from earlier builds, the records of what did not change are kept (`kept`); the result is the same as
+    without."""
+    if memo is not None:
+        from kai_scheduler.cluster import kept  # kept builds on this module's steps
+
+        return kept.build(objects, params, memo)
+    memo = Memo()
     problems = list(objects.problems)
     problems += [Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
     problems += [Problem("PodGroup", pg.meta.key, "InvalidField", w) for pg in objects.podgroups for w in pg.warnings]
@@ -180,8 +190,8 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
         stale_bind_requests=stale_brs, job_problems={}, problems=problems, other_usage=axis.zeros(),
         min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max),
     )
-    pods_by_group = _add_pods(snap, objects.pods, problems, memo)
-    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), memo)
+    pods_by_group = _add_pods(snap, objects.pods, problems)
+    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes))
     _report_bad_pods(snap, objects.problems)
     return snap
 
@@ -305,20 +315,20 @@ def _pod_groups(pod: Pod) -> tuple[str, ...]:
     return tuple(groups)
 
 
-def _pod_record(snap: Snapshot, pod: Pod, memo: dict[str, _PodRecord]) -> _PodRecord:
+def _pod_record(axis: ResourceAxis, min_gpu_memory: float, pod: Pod, memo: dict[str, _PodRecord]) -> _PodRecord:
     key = pod.meta.key
     record = memo.get(key)
-    if (record is not None and record.pod is pod and record.axis == snap.axis.names
-            and record.min_gpu_memory == snap.min_gpu_memory):
+    if (record is not None and record.pod is pod and record.axis == axis.names
+            and record.min_gpu_memory == min_gpu_memory):
         return record
-    request = snap.axis.vector(pod.requests)
+    request = axis.vector(pod.requests)
     if pod.gpu.is_shared or pod.namespace == constants.RESERVATION_NAMESPACE:
         request[GPU] = 0.0     # shared devices are charged through GPU groups (§6)
     request.flags.writeable = False
     record = _PodRecord(
-        pod=pod, axis=snap.axis.names, min_gpu_memory=snap.min_gpu_memory, uid=PodUID(pod.meta.uid or key),
+        pod=pod, axis=axis.names, min_gpu_memory=min_gpu_memory, uid=PodUID(pod.meta.uid or key),
         request=request, subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
-        task_priority=_task_priority(pod), memory_portion=_memory_portion(pod, snap.min_gpu_memory),
+        task_priority=_task_priority(pod), memory_portion=_memory_portion(pod, min_gpu_memory),
         group=pod.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME),
     )
     memo[key] = record
@@ -335,15 +345,13 @@ def _placement(record: _PodRecord, br: BindRequest | None, params: SnapshotParam
     return placement
 
 
-def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem],
-              memo: Memo) -> dict[str, list[PodInfo]]:
+def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[str, list[PodInfo]]:
     """Create PodInfos, charge on-node pods to their nodes; return our pods by PodGroup key."""
     by_group: dict[str, list[PodInfo]] = {}
     records: dict[str, _PodRecord] = {}
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
-        record = _pod_record(snap, pod, memo.pods)
-        records[pod.meta.key] = record
+        record = _pod_record(snap.axis, snap.min_gpu_memory, pod, records)
         ours = pod.scheduler_name == snap.params.scheduler_name
         placement = _placement(record, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
         info = PodInfo(
@@ -369,7 +377,6 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem],
         if record.group:
             snap.tasks[str(info.uid)] = info
             by_group.setdefault(f"{pod.namespace}/{record.group}", []).append(info)
-    memo.pods = records
     charge_nodes(snap.arrays, charged)
     return by_group
 
@@ -422,10 +429,9 @@ def _group_record(pg: PodGroup, memo: dict[str, _GroupRecord]) -> _GroupRecord:
 
 
 def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[PodInfo]],
-              problems: list[Problem], default_priority: int, memo: Memo) -> None:
-    records: dict[str, _GroupRecord] = {}
+              problems: list[Problem], default_priority: int) -> None:
     for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
-        record = records[pg.meta.key] = _group_record(pg, memo.podgroups)
+        record = _group_record(pg, {})
         if _backed_off(pg, snap.params):
             continue
         priority = snap.priority_classes.get(pg.priority_class_name, default_priority)
@@ -458,7 +464,6 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
             names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
             problems.append(Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
                                     f"pods name subgroups that the PodGroup does not declare: {names}"))
-    memo.podgroups = records
 
 
 def _backed_off(pg: PodGroup, params: SnapshotParams) -> bool:

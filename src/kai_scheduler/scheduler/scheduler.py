@@ -7,6 +7,7 @@ with an event on that object, once per version.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Mapping
@@ -120,8 +121,13 @@ class Scheduler:
         # A cycle builds a few objects per pod and PodGroup that all live until it ends; with the collector on,
         # those bursts set off full collections over every cached object (a third of an idle cycle on 20,000
         # pods). Cycles the snapshot makes (subgroup trees) are collected once it is back on.
+        # Then the cycle's own garbage, all young, is collected at once: a kept snapshot model is reused only
+        # once nothing holds the last snapshot, and the session's reference cycles (plugins, job orders) would
+        # otherwise hold it until some later collection.
         with collector.paused():
-            return self._cycle()
+            result = self._cycle()
+        gc.collect(0)
+        return result
 
     def _cycle(self) -> CycleResult:
         started = time.perf_counter()
@@ -151,12 +157,14 @@ class Scheduler:
         if self.usage is not None:
             capacity = snap.total_capacity()[list(QUEUE_AXIS)]
             self.usage.observe(snap.now, {q: _triple(s.allocated) for q, s in shares.items()}, _triple(capacity))
-        return CycleResult(
+        result = CycleResult(
             now=snap.now, snapshot=snap, operations=list(ssn.committed), fit_errors=dict(ssn.job_fit_errors),
             queue_shares=shares, problems=list(snap.problems), action_seconds=timings,
             seconds=time.perf_counter() - started, write_errors=list(self.committer.errors),
             open_session_seconds=open_seconds, close_session_seconds=close_seconds, action_ends=ends,
         )
+        ssn.release()
+        return result
 
     def _commit(self, ssn: Session) -> None:
         snap, now, c = ssn.snapshot, ssn.now, self.committer
