@@ -105,6 +105,7 @@ class Model:
     job_of: dict[str, JobInfo] = field(default_factory=dict)         # PodGroup key → its job in `jobs`
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
+    stale_watch: set[str] = field(default_factory=set)
     live_brs: dict[str, BindRequest] = field(default_factory=dict)
     touched: set[str] = field(default_factory=set)                  # nodes the last session moved tasks on
     last: weakref.ref[s.Snapshot] | None = None
@@ -150,6 +151,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         other_usage=model.other_usage.copy() if model.other_usage is not None else model.axis.zeros(),
         min_gpu_memory=model.min_gpu_memory, max_gpu_memory=model.max_gpu_memory,
         waiting=waiting, touched=model.touched,
+        stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
     )
     for g in in_order:
         if g.queue_problem is not None and g.job is not None:
@@ -372,6 +374,7 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     if old is not None and (job is None or job.uid != old.uid):
         del model.jobs[old.uid]
         model.waiting.discard(old.uid)
+        model.stale_watch.discard(old.uid)
         del model.job_of[skey]
         _remove_sorted(model.job_keys, _split(skey))
         model.jobs_changed = True
@@ -388,10 +391,11 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     if old is None:
         bisect.insort(model.job_keys, g.key)
         model.jobs_changed = True
-    if job.has_pending():
-        model.waiting.add(job.uid)
-    else:
-        model.waiting.discard(job.uid)
+    for watch, holds in ((model.waiting, job.has_pending()), (model.stale_watch, s.watches_staleness(job))):
+        if holds:
+            watch.add(job.uid)
+        else:
+            watch.discard(job.uid)
     pg = g.record.podgroup
     queue = model.queues.get(pg.queue)
     g.queue_problem = None

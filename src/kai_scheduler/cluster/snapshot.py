@@ -97,11 +97,23 @@ class Snapshot:
     # during the session is here: the actions look for work among these, not among every job of the cluster.
     waiting: list[JobInfo] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)    # nodes a session moved tasks on (a kept model redoes them)
+    # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
+    # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
+    stale_watch: list[JobInfo] = field(default_factory=list)
+    moved_jobs: set[str] = field(default_factory=set)
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
         total: Vector = self.arrays.allocatable[self.arrays.schedulable].sum(axis=0) - self.other_usage
         return total
+
+    def stale_candidates(self) -> list[JobInfo]:
+        """The jobs whose staleness or stale timestamp may differ from their PodGroup's now, in `jobs` order;
+        every other job is not stale and has no stale timestamp."""
+        moved = [self.jobs[uid] for uid in self.moved_jobs if uid in self.jobs]
+        if not moved:
+            return list(self.stale_watch)
+        return sorted({id(j): j for j in (*self.stale_watch, *moved)}.values(), key=lambda j: (j.namespace, j.name))
 
     def move(self, task: PodInfo, after: Placement) -> None:
         """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
@@ -111,6 +123,7 @@ class Snapshot:
             nodes[before.node].remove_task(task, before)
             self.touched.add(before.node)
         task.placement = after
+        self.moved_jobs.add(task.job_uid)
         if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
             self.touched.add(after.node)
@@ -455,6 +468,8 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
         snap.jobs[job.uid] = job
         if job.has_pending():
             snap.waiting.append(job)
+        if watches_staleness(job):
+            snap.stale_watch.append(job)
         queue = snap.queues.get(pg.queue)
         if queue is None or not queue.is_leaf:
             why = "does not exist" if queue is None else "is not a leaf queue"
@@ -464,6 +479,11 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
             names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
             problems.append(Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
                                     f"pods name subgroups that the PodGroup does not declare: {names}"))
+
+
+def watches_staleness(job: JobInfo) -> bool:
+    """Stale now, or its PodGroup carries a stale timestamp (which may need clearing)."""
+    return job.is_stale() or constants.ANNOTATION_STALE_TIMESTAMP in job.podgroup.meta.annotations
 
 
 def _backed_off(pg: PodGroup, params: SnapshotParams) -> bool:

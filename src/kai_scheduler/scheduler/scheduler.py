@@ -170,10 +170,13 @@ class Scheduler:
         snap, now, c = ssn.snapshot, ssn.now, self.committer
         for br in snap.stale_bind_requests:
             c.delete_bind_request(br.meta.namespace, br.meta.name)
-        c.apply(ssn.committed, snap.jobs, now)
+        c.apply(ssn.committed, snap.jobs, now, pending=snap.waiting, stale=snap.stale_candidates())
         c.each(lambda uid: c.started(snap.jobs[uid], now), sorted(ssn.started_jobs))
         placed = {op.task.job_uid for op in ssn.committed}
-        for uid, job in snap.jobs.items():
+        # Only these jobs get a condition written or cleared; in `jobs` order, as a pass over every job would.
+        told = [snap.jobs[uid] for uid in {*snap.job_problems, *ssn.job_fit_errors, *placed} if uid in snap.jobs]
+        for job in sorted(told, key=lambda j: (j.namespace, j.name)):
+            uid = job.uid
             reasons = list(snap.job_problems.get(uid, [])) if uid in snap.job_problems else None
             if reasons is not None:
                 c.unschedulable(job, [Reject("snapshot", p.reason, p.message) for p in reasons], now)
