@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import weakref
-from collections import Counter
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
@@ -42,6 +41,7 @@ from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector
 
 Key = tuple[str, str]          # (namespace, name): the order of pods and jobs in a snapshot
+_BASE = frozenset(ResourceAxis().names)
 _ACTIVE_USED = ACTIVE_USED.value
 
 
@@ -67,8 +67,6 @@ class _Group:
     skey: str
     record: s._GroupRecord
     job: JobInfo | None = None    # None while backed off
-    queue_problem: s.Problem | None = None
-    problem: s.Problem | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -90,7 +88,7 @@ class Model:
     pods: dict[int, _Pod] = field(default_factory=dict)            # by id() of the pod object
     by_key: dict[Key, _Pod] = field(default_factory=dict)
     by_skey: dict[str, _Pod] = field(default_factory=dict)
-    resources: Counter[str] = field(default_factory=Counter)        # request names of the pods
+    resources: dict[str, int] = field(default_factory=dict)         # pods per extended resource they request
     node_pods: dict[str, dict[Key, _Pod]] = field(default_factory=dict)
     members: dict[str, dict[Key, _Pod]] = field(default_factory=dict)
     task_keys: list[Key] = field(default_factory=list)              # sorted: the order of `tasks`
@@ -103,6 +101,10 @@ class Model:
     group_by_skey: dict[str, _Group] = field(default_factory=dict)
     job_keys: list[Key] = field(default_factory=list)               # sorted: the order of `jobs`
     job_of: dict[str, JobInfo] = field(default_factory=dict)         # PodGroup key → its job in `jobs`
+    group_problems: dict[Key, s.Problem] = field(default_factory=dict)             # of jobs, by job key
+    queue_problems: dict[Key, tuple[str, s.Problem]] = field(default_factory=dict)  # job key → (uid, problem)
+    bulk: bool = False            # a build from nothing: keys arrive in order, appended
+    task_changes: dict[Key, tuple[str, str]] = field(default_factory=dict)   # key → (uid removed, uid added)
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
     stale_watch: set[str] = field(default_factory=set)
@@ -112,7 +114,6 @@ class Model:
     # Per build: what the changes reached.
     dirty_nodes: set[str] = field(default_factory=set)
     dirty_groups: set[str] = field(default_factory=set)
-    tasks_changed: bool = False
     jobs_changed: bool = False
     others_changed: bool = False
 
@@ -138,8 +139,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         model = memo.model = _fresh(objects, params, memo, pooled, signature, queues)
     problems += queue_problems
     problems += [model.pod_problems[k] for k in sorted(model.pod_problems)]
-    in_order = [model.group_by_skey[_skey(k)] for k in model.job_keys]
-    problems += [g.problem for g in in_order if g.problem is not None]
+    problems += [model.group_problems[k] for k in sorted(model.group_problems)]
     _, stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     waiting = [model.jobs[uid] for uid in sorted(model.waiting, key=lambda uid: _key_of(model, uid))]
     snap = s.Snapshot(
@@ -153,9 +153,9 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         waiting=waiting, touched=model.touched,
         stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
     )
-    for g in in_order:
-        if g.queue_problem is not None and g.job is not None:
-            snap.job_problems[g.job.uid] = [g.queue_problem]
+    for k in sorted(model.queue_problems):
+        uid, problem = model.queue_problems[k]
+        snap.job_problems[uid] = [problem]
     s._report_bad_pods(snap, objects.problems)
     model.last = weakref.ref(snap)
     return snap
@@ -186,16 +186,18 @@ def _fresh(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo, po
                   min_gpu_memory=s._gpu_memory(arrays, min), max_gpu_memory=s._gpu_memory(arrays, max))
     model.live_brs, _ = s._bind_requests(objects.bind_requests, model.node_by_name)
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
-    for pod in sorted(objects.pods, key=lambda p: (p.namespace, p.name)):    # keys arrive in order: appends
+    model.bulk = True
+    for pod in sorted(objects.pods, key=lambda p: (p.namespace, p.name)):
         e = _enter(model, pod, params, pod_records)
         _link(model, e)
         if e.node:
             charged.append((model.node_by_name[e.node], e.info, e.placement))
     model.dirty_nodes.clear()
     charge_nodes(model.arrays, charged)
-    for pg in sorted(objects.podgroups, key=lambda g: (g.meta.namespace, g.name)):
+    for pg in objects.podgroups:
         _link_group(model, pg, group_records)
     _settle(model, params)
+    model.bulk = False
     return model
 
 
@@ -204,11 +206,12 @@ def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -
     current = dict(zip(map(id, objects.pods), objects.pods, strict=True))
     gone = [model.pods[i] for i in model.pods.keys() - current.keys()]
     new = [current[i] for i in current.keys() - model.pods.keys()]
-    names = model.resources.copy()
-    for e in gone:
-        names.subtract(e.record.pod.requests)
-    for pod in new:
-        names.update(pod.requests)
+    names = dict(model.resources)
+    for pods, step in (([e.record.pod for e in gone], -1), (new, 1)):
+        for pod in pods:
+            for name in pod.requests:
+                if name not in _BASE:
+                    names[name] = names.get(name, 0) + step
     if ResourceAxis(model.pooled.resources | {n for n, c in names.items() if c > 0}).names != model.axis.names:
         return False
     _put_back(model)
@@ -286,17 +289,18 @@ def _link(model: Model, e: _Pod) -> None:
     model.pods[id(e.record.pod)] = e
     model.by_key[e.key] = e
     model.by_skey[e.skey] = e
-    model.resources.update(e.record.pod.requests)
+    _count(model.resources, e.record.pod, 1)
     if e.node:
         model.node_pods.setdefault(e.node, {})[e.key] = e
         model.dirty_nodes.add(e.node)
     if e.group:
         model.members.setdefault(e.group, {})[e.key] = e
         model.dirty_groups.add(e.group)
-        bisect.insort(model.task_keys, e.key)
-        model.tasks_changed = True
+        _insert(model, model.task_keys, e.key)
+        removed = model.task_changes.get(e.key)
+        model.task_changes[e.key] = (removed[0] if removed else "", str(e.info.uid))
     if e.other:
-        bisect.insort(model.others, e.key)
+        _insert(model, model.others, e.key)
         model.others_changed = True
     if e.problem is not None:
         model.pod_problems[e.key] = e.problem
@@ -308,7 +312,7 @@ def _unlink(model: Model, e: _Pod) -> None:
     del model.pods[id(e.record.pod)]
     del model.by_key[e.key]
     del model.by_skey[e.skey]
-    model.resources.subtract(e.record.pod.requests)
+    _count(model.resources, e.record.pod, -1)
     if e.node:
         del model.node_pods[e.node][e.key]
         model.dirty_nodes.add(e.node)
@@ -316,7 +320,7 @@ def _unlink(model: Model, e: _Pod) -> None:
         del model.members[e.group][e.key]
         model.dirty_groups.add(e.group)
         _remove_sorted(model.task_keys, e.key)
-        model.tasks_changed = True
+        model.task_changes.setdefault(e.key, (str(e.info.uid), ""))
     if e.other:
         _remove_sorted(model.others, e.key)
         model.others_changed = True
@@ -341,17 +345,22 @@ def _unlink_group(model: Model, g: _Group) -> None:
 
 def _settle(model: Model, params: s.SnapshotParams) -> None:
     """Rebuild what the changes reached: jobs, node rows, the snapshot's dicts in their order."""
-    for skey in sorted(model.dirty_groups, key=_split):
+    for skey in sorted(model.dirty_groups, key=_split):    # in a build from nothing, keys arrive in order
         _rebuild_job(model, skey, params)
     model.dirty_groups.clear()
     if model.dirty_nodes:
         _recharge(model, model.dirty_nodes)
         model.dirty_nodes.clear()
-    if model.tasks_changed:
+    changes = model.task_changes
+    if changes and all(before == after for before, after in changes.values()):
+        for k in changes:         # the same tasks, new records: each keeps its place
+            e = model.by_key[k]
+            model.tasks[str(e.info.uid)] = e.info
+    elif changes:
         tasks = {str((e := model.by_key[k]).info.uid): e.info for k in model.task_keys}
         model.tasks.clear()       # the same dict object: the last snapshot, unread now, held it too
         model.tasks.update(tasks)
-        model.tasks_changed = False
+    changes.clear()
     if model.jobs_changed:
         jobs = {(job := model.job_of[_skey(k)]).uid: job for k in model.job_keys}
         model.jobs.clear()
@@ -383,13 +392,15 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
         for e in members.values():
             e.info.job_uid = ""
         if g is not None:
-            g.job = g.queue_problem = g.problem = None
+            g.job = None
+        model.group_problems.pop(_split(skey), None)
+        model.queue_problems.pop(_split(skey), None)
         return
     assert g is not None
     model.jobs[job.uid] = job          # a job of the same uid keeps its place in the order
     model.job_of[skey] = g.job = job
     if old is None:
-        bisect.insort(model.job_keys, g.key)
+        _insert(model, model.job_keys, g.key)
         model.jobs_changed = True
     for watch, holds in ((model.waiting, job.has_pending()), (model.stale_watch, s.watches_staleness(job))):
         if holds:
@@ -398,16 +409,16 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
             watch.discard(job.uid)
     pg = g.record.podgroup
     queue = model.queues.get(pg.queue)
-    g.queue_problem = None
+    model.queue_problems.pop(g.key, None)
     if queue is None or not queue.is_leaf:
         why = "does not exist" if queue is None else "is not a leaf queue"
-        g.queue_problem = s.Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST,
-                                    f"queue {pg.queue!r} {why}")
-    g.problem = None
+        model.queue_problems[g.key] = (job.uid, s.Problem(
+            "PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}"))
+    model.group_problems.pop(g.key, None)
     if job.unassigned:
         names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
-        g.problem = s.Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
-                              f"pods name subgroups that the PodGroup does not declare: {names}")
+        model.group_problems[g.key] = s.Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
+                                                f"pods name subgroups that the PodGroup does not declare: {names}")
 
 
 def _make_job(model: Model, g: _Group, members: dict[Key, _Pod], params: s.SnapshotParams) -> JobInfo | None:
@@ -466,6 +477,19 @@ def _split(skey: str) -> Key:
 def _key_of(model: Model, uid: str) -> Key:
     job = model.jobs[uid]
     return job.namespace, job.name
+
+
+def _count(counts: dict[str, int], pod: Pod, step: int) -> None:
+    for name in pod.requests:
+        if name not in _BASE:
+            counts[name] = counts.get(name, 0) + step
+
+
+def _insert(model: Model, keys: list[Key], key: Key) -> None:
+    if model.bulk and (not keys or keys[-1] < key):
+        keys.append(key)
+    else:
+        bisect.insort(keys, key)
 
 
 def _remove_sorted(keys: list[Key], key: Key) -> None:

@@ -307,6 +307,7 @@ def capacity_request(tasks: Sequence[PodInfo], gpu_memory_mib: float) -> Vector:
     for task in tasks:
         amount = task.queue_request()
         if task.gpu.memory_mib and not task.gpu.whole and not task.gpu.fraction:
+            amount = amount.copy()      # the task's own is read-only
             amount[_GPU] = task.gpu.num_devices * gpu_portion(task.gpu.memory_mib, gpu_memory_mib)
         total += amount
     return total
