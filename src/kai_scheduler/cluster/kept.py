@@ -37,6 +37,7 @@ from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED
+from kai_scheduler.cluster.queue_charge import QueueCharge, charge
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector
 
@@ -101,6 +102,9 @@ class Model:
     group_by_skey: dict[str, _Group] = field(default_factory=dict)
     job_keys: list[Key] = field(default_factory=list)               # sorted: the order of `jobs`
     job_of: dict[str, JobInfo] = field(default_factory=dict)         # PodGroup key → its job in `jobs`
+    queue_keys: dict[str, list[Key]] = field(default_factory=dict)   # queue → its jobs' keys, sorted
+    charges: dict[str, QueueCharge] = field(default_factory=dict)
+    dirty_queues: set[str] = field(default_factory=set)
     group_problems: dict[Key, s.Problem] = field(default_factory=dict)             # of jobs, by job key
     queue_problems: dict[Key, tuple[str, s.Problem]] = field(default_factory=dict)  # job key → (uid, problem)
     bulk: bool = False            # a build from nothing: keys arrive in order, appended
@@ -151,6 +155,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         other_usage=model.other_usage.copy() if model.other_usage is not None else model.axis.zeros(),
         min_gpu_memory=model.min_gpu_memory, max_gpu_memory=model.max_gpu_memory,
         waiting=waiting, touched=model.touched,
+        queue_charges=dict(model.charges),
         stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
     )
     for k in sorted(model.queue_problems):
@@ -366,6 +371,9 @@ def _settle(model: Model, params: s.SnapshotParams) -> None:
         model.jobs.clear()
         model.jobs.update(jobs)
         model.jobs_changed = False
+    for queue in model.dirty_queues:
+        model.charges[queue] = charge(model.job_of[_skey(k)] for k in model.queue_keys.get(queue, ()))
+    model.dirty_queues.clear()
     if model.others_changed or model.other_usage is None:
         usage = model.axis.zeros()
         for k in model.others:
@@ -380,6 +388,12 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     members = model.members.get(skey, {})
     job = _make_job(model, g, members, params) if g is not None else None
     old = model.job_of.get(skey)
+    if old is not None:
+        _remove_sorted(model.queue_keys[old.queue], _split(skey))
+        model.dirty_queues.add(old.queue)
+    if job is not None:
+        _insert(model, model.queue_keys.setdefault(job.queue, []), _split(skey))
+        model.dirty_queues.add(job.queue)
     if old is not None and (job is None or job.uid != old.uid):
         del model.jobs[old.uid]
         model.waiting.discard(old.uid)

@@ -30,6 +30,7 @@ from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
+from kai_scheduler.cluster.queue_charge import QueueCharge
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
 
@@ -101,6 +102,8 @@ class Snapshot:
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)
     moved_jobs: set[str] = field(default_factory=set)
+    # Per queue, what its jobs held and waited for at the build (a kept model's; None: the reader sums them).
+    queue_charges: dict[str, QueueCharge] | None = None
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
