@@ -5,10 +5,10 @@ queues → the tree (a queue with a missing parent, or in a parent cycle, is dro
 reported); PodGroups → JobInfo with priority, preemptibility and the subgroup tree. Nothing here raises on a
 bad object: each problem becomes a `Problem` naming the object, and the rest is built.
 
-The records a session mutates (PodInfo, JobInfo, node ledgers) are new each cycle. A `Memo` kept across
-cycles holds what is derived from one parsed object alone (a pod's request vector, placement, priority; a
-PodGroup's annotation times), keyed by that object's identity: the cache replaces the object when its
-resourceVersion changes, so only changed objects are derived again and the rest is a cheap copy.
+`build` without a memo makes every record here. With a `Memo` kept across cycles (the scheduler's), `kept`
+keeps the whole model (PodInfo, JobInfo, nodes and their ledgers) and updates only what changed, while nobody
+holds the last snapshot; the records of what one parsed object yields alone (`_PodRecord`, `_GroupRecord`, the
+pool's nodes and their fresh ledgers) serve both.
 """
 
 from __future__ import annotations
