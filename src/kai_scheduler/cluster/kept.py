@@ -37,7 +37,7 @@ from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED
-from kai_scheduler.cluster.queue_charge import QueueCharge, charge
+from kai_scheduler.cluster.queue_charge import QueueCharge, Rows, charge, job_rows
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector
 
@@ -104,6 +104,7 @@ class Model:
     job_of: dict[str, JobInfo] = field(default_factory=dict)         # PodGroup key → its job in `jobs`
     queue_keys: dict[str, list[Key]] = field(default_factory=dict)   # queue → its jobs' keys, sorted
     charges: dict[str, QueueCharge] = field(default_factory=dict)
+    rows: dict[str, Rows] = field(default_factory=dict)              # PodGroup key → its job's rows
     dirty_queues: set[str] = field(default_factory=set)
     group_problems: dict[Key, s.Problem] = field(default_factory=dict)             # of jobs, by job key
     queue_problems: dict[Key, tuple[str, s.Problem]] = field(default_factory=dict)  # job key → (uid, problem)
@@ -372,7 +373,7 @@ def _settle(model: Model, params: s.SnapshotParams) -> None:
         model.jobs.update(jobs)
         model.jobs_changed = False
     for queue in model.dirty_queues:
-        model.charges[queue] = charge(model.job_of[_skey(k)] for k in model.queue_keys.get(queue, ()))
+        model.charges[queue] = charge(model.rows[_skey(k)] for k in model.queue_keys.get(queue, ()))
     model.dirty_queues.clear()
     if model.others_changed or model.other_usage is None:
         usage = model.axis.zeros()
@@ -391,9 +392,11 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     if old is not None:
         _remove_sorted(model.queue_keys[old.queue], _split(skey))
         model.dirty_queues.add(old.queue)
+    model.rows.pop(skey, None)
     if job is not None:
         _insert(model, model.queue_keys.setdefault(job.queue, []), _split(skey))
         model.dirty_queues.add(job.queue)
+        model.rows[skey] = job_rows(job)
     if old is not None and (job is None or job.uid != old.uid):
         del model.jobs[old.uid]
         model.waiting.discard(old.uid)

@@ -29,19 +29,29 @@ class QueueCharge:
     pending: Vector             # Pending tasks (a GPU-memory task counts its portion of the smallest GPU)
 
 
-def charge(jobs: Iterable[JobInfo]) -> QueueCharge:
-    """Rows collected and summed once: at 100k tasks a numpy `+=` per task costs more than all the rest."""
+Rows = tuple[list[Vector], list[Vector], list[Vector]]     # one job's rows: held, non-preemptible, pending
+
+
+def job_rows(job: JobInfo) -> Rows:
+    """The rows one job adds to its queue's sums, in task order (a kept model keeps them with the job)."""
+    held: list[Vector] = []
+    waiting = [t.queue_request() for t in job.tasks if t.status == PodStatus.PENDING]
+    for task in (*job.tasks, *job.unassigned):
+        if task.status in ALLOCATED_STATUSES:
+            held.append(task.queue_request())
+    return held, [] if job.preemptible else held, waiting
+
+
+def charge(rows: Iterable[Rows]) -> QueueCharge:
+    """The sums over jobs' rows, in job order. Rows are collected and summed once: at 100k tasks a numpy `+=`
+    per task costs more than all the rest."""
     held: list[Vector] = []
     held_non_preemptible: list[Vector] = []
     waiting: list[Vector] = []
-    for job in jobs:
-        for task in (*job.tasks, *job.unassigned):
-            if task.status in ALLOCATED_STATUSES:
-                amount = task.queue_request()
-                held.append(amount)
-                if not job.preemptible:
-                    held_non_preemptible.append(amount)
-        waiting.extend(t.queue_request() for t in job.tasks if t.status == PodStatus.PENDING)
+    for job_held, job_non_preemptible, job_waiting in rows:
+        held += job_held
+        held_non_preemptible += job_non_preemptible
+        waiting += job_waiting
     return QueueCharge(_sum_rows(held), _sum_rows(held_non_preemptible), _sum_rows(waiting))
 
 

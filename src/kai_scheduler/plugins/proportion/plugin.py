@@ -122,7 +122,7 @@ class Proportion:
             for job in snapshot.jobs.values():
                 if job.queue in jobs:
                     jobs[job.queue].append(job)
-            charges = {name: queue_charge.charge(jobs[name]) for name in leaves}
+            charges = {name: queue_charge.charge(map(queue_charge.job_rows, jobs[name])) for name in leaves}
         none = queue_charge.charge(())
         for name in leaves:
             leaf, sums = self._shares[name], charges.get(name, none)
