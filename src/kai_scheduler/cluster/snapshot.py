@@ -14,6 +14,7 @@ pool's nodes and their fresh ledgers) serve both.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -223,7 +224,7 @@ def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _Nod
     pool = (params.node_pool_label_key, params.partition_label_value)
     kept = memo.nodes
     if (kept is not None and kept.pool == pool and len(kept.given) == len(given)
-            and all(a is b for a, b in zip(kept.given, given, strict=True))):
+            and all(map(operator.is_, kept.given, given))):
         return kept
     nodes = _in_pool(sorted(given, key=lambda n: n.name), params)
     memo.nodes = _NodesRecord(list(given), pool, nodes, {r for n in nodes for r in n.allocatable})
