@@ -272,6 +272,7 @@ def _enter(model: Model, pod: Pod, params: s.SnapshotParams, records: dict[str, 
         job_uid="", placement=placement, request=record.request, gpu=pod.gpu,
         subgroup=record.subgroup, task_priority=record.task_priority,
         creation=pod.meta.creation_timestamp or 0.0, memory_portion=record.memory_portion,
+        queue_cache=record.queue_cache,
     )
     e = _Pod((pod.namespace, pod.name), skey, record, info, placement, record.memory_portion)
     if placement.status._value_ & _ACTIVE_USED and placement.node:
@@ -388,54 +389,58 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     g = model.group_by_skey.get(skey)
     members = model.members.get(skey, {})
     job = _make_job(model, g, members, params) if g is not None else None
+    key = g.key if g is not None else _split(skey)
     old = model.job_of.get(skey)
     if old is not None:
-        _remove_sorted(model.queue_keys[old.queue], _split(skey))
-        model.dirty_queues.add(old.queue)
-    model.rows.pop(skey, None)
-    if job is not None:
-        _insert(model, model.queue_keys.setdefault(job.queue, []), _split(skey))
-        model.dirty_queues.add(job.queue)
-        model.rows[skey] = job_rows(job)
-    if old is not None and (job is None or job.uid != old.uid):
-        del model.jobs[old.uid]
-        model.waiting.discard(old.uid)
-        model.stale_watch.discard(old.uid)
-        del model.job_of[skey]
-        _remove_sorted(model.job_keys, _split(skey))
-        model.jobs_changed = True
-        old = None
+        _forget(model, skey, key, old, keep_place=job is not None and job.uid == old.uid)
     if job is None:
         for e in members.values():
             e.info.job_uid = ""
         if g is not None:
             g.job = None
-        model.group_problems.pop(_split(skey), None)
-        model.queue_problems.pop(_split(skey), None)
         return
     assert g is not None
-    model.jobs[job.uid] = job          # a job of the same uid keeps its place in the order
+    uid = job.uid
+    model.jobs[uid] = job          # a job of the same uid keeps its place in the order
     model.job_of[skey] = g.job = job
-    if old is None:
-        _insert(model, model.job_keys, g.key)
+    if old is None or old.uid != uid:
+        _insert(model, model.job_keys, key)
         model.jobs_changed = True
-    for watch, holds in ((model.waiting, job.has_pending()), (model.stale_watch, s.watches_staleness(job))):
-        if holds:
-            watch.add(job.uid)
-        else:
-            watch.discard(job.uid)
+    _insert(model, model.queue_keys.setdefault(job.queue, []), key)
+    model.dirty_queues.add(job.queue)
+    model.rows[skey] = job_rows(job)
+    for e in members.values():
+        e.record.queue_cache = e.info.queue_cache
+    if job.has_pending():
+        model.waiting.add(uid)
+    if s.watches_staleness(job):
+        model.stale_watch.add(uid)
     pg = g.record.podgroup
     queue = model.queues.get(pg.queue)
-    model.queue_problems.pop(g.key, None)
     if queue is None or not queue.is_leaf:
         why = "does not exist" if queue is None else "is not a leaf queue"
-        model.queue_problems[g.key] = (job.uid, s.Problem(
+        model.queue_problems[key] = (uid, s.Problem(
             "PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}"))
-    model.group_problems.pop(g.key, None)
     if job.unassigned:
         names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
-        model.group_problems[g.key] = s.Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
-                                                f"pods name subgroups that the PodGroup does not declare: {names}")
+        model.group_problems[key] = s.Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
+                                              f"pods name subgroups that the PodGroup does not declare: {names}")
+
+
+def _forget(model: Model, skey: str, key: Key, old: JobInfo, *, keep_place: bool) -> None:
+    """Take the old job of PodGroup `skey` out of every index; `keep_place`: a job of its uid replaces it."""
+    _remove_sorted(model.queue_keys[old.queue], key)
+    model.dirty_queues.add(old.queue)
+    del model.rows[skey]
+    model.waiting.discard(old.uid)
+    model.stale_watch.discard(old.uid)
+    model.queue_problems.pop(key, None)
+    model.group_problems.pop(key, None)
+    del model.job_of[skey]
+    if not keep_place:
+        del model.jobs[old.uid]
+        _remove_sorted(model.job_keys, key)
+        model.jobs_changed = True
 
 
 def _make_job(model: Model, g: _Group, members: dict[Key, _Pod], params: s.SnapshotParams) -> JobInfo | None:
@@ -452,8 +457,8 @@ def _make_job(model: Model, g: _Group, members: dict[Key, _Pod], params: s.Snaps
         creation=pg.meta.creation_timestamp or 0.0, tasks=[], root=root, pod_sets=leaves,
         last_start=record.last_start, last_eviction=record.last_eviction, stale_since=record.stale_since,
     )
-    for k in sorted(members):
-        task = members[k].info
+    for e in members.values() if len(members) < 2 else [members[k] for k in sorted(members)]:
+        task = e.info
         task.job_uid = job.uid
         leaf = leaves.get(task.subgroup or ("default" if not pg.sub_groups else ""))
         if leaf is None:

@@ -49,8 +49,9 @@ class PodInfo:
     task_priority: int | None = None
     creation: float = 0.0
     memory_portion: float = 0.0      # for a gpu-memory task: its portion of one GPU (set by snapshot/placement)
-    # `queue_request()` as last computed, with the portion it was computed for: a kept record serves many cycles.
-    _queue: tuple[float, Vector] | None = field(default=None, init=False, repr=False)
+    # `queue_request()` as last computed, with the portion it was computed for (a kept model passes on the one
+    # its pod's earlier records computed).
+    queue_cache: tuple[float, Vector] | None = field(default=None, repr=False)
 
     @property
     def status(self) -> PodStatus:
@@ -106,10 +107,10 @@ class PodInfo:
 
     def queue_request(self) -> Vector:
         """(cpu, memory, gpu) of this task as its queue is charged (read-only; it is kept for the next call)."""
-        kept = self._queue
+        kept = self.queue_cache
         if kept is not None and kept[0] == self.memory_portion:
             return kept[1]
         vector = np.array([self.request[CPU], self.request[MEMORY], self.gpus_accepted])
         vector.flags.writeable = False
-        self._queue = (self.memory_portion, vector)
+        self.queue_cache = (self.memory_portion, vector)
         return vector

@@ -151,6 +151,7 @@ class _PodRecord:
     group: str | None
     placement_br: BindRequest | None = None
     placement: Placement | None = None    # when it depends on the pod and its BindRequest only
+    queue_cache: tuple[float, Vector] | None = None    # the last PodInfo's, for the next (see PodInfo)
 
 
 @dataclass(slots=True, eq=False)
