@@ -207,3 +207,14 @@ class SlowBindStore(MemoryStore):
         finally:
             with self._lock:
                 self._in_flight -= 1
+
+
+def test_a_request_whose_pod_is_already_on_its_node_is_finished_as_succeeded() -> None:
+    """A binder killed between the binding and the status write finds the pod bound where the request says on
+    restart: the request is recorded Succeeded (not left open for ever), and nothing is bound again."""
+    store, _, binder = _cluster(b.node("n1"), b.pod("p", node="n1", phase="Pending"), b.bind_request("p", "n1"))
+    assert binder.reconcile().bound == []
+    assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 0}
+    version = _version(store)
+    assert binder.reconcile().bound == []
+    assert _version(store) == version

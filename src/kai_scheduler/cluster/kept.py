@@ -39,7 +39,7 @@ from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED
 from kai_scheduler.cluster.queue_charge import QueueCharge, Rows, charge, job_rows
 from kai_scheduler.cluster.queue_info import QueueInfo
-from kai_scheduler.cluster.resources import ResourceAxis, Vector
+from kai_scheduler.cluster.resources import ResourceAxis, Vector, gpu_portion
 
 Key = tuple[str, str]          # (namespace, name): the order of pods and jobs in a snapshot
 _BASE = frozenset(ResourceAxis().names)
@@ -283,7 +283,7 @@ def _enter(model: Model, pod: Pod, params: s.SnapshotParams, records: dict[str, 
                                       f"pod is on node {placement.node!r}, which is not in this node pool")
             return e
         if placement.gpu_groups:
-            info.memory_portion = e.portion = (s._portion(pod.gpu.memory_mib, node.gpu_memory_mib)
+            info.memory_portion = e.portion = (gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib)
                                                if pod.gpu.memory_mib else 0)
         e.node = node.name
         e.other = not ours and pod.namespace != constants.RESERVATION_NAMESPACE
