@@ -1,10 +1,12 @@
 """A snapshot built with what earlier cycles derived (`snapshot.Memo`) equals a full rebuild (hypothesis).
 
-Two ways in: (1) random sequences of changes written to a store (pods created, bound, started, deleted and
+Three ways in: (1) random sequences of changes written to a store (pods created, bound, started, deleted and
 finished, whole and shared GPUs, BindRequests, PodGroups and nodes changed), each followed by a scheduler cycle
 whose own writes change the cluster too; after every change the scheduler's snapshot is compared, record by
-record and bit for bit in its ledgers, with one built from nothing. (2) Whole simulated workloads replayed
-with the memo and without it make the same decisions at the same instants.
+record and bit for bit in its ledgers, with one built from nothing, and a snapshot a reader keeps reads the
+same after later cycles. (2) Random sessions (allocate, pipeline, evict, checkpoints rolled back, statements
+committed or discarded) on a kept model: the next build puts back everything they changed. (3) Whole simulated
+workloads replayed with the memo and without it make the same decisions at the same instants.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from hypothesis import strategies as st
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.cluster import kept as kept_model
 from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
 from kai_scheduler.sim import replay, sources
 from kai_scheduler.store.interface import StoreError
@@ -46,6 +51,8 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
                    {g: (dict(x.sharers), set(x.releasing), x.opened_pipelined) for g, x in n.gpu_groups.items()})
                   for n in snap.nodes],
         "tasks": {uid: task(t) for uid, t in snap.tasks.items()},
+        "order": (list(snap.tasks), list(snap.jobs), [j.uid for j in snap.waiting],
+                  [j.uid for j in snap.stale_watch], [list(n.tasks) for n in snap.nodes]),
         "jobs": {uid: (j.queue, j.priority, j.preemptible, j.creation, j.last_start, j.last_eviction, j.stale_since,
                        [t.uid for t in j.tasks], [t.uid for t in j.unassigned],
                        {name: (ps.min_available, [t.uid for t in ps.tasks]) for name, ps in j.pod_sets.items()})
@@ -57,8 +64,14 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
 
 @contextmanager
 def _checked_builds() -> Iterator[list[int]]:
-    """Compare every memo build with a build from nothing of the same objects; yields the count of builds."""
-    build, count = snapshots.build, [0]
+    """Compare every memo build with a build from nothing of the same objects; yields the count of builds and
+    of those that changed a kept model in place."""
+    build, count, update = snapshots.build, [0, 0], kept_model._update
+
+    def counted(*args: Any) -> bool:
+        reused = update(*args)
+        count[1] += reused
+        return reused
 
     def both(objects: snapshots.ClusterObjects, params: snapshots.SnapshotParams,
              memo: snapshots.Memo | None = None) -> snapshots.Snapshot:
@@ -71,6 +84,7 @@ def _checked_builds() -> Iterator[list[int]]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(snapshots, "build", both)
+        patch.setattr(kept_model, "_update", counted)
         yield count
 
 
@@ -122,13 +136,88 @@ def test_kept_snapshot_equals_a_full_rebuild(steps: list[tuple[str, int, str, in
     store = MemoryStore(clock)
     store.add_many([b.queue("q", gpu_quota=8), *(b.node(n, gpus=4) for n in NODES)])
     scheduler = Scheduler(store, load_config(None), clock)
+    held: list[tuple[snapshots.Snapshot, dict[str, Any]]] = []
     with _checked_builds() as builds:
         for step in steps:
             _apply(store, clock, step)
             scheduler.snapshot()
             if step[0] == "cycle":
-                scheduler.run_once()
+                result = scheduler.run_once()
+                if step[4] and not held:     # a reader keeps this one: later builds must not change it
+                    held.append((result.snapshot, _view(result.snapshot)))
+                del result
+    for snap, seen in held:
+        assert _view(snap) == seen
     assert builds[0] >= len(steps)
+
+
+def test_the_model_is_kept_while_nobody_holds_its_snapshot() -> None:
+    """Cycles on an unchanged cluster change the kept model in place; a held snapshot makes the next build
+    start from nothing, and leaves the held one as it was."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.queue("q", gpu_quota=8), b.node("n0", gpus=4), b.podgroup("g"), b.pod("p", group="g", gpus=1),
+                    b.podgroup("r"), b.pod("running", group="r", gpus=1, node="n0")])
+    scheduler = Scheduler(store, load_config(None), clock)
+    with _checked_builds() as builds:
+        scheduler.run_once()
+        scheduler.run_once()
+        assert builds == [2, 1]
+        result = scheduler.run_once()
+        held = _view(result.snapshot)
+        scheduler.run_once()
+        assert builds == [4, 2]
+        assert _view(result.snapshot) == held
+
+
+session_step = st.tuples(st.sampled_from(["allocate", "pipeline", "evict", "checkpoint", "rollback", "commit",
+                                          "discard"]), st.integers(0, 11), st.sampled_from(NODES))
+
+
+@SETTINGS
+@given(st.lists(session_step, max_size=30))
+def test_the_next_build_puts_back_what_a_session_changed(steps: list[tuple[str, int, str]]) -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    objects = [b.queue("q", gpu_quota=8), *(b.node(n, gpus=4) for n in NODES),
+               *(b.podgroup(f"g{g}", min_member=2 if g == 4 else 1) for g in range(5))]
+    for i in range(12):
+        node, shared = NODES[i % 3] if i % 2 else "", i % 4 == 1
+        objects += [b.pod(f"p{i:02d}", group=f"g{i % 5}", gpus=0 if shared else i % 3, node=node,
+                          fraction=0.5 if shared else None, gpu_groups=(f"{node}-s",) if shared and node else ())]
+    store.add_many(objects)
+    scheduler = Scheduler(store, load_config(None), clock)
+    with _checked_builds() as builds:
+        _random_session(scheduler.snapshot(), steps)
+        scheduler.snapshot()
+    assert builds == [2, 1]
+
+
+def _random_session(snap: snapshots.Snapshot, steps: list[tuple[str, int, str]]) -> None:
+    ssn = Session(snap, load_config(None), [])
+    stmt, marks = ssn.statement(), [0]
+    tasks = sorted(snap.tasks.values(), key=lambda t: t.name)
+    for what, i, node in steps:
+        task = tasks[i]
+        groups = (f"{node}-s",) if task.gpu.is_shared else ()
+        try:
+            if what == "allocate" and task.is_pending:
+                stmt.allocate(task, node, groups)
+            elif what == "pipeline" and (task.is_pending or task.is_releasing):
+                stmt.pipeline(task, node, groups)
+            elif what == "evict" and task.is_on_node and not task.is_releasing:
+                stmt.evict(task, Eviction("test", "", "evicted"))
+            elif what == "checkpoint":
+                marks.append(stmt.checkpoint())
+            elif what == "rollback":
+                stmt.rollback(marks.pop() if len(marks) > 1 else 0)
+            elif what in ("commit", "discard"):
+                stmt.commit() if what == "commit" else stmt.discard()
+                stmt, marks = ssn.statement(), [0]
+        except ValueError:
+            pass
+    snap.jobs[tasks[0].job_uid].stale_since = b.NOW      # as stalegangeviction marks a job
+    ssn.release()
 
 
 def _decisions(text: str) -> tuple[list[tuple[Any, ...]], int]:

@@ -32,3 +32,29 @@ def test_the_ordered_view_follows_adds_updates_and_deletes() -> None:
     store.update(node)
     cache.sync()
     assert [n.meta.labels.get("changed") for n in cache.objects("nodes")] == [None, "yes", None]
+
+
+def test_a_few_changes_to_a_large_view_are_put_in_place() -> None:
+    """Past a few changes the view is sorted again; below, each change goes in its place: both in key order."""
+    store = MemoryStore(ManualClock(b.NOW))
+    store.add_many([b.node(f"n{i:02d}") for i in range(0, 60, 2)])
+    cache = ObjectCache(store, ["nodes"])
+    cache.sync()
+    names(cache)
+    for step in range(12):
+        if step % 3 == 0:
+            store.create(b.node(f"n{2 * step + 1:02d}"))        # a new key between two others
+        elif step % 3 == 1:
+            store.delete("nodes", f"n{2 * step:02d}")
+        else:
+            node = store.get("nodes", f"n{2 * step + 2:02d}")
+            node["metadata"]["labels"] = {"step": str(step)}
+            store.update(node)
+        cache.sync()
+        objects = cache.objects("nodes")
+        assert [n.name for n in objects] == sorted(store_names(store))
+        assert all(n is cache._informers["nodes"].items[n.name][1] for n in objects)
+
+
+def store_names(store: MemoryStore) -> list[str]:
+    return [n["metadata"]["name"] for n in store.list("nodes")[0]]

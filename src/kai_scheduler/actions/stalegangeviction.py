@@ -1,7 +1,7 @@
 """Action stalegangeviction: a gang that lost pods below its minimum stops holding resources
 (KAI `actions/stalegangeviction/stalegangeviction.go`, BEHAVIOR.md §3.11).
 
-For every job, in namespace/name order:
+For every job, in namespace/name order (the snapshot names those that can be stale or carry a timestamp):
 1. stale ⇔ no Succeeded pod, some pod active-used, and some PodSet with fewer active-used pods than its
    minimum (`JobInfo.is_stale`); a job that is not stale has its stale timestamp cleared;
 2. a stale job without a stale timestamp gets one now (the committer writes it to the PodGroup as
@@ -27,7 +27,7 @@ class StaleGangEviction:
 
     def execute(self, ssn: Session) -> None:
         default_grace = ssn.config.flags.default_staleness_grace_period
-        for job in sorted(ssn.snapshot.jobs.values(), key=lambda j: (j.namespace, j.name)):
+        for job in ssn.snapshot.stale_candidates():     # every other job is not stale, with no timestamp
             if not job.is_stale():
                 job.stale_since = None
                 continue

@@ -133,14 +133,17 @@ class JobInfo:
 
     def is_stale(self) -> bool:
         """§3.11: no Succeeded pods, some pod active-used, and some PodSet below its minimum."""
-        used = False
-        for t in self.tasks:     # one pass on the flags' ints: this runs for every job of the cluster each cycle
+        used = 0
+        for t in self.tasks:     # one pass on the flags' ints: this runs for every job a snapshot builds
             status = t.placement.status._value_
             if status == _SUCCEEDED:
                 return False
-            used = used or bool(status & _ACTIVE_USED)
+            if status & _ACTIVE_USED:
+                used += 1
         if not used:
             return False
+        if len(self.pod_sets) == 1:      # every task is in the one PodSet
+            return used < next(iter(self.pod_sets.values())).min_available
         return any(ps.active_used() < ps.min_available for ps in self.root.pod_sets())
 
     def tasks_to_allocate(self, task_key: TaskKey, member_key: MemberKey) -> list[PodInfo]:

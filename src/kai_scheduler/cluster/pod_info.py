@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NewType
 
 import numpy as np
@@ -49,6 +49,9 @@ class PodInfo:
     task_priority: int | None = None
     creation: float = 0.0
     memory_portion: float = 0.0      # for a gpu-memory task: its portion of one GPU (set by snapshot/placement)
+    # `queue_request()` as last computed, with the portion it was computed for (a kept model passes on the one
+    # its pod's earlier records computed).
+    queue_cache: tuple[float, Vector] | None = field(default=None, repr=False)
 
     @property
     def status(self) -> PodStatus:
@@ -103,5 +106,11 @@ class PodInfo:
         return self.pod.meta.labels.get(constants.LABEL_RAY_NODE_TYPE) == "head"
 
     def queue_request(self) -> Vector:
-        """(cpu, memory, gpu) of this task as its queue is charged."""
-        return np.array([self.request[CPU], self.request[MEMORY], self.gpus_accepted])
+        """(cpu, memory, gpu) of this task as its queue is charged (read-only; it is kept for the next call)."""
+        kept = self.queue_cache
+        if kept is not None and kept[0] == self.memory_portion:
+            return kept[1]
+        vector = np.array([self.request[CPU], self.request[MEMORY], self.gpus_accepted])
+        vector.flags.writeable = False
+        self.queue_cache = (self.memory_portion, vector)
+        return vector

@@ -5,17 +5,18 @@ queues → the tree (a queue with a missing parent, or in a parent cycle, is dro
 reported); PodGroups → JobInfo with priority, preemptibility and the subgroup tree. Nothing here raises on a
 bad object: each problem becomes a `Problem` naming the object, and the rest is built.
 
-The records a session mutates (PodInfo, JobInfo, node ledgers) are new each cycle. A `Memo` kept across
-cycles holds what is derived from one parsed object alone (a pod's request vector, placement, priority; a
-PodGroup's annotation times), keyed by that object's identity: the cache replaces the object when its
-resourceVersion changes, so only changed objects are derived again and the rest is a cheap copy.
+`build` without a memo makes every record here. With a `Memo` kept across cycles (the scheduler's), `kept`
+keeps the whole model (PodInfo, JobInfo, nodes and their ledgers) and updates only what changed, while nobody
+holds the last snapshot; the records of what one parsed object yields alone (`_PodRecord`, `_GroupRecord`, the
+pool's nodes and their fresh ledgers) serve both.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
@@ -30,8 +31,12 @@ from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.node_memo import NodeMemo
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
+from kai_scheduler.cluster.queue_charge import QueueCharge
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector, gpu_portion
+
+if TYPE_CHECKING:
+    from kai_scheduler.cluster.kept import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +73,7 @@ class SnapshotParams:
     stuck_in_releasing_seconds: float = 120.0
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class Snapshot:
     now: float
     params: SnapshotParams
@@ -95,11 +100,26 @@ class Snapshot:
     # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
     # during the session is here: the actions look for work among these, not among every job of the cluster.
     waiting: list[JobInfo] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)    # nodes a session moved tasks on (a kept model redoes them)
+    # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
+    # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
+    stale_watch: list[JobInfo] = field(default_factory=list)
+    moved_jobs: set[str] = field(default_factory=set)
+    # Per queue, what its jobs held and waited for at the build (a kept model's; None: the reader sums them).
+    queue_charges: dict[str, QueueCharge] | None = None
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
         total: Vector = self.arrays.allocatable[self.arrays.schedulable].sum(axis=0) - self.other_usage
         return total
+
+    def stale_candidates(self) -> list[JobInfo]:
+        """The jobs whose staleness or stale timestamp may differ from their PodGroup's now, in `jobs` order;
+        every other job is not stale and has no stale timestamp."""
+        moved = [self.jobs[uid] for uid in self.moved_jobs if uid in self.jobs]
+        if not moved:
+            return list(self.stale_watch)
+        return sorted({id(j): j for j in (*self.stale_watch, *moved)}.values(), key=lambda j: (j.namespace, j.name))
 
     def move(self, task: PodInfo, after: Placement) -> None:
         """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
@@ -107,9 +127,12 @@ class Snapshot:
         nodes = self.node_by_name
         if before.status._value_ & _ON_NODE and before.node:
             nodes[before.node].remove_task(task, before)
+            self.touched.add(before.node)
         task.placement = after
+        self.moved_jobs.add(task.job_uid)
         if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
+            self.touched.add(after.node)
 
 
 _ON_NODE = ON_NODE.value
@@ -130,6 +153,7 @@ class _PodRecord:
     group: str | None
     placement_br: BindRequest | None = None
     placement: Placement | None = None    # when it depends on the pod and its BindRequest only
+    queue_cache: tuple[float, Vector] | None = None    # the last PodInfo's, for the next (see PodInfo)
 
 
 @dataclass(slots=True, eq=False)
@@ -155,17 +179,21 @@ class _NodesRecord:
 
 @dataclass(slots=True, eq=False)
 class Memo:
-    """Per-object derivations kept from one build to the next (see the module doc); empty = a full build."""
+    """What earlier builds made, kept for the next (see the module doc and `kept`); empty = a full build."""
 
-    pods: dict[str, _PodRecord] = field(default_factory=dict)
-    podgroups: dict[str, _GroupRecord] = field(default_factory=dict)
     nodes: _NodesRecord | None = None
+    model: Model | None = None
 
 
 def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = None) -> Snapshot:
     """Build the cycle's snapshot; every problem with an object is collected, never raised. With a `memo`
-    from earlier builds, what did not change is reused; the result is the same as without."""
-    memo = Memo() if memo is None else memo
+    from earlier builds, the records of what did not change are kept (`kept`); the result is the same as
+    without."""
+    if memo is not None:
+        from kai_scheduler.cluster import kept  # kept builds on this module's steps
+
+        return kept.build(objects, params, memo)
+    memo = Memo()
     problems = list(objects.problems)
     problems += [Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
     problems += [Problem("PodGroup", pg.meta.key, "InvalidField", w) for pg in objects.podgroups for w in pg.warnings]
@@ -183,8 +211,8 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
         stale_bind_requests=stale_brs, job_problems={}, problems=problems, other_usage=axis.zeros(),
         min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max), node_memo=pooled.memo,
     )
-    pods_by_group = _add_pods(snap, objects.pods, problems, memo)
-    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), memo)
+    pods_by_group = _add_pods(snap, objects.pods, problems)
+    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes))
     _report_bad_pods(snap, objects.problems)
     return snap
 
@@ -200,7 +228,7 @@ def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _Nod
     pool = (params.node_pool_label_key, params.partition_label_value)
     kept = memo.nodes
     if (kept is not None and kept.pool == pool and len(kept.given) == len(given)
-            and all(a is b for a, b in zip(kept.given, given, strict=True))):
+            and all(map(operator.is_, kept.given, given))):
         return kept
     nodes = _in_pool(sorted(given, key=lambda n: n.name), params)
     memo.nodes = _NodesRecord(list(given), pool, nodes, {r for n in nodes for r in n.allocatable})
@@ -308,20 +336,20 @@ def _pod_groups(pod: Pod) -> tuple[str, ...]:
     return tuple(groups)
 
 
-def _pod_record(snap: Snapshot, pod: Pod, memo: dict[str, _PodRecord]) -> _PodRecord:
+def _pod_record(axis: ResourceAxis, min_gpu_memory: float, pod: Pod, memo: dict[str, _PodRecord]) -> _PodRecord:
     key = pod.meta.key
     record = memo.get(key)
-    if (record is not None and record.pod is pod and record.axis == snap.axis.names
-            and record.min_gpu_memory == snap.min_gpu_memory):
+    if (record is not None and record.pod is pod and record.axis == axis.names
+            and record.min_gpu_memory == min_gpu_memory):
         return record
-    request = snap.axis.vector(pod.requests)
+    request = axis.vector(pod.requests)
     if pod.gpu.is_shared or pod.namespace == constants.RESERVATION_NAMESPACE:
         request[GPU] = 0.0     # shared devices are charged through GPU groups (§6)
     request.flags.writeable = False
     record = _PodRecord(
-        pod=pod, axis=snap.axis.names, min_gpu_memory=snap.min_gpu_memory, uid=PodUID(pod.meta.uid or key),
+        pod=pod, axis=axis.names, min_gpu_memory=min_gpu_memory, uid=PodUID(pod.meta.uid or key),
         request=request, subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
-        task_priority=_task_priority(pod), memory_portion=_memory_portion(pod, snap.min_gpu_memory),
+        task_priority=_task_priority(pod), memory_portion=_memory_portion(pod, min_gpu_memory),
         group=pod.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME),
     )
     memo[key] = record
@@ -338,15 +366,13 @@ def _placement(record: _PodRecord, br: BindRequest | None, params: SnapshotParam
     return placement
 
 
-def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem],
-              memo: Memo) -> dict[str, list[PodInfo]]:
+def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[str, list[PodInfo]]:
     """Create PodInfos, charge on-node pods to their nodes; return our pods by PodGroup key."""
     by_group: dict[str, list[PodInfo]] = {}
     records: dict[str, _PodRecord] = {}
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
-        record = _pod_record(snap, pod, memo.pods)
-        records[pod.meta.key] = record
+        record = _pod_record(snap.axis, snap.min_gpu_memory, pod, records)
         ours = pod.scheduler_name == snap.params.scheduler_name
         placement = _placement(record, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
         info = PodInfo(
@@ -372,7 +398,6 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem],
         if record.group:
             snap.tasks[str(info.uid)] = info
             by_group.setdefault(f"{pod.namespace}/{record.group}", []).append(info)
-    memo.pods = records
     charge_nodes(snap.arrays, charged)
     return by_group
 
@@ -418,10 +443,9 @@ def _group_record(pg: PodGroup, memo: dict[str, _GroupRecord]) -> _GroupRecord:
 
 
 def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[PodInfo]],
-              problems: list[Problem], default_priority: int, memo: Memo) -> None:
-    records: dict[str, _GroupRecord] = {}
+              problems: list[Problem], default_priority: int) -> None:
     for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
-        record = records[pg.meta.key] = _group_record(pg, memo.podgroups)
+        record = _group_record(pg, {})
         if _backed_off(pg, snap.params):
             continue
         priority = snap.priority_classes.get(pg.priority_class_name, default_priority)
@@ -445,6 +469,8 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
         snap.jobs[job.uid] = job
         if job.has_pending():
             snap.waiting.append(job)
+        if watches_staleness(job):
+            snap.stale_watch.append(job)
         queue = snap.queues.get(pg.queue)
         if queue is None or not queue.is_leaf:
             why = "does not exist" if queue is None else "is not a leaf queue"
@@ -454,7 +480,11 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
             names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
             problems.append(Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
                                     f"pods name subgroups that the PodGroup does not declare: {names}"))
-    memo.podgroups = records
+
+
+def watches_staleness(job: JobInfo) -> bool:
+    """Stale now, or its PodGroup carries a stale timestamp (which may need clearing)."""
+    return job.is_stale() or constants.ANNOTATION_STALE_TIMESTAMP in job.podgroup.meta.annotations
 
 
 def _backed_off(pg: PodGroup, params: SnapshotParams) -> bool:

@@ -109,6 +109,17 @@ class Session:
         for plugin in self.plugins:
             plugin.on_session_close(self)
 
+    def release(self) -> None:
+        """Break the reference cycles among the session, its plugins and their callbacks once the cycle is
+        over, so that reference counting frees them, and the snapshot as soon as its last reader drops it: a
+        kept snapshot model is reused only then (`cluster.kept`)."""
+        self._hooks.clear()
+        self._calls.clear()
+        self.plugins.clear()
+        self._task_rank.clear()
+        self._tasks_to_allocate.clear()
+        self.member_key = self.job_key = _RELEASED_KEY
+
     def add(self, point: points.ExtensionPoint[F], fn: F) -> None:
         """Register `fn` on `point` for the plugin being opened."""
         self._hooks.setdefault(point, []).append((self._registering or "session", fn))
@@ -306,6 +317,9 @@ class Session:
 
     def job(self, uid: str) -> JobInfo:
         return self.snapshot.jobs[uid]
+
+
+_RELEASED_KEY = functools.cmp_to_key(lambda left, right: 0)
 
 
 def _tie(left: Any, right: Any) -> int:

@@ -67,7 +67,10 @@ class Committer:
         self._try(f"delete BindRequest {namespace}/{name}",
                   lambda: self.store.delete("bindrequests", name, namespace))
 
-    def apply(self, operations: list[Operation], jobs: dict[str, JobInfo], now: float) -> None:
+    def apply(self, operations: list[Operation], jobs: dict[str, JobInfo], now: float, *,
+              pending: Sequence[JobInfo] | None = None, stale: Sequence[JobInfo] | None = None) -> None:
+        """`pending`: the jobs that may have pending tasks, `stale`: those whose stale timestamp may change, in
+        `jobs` order (the snapshot knows them); None = every job."""
         evicted_jobs: set[str] = set()
         evicted = {op.task.uid for op in operations if op.op is Op.EVICT}
         binds = []
@@ -84,14 +87,14 @@ class Committer:
                 binds.append(op)
         self.each(self._bind, binds)
         placed = {op.task.uid for op in operations if op.op in (Op.PIPELINE, Op.ALLOCATE)}
-        for job in jobs.values():
+        for job in jobs.values() if pending is None else pending:
             for task in job.pending_tasks():
                 if task.pod.nominated_node_name and task.uid not in placed:
                     self._nominate(task, None)          # the claim lapsed: the pod no longer fits there
         for uid in sorted(evicted_jobs):
             if uid in jobs:
                 self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
-        for job in jobs.values():
+        for job in jobs.values() if stale is None else stale:
             self._stale_timestamp(job)
 
     def _nominate(self, task: PodInfo, node: str | None) -> None:

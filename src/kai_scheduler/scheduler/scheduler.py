@@ -7,6 +7,7 @@ with an event on that object, once per version.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Mapping
@@ -124,8 +125,13 @@ class Scheduler:
         # A cycle builds a few objects per pod and PodGroup that all live until it ends; with the collector on,
         # those bursts set off full collections over every cached object (a third of an idle cycle on 20,000
         # pods). Cycles the snapshot makes (subgroup trees) are collected once it is back on.
+        # Then the cycle's own garbage, all young, is collected at once: a kept snapshot model is reused only
+        # once nothing holds the last snapshot, and the session's reference cycles (plugins, job orders) would
+        # otherwise hold it until some later collection.
         with collector.paused():
-            return self._cycle()
+            result = self._cycle()
+        gc.collect(0)
+        return result
 
     def _cycle(self) -> CycleResult:
         started = time.perf_counter()
@@ -155,21 +161,26 @@ class Scheduler:
         if self.usage is not None:
             capacity = snap.total_capacity()[list(QUEUE_AXIS)]
             self.usage.observe(snap.now, {q: _triple(s.allocated) for q, s in shares.items()}, _triple(capacity))
-        return CycleResult(
+        result = CycleResult(
             now=snap.now, snapshot=snap, operations=list(ssn.committed), fit_errors=dict(ssn.job_fit_errors),
             queue_shares=shares, problems=list(snap.problems), action_seconds=timings,
             seconds=time.perf_counter() - started, write_errors=list(self.committer.errors),
             open_session_seconds=open_seconds, close_session_seconds=close_seconds, action_ends=ends,
         )
+        ssn.release()
+        return result
 
     def _commit(self, ssn: Session) -> None:
         snap, now, c = ssn.snapshot, ssn.now, self.committer
         for br in snap.stale_bind_requests:
             c.delete_bind_request(br.meta.namespace, br.meta.name)
-        c.apply(ssn.committed, snap.jobs, now)
+        c.apply(ssn.committed, snap.jobs, now, pending=snap.waiting, stale=snap.stale_candidates())
         c.each(lambda uid: c.started(snap.jobs[uid], now), sorted(ssn.started_jobs))
         placed = {op.task.job_uid for op in ssn.committed}
-        for uid, job in snap.jobs.items():
+        # Only these jobs get a condition written or cleared; in `jobs` order, as a pass over every job would.
+        told = [snap.jobs[uid] for uid in {*snap.job_problems, *ssn.job_fit_errors, *placed} if uid in snap.jobs]
+        for job in sorted(told, key=lambda j: (j.namespace, j.name)):
+            uid = job.uid
             reasons = list(snap.job_problems.get(uid, [])) if uid in snap.job_problems else None
             if reasons is not None:
                 c.unschedulable(job, [Reject("snapshot", p.reason, p.message) for p in reasons], now)

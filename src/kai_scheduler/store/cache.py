@@ -7,6 +7,7 @@ and reported (kind, key, message) until a newer version parses. A watch that ans
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,7 +40,9 @@ class _Informer(Generic[T]):
     bad: dict[str, BadObject] = field(default_factory=dict)
     version: str = ""
     listed: bool = False
-    ordered: list[Any] | None = None      # the parsed objects in key order, until the next change
+    ordered: list[Any] | None = None      # the parsed objects in key order (None: sort them again)
+    ordered_keys: list[str] = field(default_factory=list)   # their keys
+    changed: set[str] = field(default_factory=set)           # keys changed since `ordered` was made
     gone: set[str] = field(default_factory=set)   # keys deleted since the last relist (see `seen`)
 
 
@@ -66,7 +69,7 @@ class ObjectCache:
                         key = _key(obj)
                         informer.items.pop(key, None)
                         informer.bad.pop(key, None)
-                        informer.ordered = None
+                        informer.changed.add(key)
                         informer.gone.add(key)
                     elif event.type != "BOOKMARK":
                         self._put(informer, obj)
@@ -94,8 +97,8 @@ class ObjectCache:
         informer.gone = set(old) - set(informer.items) - set(informer.bad)
 
     def _put(self, informer: _Informer[Any], obj: JSON) -> None:
-        informer.ordered = None
         key = _key(obj)
+        informer.changed.add(key)
         rv = obj.get("metadata", {}).get("resourceVersion", "")
         try:
             parsed = informer.parse(obj)
@@ -109,8 +112,23 @@ class ObjectCache:
     def objects(self, resource: str) -> list[Any]:
         """The parsed objects of one resource, in key order (a new list; sorted again only after a change)."""
         informer = self._informers[resource]
-        if informer.ordered is None:
-            informer.ordered = [obj for _, (_, obj) in sorted(informer.items.items())]
+        if informer.ordered is None or len(informer.changed) * 8 > len(informer.items):
+            ordered = sorted(informer.items.items())
+            informer.ordered, informer.ordered_keys = [obj for _, (_, obj) in ordered], [k for k, _ in ordered]
+        else:       # a few changes: each put in its place, not the whole list sorted again
+            keys, objs = informer.ordered_keys, informer.ordered
+            for key in informer.changed:
+                i = bisect.bisect_left(keys, key)
+                there = i < len(keys) and keys[i] == key
+                item = informer.items.get(key)
+                if item is None and there:
+                    del keys[i], objs[i]
+                elif item is not None and there:
+                    objs[i] = item[1]
+                elif item is not None:
+                    keys.insert(i, key)
+                    objs.insert(i, item[1])
+        informer.changed.clear()
         return list(informer.ordered)
 
     def seen(self, resource: str, key: str) -> bool:
