@@ -154,7 +154,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         topologies={t.meta.name: t for t in objects.topologies}, bind_requests=dict(model.live_brs),
         stale_bind_requests=stale_brs, job_problems={}, problems=problems,
         other_usage=model.other_usage.copy() if model.other_usage is not None else model.axis.zeros(),
-        min_gpu_memory=model.min_gpu_memory, max_gpu_memory=model.max_gpu_memory,
+        min_gpu_memory=model.min_gpu_memory, max_gpu_memory=model.max_gpu_memory, node_memo=pooled.memo,
         waiting=waiting, touched=model.touched,
         queue_charges=dict(model.charges),
         stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
