@@ -117,12 +117,18 @@ class PodGrouper:
             list(self._pool.map(lambda group: self._write_all(group, reads), by_group.values()))
         else:
             self._write_all(plans, reads)
-        for plan in plans:      # in pod order, whatever order the writes finished in
+        # What the writes did is recorded here, on this thread and in pod order, whatever order the writer
+        # threads finished in: `_written` and `_reported` are the grouper's own and only this thread touches them.
+        for plan in plans:
+            if plan.version is not None:
+                self._written[plan.key] = plan.version
+            if plan.error is not None:
+                self._refuse(plan.key, plan.error, plan.outcome)
             outcome.created += plan.outcome.created
             outcome.updated += plan.outcome.updated
             outcome.labelled += plan.outcome.labelled
             outcome.skipped += plan.outcome.skipped
-            if plan.refused:
+            if plan.error is not None:
                 refused.add(plan.key)
         for key in sorted(pods):
             if key in refused:
@@ -134,13 +140,16 @@ class PodGrouper:
         return outcome
 
     def _write_all(self, plans: list[_Plan], reads: _Reads) -> None:
+        """Write the plans in order; run by the writer threads, so it changes nothing but the plans (and the
+        reads' PodGroup copies, one key per thread)."""
         for plan in plans:
             try:
                 self._apply(plan.group, reads, plan.outcome)
-                self._label(plan.key, plan.pod, plan.group.meta.name, plan.subgroup, plan.outcome)
+                plan.version = self._label(plan.pod, plan.group.meta.name, plan.subgroup)
+                if plan.version is not None:
+                    plan.outcome.labelled.append(plan.key)
             except StoreError as err:
-                self._refuse(plan.key, err, plan.outcome)
-                plan.refused = True
+                plan.error = err
 
     def _refuse(self, key: str, err: StoreError, outcome: GroupOutcome) -> None:
         """The API server refused a read or write of this pod's grouping: say so once; it is tried again."""
@@ -249,7 +258,8 @@ class PodGrouper:
                     raise
                 existing = self.store.get("podgroups", name, namespace)
 
-    def _label(self, key: str, pod: JSON, group: str, subgroup: str, outcome: GroupOutcome) -> None:
+    def _label(self, pod: JSON, group: str, subgroup: str) -> str | None:
+        """Annotate and label the pod where it differs; the resourceVersion the patch made (None: no patch)."""
         meta = pod["metadata"]
         patch: JSON = {}
         if (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME) != group:
@@ -257,10 +267,9 @@ class PodGrouper:
         if subgroup and (meta.get("labels") or {}).get(constants.LABEL_SUBGROUP_NAME) != subgroup:
             patch["labels"] = {constants.LABEL_SUBGROUP_NAME: subgroup}
         if not patch:
-            return
+            return None
         written = self.store.patch("pods", meta["name"], meta.get("namespace", ""), {"metadata": patch})
-        self._written[key] = written["metadata"].get("resourceVersion", "")
-        outcome.labelled.append(key)
+        return str(written["metadata"].get("resourceVersion", ""))
 
     def _report(self, key: str, message: str) -> None:
         reported = self._reported.setdefault(key, set())
@@ -298,7 +307,8 @@ class _Plan:
     group: PodGroup
     subgroup: str
     outcome: GroupOutcome = field(default_factory=GroupOutcome)
-    refused: bool = False       # the API server refused one of its writes: the pod is handled again later
+    version: str | None = None          # the pod's resourceVersion after our patch (None: not patched)
+    error: StoreError | None = None     # the API server refused a write: the pod is handled again later
 
 
 class _Reads:
