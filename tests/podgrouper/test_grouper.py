@@ -221,7 +221,7 @@ def test_writer_threads_leave_the_grouper_state_to_the_reconciling_thread() -> N
             raise Forbidden(f"patch Pod {namespace}/{name}: forbidden")
         return real_patch(resource, name, namespace, body, *args, **kwargs)   # type: ignore[arg-type]
 
-    c.store.patch = patch           # type: ignore[method-assign]
+    c.store.patch = patch           # type: ignore[method-assign,assignment]
     for i in range(8):
         c.add(bare_pod(f"p{i}", labels={constants.LABEL_QUEUE: "team-a"}))
     outcome = c.group()
