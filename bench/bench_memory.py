@@ -10,7 +10,7 @@ its snapshot of every node, pod and PodGroup each cycle, the controllers write e
 fake kubelet starts every pod.
 
 Printed: RSS and peak RSS (VmHWM) of each component when every pod is Running and every PodGroup has its
-status, and the sum against the 2 GiB target.
+status (or after `--timeout`, saying so), and the sum against the 2 GiB target.
 """
 
 from __future__ import annotations
@@ -61,13 +61,15 @@ def workload(nodes: int, pods: int, gang: int = 4) -> list[tuple[str, dict[str, 
     return items
 
 
-def run(kubeconfig: str, workdir: Path, nodes: int, pods: int) -> dict[str, Any]:
+def run(kubeconfig: str, workdir: Path, nodes: int, pods: int, timeout: float) -> dict[str, Any]:
     store = harness.connect(kubeconfig)
     harness.install(store, kubeconfig, real=True)
     processes = harness.Processes(kubeconfig, workdir)
     try:
+        # One kubelet plays every node, renewing leases one write at a time: at 5,000 nodes a 10 s period would
+        # leave it no time for the pods.
         processes.start("fake-nodes", "fake-nodes", "--count", str(nodes), "--gpus", "8", "--prefix", "bench-node",
-                        "--qps", "1000", "--burst", "2000")
+                        "--qps", "1000", "--burst", "2000", "--heartbeat-period", "120s")
         cluster = harness.Cluster(store, processes, "bench-node")
         started = time.monotonic()
         cluster.wait(f"{nodes} schedulable nodes", lambda: _schedulable(store) >= nodes, timeout=1800, every=5)
@@ -88,10 +90,13 @@ def run(kubeconfig: str, workdir: Path, nodes: int, pods: int) -> dict[str, Any]
             print(f"#   {running} running, {with_status} PodGroups with a status", flush=True)
             return running >= pods and with_status >= len(groups)
 
-        cluster.wait("every pod Running and every PodGroup's status", settled, timeout=3600, every=30)
-        print(f"# settled after {time.monotonic() - started:.0f} s", flush=True)
-        time.sleep(10)      # a few idle scheduler cycles over the full cluster
         pids = {name: p.pid for name, p in processes.running.items()}
+        try:
+            cluster.wait("every pod Running and every PodGroup's status", settled, timeout=timeout, every=30)
+            print(f"# settled after {time.monotonic() - started:.0f} s", flush=True)
+        except AssertionError:
+            print(f"# not settled after {timeout:.0f} s: measured as it is", flush=True)
+        time.sleep(10)      # a few idle scheduler cycles over the full cluster
         return {name: (*memory(pid), cpu_seconds(pid)) for name, pid in pids.items()}
     finally:
         processes.stop_all()
@@ -103,6 +108,8 @@ def main() -> None:
     parser.add_argument("--kubeconfig", help="run on this cluster instead of a fresh control plane")
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=40000)
+    parser.add_argument("--timeout", type=float, default=1200,
+                        help="seconds to wait for every pod Running before measuring anyway")
     args = parser.parse_args()
     from rich.console import Console
     from rich.table import Table
@@ -110,10 +117,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kai-bench-memory-") as tmp:
         workdir = Path(tmp)
         if args.kubeconfig:
-            result = run(args.kubeconfig, workdir, args.nodes, args.pods)
+            result = run(args.kubeconfig, workdir, args.nodes, args.pods, args.timeout)
         else:
             with ControlPlane(workdir / "kube") as plane:
-                result = run(plane.kubeconfig, workdir, args.nodes, args.pods)
+                result = run(plane.kubeconfig, workdir, args.nodes, args.pods, args.timeout)
     table = Table(title=f"{args.pods:,} bound pods on {args.nodes:,} fake nodes x 8 GPUs, through a real API server")
     for col in ("process", "RSS MiB", "peak RSS MiB", "CPU s"):
         table.add_column(col, justify="right")

@@ -5,6 +5,8 @@ Store writes are counted through resource versions: an object that was not writt
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -367,3 +369,39 @@ def test_concurrent_writers_commit_what_one_writer_does() -> None:
         return sorted((br["metadata"]["name"], br["spec"]["selectedNode"]) for br in store.list("bindrequests")[0])
 
     assert placed(4) == placed(1) and len(placed(1)) == 6
+
+
+class _SlowEventsStore(MemoryStore):
+    """Event creation waits until `release` is set (an API server slow to answer)."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.release = threading.Event()
+
+    def create(self, obj: JSON) -> JSON:
+        if obj.get("kind") == "Event":
+            self.release.wait(10)
+        return super().create(obj)
+
+
+def test_with_writer_threads_a_commit_does_not_wait_for_its_events() -> None:
+    """Events are best effort and nothing in the cycle reads them: with writer threads the BindRequests and the
+    start annotations are written and the commit returns while the events are still on their way."""
+    clock = ManualClock(b.NOW)
+    store = _SlowEventsStore(clock)
+    store.add_many([b.queue("q"), b.node("n1"), *_gang("j", 2, gpus=1)])
+    scheduler = Scheduler(store, load_config(None), clock, writers=4)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (scheduler.run_once(), done.set()), daemon=True)
+    worker.start()
+    finished = done.wait(5)
+    store.release.set()
+    worker.join(10)
+    assert finished, "the cycle waited for its events"
+    assert sorted(br["spec"]["podName"] for br in store.list("bindrequests")[0]) == ["j-0", "j-1"]
+    annotations = store.get("podgroups", "j", b.NAMESPACE)["metadata"]["annotations"]
+    assert constants.ANNOTATION_LAST_START_TIMESTAMP in annotations
+    deadline = time.monotonic() + 10
+    while len(store.list("events")[0]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ("Normal", "Scheduled", "Pod", "j-0") in _events(store)

@@ -162,8 +162,7 @@ class Scheduler:
         snap, now, c = ssn.snapshot, ssn.now, self.committer
         for br in snap.stale_bind_requests:
             c.delete_bind_request(br.meta.namespace, br.meta.name)
-        c.apply(ssn.committed, snap.jobs, now)
-        c.each(lambda uid: c.started(snap.jobs[uid], now), sorted(ssn.started_jobs))
+        c.apply(ssn.committed, snap.jobs, now, started=sorted(ssn.started_jobs))
         placed = {op.task.job_uid for op in ssn.committed}
         for uid, job in snap.jobs.items():
             reasons = list(snap.job_problems.get(uid, [])) if uid in snap.job_problems else None
