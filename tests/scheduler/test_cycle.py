@@ -405,3 +405,22 @@ def test_with_writer_threads_a_commit_does_not_wait_for_its_events() -> None:
     while len(store.list("events")[0]) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert ("Normal", "Scheduled", "Pod", "j-0") in _events(store)
+
+
+def test_a_cycle_takes_in_its_own_bind_requests_without_waiting_for_the_watch() -> None:
+    """As KAI's scheduler adds its BindRequests to its informer store: a watch that brings them back only much
+    later neither holds the next cycle nor lets it see the GPU free."""
+    clock = ManualClock(b.NOW)
+    store = _LaggingStore(clock, lag=0)
+    store.add_many([b.queue("q"), b.node("n1", gpus=1), *_gang("a", 1, gpus=1)])
+    scheduler = Scheduler(store, load_config(None), clock)
+    assert [op.task.name for op in scheduler.run_once().operations] == ["a-0"]
+    store.lag = 1_000_000
+    store.add_many(_gang("b", 1, gpus=1))
+    clock.advance(1)
+    started = time.monotonic()
+    assert scheduler.run_once().operations == []
+    assert time.monotonic() - started < 2.0         # no wait for the watch (it would give up after 5 s)
+    store.lag = 0
+    scheduler.cache.sync()                          # the watch's copy of the same version: taken as is
+    assert scheduler.cache.seen("bindrequests", f"{b.NAMESPACE}/a-0")

@@ -50,7 +50,7 @@ class Committer:
         self.node_pool = node_pool
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
-        self.created_bind_requests: list[str] = []     # namespace/name of each BindRequest written
+        self.created_bind_requests: list[JSON] = []    # each BindRequest written, as the server answered
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
         self._events = ThreadPoolExecutor(writers, thread_name_prefix="kai-events") if writers > 1 else None
 
@@ -148,8 +148,7 @@ class Committer:
             br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool
 
         def create() -> None:
-            self.store.create(br.to_dict())
-            self.created_bind_requests.append(f"{br.meta.namespace}/{br.meta.name}")
+            self.created_bind_requests.append(self.store.create(br.to_dict()))
 
         self._try(f"create BindRequest {task.key}", create)
         self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")
