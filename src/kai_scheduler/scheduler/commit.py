@@ -16,9 +16,10 @@ import functools
 import logging
 import threading
 import zlib
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from kai_scheduler.api import bindrequest, constants
 from kai_scheduler.api.fields import format_time, parse_time
@@ -32,16 +33,18 @@ from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Sto
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+BACKLOG = 2000       # background writes (start annotations, events) waiting at most, with writer threads
 _event_failures_reported: set[str] = set()   # reasons an event write failed for, logged once per process
 _event_failures_lock = threading.Lock()       # events may be written by several threads
 
 
 class Committer:
-    """`writers` > 1: the BindRequests of a cycle and the PodGroups' start annotations are written by that many
-    threads at once, as one batch after the evictions and pipelines; against an API server each write is one
-    round trip, and they do not depend on one another. Events then go out in the background, by as many
-    threads again: nothing in the cycle reads them, and waiting for them made the commit three round trips per
-    pod instead of one."""
+    """`writers` > 1: the BindRequests of a cycle are written by that many threads at once, after the evictions
+    and pipelines; against an API server each write is one round trip, and they do not depend on one another.
+    The PodGroups' start annotations and the events then go out in the background, by as many threads again:
+    the next cycle reads neither (its snapshot has the BindRequests, so a started job is not started again),
+    and waiting for them made the commit three round trips per pod instead of one. At most `BACKLOG` of them
+    wait at a time; beyond that a commit waits for the oldest."""
 
     def __init__(self, store: ClusterStore, *, node_pool: str = "", update_eviction_condition: bool = False,
                  nominate: bool = True, writers: int = 1) -> None:
@@ -52,7 +55,9 @@ class Committer:
         self.errors: list[str] = []
         self.created_bind_requests: list[JSON] = []    # each BindRequest written, as the server answered
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
-        self._events = ThreadPoolExecutor(writers, thread_name_prefix="kai-events") if writers > 1 else None
+        self._later = ThreadPoolExecutor(writers, thread_name_prefix="kai-later") if writers > 1 else None
+        self._backlog: deque[Future[None]] = deque()
+        self._backlog_lock = threading.Lock()       # the writer threads hand over events too
 
     def each(self, write: Callable[[T], object], items: Sequence[T]) -> None:
         """`write` for every item: by the writer threads when there are several of both, else in order."""
@@ -91,8 +96,10 @@ class Committer:
                                 f"pod will run on node {op.after.node} once resources there are released")
             elif op.op is Op.ALLOCATE:
                 binds.append(functools.partial(self._bind, op))
-        binds += [functools.partial(self.started, jobs[uid], now) for uid in started if uid in jobs]
         self.each(_call, binds)
+        for uid in started:
+            if uid in jobs:
+                self._background(self.started, jobs[uid], now)
         placed = {op.task.uid for op in operations if op.op in (Op.PIPELINE, Op.ALLOCATE)}
         for job in jobs.values():
             for task in job.pending_tasks():
@@ -205,10 +212,19 @@ class Committer:
             "involvedObject": ref, "reason": reason, "message": message, "type": kind,
             "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
         }
-        if self._events is not None:
-            self._events.submit(self._create_event, event)
-        else:
-            self._create_event(event)
+        self._background(self._create_event, event)
+
+    def _background(self, write: Callable[..., None], *args: Any) -> None:
+        """`write(*args)` by the background threads (at once without them)."""
+        if self._later is None:
+            write(*args)
+            return
+        with self._backlog_lock:
+            while len(self._backlog) >= BACKLOG or (self._backlog and self._backlog[0].done()):
+                error = self._backlog.popleft().exception()
+                if error is not None:
+                    log.error(f"background write failed: {type(error).__name__}: {error}")
+            self._backlog.append(self._later.submit(write, *args))
 
     def _create_event(self, event: JSON) -> None:
         try:
