@@ -9,7 +9,9 @@ RUN python -m build --wheel --outdir /dist
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY --from=build /dist/*.whl /tmp/
-RUN pip install --no-cache-dir /tmp/*.whl && rm /tmp/*.whl \
+# Dependencies at the versions pinned in constraints.txt (`make constraints` refreshes it).
+COPY constraints.txt /tmp/
+RUN pip install --no-cache-dir --constraint /tmp/constraints.txt /tmp/*.whl && rm /tmp/*.whl /tmp/constraints.txt \
     && groupadd --system --gid 10001 kai \
     && useradd --system --uid 10001 --gid kai --no-create-home --home-dir /nonexistent kai
 USER 10001:10001

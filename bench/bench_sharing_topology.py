@@ -12,13 +12,12 @@ store) in its own process. Target: each cycle ≤ 5 s on this machine; printed b
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from cases import run_cases
+from cases import print_table, run_cases, time_cycle
 
 TARGET_S = 5.0
 CASES = {
@@ -95,27 +94,11 @@ def topology_cluster() -> list[JSON]:
 
 
 def run_case(name: str) -> dict[str, float]:
-    import workloads
-
-    from kai_scheduler.api.clock import ManualClock
-    from kai_scheduler.scheduler.scheduler import Scheduler, load_config
-    from kai_scheduler.store.memory import MemoryStore
-
-    objects = fractions_cluster() if name == "fractions" else topology_cluster()
-    clock = ManualClock(workloads.EPOCH)
-    store = MemoryStore(clock)
-    store.add_many(objects)
-    scheduler = Scheduler(store, load_config({"actions": "allocate"}), clock)
-    scheduler.cache.sync()
-    t0 = time.perf_counter()
-    snap = scheduler.snapshot()
-    snapshot_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    result = scheduler.run_once()
-    cycle_s = time.perf_counter() - t0
-    shared = sum(len(n.gpu_groups) for n in result.snapshot.nodes)
-    return {"pods": float(len(snap.tasks)), "nodes": float(len(snap.nodes)), "binds": float(result.binds),
-            "snapshot_s": snapshot_s, "allocate_s": result.action_seconds.get("allocate", 0.0), "cycle_s": cycle_s,
+    cycle = time_cycle(fractions_cluster() if name == "fractions" else topology_cluster(), "allocate")
+    shared = sum(len(n.gpu_groups) for n in cycle.result.snapshot.nodes)
+    return {"pods": float(len(cycle.snapshot.tasks)), "nodes": float(len(cycle.snapshot.nodes)),
+            "binds": float(cycle.result.binds), "snapshot_s": cycle.snapshot_s,
+            "allocate_s": cycle.result.action_seconds.get("allocate", 0.0), "cycle_s": cycle.cycle_s,
             "shared_gpus": float(shared)}
 
 
@@ -123,17 +106,12 @@ def main() -> None:
     results = run_cases(__file__, __doc__, CASES, run_case)
     if results is None:
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="One placement cycle (allocate, default plugins), in-memory store")
-    for col in ("case", "pods", "nodes", "binds", "shared GPUs", "snapshot s", "allocate s", "cycle s", "target s"):
-        table.add_column(col, justify="left" if col == "case" else "right")
-    for name, r in results.items():
-        table.add_row(name, f"{r['pods']:.0f}", f"{r['nodes']:.0f}", f"{r['binds']:.0f}", f"{r['shared_gpus']:.0f}",
-                      f"{r['snapshot_s']:.2f}", f"{r['allocate_s']:.2f}", f"{r['cycle_s']:.2f}", f"{TARGET_S:g}")
-        Console(width=120).print(f"{name}: {CASES[name]}")
-    Console(width=120).print(table)
+    columns = ("pods", "nodes", "binds", "shared GPUs", "snapshot s", "allocate s", "cycle s", "target s")
+    rows = {name: (f"{r['pods']:.0f}", f"{r['nodes']:.0f}", f"{r['binds']:.0f}", f"{r['shared_gpus']:.0f}",
+                   f"{r['snapshot_s']:.2f}", f"{r['allocate_s']:.2f}", f"{r['cycle_s']:.2f}", f"{TARGET_S:g}")
+            for name, r in results.items()}
+    print_table("One placement cycle (allocate, default plugins), in-memory store", columns, rows, CASES,
+                width=120)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,12 @@ pods included) and the simulations the search ran.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import run_cases
+from cases import EPOCH, print_table, run_cases, time_cycle
 
 CASES: dict[str, dict[str, Any]] = {
     "reclaim-64x1": dict(kind="reclaim", pods=64, gpus=1, target_s=3.0,
@@ -36,7 +35,6 @@ CASES: dict[str, dict[str, Any]] = {
     "consolidation": dict(kind="consolidation", pods=1, gpus=8, target_s=3.0,
                           what="1,000 nodes with 7 of 8 GPUs used (7,000 pods, 7 queues); one 8-GPU job"),
 }
-EPOCH = 1767225600.0
 
 
 def _queue(name: str, quota: float) -> dict[str, Any]:
@@ -106,9 +104,6 @@ def consolidation_cluster() -> list[dict[str, Any]]:
 
 def run_case(name: str) -> dict[str, float]:
     from kai_scheduler.actions.common import solver
-    from kai_scheduler.api.clock import ManualClock
-    from kai_scheduler.scheduler.scheduler import Scheduler, load_config
-    from kai_scheduler.store.memory import MemoryStore
 
     case = CASES[name]
     kind = case["kind"]
@@ -117,11 +112,6 @@ def run_case(name: str) -> dict[str, float]:
         for obj in objects:
             if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("arrival"):
                 obj["spec"]["nodeSelector"] = {"pool": "none"}
-    clock = ManualClock(EPOCH)
-    store = MemoryStore(clock)
-    store.add_many(objects)
-    scheduler = Scheduler(store, load_config({"actions": f"allocate, {kind}"}), clock)
-    scheduler.cache.sync()
     simulations = 0
     original = solver._JobSolver.solve
 
@@ -132,17 +122,13 @@ def run_case(name: str) -> dict[str, float]:
         return out
 
     solver._JobSolver.solve = counting  # type: ignore[method-assign]
-    t0 = time.perf_counter()
-    snap = scheduler.snapshot()
-    snapshot_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    result = scheduler.run_once()
-    cycle_s = time.perf_counter() - t0
+    cycle = time_cycle(objects, f"allocate, {kind}")
+    result = cycle.result
     placed = sum(1 for op in result.operations if op.task.job_uid == "uid-pg-arrival")
     return {
-        "nodes": float(len(snap.nodes)), "snapshot_s": snapshot_s, "action_s": result.action_seconds.get(kind, 0.0),
-        "cycle_s": cycle_s, "evictions": float(result.evictions), "placed": float(placed),
-        "simulations": float(simulations),
+        "nodes": float(len(cycle.snapshot.nodes)), "snapshot_s": cycle.snapshot_s,
+        "action_s": result.action_seconds.get(kind, 0.0), "cycle_s": cycle.cycle_s,
+        "evictions": float(result.evictions), "placed": float(placed), "simulations": float(simulations),
     }
 
 
@@ -150,21 +136,13 @@ def main() -> None:
     results = run_cases(__file__, __doc__, CASES, run_case)
     if results is None:
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Victim actions: one scheduling cycle, in-memory store")
-    for col in ("case", "snapshot s", "action s", "cycle s", "target s", "evicted", "job pods placed",
-                "simulations"):
-        table.add_column(col, justify="right" if col != "case" else "left")
-    console = Console(width=140)
-    for name, r in results.items():
-        case = CASES[name]
-        table.add_row(name, f"{r['snapshot_s']:.2f}", f"{r['action_s']:.2f}", f"{r['cycle_s']:.2f}",
-                      f"{case['target_s'] or '-'}", f"{r['evictions']:.0f}", f"{r['placed']:.0f}",
-                      f"{r['simulations']:.0f}")
-        console.print(f"{name}: {case['what']}")
-    console.print(table)
+    columns = ("snapshot s", "action s", "cycle s", "target s", "evicted", "job pods placed", "simulations")
+    rows = {name: (f"{r['snapshot_s']:.2f}", f"{r['action_s']:.2f}", f"{r['cycle_s']:.2f}",
+                   f"{CASES[name]['target_s'] or '-'}", f"{r['evictions']:.0f}", f"{r['placed']:.0f}",
+                   f"{r['simulations']:.0f}")
+            for name, r in results.items()}
+    print_table("Victim actions: one scheduling cycle, in-memory store", columns, rows,
+                {name: CASES[name]["what"] for name in rows}, width=140)
 
 
 if __name__ == "__main__":

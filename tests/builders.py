@@ -1,8 +1,10 @@
-"""Keyword-only builders of Kubernetes JSON for the core tests (model, framework, actions, components).
+"""Keyword-only builders of Kubernetes JSON, the one set every test builds objects with.
 
 Every object is written as the JSON a user would apply (or the API server would serve), so tests exercise the
 same parsing as the scheduler. `snapshot(objects)` parses and builds a Snapshot; `session(snapshot)` opens a
 Session with the plugins of a configuration (KAI's defaults unless given), as the scheduler does each cycle.
+Plugin tests take the same objects parsed (`tests/plugins/builders.py`) and open a session with only the
+plugins under test.
 """
 
 from __future__ import annotations
@@ -28,21 +30,32 @@ OPEN = {"quota": 0, "overQuotaWeight": 1, "limit": -1}
 
 def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", pods: int = 110,
          labels: Mapping[str, str] | None = None, ready: bool = True, unschedulable: bool = False,
-         gpu_memory: int | None = None) -> JSON:
-    """A Node with `gpus` whole GPUs allocatable (none listed when 0)."""
-    allocatable: dict[str, str] = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+         gpu_memory: int | None = None, taints: Sequence[str] = (),
+         extended: Mapping[str, str] | None = None) -> JSON:
+    """A Node labelled with its hostname, `gpus` whole GPUs allocatable (none listed when 0); taints as kubectl
+    writes them ("key=value:Effect")."""
+    allocatable: dict[str, str] = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extended or {})}
     if gpus:
         allocatable[constants.RESOURCE_GPU] = str(gpus)
     all_labels = {constants.LABEL_HOSTNAME: name, **(labels or {})}
     if gpu_memory is not None:
         all_labels[constants.LABEL_GPU_MEMORY] = str(gpu_memory)
+    spec: JSON = {"unschedulable": unschedulable}
+    if taints:
+        spec["taints"] = [_taint(t) for t in taints]
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": all_labels},
-        "spec": {"unschedulable": unschedulable},
+        "spec": spec,
         "status": {"allocatable": allocatable, "capacity": dict(allocatable),
                    "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
+
+
+def _taint(text: str) -> JSON:
+    name, _, effect = text.rpartition(":")
+    key, _, value = name.partition("=")
+    return {"key": key, "value": value, "effect": effect}
 
 
 def queue(name: str, *, parent: str = "", priority: int = 100, gpu_quota: float = 0, gpu_limit: float = -1,
@@ -96,16 +109,24 @@ def podgroup(name: str, *, queue: str = "q", namespace: str = NAMESPACE, min_mem
 
 def pod(name: str, *, group: str | None = None, namespace: str = NAMESPACE, gpus: int = 0, cpu: str = "1",
         memory: str = "1Gi", node: str = "", phase: str | None = None, deleted_at: float | None = None,
-        subgroup: str = "", gated: bool = False, fraction: float | None = None, gpu_groups: Sequence[str] = (),
-        scheduler: str = constants.DEFAULT_SCHEDULER_NAME, created: float = 0.0,
-        labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None) -> JSON:
-    """A one-container pod of PodGroup `group` (default: its own name); Running when given a node."""
-    requests: dict[str, str] = {"cpu": cpu, "memory": memory}
+        subgroup: str = "", gated: bool = False, fraction: float | None = None, gpu_memory: int | None = None,
+        gpu_groups: Sequence[str] = (), scheduler: str = constants.DEFAULT_SCHEDULER_NAME, created: float = 0.0,
+        labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None,
+        node_selector: Mapping[str, str] | None = None, node_affinity: Sequence[JSON] = (),
+        pod_affinity: Sequence[JSON] = (), pod_anti_affinity: Sequence[JSON] = (),
+        tolerations: Sequence[JSON] = (), extended: Mapping[str, str] | None = None) -> JSON:
+    """A one-container pod of PodGroup `group` (default: its own name); Running when given a node.
+
+    `node_affinity` takes required node selector terms (`term`), the pod (anti-)affinities required pod terms
+    (`pod_term`); `deleted_at` makes it releasing."""
+    requests: dict[str, str] = {"cpu": cpu, "memory": memory, **(extended or {})}
     if gpus:
         requests[constants.RESOURCE_GPU] = str(gpus)
     notes = {constants.ANNOTATION_POD_GROUP_NAME: group or name, **(annotations or {})}
     if fraction is not None:
         notes[constants.ANNOTATION_GPU_FRACTION] = str(fraction)
+    if gpu_memory is not None:
+        notes[constants.ANNOTATION_GPU_MEMORY] = str(gpu_memory)
     all_labels = dict(labels or {})
     if subgroup:
         all_labels[constants.LABEL_SUBGROUP_NAME] = subgroup
@@ -123,8 +144,46 @@ def pod(name: str, *, group: str | None = None, namespace: str = NAMESPACE, gpus
         spec["nodeName"] = node
     if gated:
         spec["schedulingGates"] = [{"name": "example.com/gate"}]
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = list(tolerations)
+    affinity: JSON = {}
+    if node_affinity:
+        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": list(node_affinity)}}
+    for kind, terms in (("podAffinity", pod_affinity), ("podAntiAffinity", pod_anti_affinity)):
+        if terms:
+            affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}
+    if affinity:
+        spec["affinity"] = affinity
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
             "status": {"phase": phase or ("Running" if node else "Pending")}}
+
+
+def expr(key: str, operator: str, *values: str) -> JSON:
+    return {"key": key, "operator": operator, "values": list(values)}
+
+
+def term(*expressions: JSON, fields: Sequence[JSON] = ()) -> JSON:
+    """A node selector term: all its expressions must hold."""
+    return {"matchExpressions": list(expressions), "matchFields": list(fields)}
+
+
+def pod_term(topology_key: str, *, namespaces: Sequence[str] = (), expressions: Sequence[JSON] = (),
+             **match_labels: str) -> JSON:
+    """A pod (anti-)affinity term selecting pods by labels within a topology domain."""
+    selector: JSON = {"matchLabels": match_labels, "matchExpressions": list(expressions)}
+    return {"labelSelector": selector, "topologyKey": topology_key, "namespaces": list(namespaces)}
+
+
+def toleration(key: str = "", *, operator: str = "Equal", value: str = "", effect: str = "") -> JSON:
+    return {"key": key, "operator": operator, "value": value, "effect": effect}
+
+
+def priority_class(name: str, value: int) -> JSON:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value}
 
 
 def bind_request(pod_name: str, node_name: str, *, namespace: str = NAMESPACE, phase: str = "",

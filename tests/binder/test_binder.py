@@ -253,3 +253,14 @@ def test_with_concurrency_a_bind_does_not_wait_for_its_status_nor_is_taken_up_ag
         time.sleep(0.01)
     assert [_status(store, p).get("phase") for p in pods] == ["Succeeded"] * 3
     assert binder.reconcile().bound == [] and store.binds == 3
+
+
+def test_a_request_whose_pod_is_already_on_its_node_is_finished_as_succeeded() -> None:
+    """A binder killed between the binding and the status write finds the pod bound where the request says on
+    restart: the request is recorded Succeeded (not left open for ever), and nothing is bound again."""
+    store, _, binder = _cluster(b.node("n1"), b.pod("p", node="n1", phase="Pending"), b.bind_request("p", "n1"))
+    assert binder.reconcile().bound == []
+    assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 0}
+    version = _version(store)
+    assert binder.reconcile().bound == []
+    assert _version(store) == version

@@ -4,6 +4,7 @@ errors, the --check line, the simulate summary."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -227,3 +228,25 @@ def test_explain_names_the_plugin_behind_each_reason(capsys: pytest.CaptureFixtu
     _, out, _ = _run(capsys, "schedule", path, "-o", "json")
     [plain] = json.loads(out)["unplaced"].values()
     assert [r.rsplit(" [", 1)[0] for r in reasons] == plain and not any("rejected by" in r for r in plain)
+
+
+NO_GPU_NODE = """\
+name: no GPU node
+nodes:
+- {name: n1, gpus: 0, cpu: "8", memory: 32Gi}
+- {name: n2, gpus: 0, cpu: "8", memory: 32Gi}
+- {name: n3, gpus: 0, cpu: "8", memory: 32Gi}
+queues:
+- {name: a, resources: {gpu: {quota: 1, overQuotaWeight: 1, limit: -1}}}
+jobs:
+- {name: notebook, queue: a, tasks: [{name: main, gpus: 1}]}
+"""
+
+
+def test_explain_keeps_the_plugin_tag_whole_and_with_its_reason_at_80_columns(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _, out, _ = _run(capsys, "schedule", _write(tmp_path, NO_GPU_NODE), "--explain")
+    lines = out.split("Not placed", 1)[1].split("cycle 1:")[0].splitlines()
+    tagged = [line for line in lines if "[" in line or "]" in line]
+    assert len(tagged) == 2 and len(lines) > 4, lines          # two reasons, one of them wrapped
+    assert all(re.fullmatch(r" {6}\S.* \[rejected by [a-z]+\]", line) and len(line) <= 80 for line in tagged), lines

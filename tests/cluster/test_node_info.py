@@ -137,7 +137,7 @@ def test_shared_gpu_groups(adds: list[tuple[str, PodStatus, tuple[str, ...]]], g
         placements.append((task, placement))
     a = snap.arrays
     assert (a.used[0, GPU], a.idle[0, GPU], a.releasing[0, GPU]) == gpu
-    assert {gid: g.state() for gid, g in node.gpu_groups.items()} == states
+    assert {gid: g.state().value for gid, g in node.gpu_groups.items()} == states
     for task, placement in reversed(placements):
         node.remove_task(task, placement)
     assert b.same_ledgers(b.ledgers(snap), before)

@@ -29,12 +29,12 @@ def _snapshot() -> Snapshot:
 ])
 def test_job_order(left: str, right: str, want: int) -> None:
     snap = _snapshot()
-    assert Elastic().job_order(snap.jobs[f"team-a/{left}"], snap.jobs[f"team-a/{right}"]) == want
+    assert Elastic().job_order(snap.jobs[f"pg-{left}"], snap.jobs[f"pg-{right}"]) == want
 
 
 def test_priority_decides_before_elasticity() -> None:
     snap = _snapshot()
-    snap.jobs["team-a/above"].priority = 200
+    snap.jobs["pg-above"].priority = 200
     ssn = b.session(snap, Priority(), Elastic())
     assert [j.name for j in sorted(snap.jobs.values(), key=ssn.job_key)] == ["above", "below", "at"]
 
@@ -42,6 +42,6 @@ def test_priority_decides_before_elasticity() -> None:
 def test_placements_in_the_session_move_a_job_between_bands() -> None:
     snap = _snapshot()
     ssn = b.session(snap, Elastic())
-    below, at = snap.jobs["team-a/below"], snap.jobs["team-a/at"]
+    below, at = snap.jobs["pg-below"], snap.jobs["pg-at"]
     ssn.statement().allocate(b.task(ssn, "below-1"), "n1")
     assert Elastic().job_order(below, at) == 0

@@ -17,7 +17,7 @@ NODES = [node("empty", gpu_memory=40000), node("half", gpu_memory=40000), node("
 SHARERS = [
     pod("h", fraction=0.5, node="half", labels={"runai-gpu-group": "g1"}),
     pod("f", fraction=0.9, node="full", labels={"runai-gpu-group": "g2"}),
-    pod("r", fraction=0.5, node="released", labels={"runai-gpu-group": "g3"}, releasing=True),
+    pod("r", fraction=0.5, node="released", labels={"runai-gpu-group": "g3"}, deleted_at=0),
 ]
 
 

@@ -63,7 +63,7 @@ def test_cpu_tasks(args: dict[str, str], want: dict[str, float]) -> None:
 
 
 def test_releasing_counts_as_non_allocated() -> None:
-    pods = [pod("r", gpus=6, node="full", releasing=True), pod("u2", gpus=4, node="half"), pod("p", gpus=1)]
+    pods = [pod("r", gpus=6, node="full", deleted_at=0), pod("u2", gpus=4, node="half"), pod("p", gpus=1)]
     assert scores(GPU_NODES[:3], pods) == {"empty": 0.0, "full": 0.0, "half": 9.0}
 
 

@@ -36,7 +36,7 @@ def feasible(nodes: Sequence[Node], pods: Sequence[Pod], pending: str = "p"
 
 @pytest.mark.parametrize("nodes, pods, want, removed", [
     pytest.param([node("n1", gpus=8)], [pod("p", gpus=2)], ["n1"], {}, id="fits on idle GPUs"),
-    pytest.param([node("n1", gpus=4)], [pod("r", gpus=4, node="n1", releasing=True), pod("p", gpus=2)],
+    pytest.param([node("n1", gpus=4)], [pod("r", gpus=4, node="n1", deleted_at=0), pod("p", gpus=2)],
                  ["n1"], {}, id="fits counting releasing GPUs (pipelined)"),
     pytest.param([node("n1", gpus=4), node("n2", gpus=8)], [pod("r", gpus=4, node="n1"), pod("p", gpus=2)],
                  ["n2"], {GPU_REASON: 1}, id="used GPUs do not fit and the reason names the GPU"),
@@ -51,7 +51,7 @@ def feasible(nodes: Sequence[Node], pods: Sequence[Pod], pending: str = "p"
                  [], {"insufficient example.com/nic": 1}, id="extended resource named"),
     pytest.param([node("n1", pods=1), node("n2")], [pod("r", node="n1"), pod("p")], ["n2"],
                  {"too many pods": 1}, id="max pods is its own reason"),
-    pytest.param([node("n1", pods=1)], [pod("r", node="n1", releasing=True), pod("p")], ["n1"], {},
+    pytest.param([node("n1", pods=1)], [pod("r", node="n1", deleted_at=0), pod("p")], ["n1"], {},
                  id="a releasing pod's slot can be pipelined"),
     pytest.param([node("n1", gpus=0)], [pod("p", cpu="1")], ["n1"], {}, id="zero requests are not checked"),
 ])

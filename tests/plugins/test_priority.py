@@ -20,7 +20,7 @@ def test_job_order(left: str, right: str, want: int) -> None:
         podgroups=[podgroup("a", priority_class=left), podgroup("b", priority_class=right)],
         priority_classes=[priority_class("high", 100), priority_class("low", 10)],
     )
-    assert Priority().job_order(snap.jobs["team-a/a"], snap.jobs["team-a/b"]) == want
+    assert Priority().job_order(snap.jobs["pg-a"], snap.jobs["pg-b"]) == want
 
 
 def test_session_orders_by_priority_then_age() -> None:

@@ -23,7 +23,7 @@ def _job() -> JobInfo:
                 labels={constants.LABEL_SUBGROUP_NAME: name})
             for name, (_, running) in MEMBERS.items() for i in range(4)]
     snap = b.snapshot(nodes=[node("n1", cpu="64")], pods=pods, podgroups=[podgroup("job", sub_groups=groups)])
-    return snap.jobs["team-a/job"]
+    return snap.jobs["pg-job"]
 
 
 def _member(job: JobInfo, name: str) -> Member:

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kai_scheduler.api import constants, quantity
+from kai_scheduler.cluster.node_info import GroupState
 from kai_scheduler.cluster.pod_status import ALLOCATED, PodStatus
 from kai_scheduler.cluster.resources import GPU, QUEUE_AXIS
 from kai_scheduler.cluster.snapshot import Snapshot
@@ -170,7 +171,7 @@ def assert_no_node_over_committed(snap: Snapshot) -> None:
         if task.status == PodStatus.PIPELINED and not task.placement.holds_idle:
             pipelined[snap.node_by_name[task.node].row] += task.request
     for node in snap.nodes:       # a shared GPU opened by a pipelined task holds a releasing device
-        pipelined[node.row, GPU] += sum(1 for g in node.gpu_groups.values() if g.state() == "pipelined")
+        pipelined[node.row, GPU] += sum(1 for g in node.gpu_groups.values() if g.state() is GroupState.PIPELINED)
     over = a.used - pipelined - a.allocatable
     assert (over <= EPS).all(), f"over-committed:\n{over}"
     assert (a.idle >= -EPS).all(), f"negative idle:\n{a.idle}"

@@ -26,7 +26,7 @@ from kai_scheduler.store.interface import (
     Selector,
     StoreError,
 )
-from kai_scheduler.store.memory import MemoryStore, merge_patch
+from kai_scheduler.store.memory import MemoryStore, merge_patch, strategic_merge_patch
 from tests.store.conftest import START
 
 # --- builders ---
@@ -662,3 +662,18 @@ def test_merge_patch_follows_rfc_7386(target: Any, patch: Any, want: Any) -> Non
     before = repr(target)
     assert merge_patch(target, patch) == want
     assert repr(target) == before   # the target is never mutated
+
+
+CONDITIONS = {"status": {"conditions": [{"type": "Ready", "status": "False"}, {"type": "Scheduled", "status": "True"}]}}
+
+
+@pytest.mark.parametrize("strategic, want", [
+    pytest.param(False, [{"type": "Ready", "status": "True"}], id="merge patch: a keyed list is still replaced"),
+    pytest.param(True, [{"type": "Ready", "status": "True"}, {"type": "Scheduled", "status": "True"}],
+                 id="strategic: merged on the list's key"),
+])
+def test_one_merge_serves_both_patch_kinds(strategic: bool, want: JSON) -> None:
+    patch = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    merged = strategic_merge_patch(CONDITIONS, patch) if strategic else merge_patch(CONDITIONS, patch)
+    assert merged["status"]["conditions"] == want
+    assert CONDITIONS["status"]["conditions"][0]["status"] == "False"   # the target is never mutated

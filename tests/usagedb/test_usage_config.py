@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kai_scheduler.framework import usage_config
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.scheduler.scheduler import load_config
+from kai_scheduler.usagedb import usage_config
 from kai_scheduler.usagedb.params import DAY, WEEK, ClientType, WindowType
 
 URL = {"clientType": "prometheus", "connectionString": "http://prometheus:9090"}

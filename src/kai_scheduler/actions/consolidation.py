@@ -21,6 +21,7 @@ import numpy as np
 from kai_scheduler.actions.common import budget, gpu_sharing, preemptors, solver
 from kai_scheduler.actions.common.scenario import ScenarioOutcome
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
@@ -29,7 +30,6 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 
 NAME = "consolidation"
-_EPS = 1e-9
 
 
 class Consolidation:
@@ -63,7 +63,7 @@ def may_consolidate(ssn: Session, job: JobInfo) -> bool:
     arrays = ssn.snapshot.arrays
     free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
     free += sum(gpu_sharing.shared_room(ssn).values())
-    if free + _EPS < sum(t.gpus_accepted for t in tasks):
+    if free + tolerance.RESOURCE < sum(t.gpus_accepted for t in tasks):
         return False
     return preemptors.invariant_reject(ssn, job) is None
 

@@ -128,7 +128,10 @@ class Binder:
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)
-            if isinstance(err, Conflict):   # bound by someone else meanwhile (a pod gone is no news)
+            if isinstance(err, Conflict) and self._bound_here(br):
+                # Bound as asked, by this binder before a restart that lost the status write: finish the record.
+                self._status(br, "Succeeded", "", br.failed_attempts)
+            elif isinstance(err, Conflict):   # bound by someone else meanwhile (a pod gone is no news)
                 log.warning(f"BindRequest {ns}/{br.meta.name} not bound: {err}", extra={"reason": err.reason})
             return
         except reservation.ReservationPending:
@@ -152,6 +155,14 @@ class Binder:
         finally:
             with self._settling_lock:
                 self._settling.discard(request)
+
+    def _bound_here(self, br: BindRequest) -> bool:
+        """Whether the pod is bound to the node this request selected (read only when a binding conflicts)."""
+        try:
+            pod = self.store.get("pods", br.pod_name, br.meta.namespace)
+        except StoreError:
+            return False
+        return bool(pod.get("spec", {}).get("nodeName") == br.selected_node)
 
     def _label_gpu_groups(self, namespace: str, br: BindRequest) -> None:
         groups = br.selected_gpu_groups

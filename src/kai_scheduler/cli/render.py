@@ -7,6 +7,7 @@ and namespaces are shown only when the scenario has more than one.
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import orjson
@@ -23,6 +24,8 @@ __all__ = ["Outcome", "as_json", "as_tables", "as_yaml", "console"]
 _CHANGED = {"Binding": "green", "Pipelined": "yellow", "Releasing": "red", "Deleted": "red", "Running": "green"}
 _RESOURCES = (("gpu", "GPU"), ("cpu", "CPU"), ("memory", "memory"))
 _INDENT = 4
+_TRAILING_TAG = re.compile(r" \[[^\[\]]*\]$")
+_GLUE = "\x1f"       # stands for a space that must not break a line while wrapping; never in printed text
 
 
 class PipeConsole(Console):
@@ -153,10 +156,17 @@ def _unplaced(outcome: Outcome, names: Names, width: int) -> list[Text]:
 
 
 def _wrapped(text: str, indent: int, width: int) -> list[Text]:
-    """`text` wrapped at word boundaries to `width`, every line indented (no trailing padding)."""
+    """`text` wrapped at word boundaries to `width`, every line indented (no trailing padding).
+
+    A trailing bracketed tag ("[rejected by predicates]" of --explain) is kept whole and with the word before
+    it, so it never stands on a line of its own."""
     pad = " " * indent
-    return [Text(line) for line in textwrap.wrap(text, max(width, indent + 20), initial_indent=pad,
-                                                 subsequent_indent=pad, break_on_hyphens=False)]
+    tag = _TRAILING_TAG.search(text)
+    if tag:
+        text = text[:tag.start()] + tag.group().replace(" ", _GLUE)
+    lines = textwrap.wrap(text, max(width, indent + 20), initial_indent=pad, subsequent_indent=pad,
+                          break_on_hyphens=False)
+    return [Text(line.replace(_GLUE, " ")) for line in lines]
 
 
 def _shared_gpus(outcome: Outcome, names: Names) -> Table:

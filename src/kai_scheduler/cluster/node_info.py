@@ -12,6 +12,7 @@ releasing when every sharer is releasing, or against releasing when the group wa
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -71,6 +72,20 @@ class NodeArrays:
         return self.free
 
 
+class GroupState(enum.Enum):
+    """What a shared GPU's one whole device counts as on its node's ledger (§6)."""
+
+    EMPTY = "empty"              # no sharers: not on the ledger
+    USED = "used"
+    PIPELINED = "pipelined"      # opened by a pipelined task: counted against releasing
+    RELEASING = "releasing"      # every sharer is releasing: counted as releasing
+
+
+# The pod status a group's device is charged as, by the group's state.
+_GROUP_LEDGER = {GroupState.USED: PodStatus.RUNNING, GroupState.PIPELINED: PodStatus.PIPELINED,
+                 GroupState.RELEASING: PodStatus.RELEASING}
+
+
 @dataclass(slots=True, eq=False)
 class GpuGroup:
     """One shared physical GPU on a node: its sharers and their memory in MiB."""
@@ -86,13 +101,12 @@ class GpuGroup:
     def releasing_memory(self) -> float:
         return sum(self.sharers[u] for u in self.releasing)
 
-    def state(self) -> str:
-        """'' (no sharers), 'releasing' (all sharers releasing), 'pipelined' or 'used'."""
+    def state(self) -> GroupState:
         if not self.sharers:
-            return ""
+            return GroupState.EMPTY
         if len(self.releasing) == len(self.sharers):
-            return "releasing"
-        return "pipelined" if self.opened_pipelined else "used"
+            return GroupState.RELEASING
+        return GroupState.PIPELINED if self.opened_pipelined else GroupState.USED
 
 
 @dataclass(slots=True, kw_only=True, eq=False)
@@ -164,7 +178,7 @@ class NodeInfo:
         group here (counting releasing sharers' memory, as the fit rule of §6 does); -1 without such a group."""
         total, best = self.gpu_memory_mib, -1.0
         for g in self.gpu_groups.values():
-            if g.state() != "releasing":
+            if g.state() is not GroupState.RELEASING:
                 best = max(best, total - g.used_memory() + g.releasing_memory())
         self.arrays.shared_free[self.row] = best
 
@@ -196,13 +210,12 @@ class NodeInfo:
             self._group_ledger(before, -1.0)
             self._group_ledger(after, +1.0)
 
-    def _group_ledger(self, state: str, sign: float) -> None:
-        if not state:
+    def _group_ledger(self, state: GroupState, sign: float) -> None:
+        if state is GroupState.EMPTY:
             return
         gpu = np.zeros_like(self.arrays.idle[self.row])
         gpu[GPU] = 1.0
-        self._ledger(gpu, {"releasing": PodStatus.RELEASING, "pipelined": PodStatus.PIPELINED}.get(
-            state, PodStatus.RUNNING), sign)
+        self._ledger(gpu, _GROUP_LEDGER[state], sign)
 
     def used_portions(self, group_ids: list[str]) -> list[float]:
         """Per GPU group id: its sharers' memory over this node's GPU memory (at most 1); 0 for an id the node
@@ -220,7 +233,7 @@ class NodeInfo:
         total = self.gpu_memory_mib
         return [
             g for _, g in sorted(self.gpu_groups.items())
-            if g.state() != "releasing" and total - g.used_memory() + g.releasing_memory() - need >= 0
+            if g.state() is not GroupState.RELEASING and total - g.used_memory() + g.releasing_memory() - need >= 0
         ]
 
     def pod_count(self) -> int:

@@ -6,12 +6,14 @@ resources that some node or pod in the snapshot names, in sorted order. Queue ac
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 
 Vector = npt.NDArray[np.float64]
 
@@ -52,6 +54,16 @@ class ResourceAxis:
 def queue_vector(cpu_millis: float, memory_bytes: float, gpus: float) -> Vector:
     """A queue-axis vector (cpu, memory, gpu)."""
     return np.array([cpu_millis, memory_bytes, gpus], dtype=np.float64)
+
+
+def gpu_portion(memory_mib: float, gpu_memory_mib: float) -> float:
+    """The portion of one GPU a GPU-memory request takes: ceil(mem / gpuMem × 100) / 100, at most 1 (§6).
+
+    A GPU of unknown memory (0) is taken whole. The one rule for the snapshot, GPU-sharing placement and the
+    queue capacity check."""
+    if gpu_memory_mib <= 0:
+        return 1.0
+    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - tolerance.ROUNDING) / 100)
 
 
 def describe(name: str, amount: float) -> str:

@@ -13,7 +13,6 @@ resourceVersion changes, so only changed objects are derived again and the rest 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +30,7 @@ from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
 from kai_scheduler.cluster.queue_info import QueueInfo
-from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
+from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector, gpu_portion
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +359,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem],
                                             f"pod is on node {placement.node!r}, which is not in this node pool"))
                 continue
             if placement.gpu_groups:
-                info.memory_portion = _portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
+                info.memory_portion = gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
             charged.append((node, info, placement))
             if not ours and pod.namespace != constants.RESERVATION_NAMESPACE:
                 snap.other_usage += record.request
@@ -397,15 +396,8 @@ def _task_priority(pod: Pod) -> int | None:
         return None
 
 
-def _portion(memory_mib: int, gpu_memory_mib: float) -> float:
-    """Fraction of one GPU from a memory request: ceil(mem / gpuMem × 100) / 100 (§6)."""
-    if gpu_memory_mib <= 0:
-        return 1.0
-    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
-
-
 def _memory_portion(pod: Pod, min_gpu_memory: float) -> float:
-    return _portion(pod.gpu.memory_mib, min_gpu_memory) if pod.gpu.memory_mib else 0.0
+    return gpu_portion(pod.gpu.memory_mib, min_gpu_memory) if pod.gpu.memory_mib else 0.0
 
 
 def _group_record(pg: PodGroup, memo: dict[str, _GroupRecord]) -> _GroupRecord:

@@ -1,8 +1,10 @@
 """Scheduler configuration in KAI's ConfigMap shape (§1.5, §4, §9.3): actions, tiers, arguments, flags.
 
-`parse(raw)` validates everything at load: an unknown action or plugin, a bad argument type or an unknown
-flag is a `ConfigError` naming the field. Plugins that KAI ships but this scheduler does not implement are
-accepted and reported in `ignored_plugins`, so a KAI ConfigMap works unchanged.
+`parse(raw)` validates the shape at load: an unknown action or plugin, a bad argument type or an unknown
+flag is a `ConfigError` naming the field. What another layer judges (plugin arguments, search budgets,
+`usageDBConfig` through `usagedb.usage_config`) `scheduler.load_config` checks right after. Plugins that KAI
+ships but this scheduler does not implement are accepted and reported in `ignored_plugins`, so a KAI ConfigMap
+works unchanged.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Any
 from kai_scheduler.api import constants, duration
 from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.framework import usage_config
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 
@@ -128,7 +129,7 @@ class SchedulerConfig:
     tiers: tuple[tuple[PluginConfig, ...], ...] = ()
     queue_depth_per_action: Mapping[str, int] = field(default_factory=dict)
     flags: Flags = Flags()
-    usage_db_config: Mapping[str, Any] = field(default_factory=dict)
+    usage_db_config: Mapping[str, Any] = field(default_factory=dict)   # as written; checked by load_config
     scenario_search_budgets: Mapping[str, Any] = field(default_factory=dict)
     ignored_plugins: tuple[str, ...] = ()
 
@@ -158,7 +159,7 @@ def parse(raw: Mapping[str, Any] | None, *, known_plugins: set[str], known_actio
         tiers=tiers,
         queue_depth_per_action=_depths(raw.get("queueDepthPerAction"), known_actions),
         flags=parse_flags(raw.get("flags")),
-        usage_db_config=_usage_db_config(raw.get("usageDBConfig")),
+        usage_db_config=_mapping(raw.get("usageDBConfig"), "usageDBConfig"),
         scenario_search_budgets=_mapping(raw.get("scenarioSearchBudgets"), "scenarioSearchBudgets"),
         ignored_plugins=ignored,
     )
@@ -218,16 +219,6 @@ def _depths(raw: Any, known: set[str]) -> dict[str, int]:
             raise ConfigError(f"config queueDepthPerAction.{action}: expected a positive integer, got {value!r}",
                               ("queueDepthPerAction", action))
     return {str(k): int(v) for k, v in depths.items()}
-
-
-def _usage_db_config(raw: Any) -> dict[str, Any]:
-    """The raw mapping, kept as written once `usage_config.parse` accepts it (§5.5)."""
-    mapping = _mapping(raw, "usageDBConfig")
-    try:
-        usage_config.parse(mapping)
-    except usage_config.UsageConfigError as err:
-        raise ConfigError(str(err), ("usageDBConfig",)) from None
-    return mapping
 
 
 def _mapping(raw: Any, name: str) -> dict[str, Any]:

@@ -11,18 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU, Vector
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
 
-EPSILON = 1e-6                      # float slack: requests and ledgers are sums of parsed quantities
-
 
 def thresholds(task: PodInfo) -> Vector:
     """Per resource, the free amount a node needs; -inf where nothing is requested (never checked)."""
     request = task.request
-    need: Vector = np.where(request > 0, request - EPSILON, -np.inf)
+    need: Vector = np.where(request > 0, request - tolerance.RESOURCE, -np.inf)
     return need
 
 
@@ -41,19 +40,19 @@ def shared_gpu_fit(snapshot: Snapshot, task: PodInfo, candidates: points.Mask) -
     candidates short of whole GPUs that have a usable group with room are looked at one by one."""
     arrays, need = snapshot.arrays, task.gpu.num_devices
     whole = arrays.free[:, GPU]
-    fits: points.Mask = whole >= need - EPSILON
+    fits: points.Mask = whole >= need - tolerance.RESOURCE
     if task.gpu.memory_mib:             # a fresh device must hold the request: at most one GPU's memory
-        fits &= arrays.gpu_memory >= task.gpu.memory_mib - EPSILON
+        fits &= arrays.gpu_memory >= task.gpu.memory_mib - tolerance.RESOURCE
     if need == 1:
         memory = np.where(arrays.gpu_memory > 0, arrays.gpu_memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))
         per_device = task.gpu.memory_mib or task.gpu.fraction * memory
-        fits |= arrays.shared_free >= per_device - EPSILON
+        fits |= arrays.shared_free >= per_device - tolerance.RESOURCE
         return fits
-    maybe = candidates & ~fits & (arrays.shared_free > EPSILON)
+    maybe = candidates & ~fits & (arrays.shared_free > tolerance.RESOURCE)
     nodes = snapshot.nodes
     for row in np.flatnonzero(maybe).tolist():
         node = nodes[row]
-        devices = whole[row] if arrays.gpu_memory[row] >= task.gpu.memory_mib - EPSILON else 0.0
-        if node.gpu_groups and devices + len(node.shared_gpu_fit(task)) >= need - EPSILON:
+        devices = whole[row] if arrays.gpu_memory[row] >= task.gpu.memory_mib - tolerance.RESOURCE else 0.0
+        if node.gpu_groups and devices + len(node.shared_gpu_fit(task)) >= need - tolerance.RESOURCE:
             fits[row] = True
     return fits

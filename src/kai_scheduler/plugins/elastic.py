@@ -7,30 +7,19 @@ that already holds extras. Counts are active-allocated pods, so placements made 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 
 BELOW_MIN, AT_MIN, ABOVE_MIN = 0, 1, 2
 
 
-class Elastic:
+class Elastic(PluginBase):
     name = "elastic"
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("elastic", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(points.JOB_ORDER, self.job_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Negative when `left` is further from satisfied; 0 when both are in the same band."""

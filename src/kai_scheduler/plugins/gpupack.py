@@ -6,31 +6,20 @@ memory, at most 1); a whole free GPU scores 0, so it is taken last and stays fre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 
 
-class GpuPack:
+class GpuPack(PluginBase):
     name = "gpupack"
     _snapshot: Snapshot
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments(cls.name, arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._snapshot = ssn.snapshot
         ssn.add(points.GPU_ORDER, self.gpu_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """GPU_ORDER: used portion of each candidate GPU; a group id the node does not have is a free GPU (0)."""

@@ -28,12 +28,13 @@ from kai_scheduler.cluster.pod_status import ACTIVE_USED, within
 from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 
 LCA, QUEUE = "lca", "queue"
 _ARGUMENTS = ("defaultPreemptMinRuntime", "defaultReclaimMinRuntime", "reclaimResolveMethod")
 
 
-class MinRuntime:
+class MinRuntime(PluginBase):
     name = "minruntime"
 
     def __init__(self, *, preempt_default: float = 0.0, reclaim_default: float = 0.0,
@@ -62,9 +63,6 @@ class MinRuntime:
         ssn.add(points.RECLAIM_VICTIM_FILTER, self.reclaim_filter)
         ssn.add(points.PREEMPT_VALIDATOR, self.preempt_validator)
         ssn.add(points.RECLAIM_VALIDATOR, self.reclaim_validator)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     # --- callbacks ---------------------------------------------------------------------------------------------
 

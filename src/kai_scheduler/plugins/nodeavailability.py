@@ -9,39 +9,27 @@ resources are compared.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 import numpy as np
 
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
+from kai_scheduler.plugins.base import PluginBase
 
-EPSILON = 1e-6      # float slack: requests are sums of parsed quantities
 
-
-class NodeAvailability:
+class NodeAvailability(PluginBase):
     name = "nodeavailability"
     _arrays: NodeArrays
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("nodeavailability", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._arrays = ssn.snapshot.arrays
         ssn.add(points.NODE_ORDER, self.node_order)
 
-    def on_session_close(self, ssn: Session) -> None:
-        pass
-
     def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores:
         """Only requested resources are compared: a zero request fits even an overcommitted resource."""
         # free_now is never below zero, so a zero request fits even an overcommitted resource.
-        fits = (self._arrays.free_now >= task.request - EPSILON).all(axis=1)
+        fits = (self._arrays.free_now >= task.request - tolerance.RESOURCE).all(axis=1)
         return np.where(fits, scores.AVAILABILITY, 0.0)

@@ -27,6 +27,7 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
+from kai_scheduler.plugins.base import PluginBase
 
 
 class Strategy(enum.Enum):
@@ -49,7 +50,7 @@ class _Range:
     high: float
 
 
-class NodePlacement:
+class NodePlacement(PluginBase):
     name = "nodeplacement"
     _arrays: NodeArrays
     _totals: dict[int, Vector]          # per session: R column → each node's total R for spread
@@ -74,9 +75,6 @@ class NodePlacement:
         self._range = None
         ssn.add(points.NODE_PRE_ORDER, self.node_pre_order)
         ssn.add(points.NODE_ORDER, self.node_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def node_pre_order(self, task: PodInfo, candidates: points.Mask) -> None:
         """Record binpack's min/max non-allocated R over the candidates that have R."""

@@ -7,35 +7,24 @@ above every other preference makes the pod land where its victims were evicted f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 import numpy as np
 
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
+from kai_scheduler.plugins.base import PluginBase
 
 
-class NominatedNode:
+class NominatedNode(PluginBase):
     name = "nominatednode"
     _rows: dict[str, int]
     _count: int
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("nominatednode", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._rows = {node.name: node.row for node in ssn.snapshot.nodes}
         self._count = len(ssn.snapshot.nodes)
         ssn.add(points.NODE_ORDER, self.node_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores | None:
         row = self._rows.get(task.pod.nominated_node_name) if task.pod.nominated_node_name else None

@@ -5,28 +5,17 @@ The first JOB_ORDER plugin in KAI's default tier, so priority decides before ela
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 
 
-class Priority:
+class Priority(PluginBase):
     name = "priority"
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("priority", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(points.JOB_ORDER, self.job_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Negative when `left` goes first: the higher priority; 0 leaves the tie to the next plugin."""

@@ -7,36 +7,25 @@ built once at open and returned as is (the session only reads it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 import numpy as np
 
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins import scores
+from kai_scheduler.plugins.base import PluginBase
 
 
-class ResourceType:
+class ResourceType(PluginBase):
     name = "resourcetype"
     _cpu_node_scores: points.Scores        # per session: RESOURCE_TYPE on CPU-only nodes, else 0
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("resourcetype", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         cpu_only = ssn.snapshot.arrays.allocatable[:, GPU] <= 0
         self._cpu_node_scores = np.where(cpu_only, scores.RESOURCE_TYPE, 0.0)
         self._cpu_node_scores.flags.writeable = False
         ssn.add(points.NODE_ORDER, self.node_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def node_order(self, task: PodInfo, candidates: points.Mask) -> points.Scores | None:
         if task.gpu.is_gpu or task.request[GPU] > 0:

@@ -11,28 +11,17 @@ SubGroupSet side by side compare as fractions of what each needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from kai_scheduler.cluster.job_info import Member, PodSet
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 
 
-class SubGroupOrder:
+class SubGroupOrder(PluginBase):
     name = "subgrouporder"
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("subgrouporder", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(points.SUBGROUP_ORDER, self.subgroup_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def subgroup_order(self, left: Member, right: Member) -> int:
         """Negative when `left` is served first."""

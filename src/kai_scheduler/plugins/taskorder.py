@@ -7,13 +7,10 @@ creation time, then name. Evictions walk the reverse order, so the first task pl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 
 
 def _first_if(left: bool, right: bool) -> int:
@@ -21,21 +18,13 @@ def _first_if(left: bool, right: bool) -> int:
     return int(right) - int(left)
 
 
-class TaskOrder:
+class TaskOrder(PluginBase):
     """The `kai.scheduler/task-priority` label: present beats absent, higher value first."""
 
     name = "taskorder"
 
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments(cls.name, arguments)
-        return cls()
-
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(points.TASK_ORDER, self.task_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def task_order(self, left: PodInfo, right: PodInfo) -> int:
         lp, rp = left.task_priority, right.task_priority
@@ -44,41 +33,25 @@ class TaskOrder:
         return (lp < rp) - (lp > rp)
 
 
-class Kubeflow:
+class Kubeflow(PluginBase):
     """Kubeflow master or launcher pods (`training.kubeflow.org/job-role`) before workers."""
 
     name = "kubeflow"
 
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments(cls.name, arguments)
-        return cls()
-
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(points.TASK_ORDER, self.task_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def task_order(self, left: PodInfo, right: PodInfo) -> int:
         return _first_if(left.kubeflow_role_first, right.kubeflow_role_first)
 
 
-class Ray:
+class Ray(PluginBase):
     """The Ray head pod (`ray.io/node-type=head`) before workers."""
 
     name = "ray"
 
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments(cls.name, arguments)
-        return cls()
-
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(points.TASK_ORDER, self.task_order)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
     def task_order(self, left: PodInfo, right: PodInfo) -> int:
         return _first_if(left.ray_head, right.ray_head)

@@ -5,7 +5,7 @@
 and the raw `config`. Every bad input raises `ObjectError` (`ScenarioError` for whole-file problems) with a
 one-line message naming the file and line, the entry and the field.
 
-Imports only `kai_scheduler.api` and `kai_scheduler.store.interface`.
+Imports only `kai_scheduler.api`.
 """
 
 from kai_scheduler.scenario.load import load, loads

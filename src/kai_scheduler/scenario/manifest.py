@@ -13,11 +13,11 @@ from typing import Any
 
 from kai_scheduler.api import constants, fields
 from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.kinds import KIND_TO_PLURAL, RESOURCES
 from kai_scheduler.scenario import meta
 from kai_scheduler.scenario.entry import Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, JobMeta, Scenario
 from kai_scheduler.scenario.source import ScenarioError
-from kai_scheduler.store.interface import KIND_TO_PLURAL, RESOURCES
 
 KIND_ORDER = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "Pod", "BindRequest")
 

@@ -20,7 +20,6 @@ from kai_scheduler.api.clock import Clock
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
 from kai_scheduler.framework import config as configs
-from kai_scheduler.framework import usage_config
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
@@ -31,6 +30,7 @@ from kai_scheduler.store import collector
 from kai_scheduler.store.cache import ObjectCache
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.usagedb import factory as usage_factory
+from kai_scheduler.usagedb import usage_config
 from kai_scheduler.usagedb.interface import UsageSource, UsageVector
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,10 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
         budget.SearchBudgets.parse(config.scenario_search_budgets)
     except configs.ConfigError as err:
         raise err.at("scenarioSearchBudgets") from None
+    try:
+        usage_config.parse(config.usage_db_config)
+    except usage_config.UsageConfigError as err:
+        raise configs.ConfigError(str(err), ("usageDBConfig",)) from None
     return config
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from kai_scheduler.scenario.model import Expectations, StatusExpectation
 from kai_scheduler.sim.outcome import Outcome
 
-_EPS = 1e-6
+# An expected figure (a scenario's `expect:`) matches a computed one within this: figures are written rounded.
+_MATCH = 1e-6
 
 
 def check(outcome: Outcome, expect: Expectations) -> list[str]:
@@ -30,7 +31,7 @@ def check(outcome: Outcome, expect: Expectations) -> list[str]:
             problems.append(f"node {node}: no such node")
             continue
         for key, value in wants.items():
-            if abs(have.get(key, 0.0) - value) > _EPS:
+            if abs(have.get(key, 0.0) - value) > _MATCH:
                 problems.append(f"node {node} {key}: expected {value:g}, got {have.get(key, 0.0):g}")
     queues = {q.name: q for q in outcome.queues}
     for name, sections in expect.queues.items():
@@ -42,7 +43,7 @@ def check(outcome: Outcome, expect: Expectations) -> list[str]:
         for section, amounts in sections.items():
             for resource, value in amounts.items():
                 got = table[section].get(resource, 0.0)
-                if abs(got - value) > _EPS:
+                if abs(got - value) > _MATCH:
                     problems.append(f"queue {name} {section}.{resource}: expected {value:g}, got {got:g}")
     for label, bound, counts in (
         ("binds", expect.max_binds, [c.binds for c in outcome.cycles]),

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.cluster import tolerance
 
 
 class Kind(enum.IntEnum):
@@ -91,7 +92,7 @@ def next_tick(now: float, period: float, last: float | None) -> float:
 
     Cycles run on the grid 0, period, 2·period… as a scheduler that wakes every period would; a cycle
     asked for at the instant of the previous one runs one period later."""
-    tick = math.ceil(now / period - 1e-9) * period
-    if last is not None and tick <= last + 1e-9:
+    tick = math.ceil(now / period - tolerance.ROUNDING) * period
+    if last is not None and tick <= last + tolerance.ROUNDING:
         tick = last + period
     return tick

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.resources import QUEUE_NAMES
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.statement import Op
@@ -132,7 +133,7 @@ class Recorder:
 
     def _capture(self, now: float, result: CycleResult) -> None:
         """The node × GPU map at peak allocation: the first cycle that reached it."""
-        if self.allocated > 0 and (self._peak is None or self.allocated > self._peak_allocated + 1e-9):
+        if self.allocated > 0 and (self._peak is None or self.allocated > self._peak_allocated + tolerance.SHARE):
             self._peak_allocated = self.allocated
             self._peak = occupancy(result.snapshot, now, PEAK)
 

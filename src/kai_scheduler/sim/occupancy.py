@@ -18,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 
 from kai_scheduler.api.pod import Pod
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.cluster.snapshot import Snapshot
 
-_EPS = 1e-9
 Mask = npt.NDArray[np.bool_]
 
 
@@ -91,7 +91,7 @@ class Fragmentation:
         whole_free = np.maximum(idle[:, GPU], 0.0)
         idle_gpus = whole_free + shared_free.sum(axis=1) if shared_free.size else whole_free
         best_shared = np.maximum(
-            (whole_free >= 1.0 - _EPS).astype(float), shared_free.max(axis=1) if shared_free.size else 0.0
+            (whole_free >= 1.0 - tolerance.RESOURCE).astype(float), shared_free.max(axis=1) if shared_free.size else 0.0
         )
         usable = np.zeros(len(snap.nodes), dtype=bool)
         seen: set[object] = set()
@@ -100,9 +100,9 @@ class Fragmentation:
             if shape in seen:
                 continue
             seen.add(shape)
-            fits = np.all(idle >= task.request - _EPS, axis=1)
+            fits = np.all(idle >= task.request - tolerance.RESOURCE, axis=1)
             if task.gpu.is_shared:
-                fits &= best_shared >= _portion(task) - _EPS
+                fits &= best_shared >= _portion(task) - tolerance.RESOURCE
             usable |= fits & self._constraint_mask(snap, task.pod)
         unusable = arrays.schedulable & ~usable
         return float(idle_gpus[unusable].sum())

@@ -33,7 +33,7 @@ import hashlib
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
@@ -74,6 +74,7 @@ _COPY_IN_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OP
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Key = tuple[str, str]   # (namespace, name); namespace "" for cluster-scoped kinds
 _T = TypeVar("_T")
+_NO_LIST_KEYS: Final[Mapping[str, str]] = {}      # RFC 7386: every list is replaced whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,25 +426,13 @@ def uuid5(name: str) -> str:
     return f"{digest[:8]}-{digest[8:12]}-5{digest[13:16]}-{variant}{digest[17:20]}-{digest[20:32]}"
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
+def merge_patch(target: Any, patch: Any, list_keys: Mapping[str, str] = _NO_LIST_KEYS, field: str = "") -> Any:
     """Apply an RFC 7386 JSON merge patch; null deletes a key, a non-object replaces.
 
-    Returns a new value and never mutates `target`: untouched subtrees are shared with it."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
-    """A merge patch where the lists of `STRATEGIC_MERGE_KEYS` merge item by item on their key (a patch item
-    replaces the fields it names of the item with the same key, or is appended); other lists are replaced."""
-    key = STRATEGIC_MERGE_KEYS.get(field)
+    With `list_keys` (field name → merge key), a list under one of those field names merges item by item on
+    its key instead (a patch item replaces the fields it names of the item with the same key, or is appended):
+    a strategic merge patch. Returns a new value and never mutates `target`: untouched subtrees are shared."""
+    key = list_keys.get(field)
     if key is not None and isinstance(patch, list) and isinstance(target, list):
         merged = list(target)
         where = {item.get(key): i for i, item in enumerate(merged) if isinstance(item, dict)}
@@ -452,7 +441,7 @@ def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
             if i is None:
                 merged.append(item)
             else:
-                merged[i] = strategic_merge_patch(merged[i], item)
+                merged[i] = merge_patch(merged[i], item, list_keys)
         return merged
     if not isinstance(patch, dict):
         return patch
@@ -461,8 +450,14 @@ def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
         if value is None:
             result.pop(name, None)
         else:
-            result[name] = strategic_merge_patch(result.get(name), value, name)
+            result[name] = merge_patch(result.get(name), value, list_keys, name)
     return result
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """A merge patch where the lists of `STRATEGIC_MERGE_KEYS` merge item by item on their key; other lists
+    are replaced."""
+    return merge_patch(target, patch, STRATEGIC_MERGE_KEYS)
 
 
 def _resource_of(doc: JSON) -> Resource:

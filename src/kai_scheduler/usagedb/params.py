@@ -1,4 +1,4 @@
-"""usageDBConfig as typed values with KAI's defaults (§5.5); parsed and validated by `framework.usage_config`.
+"""usageDBConfig as typed values with KAI's defaults (§5.5); parsed and validated by `usagedb.usage_config`.
 
 Durations are seconds. A `half_life` of None means no decay.
 """

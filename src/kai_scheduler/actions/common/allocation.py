@@ -15,6 +15,7 @@ import numpy as np
 
 from kai_scheduler.actions.common import gpu_sharing
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo, Member, PodSet
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.pod_status import PodStatus
@@ -22,8 +23,6 @@ from kai_scheduler.cluster.resources import GPU, describe
 from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
-
-_EPS = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +106,7 @@ def _place_task(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, cand
         return False
     node = ssn.snapshot.nodes[ssn.best_node(task, feasible)]
     groups, groups_on_releasing = _gpu_groups(ssn, task, node.row)
-    fits_idle = bool((ssn.snapshot.arrays.free_now[node.row] >= task.request - _EPS).all())
+    fits_idle = bool((ssn.snapshot.arrays.free_now[node.row] >= task.request - tolerance.RESOURCE).all())
     if fits_idle and not groups_on_releasing and not pipeline_only:
         stmt.allocate(task, node.name, groups)
     else:
@@ -131,7 +130,7 @@ def gang_summary(ssn: Session, job: JobInfo) -> str:
         return ""
     need = min(len(pending), max(job.min_available() - job.active_allocated(), 1))
     free = ssn.snapshot.arrays.non_allocated()
-    fits = (free >= first.request - _EPS).all(axis=1) & ssn.snapshot.arrays.schedulable
+    fits = (free >= first.request - tolerance.RESOURCE).all(axis=1) & ssn.snapshot.arrays.schedulable
     gpus = first.request[GPU]
     what = describe("gpu", gpus) if gpus else describe("cpu", first.request[0])
     have = int(fits.sum())

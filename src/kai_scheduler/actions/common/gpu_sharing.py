@@ -14,12 +14,12 @@ import math
 import uuid
 from dataclasses import dataclass
 
-from kai_scheduler.cluster.node_info import GpuGroup, NodeInfo
+from kai_scheduler.cluster import tolerance
+from kai_scheduler.cluster.node_info import GpuGroup, GroupState, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
-from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.cluster.resources import GPU, gpu_portion
 from kai_scheduler.framework.session import Session
 
-_EPS = 1e-6
 _GROUP_NAMESPACE = uuid.UUID("0b6f3a52-4c1e-5d7a-8f39-2a6c9e1d4b70")
 _PLACEHOLDER = "whole-gpu/"      # candidate id of a free device: never a group id (those are UUIDs)
 
@@ -42,7 +42,7 @@ def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool
         return (), False
     node = ssn.snapshot.nodes[row]
     if task.gpu.memory_mib:
-        task.memory_portion = portion(task.gpu.memory_mib, node.gpu_memory_mib)
+        task.memory_portion = gpu_portion(task.gpu.memory_mib, node.gpu_memory_mib)
     candidates = candidates_on(ssn, task, node)
     scores = ssn.gpu_scores(task, row, [c.group for c in candidates])
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])
@@ -62,13 +62,13 @@ def candidates_on(ssn: Session, task: PodInfo, node: NodeInfo) -> list[Candidate
     need = node.task_gpu_memory(task)
     total = node.gpu_memory_mib
     out = [Candidate(g.id, False, _needs_releasing(g, total, need)) for g in node.shared_gpu_fit(task)]
-    if need > total + _EPS:           # more memory than one device has: no fresh device takes it
+    if need > total + tolerance.RESOURCE:           # more memory than one device has: no fresh device takes it
         return out
     arrays = ssn.snapshot.arrays
     idle = float(arrays.idle[node.row][GPU] + min(arrays.releasing[node.row][GPU], 0.0))
     free = float(arrays.idle[node.row][GPU] + arrays.releasing[node.row][GPU])
-    idle_whole = max(0, math.floor(idle + _EPS))
-    releasing_whole = max(0, math.floor(free + _EPS) - idle_whole)
+    idle_whole = max(0, math.floor(idle + tolerance.RESOURCE))
+    releasing_whole = max(0, math.floor(free + tolerance.RESOURCE) - idle_whole)
     wanted = task.gpu.num_devices
     out += [Candidate(f"{_PLACEHOLDER}{i}", True, False) for i in range(min(idle_whole, wanted))]
     out += [Candidate(f"{_PLACEHOLDER}r{i}", True, True) for i in range(min(releasing_whole, wanted))]
@@ -87,22 +87,15 @@ def shared_room(ssn: Session) -> dict[int, float]:
         if not node.gpu_groups or memory <= 0 or not schedulable[node.row]:
             continue
         free = sum(max(0.0, memory - g.used_memory() + g.releasing_memory())
-                   for g in node.gpu_groups.values() if g.state() != "releasing")
-        if free > _EPS * memory:
+                   for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
+        if free > tolerance.RESOURCE * memory:
             room[node.row] = free / memory
     return room
 
 
-def portion(memory_mib: int, gpu_memory_mib: float) -> float:
-    """Fraction of one GPU for a memory request: ceil(mem / gpuMem × 100) / 100, at most 1 (§6)."""
-    if gpu_memory_mib <= 0:
-        return 1.0
-    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
-
-
 def _needs_releasing(group: GpuGroup, total: float, need: float) -> bool:
     """The group takes the task only once releasing sharers are gone, or its device is itself pipelined."""
-    return group.state() == "pipelined" or total - group.used_memory() - need < -_EPS
+    return group.state() is GroupState.PIPELINED or total - group.used_memory() - need < -tolerance.RESOURCE
 
 
 def _new_group_id(node: NodeInfo, task: PodInfo, index: int) -> str:

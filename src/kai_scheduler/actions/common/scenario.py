@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kai_scheduler.actions.common.victims import Batch
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.resources import GPU
@@ -39,7 +40,6 @@ from kai_scheduler.framework.session import Session
 NODE_LOCAL_GREEDY = "NodeLocalGreedy"
 MULTI_NODE_GANG = "MultiNodeGang"
 GENERATORS = (NODE_LOCAL_GREEDY, MULTI_NODE_GANG)
-_EPS = 1e-9
 Floats = npt.NDArray[np.float64]
 
 
@@ -78,11 +78,11 @@ def gpus_fit(demands: Sequence[float], free_gpus: Floats) -> bool:
 
     Only the k nodes with the most free GPUs can receive one of k demands (each placement lowers one node),
     so the heap holds those."""
-    wanted = sorted((d for d in demands if d > _EPS), reverse=True)
+    wanted = sorted((d for d in demands if d > tolerance.RESOURCE), reverse=True)
     if not wanted:
         return True
-    free = free_gpus[free_gpus > _EPS]
-    if free.size == 0 or float(free.sum()) + _EPS < sum(wanted):
+    free = free_gpus[free_gpus > tolerance.RESOURCE]
+    if free.size == 0 or float(free.sum()) + tolerance.RESOURCE < sum(wanted):
         return False
     k = len(wanted)
     top = free if free.size <= k else np.partition(free, free.size - k)[free.size - k:]
@@ -90,7 +90,7 @@ def gpus_fit(demands: Sequence[float], free_gpus: Floats) -> bool:
     heapq.heapify(heap)
     for need in wanted:
         most = -heap[0]
-        if most + _EPS < need:
+        if most + tolerance.RESOURCE < need:
             return False
         heapq.heapreplace(heap, -(most - need))
     return True
@@ -124,7 +124,7 @@ def fits_one_node(ssn: Session, tasks: Sequence[PodInfo]) -> bool:
     """Whether all the tasks together are no larger than some node's allocatable."""
     total = np.sum([t.request for t in tasks], axis=0)
     arrays = ssn.snapshot.arrays
-    return bool(((arrays.allocatable >= total - _EPS).all(axis=1) & arrays.schedulable).any())
+    return bool(((arrays.allocatable >= total - tolerance.RESOURCE).all(axis=1) & arrays.schedulable).any())
 
 
 class Generators:
@@ -160,7 +160,7 @@ class Generators:
         baseline = float(free.sum() - free[rows].sum())
         need = sum(self._demand)
         covered = np.cumsum(free[rows][order]) + baseline
-        reach = np.nonzero(covered + _EPS >= need)[0]
+        reach = np.nonzero(covered + tolerance.RESOURCE >= need)[0]
         size = int(reach[0]) + 1 if reach.size else len(nodes)
         while True:
             size = min(size, len(nodes))

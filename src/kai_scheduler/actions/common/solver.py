@@ -30,8 +30,9 @@ from kai_scheduler.actions.common import allocation, gpu_sharing, scenario
 from kai_scheduler.actions.common.budget import JobBudget
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
 from kai_scheduler.actions.common.victims import Batch, VictimQueue
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.cluster.node_info import NodeInfo
+from kai_scheduler.cluster.node_info import GroupState, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework import points
@@ -39,7 +40,6 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Statement
 
 log = logging.getLogger(__name__)
-_EPS = 1e-9
 Validator = Callable[[JobInfo, list[PodInfo], ScenarioOutcome], points.Reject | None]
 
 
@@ -264,10 +264,10 @@ class _JobSolver:
         node = self.ssn.snapshot.node_by_name[node_name]
         need = task.request.copy()
         need[GPU] += sum(1 for g in task.placement.gpu_groups
-                         if g in node.gpu_groups and node.gpu_groups[g].state() == "releasing")
+                         if g in node.gpu_groups and node.gpu_groups[g].state() is GroupState.RELEASING)
         if not _shared_room_in_place(task, node):
             return False
-        return bool((self.ssn.snapshot.arrays.free[node.row] >= need - _EPS).all())
+        return bool((self.ssn.snapshot.arrays.free[node.row] >= need - tolerance.RESOURCE).all())
 
     # --- nodes ---------------------------------------------------------------------------------------------
 
@@ -276,7 +276,7 @@ class _JobSolver:
         as they are chosen)."""
         arrays = self.ssn.snapshot.arrays
         if self.tasks and all(t.request[GPU] > 0 or t.gpu.is_shared for t in self.tasks):
-            mask: points.Mask = arrays.schedulable & (arrays.free[:, GPU] > _EPS)
+            mask: points.Mask = arrays.schedulable & (arrays.free[:, GPU] > tolerance.RESOURCE)
             for row in gpu_sharing.shared_room(self.ssn):
                 mask[row] = True
             return mask
@@ -304,6 +304,6 @@ def _shared_room_in_place(task: PodInfo, node: NodeInfo) -> bool:
         if group is None or uid not in group.sharers:
             continue
         staying = group.used_memory() - group.releasing_memory() + group.sharers[uid]
-        if staying > node.gpu_memory_mib + _EPS:
+        if staying > node.gpu_memory_mib + tolerance.RESOURCE:
             return False
     return True

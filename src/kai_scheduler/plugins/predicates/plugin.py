@@ -15,30 +15,29 @@ that removes it. Every check answers for all nodes at once:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Self
 
 import numpy as np
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.selectors import NodeSelectorTerm, PodAffinityTerm, Taint, Toleration
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
 from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import fit, points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 from kai_scheduler.plugins.predicates.labels import LabelColumns
 from kai_scheduler.plugins.predicates.masks import frozen, none_if_all
 from kai_scheduler.plugins.predicates.podaffinity import PodIndex, is_on_node, matches, namespaces_of, session_pods
 from kai_scheduler.plugins.predicates.taints import TaintTable
 
-EPSILON = fit.EPSILON
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
@@ -63,7 +62,7 @@ class StaticMasks:
     tolerates_unschedulable: bool
 
 
-class Predicates:
+class Predicates(PluginBase):
     name = "predicates"
     constraint_evaluations: int          # per session: distinct constraint keys evaluated (cache misses)
     _snapshot: Snapshot
@@ -81,11 +80,6 @@ class Predicates:
     _static_by_task: dict[PodUID, StaticMasks]
     _pods: PodIndex | None               # built on the first task with pod (anti-)affinity
     _anti_affine: dict[tuple[PodAffinityTerm, str], list[PodInfo]] | None
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("predicates", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._open(ssn.snapshot)
@@ -118,7 +112,7 @@ class Predicates:
         self._ready_ok = none_if_all(np.array([n.node.ready for n in nodes], dtype=bool))
         self._has_gpu_memory = frozen(self._arrays.gpu_memory > 0)
         self._max_allocatable = self._arrays.allocatable.max(axis=0, initial=0.0)
-        self._max_allocatable_eps = self._max_allocatable + EPSILON
+        self._max_allocatable_eps = self._max_allocatable + tolerance.RESOURCE
         self._largest_gpu_memory = float(self._arrays.gpu_memory.max(initial=0.0))
         self._static_by_key, self._static_by_task = {}, {}
         self._pods = self._anti_affine = None

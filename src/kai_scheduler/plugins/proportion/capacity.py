@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.resources import QUEUE_NAMES, Vector, describe
 from kai_scheduler.framework import points
 from kai_scheduler.framework.shares import QueueShare
 
 UNLIMITED = -1.0
 PLUGIN = "proportion"
-# Fractional GPUs add up with float noise (0.1 + 0.2 > 0.3); a request that fits to within this still fits.
-_TOLERANCE = 1e-9
 
 Amounts = Sequence[float] | Vector
 
@@ -30,7 +29,7 @@ def over_limit(chain: Sequence[QueueShare], request: Amounts, plugin: str = PLUG
     for level, share in enumerate(chain):
         for r, name in enumerate(QUEUE_NAMES):
             need, limit, held = float(request[r]), float(share.limit[r]), float(share.allocated[r])
-            if limit == UNLIMITED or need <= 0 or held + need <= limit + _TOLERANCE:
+            if limit == UNLIMITED or need <= 0 or held + need <= limit + tolerance.SHARE:
                 continue
             message = (f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
                        f"({describe(name, held)} allocated, job needs {describe(name, need)})")
@@ -48,7 +47,7 @@ def non_preemptible_over_quota(chain: Sequence[QueueShare], request: Amounts,
         for r, name in enumerate(QUEUE_NAMES):
             need, deserved = float(request[r]), float(share.deserved[r])
             held = float(share.allocated_non_preemptible[r])
-            if deserved == UNLIMITED or need <= 0 or held + need <= deserved + _TOLERANCE:
+            if deserved == UNLIMITED or need <= 0 or held + need <= deserved + tolerance.SHARE:
                 continue
             message = (f"{_queue(chain, level)}: non-preemptible jobs may use only its deserved "
                        f"{describe(name, deserved)} ({describe(name, held)} in use, "

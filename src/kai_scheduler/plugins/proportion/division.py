@@ -19,12 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.resources import Vector
 
 UNLIMITED = -1.0
-# A share within this of an integer counts as that integer: float noise (9 x ⅔ / 2 = 2.9999…) must not cost a
-# queue a whole unit that it then has to win back in the leftover pass.
-_EPSILON = 1e-9
 
 Amounts = Sequence[float] | Vector
 
@@ -193,11 +191,11 @@ def divide_up_to_fair_share(amount: float, slots: Sequence[Slot], k_value: float
                 continue
             share = budget * portion / total_portion
             need = s.remaining_requested()
-            if need <= share + _EPSILON:
+            if need <= share + tolerance.SHARE:
                 give = need
                 leftovers.pop(s.name, None)
             else:
-                give = float(math.floor(share + _EPSILON))
+                give = float(math.floor(share + tolerance.SHARE))
                 if share - give > 0:
                     leftovers[s.name] = share - give
             s.fair_share += give

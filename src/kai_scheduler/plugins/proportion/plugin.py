@@ -24,23 +24,24 @@ from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.pod_status import ALLOCATED, PodStatus
 from kai_scheduler.cluster.queue_info import QueueInfo
-from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
+from kai_scheduler.cluster.resources import GPU, QUEUE_AXIS, Vector, gpu_portion
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
+from kai_scheduler.plugins.base import PluginBase
 from kai_scheduler.plugins.proportion import capacity, division, queue_order, reclaim
 from kai_scheduler.plugins.proportion.queue_order import QueueState, Rank
 
-_GPU = 2   # position of the GPU on the queue axis (cpu, memory, gpu)
 # Set membership is ~40x cheaper than an IntFlag `&` when every task of the cluster is tested.
 _ALLOCATED_STATUSES = frozenset(s for s in PodStatus if s & ALLOCATED)
 
 
-class Proportion:
+class Proportion(PluginBase):
     """Per-session plugin state. States: built (arguments only) → opened (`on_session_open`: shares computed,
-    callbacks registered; `allocated` then follows every allocate/deallocate of the session)."""
+    callbacks registered; `allocated` then follows every allocate/deallocate of the session). Closing writes
+    nothing back (queue status is the queue controller's job) and the shares stay readable."""
 
     name = "proportion"
 
@@ -87,9 +88,6 @@ class Proportion:
         ssn.add(points.RECLAIM_VICTIM_FILTER, rules.is_victim)
         ssn.add(points.RECLAIM_VALIDATOR, rules.reclaimable)
         ssn.add(points.ON_JOB_SOLUTION_START, rules.job_solution_start)
-
-    def on_session_close(self, ssn: Session) -> None:
-        """Nothing to write back: queue status is the queue controller's job. Shares stay readable."""
 
     # --- opening steps ----------------------------------------------------------------------------------
 
@@ -307,18 +305,9 @@ def capacity_request(tasks: Sequence[PodInfo], gpu_memory_mib: float) -> Vector:
     for task in tasks:
         amount = task.queue_request()
         if task.gpu.memory_mib and not task.gpu.whole and not task.gpu.fraction:
-            amount[_GPU] = task.gpu.num_devices * gpu_portion(task.gpu.memory_mib, gpu_memory_mib)
+            amount[GPU] = task.gpu.num_devices * gpu_portion(task.gpu.memory_mib, gpu_memory_mib)
         total += amount
     return total
-
-
-def gpu_portion(memory_mib: float, gpu_memory_mib: float) -> float:
-    """Portion of one GPU for a memory request: ceil(mem / gpuMem x 100) / 100, at most 1 (§6).
-
-    Same rule as the snapshot's private `_portion`."""
-    if gpu_memory_mib <= 0:
-        return 1.0
-    return min(1.0, math.ceil(memory_mib / gpu_memory_mib * 100 - 1e-9) / 100)
 
 
 def _number(arguments: Mapping[str, str], key: str, default: float) -> float:

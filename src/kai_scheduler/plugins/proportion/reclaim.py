@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import QUEUE_AXIS, QUEUE_NAMES, Vector, describe
@@ -49,7 +50,6 @@ from kai_scheduler.plugins.proportion import capacity
 from kai_scheduler.plugins.proportion.division import UNLIMITED, allocatable_share
 
 PLUGIN = "proportion"
-_EPS = 1e-9
 
 
 class ReclaimRules:
@@ -84,7 +84,7 @@ class ReclaimRules:
         request = _request(tasks)
         for r, name in enumerate(QUEUE_NAMES):
             held, fair = float(leaf.allocated[r]), float(leaf.fair_share[r])
-            if held + request[r] > fair + _EPS:
+            if held + request[r] > fair + tolerance.SHARE:
                 return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
                                      f"queue {leaf.name} may not reclaim: {describe(name, held)} allocated + "
                                      f"{describe(name, float(request[r]))} requested exceeds its fair share of "
@@ -115,8 +115,8 @@ class ReclaimRules:
         considered = [r for r in range(len(QUEUE_AXIS))
                       if request[r] > 0 and victim_level.deserved[r] != UNLIMITED]
         held, deserved = victim_level.allocated, victim_level.deserved
-        over = any(held[r] > deserved[r] + _EPS for r in considered)
-        under = any(held[r] < deserved[r] - _EPS for r in considered)
+        over = any(held[r] > deserved[r] + tolerance.SHARE for r in considered)
+        under = any(held[r] < deserved[r] - tolerance.SHARE for r in considered)
         return over or not under
 
     def reclaimable(self, reclaimer: JobInfo, tasks: list[PodInfo],
@@ -181,8 +181,8 @@ class ReclaimRules:
         deserved = self._shares[name].deserved
         for r in range(len(QUEUE_AXIS)):
             quota = float(deserved[r])
-            if (vector[r] > _EPS and quota != UNLIMITED and rem[r] >= quota - _EPS
-                    and rem[r] - vector[r] < quota - _EPS):
+            if (vector[r] > tolerance.SHARE and quota != UNLIMITED and rem[r] >= quota - tolerance.SHARE
+                    and rem[r] - vector[r] < quota - tolerance.SHARE):
                 return False
         return True
 
@@ -192,12 +192,12 @@ class ReclaimRules:
             share = self._shares[level]
             after = remaining.get(level, self._allocated(level)) + request
             for sibling in self._children.get(self._parents[level], []):
-                if sibling == level or sibling not in lost or not (lost[sibling] > _EPS).any():
+                if sibling == level or sibling not in lost or not (lost[sibling] > tolerance.SHARE).any():
                     continue
                 other = self._shares[sibling]
                 rem = remaining[sibling]
                 for r in range(len(QUEUE_AXIS)):
-                    if not (lost[sibling][r] > _EPS or request[r] > 0):
+                    if not (lost[sibling][r] > tolerance.SHARE or request[r] > 0):
                         continue
                     mine, theirs = float(share.fair_share[r]), float(other.fair_share[r])
                     if mine == UNLIMITED and theirs == UNLIMITED:
@@ -277,12 +277,12 @@ def _request(tasks: Sequence[PodInfo]) -> Vector:
 
 def _within(amount: Vector, limit: Vector) -> bool:
     """amount ≤ limit in every resource; -1 is unlimited."""
-    return all(limit[r] == UNLIMITED or amount[r] <= limit[r] + _EPS for r in range(len(QUEUE_AXIS)))
+    return all(limit[r] == UNLIMITED or amount[r] <= limit[r] + tolerance.SHARE for r in range(len(QUEUE_AXIS)))
 
 
 def _exceeds(amount: Vector, limit: Vector) -> bool:
     """amount > limit in at least one resource; -1 is never exceeded."""
-    return any(limit[r] != UNLIMITED and amount[r] > limit[r] + _EPS for r in range(len(QUEUE_AXIS)))
+    return any(limit[r] != UNLIMITED and amount[r] > limit[r] + tolerance.SHARE for r in range(len(QUEUE_AXIS)))
 
 
 def _ratio(amount: float, fair_share: float) -> float:

@@ -12,19 +12,18 @@ Trees are built lazily, once per Topology per session (`tree.build`). Arithmetic
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Self
-
 import numpy as np
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.podgroup import TopologyConstraint
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import DEFAULT_POD_SET, JobInfo, Member
+from kai_scheduler.cluster.node_info import GroupState
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU, describe
 from kai_scheduler.framework import points
-from kai_scheduler.framework.config import no_arguments
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
 from kai_scheduler.plugins.topology import scores, subsets, tree
 from kai_scheduler.plugins.topology.subsets import Floats
 
@@ -33,16 +32,11 @@ class TopologyError(Exception):
     """A constraint that cannot be honoured as written (unknown topology or level); the message says why."""
 
 
-class Topology:
+class Topology(PluginBase):
     name = "topology"
     _ssn: Session
     _trees: dict[str, tree.DomainTree | TopologyError]
     _scores: dict[int, Floats]          # id(member) → preferred-level node scores of its last selection
-
-    @classmethod
-    def from_args(cls, arguments: Mapping[str, str]) -> Self:
-        no_arguments("topology", arguments)
-        return cls()
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn, self._trees, self._scores = ssn, {}, {}
@@ -160,7 +154,7 @@ class Topology:
             if node.gpu_groups and nodes[node.row]:
                 total = node.gpu_memory_mib
                 room[node.row] = sum(max(0.0, total - g.used_memory() + g.releasing_memory()) / total
-                                     for g in node.gpu_groups.values() if g.state() != "releasing")
+                                     for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
         return room
 
     def _gpu_slots(self, task: PodInfo, nodes: points.Mask) -> Floats:
@@ -170,17 +164,17 @@ class Topology:
         labelled = arrays.gpu_memory > 0
         memory = np.where(labelled, arrays.gpu_memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))
         need = np.full(len(nodes), float(task.gpu.memory_mib)) if task.gpu.memory_mib else task.gpu.fraction * memory
-        per_gpu = np.floor(memory / need + 1e-9)
+        per_gpu = np.floor(memory / need + tolerance.RESOURCE)
         if task.gpu.memory_mib:
             per_gpu = np.where(labelled, per_gpu, 0.0)
-        slots: Floats = np.floor(arrays.free[:, GPU] + 1e-9) * per_gpu
+        slots: Floats = np.floor(arrays.free[:, GPU] + tolerance.RESOURCE) * per_gpu
         for node in snapshot.nodes:
             if node.gpu_groups and nodes[node.row] and per_gpu[node.row] > 0:
                 need_here = node.task_gpu_memory(task)
                 slots[node.row] += sum(
                     np.floor(max(0.0, node.gpu_memory_mib - g.used_memory() + g.releasing_memory()) / need_here
-                             + 1e-9)
-                    for g in node.gpu_groups.values() if g.state() != "releasing")
+                             + tolerance.RESOURCE)
+                    for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
         out: Floats = np.floor(slots / task.gpu.num_devices)
         return out
 

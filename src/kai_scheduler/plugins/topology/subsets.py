@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kai_scheduler.cluster import tolerance
 from kai_scheduler.plugins.topology.tree import DomainTree, Ints, Mask
 
 Matrix = npt.NDArray[np.float64]
 Floats = npt.NDArray[np.float64]
 
 MISSING_RATIO = 1000.0           # a requested resource the domain has none of
-_EPS = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def copies_per_node(free: Matrix, request: Floats, gpu_slots: Floats | None, gpu
     wanted = np.flatnonzero(request > 0)
     if gpu_slots is not None:
         wanted = wanted[wanted != gpu_column]
-    per_resource = [np.floor(free[:, c] / request[c] + _EPS) for c in wanted.tolist()]
+    per_resource = [np.floor(free[:, c] / request[c] + tolerance.RESOURCE) for c in wanted.tolist()]
     if gpu_slots is not None:
         per_resource.append(gpu_slots)
     if not per_resource:
@@ -126,8 +126,8 @@ def select(tree: DomainTree, *, required: int | None, preferred: int | None, nod
 
 def demand_fits_root(tree: DomainTree, nodes: Mask, free: Matrix, demand: Demand) -> bool:
     if demand.copies is not None:
-        return bool(demand.copies[nodes].sum() >= demand.count - _EPS)
-    return bool(_ratio(demand.total, free[nodes].sum(axis=0)) <= 1 + _EPS)
+        return bool(demand.copies[nodes].sum() >= demand.count - tolerance.RESOURCE)
+    return bool(_ratio(demand.total, free[nodes].sum(axis=0)) <= 1 + tolerance.RESOURCE)
 
 
 def _evaluate(tree: DomainTree, level: int, nodes: Mask, free: Matrix,
@@ -144,10 +144,10 @@ def _evaluate(tree: DomainTree, level: int, nodes: Mask, free: Matrix,
     fullness: Floats = ratios.max(axis=1) if ratios.size else np.zeros(n_domains)
     if demand.copies is not None:
         room: Floats = np.bincount(owner, weights=demand.copies[nodes], minlength=n_domains).astype(np.float64)
-        fits = room >= demand.count - _EPS
+        fits = room >= demand.count - tolerance.RESOURCE
     else:
         room = -fullness
-        fits = fullness <= 1 + _EPS
+        fits = fullness <= 1 + tolerance.RESOURCE
     return fullness, fits, room
 
 
@@ -200,7 +200,7 @@ def _shortfall(tree: DomainTree, widest: int, nodes: Mask, free: Matrix, demand:
 def _worst(total: Floats, free: Floats) -> int | None:
     """The resource column with the highest request/free ratio above 1, if any."""
     asked = np.flatnonzero(total > 0)
-    worst, column = 1.0 + _EPS, None
+    worst, column = 1.0 + tolerance.RESOURCE, None
     for c in asked.tolist():
         ratio = total[c] / free[c] if free[c] > 0 else MISSING_RATIO
         if ratio > worst:
