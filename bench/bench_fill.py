@@ -22,6 +22,10 @@ makes the PodGroups (the Jobs are created before the timed pods); `--gang-groups
 PodGroups (minMember 4) before the pods instead, as an operator would, so the podgrouper writes nothing for
 them. `--rate 50` offers the pods at a fixed rate instead of all at once (for the latency at a given load),
 `--kubeconfig` runs once on any other cluster (nothing started or stopped but the components).
+
+To see where the API server's time goes: `--server-profile PATH` saves its Go CPU profile of the first 30 s of
+each fill (`PATH.kai`, `PATH.kube`), and `--extra-pod-watchers N` adds N clients that watch every pod and do
+nothing (what one more watcher costs the server).
 """
 
 from __future__ import annotations
@@ -42,7 +46,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fill_timeline import STAGES, Timeline, Watcher, create_all, percentile, server_requests  # noqa: E402
+from fill_timeline import (  # noqa: E402
+    STAGES,
+    IdleWatcher,
+    Timeline,
+    Watcher,
+    create_all,
+    percentile,
+    profile_server,
+    server_requests,
+)
 from tests.e2e import harness  # noqa: E402  (the same process harness as the e2e suite)
 
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
@@ -139,7 +152,8 @@ def gang_jobs(store: Any, pods: int, gang: int) -> tuple[dict[str, dict[str, Any
 
 
 def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | None, gang: int, rate: float,
-        workdir: Path, server: dict[str, int], gang_groups: str = "podgrouper") -> dict[str, Any]:
+        workdir: Path, server: dict[str, int], gang_groups: str = "podgrouper", extra_watchers: int = 0,
+        profile: str = "") -> dict[str, Any]:
     store = harness.connect(kubeconfig)
     harness.install(store, kubeconfig, real=True)
     processes = harness.Processes(kubeconfig, workdir)
@@ -166,8 +180,10 @@ def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | No
         requests_before = server_requests(kubeconfig)
         timeline = Timeline()
         watcher = Watcher(kubeconfig, harness.NAMESPACE, timeline, owned=members)
+        idle = [IdleWatcher(kubeconfig, "pods") for _ in range(extra_watchers)]
         time.sleep(1)
         started = time.monotonic()
+        profiling = profile_server(kubeconfig, f"{profile}.{scheduler}", 30) if profile else None
         scheduler_name = "kai-scheduler" if scheduler == "kai" else "default-scheduler"
         create_seconds = create_all(kubeconfig, workload(pods, gang, scheduler_name, jobs), timeline, rate=rate)
         cluster.wait(f"{pods} pods bound", lambda: timeline.count("bound") >= pods, timeout=3600, every=0.2)
@@ -179,6 +195,10 @@ def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | No
                            if n >= 0.05 and verb != "WATCH"}
         cluster.wait(f"{pods} pods running", lambda: timeline.count("running") >= pods, timeout=120, every=0.2)
         watcher.close()
+        if profiling is not None:
+            profiling.join()
+        for one in idle:
+            one.close()
         first, last = timeline.first("created"), timeline.last("bound")
         to_bound = timeline.gaps("created", "bound")
         out |= {
@@ -226,6 +246,10 @@ def main() -> None:
                         help="who makes a gang's PodGroup: the podgrouper (from a batch Job) or the submitter")
     parser.add_argument("--rate", type=float, default=0.0, help="offered pods/s (default: as fast as possible)")
     parser.add_argument("--runs", type=int, default=1, help="repeat each row this many times")
+    parser.add_argument("--server-profile", metavar="PATH", default="",
+                        help="write the API server's CPU profile of the first 30 s of the fill to PATH.kai|kube")
+    parser.add_argument("--extra-pod-watchers", type=int, default=0,
+                        help="this many more clients watching every pod and doing nothing (what a watcher costs)")
     args = parser.parse_args()
     from rich.console import Console
     from rich.table import Table
@@ -238,7 +262,8 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(prefix="kai-bench-fill-") as tmp:
                     workdir = Path(tmp)
                     kwargs = {"pods": args.pods, "nodes": args.nodes, "qps": qps, "gang": args.gang,
-                              "rate": args.rate, "workdir": workdir, "gang_groups": args.gang_groups}
+                              "rate": args.rate, "workdir": workdir, "gang_groups": args.gang_groups,
+                              "extra_watchers": args.extra_pod_watchers, "profile": args.server_profile}
                     if args.kubeconfig:
                         result = run(args.kubeconfig, scheduler, server={}, **kwargs)
                     else:

@@ -117,6 +117,30 @@ class Watcher:
         self.store.close()
 
 
+class IdleWatcher:
+    """A client that watches every object of one kind and drops the events: what one more watcher costs."""
+
+    def __init__(self, kubeconfig: str, resource: str) -> None:
+        self.store = KubeStore.connect(kubeconfig, options=KubeOptions(qps=0, user_agent="bench-idle-watcher"))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(resource,), daemon=True)
+        self.thread.start()
+
+    def _run(self, resource: str) -> None:
+        _, version = self.store.list(resource)
+        while not self.stop.is_set():
+            try:
+                for event in self.store.watch(resource, version, timeout=0.05):
+                    version = event.object.get("metadata", {}).get("resourceVersion", version)
+            except Gone:
+                _, version = self.store.list(resource)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.store.close()
+
+
 def create_all(kubeconfig: str, objects: Iterable[tuple[str, JSON]], timeline: Timeline, *, processes: int = 4,
                threads: int = 8, rate: float = 0.0) -> float:
     """Create every object from `processes` processes of `threads` clients each (no client limit: one Python
@@ -194,3 +218,25 @@ def server_requests(kubeconfig: str) -> dict[tuple[str, str], float]:
             key = (labels["verb"], resource)
             out[key] = out.get(key, 0.0) + float(value)
     return out
+
+
+def profile_server(kubeconfig: str, path: str, seconds: int) -> threading.Thread:
+    """Fetch the API server's Go CPU profile (`/debug/pprof/profile`, on by default) over the next `seconds`
+    into `path`, in a background thread; read it with `go tool pprof`."""
+    from kai_scheduler.store.kube_http import load_client
+
+    def fetch() -> None:
+        client = load_client(kubeconfig)
+        _, url, headers, _, _ = client.param_serialize("GET", "/debug/pprof/profile",
+                                                       query_params=[("seconds", str(seconds))],
+                                                       auth_settings=["BearerToken"])
+        try:
+            answer = client.rest_client.pool_manager.request("GET", url, headers=headers, timeout=seconds + 60)
+            with open(path, "wb") as out:
+                out.write(answer.data)
+        finally:
+            client.close()
+
+    thread = threading.Thread(target=fetch, daemon=True)
+    thread.start()
+    return thread

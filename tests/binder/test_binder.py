@@ -209,6 +209,52 @@ class SlowBindStore(MemoryStore):
                 self._in_flight -= 1
 
 
+class _SlowStatusStore(MemoryStore):
+    """BindRequest status writes wait until `release` is set; binds are counted."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.release = threading.Event()
+        self.binds = 0
+
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
+              strategic: bool = False) -> JSON:
+        if resource == "bindrequests" and subresource == "status":
+            self.release.wait(10)
+        return super().patch(resource, name, namespace, patch, subresource, strategic=strategic)
+
+    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+        self.binds += 1
+        super().bind(namespace, pod_name, node_name)
+
+
+def test_with_concurrency_a_bind_does_not_wait_for_its_status_nor_is_taken_up_again() -> None:
+    """The Succeeded status is written in the background: the binder goes on once the pod is bound, and a
+    request whose status is still on its way is not bound a second time when it changes meanwhile."""
+    clock = ManualClock(b.NOW)
+    store = _SlowStatusStore(clock)
+    pods = ["p0", "p1", "p2"]
+    store.add_many([b.node("n1", gpus=8), *(b.pod(p, gpus=1) for p in pods), *(b.bind_request(p, "n1") for p in pods)])
+    binder = Binder(store, clock, concurrency=2)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (binder.reconcile(), done.set()), daemon=True)
+    worker.start()
+    finished = done.wait(5)
+    try:
+        assert finished, "the binder waited for the statuses"
+        assert all(_node_name(store, p) == "n1" for p in pods)
+        store.patch("bindrequests", "p0", b.NAMESPACE, {"metadata": {"labels": {"touched": "yes"}}})
+        assert binder.reconcile().bound == [] and store.binds == 3
+    finally:
+        store.release.set()
+        worker.join(10)
+    deadline = time.monotonic() + 10
+    while any(_status(store, p).get("phase") != "Succeeded" for p in pods) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [_status(store, p).get("phase") for p in pods] == ["Succeeded"] * 3
+    assert binder.reconcile().bound == [] and store.binds == 3
+
+
 def test_a_request_whose_pod_is_already_on_its_node_is_finished_as_succeeded() -> None:
     """A binder killed between the binding and the status write finds the pod bound where the request says on
     restart: the request is recorded Succeeded (not left open for ever), and nothing is bound again."""

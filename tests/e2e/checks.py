@@ -28,11 +28,21 @@ def at_most(cluster: Cluster, selector: str, count: int) -> None:
     assert len(bound) <= count, f"{len(bound)} bound ({selector}), expected at most {count}"
 
 
-def bound_once(cluster: Cluster, prefix: str, count: int) -> None:
-    """Each of the `count` pods named `prefix…` was bound by exactly one successful BindRequest."""
-    requests, _ = cluster.store.list("bindrequests", NAMESPACE)
-    per_pod: dict[str, int] = {}
-    for r in requests:
-        if r["spec"]["podName"].startswith(prefix) and r.get("status", {}).get("phase") == "Succeeded":
-            per_pod[r["spec"]["podName"]] = per_pod.get(r["spec"]["podName"], 0) + 1
+def bound_once(cluster: Cluster, prefix: str, count: int, settle: float = 10.0) -> None:
+    """Each of the `count` pods named `prefix…` was bound by exactly one successful BindRequest.
+
+    The binder records Succeeded after the binding (in the background, with concurrency), so a pod seen bound
+    may wait a moment for its status: up to `settle` seconds. A second success for one pod never goes away."""
+    deadline = time.monotonic() + settle
+    while True:
+        requests, _ = cluster.store.list("bindrequests", NAMESPACE)
+        per_pod: dict[str, int] = {}
+        for r in requests:
+            if r["spec"]["podName"].startswith(prefix) and r.get("status", {}).get("phase") == "Succeeded":
+                per_pod[r["spec"]["podName"]] = per_pod.get(r["spec"]["podName"], 0) + 1
+        if sorted(per_pod.values()) == [1] * count or any(n > 1 for n in per_pod.values()):
+            break
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
     assert sorted(per_pod.values()) == [1] * count, f"successful BindRequests per pod: {per_pod}"

@@ -94,6 +94,7 @@ def test_rbac_is_least_privilege(default_set: list[JSON]) -> None:
     podgrouper = _rules(default_set, "ClusterRole", "kai-podgrouper")
     assert _allows(podgrouper, "kubeflow.org", "pytorchjobs", "get")
     assert _allows(podgrouper, "batch", "jobs", "get")
+    assert _allows(podgrouper, "batch", "jobs", "watch")                # owners are watched, as KAI's informers do
     assert _allows(podgrouper, "scheduling.run.ai", "podgroups", "create")
     assert not _allows(podgrouper, "", "configmaps", "get")
     controllers = _rules(default_set, "ClusterRole", "kai-controllers")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.podgrouper.grouper import PodGrouper
+from kai_scheduler.store.interface import JSON, StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests.podgrouper.helpers import NOW, Cluster, bare_pod, controller_pod, spec
 
@@ -177,3 +180,56 @@ def test_writing_with_several_threads_groups_as_one_thread_does() -> None:
     many, grouped_many = _grouped_by(4)
     assert many == one and grouped_many == grouped_one
     assert len(one.created) == 13 and len(one.labelled) == 14       # type: ignore[attr-defined]
+
+
+class _OneThreadDict(dict[str, object]):
+    """A dict that records which threads changed it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[str] = set()
+
+    def _note(self) -> None:
+        self.threads.add(threading.current_thread().name)
+
+    def __setitem__(self, key: str, value: object) -> None:
+        self._note()
+        super().__setitem__(key, value)
+
+    def setdefault(self, key: str, default: object = None) -> object:
+        self._note()
+        return super().setdefault(key, default)
+
+    def pop(self, key: str, *default: object) -> object:
+        self._note()
+        return super().pop(key, *default)
+
+
+def test_writer_threads_leave_the_grouper_state_to_the_reconciling_thread() -> None:
+    """The pods' last patched versions and the messages said for each pod are changed by the thread that
+    reconciles only, not by the writer threads, which would race on them (a message logged twice, a version
+    lost)."""
+    c = Cluster()
+    c.grouper = PodGrouper(c.store, concurrency=4)
+    c.group()                       # the first reconcile lists (and starts the two records afresh)
+    written, reported = _OneThreadDict(), _OneThreadDict()
+    c.grouper._written, c.grouper._reported = written, reported     # type: ignore[assignment]
+    real_patch = c.store.patch
+
+    def patch(resource: str, name: str, namespace: str, body: JSON, *args: object, **kwargs: object) -> JSON:
+        if name.endswith(("1", "3")):
+            raise Forbidden(f"patch Pod {namespace}/{name}: forbidden")
+        return real_patch(resource, name, namespace, body, *args, **kwargs)   # type: ignore[arg-type]
+
+    c.store.patch = patch           # type: ignore[method-assign,assignment]
+    for i in range(8):
+        c.add(bare_pod(f"p{i}", labels={constants.LABEL_QUEUE: "team-a"}))
+    outcome = c.group()
+    assert len(outcome.labelled) == 6 and [k for k, _ in outcome.skipped] == ["default/p1", "default/p3"]
+    assert sorted(written) == [f"default/p{i}" for i in (0, 2, 4, 5, 6, 7)]
+    assert sorted(reported) == ["default/p1", "default/p3"]
+    assert written.threads == reported.threads == {threading.current_thread().name}
+
+
+class Forbidden(StoreError):
+    reason = "Forbidden"

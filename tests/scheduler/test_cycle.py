@@ -5,6 +5,8 @@ Store writes are counted through resource versions: an object that was not writt
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -367,3 +369,68 @@ def test_concurrent_writers_commit_what_one_writer_does() -> None:
         return sorted((br["metadata"]["name"], br["spec"]["selectedNode"]) for br in store.list("bindrequests")[0])
 
     assert placed(4) == placed(1) and len(placed(1)) == 6
+
+
+class _SlowBackgroundStore(MemoryStore):
+    """Event creation and PodGroup patches wait until `release` is set (an API server slow to answer)."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.release = threading.Event()
+
+    def create(self, obj: JSON) -> JSON:
+        if obj.get("kind") == "Event":
+            self.release.wait(10)
+        return super().create(obj)
+
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
+              strategic: bool = False) -> JSON:
+        if resource == "podgroups":
+            self.release.wait(10)
+        return super().patch(resource, name, namespace, patch, subresource, strategic=strategic)
+
+
+def test_with_writer_threads_a_commit_waits_for_its_bind_requests_alone() -> None:
+    """Nothing in the next cycle reads the events or the start annotations (its snapshot has the BindRequests):
+    with writer threads the BindRequests are written and the commit returns while the others are on their way,
+    and they are written all the same."""
+    clock = ManualClock(b.NOW)
+    store = _SlowBackgroundStore(clock)
+    store.add_many([b.queue("q"), b.node("n1"), *_gang("j", 2, gpus=1)])
+    scheduler = Scheduler(store, load_config(None), clock, writers=4)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (scheduler.run_once(), done.set()), daemon=True)
+    worker.start()
+    finished = done.wait(5)
+    store.release.set()
+    worker.join(10)
+    assert finished, "the cycle waited for its events or its start annotations"
+    assert sorted(br["spec"]["podName"] for br in store.list("bindrequests")[0]) == ["j-0", "j-1"]
+
+    def annotated() -> bool:
+        annotations = store.get("podgroups", "j", b.NAMESPACE)["metadata"].get("annotations") or {}
+        return constants.ANNOTATION_LAST_START_TIMESTAMP in annotations
+
+    deadline = time.monotonic() + 10
+    while (len(store.list("events")[0]) < 2 or not annotated()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ("Normal", "Scheduled", "Pod", "j-0") in _events(store) and annotated()
+
+
+def test_a_cycle_takes_in_its_own_bind_requests_without_waiting_for_the_watch() -> None:
+    """As KAI's scheduler adds its BindRequests to its informer store: a watch that brings them back only much
+    later neither holds the next cycle nor lets it see the GPU free."""
+    clock = ManualClock(b.NOW)
+    store = _LaggingStore(clock, lag=0)
+    store.add_many([b.queue("q"), b.node("n1", gpus=1), *_gang("a", 1, gpus=1)])
+    scheduler = Scheduler(store, load_config(None), clock)
+    assert [op.task.name for op in scheduler.run_once().operations] == ["a-0"]
+    store.lag = 1_000_000
+    store.add_many(_gang("b", 1, gpus=1))
+    clock.advance(1)
+    started = time.monotonic()
+    assert scheduler.run_once().operations == []
+    assert time.monotonic() - started < 2.0         # no wait for the watch (it would give up after 5 s)
+    store.lag = 0
+    scheduler.cache.sync()                          # the watch's copy of the same version: taken as is
+    assert scheduler.cache.seen("bindrequests", f"{b.NAMESPACE}/a-0")

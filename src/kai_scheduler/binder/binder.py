@@ -14,6 +14,7 @@ nothing it did not create.
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -39,8 +40,11 @@ class Binder:
     wants; against an API server each collection is three LISTs, so the components run it every few seconds).
 
     `concurrency`: whole-GPU requests bound at once (KAI's `--max-concurrent-reconciles`; against an API server
-    a bind is two round trips, so one at a time caps the rate at the server's latency). Shared-GPU requests
+    each bind is a round trip, so one at a time caps the rate at the server's latency). Shared-GPU requests
     stay one at a time: they create and reuse reservation pods. The outcome lists are in name order either way.
+    With `concurrency` > 1 a bound request's Succeeded status is written by as many threads again in the
+    background, so a bind costs its binder thread one round trip, not two; until that status is written the
+    request is not taken up again, whatever its watch events say.
     """
 
     def __init__(self, store: ClusterStore, clock: Clock,
@@ -54,6 +58,10 @@ class Binder:
         self.collect_every = collect_every
         self.concurrency = concurrency
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind") if concurrency > 1 else None
+        self._statuses = (ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind-status")
+                          if concurrency > 1 else None)
+        self._settling: set[str] = set()      # requests bound whose Succeeded status is still being written
+        self._settling_lock = threading.Lock()
         self._requests = Changes(store, "bindrequests")
         self._open: dict[str, BindRequest] = {}       # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
@@ -91,7 +99,9 @@ class Binder:
             self._open.pop(key, None)
             log.warning("bad BindRequest skipped", extra={"reason": str(err)})
             return
-        if br.phase == "Succeeded" or br.meta.deletion_timestamp is not None:
+        with self._settling_lock:
+            settling = key in self._settling
+        if br.phase == "Succeeded" or br.meta.deletion_timestamp is not None or settling:
             self._open.pop(key, None)
         else:
             self._open[key] = br
@@ -129,9 +139,22 @@ class Binder:
         except (StoreError, reservation.ReservationFailed) as err:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
             return
-        self._status(br, "Succeeded", "", br.failed_attempts)
-        self._open.pop(f"{ns}/{br.meta.name}", None)
+        request = f"{ns}/{br.meta.name}"
+        self._open.pop(request, None)
         outcome.bound.append(key)
+        if self._statuses is None:
+            self._status(br, "Succeeded", "", br.failed_attempts)
+            return
+        with self._settling_lock:
+            self._settling.add(request)
+        self._statuses.submit(self._settle, br, request)
+
+    def _settle(self, br: BindRequest, request: str) -> None:
+        try:
+            self._status(br, "Succeeded", "", br.failed_attempts)
+        finally:
+            with self._settling_lock:
+                self._settling.discard(request)
 
     def _bound_here(self, br: BindRequest) -> bool:
         """Whether the pod is bound to the node this request selected (read only when a binding conflicts)."""

@@ -29,7 +29,7 @@ SCHEDULING = "scheduling.run.ai"
 KAI = "kai.scheduler"
 
 # Kinds of the store that are not workload owners; every other kind in RESOURCES is one the podgrouper may
-# meet as a pod's owner and reads by name (`PodGrouper._owner`: store.get).
+# meet as a pod's owner and lists and watches (`podgrouper.owners`; by name where it may not list).
 _NOT_OWNERS = {"nodes", "pods", "events", "configmaps", "priorityclasses", "podgroups", "queues", "bindrequests",
                "topologies", "leases", "secrets", "validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
 
@@ -42,13 +42,13 @@ def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[
 
 
 def owner_rules() -> list[Rule]:
-    """get on every workload owner kind the store serves, one rule per API group (sorted)."""
+    """get, list and watch on every workload owner kind the store serves, one rule per API group (sorted)."""
     by_group: dict[str, set[str]] = defaultdict(set)
     for res in RESOURCES.values():
         if res.plural not in _NOT_OWNERS:
             group = res.api_version.rpartition("/")[0]
             by_group[group].add(res.path_name)
-    return [rule([group], sorted(names), ["get"]) for group, names in sorted(by_group.items())]
+    return [rule([group], sorted(names), READ) for group, names in sorted(by_group.items())]
 
 
 EVENTS = rule([""], ["events"], ["create"])          # scheduler/commit.py: created once each, never patched
@@ -76,7 +76,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
         rule([""], ["configmaps"], ["create", "patch"]),           # binder/shared_gpu_configmaps.py
     ],
-    # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners read by name.
+    # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched.
     "podgrouper": [
         rule([""], ["pods"], [*READ, "patch"]),
         rule([SCHEDULING], ["podgroups"], [*READ, "create", "update", "patch"]),

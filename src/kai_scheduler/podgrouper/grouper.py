@@ -7,8 +7,8 @@ terminating or finished:
 1. Skip it when it or any owner is annotated `kai.scheduler/skip-podgrouper: "true"`, or it has no owner and
    its `pod-group-name` names an existing PodGroup (membership the user manages).
 2. Walk its owner chain through the controller owner references, reading each owner unstructured from the
-   store. An owner of a kind the store does not serve, or that is gone, ends the chain with what its
-   reference says.
+   watched copies of its kind (`owners`; the store when the copy lacks it). An owner of a kind the store does
+   not serve, or that is gone, ends the chain with what its reference says.
 3. Pick the grouper of the top owner (`hub`) and compute the PodGroup and the pod's subgroup.
 4. Leave the pod alone when its `pod-group-name` names another PodGroup that exists (an external PodGroup).
 5. Create the PodGroup, or update it when what the grouper owns differs (spec fields it computes, labels and
@@ -33,6 +33,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, GroupingError, Obj
+from kai_scheduler.podgrouper.owners import OwnerCache
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
@@ -87,13 +88,14 @@ class PodGrouper:
         self._groups: dict[tuple[str, str], JSON] = {}
         self._class_feed = Changes(store, "priorityclasses")
         self._classes: set[str] = set()
+        self._owners = OwnerCache(store)
         self.retries = Retries()
         self._refused: dict[str, JSON] = {}         # pod key → the pod whose writes were refused, to try again
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
         self._refresh_feeds()
-        reads = _Reads(self.store, self._groups, self._classes)
+        reads = _Reads(self.store, self._groups, self._classes, self._owners)
         outcome = GroupOutcome()
         pods = self._changed_pods()
         for key in self.retries.due():
@@ -117,12 +119,18 @@ class PodGrouper:
             list(self._pool.map(lambda group: self._write_all(group, reads), by_group.values()))
         else:
             self._write_all(plans, reads)
-        for plan in plans:      # in pod order, whatever order the writes finished in
+        # What the writes did is recorded here, on this thread and in pod order, whatever order the writer
+        # threads finished in: `_written` and `_reported` are the grouper's own and only this thread touches them.
+        for plan in plans:
+            if plan.version is not None:
+                self._written[plan.key] = plan.version
+            if plan.error is not None:
+                self._refuse(plan.key, plan.error, plan.outcome)
             outcome.created += plan.outcome.created
             outcome.updated += plan.outcome.updated
             outcome.labelled += plan.outcome.labelled
             outcome.skipped += plan.outcome.skipped
-            if plan.refused:
+            if plan.error is not None:
                 refused.add(plan.key)
         for key in sorted(pods):
             if key in refused:
@@ -134,13 +142,16 @@ class PodGrouper:
         return outcome
 
     def _write_all(self, plans: list[_Plan], reads: _Reads) -> None:
+        """Write the plans in order; run by the writer threads, so it changes nothing but the plans (and the
+        reads' PodGroup copies, one key per thread)."""
         for plan in plans:
             try:
                 self._apply(plan.group, reads, plan.outcome)
-                self._label(plan.key, plan.pod, plan.group.meta.name, plan.subgroup, plan.outcome)
+                plan.version = self._label(plan.pod, plan.group.meta.name, plan.subgroup)
+                if plan.version is not None:
+                    plan.outcome.labelled.append(plan.key)
             except StoreError as err:
-                self._refuse(plan.key, err, plan.outcome)
-                plan.refused = True
+                plan.error = err
 
     def _refuse(self, key: str, err: StoreError, outcome: GroupOutcome) -> None:
         """The API server refused a read or write of this pod's grouping: say so once; it is tried again."""
@@ -159,6 +170,7 @@ class PodGrouper:
                 self._classes.discard(key)
             else:
                 self._classes.add(key)
+        self._owners.refresh()
 
     def _changed_pods(self) -> dict[str, JSON]:
         if self._listed:
@@ -249,7 +261,8 @@ class PodGrouper:
                     raise
                 existing = self.store.get("podgroups", name, namespace)
 
-    def _label(self, key: str, pod: JSON, group: str, subgroup: str, outcome: GroupOutcome) -> None:
+    def _label(self, pod: JSON, group: str, subgroup: str) -> str | None:
+        """Annotate and label the pod where it differs; the resourceVersion the patch made (None: no patch)."""
         meta = pod["metadata"]
         patch: JSON = {}
         if (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME) != group:
@@ -257,10 +270,9 @@ class PodGrouper:
         if subgroup and (meta.get("labels") or {}).get(constants.LABEL_SUBGROUP_NAME) != subgroup:
             patch["labels"] = {constants.LABEL_SUBGROUP_NAME: subgroup}
         if not patch:
-            return
+            return None
         written = self.store.patch("pods", meta["name"], meta.get("namespace", ""), {"metadata": patch})
-        self._written[key] = written["metadata"].get("resourceVersion", "")
-        outcome.labelled.append(key)
+        return str(written["metadata"].get("resourceVersion", ""))
 
     def _report(self, key: str, message: str) -> None:
         reported = self._reported.setdefault(key, set())
@@ -298,19 +310,22 @@ class _Plan:
     group: PodGroup
     subgroup: str
     outcome: GroupOutcome = field(default_factory=GroupOutcome)
-    refused: bool = False       # the API server refused one of its writes: the pod is handled again later
+    version: str | None = None          # the pod's resourceVersion after our patch (None: not patched)
+    error: StoreError | None = None     # the API server refused a write: the pod is handled again later
 
 
 class _Reads:
     """The store reads of one reconcile, each object read at most once; also the groupers' `Lookup`.
 
-    PodGroups and priority classes come from the grouper's watched copies (`groups`, `classes`), kept up to
-    date with its own writes too. A PodGroup the copy lacks may only be one the watch has not delivered yet:
-    creating it then answers AlreadyExists and is read; where absence decides what to do (a pod naming an
-    external PodGroup), `exact=True` reads the store."""
+    PodGroups, priority classes and owners come from the grouper's watched copies (`groups`, `classes`,
+    `owners`), the PodGroups kept up to date with its own writes too. A PodGroup the copy lacks may only be one
+    the watch has not delivered yet: creating it then answers AlreadyExists and is read; where absence decides
+    what to do (a pod naming an external PodGroup), `exact=True` reads the store."""
 
-    def __init__(self, store: ClusterStore, groups: dict[tuple[str, str], JSON], classes: set[str]) -> None:
+    def __init__(self, store: ClusterStore, groups: dict[tuple[str, str], JSON], classes: set[str],
+                 owners: OwnerCache) -> None:
         self.store = store
+        self._owner_cache = owners
         self._owners: dict[tuple[str, str, str], JSON | None] = {}
         self._podgroups = groups
         self._classes = classes
@@ -323,10 +338,7 @@ class _Reads:
             return Obj.from_reference(raw_ref, namespace)
         key = (plural, namespace, str(ref.get("name", "")))
         if key not in self._owners:
-            try:
-                self._owners[key] = self.store.get(plural, key[2], namespace)
-            except NotFound:
-                self._owners[key] = None
+            self._owners[key] = self._owner_cache.get(plural, namespace, key[2], str(ref.get("uid") or ""))
         obj = self._owners[key]
         if obj is None or (ref.get("uid") and obj.get("metadata", {}).get("uid") != ref.get("uid")):
             return Obj.from_reference(raw_ref, namespace)

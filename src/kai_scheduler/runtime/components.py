@@ -82,6 +82,10 @@ RECONCILE_MIN_GAP = 0.02
 # Threads that write at once where a step writes for many objects (the pod grouper's PodGroups and pod
 # annotations, the scheduler's BindRequests): against an API server every write is one round trip.
 WRITERS = 10
+# The pod grouper's writes per pod are two round trips one after the other (the PodGroup, then the pod), and it
+# is the first stage: with the scheduler and binder no longer waiting for their background writes, 10 threads
+# left it the stage where pods queued at 50 pods/s offered on a loaded server (bench/README.md).
+GROUPER_WRITERS = 20
 
 RESERVATION_COLLECT_SECONDS = 10.0     # each collection is three LISTs against the API server
 
@@ -98,7 +102,7 @@ def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key,
                              node_pool_label_key=options.node_pool_label_key)
-    grouper = PodGrouper(store, config, concurrency=WRITERS)
+    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS)
     return Component("podgrouper", "kai-podgrouper", options.reconcile_period, grouper.reconcile,
                      triggers=("pods", "podgroups", "priorityclasses"), min_gap=RECONCILE_MIN_GAP)
 

@@ -12,11 +12,14 @@ is said once per reason for the process (events are best effort; one that exists
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import zlib
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from kai_scheduler.api import bindrequest, constants
 from kai_scheduler.api.fields import format_time, parse_time
@@ -30,13 +33,18 @@ from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Sto
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+BACKLOG = 2000       # background writes (start annotations, events) waiting at most, with writer threads
 _event_failures_reported: set[str] = set()   # reasons an event write failed for, logged once per process
+_event_failures_lock = threading.Lock()       # events may be written by several threads
 
 
 class Committer:
-    """`writers` > 1: the BindRequests of a cycle (each with its event) and the PodGroups' start annotations
-    are written by that many threads at once, after the evictions and pipelines; against an API server each
-    write is one round trip, and they do not depend on one another."""
+    """`writers` > 1: the BindRequests of a cycle are written by that many threads at once, after the evictions
+    and pipelines; against an API server each write is one round trip, and they do not depend on one another.
+    The PodGroups' start annotations and the events then go out in the background, by as many threads again:
+    the next cycle reads neither (its snapshot has the BindRequests, so a started job is not started again),
+    and waiting for them made the commit three round trips per pod instead of one. At most `BACKLOG` of them
+    wait at a time; beyond that a commit waits for the oldest."""
 
     def __init__(self, store: ClusterStore, *, node_pool: str = "", update_eviction_condition: bool = False,
                  nominate: bool = True, writers: int = 1) -> None:
@@ -45,8 +53,11 @@ class Committer:
         self.node_pool = node_pool
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
-        self.created_bind_requests: list[str] = []     # namespace/name of each BindRequest written
+        self.created_bind_requests: list[JSON] = []    # each BindRequest written, as the server answered
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
+        self._later = ThreadPoolExecutor(writers, thread_name_prefix="kai-later") if writers > 1 else None
+        self._backlog: deque[Future[None]] = deque()
+        self._backlog_lock = threading.Lock()       # the writer threads hand over events too
 
     def each(self, write: Callable[[T], object], items: Sequence[T]) -> None:
         """`write` for every item: by the writer threads when there are several of both, else in order."""
@@ -68,12 +79,15 @@ class Committer:
                   lambda: self.store.delete("bindrequests", name, namespace))
 
     def apply(self, operations: list[Operation], jobs: dict[str, JobInfo], now: float, *,
-              pending: Sequence[JobInfo] | None = None, stale: Sequence[JobInfo] | None = None) -> None:
-        """`pending`: the jobs that may have pending tasks, `stale`: those whose stale timestamp may change, in
-        `jobs` order (the snapshot knows them); None = every job."""
+              pending: Sequence[JobInfo] | None = None, stale: Sequence[JobInfo] | None = None,
+              started: Sequence[str] = ()) -> None:
+        """Write what the session committed. `pending`: the jobs that may have pending tasks, `stale`: those
+        whose stale timestamp may change, in `jobs` order (the snapshot knows them; None = every job);
+        `started`: the uids of the jobs it started (their PodGroups get `last-start-timestamp`, written with
+        the BindRequests)."""
         evicted_jobs: set[str] = set()
         evicted = {op.task.uid for op in operations if op.op is Op.EVICT}
-        binds = []
+        binds: list[Callable[[], None]] = []
         for op in operations:
             if op.op is Op.EVICT:
                 self._evict(op)
@@ -84,8 +98,11 @@ class Committer:
                     self._event(_pod_ref(op.task), "Normal", "Pipelined",
                                 f"pod will run on node {op.after.node} once resources there are released")
             elif op.op is Op.ALLOCATE:
-                binds.append(op)
-        self.each(self._bind, binds)
+                binds.append(functools.partial(self._bind, op))
+        self.each(_call, binds)
+        for uid in started:
+            if uid in jobs:
+                self._background(self.started, jobs[uid], now)
         placed = {op.task.uid for op in operations if op.op in (Op.PIPELINE, Op.ALLOCATE)}
         for job in jobs.values() if pending is None else pending:
             for task in job.pending_tasks():
@@ -141,8 +158,7 @@ class Committer:
             br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool
 
         def create() -> None:
-            self.store.create(br.to_dict())
-            self.created_bind_requests.append(f"{br.meta.namespace}/{br.meta.name}")
+            self.created_bind_requests.append(self.store.create(br.to_dict()))
 
         self._try(f"create BindRequest {task.key}", create)
         self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")
@@ -199,14 +215,35 @@ class Committer:
             "involvedObject": ref, "reason": reason, "message": message, "type": kind,
             "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
         }
+        self._background(self._create_event, event)
+
+    def _background(self, write: Callable[..., None], *args: Any) -> None:
+        """`write(*args)` by the background threads (at once without them)."""
+        if self._later is None:
+            write(*args)
+            return
+        with self._backlog_lock:
+            while len(self._backlog) >= BACKLOG or (self._backlog and self._backlog[0].done()):
+                error = self._backlog.popleft().exception()
+                if error is not None:
+                    log.error(f"background write failed: {type(error).__name__}: {error}")
+            self._backlog.append(self._later.submit(write, *args))
+
+    def _create_event(self, event: JSON) -> None:
         try:
             self.store.create(event)
         except AlreadyExists:       # the same event already exists: nothing new to say
             pass
         except StoreError as err:
-            if err.reason not in _event_failures_reported:
+            with _event_failures_lock:
+                first = err.reason not in _event_failures_reported
                 _event_failures_reported.add(err.reason)
+            if first:
                 log.warning(f"event not recorded (said once per reason): {err}", extra={"reason": err.reason})
+
+
+def _call(write: Callable[[], None]) -> None:
+    write()
 
 
 def _pod_ref(task: PodInfo) -> JSON:

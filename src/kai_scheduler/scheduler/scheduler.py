@@ -29,7 +29,7 @@ from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.store import collector
 from kai_scheduler.store.cache import ObjectCache
-from kai_scheduler.store.interface import ClusterStore
+from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.usagedb import factory as usage_factory
 from kai_scheduler.usagedb import usage_config
 from kai_scheduler.usagedb.interface import UsageSource, UsageVector
@@ -103,6 +103,15 @@ class Scheduler:
         )
         return snapshots.build(objects, params, self._memo)
 
+    def _take_in_own_bind_requests(self, created: list[JSON]) -> None:
+        """The BindRequests this cycle wrote go into the cache as the server answered them, as KAI's scheduler
+        adds them to its informer store: the next cycle sees their GPUs taken without waiting for the watch."""
+        self._unseen = []
+        for obj in created:
+            self.cache.assume("bindrequests", obj)
+            meta = obj.get("metadata", {})
+            self._unseen.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+
     def _await_own_bind_requests(self) -> None:
         """Hold the snapshot until the BindRequests of earlier cycles are back through the watch.
 
@@ -156,7 +165,7 @@ class Scheduler:
         self.committer.errors = []
         self.committer.created_bind_requests = []
         self._commit(ssn)
-        self._unseen = list(self.committer.created_bind_requests)
+        self._take_in_own_bind_requests(self.committer.created_bind_requests)
         shares = _shares(ssn)
         if self.usage is not None:
             capacity = snap.total_capacity()[list(QUEUE_AXIS)]
@@ -174,8 +183,8 @@ class Scheduler:
         snap, now, c = ssn.snapshot, ssn.now, self.committer
         for br in snap.stale_bind_requests:
             c.delete_bind_request(br.meta.namespace, br.meta.name)
-        c.apply(ssn.committed, snap.jobs, now, pending=snap.waiting, stale=snap.stale_candidates())
-        c.each(lambda uid: c.started(snap.jobs[uid], now), sorted(ssn.started_jobs))
+        c.apply(ssn.committed, snap.jobs, now, pending=snap.waiting, stale=snap.stale_candidates(),
+                started=sorted(ssn.started_jobs))
         placed = {op.task.job_uid for op in ssn.committed}
         # Only these jobs get a condition written or cleared; in `jobs` order, as a pass over every job would.
         told = [snap.jobs[uid] for uid in {*snap.job_problems, *ssn.job_fit_errors, *placed} if uid in snap.jobs]

@@ -100,6 +100,9 @@ class ObjectCache:
         key = _key(obj)
         informer.changed.add(key)
         rv = obj.get("metadata", {}).get("resourceVersion", "")
+        if rv and key in informer.items and informer.items[key][0] == rv:
+            return      # the version taken in already (`assume`): parsed once
+        informer.ordered = None
         try:
             parsed = informer.parse(obj)
         except ObjectError as err:
@@ -108,6 +111,14 @@ class ObjectCache:
             return
         informer.bad.pop(key, None)
         informer.items[key] = (rv, parsed)
+
+    def assume(self, resource: str, obj: JSON) -> None:
+        """Take in an object this process wrote, as the server answered it, before the watch brings it back
+        (KAI's scheduler adds its BindRequests to its own informer store so): unless the cache has seen the
+        key already, in which case the watch's copy is as new or newer."""
+        informer = self._informers[resource]
+        if informer.listed and not self.seen(resource, _key(obj)):
+            self._put(informer, obj)
 
     def objects(self, resource: str) -> list[Any]:
         """The parsed objects of one resource, in key order (a new list; sorted again only after a change)."""

@@ -1,0 +1,76 @@
+"""Workload owners served from watched copies, as KAI's podgrouper reads them from its informers.
+
+Against an API server a GET per pod's owner costs one request of the client's QPS, and the pods of one Job
+arriving in different reconciles would read it again each time. Each owner kind is listed and watched from
+the first time a pod names an owner of that kind (only the kinds in use are watched); `refresh()`, once per
+reconcile, applies what the watches delivered.
+
+An owner the copies lack, or hold under another uid than the reference names, may only be newer than the
+watch (a Job created just before its pods): it is read from the store, and kept until the watch catches up.
+A kind that cannot be listed (its CRD is not installed, or RBAC grants `get` alone) is read by name each
+time, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+
+log = logging.getLogger(__name__)
+
+
+class OwnerCache:
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+        self._feeds: dict[str, Changes] = {}
+        self._objects: dict[str, dict[tuple[str, str], JSON]] = {}
+        self._unwatched: set[str] = set()
+
+    def refresh(self) -> None:
+        """Apply what every started watch delivered since the last refresh (a store error goes to the caller,
+        as the grouper's other watches' do)."""
+        for plural, feed in self._feeds.items():
+            self._apply(plural, feed.poll())
+
+    def get(self, plural: str, namespace: str, name: str, uid: str = "") -> JSON | None:
+        """The owner `plural` `namespace/name` (None: not found), with `uid` if one is given and it exists."""
+        if plural not in self._unwatched and plural not in self._feeds:
+            self._start(plural)
+        if plural in self._unwatched:
+            return self._read(plural, namespace, name)
+        known = self._objects[plural].get((namespace, name))
+        if known is not None and (not uid or known.get("metadata", {}).get("uid") == uid):
+            return known
+        found = self._read(plural, namespace, name)
+        if found is not None:
+            self._objects[plural][(namespace, name)] = found
+        return found
+
+    def _start(self, plural: str) -> None:
+        feed = Changes(self.store, plural)
+        try:
+            changes = feed.poll()
+        except StoreError as err:
+            self._unwatched.add(plural)
+            log.info("owner kind not watched, read by name", extra={"resource": plural, "reason": err.reason})
+            return
+        self._feeds[plural] = feed
+        self._objects[plural] = {}
+        self._apply(plural, changes)
+
+    def _apply(self, plural: str, changes: list[tuple[str, JSON | None]]) -> None:
+        objects = self._objects[plural]
+        for key, obj in changes:
+            namespace, _, name = key.rpartition("/")
+            if obj is None:
+                objects.pop((namespace, name), None)
+            else:
+                objects[(namespace, name)] = obj
+
+    def _read(self, plural: str, namespace: str, name: str) -> JSON | None:
+        try:
+            return self.store.get(plural, name, namespace)
+        except NotFound:
+            return None
