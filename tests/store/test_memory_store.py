@@ -14,7 +14,7 @@ import pytest
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.api.selectors import LabelSelector, Requirement
-from kai_scheduler.store import memory as memory_module
+from kai_scheduler.store import label_index, object_rules
 from kai_scheduler.store.interface import (
     JSON,
     AlreadyExists,
@@ -26,7 +26,8 @@ from kai_scheduler.store.interface import (
     Selector,
     StoreError,
 )
-from kai_scheduler.store.memory import MemoryStore, merge_patch, strategic_merge_patch
+from kai_scheduler.store.memory import MemoryStore
+from kai_scheduler.store.merge_patch import merge_patch, strategic_merge_patch
 from tests.store.conftest import START
 
 # --- builders ---
@@ -193,7 +194,7 @@ def test_list_by_selector_follows_label_changes_and_deletions(memory: MemoryStor
     memory.update({**memory.get("pods", "c", "team-a"), "metadata": {"name": "c", "namespace": "team-a"}})
     memory.delete("pods", "b", "team-a", grace_period_seconds=0)
     everything, _ = memory.list("pods")
-    parsed = memory_module._parse_selector(selector)
+    parsed = label_index.parse_selector(selector)
     want = [o["metadata"]["name"] for o in everything
             if parsed is None or parsed.matches(o["metadata"].get("labels") or {})]
     assert [o["metadata"]["name"] for o in memory.list("pods", None, selector)[0]] == want
@@ -635,7 +636,7 @@ def test_create_stamps_a_null_creation_timestamp(memory: MemoryStore) -> None:
 
 @pytest.mark.parametrize("name", ["Pod/team-a/p/1", "", "ünïcode"])
 def test_uids_are_uuid5(name: str) -> None:
-    assert memory_module.uuid5(name) == str(uuid.uuid5(uuid.UUID(bytes=memory_module._UID_NAMESPACE), name))
+    assert object_rules.uuid5(name) == str(uuid.uuid5(uuid.UUID(bytes=object_rules.UID_NAMESPACE), name))
 
 
 def test_create_keeps_a_given_uid_and_normalises_yaml_datetimes(memory: MemoryStore) -> None:

@@ -12,7 +12,7 @@ does wherever a component could tell the difference:
   `creationTimestamp` from the clock, and `namespace: default` for namespaced kinds; it clears the namespace
   of cluster-scoped kinds. Like a restore, it keeps a given `uid`, `creationTimestamp` and
   `deletionTimestamp` (scenario files and cluster snapshots set them, and owner references point at uids).
-- Kinds with a status subresource (`_STATUS_SUBRESOURCE`): `update` and object patches keep the stored
+- Kinds with a status subresource (`object_rules.STATUS_SUBRESOURCE`): `update` and object patches keep the stored
   `status`; `update_status` and status patches change only `status`. Other kinds are replaced whole.
 - Pods delete gracefully, as the API server's pod strategy: an unbound or finished pod, or grace 0, goes at
   once; otherwise it gets `deletionTimestamp` = now + grace and `deletionGracePeriodSeconds` and stays
@@ -31,24 +31,18 @@ injected clock.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import threading
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
-
-import orjson
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import format_time
-from kai_scheduler.api.selectors import LabelSelector, parse_label_selector_string
+from kai_scheduler.store import object_rules as rules
 from kai_scheduler.store.interface import (
     JSON,
     RESOURCES,
-    STRATEGIC_MERGE_KEYS,
     AlreadyExists,
     ClusterStore,
     Conflict,
@@ -61,23 +55,12 @@ from kai_scheduler.store.interface import (
     resource_for,
     resource_named,
 )
+from kai_scheduler.store.label_index import Key, LabelIndex, labels_of, parse_selector
+from kai_scheduler.store.merge_patch import merge_patch, strategic_merge_patch
 
 DEFAULT_HISTORY_SIZE: Final = 10_000
-DEFAULT_POD_GRACE_SECONDS: Final = 30
-_STATUS_SUBRESOURCE: Final = frozenset({"nodes", "pods", "podgroups", "queues", "bindrequests"})
-_TERMINAL_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
-# Kept from the stored object by update and patch: the server owns them.
-_SYSTEM_METADATA: Final = (
-    "name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-)
-_UID_NAMESPACE: Final = uuid.UUID("6b1d3c6e-2f1a-5b8e-9c4d-6b61692d7363").bytes
-# Datetimes (PyYAML parses unquoted timestamps) become RFC 3339 strings; integer keys become strings.
-_COPY_IN_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Key = tuple[str, str]   # (namespace, name); namespace "" for cluster-scoped kinds
-_T = TypeVar("_T")
-_NO_LIST_KEYS: Final[Mapping[str, str]] = {}      # RFC 7386: every list is replaced whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +88,7 @@ class MemoryStore:
         self._history: dict[str, deque[_Event]] = {plural: deque() for plural in RESOURCES}
         # Per resource: the newest version whose event was dropped from its history.
         self._compacted_rv: dict[str, int] = dict.fromkeys(RESOURCES, 0)
-        # Per resource, label key → the objects that carry it, so a list with a selector that requires a label
-        # (`app=x`, `key`, `key in (…)`) looks at those objects only; objects whose labels are not a mapping
-        # are kept apart and always looked at.
-        self._label_keys: dict[str, dict[str, set[Key]]] = {plural: {} for plural in RESOURCES}
-        self._odd_labels: dict[str, set[Key]] = {plural: set() for plural in RESOURCES}
+        self._labels: dict[str, LabelIndex] = {plural: LabelIndex() for plural in RESOURCES}
         self._generated = 0      # names made from metadata.generateName so far
         self._now_text: tuple[float, str] = (float("nan"), "")   # the clock's last reading, formatted
 
@@ -119,24 +98,24 @@ class MemoryStore:
         res = resource_named(resource)
         with self._cond:
             stored = self._stored(res.plural, _key(res, name, namespace))
-        return _copy_out(stored)
+        return rules.copy_out(stored)
 
     def list(
         self, resource: str, namespace: str | None = None, selector: Selector = None
     ) -> tuple[list[JSON], str]:
         """Matching objects sorted by (namespace, name); namespace None or "" means all namespaces."""
         res = resource_named(resource)
-        match = _parse_selector(selector)
+        match = parse_selector(selector)
         scope = namespace if res.namespaced else None
         with self._cond:
             rv = str(self._rv)
             found = [
                 (key, obj)
-                for key, obj in self._candidates(res.plural, match)
-                if (not scope or key[0] == scope) and (match is None or match.matches(_labels(obj)))
+                for key, obj in self._labels[res.plural].candidates(self._objects[res.plural], match)
+                if (not scope or key[0] == scope) and (match is None or match.matches(labels_of(obj)))
             ]
         found.sort(key=_by_key)
-        return _copy_out([obj for _, obj in found]), rv
+        return rules.copy_out([obj for _, obj in found]), rv
 
     def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
         """Events of `resource` after `resource_version`, oldest first; one batch, then the iterator ends.
@@ -154,19 +133,19 @@ class MemoryStore:
     # --- writes ---
 
     def create(self, obj: JSON) -> JSON:
-        doc = _copy_in(obj)
+        doc = rules.copy_in(obj)
         with self._cond:
             res, key, doc = self._prepare_new(doc)
             if key in self._objects[res.plural]:
                 raise AlreadyExists(f"{res.plural} {_show(key)} already exists")
             stored = self._commit(res.plural, key, doc, "ADDED")
-        return _copy_out(stored)
+        return rules.copy_out(stored)
 
     def add_many(self, objects: Iterable[JSON]) -> int:
         """Create all of `objects` or none (AlreadyExists names the first clash); return how many.
 
         For loading scenarios and snapshots fast: one copy of the whole batch, no copies back."""
-        docs = _copy_in(list(objects))
+        docs = rules.copy_in(list(objects))
         with self._cond:
             prepared = [self._prepare_new(doc) for doc in docs]
             seen: set[tuple[str, Key]] = set()
@@ -179,25 +158,25 @@ class MemoryStore:
         return len(prepared)
 
     def update(self, obj: JSON) -> JSON:
-        doc = _copy_in(obj)
+        doc = rules.copy_in(obj)
         with self._cond:
             res, key = self._locate(doc)
             stored = self._stored(res.plural, key)
-            _check_precondition(doc, stored)
-            if res.plural in _STATUS_SUBRESOURCE:
-                doc = _with_status(doc, stored.get("status"))
-            written = self._write(res.plural, key, stored, _keep_system_fields(doc, stored))
-        return _copy_out(written)
+            rules.check_precondition(doc, stored)
+            if res.plural in rules.STATUS_SUBRESOURCE:
+                doc = rules.with_status(doc, stored.get("status"))
+            written = self._write(res.plural, key, stored, rules.keep_system_fields(doc, stored))
+        return rules.copy_out(written)
 
     def update_status(self, obj: JSON) -> JSON:
-        doc = _copy_in(obj)
+        doc = rules.copy_in(obj)
         with self._cond:
             res, key = self._locate(doc)
-            _require_status_subresource(res)
+            rules.require_status_subresource(res)
             stored = self._stored(res.plural, key)
-            _check_precondition(doc, stored)
-            written = self._write(res.plural, key, stored, _with_status(stored, doc.get("status")))
-        return _copy_out(written)
+            rules.check_precondition(doc, stored)
+            written = self._write(res.plural, key, stored, rules.with_status(stored, doc.get("status")))
+        return rules.copy_out(written)
 
     def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
               strategic: bool = False) -> JSON:
@@ -210,23 +189,23 @@ class MemoryStore:
         if subresource not in ("", "status"):
             raise Invalid(f"unknown subresource {subresource!r}; want '' or 'status'")
         if subresource:
-            _require_status_subresource(res)
+            rules.require_status_subresource(res)
         if not isinstance(patch, dict):
             raise Invalid(f"a merge patch must be an object, got {type(patch).__name__}")
-        doc = _copy_in(patch)
+        doc = rules.copy_in(patch)
         with self._cond:
             key = _key(res, name, namespace)
             stored = self._stored(res.plural, key)
-            _check_precondition(doc, stored)
+            rules.check_precondition(doc, stored)
             merged = strategic_merge_patch(stored, doc) if strategic else merge_patch(stored, doc)
             if subresource:
-                new = _with_status(stored, merged.get("status"))
-            elif res.plural in _STATUS_SUBRESOURCE:
-                new = _keep_system_fields(_with_status(merged, stored.get("status")), stored)
+                new = rules.with_status(stored, merged.get("status"))
+            elif res.plural in rules.STATUS_SUBRESOURCE:
+                new = rules.keep_system_fields(rules.with_status(merged, stored.get("status")), stored)
             else:
-                new = _keep_system_fields(merged, stored)
+                new = rules.keep_system_fields(merged, stored)
             written = self._write(res.plural, key, stored, new)
-        return _copy_out(written)
+        return rules.copy_out(written)
 
     def delete(
         self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None
@@ -255,7 +234,7 @@ class MemoryStore:
                 raise Conflict(f"pod {_show(key)} is already bound to {spec['nodeName']}")
             if ("", node_name) not in self._objects["nodes"]:
                 raise Invalid(f"cannot bind pod {_show(key)}: node {node_name!r} does not exist")
-            status = _with_scheduled_condition(stored.get("status") or {}, self._now())
+            status = rules.with_scheduled_condition(stored.get("status") or {}, self._now())
             bound = {**stored, "spec": {**spec, "nodeName": node_name}, "status": status}
             self._commit("pods", key, bound, "MODIFIED")
 
@@ -319,7 +298,7 @@ class MemoryStore:
             raise Invalid(f"{res.kind} has neither metadata.name nor metadata.generateName")
         while True:
             self._generated += 1
-            name = prefix + uuid5(f"{prefix}/{self._generated}")[:5]
+            name = prefix + rules.uuid5(f"{prefix}/{self._generated}")[:5]
             if (meta.get("namespace", ""), name) not in self._objects[res.plural]:
                 return name
 
@@ -344,9 +323,9 @@ class MemoryStore:
 
     def _delete_pod(self, key: Key, stored: JSON, grace: int | None) -> None:
         if grace is None:
-            grace = _default_grace(stored)
+            grace = rules.default_grace(stored)
         unbound = not (stored.get("spec") or {}).get("nodeName")
-        finished = (stored.get("status") or {}).get("phase") in _TERMINAL_POD_PHASES
+        finished = (stored.get("status") or {}).get("phase") in rules.TERMINAL_POD_PHASES
         if grace == 0 or unbound or finished:
             self._remove("pods", key, stored)
             return
@@ -376,49 +355,21 @@ class MemoryStore:
         for key, obj in sorted(owned, key=_by_key):
             self._commit("bindrequests", key, obj, "DELETED")
 
-    def _candidates(self, plural: str, match: LabelSelector | None) -> Iterable[tuple[Key, JSON]]:
-        """The objects that may match: those carrying the rarest label the selector requires, else all."""
-        objects = self._objects[plural]
-        required = _required_label_keys(match) if match is not None else ()
-        if not required:
-            return objects.items()
-        index = self._label_keys[plural]
-        keys = min((index.get(label, _NO_KEYS) for label in required), key=len) | self._odd_labels[plural]
-        return ((key, objects[key]) for key in keys)
-
-    def _index_labels(self, plural: str, key: Key, obj: JSON, *, adding: bool) -> None:
-        labels = obj["metadata"].get("labels")
-        if not labels:
-            return
-        if not isinstance(labels, dict):
-            (self._odd_labels[plural].add if adding else self._odd_labels[plural].discard)(key)
-            return
-        index = self._label_keys[plural]
-        for label in labels:
-            if adding:
-                index.setdefault(label, set()).add(key)
-            else:
-                holders = index.get(label)
-                if holders is not None:
-                    holders.discard(key)
-                    if not holders:
-                        del index[label]
-
     def _commit(self, plural: str, key: Key, obj: JSON, event_type: EventType) -> JSON:
         """Bump the version, stamp it (and a new object's uid), store or drop the object, record the event."""
         self._rv += 1
         meta = {**obj["metadata"], "resourceVersion": str(self._rv)}
         if event_type == "ADDED" and not meta.get("uid"):
-            meta["uid"] = uuid5(f"{obj['kind']}/{key[0]}/{key[1]}/{self._rv}")
+            meta["uid"] = rules.uuid5(f"{obj['kind']}/{key[0]}/{key[1]}/{self._rv}")
         stored = {**obj, "metadata": meta}
         old = self._objects[plural].get(key)
         if old is not None:
-            self._index_labels(plural, key, old, adding=False)
+            self._labels[plural].update(key, old, adding=False)
         if event_type == "DELETED":
             del self._objects[plural][key]
         else:
             self._objects[plural][key] = stored
-            self._index_labels(plural, key, stored, adding=True)
+            self._labels[plural].update(key, stored, adding=True)
         history = self._history[plural]
         history.append(_Event(self._rv, plural, event_type, stored))
         if len(history) > self._history_size:
@@ -457,50 +408,9 @@ class MemoryStore:
             if not events and timeout > 0:
                 self._cond.wait_for(lambda: bool(self._events_after(plural, since)), timeout)
                 events = self._events_after(plural, since)
-        objects = _copy_out([event.object for event in events])
+        objects = rules.copy_out([event.object for event in events])
         for event, obj in zip(events, objects, strict=True):
             yield WatchEvent(event.type, obj)
-
-
-def uuid5(name: str) -> str:
-    """`str(uuid.uuid5(store namespace, name))`, computed without building UUID objects (5x faster)."""
-    digest = hashlib.sha1(_UID_NAMESPACE + name.encode(), usedforsecurity=False).hexdigest()
-    variant = "89ab"[int(digest[16], 16) & 0x3]
-    return f"{digest[:8]}-{digest[8:12]}-5{digest[13:16]}-{variant}{digest[17:20]}-{digest[20:32]}"
-
-
-def merge_patch(target: Any, patch: Any, list_keys: Mapping[str, str] = _NO_LIST_KEYS, field: str = "") -> Any:
-    """Apply an RFC 7386 JSON merge patch; null deletes a key, a non-object replaces.
-
-    With `list_keys` (field name → merge key), a list under one of those field names merges item by item on
-    its key instead (a patch item replaces the fields it names of the item with the same key, or is appended):
-    a strategic merge patch. Returns a new value and never mutates `target`: untouched subtrees are shared."""
-    key = list_keys.get(field)
-    if key is not None and isinstance(patch, list) and isinstance(target, list):
-        merged = list(target)
-        where = {item.get(key): i for i, item in enumerate(merged) if isinstance(item, dict)}
-        for item in patch:
-            i = where.get(item.get(key)) if isinstance(item, dict) else None
-            if i is None:
-                merged.append(item)
-            else:
-                merged[i] = merge_patch(merged[i], item, list_keys)
-        return merged
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for name, value in patch.items():
-        if value is None:
-            result.pop(name, None)
-        else:
-            result[name] = merge_patch(result.get(name), value, list_keys, name)
-    return result
-
-
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """A merge patch where the lists of `STRATEGIC_MERGE_KEYS` merge item by item on their key; other lists
-    are replaced."""
-    return merge_patch(target, patch, STRATEGIC_MERGE_KEYS)
 
 
 def _resource_of(doc: JSON) -> Resource:
@@ -524,98 +434,6 @@ def _by_key(item: tuple[Key, JSON]) -> Key:
 
 def _show(key: Key) -> str:
     return f"{key[0]}/{key[1]}" if key[0] else key[1]
-
-
-def _parse_selector(selector: Selector) -> LabelSelector | None:
-    if isinstance(selector, str):
-        return _parse_selector_string(selector) if selector.strip() else None
-    return selector
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_selector_string(text: str) -> LabelSelector:
-    """Components list with the same few selectors every cycle; a LabelSelector is frozen, so one parse each."""
-    return parse_label_selector_string(text)
-
-
-_NO_KEYS: Final[frozenset[Key]] = frozenset()
-
-
-def _required_label_keys(selector: LabelSelector) -> list[str]:
-    """Label keys an object must carry to match (matchLabels, `In` and `Exists` requirements)."""
-    keys = [key for key, _ in selector.match_labels]
-    keys += [r.key for r in selector.requirements if r.operator in ("In", "Exists")]
-    return keys
-
-
-def _labels(obj: JSON) -> dict[str, str]:
-    labels: dict[str, str] = obj["metadata"].get("labels") or {}
-    return labels
-
-
-def _check_precondition(doc: JSON, stored: JSON) -> None:
-    """Conflict when the caller names a resourceVersion that is no longer the stored one."""
-    meta = doc.get("metadata")
-    wanted = meta.get("resourceVersion") if isinstance(meta, dict) else None
-    have = stored["metadata"]["resourceVersion"]
-    if wanted and wanted != have:
-        name = stored["metadata"]["name"]
-        raise Conflict(f"{stored['kind']} {name}: resourceVersion {wanted} is stale (stored {have})")
-
-
-def _with_status(obj: JSON, status: Any) -> JSON:
-    out = {k: v for k, v in obj.items() if k != "status"}
-    if status is not None:
-        out["status"] = status
-    return out
-
-
-def _keep_system_fields(new: JSON, stored: JSON) -> JSON:
-    """`new` with the fields only the server sets (identity, timestamps, kind) taken from `stored`."""
-    meta = new.get("metadata")
-    if not isinstance(meta, dict):
-        raise Invalid(f"{stored['kind']} {stored['metadata']['name']}: metadata must be an object")
-    old = stored["metadata"]
-    kept = {k: old[k] for k in _SYSTEM_METADATA if k in old}
-    rest = {k: v for k, v in meta.items() if k not in _SYSTEM_METADATA}
-    return {**new, "apiVersion": stored["apiVersion"], "kind": stored["kind"], "metadata": {**kept, **rest}}
-
-
-def _require_status_subresource(res: Resource) -> None:
-    if res.plural not in _STATUS_SUBRESOURCE:
-        raise Invalid(f"{res.plural} have no status subresource")
-
-
-def _default_grace(pod: JSON) -> int:
-    grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
-    if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0:
-        return grace
-    return DEFAULT_POD_GRACE_SECONDS
-
-
-def _with_scheduled_condition(status: JSON, now: str) -> JSON:
-    """`status` with PodScheduled=True; its transition time moves only if the condition changes."""
-    scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}
-    conditions: list[JSON] = []
-    for condition in status.get("conditions") or ():
-        if condition.get("type") == "PodScheduled":
-            condition = condition if condition.get("status") == "True" else scheduled
-            scheduled = {}
-        conditions.append(condition)
-    if scheduled:
-        conditions.append(scheduled)
-    return {**status, "conditions": conditions}
-
-
-def _copy_in(value: Any) -> Any:
-    try:
-        return orjson.loads(orjson.dumps(value, option=_COPY_IN_OPTIONS))
-    except TypeError as err:   # orjson.JSONEncodeError is a TypeError
-        raise Invalid(f"object is not JSON: {err}") from None
-
-
-def _copy_out(value: _T) -> _T:
-    return cast(_T, orjson.loads(orjson.dumps(value)))
 
 
 if TYPE_CHECKING:   # the checker rejects MemoryStore the day it drifts from the interface
