@@ -24,6 +24,7 @@ demo: $(BIN)/kai
 # bare and with kube-controller-manager (tests/e2e/run_real.py; it says why and skips without ../shared/kube).
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2

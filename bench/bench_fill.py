@@ -105,14 +105,17 @@ def kube_scheduler_config(workdir: Path, kubeconfig: str, qps: int | None) -> Pa
     if qps is not None:
         client += f"  qps: {qps}\n  burst: {2 * qps}\n"
     path = workdir / "kube-scheduler.yaml"
-    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-                    f"clientConnection:\n{client}leaderElection:\n  leaderElect: false\n"
-                    "profiles:\n- schedulerName: default-scheduler\n")
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        f"clientConnection:\n{client}leaderElection:\n  leaderElect: false\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+    )
     return path
 
 
-def workload(pods: int, gang: int, scheduler_name: str,
-             jobs: dict[str, dict[str, Any]] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def workload(
+    pods: int, gang: int, scheduler_name: str, jobs: dict[str, dict[str, Any]] | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(pod name or "" for a PodGroup, object) in submission order. With `jobs` (gang name → the created Job)
     each gang's pods are owned by its Job and the podgrouper groups them."""
     for first in range(0, pods, gang):
@@ -139,8 +142,10 @@ def workload(pods: int, gang: int, scheduler_name: str,
 def gang_jobs(store: Any, pods: int, gang: int) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
     """One suspended batch Job per gang with `kai.scheduler/batch-min-member`, created now (their uids go in
     the pods' owner references); also each Job's pod names, for the timeline."""
-    members = {f"gang-{first // gang}": [f"fill-{i}" for i in range(first, min(first + gang, pods))]
-               for first in range(0, pods, gang)}
+    members = {
+        f"gang-{first // gang}": [f"fill-{i}" for i in range(first, min(first + gang, pods))]
+        for first in range(0, pods, gang)
+    }
 
     def create(name: str) -> tuple[str, dict[str, Any]]:
         job = harness.suspended_job(name, "default-queue")
@@ -151,15 +156,39 @@ def gang_jobs(store: Any, pods: int, gang: int) -> tuple[dict[str, dict[str, Any
         return dict(pool.map(create, members)), members
 
 
-def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | None, gang: int, rate: float,
-        workdir: Path, server: dict[str, int], gang_groups: str = "podgrouper", extra_watchers: int = 0,
-        profile: str = "") -> dict[str, Any]:
+def run(
+    kubeconfig: str,
+    scheduler: str,
+    *,
+    pods: int,
+    nodes: int,
+    qps: int | None,
+    gang: int,
+    rate: float,
+    workdir: Path,
+    server: dict[str, int],
+    gang_groups: str = "podgrouper",
+    extra_watchers: int = 0,
+    profile: str = "",
+) -> dict[str, Any]:
     store = harness.connect(kubeconfig)
     harness.install(store, kubeconfig, real=True)
     processes = harness.Processes(kubeconfig, workdir)
     try:
-        processes.start("fake-nodes", "fake-nodes", "--count", str(nodes), "--gpus", "8", "--prefix", "bench-node",
-                        "--qps", "1000", "--burst", "2000")
+        processes.start(
+            "fake-nodes",
+            "fake-nodes",
+            "--count",
+            str(nodes),
+            "--gpus",
+            "8",
+            "--prefix",
+            "bench-node",
+            "--qps",
+            "1000",
+            "--burst",
+            "2000",
+        )
         cluster = harness.Cluster(store, processes, "bench-node")
         cluster.wait(f"{nodes} schedulable nodes", lambda: _schedulable(store) >= nodes, timeout=600)
         if scheduler == "kai":
@@ -168,13 +197,15 @@ def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | No
                 processes.start_component(component, *limits)
         else:
             config = kube_scheduler_config(workdir, kubeconfig, qps)
-            binary = subprocess.run([str(CLUSTER), "bin", "kube-scheduler"], capture_output=True, text=True,
-                                    check=True).stdout.strip()
+            binary = subprocess.run(
+                [str(CLUSTER), "bin", "kube-scheduler"], capture_output=True, text=True, check=True
+            ).stdout.strip()
             log = open(workdir / "kube-scheduler.log", "ab")  # noqa: SIM115 - the child owns it
             processes.running["kube-scheduler"] = subprocess.Popen(
-                [binary, f"--config={config}", "--secure-port=0", "-v=1"], stdout=log, stderr=subprocess.STDOUT)
+                [binary, f"--config={config}", "--secure-port=0", "-v=1"], stdout=log, stderr=subprocess.STDOUT
+            )
         jobs, members = gang_jobs(store, pods, gang) if gang > 1 and gang_groups == "podgrouper" else (None, {})
-        time.sleep(5)       # the components have listed and are idle
+        time.sleep(5)  # the components have listed and are idle
         pids = {name: p.pid for name, p in processes.running.items()} | server
         before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         requests_before = server_requests(kubeconfig)
@@ -187,12 +218,17 @@ def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | No
         scheduler_name = "kai-scheduler" if scheduler == "kai" else "default-scheduler"
         create_seconds = create_all(kubeconfig, workload(pods, gang, scheduler_name, jobs), timeline, rate=rate)
         cluster.wait(f"{pods} pods bound", lambda: timeline.count("bound") >= pods, timeout=3600, every=0.2)
-        out: dict[str, Any] = {"cpu": {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()},
-                               "rss": {name: rss_bytes(pid) for name, pid in pids.items()}}
+        out: dict[str, Any] = {
+            "cpu": {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()},
+            "rss": {name: rss_bytes(pid) for name, pid in pids.items()},
+        }
         requests_after = server_requests(kubeconfig)
         per_pod = {key: (n - requests_before.get(key, 0.0)) / pods for key, n in requests_after.items()}
-        out["requests"] = {f"{verb} {res}": n for (verb, res), n in sorted(per_pod.items(), key=lambda kv: -kv[1])
-                           if n >= 0.05 and verb != "WATCH"}
+        out["requests"] = {
+            f"{verb} {res}": n
+            for (verb, res), n in sorted(per_pod.items(), key=lambda kv: -kv[1])
+            if n >= 0.05 and verb != "WATCH"
+        }
         cluster.wait(f"{pods} pods running", lambda: timeline.count("running") >= pods, timeout=120, every=0.2)
         watcher.close()
         if profiling is not None:
@@ -202,10 +238,17 @@ def run(kubeconfig: str, scheduler: str, *, pods: int, nodes: int, qps: int | No
         first, last = timeline.first("created"), timeline.last("bound")
         to_bound = timeline.gaps("created", "bound")
         out |= {
-            "pods_per_second": pods / (last - first), "wall": last - first, "create_seconds": create_seconds,
-            "create_rate": pods / create_seconds, "p50": percentile(to_bound, 50), "p99": percentile(to_bound, 99),
-            "stages": {f"{a}→{b}": (percentile(timeline.gaps(a, b), 50), percentile(timeline.gaps(a, b), 99))
-                       for a, b in itertools.pairwise(STAGES) if timeline.gaps(a, b)},
+            "pods_per_second": pods / (last - first),
+            "wall": last - first,
+            "create_seconds": create_seconds,
+            "create_rate": pods / create_seconds,
+            "p50": percentile(to_bound, 50),
+            "p99": percentile(to_bound, 99),
+            "stages": {
+                f"{a}→{b}": (percentile(timeline.gaps(a, b), 50), percentile(timeline.gaps(a, b), 99))
+                for a, b in itertools.pairwise(STAGES)
+                if timeline.gaps(a, b)
+            },
             "started": started,
         }
     finally:
@@ -238,18 +281,34 @@ def main() -> None:
     parser.add_argument("--kubeconfig", help="run once on this cluster instead of fresh control planes")
     parser.add_argument("--pods", type=int, default=4000)
     parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--qps", nargs="*", default=["default", "1000"],
-                        help="client QPS settings, each on its own cluster ('default': each scheduler's own)")
+    parser.add_argument(
+        "--qps",
+        nargs="*",
+        default=["default", "1000"],
+        help="client QPS settings, each on its own cluster ('default': each scheduler's own)",
+    )
     parser.add_argument("--schedulers", nargs="*", default=["kai", "kube"], choices=["kai", "kube"])
     parser.add_argument("--gang", type=int, default=1, help="pods per gang (a PodGroup with that minMember)")
-    parser.add_argument("--gang-groups", choices=["podgrouper", "submitter"], default="podgrouper",
-                        help="who makes a gang's PodGroup: the podgrouper (from a batch Job) or the submitter")
+    parser.add_argument(
+        "--gang-groups",
+        choices=["podgrouper", "submitter"],
+        default="podgrouper",
+        help="who makes a gang's PodGroup: the podgrouper (from a batch Job) or the submitter",
+    )
     parser.add_argument("--rate", type=float, default=0.0, help="offered pods/s (default: as fast as possible)")
     parser.add_argument("--runs", type=int, default=1, help="repeat each row this many times")
-    parser.add_argument("--server-profile", metavar="PATH", default="",
-                        help="write the API server's CPU profile of the first 30 s of the fill to PATH.kai|kube")
-    parser.add_argument("--extra-pod-watchers", type=int, default=0,
-                        help="this many more clients watching every pod and doing nothing (what a watcher costs)")
+    parser.add_argument(
+        "--server-profile",
+        metavar="PATH",
+        default="",
+        help="write the API server's CPU profile of the first 30 s of the fill to PATH.kai|kube",
+    )
+    parser.add_argument(
+        "--extra-pod-watchers",
+        type=int,
+        default=0,
+        help="this many more clients watching every pod and doing nothing (what a watcher costs)",
+    )
     args = parser.parse_args()
     from rich.console import Console
     from rich.table import Table
@@ -261,9 +320,17 @@ def main() -> None:
             for _ in range(args.runs):
                 with tempfile.TemporaryDirectory(prefix="kai-bench-fill-") as tmp:
                     workdir = Path(tmp)
-                    kwargs = {"pods": args.pods, "nodes": args.nodes, "qps": qps, "gang": args.gang,
-                              "rate": args.rate, "workdir": workdir, "gang_groups": args.gang_groups,
-                              "extra_watchers": args.extra_pod_watchers, "profile": args.server_profile}
+                    kwargs = {
+                        "pods": args.pods,
+                        "nodes": args.nodes,
+                        "qps": qps,
+                        "gang": args.gang,
+                        "rate": args.rate,
+                        "workdir": workdir,
+                        "gang_groups": args.gang_groups,
+                        "extra_watchers": args.extra_pod_watchers,
+                        "profile": args.server_profile,
+                    }
                     if args.kubeconfig:
                         result = run(args.kubeconfig, scheduler, server={}, **kwargs)
                     else:
@@ -276,16 +343,35 @@ def main() -> None:
     offered = f", offered at {args.rate:g} pods/s" if args.rate else ""
     table = Table(title=f"{args.pods:,} {what} onto {args.nodes} fake nodes x 8 GPUs{offered}")
     processes = ["apiserver", "etcd", *COMPONENTS, "kube-scheduler", "fake-nodes"]
-    for col in ("QPS", "scheduler", "pods/s", "ratio", "p50 s", "p99 s", "wall s", "creator pods/s",
-                *(f"{n} cpu s" for n in processes), "RSS MiB (scheduler side)"):
+    for col in (
+        "QPS",
+        "scheduler",
+        "pods/s",
+        "ratio",
+        "p50 s",
+        "p99 s",
+        "wall s",
+        "creator pods/s",
+        *(f"{n} cpu s" for n in processes),
+        "RSS MiB (scheduler side)",
+    ):
         table.add_column(col, justify="right")
     kube_rate = {s: r["pods_per_second"] for s, sched, r in rows if sched == "kube"}
     for setting, scheduler, r in rows:
         ratio = r["pods_per_second"] / kube_rate[setting] if setting in kube_rate else float("nan")
         rss = sum(r["rss"].get(n, 0) for n in (*COMPONENTS, "kube-scheduler")) / 2**20
-        table.add_row(setting, scheduler, f"{r['pods_per_second']:.1f}", f"{ratio:.2f}", f"{r['p50']:.2f}",
-                      f"{r['p99']:.2f}", f"{r['wall']:.1f}", f"{r['create_rate']:.0f}",
-                      *(f"{r['cpu'][n]:.1f}" if n in r["cpu"] else "" for n in processes), f"{rss:.0f}")
+        table.add_row(
+            setting,
+            scheduler,
+            f"{r['pods_per_second']:.1f}",
+            f"{ratio:.2f}",
+            f"{r['p50']:.2f}",
+            f"{r['p99']:.2f}",
+            f"{r['wall']:.1f}",
+            f"{r['create_rate']:.0f}",
+            *(f"{r['cpu'][n]:.1f}" if n in r["cpu"] else "" for n in processes),
+            f"{rss:.0f}",
+        )
     console.print(table)
     stages = Table(title="stages (kai): median / p99 seconds")
     stages.add_column("QPS")
@@ -294,17 +380,24 @@ def main() -> None:
     stages.add_column("client rate-limiter waits")
     for setting, scheduler, r in rows:
         if scheduler == "kai":
-            cells = [f"{r['stages'][f'{a}→{b}'][0]:.2f} / {r['stages'][f'{a}→{b}'][1]:.2f}"
-                     if f"{a}→{b}" in r["stages"] else "" for a, b in itertools.pairwise(STAGES)]
+            cells = [
+                f"{r['stages'][f'{a}→{b}'][0]:.2f} / {r['stages'][f'{a}→{b}'][1]:.2f}"
+                if f"{a}→{b}" in r["stages"]
+                else ""
+                for a, b in itertools.pairwise(STAGES)
+            ]
             stages.add_row(setting, *cells, "; ".join(f"{k}: {v}" for k, v in r["limiter"].items()))
     console.print(stages)
 
 
 def _print_row(setting: str, scheduler: str, r: dict[str, Any]) -> None:
     cpu = " ".join(f"{k}={v:.1f}" for k, v in r["cpu"].items())
-    print(f"# qps={setting} {scheduler}: {r['pods_per_second']:.1f} pods/s wall {r['wall']:.1f}s p50 {r['p50']:.2f}"
-          f" p99 {r['p99']:.2f} creator {r['create_rate']:.0f}/s cpu {cpu} stages {r['stages']}"
-          f" limiter {r['limiter']}", flush=True)
+    print(
+        f"# qps={setting} {scheduler}: {r['pods_per_second']:.1f} pods/s wall {r['wall']:.1f}s p50 {r['p50']:.2f}"
+        f" p99 {r['p99']:.2f} creator {r['create_rate']:.0f}/s cpu {cpu} stages {r['stages']}"
+        f" limiter {r['limiter']}",
+        flush=True,
+    )
     print("#   API requests per pod: " + ", ".join(f"{k} {v:.2f}" for k, v in r["requests"].items()), flush=True)
 
 

@@ -43,15 +43,17 @@ def main() -> int:
     every = trace.read_tasks(args.pods)
     fill = saturate.draw(every, total, args.fill, args.seed)
     extra = saturate.draw(every, total, 10.0, args.seed + 1)[: args.pending]
-    configs = {p: config_file.load(config_file.read(str(ROOT / "examples" / "config" / f"{p}.yaml")))
-               for p in POLICIES}
+    configs = {p: config_file.load(config_file.read(str(ROOT / "examples" / "config" / f"{p}.yaml"))) for p in POLICIES}
     experiment = saturate.Saturation(nodes, fill + extra, configs["gpupack"], per_cycle=1000)
     started = time.perf_counter()
     for start in range(0, len(fill), 1000):
-        experiment.step(experiment.jobs[start:min(start + 1000, len(fill))])
-    experiment.submit(experiment.jobs[len(fill):])
-    print(f"filled {len(fill)} tasks to {args.fill:g} of {total:g} GPUs in {time.perf_counter() - started:.0f} s; "
-          f"{len(extra)} pending", file=sys.stderr)
+        experiment.step(experiment.jobs[start : min(start + 1000, len(fill))])
+    experiment.submit(experiment.jobs[len(fill) :])
+    print(
+        f"filled {len(fill)} tasks to {args.fill:g} of {total:g} GPUs in {time.perf_counter() - started:.0f} s; "
+        f"{len(extra)} pending",
+        file=sys.stderr,
+    )
 
     rows = {}
     for policy, config in configs.items():
@@ -68,8 +70,7 @@ def main() -> int:
             allocates.append(t2 - t1)
             placed = len(ssn.committed)
         rows[policy] = (statistics.median(opens), statistics.median(allocates), placed)
-    print(f"{len(nodes)} nodes, {len(fill)} running tasks, {len(extra)} pending: CPU seconds, median of "
-          f"{args.repeat}")
+    print(f"{len(nodes)} nodes, {len(fill)} running tasks, {len(extra)} pending: CPU seconds, median of {args.repeat}")
     print("policy | session open | allocate | open + allocate | tasks placed")
     print("--- | --- | --- | --- | ---")
     for policy, (o, a, n) in rows.items():

@@ -38,50 +38,94 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S, TARGET_GIB = 5.0, 1.5
-MODES = {"list": "list: HTTP + decode", "cache": "cache fill: list + parse",
-         "cache-gc-paused": "cache fill, GC paused", "relist": "relist after 410 Gone (filled cache)"}
+MODES = {
+    "list": "list: HTTP + decode",
+    "cache": "cache fill: list + parse",
+    "cache-gc-paused": "cache fill, GC paused",
+    "relist": "relist after 410 Gone (filled cache)",
+}
 
 
 def make_pod(i: int) -> dict[str, Any]:
     """A running PyTorchJob worker as `kubectl get pod -o json` shows it (less managedFields): ~2 KB."""
     job, ns = f"train-{i // 8:05d}", f"team-{i % 40:02d}"
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {
-            "name": f"{job}-worker-{i % 8}", "namespace": ns, "uid": f"{i:08x}-1f2e-4c3d-9a8b-{i * 7919 % 10**12:012x}",
-            "resourceVersion": str(1000 + i), "creationTimestamp": "2026-01-01T00:00:00Z",
-            "labels": {"app": job, "kai.scheduler/queue": f"queue-{i % 40}", "training.kubeflow.org/job-name": job,
-                       "training.kubeflow.org/replica-type": "worker"},
+            "name": f"{job}-worker-{i % 8}",
+            "namespace": ns,
+            "uid": f"{i:08x}-1f2e-4c3d-9a8b-{i * 7919 % 10**12:012x}",
+            "resourceVersion": str(1000 + i),
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {
+                "app": job,
+                "kai.scheduler/queue": f"queue-{i % 40}",
+                "training.kubeflow.org/job-name": job,
+                "training.kubeflow.org/replica-type": "worker",
+            },
             "annotations": {"pod-group-name": f"pg-{job}"},
-            "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": job,
-                                 "uid": f"{i // 8:08x}-aaaa-4bbb-8ccc-000000000000", "controller": True,
-                                 "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "kubeflow.org/v1",
+                    "kind": "PyTorchJob",
+                    "name": job,
+                    "uid": f"{i // 8:08x}-aaaa-4bbb-8ccc-000000000000",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
-            "schedulerName": "kai-scheduler", "priorityClassName": "train", "nodeName": f"gpu-node-{i % 1000:04d}",
-            "restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "serviceAccountName": "default",
-            "containers": [{
-                "name": "pytorch", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
-                "command": ["torchrun", "--nnodes=4", "--nproc-per-node=1", "/workspace/train.py"],
-                "env": [{"name": "MASTER_ADDR", "value": f"{job}-master-0"}, {"name": "WORLD_SIZE", "value": "8"},
-                        {"name": "RANK", "value": str(i % 8)}],
-                "resources": {"requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
-                              "limits": {"memory": "16Gi", "nvidia.com/gpu": "1"}},
-                "volumeMounts": [{"mountPath": "/dev/shm", "name": "dshm"}],
-                "imagePullPolicy": "IfNotPresent",
-            }],
+            "schedulerName": "kai-scheduler",
+            "priorityClassName": "train",
+            "nodeName": f"gpu-node-{i % 1000:04d}",
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 30,
+            "serviceAccountName": "default",
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                    "command": ["torchrun", "--nnodes=4", "--nproc-per-node=1", "/workspace/train.py"],
+                    "env": [
+                        {"name": "MASTER_ADDR", "value": f"{job}-master-0"},
+                        {"name": "WORLD_SIZE", "value": "8"},
+                        {"name": "RANK", "value": str(i % 8)},
+                    ],
+                    "resources": {
+                        "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
+                        "limits": {"memory": "16Gi", "nvidia.com/gpu": "1"},
+                    },
+                    "volumeMounts": [{"mountPath": "/dev/shm", "name": "dshm"}],
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
             "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}],
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "dnsPolicy": "ClusterFirst", "priority": 50,
+            "dnsPolicy": "ClusterFirst",
+            "priority": 50,
         },
         "status": {
-            "phase": "Running", "hostIP": f"10.0.{i % 250}.{i % 200}", "podIP": f"10.244.{i % 250}.{i % 250}",
-            "startTime": "2026-01-01T00:00:05Z", "qosClass": "Burstable",
-            "conditions": [{"type": t, "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}
-                           for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-            "containerStatuses": [{"name": "pytorch", "ready": True, "restartCount": 0, "started": True,
-                                   "image": "nvcr.io/nvidia/pytorch:24.05-py3",
-                                   "state": {"running": {"startedAt": "2026-01-01T00:00:07Z"}}}],
+            "phase": "Running",
+            "hostIP": f"10.0.{i % 250}.{i % 200}",
+            "podIP": f"10.244.{i % 250}.{i % 250}",
+            "startTime": "2026-01-01T00:00:05Z",
+            "qosClass": "Burstable",
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}
+                for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "containerStatuses": [
+                {
+                    "name": "pytorch",
+                    "ready": True,
+                    "restartCount": 0,
+                    "started": True,
+                    "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                    "state": {"running": {"startedAt": "2026-01-01T00:00:07Z"}},
+                }
+            ],
         },
     }
 
@@ -103,7 +147,7 @@ def measure(mode: str, url: str, page_size: int, heap: bool) -> dict[str, float]
     if heap:
         tracemalloc.start()
     if mode == "relist":
-        cache.sync()        # filled first, untimed; the relist below is what a watch answering 410 Gone runs
+        cache.sync()  # filled first, untimed; the relist below is what a watch answering 410 Gone runs
     base_max = max_rss_mib()
     started, cpu = time.perf_counter(), time.process_time()
     if mode == "relist":
@@ -123,8 +167,14 @@ def measure(mode: str, url: str, page_size: int, heap: bool) -> dict[str, float]
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     gc.collect()
     kept, peak = tracemalloc.get_traced_memory() if heap else (0, 0)
-    return {"pods": count, "seconds": seconds, "cpu": cpu, "peak_rss_mib": max_rss_mib() - base_max,
-            "heap_kept_mib": kept / 2**20, "heap_peak_mib": peak / 2**20}
+    return {
+        "pods": count,
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak_rss_mib": max_rss_mib() - base_max,
+        "heap_kept_mib": kept / 2**20,
+        "heap_peak_mib": peak / 2**20,
+    }
 
 
 def serve(pods: int, workdir: Path) -> tuple[subprocess.Popen[str], str, float]:
@@ -137,8 +187,14 @@ def serve(pods: int, workdir: Path) -> tuple[subprocess.Popen[str], str, float]:
             total += len(line)
             out.write(line + b"\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    server = subprocess.Popen([sys.executable, "-m", "tests.store.mock_apiserver", "--load", str(path)],
-                              cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.store.mock_apiserver", "--load", str(path)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert server.stdout is not None
     url = server.stdout.readline().strip()
     if not url.startswith("http://127.0.0.1:"):
@@ -188,16 +244,24 @@ def main() -> None:
         table.add_column(col, justify="left" if col == "step" else "right")
     for mode, r in rows.items():
         heap = [f"{r[k]:,.0f}" if r[k] else "-" for k in ("heap_peak_mib", "heap_kept_mib")]
-        table.add_row(MODES[mode], f"{r['pods']:,.0f}", f"{r['seconds']:.2f}", f"{r['cpu']:.2f}",
-                      f"{r['pods'] / r['seconds']:,.0f}", f"{r['peak_rss_mib']:,.0f}", *heap)
+        table.add_row(
+            MODES[mode],
+            f"{r['pods']:,.0f}",
+            f"{r['seconds']:.2f}",
+            f"{r['cpu']:.2f}",
+            f"{r['pods'] / r['seconds']:,.0f}",
+            f"{r['peak_rss_mib']:,.0f}",
+            *heap,
+        )
     Console(width=140).print(table)
     Console().print(f"target for the cache fill: ≤ {TARGET_S:g} s and ≤ {TARGET_GIB:g} GiB")
 
 
 def _child(mode: str, url: str, page_size: int, heap: bool = False) -> dict[str, float]:
     command = [sys.executable, __file__, "--child", mode, "--url", url, "--page-size", str(page_size)]
-    out = subprocess.run([*command, "--heap"] if heap else command, capture_output=True, text=True, check=True,
-                         cwd=ROOT)
+    out = subprocess.run(
+        [*command, "--heap"] if heap else command, capture_output=True, text=True, check=True, cwd=ROOT
+    )
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 

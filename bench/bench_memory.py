@@ -68,8 +68,22 @@ def run(kubeconfig: str, workdir: Path, nodes: int, pods: int, timeout: float) -
     try:
         # One kubelet plays every node, renewing leases one write at a time: at 5,000 nodes a 10 s period would
         # leave it no time for the pods.
-        processes.start("fake-nodes", "fake-nodes", "--count", str(nodes), "--gpus", "8", "--prefix", "bench-node",
-                        "--qps", "1000", "--burst", "2000", "--heartbeat-period", "120s")
+        processes.start(
+            "fake-nodes",
+            "fake-nodes",
+            "--count",
+            str(nodes),
+            "--gpus",
+            "8",
+            "--prefix",
+            "bench-node",
+            "--qps",
+            "1000",
+            "--burst",
+            "2000",
+            "--heartbeat-period",
+            "120s",
+        )
         cluster = harness.Cluster(store, processes, "bench-node")
         started = time.monotonic()
         cluster.wait(f"{nodes} schedulable nodes", lambda: _schedulable(store) >= nodes, timeout=1800, every=5)
@@ -85,8 +99,9 @@ def run(kubeconfig: str, workdir: Path, nodes: int, pods: int, timeout: float) -
             listed, _ = store.list("pods", harness.NAMESPACE)
             running = sum(1 for p in listed if (p.get("status") or {}).get("phase") == "Running")
             groups, _ = store.list("podgroups", harness.NAMESPACE)
-            with_status = sum(1 for g in groups if ((g.get("status") or {}).get("resourcesStatus") or {})
-                              .get("allocated"))
+            with_status = sum(
+                1 for g in groups if ((g.get("status") or {}).get("resourcesStatus") or {}).get("allocated")
+            )
             print(f"#   {running} running, {with_status} PodGroups with a status", flush=True)
             return running >= pods and with_status >= len(groups)
 
@@ -96,7 +111,7 @@ def run(kubeconfig: str, workdir: Path, nodes: int, pods: int, timeout: float) -
             print(f"# settled after {time.monotonic() - started:.0f} s", flush=True)
         except AssertionError:
             print(f"# not settled after {timeout:.0f} s: measured as it is", flush=True)
-        time.sleep(10)      # a few idle scheduler cycles over the full cluster
+        time.sleep(10)  # a few idle scheduler cycles over the full cluster
         return {name: (*memory(pid), cpu_seconds(pid)) for name, pid in pids.items()}
     finally:
         processes.stop_all()
@@ -108,8 +123,9 @@ def main() -> None:
     parser.add_argument("--kubeconfig", help="run on this cluster instead of a fresh control plane")
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=40000)
-    parser.add_argument("--timeout", type=float, default=1200,
-                        help="seconds to wait for every pod Running before measuring anyway")
+    parser.add_argument(
+        "--timeout", type=float, default=1200, help="seconds to wait for every pod Running before measuring anyway"
+    )
     args = parser.parse_args()
     from rich.console import Console
     from rich.table import Table

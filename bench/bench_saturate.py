@@ -41,8 +41,13 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (each is one process)")
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
     parser.add_argument("--json", metavar="FILE", help="write every run's saturation JSON here")
-    parser.add_argument("--node-every", type=int, default=1, metavar="K",
-                        help="keep every K-th node of the list (a smaller cluster of the same mix; default all)")
+    parser.add_argument(
+        "--node-every",
+        type=int,
+        default=1,
+        metavar="K",
+        help="keep every K-th node of the list (a smaller cluster of the same mix; default all)",
+    )
     args = parser.parse_args()
     if args.node_every > 1:
         args.nodes = _thinned(Path(args.nodes), args.node_every)
@@ -68,9 +73,27 @@ def _thinned(path: Path, every: int) -> str:
 
 
 def _run(args: argparse.Namespace, seed: int, policy: str) -> dict[str, object]:
-    argv = [sys.executable, "-m", "kai_scheduler.cli", "simulate", "--trace", args.pods, "--nodes", args.nodes,
-            "--saturate", "--seed", str(seed), "--until-demand", args.until_demand, "--config",
-            str(ROOT / "examples" / "config" / f"{policy}.yaml"), "-o", "json", "--no-report", "--no-progress"]
+    argv = [
+        sys.executable,
+        "-m",
+        "kai_scheduler.cli",
+        "simulate",
+        "--trace",
+        args.pods,
+        "--nodes",
+        args.nodes,
+        "--saturate",
+        "--seed",
+        str(seed),
+        "--until-demand",
+        args.until_demand,
+        "--config",
+        str(ROOT / "examples" / "config" / f"{policy}.yaml"),
+        "-o",
+        "json",
+        "--no-report",
+        "--no-progress",
+    ]
     if args.arrivals_per_cycle:
         argv += ["--arrivals-per-cycle", args.arrivals_per_cycle]
     started = time.perf_counter()
@@ -100,22 +123,31 @@ def _pct(value: float) -> str:
 
 
 def _print(args: argparse.Namespace, results: dict[tuple[int, str], dict[str, object]]) -> None:
-    head = ["seed", "policy", *(f"@{level:g}" for level in LEVELS), "frag@1", "withdrawn", "cycles", "wall s",
-            "CPU s"]
-    print(f"Saturation: {Path(args.pods).name} on {Path(args.nodes).name}, demand to {args.until_demand}× the "
-          "cluster's GPUs; unallocated GPUs in % of the cluster's at each arrived demand")
+    head = ["seed", "policy", *(f"@{level:g}" for level in LEVELS), "frag@1", "withdrawn", "cycles", "wall s", "CPU s"]
+    print(
+        f"Saturation: {Path(args.pods).name} on {Path(args.nodes).name}, demand to {args.until_demand}× the "
+        "cluster's GPUs; unallocated GPUs in % of the cluster's at each arrived demand"
+    )
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for (seed, policy), run in results.items():
-        cells = [str(seed), policy, *(_pct(_at(run, level)) for level in LEVELS),
-                 _pct(_at(run, 1.0, "fragmentation_ratio")), str(run["failed_tasks"]), str(run["cycles"]),
-                 f"{run['wall_seconds']:.1f}", f"{run['cpu_seconds']:.1f}"]
+        cells = [
+            str(seed),
+            policy,
+            *(_pct(_at(run, level)) for level in LEVELS),
+            _pct(_at(run, 1.0, "fragmentation_ratio")),
+            str(run["failed_tasks"]),
+            str(run["cycles"]),
+            f"{run['wall_seconds']:.1f}",
+            f"{run['cpu_seconds']:.1f}",
+        ]
         print(" | ".join(cells))
     print()
     seeds = sorted({s for s, _ in results})
     print(f"Mean over seeds {', '.join(map(str, seeds))}: unallocated GPUs in % at each arrived demand")
-    print(" | ".join(["policy", *(f"@{level:g}" for level in LEVELS), "frag@1", "wall s", "CPU s",
-                      "target ≤ 60 s (CPU)"]))
+    print(
+        " | ".join(["policy", *(f"@{level:g}" for level in LEVELS), "frag@1", "wall s", "CPU s", "target ≤ 60 s (CPU)"])
+    )
     print(" | ".join("---" for _ in range(len(LEVELS) + 5)))
     for policy in args.policies:
         runs = [results[(s, policy)] for s in seeds]
@@ -123,18 +155,26 @@ def _print(args: argparse.Namespace, results: dict[tuple[int, str], dict[str, ob
         frag = _pct(_mean(_at(r, 1.0, "fragmentation_ratio") for r in runs))
         wall = _mean(float(str(r["wall_seconds"])) for r in runs)
         cpu = _mean(float(str(r["cpu_seconds"])) for r in runs)
-        print(" | ".join([policy, *cells, frag, f"{wall:.0f}", f"{cpu:.0f}",
-                          "met" if cpu <= TARGET_SECONDS else "not met"]))
+        print(
+            " | ".join(
+                [policy, *cells, frag, f"{wall:.0f}", f"{cpu:.0f}", "met" if cpu <= TARGET_SECONDS else "not met"]
+            )
+        )
     if "gpupack" in args.policies and "gpufrag" in args.policies:
         pack = _mean(_at(results[(s, "gpupack")], 1.0) for s in seeds)
         frag_full = _mean(_at(results[(s, "gpufrag")], 1.0) for s in seeds)
         ratio = frag_full / pack if pack > 0 else math.nan
-        lower = [level for level in LEVELS
-                 if all(_at(results[(s, "gpufrag")], level) < _at(results[(s, "gpupack")], level) for s in seeds)]
+        lower = [
+            level
+            for level in LEVELS
+            if all(_at(results[(s, "gpufrag")], level) < _at(results[(s, "gpupack")], level) for s in seeds)
+        ]
         print()
-        print(f"gpufrag / gpupack unallocated @1.0: {ratio:.3f} (goal ≤ {GOAL_RATIO}: "
-              f"{'met' if ratio <= GOAL_RATIO + 1e-9 else 'not met'}); gpufrag below gpupack on every seed at demand: "
-              f"{', '.join(f'{level:g}' for level in lower) or 'none'} (of {', '.join(f'{v:g}' for v in LEVELS)})")
+        print(
+            f"gpufrag / gpupack unallocated @1.0: {ratio:.3f} (goal ≤ {GOAL_RATIO}: "
+            f"{'met' if ratio <= GOAL_RATIO + 1e-9 else 'not met'}); gpufrag below gpupack on every seed at demand: "
+            f"{', '.join(f'{level:g}' for level in lower) or 'none'} (of {', '.join(f'{v:g}' for v in LEVELS)})"
+        )
 
 
 def _mean(values: object) -> float:

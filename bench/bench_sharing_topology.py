@@ -37,12 +37,20 @@ def _pod(name: str, group: str, queue: str, *, gpus: int = 0, fraction: float | 
     if gpus:
         requests[constants.RESOURCE_GPU] = str(gpus)
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}",
-                     "creationTimestamp": "2025-12-31T00:00:00Z", "labels": {constants.LABEL_QUEUE: queue},
-                     "annotations": annotations},
-        "spec": {"schedulerName": constants.DEFAULT_SCHEDULER_NAME,
-                 "containers": [{"name": "main", "image": "pause", "resources": {"requests": requests}}]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "bench",
+            "uid": f"uid-{name}",
+            "creationTimestamp": "2025-12-31T00:00:00Z",
+            "labels": {constants.LABEL_QUEUE: queue},
+            "annotations": annotations,
+        },
+        "spec": {
+            "schedulerName": constants.DEFAULT_SCHEDULER_NAME,
+            "containers": [{"name": "main", "image": "pause", "resources": {"requests": requests}}],
+        },
         "status": {"phase": "Pending"},
     }
 
@@ -53,10 +61,17 @@ def _podgroup(name: str, queue: str, min_member: int, constraint: JSON | None = 
     spec: JSON = {"queue": queue, "minMember": min_member, "priorityClassName": "train"}
     if constraint:
         spec["topologyConstraint"] = constraint
-    return {"apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}",
-                         "creationTimestamp": "2025-12-31T00:00:00Z"},
-            "spec": spec}
+    return {
+        "apiVersion": constants.PODGROUP_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": "bench",
+            "uid": f"uid-pg-{name}",
+            "creationTimestamp": "2025-12-31T00:00:00Z",
+        },
+        "spec": spec,
+    }
 
 
 def fractions_cluster() -> list[JSON]:
@@ -79,10 +94,20 @@ def topology_cluster() -> list[JSON]:
     from kai_scheduler.api import constants
 
     objects: list[JSON] = [*workloads.priority_classes(), workloads.queue("team", -1)]
-    objects.append({"apiVersion": constants.TOPOLOGY_API_VERSION, "kind": "Topology", "metadata": {"name": "dc"},
-                    "spec": {"levels": [{"nodeLabel": "dc/block", "alias": "block"},
-                                        {"nodeLabel": "dc/rack", "alias": "rack"},
-                                        {"nodeLabel": constants.LABEL_HOSTNAME}]}})
+    objects.append(
+        {
+            "apiVersion": constants.TOPOLOGY_API_VERSION,
+            "kind": "Topology",
+            "metadata": {"name": "dc"},
+            "spec": {
+                "levels": [
+                    {"nodeLabel": "dc/block", "alias": "block"},
+                    {"nodeLabel": "dc/rack", "alias": "rack"},
+                    {"nodeLabel": constants.LABEL_HOSTNAME},
+                ]
+            },
+        }
+    )
     for i in range(512):
         node = workloads.node(f"node-{i:04d}", 8)
         labels = node["metadata"]["labels"]  # type: ignore[index]
@@ -96,10 +121,15 @@ def topology_cluster() -> list[JSON]:
 def run_case(name: str) -> dict[str, float]:
     cycle = time_cycle(fractions_cluster() if name == "fractions" else topology_cluster(), "allocate")
     shared = sum(len(n.gpu_groups) for n in cycle.result.snapshot.nodes)
-    return {"pods": float(len(cycle.snapshot.tasks)), "nodes": float(len(cycle.snapshot.nodes)),
-            "binds": float(cycle.result.binds), "snapshot_s": cycle.snapshot_s,
-            "allocate_s": cycle.result.action_seconds.get("allocate", 0.0), "cycle_s": cycle.cycle_s,
-            "shared_gpus": float(shared)}
+    return {
+        "pods": float(len(cycle.snapshot.tasks)),
+        "nodes": float(len(cycle.snapshot.nodes)),
+        "binds": float(cycle.result.binds),
+        "snapshot_s": cycle.snapshot_s,
+        "allocate_s": cycle.result.action_seconds.get("allocate", 0.0),
+        "cycle_s": cycle.cycle_s,
+        "shared_gpus": float(shared),
+    }
 
 
 def main() -> None:
@@ -107,11 +137,20 @@ def main() -> None:
     if results is None:
         return
     columns = ("pods", "nodes", "binds", "shared GPUs", "snapshot s", "allocate s", "cycle s", "target s")
-    rows = {name: (f"{r['pods']:.0f}", f"{r['nodes']:.0f}", f"{r['binds']:.0f}", f"{r['shared_gpus']:.0f}",
-                   f"{r['snapshot_s']:.2f}", f"{r['allocate_s']:.2f}", f"{r['cycle_s']:.2f}", f"{TARGET_S:g}")
-            for name, r in results.items()}
-    print_table("One placement cycle (allocate, default plugins), in-memory store", columns, rows, CASES,
-                width=120)
+    rows = {
+        name: (
+            f"{r['pods']:.0f}",
+            f"{r['nodes']:.0f}",
+            f"{r['binds']:.0f}",
+            f"{r['shared_gpus']:.0f}",
+            f"{r['snapshot_s']:.2f}",
+            f"{r['allocate_s']:.2f}",
+            f"{r['cycle_s']:.2f}",
+            f"{TARGET_S:g}",
+        )
+        for name, r in results.items()
+    }
+    print_table("One placement cycle (allocate, default plugins), in-memory store", columns, rows, CASES, width=120)
 
 
 if __name__ == "__main__":

@@ -59,8 +59,11 @@ def main() -> int:
         ("scheduler cycles", f"{s.cycles:,}"),
         ("cycles per second", f"{s.cycles / replay_s:.1f}"),
         ("time in scheduler cycles", f"{cycle_s:.1f} s ({100 * cycle_s / replay_s:.0f} % of the replay)"),
-        ("cycle mean / p99 / max", f"{1000 * cycle_s / max(1, s.cycles):.1f} / {1000 * p99:.1f} / "
-                                   f"{1000 * max(s.cycle_seconds, default=0):.1f} ms"),
+        (
+            "cycle mean / p99 / max",
+            f"{1000 * cycle_s / max(1, s.cycles):.1f} / {1000 * p99:.1f} / "
+            f"{1000 * max(s.cycle_seconds, default=0):.1f} ms",
+        ),
         ("jobs completed / never scheduled", f"{s.completed:,} / {len(s.never_scheduled):,}"),
         ("GPU allocation (time-weighted)", f"{100 * s.allocation_ratio:.2f} %"),
     ]

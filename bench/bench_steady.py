@@ -47,19 +47,19 @@ def measure(nodes: int, running: int, pending_gpus: int, change: bool) -> dict[s
     store = MemoryStore(clock)
     store.add_many(cluster(nodes, running, pending_gpus))
     scheduler = Scheduler(store, load_config(None), clock)
-    scheduler.run_once()                      # the first cycle lists and parses everything
+    scheduler.run_once()  # the first cycle lists and parses everything
     rows = []
     for i in range(5):
         if change:
             store.patch("pods", f"r{i}-0", "bench", {"metadata": {"labels": {"touched": str(i)}}})
         started = time.process_time()
-        with collector.paused():              # as inside a cycle
+        with collector.paused():  # as inside a cycle
             scheduler.snapshot()
         snapshot = time.process_time() - started
-        if change:                            # the cycle itself sees the change
+        if change:  # the cycle itself sees the change
             store.patch("pods", f"r{i}-0", "bench", {"metadata": {"labels": {"touched": f"{i}b"}}})
         started = time.process_time()
-        actions = scheduler.run_once().action_seconds   # the result is not kept: the next build reuses its model
+        actions = scheduler.run_once().action_seconds  # the result is not kept: the next build reuses its model
         rows.append({"snapshot": snapshot, **actions, "cycle": time.process_time() - started})
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]}
 

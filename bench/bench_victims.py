@@ -24,16 +24,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import EPOCH, print_table, run_cases, time_cycle
 
 CASES: dict[str, dict[str, Any]] = {
-    "reclaim-64x1": dict(kind="reclaim", pods=64, gpus=1, target_s=3.0,
-                         what="1,000 nodes x 8 GPUs, 8,000 running 1-GPU pods in 10 queues; a 64 x 1-GPU gang "
-                              "in a starved queue"),
-    "reclaim-8x8": dict(kind="reclaim", pods=8, gpus=8, target_s=3.0,
-                        what="same cluster; an 8 x 8-GPU gang (8 whole nodes to empty) in a starved queue"),
-    "reclaim-exhaustive": dict(kind="reclaim", pods=64, gpus=1, target_s=None, unplaceable=True,
-                               what="same cluster; the 64 x 1-GPU gang selects nodes that do not exist: the search "
-                                    "pops all 8,000 victims and fails (no target; budgets bound it)"),
-    "consolidation": dict(kind="consolidation", pods=1, gpus=8, target_s=3.0,
-                          what="1,000 nodes with 7 of 8 GPUs used (7,000 pods, 7 queues); one 8-GPU job"),
+    "reclaim-64x1": dict(
+        kind="reclaim",
+        pods=64,
+        gpus=1,
+        target_s=3.0,
+        what="1,000 nodes x 8 GPUs, 8,000 running 1-GPU pods in 10 queues; a 64 x 1-GPU gang in a starved queue",
+    ),
+    "reclaim-8x8": dict(
+        kind="reclaim",
+        pods=8,
+        gpus=8,
+        target_s=3.0,
+        what="same cluster; an 8 x 8-GPU gang (8 whole nodes to empty) in a starved queue",
+    ),
+    "reclaim-exhaustive": dict(
+        kind="reclaim",
+        pods=64,
+        gpus=1,
+        target_s=None,
+        unplaceable=True,
+        what="same cluster; the 64 x 1-GPU gang selects nodes that do not exist: the search "
+        "pops all 8,000 victims and fails (no target; budgets bound it)",
+    ),
+    "consolidation": dict(
+        kind="consolidation",
+        pods=1,
+        gpus=8,
+        target_s=3.0,
+        what="1,000 nodes with 7 of 8 GPUs used (7,000 pods, 7 queues); one 8-GPU job",
+    ),
 }
 
 
@@ -47,19 +67,35 @@ def _pod(name: str, queue: str, node: str, gpus: int, created: str, running: boo
     from kai_scheduler.api import constants
 
     group = {
-        "apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup",
+        "apiVersion": constants.PODGROUP_API_VERSION,
+        "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}", "creationTimestamp": created},
         "spec": {"queue": queue, "minMember": 1, "priorityClassName": "train"},
     }
     pod: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"{name}-0", "namespace": "bench", "uid": f"uid-{name}-0", "creationTimestamp": created,
-                     "labels": {constants.LABEL_QUEUE: queue},
-                     "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name}},
-        "spec": {"schedulerName": constants.DEFAULT_SCHEDULER_NAME, "containers": [{
-            "name": "main", "image": "pause",
-            "resources": {"requests": {"cpu": "1", "memory": "4Gi", "nvidia.com/gpu": str(gpus)},
-                          "limits": {"nvidia.com/gpu": str(gpus)}}}]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-0",
+            "namespace": "bench",
+            "uid": f"uid-{name}-0",
+            "creationTimestamp": created,
+            "labels": {constants.LABEL_QUEUE: queue},
+            "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name},
+        },
+        "spec": {
+            "schedulerName": constants.DEFAULT_SCHEDULER_NAME,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "pause",
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "4Gi", "nvidia.com/gpu": str(gpus)},
+                        "limits": {"nvidia.com/gpu": str(gpus)},
+                    },
+                }
+            ],
+        },
         "status": {"phase": "Running" if running else "Pending"},
     }
     if running:
@@ -126,9 +162,13 @@ def run_case(name: str) -> dict[str, float]:
     result = cycle.result
     placed = sum(1 for op in result.operations if op.task.job_uid == "uid-pg-arrival")
     return {
-        "nodes": float(len(cycle.snapshot.nodes)), "snapshot_s": cycle.snapshot_s,
-        "action_s": result.action_seconds.get(kind, 0.0), "cycle_s": cycle.cycle_s,
-        "evictions": float(result.evictions), "placed": float(placed), "simulations": float(simulations),
+        "nodes": float(len(cycle.snapshot.nodes)),
+        "snapshot_s": cycle.snapshot_s,
+        "action_s": result.action_seconds.get(kind, 0.0),
+        "cycle_s": cycle.cycle_s,
+        "evictions": float(result.evictions),
+        "placed": float(placed),
+        "simulations": float(simulations),
     }
 
 
@@ -137,12 +177,25 @@ def main() -> None:
     if results is None:
         return
     columns = ("snapshot s", "action s", "cycle s", "target s", "evicted", "job pods placed", "simulations")
-    rows = {name: (f"{r['snapshot_s']:.2f}", f"{r['action_s']:.2f}", f"{r['cycle_s']:.2f}",
-                   f"{CASES[name]['target_s'] or '-'}", f"{r['evictions']:.0f}", f"{r['placed']:.0f}",
-                   f"{r['simulations']:.0f}")
-            for name, r in results.items()}
-    print_table("Victim actions: one scheduling cycle, in-memory store", columns, rows,
-                {name: CASES[name]["what"] for name in rows}, width=140)
+    rows = {
+        name: (
+            f"{r['snapshot_s']:.2f}",
+            f"{r['action_s']:.2f}",
+            f"{r['cycle_s']:.2f}",
+            f"{CASES[name]['target_s'] or '-'}",
+            f"{r['evictions']:.0f}",
+            f"{r['placed']:.0f}",
+            f"{r['simulations']:.0f}",
+        )
+        for name, r in results.items()
+    }
+    print_table(
+        "Victim actions: one scheduling cycle, in-memory store",
+        columns,
+        rows,
+        {name: CASES[name]["what"] for name in rows},
+        width=140,
+    )
 
 
 if __name__ == "__main__":

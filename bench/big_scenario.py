@@ -21,14 +21,22 @@ NODES = 1000
 
 
 def write(path: Path, jobs: int) -> None:
-    lines = ["name: many one-task jobs", "nodes:",
-             f'- {{name: gpu, count: {NODES}, gpus: 8, cpu: "64", memory: 512Gi}}', "queues:"]
-    lines += [f"- {{name: team-{q}, resources: {{gpu: {{quota: {NODES * 8 // QUEUES}, overQuotaWeight: 1, "
-              "limit: -1}, cpu: {quota: -1, limit: -1}, memory: {quota: -1, limit: -1}}}"
-              for q in range(QUEUES)]
+    lines = [
+        "name: many one-task jobs",
+        "nodes:",
+        f'- {{name: gpu, count: {NODES}, gpus: 8, cpu: "64", memory: 512Gi}}',
+        "queues:",
+    ]
+    lines += [
+        f"- {{name: team-{q}, resources: {{gpu: {{quota: {NODES * 8 // QUEUES}, overQuotaWeight: 1, "
+        "limit: -1}, cpu: {quota: -1, limit: -1}, memory: {quota: -1, limit: -1}}}"
+        for q in range(QUEUES)
+    ]
     lines.append("jobs:")
-    lines += [f"- {{name: job-{i}, queue: team-{i % QUEUES}, tasks: [{{name: job-{i}-0, gpus: 1, cpu: '1'}}]}}"
-              for i in range(jobs)]
+    lines += [
+        f"- {{name: job-{i}, queue: team-{i % QUEUES}, tasks: [{{name: job-{i}-0, gpus: 1, cpu: '1'}}]}}"
+        for i in range(jobs)
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -55,8 +63,12 @@ def load_only(path: Path) -> None:
 
 def schedule(path: Path) -> None:
     t0 = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "kai_scheduler.cli", "schedule", str(path),
-                           "-o", "json"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", sys.executable, "-m", "kai_scheduler.cli", "schedule", str(path), "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     wall = time.perf_counter() - t0
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
     print(f"| exit code | {done.returncode} |")

@@ -24,15 +24,16 @@ if TYPE_CHECKING:
     from kai_scheduler.scheduler.result import CycleResult
 
 Result = dict[str, Any]
-EPOCH = 1767225600.0            # 2026-01-01T00:00:00Z, the benchmarks' clock at start
+EPOCH = 1767225600.0  # 2026-01-01T00:00:00Z, the benchmarks' clock at start
 
 
-def run_cases(script: str, doc: str | None, names: Iterable[str],
-              run_case: Callable[[str], Result]) -> dict[str, Result] | None:
+def run_cases(
+    script: str, doc: str | None, names: Iterable[str], run_case: Callable[[str], Result]
+) -> dict[str, Result] | None:
     names = list(names)
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
     parser.add_argument("--only", choices=sorted(names))
-    parser.add_argument("--case", help=argparse.SUPPRESS)     # child process entry
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # child process entry
     args = parser.parse_args()
     if args.case:
         print(json.dumps(run_case(args.case)))
@@ -48,9 +49,9 @@ def run_cases(script: str, doc: str | None, names: Iterable[str],
 class Cycle:
     """One timed cycle, in wall seconds; `peak_gib` is this process' peak RSS after it."""
 
-    snapshot: Snapshot          # as the cycle's first step builds it, taken once on its own
+    snapshot: Snapshot  # as the cycle's first step builds it, taken once on its own
     result: CycleResult
-    parse_s: float              # the cache's first sync: listing and parsing every object
+    parse_s: float  # the cache's first sync: listing and parsing every object
     snapshot_s: float
     cycle_s: float
     peak_gib: float
@@ -79,8 +80,13 @@ def time_cycle(objects: Iterable[dict[str, Any]], actions: str) -> Cycle:
     return Cycle(snap, result, parse_s, snapshot_s, cycle_s, peak_gib)
 
 
-def print_table(title: str, columns: Sequence[str], rows: Mapping[str, Sequence[str]],
-                notes: Mapping[str, str], width: int | None = None) -> None:
+def print_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Mapping[str, Sequence[str]],
+    notes: Mapping[str, str],
+    width: int | None = None,
+) -> None:
     """Print each case's note line, then a table: the case name first (left), then `columns` (right)."""
     from rich.console import Console
     from rich.table import Table

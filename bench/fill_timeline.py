@@ -59,15 +59,18 @@ def percentile(values: list[float], p: float) -> float:
 class Watcher:
     """Watches pods, PodGroups and BindRequests of one namespace and stamps the timeline."""
 
-    def __init__(self, kubeconfig: str, namespace: str, timeline: Timeline,
-                 owned: dict[str, list[str]] | None = None) -> None:
+    def __init__(
+        self, kubeconfig: str, namespace: str, timeline: Timeline, owned: dict[str, list[str]] | None = None
+    ) -> None:
         self.store = KubeStore.connect(kubeconfig, options=KubeOptions(qps=0, user_agent="bench-watcher"))
         self.namespace = namespace
         self.timeline = timeline
-        self.owned = owned or {}      # owner name → its pods (a PodGroup the podgrouper made for that owner)
+        self.owned = owned or {}  # owner name → its pods (a PodGroup the podgrouper made for that owner)
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self._run, args=(res, fn), daemon=True) for res, fn in (
-            ("pods", self._pod), ("podgroups", self._podgroup), ("bindrequests", self._bindrequest))]
+        self.threads = [
+            threading.Thread(target=self._run, args=(res, fn), daemon=True)
+            for res, fn in (("pods", self._pod), ("podgroups", self._podgroup), ("bindrequests", self._bindrequest))
+        ]
         for t in self.threads:
             t.start()
 
@@ -141,8 +144,15 @@ class IdleWatcher:
         self.store.close()
 
 
-def create_all(kubeconfig: str, objects: Iterable[tuple[str, JSON]], timeline: Timeline, *, processes: int = 4,
-               threads: int = 8, rate: float = 0.0) -> float:
+def create_all(
+    kubeconfig: str,
+    objects: Iterable[tuple[str, JSON]],
+    timeline: Timeline,
+    *,
+    processes: int = 4,
+    threads: int = 8,
+    rate: float = 0.0,
+) -> float:
     """Create every object from `processes` processes of `threads` clients each (no client limit: one Python
     process alone tops out near 150 creates/s on a busy 2-core box); stamp each pod's `created`.
 
@@ -150,24 +160,25 @@ def create_all(kubeconfig: str, objects: Iterable[tuple[str, JSON]], timeline: T
     fast as the server takes them. Returns the seconds from the first create to the last answer."""
     items = list(objects)
     others = [obj for pod, obj in items if not pod]
-    if others:      # PodGroups before any of their pods, untimed
+    if others:  # PodGroups before any of their pods, untimed
         _create_chunk(kubeconfig, [("", obj) for obj in others], threads, 0.0, 0.0)
     pods = [(pod, obj) for pod, obj in items if pod]
     chunks = [pods[i::processes] for i in range(processes)]
     context = multiprocessing.get_context("spawn")
     with context.Pool(processes) as pool:
-        go = time.time() + 3.0          # every process has connected by then
-        pending = [pool.apply_async(_create_chunk, (kubeconfig, chunk, threads, rate / processes, go))
-                   for chunk in chunks]
+        go = time.time() + 3.0  # every process has connected by then
+        pending = [
+            pool.apply_async(_create_chunk, (kubeconfig, chunk, threads, rate / processes, go)) for chunk in chunks
+        ]
         for result in pending:
             for pod, at in result.get():
                 timeline.mark(pod, "created", at)
     return timeline.last("created") - timeline.first("created")
 
 
-
-def _create_chunk(kubeconfig: str, items: list[tuple[str, JSON]], threads: int, rate: float,
-                  go: float) -> list[tuple[str, float]]:
+def _create_chunk(
+    kubeconfig: str, items: list[tuple[str, JSON]], threads: int, rate: float, go: float
+) -> list[tuple[str, float]]:
     """Create `items` with `threads` clients, starting at wall-clock time `go`; (pod, monotonic time created)."""
     store = KubeStore.connect(kubeconfig, options=KubeOptions(qps=0, user_agent="bench-creator"))
     stamps: list[tuple[str, float]] = []
@@ -200,8 +211,9 @@ def server_requests(kubeconfig: str) -> dict[tuple[str, str], float]:
     from kai_scheduler.store.kube_http import load_client
 
     client = load_client(kubeconfig)
-    _, url, headers, _, _ = client.param_serialize("GET", "/metrics", header_params={"Accept": "text/plain"},
-                                                   auth_settings=["BearerToken"])
+    _, url, headers, _, _ = client.param_serialize(
+        "GET", "/metrics", header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"]
+    )
     try:
         text = client.rest_client.pool_manager.request("GET", url, headers=headers).data.decode()
     finally:
@@ -210,7 +222,7 @@ def server_requests(kubeconfig: str) -> dict[tuple[str, str], float]:
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
-        labels_text, value = line[len("apiserver_request_total{"):].rsplit("} ", 1)
+        labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
         labels = dict(part.split("=", 1) for part in labels_text.split('",') if "=" in part)
         labels = {k: v.strip('"') for k, v in labels.items()}
         if labels.get("verb") in ("WATCH", "LIST", "GET", "POST", "PUT", "PATCH", "DELETE", "APPLY"):
@@ -227,9 +239,9 @@ def profile_server(kubeconfig: str, path: str, seconds: int) -> threading.Thread
 
     def fetch() -> None:
         client = load_client(kubeconfig)
-        _, url, headers, _, _ = client.param_serialize("GET", "/debug/pprof/profile",
-                                                       query_params=[("seconds", str(seconds))],
-                                                       auth_settings=["BearerToken"])
+        _, url, headers, _, _ = client.param_serialize(
+            "GET", "/debug/pprof/profile", query_params=[("seconds", str(seconds))], auth_settings=["BearerToken"]
+        )
         try:
             answer = client.rest_client.pool_manager.request("GET", url, headers=headers, timeout=seconds + 60)
             with open(path, "wb") as out:

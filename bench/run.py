@@ -15,10 +15,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import print_table, run_cases, time_cycle
 
 CASES = {
-    "allocate-1k": dict(nodes=1000, queues=20, gangs=[4] * 2000, target_s=1.0, target_gib=None,
-                        what="1,000 nodes x 8 GPUs, 20 queues, 8,000 pending 1-GPU pods in gangs of 4"),
-    "allocate-5k": dict(nodes=5000, queues=100, gangs="mixed:40000", target_s=8.0, target_gib=2.0,
-                        what="5,000 nodes x 8 GPUs, 100 queues, 40,000 pending pods, gangs of 1-64"),
+    "allocate-1k": dict(
+        nodes=1000,
+        queues=20,
+        gangs=[4] * 2000,
+        target_s=1.0,
+        target_gib=None,
+        what="1,000 nodes x 8 GPUs, 20 queues, 8,000 pending 1-GPU pods in gangs of 4",
+    ),
+    "allocate-5k": dict(
+        nodes=5000,
+        queues=100,
+        gangs="mixed:40000",
+        target_s=8.0,
+        target_gib=2.0,
+        what="5,000 nodes x 8 GPUs, 100 queues, 40,000 pending pods, gangs of 1-64",
+    ),
 }
 
 
@@ -30,10 +42,15 @@ def run_case(name: str) -> dict[str, float]:
     sizes = workloads.mixed_gang_sizes(int(gangs.split(":")[1])) if isinstance(gangs, str) else gangs
     cycle = time_cycle(workloads.cluster(int(case["nodes"]), int(case["queues"]), sizes), "allocate")
     return {
-        "pods": float(sum(sizes)), "jobs": float(len(sizes)), "nodes": float(len(cycle.snapshot.nodes)),
-        "parse_s": cycle.parse_s, "snapshot_s": cycle.snapshot_s,
-        "allocate_s": cycle.result.action_seconds.get("allocate", 0.0), "cycle_s": cycle.cycle_s,
-        "binds": float(cycle.result.binds), "peak_gib": cycle.peak_gib,
+        "pods": float(sum(sizes)),
+        "jobs": float(len(sizes)),
+        "nodes": float(len(cycle.snapshot.nodes)),
+        "parse_s": cycle.parse_s,
+        "snapshot_s": cycle.snapshot_s,
+        "allocate_s": cycle.result.action_seconds.get("allocate", 0.0),
+        "cycle_s": cycle.cycle_s,
+        "binds": float(cycle.result.binds),
+        "peak_gib": cycle.peak_gib,
     }
 
 
@@ -41,14 +58,27 @@ def main() -> None:
     results = run_cases(__file__, __doc__, CASES, run_case)
     if results is None:
         return
-    columns = ("pods", "binds", "parse s", "snapshot s", "allocate s", "cycle s", "target s", "peak GiB",
-               "target GiB")
-    rows = {name: (f"{r['pods']:.0f}", f"{r['binds']:.0f}", f"{r['parse_s']:.2f}", f"{r['snapshot_s']:.2f}",
-                   f"{r['allocate_s']:.2f}", f"{r['cycle_s']:.2f}", f"{CASES[name]['target_s']}",
-                   f"{r['peak_gib']:.2f}", str(CASES[name]["target_gib"] or "-"))
-            for name, r in results.items()}
-    print_table("One scheduling cycle (allocate), in-memory store", columns, rows,
-                {name: str(CASES[name]["what"]) for name in rows})
+    columns = ("pods", "binds", "parse s", "snapshot s", "allocate s", "cycle s", "target s", "peak GiB", "target GiB")
+    rows = {
+        name: (
+            f"{r['pods']:.0f}",
+            f"{r['binds']:.0f}",
+            f"{r['parse_s']:.2f}",
+            f"{r['snapshot_s']:.2f}",
+            f"{r['allocate_s']:.2f}",
+            f"{r['cycle_s']:.2f}",
+            f"{CASES[name]['target_s']}",
+            f"{r['peak_gib']:.2f}",
+            str(CASES[name]["target_gib"] or "-"),
+        )
+        for name, r in results.items()
+    }
+    print_table(
+        "One scheduling cycle (allocate), in-memory store",
+        columns,
+        rows,
+        {name: str(CASES[name]["what"]) for name in rows},
+    )
 
 
 if __name__ == "__main__":

@@ -13,52 +13,88 @@ EPOCH = 1767225600.0
 def node(name: str, gpus: int, cpu: str = "128", memory: str = "1Ti") -> JSON:
     alloc = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus), "pods": "110"}
     return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": {constants.LABEL_HOSTNAME: name,
-                                                                     constants.LABEL_GPU_MEMORY: "81920"}},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "labels": {constants.LABEL_HOSTNAME: name, constants.LABEL_GPU_MEMORY: "81920"},
+        },
         "status": {"allocatable": alloc, "capacity": alloc, "conditions": [{"type": "Ready", "status": "True"}]},
     }
 
 
 def queue(name: str, gpu_quota: float, parent: str = "") -> JSON:
-    spec: dict[str, object] = {"resources": {
-        "gpu": {"quota": gpu_quota, "overQuotaWeight": 1, "limit": -1},
-        "cpu": {"quota": -1, "overQuotaWeight": 1, "limit": -1},
-        "memory": {"quota": -1, "overQuotaWeight": 1, "limit": -1},
-    }}
+    spec: dict[str, object] = {
+        "resources": {
+            "gpu": {"quota": gpu_quota, "overQuotaWeight": 1, "limit": -1},
+            "cpu": {"quota": -1, "overQuotaWeight": 1, "limit": -1},
+            "memory": {"quota": -1, "overQuotaWeight": 1, "limit": -1},
+        }
+    }
     if parent:
         spec["parentQueue"] = parent
-    return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue",
-            "metadata": {"name": name, "uid": f"uid-q-{name}", "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": spec}
+    return {
+        "apiVersion": constants.QUEUE_API_VERSION,
+        "kind": "Queue",
+        "metadata": {"name": name, "uid": f"uid-q-{name}", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": spec,
+    }
 
 
 def gang(name: str, queue_name: str, size: int, gpus: int, created_s: int) -> list[JSON]:
     ts = f"2025-12-31T{created_s // 3600 % 24:02d}:{created_s // 60 % 60:02d}:{created_s % 60:02d}Z"
-    objs: list[JSON] = [{
-        "apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}", "creationTimestamp": ts},
-        "spec": {"queue": queue_name, "minMember": size, "priorityClassName": "train"},
-    }]
+    objs: list[JSON] = [
+        {
+            "apiVersion": constants.PODGROUP_API_VERSION,
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}", "creationTimestamp": ts},
+            "spec": {"queue": queue_name, "minMember": size, "priorityClassName": "train"},
+        }
+    ]
     for i in range(size):
         pod_name = f"{name}-{i}"
-        objs.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": pod_name, "namespace": "bench", "uid": f"uid-{pod_name}", "creationTimestamp": ts,
-                         "labels": {constants.LABEL_QUEUE: queue_name},
-                         "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name}},
-            "spec": {"schedulerName": constants.DEFAULT_SCHEDULER_NAME, "containers": [{
-                "name": "main", "image": "pause",
-                "resources": {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpus)},
-                              "limits": {"nvidia.com/gpu": str(gpus)}}}]},
-            "status": {"phase": "Pending"},
-        })
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": pod_name,
+                    "namespace": "bench",
+                    "uid": f"uid-{pod_name}",
+                    "creationTimestamp": ts,
+                    "labels": {constants.LABEL_QUEUE: queue_name},
+                    "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name},
+                },
+                "spec": {
+                    "schedulerName": constants.DEFAULT_SCHEDULER_NAME,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "pause",
+                            "resources": {
+                                "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpus)},
+                                "limits": {"nvidia.com/gpu": str(gpus)},
+                            },
+                        }
+                    ],
+                },
+                "status": {"phase": "Pending"},
+            }
+        )
     return objs
 
 
 def priority_classes() -> list[JSON]:
-    return [{"apiVersion": constants.PRIORITYCLASS_API_VERSION, "kind": "PriorityClass",
-             "metadata": {"name": n}, "value": v} for n, v in constants.SHIPPED_PRIORITY_CLASSES]
+    return [
+        {
+            "apiVersion": constants.PRIORITYCLASS_API_VERSION,
+            "kind": "PriorityClass",
+            "metadata": {"name": n},
+            "value": v,
+        }
+        for n, v in constants.SHIPPED_PRIORITY_CLASSES
+    ]
 
 
 def cluster(n_nodes: int, n_queues: int, gang_sizes: list[int], gpus_per_pod: int = 1) -> list[JSON]:

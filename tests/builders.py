@@ -24,14 +24,24 @@ from kai_scheduler.plugins import registry
 from kai_scheduler.scheduler.scheduler import load_config
 
 NAMESPACE = "ns"
-NOW = 1_767_225_600.0            # 2026-01-01T00:00:00Z
+NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 OPEN = {"quota": 0, "overQuotaWeight": 1, "limit": -1}
 
 
-def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", pods: int = 110,
-         labels: Mapping[str, str] | None = None, ready: bool = True, unschedulable: bool = False,
-         gpu_memory: int | None = None, taints: Sequence[str] = (),
-         extended: Mapping[str, str] | None = None) -> JSON:
+def node(
+    name: str,
+    *,
+    gpus: int = 8,
+    cpu: str = "64",
+    memory: str = "512Gi",
+    pods: int = 110,
+    labels: Mapping[str, str] | None = None,
+    ready: bool = True,
+    unschedulable: bool = False,
+    gpu_memory: int | None = None,
+    taints: Sequence[str] = (),
+    extended: Mapping[str, str] | None = None,
+) -> JSON:
     """A Node labelled with its hostname, `gpus` whole GPUs allocatable (none listed when 0); taints as kubectl
     writes them ("key=value:Effect")."""
     allocatable: dict[str, str] = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extended or {})}
@@ -44,11 +54,15 @@ def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", po
     if taints:
         spec["taints"] = [_taint(t) for t in taints]
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {"name": name, "labels": all_labels},
         "spec": spec,
-        "status": {"allocatable": allocatable, "capacity": dict(allocatable),
-                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+        "status": {
+            "allocatable": allocatable,
+            "capacity": dict(allocatable),
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
     }
 
 
@@ -58,9 +72,18 @@ def _taint(text: str) -> JSON:
     return {"key": key, "value": value, "effect": effect}
 
 
-def queue(name: str, *, parent: str = "", priority: int = 100, gpu_quota: float = 0, gpu_limit: float = -1,
-          gpu_weight: float = 1, cpu: Mapping[str, float] | None = None, memory: Mapping[str, float] | None = None,
-          created: float = 0.0) -> JSON:
+def queue(
+    name: str,
+    *,
+    parent: str = "",
+    priority: int = 100,
+    gpu_quota: float = 0,
+    gpu_limit: float = -1,
+    gpu_weight: float = 1,
+    cpu: Mapping[str, float] | None = None,
+    memory: Mapping[str, float] | None = None,
+    created: float = 0.0,
+) -> JSON:
     """A Queue; CPU and memory open (quota 0, weight 1, no limit) unless given in CRD units."""
     spec: JSON = {
         "priority": priority,
@@ -72,13 +95,17 @@ def queue(name: str, *, parent: str = "", priority: int = 100, gpu_quota: float 
     }
     if parent:
         spec["parentQueue"] = parent
-    return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue",
-            "metadata": {"name": name, "uid": f"queue-{name}", "creationTimestamp": format_time(created)},
-            "spec": spec}
+    return {
+        "apiVersion": constants.QUEUE_API_VERSION,
+        "kind": "Queue",
+        "metadata": {"name": name, "uid": f"queue-{name}", "creationTimestamp": format_time(created)},
+        "spec": spec,
+    }
 
 
-def sub_group(name: str, *, min_member: int | None = None, min_sub_group: int | None = None,
-              parent: str | None = None) -> JSON:
+def sub_group(
+    name: str, *, min_member: int | None = None, min_sub_group: int | None = None, parent: str | None = None
+) -> JSON:
     out: JSON = {"name": name}
     for key, value in (("minMember", min_member), ("minSubGroup", min_sub_group), ("parent", parent)):
         if value is not None:
@@ -86,10 +113,20 @@ def sub_group(name: str, *, min_member: int | None = None, min_sub_group: int | 
     return out
 
 
-def podgroup(name: str, *, queue: str = "q", namespace: str = NAMESPACE, min_member: int | None = 1,
-             min_sub_group: int | None = None, sub_groups: Sequence[JSON] = (), priority_class: str = "",
-             preemptibility: str = "", created: float = 0.0, annotations: Mapping[str, str] | None = None,
-             **spec_fields: Any) -> JSON:
+def podgroup(
+    name: str,
+    *,
+    queue: str = "q",
+    namespace: str = NAMESPACE,
+    min_member: int | None = 1,
+    min_sub_group: int | None = None,
+    sub_groups: Sequence[JSON] = (),
+    priority_class: str = "",
+    preemptibility: str = "",
+    created: float = 0.0,
+    annotations: Mapping[str, str] | None = None,
+    **spec_fields: Any,
+) -> JSON:
     spec: JSON = {"queue": queue, **spec_fields}
     if min_member is not None and not sub_groups and min_sub_group is None:
         spec["minMember"] = min_member
@@ -107,14 +144,33 @@ def podgroup(name: str, *, queue: str = "q", namespace: str = NAMESPACE, min_mem
     return {"apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
-def pod(name: str, *, group: str | None = None, namespace: str = NAMESPACE, gpus: int = 0, cpu: str = "1",
-        memory: str = "1Gi", node: str = "", phase: str | None = None, deleted_at: float | None = None,
-        subgroup: str = "", gated: bool = False, fraction: float | None = None, gpu_memory: int | None = None,
-        gpu_groups: Sequence[str] = (), scheduler: str = constants.DEFAULT_SCHEDULER_NAME, created: float = 0.0,
-        labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None,
-        node_selector: Mapping[str, str] | None = None, node_affinity: Sequence[JSON] = (),
-        pod_affinity: Sequence[JSON] = (), pod_anti_affinity: Sequence[JSON] = (),
-        tolerations: Sequence[JSON] = (), extended: Mapping[str, str] | None = None) -> JSON:
+def pod(
+    name: str,
+    *,
+    group: str | None = None,
+    namespace: str = NAMESPACE,
+    gpus: int = 0,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    node: str = "",
+    phase: str | None = None,
+    deleted_at: float | None = None,
+    subgroup: str = "",
+    gated: bool = False,
+    fraction: float | None = None,
+    gpu_memory: int | None = None,
+    gpu_groups: Sequence[str] = (),
+    scheduler: str = constants.DEFAULT_SCHEDULER_NAME,
+    created: float = 0.0,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    node_affinity: Sequence[JSON] = (),
+    pod_affinity: Sequence[JSON] = (),
+    pod_anti_affinity: Sequence[JSON] = (),
+    tolerations: Sequence[JSON] = (),
+    extended: Mapping[str, str] | None = None,
+) -> JSON:
     """A one-container pod of PodGroup `group` (default: its own name); Running when given a node.
 
     `node_affinity` takes required node selector terms (`term`), the pod (anti-)affinities required pod terms
@@ -134,12 +190,17 @@ def pod(name: str, *, group: str | None = None, namespace: str = NAMESPACE, gpus
         all_labels[constants.LABEL_GPU_GROUP] = gpu_groups[0]
         for g in gpu_groups[1:]:
             all_labels[f"{constants.LABEL_GPU_GROUP}/{g}"] = g
-    meta: JSON = {"name": name, "namespace": namespace, "uid": f"pod-{namespace}-{name}", "labels": all_labels,
-                  "annotations": notes, "creationTimestamp": format_time(created)}
+    meta: JSON = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"pod-{namespace}-{name}",
+        "labels": all_labels,
+        "annotations": notes,
+        "creationTimestamp": format_time(created),
+    }
     if deleted_at is not None:
         meta["deletionTimestamp"] = format_time(deleted_at)
-    spec: JSON = {"schedulerName": scheduler,
-                  "containers": [{"name": "main", "resources": {"requests": requests}}]}
+    spec: JSON = {"schedulerName": scheduler, "containers": [{"name": "main", "resources": {"requests": requests}}]}
     if node:
         spec["nodeName"] = node
     if gated:
@@ -150,15 +211,21 @@ def pod(name: str, *, group: str | None = None, namespace: str = NAMESPACE, gpus
         spec["tolerations"] = list(tolerations)
     affinity: JSON = {}
     if node_affinity:
-        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": list(node_affinity)}}
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(node_affinity)}
+        }
     for kind, terms in (("podAffinity", pod_affinity), ("podAntiAffinity", pod_anti_affinity)):
         if terms:
             affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}
     if affinity:
         spec["affinity"] = affinity
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-            "status": {"phase": phase or ("Running" if node else "Pending")}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase or ("Running" if node else "Pending")},
+    }
 
 
 def expr(key: str, operator: str, *values: str) -> JSON:
@@ -170,8 +237,9 @@ def term(*expressions: JSON, fields: Sequence[JSON] = ()) -> JSON:
     return {"matchExpressions": list(expressions), "matchFields": list(fields)}
 
 
-def pod_term(topology_key: str, *, namespaces: Sequence[str] = (), expressions: Sequence[JSON] = (),
-             **match_labels: str) -> JSON:
+def pod_term(
+    topology_key: str, *, namespaces: Sequence[str] = (), expressions: Sequence[JSON] = (), **match_labels: str
+) -> JSON:
     """A pod (anti-)affinity term selecting pods by labels within a topology domain."""
     selector: JSON = {"matchLabels": match_labels, "matchExpressions": list(expressions)}
     return {"labelSelector": selector, "topologyKey": topology_key, "namespaces": list(namespaces)}
@@ -182,19 +250,30 @@ def toleration(key: str = "", *, operator: str = "Equal", value: str = "", effec
 
 
 def priority_class(name: str, value: int) -> JSON:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-            "value": value}
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
 
 
-def bind_request(pod_name: str, node_name: str, *, namespace: str = NAMESPACE, phase: str = "",
-                 failed_attempts: int = 0, backoff_limit: int | None = None) -> JSON:
+def bind_request(
+    pod_name: str,
+    node_name: str,
+    *,
+    namespace: str = NAMESPACE,
+    phase: str = "",
+    failed_attempts: int = 0,
+    backoff_limit: int | None = None,
+) -> JSON:
     """A BindRequest as the scheduler writes it (§1.3), optionally with a status."""
-    spec: JSON = {"podName": pod_name, "selectedNode": node_name, "receivedResourceType": "Regular",
-                  "receivedGPU": {"count": 1, "portion": "0.00"}}
+    spec: JSON = {
+        "podName": pod_name,
+        "selectedNode": node_name,
+        "receivedResourceType": "Regular",
+        "receivedGPU": {"count": 1, "portion": "0.00"},
+    }
     if backoff_limit is not None:
         spec["backoffLimit"] = backoff_limit
     out: JSON = {
-        "apiVersion": constants.BINDREQUEST_API_VERSION, "kind": "BindRequest",
+        "apiVersion": constants.BINDREQUEST_API_VERSION,
+        "kind": "BindRequest",
         "metadata": {"name": pod_name, "namespace": namespace, "labels": {constants.LABEL_SELECTED_NODE: node_name}},
         "spec": spec,
     }
@@ -206,8 +285,15 @@ def bind_request(pod_name: str, node_name: str, *, namespace: str = NAMESPACE, p
 def objects(raw: Iterable[JSON]) -> snapshots.ClusterObjects:
     """Parse Kubernetes JSON into the typed objects a snapshot is built from."""
     out = snapshots.ClusterObjects()
-    lists: dict[str, list[Any]] = {"Node": out.nodes, "Pod": out.pods, "PodGroup": out.podgroups, "Queue": out.queues,
-             "BindRequest": out.bind_requests, "PriorityClass": out.priority_classes, "Topology": out.topologies}
+    lists: dict[str, list[Any]] = {
+        "Node": out.nodes,
+        "Pod": out.pods,
+        "PodGroup": out.podgroups,
+        "Queue": out.queues,
+        "BindRequest": out.bind_requests,
+        "PriorityClass": out.priority_classes,
+        "Topology": out.topologies,
+    }
     for obj in raw:
         lists[obj["kind"]].append(PARSERS[obj["kind"]](obj))
     return out
@@ -233,8 +319,14 @@ def task(snap: snapshots.Snapshot | Session, name: str, *, namespace: str = NAME
 def ledgers(snap: snapshots.Snapshot) -> dict[str, np.ndarray[Any, Any]]:
     """Copies of every node ledger array and of the arrays derived from them, to compare before and after."""
     a = snap.arrays
-    return {"allocatable": a.allocatable.copy(), "idle": a.idle.copy(), "used": a.used.copy(),
-            "releasing": a.releasing.copy(), "free": a.non_allocated().copy(), "free_now": a.free_now.copy()}
+    return {
+        "allocatable": a.allocatable.copy(),
+        "idle": a.idle.copy(),
+        "used": a.used.copy(),
+        "releasing": a.releasing.copy(),
+        "free": a.non_allocated().copy(),
+        "free_now": a.free_now.copy(),
+    }
 
 
 def same_ledgers(left: Mapping[str, np.ndarray[Any, Any]], right: Mapping[str, np.ndarray[Any, Any]]) -> bool:

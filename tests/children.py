@@ -14,7 +14,7 @@ _PR_SET_PDEATHSIG = 1
 
 def _die_with(parent: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:      # the parent ended before the request was made: nobody would signal us
+    if os.getppid() != parent:  # the parent ended before the request was made: nobody would signal us
         os._exit(1)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-START_TIMEOUT = 180.0   # first use unpacks the binaries (~10 s); then 3–7 s to ready
+START_TIMEOUT = 180.0  # first use unpacks the binaries (~10 s); then 3–7 s to ready
 STOP_TIMEOUT = 60.0
 KUBECTL = "kubectl"
 
@@ -65,8 +65,9 @@ def cluster(*, controllers: bool = False) -> Iterator[Cluster]:
     command = [str(script()), "start", *(["--controllers"] if controllers else [])]
     try:
         try:
-            started = subprocess.run(command, env=env, capture_output=True, text=True, timeout=START_TIMEOUT,
-                                     stdin=subprocess.DEVNULL)
+            started = subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=START_TIMEOUT, stdin=subprocess.DEVNULL
+            )
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"cluster.sh start did not finish within {START_TIMEOUT:.0f} s") from None
         lines = started.stdout.strip().splitlines()
@@ -75,16 +76,19 @@ def cluster(*, controllers: bool = False) -> Iterator[Cluster]:
         yield Cluster(lines[-1], run, controllers)
     finally:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            subprocess.run([str(script()), "stop"], env=env, capture_output=True, timeout=STOP_TIMEOUT,
-                           stdin=subprocess.DEVNULL)
+            subprocess.run(
+                [str(script()), "stop"], env=env, capture_output=True, timeout=STOP_TIMEOUT, stdin=subprocess.DEVNULL
+            )
         shutil.rmtree(run, ignore_errors=True)
 
 
-def kubectl(kubeconfig: str, *args: str, stdin: str | None = None, timeout: float = 120.0,
-            check: bool = False) -> subprocess.CompletedProcess[str]:
+def kubectl(
+    kubeconfig: str, *args: str, stdin: str | None = None, timeout: float = 120.0, check: bool = False
+) -> subprocess.CompletedProcess[str]:
     """Run kubectl against the cluster (the machine's kubectl: /usr/bin/kubectl here)."""
-    result = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True,
-                            text=True, timeout=timeout)
+    result = subprocess.run(
+        [KUBECTL, "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True, timeout=timeout
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} exited {result.returncode}: {result.stderr}")
     return result

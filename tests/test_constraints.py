@@ -32,8 +32,9 @@ def _runtime_requirements() -> list[Requirement]:
 def test_every_runtime_dependency_is_pinned_within_its_range(requirement: Requirement) -> None:
     version = _pins().get(canonicalize_name(requirement.name))
     assert version is not None, f"{requirement.name} is not in constraints.txt: run `make constraints`"
-    assert requirement.specifier.contains(version, prereleases=True), \
+    assert requirement.specifier.contains(version, prereleases=True), (
         f"constraints.txt pins {requirement.name}=={version}, outside {requirement.specifier}: run `make constraints`"
+    )
 
 
 def test_the_pins_hold_what_each_pinned_release_requires() -> None:

@@ -38,10 +38,13 @@ def _run(objects: list[JSON], config: SchedulerConfig | None = None) -> tuple[Se
     return ssn, batches
 
 
-def _gang(name: str, size: int, *, gpus: int, min_member: int | None = None, queue: str = "q",
-          **podgroup: Any) -> list[JSON]:
-    return [b.podgroup(name, queue=queue, min_member=size if min_member is None else min_member, **podgroup),
-            *(b.pod(f"{name}-{i}", group=name, gpus=gpus) for i in range(size))]
+def _gang(
+    name: str, size: int, *, gpus: int, min_member: int | None = None, queue: str = "q", **podgroup: Any
+) -> list[JSON]:
+    return [
+        b.podgroup(name, queue=queue, min_member=size if min_member is None else min_member, **podgroup),
+        *(b.pod(f"{name}-{i}", group=name, gpus=gpus) for i in range(size)),
+    ]
 
 
 def _placed(ssn: Session) -> list[tuple[str, str, str]]:
@@ -79,8 +82,15 @@ def test_a_gang_that_does_not_fit_leaves_every_ledger_untouched() -> None:
 
 
 def test_a_gang_waits_whole_while_a_smaller_job_fits() -> None:
-    ssn, _ = _run([b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4),
-                   *_gang("big", 3, gpus=4, created=0), *_gang("small", 1, gpus=4, created=9)])
+    ssn, _ = _run(
+        [
+            b.queue("q"),
+            b.node("n1", gpus=4),
+            b.node("n2", gpus=4),
+            *_gang("big", 3, gpus=4, created=0),
+            *_gang("small", 1, gpus=4, created=9),
+        ]
+    )
     assert [name for name, _, _ in _placed(ssn)] == ["small-0"]
     assert _errors(ssn, "big")[0] == ("Unschedulable", "needs 3 nodes with 4 GPUs free, 2 have them")
 
@@ -95,9 +105,15 @@ def test_elastic_extras_come_one_per_statement_after_the_gang_minimum() -> None:
 
 def test_elastic_extras_interleave_across_queues() -> None:
     """Each pop re-sorts the queues: the queue that just got a pod has the larger share, the other goes next."""
-    _, batches = _run([b.queue("qa"), b.queue("qb"), b.node("n1", gpus=8),
-                       *_gang("a", 4, gpus=1, min_member=1, queue="qa"),
-                       *_gang("c", 4, gpus=1, min_member=1, queue="qb")])
+    _, batches = _run(
+        [
+            b.queue("qa"),
+            b.queue("qb"),
+            b.node("n1", gpus=8),
+            *_gang("a", 4, gpus=1, min_member=1, queue="qa"),
+            *_gang("c", 4, gpus=1, min_member=1, queue="qb"),
+        ]
+    )
     assert batches == [["a-0"], ["c-0"], ["a-1"], ["c-1"], ["a-2"], ["c-2"], ["a-3"], ["c-3"]]
 
 
@@ -111,8 +127,10 @@ def test_elastic_extras_stop_when_the_cluster_is_full() -> None:
 
 
 def _releasing(node: str, gpus: int) -> list[JSON]:
-    return [b.podgroup(f"old-{node}"), b.pod(f"old-{node}-0", group=f"old-{node}", gpus=gpus, node=node,
-                                              deleted_at=b.NOW)]
+    return [
+        b.podgroup(f"old-{node}"),
+        b.pod(f"old-{node}-0", group=f"old-{node}", gpus=gpus, node=node, deleted_at=b.NOW),
+    ]
 
 
 def test_a_task_that_fits_only_on_releasing_resources_is_pipelined() -> None:
@@ -123,23 +141,26 @@ def test_a_task_that_fits_only_on_releasing_resources_is_pipelined() -> None:
 
 
 def test_idle_resources_are_preferred_over_releasing_ones() -> None:
-    ssn, _ = _run([b.queue("q"), b.node("n1", gpus=4), *_releasing("n1", 4), b.node("n2", gpus=2),
-                   *_gang("g", 1, gpus=2)])
+    ssn, _ = _run(
+        [b.queue("q"), b.node("n1", gpus=4), *_releasing("n1", 4), b.node("n2", gpus=2), *_gang("g", 1, gpus=2)]
+    )
     assert _placed(ssn) == [("g-0", "n2", "Allocated")]
 
 
 def test_a_gang_that_needs_any_pipelining_is_pipelined_whole() -> None:
     """One task fits on idle n1, the other only on n2's releasing GPUs: never start a partial gang."""
-    ssn, _ = _run([b.queue("q"), b.node("n1", gpus=2), b.node("n2", gpus=2), *_releasing("n2", 2),
-                   *_gang("g", 2, gpus=2)])
+    ssn, _ = _run(
+        [b.queue("q"), b.node("n1", gpus=2), b.node("n2", gpus=2), *_releasing("n2", 2), *_gang("g", 2, gpus=2)]
+    )
     assert sorted(_placed(ssn)) == [("g-0", "n1", "Pipelined"), ("g-1", "n2", "Pipelined")]
     assert {op.op for op in ssn.committed} == {Op.PIPELINE}
     assert b.task(ssn, "g-0").placement.holds_idle, "the converted task keeps its idle charge on n1"
 
 
 def test_a_pipelined_job_is_not_offered_its_elastic_extras_this_cycle() -> None:
-    ssn, batches = _run([b.queue("q"), b.node("n1", gpus=4), *_releasing("n1", 4),
-                         *_gang("e", 3, gpus=1, min_member=1)])
+    ssn, batches = _run(
+        [b.queue("q"), b.node("n1", gpus=4), *_releasing("n1", 4), *_gang("e", 3, gpus=1, min_member=1)]
+    )
     assert batches == [["e-0"]]
     assert _placed(ssn) == [("e-0", "n1", "Pipelined")]
 
@@ -148,13 +169,19 @@ def test_a_pipelined_job_is_not_offered_its_elastic_extras_this_cycle() -> None:
 
 
 def test_candidates_are_pending_ready_jobs_with_a_usable_queue() -> None:
-    snap = b.snapshot([
-        b.queue("q"), b.node("n1"),
-        *_gang("ok", 1, gpus=1),
-        b.podgroup("gated", min_member=2), b.pod("gated-0", group="gated"), b.pod("gated-1", group="gated", gated=True),
-        b.podgroup("running"), b.pod("running-0", group="running", node="n1"),
-        *_gang("lost", 1, gpus=1, queue="nowhere"),
-    ])
+    snap = b.snapshot(
+        [
+            b.queue("q"),
+            b.node("n1"),
+            *_gang("ok", 1, gpus=1),
+            b.podgroup("gated", min_member=2),
+            b.pod("gated-0", group="gated"),
+            b.pod("gated-1", group="gated", gated=True),
+            b.podgroup("running"),
+            b.pod("running-0", group="running", node="n1"),
+            *_gang("lost", 1, gpus=1, queue="nowhere"),
+        ]
+    )
     ssn = b.session(snap)
     assert [j.name for j in candidates(ssn)] == ["ok"]
 
@@ -174,33 +201,56 @@ def test_a_job_without_a_usable_queue_is_never_placed() -> None:
 
 
 def _open_queue(name: str, *, parent: str = "", gpu_quota: float = 0, gpu_limit: float = -1) -> JSON:
-    return b.queue(name, parent=parent, gpu_quota=gpu_quota, gpu_limit=gpu_limit, cpu=NO_QUOTA_LIMITS,
-                   memory=NO_QUOTA_LIMITS)
+    return b.queue(
+        name, parent=parent, gpu_quota=gpu_quota, gpu_limit=gpu_limit, cpu=NO_QUOTA_LIMITS, memory=NO_QUOTA_LIMITS
+    )
 
 
 FIT_ERRORS = [
-    pytest.param([b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4), *_gang("g", 3, gpus=4)],
-                 [("Unschedulable", "needs 3 nodes with 4 GPUs free, 2 have them"),
-                  ("Unschedulable", "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu")],
-                 id="a gang larger than the free nodes"),
-    pytest.param([b.queue("q", gpu_limit=2), b.node("n1", gpus=4), *_gang("g", 1, gpus=3)],
-                 [("OverLimit", "queue q would exceed its limit of 2 GPUs (0 GPUs allocated, job needs 3 GPUs)")],
-                 id="a queue at its GPU limit"),
-    pytest.param([b.queue("org", gpu_limit=2), b.queue("q", parent="org"), b.node("n1", gpus=4),
-                  *_gang("g", 1, gpus=3)],
-                 [("OverLimit", "queue org (parent of q) would exceed its limit of 2 GPUs (0 GPUs allocated, "
-                                "job needs 3 GPUs)")],
-                 id="a parent queue at its GPU limit"),
-    pytest.param([_open_queue("q", gpu_quota=1), b.node("n1", gpus=4),
-                  *_gang("g", 1, gpus=2, preemptibility="non-preemptible")],
-                 [("NonPreemptibleOverQuota", "queue q: non-preemptible jobs may use only its deserved 1 GPU "
-                                              "(0 GPUs in use, job needs 2 GPUs)")],
-                 id="a non-preemptible job over its queue's quota"),
-    pytest.param([b.queue("q"), b.node("n1", gpus=4, ready=False), b.node("n2", gpus=1), *_gang("g", 1, gpus=2)],
-                 [("Unschedulable", "needs 1 node with 2 GPUs free, 0 have them"),
-                  ("Unschedulable", "task g-0: 0/2 nodes are available: 1 node(s) were not ready, "
-                                    "1 insufficient nvidia.com/gpu")],
-                 id="each node counted under the first reason that removed it"),
+    pytest.param(
+        [b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4), *_gang("g", 3, gpus=4)],
+        [
+            ("Unschedulable", "needs 3 nodes with 4 GPUs free, 2 have them"),
+            ("Unschedulable", "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu"),
+        ],
+        id="a gang larger than the free nodes",
+    ),
+    pytest.param(
+        [b.queue("q", gpu_limit=2), b.node("n1", gpus=4), *_gang("g", 1, gpus=3)],
+        [("OverLimit", "queue q would exceed its limit of 2 GPUs (0 GPUs allocated, job needs 3 GPUs)")],
+        id="a queue at its GPU limit",
+    ),
+    pytest.param(
+        [b.queue("org", gpu_limit=2), b.queue("q", parent="org"), b.node("n1", gpus=4), *_gang("g", 1, gpus=3)],
+        [
+            (
+                "OverLimit",
+                "queue org (parent of q) would exceed its limit of 2 GPUs (0 GPUs allocated, job needs 3 GPUs)",
+            )
+        ],
+        id="a parent queue at its GPU limit",
+    ),
+    pytest.param(
+        [_open_queue("q", gpu_quota=1), b.node("n1", gpus=4), *_gang("g", 1, gpus=2, preemptibility="non-preemptible")],
+        [
+            (
+                "NonPreemptibleOverQuota",
+                "queue q: non-preemptible jobs may use only its deserved 1 GPU (0 GPUs in use, job needs 2 GPUs)",
+            )
+        ],
+        id="a non-preemptible job over its queue's quota",
+    ),
+    pytest.param(
+        [b.queue("q"), b.node("n1", gpus=4, ready=False), b.node("n2", gpus=1), *_gang("g", 1, gpus=2)],
+        [
+            ("Unschedulable", "needs 1 node with 2 GPUs free, 0 have them"),
+            (
+                "Unschedulable",
+                "task g-0: 0/2 nodes are available: 1 node(s) were not ready, 1 insufficient nvidia.com/gpu",
+            ),
+        ],
+        id="each node counted under the first reason that removed it",
+    ),
 ]
 
 
@@ -215,13 +265,22 @@ def test_an_elastic_job_keeps_only_why_its_last_pod_did_not_fit() -> None:
     """Errors of earlier attempts are cleared by each placement; the last failure is what the job shows."""
     ssn, _ = _run([b.queue("q"), b.node("n1", gpus=4), *_gang("e", 5, gpus=1, min_member=1)])
     assert len(_placed(ssn)) == 4
-    assert _errors(ssn, "e") == [("Unschedulable", "needs 1 node with 1 GPU free, 0 have them"),
-                                 ("Unschedulable", "task e-4: 0/1 nodes are available: 1 insufficient nvidia.com/gpu")]
+    assert _errors(ssn, "e") == [
+        ("Unschedulable", "needs 1 node with 1 GPU free, 0 have them"),
+        ("Unschedulable", "task e-4: 0/1 nodes are available: 1 insufficient nvidia.com/gpu"),
+    ]
 
 
 def test_allocate_is_deterministic() -> None:
-    objects = [b.queue("qa"), b.queue("qb"), b.node("n1", gpus=4), b.node("n2", gpus=4), b.node("n3", gpus=2),
-               *_gang("a", 3, gpus=2, min_member=2, queue="qa"), *_gang("c", 2, gpus=3, queue="qb")]
+    objects = [
+        b.queue("qa"),
+        b.queue("qb"),
+        b.node("n1", gpus=4),
+        b.node("n2", gpus=4),
+        b.node("n3", gpus=2),
+        *_gang("a", 3, gpus=2, min_member=2, queue="qa"),
+        *_gang("c", 2, gpus=3, queue="qb"),
+    ]
     first, _ = _run(objects)
     second, _ = _run(list(reversed(objects)))
     assert _placed(first) == _placed(second)

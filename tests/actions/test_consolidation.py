@@ -23,11 +23,17 @@ JSON = dict[str, Any]
 
 def fragmented(*, free_on_n2: int = 4) -> list[JSON]:
     """n1 runs a 4-GPU pod (the mover), n2 runs 8 - free_on_n2 GPUs; an 8-GPU job waits."""
-    return [b.node("n1"), b.node("n2"), v.queue("team-a", gpu_quota=-1), v.queue("team-b", gpu_quota=-1),
-            *v.job("mover", queue="team-b", gpus=4, node="n1", created=b.NOW - 60),
-            *v.job("stays", queue="team-b", gpus=8 - free_on_n2, node="n2", created=b.NOW - 3600,
-                   priority_class="inference"),
-            *v.job("big", queue="team-a", gpus=8)]
+    return [
+        b.node("n1"),
+        b.node("n2"),
+        v.queue("team-a", gpu_quota=-1),
+        v.queue("team-b", gpu_quota=-1),
+        *v.job("mover", queue="team-b", gpus=4, node="n1", created=b.NOW - 60),
+        *v.job(
+            "stays", queue="team-b", gpus=8 - free_on_n2, node="n2", created=b.NOW - 3600, priority_class="inference"
+        ),
+        *v.job("big", queue="team-a", gpus=8),
+    ]
 
 
 def test_a_move_is_committed_as_one_eviction_naming_the_new_node() -> None:
@@ -35,9 +41,13 @@ def test_a_move_is_committed_as_one_eviction_naming_the_new_node() -> None:
     result = cluster.cycle()
     [move] = [op for op in result.operations if op.op is Op.EVICT]
     assert (move.task.name, move.before.node, move.after.node, move.after.status) == (
-        "mover-0", "n1", "n2", PodStatus.PIPELINED)
+        "mover-0",
+        "n1",
+        "n2",
+        PodStatus.PIPELINED,
+    )
     assert move.eviction == Eviction("consolidation", "ns/big", "moved by consolidation to make room for ns/big")
-    assert result.evictions == 1 and result.pipelines == 2      # the job and the moved pod, as KAI counts
+    assert result.evictions == 1 and result.pipelines == 2  # the job and the moved pod, as KAI counts
     assert cluster.store.get("pods", "mover-0", b.NAMESPACE)["metadata"].get("deletionTimestamp")
 
 
@@ -48,7 +58,12 @@ def test_kai_schedule_shows_the_move_from_one_node_to_the_other() -> None:
     report = outcome.build("move", before, cluster.view(), results)
     [move] = report.moves
     assert (move.task, move.node, move.to_node, move.action, move.preemptor) == (
-        "ns/mover-0", "n1", "n2", "consolidation", "ns/big")
+        "ns/mover-0",
+        "n1",
+        "n2",
+        "consolidation",
+        "ns/big",
+    )
     assert report.to_json()["evictions"][0]["toNode"] == "n2"
     text = io.StringIO()
     render.as_tables(report, Console(file=text, width=200))
@@ -59,8 +74,12 @@ def test_kai_schedule_shows_the_move_from_one_node_to_the_other() -> None:
 
 
 def test_an_evicted_victim_shows_no_destination() -> None:
-    objects = [b.node("n1", gpus=1), v.queue("team", gpu_quota=-1),
-               *v.job("low", queue="team", node="n1"), *v.job("high", queue="team", priority_class="build-preemptible")]
+    objects = [
+        b.node("n1", gpus=1),
+        v.queue("team", gpu_quota=-1),
+        *v.job("low", queue="team", node="n1"),
+        *v.job("high", queue="team", priority_class="build-preemptible"),
+    ]
     cluster = v.cluster(objects, config={"actions": "allocate, preempt"})
     before = cluster.scheduler.snapshot()
     report = outcome.build("evict", before, cluster.view(), cluster.run(1))

@@ -24,8 +24,13 @@ JOBS = {"a1": ["a1-x", "a1-y"], "a2": ["a2-x"], "b1": ["b1-x", "b1-y"]}
 
 
 def _session(*, queues: tuple[tuple[str, str, int], ...] | None = None) -> Session:
-    tree = queues or (("org-a", "", 100), ("a1", "org-a", 100), ("a2", "org-a", 100), ("org-b", "", 100),
-                      ("b1", "org-b", 100))
+    tree = queues or (
+        ("org-a", "", 100),
+        ("a1", "org-a", 100),
+        ("a2", "org-a", 100),
+        ("org-b", "", 100),
+        ("b1", "org-b", 100),
+    )
     objects = [b.node("n")] + [b.queue(name, parent=parent, priority=prio) for name, parent, prio in tree]
     for i, (queue, jobs) in enumerate(sorted(JOBS.items())):
         for j, job in enumerate(jobs):
@@ -81,8 +86,14 @@ def test_without_a_queue_order_queues_tie_break_by_creation_then_name() -> None:
 
 def test_job_order_inside_a_leaf_follows_the_job_order_hooks() -> None:
     ssn = _session()
-    ssn.add(points.JOB_ORDER, lambda left, right: -1 if left.name.endswith("y") and right.name.endswith("x") else (
-        1 if left.name.endswith("x") and right.name.endswith("y") else 0))
+    ssn.add(
+        points.JOB_ORDER,
+        lambda left, right: (
+            -1
+            if left.name.endswith("y") and right.name.endswith("x")
+            else (1 if left.name.endswith("x") and right.name.endswith("y") else 0)
+        ),
+    )
     assert _drain(JobOrderByQueues(ssn, _jobs(ssn)))[:2] == ["a1-y", "a1-x"]
 
 
@@ -93,7 +104,7 @@ def test_a_pushed_job_is_popped_again_in_order() -> None:
     first = tree.pop()
     assert first is not None and first.name == "a1-x"
     order.popped(first)
-    tree.push(first)          # an elastic job with pending pods goes back to compete again
+    tree.push(first)  # an elastic job with pending pods goes back to compete again
     assert _drain(tree, order) == ["b1-x", "a2-x", "b1-y", "a1-x", "a1-y"]
 
 
@@ -107,11 +118,14 @@ def test_a_job_pushed_into_an_emptied_queue_comes_back() -> None:
     assert _drain(tree) == ["a2-x"]
 
 
-@pytest.mark.parametrize("depth, want", [
-    pytest.param(1, ["a1-x", "a2-x", "b1-x"], id="depth 1 keeps each leaf's best job"),
-    pytest.param(2, ["a1-x", "a1-y", "a2-x", "b1-x", "b1-y"], id="depth 2 keeps all here"),
-    pytest.param(None, ["a1-x", "a1-y", "a2-x", "b1-x", "b1-y"], id="no depth keeps all"),
-])
+@pytest.mark.parametrize(
+    "depth, want",
+    [
+        pytest.param(1, ["a1-x", "a2-x", "b1-x"], id="depth 1 keeps each leaf's best job"),
+        pytest.param(2, ["a1-x", "a1-y", "a2-x", "b1-x", "b1-y"], id="depth 2 keeps all here"),
+        pytest.param(None, ["a1-x", "a1-y", "a2-x", "b1-x", "b1-y"], id="no depth keeps all"),
+    ],
+)
 def test_depth_caps_each_leaf(depth: int | None, want: list[str]) -> None:
     ssn = _session()
     assert _drain(JobOrderByQueues(ssn, _jobs(ssn), depth=depth)) == want
@@ -153,22 +167,42 @@ def test_every_permutation_of_queue_creation_gives_one_order() -> None:
 
 def test_the_parent_queue_priority_decides_at_the_top_level() -> None:
     """org-hi (priority 150) goes first although its child's priority is lower than org-lo's child's."""
-    ssn = b.session(b.snapshot([
-        b.node("n"), b.queue("org-hi", priority=150), b.queue("x", parent="org-hi", priority=100),
-        b.queue("org-lo", priority=100), b.queue("y", parent="org-lo", priority=500),
-        b.podgroup("jx", queue="x", created=5), b.pod("jx-0", group="jx", gpus=1),
-        b.podgroup("jy", queue="y", created=1), b.pod("jy-0", group="jy", gpus=1),
-    ]))
+    ssn = b.session(
+        b.snapshot(
+            [
+                b.node("n"),
+                b.queue("org-hi", priority=150),
+                b.queue("x", parent="org-hi", priority=100),
+                b.queue("org-lo", priority=100),
+                b.queue("y", parent="org-lo", priority=500),
+                b.podgroup("jx", queue="x", created=5),
+                b.pod("jx-0", group="jx", gpus=1),
+                b.podgroup("jy", queue="y", created=1),
+                b.pod("jy-0", group="jy", gpus=1),
+            ]
+        )
+    )
     assert _drain(JobOrderByQueues(ssn, _jobs(ssn))) == ["jx", "jy"]
 
 
 def test_higher_job_priority_first_within_a_queue() -> None:
-    pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
-           for n, v in (("train", 50), ("build", 100))]
-    ssn = b.session(b.snapshot([
-        b.node("n"), b.queue("q"), *pcs,
-        b.podgroup("old", created=1, priority_class="train"), b.pod("old-0", group="old", gpus=1),
-        b.podgroup("new", created=9, priority_class="build"), b.pod("new-0", group="new", gpus=1),
-        b.podgroup("mid", created=5, priority_class="train"), b.pod("mid-0", group="mid", gpus=1),
-    ]))
+    pcs = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in (("train", 50), ("build", 100))
+    ]
+    ssn = b.session(
+        b.snapshot(
+            [
+                b.node("n"),
+                b.queue("q"),
+                *pcs,
+                b.podgroup("old", created=1, priority_class="train"),
+                b.pod("old-0", group="old", gpus=1),
+                b.podgroup("new", created=9, priority_class="build"),
+                b.pod("new-0", group="new", gpus=1),
+                b.podgroup("mid", created=5, priority_class="train"),
+                b.pod("mid-0", group="mid", gpus=1),
+            ]
+        )
+    )
     assert _drain(JobOrderByQueues(ssn, _jobs(ssn))) == ["new", "old", "mid"]

@@ -23,8 +23,12 @@ PREEMPT = {"actions": "allocate, preempt"}
 
 def full_node(*urgent: JSON) -> list[JSON]:
     """One 1-GPU node running a priority-50 job; the urgent (priority 75) job asks for it."""
-    return [b.node("n1", gpus=1), v.queue("team", gpu_quota=-1),
-            *v.job("low", queue="team", node="n1", created=b.NOW - 7200), *urgent]
+    return [
+        b.node("n1", gpus=1),
+        v.queue("team", gpu_quota=-1),
+        *v.job("low", queue="team", node="n1", created=b.NOW - 7200),
+        *urgent,
+    ]
 
 
 def urgent(**podgroup: Any) -> list[JSON]:
@@ -39,18 +43,37 @@ def test_preempt_evicts_the_lower_priority_job_with_a_message_naming_the_preempt
     assert event["message"] == "preempted by ns/urgent (priority 75) in queue team; this job's priority is 50"
 
 
-@pytest.mark.parametrize("created_ago, annotations, last_eviction_ago, want_evictions", [
-    pytest.param(300, {}, None, 1, id="no delay: preempts at once"),
-    pytest.param(300, {constants.ANNOTATION_PREEMPTION_DELAY: "10m"}, None, 0,
-                 id="the PodGroup annotation delays it: 5m < 10m"),
-    pytest.param(900, {constants.ANNOTATION_PREEMPTION_DELAY: "10m"}, None, 1, id="the delay has passed: 15m"),
-    pytest.param(900, {constants.ANNOTATION_PREEMPTION_DELAY: "10m"}, 120, 0,
-                 id="the delay counts from the last eviction when later than creation"),
-    pytest.param(300, {constants.ANNOTATION_PREEMPTION_DELAY: "ten minutes"}, None, 1,
-                 id="a malformed delay is ignored (default: none)"),
-])
-def test_the_preemption_delay(created_ago: float, annotations: dict[str, str], last_eviction_ago: float | None,
-                              want_evictions: int) -> None:
+@pytest.mark.parametrize(
+    "created_ago, annotations, last_eviction_ago, want_evictions",
+    [
+        pytest.param(300, {}, None, 1, id="no delay: preempts at once"),
+        pytest.param(
+            300,
+            {constants.ANNOTATION_PREEMPTION_DELAY: "10m"},
+            None,
+            0,
+            id="the PodGroup annotation delays it: 5m < 10m",
+        ),
+        pytest.param(900, {constants.ANNOTATION_PREEMPTION_DELAY: "10m"}, None, 1, id="the delay has passed: 15m"),
+        pytest.param(
+            900,
+            {constants.ANNOTATION_PREEMPTION_DELAY: "10m"},
+            120,
+            0,
+            id="the delay counts from the last eviction when later than creation",
+        ),
+        pytest.param(
+            300,
+            {constants.ANNOTATION_PREEMPTION_DELAY: "ten minutes"},
+            None,
+            1,
+            id="a malformed delay is ignored (default: none)",
+        ),
+    ],
+)
+def test_the_preemption_delay(
+    created_ago: float, annotations: dict[str, str], last_eviction_ago: float | None, want_evictions: int
+) -> None:
     notes = dict(annotations)
     if last_eviction_ago is not None:
         notes[constants.ANNOTATION_LAST_EVICTION_TIMESTAMP] = format_time(b.NOW - last_eviction_ago)
@@ -62,8 +85,10 @@ def test_a_delayed_job_says_why_it_waits() -> None:
     cluster = v.cluster(full_node(*urgent(created=b.NOW - 60, preemptionDelay="10m")), config=PREEMPT)
     result = cluster.cycle()
     reasons = [(r.reason, r.message) for errors in result.fit_errors.values() for r in errors]
-    assert (constants.REASON_PREEMPTION_DELAY_NOT_ELAPSED,
-            "may not evict other jobs for another 9m (preemption delay 10m)") in reasons
+    assert (
+        constants.REASON_PREEMPTION_DELAY_NOT_ELAPSED,
+        "may not evict other jobs for another 9m (preemption delay 10m)",
+    ) in reasons
     [condition] = cluster.store.get("podgroups", "urgent", b.NAMESPACE)["status"]["schedulingConditions"]
     assert constants.REASON_PREEMPTION_DELAY_NOT_ELAPSED in [r["reason"] for r in condition["reasons"]]
 
@@ -73,18 +98,38 @@ def test_the_spec_delay_wins_over_the_annotation() -> None:
     assert PodGroup.from_dict(raw).preemption_delay == 60.0
 
 
-@pytest.mark.parametrize("spec, annotations, field, want", [
-    pytest.param({"preemptibility": "sometimes"}, {}, "preemptibility", "",
-                 id="an unknown preemptibility falls back to the priority"),
-    pytest.param({"preemptionDelay": "ten minutes"}, {}, "preemption_delay", None,
-                 id="a malformed preemptionDelay: no delay"),
-    pytest.param({}, {constants.ANNOTATION_PREEMPTION_DELAY: "ten minutes"}, "preemption_delay", None,
-                 id="a malformed preemption-delay annotation: no delay"),
-    pytest.param({"stalenessGracePeriod": "1d"}, {}, "staleness_grace_period", None,
-                 id="a grace period in days: the scheduler default"),
-])
-def test_bad_podgroup_fields_fall_back_to_defaults(spec: JSON, annotations: dict[str, str], field: str,
-                                                   want: Any) -> None:
+@pytest.mark.parametrize(
+    "spec, annotations, field, want",
+    [
+        pytest.param(
+            {"preemptibility": "sometimes"},
+            {},
+            "preemptibility",
+            "",
+            id="an unknown preemptibility falls back to the priority",
+        ),
+        pytest.param(
+            {"preemptionDelay": "ten minutes"}, {}, "preemption_delay", None, id="a malformed preemptionDelay: no delay"
+        ),
+        pytest.param(
+            {},
+            {constants.ANNOTATION_PREEMPTION_DELAY: "ten minutes"},
+            "preemption_delay",
+            None,
+            id="a malformed preemption-delay annotation: no delay",
+        ),
+        pytest.param(
+            {"stalenessGracePeriod": "1d"},
+            {},
+            "staleness_grace_period",
+            None,
+            id="a grace period in days: the scheduler default",
+        ),
+    ],
+)
+def test_bad_podgroup_fields_fall_back_to_defaults(
+    spec: JSON, annotations: dict[str, str], field: str, want: Any
+) -> None:
     """Issue 3, bad input: the PodGroup is kept, the field takes its documented default, a warning names it."""
     podgroup = PARSERS["PodGroup"](b.podgroup("pg", annotations=annotations, **spec))
     assert getattr(podgroup, field) == want
@@ -105,7 +150,7 @@ def test_a_bad_field_is_reported_on_its_podgroup_and_nothing_else_is_affected() 
     messages = sorted(e["message"] for e in v.events(cluster, "InvalidField"))
     assert messages == [
         "metadata.annotations.kai.scheduler/preemption-delay: invalid duration 'ten minutes': want a Go duration "
-        "such as \"90s\", \"10m\" or \"1h30m\"; using the default",
+        'such as "90s", "10m" or "1h30m"; using the default',
         "spec.preemptibility: unknown value 'sometimes'; want preemptible or non-preemptible; using the default "
         "(from the priority)",
     ]

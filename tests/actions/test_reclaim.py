@@ -56,8 +56,12 @@ def test_after_reclaim_later_cycles_change_nothing() -> None:
 def _gang_below_deserved() -> list[JSON]:
     """team-b (deserved 4, fair share 6) holds two 1-GPU jobs and a 6-GPU gang (its newest job); team-a
     (deserved 2) runs 2 and needs 2 more."""
-    objects = [b.node("n1", gpus=4), b.node("n2", gpus=6), v.queue("team-a", gpu_quota=2),
-               v.queue("team-b", gpu_quota=4)]
+    objects = [
+        b.node("n1", gpus=4),
+        b.node("n2", gpus=6),
+        v.queue("team-a", gpu_quota=2),
+        v.queue("team-b", gpu_quota=4),
+    ]
     objects += v.job("a-run", queue="team-a", pods=2, node="n1", created=b.NOW - 3600)
     objects += v.job("b-one", queue="team-b", node="n1", created=b.NOW - 3500)
     objects += v.job("b-two", queue="team-b", node="n1", created=b.NOW - 3400)
@@ -74,7 +78,8 @@ def test_kai_rule_takes_a_gang_below_deserved_once_and_nothing_moves_after() -> 
     results = cluster.run(6)
     assert [r.evictions for r in results] == [6, 0, 0, 0, 0, 0]
     assert sorted(op.task.name for op in results[0].operations if op.op is Op.EVICT) == [
-        f"b-gang-{i}" for i in range(6)]
+        f"b-gang-{i}" for i in range(6)
+    ]
     assert [r.binds for r in results] == [0, 2, 0, 0, 0, 0]
     shares = results[-1].queue_shares
     assert (shares["team-a"].allocated[2], shares["team-b"].allocated[2]) == (4, 2)
@@ -102,11 +107,17 @@ def test_an_eviction_writes_the_pod_deletion_an_event_and_the_eviction_timestamp
     assert constants.ANNOTATION_LAST_EVICTION_TIMESTAMP not in v.annotations(cluster, "b6")
 
 
-@pytest.mark.parametrize("flag, want", [
-    pytest.param(True, [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
-                 id="the flag adds the DisruptionTarget condition"),
-    pytest.param(False, [], id="no condition without the flag"),
-])
+@pytest.mark.parametrize(
+    "flag, want",
+    [
+        pytest.param(
+            True,
+            [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
+            id="the flag adds the DisruptionTarget condition",
+        ),
+        pytest.param(False, [], id="no condition without the flag"),
+    ],
+)
 def test_the_disruption_condition_follows_the_flag(flag: bool, want: list[JSON]) -> None:
     config = {"actions": "allocate, reclaim", "flags": {"update-pod-eviction-condition": flag}}
     cluster = v.cluster(two_teams(pending_pods=1), config=config)
@@ -124,7 +135,7 @@ def test_the_reclaimer_keeps_what_allocate_said_and_victims_get_no_fit_errors() 
 
 def test_a_spent_action_budget_stops_reclaim() -> None:
     """Budgets read an injected timer, never the session's clock: a timer past the deadline stops the action."""
-    ticks = itertools.count(step=400.0)           # every reading is 400 s after the last; the action has 300 s
+    ticks = itertools.count(step=400.0)  # every reading is 400 s after the last; the action has 300 s
     action = reclaim.Reclaim(timer=lambda: float(next(ticks)))
     cluster = v.cluster(two_teams(), config={"actions": "allocate"})
     cluster.scheduler.actions.append(action)
@@ -133,18 +144,22 @@ def test_a_spent_action_budget_stops_reclaim() -> None:
 
 
 def test_budgets_parse_go_durations_and_keep_kais_defaults() -> None:
-    limits = budget.SearchBudgets.parse({"maxActionSearchDuration": {"reclaim": "90s"},
-                                         "maxGeneratorSearchDuration": {"NodeLocalGreedy": 5}})
+    limits = budget.SearchBudgets.parse(
+        {"maxActionSearchDuration": {"reclaim": "90s"}, "maxGeneratorSearchDuration": {"NodeLocalGreedy": 5}}
+    )
     assert limits.for_action("reclaim") == 90.0 and limits.for_action("preempt") == 300.0
     assert limits.for_generator("NodeLocalGreedy") == 5.0 and limits.for_generator("MultiNodeGang") == 120.0
     assert (limits.max_job, limits.min_job) == (240.0, 0.0)
 
 
-@pytest.mark.parametrize("raw, message", [
-    pytest.param({"maxJobSearchDuration": "soon"}, "maxJobSearchDuration: invalid duration", id="a bad duration"),
-    pytest.param({"maxActionBudget": "1m"}, "unknown field", id="an unknown key"),
-    pytest.param({"minJobSearchDuration": -1}, "must not be negative", id="a negative duration"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        pytest.param({"maxJobSearchDuration": "soon"}, "maxJobSearchDuration: invalid duration", id="a bad duration"),
+        pytest.param({"maxActionBudget": "1m"}, "unknown field", id="an unknown key"),
+        pytest.param({"minJobSearchDuration": -1}, "must not be negative", id="a negative duration"),
+    ],
+)
 def test_bad_budgets_are_configuration_errors(raw: JSON, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         budget.SearchBudgets.parse(raw)
@@ -162,15 +177,15 @@ def test_job_and_generator_budgets_follow_the_timer() -> None:
     timer = FakeTimer()
     action = budget.ActionBudget(budget.SearchBudgets(min_job=60.0), "reclaim", timer=timer)
     job = action.next_job()
-    assert job is not None and job.deadline.remaining() == 240.0          # max job budget, within 300 s
+    assert job is not None and job.deadline.remaining() == 240.0  # max job budget, within 300 s
     assert job.generator("NodeLocalGreedy").remaining() == 30.0
     timer.now = 230.0
-    assert job.generator("MultiNodeGang").remaining() == 10.0             # what the job has left
+    assert job.generator("MultiNodeGang").remaining() == 10.0  # what the job has left
     assert not job.exhausted()
     timer.now = 241.0
     assert job.exhausted() and not action.exhausted
     timer.now = 250.0
-    assert action.next_job() is None and action.exhausted                 # 50 s left < the 60 s minimum
+    assert action.next_job() is None and action.exhausted  # 50 s left < the 60 s minimum
 
 
 def _attempted(objects: list[JSON], config: JSON) -> list[str]:
@@ -199,12 +214,19 @@ def _failing_queue(*jobs: tuple[str, int]) -> list[JSON]:
     return objects
 
 
-@pytest.mark.parametrize("jobs, flags, want", [
-    pytest.param([("x-1", 2), ("x-2", 2)], {}, ["x-1"], id="the same signature, no easier: skipped"),
-    pytest.param([("x-1", 2), ("x-2", 2)], {"use-scheduling-signatures": False}, ["x-1", "x-2"],
-                 id="the flag off: both searched"),
-    pytest.param([("x-2", 2), ("x-1", 1)], {}, ["x-2", "x-1"], id="fewer pods is easier: searched"),
-])
+@pytest.mark.parametrize(
+    "jobs, flags, want",
+    [
+        pytest.param([("x-1", 2), ("x-2", 2)], {}, ["x-1"], id="the same signature, no easier: skipped"),
+        pytest.param(
+            [("x-1", 2), ("x-2", 2)],
+            {"use-scheduling-signatures": False},
+            ["x-1", "x-2"],
+            id="the flag off: both searched",
+        ),
+        pytest.param([("x-2", 2), ("x-1", 1)], {}, ["x-2", "x-1"], id="fewer pods is easier: searched"),
+    ],
+)
 def test_scheduling_signatures(jobs: list[tuple[str, int]], flags: JSON, want: list[str]) -> None:
     assert _attempted(_failing_queue(*jobs), {"actions": "reclaim", "flags": flags}) == want
 
@@ -219,13 +241,15 @@ def test_the_reclaimer_claims_its_node_until_it_binds_there() -> None:
     first and binds the gang there; nothing is written to the pods that were already placed."""
     cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim"})
     cluster.cycle()
-    nominated = {i: cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName")
-                 for i in range(4)}
+    nominated = {
+        i: cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") for i in range(4)
+    }
     assert nominated == dict.fromkeys(range(4), "n1")
     cluster.between_cycles()
     result = cluster.cycle()
     assert sorted((op.task.name, op.after.node) for op in result.operations if op.op is Op.ALLOCATE) == [
-        (f"train-{i}", "n1") for i in range(4)]
+        (f"train-{i}", "n1") for i in range(4)
+    ]
     assert result.evictions == 0
 
 
@@ -233,8 +257,10 @@ def test_without_pipelined_claims_no_node_is_nominated() -> None:
     cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim", "flags": {"pipelined-claims": False}})
     result = cluster.cycle()
     assert result.evictions == 4
-    assert all(cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") is None
-               for i in range(4))
+    assert all(
+        cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") is None
+        for i in range(4)
+    )
 
 
 def test_a_claim_that_lapsed_is_cleared() -> None:
@@ -245,8 +271,9 @@ def test_a_claim_that_lapsed_is_cleared() -> None:
             obj["status"] = {"phase": "Pending", "nominatedNodeName": "n1"}
     cluster = v.cluster(objects, config={"actions": "allocate"})
     cluster.cycle()
-    assert [cluster.store.get("pods", f"big-{i}", b.NAMESPACE)["status"].get("nominatedNodeName")
-            for i in range(4)] == [None] * 4
+    assert [
+        cluster.store.get("pods", f"big-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") for i in range(4)
+    ] == [None] * 4
 
 
 def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:
@@ -254,9 +281,13 @@ def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:
     pod is recreated Pending and d1 comes first in queue order: without the claim allocate gave the GPUs back
     to it and the reclaim repeated every cycle, alternating r1 and r2 (found by a random search over small
     two-department trees). With the claim, p1 binds in cycle 2 and nothing moves after."""
-    objects = [b.node("n0", gpus=8), v.queue("d1", gpu_quota=4, gpu_weight=2),
-               v.queue("d1-t0", gpu_quota=4, gpu_weight=2, parent="d1"), v.queue("d2", gpu_quota=2, gpu_weight=2),
-               v.queue("d2-t0", gpu_quota=2, gpu_weight=2, parent="d2")]
+    objects = [
+        b.node("n0", gpus=8),
+        v.queue("d1", gpu_quota=4, gpu_weight=2),
+        v.queue("d1-t0", gpu_quota=4, gpu_weight=2, parent="d1"),
+        v.queue("d2", gpu_quota=2, gpu_weight=2),
+        v.queue("d2-t0", gpu_quota=2, gpu_weight=2, parent="d2"),
+    ]
     for k, gpus in enumerate([2, 2, 2, 1]):
         objects += v.job(f"r{k}", queue="d1-t0", gpus=gpus, node="n0", created=b.NOW - 3600 + k)
     objects += v.job("r4", queue="d2-t0", gpus=1, node="n0", created=b.NOW - 3596)

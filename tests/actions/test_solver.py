@@ -34,23 +34,40 @@ def _running(name: str, pods: int, *, min_member: int | None = None, **spec: Any
 
 def _subgroup_job() -> list[JSON]:
     """workers (minMember 1, 3 pods) and ps (minMember 1, 1 pod) under a root needing 1 of the 2 members."""
-    group = b.podgroup("sg", queue="q", min_member=None, min_sub_group=1, priority_class="train",
-                       sub_groups=[b.sub_group("ps", min_member=1), b.sub_group("workers", min_member=1)])
-    pods = [b.pod("ps-0", group="sg", subgroup="ps", gpus=1, node="n1"),
-            *(b.pod(f"w-{i}", group="sg", subgroup="workers", gpus=1, node="n1") for i in range(3))]
+    group = b.podgroup(
+        "sg",
+        queue="q",
+        min_member=None,
+        min_sub_group=1,
+        priority_class="train",
+        sub_groups=[b.sub_group("ps", min_member=1), b.sub_group("workers", min_member=1)],
+    )
+    pods = [
+        b.pod("ps-0", group="sg", subgroup="ps", gpus=1, node="n1"),
+        *(b.pod(f"w-{i}", group="sg", subgroup="workers", gpus=1, node="n1") for i in range(3)),
+    ]
     return [group, *pods]
 
 
-@pytest.mark.parametrize("objects, name, evict_first, want", [
-    pytest.param(_running("gang", 3), "gang", [], ["gang-0", "gang-1", "gang-2"], id="a gang goes whole"),
-    pytest.param(_running("el", 3, min_member=1), "el", [], ["el-2"], id="one elastic pod, the last in order"),
-    pytest.param(_running("el", 3, min_member=1), "el", ["el-2", "el-1"], ["el-0"],
-                 id="at its minimum the rest goes whole"),
-    pytest.param(_running("opt", 2, min_member=0), "opt", [], ["opt-1"], id="minMember 0: every pod is surplus"),
-    pytest.param(_subgroup_job(), "sg", [], ["w-2"], id="the deepest surplus first: a worker pod"),
-    pytest.param(_subgroup_job(), "sg", ["w-2", "w-1"], ["w-0"],
-                 id="then a whole surplus member (workers, the last member in order)"),
-])
+@pytest.mark.parametrize(
+    "objects, name, evict_first, want",
+    [
+        pytest.param(_running("gang", 3), "gang", [], ["gang-0", "gang-1", "gang-2"], id="a gang goes whole"),
+        pytest.param(_running("el", 3, min_member=1), "el", [], ["el-2"], id="one elastic pod, the last in order"),
+        pytest.param(
+            _running("el", 3, min_member=1), "el", ["el-2", "el-1"], ["el-0"], id="at its minimum the rest goes whole"
+        ),
+        pytest.param(_running("opt", 2, min_member=0), "opt", [], ["opt-1"], id="minMember 0: every pod is surplus"),
+        pytest.param(_subgroup_job(), "sg", [], ["w-2"], id="the deepest surplus first: a worker pod"),
+        pytest.param(
+            _subgroup_job(),
+            "sg",
+            ["w-2", "w-1"],
+            ["w-0"],
+            id="then a whole surplus member (workers, the last member in order)",
+        ),
+    ],
+)
 def test_tasks_to_evict(objects: list[JSON], name: str, evict_first: list[str], want: list[str]) -> None:
     ssn = _session([b.node("n1", gpus=8), v.queue("q"), *objects])
     stmt = ssn.statement()
@@ -60,8 +77,15 @@ def test_tasks_to_evict(objects: list[JSON], name: str, evict_first: list[str], 
 
 
 def test_only_committed_running_jobs_are_victims() -> None:
-    ssn = _session([b.node("n1", gpus=8), v.queue("q"), *_running("run", 1), *_running("np", 1, priority_class="build"),
-                    *v.job("pending", queue="q")])
+    ssn = _session(
+        [
+            b.node("n1", gpus=8),
+            v.queue("q"),
+            *_running("run", 1),
+            *_running("np", 1, priority_class="build"),
+            *v.job("pending", queue="q"),
+        ]
+    )
     assert [victims.can_be_victim(_job(ssn, n)) for n in ("run", "np", "pending")] == [True, False, False]
 
 
@@ -71,9 +95,15 @@ def test_only_committed_running_jobs_are_victims() -> None:
 def _many_victims() -> list[JSON]:
     objects = [b.node("n1", gpus=100), v.queue("a", gpu_quota=0), v.queue("b", gpu_quota=0), v.queue("c", gpu_quota=0)]
     for i in range(60):
-        objects += v.job(f"j{i:02d}", queue="abc"[i % 3], pods=1 + i % 2, min_member=1, node="n1",
-                         created=b.NOW - 100 * ((i * 37) % 60),
-                         priority_class="train" if i % 5 else "build-preemptible")
+        objects += v.job(
+            f"j{i:02d}",
+            queue="abc"[i % 3],
+            pods=1 + i % 2,
+            min_member=1,
+            node="n1",
+            created=b.NOW - 100 * ((i * 37) % 60),
+            priority_class="train" if i % 5 else "build-preemptible",
+        )
     return objects
 
 
@@ -91,7 +121,7 @@ def _pop_all(ssn: Session, chunk: int) -> list[tuple[str, ...]]:
 def test_feeding_the_victim_queue_in_chunks_pops_the_same_order() -> None:
     ssn = _session(_many_victims())
     full = _pop_all(ssn, 10_000)
-    assert len(full) == 90                           # 60 jobs, 30 of them elastic with 2 pods: 30 more batches
+    assert len(full) == 90  # 60 jobs, 30 of them elastic with 2 pods: 30 more batches
     assert _pop_all(ssn, 1) == full
     assert _pop_all(ssn, 7) == full
 
@@ -110,14 +140,17 @@ def test_the_preemptee_cap_counts_distinct_jobs() -> None:
 # --- cheap filters ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("demands, free, want", [
-    pytest.param([8.0], [4, 4], False, id="8 GPUs do not fit on two half-free nodes"),
-    pytest.param([4.0, 4.0], [4, 4], True, id="two 4-GPU tasks do"),
-    pytest.param([4.0, 2.0, 2.0], [4, 4], True, id="largest first onto the freest node"),
-    pytest.param([3.0, 3.0, 2.0], [4, 4], False, id="greedy: 3 and 3 leave 1 and 1"),
-    pytest.param([], [0, 0], True, id="no GPU demand always fits"),
-    pytest.param([1.0] * 9, [8, 0, 1], True, id="many small on few nodes"),
-])
+@pytest.mark.parametrize(
+    "demands, free, want",
+    [
+        pytest.param([8.0], [4, 4], False, id="8 GPUs do not fit on two half-free nodes"),
+        pytest.param([4.0, 4.0], [4, 4], True, id="two 4-GPU tasks do"),
+        pytest.param([4.0, 2.0, 2.0], [4, 4], True, id="largest first onto the freest node"),
+        pytest.param([3.0, 3.0, 2.0], [4, 4], False, id="greedy: 3 and 3 leave 1 and 1"),
+        pytest.param([], [0, 0], True, id="no GPU demand always fits"),
+        pytest.param([1.0] * 9, [8, 0, 1], True, id="many small on few nodes"),
+    ],
+)
 def test_gpus_fit(demands: list[float], free: list[float], want: bool) -> None:
     assert scenario.gpus_fit(demands, np.array(free, dtype=float)) is want
 
@@ -128,8 +161,11 @@ def test_gpus_fit(demands: list[float], free: list[float], want: bool) -> None:
 def _probe_sizes(objects: list[JSON], job: str, *, victim_queue: str = "q") -> tuple[list[int], solver.Result]:
     ssn = _session(objects)
     preemptor = _job(ssn, job)
-    pool = [j for j in victims.victim_order(ssn, ssn.snapshot.jobs.values())
-            if victims.can_be_victim(j) and j.queue == victim_queue]
+    pool = [
+        j
+        for j in victims.victim_order(ssn, ssn.snapshot.jobs.values())
+        if victims.can_be_victim(j) and j.queue == victim_queue
+    ]
     sizes: list[int] = []
     original = solver._JobSolver._probe
 
@@ -156,12 +192,20 @@ def _gang_against(victim_gpus: int, gang: int) -> list[JSON]:
     return objects + v.job("gang", queue="p", pods=gang)
 
 
-@pytest.mark.parametrize("victim_gpus, gang, want_sizes, want", [
-    pytest.param(8, 4, [1, 2, 4], solver.Result.SOLVED, id="doubling up to the whole job"),
-    pytest.param(8, 6, [1, 2, 4, 6], solver.Result.SOLVED, id="the last probe is the whole job"),
-    pytest.param(3, 5, [1, 2, 4, 3, 5], solver.Result.UNSOLVED,
-                 id="binary search below the first failure, then the whole job once more"),
-])
+@pytest.mark.parametrize(
+    "victim_gpus, gang, want_sizes, want",
+    [
+        pytest.param(8, 4, [1, 2, 4], solver.Result.SOLVED, id="doubling up to the whole job"),
+        pytest.param(8, 6, [1, 2, 4, 6], solver.Result.SOLVED, id="the last probe is the whole job"),
+        pytest.param(
+            3,
+            5,
+            [1, 2, 4, 3, 5],
+            solver.Result.UNSOLVED,
+            id="binary search below the first failure, then the whole job once more",
+        ),
+    ],
+)
 def test_prefix_probing(victim_gpus: int, gang: int, want_sizes: list[int], want: solver.Result) -> None:
     assert _probe_sizes(_gang_against(victim_gpus, gang), "gang") == (want_sizes, want)
 
@@ -183,8 +227,12 @@ def test_a_failed_search_leaves_the_model_as_it_was() -> None:
 
 def test_a_solution_without_any_victim_is_not_the_victim_actions_business() -> None:
     """Room for the job already (allocate would place it): the solver reports no solution."""
-    objects = [b.node("n1", gpus=4), v.queue("q", gpu_quota=-1), *v.job("v0", queue="q", node="n1"),
-               *v.job("j", queue="q", pods=2)]
+    objects = [
+        b.node("n1", gpus=4),
+        v.queue("q", gpu_quota=-1),
+        *v.job("v0", queue="q", node="n1"),
+        *v.job("j", queue="q", pods=2),
+    ]
     ssn = _session(objects)
     pool = [j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)]
     job_budget = budget.ActionBudget(budget.SearchBudgets(), "test").next_job()
@@ -196,15 +244,19 @@ def test_a_solution_without_any_victim_is_not_the_victim_actions_business() -> N
 # --- signatures ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("candidate, failed, easier", [
-    pytest.param([(0, 0, 1)], [(0, 0, 1), (0, 0, 1)], True, id="fewer tasks"),
-    pytest.param([(0, 0, 1), (0, 0, 1)], [(0, 0, 1), (0, 0, 1)], False, id="the same"),
-    pytest.param([(0, 0, 2), (0, 0, 1)], [(0, 0, 2), (0, 0, 2)], True, id="a smaller task"),
-    pytest.param([(0, 0, 4), (0, 0, 2)], [(0, 0, 2), (0, 0, 2)], False, id="larger tasks"),
-    pytest.param([(0, 0, 2), (0, 0, 2), (0, 0, 2)], [(0, 0, 2), (0, 0, 2)], False, id="more tasks"),
-])
-def test_a_job_is_easier_with_fewer_or_smaller_tasks(candidate: list[tuple[float, ...]],
-                                                     failed: list[tuple[float, ...]], easier: bool) -> None:
+@pytest.mark.parametrize(
+    "candidate, failed, easier",
+    [
+        pytest.param([(0, 0, 1)], [(0, 0, 1), (0, 0, 1)], True, id="fewer tasks"),
+        pytest.param([(0, 0, 1), (0, 0, 1)], [(0, 0, 1), (0, 0, 1)], False, id="the same"),
+        pytest.param([(0, 0, 2), (0, 0, 1)], [(0, 0, 2), (0, 0, 2)], True, id="a smaller task"),
+        pytest.param([(0, 0, 4), (0, 0, 2)], [(0, 0, 2), (0, 0, 2)], False, id="larger tasks"),
+        pytest.param([(0, 0, 2), (0, 0, 2), (0, 0, 2)], [(0, 0, 2), (0, 0, 2)], False, id="more tasks"),
+    ],
+)
+def test_a_job_is_easier_with_fewer_or_smaller_tasks(
+    candidate: list[tuple[float, ...]], failed: list[tuple[float, ...]], easier: bool
+) -> None:
     assert signatures._easier(candidate, failed) is easier
 
 

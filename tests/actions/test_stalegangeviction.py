@@ -25,8 +25,7 @@ def broken_gang(*, stale_since: float | None = None, **spec: Any) -> list[JSON]:
     """A 4-pod gang on a 2-GPU node: 2 pods run, 2 can never start."""
     notes = {STALE: format_time(stale_since)} if stale_since is not None else None
     group = b.podgroup("gang", queue="team", min_member=4, priority_class="train", annotations=notes, **spec)
-    pods = [b.pod(f"gang-{i}", group="gang", gpus=1, cpu="0", memory="0", node="n1" if i < 2 else "")
-            for i in range(4)]
+    pods = [b.pod(f"gang-{i}", group="gang", gpus=1, cpu="0", memory="0", node="n1" if i < 2 else "") for i in range(4)]
     return [b.node("n1", gpus=2), v.queue("team", gpu_quota=-1), group, *pods]
 
 
@@ -47,25 +46,29 @@ def test_the_timestamp_is_written_once_and_the_gang_evicted_after_the_grace_peri
     result = cluster.cycle()
     assert sorted(op.task.name for op in result.operations if op.op is Op.EVICT) == ["gang-0", "gang-1"]
     [event, _] = sorted(v.events(cluster, "Evict"), key=lambda e: e["involvedObject"]["name"])
-    assert event["message"] == ("gang ns/gang is stale: 2 of the 4 pods it needs are running, for 1m1s "
-                                "(grace period 1m)")
+    assert event["message"] == (
+        "gang ns/gang is stale: 2 of the 4 pods it needs are running, for 1m1s (grace period 1m)"
+    )
 
 
 def test_a_gang_that_is_no_longer_stale_has_its_timestamp_cleared() -> None:
     objects = broken_gang(stale_since=b.NOW - 10)
-    objects[0] = b.node("n1", gpus=4)           # room for the whole gang: allocate places it, no longer stale
+    objects[0] = b.node("n1", gpus=4)  # room for the whole gang: allocate places it, no longer stale
     cluster = v.cluster(objects, config=CONFIG)
     result = cluster.cycle()
     assert result.evictions == 0 and result.binds == 2
     assert STALE not in v.annotations(cluster, "gang")
 
 
-@pytest.mark.parametrize("own, default, want", [
-    pytest.param(None, 60.0, 60.0, id="the scheduler default"),
-    pytest.param(600.0, 60.0, 600.0, id="the PodGroup's own"),
-    pytest.param(-1.0, 60.0, -1.0, id="negative: never"),
-    pytest.param(0.0, 60.0, 0.0, id="zero: at once"),
-])
+@pytest.mark.parametrize(
+    "own, default, want",
+    [
+        pytest.param(None, 60.0, 60.0, id="the scheduler default"),
+        pytest.param(600.0, 60.0, 600.0, id="the PodGroup's own"),
+        pytest.param(-1.0, 60.0, -1.0, id="negative: never"),
+        pytest.param(0.0, 60.0, 0.0, id="zero: at once"),
+    ],
+)
 def test_grace_period(own: float | None, default: float, want: float) -> None:
     spec = {} if own is None else {"stalenessGracePeriod": f"{own:g}s"}
     snap = b.snapshot(broken_gang(**spec))

@@ -22,24 +22,46 @@ def queue(name: str, *, gpu_quota: float = 0, gpu_weight: float = 1, parent: str
     return out
 
 
-def job(name: str, *, queue: str, pods: int = 1, gpus: int = 1, node: str = "", min_member: int | None = None,
-        priority_class: str = "train", created: float = 0.0, annotations: Mapping[str, str] | None = None,
-        **spec: Any) -> list[JSON]:
+def job(
+    name: str,
+    *,
+    queue: str,
+    pods: int = 1,
+    gpus: int = 1,
+    node: str = "",
+    min_member: int | None = None,
+    priority_class: str = "train",
+    created: float = 0.0,
+    annotations: Mapping[str, str] | None = None,
+    **spec: Any,
+) -> list[JSON]:
     """A PodGroup (minMember = pods unless given) with `pods` pods of `gpus` GPUs, Running on `node` if given."""
-    group = b.podgroup(name, queue=queue, min_member=pods if min_member is None else min_member,
-                       priority_class=priority_class, created=created, annotations=annotations, **spec)
-    return [group, *(b.pod(f"{name}-{i}", group=name, gpus=gpus, node=node, cpu="0", memory="0", created=created)
-                     for i in range(pods))]
+    group = b.podgroup(
+        name,
+        queue=queue,
+        min_member=pods if min_member is None else min_member,
+        priority_class=priority_class,
+        created=created,
+        annotations=annotations,
+        **spec,
+    )
+    return [
+        group,
+        *(
+            b.pod(f"{name}-{i}", group=name, gpus=gpus, node=node, cpu="0", memory="0", created=created)
+            for i in range(pods)
+        ),
+    ]
 
 
 def priority_classes() -> list[JSON]:
-    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-             "value": value} for name, value in (("train", 50), ("build-preemptible", 75), ("build", 100),
-                                                 ("inference", 125))]
+    return [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        for name, value in (("train", 50), ("build-preemptible", 75), ("build", 100), ("inference", 125))
+    ]
 
 
-def cluster(objects: Sequence[JSON], *, config: Mapping[str, Any] | None = None,
-            now: float = b.NOW) -> EmbeddedCluster:
+def cluster(objects: Sequence[JSON], *, config: Mapping[str, Any] | None = None, now: float = b.NOW) -> EmbeddedCluster:
     parsed: SchedulerConfig = load_config(dict(config) if config else None)
     return EmbeddedCluster([*priority_classes(), *objects], parsed, now=now)
 

@@ -11,8 +11,15 @@ from kai_scheduler.admission import review
 JSON = dict[str, Any]
 
 
-def pod(*, name: str = "p", annotations: dict[str, str] | None = None, gpu: str | None = None,
-        containers: list[JSON] | None = None, scheduler: str = "kai-scheduler", **spec: Any) -> JSON:
+def pod(
+    *,
+    name: str = "p",
+    annotations: dict[str, str] | None = None,
+    gpu: str | None = None,
+    containers: list[JSON] | None = None,
+    scheduler: str = "kai-scheduler",
+    **spec: Any,
+) -> JSON:
     """A pod in namespace team-a; `gpu` puts an nvidia.com/gpu limit on its first container."""
     if containers is None:
         resources: JSON = {"requests": {"cpu": "1"}}
@@ -22,8 +29,12 @@ def pod(*, name: str = "p", annotations: dict[str, str] | None = None, gpu: str 
     meta: JSON = {"name": name, "namespace": "team-a"}
     if annotations:
         meta["annotations"] = dict(annotations)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"schedulerName": scheduler, "containers": containers, **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"schedulerName": scheduler, "containers": containers, **spec},
+    }
 
 
 def queue(name: str = "q", resources: JSON | None = None, **spec: Any) -> JSON:
@@ -34,15 +45,23 @@ def queue(name: str = "q", resources: JSON | None = None, **spec: Any) -> JSON:
 
 
 def podgroup(name: str = "pg", **spec: Any) -> JSON:
-    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "team-a"}, "spec": {"queue": "q", **spec}}
+    return {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"queue": "q", **spec},
+    }
 
 
 def topology(name: str = "t", levels: list[JSON] | None = None) -> JSON:
     if levels is None:
         levels = [{"nodeLabel": "zone", "alias": "z"}, {"nodeLabel": "rack"}, {"nodeLabel": "kubernetes.io/hostname"}]
-    return {"apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology", "metadata": {"name": name},
-            "spec": {"levels": levels}}
+    return {
+        "apiVersion": "kai.scheduler/v1alpha1",
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": levels},
+    }
 
 
 def request(obj: JSON | None, *, operation: str = "CREATE", old: JSON | None = None, uid: str = "uid-1") -> JSON:
@@ -66,5 +85,9 @@ def rev(obj: JSON | None, **kw: Any) -> review.Review:
 def webhook_configuration(kind: str, *names: str) -> JSON:
     """A Validating/MutatingWebhookConfiguration `kai-admission` whose webhooks have no caBundle yet."""
     service = {"name": "kai-admission", "namespace": "kai-scheduler"}
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": "kai-admission"},
-            "webhooks": [{"name": n, "clientConfig": {"service": service}} for n in names]}
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": "kai-admission"},
+        "webhooks": [{"name": n, "clientConfig": {"service": service}} for n in names],
+    }

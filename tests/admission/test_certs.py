@@ -33,9 +33,15 @@ def store(clock: ManualClock) -> MemoryStore:
 
 @pytest.fixture
 def manager(store: MemoryStore, clock: ManualClock, tmp_path: Path) -> certs.CertManager:
-    return certs.CertManager(store, clock, namespace=NS, service_name="kai-admission",
-                             secret_name="kai-admission-cert", webhook_configuration_name="kai-admission",
-                             directory=tmp_path / "certs")
+    return certs.CertManager(
+        store,
+        clock,
+        namespace=NS,
+        service_name="kai-admission",
+        secret_name="kai-admission-cert",
+        webhook_configuration_name="kai-admission",
+        directory=tmp_path / "certs",
+    )
 
 
 def secret_bundle(store: MemoryStore) -> certs.Bundle:
@@ -53,13 +59,22 @@ def test_generated_bundle_serves_the_service() -> None:
     assert bundle.not_after() == pytest.approx(NOW - 3600 + certs.CERT_VALIDITY)
 
 
-@pytest.mark.parametrize("mangle, want", [
-    pytest.param(lambda b: certs.Bundle(b.ca_pem, b.cert_pem, certs.generate("s", "n", NOW).key_pem),
-                 "the key does not match", id="foreign key"),
-    pytest.param(lambda b: certs.Bundle(certs.generate("s", "n", NOW).ca_pem, b.cert_pem, b.key_pem),
-                 "not signed by its CA", id="foreign CA"),
-    pytest.param(lambda b: certs.Bundle(b.ca_pem, b"garbage", b.key_pem), "unreadable", id="garbage"),
-])
+@pytest.mark.parametrize(
+    "mangle, want",
+    [
+        pytest.param(
+            lambda b: certs.Bundle(b.ca_pem, b.cert_pem, certs.generate("s", "n", NOW).key_pem),
+            "the key does not match",
+            id="foreign key",
+        ),
+        pytest.param(
+            lambda b: certs.Bundle(certs.generate("s", "n", NOW).ca_pem, b.cert_pem, b.key_pem),
+            "not signed by its CA",
+            id="foreign CA",
+        ),
+        pytest.param(lambda b: certs.Bundle(b.ca_pem, b"garbage", b.key_pem), "unreadable", id="garbage"),
+    ],
+)
 def test_problems_are_found(mangle: object, want: str) -> None:
     bundle = mangle(certs.generate("svc", "ns", NOW))  # type: ignore[operator]
     assert want in (certs.problem(bundle, "svc", "ns", NOW) or "")
@@ -98,8 +113,9 @@ def test_valid_secret_is_reused(manager: certs.CertManager, store: MemoryStore, 
     assert store.get("secrets", "kai-admission-cert", NS)["metadata"]["resourceVersion"] == version
 
 
-def test_secret_is_rotated_30_days_before_expiry(manager: certs.CertManager, store: MemoryStore,
-                                                  clock: ManualClock) -> None:
+def test_secret_is_rotated_30_days_before_expiry(
+    manager: certs.CertManager, store: MemoryStore, clock: ManualClock
+) -> None:
     first = manager.ensure()
     clock.set(first.not_after() - 29 * certs.DAY)
     second = manager.ensure()
@@ -107,21 +123,34 @@ def test_secret_is_rotated_30_days_before_expiry(manager: certs.CertManager, sto
     assert secret_bundle(store) == second
     assert manager.cert_file.read_bytes() == second.cert_pem
     ca = base64.b64encode(second.ca_pem).decode()
-    assert store.get("validatingwebhookconfigurations", "kai-admission")["webhooks"][0]["clientConfig"][
-        "caBundle"] == ca
+    assert (
+        store.get("validatingwebhookconfigurations", "kai-admission")["webhooks"][0]["clientConfig"]["caBundle"] == ca
+    )
 
 
 def test_garbled_secret_is_replaced(manager: certs.CertManager, store: MemoryStore) -> None:
-    store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kai-admission-cert", "namespace": NS},
-                  "data": {"tls.crt": "bm90IGEgY2VydA=="}})
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "kai-admission-cert", "namespace": NS},
+            "data": {"tls.crt": "bm90IGEgY2VydA=="},
+        }
+    )
     bundle = manager.ensure()
     assert secret_bundle(store) == bundle
 
 
 def test_secret_of_another_service_is_replaced(manager: certs.CertManager, store: MemoryStore) -> None:
     other = certs.generate("other", NS, NOW)
-    store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kai-admission-cert", "namespace": NS},
-                  "data": certs.to_secret_data(other)})
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "kai-admission-cert", "namespace": NS},
+            "data": certs.to_secret_data(other),
+        }
+    )
     assert manager.ensure() != other
 
 
@@ -132,7 +161,7 @@ def test_write_race_takes_the_winners_pair(manager: certs.CertManager, store: Me
     def racing_create(obj: JSON) -> JSON:
         if obj.get("kind") == "Secret":
             store.create = real_create  # type: ignore[method-assign]
-            real_create({**obj, "data": certs.to_secret_data(winner)})   # the other replica's write lands first
+            real_create({**obj, "data": certs.to_secret_data(winner)})  # the other replica's write lands first
         return real_create(obj)
 
     store.create = racing_create  # type: ignore[method-assign]
@@ -151,8 +180,7 @@ def test_conflicting_webhook_configuration_update_is_retried(store: MemoryStore)
 
     store.update = flaky  # type: ignore[method-assign]
     assert certs.inject_ca_bundle(store, "kai-admission", b"CA") == 2
-    assert calls == ["ValidatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-                     "MutatingWebhookConfiguration"]
+    assert calls == ["ValidatingWebhookConfiguration", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"]
 
 
 def test_unchanged_ca_bundle_is_not_rewritten(store: MemoryStore) -> None:
@@ -162,9 +190,15 @@ def test_unchanged_ca_bundle_is_not_rewritten(store: MemoryStore) -> None:
 
 def test_missing_webhook_configurations_are_skipped(clock: ManualClock, tmp_path: Path) -> None:
     store = MemoryStore(clock)
-    manager = certs.CertManager(store, clock, namespace=NS, service_name="kai-admission",
-                                secret_name="kai-admission-cert", webhook_configuration_name="kai-admission",
-                                directory=tmp_path)
+    manager = certs.CertManager(
+        store,
+        clock,
+        namespace=NS,
+        service_name="kai-admission",
+        secret_name="kai-admission-cert",
+        webhook_configuration_name="kai-admission",
+        directory=tmp_path,
+    )
     manager.ensure()
     assert certs.inject_ca_bundle(store, "kai-admission", b"CA") == 0
 

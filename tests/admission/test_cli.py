@@ -29,39 +29,74 @@ def test_help_lists_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["admission", "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    for flag in ("--kubeconfig", "--context", "--listen-address", "--webhook-port", "--cert-dir", "--namespace",
-                 "--service-name", "--secret-name", "--webhook-configuration-name", "--scheduler-name",
-                 "--gpu-sharing-enabled", "--block-nvidia-visible-devices", "--runtime-class-name", "--qps",
-                 "--burst"):
+    for flag in (
+        "--kubeconfig",
+        "--context",
+        "--listen-address",
+        "--webhook-port",
+        "--cert-dir",
+        "--namespace",
+        "--service-name",
+        "--secret-name",
+        "--webhook-configuration-name",
+        "--scheduler-name",
+        "--gpu-sharing-enabled",
+        "--block-nvidia-visible-devices",
+        "--runtime-class-name",
+        "--qps",
+        "--burst",
+    ):
         assert flag in out
 
 
 def test_defaults_are_kais() -> None:
     args = cli.parser().parse_args(["admission", "--namespace", "ns"])
     opts = admission.service_options(args)
-    assert (opts.webhook_port, opts.cert_dir, opts.namespace, opts.service_name, opts.secret_name,
-            opts.webhook_configuration_name) == (9443, "", "ns", "kai-admission", "kai-admission-cert", "kai-admission")
+    assert (
+        opts.webhook_port,
+        opts.cert_dir,
+        opts.namespace,
+        opts.service_name,
+        opts.secret_name,
+        opts.webhook_configuration_name,
+    ) == (9443, "", "ns", "kai-admission", "kai-admission-cert", "kai-admission")
     assert opts.pod == pod.PodSettings("kai-scheduler", True, False, "nvidia")
     process = admission.process_options(args)
     assert (process.listen_address, process.qps, process.burst) == (":8080", 50.0, 300)
 
 
 def test_flags_reach_the_pod_settings() -> None:
-    args = cli.parser().parse_args(["admission", "--namespace", "ns", "--gpu-sharing-enabled", "false",
-                                    "--block-nvidia-visible-devices", "true", "--runtime-class-name", "",
-                                    "--scheduler-name", "s"])
+    args = cli.parser().parse_args(
+        [
+            "admission",
+            "--namespace",
+            "ns",
+            "--gpu-sharing-enabled",
+            "false",
+            "--block-nvidia-visible-devices",
+            "true",
+            "--runtime-class-name",
+            "",
+            "--scheduler-name",
+            "s",
+        ]
+    )
     assert admission.service_options(args).pod == pod.PodSettings("s", False, True, "")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--gpu-sharing-enabled", "maybe"], "kai: --gpu-sharing-enabled: invalid boolean 'maybe': want true or false"),
-    (["--block-nvidia-visible-devices=2"], "kai: --block-nvidia-visible-devices: invalid boolean '2'"),
-    (["--webhook-port", "70000"], "kai: --webhook-port: want 0 to 65535, got 70000"),
-    (["--webhook-port", "https"], "kai: --webhook-port: invalid value 'https': want an integer"),
-    (["--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
-])
-def test_a_bad_flag_value_is_one_line_and_exit_2(argv: list[str], message: str,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--gpu-sharing-enabled", "maybe"], "kai: --gpu-sharing-enabled: invalid boolean 'maybe': want true or false"),
+        (["--block-nvidia-visible-devices=2"], "kai: --block-nvidia-visible-devices: invalid boolean '2'"),
+        (["--webhook-port", "70000"], "kai: --webhook-port: want 0 to 65535, got 70000"),
+        (["--webhook-port", "https"], "kai: --webhook-port: invalid value 'https': want an integer"),
+        (["--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
+    ],
+)
+def test_a_bad_flag_value_is_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["admission", "--namespace", "ns", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message), err
@@ -69,9 +104,18 @@ def test_a_bad_flag_value_is_one_line_and_exit_2(argv: list[str], message: str,
 
 
 def test_leader_election_flags_of_the_install_are_accepted() -> None:
-    args = cli.parser().parse_args(["admission", "--namespace", "ns", "--leader-elect=false",
-                                    "--leader-elect-namespace=ns", "--leader-elect-lease-duration=15s",
-                                    "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"])
+    args = cli.parser().parse_args(
+        [
+            "admission",
+            "--namespace",
+            "ns",
+            "--leader-elect=false",
+            "--leader-elect-namespace=ns",
+            "--leader-elect-lease-duration=15s",
+            "--leader-elect-renew-deadline=10s",
+            "--leader-elect-retry-period=2s",
+        ]
+    )
     assert admission.service_options(args).namespace == "ns"
 
 
@@ -79,8 +123,11 @@ def test_the_install_command_line_parses() -> None:
     argv = workloads.args(source.Concrete(values.defaults()), "admission")
     args = cli.parser().parse_args(argv)
     opts = admission.service_options(args)
-    assert (opts.webhook_port, opts.service_name, opts.webhook_configuration_name) == (9443, "kai-admission",
-                                                                                      "kai-admission")
+    assert (opts.webhook_port, opts.service_name, opts.webhook_configuration_name) == (
+        9443,
+        "kai-admission",
+        "kai-admission",
+    )
     assert admission.process_options(args).listen_address == ":8080"
 
 
@@ -108,9 +155,23 @@ def test_kai_admission_serves_over_a_mock_api_server_and_exits_0_on_sigterm(tmp_
     with MockApiServer(memory) as server:
         write_kubeconfig(config, server.url)
         proc = children.spawn(
-            [sys.executable, "-c", KAI, "admission", "--kubeconfig", str(config), "--namespace", "kai-scheduler",
-             "--listen-address", f"127.0.0.1:{health}", "--webhook-port", str(webhook)],
-            env={**os.environ, "KUBERNETES_SERVICE_HOST": ""}, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-c",
+                KAI,
+                "admission",
+                "--kubeconfig",
+                str(config),
+                "--namespace",
+                "kai-scheduler",
+                "--listen-address",
+                f"127.0.0.1:{health}",
+                "--webhook-port",
+                str(webhook),
+            ],
+            env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             assert eventually(lambda: proc.poll() is not None or ready(health)), "not ready"
@@ -119,8 +180,12 @@ def test_kai_admission_serves_over_a_mock_api_server_and_exits_0_on_sigterm(tmp_
             assert bundle is not None
             ca = memory.get("validatingwebhookconfigurations", "kai-admission")["webhooks"][0]["clientConfig"]
             assert base64.b64decode(ca["caBundle"]) == bundle.ca_pem
-            status, body, _ = https.post(webhook, bundle.ca_pem, webhooks.PATH_VALIDATE_POD,
-                                         builders.body(builders.pod(annotations={"mps": "true"})))
+            status, body, _ = https.post(
+                webhook,
+                bundle.ca_pem,
+                webhooks.PATH_VALIDATE_POD,
+                builders.body(builders.pod(annotations={"mps": "true"})),
+            )
             assert status == 200
             assert orjson.loads(body)["response"]["allowed"] is False
         finally:

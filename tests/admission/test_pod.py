@@ -31,24 +31,44 @@ BAD = [
     pytest.param({"gpu-memory": "-100"}, None, "gpu-memory: want a positive", id="memory negative"),
     pytest.param({"gpu-memory": "1.5"}, None, "gpu-memory: want a positive", id="memory not an integer"),
     pytest.param({"gpu-memory": "2Gi"}, None, "gpu-memory: want a positive", id="memory with a unit"),
-    pytest.param({"gpu-fraction": "0.5", "gpu-memory": "1000"}, None,
-                 "gpu-fraction and gpu-memory are mutually exclusive", id="fraction and memory"),
+    pytest.param(
+        {"gpu-fraction": "0.5", "gpu-memory": "1000"},
+        None,
+        "gpu-fraction and gpu-memory are mutually exclusive",
+        id="fraction and memory",
+    ),
     pytest.param({"gpu-fraction": "0.5"}, "1", "cannot be combined with nvidia.com/gpu", id="fraction and whole"),
     pytest.param({"gpu-memory": "1000"}, "2", "cannot be combined with nvidia.com/gpu", id="memory and whole"),
-    pytest.param({"gpu-fraction-num-devices": "2"}, None, "needs gpu-fraction or gpu-memory",
-                 id="num-devices alone"),
-    pytest.param({"gpu-fraction-num-devices": "2"}, "1", "needs gpu-fraction or gpu-memory",
-                 id="num-devices with whole GPUs"),
-    pytest.param({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "0"}, None,
-                 "gpu-fraction-num-devices: want a positive integer", id="num-devices 0"),
-    pytest.param({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "-2"}, None,
-                 "gpu-fraction-num-devices: want a positive integer", id="num-devices negative"),
-    pytest.param({"gpu-memory": "100", "gpu-fraction-num-devices": "two"}, None,
-                 "gpu-fraction-num-devices: want a positive integer", id="num-devices not a number"),
+    pytest.param({"gpu-fraction-num-devices": "2"}, None, "needs gpu-fraction or gpu-memory", id="num-devices alone"),
+    pytest.param(
+        {"gpu-fraction-num-devices": "2"}, "1", "needs gpu-fraction or gpu-memory", id="num-devices with whole GPUs"
+    ),
+    pytest.param(
+        {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "0"},
+        None,
+        "gpu-fraction-num-devices: want a positive integer",
+        id="num-devices 0",
+    ),
+    pytest.param(
+        {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "-2"},
+        None,
+        "gpu-fraction-num-devices: want a positive integer",
+        id="num-devices negative",
+    ),
+    pytest.param(
+        {"gpu-memory": "100", "gpu-fraction-num-devices": "two"},
+        None,
+        "gpu-fraction-num-devices: want a positive integer",
+        id="num-devices not a number",
+    ),
     pytest.param({"mps": "true"}, None, "mps: MPS needs a fractional GPU request", id="mps without GPU"),
     pytest.param({"mps": "true"}, "1", "mps: MPS needs a fractional GPU request", id="mps with whole GPU"),
-    pytest.param({"gpu-fraction": "0.5", "gpu-fraction-container-name": "nope"}, None,
-                 "gpu-fraction-container-name: no container named 'nope'; the pod has main", id="unknown container"),
+    pytest.param(
+        {"gpu-fraction": "0.5", "gpu-fraction-container-name": "nope"},
+        None,
+        "gpu-fraction-container-name: no container named 'nope'; the pod has main",
+        id="unknown container",
+    ),
     pytest.param({}, "1.5", "GPU count 1.5 is not whole", id="whole GPU count not whole"),
 ]
 
@@ -61,29 +81,33 @@ def test_bad_gpu_requests_are_denied(annotations: dict[str, str], gpu: str | Non
     assert want in message
 
 
-@pytest.mark.parametrize("annotations, gpu, containers", [
-    pytest.param({}, None, None, id="no GPU"),
-    pytest.param({}, "2", None, id="whole GPUs"),
-    pytest.param({"gpu-fraction": "0.5"}, None, None, id="fraction"),
-    pytest.param({"gpu-fraction": "0.01"}, None, None, id="small fraction"),
-    pytest.param({"gpu-memory": "2000"}, None, None, id="memory"),
-    pytest.param({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"}, None, None, id="multi-device fraction"),
-    pytest.param({"gpu-memory": "500", "gpu-fraction-num-devices": "3"}, None, None, id="multi-device memory"),
-    pytest.param({"gpu-fraction": "0.5", "mps": "true"}, None, None, id="mps with fraction"),
-    pytest.param({"gpu-memory": "100", "mps": "true"}, None, None, id="mps with memory"),
-    pytest.param({"mps": "false"}, None, None, id="mps false"),
-    pytest.param({"gpu-fraction": "0.5", "gpu-fraction-container-name": "side"}, None, TWO, id="named container"),
-    pytest.param({"gpu-fraction": "0.5", "gpu-fraction-container-name": "init"}, None, None,
-                 id="named init container"),
-])
-def test_good_gpu_requests_are_allowed(annotations: dict[str, str], gpu: str | None,
-                                       containers: list[builders.JSON] | None) -> None:
+@pytest.mark.parametrize(
+    "annotations, gpu, containers",
+    [
+        pytest.param({}, None, None, id="no GPU"),
+        pytest.param({}, "2", None, id="whole GPUs"),
+        pytest.param({"gpu-fraction": "0.5"}, None, None, id="fraction"),
+        pytest.param({"gpu-fraction": "0.01"}, None, None, id="small fraction"),
+        pytest.param({"gpu-memory": "2000"}, None, None, id="memory"),
+        pytest.param({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"}, None, None, id="multi-device fraction"),
+        pytest.param({"gpu-memory": "500", "gpu-fraction-num-devices": "3"}, None, None, id="multi-device memory"),
+        pytest.param({"gpu-fraction": "0.5", "mps": "true"}, None, None, id="mps with fraction"),
+        pytest.param({"gpu-memory": "100", "mps": "true"}, None, None, id="mps with memory"),
+        pytest.param({"mps": "false"}, None, None, id="mps false"),
+        pytest.param({"gpu-fraction": "0.5", "gpu-fraction-container-name": "side"}, None, TWO, id="named container"),
+        pytest.param(
+            {"gpu-fraction": "0.5", "gpu-fraction-container-name": "init"}, None, None, id="named init container"
+        ),
+    ],
+)
+def test_good_gpu_requests_are_allowed(
+    annotations: dict[str, str], gpu: str | None, containers: list[builders.JSON] | None
+) -> None:
     obj = builders.pod(annotations=annotations, gpu=gpu, containers=containers, initContainers=INIT)
     assert verdict(obj) == (True, "")
 
 
-@pytest.mark.parametrize("annotations", [{"gpu-fraction": "0.5"}, {"gpu-memory": "1000"}],
-                         ids=["fraction", "memory"])
+@pytest.mark.parametrize("annotations", [{"gpu-fraction": "0.5"}, {"gpu-memory": "1000"}], ids=["fraction", "memory"])
 def test_fractions_are_denied_when_sharing_is_disabled(annotations: dict[str, str]) -> None:
     allowed, message = verdict(builders.pod(annotations=annotations), NO_SHARING)
     assert not allowed

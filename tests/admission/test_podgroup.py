@@ -17,27 +17,49 @@ def sg(name: str, parent: str | None = None, **fields: object) -> builders.JSON:
     return out
 
 
-@pytest.mark.parametrize("spec, want", [
-    pytest.param({"minMember": -1}, "spec.minMember: must be at least 0", id="negative minMember"),
-    pytest.param({"minMember": 1, "minSubGroup": 1}, "minMember and minSubGroup are mutually exclusive",
-                 id="root minMember and minSubGroup"),
-    pytest.param({"subGroups": [sg("a", minMember=1), sg("a", minMember=1)]}, "duplicate subgroup 'a'",
-                 id="duplicate names"),
-    pytest.param({"subGroups": [sg("a", "ghost", minMember=1)]}, "no subgroup named 'ghost'", id="missing parent"),
-    pytest.param({"subGroups": [sg("a", "b"), sg("b", "a")]}, "part of a parent cycle", id="cycle"),
-    pytest.param({"subGroups": [sg("a", "a", minMember=1)]}, "part of a parent cycle", id="own parent"),
-    pytest.param({"subGroups": [{"minMember": 1}]}, "spec.subGroups[0].name: missing subgroup name", id="no name"),
-    pytest.param({"subGroups": [sg("a", minMember=1, minSubGroup=1)]}, "mutually exclusive",
-                 id="subgroup minMember and minSubGroup"),
-    pytest.param({"subGroups": [sg("a", minMember=-2)]}, "spec.subGroups[0].minMember: must be at least 0",
-                 id="negative subgroup minMember"),
-    pytest.param({"subGroups": [sg("a")]}, "spec.subGroups[0].minMember: leaf subgroup 'a' must set minMember",
-                 id="leaf without minMember"),
-    pytest.param({"subGroups": [sg("a", minSubGroup=0)]}, "spec.subGroups[0].minSubGroup: leaf subgroup 'a'",
-                 id="leaf with minSubGroup"),
-    pytest.param({"subGroups": [sg("p", minMember=2), sg("c", "p", minMember=1)]},
-                 "spec.subGroups[0].minMember: subgroup 'p' has subgroups", id="mid-level minMember on create"),
-])
+@pytest.mark.parametrize(
+    "spec, want",
+    [
+        pytest.param({"minMember": -1}, "spec.minMember: must be at least 0", id="negative minMember"),
+        pytest.param(
+            {"minMember": 1, "minSubGroup": 1},
+            "minMember and minSubGroup are mutually exclusive",
+            id="root minMember and minSubGroup",
+        ),
+        pytest.param(
+            {"subGroups": [sg("a", minMember=1), sg("a", minMember=1)]}, "duplicate subgroup 'a'", id="duplicate names"
+        ),
+        pytest.param({"subGroups": [sg("a", "ghost", minMember=1)]}, "no subgroup named 'ghost'", id="missing parent"),
+        pytest.param({"subGroups": [sg("a", "b"), sg("b", "a")]}, "part of a parent cycle", id="cycle"),
+        pytest.param({"subGroups": [sg("a", "a", minMember=1)]}, "part of a parent cycle", id="own parent"),
+        pytest.param({"subGroups": [{"minMember": 1}]}, "spec.subGroups[0].name: missing subgroup name", id="no name"),
+        pytest.param(
+            {"subGroups": [sg("a", minMember=1, minSubGroup=1)]},
+            "mutually exclusive",
+            id="subgroup minMember and minSubGroup",
+        ),
+        pytest.param(
+            {"subGroups": [sg("a", minMember=-2)]},
+            "spec.subGroups[0].minMember: must be at least 0",
+            id="negative subgroup minMember",
+        ),
+        pytest.param(
+            {"subGroups": [sg("a")]},
+            "spec.subGroups[0].minMember: leaf subgroup 'a' must set minMember",
+            id="leaf without minMember",
+        ),
+        pytest.param(
+            {"subGroups": [sg("a", minSubGroup=0)]},
+            "spec.subGroups[0].minSubGroup: leaf subgroup 'a'",
+            id="leaf with minSubGroup",
+        ),
+        pytest.param(
+            {"subGroups": [sg("p", minMember=2), sg("c", "p", minMember=1)]},
+            "spec.subGroups[0].minMember: subgroup 'p' has subgroups",
+            id="mid-level minMember on create",
+        ),
+    ],
+)
 def test_bad_podgroups_are_denied(spec: builders.JSON, want: str) -> None:
     v = pghook.validate(builders.rev(builders.podgroup(**spec)))
     assert not v.allowed
@@ -53,20 +75,32 @@ def test_mid_level_minmember_on_update_is_a_warning() -> None:
 
 
 def test_good_tree_is_allowed() -> None:
-    obj = builders.podgroup(minSubGroup=2, subGroups=[
-        sg("prefill", minSubGroup=1), sg("p0", "prefill", minMember=2), sg("p1", "prefill", minMember=2),
-        sg("decode", minMember=3),
-    ])
+    obj = builders.podgroup(
+        minSubGroup=2,
+        subGroups=[
+            sg("prefill", minSubGroup=1),
+            sg("p0", "prefill", minMember=2),
+            sg("p1", "prefill", minMember=2),
+            sg("decode", minMember=3),
+        ],
+    )
     v = pghook.validate(builders.rev(obj))
     assert (v.allowed, v.warnings) == (True, ())
 
 
-@pytest.mark.parametrize("spec, want", [
-    pytest.param({"minSubGroup": 3, "subGroups": [sg("a", minMember=1)]}, "spec.minSubGroup: 3 is more than the 1",
-                 id="root"),
-    pytest.param({"subGroups": [sg("p", minSubGroup=2), sg("c", "p", minMember=1)]},
-                 "spec.subGroups[0].minSubGroup: 2 is more than the 1 subgroups of 'p'", id="subgroup"),
-])
+@pytest.mark.parametrize(
+    "spec, want",
+    [
+        pytest.param(
+            {"minSubGroup": 3, "subGroups": [sg("a", minMember=1)]}, "spec.minSubGroup: 3 is more than the 1", id="root"
+        ),
+        pytest.param(
+            {"subGroups": [sg("p", minSubGroup=2), sg("c", "p", minMember=1)]},
+            "spec.subGroups[0].minSubGroup: 2 is more than the 1 subgroups of 'p'",
+            id="subgroup",
+        ),
+    ],
+)
 def test_min_sub_group_above_children_is_a_warning(spec: builders.JSON, want: str) -> None:
     v = pghook.validate(builders.rev(builders.podgroup(**spec)))
     assert v.allowed
@@ -86,14 +120,26 @@ def store() -> MemoryStore:
     return s
 
 
-@pytest.mark.parametrize("constraint, want", [
-    pytest.param({"topology": "t", "requiredTopologyLevel": "row"}, "requiredTopologyLevel: Topology t has no "
-                 "level 'row'", id="unknown required level"),
-    pytest.param({"topology": "t", "preferredTopologyLevel": "row"}, "preferredTopologyLevel: Topology t has no",
-                 id="unknown preferred level"),
-    pytest.param({"topology": "t", "requiredTopologyLevel": "rack", "preferredTopologyLevel": "z"},
-                 "preferredTopologyLevel: 'z' is wider than the required level 'rack'", id="preferred wider"),
-])
+@pytest.mark.parametrize(
+    "constraint, want",
+    [
+        pytest.param(
+            {"topology": "t", "requiredTopologyLevel": "row"},
+            "requiredTopologyLevel: Topology t has no level 'row'",
+            id="unknown required level",
+        ),
+        pytest.param(
+            {"topology": "t", "preferredTopologyLevel": "row"},
+            "preferredTopologyLevel: Topology t has no",
+            id="unknown preferred level",
+        ),
+        pytest.param(
+            {"topology": "t", "requiredTopologyLevel": "rack", "preferredTopologyLevel": "z"},
+            "preferredTopologyLevel: 'z' is wider than the required level 'rack'",
+            id="preferred wider",
+        ),
+    ],
+)
 def test_bad_topology_levels_are_denied(store: MemoryStore, constraint: builders.JSON, want: str) -> None:
     v = pghook.validate(builders.rev(builders.podgroup(topologyConstraint=constraint)), store)
     assert not v.allowed
@@ -101,8 +147,9 @@ def test_bad_topology_levels_are_denied(store: MemoryStore, constraint: builders
 
 
 def test_subgroup_constraint_is_checked(store: MemoryStore) -> None:
-    obj = builders.podgroup(subGroups=[sg("a", minMember=1, topologyConstraint={"topology": "t",
-                                                                                  "requiredTopologyLevel": "x"})])
+    obj = builders.podgroup(
+        subGroups=[sg("a", minMember=1, topologyConstraint={"topology": "t", "requiredTopologyLevel": "x"})]
+    )
     v = pghook.validate(builders.rev(obj), store)
     assert not v.allowed
     assert "spec.subGroups[0].topologyConstraint.requiredTopologyLevel" in v.message

@@ -65,10 +65,12 @@ def test_memory_pod_is_wired_the_same_way() -> None:
 
 def test_named_container_receives_the_fraction() -> None:
     containers: list[builders.JSON] = [
-        {"name": "a", "image": "i"}, {"name": "b", "image": "i", "env": [{"name": "X", "value": "1"}]},
+        {"name": "a", "image": "i"},
+        {"name": "b", "image": "i", "env": [{"name": "X", "value": "1"}]},
     ]
-    out = mutated(builders.pod(annotations={"gpu-fraction": "0.3", "gpu-fraction-container-name": "b"},
-                               containers=containers))
+    out = mutated(
+        builders.pod(annotations={"gpu-fraction": "0.3", "gpu-fraction-container-name": "b"}, containers=containers)
+    )
     a, b = out["spec"]["containers"]
     assert "env" not in a
     assert set(env(b)) == {"X", "NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS"}
@@ -113,13 +115,17 @@ def test_runtime_class_is_configurable_and_can_be_off() -> None:
     assert "runtimeClassName" not in mutated(obj, podhook.PodSettings(runtime_class_name=""))["spec"]
 
 
-@pytest.mark.parametrize("obj", [
-    pytest.param(builders.pod(), id="no GPU"),
-    pytest.param(builders.pod(gpu="1"), id="whole GPU"),
-    pytest.param(builders.pod(annotations={"gpu-fraction": "0.5"}, scheduler="default-scheduler"),
-                 id="other scheduler"),
-    pytest.param(builders.pod(annotations={"gpu-fraction": "nope"}), id="unparsable (the validator denies it)"),
-])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        pytest.param(builders.pod(), id="no GPU"),
+        pytest.param(builders.pod(gpu="1"), id="whole GPU"),
+        pytest.param(
+            builders.pod(annotations={"gpu-fraction": "0.5"}, scheduler="default-scheduler"), id="other scheduler"
+        ),
+        pytest.param(builders.pod(annotations={"gpu-fraction": "nope"}), id="unparsable (the validator denies it)"),
+    ],
+)
 def test_no_patch(obj: builders.JSON) -> None:
     v = podmutate.mutate(builders.rev(obj), SETTINGS, fixed)
     assert v.allowed
@@ -149,8 +155,13 @@ def test_block_visible_devices_on_containers_without_gpus() -> None:
     ]
     out = mutated(builders.pod(containers=containers, initContainers=[{"name": "init", "image": "i"}]), BLOCK)
     by_name = {c["name"]: env(c) for c in out["spec"]["containers"] + out["spec"]["initContainers"]}
-    assert by_name == {"gpu": {}, "mig": {}, "dra": {}, "cpu": {"NVIDIA_VISIBLE_DEVICES": "void"},
-                       "init": {"NVIDIA_VISIBLE_DEVICES": "void"}}
+    assert by_name == {
+        "gpu": {},
+        "mig": {},
+        "dra": {},
+        "cpu": {"NVIDIA_VISIBLE_DEVICES": "void"},
+        "init": {"NVIDIA_VISIBLE_DEVICES": "void"},
+    }
 
 
 def test_block_spares_the_fraction_container() -> None:
@@ -169,8 +180,11 @@ def test_no_blocking_by_default() -> None:
 def test_patch_replaces_whole_fields() -> None:
     obj = builders.pod(annotations={"gpu-fraction": "0.5"})
     ops = {(op["op"], op["path"]) for op in podmutate.mutate(builders.rev(obj), SETTINGS, fixed).patch}
-    assert ops == {("replace", "/metadata/annotations"), ("replace", "/spec/containers"),
-                   ("add", "/spec/runtimeClassName")}
+    assert ops == {
+        ("replace", "/metadata/annotations"),
+        ("replace", "/spec/containers"),
+        ("add", "/spec/runtimeClassName"),
+    }
 
 
 def test_json_patch_removes_and_adds() -> None:

@@ -11,20 +11,30 @@ from kai_scheduler.admission import review
 from tests.admission import builders
 
 
-@pytest.mark.parametrize("raw, want", [
-    pytest.param(b"not json", "not JSON", id="not JSON"),
-    pytest.param(b"[1, 2]", "expected a JSON object", id="a list"),
-    pytest.param(b'{"kind": "Pod"}', "kind is 'Pod'", id="not an AdmissionReview"),
-    pytest.param(b'{"kind": "AdmissionReview", "apiVersion": "v1"}', "apiVersion 'v1'", id="wrong apiVersion"),
-    pytest.param(b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', "no request",
-                 id="no request"),
-    pytest.param(orjson.dumps({**builders.request({"kind": "Pod"}), "request": {"object": {}}}),
-                 "request.uid is missing", id="no uid"),
-    pytest.param(orjson.dumps(builders.request(None)), "request.object is missing", id="no object"),
-    pytest.param(orjson.dumps(builders.request(None, operation="DELETE")), "request.oldObject is missing",
-                 id="delete without oldObject"),
-    pytest.param(orjson.dumps(builders.request({}, operation="PATCH")), "operation 'PATCH'", id="bad operation"),
-])
+@pytest.mark.parametrize(
+    "raw, want",
+    [
+        pytest.param(b"not json", "not JSON", id="not JSON"),
+        pytest.param(b"[1, 2]", "expected a JSON object", id="a list"),
+        pytest.param(b'{"kind": "Pod"}', "kind is 'Pod'", id="not an AdmissionReview"),
+        pytest.param(b'{"kind": "AdmissionReview", "apiVersion": "v1"}', "apiVersion 'v1'", id="wrong apiVersion"),
+        pytest.param(
+            b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', "no request", id="no request"
+        ),
+        pytest.param(
+            orjson.dumps({**builders.request({"kind": "Pod"}), "request": {"object": {}}}),
+            "request.uid is missing",
+            id="no uid",
+        ),
+        pytest.param(orjson.dumps(builders.request(None)), "request.object is missing", id="no object"),
+        pytest.param(
+            orjson.dumps(builders.request(None, operation="DELETE")),
+            "request.oldObject is missing",
+            id="delete without oldObject",
+        ),
+        pytest.param(orjson.dumps(builders.request({}, operation="PATCH")), "operation 'PATCH'", id="bad operation"),
+    ],
+)
 def test_malformed_bodies_raise_bad_review(raw: bytes, want: str) -> None:
     with pytest.raises(review.BadReview, match=want):
         review.decode(raw)
@@ -43,8 +53,11 @@ def test_denial_carries_uid_code_and_message() -> None:
     out = orjson.loads(review.encode(req, review.deny("Pod team-a/p: no")))
     assert out["apiVersion"] == "admission.k8s.io/v1"
     assert out["kind"] == "AdmissionReview"
-    assert out["response"] == {"uid": "uid-1", "allowed": False,
-                               "status": {"code": 403, "message": "Pod team-a/p: no", "reason": "Forbidden"}}
+    assert out["response"] == {
+        "uid": "uid-1",
+        "allowed": False,
+        "status": {"code": 403, "message": "Pod team-a/p: no", "reason": "Forbidden"},
+    }
 
 
 def test_patch_is_base64_jsonpatch() -> None:

@@ -34,8 +34,12 @@ def running(tmp_path: Path, bundle: certs.Bundle) -> Iterator[server.WebhookServ
 
 
 def test_review_over_https(running: server.WebhookServer, bundle: certs.Bundle) -> None:
-    status, body, _ = https.post(running.port, bundle.ca_pem, webhooks.PATH_VALIDATE_POD,
-                                 builders.body(builders.pod(annotations={"gpu-memory": "0"})))
+    status, body, _ = https.post(
+        running.port,
+        bundle.ca_pem,
+        webhooks.PATH_VALIDATE_POD,
+        builders.body(builders.pod(annotations={"gpu-memory": "0"})),
+    )
     assert status == 200
     out = orjson.loads(body)["response"]
     assert out["allowed"] is False
@@ -69,8 +73,9 @@ def test_plain_http_does_not_break_the_server(running: server.WebhookServer, bun
     assert https.post(running.port, bundle.ca_pem, "/other", b"{}")[0] == 404
 
 
-def test_rotated_pair_is_served_without_restart(running: server.WebhookServer, bundle: certs.Bundle,
-                                                tmp_path: Path) -> None:
+def test_rotated_pair_is_served_without_restart(
+    running: server.WebhookServer, bundle: certs.Bundle, tmp_path: Path
+) -> None:
     first = https.post(running.port, bundle.ca_pem, "/other", b"{}")[2]["serial"]
     rotated = certs.generate("kai-admission", "kai-scheduler", NOW)
     certs.write_files(rotated, tmp_path)
@@ -80,8 +85,9 @@ def test_rotated_pair_is_served_without_restart(running: server.WebhookServer, b
     assert second != first
 
 
-def test_broken_pair_keeps_the_previous_one(running: server.WebhookServer, bundle: certs.Bundle,
-                                            tmp_path: Path) -> None:
+def test_broken_pair_keeps_the_previous_one(
+    running: server.WebhookServer, bundle: certs.Bundle, tmp_path: Path
+) -> None:
     (tmp_path / "tls.crt").write_bytes(b"half written")
     assert https.post(running.port, bundle.ca_pem, "/other", b"{}")[0] == 404
 

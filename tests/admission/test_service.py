@@ -32,12 +32,18 @@ def test_self_managed_service_serves_with_the_secrets_ca() -> None:
         assert svc.server is not None and svc.certs is not None
         bundle = certs.from_secret(store.get("secrets", "kai-admission-cert", "kai-scheduler"))
         assert bundle is not None
-        status, body, _ = https.post(svc.server.port, bundle.ca_pem, webhooks.PATH_VALIDATE_QUEUE,
-                                     builders.body(builders.queue("a", parentQueue="a")))
+        status, body, _ = https.post(
+            svc.server.port,
+            bundle.ca_pem,
+            webhooks.PATH_VALIDATE_QUEUE,
+            builders.body(builders.queue("a", parentQueue="a")),
+        )
         assert status == 200
         assert orjson.loads(body)["response"]["allowed"] is False
-        assert registry.get_sample_value("kai_admission_requests_total",
-                                         {"webhook": "validate-queue", "allowed": "false"}) == 1.0
+        assert (
+            registry.get_sample_value("kai_admission_requests_total", {"webhook": "validate-queue", "allowed": "false"})
+            == 1.0
+        )
         directory = svc.certs.directory
     finally:
         svc.stop()
@@ -93,7 +99,7 @@ def test_ca_bundle_is_injected_again_by_the_periodic_check() -> None:
     try:
         vwc = store.get("validatingwebhookconfigurations", "kai-admission")
         injected = vwc["webhooks"][0]["clientConfig"]["caBundle"]
-        vwc["webhooks"][0]["clientConfig"].pop("caBundle")       # e.g. a Helm upgrade reset it
+        vwc["webhooks"][0]["clientConfig"].pop("caBundle")  # e.g. a Helm upgrade reset it
         store.update(vwc)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -29,51 +29,64 @@ def response(answer: webhooks.Answer) -> builders.JSON:
     return out
 
 
-@pytest.mark.parametrize("path, obj", [
-    pytest.param(webhooks.PATH_MUTATE_POD, builders.pod(), id="mutate pod"),
-    pytest.param(webhooks.PATH_VALIDATE_POD, builders.pod(), id="validate pod"),
-    pytest.param(webhooks.PATH_VALIDATE_QUEUE, builders.queue(), id="queue"),
-    pytest.param(webhooks.PATH_VALIDATE_PODGROUP, builders.podgroup(), id="podgroup"),
-    pytest.param(webhooks.PATH_VALIDATE_TOPOLOGY, builders.topology(), id="topology"),
-])
+@pytest.mark.parametrize(
+    "path, obj",
+    [
+        pytest.param(webhooks.PATH_MUTATE_POD, builders.pod(), id="mutate pod"),
+        pytest.param(webhooks.PATH_VALIDATE_POD, builders.pod(), id="validate pod"),
+        pytest.param(webhooks.PATH_VALIDATE_QUEUE, builders.queue(), id="queue"),
+        pytest.param(webhooks.PATH_VALIDATE_PODGROUP, builders.podgroup(), id="podgroup"),
+        pytest.param(webhooks.PATH_VALIDATE_TOPOLOGY, builders.topology(), id="topology"),
+    ],
+)
 def test_every_path_answers(dispatcher: webhooks.Dispatcher, path: str, obj: builders.JSON) -> None:
     assert response(dispatcher.handle(path, builders.body(obj))) == {"uid": "uid-1", "allowed": True}
 
 
 def test_denial_end_to_end(dispatcher: webhooks.Dispatcher, registry: CollectorRegistry) -> None:
-    out = response(dispatcher.handle(webhooks.PATH_VALIDATE_POD,
-                                     builders.body(builders.pod(annotations={"gpu-fraction": "1"}))))
+    out = response(
+        dispatcher.handle(webhooks.PATH_VALIDATE_POD, builders.body(builders.pod(annotations={"gpu-fraction": "1"})))
+    )
     assert out["allowed"] is False
     assert out["status"]["code"] == 403
     assert "gpu-fraction: want a number in (0, 1)" in out["status"]["message"]
-    assert registry.get_sample_value("kai_admission_requests_total",
-                                     {"webhook": "validate-pod", "allowed": "false"}) == 1.0
+    assert (
+        registry.get_sample_value("kai_admission_requests_total", {"webhook": "validate-pod", "allowed": "false"})
+        == 1.0
+    )
 
 
 def test_mutation_end_to_end(dispatcher: webhooks.Dispatcher, registry: CollectorRegistry) -> None:
-    out = response(dispatcher.handle(webhooks.PATH_MUTATE_POD,
-                                     builders.body(builders.pod(annotations={"gpu-fraction": "0.5"}))))
+    out = response(
+        dispatcher.handle(webhooks.PATH_MUTATE_POD, builders.body(builders.pod(annotations={"gpu-fraction": "0.5"})))
+    )
     assert out["allowed"] is True
     assert out["patchType"] == "JSONPatch"
-    assert registry.get_sample_value("kai_admission_requests_total",
-                                     {"webhook": "mutate-pod", "allowed": "true"}) == 1.0
+    assert (
+        registry.get_sample_value("kai_admission_requests_total", {"webhook": "mutate-pod", "allowed": "true"}) == 1.0
+    )
 
 
-@pytest.mark.parametrize("body", [
-    pytest.param(b"", id="empty"),
-    pytest.param(b"{", id="truncated JSON"),
-    pytest.param(b'"AdmissionReview"', id="a string"),
-    pytest.param(orjson.dumps({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": {}}),
-                 id="no uid"),
-    pytest.param(orjson.dumps(builders.request(None)), id="no object"),
-])
-def test_malformed_bodies_are_400(dispatcher: webhooks.Dispatcher, registry: CollectorRegistry,
-                                  body: bytes) -> None:
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"{", id="truncated JSON"),
+        pytest.param(b'"AdmissionReview"', id="a string"),
+        pytest.param(
+            orjson.dumps({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": {}}), id="no uid"
+        ),
+        pytest.param(orjson.dumps(builders.request(None)), id="no object"),
+    ],
+)
+def test_malformed_bodies_are_400(dispatcher: webhooks.Dispatcher, registry: CollectorRegistry, body: bytes) -> None:
     answer = dispatcher.handle(webhooks.PATH_VALIDATE_POD, body)
     assert answer.status == 400
     assert answer.body.strip()
-    assert registry.get_sample_value("kai_admission_requests_total",
-                                     {"webhook": "validate-pod", "allowed": "true"}) is None
+    assert (
+        registry.get_sample_value("kai_admission_requests_total", {"webhook": "validate-pod", "allowed": "true"})
+        is None
+    )
 
 
 def test_wrong_kind_is_400(dispatcher: webhooks.Dispatcher) -> None:

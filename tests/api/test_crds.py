@@ -53,8 +53,14 @@ def violations(schema: JSON, value: Any, path: str = "") -> list[str]:
     return []
 
 
-_TYPES: dict[str, Any] = {"object": dict, "array": list, "string": str, "boolean": bool, "integer": int,
-                          "number": int | float}
+_TYPES: dict[str, Any] = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "boolean": bool,
+    "integer": int,
+    "number": int | float,
+}
 
 
 def _scalar_violations(schema: JSON, value: Any, path: str) -> list[str]:
@@ -73,8 +79,11 @@ def _scalar_violations(schema: JSON, value: Any, path: str) -> list[str]:
         ("maxLength", lambda bound: len(value) <= bound),
         ("pattern", lambda bound: re.search(bound, value) is not None),
     ]
-    return [f"{path}: {value!r} breaks {rule} {schema[rule]!r}" for rule, ok in checks
-            if rule in schema and not ok(schema[rule])]
+    return [
+        f"{path}: {value!r} breaks {rule} {schema[rule]!r}"
+        for rule, ok in checks
+        if rule in schema and not ok(schema[rule])
+    ]
 
 
 def _object_violations(schema: JSON, value: JSON, path: str) -> list[str]:
@@ -112,16 +121,20 @@ def schema_at(schema: JSON, path: str) -> JSON | None:
     "kind, group, version, scope, plural, short_names, has_status",
     [
         pytest.param("Queue", "scheduling.run.ai", "v2", "Cluster", "queues", None, True, id="Queue"),
-        pytest.param("PodGroup", "scheduling.run.ai", "v2alpha2", "Namespaced", "podgroups", ["pg"], True,
-                     id="PodGroup is pg"),
-        pytest.param("BindRequest", "scheduling.run.ai", "v1alpha2", "Namespaced", "bindrequests", None, True,
-                     id="BindRequest"),
-        pytest.param("Topology", "kai.scheduler", "v1alpha1", "Cluster", "topologies", None, False,
-                     id="Topology has no status"),
+        pytest.param(
+            "PodGroup", "scheduling.run.ai", "v2alpha2", "Namespaced", "podgroups", ["pg"], True, id="PodGroup is pg"
+        ),
+        pytest.param(
+            "BindRequest", "scheduling.run.ai", "v1alpha2", "Namespaced", "bindrequests", None, True, id="BindRequest"
+        ),
+        pytest.param(
+            "Topology", "kai.scheduler", "v1alpha1", "Cluster", "topologies", None, False, id="Topology has no status"
+        ),
     ],
 )
-def test_crd_identity(kind: str, group: str, version: str, scope: str, plural: str,
-                      short_names: list[str] | None, has_status: bool) -> None:
+def test_crd_identity(
+    kind: str, group: str, version: str, scope: str, plural: str, short_names: list[str] | None, has_status: bool
+) -> None:
     crd = crd_for(kind)
     spec = crd["spec"]
     assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
@@ -155,8 +168,10 @@ def test_store_serves_each_crd_at_its_version_and_scope(crd: JSON) -> None:
 def test_queue_printer_columns() -> None:
     columns = crd_for("Queue")["spec"]["versions"][0]["additionalPrinterColumns"]
     assert [(c["name"], c["jsonPath"]) for c in columns] == [
-        ("Priority", ".spec.priority"), ("Parent", ".spec.parentQueue"),
-        ("Children", ".status.childQueues"), ("DisplayName", ".spec.displayName"),
+        ("Priority", ".spec.priority"),
+        ("Parent", ".spec.parentQueue"),
+        ("Children", ".status.childQueues"),
+        ("DisplayName", ".spec.displayName"),
     ]
 
 
@@ -258,15 +273,19 @@ INVALID_SAMPLES = [
     pytest.param(_podgroup(subGroups=[{"minMember": 1}]), id="subgroup without a name"),
     pytest.param(_podgroup(subGroups=[{"name": "Not_A_Label"}]), id="subgroup name not a DNS label"),
     pytest.param(_podgroup(minMembers=2), id="misspelt field would be pruned"),
-    pytest.param(_object("BindRequest", spec={"receivedResourceType": "Whole"}),
-                 id="receivedResourceType outside its enum"),
+    pytest.param(
+        _object("BindRequest", spec={"receivedResourceType": "Whole"}), id="receivedResourceType outside its enum"
+    ),
     pytest.param(_object("BindRequest", status={"phase": "Binding"}), id="bind phase outside its enum"),
     pytest.param(_object("Queue", spec={"resources": {"gpu": {"quota": "4"}}}), id="queue quota as a string"),
-    pytest.param(_object("Queue", spec={"resources": {"tpu": {"quota": 1}}}),
-                 id="queue resource other than gpu cpu memory would be pruned"),
+    pytest.param(
+        _object("Queue", spec={"resources": {"tpu": {"quota": 1}}}),
+        id="queue resource other than gpu cpu memory would be pruned",
+    ),
     pytest.param(_object("Topology", spec={"levels": []}), id="topology without levels"),
-    pytest.param(_object("Topology", spec={"levels": [{"nodeLabel": f"l{i}"} for i in range(17)]}),
-                 id="topology over 16 levels"),
+    pytest.param(
+        _object("Topology", spec={"levels": [{"nodeLabel": f"l{i}"} for i in range(17)]}), id="topology over 16 levels"
+    ),
     pytest.param(_object("Topology", spec={"levels": [{"alias": "a"}]}), id="level without nodeLabel"),
 ]
 
@@ -296,8 +315,7 @@ def test_bad_samples_fail_jsonschema(sample: JSON) -> None:
 
 # --- agreement with the parsers ---
 
-PARSED_TYPES: dict[str, Any] = {"Queue": Queue, "PodGroup": PodGroup, "BindRequest": BindRequest,
-                                "Topology": Topology}
+PARSED_TYPES: dict[str, Any] = {"Queue": Queue, "PodGroup": PodGroup, "BindRequest": BindRequest, "Topology": Topology}
 
 
 @pytest.mark.parametrize("sample", VALID_SAMPLES)
@@ -312,28 +330,61 @@ def _paths(prefix: str, *names: str) -> list[str]:
 
 FIELDS = {
     "PodGroup": [
-        *_paths("spec", "minMember", "minSubGroup", "queue", "priorityClassName", "preemptibility",
-                "topologyConstraint", "subGroups", "markUnschedulable", "schedulingBackoff",
-                "preemptionDelay", "stalenessGracePeriod"),
+        *_paths(
+            "spec",
+            "minMember",
+            "minSubGroup",
+            "queue",
+            "priorityClassName",
+            "preemptibility",
+            "topologyConstraint",
+            "subGroups",
+            "markUnschedulable",
+            "schedulingBackoff",
+            "preemptionDelay",
+            "stalenessGracePeriod",
+        ),
         *_paths("spec.topologyConstraint", "topology", "requiredTopologyLevel", "preferredTopologyLevel"),
         *_paths("spec.subGroups[]", "name", "minMember", "minSubGroup", "parent", "topologyConstraint"),
         "spec.subGroups[].topologyConstraint.requiredTopologyLevel",
         "status.conditions",
         *_paths("status.resourcesStatus", "allocated", "allocatedNonPreemptible", "requested"),
-        *_paths("status.schedulingConditions[]", "type", "nodePool", "status", "transitionID",
-                "lastTransitionTime", "reasons", "reason", "message"),
+        *_paths(
+            "status.schedulingConditions[]",
+            "type",
+            "nodePool",
+            "status",
+            "transitionID",
+            "lastTransitionTime",
+            "reasons",
+            "reason",
+            "message",
+        ),
         "status.schedulingConditions[].reasons[].details.queueDetails",
     ],
     "Queue": [
         *_paths("spec", "displayName", "parentQueue", "priority", "preemptMinRuntime", "reclaimMinRuntime"),
-        *(path for r in ("gpu", "cpu", "memory") for path in _paths(f"spec.resources.{r}", "quota",
-                                                                      "overQuotaWeight", "limit")),
+        *(
+            path
+            for r in ("gpu", "cpu", "memory")
+            for path in _paths(f"spec.resources.{r}", "quota", "overQuotaWeight", "limit")
+        ),
         *_paths("status", "childQueues", "allocated", "allocatedNonPreemptible", "requested", "conditions"),
     ],
     "BindRequest": [
-        *_paths("spec", "podName", "selectedNode", "receivedResourceType", "receivedGPU.count",
-                "receivedGPU.portion", "selectedGPUGroups", "resourceClaimAllocations",
-                "extendedResourceClaimAllocation", "predictedNUMAZones", "backoffLimit"),
+        *_paths(
+            "spec",
+            "podName",
+            "selectedNode",
+            "receivedResourceType",
+            "receivedGPU.count",
+            "receivedGPU.portion",
+            "selectedGPUGroups",
+            "resourceClaimAllocations",
+            "extendedResourceClaimAllocation",
+            "predictedNUMAZones",
+            "backoffLimit",
+        ),
         *_paths("status", "phase", "reason", "failedAttempts"),
     ],
     "Topology": ["spec.levels", "spec.levels[].nodeLabel", "spec.levels[].alias"],
@@ -348,8 +399,12 @@ def test_schema_declares_kai_field(kind: str, path: str) -> None:
     assert schema_at(schema_of(kind), path) is not None
 
 
-PARSERS: dict[str, ModuleType] = {"PodGroup": podgroup, "Queue": queue, "BindRequest": bindrequest,
-                                  "Topology": topology}
+PARSERS: dict[str, ModuleType] = {
+    "PodGroup": podgroup,
+    "Queue": queue,
+    "BindRequest": bindrequest,
+    "Topology": topology,
+}
 
 
 def literal_paths(module: ModuleType) -> set[str]:
@@ -374,12 +429,11 @@ def test_schema_declares_every_field_the_parser_reads(kind: str) -> None:
     "kind, path, parser_values",
     [
         pytest.param("PodGroup", "spec.preemptibility", podgroup.PREEMPTIBILITY_VALUES, id="preemptibility"),
-        pytest.param("BindRequest", "spec.receivedResourceType", bindrequest.RESOURCE_TYPES,
-                     id="receivedResourceType"),
+        pytest.param("BindRequest", "spec.receivedResourceType", bindrequest.RESOURCE_TYPES, id="receivedResourceType"),
         pytest.param("BindRequest", "status.phase", bindrequest.PHASES, id="bind phase"),
     ],
 )
 def test_enums_match_what_the_parser_accepts(kind: str, path: str, parser_values: tuple[str, ...]) -> None:
     field = schema_at(schema_of(kind), path)
     assert field is not None
-    assert set(field["enum"]) == set(parser_values) - {""}   # "" is the parser's name for "unset"
+    assert set(field["enum"]) == set(parser_values) - {""}  # "" is the parser's name for "unset"

@@ -26,20 +26,39 @@ GiB = 2**30
 KiB = 2**10
 
 NODE: JSON = {
-    "apiVersion": "v1", "kind": "Node",
+    "apiVersion": "v1",
+    "kind": "Node",
     "metadata": {
-        "name": "gpu-a-0", "uid": "7c1f0d2e-0000-4000-8000-000000000001", "resourceVersion": "81234",
+        "name": "gpu-a-0",
+        "uid": "7c1f0d2e-0000-4000-8000-000000000001",
+        "resourceVersion": "81234",
         "creationTimestamp": "2025-12-01T10:00:00Z",
-        "labels": {"kubernetes.io/hostname": "gpu-a-0", "nvidia.com/gpu.memory": "81920",
-                   "nvidia.com/gpu.count": "8", "topology/rack": "r1"},
+        "labels": {
+            "kubernetes.io/hostname": "gpu-a-0",
+            "nvidia.com/gpu.memory": "81920",
+            "nvidia.com/gpu.count": "8",
+            "topology/rack": "r1",
+        },
         "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
     },
     "spec": {"podCIDR": "10.244.1.0/24", "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
     "status": {
-        "capacity": {"cpu": "96", "memory": "1056375384Ki", "nvidia.com/gpu": "8", "pods": "110",
-                     "ephemeral-storage": "959786032Ki", "hugepages-1Gi": "0"},
-        "allocatable": {"cpu": "95500m", "memory": "1055324760Ki", "nvidia.com/gpu": "8", "pods": "110",
-                        "ephemeral-storage": "884538805627", "hugepages-1Gi": "0"},
+        "capacity": {
+            "cpu": "96",
+            "memory": "1056375384Ki",
+            "nvidia.com/gpu": "8",
+            "pods": "110",
+            "ephemeral-storage": "959786032Ki",
+            "hugepages-1Gi": "0",
+        },
+        "allocatable": {
+            "cpu": "95500m",
+            "memory": "1055324760Ki",
+            "nvidia.com/gpu": "8",
+            "pods": "110",
+            "ephemeral-storage": "884538805627",
+            "hugepages-1Gi": "0",
+        },
         "conditions": [
             {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory"},
             {"type": "Ready", "status": "True", "reason": "KubeletReady"},
@@ -49,109 +68,209 @@ NODE: JSON = {
 }
 
 POD: JSON = {
-    "apiVersion": "v1", "kind": "Pod",
+    "apiVersion": "v1",
+    "kind": "Pod",
     "metadata": {
-        "name": "train-1-worker-0", "namespace": "team-a", "uid": "0b7d6c55-0000-4000-8000-000000000002",
-        "resourceVersion": "99120", "creationTimestamp": "2026-01-01T00:00:00Z",
-        "labels": {"kai.scheduler/queue": "team-a", "kai.scheduler/subgroup-name": "workers",
-                   "training.kubeflow.org/job-role": "worker"},
+        "name": "train-1-worker-0",
+        "namespace": "team-a",
+        "uid": "0b7d6c55-0000-4000-8000-000000000002",
+        "resourceVersion": "99120",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "labels": {
+            "kai.scheduler/queue": "team-a",
+            "kai.scheduler/subgroup-name": "workers",
+            "training.kubeflow.org/job-role": "worker",
+        },
         "annotations": {"pod-group-name": "pg-train-1-5b2c"},
-        "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "train-1",
-                             "uid": "5b2c0000-0000-4000-8000-000000000003", "controller": True}],
+        "ownerReferences": [
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "name": "train-1",
+                "uid": "5b2c0000-0000-4000-8000-000000000003",
+                "controller": True,
+            }
+        ],
     },
     "spec": {
         "schedulerName": "kai-scheduler",
         "priorityClassName": "train",
         "nodeSelector": {"topology/rack": "r1"},
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "nvidia.com/gpu.count", "operator": "Gt", "values": ["4"]}]}]}}},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                         "tolerationSeconds": 300}],
-        "initContainers": [{"name": "fetch", "image": "busybox",
-                            "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "nvidia.com/gpu.count", "operator": "Gt", "values": ["4"]}]}
+                    ]
+                }
+            }
+        },
+        "tolerations": [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+        ],
+        "initContainers": [
+            {"name": "fetch", "image": "busybox", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}
+        ],
         "containers": [
-            {"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.01-py3",
-             "resources": {"requests": {"cpu": "8", "memory": "64Gi"},
-                           "limits": {"memory": "64Gi", "nvidia.com/gpu": "4"}}},
+            {
+                "name": "trainer",
+                "image": "nvcr.io/nvidia/pytorch:24.01-py3",
+                "resources": {
+                    "requests": {"cpu": "8", "memory": "64Gi"},
+                    "limits": {"memory": "64Gi", "nvidia.com/gpu": "4"},
+                },
+            },
             {"name": "logger", "image": "fluent-bit", "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}}},
         ],
     },
-    "status": {"phase": "Pending", "qosClass": "Burstable",
-               "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]},
+    "status": {
+        "phase": "Pending",
+        "qosClass": "Burstable",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    },
 }
 
 PODGROUP: JSON = {
-    "apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+    "apiVersion": "scheduling.run.ai/v2alpha2",
+    "kind": "PodGroup",
     "metadata": {
-        "name": "disagg", "namespace": "team-a", "uid": "1d2e0000-0000-4000-8000-000000000004",
-        "resourceVersion": "5001", "creationTimestamp": "2026-01-01T00:00:00Z",
+        "name": "disagg",
+        "namespace": "team-a",
+        "uid": "1d2e0000-0000-4000-8000-000000000004",
+        "resourceVersion": "5001",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
         "annotations": {"kai.scheduler/last-start-timestamp": "2026-01-01T00:05:00Z"},
     },
     "spec": {
-        "queue": "team-a", "priorityClassName": "inference", "minSubGroup": 2, "preemptibility": "non-preemptible",
-        "topologyConstraint": {"topology": "cluster-topology", "requiredTopologyLevel": "zone",
-                               "preferredTopologyLevel": "rack"},
+        "queue": "team-a",
+        "priorityClassName": "inference",
+        "minSubGroup": 2,
+        "preemptibility": "non-preemptible",
+        "topologyConstraint": {
+            "topology": "cluster-topology",
+            "requiredTopologyLevel": "zone",
+            "preferredTopologyLevel": "rack",
+        },
         "subGroups": [
-            {"name": "prefill", "minMember": 2,
-             "topologyConstraint": {"topology": "cluster-topology", "requiredTopologyLevel": "rack"}},
+            {
+                "name": "prefill",
+                "minMember": 2,
+                "topologyConstraint": {"topology": "cluster-topology", "requiredTopologyLevel": "rack"},
+            },
             {"name": "decode", "minSubGroup": 1},
             {"name": "decode-a", "parent": "decode", "minMember": 3},
             {"name": "decode-b", "parent": "decode", "minMember": 3},
         ],
-        "markUnschedulable": False, "schedulingBackoff": 1, "preemptionDelay": "5m",
+        "markUnschedulable": False,
+        "schedulingBackoff": 1,
+        "preemptionDelay": "5m",
         "stalenessGracePeriod": "60s",
     },
-    "status": {"schedulingConditions": [{
-        "type": "UnschedulableOnNodePool", "nodePool": "default", "status": "True", "transitionID": "3",
-        "lastTransitionTime": "2026-01-01T00:01:00Z",
-        "reasons": [{"reason": "OverLimit", "message": "queue team-a would exceed its limit of 8 GPUs"}],
-    }]},
+    "status": {
+        "schedulingConditions": [
+            {
+                "type": "UnschedulableOnNodePool",
+                "nodePool": "default",
+                "status": "True",
+                "transitionID": "3",
+                "lastTransitionTime": "2026-01-01T00:01:00Z",
+                "reasons": [{"reason": "OverLimit", "message": "queue team-a would exceed its limit of 8 GPUs"}],
+            }
+        ]
+    },
 }
 
 QUEUE: JSON = {
-    "apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
-    "metadata": {"name": "team-a", "uid": "9a9a0000-0000-4000-8000-000000000005", "resourceVersion": "12",
-                 "creationTimestamp": "2025-11-01T00:00:00Z"},
+    "apiVersion": "scheduling.run.ai/v2",
+    "kind": "Queue",
+    "metadata": {
+        "name": "team-a",
+        "uid": "9a9a0000-0000-4000-8000-000000000005",
+        "resourceVersion": "12",
+        "creationTimestamp": "2025-11-01T00:00:00Z",
+    },
     "spec": {
-        "displayName": "Team A", "parentQueue": "org-1", "priority": 150, "reclaimMinRuntime": "10m",
+        "displayName": "Team A",
+        "parentQueue": "org-1",
+        "priority": 150,
+        "reclaimMinRuntime": "10m",
         "preemptMinRuntime": "1h30m",
-        "resources": {"gpu": {"quota": 4, "overQuotaWeight": 1, "limit": -1},
-                      "cpu": {"quota": 8000, "overQuotaWeight": 1, "limit": -1},
-                      "memory": {"quota": 32000, "overQuotaWeight": 2, "limit": 64000}},
+        "resources": {
+            "gpu": {"quota": 4, "overQuotaWeight": 1, "limit": -1},
+            "cpu": {"quota": 8000, "overQuotaWeight": 1, "limit": -1},
+            "memory": {"quota": 32000, "overQuotaWeight": 2, "limit": 64000},
+        },
     },
     "status": {"childQueues": [], "allocated": {"nvidia.com/gpu": "2"}},
 }
 
 BINDREQUEST: JSON = {
-    "apiVersion": "scheduling.run.ai/v1alpha2", "kind": "BindRequest",
+    "apiVersion": "scheduling.run.ai/v1alpha2",
+    "kind": "BindRequest",
     "metadata": {
-        "name": "my-pod", "namespace": "team-a", "uid": "b1b10000-0000-4000-8000-000000000006",
+        "name": "my-pod",
+        "namespace": "team-a",
+        "uid": "b1b10000-0000-4000-8000-000000000006",
         "labels": {"selected-node": "node-7"},
-        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "my-pod",
-                             "uid": "a0a00000-0000-4000-8000-000000000007", "controller": False}],
+        "ownerReferences": [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": "my-pod",
+                "uid": "a0a00000-0000-4000-8000-000000000007",
+                "controller": False,
+            }
+        ],
     },
-    "spec": {"podName": "my-pod", "selectedNode": "node-7", "receivedResourceType": "Fraction",
-             "receivedGPU": {"count": 1, "portion": "0.50"}, "selectedGPUGroups": ["3f6c-uuid"], "backoffLimit": 3},
+    "spec": {
+        "podName": "my-pod",
+        "selectedNode": "node-7",
+        "receivedResourceType": "Fraction",
+        "receivedGPU": {"count": 1, "portion": "0.50"},
+        "selectedGPUGroups": ["3f6c-uuid"],
+        "backoffLimit": 3,
+    },
     "status": {"phase": "Failed", "reason": "node gone", "failedAttempts": 1},
 }
 
 PRIORITYCLASS: JSON = {
-    "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-    "metadata": {"name": "inference"}, "value": 125, "globalDefault": False,
-    "description": "Inference workloads (non-preemptible)", "preemptionPolicy": "PreemptLowerPriority",
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "inference"},
+    "value": 125,
+    "globalDefault": False,
+    "description": "Inference workloads (non-preemptible)",
+    "preemptionPolicy": "PreemptLowerPriority",
 }
 
 TOPOLOGY: JSON = {
-    "apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology",
+    "apiVersion": "kai.scheduler/v1alpha1",
+    "kind": "Topology",
     "metadata": {"name": "cluster-topology"},
-    "spec": {"levels": [{"nodeLabel": "cloud.provider.com/topology-block", "alias": "block"},
-                        {"nodeLabel": "cloud.provider.com/topology-rack", "alias": "rack"},
-                        {"nodeLabel": "kubernetes.io/hostname"}]},
+    "spec": {
+        "levels": [
+            {"nodeLabel": "cloud.provider.com/topology-block", "alias": "block"},
+            {"nodeLabel": "cloud.provider.com/topology-rack", "alias": "rack"},
+            {"nodeLabel": "kubernetes.io/hostname"},
+        ]
+    },
 }
 
-EXAMPLES = {"Node": NODE, "Pod": POD, "PodGroup": PODGROUP, "Queue": QUEUE, "BindRequest": BINDREQUEST,
-            "PriorityClass": PRIORITYCLASS, "Topology": TOPOLOGY}
+EXAMPLES = {
+    "Node": NODE,
+    "Pod": POD,
+    "PodGroup": PODGROUP,
+    "Queue": QUEUE,
+    "BindRequest": BINDREQUEST,
+    "PriorityClass": PRIORITYCLASS,
+    "Topology": TOPOLOGY,
+}
 
 
 # --- parsing realistic objects --------------------------------------------------------------------------
@@ -175,11 +294,14 @@ def test_node() -> None:
     assert node.meta.resource_version == "81234"
 
 
-@pytest.mark.parametrize("conditions, ready", [
-    pytest.param([{"type": "Ready", "status": "False"}], False, id="Ready False is not ready"),
-    pytest.param([{"type": "Ready", "status": "Unknown"}], False, id="Ready Unknown is not ready"),
-    pytest.param([], True, id="no conditions is ready"),
-])
+@pytest.mark.parametrize(
+    "conditions, ready",
+    [
+        pytest.param([{"type": "Ready", "status": "False"}], False, id="Ready False is not ready"),
+        pytest.param([{"type": "Ready", "status": "Unknown"}], False, id="Ready Unknown is not ready"),
+        pytest.param([], True, id="no conditions is ready"),
+    ],
+)
 def test_node_readiness(conditions: list[JSON], ready: bool) -> None:
     raw = {**NODE, "status": {**NODE["status"], "conditions": conditions}}
     assert Node.from_dict(raw).ready is ready
@@ -195,7 +317,9 @@ def test_pod() -> None:
     assert pod.node_selector == {"topology/rack": "r1"}
     assert [r.operator for t in pod.node_affinity for r in t.requirements] == ["Gt"]
     assert [(t.key, t.operator, t.effect) for t in pod.tolerations] == [
-        ("nvidia.com/gpu", "Exists", "NoSchedule"), ("node.kubernetes.io/not-ready", "Exists", "NoExecute")]
+        ("nvidia.com/gpu", "Exists", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "Exists", "NoExecute"),
+    ]
     assert pod.meta.owner_references[0].kind == "PyTorchJob" and pod.meta.owner_references[0].controller
     assert not pod.scheduling_gated
 
@@ -240,8 +364,11 @@ def test_podgroup_defaults() -> None:
 def test_queue() -> None:
     q = Queue.from_dict(QUEUE)
     assert (q.name, q.display_name, q.parent_queue, q.priority) == ("team-a", "Team A", "org-1", 150)
-    assert q.resources == {"gpu": QueueResource(4, 1, -1), "cpu": QueueResource(8000, 1, -1),
-                           "memory": QueueResource(32000, 2, 64000)}
+    assert q.resources == {
+        "gpu": QueueResource(4, 1, -1),
+        "cpu": QueueResource(8000, 1, -1),
+        "memory": QueueResource(32000, 2, 64000),
+    }
     assert (q.reclaim_min_runtime, q.preempt_min_runtime) == (600.0, 5400.0)
 
 
@@ -260,13 +387,16 @@ def test_bind_request() -> None:
     assert not br.is_failed, "one failed attempt of a backoff limit of 3 is retried, not given up"
 
 
-@pytest.mark.parametrize("backoff_limit, attempts, phase, failed", [
-    pytest.param(None, 0, "Failed", True, id="nil backoff limit fails at once"),
-    pytest.param(3, 3, "Failed", True, id="attempts reached the limit"),
-    pytest.param(3, 2, "Failed", False, id="attempts below the limit"),
-    pytest.param(None, 0, "Pending", False, id="pending is not failed"),
-    pytest.param(None, 0, "Succeeded", False, id="succeeded is not failed"),
-])
+@pytest.mark.parametrize(
+    "backoff_limit, attempts, phase, failed",
+    [
+        pytest.param(None, 0, "Failed", True, id="nil backoff limit fails at once"),
+        pytest.param(3, 3, "Failed", True, id="attempts reached the limit"),
+        pytest.param(3, 2, "Failed", False, id="attempts below the limit"),
+        pytest.param(None, 0, "Pending", False, id="pending is not failed"),
+        pytest.param(None, 0, "Succeeded", False, id="succeeded is not failed"),
+    ],
+)
 def test_bind_request_is_failed(backoff_limit: int | None, attempts: int, phase: str, failed: bool) -> None:
     raw = copy.deepcopy(BINDREQUEST)
     raw["spec"].pop("backoffLimit")
@@ -283,9 +413,11 @@ def test_priority_class() -> None:
 
 def test_topology() -> None:
     topology = Topology.from_dict(TOPOLOGY)
-    assert topology.levels == (TopologyLevel("cloud.provider.com/topology-block", "block"),
-                               TopologyLevel("cloud.provider.com/topology-rack", "rack"),
-                               TopologyLevel("kubernetes.io/hostname"))
+    assert topology.levels == (
+        TopologyLevel("cloud.provider.com/topology-block", "block"),
+        TopologyLevel("cloud.provider.com/topology-rack", "rack"),
+        TopologyLevel("kubernetes.io/hostname"),
+    )
     assert topology.resolve("rack") == "cloud.provider.com/topology-rack"
     assert topology.resolve("kubernetes.io/hostname") == "kubernetes.io/hostname"
     assert topology.resolve("zone") is None
@@ -305,22 +437,33 @@ def test_to_dict_round_trips(kind: str) -> None:
     assert parse(written) == first
 
 
-@pytest.mark.parametrize("kind, path, text, seconds", [
-    pytest.param("PodGroup", ("spec", "stalenessGracePeriod"), "300h", 1_080_000.0,
-                 id="a staleness grace of 300h"),
-    pytest.param("PodGroup", ("spec", "preemptionDelay"), "342h56m7s", 1_234_567.0,
-                 id="a preemption delay not round in seconds"),
-    pytest.param("Queue", ("spec", "preemptMinRuntime"), "1000h", 3_600_000.0, id="a queue min runtime of 1000h"),
-    pytest.param("Queue", ("spec", "reclaimMinRuntime"), "1500ms", 1.5, id="a sub-second min runtime"),
-])
+@pytest.mark.parametrize(
+    "kind, path, text, seconds",
+    [
+        pytest.param("PodGroup", ("spec", "stalenessGracePeriod"), "300h", 1_080_000.0, id="a staleness grace of 300h"),
+        pytest.param(
+            "PodGroup",
+            ("spec", "preemptionDelay"),
+            "342h56m7s",
+            1_234_567.0,
+            id="a preemption delay not round in seconds",
+        ),
+        pytest.param("Queue", ("spec", "preemptMinRuntime"), "1000h", 3_600_000.0, id="a queue min runtime of 1000h"),
+        pytest.param("Queue", ("spec", "reclaimMinRuntime"), "1500ms", 1.5, id="a sub-second min runtime"),
+    ],
+)
 def test_durations_survive_the_round_trip(kind: str, path: tuple[str, str], text: str, seconds: float) -> None:
     """Durations are written as Go durations, which read back to the same seconds whatever their size."""
     raw = copy.deepcopy(EXAMPLES[kind])
     raw[path[0]][path[1]] = text
     first: Any = PARSERS[kind](raw)
     again: Any = PARSERS[kind](first.to_dict())
-    attribute = {"stalenessGracePeriod": "staleness_grace_period", "preemptionDelay": "preemption_delay",
-                 "preemptMinRuntime": "preempt_min_runtime", "reclaimMinRuntime": "reclaim_min_runtime"}[path[1]]
+    attribute = {
+        "stalenessGracePeriod": "staleness_grace_period",
+        "preemptionDelay": "preemption_delay",
+        "preemptMinRuntime": "preempt_min_runtime",
+        "reclaimMinRuntime": "reclaim_min_runtime",
+    }[path[1]]
     assert getattr(again, attribute) == seconds
 
 
@@ -334,9 +477,11 @@ def test_bind_request_portion_is_written_with_two_decimals() -> None:
 
 
 def _pod(*, spec: JSON | None = None, meta: JSON | None = None, status: JSON | None = None) -> JSON:
-    return {"metadata": {"name": "p", "namespace": "ns", **(meta or {})},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}], **(spec or {})},
-            "status": status or {}}
+    return {
+        "metadata": {"name": "p", "namespace": "ns", **(meta or {})},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}], **(spec or {})},
+        "status": status or {},
+    }
 
 
 def _requests(requests: JSON, *, key: str = "requests") -> JSON:
@@ -357,123 +502,279 @@ def _queue(**spec: Any) -> JSON:
 
 REJECTS = [
     # wrong types
-    pytest.param("Pod", _pod(spec={"nodeName": 5}), "Pod ns/p spec.nodeName: expected a string, got 5",
-                 id="a string field given a number"),
-    pytest.param("Pod", _pod(spec={"containers": "abc"}), "Pod ns/p spec.containers: expected a list, got 'abc'",
-                 id="a list field given a string says list in plain words"),
-    pytest.param("Pod", _pod(meta={"labels": {"a": 1}}), "Pod ns/p metadata.labels.a: expected a string, got 1",
-                 id="a label value must be a string"),
-    pytest.param("Pod", _pod(meta={"creationTimestamp": "yesterday"}),
-                 "Pod ns/p metadata.creationTimestamp: expected an RFC 3339 time, got 'yesterday'",
-                 id="a timestamp that is not RFC 3339"),
-    pytest.param("Node", {"metadata": {"name": "n"}, "spec": {"unschedulable": "yes"}},
-                 "Node n spec.unschedulable: expected true or false, got 'yes'", id="a boolean given a string"),
-    pytest.param("PodGroup", _pg(minMember="two"), "PodGroup ns/pg spec.minMember: expected an integer, got 'two'",
-                 id="an integer given a string"),
-    pytest.param("PodGroup", _pg(queue=7), "PodGroup ns/pg spec.queue: expected a string, got 7",
-                 id="a queue name given a number"),
-    pytest.param("Queue", _queue(resources={"gpu": {"quota": "lots"}}),
-                 "Queue q spec.resources.gpu.quota: expected a number, got 'lots'", id="a quota given a word"),
-    pytest.param("Queue", _queue(priority="high"), "Queue q spec.priority: expected an integer, got 'high'",
-                 id="a priority given a word"),
-    pytest.param("Queue", _queue(resources={"gpu": 5}), "Queue q spec.resources.gpu: expected a mapping, got 5",
-                 id="a resource block given a number"),
+    pytest.param(
+        "Pod",
+        _pod(spec={"nodeName": 5}),
+        "Pod ns/p spec.nodeName: expected a string, got 5",
+        id="a string field given a number",
+    ),
+    pytest.param(
+        "Pod",
+        _pod(spec={"containers": "abc"}),
+        "Pod ns/p spec.containers: expected a list, got 'abc'",
+        id="a list field given a string says list in plain words",
+    ),
+    pytest.param(
+        "Pod",
+        _pod(meta={"labels": {"a": 1}}),
+        "Pod ns/p metadata.labels.a: expected a string, got 1",
+        id="a label value must be a string",
+    ),
+    pytest.param(
+        "Pod",
+        _pod(meta={"creationTimestamp": "yesterday"}),
+        "Pod ns/p metadata.creationTimestamp: expected an RFC 3339 time, got 'yesterday'",
+        id="a timestamp that is not RFC 3339",
+    ),
+    pytest.param(
+        "Node",
+        {"metadata": {"name": "n"}, "spec": {"unschedulable": "yes"}},
+        "Node n spec.unschedulable: expected true or false, got 'yes'",
+        id="a boolean given a string",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(minMember="two"),
+        "PodGroup ns/pg spec.minMember: expected an integer, got 'two'",
+        id="an integer given a string",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(queue=7),
+        "PodGroup ns/pg spec.queue: expected a string, got 7",
+        id="a queue name given a number",
+    ),
+    pytest.param(
+        "Queue",
+        _queue(resources={"gpu": {"quota": "lots"}}),
+        "Queue q spec.resources.gpu.quota: expected a number, got 'lots'",
+        id="a quota given a word",
+    ),
+    pytest.param(
+        "Queue",
+        _queue(priority="high"),
+        "Queue q spec.priority: expected an integer, got 'high'",
+        id="a priority given a word",
+    ),
+    pytest.param(
+        "Queue",
+        _queue(resources={"gpu": 5}),
+        "Queue q spec.resources.gpu: expected a mapping, got 5",
+        id="a resource block given a number",
+    ),
     # quantities
-    pytest.param("Pod", _requests({"cpu": "-1"}),
-                 "Pod ns/p spec.containers[0].resources.requests.cpu: negative quantity '-1'",
-                 id="a negative request"),
-    pytest.param("Pod", _requests({"memory": "lots"}, key="limits"),
-                 "Pod ns/p spec.containers[0].resources.limits.memory: invalid quantity 'lots'",
-                 id="an unparsable limit"),
-    pytest.param("Node", {"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "-8"}}},
-                 "Node n status.allocatable.cpu: negative quantity '-8'", id="a negative allocatable"),
-    pytest.param("Node", {"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": "eight"}}},
-                 "Node n status.allocatable.nvidia.com/gpu: invalid quantity 'eight'", id="an unparsable allocatable"),
+    pytest.param(
+        "Pod",
+        _requests({"cpu": "-1"}),
+        "Pod ns/p spec.containers[0].resources.requests.cpu: negative quantity '-1'",
+        id="a negative request",
+    ),
+    pytest.param(
+        "Pod",
+        _requests({"memory": "lots"}, key="limits"),
+        "Pod ns/p spec.containers[0].resources.limits.memory: invalid quantity 'lots'",
+        id="an unparsable limit",
+    ),
+    pytest.param(
+        "Node",
+        {"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "-8"}}},
+        "Node n status.allocatable.cpu: negative quantity '-8'",
+        id="a negative allocatable",
+    ),
+    pytest.param(
+        "Node",
+        {"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": "eight"}}},
+        "Node n status.allocatable.nvidia.com/gpu: invalid quantity 'eight'",
+        id="an unparsable allocatable",
+    ),
     # enumerations
-    pytest.param("Pod", _pod(status={"phase": "Runnin"}),
-                 "Pod ns/p status.phase: unknown phase 'Runnin'; want one of Pending, Running, Succeeded, Failed, "
-                 "Unknown", id="an unknown pod phase lists the known"),
-    pytest.param("Pod", _pod(spec={"tolerations": [{"key": "k", "operator": "Maybe"}]}),
-                 "Pod ns/p spec.tolerations[0].operator: unknown operator 'Maybe'",
-                 id="an unknown toleration operator"),
-    pytest.param("Node", {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}},
-                 "Node n spec.taints[0].effect: unknown effect 'Sometimes'", id="an unknown taint effect"),
+    pytest.param(
+        "Pod",
+        _pod(status={"phase": "Runnin"}),
+        "Pod ns/p status.phase: unknown phase 'Runnin'; want one of Pending, Running, Succeeded, Failed, Unknown",
+        id="an unknown pod phase lists the known",
+    ),
+    pytest.param(
+        "Pod",
+        _pod(spec={"tolerations": [{"key": "k", "operator": "Maybe"}]}),
+        "Pod ns/p spec.tolerations[0].operator: unknown operator 'Maybe'",
+        id="an unknown toleration operator",
+    ),
+    pytest.param(
+        "Node",
+        {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}},
+        "Node n spec.taints[0].effect: unknown effect 'Sometimes'",
+        id="an unknown taint effect",
+    ),
     # an unknown preemptibility or an unreadable duration keeps the PodGroup (PodGroup.warnings, issue 3):
     # tests/actions/test_preempt.py::test_bad_podgroup_fields_fall_back_to_defaults
-    pytest.param("BindRequest", {"metadata": {"name": "b", "namespace": "ns"},
-                                 "spec": {"podName": "b", "selectedNode": "n", "receivedResourceType": "Whole"}},
-                 "BindRequest ns/b spec.receivedResourceType: unknown type 'Whole'", id="an unknown resource type"),
-    pytest.param("BindRequest", {"metadata": {"name": "b", "namespace": "ns"},
-                                 "spec": {"podName": "b", "selectedNode": "n"}, "status": {"phase": "Done"}},
-                 "BindRequest ns/b status.phase: unknown phase 'Done'", id="an unknown bind request phase"),
+    pytest.param(
+        "BindRequest",
+        {
+            "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"podName": "b", "selectedNode": "n", "receivedResourceType": "Whole"},
+        },
+        "BindRequest ns/b spec.receivedResourceType: unknown type 'Whole'",
+        id="an unknown resource type",
+    ),
+    pytest.param(
+        "BindRequest",
+        {
+            "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"podName": "b", "selectedNode": "n"},
+            "status": {"phase": "Done"},
+        },
+        "BindRequest ns/b status.phase: unknown phase 'Done'",
+        id="an unknown bind request phase",
+    ),
     # PodGroup structure
-    pytest.param("PodGroup", _pg(minMember=2, minSubGroup=1),
-                 "PodGroup ns/pg spec.minSubGroup: minMember and minSubGroup are mutually exclusive",
-                 id="minMember with minSubGroup"),
-    pytest.param("PodGroup", _pg(minMember=-1), "PodGroup ns/pg spec.minMember: must be at least 0, got -1",
-                 id="a negative minMember"),
-    pytest.param("PodGroup", _pg(subGroups=[{"name": "a", "minMember": 1}, {"name": "a", "minMember": 1}]),
-                 "PodGroup ns/pg spec.subGroups[1].name: duplicate subgroup 'a'", id="a duplicate subgroup"),
-    pytest.param("PodGroup", _pg(subGroups=[{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}]),
-                 "PodGroup ns/pg spec.subGroups[0].parent: subgroup 'a' is part of a parent cycle",
-                 id="a subgroup cycle"),
-    pytest.param("PodGroup", _pg(subGroups=[{"name": "a", "parent": "a", "minMember": 1}]),
-                 "PodGroup ns/pg spec.subGroups[0].parent: subgroup 'a' is part of a parent cycle",
-                 id="a subgroup that is its own parent"),
-    pytest.param("PodGroup", _pg(subGroups=[{"name": "a", "parent": "x", "minMember": 1}]),
-                 "PodGroup ns/pg spec.subGroups[0].parent: no subgroup named 'x'", id="a missing subgroup parent"),
-    pytest.param("PodGroup", _pg(subGroups=[{"name": "a", "minMember": 1, "minSubGroup": 1}]),
-                 "PodGroup ns/pg spec.subGroups[0].minSubGroup: minMember and minSubGroup are mutually exclusive",
-                 id="minMember with minSubGroup on a subgroup"),
+    pytest.param(
+        "PodGroup",
+        _pg(minMember=2, minSubGroup=1),
+        "PodGroup ns/pg spec.minSubGroup: minMember and minSubGroup are mutually exclusive",
+        id="minMember with minSubGroup",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(minMember=-1),
+        "PodGroup ns/pg spec.minMember: must be at least 0, got -1",
+        id="a negative minMember",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(subGroups=[{"name": "a", "minMember": 1}, {"name": "a", "minMember": 1}]),
+        "PodGroup ns/pg spec.subGroups[1].name: duplicate subgroup 'a'",
+        id="a duplicate subgroup",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(subGroups=[{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}]),
+        "PodGroup ns/pg spec.subGroups[0].parent: subgroup 'a' is part of a parent cycle",
+        id="a subgroup cycle",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(subGroups=[{"name": "a", "parent": "a", "minMember": 1}]),
+        "PodGroup ns/pg spec.subGroups[0].parent: subgroup 'a' is part of a parent cycle",
+        id="a subgroup that is its own parent",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(subGroups=[{"name": "a", "parent": "x", "minMember": 1}]),
+        "PodGroup ns/pg spec.subGroups[0].parent: no subgroup named 'x'",
+        id="a missing subgroup parent",
+    ),
+    pytest.param(
+        "PodGroup",
+        _pg(subGroups=[{"name": "a", "minMember": 1, "minSubGroup": 1}]),
+        "PodGroup ns/pg spec.subGroups[0].minSubGroup: minMember and minSubGroup are mutually exclusive",
+        id="minMember with minSubGroup on a subgroup",
+    ),
     # Queue values
-    pytest.param("Queue", _queue(resources={"gpu": {"quota": -2}}),
-                 "Queue q spec.resources.gpu.quota: must be -1 (unlimited) or at least 0, got -2",
-                 id="a negative quota other than -1"),
-    pytest.param("Queue", _queue(resources={"gpu": {"limit": -5}}),
-                 "Queue q spec.resources.gpu.limit: must be -1 (no limit) or at least 0, got -5",
-                 id="a negative limit other than -1"),
-    pytest.param("Queue", _queue(resources={"gpu": {"overQuotaWeight": -1}}),
-                 "Queue q spec.resources.gpu.overQuotaWeight: must be at least 0, got -1", id="a negative weight"),
-    pytest.param("Queue", _queue(resources={"gpus": {}}),
-                 "Queue q spec.resources.gpus: unknown resource; want one of gpu, cpu, memory",
-                 id="an unknown queue resource"),
+    pytest.param(
+        "Queue",
+        _queue(resources={"gpu": {"quota": -2}}),
+        "Queue q spec.resources.gpu.quota: must be -1 (unlimited) or at least 0, got -2",
+        id="a negative quota other than -1",
+    ),
+    pytest.param(
+        "Queue",
+        _queue(resources={"gpu": {"limit": -5}}),
+        "Queue q spec.resources.gpu.limit: must be -1 (no limit) or at least 0, got -5",
+        id="a negative limit other than -1",
+    ),
+    pytest.param(
+        "Queue",
+        _queue(resources={"gpu": {"overQuotaWeight": -1}}),
+        "Queue q spec.resources.gpu.overQuotaWeight: must be at least 0, got -1",
+        id="a negative weight",
+    ),
+    pytest.param(
+        "Queue",
+        _queue(resources={"gpus": {}}),
+        "Queue q spec.resources.gpus: unknown resource; want one of gpu, cpu, memory",
+        id="an unknown queue resource",
+    ),
     # GPU request forms (§2)
-    pytest.param("Pod", _notes(gpu_fraction="1.5"),
-                 "Pod ns/p metadata.annotations.gpu-fraction: want a number in (0, 1], got '1.5'",
-                 id="gpu-fraction above 1"),
-    pytest.param("Pod", _notes(gpu_fraction="0"),
-                 "Pod ns/p metadata.annotations.gpu-fraction: want a number in (0, 1], got '0'", id="gpu-fraction 0"),
-    pytest.param("Pod", _notes(gpu_fraction="abc"),
-                 "Pod ns/p metadata.annotations.gpu-fraction: want a number in (0, 1], got 'abc'",
-                 id="gpu-fraction not a number"),
-    pytest.param("Pod", _notes(gpu_fraction="0.5", gpu_memory="2000"),
-                 "Pod ns/p metadata.annotations: gpu-fraction and gpu-memory are mutually exclusive",
-                 id="gpu-fraction with gpu-memory"),
-    pytest.param("Pod", _notes(gpu_fraction_num_devices="2"),
-                 "Pod ns/p metadata.annotations.gpu-fraction-num-devices: needs gpu-fraction or gpu-memory",
-                 id="num-devices without a fraction"),
-    pytest.param("Pod", _notes(gpu_fraction="0.5", gpu_fraction_num_devices="0"),
-                 "Pod ns/p metadata.annotations.gpu-fraction-num-devices: want a positive integer, got '0'",
-                 id="zero devices"),
-    pytest.param("Pod", _notes(gpu_memory="-5"),
-                 "Pod ns/p metadata.annotations.gpu-memory: want a positive number of MiB, got '-5'",
-                 id="negative gpu-memory"),
-    pytest.param("Pod", {**_requests({"nvidia.com/gpu": "1"}),
-                         "metadata": {"name": "p", "namespace": "ns", "annotations": {"gpu-fraction": "0.5"}}},
-                 "Pod ns/p metadata.annotations: a fractional GPU request cannot be combined with nvidia.com/gpu",
-                 id="a fraction with whole GPUs"),
+    pytest.param(
+        "Pod",
+        _notes(gpu_fraction="1.5"),
+        "Pod ns/p metadata.annotations.gpu-fraction: want a number in (0, 1], got '1.5'",
+        id="gpu-fraction above 1",
+    ),
+    pytest.param(
+        "Pod",
+        _notes(gpu_fraction="0"),
+        "Pod ns/p metadata.annotations.gpu-fraction: want a number in (0, 1], got '0'",
+        id="gpu-fraction 0",
+    ),
+    pytest.param(
+        "Pod",
+        _notes(gpu_fraction="abc"),
+        "Pod ns/p metadata.annotations.gpu-fraction: want a number in (0, 1], got 'abc'",
+        id="gpu-fraction not a number",
+    ),
+    pytest.param(
+        "Pod",
+        _notes(gpu_fraction="0.5", gpu_memory="2000"),
+        "Pod ns/p metadata.annotations: gpu-fraction and gpu-memory are mutually exclusive",
+        id="gpu-fraction with gpu-memory",
+    ),
+    pytest.param(
+        "Pod",
+        _notes(gpu_fraction_num_devices="2"),
+        "Pod ns/p metadata.annotations.gpu-fraction-num-devices: needs gpu-fraction or gpu-memory",
+        id="num-devices without a fraction",
+    ),
+    pytest.param(
+        "Pod",
+        _notes(gpu_fraction="0.5", gpu_fraction_num_devices="0"),
+        "Pod ns/p metadata.annotations.gpu-fraction-num-devices: want a positive integer, got '0'",
+        id="zero devices",
+    ),
+    pytest.param(
+        "Pod",
+        _notes(gpu_memory="-5"),
+        "Pod ns/p metadata.annotations.gpu-memory: want a positive number of MiB, got '-5'",
+        id="negative gpu-memory",
+    ),
+    pytest.param(
+        "Pod",
+        {
+            **_requests({"nvidia.com/gpu": "1"}),
+            "metadata": {"name": "p", "namespace": "ns", "annotations": {"gpu-fraction": "0.5"}},
+        },
+        "Pod ns/p metadata.annotations: a fractional GPU request cannot be combined with nvidia.com/gpu",
+        id="a fraction with whole GPUs",
+    ),
     # other kinds
-    pytest.param("PriorityClass", {"metadata": {"name": "x"}}, "PriorityClass x value: missing priority value",
-                 id="a priority class without value"),
-    pytest.param("Topology", {"metadata": {"name": "t"}, "spec": {"levels": [
-        {"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "rack"}]}},
+    pytest.param(
+        "PriorityClass",
+        {"metadata": {"name": "x"}},
+        "PriorityClass x value: missing priority value",
+        id="a priority class without value",
+    ),
+    pytest.param(
+        "Topology",
+        {
+            "metadata": {"name": "t"},
+            "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "rack"}]},
+        },
         "Topology t spec.levels[0].nodeLabel: kubernetes.io/hostname may only be the last level",
-        id="hostname above another level"),
-    pytest.param("Topology", {"metadata": {"name": "t"}, "spec": {"levels": [
-        {"nodeLabel": "rack"}, {"nodeLabel": "rack"}]}},
-        "Topology t spec.levels[1].nodeLabel: duplicate level 'rack'", id="a repeated level"),
-    pytest.param("Topology", {"metadata": {"name": "t"}, "spec": {"levels": []}},
-                 "Topology t spec.levels: needs 1 to 16 levels, has 0", id="no levels"),
+        id="hostname above another level",
+    ),
+    pytest.param(
+        "Topology",
+        {"metadata": {"name": "t"}, "spec": {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "rack"}]}},
+        "Topology t spec.levels[1].nodeLabel: duplicate level 'rack'",
+        id="a repeated level",
+    ),
+    pytest.param(
+        "Topology",
+        {"metadata": {"name": "t"}, "spec": {"levels": []}},
+        "Topology t spec.levels: needs 1 to 16 levels, has 0",
+        id="no levels",
+    ),
 ]
 
 
@@ -497,16 +798,25 @@ def test_a_missing_name_is_an_error() -> None:
         Node.from_dict({"metadata": {}, "status": {}})
 
 
-@pytest.mark.parametrize("annotations, want", [
-    pytest.param({"gpu-fraction": "0.5"}, GpuRequest(fraction=0.5), id="a half GPU"),
-    pytest.param({"gpu-fraction": "1"}, GpuRequest(fraction=1.0), id="the scheduler accepts a fraction of 1"),
-    pytest.param({"gpu-fraction": "0.25", "gpu-fraction-num-devices": "2"}, GpuRequest(fraction=0.25, num_devices=2),
-                 id="the same portion on two devices"),
-    pytest.param({"gpu-memory": "2000"}, GpuRequest(memory_mib=2000), id="GPU memory in MiB"),
-    pytest.param({"gpu-memory": "2000", "gpu-fraction-num-devices": "3"}, GpuRequest(memory_mib=2000, num_devices=3),
-                 id="GPU memory on three devices"),
-    pytest.param({}, GpuRequest(), id="no GPU"),
-])
+@pytest.mark.parametrize(
+    "annotations, want",
+    [
+        pytest.param({"gpu-fraction": "0.5"}, GpuRequest(fraction=0.5), id="a half GPU"),
+        pytest.param({"gpu-fraction": "1"}, GpuRequest(fraction=1.0), id="the scheduler accepts a fraction of 1"),
+        pytest.param(
+            {"gpu-fraction": "0.25", "gpu-fraction-num-devices": "2"},
+            GpuRequest(fraction=0.25, num_devices=2),
+            id="the same portion on two devices",
+        ),
+        pytest.param({"gpu-memory": "2000"}, GpuRequest(memory_mib=2000), id="GPU memory in MiB"),
+        pytest.param(
+            {"gpu-memory": "2000", "gpu-fraction-num-devices": "3"},
+            GpuRequest(memory_mib=2000, num_devices=3),
+            id="GPU memory on three devices",
+        ),
+        pytest.param({}, GpuRequest(), id="no GPU"),
+    ],
+)
 def test_gpu_request_forms(annotations: dict[str, str], want: GpuRequest) -> None:
     assert Pod.from_dict(_pod(meta={"annotations": annotations})).gpu == want
 
@@ -522,27 +832,55 @@ def _container(cpu: str, memory: str = "1Gi", *, sidecar: bool = False, limits: 
     return out
 
 
-@pytest.mark.parametrize("spec, cpu, memory", [
-    pytest.param({"containers": [_container("1"), _container("500m")]}, 1500, 2 * GiB,
-                 id="containers add up"),
-    pytest.param({"initContainers": [_container("4", "1Gi")], "containers": [_container("2", "3Gi")]}, 4000, 3 * GiB,
-                 id="an init container larger than the containers sets the peak per resource"),
-    pytest.param({"initContainers": [_container("1"), _container("3")], "containers": [_container("2")]}, 3000,
-                 GiB, id="init containers run one at a time: their max, not their sum"),
-    pytest.param({"initContainers": [_container("1", sidecar=True)], "containers": [_container("2")]}, 3000,
-                 2 * GiB, id="a native sidecar runs beside the containers"),
-    pytest.param({"initContainers": [_container("1", sidecar=True), _container("3")],
-                  "containers": [_container("1")]}, 4000, 2 * GiB,
-                 id="an init container after a sidecar runs beside it"),
-    pytest.param({"initContainers": [_container("3"), _container("1", sidecar=True)],
-                  "containers": [_container("1")]}, 3000, 2 * GiB,
-                 id="an init container before a sidecar does not run beside it"),
-    pytest.param({"containers": [_container("2")], "overhead": {"cpu": "250m", "memory": "120Mi"}}, 2250,
-                 GiB + 120 * 2**20, id="pod overhead is added"),
-    pytest.param({"containers": [_container("2", "2Gi", limits=True)]}, 2000, 2 * GiB,
-                 id="a limit without a request is the request"),
-    pytest.param({"containers": []}, 0, 0, id="no containers asks nothing but a pod slot"),
-])
+@pytest.mark.parametrize(
+    "spec, cpu, memory",
+    [
+        pytest.param({"containers": [_container("1"), _container("500m")]}, 1500, 2 * GiB, id="containers add up"),
+        pytest.param(
+            {"initContainers": [_container("4", "1Gi")], "containers": [_container("2", "3Gi")]},
+            4000,
+            3 * GiB,
+            id="an init container larger than the containers sets the peak per resource",
+        ),
+        pytest.param(
+            {"initContainers": [_container("1"), _container("3")], "containers": [_container("2")]},
+            3000,
+            GiB,
+            id="init containers run one at a time: their max, not their sum",
+        ),
+        pytest.param(
+            {"initContainers": [_container("1", sidecar=True)], "containers": [_container("2")]},
+            3000,
+            2 * GiB,
+            id="a native sidecar runs beside the containers",
+        ),
+        pytest.param(
+            {"initContainers": [_container("1", sidecar=True), _container("3")], "containers": [_container("1")]},
+            4000,
+            2 * GiB,
+            id="an init container after a sidecar runs beside it",
+        ),
+        pytest.param(
+            {"initContainers": [_container("3"), _container("1", sidecar=True)], "containers": [_container("1")]},
+            3000,
+            2 * GiB,
+            id="an init container before a sidecar does not run beside it",
+        ),
+        pytest.param(
+            {"containers": [_container("2")], "overhead": {"cpu": "250m", "memory": "120Mi"}},
+            2250,
+            GiB + 120 * 2**20,
+            id="pod overhead is added",
+        ),
+        pytest.param(
+            {"containers": [_container("2", "2Gi", limits=True)]},
+            2000,
+            2 * GiB,
+            id="a limit without a request is the request",
+        ),
+        pytest.param({"containers": []}, 0, 0, id="no containers asks nothing but a pod slot"),
+    ],
+)
 def test_pod_requests(spec: JSON, cpu: float, memory: float) -> None:
     requests = Pod.from_dict({"metadata": {"name": "p", "namespace": "ns"}, "spec": spec}).requests
     assert requests.get("cpu", 0) == cpu

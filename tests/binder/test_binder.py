@@ -59,8 +59,9 @@ def test_requests_are_watched_not_listed_and_settled_ones_cost_no_reads() -> Non
     a whole-GPU pod without reading it first, and leaves a request whose pod is already bound alone."""
     clock = ManualClock(b.NOW)
     store = CountingStore(clock)
-    store.add_many([b.node("n1"), b.pod("p"), b.bind_request("p", "n1"), b.pod("q", node="n1"),
-                    b.bind_request("q", "n1")])
+    store.add_many(
+        [b.node("n1"), b.pod("p"), b.bind_request("p", "n1"), b.pod("q", node="n1"), b.bind_request("q", "n1")]
+    )
     binder = Binder(store, clock, collect_every=60)
     assert binder.reconcile().bound == ["ns/p"]
     store.calls.clear()
@@ -114,15 +115,15 @@ def test_without_a_backoff_limit_a_failure_is_final() -> None:
 def test_a_failed_request_is_retried_after_a_doubling_backoff() -> None:
     store, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "ghost", backoff_limit=3))
     timeline = []
-    for step in range(8):                       # half-second steps: 0, 0.5, … 3.5 s
+    for step in range(8):  # half-second steps: 0, 0.5, … 3.5 s
         outcome = binder.reconcile()
         if outcome.failed:
             timeline.append((step / 2, _status(store)["failedAttempts"]))
         clock.advance(0.5)
     assert timeline == [
-        (0.0, 1),    # first attempt fails
-        (1.0, 2),    # retried after 2^0 = 1 s
-        (3.0, 3),    # retried after 2^1 = 2 s; 3 attempts reach the backoff limit of 3
+        (0.0, 1),  # first attempt fails
+        (1.0, 2),  # retried after 2^0 = 1 s
+        (3.0, 3),  # retried after 2^1 = 2 s; 3 attempts reach the backoff limit of 3
     ]
     clock.advance(60)
     assert binder.reconcile().failed == [], "no attempt past the backoff limit"
@@ -140,8 +141,9 @@ def test_a_retry_binds_once_the_node_exists() -> None:
 
 
 def test_a_pod_already_bound_is_left_alone() -> None:
-    store, _, binder = _cluster(b.node("n1"), b.node("n2"), b.pod("p", node="n2", phase="Pending"),
-                                b.bind_request("p", "n1"))
+    store, _, binder = _cluster(
+        b.node("n1"), b.node("n2"), b.pod("p", node="n2", phase="Pending"), b.bind_request("p", "n1")
+    )
     version = _version(store)
     assert binder.reconcile().bound == []
     assert _node_name(store) == "n2" and _version(store) == version
@@ -174,8 +176,7 @@ def test_whole_gpu_requests_are_bound_concurrently_and_reported_in_order() -> No
     clock = ManualClock(b.NOW)
     store = SlowBindStore(clock)
     pods = [f"p{i:02d}" for i in range(12)]
-    store.add_many([b.node("n1", gpus=16), *(b.pod(p, gpus=1) for p in pods),
-                    *(b.bind_request(p, "n1") for p in pods)])
+    store.add_many([b.node("n1", gpus=16), *(b.pod(p, gpus=1) for p in pods), *(b.bind_request(p, "n1") for p in pods)])
     outcome = Binder(store, clock, concurrency=4).reconcile()
     assert outcome.bound == [f"ns/{p}" for p in pods]
     assert all(_node_name(store, p) == "n1" for p in pods)
@@ -217,8 +218,9 @@ class _SlowStatusStore(MemoryStore):
         self.release = threading.Event()
         self.binds = 0
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
-              strategic: bool = False) -> JSON:
+    def patch(
+        self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
+    ) -> JSON:
         if resource == "bindrequests" and subresource == "status":
             self.release.wait(10)
         return super().patch(resource, name, namespace, patch, subresource, strategic=strategic)

@@ -21,8 +21,13 @@ NS = constants.RESERVATION_NAMESPACE
 
 def _fraction_request(pod: str, node: str, groups: list[str]) -> JSON:
     out = b.bind_request(pod, node)
-    out["spec"].update({"receivedResourceType": "Fraction", "receivedGPU": {"count": len(groups), "portion": "0.50"},
-                        "selectedGPUGroups": groups})
+    out["spec"].update(
+        {
+            "receivedResourceType": "Fraction",
+            "receivedGPU": {"count": len(groups), "portion": "0.50"},
+            "selectedGPUGroups": groups,
+        }
+    )
     return out
 
 
@@ -59,19 +64,26 @@ def test_a_fractional_bind_creates_the_groups_reservation_pod() -> None:
 
 
 def test_a_second_sharer_reuses_the_reservation_pod() -> None:
-    store, _, binder = _cluster(b.pod("p", fraction=0.5), b.pod("q", fraction=0.25),
-                                _fraction_request("p", "n1", ["g1"]), _fraction_request("q", "n1", ["g1"]))
+    store, _, binder = _cluster(
+        b.pod("p", fraction=0.5),
+        b.pod("q", fraction=0.25),
+        _fraction_request("p", "n1", ["g1"]),
+        _fraction_request("q", "n1", ["g1"]),
+    )
     assert sorted(binder.reconcile().bound) == ["ns/p", "ns/q"]
     assert len(_reservations(store)) == 1
 
 
 def test_each_group_gets_its_own_device_index() -> None:
-    store, _, binder = _cluster(b.pod("p", fraction=0.5, annotations={"gpu-fraction-num-devices": "2"}),
-                                _fraction_request("p", "n1", ["g1", "g2"]))
+    store, _, binder = _cluster(
+        b.pod("p", fraction=0.5, annotations={"gpu-fraction-num-devices": "2"}),
+        _fraction_request("p", "n1", ["g1", "g2"]),
+    )
     binder.reconcile()
     index = reservation.ANNOTATION_GPU_INDEX
-    indices = {p["metadata"]["labels"]["runai-gpu-group"]: p["metadata"]["annotations"][index]
-               for p in _reservations(store)}
+    indices = {
+        p["metadata"]["labels"]["runai-gpu-group"]: p["metadata"]["annotations"][index] for p in _reservations(store)
+    }
     assert indices == {"g1": "0", "g2": "1"}
     labels = store.get("pods", "p", b.NAMESPACE)["metadata"]["labels"]
     assert labels["runai-gpu-group"] == "g1" and labels["runai-gpu-group/g2"] == "g2"
@@ -90,7 +102,7 @@ def test_reservations_of_groups_without_pods_are_collected() -> None:
 
 def test_an_in_flight_bind_request_keeps_the_reservation() -> None:
     store, _, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]), assign=False)
-    binder.reconcile()                       # created, waiting for the device plugin's index
+    binder.reconcile()  # created, waiting for the device plugin's index
     assert len(_reservations(store)) == 1
     binder.reconcile()
     assert len(_reservations(store)) == 1 and store.get("pods", "p", b.NAMESPACE)["spec"].get("nodeName") is None
@@ -101,8 +113,9 @@ def test_the_binder_waits_for_the_gpu_index_then_binds() -> None:
     outcome = binder.reconcile()
     assert outcome.bound == [] and outcome.failed == []
     [made] = _reservations(store)
-    store.patch("pods", made["metadata"]["name"], NS,
-                {"metadata": {"annotations": {reservation.ANNOTATION_GPU_INDEX: "3"}}})
+    store.patch(
+        "pods", made["metadata"]["name"], NS, {"metadata": {"annotations": {reservation.ANNOTATION_GPU_INDEX: "3"}}}
+    )
     assert binder.reconcile().bound == ["ns/p"]
 
 
@@ -117,10 +130,13 @@ def test_a_reservation_that_never_reports_its_index_fails_the_bind() -> None:
     assert status["phase"] == "Failed"
 
 
-@pytest.mark.parametrize("phase, kept", [
-    pytest.param("Succeeded", False, id="a succeeded request no longer holds the group"),
-    pytest.param("", True, id="a pending request holds the group"),
-])
+@pytest.mark.parametrize(
+    "phase, kept",
+    [
+        pytest.param("Succeeded", False, id="a succeeded request no longer holds the group"),
+        pytest.param("", True, id="a pending request holds the group"),
+    ],
+)
 def test_bind_requests_hold_groups_until_they_succeed(phase: str, kept: bool) -> None:
     clock = ManualClock(b.NOW)
     store = MemoryStore(clock)

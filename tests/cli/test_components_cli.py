@@ -18,14 +18,36 @@ from tests.builders import node, queue
 from tests.runtime.test_process import closed_port, eventually, get, kubeconfig, pending_pod
 from tests.store.mock_apiserver import MockApiServer
 
-COMMON = ["--kubeconfig", "--context", "--qps", "--burst", "--listen-address", "--leader-elect",
-          "--leader-elect-namespace", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
-          "--leader-elect-retry-period"]
-SCHEDULER = ["--scheduler-name", "--scheduler-conf", "--schedule-period", "--nodepool-label-key",
-             "--partition-label-value", "--queue-label-key", "--restrict-node-scheduling",
-             "--max-consolidation-preemptees", "--detailed-fit-errors", "--update-pod-eviction-condition",
-             "--use-scheduling-signatures", "--full-hierarchy-fairness", "--allow-consolidating-reclaim",
-             "--default-staleness-grace-period", "--stuck-in-releasing-threshold", "--metrics-namespace"]
+COMMON = [
+    "--kubeconfig",
+    "--context",
+    "--qps",
+    "--burst",
+    "--listen-address",
+    "--leader-elect",
+    "--leader-elect-namespace",
+    "--leader-elect-lease-duration",
+    "--leader-elect-renew-deadline",
+    "--leader-elect-retry-period",
+]
+SCHEDULER = [
+    "--scheduler-name",
+    "--scheduler-conf",
+    "--schedule-period",
+    "--nodepool-label-key",
+    "--partition-label-value",
+    "--queue-label-key",
+    "--restrict-node-scheduling",
+    "--max-consolidation-preemptees",
+    "--detailed-fit-errors",
+    "--update-pod-eviction-condition",
+    "--use-scheduling-signatures",
+    "--full-hierarchy-fairness",
+    "--allow-consolidating-reclaim",
+    "--default-staleness-grace-period",
+    "--stuck-in-releasing-threshold",
+    "--metrics-namespace",
+]
 BINDER = ["--reconcile-period", "--max-concurrent-reconciles", "--resource-reservation-namespace"]
 KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key", "--nodepool-label-key"]
@@ -38,10 +60,16 @@ def help_text(command: str, capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("command", "flags"), [
-    ("scheduler", SCHEDULER), ("binder", BINDER), ("podgrouper", GROUPER), ("controllers", GROUPER),
-    ("run", SCHEDULER + BINDER),
-])
+@pytest.mark.parametrize(
+    ("command", "flags"),
+    [
+        ("scheduler", SCHEDULER),
+        ("binder", BINDER),
+        ("podgrouper", GROUPER),
+        ("controllers", GROUPER),
+        ("run", SCHEDULER + BINDER),
+    ],
+)
 def test_help_lists_every_flag(command: str, flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     text = help_text(command, capsys)
     for flag in COMMON + flags:
@@ -50,25 +78,41 @@ def test_help_lists_every_flag(command: str, flags: list[str], capsys: pytest.Ca
 
 def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     text = " ".join(help_text("scheduler", capsys).split())
-    for default in ("(default 1s)", "(default 50)", "(default 300)", '(default ":8080")', "(default 15s)",
-                    "(default 10s)", "(default 2s)", "(default kai)", "(default 16)", "(default 2m)"):
+    for default in (
+        "(default 1s)",
+        "(default 50)",
+        "(default 300)",
+        '(default ":8080")',
+        "(default 15s)",
+        "(default 10s)",
+        "(default 2s)",
+        "(default kai)",
+        "(default 16)",
+        "(default 2m)",
+    ):
         assert default in text, default
     assert "(default 0.2s)" in " ".join(help_text("binder", capsys).split())
     assert "(default 0.5s)" in " ".join(help_text("podgrouper", capsys).split())
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["scheduler", "--schedule-period", "5x"], "kai: --schedule-period: invalid duration '5x'"),
-    (["binder", "--reconcile-period", "fast"], "kai: --reconcile-period: invalid duration 'fast'"),
-    (["run", "--leader-elect-lease-duration", "1"], "kai: --leader-elect-lease-duration: invalid duration"),
-    (["scheduler", "--detailed-fit-errors=maybe"], "kai: --detailed-fit-errors: invalid boolean 'maybe'"),
-    (["podgrouper", "--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
-    (["scheduler", "--max-consolidation-preemptees", "1.5"], "kai: --max-consolidation-preemptees: invalid value"),
-    (["controllers", "--leader-elect", "--leader-elect-renew-deadline", "20s"],
-     "kai: --leader-elect-lease-duration: must be longer than --leader-elect-renew-deadline"),
-])
-def test_a_bad_flag_value_is_one_line_and_exit_2(argv: list[str], message: str,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["scheduler", "--schedule-period", "5x"], "kai: --schedule-period: invalid duration '5x'"),
+        (["binder", "--reconcile-period", "fast"], "kai: --reconcile-period: invalid duration 'fast'"),
+        (["run", "--leader-elect-lease-duration", "1"], "kai: --leader-elect-lease-duration: invalid duration"),
+        (["scheduler", "--detailed-fit-errors=maybe"], "kai: --detailed-fit-errors: invalid boolean 'maybe'"),
+        (["podgrouper", "--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
+        (["scheduler", "--max-consolidation-preemptees", "1.5"], "kai: --max-consolidation-preemptees: invalid value"),
+        (
+            ["controllers", "--leader-elect", "--leader-elect-renew-deadline", "20s"],
+            "kai: --leader-elect-lease-duration: must be longer than --leader-elect-renew-deadline",
+        ),
+    ],
+)
+def test_a_bad_flag_value_is_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(message), err
@@ -96,21 +140,41 @@ def test_a_bad_scheduler_conf_is_one_line_and_exit_2(tmp_path: Path, capsys: pyt
 def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(tmp_path: Path) -> None:
     memory = MemoryStore(SystemClock())
     memory.add_many([node("n1", gpus=0), queue("q"), pending_pod("p")])
-    conf = tmp_path / "configmap.yaml"        # a ConfigMap wrapping config.yaml, with flags the CLI overrides
+    conf = tmp_path / "configmap.yaml"  # a ConfigMap wrapping config.yaml, with flags the CLI overrides
     conf.write_text("apiVersion: v1\nkind: ConfigMap\ndata:\n  config.yaml: |\n    actions: allocate\n")
     port = closed_port()
     with MockApiServer(memory) as server:
         env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
         proc = children.spawn(
-            [sys.executable, "-c", KAI, "run", "--kubeconfig", kubeconfig(tmp_path, server.url),
-             "--listen-address", f"127.0.0.1:{port}", "--schedule-period", "50ms", "--reconcile-period", "50ms",
-             "--scheduler-conf", str(conf), "--leader-elect=true", "--leader-elect-retry-period", "100ms",
-             "--admission", f"--webhook-port={closed_port()}"],
-            env=env, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-c",
+                KAI,
+                "run",
+                "--kubeconfig",
+                kubeconfig(tmp_path, server.url),
+                "--listen-address",
+                f"127.0.0.1:{port}",
+                "--schedule-period",
+                "50ms",
+                "--reconcile-period",
+                "50ms",
+                "--scheduler-conf",
+                str(conf),
+                "--leader-elect=true",
+                "--leader-elect-retry-period",
+                "100ms",
+                "--admission",
+                f"--webhook-port={closed_port()}",
+            ],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
-            assert eventually(lambda: proc.poll() is not None or bool(
-                memory.get("pods", "p", "team-a")["spec"].get("nodeName"))), "the pod was not bound"
+            assert eventually(
+                lambda: proc.poll() is not None or bool(memory.get("pods", "p", "team-a")["spec"].get("nodeName"))
+            ), "the pod was not bound"
             assert proc.poll() is None, "the process ended early"
             assert eventually(lambda: _ready(port))
         finally:

@@ -29,22 +29,29 @@ def _run_raising(monkeypatch: pytest.MonkeyPatch, error: Exception) -> int:
     def run(args: argparse.Namespace) -> int:
         raise error
 
-    monkeypatch.setattr(cli.schedule, "run", run)     # what `kai schedule` calls, read when the parser is built
+    monkeypatch.setattr(cli.schedule, "run", run)  # what `kai schedule` calls, read when the parser is built
     return cli.main(["schedule", "x.yaml"])
 
 
-def test_a_user_error_raised_anywhere_is_exit_2(monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_user_error_raised_anywhere_is_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert _run_raising(monkeypatch, UserError("queue q: quota: want a number")) == 2
     assert capsys.readouterr().err == "kai: queue q: quota: want a number\n"
 
 
-@pytest.mark.parametrize("bug", [ValueError("task t is not evictable in status Pending"),
-                                 IndexError("index 3 is out of bounds"), KeyError("gpu")])
-def test_a_bug_is_a_traceback_and_exit_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                          bug: Exception) -> None:
+@pytest.mark.parametrize(
+    "bug",
+    [ValueError("task t is not evictable in status Pending"), IndexError("index 3 is out of bounds"), KeyError("gpu")],
+)
+def test_a_bug_is_a_traceback_and_exit_70(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bug: Exception
+) -> None:
     assert _run_raising(monkeypatch, bug) == cli.EXIT_BUG == 70
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):")
-    assert err.rstrip("\n").splitlines()[-1].startswith(f"kai: internal error (a bug in kai, not in your input): "
-                                                        f"{type(bug).__name__}: ")
+    assert (
+        err.rstrip("\n")
+        .splitlines()[-1]
+        .startswith(f"kai: internal error (a bug in kai, not in your input): {type(bug).__name__}: ")
+    )

@@ -70,8 +70,7 @@ def _schedule(capsys: pytest.CaptureFixture[str], tmp_path: Path, config: str, *
     return data
 
 
-def test_queue_label_key_reads_the_legacy_runai_queue_label(capsys: pytest.CaptureFixture[str],
-                                                            tmp_path: Path) -> None:
+def test_queue_label_key_reads_the_legacy_runai_queue_label(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     default = _schedule(capsys, tmp_path, "")
     assert default["tasks"]["ns/p"]["queue"] == "default-queue"
     legacy = _schedule(capsys, tmp_path, "flags: {queue-label-key: runai/queue}\n")
@@ -79,8 +78,9 @@ def test_queue_label_key_reads_the_legacy_runai_queue_label(capsys: pytest.Captu
     assert legacy["tasks"]["ns/p"]["status"] == "Binding"
 
 
-def test_scheduler_name_selects_the_pods_the_embedded_podgrouper_groups(capsys: pytest.CaptureFixture[str],
-                                                                        tmp_path: Path) -> None:
+def test_scheduler_name_selects_the_pods_the_embedded_podgrouper_groups(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     fields = {"scheduler": "other", "labels": "kai.scheduler/queue: legacy"}
     assert _schedule(capsys, tmp_path, "", **fields)["tasks"] == {}
     named = _schedule(capsys, tmp_path, "flags: {scheduler-name: other}\n", **fields)
@@ -97,8 +97,9 @@ def test_nodepool_label_key_names_the_project_queue(capsys: pytest.CaptureFixtur
 
 def test_simulate_honours_queue_label_key() -> None:
     """The replay's podgrouper groups the pod into the queue its legacy label names."""
-    loaded = sources.loads(MANIFEST % {"queue": "legacy", "labels": "runai/queue: legacy",
-                                       "scheduler": "kai-scheduler"}, "manifest.yaml")
+    loaded = sources.loads(
+        MANIFEST % {"queue": "legacy", "labels": "runai/queue: legacy", "scheduler": "kai-scheduler"}, "manifest.yaml"
+    )
     for flags, queue in (({}, "default-queue"), ({"queue-label-key": "runai/queue"}, "legacy")):
         simulation = replay.Replay(loaded, load_config({"flags": flags}), replay.Options(until=1.0))
         simulation.podgrouper.reconcile()
@@ -106,20 +107,25 @@ def test_simulate_honours_queue_label_key() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FIXED_FLAGS))
-def test_a_flag_supported_only_at_its_default_is_an_error_elsewhere(capsys: pytest.CaptureFixture[str],
-                                                                    tmp_path: Path, name: str) -> None:
+def test_a_flag_supported_only_at_its_default_is_an_error_elsewhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
     key = name.replace("_", "-")
     other = str(not getattr(Flags(), name)).lower()
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(MANIFEST % {"queue": "q", "labels": "", "scheduler": "kai-scheduler"}, encoding="utf-8")
     conf = tmp_path / "conf.yaml"
     conf.write_text(f"flags:\n  {key}: {str(getattr(Flags(), name)).lower()}\n", encoding="utf-8")
-    assert cli.main(["schedule", str(manifest), "--config", str(conf), "-o", "json"]) == 0   # the default loads
+    assert cli.main(["schedule", str(manifest), "--config", str(conf), "-o", "json"]) == 0  # the default loads
     capsys.readouterr()
     conf.write_text(f"flags:\n  {key}: {other}\n", encoding="utf-8")
     for command in ("schedule", "simulate"):
-        assert cli.main([command, str(manifest), "--config", str(conf), "--no-report"][:4 if command ==
-                        "schedule" else 5]) == 2
+        assert (
+            cli.main(
+                [command, str(manifest), "--config", str(conf), "--no-report"][: 4 if command == "schedule" else 5]
+            )
+            == 2
+        )
         err = capsys.readouterr().err
         assert err.startswith(f"kai: {conf}:2: config flags.{key}: only ") and err.count("\n") == 1
     assert cli.main(["scheduler", f"--{key}={other}", "--kubeconfig", str(tmp_path / "none")]) == 2
@@ -128,17 +134,27 @@ def test_a_flag_supported_only_at_its_default_is_an_error_elsewhere(capsys: pyte
 
 def test_every_other_flag_is_read_outside_the_configuration() -> None:
     """A flag nothing reads is accepted and ignored: each must be used by the code, or be in FIXED_FLAGS."""
-    code = "\n".join(p.read_text(encoding="utf-8") for p in SRC.rglob("*.py")
-                     if p.name != "config.py" or p.parent.name != "framework")
-    unused = [f.name for f in dataclasses.fields(Flags)
-              if f.name not in FIXED_FLAGS and not re.search(rf"flags\.{f.name}\b", code)]
+    code = "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in SRC.rglob("*.py")
+        if p.name != "config.py" or p.parent.name != "framework"
+    )
+    unused = [
+        f.name
+        for f in dataclasses.fields(Flags)
+        if f.name not in FIXED_FLAGS and not re.search(rf"flags\.{f.name}\b", code)
+    ]
     assert unused == []
 
 
 @pytest.mark.parametrize("command", ["run", "podgrouper", "controllers"])
 def test_the_podgrouper_component_takes_the_podgrouper_flags(command: str) -> None:
-    args = cli.parser().parse_args([command, "--queue-label-key", "runai/queue", "--nodepool-label-key", "pool",
-                                    "--scheduler-name", "other"])
+    args = cli.parser().parse_args(
+        [command, "--queue-label-key", "runai/queue", "--nodepool-label-key", "pool", "--scheduler-name", "other"]
+    )
     options = components._grouper_options(args)
     assert (options.queue_label_key, options.node_pool_label_key, options.scheduler_name) == (
-        "runai/queue", "pool", "other")
+        "runai/queue",
+        "pool",
+        "other",
+    )

@@ -10,16 +10,18 @@ from kai_scheduler.cli.logs import JsonFormatter, TextFormatter
 
 
 def _record(**extra: object) -> logging.LogRecord:
-    record = logging.LogRecord("kai_scheduler.scheduler.commit", logging.WARNING, __file__, 1, "write failed",
-                               None, None)
+    record = logging.LogRecord(
+        "kai_scheduler.scheduler.commit", logging.WARNING, __file__, 1, "write failed", None, None
+    )
     record.__dict__.update(extra)
     return record
 
 
 def test_text_lines_end_with_the_fields_quoted_where_needed() -> None:
     line = TextFormatter().format(_record(what="create BindRequest ns/p", reason="Conflict", attempts=2))
-    assert line == ('WARNING kai_scheduler.scheduler.commit: write failed what="create BindRequest ns/p" '
-                    'reason=Conflict attempts=2')
+    assert line == (
+        'WARNING kai_scheduler.scheduler.commit: write failed what="create BindRequest ns/p" reason=Conflict attempts=2'
+    )
 
 
 def test_a_line_without_fields_is_just_the_message() -> None:
@@ -29,6 +31,10 @@ def test_a_line_without_fields_is_just_the_message() -> None:
 def test_json_lines_hold_level_logger_message_and_fields() -> None:
     out = orjson.loads(JsonFormatter().format(_record(reason="Conflict", pods=["a", "b"])))
     assert {k: out[k] for k in ("level", "logger", "msg", "reason", "pods")} == {
-        "level": "WARNING", "logger": "kai_scheduler.scheduler.commit", "msg": "write failed",
-        "reason": "Conflict", "pods": ["a", "b"]}
+        "level": "WARNING",
+        "logger": "kai_scheduler.scheduler.commit",
+        "msg": "write failed",
+        "reason": "Conflict",
+        "pods": ["a", "b"],
+    }
     assert "time" in out

@@ -42,21 +42,40 @@ EXPECT_WRONG = "expect:\n  jobs:\n    j: {status: Pending}\n  maxBinds: 1\n"
 SCENARIO_ERRORS = [
     pytest.param(None, ["no such file"], id="a missing file"),
     pytest.param("nodes: [\n  {name: n\n", ["invalid YAML"], id="bad YAML"),
-    pytest.param(SCENARIO.replace("gpus: 8,", "gpus: eight,"), ["node n", "gpus", "'eight'"],
-                 id="a field of the wrong type"),
-    pytest.param(SCENARIO.replace('cpu: "1"', 'cpu: "-1"'), ["job j", "cpu", "negative quantity"],
-                 id="a negative quantity"),
-    pytest.param(SCENARIO.replace("- name: a\n", "- name: a\n  parent: org\n"), ["queue a", "parent", "'org'"],
-                 id="a queue whose parent does not exist"),
-    pytest.param(SCENARIO.replace("- name: a\n", "- {name: b, parent: a}\n- name: a\n  parent: b\n"),
-                 ["queue", "parent", "cycle"], id="a queue cycle"),
-    pytest.param(SCENARIO.replace("  queue: a\n", "  queue: nowhere\n"), ["job j", "queue", "'nowhere'"],
-                 id="a job naming a missing queue"),
-    pytest.param(SCENARIO.replace("  replicas: 2\n  template: {gpus: 1, cpu: \"1\", memory: 1Gi}\n",
-                                  "  tasks:\n  - {name: t, status: Running, node: ghost, gpus: 1}\n"),
-                 ["job j", "node", "'ghost'"], id="a pod naming a missing node"),
-    pytest.param(SCENARIO.replace("  queue: a\n", "  queue: a\n  minMember: -1\n"), ["job j", "minMember"],
-                 id="a negative minMember"),
+    pytest.param(
+        SCENARIO.replace("gpus: 8,", "gpus: eight,"), ["node n", "gpus", "'eight'"], id="a field of the wrong type"
+    ),
+    pytest.param(
+        SCENARIO.replace('cpu: "1"', 'cpu: "-1"'), ["job j", "cpu", "negative quantity"], id="a negative quantity"
+    ),
+    pytest.param(
+        SCENARIO.replace("- name: a\n", "- name: a\n  parent: org\n"),
+        ["queue a", "parent", "'org'"],
+        id="a queue whose parent does not exist",
+    ),
+    pytest.param(
+        SCENARIO.replace("- name: a\n", "- {name: b, parent: a}\n- name: a\n  parent: b\n"),
+        ["queue", "parent", "cycle"],
+        id="a queue cycle",
+    ),
+    pytest.param(
+        SCENARIO.replace("  queue: a\n", "  queue: nowhere\n"),
+        ["job j", "queue", "'nowhere'"],
+        id="a job naming a missing queue",
+    ),
+    pytest.param(
+        SCENARIO.replace(
+            '  replicas: 2\n  template: {gpus: 1, cpu: "1", memory: 1Gi}\n',
+            "  tasks:\n  - {name: t, status: Running, node: ghost, gpus: 1}\n",
+        ),
+        ["job j", "node", "'ghost'"],
+        id="a pod naming a missing node",
+    ),
+    pytest.param(
+        SCENARIO.replace("  queue: a\n", "  queue: a\n  minMember: -1\n"),
+        ["job j", "minMember"],
+        id="a negative minMember",
+    ),
 ]
 
 
@@ -72,8 +91,9 @@ def _assert_one_line_error(code: int, out: str, err: str, path: str, words: list
 
 
 @pytest.mark.parametrize("text, words", SCENARIO_ERRORS)
-def test_a_bad_scenario_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                               text: str | None, words: list[str]) -> None:
+def test_a_bad_scenario_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str | None, words: list[str]
+) -> None:
     path = str(tmp_path / "missing.yaml") if text is None else _write(tmp_path, text)
     code, out, err = _run(capsys, "schedule", path)
     _assert_one_line_error(code, out, err, path, words)
@@ -118,26 +138,46 @@ status: {phase: %s}
 GOOD_MANIFEST = NODE + QUEUE % ("a", "") + PODGROUP % "a" + POD % ("", "Pending")
 
 MANIFEST_ERRORS = [
-    pytest.param(GOOD_MANIFEST.replace('"8"}}', '"-8"}}'), ["Node n", "nvidia.com/gpu", "negative quantity"],
-                 id="a negative quantity"),
-    pytest.param(GOOD_MANIFEST.replace("minMember: 1", "minMember: one"), ["PodGroup ns/pg", "minMember"],
-                 id="a field of the wrong type"),
-    pytest.param(GOOD_MANIFEST.replace("phase: Pending", "phase: Waiting"), ["Pod ns/p", "status.phase"],
-                 id="an unknown status"),
-    pytest.param(NODE + QUEUE % ("a", "org") + PODGROUP % "a" + POD % ("", "Pending"),
-                 ["Queue a", "parentQueue", "'org'"], id="a queue whose parent does not exist"),
-    pytest.param(NODE + QUEUE % ("a", "b") + QUEUE % ("b", "a") + PODGROUP % "a" + POD % ("", "Pending"),
-                 ["Queue", "parentQueue", "cycle"], id="a queue cycle"),
-    pytest.param(NODE + QUEUE % ("a", "") + PODGROUP % "nowhere" + POD % ("", "Pending"),
-                 ["PodGroup ns/pg", "queue", "'nowhere'"], id="a job naming a missing queue"),
-    pytest.param(NODE + QUEUE % ("a", "") + PODGROUP % "a" + POD % ("ghost", "Running"),
-                 ["Pod ns/p", "nodeName", "'ghost'"], id="a pod naming a missing node"),
+    pytest.param(
+        GOOD_MANIFEST.replace('"8"}}', '"-8"}}'),
+        ["Node n", "nvidia.com/gpu", "negative quantity"],
+        id="a negative quantity",
+    ),
+    pytest.param(
+        GOOD_MANIFEST.replace("minMember: 1", "minMember: one"),
+        ["PodGroup ns/pg", "minMember"],
+        id="a field of the wrong type",
+    ),
+    pytest.param(
+        GOOD_MANIFEST.replace("phase: Pending", "phase: Waiting"), ["Pod ns/p", "status.phase"], id="an unknown status"
+    ),
+    pytest.param(
+        NODE + QUEUE % ("a", "org") + PODGROUP % "a" + POD % ("", "Pending"),
+        ["Queue a", "parentQueue", "'org'"],
+        id="a queue whose parent does not exist",
+    ),
+    pytest.param(
+        NODE + QUEUE % ("a", "b") + QUEUE % ("b", "a") + PODGROUP % "a" + POD % ("", "Pending"),
+        ["Queue", "parentQueue", "cycle"],
+        id="a queue cycle",
+    ),
+    pytest.param(
+        NODE + QUEUE % ("a", "") + PODGROUP % "nowhere" + POD % ("", "Pending"),
+        ["PodGroup ns/pg", "queue", "'nowhere'"],
+        id="a job naming a missing queue",
+    ),
+    pytest.param(
+        NODE + QUEUE % ("a", "") + PODGROUP % "a" + POD % ("ghost", "Running"),
+        ["Pod ns/p", "nodeName", "'ghost'"],
+        id="a pod naming a missing node",
+    ),
 ]
 
 
 @pytest.mark.parametrize("text, words", MANIFEST_ERRORS)
-def test_a_bad_manifest_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str,
-                                               words: list[str]) -> None:
+def test_a_bad_manifest_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, words: list[str]
+) -> None:
     """The issue: "A scenario or manifest with …" the same problems is a one-line error, exit code 2."""
     path = _write(tmp_path, text, "manifest.yaml")
     code, out, err = _run(capsys, "schedule", path)
@@ -169,8 +209,9 @@ def test_check_passes_with_exit_0(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert code == 0 and err == ""
 
 
-def test_a_failing_check_is_exit_1_with_one_line_per_mismatch(capsys: pytest.CaptureFixture[str],
-                                                              tmp_path: Path) -> None:
+def test_a_failing_check_is_exit_1_with_one_line_per_mismatch(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     path = _write(tmp_path, SCENARIO + EXPECT_WRONG)
     code, _, err = _run(capsys, "schedule", path, "--check", "-o", "json")
     assert code == 1
@@ -198,17 +239,37 @@ def _json(capsys: pytest.CaptureFixture[str], path: str, *argv: str) -> dict[str
 
 def test_json_output_keys(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = _json(capsys, _write(tmp_path, SCENARIO))
-    assert set(data) >= {"scenario", "tasks", "queues", "unplaced", "evictions", "nodes", "cycles", "binds",
-                         "evictionCount", "pipelines", "problems"}
+    assert set(data) >= {
+        "scenario",
+        "tasks",
+        "queues",
+        "unplaced",
+        "evictions",
+        "nodes",
+        "cycles",
+        "binds",
+        "evictionCount",
+        "pipelines",
+        "problems",
+    }
     assert data["scenario"] == "two pods on one node"
     assert data["tasks"] == {
-        f"default/j-{i}": {"name": f"j-{i}", "namespace": "default", "job": "default/j", "queue": "a",
-                           "before": "Pending", "status": "Binding", "node": "n"} for i in (0, 1)
+        f"default/j-{i}": {
+            "name": f"j-{i}",
+            "namespace": "default",
+            "job": "default/j",
+            "queue": "a",
+            "before": "Pending",
+            "status": "Binding",
+            "node": "n",
+        }
+        for i in (0, 1)
     }
     queue = data["queues"]["a"]
     assert set(queue) >= {"parent", "deserved", "fairShare", "allocated", "requested", "limit"}
-    assert all(set(queue[k]) == {"gpu", "cpu", "memory"} for k in ("deserved", "fairShare", "allocated",
-                                                                     "requested", "limit"))
+    assert all(
+        set(queue[k]) == {"gpu", "cpu", "memory"} for k in ("deserved", "fairShare", "allocated", "requested", "limit")
+    )
     assert queue["deserved"]["gpu"] == 8 and queue["allocated"]["gpu"] == 2
     assert data["binds"] == 2 and data["evictionCount"] == 0 and data["pipelines"] == 0
     assert [set(c) >= {"cycle", "binds", "evictions", "pipelines"} for c in data["cycles"]] == [True]
@@ -241,7 +302,9 @@ def test_unplaced_jobs_say_why_in_plain_words(capsys: pytest.CaptureFixture[str]
 def test_two_cycles_turn_binding_into_running(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = _json(capsys, _write(tmp_path, SCENARIO), "--cycles", "2")
     assert {name: (t["before"], t["status"], t["node"]) for name, t in data["tasks"].items()} == {
-        "default/j-0": ("Pending", "Running", "n"), "default/j-1": ("Pending", "Running", "n")}
+        "default/j-0": ("Pending", "Running", "n"),
+        "default/j-1": ("Pending", "Running", "n"),
+    }
     assert [c["binds"] for c in data["cycles"]] == [2, 0]
 
 

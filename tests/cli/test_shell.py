@@ -33,18 +33,21 @@ def _closed_reader(argv: list[str]) -> tuple[int, str]:
     return proc.wait(timeout=120), err
 
 
-@pytest.mark.parametrize("argv", [
-    pytest.param(["schedule", str(EXAMPLES / "quickstart.yaml"), "-o", "json"], id="schedule -o json"),
-    pytest.param(["schedule", str(EXAMPLES / "quickstart.yaml")], id="schedule tables"),
-    pytest.param(["simulate", "TINY", "-o", "json", "--no-report", "--no-progress"], id="simulate -o json"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["schedule", str(EXAMPLES / "quickstart.yaml"), "-o", "json"], id="schedule -o json"),
+        pytest.param(["schedule", str(EXAMPLES / "quickstart.yaml")], id="schedule tables"),
+        pytest.param(["simulate", "TINY", "-o", "json", "--no-report", "--no-progress"], id="simulate -o json"),
+    ],
+)
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path, argv: list[str]) -> None:
     tiny = tmp_path / "tiny.yaml"
     tiny.write_text(TINY, encoding="utf-8")
     code, err = _closed_reader(_kai(*(str(tiny) if a == "TINY" else a for a in argv)))
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     assert err == ""
-    assert code == 141          # 128 + SIGPIPE, what a shell shows for a Unix tool cut off by `head`
+    assert code == 141  # 128 + SIGPIPE, what a shell shows for a Unix tool cut off by `head`
 
 
 def test_head_takes_the_first_line() -> None:
@@ -59,8 +62,7 @@ def test_the_command_line_imports_no_heavy_library_before_a_command_runs() -> No
     """`kai --help` must start quickly: plotting, certificates, numpy and the Kubernetes client load only when
     the command that needs them runs."""
     heavy = ("matplotlib", "cryptography", "numpy", "kubernetes", "prometheus_client", "rich")
-    code = ("import sys, kai_scheduler.cli as c; c.parser(); "
-            f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
+    code = f"import sys, kai_scheduler.cli as c; c.parser(); print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == []
 

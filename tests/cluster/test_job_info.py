@@ -73,26 +73,70 @@ def test_a_flat_podgroup_is_one_default_pod_set() -> None:
 
 
 SUBGROUPS = [
-    pytest.param("a0:P a1:P b0:P b1:P", 1, [sub_group("a", min_member=2), sub_group("b", min_member=2)],
-                 ["a0", "a1"], id="minSubGroup 1 takes the first member's minimum"),
-    pytest.param("a0:R a1:R a2:P b0:P b1:P", 1, [sub_group("a", min_member=2), sub_group("b", min_member=2)],
-                 ["a2"], id="once minSubGroup is met, one elastic task from the first member that has one"),
-    pytest.param("a0:R b0:P c0:P", 2, [sub_group(n, min_member=1) for n in "abc"], ["b0"],
-                 id="satisfied members are skipped when picking the K still missing"),
-    pytest.param("a0:P b0:P", None, [sub_group("a", min_member=1), sub_group("b", min_member=1)], ["a0", "b0"],
-                 id="a nil minSubGroup needs every member"),
-    pytest.param("m0:P w0:P w1:P x0:P x1:P", None,
-                 [sub_group("m", min_member=1), sub_group("workers", min_sub_group=1),
-                  sub_group("w", min_member=2, parent="workers"), sub_group("x", min_member=2, parent="workers")],
-                 ["m0", "w0", "w1"], id="nested: the master and one worker group"),
-    pytest.param("m0:R w0:R w1:R x0:P x1:P", None,
-                 [sub_group("m", min_member=1), sub_group("workers", min_sub_group=1),
-                  sub_group("w", min_member=2, parent="workers"), sub_group("x", min_member=2, parent="workers")],
-                 ["x0", "x1"], id="nested: an optional member beyond minSubGroup comes whole, as its own gang"),
-    pytest.param("m0:R w0:R w1:R x0:R x1:R x2:P", None,
-                 [sub_group("m", min_member=1), sub_group("workers", min_sub_group=1),
-                  sub_group("w", min_member=2, parent="workers"), sub_group("x", min_member=2, parent="workers")],
-                 ["x2"], id="nested and every member satisfied: elastic extras one at a time"),
+    pytest.param(
+        "a0:P a1:P b0:P b1:P",
+        1,
+        [sub_group("a", min_member=2), sub_group("b", min_member=2)],
+        ["a0", "a1"],
+        id="minSubGroup 1 takes the first member's minimum",
+    ),
+    pytest.param(
+        "a0:R a1:R a2:P b0:P b1:P",
+        1,
+        [sub_group("a", min_member=2), sub_group("b", min_member=2)],
+        ["a2"],
+        id="once minSubGroup is met, one elastic task from the first member that has one",
+    ),
+    pytest.param(
+        "a0:R b0:P c0:P",
+        2,
+        [sub_group(n, min_member=1) for n in "abc"],
+        ["b0"],
+        id="satisfied members are skipped when picking the K still missing",
+    ),
+    pytest.param(
+        "a0:P b0:P",
+        None,
+        [sub_group("a", min_member=1), sub_group("b", min_member=1)],
+        ["a0", "b0"],
+        id="a nil minSubGroup needs every member",
+    ),
+    pytest.param(
+        "m0:P w0:P w1:P x0:P x1:P",
+        None,
+        [
+            sub_group("m", min_member=1),
+            sub_group("workers", min_sub_group=1),
+            sub_group("w", min_member=2, parent="workers"),
+            sub_group("x", min_member=2, parent="workers"),
+        ],
+        ["m0", "w0", "w1"],
+        id="nested: the master and one worker group",
+    ),
+    pytest.param(
+        "m0:R w0:R w1:R x0:P x1:P",
+        None,
+        [
+            sub_group("m", min_member=1),
+            sub_group("workers", min_sub_group=1),
+            sub_group("w", min_member=2, parent="workers"),
+            sub_group("x", min_member=2, parent="workers"),
+        ],
+        ["x0", "x1"],
+        id="nested: an optional member beyond minSubGroup comes whole, as its own gang",
+    ),
+    pytest.param(
+        "m0:R w0:R w1:R x0:R x1:R x2:P",
+        None,
+        [
+            sub_group("m", min_member=1),
+            sub_group("workers", min_sub_group=1),
+            sub_group("w", min_member=2, parent="workers"),
+            sub_group("x", min_member=2, parent="workers"),
+        ],
+        ["x2"],
+        id="nested and every member satisfied: elastic extras one at a time",
+    ),
 ]
 
 
@@ -103,8 +147,12 @@ def test_subgroups(pods: str, min_sub_group: int | None, groups: list[JSON], wan
 
 
 def test_subgroup_tree_shape() -> None:
-    groups = [sub_group("m", min_member=1), sub_group("workers", min_sub_group=1),
-              sub_group("w", min_member=2, parent="workers"), sub_group("x", min_member=2, parent="workers")]
+    groups = [
+        sub_group("m", min_member=1),
+        sub_group("workers", min_sub_group=1),
+        sub_group("w", min_member=2, parent="workers"),
+        sub_group("x", min_member=2, parent="workers"),
+    ]
     job = _job(_pods("m0:P w0:P"), min_member=None, sub_groups=groups)
     assert [c.name for c in job.root.children] == ["m", "workers"]
     workers = job.root.children[1]
@@ -126,12 +174,26 @@ READY = [
     pytest.param("p0:P p1:P p2:G", {"min_member": 3}, False, id="gated pods do not count"),
     pytest.param("p0:S p1:P", {"min_member": 2}, False, id="succeeded pods do not count"),
     pytest.param("p0:X p1:P", {"min_member": 2}, False, id="releasing pods do not count"),
-    pytest.param("a0:P b0:G", {"min_member": None, "min_sub_group": 1,
-                               "sub_groups": [sub_group("a", min_member=1), sub_group("b", min_member=1)]},
-                 True, id="one ready member is enough for minSubGroup 1"),
-    pytest.param("a0:P b0:G", {"min_member": None, "min_sub_group": 2,
-                               "sub_groups": [sub_group("a", min_member=1), sub_group("b", min_member=1)]},
-                 False, id="minSubGroup 2 needs both members ready"),
+    pytest.param(
+        "a0:P b0:G",
+        {
+            "min_member": None,
+            "min_sub_group": 1,
+            "sub_groups": [sub_group("a", min_member=1), sub_group("b", min_member=1)],
+        },
+        True,
+        id="one ready member is enough for minSubGroup 1",
+    ),
+    pytest.param(
+        "a0:P b0:G",
+        {
+            "min_member": None,
+            "min_sub_group": 2,
+            "sub_groups": [sub_group("a", min_member=1), sub_group("b", min_member=1)],
+        },
+        False,
+        id="minSubGroup 2 needs both members ready",
+    ),
 ]
 
 

@@ -20,13 +20,15 @@ S = PodStatus
 
 
 def _snapshot() -> Snapshot:
-    return b.snapshot([
-        b.queue("q"),
-        b.node("n", gpus=8, gpu_memory=40000),
-        b.pod("t", gpus=1, cpu="2", memory="4Gi"),
-        b.pod("u", gpus=2, cpu="500m", memory="1Gi"),
-        *(b.pod(f"f{i}", fraction=0.5, cpu="1", memory="1Gi") for i in (1, 2, 3)),
-    ])
+    return b.snapshot(
+        [
+            b.queue("q"),
+            b.node("n", gpus=8, gpu_memory=40000),
+            b.pod("t", gpus=1, cpu="2", memory="4Gi"),
+            b.pod("u", gpus=2, cpu="500m", memory="1Gi"),
+            *(b.pod(f"f{i}", fraction=0.5, cpu="1", memory="1Gi") for i in (1, 2, 3)),
+        ]
+    )
 
 
 def _node(snap: Snapshot) -> NodeInfo:
@@ -42,18 +44,31 @@ def test_a_clean_node_is_all_idle() -> None:
     assert a.allocatable[0, MEMORY] == 512 * 2**30
 
 
-@pytest.mark.parametrize("placement, used, idle, releasing", [
-    pytest.param(Placement(S.RUNNING, "n"), 1, -1, 0, id="Running takes idle"),
-    pytest.param(Placement(S.ALLOCATED, "n"), 1, -1, 0, id="Allocated takes idle"),
-    pytest.param(Placement(S.BINDING, "n"), 1, -1, 0, id="Binding takes idle"),
-    pytest.param(Placement(S.BOUND, "n"), 1, -1, 0, id="Bound takes idle"),
-    pytest.param(Placement(S.RELEASING, "n"), 1, -1, 1, id="Releasing is used and releasing, not idle"),
-    pytest.param(Placement(S.STUCK_IN_RELEASING, "n"), 1, -1, 0,
-                 id="StuckInReleasing holds its resources: nothing to count on being released"),
-    pytest.param(Placement(S.PIPELINED, "n"), 1, 0, -1, id="Pipelined consumes releasing, not idle"),
-    pytest.param(Placement(S.PIPELINED, "n", holds_idle=True), 1, -1, 0,
-                 id="a Pipelined task converted from Allocated keeps its idle charge"),
-])
+@pytest.mark.parametrize(
+    "placement, used, idle, releasing",
+    [
+        pytest.param(Placement(S.RUNNING, "n"), 1, -1, 0, id="Running takes idle"),
+        pytest.param(Placement(S.ALLOCATED, "n"), 1, -1, 0, id="Allocated takes idle"),
+        pytest.param(Placement(S.BINDING, "n"), 1, -1, 0, id="Binding takes idle"),
+        pytest.param(Placement(S.BOUND, "n"), 1, -1, 0, id="Bound takes idle"),
+        pytest.param(Placement(S.RELEASING, "n"), 1, -1, 1, id="Releasing is used and releasing, not idle"),
+        pytest.param(
+            Placement(S.STUCK_IN_RELEASING, "n"),
+            1,
+            -1,
+            0,
+            id="StuckInReleasing holds its resources: nothing to count on being released",
+        ),
+        pytest.param(Placement(S.PIPELINED, "n"), 1, 0, -1, id="Pipelined consumes releasing, not idle"),
+        pytest.param(
+            Placement(S.PIPELINED, "n", holds_idle=True),
+            1,
+            -1,
+            0,
+            id="a Pipelined task converted from Allocated keeps its idle charge",
+        ),
+    ],
+)
 def test_ledger_rules(placement: Placement, used: int, idle: int, releasing: int) -> None:
     snap = _snapshot()
     node, task = _node(snap), b.task(snap, "t")
@@ -75,9 +90,12 @@ def test_remove_is_the_exact_inverse_in_any_order() -> None:
     snap = _snapshot()
     node = _node(snap)
     before = b.ledgers(snap)
-    placed = [(b.task(snap, "t"), Placement(S.RELEASING, "n")), (b.task(snap, "u"), Placement(S.PIPELINED, "n")),
-              (b.task(snap, "f1"), Placement(S.RUNNING, "n", ("g1",))),
-              (b.task(snap, "f2"), Placement(S.PIPELINED, "n", ("g1",), holds_idle=True))]
+    placed = [
+        (b.task(snap, "t"), Placement(S.RELEASING, "n")),
+        (b.task(snap, "u"), Placement(S.PIPELINED, "n")),
+        (b.task(snap, "f1"), Placement(S.RUNNING, "n", ("g1",))),
+        (b.task(snap, "f2"), Placement(S.PIPELINED, "n", ("g1",), holds_idle=True)),
+    ]
     for task, placement in placed:
         node.add_task(task, placement)
     for task, placement in (placed[1], placed[3], placed[0], placed[2]):
@@ -104,28 +122,61 @@ def test_a_shared_gpu_task_asks_no_whole_device() -> None:
 # (pods, statuses, groups) added in order → GPU column (used, idle, releasing) and each group's state
 GROUPS = [
     pytest.param([("f1", S.RUNNING, ("g1",))], (1, 7, 0), {"g1": "used"}, id="one sharer holds one device"),
-    pytest.param([("f1", S.RUNNING, ("g1",)), ("f2", S.RUNNING, ("g1",))], (1, 7, 0), {"g1": "used"},
-                 id="a second sharer of the same group takes no other device"),
-    pytest.param([("f1", S.RUNNING, ("g1",)), ("f2", S.RUNNING, ("g2",))], (2, 6, 0), {"g1": "used", "g2": "used"},
-                 id="two groups hold two devices"),
-    pytest.param([("f1", S.RUNNING, ("g1", "g2"))], (2, 6, 0), {"g1": "used", "g2": "used"},
-                 id="a multi-device fraction opens one group per device"),
-    pytest.param([("f1", S.RELEASING, ("g1",))], (1, 7, 1), {"g1": "releasing"},
-                 id="a group whose only sharer is releasing is releasing"),
-    pytest.param([("f1", S.RELEASING, ("g1",)), ("f2", S.RUNNING, ("g1",))], (1, 7, 0), {"g1": "used"},
-                 id="a group with one live sharer is not releasing"),
-    pytest.param([("f1", S.RELEASING, ("g1",)), ("f2", S.RELEASING, ("g1",))], (1, 7, 1),
-                 {"g1": "releasing"}, id="a group whose sharers all release is releasing"),
-    pytest.param([("f1", S.RELEASING, ("g1",)), ("f2", S.STUCK_IN_RELEASING, ("g1",))], (1, 7, 0),
-                 {"g1": "used"}, id="a sharer stuck in releasing keeps its group used"),
-    pytest.param([("f1", S.PIPELINED, ("g1",))], (1, 8, -1), {"g1": "pipelined"},
-                 id="a group opened by a pipelined task draws on releasing"),
+    pytest.param(
+        [("f1", S.RUNNING, ("g1",)), ("f2", S.RUNNING, ("g1",))],
+        (1, 7, 0),
+        {"g1": "used"},
+        id="a second sharer of the same group takes no other device",
+    ),
+    pytest.param(
+        [("f1", S.RUNNING, ("g1",)), ("f2", S.RUNNING, ("g2",))],
+        (2, 6, 0),
+        {"g1": "used", "g2": "used"},
+        id="two groups hold two devices",
+    ),
+    pytest.param(
+        [("f1", S.RUNNING, ("g1", "g2"))],
+        (2, 6, 0),
+        {"g1": "used", "g2": "used"},
+        id="a multi-device fraction opens one group per device",
+    ),
+    pytest.param(
+        [("f1", S.RELEASING, ("g1",))],
+        (1, 7, 1),
+        {"g1": "releasing"},
+        id="a group whose only sharer is releasing is releasing",
+    ),
+    pytest.param(
+        [("f1", S.RELEASING, ("g1",)), ("f2", S.RUNNING, ("g1",))],
+        (1, 7, 0),
+        {"g1": "used"},
+        id="a group with one live sharer is not releasing",
+    ),
+    pytest.param(
+        [("f1", S.RELEASING, ("g1",)), ("f2", S.RELEASING, ("g1",))],
+        (1, 7, 1),
+        {"g1": "releasing"},
+        id="a group whose sharers all release is releasing",
+    ),
+    pytest.param(
+        [("f1", S.RELEASING, ("g1",)), ("f2", S.STUCK_IN_RELEASING, ("g1",))],
+        (1, 7, 0),
+        {"g1": "used"},
+        id="a sharer stuck in releasing keeps its group used",
+    ),
+    pytest.param(
+        [("f1", S.PIPELINED, ("g1",))],
+        (1, 8, -1),
+        {"g1": "pipelined"},
+        id="a group opened by a pipelined task draws on releasing",
+    ),
 ]
 
 
 @pytest.mark.parametrize("adds, gpu, states", GROUPS)
-def test_shared_gpu_groups(adds: list[tuple[str, PodStatus, tuple[str, ...]]], gpu: tuple[int, int, int],
-                           states: dict[str, str]) -> None:
+def test_shared_gpu_groups(
+    adds: list[tuple[str, PodStatus, tuple[str, ...]]], gpu: tuple[int, int, int], states: dict[str, str]
+) -> None:
     snap = _snapshot()
     node = _node(snap)
     before = b.ledgers(snap)

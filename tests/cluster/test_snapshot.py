@@ -25,23 +25,57 @@ def _snap(*objects: JSON) -> Any:
 
 STATUSES = [
     pytest.param({"node": "n1"}, (), S.RUNNING, "n1", id="Running on its node"),
-    pytest.param({"node": "n1", "deleted_at": b.NOW}, (), S.RELEASING, "n1",
-                 id="a running pod with a deletion timestamp is Releasing"),
-    pytest.param({"node": "n1", "deleted_at": b.NOW - 600}, (), S.STUCK_IN_RELEASING, "n1",
-                 id="releasing past the 2m threshold is StuckInReleasing"),
+    pytest.param(
+        {"node": "n1", "deleted_at": b.NOW},
+        (),
+        S.RELEASING,
+        "n1",
+        id="a running pod with a deletion timestamp is Releasing",
+    ),
+    pytest.param(
+        {"node": "n1", "deleted_at": b.NOW - 600},
+        (),
+        S.STUCK_IN_RELEASING,
+        "n1",
+        id="releasing past the 2m threshold is StuckInReleasing",
+    ),
     pytest.param({"node": "n1", "phase": "Pending"}, (), S.BOUND, "n1", id="Pending with a nodeName is Bound"),
-    pytest.param({"deleted_at": b.NOW}, (), S.RELEASING, "",
-                 id="an unbound pod being deleted is Releasing, never Pending (KAI: deletion first)"),
-    pytest.param({"deleted_at": b.NOW}, (b.bind_request("p", "n2"),), S.RELEASING, "n2",
-                 id="a pod being deleted with a BindRequest is Releasing on the BindRequest's node"),
-    pytest.param({}, (b.bind_request("p", "n2"),), S.BINDING, "n2",
-                 id="Pending with a live BindRequest is Binding on the BindRequest's node"),
-    pytest.param({}, (b.bind_request("p", "n2", phase="Failed", failed_attempts=1, backoff_limit=3),), S.BINDING,
-                 "n2", id="a failed BindRequest still within its backoff limit is live"),
-    pytest.param({}, (b.bind_request("p", "n2", phase="Failed"),), S.PENDING, "",
-                 id="a failed BindRequest without backoff limit is ignored"),
-    pytest.param({}, (b.bind_request("p", "gone"),), S.PENDING, "",
-                 id="a BindRequest for a missing node is ignored"),
+    pytest.param(
+        {"deleted_at": b.NOW},
+        (),
+        S.RELEASING,
+        "",
+        id="an unbound pod being deleted is Releasing, never Pending (KAI: deletion first)",
+    ),
+    pytest.param(
+        {"deleted_at": b.NOW},
+        (b.bind_request("p", "n2"),),
+        S.RELEASING,
+        "n2",
+        id="a pod being deleted with a BindRequest is Releasing on the BindRequest's node",
+    ),
+    pytest.param(
+        {},
+        (b.bind_request("p", "n2"),),
+        S.BINDING,
+        "n2",
+        id="Pending with a live BindRequest is Binding on the BindRequest's node",
+    ),
+    pytest.param(
+        {},
+        (b.bind_request("p", "n2", phase="Failed", failed_attempts=1, backoff_limit=3),),
+        S.BINDING,
+        "n2",
+        id="a failed BindRequest still within its backoff limit is live",
+    ),
+    pytest.param(
+        {},
+        (b.bind_request("p", "n2", phase="Failed"),),
+        S.PENDING,
+        "",
+        id="a failed BindRequest without backoff limit is ignored",
+    ),
+    pytest.param({}, (b.bind_request("p", "gone"),), S.PENDING, "", id="a BindRequest for a missing node is ignored"),
     pytest.param({"gated": True}, (), S.GATED, "", id="scheduling gates make it Gated"),
     pytest.param({}, (), S.PENDING, "", id="otherwise Pending"),
     pytest.param({"node": "n1", "phase": "Succeeded"}, (), S.SUCCEEDED, "n1", id="Succeeded"),
@@ -69,12 +103,17 @@ def test_a_binding_pod_holds_its_resources_on_the_bind_request_node() -> None:
     assert snap.bind_requests["ns/p"].selected_node == "n2"
 
 
-@pytest.mark.parametrize("bind_request", [
-    pytest.param(b.bind_request("p", "n2", phase="Failed"), id="failed without backoff limit"),
-    pytest.param(b.bind_request("p", "n2", phase="Failed", failed_attempts=3, backoff_limit=3),
-                 id="failed at its backoff limit"),
-    pytest.param(b.bind_request("p", "gone"), id="for a node that does not exist"),
-])
+@pytest.mark.parametrize(
+    "bind_request",
+    [
+        pytest.param(b.bind_request("p", "n2", phase="Failed"), id="failed without backoff limit"),
+        pytest.param(
+            b.bind_request("p", "n2", phase="Failed", failed_attempts=3, backoff_limit=3),
+            id="failed at its backoff limit",
+        ),
+        pytest.param(b.bind_request("p", "gone"), id="for a node that does not exist"),
+    ],
+)
 def test_stale_bind_requests_hold_nothing_and_are_listed_for_deletion(bind_request: JSON) -> None:
     snap = _snap(b.pod("p", gpus=3), bind_request)
     assert b.task(snap, "p").status == S.PENDING
@@ -84,9 +123,13 @@ def test_stale_bind_requests_hold_nothing_and_are_listed_for_deletion(bind_reque
 
 
 QUEUES = [
-    b.queue("org"), b.queue("team", parent="org"),
-    b.queue("lost", parent="ghost"), b.queue("lost-child", parent="lost"),
-    b.queue("c1", parent="c2"), b.queue("c2", parent="c1"), b.queue("under-cycle", parent="c1"),
+    b.queue("org"),
+    b.queue("team", parent="org"),
+    b.queue("lost", parent="ghost"),
+    b.queue("lost-child", parent="lost"),
+    b.queue("c1", parent="c2"),
+    b.queue("c2", parent="c1"),
+    b.queue("under-cycle", parent="c1"),
 ]
 
 
@@ -95,8 +138,13 @@ def test_queues_with_a_missing_parent_or_in_a_cycle_are_dropped_and_the_rest_kep
     assert sorted(snap.queues) == ["org", "team"]
     assert snap.queues["org"].children == ["team"] and snap.queues["team"].is_leaf
     reasons = {p.key: p.reason for p in snap.problems if p.kind == "Queue"}
-    assert reasons == {"lost": "ParentQueueDoesNotExist", "lost-child": "ParentQueueDoesNotExist",
-                       "c1": "QueueCycle", "c2": "QueueCycle", "under-cycle": "QueueCycle"}
+    assert reasons == {
+        "lost": "ParentQueueDoesNotExist",
+        "lost-child": "ParentQueueDoesNotExist",
+        "c1": "QueueCycle",
+        "c2": "QueueCycle",
+        "under-cycle": "QueueCycle",
+    }
 
 
 def test_problem_messages_name_the_queues() -> None:
@@ -113,14 +161,25 @@ def test_the_queue_tree_does_not_depend_on_input_order() -> None:
     assert first.problems == second.problems
 
 
-@pytest.mark.parametrize("queue, message", [
-    pytest.param("nowhere", "queue 'nowhere' does not exist", id="a queue that does not exist"),
-    pytest.param("org", "queue 'org' is not a leaf queue", id="a parent queue"),
-    pytest.param("lost", "queue 'lost' does not exist", id="a queue dropped for its missing parent"),
-])
+@pytest.mark.parametrize(
+    "queue, message",
+    [
+        pytest.param("nowhere", "queue 'nowhere' does not exist", id="a queue that does not exist"),
+        pytest.param("org", "queue 'org' is not a leaf queue", id="a parent queue"),
+        pytest.param("lost", "queue 'lost' does not exist", id="a queue dropped for its missing parent"),
+    ],
+)
 def test_a_job_without_a_usable_queue_gets_a_queue_does_not_exist_problem(queue: str, message: str) -> None:
-    snap = b.snapshot([b.node("n1"), *QUEUES, b.podgroup("j", queue=queue), b.pod("j-0", group="j"),
-                       b.podgroup("ok", queue="team"), b.pod("ok-0", group="ok")])
+    snap = b.snapshot(
+        [
+            b.node("n1"),
+            *QUEUES,
+            b.podgroup("j", queue=queue),
+            b.pod("j-0", group="j"),
+            b.podgroup("ok", queue="team"),
+            b.pod("ok-0", group="ok"),
+        ]
+    )
     assert snap.job_problems["pg-j"] == [Problem("PodGroup", "ns/j", constants.REASON_QUEUE_DOES_NOT_EXIST, message)]
     assert "pg-ok" not in snap.job_problems
     assert "pg-j" in snap.jobs, "the job is still known (for its status), only not schedulable"
@@ -162,34 +221,58 @@ def test_unready_and_cordoned_nodes_are_not_schedulable() -> None:
     assert snap.total_capacity()[GPU] == 8
 
 
-@pytest.mark.parametrize("priority_class, classes, priority, preemptible", [
-    pytest.param("train", [("train", 50, False)], 50, True, id="train is preemptible"),
-    pytest.param("inference", [("inference", 125, False)], 125, False, id="inference is not preemptible"),
-    pytest.param("missing", [("train", 50, False)], 50, True, id="an unknown class gives the default 50"),
-    pytest.param("", [("train", 50, False)], 50, True, id="no class gives the default 50"),
-    pytest.param("", [("cluster-default", 150, True)], 150, False,
-                 id="no class gives the globalDefault class's value"),
-    pytest.param("missing", [("cluster-default", 150, True)], 150, False,
-                 id="an unknown class gives the globalDefault class's value"),
-])
-def test_job_priority_and_preemptibility(priority_class: str, classes: list[tuple[str, int, bool]], priority: int,
-                                         preemptible: bool) -> None:
-    pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v,
-            "globalDefault": g} for n, v, g in classes]
+@pytest.mark.parametrize(
+    "priority_class, classes, priority, preemptible",
+    [
+        pytest.param("train", [("train", 50, False)], 50, True, id="train is preemptible"),
+        pytest.param("inference", [("inference", 125, False)], 125, False, id="inference is not preemptible"),
+        pytest.param("missing", [("train", 50, False)], 50, True, id="an unknown class gives the default 50"),
+        pytest.param("", [("train", 50, False)], 50, True, id="no class gives the default 50"),
+        pytest.param(
+            "", [("cluster-default", 150, True)], 150, False, id="no class gives the globalDefault class's value"
+        ),
+        pytest.param(
+            "missing",
+            [("cluster-default", 150, True)],
+            150,
+            False,
+            id="an unknown class gives the globalDefault class's value",
+        ),
+    ],
+)
+def test_job_priority_and_preemptibility(
+    priority_class: str, classes: list[tuple[str, int, bool]], priority: int, preemptible: bool
+) -> None:
+    pcs = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": n},
+            "value": v,
+            "globalDefault": g,
+        }
+        for n, v, g in classes
+    ]
     snap = _snap(*pcs, b.podgroup("j", priority_class=priority_class), b.pod("j-0", group="j"))
     job = snap.jobs["pg-j"]
     assert (job.priority, job.preemptible) == (priority, preemptible)
 
 
-@pytest.mark.parametrize("preemptibility, priority_class, preemptible", [
-    pytest.param("preemptible", "inference", True, id="explicitly preemptible beats a high priority"),
-    pytest.param("non-preemptible", "train", False, id="explicitly non-preemptible beats a low priority"),
-])
+@pytest.mark.parametrize(
+    "preemptibility, priority_class, preemptible",
+    [
+        pytest.param("preemptible", "inference", True, id="explicitly preemptible beats a high priority"),
+        pytest.param("non-preemptible", "train", False, id="explicitly non-preemptible beats a low priority"),
+    ],
+)
 def test_explicit_preemptibility(preemptibility: str, priority_class: str, preemptible: bool) -> None:
-    pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
-           for n, v in constants.SHIPPED_PRIORITY_CLASSES]
-    snap = _snap(*pcs, b.podgroup("j", priority_class=priority_class, preemptibility=preemptibility),
-                 b.pod("j-0", group="j"))
+    pcs = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in constants.SHIPPED_PRIORITY_CLASSES
+    ]
+    snap = _snap(
+        *pcs, b.podgroup("j", priority_class=priority_class, preemptibility=preemptibility), b.pod("j-0", group="j")
+    )
     assert snap.jobs["pg-j"].preemptible is preemptible
 
 
@@ -200,15 +283,24 @@ def test_pods_join_their_podgroup_by_annotation() -> None:
 
 
 def test_podgroup_timestamps_are_read_from_annotations() -> None:
-    notes = {constants.ANNOTATION_LAST_START_TIMESTAMP: "2026-01-01T00:00:00Z",
-             constants.ANNOTATION_STALE_TIMESTAMP: "not a time"}
+    notes = {
+        constants.ANNOTATION_LAST_START_TIMESTAMP: "2026-01-01T00:00:00Z",
+        constants.ANNOTATION_STALE_TIMESTAMP: "not a time",
+    }
     job = _snap(b.podgroup("j", annotations=notes), b.pod("j-0", group="j")).jobs["pg-j"]
     assert job.last_start == b.NOW and job.stale_since is None and job.last_eviction is None
 
 
 def test_a_backed_off_podgroup_with_an_unschedulable_condition_is_skipped() -> None:
     pg = b.podgroup("j", schedulingBackoff=1)
-    pg["status"] = {"schedulingConditions": [{"type": "UnschedulableOnNodePool", "nodePool": "",
-                                              "reasons": [{"reason": "Unschedulable", "message": "no"}]}]}
+    pg["status"] = {
+        "schedulingConditions": [
+            {
+                "type": "UnschedulableOnNodePool",
+                "nodePool": "",
+                "reasons": [{"reason": "Unschedulable", "message": "no"}],
+            }
+        ]
+    }
     snap = _snap(pg, b.pod("j-0", group="j"))
     assert "pg-j" not in snap.jobs

@@ -15,10 +15,13 @@ SMALL_LITERAL = re.compile(r"(?<![\w.])\d+(\.\d+)?e-\d+\b")
 
 
 def test_no_module_writes_its_own_tolerance() -> None:
-    found = [f"{path.relative_to(SRC)}:{n}: {line.strip()}"
-             for path in sorted(SRC.rglob("*.py")) if path not in UNITS | {Path(tolerance.__file__)}
-             for n, line in enumerate(path.read_text().splitlines(), 1)
-             if SMALL_LITERAL.search(line.split("#")[0]) and "_MATCH = " not in line]
+    found = [
+        f"{path.relative_to(SRC)}:{n}: {line.strip()}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path not in UNITS | {Path(tolerance.__file__)}
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if SMALL_LITERAL.search(line.split("#")[0]) and "_MATCH = " not in line
+    ]
     assert not found, "use kai_scheduler.cluster.tolerance:\n" + "\n".join(found)
 
 

@@ -21,9 +21,11 @@ from tests.builders import NOW, queue
 from tests.loopback import write_kubeconfig
 from tests.store.mock_apiserver import MockApiServer
 
-WEBHOOK_DOWN = ('Internal error occurred: failed calling webhook "queues.validate.kai.scheduler": failed to call '
-                'webhook: Post "https://kai-admission.kai-scheduler.svc:443/validate-scheduling-run-ai-v2-queue": '
-                'dial tcp 10.0.0.7:443: connect: connection refused')
+WEBHOOK_DOWN = (
+    'Internal error occurred: failed calling webhook "queues.validate.kai.scheduler": failed to call '
+    'webhook: Post "https://kai-admission.kai-scheduler.svc:443/validate-scheduling-run-ai-v2-queue": '
+    "dial tcp 10.0.0.7:443: connect: connection refused"
+)
 
 
 def test_the_default_queues_validate_against_the_queue_crd() -> None:
@@ -47,7 +49,7 @@ def test_missing_queues_are_created_and_existing_ones_left_as_they_are() -> None
     assert store.get("queues", "default-parent-queue")["spec"]["resources"]["gpu"]["quota"] == 4
     assert store.get("queues", "default-queue")["spec"]["parentQueue"] == "default-parent-queue"
     store.delete("queues", "default-queue")
-    assert ensure.ensure() and ensure.attempts == 1        # once both existed, never again in this process
+    assert ensure.ensure() and ensure.attempts == 1  # once both existed, never again in this process
     with pytest.raises(Exception, match="not found"):
         store.get("queues", "default-queue")
 
@@ -65,8 +67,7 @@ def test_a_webhook_that_is_not_serving_yet_is_retried_with_backoff_one_line_each
     naming the queue, and the next comes after 1 s, 2 s, 4 s … (at most MAX_BACKOFF)."""
     refusal = mock.refuse("POST", r"/queues$", 500, "InternalError", WEBHOOK_DOWN, count=5)
     clock = ManualClock(NOW)
-    with KubeStore.connect(write_kubeconfig(tmp_path / "config", mock.url), None,
-                           KubeOptions(qps=0)) as store:
+    with KubeStore.connect(write_kubeconfig(tmp_path / "config", mock.url), None, KubeOptions(qps=0)) as store:
         ensure = DefaultQueues(store, clock)
         with caplog.at_level(logging.WARNING, logger="kai_scheduler.controllers.default_queues"):
             for _ in range(200):
@@ -76,8 +77,10 @@ def test_a_webhook_that_is_not_serving_yet_is_retried_with_backoff_one_line_each
         assert ensure.done and refusal.answered == 5 and ensure.attempts == 6
         lines = [r.getMessage() for r in caplog.records]
         assert len(lines) == 5
-        assert all("create Queue default-parent-queue" in line and "failed calling webhook" in line
-                   and "\n" not in line for line in lines)
+        assert all(
+            "create Queue default-parent-queue" in line and "failed calling webhook" in line and "\n" not in line
+            for line in lines
+        )
         assert [r.__dict__["retry_in"] for r in caplog.records] == [1.0, 2.0, 4.0, 8.0, MAX_BACKOFF]
         assert {q["metadata"]["name"] for q in store.list("queues")[0]} == {"default-parent-queue", "default-queue"}
 
@@ -85,7 +88,8 @@ def test_a_webhook_that_is_not_serving_yet_is_retried_with_backoff_one_line_each
 def test_the_controllers_component_makes_them_unless_told_not_to() -> None:
     for create, want in ((True, {"default-parent-queue", "default-queue"}), (False, set())):
         store = MemoryStore(ManualClock(NOW))
-        component = components.controllers(store, GrouperOptions(create_default_queues=create), CollectorRegistry(),
-                                           ManualClock(NOW))
+        component = components.controllers(
+            store, GrouperOptions(create_default_queues=create), CollectorRegistry(), ManualClock(NOW)
+        )
         component.step()
         assert {q["metadata"]["name"] for q in store.list("queues")[0]} == want

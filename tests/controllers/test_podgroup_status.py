@@ -52,10 +52,19 @@ def test_a_non_preemptible_group_counts_its_allocation_as_non_preemptible() -> N
 
 
 def test_fractions_count_what_was_received() -> None:
-    half = pod("half", group="share", fraction=0.5, node="n1",
-               annotations={constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: "Fraction"})
-    by_memory = pod("mem", group="share", node="n1", annotations={
-        constants.ANNOTATION_GPU_MEMORY: "20000", constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: "Fraction"})
+    half = pod(
+        "half",
+        group="share",
+        fraction=0.5,
+        node="n1",
+        annotations={constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: "Fraction"},
+    )
+    by_memory = pod(
+        "mem",
+        group="share",
+        node="n1",
+        annotations={constants.ANNOTATION_GPU_MEMORY: "20000", constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: "Fraction"},
+    )
     br = bind_request("mem", "n1")
     br["spec"].update(receivedResourceType="Fraction", receivedGPU={"count": 1, "portion": "0.25"})
     waiting = pod("wait", group="share", fraction=0.3)
@@ -93,8 +102,14 @@ def test_an_extended_resource_that_goes_away_is_removed() -> None:
 def test_a_priority_class_change_reclassifies_the_groups() -> None:
     store, ctl = cluster(podgroup("g", priority_class="custom"), pod("p", group="g", gpus=1, node="n1"))
     ctl.reconcile()
-    assert status(store, "g")["allocatedNonPreemptible"] == ZERO      # no such class: priority 50
-    store.create({"apiVersion": constants.PRIORITYCLASS_API_VERSION, "kind": "PriorityClass",
-                  "metadata": {"name": "custom"}, "value": 1000})
+    assert status(store, "g")["allocatedNonPreemptible"] == ZERO  # no such class: priority 50
+    store.create(
+        {
+            "apiVersion": constants.PRIORITYCLASS_API_VERSION,
+            "kind": "PriorityClass",
+            "metadata": {"name": "custom"},
+            "value": 1000,
+        }
+    )
     ctl.reconcile()
     assert status(store, "g")["allocatedNonPreemptible"]["nvidia.com/gpu"] == "1"

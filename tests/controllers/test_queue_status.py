@@ -15,10 +15,19 @@ from tests.builders import NAMESPACE, NOW, node, pod, podgroup, queue
 ZERO = {"cpu": "0", "memory": "0", "nvidia.com/gpu": "0"}
 
 
-def with_status(pg: JSON, allocated: dict[str, str], requested: dict[str, str] | None = None,
-                non_preemptible: dict[str, str] | None = None) -> JSON:
-    pg["status"] = {"resourcesStatus": {"allocated": allocated, "requested": requested or allocated,
-                                        "allocatedNonPreemptible": non_preemptible or ZERO}}
+def with_status(
+    pg: JSON,
+    allocated: dict[str, str],
+    requested: dict[str, str] | None = None,
+    non_preemptible: dict[str, str] | None = None,
+) -> JSON:
+    pg["status"] = {
+        "resourcesStatus": {
+            "allocated": allocated,
+            "requested": requested or allocated,
+            "allocatedNonPreemptible": non_preemptible or ZERO,
+        }
+    }
     return pg
 
 
@@ -36,12 +45,21 @@ def queue_status(store: MemoryStore, name: str) -> JSON:
 
 def test_a_parent_sums_its_children_and_its_own_podgroups() -> None:
     store, ctl, _ = cluster(
-        queue("org"), queue("team-a", parent="org"), queue("team-b", parent="org"), queue("solo"),
+        queue("org"),
+        queue("team-a", parent="org"),
+        queue("team-b", parent="org"),
+        queue("solo"),
         with_status(podgroup("a1", queue="team-a"), {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1.5"}),
-        with_status(podgroup("a2", queue="team-a"), {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"},
-                    requested={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"}),
-        with_status(podgroup("b1", queue="team-b"), {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"},
-                    non_preemptible={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"}),
+        with_status(
+            podgroup("a2", queue="team-a"),
+            {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"},
+            requested={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"},
+        ),
+        with_status(
+            podgroup("b1", queue="team-b"),
+            {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"},
+            non_preemptible={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"},
+        ),
         with_status(podgroup("o1", queue="org"), {"cpu": "1", "memory": "0", "nvidia.com/gpu": "0"}),
     )
     assert ctl.reconcile() == ["org", "solo", "team-a", "team-b"]
@@ -58,8 +76,9 @@ def test_a_parent_sums_its_children_and_its_own_podgroups() -> None:
 
 
 def test_status_is_written_only_when_it_changes() -> None:
-    store, ctl, _ = cluster(queue("q"), with_status(podgroup("g", queue="q"), {"cpu": "1", "memory": "0",
-                                                                              "nvidia.com/gpu": "1"}))
+    store, ctl, _ = cluster(
+        queue("q"), with_status(podgroup("g", queue="q"), {"cpu": "1", "memory": "0", "nvidia.com/gpu": "1"})
+    )
     assert ctl.reconcile() == ["q"]
     _, version = store.list("queues")
     assert ctl.reconcile() == []
@@ -70,19 +89,27 @@ def test_status_is_written_only_when_it_changes() -> None:
 
 
 def test_a_parent_cycle_does_not_loop() -> None:
-    store, ctl, _ = cluster(queue("x", parent="y"), queue("y", parent="x"),
-                            with_status(podgroup("g", queue="x"), {"cpu": "1", "memory": "0", "nvidia.com/gpu": "1"}))
+    store, ctl, _ = cluster(
+        queue("x", parent="y"),
+        queue("y", parent="x"),
+        with_status(podgroup("g", queue="x"), {"cpu": "1", "memory": "0", "nvidia.com/gpu": "1"}),
+    )
     ctl.reconcile()
     assert queue_status(store, "x")["allocated"]["nvidia.com/gpu"] == "1"
     assert queue_status(store, "y")["allocated"]["nvidia.com/gpu"] in ("0", "1")
 
 
 def test_queue_metrics() -> None:
-    team = queue("team-a", gpu_quota=4, cpu={"quota": 8000, "overQuotaWeight": 1, "limit": -1},
-                 memory={"quota": 32000, "overQuotaWeight": 1, "limit": -1})
+    team = queue(
+        "team-a",
+        gpu_quota=4,
+        cpu={"quota": 8000, "overQuotaWeight": 1, "limit": -1},
+        memory={"quota": 32000, "overQuotaWeight": 1, "limit": -1},
+    )
     team["spec"]["displayName"] = "Team A"
     store, ctl, registry = cluster(
-        team, queue("open", gpu_quota=-1),
+        team,
+        queue("open", gpu_quota=-1),
         with_status(podgroup("g", queue="team-a"), {"cpu": "2500m", "memory": "2Gi", "nvidia.com/gpu": "1.5"}),
     )
     ctl.reconcile()
@@ -115,9 +142,16 @@ def test_each_controller_has_its_own_registry(registries: int) -> None:
 
 def test_the_controllers_together_follow_pods_to_queues() -> None:
     store = MemoryStore(ManualClock(NOW))
-    store.add_many([node("n1"), queue("org"), queue("team", parent="org"), podgroup("g", queue="team"),
-                    pod("p0", group="g", gpus=2, cpu="1", memory="1Gi", node="n1"),
-                    pod("p1", group="g", gpus=2, cpu="1", memory="1Gi")])
+    store.add_many(
+        [
+            node("n1"),
+            queue("org"),
+            queue("team", parent="org"),
+            podgroup("g", queue="team"),
+            pod("p0", group="g", gpus=2, cpu="1", memory="1Gi", node="n1"),
+            pod("p1", group="g", gpus=2, cpu="1", memory="1Gi"),
+        ]
+    )
     podgroups, queues = PodGroupStatusController(store), QueueStatusController(store)
     podgroups.reconcile()
     queues.reconcile()

@@ -16,8 +16,10 @@ from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.kube import KubeStore
 from tests.e2e import harness, serviceaccounts
 
-SKIP_REASON = ("e2e suite skipped: set KAI_E2E_KUBECONFIG to a kubeconfig of a disposable cluster "
-               "(or KAI_E2E_MOCK=1 for the mock API server); see tests/e2e/README.md")
+SKIP_REASON = (
+    "e2e suite skipped: set KAI_E2E_KUBECONFIG to a kubeconfig of a disposable cluster "
+    "(or KAI_E2E_MOCK=1 for the mock API server); see tests/e2e/README.md"
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -55,7 +57,7 @@ def cluster(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     try:
         cluster.wait("4 schedulable fake nodes", lambda: len(_schedulable_nodes(store)) == 4, timeout=60)
         cluster.wait("the default queue", lambda: _exists(store, "queues", "default-queue"), timeout=60)
-        cluster.delete_everything_submitted()   # what an interrupted earlier run may have left
+        cluster.delete_everything_submitted()  # what an interrupted earlier run may have left
         yield cluster
     finally:
         processes.stop_all()
@@ -69,7 +71,8 @@ def clean(cluster: harness.Cluster) -> Iterator[harness.Cluster]:
     cluster.delete_everything_submitted()
     refused = cluster.processes.refusals()
     assert not refused, "the API server refused a component's request (RBAC of kai manifests):\n" + "\n".join(
-        refused[:20])
+        refused[:20]
+    )
 
 
 def _schedulable_nodes(store: KubeStore) -> list[str]:
@@ -77,10 +80,15 @@ def _schedulable_nodes(store: KubeStore) -> list[str]:
         items, _ = store.list("nodes")
     except StoreError:
         return []
-    return [n["metadata"]["name"] for n in items if n["metadata"]["name"].startswith(harness.NODE_PREFIX)
-            and not any(t.get("effect") == "NoSchedule" for t in n.get("spec", {}).get("taints") or [])
-            and any(c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in n.get("status", {}).get("conditions") or [])]
+    return [
+        n["metadata"]["name"]
+        for n in items
+        if n["metadata"]["name"].startswith(harness.NODE_PREFIX)
+        and not any(t.get("effect") == "NoSchedule" for t in n.get("spec", {}).get("taints") or [])
+        and any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in n.get("status", {}).get("conditions") or []
+        )
+    ]
 
 
 def _exists(store: KubeStore, resource: str, name: str) -> bool:

@@ -53,21 +53,48 @@ class Processes:
     logs: Path
     kubeconfigs: dict[str, str] = field(default_factory=dict)
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    read_up_to: dict[str, int] = field(default_factory=dict)   # log name -> bytes already seen by refusals()
+    read_up_to: dict[str, int] = field(default_factory=dict)  # log name -> bytes already seen by refusals()
 
     def start(self, name: str, *args: str, kubeconfig: str = "") -> None:
-        log = open(self.logs / f"{name}.log", "ab")    # noqa: SIM115 - the child owns it
-        command = [sys.executable, "-m", "kai_scheduler.cli", "-v", *args,
-                   "--kubeconfig", kubeconfig or self.kubeconfig]
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
+        command = [
+            sys.executable,
+            "-m",
+            "kai_scheduler.cli",
+            "-v",
+            *args,
+            "--kubeconfig",
+            kubeconfig or self.kubeconfig,
+        ]
         self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
     def start_component(self, component: str, *flags: str, name: str = "") -> None:
-        self.start(name or component, component, f"--listen-address=127.0.0.1:{free_port()}", *flags,
-                   kubeconfig=self.kubeconfigs.get(component, ""))
+        self.start(
+            name or component,
+            component,
+            f"--listen-address=127.0.0.1:{free_port()}",
+            *flags,
+            kubeconfig=self.kubeconfigs.get(component, ""),
+        )
 
     def start_fake_nodes(self) -> None:
-        self.start("fake-nodes", "fake-nodes", "--count", "4", "--gpus", "8", "--prefix", NODE_PREFIX,
-                   "--rack-size", "2", "--zone-size", "4", "--heartbeat-period", "5s", "--delete-on-exit")
+        self.start(
+            "fake-nodes",
+            "fake-nodes",
+            "--count",
+            "4",
+            "--gpus",
+            "8",
+            "--prefix",
+            NODE_PREFIX,
+            "--rack-size",
+            "2",
+            "--zone-size",
+            "4",
+            "--heartbeat-period",
+            "5s",
+            "--delete-on-exit",
+        )
 
     def start_all(self) -> None:
         self.start_fake_nodes()
@@ -85,8 +112,11 @@ class Processes:
         for path in sorted(self.logs.glob("*.log")):
             data = path.read_bytes()
             start, self.read_up_to[path.name] = self.read_up_to.get(path.name, 0), len(data)
-            found += [f"{path.name}: {line}" for line in data[start:].decode(errors="replace").splitlines()
-                      if "forbidden" in line.lower()]
+            found += [
+                f"{path.name}: {line}"
+                for line in data[start:].decode(errors="replace").splitlines()
+                if "forbidden" in line.lower()
+            ]
         return found
 
     def kill(self, name: str) -> None:
@@ -129,8 +159,7 @@ class Cluster:
                 return
             dead = {name: code for name, code in self.processes.alive().items() if code is not None}
             if dead:
-                raise AssertionError(f"processes exited ({dead}) while waiting for {what}\n"
-                                     f"{self.processes.log_tail()}")
+                raise AssertionError(f"processes exited ({dead}) while waiting for {what}\n{self.processes.log_tail()}")
             time.sleep(every)
         raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{self.processes.log_tail()}")
 
@@ -139,8 +168,11 @@ class Cluster:
         return items
 
     def bound(self, selector: str) -> list[JSON]:
-        return [p for p in self.pods(selector) if p.get("spec", {}).get("nodeName")
-                and not p["metadata"].get("deletionTimestamp")]
+        return [
+            p
+            for p in self.pods(selector)
+            if p.get("spec", {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        ]
 
     def create(self, obj: JSON) -> JSON:
         return self.store.create(obj)
@@ -168,22 +200,33 @@ class Cluster:
                     self.store.delete(resource, obj["metadata"]["name"])
 
         def empty() -> bool:
-            return not any(self._list(r, ns) for r, ns in (("pods", NAMESPACE), ("pods", RESERVATION_NAMESPACE),
-                                                           ("jobs", NAMESPACE), ("podgroups", NAMESPACE)))
+            return not any(
+                self._list(r, ns)
+                for r, ns in (
+                    ("pods", NAMESPACE),
+                    ("pods", RESERVATION_NAMESPACE),
+                    ("jobs", NAMESPACE),
+                    ("podgroups", NAMESPACE),
+                )
+            )
+
         self.wait("the namespace to empty", empty, timeout=60)
 
     def delete_background(self, resource: str, name: str, namespace: str) -> None:
         """DELETE with propagationPolicy Background: the owner goes at once; its dependents are the caller's."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
-                "gracePeriodSeconds": 0}
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background", "gracePeriodSeconds": 0}
         with contextlib.suppress(NotFound):
-            self.store.transport.call("DELETE", object_path(resource_named(resource), name, namespace), body=body,
-                                      what=f"delete {resource} {namespace}/{name}")
+            self.store.transport.call(
+                "DELETE",
+                object_path(resource_named(resource), name, namespace),
+                body=body,
+                what=f"delete {resource} {namespace}/{name}",
+            )
 
     def _delete_pod(self, obj: JSON) -> None:
         meta = obj["metadata"]
         with contextlib.suppress(NotFound):
-            if meta.get("finalizers"):   # the Job controller's job-tracking finalizer, once its Job is gone
+            if meta.get("finalizers"):  # the Job controller's job-tracking finalizer, once its Job is gone
                 self.store.patch("pods", meta["name"], meta["namespace"], {"metadata": {"finalizers": None}})
             self.store.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0)
 
@@ -208,12 +251,24 @@ def gpus_by_node(pods: list[JSON]) -> dict[str, float]:
     return used
 
 
-def pod(name: str, *, gpus: float = 1, queue: str = "default-queue", group: str = "",
-        labels: dict[str, str] | None = None, owner: JSON | None = None, duration: str = "",
-        priority_class: str = "", annotations: dict[str, str] | None = None) -> JSON:
+def pod(
+    name: str,
+    *,
+    gpus: float = 1,
+    queue: str = "default-queue",
+    group: str = "",
+    labels: dict[str, str] | None = None,
+    owner: JSON | None = None,
+    duration: str = "",
+    priority_class: str = "",
+    annotations: dict[str, str] | None = None,
+) -> JSON:
     """A pod for kai-scheduler; a fractional `gpus` is a `gpu-fraction` annotation instead of a GPU limit."""
-    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE,
-                            "labels": {"e2e": "true", "kai.scheduler/queue": queue, **(labels or {})}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": NAMESPACE,
+        "labels": {"e2e": "true", "kai.scheduler/queue": queue, **(labels or {})},
+    }
     notes = dict(annotations or {})
     if group:
         notes["pod-group-name"] = group
@@ -226,47 +281,77 @@ def pod(name: str, *, gpus: float = 1, queue: str = "default-queue", group: str 
     if notes:
         meta["annotations"] = notes
     if owner is not None:
-        meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
-                                    "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"]}]
-    container = {"name": "main", "image": "busybox",
-                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": limits}}
-    spec: dict[str, Any] = {"schedulerName": "kai-scheduler", "containers": [container],
-                            "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False}
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": owner["apiVersion"],
+                "kind": owner["kind"],
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+            }
+        ]
+    container = {
+        "name": "main",
+        "image": "busybox",
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": limits},
+    }
+    spec: dict[str, Any] = {
+        "schedulerName": "kai-scheduler",
+        "containers": [container],
+        "terminationGracePeriodSeconds": 0,
+        "automountServiceAccountToken": False,
+    }
     if priority_class:
         spec["priorityClassName"] = priority_class
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def podgroup(name: str, *, min_member: int, queue: str, staleness_grace: str = "",
-             topology: str = "", required_level: str = "") -> JSON:
+def podgroup(
+    name: str, *, min_member: int, queue: str, staleness_grace: str = "", topology: str = "", required_level: str = ""
+) -> JSON:
     """An external PodGroup, as a PyTorchJob's operator integration would write it."""
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue, "priorityClassName": "train"}
     if staleness_grace:
         spec["stalenessGracePeriod"] = staleness_grace
     if topology:
         spec["topologyConstraint"] = {"topology": topology, "requiredTopologyLevel": required_level}
-    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"e2e": "true"}}, "spec": spec}
+    return {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"e2e": "true"}},
+        "spec": spec,
+    }
 
 
 def suspended_job(name: str, queue: str) -> JSON:
     """A batch Job the Job controller leaves alone (suspended); the test creates its pods, referencing it
     without a controller reference, so nothing depends on a controller-manager."""
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"e2e": "true", "kai.scheduler/queue": queue}},
-            "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
-                {"name": "main", "image": "busybox"}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"e2e": "true", "kai.scheduler/queue": queue}},
+        "spec": {
+            "suspend": True,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}},
+        },
+    }
 
 
 def queue(name: str, *, gpu_quota: float, gpu_limit: float = -1, parent: str = "") -> JSON:
-    spec: dict[str, Any] = {"resources": {
-        "gpu": {"quota": gpu_quota, "overQuotaWeight": 1, "limit": gpu_limit},
-        "cpu": {"quota": -1, "overQuotaWeight": 1, "limit": -1},
-        "memory": {"quota": -1, "overQuotaWeight": 1, "limit": -1}}}
+    spec: dict[str, Any] = {
+        "resources": {
+            "gpu": {"quota": gpu_quota, "overQuotaWeight": 1, "limit": gpu_limit},
+            "cpu": {"quota": -1, "overQuotaWeight": 1, "limit": -1},
+            "memory": {"quota": -1, "overQuotaWeight": 1, "limit": -1},
+        }
+    }
     if parent:
         spec["parentQueue"] = parent
-    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
-            "metadata": {"name": name, "labels": {"e2e": "true"}}, "spec": spec}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name, "labels": {"e2e": "true"}},
+        "spec": spec,
+    }
 
 
 def load_fixture(name: str) -> list[JSON]:
@@ -310,8 +395,9 @@ def _real_cluster_basics(kubeconfig: str, crds: list[dict[str, Any]], *, namespa
         _unless_exists(lambda crd=crd: extensions.create_custom_resource_definition(crd))
     # What the GPU operator installs on a GPU cluster; the binder's reservation pods name it, and the API server's
     # RuntimeClass admission refuses a pod naming one that does not exist.
-    _unless_exists(lambda: client.NodeV1Api(api_client).create_runtime_class(
-        {"metadata": {"name": "nvidia"}, "handler": "nvidia"}))
+    _unless_exists(
+        lambda: client.NodeV1Api(api_client).create_runtime_class({"metadata": {"name": "nvidia"}, "handler": "nvidia"})
+    )
     deadline = time.monotonic() + 60
     for crd in crds:
         name = crd["metadata"]["name"]

@@ -39,7 +39,7 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
             return
         try:
             proc.wait(timeout=wait)
-            if sig == signal.SIGINT:   # pytest is gone; take the components it may have left behind too
+            if sig == signal.SIGINT:  # pytest is gone; take the components it may have left behind too
                 os.killpg(proc.pid, signal.SIGKILL)
             return
         except subprocess.TimeoutExpired:
@@ -52,8 +52,11 @@ def run_mode(name: str, controllers: bool, pytest_args: list[str]) -> int:
     started = time.monotonic()
     with realkube.cluster(controllers=controllers) as cluster:
         print(f"e2e on a real API server ({name}): kubeconfig {cluster.kubeconfig}", flush=True)
-        env = {**os.environ, "KAI_E2E_KUBECONFIG": cluster.kubeconfig,
-               "KAI_E2E_CONTROLLERS": "1" if controllers else "0"}
+        env = {
+            **os.environ,
+            "KAI_E2E_KUBECONFIG": cluster.kubeconfig,
+            "KAI_E2E_CONTROLLERS": "1" if controllers else "0",
+        }
         env.pop("KAI_E2E_MOCK", None)
         command = [sys.executable, "-m", "pytest", "tests/e2e", *pytest_args]
         proc = subprocess.Popen(command, env=env, cwd=realkube.ROOT, start_new_session=True)
@@ -70,7 +73,7 @@ def run_mode(name: str, controllers: bool, pytest_args: list[str]) -> int:
         if code not in (0, 5):
             print(f"--- kube-apiserver log (last lines) ---\n{cluster.log('apiserver')}", flush=True)
     print(f"e2e on a real API server ({name}): exit {code} after {time.monotonic() - started:.0f} s", flush=True)
-    return 0 if code == 5 else code   # 5: nothing collected (a filter matched no test)
+    return 0 if code == 5 else code  # 5: nothing collected (a filter matched no test)
 
 
 def _kill_leftovers(proc: subprocess.Popen[bytes]) -> None:
@@ -81,7 +84,7 @@ def _kill_leftovers(proc: subprocess.Popen[bytes]) -> None:
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     del frame
-    raise SystemExit(128 + signum)   # unwinds through the `finally`s: the run is stopped, then the cluster
+    raise SystemExit(128 + signum)  # unwinds through the `finally`s: the run is stopped, then the cluster
 
 
 def main(argv: list[str]) -> int:

@@ -53,27 +53,42 @@ def install_rbac(admin_kubeconfig: str, values: dict[str, Any] | None = None) ->
         elif kind == "ServiceAccount":
             _create(lambda obj=obj, ns=namespace: core.create_namespaced_service_account(ns, obj), None)
         elif kind == "ClusterRole":
-            _create(lambda obj=obj: rbac.create_cluster_role(obj),
-                    lambda obj=obj, name=name: rbac.replace_cluster_role(name, obj))
+            _create(
+                lambda obj=obj: rbac.create_cluster_role(obj),
+                lambda obj=obj, name=name: rbac.replace_cluster_role(name, obj),
+            )
         elif kind == "ClusterRoleBinding":
-            _create(lambda obj=obj: rbac.create_cluster_role_binding(obj),
-                    lambda obj=obj, name=name: rbac.replace_cluster_role_binding(name, obj))
+            _create(
+                lambda obj=obj: rbac.create_cluster_role_binding(obj),
+                lambda obj=obj, name=name: rbac.replace_cluster_role_binding(name, obj),
+            )
         elif kind == "Role":
-            _create(lambda obj=obj, ns=namespace: rbac.create_namespaced_role(ns, obj),
-                    lambda obj=obj, ns=namespace, name=name: rbac.replace_namespaced_role(name, ns, obj))
+            _create(
+                lambda obj=obj, ns=namespace: rbac.create_namespaced_role(ns, obj),
+                lambda obj=obj, ns=namespace, name=name: rbac.replace_namespaced_role(name, ns, obj),
+            )
         elif kind == "RoleBinding":
-            _create(lambda obj=obj, ns=namespace: rbac.create_namespaced_role_binding(ns, obj),
-                    lambda obj=obj, ns=namespace, name=name: rbac.replace_namespaced_role_binding(name, ns, obj))
+            _create(
+                lambda obj=obj, ns=namespace: rbac.create_namespaced_role_binding(ns, obj),
+                lambda obj=obj, ns=namespace, name=name: rbac.replace_namespaced_role_binding(name, ns, obj),
+            )
         done.append(f"{kind} {namespace + '/' if namespace else ''}{name}")
     for namespace in namespaces:
-        _create(lambda ns=namespace: core.create_namespaced_service_account(ns, {"metadata": {"name": "default"}}),
-                None)
+        _create(
+            lambda ns=namespace: core.create_namespaced_service_account(ns, {"metadata": {"name": "default"}}), None
+        )
     api.close()
     return done
 
 
-def kubeconfig_for(admin_kubeconfig: str, component: str, directory: str | Path, *,
-                   namespace: str = "kai-scheduler", seconds: int = TOKEN_SECONDS) -> str:
+def kubeconfig_for(
+    admin_kubeconfig: str,
+    component: str,
+    directory: str | Path,
+    *,
+    namespace: str = "kai-scheduler",
+    seconds: int = TOKEN_SECONDS,
+) -> str:
     """A kubeconfig that authenticates as the ServiceAccount `kai-<component>` (TokenRequest API); its path."""
     if component not in COMPONENTS:
         raise ValueError(f"unknown component {component!r}; known: {', '.join(COMPONENTS)}")
@@ -81,16 +96,20 @@ def kubeconfig_for(admin_kubeconfig: str, component: str, directory: str | Path,
     return token_kubeconfig(admin_kubeconfig, f"kai-{component}", namespace, path, seconds=seconds)
 
 
-def token_kubeconfig(admin_kubeconfig: str, account: str, namespace: str, path: str | Path, *,
-                     seconds: int = TOKEN_SECONDS) -> str:
+def token_kubeconfig(
+    admin_kubeconfig: str, account: str, namespace: str, path: str | Path, *, seconds: int = TOKEN_SECONDS
+) -> str:
     """A kubeconfig at `path` for any ServiceAccount `namespace/account`, with a token from the TokenRequest API
     and the admin kubeconfig's server and CA; its path."""
     from kubernetes import client, config
 
     api = config.new_client_from_config(config_file=admin_kubeconfig)
     try:
-        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                   "spec": {"expirationSeconds": seconds}}
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds},
+        }
         answer = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request)
         token = answer.status.token
         host, ca, verify = api.configuration.host, api.configuration.ssl_ca_cert, api.configuration.verify_ssl
@@ -99,13 +118,17 @@ def token_kubeconfig(admin_kubeconfig: str, account: str, namespace: str, path: 
     cluster: dict[str, Any] = {"server": host}
     if not verify:
         cluster["insecure-skip-tls-verify"] = True
-    elif ca:   # embedded: the client library's copy of a kubeconfig's CA data is a temporary file
+    elif ca:  # embedded: the client library's copy of a kubeconfig's CA data is a temporary file
         cluster["certificate-authority-data"] = base64.b64encode(Path(ca).read_bytes()).decode("ascii")
     user = f"system:serviceaccount:{namespace}:{account}"
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
-           "clusters": [{"name": "sa", "cluster": cluster}],
-           "users": [{"name": user, "user": {"token": token}}],
-           "contexts": [{"name": "sa", "context": {"cluster": "sa", "user": user, "namespace": namespace}}]}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "sa",
+        "clusters": [{"name": "sa", "cluster": cluster}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "sa", "user": user, "namespace": namespace}}],
+    }
     out = Path(path)
     out.write_text(yaml.safe_dump(doc), encoding="utf-8")
     out.chmod(0o600)
@@ -119,18 +142,27 @@ def bind_account(admin_kubeconfig: str, account: str, namespace: str, rules: lis
 
     api = config.new_client_from_config(config_file=admin_kubeconfig)
     core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": account},
-            "rules": rules}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": account},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": account},
-               "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": account},
+        "rules": rules,
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": account},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": account},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }
     try:
         _create(lambda: core.create_namespace({"metadata": {"name": namespace}}), None)
         _create(lambda: core.create_namespaced_service_account(namespace, {"metadata": {"name": account}}), None)
         _create(lambda: rbac.create_cluster_role(role), lambda: rbac.replace_cluster_role(account, role))
-        _create(lambda: rbac.create_cluster_role_binding(binding),
-                lambda: rbac.replace_cluster_role_binding(account, binding))
+        _create(
+            lambda: rbac.create_cluster_role_binding(binding),
+            lambda: rbac.replace_cluster_role_binding(account, binding),
+        )
     finally:
         api.close()
 

@@ -13,14 +13,17 @@ def test_a_job_is_grouped_placed_bound_and_run(clean: Cluster) -> None:
     job = clean.create(suspended_job("train-job", "default-queue"))
     for i in range(2):
         clean.create(pod(f"train-job-{i}", owner=job, labels={"app": "train-job"}))
-    clean.wait("both pods Running", lambda: [p.get("status", {}).get("phase") for p in clean.pods("app=train-job")]
-               == ["Running", "Running"])
+    clean.wait(
+        "both pods Running",
+        lambda: [p.get("status", {}).get("phase") for p in clean.pods("app=train-job")] == ["Running", "Running"],
+    )
     groups, _ = clean.store.list("podgroups", NAMESPACE)
     names = {g["metadata"]["name"] for g in groups}
     assert f"pg-train-job-{job['metadata']['uid']}" in names
     requests, _ = clean.store.list("bindrequests", NAMESPACE)
     assert {r.get("status", {}).get("phase") for r in requests if r["spec"]["podName"].startswith("train-job")} == {
-        "Succeeded"}
+        "Succeeded"
+    }
 
 
 def test_a_gang_is_placed_whole_or_not_at_all(clean: Cluster) -> None:
@@ -108,8 +111,10 @@ def test_a_stale_gang_is_evicted_after_its_grace_period(clean: Cluster) -> None:
     clean.create(podgroup("stale", min_member=2, queue="default-queue", staleness_grace="2s"))
     for i in range(2):
         clean.create(pod(f"stale-{i}", group="stale", labels={"app": "stale"}))
-    clean.wait("the gang Running", lambda: [p.get("status", {}).get("phase") for p in clean.pods("app=stale")]
-               == ["Running", "Running"])
+    clean.wait(
+        "the gang Running",
+        lambda: [p.get("status", {}).get("phase") for p in clean.pods("app=stale")] == ["Running", "Running"],
+    )
     clean.store.delete("pods", "stale-1", NAMESPACE, grace_period_seconds=0)
     clean.wait("the gang's last pod evicted", lambda: not clean.pods("app=stale"), timeout=60)
 

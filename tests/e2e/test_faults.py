@@ -12,10 +12,14 @@ from kai_scheduler.store.interface import NotFound
 from tests.e2e.checks import bound_once, never_over_committed
 from tests.e2e.harness import COMPONENTS, Cluster, pod
 
-LEASE_NAMESPACE = "kai-scheduler"    # the components' default --leader-elect-namespace outside a pod
+LEASE_NAMESPACE = "kai-scheduler"  # the components' default --leader-elect-namespace outside a pod
 LEASE_DURATION = 4.0
-ELECTION = ("--leader-elect", f"--leader-elect-lease-duration={LEASE_DURATION:.0f}s",
-            "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s")
+ELECTION = (
+    "--leader-elect",
+    f"--leader-elect-lease-duration={LEASE_DURATION:.0f}s",
+    "--leader-elect-renew-deadline=3s",
+    "--leader-elect-retry-period=1s",
+)
 
 
 def test_a_scheduler_killed_mid_work_double_books_nothing_and_loses_nothing(clean: Cluster) -> None:
@@ -72,8 +76,11 @@ def test_leader_election_the_other_scheduler_takes_over_when_the_leader_is_kille
         killed = time.monotonic()
         for i in range(8):
             clean.create(pod(f"elect-b-{i}", gpus=2, labels={"app": "elect"}))
-        clean.wait("the other scheduler leading", lambda: "became leader" in processes.log_of(other),
-                   timeout=LEASE_DURATION + 10)
+        clean.wait(
+            "the other scheduler leading",
+            lambda: "became leader" in processes.log_of(other),
+            timeout=LEASE_DURATION + 10,
+        )
         took_over = time.monotonic() - killed
         # the lease expires LEASE_DURATION after the dead leader's last renewal; one retry period of slack
         assert took_over <= LEASE_DURATION + 2.0, f"took over after {took_over:.1f} s"

@@ -39,9 +39,13 @@ def pod(name: str, node: str | None = NODES[0], duration: str | None = None, **m
     spec: JSON = {"containers": [{"name": "main", "image": "busybox"}]}
     if node:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "team", "annotations": annotations, **meta},
-            "spec": spec, "status": {"phase": "Pending"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "team", "annotations": annotations, **meta},
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
 
 
 def status(store: MemoryStore, name: str, namespace: str = "team") -> JSON:
@@ -57,7 +61,11 @@ def test_a_bound_pod_starts_running_with_one_write(store: MemoryStore, clock: Ma
     assert got["phase"] == "Running"
     assert got["startTime"] == format_time(NOW)
     assert {c["type"]: c["status"] for c in got["conditions"]} == {
-        "PodScheduled": "True", "Initialized": "True", "ContainersReady": "True", "Ready": "True"}
+        "PodScheduled": "True",
+        "Initialized": "True",
+        "ContainersReady": "True",
+        "Ready": "True",
+    }
     assert got["containerStatuses"][0]["name"] == "main"
     assert got["containerStatuses"][0]["state"] == {"running": {"startedAt": format_time(NOW)}}
     kubelet.step()
@@ -203,12 +211,18 @@ def test_a_recreated_pod_of_the_same_name_starts_again(store: MemoryStore, clock
 def test_reservation_pods_get_distinct_gpu_indices(store: MemoryStore, clock: ManualClock) -> None:
     labels = {"app": "kai-resource-reservation", "runai-gpu-group": "g"}
     for name, node in (("r1", NODES[0]), ("r2", NODES[0]), ("r3", NODES[1])):
-        store.create({**pod(name, node=node, labels=labels), "metadata": {
-            "name": name, "namespace": "kai-resource-reservation", "labels": labels}})
+        store.create(
+            {
+                **pod(name, node=node, labels=labels),
+                "metadata": {"name": name, "namespace": "kai-resource-reservation", "labels": labels},
+            }
+        )
     kubelet = FakeKubelet(store, clock, NODES)
     kubelet.step()
-    indices = {p["metadata"]["name"]: p["metadata"]["annotations"][ANNOTATION_GPU_INDEX]
-               for p in store.list("pods", "kai-resource-reservation")[0]}
+    indices = {
+        p["metadata"]["name"]: p["metadata"]["annotations"][ANNOTATION_GPU_INDEX]
+        for p in store.list("pods", "kai-resource-reservation")[0]
+    }
     assert indices == {"r1": "0", "r2": "1", "r3": "0"}
     assert status(store, "r2", "kai-resource-reservation")["phase"] == "Running"
 
@@ -241,9 +255,14 @@ def test_heartbeats_renew_the_leases_and_the_ready_condition(store: MemoryStore,
 def test_a_heartbeat_takes_over_a_previous_runs_lease_and_recreates_a_lost_one(
     store: MemoryStore, clock: ManualClock
 ) -> None:
-    store.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                  "metadata": {"name": NODES[0], "namespace": "kube-node-lease"},
-                  "spec": {"holderIdentity": NODES[0], "renewTime": "2025-01-01T00:00:00.000000Z"}})
+    store.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": NODES[0], "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": NODES[0], "renewTime": "2025-01-01T00:00:00.000000Z"},
+        }
+    )
     beat = Heartbeat(store, clock, NODES)
     beat.beat()
     assert store.get("leases", NODES[0], "kube-node-lease")["spec"]["renewTime"].startswith("2026-01-01")

@@ -25,8 +25,16 @@ NOW = parse_time("2026-01-01T00:00:00Z")
 
 
 def test_nodes_have_gpu_capacity_and_the_labels_kai_reads() -> None:
-    spec = FleetSpec(count=2, gpus=4, gpu_memory_mib=40960, cpu="64", memory="512Gi", pods=50,
-                     node_pool="pool-a", labels={"team": "x"})
+    spec = FleetSpec(
+        count=2,
+        gpus=4,
+        gpu_memory_mib=40960,
+        cpu="64",
+        memory="512Gi",
+        pods=50,
+        node_pool="pool-a",
+        labels={"team": "x"},
+    )
     nodes = build_nodes(spec, NOW)
     assert [n["metadata"]["name"] for n in nodes] == ["kai-fake-node-0", "kai-fake-node-1"]
     node = nodes[1]
@@ -42,8 +50,8 @@ def test_nodes_have_gpu_capacity_and_the_labels_kai_reads() -> None:
     assert labels["team"] == "x"
     assert labels[LABEL_FAKE_NODE] == "true"
     assert LABEL_RACK not in labels and LABEL_ZONE not in labels
-    parsed = Node.from_dict(node)          # the scheduler reads them as intended
-    assert parsed.ready and parsed.gpu_memory_mib == 40900     # floored to a multiple of 100 (§6)
+    parsed = Node.from_dict(node)  # the scheduler reads them as intended
+    assert parsed.ready and parsed.gpu_memory_mib == 40900  # floored to a multiple of 100 (§6)
     assert parsed.allocatable["nvidia.com/gpu"] == 4
 
 
@@ -71,18 +79,22 @@ def test_a_user_label_overrides_a_derived_one_but_not_the_marker() -> None:
 def test_taints() -> None:
     spec = FleetSpec(taints=(parse_taint("gpu=true:NoSchedule"), parse_taint("dedicated:NoExecute")))
     assert build_nodes(spec, NOW)[0]["spec"]["taints"] == [
-        {"key": "gpu", "value": "true", "effect": "NoSchedule"}, {"key": "dedicated", "effect": "NoExecute"},
+        {"key": "gpu", "value": "true", "effect": "NoSchedule"},
+        {"key": "dedicated", "effect": "NoExecute"},
     ]
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    (FleetSpec(cpu="lots"), "--cpu: invalid quantity 'lots'"),
-    (FleetSpec(memory="-1Gi"), "--memory: must not be negative"),
-    (FleetSpec(count=-1), "--count: must be at least 0"),
-    (FleetSpec(prefix="Bad_Prefix"), "--prefix"),
-    (FleetSpec(node_pool="not ok"), "--node-pool: invalid value 'not ok'"),
-    (FleetSpec(rack_size=4, zone_size=6), "--zone-size: must be a multiple of --rack-size (4)"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (FleetSpec(cpu="lots"), "--cpu: invalid quantity 'lots'"),
+        (FleetSpec(memory="-1Gi"), "--memory: must not be negative"),
+        (FleetSpec(count=-1), "--count: must be at least 0"),
+        (FleetSpec(prefix="Bad_Prefix"), "--prefix"),
+        (FleetSpec(node_pool="not ok"), "--node-pool: invalid value 'not ok'"),
+        (FleetSpec(rack_size=4, zone_size=6), "--zone-size: must be a multiple of --rack-size (4)"),
+    ],
+)
 def test_bad_specs_are_one_line_naming_the_flag(spec: FleetSpec, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         spec.check()
@@ -123,8 +135,14 @@ def test_a_restart_adopts_the_nodes_and_leaves_real_nodes_alone() -> None:
 def test_delete_removes_the_nodes_and_their_leases() -> None:
     store = MemoryStore(ManualClock(NOW))
     result = fleet.ensure(store, build_nodes(FleetSpec(count=2), NOW))
-    store.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                  "metadata": {"name": "kai-fake-node-0", "namespace": "kube-node-lease"}, "spec": {}})
+    store.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "kai-fake-node-0", "namespace": "kube-node-lease"},
+            "spec": {},
+        }
+    )
     assert fleet.delete(store, result.played, "kube-node-lease") == 2
     assert store.list("nodes")[0] == [] and store.list("leases")[0] == []
     with pytest.raises(NotFound):
@@ -168,8 +186,12 @@ def test_clearing_a_taint_from_a_stale_copy_keeps_a_taint_added_meanwhile() -> N
     store = MemoryStore(ManualClock(NOW))
     fleet.ensure(store, build_nodes(FleetSpec(count=1), NOW))
     stale = store.patch("nodes", "kai-fake-node-0", "", {"spec": {"taints": [NOT_READY]}})
-    store.patch("nodes", "kai-fake-node-0", "", {"spec": {"taints": [
-        NOT_READY, {"key": "maintenance", "effect": "NoSchedule"}]}})
+    store.patch(
+        "nodes",
+        "kai-fake-node-0",
+        "",
+        {"spec": {"taints": [NOT_READY, {"key": "maintenance", "effect": "NoSchedule"}]}},
+    )
     fleet.clear_condition_taints(store, stale)
     assert _taint_keys(store, "kai-fake-node-0") == ["maintenance"]
 

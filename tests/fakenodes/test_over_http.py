@@ -23,7 +23,7 @@ from tests.loopback import write_kubeconfig
 from tests.store.mock_apiserver import MockApiServer
 
 NOW = parse_time("2026-01-01T00:00:00Z")
-MAX_STEPS = 100     # each waits at most 0.1 s for events: a bound, not a timing assertion
+MAX_STEPS = 100  # each waits at most 0.1 s for events: a bound, not a timing assertion
 
 
 @pytest.fixture
@@ -63,9 +63,12 @@ def test_a_pod_bound_to_a_fake_node_runs_then_succeeds(
     played = fleet.ensure(store, build_nodes(FleetSpec(count=2), clock.now())).played
     memory = server.memory
     assert [n["metadata"]["name"] for n in memory.list("nodes")[0]] == played
-    pod: JSON = {"apiVersion": "v1", "kind": "Pod",
-                 "metadata": {"name": "p", "namespace": "team", "annotations": {ANNOTATION_FAKE_DURATION: "30s"}},
-                 "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+    pod: JSON = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team", "annotations": {ANNOTATION_FAKE_DURATION: "30s"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
     memory.create(pod)
     kubelet = FakeKubelet(store, clock, played, Heartbeat(store, clock, played))
     memory.bind("team", "p", played[1])
@@ -79,8 +82,14 @@ def test_a_pod_bound_to_a_fake_node_runs_then_succeeds(
 def test_a_deleted_pod_goes_over_http(server: MockApiServer, store: KubeStore, clock: ManualClock) -> None:
     played = fleet.ensure(store, build_nodes(FleetSpec(count=1), clock.now())).played
     memory = server.memory
-    memory.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"},
-                   "spec": {"nodeName": played[0], "containers": [{"name": "main"}]}})
+    memory.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "team"},
+            "spec": {"nodeName": played[0], "containers": [{"name": "main"}]},
+        }
+    )
     kubelet = FakeKubelet(store, clock, played)
     step_until(kubelet, lambda: phase(memory, "p") == "Running")
     memory.delete("pods", "p", "team", grace_period_seconds=5)
@@ -92,8 +101,22 @@ def test_the_command_creates_plays_and_deletes_the_nodes(
     server: MockApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = write_kubeconfig(tmp_path / "kubeconfig", server.url)
-    code = main(["fake-nodes", "--kubeconfig", str(config), "--count", "3", "--rack-size", "2",
-                 "--label", "team=a", "--exit-after", "0.3s", "--delete-on-exit"])
+    code = main(
+        [
+            "fake-nodes",
+            "--kubeconfig",
+            str(config),
+            "--count",
+            "3",
+            "--rack-size",
+            "2",
+            "--label",
+            "team=a",
+            "--exit-after",
+            "0.3s",
+            "--delete-on-exit",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "fake-nodes: 3 nodes ready (3 created, 0 adopted)" in out
@@ -113,15 +136,18 @@ def test_the_command_keeps_the_nodes_without_delete_on_exit(
     assert node["metadata"]["labels"][LABEL_FAKE_NODE] == "true"
 
 
-@pytest.mark.parametrize(("flag", "value", "message"), [
-    ("--memory", "1Tx", "kai: --memory: invalid quantity '1Tx'"),
-    ("--label", "a b=c", "kai: --label: invalid label key 'a b'"),
-    ("--heartbeat-period", "10", "kai: --heartbeat-period: invalid duration '10'"),
-    ("--heartbeat-period", "0s", "kai: --heartbeat-period: must be positive"),
-    ("--taint", "k=v:Never", "kai: --taint: want key=value:Effect"),
-    ("--zone-size", "3", "kai: --zone-size: must be a multiple of --rack-size (2)"),
-    ("--exit-after", "soon", "kai: --exit-after: invalid duration 'soon'"),
-])
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--memory", "1Tx", "kai: --memory: invalid quantity '1Tx'"),
+        ("--label", "a b=c", "kai: --label: invalid label key 'a b'"),
+        ("--heartbeat-period", "10", "kai: --heartbeat-period: invalid duration '10'"),
+        ("--heartbeat-period", "0s", "kai: --heartbeat-period: must be positive"),
+        ("--taint", "k=v:Never", "kai: --taint: want key=value:Effect"),
+        ("--zone-size", "3", "kai: --zone-size: must be a multiple of --rack-size (2)"),
+        ("--exit-after", "soon", "kai: --exit-after: invalid duration 'soon'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(
     flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -36,11 +36,19 @@ class _Plugin:
 
 
 def _session(*plugins: _Plugin) -> Session:
-    snap = b.snapshot([
-        b.queue("q1"), b.queue("q2"), b.node("n1"), b.node("n2"), b.node("n3"),
-        b.podgroup("a", queue="q1", created=b.NOW - 20), b.pod("a-0", group="a", gpus=1),
-        b.podgroup("b", queue="q2", created=b.NOW - 10), b.pod("b-0", group="b", gpus=1),
-    ])
+    snap = b.snapshot(
+        [
+            b.queue("q1"),
+            b.queue("q2"),
+            b.node("n1"),
+            b.node("n2"),
+            b.node("n3"),
+            b.podgroup("a", queue="q1", created=b.NOW - 20),
+            b.pod("a-0", group="a", gpus=1),
+            b.podgroup("b", queue="q2", created=b.NOW - 10),
+            b.pod("b-0", group="b", gpus=1),
+        ]
+    )
     config: SchedulerConfig = load_config(None)
     ssn = Session(snap, config, list(plugins))
     ssn.open()
@@ -60,9 +68,11 @@ def _reject(plugin: str) -> points.Reject:
 
 
 def test_first_non_zero_answer_wins_in_tier_order() -> None:
-    ssn = _session(_Plugin("zero", (points.JOB_ORDER, lambda x, y: 0)),
-                   _Plugin("first", (points.JOB_ORDER, lambda x, y: 1)),
-                   _Plugin("second", (points.JOB_ORDER, lambda x, y: -1)))
+    ssn = _session(
+        _Plugin("zero", (points.JOB_ORDER, lambda x, y: 0)),
+        _Plugin("first", (points.JOB_ORDER, lambda x, y: 1)),
+        _Plugin("second", (points.JOB_ORDER, lambda x, y: -1)),
+    )
     a, b_ = _jobs(ssn)
     assert ssn.compare_jobs(a, b_) == 1
 
@@ -70,7 +80,7 @@ def test_first_non_zero_answer_wins_in_tier_order() -> None:
 def test_jobs_tie_break_on_creation_then_uid() -> None:
     ssn = _session(_Plugin("zero", (points.JOB_ORDER, lambda x, y: 0)))
     a, b_ = _jobs(ssn)
-    assert ssn.compare_jobs(a, b_) == -1 and ssn.compare_jobs(b_, a) == 1   # a is older
+    assert ssn.compare_jobs(a, b_) == -1 and ssn.compare_jobs(b_, a) == 1  # a is older
     b_.creation = a.creation
     assert ssn.compare_jobs(a, b_) == (-1 if a.uid < b_.uid else 1)
     assert ssn.compare_jobs(a, a) == 0
@@ -97,31 +107,38 @@ def test_tasks_tie_break_on_creation_then_name() -> None:
 # --- FIRST_REJECT: the first rejection, named after its plugin ------------------------------------------
 
 
-@pytest.mark.parametrize(("point", "call"), [
-    (points.PRE_PREDICATE, lambda ssn, job, task: ssn.pre_predicate(task, job)),
-    (points.JOB_OVER_CAPACITY, lambda ssn, job, task: ssn.job_over_capacity(job, [task])),
-    (points.VICTIM_INVARIANT_PRE_PREDICATE, lambda ssn, job, task: ssn.victim_invariant_pre_predicate(task, job)),
-    (points.CAN_RECLAIM, lambda ssn, job, task: ssn.can_reclaim(job, [task])),
-    (points.RECLAIM_VALIDATOR, lambda ssn, job, task: ssn.validate(points.RECLAIM_VALIDATOR, job, [task], None)),
-    (points.PREEMPT_VALIDATOR, lambda ssn, job, task: ssn.validate(points.PREEMPT_VALIDATOR, job, [task], None)),
-])
-def test_first_rejection_wins_and_names_its_plugin(point: points.ExtensionPoint[Any],
-                                                   call: Callable[..., points.Reject | None]) -> None:
+@pytest.mark.parametrize(
+    ("point", "call"),
+    [
+        (points.PRE_PREDICATE, lambda ssn, job, task: ssn.pre_predicate(task, job)),
+        (points.JOB_OVER_CAPACITY, lambda ssn, job, task: ssn.job_over_capacity(job, [task])),
+        (points.VICTIM_INVARIANT_PRE_PREDICATE, lambda ssn, job, task: ssn.victim_invariant_pre_predicate(task, job)),
+        (points.CAN_RECLAIM, lambda ssn, job, task: ssn.can_reclaim(job, [task])),
+        (points.RECLAIM_VALIDATOR, lambda ssn, job, task: ssn.validate(points.RECLAIM_VALIDATOR, job, [task], None)),
+        (points.PREEMPT_VALIDATOR, lambda ssn, job, task: ssn.validate(points.PREEMPT_VALIDATOR, job, [task], None)),
+    ],
+)
+def test_first_rejection_wins_and_names_its_plugin(
+    point: points.ExtensionPoint[Any], call: Callable[..., points.Reject | None]
+) -> None:
     calls: list[str] = []
 
     def answer(name: str, reject: points.Reject | None) -> Callable[..., points.Reject | None]:
         def fn(*_: Any) -> points.Reject | None:
             calls.append(name)
             return reject
+
         return fn
 
-    ssn = _session(_Plugin("yes", (point, answer("yes", None))),
-                   _Plugin("no", (point, answer("no", _reject("mislabelled")))),
-                   _Plugin("later", (point, answer("later", _reject("later")))))
+    ssn = _session(
+        _Plugin("yes", (point, answer("yes", None))),
+        _Plugin("no", (point, answer("no", _reject("mislabelled")))),
+        _Plugin("later", (point, answer("later", _reject("later")))),
+    )
     a, _ = _jobs(ssn)
     reject = call(ssn, a, b.task(ssn, "a-0"))
     assert reject == points.Reject("no", "Unschedulable", "no (mislabelled)")
-    assert calls == ["yes", "no"]                   # the rejection stops the walk
+    assert calls == ["yes", "no"]  # the rejection stops the walk
     assert call(_session(), a, b.task(ssn, "a-0")) is None
 
 
@@ -130,9 +147,11 @@ def test_first_rejection_wins_and_names_its_plugin(point: points.ExtensionPoint[
 
 def test_queue_share_is_the_first_answer() -> None:
     share: Any = object()
-    ssn = _session(_Plugin("none", (points.QUEUE_SHARE, lambda q: None)),
-                   _Plugin("one", (points.QUEUE_SHARE, lambda q: share)),
-                   _Plugin("two", (points.QUEUE_SHARE, lambda q: object())))
+    ssn = _session(
+        _Plugin("none", (points.QUEUE_SHARE, lambda q: None)),
+        _Plugin("one", (points.QUEUE_SHARE, lambda q: share)),
+        _Plugin("two", (points.QUEUE_SHARE, lambda q: object())),
+    )
     assert ssn.queue_share("q1") is share
     assert _session().queue_share("q1") is None
 
@@ -150,10 +169,18 @@ def test_victim_filters_and_their_booleans(point: points.ExtensionPoint[points.V
 
 def test_events_all_run_in_order() -> None:
     seen: list[str] = []
-    ssn = _session(_Plugin("p1", (points.PRE_JOB_ALLOCATION, lambda job: seen.append("p1")),
-                           (points.ON_JOB_SOLUTION_START, lambda job: seen.append("s1"))),
-                   _Plugin("p2", (points.PRE_JOB_ALLOCATION, lambda job: seen.append("p2")),
-                           (points.ON_JOB_SOLUTION_START, lambda job: seen.append("s2"))))
+    ssn = _session(
+        _Plugin(
+            "p1",
+            (points.PRE_JOB_ALLOCATION, lambda job: seen.append("p1")),
+            (points.ON_JOB_SOLUTION_START, lambda job: seen.append("s1")),
+        ),
+        _Plugin(
+            "p2",
+            (points.PRE_JOB_ALLOCATION, lambda job: seen.append("p2")),
+            (points.ON_JOB_SOLUTION_START, lambda job: seen.append("s2")),
+        ),
+    )
     a, _ = _jobs(ssn)
     ssn.pre_job_allocation(a)
     ssn.job_solution_start(a)
@@ -167,21 +194,25 @@ def test_node_scores_sum_and_ties_go_to_the_lower_node_name() -> None:
     """A plugin may answer with a read-only array it keeps for the session: it is never added into."""
     frozen = np.array([1.0, 0.0, 1.0])
     frozen.flags.writeable = False
-    ssn = _session(_Plugin("s1", (points.NODE_ORDER, lambda t, c: frozen)),
-                   _Plugin("none", (points.NODE_ORDER, lambda t, c: None)),
-                   _Plugin("s2", (points.NODE_ORDER, lambda t, c: np.array([0.0, 2.0, 1.0]))),
-                   _Plugin("s3", (points.NODE_ORDER, lambda t, c: frozen)))
+    ssn = _session(
+        _Plugin("s1", (points.NODE_ORDER, lambda t, c: frozen)),
+        _Plugin("none", (points.NODE_ORDER, lambda t, c: None)),
+        _Plugin("s2", (points.NODE_ORDER, lambda t, c: np.array([0.0, 2.0, 1.0]))),
+        _Plugin("s3", (points.NODE_ORDER, lambda t, c: frozen)),
+    )
     task, everywhere = b.task(ssn, "a-0"), np.ones(3, dtype=bool)
     assert ssn.node_scores(task, everywhere).tolist() == [2.0, 2.0, 3.0]
     assert ssn.best_node(task, everywhere) == 2
-    assert ssn.best_node(task, np.array([True, True, False])) == 0    # n1 and n2 tie: the lower name
-    assert frozen.tolist() == [1.0, 0.0, 1.0]                         # a plugin's array is never added into
+    assert ssn.best_node(task, np.array([True, True, False])) == 0  # n1 and n2 tie: the lower name
+    assert frozen.tolist() == [1.0, 0.0, 1.0]  # a plugin's array is never added into
     assert _session().node_scores(task, everywhere).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_gpu_scores_sum_per_group() -> None:
-    ssn = _session(_Plugin("g1", (points.GPU_ORDER, lambda t, row, groups: [1.0] * len(groups))),
-                   _Plugin("g2", (points.GPU_ORDER, lambda t, row, groups: [float(i) for i in range(len(groups))])))
+    ssn = _session(
+        _Plugin("g1", (points.GPU_ORDER, lambda t, row, groups: [1.0] * len(groups))),
+        _Plugin("g2", (points.GPU_ORDER, lambda t, row, groups: [float(i) for i in range(len(groups))])),
+    )
     task = b.task(ssn, "a-0")
     assert ssn.gpu_scores(task, 0, ["x", "y", "z"]) == [1.0, 2.0, 3.0]
     assert _session().gpu_scores(task, 0, ["x", "y"]) == [0.0, 0.0]
@@ -210,36 +241,44 @@ def test_predicates_and_masks_and_name_the_plugin_that_removed_nodes() -> None:
         def fn(task: Any, candidates: points.Mask) -> points.NodeFilter:
             calls.append(name)
             return points.NodeFilter(np.array(keep), f"node(s) refused by {name}")
+
         return fn
 
-    ssn = _session(_Plugin("left", (points.PREDICATE, only("left", [True, True, False]))),
-                   _Plugin("right", (points.PREDICATE, only("right", [False, True, True]))),
-                   _Plugin("none", (points.PREDICATE, only("none", [False, False, True]))))
+    ssn = _session(
+        _Plugin("left", (points.PREDICATE, only("left", [True, True, False]))),
+        _Plugin("right", (points.PREDICATE, only("right", [False, True, True]))),
+        _Plugin("none", (points.PREDICATE, only("none", [False, False, True]))),
+    )
     task = b.task(ssn, "a-0")
     mask, report = ssn.feasible_nodes(task)
     assert mask.tolist() == [False, False, False]
     assert calls == ["left", "right", "none"]
-    assert report.removed_by == [("left", "node(s) refused by left", 1), ("right", "node(s) refused by right", 1),
-                                 ("none", "node(s) refused by none", 1)]
+    assert report.removed_by == [
+        ("left", "node(s) refused by left", 1),
+        ("right", "node(s) refused by right", 1),
+        ("none", "node(s) refused by none", 1),
+    ]
     assert report.plugins == ("left", "right", "none")
-    assert report.message() == ("0/3 nodes are available: 1 node(s) refused by left, 1 node(s) refused by right, "
-                                "1 node(s) refused by none")
+    assert report.message() == (
+        "0/3 nodes are available: 1 node(s) refused by left, 1 node(s) refused by right, 1 node(s) refused by none"
+    )
     calls.clear()
     mask, _ = ssn.feasible_nodes(task, np.array([True, False, False]))
-    assert calls == ["left", "right"]               # an empty mask stops the walk
+    assert calls == ["left", "right"]  # an empty mask stops the walk
 
 
 def test_the_session_fits_resources_when_no_predicate_did() -> None:
     ssn = _session(_Plugin("all", (points.PREDICATE, lambda t, c: points.NodeFilter(np.ones(3, dtype=bool), "x"))))
     task = b.task(ssn, "a-0")
     task.request = task.request.copy()
-    task.request[:] = 1e9                          # fits nowhere
+    task.request[:] = 1e9  # fits nowhere
     mask, report = ssn.feasible_nodes(task)
     assert not mask.any()
     assert report.removed_by == [("session", "insufficient resources", 3)]
-    fitted = _session(_Plugin("fits", (points.PREDICATE, lambda t, c: points.NodeFilter(c.copy(), "x",
-                                                                                          fits_resources=True))))
-    assert fitted.feasible_nodes(task)[0].all()    # the plugin said it applied the fit: not repeated
+    fitted = _session(
+        _Plugin("fits", (points.PREDICATE, lambda t, c: points.NodeFilter(c.copy(), "x", fits_resources=True)))
+    )
+    assert fitted.feasible_nodes(task)[0].all()  # the plugin said it applied the fit: not repeated
 
 
 # --- what actions record through the session -----------------------------------------------------------

@@ -26,13 +26,23 @@ WHY = Eviction("test", "ns/pend", "make room")
 
 
 def _session() -> Session:
-    return b.session(b.snapshot([
-        b.queue("q"), b.node("n1"), b.node("n2"),
-        b.podgroup("run", min_member=2), b.pod("run-0", group="run", gpus=1, node="n1"),
-        b.pod("run-1", group="run", gpus=1, node="n1"),
-        b.podgroup("pend", min_member=2), b.pod("pend-0", group="pend", gpus=2), b.pod("pend-1", group="pend", gpus=2),
-        b.podgroup("old"), b.pod("old-0", group="old", gpus=4, node="n2", deleted_at=b.NOW),
-    ]))
+    return b.session(
+        b.snapshot(
+            [
+                b.queue("q"),
+                b.node("n1"),
+                b.node("n2"),
+                b.podgroup("run", min_member=2),
+                b.pod("run-0", group="run", gpus=1, node="n1"),
+                b.pod("run-1", group="run", gpus=1, node="n1"),
+                b.podgroup("pend", min_member=2),
+                b.pod("pend-0", group="pend", gpus=2),
+                b.pod("pend-1", group="pend", gpus=2),
+                b.podgroup("old"),
+                b.pod("old-0", group="old", gpus=4, node="n2", deleted_at=b.NOW),
+            ]
+        )
+    )
 
 
 def _state(ssn: Session) -> dict[str, Any]:
@@ -43,8 +53,11 @@ def _state(ssn: Session) -> dict[str, Any]:
     for name in snap.queues:
         share = ssn.queue_share(name)
         assert share is not None
-        shares[name] = (share.allocated.copy(), share.allocated_non_preemptible.copy(),
-                        list(proportion.order_state(name).allocated))
+        shares[name] = (
+            share.allocated.copy(),
+            share.allocated_non_preemptible.copy(),
+            list(proportion.order_state(name).allocated),
+        )
     return {
         "ledgers": b.ledgers(snap),
         "members": {n.name: sorted(n.tasks) for n in snap.nodes},
@@ -81,10 +94,14 @@ ROLLBACKS = [
     pytest.param([("allocate", "pend-0", "n1"), ("allocate", "pend-1", "n1")], id="allocate"),
     pytest.param([("pipeline", "pend-0", "n2")], id="pipeline onto releasing resources"),
     pytest.param([("evict", "run-0", "")], id="evict"),
-    pytest.param([("evict", "run-0", ""), ("evict", "run-1", ""), ("allocate", "pend-0", "n1"),
-                  ("pipeline", "pend-1", "n2")], id="evict, allocate and pipeline mixed"),
-    pytest.param([("allocate", "pend-0", "n1"), ("pipeline", "pend-1", "n2"), ("convert", "pend", "")],
-                 id="allocate then convert to pipelined"),
+    pytest.param(
+        [("evict", "run-0", ""), ("evict", "run-1", ""), ("allocate", "pend-0", "n1"), ("pipeline", "pend-1", "n2")],
+        id="evict, allocate and pipeline mixed",
+    ),
+    pytest.param(
+        [("allocate", "pend-0", "n1"), ("pipeline", "pend-1", "n2"), ("convert", "pend", "")],
+        id="allocate then convert to pipelined",
+    ),
     pytest.param([("evict", "run-0", ""), ("pipeline", "run-0", "n1")], id="evict then un-evict"),
     pytest.param([("evict", "run-0", ""), ("pipeline", "run-0", "n2")], id="evict then move elsewhere"),
 ]
@@ -205,21 +222,31 @@ PENDING = Placement(S.PENDING)
 RUNNING_N1 = Placement(S.RUNNING, "n1")
 
 MERGES = [
-    pytest.param([("allocate", "pend-0", "n1")], [(Op.ALLOCATE, "pend-0", PENDING, Placement(S.ALLOCATED, "n1"))],
-                 id="one operation per task as done"),
-    pytest.param([("allocate", "pend-0", "n1"), ("convert", "pend", "")],
-                 [(Op.PIPELINE, "pend-0", PENDING, Placement(S.PIPELINED, "n1", holds_idle=True))],
-                 id="allocated then converted is one pipeline from pending"),
-    pytest.param([("evict", "run-0", ""), ("pipeline", "run-0", "n1")], [],
-                 id="evicted then un-evicted is nothing"),
-    pytest.param([("evict", "run-0", ""), ("pipeline", "run-0", "n2")],
-                 [(Op.EVICT, "run-0", RUNNING_N1, Placement(S.PIPELINED, "n2"))],
-                 id="evicted then pipelined elsewhere stays an eviction that names both nodes"),
-    pytest.param([("allocate", "pend-0", "n1"), ("pipeline", "pend-1", "n2"), ("evict", "run-0", "")],
-                 [(Op.EVICT, "run-0", RUNNING_N1, Placement(S.RELEASING, "n1")),
-                  (Op.PIPELINE, "pend-1", PENDING, Placement(S.PIPELINED, "n2")),
-                  (Op.ALLOCATE, "pend-0", PENDING, Placement(S.ALLOCATED, "n1"))],
-                 id="evictions first, then pipelines, then binds"),
+    pytest.param(
+        [("allocate", "pend-0", "n1")],
+        [(Op.ALLOCATE, "pend-0", PENDING, Placement(S.ALLOCATED, "n1"))],
+        id="one operation per task as done",
+    ),
+    pytest.param(
+        [("allocate", "pend-0", "n1"), ("convert", "pend", "")],
+        [(Op.PIPELINE, "pend-0", PENDING, Placement(S.PIPELINED, "n1", holds_idle=True))],
+        id="allocated then converted is one pipeline from pending",
+    ),
+    pytest.param([("evict", "run-0", ""), ("pipeline", "run-0", "n1")], [], id="evicted then un-evicted is nothing"),
+    pytest.param(
+        [("evict", "run-0", ""), ("pipeline", "run-0", "n2")],
+        [(Op.EVICT, "run-0", RUNNING_N1, Placement(S.PIPELINED, "n2"))],
+        id="evicted then pipelined elsewhere stays an eviction that names both nodes",
+    ),
+    pytest.param(
+        [("allocate", "pend-0", "n1"), ("pipeline", "pend-1", "n2"), ("evict", "run-0", "")],
+        [
+            (Op.EVICT, "run-0", RUNNING_N1, Placement(S.RELEASING, "n1")),
+            (Op.PIPELINE, "pend-1", PENDING, Placement(S.PIPELINED, "n2")),
+            (Op.ALLOCATE, "pend-0", PENDING, Placement(S.ALLOCATED, "n1")),
+        ],
+        id="evictions first, then pipelines, then binds",
+    ),
 ]
 
 
@@ -276,8 +303,9 @@ def test_using_a_closed_statement_raises(close: str, use: str) -> None:
     assert _same(before, _state(ssn))
 
 
-@pytest.mark.parametrize("name", [pytest.param("pend-0", id="a pending task"),
-                                  pytest.param("old-0", id="a releasing task")])
+@pytest.mark.parametrize(
+    "name", [pytest.param("pend-0", id="a pending task"), pytest.param("old-0", id="a releasing task")]
+)
 def test_evicting_a_task_that_holds_nothing_live_raises(name: str) -> None:
     ssn = _session()
     with pytest.raises(ValueError, match="not evictable"):
@@ -289,15 +317,21 @@ def test_an_undo_that_cannot_apply_raises() -> None:
     stmt = ssn.statement()
     task = b.task(ssn, "pend-0")
     stmt.allocate(task, "n1")
-    ssn.snapshot.move(task, Placement(S.ALLOCATED, "n2"))      # moved behind the statement's back
+    ssn.snapshot.move(task, Placement(S.ALLOCATED, "n2"))  # moved behind the statement's back
     with pytest.raises(RuntimeError, match="moved outside the statement"):
         stmt.rollback(0)
 
 
 # --- property: any sequence of operations, rolled back to any checkpoint, restores that checkpoint's state ----
 
-OPS = st.lists(st.tuples(st.sampled_from(["allocate", "pipeline", "evict", "convert", "checkpoint"]),
-                         st.integers(0, 4), st.sampled_from(["n1", "n2"])), max_size=12)
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["allocate", "pipeline", "evict", "convert", "checkpoint"]),
+        st.integers(0, 4),
+        st.sampled_from(["n1", "n2"]),
+    ),
+    max_size=12,
+)
 
 
 def _tasks(ssn: Session) -> list[PodInfo]:

@@ -79,12 +79,22 @@ def _without_helm_annotations(obj: JSON) -> JSON:
     return {**obj, "metadata": meta}
 
 
-@pytest.mark.parametrize("overrides", [
-    {},
-    {"scheduler.replicas": 2, "namespace.name": "gpu-sched", "serviceMonitor.enabled": True,
-     "admission.matchConditions": False, "defaultQueues.create": False, "image.tag": "1.10",
-     "scheduler.partitionLabelValue": "pool-a"},
-], ids=["defaults", "overrides"])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {
+            "scheduler.replicas": 2,
+            "namespace.name": "gpu-sched",
+            "serviceMonitor.enabled": True,
+            "admission.matchConditions": False,
+            "defaultQueues.create": False,
+            "image.tag": "1.10",
+            "scheduler.partitionLabelValue": "pool-a",
+        },
+    ],
+    ids=["defaults", "overrides"],
+)
 def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:
     rendered = {_key(o): _without_helm_annotations(o) for o in _helm_render(overrides)}
     sets = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in overrides.items()]

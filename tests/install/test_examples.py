@@ -25,7 +25,7 @@ def test_examples_are_kai_workloads_in_the_default_queue() -> None:
     assert [f.name for f in files] == ["job.yaml", "pytorchjob.yaml"]
     for path in files:
         obj = yaml.safe_load(path.read_text())
-        resource_for(obj["kind"], obj["apiVersion"])        # a kind the podgrouper knows
+        resource_for(obj["kind"], obj["apiVersion"])  # a kind the podgrouper knows
         assert obj["metadata"]["labels"][constants.LABEL_QUEUE] == constants.DEFAULT_QUEUE_NAME
         for template in _pod_templates(obj):
             assert template["spec"]["schedulerName"] == constants.DEFAULT_SCHEDULER_NAME

@@ -12,11 +12,31 @@ from kai_scheduler.api.crd_manifests import load_crds
 from kai_scheduler.scheduler.scheduler import load_config
 from tests.install.conftest import JSON, by_name, of_kind
 
-CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Queue",
-                  "PriorityClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
-ORDER = ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-         "RoleBinding", "ConfigMap", "Service", "Deployment", "MutatingWebhookConfiguration",
-         "ValidatingWebhookConfiguration", "PriorityClass"]
+CLUSTER_SCOPED = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "Queue",
+    "PriorityClass",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+}
+ORDER = [
+    "CustomResourceDefinition",
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "ConfigMap",
+    "Service",
+    "Deployment",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "PriorityClass",
+]
 
 
 def test_every_object_has_api_version_kind_name_and_the_right_scope(default_set: list[JSON]) -> None:
@@ -29,7 +49,7 @@ def test_every_object_has_api_version_kind_name_and_the_right_scope(default_set:
 def test_objects_come_in_apply_order(default_set: list[JSON]) -> None:
     kinds = [o["kind"] for o in default_set]
     assert sorted(kinds, key=ORDER.index) == kinds
-    assert set(kinds) == set(ORDER)     # ServiceMonitor is off by default
+    assert set(kinds) == set(ORDER)  # ServiceMonitor is off by default
     assert [o for o in default_set if o["kind"] == "CustomResourceDefinition"] == load_crds()
 
 
@@ -41,8 +61,13 @@ def test_names_are_unique_per_kind_and_namespace(default_set: list[JSON]) -> Non
 def test_every_deployment_runs_as_an_existing_service_account(default_set: list[JSON]) -> None:
     accounts = {(sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in of_kind(default_set, "ServiceAccount")}
     deployments = of_kind(default_set, "Deployment")
-    assert {d["metadata"]["name"] for d in deployments} == {"kai-scheduler", "kai-binder", "kai-podgrouper",
-                                                            "kai-controllers", "kai-admission"}
+    assert {d["metadata"]["name"] for d in deployments} == {
+        "kai-scheduler",
+        "kai-binder",
+        "kai-podgrouper",
+        "kai-controllers",
+        "kai-admission",
+    }
     for d in deployments:
         sa = d["spec"]["template"]["spec"]["serviceAccountName"]
         assert (d["metadata"]["namespace"], sa) in accounts
@@ -54,7 +79,7 @@ def test_every_binding_names_an_existing_role_and_service_account(default_set: l
     roles = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in of_kind(default_set, "Role")}
     namespaces = {n["metadata"]["name"] for n in of_kind(default_set, "Namespace")}
     bindings = of_kind(default_set, "ClusterRoleBinding") + of_kind(default_set, "RoleBinding")
-    assert len(bindings) == 11     # 5 cluster-wide, 5 in the install namespace, 1 for reservation pods
+    assert len(bindings) == 11  # 5 cluster-wide, 5 in the install namespace, 1 for reservation pods
     for b in bindings:
         ref = b["roleRef"]
         if ref["kind"] == "ClusterRole":
@@ -83,23 +108,23 @@ def test_rbac_is_least_privilege(default_set: list[JSON]) -> None:
     scheduler = _rules(default_set, "ClusterRole", "kai-scheduler")
     assert _allows(scheduler, "scheduling.run.ai", "bindrequests", "create")
     assert _allows(scheduler, "", "pods/eviction", "create")
-    assert not _allows(scheduler, "", "pods/binding", "create")        # binding is the binder's job
+    assert not _allows(scheduler, "", "pods/binding", "create")  # binding is the binder's job
     assert not _allows(scheduler, "", "pods", "delete")
     binder = _rules(default_set, "ClusterRole", "kai-binder")
     assert _allows(binder, "", "pods/binding", "create")
-    assert not _allows(binder, "", "pods", "create")                    # reservation pods: own namespace only
+    assert not _allows(binder, "", "pods", "create")  # reservation pods: own namespace only
     reservation = _rules(default_set, "Role", "kai-binder-reservation")
     assert _allows(reservation, "", "pods", "create")
     assert by_name(default_set, "Role", "kai-binder-reservation")["metadata"]["namespace"] == "kai-resource-reservation"
     podgrouper = _rules(default_set, "ClusterRole", "kai-podgrouper")
     assert _allows(podgrouper, "kubeflow.org", "pytorchjobs", "get")
     assert _allows(podgrouper, "batch", "jobs", "get")
-    assert _allows(podgrouper, "batch", "jobs", "watch")                # owners are watched, as KAI's informers do
+    assert _allows(podgrouper, "batch", "jobs", "watch")  # owners are watched, as KAI's informers do
     assert _allows(podgrouper, "scheduling.run.ai", "podgroups", "create")
     assert not _allows(podgrouper, "", "configmaps", "get")
     controllers = _rules(default_set, "ClusterRole", "kai-controllers")
     assert _allows(controllers, "scheduling.run.ai", "queues/status", "patch")
-    assert _allows(controllers, "scheduling.run.ai", "queues", "create")   # the default queues
+    assert _allows(controllers, "scheduling.run.ai", "queues", "create")  # the default queues
     assert not _allows(controllers, "scheduling.run.ai", "queues", "update")
     for name in ("kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers"):
         assert _allows(_rules(default_set, "Role", name), "coordination.k8s.io", "leases", "update")
@@ -133,8 +158,10 @@ def test_the_stream_has_no_object_of_a_kind_its_own_crds_define(default_set: lis
     defined = {crd["spec"]["names"]["kind"] for crd in of_kind(default_set, "CustomResourceDefinition")}
     assert defined == {"Queue", "PodGroup", "BindRequest", "Topology"}
     assert not [o for o in default_set if o["kind"] in defined]
-    assert "--create-default-queues=true" in by_name(default_set, "Deployment", "kai-controllers")["spec"][
-        "template"]["spec"]["containers"][0]["args"]
+    assert (
+        "--create-default-queues=true"
+        in by_name(default_set, "Deployment", "kai-controllers")["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
 
 
 def test_priority_classes_are_kais(default_set: list[JSON]) -> None:
@@ -165,12 +192,23 @@ def test_deployments_probe_the_listen_port_and_run_kai(default_set: list[JSON]) 
 
 def test_scheduler_container_has_kais_defaults(default_set: list[JSON]) -> None:
     c = _container(default_set, "scheduler")
-    assert c["resources"] == {"requests": {"cpu": "250m", "memory": "512Mi"},
-                              "limits": {"cpu": "700m", "memory": "512Mi"}}
-    for flag in ("--scheduler-name=kai-scheduler", "--schedule-period=1s", "--max-consolidation-preemptees=16",
-                 "--default-staleness-grace-period=60s", "--stuck-in-releasing-threshold=2m",
-                 "--metrics-namespace=kai", "--use-scheduling-signatures=true", "--qps=50", "--burst=300",
-                 "--scheduler-conf=/etc/kai/config.yaml", "--leader-elect-lease-duration=15s"):
+    assert c["resources"] == {
+        "requests": {"cpu": "250m", "memory": "512Mi"},
+        "limits": {"cpu": "700m", "memory": "512Mi"},
+    }
+    for flag in (
+        "--scheduler-name=kai-scheduler",
+        "--schedule-period=1s",
+        "--max-consolidation-preemptees=16",
+        "--default-staleness-grace-period=60s",
+        "--stuck-in-releasing-threshold=2m",
+        "--metrics-namespace=kai",
+        "--use-scheduling-signatures=true",
+        "--qps=50",
+        "--burst=300",
+        "--scheduler-conf=/etc/kai/config.yaml",
+        "--leader-elect-lease-duration=15s",
+    ):
         assert flag in c["args"]
     mount = next(m for m in c["volumeMounts"] if m["name"] == "config")
     assert mount["mountPath"] == "/etc/kai"
@@ -202,8 +240,12 @@ def test_webhooks_leave_the_ca_bundle_to_the_admission_component(default_set: li
         for hook in config["webhooks"]:
             assert hook["sideEffects"] == "None"
             assert not hook["clientConfig"].get("caBundle")
-            assert hook["clientConfig"]["service"] == {**hook["clientConfig"]["service"], "name": "kai-admission",
-                                                       "namespace": "kai-scheduler", "port": 443}
+            assert hook["clientConfig"]["service"] == {
+                **hook["clientConfig"]["service"],
+                "name": "kai-admission",
+                "namespace": "kai-scheduler",
+                "port": 443,
+            }
             is_pod = hook["rules"][0]["resources"] == ["pods"]
             assert hook["failurePolicy"] == ("Ignore" if is_pod else "Fail")
             if is_pod:

@@ -14,16 +14,18 @@ from tests.install.conftest import JSON, by_name, of_kind
 
 def _args(objects: list[JSON], component: str) -> list[str]:
     args: list[str] = by_name(objects, "Deployment", f"kai-{component}")["spec"]["template"]["spec"]["containers"][0][
-        "args"]
+        "args"
+    ]
     return args
 
 
 def test_set_overrides_keep_the_default_type() -> None:
-    values = resolve(sets=["scheduler.replicas=3", "scheduler.detailedFitErrors=true", "image.tag=1.10",
-                           "binder.reconcilePeriod=1s"])
+    values = resolve(
+        sets=["scheduler.replicas=3", "scheduler.detailedFitErrors=true", "image.tag=1.10", "binder.reconcilePeriod=1s"]
+    )
     assert values["scheduler"]["replicas"] == 3
     assert values["scheduler"]["detailedFitErrors"] is True
-    assert values["image"]["tag"] == "1.10"          # a string value stays a string, not 1.1
+    assert values["image"]["tag"] == "1.10"  # a string value stays a string, not 1.1
     objects = install.manifests(values)
     scheduler = by_name(objects, "Deployment", "kai-scheduler")
     assert scheduler["spec"]["replicas"] == 3
@@ -50,9 +52,18 @@ def test_namespace_and_image_shortcuts_reach_every_object() -> None:
 
 
 def test_switches_add_and_remove_objects_and_match_conditions() -> None:
-    objects = install.manifests(resolve(sets=[
-        "serviceMonitor.enabled=true", "defaultQueues.create=false", "priorityClasses.create=false",
-        "namespace.create=false", "admission.matchConditions=false", "admission.podFailurePolicy=Fail"]))
+    objects = install.manifests(
+        resolve(
+            sets=[
+                "serviceMonitor.enabled=true",
+                "defaultQueues.create=false",
+                "priorityClasses.create=false",
+                "namespace.create=false",
+                "admission.matchConditions=false",
+                "admission.podFailurePolicy=Fail",
+            ]
+        )
+    )
     kinds = [o["kind"] for o in objects]
     assert "ServiceMonitor" in kinds and "Queue" not in kinds and "PriorityClass" not in kinds
     assert [n["metadata"]["name"] for n in of_kind(objects, "Namespace")] == ["kai-resource-reservation"]
@@ -66,15 +77,18 @@ def test_skip_crds() -> None:
     assert "CustomResourceDefinition" not in {o["kind"] for o in objects}
 
 
-@pytest.mark.parametrize(("assignment", "message"), [
-    ("scheduler.replica=2", "unknown value 'scheduler.replica'"),
-    ("nope.x=1", "unknown value 'nope'"),
-    ("scheduler.replicas=two", "must be an integer"),
-    ("scheduler.detailedFitErrors=yes please", "must be true or false"),
-    ("scheduler.resources=1", "is a mapping"),
-    ("scheduler.replicas", "expected KEY=VALUE"),
-    ("image.tag.x=1", "unknown value 'image.tag.x'"),
-])
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        ("scheduler.replica=2", "unknown value 'scheduler.replica'"),
+        ("nope.x=1", "unknown value 'nope'"),
+        ("scheduler.replicas=two", "must be an integer"),
+        ("scheduler.detailedFitErrors=yes please", "must be true or false"),
+        ("scheduler.resources=1", "is a mapping"),
+        ("scheduler.replicas", "expected KEY=VALUE"),
+        ("image.tag.x=1", "unknown value 'image.tag.x'"),
+    ],
+)
 def test_bad_set_is_a_values_error(assignment: str, message: str) -> None:
     with pytest.raises(ValuesError, match=message):
         resolve(sets=[assignment])
@@ -85,8 +99,10 @@ def test_values_file_merges_and_checks_keys(tmp_path: Path) -> None:
     good.write_text("scheduler:\n  replicas: 2\n  resources:\n    limits:\n      cpu: '2'\n")
     values = resolve(files=[str(good)])
     assert values["scheduler"]["replicas"] == 2
-    assert values["scheduler"]["resources"] == {"requests": {"cpu": "250m", "memory": "512Mi"},
-                                                "limits": {"cpu": "2", "memory": "512Mi"}}
+    assert values["scheduler"]["resources"] == {
+        "requests": {"cpu": "250m", "memory": "512Mi"},
+        "limits": {"cpu": "2", "memory": "512Mi"},
+    }
     typo = tmp_path / "typo.yaml"
     typo.write_text("scheduler:\n  replicaz: 2\n")
     with pytest.raises(ValuesError, match=r"typo.yaml: unknown value 'scheduler.replicaz'"):
@@ -134,7 +150,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
 def test_the_log_format_reaches_every_component_and_must_be_known() -> None:
     objects = install.manifests(resolve(sets=["global.logFormat=json"]))
     deployments = [o for o in objects if o["kind"] == "Deployment"]
-    assert deployments and all(d["spec"]["template"]["spec"]["containers"][0]["args"][0] == "--log-format=json"
-                               for d in deployments)
+    assert deployments and all(
+        d["spec"]["template"]["spec"]["containers"][0]["args"][0] == "--log-format=json" for d in deployments
+    )
     with pytest.raises(ValuesError, match=r"global\.logFormat.*want text or json"):
         install.manifests(resolve(sets=["global.logFormat=xml"]))

@@ -45,7 +45,7 @@ class Components:
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def start(self, name: str, kubeconfig: str, *args: str, listen: bool = True) -> None:
-        log = open(self.logs / f"{name}.log", "ab")    # noqa: SIM115 - the child owns it
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
         flags = [f"--listen-address=127.0.0.1:{free_port()}"] if listen else []
         command = [sys.executable, "-m", "kai_scheduler.cli", "-v", *args, "--kubeconfig", kubeconfig, *flags]
         self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)

@@ -23,8 +23,9 @@ NAMESPACE = "kai-install-check"
 
 
 def _manifests(*args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "kai_scheduler.cli", "manifests", *args], check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        [sys.executable, "-m", "kai_scheduler.cli", "manifests", *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def _names(store: KubeStore, resource: str) -> set[str]:
@@ -42,8 +43,8 @@ def test_the_manifests_apply_in_one_pass_and_the_components_make_the_rest(
 
     store = KubeStore.connect(kube.kubeconfig, None, KubeOptions(qps=0))
     try:
-        assert _names(store, "priorityclasses") >= CLASSES        # in the stream: there at once
-        assert not QUEUES & _names(store, "queues")                  # the controllers' to make
+        assert _names(store, "priorityclasses") >= CLASSES  # in the stream: there at once
+        assert not QUEUES & _names(store, "queues")  # the controllers' to make
 
         token = {c: serviceaccounts.kubeconfig_for(kube.kubeconfig, c, tmp_path) for c in serviceaccounts.COMPONENTS}
         components.start("controllers", token["controllers"], "controllers")
@@ -52,10 +53,27 @@ def test_the_manifests_apply_in_one_pass_and_the_components_make_the_rest(
 
         for name in ("scheduler", "binder", "podgrouper"):
             components.start(name, token[name], name)
-        components.start("fake-nodes", kube.kubeconfig, "fake-nodes", "--count", "2", "--gpus", "4",
-                         "--prefix", "kai-install-node", "--delete-on-exit", listen=False)
-        components.start("admission", token["admission"], "admission", "--namespace", "kai-scheduler",
-                         f"--webhook-port={free_port()}")
+        components.start(
+            "fake-nodes",
+            kube.kubeconfig,
+            "fake-nodes",
+            "--count",
+            "2",
+            "--gpus",
+            "4",
+            "--prefix",
+            "kai-install-node",
+            "--delete-on-exit",
+            listen=False,
+        )
+        components.start(
+            "admission",
+            token["admission"],
+            "admission",
+            "--namespace",
+            "kai-scheduler",
+            f"--webhook-port={free_port()}",
+        )
         realkube.kubectl(kube.kubeconfig, "create", "namespace", NAMESPACE)
         realkube.kubectl(kube.kubeconfig, "create", "serviceaccount", "default", "-n", NAMESPACE)
         store.create(_pod("smoke", gpus=2))
@@ -65,8 +83,9 @@ def test_the_manifests_apply_in_one_pass_and_the_components_make_the_rest(
             return bool(pod["spec"].get("nodeName")) and pod.get("status", {}).get("phase") == "Running"
 
         components.wait("the pod to be grouped, scheduled, bound and running", running, timeout=90)
-        components.wait("the controllers to sum the PodGroup into default-queue", lambda: _queue_gpus(store) == "2",
-                        timeout=30)
+        components.wait(
+            "the controllers to sum the PodGroup into default-queue", lambda: _queue_gpus(store) == "2", timeout=30
+        )
         components.wait("the admission component to inject its CA", lambda: _ca_injected(store), timeout=30)
     finally:
         store.close()
@@ -77,11 +96,18 @@ def test_the_manifests_apply_in_one_pass_and_the_components_make_the_rest(
 
 
 def _pod(name: str, gpus: int) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kai.scheduler/queue": "default-queue"}},
-            "spec": {"schedulerName": "kai-scheduler", "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "main", "image": "busybox",
-                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kai.scheduler/queue": "default-queue"}},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+            ],
+        },
+    }
 
 
 def _queue_gpus(store: KubeStore) -> str:
@@ -102,19 +128,30 @@ def test_the_helm_chart_is_accepted_by_the_api_server(kube: realkube.Cluster, tm
     server-side dry run (admission, validation, schemas of the CRDs just applied)."""
     from tests.install.test_chart import CHART, helm_render_text
 
-    crds = "".join(p.read_text() if p.read_text().startswith("---") else "---\n" + p.read_text()
-                   for p in sorted((CHART / "crds").glob("*.yaml")))
+    crds = "".join(
+        p.read_text() if p.read_text().startswith("---") else "---\n" + p.read_text()
+        for p in sorted((CHART / "crds").glob("*.yaml"))
+    )
     applied = realkube.kubectl(kube.kubeconfig, "apply", "--server-side", "-f", "-", stdin=crds)
     assert applied.returncode == 0, applied.stderr
-    realkube.kubectl(kube.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", "-",
-                     stdin=crds, check=True)
+    realkube.kubectl(
+        kube.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", "-", stdin=crds, check=True
+    )
     for namespace, overrides in (("kai-scheduler", {}), ("gpu-sched", {"namespace.name": "gpu-sched"})):
-        for ns in (namespace, "kai-resource-reservation"):   # a dry run creates no namespace for the rest
+        for ns in (namespace, "kai-resource-reservation"):  # a dry run creates no namespace for the rest
             realkube.kubectl(kube.kubeconfig, "create", "namespace", ns)
         rendered = helm_render_text(overrides)
         if rendered is None:
             pytest.fail("cannot render the chart: no helm binary, and the dev dependency helm-python-sdk is missing")
-        checked = realkube.kubectl(kube.kubeconfig, "apply", "--server-side", "--force-conflicts",
-                                   "--dry-run=server", "-f", "-", stdin=rendered)
+        checked = realkube.kubectl(
+            kube.kubeconfig,
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            "-",
+            stdin=rendered,
+        )
         assert checked.returncode == 0, f"{overrides}: {checked.stderr}"
         assert "kind: Queue" not in rendered

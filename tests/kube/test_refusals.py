@@ -19,8 +19,12 @@ NAMESPACE = "kai-refusals"
 
 
 def test_an_invalid_object_names_itself_and_its_fields(kube: realkube.Cluster) -> None:
-    bad = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "refusal-bad"},
-           "spec": {"parentQueue": 5, "resources": {"gpu": {"quota": "lots"}}}}
+    bad = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "refusal-bad"},
+        "spec": {"parentQueue": 5, "resources": {"gpu": {"quota": "lots"}}},
+    }
     with KubeStore.connect(kube.kubeconfig, None, KubeOptions(qps=0)) as store:
         _crds(kube)
         with pytest.raises(Invalid) as caught:
@@ -39,31 +43,49 @@ def test_a_write_rbac_refuses_is_one_line_and_the_component_goes_on(
     _crds(kube)
     rules = [r for r in CLUSTER_RULES["controllers"] if r["resources"] != ["podgroups/status"]]
     serviceaccounts.bind_account(kube.kubeconfig, "kai-test-no-podgroup-status", "kai-scheduler", rules)
-    token = serviceaccounts.token_kubeconfig(kube.kubeconfig, "kai-test-no-podgroup-status", "kai-scheduler",
-                                             tmp_path / "kubeconfig")
+    token = serviceaccounts.token_kubeconfig(
+        kube.kubeconfig, "kai-test-no-podgroup-status", "kai-scheduler", tmp_path / "kubeconfig"
+    )
     realkube.kubectl(kube.kubeconfig, "create", "namespace", NAMESPACE)
     realkube.kubectl(kube.kubeconfig, "create", "serviceaccount", "default", "-n", NAMESPACE)
     with KubeStore.connect(kube.kubeconfig, None, KubeOptions(qps=0)) as store:
         store.create(_queue("refusal-parent"))
         store.create(_queue("refusal-child", parent="refusal-parent"))
-        store.create({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
-                      "metadata": {"name": "pg", "namespace": NAMESPACE},
-                      "spec": {"minMember": 1, "queue": "refusal-child"}})
-        store.create({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": "p", "namespace": NAMESPACE, "annotations": {"pod-group-name": "pg"}},
-                      "spec": {"schedulerName": "kai-scheduler",
-                               "containers": [{"name": "main", "image": "busybox",
-                                               "resources": {"requests": {"cpu": "1"}}}]}})
+        store.create(
+            {
+                "apiVersion": "scheduling.run.ai/v2alpha2",
+                "kind": "PodGroup",
+                "metadata": {"name": "pg", "namespace": NAMESPACE},
+                "spec": {"minMember": 1, "queue": "refusal-child"},
+            }
+        )
+        store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": NAMESPACE, "annotations": {"pod-group-name": "pg"}},
+                "spec": {
+                    "schedulerName": "kai-scheduler",
+                    "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                },
+            }
+        )
         components.start("controllers", token, "controllers", "--create-default-queues=false")
 
         def refused() -> list[str]:
-            return [line for line in components.log("controllers").splitlines()
-                    if f"patch PodGroup {NAMESPACE}/pg status" in line]
+            return [
+                line
+                for line in components.log("controllers").splitlines()
+                if f"patch PodGroup {NAMESPACE}/pg status" in line
+            ]
 
         components.wait("the refused PodGroup status write", lambda: bool(refused()), timeout=30)
-        components.wait("the Queue status, which is allowed", lambda: (store.get("queues", "refusal-parent").get(
-            "status") or {}).get("childQueues") == ["refusal-child"], timeout=30)
-        time.sleep(2.0)      # more reconciles: the same refusal is not said again
+        components.wait(
+            "the Queue status, which is allowed",
+            lambda: (store.get("queues", "refusal-parent").get("status") or {}).get("childQueues") == ["refusal-child"],
+            timeout=30,
+        )
+        time.sleep(2.0)  # more reconciles: the same refusal is not said again
     lines = refused()
     assert len(lines) == 1, lines
     assert lines[0].startswith("WARNING ") and "Forbidden" in lines[0] and "forbidden" in lines[0]
@@ -75,8 +97,9 @@ def _crds(kube: realkube.Cluster) -> None:
 
     stream = "".join(f"---\n{text}" for text in crd_files().values())
     realkube.kubectl(kube.kubeconfig, "apply", "--server-side", "-f", "-", stdin=stream, check=True)
-    realkube.kubectl(kube.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", "-",
-                     stdin=stream, check=True)
+    realkube.kubectl(
+        kube.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", "-", stdin=stream, check=True
+    )
 
 
 def _queue(name: str, parent: str = "") -> dict[str, object]:

@@ -41,10 +41,12 @@ def _variant(kube: realkube.Cluster, tmp_path: Path, name: str, *, ca: bool, ski
 
 def test_the_servers_certificate_is_checked_against_the_kubeconfigs_ca(kube: realkube.Cluster, tmp_path: Path) -> None:
     with KubeStore.connect(kube.kubeconfig, None, KubeOptions(qps=0)) as store:
-        assert store.list("priorityclasses")[0]            # system classes: the server answered over TLS
+        assert store.list("priorityclasses")[0]  # system classes: the server answered over TLS
     unknown_ca = _variant(kube, tmp_path, "no-ca", ca=False, skip=False)
-    with KubeStore.connect(unknown_ca, None, KubeOptions(qps=0)) as store, \
-            pytest.raises(Unavailable, match=r"list Node: .*CERTIFICATE_VERIFY_FAILED"):
+    with (
+        KubeStore.connect(unknown_ca, None, KubeOptions(qps=0)) as store,
+        pytest.raises(Unavailable, match=r"list Node: .*CERTIFICATE_VERIFY_FAILED"),
+    ):
         store.list("nodes")
 
 

@@ -23,8 +23,24 @@ from kai_scheduler.framework.session import Plugin, Session
 from tests import builders
 from tests.builders import NAMESPACE, expr, pod_term, sub_group, task, term, toleration
 
-__all__ = ["HOSTNAME", "NAMESPACE", "QUEUE", "expr", "names", "node", "pod", "pod_term", "podgroup",
-           "priority_class", "session", "snapshot", "sub_group", "task", "term", "toleration"]
+__all__ = [
+    "HOSTNAME",
+    "NAMESPACE",
+    "QUEUE",
+    "expr",
+    "names",
+    "node",
+    "pod",
+    "pod_term",
+    "podgroup",
+    "priority_class",
+    "session",
+    "snapshot",
+    "sub_group",
+    "task",
+    "term",
+    "toleration",
+]
 
 QUEUE = "q"
 HOSTNAME = constants.LABEL_HOSTNAME
@@ -36,6 +52,7 @@ T = TypeVar("T")
 def _parsed(build: Callable[P, JSON], parse: Callable[[JSON], T]) -> Callable[P, T]:
     def built(*args: P.args, **kwargs: P.kwargs) -> T:
         return parse(build(*args, **kwargs))
+
     built.__doc__ = build.__doc__
     return built
 
@@ -46,8 +63,13 @@ podgroup = _parsed(builders.podgroup, PodGroup.from_dict)
 priority_class = _parsed(builders.priority_class, PriorityClass.from_dict)
 
 
-def snapshot(*, nodes: Iterable[Node], pods: Iterable[Pod] = (), podgroups: Iterable[PodGroup] = (),
-             priority_classes: Iterable[PriorityClass] = ()) -> snapshots.Snapshot:
+def snapshot(
+    *,
+    nodes: Iterable[Node],
+    pods: Iterable[Pod] = (),
+    podgroups: Iterable[PodGroup] = (),
+    priority_classes: Iterable[PriorityClass] = (),
+) -> snapshots.Snapshot:
     """A snapshot at time 0; every pod group the pods name gets a PodGroup (minMember 1) unless given."""
     pod_list, groups = list(pods), {pg.meta.key: pg for pg in podgroups}
     for p in pod_list:
@@ -55,8 +77,13 @@ def snapshot(*, nodes: Iterable[Node], pods: Iterable[Pod] = (), podgroups: Iter
         if name and f"{p.namespace}/{name}" not in groups:
             groups[f"{p.namespace}/{name}"] = podgroup(name, namespace=p.namespace, queue=QUEUE)
     queue = Queue.from_dict({"metadata": {"name": QUEUE}, "spec": {}})
-    objects = snapshots.ClusterObjects(nodes=list(nodes), pods=pod_list, podgroups=list(groups.values()),
-                                       queues=[queue], priority_classes=list(priority_classes))
+    objects = snapshots.ClusterObjects(
+        nodes=list(nodes),
+        pods=pod_list,
+        podgroups=list(groups.values()),
+        queues=[queue],
+        priority_classes=list(priority_classes),
+    )
     return snapshots.build(objects, snapshots.SnapshotParams(now=0))
 
 

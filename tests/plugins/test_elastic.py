@@ -10,23 +10,30 @@ from kai_scheduler.plugins.priority import Priority
 from tests.plugins import builders as b
 from tests.plugins.builders import node, pod, podgroup
 
-RUNNING = {"below": 1, "at": 2, "above": 3}      # running pods of jobs with minMember 2
+RUNNING = {"below": 1, "at": 2, "above": 3}  # running pods of jobs with minMember 2
 
 
 def _snapshot() -> Snapshot:
-    pods = [pod(f"{job}-{i}", group=job, node="n1" if i < running else "")
-            for job, running in RUNNING.items() for i in range(4)]
-    return b.snapshot(nodes=[node("n1", cpu="64")], pods=pods,
-                      podgroups=[podgroup(job, min_member=2) for job in RUNNING])
+    pods = [
+        pod(f"{job}-{i}", group=job, node="n1" if i < running else "")
+        for job, running in RUNNING.items()
+        for i in range(4)
+    ]
+    return b.snapshot(
+        nodes=[node("n1", cpu="64")], pods=pods, podgroups=[podgroup(job, min_member=2) for job in RUNNING]
+    )
 
 
-@pytest.mark.parametrize("left, right, want", [
-    pytest.param("below", "at", -1, id="below min before at min"),
-    pytest.param("at", "above", -1, id="at min before above min"),
-    pytest.param("below", "above", -1, id="below min before above min"),
-    pytest.param("above", "below", 1, id="above min after below min"),
-    pytest.param("at", "at", 0, id="same band is a tie"),
-])
+@pytest.mark.parametrize(
+    "left, right, want",
+    [
+        pytest.param("below", "at", -1, id="below min before at min"),
+        pytest.param("at", "above", -1, id="at min before above min"),
+        pytest.param("below", "above", -1, id="below min before above min"),
+        pytest.param("above", "below", 1, id="above min after below min"),
+        pytest.param("at", "at", 0, id="same band is a tie"),
+    ],
+)
 def test_job_order(left: str, right: str, want: int) -> None:
     snap = _snapshot()
     assert Elastic().job_order(snap.jobs[f"pg-{left}"], snap.jobs[f"pg-{right}"]) == want

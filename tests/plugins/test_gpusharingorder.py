@@ -12,8 +12,12 @@ from kai_scheduler.plugins.gpusharingorder import GpuSharingOrder
 from tests.plugins import builders as b
 from tests.plugins.builders import node, pod
 
-NODES = [node("empty", gpu_memory=40000), node("half", gpu_memory=40000), node("full", gpu_memory=40000),
-         node("released", gpu_memory=40000)]
+NODES = [
+    node("empty", gpu_memory=40000),
+    node("half", gpu_memory=40000),
+    node("full", gpu_memory=40000),
+    node("released", gpu_memory=40000),
+]
 SHARERS = [
     pod("h", fraction=0.5, node="half", labels={"runai-gpu-group": "g1"}),
     pod("f", fraction=0.9, node="full", labels={"runai-gpu-group": "g2"}),
@@ -27,14 +31,26 @@ def _scores(task: Pod) -> dict[str, float]:
     return {n.name: float(got[n.row]) for n in ssn.snapshot.nodes}
 
 
-@pytest.mark.parametrize("task, want", [
-    pytest.param(pod("p", fraction=0.25), {"empty": 0.0, "half": scores.GPU_SHARING, "full": 0.0, "released": 0.0},
-                 id="only the node whose shared GPU has room; a GPU whose sharers all leave is not shared"),
-    pytest.param(pod("p", fraction=0.6), {"empty": 0.0, "half": 0.0, "full": 0.0, "released": 0.0},
-                 id="no node when the task does not fit any shared GPU"),
-    pytest.param(pod("p", gpu_memory=20000), {"empty": 0.0, "half": scores.GPU_SHARING, "full": 0.0, "released": 0.0},
-                 id="a memory request fits by MiB"),
-])
+@pytest.mark.parametrize(
+    "task, want",
+    [
+        pytest.param(
+            pod("p", fraction=0.25),
+            {"empty": 0.0, "half": scores.GPU_SHARING, "full": 0.0, "released": 0.0},
+            id="only the node whose shared GPU has room; a GPU whose sharers all leave is not shared",
+        ),
+        pytest.param(
+            pod("p", fraction=0.6),
+            {"empty": 0.0, "half": 0.0, "full": 0.0, "released": 0.0},
+            id="no node when the task does not fit any shared GPU",
+        ),
+        pytest.param(
+            pod("p", gpu_memory=20000),
+            {"empty": 0.0, "half": scores.GPU_SHARING, "full": 0.0, "released": 0.0},
+            id="a memory request fits by MiB",
+        ),
+    ],
+)
 def test_shared_gpu_bonus(task: Pod, want: dict[str, float]) -> None:
     assert _scores(task) == want
 
@@ -45,8 +61,10 @@ def test_whole_gpu_and_cpu_tasks_are_not_scored() -> None:
 
 
 def test_a_group_opened_in_the_session_counts_at_once() -> None:
-    snap = b.snapshot(nodes=[node("n1", gpu_memory=40000), node("n2", gpu_memory=40000)],
-                      pods=[pod("first", fraction=0.5), pod("second", fraction=0.25)])
+    snap = b.snapshot(
+        nodes=[node("n1", gpu_memory=40000), node("n2", gpu_memory=40000)],
+        pods=[pod("first", fraction=0.5), pod("second", fraction=0.25)],
+    )
     ssn = b.session(snap, GpuSharingOrder())
     stmt = ssn.statement()
     stmt.allocate(b.task(ssn, "first"), "n2", ("g-new",))

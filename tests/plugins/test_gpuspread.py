@@ -10,15 +10,20 @@ from kai_scheduler.plugins.gpuspread import GpuSpread
 from tests.plugins import builders as b
 from tests.plugins.builders import node, pod
 
-PODS = [pod("a", fraction=0.5, node="n1", labels={"runai-gpu-group": "g1"}),
-        pod("c", fraction=0.75, node="n1", labels={"runai-gpu-group": "g2"}),
-        pod("p", fraction=0.25)]
+PODS = [
+    pod("a", fraction=0.5, node="n1", labels={"runai-gpu-group": "g1"}),
+    pod("c", fraction=0.75, node="n1", labels={"runai-gpu-group": "g2"}),
+    pod("p", fraction=0.25),
+]
 
 
-@pytest.mark.parametrize("groups, want", [
-    pytest.param(["g1", "g2"], [0.5, 0.25], id="one minus the used portion"),
-    pytest.param(["fresh"], [1.0], id="a whole free GPU scores 1, so it is taken first"),
-])
+@pytest.mark.parametrize(
+    "groups, want",
+    [
+        pytest.param(["g1", "g2"], [0.5, 0.25], id="one minus the used portion"),
+        pytest.param(["fresh"], [1.0], id="a whole free GPU scores 1, so it is taken first"),
+    ],
+)
 def test_free_portion(groups: list[str], want: list[float]) -> None:
     ssn = b.session(b.snapshot(nodes=[node("n1", gpus=4, gpu_memory=40000)], pods=PODS), GpuSpread())
     assert ssn.gpu_scores(b.task(ssn, "p"), 0, groups) == want

@@ -38,14 +38,14 @@ def test_the_memo_is_kept_while_the_node_objects_are_and_renewed_when_one_is_rep
     first = build(nodes, [pod("p", gpus=1)], memo)
     first.node_memo.get("probe", lambda: "kept")
     again = build(nodes, [pod("p", gpus=1), pod("q", gpus=2, node="a")], memo)
-    assert again.node_memo is first.node_memo       # pods changed, nodes did not
+    assert again.node_memo is first.node_memo  # pods changed, nodes did not
     changed = build([node("a", labels={"zone": "z"}), nodes[1]], [pod("p", gpus=1)], memo)
     assert changed.node_memo is not first.node_memo
     assert changed.node_memo.get("probe", lambda: "new") == "new"
 
 
 def test_a_new_resource_column_renews_the_memo() -> None:
-    nodes, memo = [node("a")], snapshots.Memo()       # a pod asking for a resource no node has adds a column
+    nodes, memo = [node("a")], snapshots.Memo()  # a pod asking for a resource no node has adds a column
     first = build(nodes, [pod("p", gpus=1)], memo)
     second = build(nodes, [pod("p", gpus=1, extended={"example.com/fpga": "1"})], memo)
     assert second.node_memo is not first.node_memo
@@ -55,7 +55,7 @@ def test_nodeplacement_derives_node_totals_once_per_node_set() -> None:
     nodes, memo = [node("a", labels={constants.LABEL_GPU_COUNT: "16"}), node("b")], snapshots.Memo()
     one, scores = spread_scores(build(nodes, [pod("p", gpus=1)], memo))
     two, again = spread_scores(build(nodes, [pod("p", gpus=1), pod("q", gpus=4, node="b")], memo))
-    assert scores == {"a": 0.5, "b": 1.0}          # 8 allocatable of 16 devices counted by the label
+    assert scores == {"a": 0.5, "b": 1.0}  # 8 allocatable of 16 devices counted by the label
     assert again == {"a": 0.5, "b": 0.5}
     assert two._totals is one._totals
 
@@ -63,8 +63,7 @@ def test_nodeplacement_derives_node_totals_once_per_node_set() -> None:
 def test_nodeplacement_reads_a_replaced_node_object() -> None:
     memo = snapshots.Memo()
     spread_scores(build([node("a", labels={constants.LABEL_GPU_COUNT: "16"})], [pod("p", gpus=1)], memo))
-    _, scores = spread_scores(build([node("a", labels={constants.LABEL_GPU_COUNT: "32"})], [pod("p", gpus=1)],
-                                    memo))
+    _, scores = spread_scores(build([node("a", labels={constants.LABEL_GPU_COUNT: "32"})], [pod("p", gpus=1)], memo))
     assert scores == {"a": 0.25}
 
 
@@ -82,7 +81,7 @@ def test_predicates_keep_their_node_view_and_constraint_masks_across_sessions() 
     assert feasible(build(nodes, [picky], memo), first)[0] == ["b"]
     assert feasible(build(nodes, [picky], memo), second)[0] == ["b"]
     assert first.constraint_evaluations == 1
-    assert second.constraint_evaluations == 0      # the mask of zone=y was kept with the node view
+    assert second.constraint_evaluations == 0  # the mask of zone=y was kept with the node view
     assert second._labels is first._labels
 
 

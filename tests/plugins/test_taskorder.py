@@ -22,20 +22,22 @@ def _order(plugin: TaskOrder | Kubeflow | Ray, left: dict[str, str], right: dict
     return plugin.task_order(b.task(snap, "l"), b.task(snap, "r"))
 
 
-@pytest.mark.parametrize("plugin, left, right, want", [
-    pytest.param(TaskOrder(), {PRIORITY: "1"}, {}, -1, id="task-priority present beats absent"),
-    pytest.param(TaskOrder(), {}, {PRIORITY: "-5"}, 1, id="absent loses even to a negative priority"),
-    pytest.param(TaskOrder(), {PRIORITY: "5"}, {PRIORITY: "10"}, 1, id="higher task-priority first"),
-    pytest.param(TaskOrder(), {PRIORITY: "5"}, {PRIORITY: "5"}, 0, id="equal task-priority is a tie"),
-    pytest.param(TaskOrder(), {}, {}, 0, id="no task-priority is a tie"),
-    pytest.param(Kubeflow(), {ROLE: "master"}, {ROLE: "worker"}, -1, id="kubeflow master first"),
-    pytest.param(Kubeflow(), {ROLE: "worker"}, {ROLE: "launcher"}, 1, id="kubeflow launcher first"),
-    pytest.param(Kubeflow(), {ROLE: "worker"}, {}, 0, id="kubeflow workers tie"),
-    pytest.param(Ray(), {RAY: "head"}, {RAY: "worker"}, -1, id="ray head first"),
-    pytest.param(Ray(), {RAY: "worker"}, {RAY: "worker"}, 0, id="ray workers tie"),
-])
-def test_task_order(plugin: TaskOrder | Kubeflow | Ray, left: dict[str, str], right: dict[str, str],
-                    want: int) -> None:
+@pytest.mark.parametrize(
+    "plugin, left, right, want",
+    [
+        pytest.param(TaskOrder(), {PRIORITY: "1"}, {}, -1, id="task-priority present beats absent"),
+        pytest.param(TaskOrder(), {}, {PRIORITY: "-5"}, 1, id="absent loses even to a negative priority"),
+        pytest.param(TaskOrder(), {PRIORITY: "5"}, {PRIORITY: "10"}, 1, id="higher task-priority first"),
+        pytest.param(TaskOrder(), {PRIORITY: "5"}, {PRIORITY: "5"}, 0, id="equal task-priority is a tie"),
+        pytest.param(TaskOrder(), {}, {}, 0, id="no task-priority is a tie"),
+        pytest.param(Kubeflow(), {ROLE: "master"}, {ROLE: "worker"}, -1, id="kubeflow master first"),
+        pytest.param(Kubeflow(), {ROLE: "worker"}, {ROLE: "launcher"}, 1, id="kubeflow launcher first"),
+        pytest.param(Kubeflow(), {ROLE: "worker"}, {}, 0, id="kubeflow workers tie"),
+        pytest.param(Ray(), {RAY: "head"}, {RAY: "worker"}, -1, id="ray head first"),
+        pytest.param(Ray(), {RAY: "worker"}, {RAY: "worker"}, 0, id="ray workers tie"),
+    ],
+)
+def test_task_order(plugin: TaskOrder | Kubeflow | Ray, left: dict[str, str], right: dict[str, str], want: int) -> None:
     assert _order(plugin, left, right) == want
 
 
@@ -50,7 +52,12 @@ def test_session_chains_kubeflow_ray_taskorder_then_age() -> None:
     snap = b.snapshot(nodes=[node("n1")], pods=pods)
     ssn = b.session(snap, Kubeflow(), Ray(), TaskOrder())
     assert [t.name for t in sorted(snap.tasks.values(), key=ssn.task_key)] == [
-        "master", "head", "w-prio", "w-old", "w-new"]
+        "master",
+        "head",
+        "w-prio",
+        "w-old",
+        "w-new",
+    ]
 
 
 @pytest.mark.parametrize("plugin", [TaskOrder, Kubeflow, Ray])

@@ -15,7 +15,7 @@ from kai_scheduler.podgrouper.context import Config
 from kai_scheduler.podgrouper.grouper import GroupOutcome, PodGrouper
 from kai_scheduler.store.memory import MemoryStore
 
-NOW = 1_767_225_600.0            # 2026-01-01T00:00:00Z
+NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
 
 class Cluster:
@@ -46,8 +46,9 @@ class Cluster:
     def podgroup_of(self, pod_name: str, namespace: str = "default") -> JSON:
         """The PodGroup the pod's `pod-group-name` annotation names."""
         pod = self.pod(pod_name, namespace)
-        return self.store.get("podgroups", pod["metadata"]["annotations"][constants.ANNOTATION_POD_GROUP_NAME],
-                              namespace)
+        return self.store.get(
+            "podgroups", pod["metadata"]["annotations"][constants.ANNOTATION_POD_GROUP_NAME], namespace
+        )
 
     def subgroup_of(self, pod_name: str, namespace: str = "default") -> str | None:
         labels: dict[str, str] = self.pod(pod_name, namespace)["metadata"].get("labels") or {}
@@ -57,21 +58,52 @@ class Cluster:
         return self.store.list("podgroups", namespace)[0]
 
 
-def controller_pod(name: str, owner: JSON, *, labels: Mapping[str, str] | None = None,
-                   annotations: Mapping[str, str] | None = None, gpus: int = 1, node: str = "",
-                   scheduler: str = constants.DEFAULT_SCHEDULER_NAME, priority_class: str = "") -> JSON:
+def controller_pod(
+    name: str,
+    owner: JSON,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    gpus: int = 1,
+    node: str = "",
+    scheduler: str = constants.DEFAULT_SCHEDULER_NAME,
+    priority_class: str = "",
+) -> JSON:
     """A pod as `owner`'s controller creates it: a controller owner reference, the template's labels."""
     meta = owner["metadata"]
-    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
-           "controller": True, "blockOwnerDeletion": True}
-    return bare_pod(name, meta.get("namespace", "default"), labels=labels, annotations=annotations, gpus=gpus,
-                    node=node, scheduler=scheduler, priority_class=priority_class, owners=[ref])
+    ref = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return bare_pod(
+        name,
+        meta.get("namespace", "default"),
+        labels=labels,
+        annotations=annotations,
+        gpus=gpus,
+        node=node,
+        scheduler=scheduler,
+        priority_class=priority_class,
+        owners=[ref],
+    )
 
 
-def bare_pod(name: str, namespace: str = "default", *, labels: Mapping[str, str] | None = None,
-             annotations: Mapping[str, str] | None = None, gpus: int = 1, node: str = "",
-             scheduler: str = constants.DEFAULT_SCHEDULER_NAME, priority_class: str = "",
-             owners: list[JSON] | None = None) -> JSON:
+def bare_pod(
+    name: str,
+    namespace: str = "default",
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    gpus: int = 1,
+    node: str = "",
+    scheduler: str = constants.DEFAULT_SCHEDULER_NAME,
+    priority_class: str = "",
+    owners: list[JSON] | None = None,
+) -> JSON:
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         metadata["labels"] = dict(labels)

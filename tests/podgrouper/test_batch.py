@@ -72,15 +72,22 @@ spec:
 def test_a_job_with_batch_min_member_is_a_gang() -> None:
     c = Cluster(GANG_JOB)
     job = c.owner("jobs", "allreduce", "ml")
-    c.add(*(controller_pod(f"allreduce-{i}-x{i}", job, labels={"batch.kubernetes.io/job-completion-index": str(i)},
-                           gpus=8) for i in range(4)))
+    c.add(
+        *(
+            controller_pod(
+                f"allreduce-{i}-x{i}", job, labels={"batch.kubernetes.io/job-completion-index": str(i)}, gpus=8
+            )
+            for i in range(4)
+        )
+    )
     outcome = c.group()
     assert outcome.created == [f"ml/pg-allreduce-{job['metadata']['uid']}"]
     assert len(outcome.labelled) == 4
     pg = c.podgroup_of("allreduce-0-x0", "ml")
     assert spec(pg) == {"queue": "team-a", "minMember": 4, "priorityClassName": "train"}
-    assert {c.podgroup_of(f"allreduce-{i}-x{i}", "ml")["metadata"]["name"] for i in range(4)} == \
-        {pg["metadata"]["name"]}
+    assert {c.podgroup_of(f"allreduce-{i}-x{i}", "ml")["metadata"]["name"] for i in range(4)} == {
+        pg["metadata"]["name"]
+    }
 
 
 def test_a_job_without_the_annotation_has_min_member_one() -> None:

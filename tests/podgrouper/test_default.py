@@ -93,7 +93,8 @@ def test_a_bare_pod_is_its_own_workload() -> None:
     assert outcome.labelled == ["default/notebook-shell"]
     assert spec(pg) == {"queue": "team-a", "minMember": 1, "priorityClassName": "train"}
     assert pg["metadata"]["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Pod", "name": "notebook-shell", "uid": uid, "controller": False}]
+        {"apiVersion": "v1", "kind": "Pod", "name": "notebook-shell", "uid": uid, "controller": False}
+    ]
     top = json.loads(pg["metadata"]["annotations"][constants.ANNOTATION_TOP_OWNER_METADATA])
     assert top == {"group": "", "version": "v1", "kind": "Pod", "name": "notebook-shell", "uid": uid}
     assert c.subgroup_of("notebook-shell") is None
@@ -102,8 +103,9 @@ def test_a_bare_pod_is_its_own_workload() -> None:
 def test_a_deployment_gets_one_podgroup_per_pod_with_the_inference_class() -> None:
     c = Cluster(DEPLOYMENT)
     rs = c.owner("replicasets", "llama-serve-6d4cf56db6")
-    c.add(*(controller_pod(f"llama-serve-6d4cf56db6-{s}", rs, labels={"app": "llama-serve"})
-            for s in ("abcde", "fghij")))
+    c.add(
+        *(controller_pod(f"llama-serve-6d4cf56db6-{s}", rs, labels={"app": "llama-serve"}) for s in ("abcde", "fghij"))
+    )
     c.group()
     groups = {p["metadata"]["name"]: p for p in c.podgroups()}
     assert len(groups) == 2
@@ -124,8 +126,9 @@ def test_a_statefulset_is_one_workload_and_its_project_label_names_the_queue() -
     c.add(controller_pod("redis-0", sts, gpus=0), controller_pod("redis-1", sts, gpus=0))
     c.group()
     pg = c.podgroup_of("redis-0")
-    assert c.podgroup_of("redis-1")["metadata"]["name"] == pg["metadata"]["name"] == \
-        f"pg-redis-{sts['metadata']['uid']}"
+    assert (
+        c.podgroup_of("redis-1")["metadata"]["name"] == pg["metadata"]["name"] == f"pg-redis-{sts['metadata']['uid']}"
+    )
     assert spec(pg) == {"queue": "research", "minMember": 1, "priorityClassName": "train"}
 
 
@@ -137,18 +140,29 @@ def test_an_argo_workflow_step_is_grouped_by_itself() -> None:
     pod = c.pod("etl-6x2kq-main-1234")
     pg = c.podgroup_of("etl-6x2kq-main-1234")
     assert pg["metadata"]["name"] == f"pg-etl-6x2kq-main-1234-{pod['metadata']['uid']}"
-    assert spec(pg)["queue"] == "default-queue"    # the Workflow is skipped: its labels are not the workload's
+    assert spec(pg)["queue"] == "default-queue"  # the Workflow is skipped: its labels are not the workload's
 
 
-@pytest.mark.parametrize("owner_labels, pod_labels, want", [
-    pytest.param({constants.LABEL_QUEUE: "owner-q"}, {constants.LABEL_QUEUE: "pod-q"}, "owner-q",
-                 id="the top owner's queue label wins over the pod's"),
-    pytest.param({}, {constants.LABEL_QUEUE: "pod-q"}, "pod-q", id="else the pod's queue label"),
-    pytest.param({"project": "vision"}, {}, "vision", id="else the project label"),
-    pytest.param({"project": "vision"}, {constants.DEFAULT_NODE_POOL_LABEL_KEY: "a100"}, "vision-a100",
-                 id="a project in a node pool"),
-    pytest.param({}, {}, "default-queue", id="else default-queue"),
-])
+@pytest.mark.parametrize(
+    "owner_labels, pod_labels, want",
+    [
+        pytest.param(
+            {constants.LABEL_QUEUE: "owner-q"},
+            {constants.LABEL_QUEUE: "pod-q"},
+            "owner-q",
+            id="the top owner's queue label wins over the pod's",
+        ),
+        pytest.param({}, {constants.LABEL_QUEUE: "pod-q"}, "pod-q", id="else the pod's queue label"),
+        pytest.param({"project": "vision"}, {}, "vision", id="else the project label"),
+        pytest.param(
+            {"project": "vision"},
+            {constants.DEFAULT_NODE_POOL_LABEL_KEY: "a100"},
+            "vision-a100",
+            id="a project in a node pool",
+        ),
+        pytest.param({}, {}, "default-queue", id="else default-queue"),
+    ],
+)
 def test_queue_from_labels(owner_labels: dict[str, str], pod_labels: dict[str, str], want: str) -> None:
     c = Cluster()
     c.apply(f"""
@@ -164,13 +178,16 @@ spec: {{template: {{spec: {{schedulerName: kai-scheduler, restartPolicy: Never,
     assert spec(c.podgroup_of("train-x"))["queue"] == want
 
 
-@pytest.mark.parametrize("owner_label, pod_label, pod_class, want", [
-    pytest.param("build", "", "inference", "build", id="the owner's priorityClassName label comes first"),
-    pytest.param("", "build", "inference", "build", id="then the pod's label"),
-    pytest.param("", "", "inference", "inference", id="then pod.spec.priorityClassName"),
-    pytest.param("no-such-class", "", "", "train", id="a label naming no PriorityClass is ignored"),
-    pytest.param("", "", "", "train", id="else the kind's default"),
-])
+@pytest.mark.parametrize(
+    "owner_label, pod_label, pod_class, want",
+    [
+        pytest.param("build", "", "inference", "build", id="the owner's priorityClassName label comes first"),
+        pytest.param("", "build", "inference", "build", id="then the pod's label"),
+        pytest.param("", "", "inference", "inference", id="then pod.spec.priorityClassName"),
+        pytest.param("no-such-class", "", "", "train", id="a label naming no PriorityClass is ignored"),
+        pytest.param("", "", "", "train", id="else the kind's default"),
+    ],
+)
 def test_priority_class(owner_label: str, pod_label: str, pod_class: str, want: str) -> None:
     c = Cluster()
     labels = {constants.LABEL_PRIORITY_CLASS: owner_label} if owner_label else {}
@@ -209,10 +226,17 @@ spec: {template: {spec: {schedulerName: kai-scheduler, restartPolicy: Never, con
     c.group()
     pg = c.podgroup_of("sweep-x")
     assert spec(pg) == {
-        "queue": "default-queue", "minMember": 1, "priorityClassName": "train", "preemptibility": "non-preemptible",
-        "topologyConstraint": {"topology": "cluster-topology", "requiredTopologyLevel": "zone",
-                               "preferredTopologyLevel": "rack"},
-        "preemptionDelay": "5m", "stalenessGracePeriod": "1m30s",
+        "queue": "default-queue",
+        "minMember": 1,
+        "priorityClassName": "train",
+        "preemptibility": "non-preemptible",
+        "topologyConstraint": {
+            "topology": "cluster-topology",
+            "requiredTopologyLevel": "zone",
+            "preferredTopologyLevel": "rack",
+        },
+        "preemptionDelay": "5m",
+        "stalenessGracePeriod": "1m30s",
     }
     assert pg["metadata"]["labels"] == {"team": "vision", constants.LABEL_PREEMPTIBILITY: "non-preemptible"}
     assert constants.ANNOTATION_LAST_APPLIED not in pg["metadata"]["annotations"]
@@ -221,8 +245,13 @@ spec: {template: {spec: {schedulerName: kai-scheduler, restartPolicy: Never, con
 
 def test_a_bad_preemptibility_or_delay_is_ignored_and_reported(caplog: pytest.LogCaptureFixture) -> None:
     c = Cluster()
-    c.add(bare_pod("p", labels={constants.LABEL_PREEMPTIBILITY: "sometimes"},
-                   annotations={constants.ANNOTATION_PREEMPTION_DELAY: "soon"}))
+    c.add(
+        bare_pod(
+            "p",
+            labels={constants.LABEL_PREEMPTIBILITY: "sometimes"},
+            annotations={constants.ANNOTATION_PREEMPTION_DELAY: "soon"},
+        )
+    )
     c.group()
     assert spec(c.podgroup_of("p")) == {"queue": "default-queue", "minMember": 1, "priorityClassName": "train"}
     reasons = [getattr(r, "reason", "") for r in caplog.records]
@@ -233,15 +262,23 @@ def test_a_bad_preemptibility_or_delay_is_ignored_and_reported(caplog: pytest.Lo
 def test_skip_podgrouper_leaves_the_pod_alone(on_owner: bool) -> None:
     c = Cluster(DEPLOYMENT)
     if on_owner:
-        c.store.patch("deployments", "llama-serve", "default",
-                      {"metadata": {"annotations": {constants.ANNOTATION_SKIP_PODGROUPER: "true"}}})
+        c.store.patch(
+            "deployments",
+            "llama-serve",
+            "default",
+            {"metadata": {"annotations": {constants.ANNOTATION_SKIP_PODGROUPER: "true"}}},
+        )
     annotations = {} if on_owner else {constants.ANNOTATION_SKIP_PODGROUPER: "true"}
-    c.add(controller_pod("llama-serve-6d4cf56db6-abcde", c.owner("replicasets", "llama-serve-6d4cf56db6"),
-                         annotations=annotations))
+    c.add(
+        controller_pod(
+            "llama-serve-6d4cf56db6-abcde", c.owner("replicasets", "llama-serve-6d4cf56db6"), annotations=annotations
+        )
+    )
     outcome = c.group()
     assert c.podgroups() == [] and outcome.labelled == []
-    assert constants.ANNOTATION_POD_GROUP_NAME not in (c.pod("llama-serve-6d4cf56db6-abcde")["metadata"]
-                                                       .get("annotations") or {})
+    assert constants.ANNOTATION_POD_GROUP_NAME not in (
+        c.pod("llama-serve-6d4cf56db6-abcde")["metadata"].get("annotations") or {}
+    )
 
 
 def test_a_pod_of_an_external_podgroup_is_left_alone() -> None:
@@ -253,8 +290,10 @@ metadata: {name: my-gang, namespace: default}
 spec: {queue: research, minMember: 2}
 """)
     sts = c.owner("statefulsets", "redis")
-    c.add(controller_pod("redis-0", sts, annotations={constants.ANNOTATION_POD_GROUP_NAME: "my-gang"}),
-          bare_pod("lonely", annotations={constants.ANNOTATION_POD_GROUP_NAME: "my-gang"}))
+    c.add(
+        controller_pod("redis-0", sts, annotations={constants.ANNOTATION_POD_GROUP_NAME: "my-gang"}),
+        bare_pod("lonely", annotations={constants.ANNOTATION_POD_GROUP_NAME: "my-gang"}),
+    )
     outcome = c.group()
     assert outcome.created == outcome.labelled == []
     assert [p["metadata"]["name"] for p in c.podgroups()] == ["my-gang"]
@@ -277,8 +316,13 @@ def test_pods_of_another_scheduler_finished_or_terminating_pods_are_ignored() ->
 
 def test_an_owner_kind_the_store_does_not_serve_is_grouped_by_its_reference() -> None:
     c = Cluster()
-    ref = {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication", "name": "pi",
-           "uid": "22222222-0000-4000-8000-000000000001", "controller": True}
+    ref = {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "name": "pi",
+        "uid": "22222222-0000-4000-8000-000000000001",
+        "controller": True,
+    }
     c.add(bare_pod("pi-driver", owners=[ref]), bare_pod("pi-exec-1", owners=[ref]))
     c.group()
     pg = c.podgroup_of("pi-driver")

@@ -36,7 +36,7 @@ def test_a_second_reconcile_with_nothing_new_writes_nothing() -> None:
     _, version = c.store.list("pods")
     second = c.group()
     assert (second.created, second.updated, second.labelled) == ([], [], [])
-    assert c.store.list("pods")[1] == version           # not one write
+    assert c.store.list("pods")[1] == version  # not one write
 
 
 def test_grouping_a_bare_pod_costs_two_writes_and_no_reads() -> None:
@@ -60,10 +60,16 @@ def test_a_pod_naming_a_podgroup_the_watch_has_not_shown_yet_keeps_it() -> None:
     itself, rather than trusting a watched copy that may lag."""
     c = Cluster()
     c.group()
-    c.add({"apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup",
-           "metadata": {"name": "external", "namespace": "default"}, "spec": {"queue": "team-a", "minMember": 1}})
-    c.grouper._groups.clear()          # as if the PodGroup's watch event had not arrived yet
-    c.grouper._group_feed.poll = lambda timeout=0.0: []   # type: ignore[method-assign]
+    c.add(
+        {
+            "apiVersion": constants.PODGROUP_API_VERSION,
+            "kind": "PodGroup",
+            "metadata": {"name": "external", "namespace": "default"},
+            "spec": {"queue": "team-a", "minMember": 1},
+        }
+    )
+    c.grouper._groups.clear()  # as if the PodGroup's watch event had not arrived yet
+    c.grouper._group_feed.poll = lambda timeout=0.0: []  # type: ignore[method-assign]
     c.add(bare_pod("p", annotations={constants.ANNOTATION_POD_GROUP_NAME: "external"}))
     outcome = c.group()
     assert outcome.created == [] and c.podgroup_of("p")["metadata"]["name"] == "external"
@@ -86,13 +92,30 @@ def test_an_update_keeps_what_others_wrote() -> None:
     c.add(controller_pod("train-a", job))
     c.group()
     name = c.podgroup_of("train-a")["metadata"]["name"]
-    c.store.patch("podgroups", name, "default", {
-        "metadata": {"annotations": {constants.ANNOTATION_LAST_START_TIMESTAMP: "2026-01-01T00:00:00Z"},
-                     "labels": {constants.DEFAULT_NODE_POOL_LABEL_KEY: "a100"}},
-        "spec": {"markUnschedulable": False}})
+    c.store.patch(
+        "podgroups",
+        name,
+        "default",
+        {
+            "metadata": {
+                "annotations": {constants.ANNOTATION_LAST_START_TIMESTAMP: "2026-01-01T00:00:00Z"},
+                "labels": {constants.DEFAULT_NODE_POOL_LABEL_KEY: "a100"},
+            },
+            "spec": {"markUnschedulable": False},
+        },
+    )
     c.store.patch("podgroups", name, "default", {"status": {"phase": "Running"}}, "status")
-    c.store.patch("jobs", "train", "default", {"metadata": {"annotations": {
-        constants.ANNOTATION_BATCH_MIN_MEMBER: "3"}, "labels": {constants.LABEL_QUEUE: "team-b"}}})
+    c.store.patch(
+        "jobs",
+        "train",
+        "default",
+        {
+            "metadata": {
+                "annotations": {constants.ANNOTATION_BATCH_MIN_MEMBER: "3"},
+                "labels": {constants.LABEL_QUEUE: "team-b"},
+            }
+        },
+    )
     c.store.patch("pods", "train-a", "default", {"status": {"phase": "Pending", "message": "poke"}}, "status")
     outcome = c.group()
     assert outcome.updated == [f"default/{name}"]
@@ -123,7 +146,7 @@ def test_an_owner_replaced_under_the_same_name_is_not_taken_for_the_old_one() ->
     c.group()
     pg = c.podgroup_of("train-a")
     assert pg["metadata"]["name"] == "pg-train-00000000-0000-4000-8000-00000000dead"
-    assert spec(pg)["minMember"] == 1        # the Job there now is not this pod's owner: its annotation is not read
+    assert spec(pg)["minMember"] == 1  # the Job there now is not this pod's owner: its annotation is not read
 
 
 def test_the_same_writes_give_the_same_podgroups() -> None:
@@ -153,8 +176,12 @@ spec: {pytorchReplicaSpecs: {}}
 
 
 def test_the_podgroup_carries_its_owners_creation_time() -> None:
-    c = Cluster(JOB.replace("  uid: 9e8d7c6b-0001-4a5b-8c9d-0e1f2a3b4c5d",
-                            "  uid: 9e8d7c6b-0001-4a5b-8c9d-0e1f2a3b4c5d\n  creationTimestamp: '2025-12-31T23:00:00Z'"))
+    c = Cluster(
+        JOB.replace(
+            "  uid: 9e8d7c6b-0001-4a5b-8c9d-0e1f2a3b4c5d",
+            "  uid: 9e8d7c6b-0001-4a5b-8c9d-0e1f2a3b4c5d\n  creationTimestamp: '2025-12-31T23:00:00Z'",
+        )
+    )
     c.add(controller_pod("train-a", c.owner("jobs", "train")))
     c.group()
     assert c.podgroup_of("train-a")["metadata"]["creationTimestamp"] == "2025-12-31T23:00:00Z"
@@ -169,8 +196,9 @@ def _grouped_by(concurrency: int) -> tuple[object, list[tuple[str, str]]]:
         c.add(bare_pod(f"p{i:02d}", labels={constants.LABEL_QUEUE: "team-a"}))
     outcome = c.group()
     pods, _ = c.store.list("pods")
-    return outcome, sorted((p["metadata"]["name"], p["metadata"]["annotations"][constants.ANNOTATION_POD_GROUP_NAME])
-                           for p in pods)
+    return outcome, sorted(
+        (p["metadata"]["name"], p["metadata"]["annotations"][constants.ANNOTATION_POD_GROUP_NAME]) for p in pods
+    )
 
 
 def test_writing_with_several_threads_groups_as_one_thread_does() -> None:
@@ -179,7 +207,7 @@ def test_writing_with_several_threads_groups_as_one_thread_does() -> None:
     one, grouped_one = _grouped_by(1)
     many, grouped_many = _grouped_by(4)
     assert many == one and grouped_many == grouped_one
-    assert len(one.created) == 13 and len(one.labelled) == 14       # type: ignore[attr-defined]
+    assert len(one.created) == 13 and len(one.labelled) == 14  # type: ignore[attr-defined]
 
 
 class _OneThreadDict(dict[str, object]):
@@ -211,17 +239,17 @@ def test_writer_threads_leave_the_grouper_state_to_the_reconciling_thread() -> N
     lost)."""
     c = Cluster()
     c.grouper = PodGrouper(c.store, concurrency=4)
-    c.group()                       # the first reconcile lists (and starts the two records afresh)
+    c.group()  # the first reconcile lists (and starts the two records afresh)
     written, reported = _OneThreadDict(), _OneThreadDict()
-    c.grouper._written, c.grouper._reported = written, reported     # type: ignore[assignment]
+    c.grouper._written, c.grouper._reported = written, reported  # type: ignore[assignment]
     real_patch = c.store.patch
 
     def patch(resource: str, name: str, namespace: str, body: JSON, *args: object, **kwargs: object) -> JSON:
         if name.endswith(("1", "3")):
             raise Forbidden(f"patch Pod {namespace}/{name}: forbidden")
-        return real_patch(resource, name, namespace, body, *args, **kwargs)   # type: ignore[arg-type]
+        return real_patch(resource, name, namespace, body, *args, **kwargs)  # type: ignore[arg-type]
 
-    c.store.patch = patch           # type: ignore[method-assign,assignment]
+    c.store.patch = patch  # type: ignore[method-assign,assignment]
     for i in range(8):
         c.add(bare_pod(f"p{i}", labels={constants.LABEL_QUEUE: "team-a"}))
     outcome = c.group()

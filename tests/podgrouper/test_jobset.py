@@ -48,18 +48,35 @@ def jobset_pod(c: Cluster, jobset: dict[str, object], rj: str, job_index: int, p
     """A pod of replica `job_index` of replicated job `rj`, owned by its Job as the JobSet controller makes it."""
     meta: dict[str, str] = jobset["metadata"]  # type: ignore[assignment]
     job_name = f"{meta['name']}-{rj}-{job_index}"
-    labels = {"jobset.sigs.k8s.io/jobset-name": meta["name"], constants.LABEL_JOBSET_REPLICATED_JOB: rj,
-              constants.LABEL_JOBSET_JOB_INDEX: str(job_index)}
+    labels = {
+        "jobset.sigs.k8s.io/jobset-name": meta["name"],
+        constants.LABEL_JOBSET_REPLICATED_JOB: rj,
+        constants.LABEL_JOBSET_JOB_INDEX: str(job_index),
+    }
     try:
         job = c.owner("jobs", job_name, meta["namespace"])
     except NotFound:
-        job = c.store.create({
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": job_name, "namespace": meta["namespace"], "labels": labels,
-                         "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                                              "name": meta["name"], "uid": meta["uid"], "controller": True}]},
-            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
-        })
+        job = c.store.create(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": job_name,
+                    "namespace": meta["namespace"],
+                    "labels": labels,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                            "kind": "JobSet",
+                            "name": meta["name"],
+                            "uid": meta["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
+            }
+        )
     return controller_pod(f"{job_name}-{pod_index}-x", job, labels=labels)
 
 
@@ -72,7 +89,9 @@ def test_a_jobset_with_two_replicated_jobs() -> None:
     assert outcome.created == [f"llm/pg-pretrain-{js['metadata']['uid']}"]
     pg = c.podgroup_of("pretrain-driver-0-0-x", "llm")
     assert spec(pg) == {
-        "queue": "llm", "priorityClassName": "train", "minSubGroup": 2,
+        "queue": "llm",
+        "priorityClassName": "train",
+        "minSubGroup": 2,
         "subGroups": [
             {"name": "driver", "minSubGroup": 1},
             {"name": "driver-replica-0", "minMember": 1, "parent": "driver"},
@@ -83,8 +102,16 @@ def test_a_jobset_with_two_replicated_jobs() -> None:
     }
     assert c.subgroup_of("pretrain-driver-0-0-x", "llm") == "driver-replica-0"
     assert c.subgroup_of("pretrain-workers-1-3-x", "llm") == "workers-replica-1"
-    assert len({c.podgroup_of(f"pretrain-workers-{j}-{i}-x", "llm")["metadata"]["name"]
-                for j in range(2) for i in range(4)}) == 1
+    assert (
+        len(
+            {
+                c.podgroup_of(f"pretrain-workers-{j}-{i}-x", "llm")["metadata"]["name"]
+                for j in range(2)
+                for i in range(4)
+            }
+        )
+        == 1
+    )
 
 
 def test_in_order_startup_needs_one_replicated_job_and_annotations_override() -> None:
@@ -94,11 +121,15 @@ def test_in_order_startup_needs_one_replicated_job_and_annotations_override() ->
     c.group()
     assert spec(c.podgroup_of("pretrain-driver-0-0-x", "llm"))["minSubGroup"] == 1
 
-    text = JOBSET.replace("  labels: {kai.scheduler/queue: llm}",
-                          "  labels: {kai.scheduler/queue: llm}\n  annotations: {kai.scheduler/batch-min-member: '1'}")
-    text = text.replace("  - name: workers\n    replicas: 2\n    template:\n",
-                        "  - name: workers\n    replicas: 2\n    template:\n"
-                        "      metadata: {annotations: {kai.scheduler/batch-min-member: '2'}}\n")
+    text = JOBSET.replace(
+        "  labels: {kai.scheduler/queue: llm}",
+        "  labels: {kai.scheduler/queue: llm}\n  annotations: {kai.scheduler/batch-min-member: '1'}",
+    )
+    text = text.replace(
+        "  - name: workers\n    replicas: 2\n    template:\n",
+        "  - name: workers\n    replicas: 2\n    template:\n"
+        "      metadata: {annotations: {kai.scheduler/batch-min-member: '2'}}\n",
+    )
     c = Cluster(text)
     c.add(jobset_pod(c, c.owner("jobsets", "pretrain", "llm"), "workers", 0, 0))
     c.group()

@@ -100,4 +100,4 @@ def test_with_gang_scheduling_a_revision_is_one_gang_of_min_scale() -> None:
     pg = c.podgroups("apps")[0]
     assert spec(pg) == {"queue": "inference", "minMember": 3, "priorityClassName": "inference"}
     assert pg["metadata"]["ownerReferences"][0]["kind"] == "Revision"
-    assert pg["metadata"]["labels"] == {"kai.scheduler/queue": "inference"}     # the Service's
+    assert pg["metadata"]["labels"] == {"kai.scheduler/queue": "inference"}  # the Service's

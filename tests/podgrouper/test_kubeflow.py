@@ -138,8 +138,12 @@ spec:
 
 def kubeflow_labels(job: str, replica_type: str, index: int, *, role: str = "") -> dict[str, str]:
     """The labels the training operator puts on a replica's pod."""
-    labels = {constants.LABEL_KUBEFLOW_JOB_NAME: job, "training.kubeflow.org/operator-name": "pytorchjob-controller",
-              constants.LABEL_KUBEFLOW_REPLICA_TYPE: replica_type, constants.LABEL_KUBEFLOW_REPLICA_INDEX: str(index)}
+    labels = {
+        constants.LABEL_KUBEFLOW_JOB_NAME: job,
+        "training.kubeflow.org/operator-name": "pytorchjob-controller",
+        constants.LABEL_KUBEFLOW_REPLICA_TYPE: replica_type,
+        constants.LABEL_KUBEFLOW_REPLICA_INDEX: str(index),
+    }
     if role:
         labels[constants.LABEL_KUBEFLOW_JOB_ROLE] = role
     return labels
@@ -148,15 +152,23 @@ def kubeflow_labels(job: str, replica_type: str, index: int, *, role: str = "") 
 def test_a_pytorchjob_with_a_master_and_three_workers() -> None:
     c = Cluster(PYTORCHJOB)
     job = c.owner("pytorchjobs", "bert-finetune", "team-a")
-    c.add(controller_pod("bert-finetune-master-0", job, labels=kubeflow_labels("bert-finetune", "master", 0,
-                                                                               role="master")))
-    c.add(*(controller_pod(f"bert-finetune-worker-{i}", job, labels=kubeflow_labels("bert-finetune", "worker", i))
-            for i in range(3)))
+    c.add(
+        controller_pod(
+            "bert-finetune-master-0", job, labels=kubeflow_labels("bert-finetune", "master", 0, role="master")
+        )
+    )
+    c.add(
+        *(
+            controller_pod(f"bert-finetune-worker-{i}", job, labels=kubeflow_labels("bert-finetune", "worker", i))
+            for i in range(3)
+        )
+    )
     outcome = c.group()
     assert outcome.created == [f"team-a/pg-bert-finetune-{job['metadata']['uid']}"]
     pg = c.podgroup_of("bert-finetune-master-0", "team-a")
     assert spec(pg) == {
-        "queue": "team-a", "priorityClassName": "train",
+        "queue": "team-a",
+        "priorityClassName": "train",
         "subGroups": [{"name": "master", "minMember": 1}, {"name": "worker", "minMember": 3}],
     }
     assert c.subgroup_of("bert-finetune-master-0", "team-a") == "master"
@@ -166,18 +178,29 @@ def test_a_pytorchjob_with_a_master_and_three_workers() -> None:
 def test_an_elastic_pytorchjob_needs_its_min_replicas() -> None:
     c = Cluster(ELASTIC)
     job = c.owner("pytorchjobs", "elastic-imagenet", "team-a")
-    c.add(*(controller_pod(f"elastic-imagenet-worker-{i}", job, labels=kubeflow_labels("elastic-imagenet", "worker", i))
-            for i in range(4)))
+    c.add(
+        *(
+            controller_pod(f"elastic-imagenet-worker-{i}", job, labels=kubeflow_labels("elastic-imagenet", "worker", i))
+            for i in range(4)
+        )
+    )
     c.group()
     assert spec(c.podgroup_of("elastic-imagenet-worker-0", "team-a"))["subGroups"] == [
-        {"name": "worker", "minMember": 2}]
+        {"name": "worker", "minMember": 2}
+    ]
 
 
 def test_min_available_wins_over_the_elastic_minimum() -> None:
-    c = Cluster(ELASTIC.replace("  elasticPolicy:", "  runPolicy: {schedulingPolicy: {minAvailable: 3}}\n"
-                                                    "  elasticPolicy:"))
-    c.add(controller_pod("w-0", c.owner("pytorchjobs", "elastic-imagenet", "team-a"),
-                         labels=kubeflow_labels("elastic-imagenet", "worker", 0)))
+    c = Cluster(
+        ELASTIC.replace("  elasticPolicy:", "  runPolicy: {schedulingPolicy: {minAvailable: 3}}\n  elasticPolicy:")
+    )
+    c.add(
+        controller_pod(
+            "w-0",
+            c.owner("pytorchjobs", "elastic-imagenet", "team-a"),
+            labels=kubeflow_labels("elastic-imagenet", "worker", 0),
+        )
+    )
     c.group()
     assert spec(c.podgroup_of("w-0", "team-a"))["subGroups"] == [{"name": "worker", "minMember": 3}]
 
@@ -186,8 +209,12 @@ def test_worker_segments_follow_the_replica_index() -> None:
     c = Cluster(SEGMENTED)
     job = c.owner("pytorchjobs", "llm-pretrain", "team-a")
     c.add(controller_pod("llm-pretrain-master-0", job, labels=kubeflow_labels("llm-pretrain", "master", 0)))
-    c.add(*(controller_pod(f"llm-pretrain-worker-{i}", job, labels=kubeflow_labels("llm-pretrain", "worker", i))
-            for i in range(4)))
+    c.add(
+        *(
+            controller_pod(f"llm-pretrain-worker-{i}", job, labels=kubeflow_labels("llm-pretrain", "worker", i))
+            for i in range(4)
+        )
+    )
     c.group()
     rack = {"topology": "cluster-topology", "requiredTopologyLevel": "rack"}
     pg = c.podgroup_of("llm-pretrain-worker-0", "team-a")
@@ -200,7 +227,11 @@ def test_worker_segments_follow_the_replica_index() -> None:
         {"name": "worker-segment-1", "minMember": 0, "parent": "worker", "topologyConstraint": rack},
     ]
     assert [c.subgroup_of(f"llm-pretrain-worker-{i}", "team-a") for i in range(4)] == [
-        "worker-segment-0", "worker-segment-0", "worker-segment-1", "worker-segment-1"]
+        "worker-segment-0",
+        "worker-segment-0",
+        "worker-segment-1",
+        "worker-segment-1",
+    ]
     assert c.subgroup_of("llm-pretrain-master-0", "team-a") == "master"
 
 
@@ -216,14 +247,28 @@ def test_an_mpijob_waiting_for_workers_counts_the_launcher_once_it_exists() -> N
     c = Cluster(MPIJOB)
     job = c.owner("mpijobs", "nccl-tests", "team-a")
     mpi = {constants.LABEL_KUBEFLOW_JOB_NAME: "nccl-tests", "training.kubeflow.org/operator-name": "mpi-operator"}
-    c.add(*(controller_pod(f"nccl-tests-worker-{i}", job, labels={
-        **mpi, constants.LABEL_KUBEFLOW_JOB_ROLE: "worker", constants.LABEL_KUBEFLOW_REPLICA_INDEX: str(i)})
-        for i in range(2)))
+    c.add(
+        *(
+            controller_pod(
+                f"nccl-tests-worker-{i}",
+                job,
+                labels={
+                    **mpi,
+                    constants.LABEL_KUBEFLOW_JOB_ROLE: "worker",
+                    constants.LABEL_KUBEFLOW_REPLICA_INDEX: str(i),
+                },
+            )
+            for i in range(2)
+        )
+    )
     c.group()
     name = f"pg-nccl-tests-{job['metadata']['uid']}"
-    assert spec(c.store.get("podgroups", name, "team-a"))["minMember"] == 2    # the workers start first
-    c.add(controller_pod("nccl-tests-launcher-x7k2p", job, gpus=0,
-                         labels={**mpi, constants.LABEL_KUBEFLOW_JOB_ROLE: "launcher"}))
+    assert spec(c.store.get("podgroups", name, "team-a"))["minMember"] == 2  # the workers start first
+    c.add(
+        controller_pod(
+            "nccl-tests-launcher-x7k2p", job, gpus=0, labels={**mpi, constants.LABEL_KUBEFLOW_JOB_ROLE: "launcher"}
+        )
+    )
     outcome = c.group()
     assert outcome.updated == [f"team-a/{name}"]
     assert spec(c.store.get("podgroups", name, "team-a"))["minMember"] == 3
@@ -238,8 +283,11 @@ def test_an_mpijob_without_workers_is_not_grouped() -> None:
 
 
 def test_an_mpijob_v1_is_read_alike() -> None:
-    c = Cluster(MPIJOB.replace("kubeflow.org/v2beta1", "kubeflow.org/v1")
-                .replace("  launcherCreationPolicy: WaitForWorkersReady\n", ""))
+    c = Cluster(
+        MPIJOB.replace("kubeflow.org/v2beta1", "kubeflow.org/v1").replace(
+            "  launcherCreationPolicy: WaitForWorkersReady\n", ""
+        )
+    )
     job = c.owner("mpijobs.v1", "nccl-tests", "team-a")
     assert job["apiVersion"] == "kubeflow.org/v1"
     c.add(controller_pod("nccl-tests-worker-0", job))
@@ -247,12 +295,16 @@ def test_an_mpijob_v1_is_read_alike() -> None:
     assert spec(c.podgroup_of("nccl-tests-worker-0", "team-a"))["minMember"] == 3
 
 
-@pytest.mark.parametrize("kind, plural, field, replica_types, want", [
-    pytest.param("XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", {"Master": 1, "Worker": 3}, 4, id="XGBoostJob"),
-    pytest.param("JAXJob", "jaxjobs", "jaxReplicaSpecs", {"Worker": 4}, 4, id="JAXJob"),
-])
-def test_other_kubeflow_jobs_gang_all_replicas(kind: str, plural: str, field: str, replica_types: dict[str, int],
-                                               want: int) -> None:
+@pytest.mark.parametrize(
+    "kind, plural, field, replica_types, want",
+    [
+        pytest.param("XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", {"Master": 1, "Worker": 3}, 4, id="XGBoostJob"),
+        pytest.param("JAXJob", "jaxjobs", "jaxReplicaSpecs", {"Worker": 4}, 4, id="JAXJob"),
+    ],
+)
+def test_other_kubeflow_jobs_gang_all_replicas(
+    kind: str, plural: str, field: str, replica_types: dict[str, int], want: int
+) -> None:
     template = "{spec: {schedulerName: kai-scheduler, containers: [{name: main, image: x}]}}"
     specs = "\n".join(f"    {name}: {{replicas: {n}, template: {template}}}" for name, n in replica_types.items())
     c = Cluster(f"""

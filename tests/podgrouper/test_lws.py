@@ -41,23 +41,42 @@ def make_groups(c: Cluster, lws: JSON, size: int, *, workers: bool = True) -> No
     leader_sts = c.store.create(_statefulset(name, ns, lws))
     for group in range(int(lws["spec"]["replicas"])):
         labels = {"leaderworkerset.sigs.k8s.io/name": name, constants.LABEL_LWS_GROUP_INDEX: str(group)}
-        leader = c.store.create(controller_pod(f"{name}-{group}", leader_sts,
-                                               labels={**labels, constants.LABEL_LWS_WORKER_INDEX: "0"}))
+        leader = c.store.create(
+            controller_pod(f"{name}-{group}", leader_sts, labels={**labels, constants.LABEL_LWS_WORKER_INDEX: "0"})
+        )
         if not workers:
             continue
         worker_sts = c.store.create(_statefulset(f"{name}-{group}", ns, leader))
         for index in range(1, size):
-            c.add(controller_pod(f"{name}-{group}-{index}", worker_sts,
-                                 labels={**labels, constants.LABEL_LWS_WORKER_INDEX: str(index)}))
+            c.add(
+                controller_pod(
+                    f"{name}-{group}-{index}",
+                    worker_sts,
+                    labels={**labels, constants.LABEL_LWS_WORKER_INDEX: str(index)},
+                )
+            )
 
 
 def _statefulset(name: str, namespace: str, owner: JSON) -> JSON:
     meta = owner["metadata"]
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
-            "metadata": {"name": name, "namespace": namespace, "ownerReferences": [
-                {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
-                 "controller": True}]},
-            "spec": {"replicas": 1}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"replicas": 1},
+    }
 
 
 def test_a_leaderworkerset_of_size_four_with_two_replicas() -> None:
@@ -70,8 +89,11 @@ def test_a_leaderworkerset_of_size_four_with_two_replicas() -> None:
     for group in (0, 1):
         pg = c.podgroup_of(f"vllm-{group}", "serving")
         assert pg["metadata"]["name"] == f"pg-vllm-{uid}-group-{group}"
-        assert spec(pg) == {"queue": "inference", "priorityClassName": "train", "subGroups": [
-            {"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 3}]}
+        assert spec(pg) == {
+            "queue": "inference",
+            "priorityClassName": "train",
+            "subGroups": [{"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 3}],
+        }
         assert c.subgroup_of(f"vllm-{group}", "serving") == "leader"
         for index in (1, 2, 3):
             assert c.podgroup_of(f"vllm-{group}-{index}", "serving")["metadata"]["name"] == pg["metadata"]["name"]
@@ -79,14 +101,24 @@ def test_a_leaderworkerset_of_size_four_with_two_replicas() -> None:
 
 
 def test_segments_cut_a_group_by_worker_index() -> None:
-    c = Cluster(LWS.replace("    workerTemplate:\n",
-                            "    workerTemplate:\n      metadata: {annotations: {kai.scheduler/segment-size: '2'}}\n"))
+    c = Cluster(
+        LWS.replace(
+            "    workerTemplate:\n",
+            "    workerTemplate:\n      metadata: {annotations: {kai.scheduler/segment-size: '2'}}\n",
+        )
+    )
     make_groups(c, c.owner("leaderworkersets", "vllm", "serving"), 4)
     c.group()
     assert spec(c.podgroup_of("vllm-1", "serving"))["subGroups"] == [
-        {"name": "segment-0", "minMember": 2}, {"name": "segment-1", "minMember": 2}]
+        {"name": "segment-0", "minMember": 2},
+        {"name": "segment-1", "minMember": 2},
+    ]
     assert [c.subgroup_of(p, "serving") for p in ("vllm-1", "vllm-1-1", "vllm-1-2", "vllm-1-3")] == [
-        "segment-0", "segment-0", "segment-1", "segment-1"]
+        "segment-0",
+        "segment-0",
+        "segment-1",
+        "segment-1",
+    ]
 
 
 def test_with_leader_ready_the_unscheduled_leader_starts_alone() -> None:
@@ -97,12 +129,17 @@ def test_with_leader_ready_the_unscheduled_leader_starts_alone() -> None:
     c.group()
     pg_name = f"pg-vllm-{lws['metadata']['uid']}-group-0"
     assert spec(c.store.get("podgroups", pg_name, "serving")) == {
-        "queue": "inference", "minMember": 1, "priorityClassName": "train"}
+        "queue": "inference",
+        "minMember": 1,
+        "priorityClassName": "train",
+    }
     c.store.bind("serving", "vllm-0", "gpu-1")
     outcome = c.group()
     assert outcome.updated == [f"serving/{pg_name}"]
     assert spec(c.store.get("podgroups", pg_name, "serving"))["subGroups"] == [
-        {"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 3}]
+        {"name": "leader", "minMember": 1},
+        {"name": "workers", "minMember": 3},
+    ]
     assert c.subgroup_of("vllm-0", "serving") == "leader"
 
 

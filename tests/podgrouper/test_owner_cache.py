@@ -43,17 +43,18 @@ def test_the_pods_of_one_job_arriving_apart_read_it_from_the_watch() -> None:
     for name in ("train-a", "train-b", "train-c"):
         c.add(controller_pod(name, job))
         c.group()
-    assert [call for call in calls if call[1] == "jobs"] == [("list", "jobs")]     # listed once, then watched
+    assert [call for call in calls if call[1] == "jobs"] == [("list", "jobs")]  # listed once, then watched
     assert {c.podgroup_of(n)["metadata"]["name"] for n in ("train-a", "train-b", "train-c")} == {
-        f"pg-train-{job['metadata']['uid']}"}
+        f"pg-train-{job['metadata']['uid']}"
+    }
 
 
 def test_an_owner_newer_than_the_watch_is_read_from_the_store() -> None:
     c = Cluster(JOB)
     cache = OwnerCache(c.store)
-    assert cache.get("jobs", "default", "train") is not None          # the kind is listed and watched now
+    assert cache.get("jobs", "default", "train") is not None  # the kind is listed and watched now
     c.apply(JOB.replace("name: train", "name: later"))
-    later = cache.get("jobs", "default", "later")                     # not refreshed yet: read by name
+    later = cache.get("jobs", "default", "later")  # not refreshed yet: read by name
     assert later is not None and later["metadata"]["name"] == "later"
     assert cache.get("jobs", "default", "missing") is None
 
@@ -65,7 +66,7 @@ def test_an_owner_replaced_under_its_name_is_read_again() -> None:
     assert old is not None
     c.store.delete("jobs", "train", "default")
     new = c.apply(JOB)[0]
-    found = cache.get("jobs", "default", "train", new["metadata"]["uid"])     # the watch has not said so yet
+    found = cache.get("jobs", "default", "train", new["metadata"]["uid"])  # the watch has not said so yet
     assert found is not None and found["metadata"]["uid"] == new["metadata"]["uid"] != old["metadata"]["uid"]
 
 
@@ -82,7 +83,7 @@ def test_a_kind_that_cannot_be_listed_is_read_by_name() -> None:
             raise Forbidden("list Job: forbidden")
         return real_list(resource, *a, **k)
 
-    c.store.list = refusing         # type: ignore[method-assign,assignment]
+    c.store.list = refusing  # type: ignore[method-assign,assignment]
     cache = OwnerCache(c.store)
     found = cache.get("jobs", "default", "train")
     assert found is not None and found["metadata"]["name"] == yaml.safe_load(JOB)["metadata"]["name"]

@@ -84,28 +84,51 @@ spec:
 
 def ray_labels(cluster: str, node_type: str, group: str) -> dict[str, str]:
     """The labels KubeRay puts on a Ray node's pod."""
-    return {"ray.io/cluster": cluster, constants.LABEL_RAY_NODE_TYPE: node_type, constants.LABEL_RAY_GROUP: group,
-            "ray.io/is-ray-node": "yes"}
+    return {
+        "ray.io/cluster": cluster,
+        constants.LABEL_RAY_NODE_TYPE: node_type,
+        constants.LABEL_RAY_GROUP: group,
+        "ray.io/is-ray-node": "yes",
+    }
 
 
 def test_a_raycluster_with_two_worker_groups() -> None:
     c = Cluster(RAYCLUSTER)
     rc = c.owner("rayclusters", "raycluster-gpu", "ray")
-    c.add(controller_pod("raycluster-gpu-head-x2k9d", rc, gpus=0, labels=ray_labels("raycluster-gpu", "head",
-                                                                                    "headgroup")))
-    c.add(*(controller_pod(f"raycluster-gpu-gpu-group-worker-{i}", rc,
-                           labels=ray_labels("raycluster-gpu", "worker", "gpu-group")) for i in range(4)))
-    c.add(*(controller_pod(f"raycluster-gpu-cpu-group-worker-{i}", rc, gpus=0,
-                           labels=ray_labels("raycluster-gpu", "worker", "cpu-group")) for i in range(3)))
+    c.add(
+        controller_pod(
+            "raycluster-gpu-head-x2k9d", rc, gpus=0, labels=ray_labels("raycluster-gpu", "head", "headgroup")
+        )
+    )
+    c.add(
+        *(
+            controller_pod(
+                f"raycluster-gpu-gpu-group-worker-{i}", rc, labels=ray_labels("raycluster-gpu", "worker", "gpu-group")
+            )
+            for i in range(4)
+        )
+    )
+    c.add(
+        *(
+            controller_pod(
+                f"raycluster-gpu-cpu-group-worker-{i}",
+                rc,
+                gpus=0,
+                labels=ray_labels("raycluster-gpu", "worker", "cpu-group"),
+            )
+            for i in range(3)
+        )
+    )
     outcome = c.group()
     assert outcome.created == [f"ray/pg-raycluster-gpu-{rc['metadata']['uid']}"]
     pg = c.podgroup_of("raycluster-gpu-head-x2k9d", "ray")
     assert spec(pg) == {
-        "queue": "research", "priorityClassName": "inference",     # ray.io/priority-class-name
+        "queue": "research",
+        "priorityClassName": "inference",  # ray.io/priority-class-name
         "subGroups": [
             {"name": "head", "minMember": 1},
-            {"name": "gpu-group", "minMember": 2},       # minReplicas 1 × numOfHosts 2
-            {"name": "cpu-group", "minMember": 3},       # minReplicas 0: the replicas
+            {"name": "gpu-group", "minMember": 2},  # minReplicas 1 × numOfHosts 2
+            {"name": "cpu-group", "minMember": 3},  # minReplicas 0: the replicas
         ],
     }
     assert c.subgroup_of("raycluster-gpu-head-x2k9d", "ray") == "head"
@@ -118,8 +141,10 @@ def test_a_rayjob_is_grouped_by_the_job_with_its_cluster_spec() -> None:
     job = c.owner("rayjobs", "batch-infer", "ray")
     rc = c.owner("rayclusters", "batch-infer-raycluster-k2x9p", "ray")
     cluster = rc["metadata"]["name"]
-    c.add(controller_pod("batch-infer-head", rc, gpus=0, labels=ray_labels(cluster, "head", "headgroup")),
-          controller_pod("batch-infer-small-worker-0", rc, labels=ray_labels(cluster, "worker", "small")))
+    c.add(
+        controller_pod("batch-infer-head", rc, gpus=0, labels=ray_labels(cluster, "head", "headgroup")),
+        controller_pod("batch-infer-small-worker-0", rc, labels=ray_labels(cluster, "worker", "small")),
+    )
     c.group()
     pg = c.podgroup_of("batch-infer-head", "ray")
     assert pg["metadata"]["name"] == f"pg-batch-infer-{job['metadata']['uid']}"
@@ -142,7 +167,7 @@ spec: {template: {spec: {restartPolicy: Never, containers: [{name: ray-job-submi
     outcome = c.group()
     assert outcome.skipped == []
     assert c.podgroup_of("batch-infer-submitter-abcde", "ray")["metadata"]["name"] == pg["metadata"]["name"]
-    assert c.subgroup_of("batch-infer-submitter-abcde", "ray") is None    # not a Ray node
+    assert c.subgroup_of("batch-infer-submitter-abcde", "ray") is None  # not a Ray node
 
 
 def test_a_ray_cluster_without_a_head_group_is_not_grouped() -> None:

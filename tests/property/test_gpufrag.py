@@ -17,8 +17,14 @@ from tests.property.test_sharing_topology import SETTINGS, Cluster, assert_share
 
 EPS = 1e-6
 _REPLACED = {"gpupack", "gpusharingorder", "nodeplacement"}
-CONFIG = {"tiers": [{"plugins": [{"name": name, "arguments": args} for name, args in DEFAULT_PLUGINS
-                                 if name not in _REPLACED] + [{"name": "gpufrag"}]}]}
+CONFIG = {
+    "tiers": [
+        {
+            "plugins": [{"name": name, "arguments": args} for name, args in DEFAULT_PLUGINS if name not in _REPLACED]
+            + [{"name": "gpufrag"}]
+        }
+    ]
+}
 
 
 def _check(snap: Snapshot) -> None:

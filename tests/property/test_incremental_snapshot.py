@@ -39,26 +39,64 @@ NODES = ("n0", "n1", "n2")
 
 def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
     """Everything a session reads from a snapshot, as plain values."""
+
     def task(t: Any) -> tuple[Any, ...]:
-        return (t.uid, t.job_uid, t.placement, t.request.tolist(), t.subgroup, t.task_priority,
-                t.creation, t.memory_portion, t.pod)
+        return (
+            t.uid,
+            t.job_uid,
+            t.placement,
+            t.request.tolist(),
+            t.subgroup,
+            t.task_priority,
+            t.creation,
+            t.memory_portion,
+            t.pod,
+        )
 
     return {
         "ledgers": {k: v.tolist() for k, v in b.ledgers(snap).items()},
-        "shared_free": snap.arrays.shared_free.tolist(), "schedulable": snap.arrays.schedulable.tolist(),
-        "gpu_memory_mib": snap.arrays.gpu_memory.tolist(), "name_rank": snap.arrays.name_rank.tolist(),
-        "nodes": [(n.name, n.row, n.node, [task(t) for t in n.tasks.values()],
-                   {g: (dict(x.sharers), set(x.releasing), x.opened_pipelined) for g, x in n.gpu_groups.items()})
-                  for n in snap.nodes],
+        "shared_free": snap.arrays.shared_free.tolist(),
+        "schedulable": snap.arrays.schedulable.tolist(),
+        "gpu_memory_mib": snap.arrays.gpu_memory.tolist(),
+        "name_rank": snap.arrays.name_rank.tolist(),
+        "nodes": [
+            (
+                n.name,
+                n.row,
+                n.node,
+                [task(t) for t in n.tasks.values()],
+                {g: (dict(x.sharers), set(x.releasing), x.opened_pipelined) for g, x in n.gpu_groups.items()},
+            )
+            for n in snap.nodes
+        ],
         "tasks": {uid: task(t) for uid, t in snap.tasks.items()},
-        "order": (list(snap.tasks), list(snap.jobs), [j.uid for j in snap.waiting],
-                  [j.uid for j in snap.stale_watch], [list(n.tasks) for n in snap.nodes]),
-        "jobs": {uid: (j.queue, j.priority, j.preemptible, j.creation, j.last_start, j.last_eviction, j.stale_since,
-                       [t.uid for t in j.tasks], [t.uid for t in j.unassigned],
-                       {name: (ps.min_available, [t.uid for t in ps.tasks]) for name, ps in j.pod_sets.items()})
-                 for uid, j in snap.jobs.items()},
-        "problems": snap.problems, "job_problems": snap.job_problems, "other_usage": snap.other_usage.tolist(),
-        "axis": snap.axis.names, "gpu_memory": (snap.min_gpu_memory, snap.max_gpu_memory),
+        "order": (
+            list(snap.tasks),
+            list(snap.jobs),
+            [j.uid for j in snap.waiting],
+            [j.uid for j in snap.stale_watch],
+            [list(n.tasks) for n in snap.nodes],
+        ),
+        "jobs": {
+            uid: (
+                j.queue,
+                j.priority,
+                j.preemptible,
+                j.creation,
+                j.last_start,
+                j.last_eviction,
+                j.stale_since,
+                [t.uid for t in j.tasks],
+                [t.uid for t in j.unassigned],
+                {name: (ps.min_available, [t.uid for t in ps.tasks]) for name, ps in j.pod_sets.items()},
+            )
+            for uid, j in snap.jobs.items()
+        },
+        "problems": snap.problems,
+        "job_problems": snap.job_problems,
+        "other_usage": snap.other_usage.tolist(),
+        "axis": snap.axis.names,
+        "gpu_memory": (snap.min_gpu_memory, snap.max_gpu_memory),
     }
 
 
@@ -73,8 +111,9 @@ def _checked_builds() -> Iterator[list[int]]:
         count[1] += reused
         return reused
 
-    def both(objects: snapshots.ClusterObjects, params: snapshots.SnapshotParams,
-             memo: snapshots.Memo | None = None) -> snapshots.Snapshot:
+    def both(
+        objects: snapshots.ClusterObjects, params: snapshots.SnapshotParams, memo: snapshots.Memo | None = None
+    ) -> snapshots.Snapshot:
         fresh = build(objects, params)
         kept = build(objects, params, memo)
         assert _view(kept) == _view(fresh)
@@ -88,9 +127,15 @@ def _checked_builds() -> Iterator[list[int]]:
         yield count
 
 
-change = st.tuples(st.sampled_from(["create", "bind", "run", "delete", "finish", "gone", "bindrequest",
-                                    "relabel", "podgroup", "cordon", "cycle"]),
-                   st.integers(0, 3), st.sampled_from(NODES), st.sampled_from([0, 1, 2]), st.booleans())
+change = st.tuples(
+    st.sampled_from(
+        ["create", "bind", "run", "delete", "finish", "gone", "bindrequest", "relabel", "podgroup", "cordon", "cycle"]
+    ),
+    st.integers(0, 3),
+    st.sampled_from(NODES),
+    st.sampled_from([0, 1, 2]),
+    st.booleans(),
+)
 
 
 def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, int, bool]) -> None:
@@ -100,14 +145,16 @@ def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, in
         if what == "create":
             fraction = 0.5 if shared else None
             store.create(b.podgroup(f"g{i % 3}", queue="q", min_member=1))
-            store.create(b.pod(name, group=f"g{i % 3}", gpus=0 if shared else gpus, fraction=fraction,
-                               cpu=f"{100 + 7 * i}m"))
+            store.create(
+                b.pod(name, group=f"g{i % 3}", gpus=0 if shared else gpus, fraction=fraction, cpu=f"{100 + 7 * i}m")
+            )
         elif what == "bind":
             store.bind(b.NAMESPACE, name, node)
         elif what == "run":
             if shared:
-                store.patch("pods", name, b.NAMESPACE,
-                            {"metadata": {"labels": {constants.LABEL_GPU_GROUP: f"{node}-g{gpus}"}}})
+                store.patch(
+                    "pods", name, b.NAMESPACE, {"metadata": {"labels": {constants.LABEL_GPU_GROUP: f"{node}-g{gpus}"}}}
+                )
             if store.get("pods", name, b.NAMESPACE)["spec"].get("nodeName"):
                 store.patch("pods", name, b.NAMESPACE, {"status": {"phase": "Running"}}, "status")
         elif what == "delete":
@@ -125,7 +172,7 @@ def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, in
         elif what == "cordon":
             store.patch("nodes", node, "", {"spec": {"unschedulable": shared}})
     except StoreError:
-        pass      # a change that does not apply to the cluster as it is now: skipped
+        pass  # a change that does not apply to the cluster as it is now: skipped
     clock.advance(30 if what == "cycle" else 1)
 
 
@@ -143,7 +190,7 @@ def test_kept_snapshot_equals_a_full_rebuild(steps: list[tuple[str, int, str, in
             scheduler.snapshot()
             if step[0] == "cycle":
                 result = scheduler.run_once()
-                if step[4] and not held:     # a reader keeps this one: later builds must not change it
+                if step[4] and not held:  # a reader keeps this one: later builds must not change it
                     held.append((result.snapshot, _view(result.snapshot)))
                 del result
     for snap, seen in held:
@@ -156,8 +203,16 @@ def test_the_model_is_kept_while_nobody_holds_its_snapshot() -> None:
     start from nothing, and leaves the held one as it was."""
     clock = ManualClock(b.NOW)
     store = MemoryStore(clock)
-    store.add_many([b.queue("q", gpu_quota=8), b.node("n0", gpus=4), b.podgroup("g"), b.pod("p", group="g", gpus=1),
-                    b.podgroup("r"), b.pod("running", group="r", gpus=1, node="n0")])
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            b.node("n0", gpus=4),
+            b.podgroup("g"),
+            b.pod("p", group="g", gpus=1),
+            b.podgroup("r"),
+            b.pod("running", group="r", gpus=1, node="n0"),
+        ]
+    )
     scheduler = Scheduler(store, load_config(None), clock)
     with _checked_builds() as builds:
         scheduler.run_once()
@@ -170,8 +225,11 @@ def test_the_model_is_kept_while_nobody_holds_its_snapshot() -> None:
         assert _view(result.snapshot) == held
 
 
-session_step = st.tuples(st.sampled_from(["allocate", "pipeline", "evict", "checkpoint", "rollback", "commit",
-                                          "discard"]), st.integers(0, 11), st.sampled_from(NODES))
+session_step = st.tuples(
+    st.sampled_from(["allocate", "pipeline", "evict", "checkpoint", "rollback", "commit", "discard"]),
+    st.integers(0, 11),
+    st.sampled_from(NODES),
+)
 
 
 @SETTINGS
@@ -179,12 +237,23 @@ session_step = st.tuples(st.sampled_from(["allocate", "pipeline", "evict", "chec
 def test_the_next_build_puts_back_what_a_session_changed(steps: list[tuple[str, int, str]]) -> None:
     clock = ManualClock(b.NOW)
     store = MemoryStore(clock)
-    objects = [b.queue("q", gpu_quota=8), *(b.node(n, gpus=4) for n in NODES),
-               *(b.podgroup(f"g{g}", min_member=2 if g == 4 else 1) for g in range(5))]
+    objects = [
+        b.queue("q", gpu_quota=8),
+        *(b.node(n, gpus=4) for n in NODES),
+        *(b.podgroup(f"g{g}", min_member=2 if g == 4 else 1) for g in range(5)),
+    ]
     for i in range(12):
         node, shared = NODES[i % 3] if i % 2 else "", i % 4 == 1
-        objects += [b.pod(f"p{i:02d}", group=f"g{i % 5}", gpus=0 if shared else i % 3, node=node,
-                          fraction=0.5 if shared else None, gpu_groups=(f"{node}-s",) if shared and node else ())]
+        objects += [
+            b.pod(
+                f"p{i:02d}",
+                group=f"g{i % 5}",
+                gpus=0 if shared else i % 3,
+                node=node,
+                fraction=0.5 if shared else None,
+                gpu_groups=(f"{node}-s",) if shared and node else (),
+            )
+        ]
     store.add_many(objects)
     scheduler = Scheduler(store, load_config(None), clock)
     with _checked_builds() as builds:
@@ -216,7 +285,7 @@ def _random_session(snap: snapshots.Snapshot, steps: list[tuple[str, int, str]])
                 stmt, marks = ssn.statement(), [0]
         except ValueError:
             pass
-    snap.jobs[tasks[0].job_uid].stale_since = b.NOW      # as stalegangeviction marks a job
+    snap.jobs[tasks[0].job_uid].stale_since = b.NOW  # as stalegangeviction marks a job
     ssn.release()
 
 

@@ -37,11 +37,17 @@ from tests import builders as b
 JSON = dict[str, Any]
 EPS = 1e-6
 GiB = 2**30
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-PRIORITY_CLASSES: list[JSON] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
-                     "value": v} for n, v in constants.SHIPPED_PRIORITY_CLASSES]
-COUNTED = ALLOCATED | PodStatus.PIPELINED     # what a queue is charged for during a session
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+PRIORITY_CLASSES: list[JSON] = [
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+    for n, v in constants.SHIPPED_PRIORITY_CLASSES
+]
+COUNTED = ALLOCATED | PodStatus.PIPELINED  # what a queue is charged for during a session
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,9 @@ def clusters(draw: st.DrawFn) -> Cluster:
     for i in range(draw(st.integers(2, 8))):
         gpus, cores = draw(st.integers(0, 8)), draw(st.sampled_from([8, 16, 32]))
         cordoned = draw(st.integers(0, 9)) == 0
-        nodes.append(b.node(f"n{i}", gpus=gpus, cpu=str(cores), memory="64Gi", unschedulable=cordoned,
-                            gpu_memory=40000))
+        nodes.append(
+            b.node(f"n{i}", gpus=gpus, cpu=str(cores), memory="64Gi", unschedulable=cordoned, gpu_memory=40000)
+        )
         free[f"n{i}"] = [cores * 1000.0, 64.0 * GiB, float(gpus)]
 
     queues, leaves = _queues(draw)
@@ -69,8 +76,11 @@ def clusters(draw: st.DrawFn) -> Cluster:
     for j in range(draw(st.integers(1, 10))):
         jobs += _job(draw, f"j{j}", draw(st.sampled_from(leaves)), free)
     objects = PRIORITY_CLASSES + nodes + queues + jobs
-    summary = [f"{o['kind']} {o['metadata']['name']}" + (f" on {o['spec'].get('nodeName')}"
-               if o["kind"] == "Pod" and o["spec"].get("nodeName") else "") for o in objects]
+    summary = [
+        f"{o['kind']} {o['metadata']['name']}"
+        + (f" on {o['spec'].get('nodeName')}" if o["kind"] == "Pod" and o["spec"].get("nodeName") else "")
+        for o in objects
+    ]
     return Cluster(objects, "; ".join(summary))
 
 
@@ -83,12 +93,19 @@ def _queues(draw: st.DrawFn) -> tuple[list[JSON], list[str]]:
     out: list[JSON] = []
     for name, parent in parents.items():
         cpu_limit = draw(st.sampled_from([-1, -1, 8000, 24000]))
-        out.append(b.queue(
-            name, parent=parent, priority=draw(st.sampled_from([50, 100, 150])),
-            gpu_quota=draw(st.sampled_from([0, 1, 2, 4, -1])), gpu_limit=draw(st.sampled_from([-1, -1, 0, 2, 4, 8])),
-            gpu_weight=draw(st.sampled_from([0, 1, 2])), cpu={"quota": -1, "overQuotaWeight": 1, "limit": cpu_limit},
-            memory={"quota": -1, "overQuotaWeight": 1, "limit": -1}, created=float(len(out)),
-        ))
+        out.append(
+            b.queue(
+                name,
+                parent=parent,
+                priority=draw(st.sampled_from([50, 100, 150])),
+                gpu_quota=draw(st.sampled_from([0, 1, 2, 4, -1])),
+                gpu_limit=draw(st.sampled_from([-1, -1, 0, 2, 4, 8])),
+                gpu_weight=draw(st.sampled_from([0, 1, 2])),
+                cpu={"quota": -1, "overQuotaWeight": 1, "limit": cpu_limit},
+                memory={"quota": -1, "overQuotaWeight": 1, "limit": -1},
+                created=float(len(out)),
+            )
+        )
     leaves = [q for q in parents if q not in parents.values()]
     return out, leaves
 
@@ -114,13 +131,28 @@ def _job(draw: st.DrawFn, name: str, queue: str, free: dict[str, list[float]]) -
     for i in range(size):
         node = nodes[i] if i < len(nodes) else ""
         deleted = b.NOW + 30 if state == "deleting" and node else None
-        pods.append(b.pod(f"{name}-{i}", group=name, gpus=gpus, cpu=cores, memory=memory, node=node,
-                          deleted_at=deleted, created=float(i)))
+        pods.append(
+            b.pod(
+                f"{name}-{i}",
+                group=name,
+                gpus=gpus,
+                cpu=cores,
+                memory=memory,
+                node=node,
+                deleted_at=deleted,
+                created=float(i),
+            )
+        )
     if state == "deleting":
         pods = [p for p in pods if p["spec"].get("nodeName")]
     priority_class = draw(st.sampled_from(["train", "build-preemptible", "build", "inference", ""]))
-    group = b.podgroup(name, queue=queue, min_member=min_member, priority_class=priority_class,
-                       created=float(draw(st.integers(0, 100))))
+    group = b.podgroup(
+        name,
+        queue=queue,
+        min_member=min_member,
+        priority_class=priority_class,
+        created=float(draw(st.integers(0, 100))),
+    )
     if min_member is None:
         group["spec"].pop("minMember", None)
     return [group, *pods]
@@ -130,10 +162,19 @@ def _subgroup_job(draw: st.DrawFn, name: str, queue: str) -> list[JSON]:
     """A pending job of two leaf subgroups a and b, each with its own minimum, and minSubGroup nil, 1 or 2."""
     groups = [b.sub_group(leaf, min_member=draw(st.integers(0, 2))) for leaf in "ab"]
     gpus = draw(st.sampled_from([0, 1, 2]))
-    pods = [b.pod(f"{name}-{leaf}{i}", group=name, subgroup=leaf, gpus=gpus, created=float(i))
-            for leaf in "ab" for i in range(draw(st.integers(0, 3)))]
-    group = b.podgroup(name, queue=queue, min_member=None, min_sub_group=draw(st.sampled_from([None, 1, 2])),
-                       sub_groups=groups, created=float(draw(st.integers(0, 100))))
+    pods = [
+        b.pod(f"{name}-{leaf}{i}", group=name, subgroup=leaf, gpus=gpus, created=float(i))
+        for leaf in "ab"
+        for i in range(draw(st.integers(0, 3)))
+    ]
+    group = b.podgroup(
+        name,
+        queue=queue,
+        min_member=None,
+        min_sub_group=draw(st.sampled_from([None, 1, 2])),
+        sub_groups=groups,
+        created=float(draw(st.integers(0, 100))),
+    )
     return [group, *pods]
 
 
@@ -142,8 +183,9 @@ def _fraction_job(draw: st.DrawFn, name: str, queue: str) -> list[JSON]:
     size = draw(st.integers(1, 3))
     fraction = draw(st.sampled_from([0.25, 0.5, 1.0]))
     pods = [b.pod(f"{name}-{i}", group=name, fraction=fraction, created=float(i)) for i in range(size)]
-    group = b.podgroup(name, queue=queue, min_member=draw(st.integers(0, size)),
-                       created=float(draw(st.integers(0, 100))))
+    group = b.podgroup(
+        name, queue=queue, min_member=draw(st.integers(0, size)), created=float(draw(st.integers(0, 100)))
+    )
     return [group, *pods]
 
 
@@ -170,7 +212,7 @@ def assert_no_node_over_committed(snap: Snapshot) -> None:
     for task in snap.tasks.values():
         if task.status == PodStatus.PIPELINED and not task.placement.holds_idle:
             pipelined[snap.node_by_name[task.node].row] += task.request
-    for node in snap.nodes:       # a shared GPU opened by a pipelined task holds a releasing device
+    for node in snap.nodes:  # a shared GPU opened by a pipelined task holds a releasing device
         pipelined[node.row, GPU] += sum(1 for g in node.gpu_groups.values() if g.state() is GroupState.PIPELINED)
     over = a.used - pipelined - a.allocatable
     assert (over <= EPS).all(), f"over-committed:\n{over}"
@@ -224,8 +266,17 @@ def check(result: CycleResult, before: dict[str, np.ndarray[Any, Any]]) -> None:
 
 def decisions(results: list[CycleResult]) -> list[list[tuple[Any, ...]]]:
     return [
-        [(op.op.value, op.task.key, op.before.status.label, op.after.status.label, op.after.node,
-          op.after.gpu_groups) for op in r.operations]
+        [
+            (
+                op.op.value,
+                op.task.key,
+                op.before.status.label,
+                op.after.status.label,
+                op.after.node,
+                op.after.gpu_groups,
+            )
+            for op in r.operations
+        ]
         + [("fit", key, tuple(e.message for e in errors)) for key, errors in sorted(r.fit_errors.items())]
         for r in results
     ]

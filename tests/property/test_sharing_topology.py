@@ -29,13 +29,26 @@ from tests import builders as b
 
 JSON = dict[str, Any]
 EPS = 1e-6
-SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 ZONE, RACK = "topology/zone", "topology/rack"
 LEVELS = ["", "zone", "rack", constants.LABEL_HOSTNAME]
-TOPOLOGY: JSON = {"apiVersion": constants.TOPOLOGY_API_VERSION, "kind": "Topology", "metadata": {"name": "t"},
-                  "spec": {"levels": [{"nodeLabel": ZONE, "alias": "zone"}, {"nodeLabel": RACK, "alias": "rack"},
-                                      {"nodeLabel": constants.LABEL_HOSTNAME}]}}
+TOPOLOGY: JSON = {
+    "apiVersion": constants.TOPOLOGY_API_VERSION,
+    "kind": "Topology",
+    "metadata": {"name": "t"},
+    "spec": {
+        "levels": [
+            {"nodeLabel": ZONE, "alias": "zone"},
+            {"nodeLabel": RACK, "alias": "rack"},
+            {"nodeLabel": constants.LABEL_HOSTNAME},
+        ]
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -74,8 +87,10 @@ def _sharers(draw: st.DrawFn, node: str, gpus: int) -> list[JSON]:
         used += fraction
         name = f"{node}-s{k}"
         deleted = b.NOW + 30 if draw(st.integers(0, 3)) == 0 else None
-        out += [b.podgroup(name), b.pod(name, fraction=fraction, node=node, gpu_groups=[f"{node}-g"],
-                                        deleted_at=deleted)]
+        out += [
+            b.podgroup(name),
+            b.pod(name, fraction=fraction, node=node, gpu_groups=[f"{node}-g"], deleted_at=deleted),
+        ]
     return out
 
 
@@ -83,7 +98,7 @@ def _job(draw: st.DrawFn, name: str) -> list[JSON]:
     size = draw(st.integers(1, 4))
     kind = draw(st.sampled_from(["fraction", "memory", "devices", "whole"]))
     required = draw(st.sampled_from(LEVELS))
-    preferred = draw(st.sampled_from(["", *LEVELS[LEVELS.index(required) + 1:]] if required else LEVELS))
+    preferred = draw(st.sampled_from(["", *LEVELS[LEVELS.index(required) + 1 :]] if required else LEVELS))
     constraint: JSON = {"topology": "t"}
     if required:
         constraint["requiredTopologyLevel"] = required
@@ -98,13 +113,16 @@ def _job(draw: st.DrawFn, name: str) -> list[JSON]:
             annotations["gpu-memory"] = str(draw(st.sampled_from([5000, 20000, 45000])))
         elif kind == "devices":
             annotations.update({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"})
-        pods.append(b.pod(f"{name}-{i}", group=name, gpus=1 if kind == "whole" else 0, annotations=annotations,
-                          created=float(i)))
+        pods.append(
+            b.pod(
+                f"{name}-{i}", group=name, gpus=1 if kind == "whole" else 0, annotations=annotations, created=float(i)
+            )
+        )
     spec: JSON = {"topologyConstraint": constraint} if len(constraint) > 1 else {}
-    if draw(st.integers(0, 3)) == 0:        # two subgroups, each with its own required level
+    if draw(st.integers(0, 3)) == 0:  # two subgroups, each with its own required level
         leaves = [b.sub_group(leaf, min_member=1) for leaf in "ab"]
         for leaf in leaves:
-            level = draw(st.sampled_from(LEVELS[LEVELS.index(required) if required else 1:]))
+            level = draw(st.sampled_from(LEVELS[LEVELS.index(required) if required else 1 :]))
             if level:
                 leaf["topologyConstraint"] = {"topology": "t", "requiredTopologyLevel": level}
         for i, p in enumerate(pods):
@@ -134,7 +152,7 @@ def assert_required_levels_hold(snap: Snapshot) -> None:
             nodes = {t.node for ps in member.pod_sets() for t in ps.tasks if t.is_active_allocated and t.node}
             if not nodes:
                 continue
-            key = [ZONE, RACK, constants.LABEL_HOSTNAME][:LEVELS.index(constraint_level)]
+            key = [ZONE, RACK, constants.LABEL_HOSTNAME][: LEVELS.index(constraint_level)]
             domains = set()
             for node in nodes:
                 assert all(k in labels[node] for k in (ZONE, RACK)), f"{job.key} on {node}, outside the topology"

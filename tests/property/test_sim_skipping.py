@@ -33,10 +33,17 @@ def workloads(draw: st.DrawFn) -> str:
         submit = PERIOD * draw(st.integers(0, 12))
         duration = PERIOD * draw(st.integers(1, 24))
         gpus = draw(st.integers(1, 4))
-        jobs.append(f"- {{name: j{i}, queue: {queue}, submitAt: {submit:g}s, duration: {duration:g}s, "
-                    f"owner: {{kind: {kind}}}, replicas: {replicas}, template: {{gpus: {gpus}}}}}\n")
-    return scenario("".join(jobs), nodes=draw(st.integers(1, 2)), gpus=draw(st.sampled_from([4, 8])),
-                    quota_a=draw(st.integers(0, 4)), quota_b=draw(st.integers(0, 4)))
+        jobs.append(
+            f"- {{name: j{i}, queue: {queue}, submitAt: {submit:g}s, duration: {duration:g}s, "
+            f"owner: {{kind: {kind}}}, replicas: {replicas}, template: {{gpus: {gpus}}}}}\n"
+        )
+    return scenario(
+        "".join(jobs),
+        nodes=draw(st.integers(1, 2)),
+        gpus=draw(st.sampled_from([4, 8])),
+        quota_a=draw(st.integers(0, 4)),
+        quota_b=draw(st.integers(0, 4)),
+    )
 
 
 def _replay(text: str, *, every_period: bool) -> replay.Run:

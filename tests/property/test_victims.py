@@ -43,19 +43,28 @@ def clusters(draw: st.DrawFn) -> list[JSON]:
         objects.append(v.queue(q, gpu_quota=draw(st.integers(0, 6)), gpu_weight=draw(st.integers(0, 2))))
     serial = 0
     for name, gpus in nodes:
-        free = gpus - draw(st.sampled_from([0, 0, 0, 1, 2]))          # mostly full: victims are needed
+        free = gpus - draw(st.sampled_from([0, 0, 0, 1, 2]))  # mostly full: victims are needed
         while free > 0:
             size = draw(st.integers(1, min(3, free)))
             serial += 1
-            objects += v.job(f"r{serial}", queue=draw(st.sampled_from(queues)), pods=size, node=name,
-                             min_member=draw(st.sampled_from([1, 1, size])),
-                             priority_class=draw(st.sampled_from(["train", "train", "build"])),
-                             created=b.NOW - 60 * draw(st.integers(1, 100)))
+            objects += v.job(
+                f"r{serial}",
+                queue=draw(st.sampled_from(queues)),
+                pods=size,
+                node=name,
+                min_member=draw(st.sampled_from([1, 1, size])),
+                priority_class=draw(st.sampled_from(["train", "train", "build"])),
+                created=b.NOW - 60 * draw(st.integers(1, 100)),
+            )
             free -= size
     for i in range(draw(st.integers(1, 3))):
-        objects += v.job(f"p{i}", queue=draw(st.sampled_from(queues)), pods=draw(st.integers(1, 3)),
-                         priority_class=draw(st.sampled_from(["train", "build-preemptible", "inference"])),
-                         created=b.NOW - draw(st.integers(0, 50)))
+        objects += v.job(
+            f"p{i}",
+            queue=draw(st.sampled_from(queues)),
+            pods=draw(st.integers(1, 3)),
+            priority_class=draw(st.sampled_from(["train", "build-preemptible", "inference"])),
+            created=b.NOW - draw(st.integers(0, 50)),
+        )
     return objects
 
 
@@ -71,7 +80,7 @@ def _reclaims(result: CycleResult) -> tuple[set[str], set[str]]:
     for op in result.operations:
         if op.op is Op.EVICT and op.eviction is not None and op.eviction.action == "reclaim":
             takers.add(by_key[op.eviction.preemptor].queue)
-            if op.after.node == op.before.node or not op.after.node:        # moved pods are not taken
+            if op.after.node == op.before.node or not op.after.node:  # moved pods are not taken
                 givers.add(jobs[op.task.job_uid].queue)
     return takers, givers
 
@@ -104,8 +113,9 @@ def test_a_queue_gives_to_reclaim_only_from_above_its_deserved_quota(objects: li
 @SETTINGS
 @given(clusters())
 def test_with_the_flag_a_reclaim_never_takes_a_queue_below_its_deserved_quota(objects: list[JSON]) -> None:
-    result = v.cluster(objects, config={"actions": "allocate, reclaim",
-                                        "flags": {"reclaim-protects-deserved": True}}).cycle()
+    result = v.cluster(
+        objects, config={"actions": "allocate, reclaim", "flags": {"reclaim-protects-deserved": True}}
+    ).cycle()
     _, givers = _reclaims(result)
     for name in givers:
         share = result.queue_shares[name]

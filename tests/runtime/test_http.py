@@ -60,7 +60,7 @@ def test_healthz_fails_with_500_naming_the_check_and_a_raising_check_fails(serve
     server.add_liveness("loop", broken)
     code, body = get(server, "/healthz")
     assert code == 500 and "loop" in body
-    assert get(server, "/readyz")[0] == 200       # liveness and readiness are separate
+    assert get(server, "/readyz")[0] == 200  # liveness and readiness are separate
 
 
 def test_metrics_serves_the_registry_in_text_format(server: HealthServer, registry: CollectorRegistry) -> None:
@@ -74,8 +74,9 @@ def test_unknown_path_is_404(server: HealthServer) -> None:
     assert get(server, "/nope")[0] == 404
 
 
-@pytest.mark.parametrize(("address", "expected"), [(":8080", ("", 8080)), ("127.0.0.1:0", ("127.0.0.1", 0)),
-                                                   ("[::1]:9090", ("::1", 9090))])
+@pytest.mark.parametrize(
+    ("address", "expected"), [(":8080", ("", 8080)), ("127.0.0.1:0", ("127.0.0.1", 0)), ("[::1]:9090", ("::1", 9090))]
+)
 def test_addresses(address: str, expected: tuple[str, int]) -> None:
     assert parse_address(address) == expected
 

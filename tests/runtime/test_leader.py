@@ -57,8 +57,13 @@ def test_the_first_candidate_creates_the_lease(store: MemoryStore, clock: Manual
     assert a.step()
     assert (before, a.is_leader) == (False, True)
     spec = lease(store)
-    assert spec == {"holderIdentity": "a", "leaseDurationSeconds": 15, "acquireTime": format_micro_time(START),
-                    "renewTime": format_micro_time(START), "leaseTransitions": 0}
+    assert spec == {
+        "holderIdentity": "a",
+        "leaseDurationSeconds": 15,
+        "acquireTime": format_micro_time(START),
+        "renewTime": format_micro_time(START),
+        "leaseTransitions": 0,
+    }
     assert format_micro_time(START) == "2026-01-01T00:00:00.000000Z"
 
 
@@ -73,23 +78,21 @@ def test_the_leader_renews_and_keeps_acquire_time(store: MemoryStore, clock: Man
     assert spec["leaseTransitions"] == 0
 
 
-def test_a_held_lease_is_not_taken_until_it_expires_as_observed_locally(
-    store: MemoryStore, clock: ManualClock
-) -> None:
+def test_a_held_lease_is_not_taken_until_it_expires_as_observed_locally(store: MemoryStore, clock: ManualClock) -> None:
     a, b = elector(store, clock, "a"), elector(store, clock, "b")
     a.step()
-    assert not b.step()               # observes a's record now
+    assert not b.step()  # observes a's record now
     assert b.holder == "a"
     clock.advance(14.9)
     assert not b.step()
-    assert not a.is_leader            # a could not renew within its 10s deadline: it stepped down already
-    clock.advance(0.1)                # 15s since b observed the record unchanged
+    assert not a.is_leader  # a could not renew within its 10s deadline: it stepped down already
+    clock.advance(0.1)  # 15s since b observed the record unchanged
     assert b.step() and b.is_leader
     spec = lease(store)
     assert spec["holderIdentity"] == "b"
     assert spec["leaseTransitions"] == 1
     assert spec["acquireTime"] == format_micro_time(START + 15)
-    assert not a.step()               # a comes back: b holds a valid lease
+    assert not a.step()  # a comes back: b holds a valid lease
 
 
 def test_renewals_reset_the_observed_time(store: MemoryStore, clock: ManualClock) -> None:
@@ -109,7 +112,7 @@ def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline(store: Memo
     a.step()
     link.down = True
     clock.advance(9.9)
-    assert a.step()                    # failed, but still within the deadline
+    assert a.step()  # failed, but still within the deadline
     assert not a.reachable
     clock.advance(0.1)
     assert not a.step()
@@ -120,23 +123,23 @@ def test_a_conflicting_write_means_someone_else_won(store: MemoryStore, clock: M
     a, b = elector(store, clock, "a"), elector(store, clock, "b")
     a.step()
     clock.advance(20)
-    b.step()                           # observes the record at 20
+    b.step()  # observes the record at 20
     clock.advance(15)
     stale = store.get("leases", NAME, NS)
-    assert a.step()                    # a renews first (it still thinks the lease is its)
+    assert a.step()  # a renews first (it still thinks the lease is its)
 
     real_get = store.get
     calls = []
 
     def get_stale(*args: Any, **kwargs: Any) -> JSON:
         calls.append(args)
-        return stale                   # b read before a's renewal, then writes: Conflict
+        return stale  # b read before a's renewal, then writes: Conflict
 
-    store.get = get_stale              # type: ignore[method-assign]
+    store.get = get_stale  # type: ignore[method-assign]
     try:
         assert not b.step()
     finally:
-        store.get = real_get           # type: ignore[method-assign]
+        store.get = real_get  # type: ignore[method-assign]
     assert calls and lease(store)["holderIdentity"] == "a"
 
 
@@ -178,8 +181,11 @@ def test_the_default_identity_is_hostname_and_a_random_suffix(store: MemoryStore
 # Each move: (candidate, what happens): a step, a partition toggle, a clock advance (tenths of a second),
 # or a release.
 MOVES = st.lists(
-    st.tuples(st.integers(0, 1), st.sampled_from(["step", "step", "toggle", "advance", "advance", "release"]),
-              st.integers(1, 120)),
+    st.tuples(
+        st.integers(0, 1),
+        st.sampled_from(["step", "step", "toggle", "advance", "advance", "release"]),
+        st.integers(1, 120),
+    ),
     max_size=120,
 )
 

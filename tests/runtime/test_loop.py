@@ -54,7 +54,7 @@ class FakeLeadership:
 
 
 def runner(step: Callable[[], object], stop: threading.Event, wait: Waits, **kwargs: object) -> Runner:
-    return Runner("scheduler", step, 1.0, stop, wait=wait, **kwargs)   # type: ignore[arg-type]
+    return Runner("scheduler", step, 1.0, stop, wait=wait, **kwargs)  # type: ignore[arg-type]
 
 
 def test_backoff_doubles_up_to_the_maximum_and_resets() -> None:
@@ -66,15 +66,21 @@ def test_backoff_doubles_up_to_the_maximum_and_resets() -> None:
 
 def test_transient_errors_back_off_then_success_resets_and_marks_ready(caplog: pytest.LogCaptureFixture) -> None:
     stop = threading.Event()
-    step = Script(Unavailable("connection refused"), Throttled("429"), StoreError("etcd timeout"), None,
-                  Unavailable("again"), None)
+    step = Script(
+        Unavailable("connection refused"),
+        Throttled("429"),
+        StoreError("etcd timeout"),
+        None,
+        Unavailable("again"),
+        None,
+    )
     ready: list[bool] = []
     waits = Waits(stop, 6)
     r = runner(step, stop, waits)
     waits.hook = lambda n: ready.append(r.ready)
     with caplog.at_level(logging.WARNING):
         r.run()
-    assert waits.delays == [1.0, 2.0, 4.0, 1.0, 1.0, 1.0]     # period 1s after each success
+    assert waits.delays == [1.0, 2.0, 4.0, 1.0, 1.0, 1.0]  # period 1s after each success
     assert ready == [False, False, False, True, False, True]
     assert step.calls == 6
     assert sum("retrying in" in m for m in caplog.messages) == 4
@@ -125,7 +131,7 @@ def test_a_standby_process_does_not_step_and_is_ready_while_it_reaches_the_serve
     waits = Waits(stop, 5, hook)
     r = runner(step, stop, waits, leadership=leadership)
     r.run()
-    assert step.calls == 2                        # waits 4 and 5 follow steps as leader
+    assert step.calls == 2  # waits 4 and 5 follow steps as leader
     assert ready == [True, True, False, True, True]
 
 
@@ -154,7 +160,7 @@ def test_a_change_to_a_trigger_starts_the_next_step_after_the_minimum_gap_not_th
     def step() -> None:
         times.append(time.monotonic())
         if len(times) == 1:
-            activity.note("pods")          # a change while the step runs counts
+            activity.note("pods")  # a change while the step runs counts
         if len(times) == 3:
             stop.set()
 
@@ -168,8 +174,8 @@ def test_a_change_to_a_trigger_starts_the_next_step_after_the_minimum_gap_not_th
     activity.note("pods")
     thread.join(timeout=10)
     assert not thread.is_alive() and len(times) == 3
-    assert 0.05 <= times[1] - times[0] < 10         # woken by the change during the first step, after the gap
-    assert noted <= times[2] < noted + 10           # woken by the later change, not after the 30 s period
+    assert 0.05 <= times[1] - times[0] < 10  # woken by the change during the first step, after the gap
+    assert noted <= times[2] < noted + 10  # woken by the later change, not after the 30 s period
 
 
 def test_changes_to_other_resources_do_not_start_a_step() -> None:
@@ -183,14 +189,14 @@ def test_changes_to_other_resources_do_not_start_a_step() -> None:
     time.sleep(0.1)
     activity.note("pods")
     time.sleep(0.1)
-    assert calls.calls == 1 or time.monotonic() - started >= 1.5      # still waiting out the period
+    assert calls.calls == 1 or time.monotonic() - started >= 1.5  # still waiting out the period
     deadline = time.monotonic() + 10
     while calls.calls < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     stop.set()
     activity.wake()
     thread.join(timeout=5)
-    assert calls.calls >= 2                        # the period still runs the step on an idle cluster
+    assert calls.calls >= 2  # the period still runs the step on an idle cluster
 
 
 def test_activity_wait_for_sees_only_events_after_the_mark() -> None:

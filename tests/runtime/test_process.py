@@ -28,10 +28,13 @@ FAST = 0.05
 
 def pending_pod(name: str) -> JSON:
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": "team-a", "labels": {constants.DEFAULT_QUEUE_LABEL_KEY: "q"}},
-        "spec": {"schedulerName": constants.DEFAULT_SCHEDULER_NAME,
-                 "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+        "spec": {
+            "schedulerName": constants.DEFAULT_SCHEDULER_NAME,
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+        },
         "status": {"phase": "Pending"},
     }
 
@@ -49,16 +52,24 @@ def get(port: int, path: str) -> tuple[int, str]:
 
 
 def process(config: str, *, leader_elect: bool = False) -> Process:
-    options = ProcessOptions(kubeconfig=config, listen_address="127.0.0.1:0", leader_elect=leader_elect,
-                             leader_elect_namespace="kai-system",
-                             leader=LeaderConfig(lease_duration=3, renew_deadline=2, retry_period=0.1))
+    options = ProcessOptions(
+        kubeconfig=config,
+        listen_address="127.0.0.1:0",
+        leader_elect=leader_elect,
+        leader_elect_namespace="kai-system",
+        leader=LeaderConfig(lease_duration=3, renew_deadline=2, retry_period=0.1),
+    )
     store = connect(options)
     registry = CollectorRegistry()
     clock = SystemClock()
     components = builders.build(
-        builders.NAMES, store, clock, registry,
+        builders.NAMES,
+        store,
+        clock,
+        registry,
         scheduler_options=SchedulerOptions(flags={"schedule_period": FAST}),
-        binder_options=BinderOptions(reconcile_period=FAST), grouper_options=GrouperOptions(reconcile_period=FAST),
+        binder_options=BinderOptions(reconcile_period=FAST),
+        grouper_options=GrouperOptions(reconcile_period=FAST),
     )
     return Process(components, store, options, registry, clock)
 
@@ -78,22 +89,24 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
         bound = eventually(lambda: bool(cluster.memory.get("pods", "p", "team-a")["spec"].get("nodeName")))
         assert bound, "the pod was not bound"
         assert cluster.memory.get("pods", "p", "team-a")["spec"]["nodeName"] == "n1"
-        assert cluster.memory.list("podgroups")[0]          # the podgrouper made its PodGroup
+        assert cluster.memory.list("podgroups")[0]  # the podgrouper made its PodGroup
         assert eventually(lambda: get(proc.server.port, "/readyz")[0] == 200)
         assert get(proc.server.port, "/healthz") == (200, "ok")
         code, metrics = get(proc.server.port, "/metrics")
         assert code == 200
         assert "kai_e2e_scheduling_latency_milliseconds" in metrics
         assert 'kai_podgroups_scheduled_by_action_total{action="allocate"} 1.0' in metrics
-        assert "kai_queue_info" in metrics                 # the queue controller shares the registry
-        holders = {lease["metadata"]["name"]: lease["spec"]["holderIdentity"]
-                   for lease in cluster.memory.list("leases", "kai-system")[0]}
+        assert "kai_queue_info" in metrics  # the queue controller shares the registry
+        holders = {
+            lease["metadata"]["name"]: lease["spec"]["holderIdentity"]
+            for lease in cluster.memory.list("leases", "kai-system")[0]
+        }
         assert set(holders) == {"kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers"}
         assert len(set(holders.values())) == 1 and "" not in holders.values()
     finally:
         proc.shutdown()
     leases = cluster.memory.list("leases", "kai-system")[0]
-    assert {lease["spec"]["holderIdentity"] for lease in leases} == {""}    # released on shutdown
+    assert {lease["spec"]["holderIdentity"] for lease in leases} == {""}  # released on shutdown
 
 
 def test_an_unreachable_api_server_is_not_ready_but_not_fatal(tmp_path: Path) -> None:
@@ -104,7 +117,7 @@ def test_an_unreachable_api_server_is_not_ready_but_not_fatal(tmp_path: Path) ->
         code, body = get(proc.server.port, "/readyz")
         assert code == 503
         assert all(name in body for name in builders.NAMES)
-        assert get(proc.server.port, "/healthz")[0] == 200     # alive: retrying with backoff
+        assert get(proc.server.port, "/healthz")[0] == 200  # alive: retrying with backoff
     finally:
         proc.shutdown()
     assert all(not t.is_alive() for t in proc._threads)

@@ -29,8 +29,10 @@ from tests.builders import NAMESPACE, NOW, bind_request, node, pod, podgroup, qu
 from tests.loopback import write_kubeconfig
 from tests.store.mock_apiserver import MockApiServer
 
-FORBIDDEN = ('{what} is forbidden: User "system:serviceaccount:kai-scheduler:kai-x" cannot {verb} resource '
-             '"{resource}" in API group "{group}" in the namespace "ns"')
+FORBIDDEN = (
+    '{what} is forbidden: User "system:serviceaccount:kai-scheduler:kai-x" cannot {verb} resource '
+    '"{resource}" in API group "{group}" in the namespace "ns"'
+)
 
 
 @dataclass(frozen=True)
@@ -40,22 +42,46 @@ class Refusal:
     message: str
     details: JSON | None = None
     headers: dict[str, str] | None = None
-    shows: tuple[str, ...] = ()        # what the log line must say besides the object
+    shows: tuple[str, ...] = ()  # what the log line must say besides the object
 
 
 REFUSALS = {
     "403": Refusal(403, "Forbidden", FORBIDDEN, shows=("Forbidden", "is forbidden", "cannot")),
-    "409": Refusal(409, "Conflict", "Operation cannot be fulfilled: the object has been modified",
-                   shows=("Conflict", "has been modified")),
-    "422": Refusal(422, "Invalid", "the object is invalid",
-                   details={"causes": [{"reason": "FieldValueInvalid", "field": "spec.minMember",
-                                        "message": "Invalid value: -1: must be at least 0"}]},
-                   shows=("Invalid", "spec.minMember: Invalid value: -1")),
-    "429": Refusal(429, "TooManyRequests", "Too many requests, please try again later.",
-                   details={"retryAfterSeconds": 0}, headers={"Retry-After": "0"},
-                   shows=("TooManyRequests", "gave up after")),
-    "500": Refusal(500, "InternalError", "Internal error occurred: etcdserver: request timed out",
-                   shows=("InternalError", "etcdserver")),
+    "409": Refusal(
+        409,
+        "Conflict",
+        "Operation cannot be fulfilled: the object has been modified",
+        shows=("Conflict", "has been modified"),
+    ),
+    "422": Refusal(
+        422,
+        "Invalid",
+        "the object is invalid",
+        details={
+            "causes": [
+                {
+                    "reason": "FieldValueInvalid",
+                    "field": "spec.minMember",
+                    "message": "Invalid value: -1: must be at least 0",
+                }
+            ]
+        },
+        shows=("Invalid", "spec.minMember: Invalid value: -1"),
+    ),
+    "429": Refusal(
+        429,
+        "TooManyRequests",
+        "Too many requests, please try again later.",
+        details={"retryAfterSeconds": 0},
+        headers={"Retry-After": "0"},
+        shows=("TooManyRequests", "gave up after"),
+    ),
+    "500": Refusal(
+        500,
+        "InternalError",
+        "Internal error occurred: etcdserver: request timed out",
+        shows=("InternalError", "etcdserver"),
+    ),
 }
 
 
@@ -64,12 +90,12 @@ class Case:
     objects: Callable[[], list[JSON]]
     build: Callable[[KubeStore, ManualClock], components.Component]
     method: str
-    path: str                          # the refused request's path (a regular expression)
-    what: dict[str, str]               # for FORBIDDEN
-    names: str                         # the object as the log line names it
-    more: Callable[[], list[JSON]]     # objects added once the refusal ends: the component handles them
+    path: str  # the refused request's path (a regular expression)
+    what: dict[str, str]  # for FORBIDDEN
+    names: str  # the object as the log line names it
+    more: Callable[[], list[JSON]]  # objects added once the refusal ends: the component handles them
     written: Callable[[MemoryStore], bool]
-    retried: Callable[[MemoryStore], bool] | None   # the refused write itself, done again after its backoff
+    retried: Callable[[MemoryStore], bool] | None  # the refused write itself, done again after its backoff
 
 
 def _controllers(store: KubeStore, clock: ManualClock) -> components.Component:
@@ -113,29 +139,65 @@ def _plain_pod(name: str = "p") -> JSON:
 
 
 CASES = {
-    "controllers": Case(lambda: [queue("q"), podgroup("pg"), pod("p", group="pg", gpus=1)], _controllers,
-                        "PATCH", r"/podgroups/pg/status$",
-                        {"what": 'podgroups.scheduling.run.ai "pg"', "verb": "patch", "resource": "podgroups/status",
-                         "group": "scheduling.run.ai"}, f"patch PodGroup {NAMESPACE}/pg status",
-                        lambda: [podgroup("pg2"), pod("p2", group="pg2", gpus=1)], _status_written,
-                        lambda m: bool((m.get("podgroups", "pg", NAMESPACE).get("status") or {}).get(
-                            "resourcesStatus"))),
-    "podgrouper": Case(lambda: [queue("q"), _plain_pod()], _podgrouper, "POST", r"/podgroups$",
-                       {"what": "podgroups.scheduling.run.ai", "verb": "create", "resource": "podgroups",
-                        "group": "scheduling.run.ai"}, f"create PodGroup {NAMESPACE}/pg-p-",
-                       lambda: [_plain_pod("p2")], _grouped,
-                       lambda m: "pod-group-name" in (m.get("pods", "p", NAMESPACE)["metadata"].get("annotations")
-                                                      or {})),
-    "binder": Case(lambda: [node("n1"), pod("p", gpus=1), bind_request("p", "n1")], _binder, "POST",
-                   r"/pods/p/binding$", {"what": 'pods "p"', "verb": "create", "resource": "pods/binding",
-                                         "group": ""}, f"bind Pod {NAMESPACE}/p to node n1",
-                   lambda: [pod("p2", gpus=1), bind_request("p2", "n1")], _bound,
-                   None),   # a failed BindRequest is the scheduler's to replace (its backoffLimit), not retried
-    "scheduler": Case(lambda: [node("n1"), queue("q"), podgroup("p"), pod("p", gpus=1)], _scheduler, "POST",
-                      r"/bindrequests$", {"what": "bindrequests.scheduling.run.ai", "verb": "create",
-                                          "resource": "bindrequests", "group": "scheduling.run.ai"},
-                      f"create BindRequest {NAMESPACE}/p", lambda: [podgroup("p2"), pod("p2", gpus=1)], _requested,
-                      lambda m: "p" in {br["metadata"]["name"] for br in m.list("bindrequests", NAMESPACE)[0]}),
+    "controllers": Case(
+        lambda: [queue("q"), podgroup("pg"), pod("p", group="pg", gpus=1)],
+        _controllers,
+        "PATCH",
+        r"/podgroups/pg/status$",
+        {
+            "what": 'podgroups.scheduling.run.ai "pg"',
+            "verb": "patch",
+            "resource": "podgroups/status",
+            "group": "scheduling.run.ai",
+        },
+        f"patch PodGroup {NAMESPACE}/pg status",
+        lambda: [podgroup("pg2"), pod("p2", group="pg2", gpus=1)],
+        _status_written,
+        lambda m: bool((m.get("podgroups", "pg", NAMESPACE).get("status") or {}).get("resourcesStatus")),
+    ),
+    "podgrouper": Case(
+        lambda: [queue("q"), _plain_pod()],
+        _podgrouper,
+        "POST",
+        r"/podgroups$",
+        {
+            "what": "podgroups.scheduling.run.ai",
+            "verb": "create",
+            "resource": "podgroups",
+            "group": "scheduling.run.ai",
+        },
+        f"create PodGroup {NAMESPACE}/pg-p-",
+        lambda: [_plain_pod("p2")],
+        _grouped,
+        lambda m: "pod-group-name" in (m.get("pods", "p", NAMESPACE)["metadata"].get("annotations") or {}),
+    ),
+    "binder": Case(
+        lambda: [node("n1"), pod("p", gpus=1), bind_request("p", "n1")],
+        _binder,
+        "POST",
+        r"/pods/p/binding$",
+        {"what": 'pods "p"', "verb": "create", "resource": "pods/binding", "group": ""},
+        f"bind Pod {NAMESPACE}/p to node n1",
+        lambda: [pod("p2", gpus=1), bind_request("p2", "n1")],
+        _bound,
+        None,
+    ),  # a failed BindRequest is the scheduler's to replace (its backoffLimit), not retried
+    "scheduler": Case(
+        lambda: [node("n1"), queue("q"), podgroup("p"), pod("p", gpus=1)],
+        _scheduler,
+        "POST",
+        r"/bindrequests$",
+        {
+            "what": "bindrequests.scheduling.run.ai",
+            "verb": "create",
+            "resource": "bindrequests",
+            "group": "scheduling.run.ai",
+        },
+        f"create BindRequest {NAMESPACE}/p",
+        lambda: [podgroup("p2"), pod("p2", gpus=1)],
+        _requested,
+        lambda m: "p" in {br["metadata"]["name"] for br in m.list("bindrequests", NAMESPACE)[0]},
+    ),
 }
 
 
@@ -154,8 +216,9 @@ def test_a_refused_write_is_one_line_naming_the_object_and_the_component_goes_on
     mock.reset(MemoryStore(ManualClock(NOW)))
     mock.memory.add_many(case.objects())
     message = answer.message.format(**case.what)
-    refused = mock.refuse(case.method, case.path, answer.code, answer.reason, message, details=answer.details,
-                          headers=answer.headers)
+    refused = mock.refuse(
+        case.method, case.path, answer.code, answer.reason, message, details=answer.details, headers=answer.headers
+    )
     clock = ManualClock(NOW)
     options = KubeOptions(qps=0, max_retries=2, watch_settle=0.2)
     with KubeStore.connect(write_kubeconfig(tmp_path / "config", mock.url), None, options) as store:
@@ -164,24 +227,28 @@ def test_a_refused_write_is_one_line_naming_the_object_and_the_component_goes_on
         with caplog.at_level(logging.WARNING):
             runner.tick()
         assert refused.answered >= 1, f"the {component} did not try the write"
-        lines = [TextFormatter().format(r) for r in caplog.records if r.levelno >= logging.WARNING]   # as printed
+        lines = [TextFormatter().format(r) for r in caplog.records if r.levelno >= logging.WARNING]  # as printed
         said = [line for line in lines if case.names in line]
         assert len(said) == 1, lines
         assert all(text in said[0] for text in answer.shows), said[0]
         assert "\n" not in said[0]
         with caplog.at_level(logging.WARNING):
-            runner.tick()                                  # still refused: not said again, or said once more
-        again = [TextFormatter().format(r) for r in caplog.records if case.names in r.getMessage()
-                 or case.names in str(r.__dict__.get("reason", ""))]
+            runner.tick()  # still refused: not said again, or said once more
+        again = [
+            TextFormatter().format(r)
+            for r in caplog.records
+            if case.names in r.getMessage() or case.names in str(r.__dict__.get("reason", ""))
+        ]
         assert len(again) <= 2, again
-        refused.count = 0                                  # the refusal ends: the component was not stuck
+        refused.count = 0  # the refusal ends: the component was not stuck
         for obj in case.more():
             mock.memory.create(obj)
         clock.advance(60)
+
         def done() -> bool:
             return case.written(mock.memory) and (case.retried is None or case.retried(mock.memory))
 
-        for _ in range(40):            # watch events arrive over the network; a refused write is due after 1 s
+        for _ in range(40):  # watch events arrive over the network; a refused write is due after 1 s
             runner.tick()
             if done():
                 break
@@ -192,9 +259,10 @@ def test_a_refused_write_is_one_line_naming_the_object_and_the_component_goes_on
 
 def test_the_refusal_fixture_matches_what_it_says(mock: MockApiServer, tmp_path: Path) -> None:
     """The mock answers exactly the refused request, with the Status the test gave (and Retry-After)."""
-    refused = mock.refuse("POST", r"/queues$", 429, "TooManyRequests", "slow down", headers={"Retry-After": "0"},
-                          count=1)
+    refused = mock.refuse(
+        "POST", r"/queues$", 429, "TooManyRequests", "slow down", headers={"Retry-After": "0"}, count=1
+    )
     options = KubeOptions(qps=0)
     with KubeStore.connect(write_kubeconfig(tmp_path / "config", mock.url), None, options) as store:
-        store.create(queue("q"))           # retried after Retry-After 0, then created
+        store.create(queue("q"))  # retried after Retry-After 0, then created
     assert refused.answered == 1 and mock.memory.get("queues", "q")

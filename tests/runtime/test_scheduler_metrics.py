@@ -40,7 +40,7 @@ def test_an_allocation_is_counted_under_allocate_with_latencies_and_fair_shares(
     assert value(registry, "kai_close_session_latency_milliseconds") is not None
     assert value(registry, "kai_action_scheduling_latency_milliseconds", action="allocate") is not None
     assert value(registry, "kai_task_scheduling_latency_milliseconds_count") == 1
-    assert value(registry, "kai_task_scheduling_latency_milliseconds_sum") == 30_000     # created 30s before
+    assert value(registry, "kai_task_scheduling_latency_milliseconds_sum") == 30_000  # created 30s before
     assert value(registry, "kai_queue_fair_share_gpu", queue_name="q") == 2
     assert value(registry, "kai_queue_fair_share_cpu_cores", queue_name="q") == 1
     assert value(registry, "kai_queue_gpu_usage", queue_name="q") == 0
@@ -48,17 +48,25 @@ def test_an_allocation_is_counted_under_allocate_with_latencies_and_fair_shares(
 
 def test_reclaim_evictions_are_counted_per_podgroup_and_action() -> None:
     registry, result = cycle(
-        b.queue("a"), b.queue("b", gpu_quota=8), b.node("n1", gpus=8),
-        b.podgroup("hog", queue="a"), b.pod("hog", gpus=8, node="n1"),
-        b.podgroup("want", queue="b"), b.pod("want", gpus=8),
+        b.queue("a"),
+        b.queue("b", gpu_quota=8),
+        b.node("n1", gpus=8),
+        b.podgroup("hog", queue="a"),
+        b.pod("hog", gpus=8, node="n1"),
+        b.podgroup("want", queue="b"),
+        b.pod("want", gpus=8),
     )
     assert result.evictions == 1
     split = by_action(result)
     assert sorted((op.op.value, op.task.name) for op in split["reclaim"]) == [("evict", "hog"), ("pipeline", "want")]
     assert split["allocate"] == []
     uid = next(op.task.job_uid for op in result.operations if op.task.name == "hog")
-    assert value(registry, "kai_pod_group_evicted_pods_total", podgroup="hog", uid=uid, nodepool="pool-a",
-                 action="reclaim") == 1
+    assert (
+        value(
+            registry, "kai_pod_group_evicted_pods_total", podgroup="hog", uid=uid, nodepool="pool-a", action="reclaim"
+        )
+        == 1
+    )
     assert value(registry, "kai_podgroups_acted_on_by_action_total", action="reclaim") == 2
 
 

@@ -68,228 +68,479 @@ SUBGROUPS = (
 # (jobs, extra top-level YAML, kind, name, path into the object, wanted value); a "uid" of "" is not compared
 BUILDS = [
     pytest.param(
-        "", "", "Node", "gpu-a-0", ALLOC,
+        "",
+        "",
+        "Node",
+        "gpu-a-0",
+        ALLOC,
         {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"},
         id="node allocatable: gpus, default cpu and memory, 110 pods",
     ),
     pytest.param(
-        "", "", "Node", "cpu-a", ALLOC, {"cpu": "32", "memory": "128Gi", "pods": "110"},
+        "",
+        "",
+        "Node",
+        "cpu-a",
+        ALLOC,
+        {"cpu": "32", "memory": "128Gi", "pods": "110"},
         id="node without gpus has no nvidia.com/gpu",
     ),
     pytest.param(
-        "", "", "Node", "gpu-a-1", ("status", "capacity"),
+        "",
+        "",
+        "Node",
+        "gpu-a-1",
+        ("status", "capacity"),
         {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"},
         id="node capacity equals allocatable",
     ),
     pytest.param(
-        "", "", "Node", "gpu-a-1", LABELS,
+        "",
+        "",
+        "Node",
+        "gpu-a-1",
+        LABELS,
         {"kubernetes.io/hostname": "gpu-a-1", "nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "40000"},
         id="node labels: hostname, gpu count and gpu memory",
     ),
     pytest.param(
-        "", "", "Node", "gpu-a-0", ("status", "conditions"), [{"type": "Ready", "status": "True"}],
+        "",
+        "",
+        "Node",
+        "gpu-a-0",
+        ("status", "conditions"),
+        [{"type": "Ready", "status": "True"}],
         id="node ready by default",
     ),
     pytest.param(
-        "", "", "Queue", "research", ("spec", "resources"),
+        "",
+        "",
+        "Queue",
+        "research",
+        ("spec", "resources"),
         {r: EMPTY_QUEUE for r in ("gpu", "cpu", "memory")},
         id="queue resource left out: quota 0, weight 1, no limit",
     ),
     pytest.param(
-        "", "", "Queue", "team-a", ("spec",),
-        {"parentQueue": "research", "priority": 100,
-         "resources": {r: EMPTY_QUEUE for r in ("gpu", "cpu", "memory")}},
+        "",
+        "",
+        "Queue",
+        "team-a",
+        ("spec",),
+        {"parentQueue": "research", "priority": 100, "resources": {r: EMPTY_QUEUE for r in ("gpu", "cpu", "memory")}},
         id="queue parent and default priority 100",
     ),
     pytest.param(
-        task("gpus: 2, cpu: '8', memory: 64Gi"), "", "Pod", "t", CONTAINERS,
-        [{"name": "main", "image": PAUSE, "resources": {
-            "requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "2"},
-            "limits": {"nvidia.com/gpu": "2"}}}],
+        task("gpus: 2, cpu: '8', memory: 64Gi"),
+        "",
+        "Pod",
+        "t",
+        CONTAINERS,
+        [
+            {
+                "name": "main",
+                "image": PAUSE,
+                "resources": {
+                    "requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "2"},
+                    "limits": {"nvidia.com/gpu": "2"},
+                },
+            }
+        ],
         id="whole gpus are a request and a limit",
     ),
     pytest.param(
-        task("gpus: 0.5"), "", "Pod", "t", ANNOTATIONS, {"pod-group-name": "j", "gpu-fraction": "0.5"},
+        task("gpus: 0.5"),
+        "",
+        "Pod",
+        "t",
+        ANNOTATIONS,
+        {"pod-group-name": "j", "gpu-fraction": "0.5"},
         id="gpus below 1 are a gpu-fraction annotation",
     ),
     pytest.param(
-        task("gpus: 0.5"), "", "Pod", "t", CONTAINERS, [{"name": "main", "image": PAUSE}],
+        task("gpus: 0.5"),
+        "",
+        "Pod",
+        "t",
+        CONTAINERS,
+        [{"name": "main", "image": PAUSE}],
         id="a fraction requests no nvidia.com/gpu",
     ),
     pytest.param(
-        task("gpuMemory: 2000, gpuDevices: 2"), "", "Pod", "t", ANNOTATIONS,
+        task("gpuMemory: 2000, gpuDevices: 2"),
+        "",
+        "Pod",
+        "t",
+        ANNOTATIONS,
         {"pod-group-name": "j", "gpu-memory": "2000", "gpu-fraction-num-devices": "2"},
         id="gpuMemory and gpuDevices are annotations",
     ),
     pytest.param(
-        SUBGROUPS, "", "Pod", "t", LABELS,
-        {"x": "y", "kai.scheduler/queue": "team-a", "kai.scheduler/subgroup-name": "a",
-         "kai.scheduler/task-priority": "7"},
+        SUBGROUPS,
+        "",
+        "Pod",
+        "t",
+        LABELS,
+        {
+            "x": "y",
+            "kai.scheduler/queue": "team-a",
+            "kai.scheduler/subgroup-name": "a",
+            "kai.scheduler/task-priority": "7",
+        },
         id="pod labels: given, queue, subgroup, task priority",
     ),
     pytest.param(
-        task("status: Running, node: gpu-a-0"), "", "Pod", "t", ("spec", "nodeName"), "gpu-a-0",
+        task("status: Running, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("spec", "nodeName"),
+        "gpu-a-0",
         id="Running has its node",
     ),
     pytest.param(
-        task("status: Running, node: gpu-a-0"), "", "Pod", "t", ("status",), {"phase": "Running"},
+        task("status: Running, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("status",),
+        {"phase": "Running"},
         id="Running phase",
     ),
     pytest.param(
-        task("status: Pending, node: gpu-a-0"), "", "Pod", "t", ("spec", "nodeName"), None,
+        task("status: Pending, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("spec", "nodeName"),
+        None,
         id="a node on a Pending task is ignored",
     ),
     pytest.param(
-        task("status: Releasing, node: gpu-a-0"), "", "Pod", "t", ("metadata", "deletionTimestamp"),
-        format_time(NOW), id="Releasing is deleted now",
+        task("status: Releasing, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("metadata", "deletionTimestamp"),
+        format_time(NOW),
+        id="Releasing is deleted now",
     ),
     pytest.param(
-        task("status: Releasing, node: gpu-a-0"), "", "Pod", "t",
-        ("metadata", "deletionGracePeriodSeconds"), 30,
+        task("status: Releasing, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("metadata", "deletionGracePeriodSeconds"),
+        30,
         id="Releasing has a grace period",
     ),
     pytest.param(
-        task("status: StuckInReleasing, node: gpu-a-0"), "", "Pod", "t", ("metadata", "deletionTimestamp"),
-        format_time(NOW - 600), id="StuckInReleasing was deleted 10 minutes ago",
+        task("status: StuckInReleasing, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("metadata", "deletionTimestamp"),
+        format_time(NOW - 600),
+        id="StuckInReleasing was deleted 10 minutes ago",
     ),
     pytest.param(
-        task("status: Pipelined, node: gpu-a-0"), "", "Pod", "t", ("status",),
+        task("status: Pipelined, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("status",),
         {"phase": "Pending", "nominatedNodeName": "gpu-a-0"},
         id="Pipelined is Pending, nominated to its node",
     ),
     pytest.param(
-        task("status: Pipelined, node: gpu-a-0"), "", "Pod", "t", ("spec", "nodeName"), None,
+        task("status: Pipelined, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("spec", "nodeName"),
+        None,
         id="Pipelined has no nodeName",
     ),
     pytest.param(
-        task("status: Bound, node: gpu-a-0"), "", "Pod", "t", ("spec", "nodeName"), "gpu-a-0",
+        task("status: Bound, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("spec", "nodeName"),
+        "gpu-a-0",
         id="Bound has its node",
     ),
     pytest.param(
-        task("status: Bound, node: gpu-a-0"), "", "Pod", "t", ("status", "phase"), "Pending",
+        task("status: Bound, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("status", "phase"),
+        "Pending",
         id="Bound is still Pending",
     ),
     pytest.param(
-        task("status: Gated"), "", "Pod", "t", ("spec", "schedulingGates"), [{"name": "kai.scheduler/gated"}],
+        task("status: Gated"),
+        "",
+        "Pod",
+        "t",
+        ("spec", "schedulingGates"),
+        [{"name": "kai.scheduler/gated"}],
         id="Gated has a scheduling gate",
     ),
     pytest.param(
-        task("status: Succeeded, node: cpu-a"), "", "Pod", "t", ("status", "phase"), "Succeeded",
+        task("status: Succeeded, node: cpu-a"),
+        "",
+        "Pod",
+        "t",
+        ("status", "phase"),
+        "Succeeded",
         id="Succeeded phase",
     ),
     pytest.param(
-        task("status: Failed"), "", "Pod", "t", ("spec", "nodeName"), None, id="Failed without a node",
+        task("status: Failed"),
+        "",
+        "Pod",
+        "t",
+        ("spec", "nodeName"),
+        None,
+        id="Failed without a node",
     ),
     pytest.param(
-        task("status: Binding, node: gpu-a-0"), "", "Pod", "t", ("spec", "nodeName"), None,
+        task("status: Binding, node: gpu-a-0"),
+        "",
+        "Pod",
+        "t",
+        ("spec", "nodeName"),
+        None,
         id="Binding pod is not bound yet",
     ),
     pytest.param(
-        task("status: Binding, node: gpu-a-0, gpus: 1"), "", "BindRequest", "t", ("spec",),
-        {"podName": "t", "selectedNode": "gpu-a-0", "receivedResourceType": "Regular",
-         "receivedGPU": {"count": 1, "portion": "1.00"}},
+        task("status: Binding, node: gpu-a-0, gpus: 1"),
+        "",
+        "BindRequest",
+        "t",
+        ("spec",),
+        {
+            "podName": "t",
+            "selectedNode": "gpu-a-0",
+            "receivedResourceType": "Regular",
+            "receivedGPU": {"count": 1, "portion": "1.00"},
+        },
         id="Binding creates a Regular BindRequest",
     ),
     pytest.param(
-        task("status: Binding, node: gpu-a-0"), "", "BindRequest", "t", LABELS, {"selected-node": "gpu-a-0"},
+        task("status: Binding, node: gpu-a-0"),
+        "",
+        "BindRequest",
+        "t",
+        LABELS,
+        {"selected-node": "gpu-a-0"},
         id="BindRequest is labelled with its node",
     ),
     pytest.param(
-        task("status: Binding, node: gpu-a-0, gpus: 0.5, gpuGroups: [g1]"), "", "BindRequest", "t", ("spec",),
-        {"podName": "t", "selectedNode": "gpu-a-0", "receivedResourceType": "Fraction",
-         "receivedGPU": {"count": 1, "portion": "0.50"}, "selectedGPUGroups": ["g1"]},
+        task("status: Binding, node: gpu-a-0, gpus: 0.5, gpuGroups: [g1]"),
+        "",
+        "BindRequest",
+        "t",
+        ("spec",),
+        {
+            "podName": "t",
+            "selectedNode": "gpu-a-0",
+            "receivedResourceType": "Fraction",
+            "receivedGPU": {"count": 1, "portion": "0.50"},
+            "selectedGPUGroups": ["g1"],
+        },
         id="Binding fraction: Fraction BindRequest with portion and groups",
     ),
     pytest.param(
-        task("status: Binding, node: gpu-a-0, gpuMemory: 10000"), "", "BindRequest", "t",
-        ("spec", "receivedGPU"), {"count": 1, "portion": "0.25"},
+        task("status: Binding, node: gpu-a-0, gpuMemory: 10000"),
+        "",
+        "BindRequest",
+        "t",
+        ("spec", "receivedGPU"),
+        {"count": 1, "portion": "0.25"},
         id="Binding gpuMemory: portion of the node's GPU memory",
     ),
     pytest.param(
-        task("status: Running, node: gpu-a-0, gpus: 0.5, gpuGroups: [g1]"), "", "Pod", "t", LABELS,
+        task("status: Running, node: gpu-a-0, gpus: 0.5, gpuGroups: [g1]"),
+        "",
+        "Pod",
+        "t",
+        LABELS,
         {"kai.scheduler/queue": "team-a", "runai-gpu-group": "g1"},
         id="running fraction carries its gpu group label",
     ),
     pytest.param(
-        task("nodeAffinity: [{key: k, operator: In, values: [v]}], "
-             "podAntiAffinity: [{topologyKey: kubernetes.io/hostname}]"),
-        "", "Pod", "t", ("spec", "affinity"),
-        {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In", "values": ["v"]}]}]}},
-         "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-             {"topologyKey": "kubernetes.io/hostname"}]}},
+        task(
+            "nodeAffinity: [{key: k, operator: In, values: [v]}], "
+            "podAntiAffinity: [{topologyKey: kubernetes.io/hostname}]"
+        ),
+        "",
+        "Pod",
+        "t",
+        ("spec", "affinity"),
+        {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In", "values": ["v"]}]}]
+                }
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname"}]
+            },
+        },
         id="nodeAffinity is one required term; pod anti-affinity required terms",
     ),
     pytest.param(
-        task("nodeSelector: {zone: a}, tolerations: [{key: k, operator: Exists}]"), "", "Pod", "t", ("spec",),
-        {"schedulerName": "kai-scheduler", "containers": [{"name": "main", "image": PAUSE}],
-         "nodeSelector": {"zone": "a"}, "tolerations": [{"key": "k", "operator": "Exists"}]},
+        task("nodeSelector: {zone: a}, tolerations: [{key: k, operator: Exists}]"),
+        "",
+        "Pod",
+        "t",
+        ("spec",),
+        {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "main", "image": PAUSE}],
+            "nodeSelector": {"zone": "a"},
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+        },
         id="pod spec: kai-scheduler, node selector, tolerations",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, deleted: true, tasks: [{name: t}]}", "", "Pod", "t",
-        ("metadata", "deletionTimestamp"), format_time(NOW), id="a deleted job's pods are being deleted",
+        "- {name: j, queue: team-a, deleted: true, tasks: [{name: t}]}",
+        "",
+        "Pod",
+        "t",
+        ("metadata", "deletionTimestamp"),
+        format_time(NOW),
+        id="a deleted job's pods are being deleted",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, priority: 50, tasks: [{name: t}]}", "", "PodGroup", "j",
-        ("spec", "priorityClassName"), "train", id="priority 50 is the shipped train class",
+        "- {name: j, queue: team-a, priority: 50, tasks: [{name: t}]}",
+        "",
+        "PodGroup",
+        "j",
+        ("spec", "priorityClassName"),
+        "train",
+        id="priority 50 is the shipped train class",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, priority: 125, tasks: [{name: t}]}", "", "Pod", "t",
-        ("spec", "priorityClassName"), "inference", id="the pod gets the job's priority class",
+        "- {name: j, queue: team-a, priority: 125, tasks: [{name: t}]}",
+        "",
+        "Pod",
+        "t",
+        ("spec", "priorityClassName"),
+        "inference",
+        id="the pod gets the job's priority class",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, priority: 60, tasks: [{name: t}]}", "", "PriorityClass", "priority-60",
-        ("value",), 60, id="an unknown priority value synthesises a class",
+        "- {name: j, queue: team-a, priority: 60, tasks: [{name: t}]}",
+        "",
+        "PriorityClass",
+        "priority-60",
+        ("value",),
+        60,
+        id="an unknown priority value synthesises a class",
     ),
     pytest.param(
         "- {name: j, queue: team-a, priority: 7, tasks: [{name: t}]}",
         "priorityClasses: [{name: low, value: 7}]\n",
-        "PodGroup", "j", ("spec", "priorityClassName"), "low", id="priority maps to a declared class",
+        "PodGroup",
+        "j",
+        ("spec", "priorityClassName"),
+        "low",
+        id="priority maps to a declared class",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, priorityClassName: build, tasks: [{}, {}]}", "", "PodGroup", "j",
+        "- {name: j, queue: team-a, priorityClassName: build, tasks: [{}, {}]}",
+        "",
+        "PodGroup",
+        "j",
         ("spec",),
         {"queue": "team-a", "minMember": 2, "priorityClassName": "build"},
         id="podgroup: minMember defaults to the task count",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, minMember: 0, tasks: [{}, {}]}", "", "PodGroup", "j",
-        ("spec", "minMember"), 0,
+        "- {name: j, queue: team-a, minMember: 0, tasks: [{}, {}]}",
+        "",
+        "PodGroup",
+        "j",
+        ("spec", "minMember"),
+        0,
         id="podgroup: minMember as written",
     ),
     pytest.param(
-        SUBGROUPS, "", "PodGroup", "j", ("spec",),
-        {"queue": "team-a", "minSubGroup": 1,
-         "subGroups": [{"name": "a", "minMember": 1}, {"name": "b", "minMember": 1}]},
+        SUBGROUPS,
+        "",
+        "PodGroup",
+        "j",
+        ("spec",),
+        {
+            "queue": "team-a",
+            "minSubGroup": 1,
+            "subGroups": [{"name": "a", "minMember": 1}, {"name": "b", "minMember": 1}],
+        },
         id="podgroup with subgroups has no default minMember",
     ),
     pytest.param(
         "- name: j\n  queue: team-a\n  preemptibility: non-preemptible\n  preemptionDelay: 5m\n"
         "  stalenessGracePeriod: -1s\n  topologyConstraint: {topology: t, requiredTopologyLevel: rack}\n",
-        TOPOLOGY, "PodGroup", "j", ("spec",),
-        {"queue": "team-a", "minMember": 0, "preemptibility": "non-preemptible", "preemptionDelay": "5m",
-         "stalenessGracePeriod": "-1s",
-         "topologyConstraint": {"topology": "t", "requiredTopologyLevel": "rack"}},
+        TOPOLOGY,
+        "PodGroup",
+        "j",
+        ("spec",),
+        {
+            "queue": "team-a",
+            "minMember": 0,
+            "preemptibility": "non-preemptible",
+            "preemptionDelay": "5m",
+            "stalenessGracePeriod": "-1s",
+            "topologyConstraint": {"topology": "t", "requiredTopologyLevel": "rack"},
+        },
         id="podgroup spec fields as written",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, createdAt: 3, lastStartedAgo: 10m, staleSince: 2m}", "", "PodGroup", "j",
+        "- {name: j, queue: team-a, createdAt: 3, lastStartedAgo: 10m, staleSince: 2m}",
+        "",
+        "PodGroup",
+        "j",
         ("metadata",),
-        {"name": "j", "namespace": "default", "uid": "", "creationTimestamp": format_time(NOW - 180),
-         "annotations": {"kai.scheduler/last-start-timestamp": format_time(NOW - 600),
-                         "kai.scheduler/stale-podgroup-timestamp": format_time(NOW - 120)}},
+        {
+            "name": "j",
+            "namespace": "default",
+            "uid": "",
+            "creationTimestamp": format_time(NOW - 180),
+            "annotations": {
+                "kai.scheduler/last-start-timestamp": format_time(NOW - 600),
+                "kai.scheduler/stale-podgroup-timestamp": format_time(NOW - 120),
+            },
+        },
         id="podgroup created createdAt minutes ago; start and stale timestamps",
     ),
     pytest.param(
-        "- {name: j, queue: team-a, owner: {kind: MPIJob}, tasks: [{name: t}]}", "", "Pod", "t",
+        "- {name: j, queue: team-a, owner: {kind: MPIJob}, tasks: [{name: t}]}",
+        "",
+        "Pod",
+        "t",
         ("metadata", "ownerReferences"),
-        [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "name": "j", "uid": "", "controller": True,
-          "blockOwnerDeletion": True}],
+        [
+            {
+                "apiVersion": "kubeflow.org/v2beta1",
+                "kind": "MPIJob",
+                "name": "j",
+                "uid": "",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
         id="owner kind becomes the pods' controller reference",
     ),
     pytest.param(
-        "", TOPOLOGY, "Topology", "t", ("spec",),
+        "",
+        TOPOLOGY,
+        "Topology",
+        "t",
+        ("spec",),
         {"levels": [{"nodeLabel": "topo/rack", "alias": "rack"}, {"nodeLabel": "kubernetes.io/hostname"}]},
         id="topology levels: mapping or bare node label",
     ),
@@ -297,9 +548,7 @@ BUILDS = [
 
 
 @pytest.mark.parametrize("jobs, extra, kind, name, path, want", BUILDS)
-def test_builds_object(
-    jobs: str, extra: str, kind: str, name: str, path: tuple[str, ...], want: Any
-) -> None:
+def test_builds_object(jobs: str, extra: str, kind: str, name: str, path: tuple[str, ...], want: Any) -> None:
     got = dig(obj(scenario(jobs, extra), kind, name), path)
     if isinstance(want, dict) and want.get("uid") == "":  # uids are checked elsewhere
         got = {**got, "uid": ""}
@@ -309,7 +558,8 @@ def test_builds_object(
 
 
 def test_node_options() -> None:
-    s = scenario(cluster="""
+    s = scenario(
+        cluster="""
         nodes:
         - name: n
           pods: 20
@@ -318,10 +568,13 @@ def test_node_options() -> None:
           unschedulable: true
           ready: false
         queues: []
-    """)
+    """
+    )
     node = obj(s, "Node", "n")
-    assert node["spec"] == {"taints": [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}],
-                            "unschedulable": True}
+    assert node["spec"] == {
+        "taints": [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}],
+        "unschedulable": True,
+    }
     assert node["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
     assert node["status"]["allocatable"]["pods"] == "20"
     assert node["metadata"]["labels"] == {"kubernetes.io/hostname": "custom", "topology/rack": "r1"}
@@ -350,7 +603,8 @@ def test_replicas_and_template() -> None:
 
 
 def test_queue_resources_and_age() -> None:
-    s = scenario(cluster="""
+    s = scenario(
+        cluster="""
         nodes: []
         queues:
         - name: young
@@ -362,12 +616,16 @@ def test_queue_resources_and_age() -> None:
           preemptMinRuntime: 10m
           reclaimMinRuntime: 90
         - {name: old, createdAt: 1}
-    """)
+    """
+    )
     young, old = obj(s, "Queue", "young"), obj(s, "Queue", "old")
     assert young["spec"] == {
         "priority": 7,
-        "resources": {"gpu": {"quota": 4, "overQuotaWeight": 2, "limit": -1}, "cpu": {"quota": 1000},
-                      "memory": {"quota": 0, "overQuotaWeight": 1, "limit": -1}},
+        "resources": {
+            "gpu": {"quota": 4, "overQuotaWeight": 2, "limit": -1},
+            "cpu": {"quota": 1000},
+            "memory": {"quota": 0, "overQuotaWeight": 1, "limit": -1},
+        },
         "preemptMinRuntime": "10m",
         "reclaimMinRuntime": "90s",
     }
@@ -378,7 +636,11 @@ def test_queue_resources_and_age() -> None:
 def test_shipped_classes_unless_declared() -> None:
     shipped = scenario()
     assert [(o["metadata"]["name"], o["value"]) for o in shipped.objects if o["kind"] == "PriorityClass"] == [
-        ("train", 50), ("build-preemptible", 75), ("build", 100), ("inference", 125)]
+        ("train", 50),
+        ("build-preemptible", 75),
+        ("build", 100),
+        ("inference", 125),
+    ]
     declared = scenario("- {name: j, queue: team-a, priority: 9}", "priorityClasses: [{name: low, value: 7}]")
     assert names(declared, "PriorityClass") == ["low", "priority-9"]
 
@@ -412,9 +674,7 @@ def test_scenario_extras() -> None:
     assert s.expect.tasks == {"ns/a": StatusExpectation("Binding", "gpu-a-1")}
     assert s.expect.jobs == {"ns/j": StatusExpectation("Pipelined", None)}
     assert s.expect.nodes == {"gpu-a-0": {"idleGpus": 2.0, "releasingGpus": 1.0}}
-    assert s.expect.queues == {
-        "team-a": {"fairShare": {"gpu": 4.0}, "allocated": {"gpu": 3.0, "cpu": 8000.0}}
-    }
+    assert s.expect.queues == {"team-a": {"fairShare": {"gpu": 4.0}, "allocated": {"gpu": 3.0, "cpu": 8000.0}}}
     assert (s.expect.max_binds, s.expect.max_evictions, s.expect.max_pipelines) == (5, None, None)
     assert obj(s, "Pod", "a")["metadata"]["namespace"] == "ns"
 

@@ -79,8 +79,7 @@ REJECTS = [
     ),
     pytest.param(
         job("{gpus: 1.5}"),
-        "bad.yaml:10: job j tasks[0].gpus: whole GPUs must be a whole number (a fraction is below 1), got "
-        "1.5",
+        "bad.yaml:10: job j tasks[0].gpus: whole GPUs must be a whole number (a fraction is below 1), got 1.5",
         id="gpus of 1 or more must be whole",
     ),
     pytest.param(
@@ -100,14 +99,12 @@ REJECTS = [
     ),
     pytest.param(
         "queues:\n- name: q\n  resources:\n    gpu: {quota: -2}\n",
-        "bad.yaml:4: queue q resources.gpu.quota: negative quantity -2; want at least 0 (or -1 for "
-        "unlimited)",
+        "bad.yaml:4: queue q resources.gpu.quota: negative quantity -2; want at least 0 (or -1 for unlimited)",
         id="a negative queue quota other than -1",
     ),
     pytest.param(
         "queues:\n- name: q\n  resources:\n    gpus: {quota: 1}\n",
-        "bad.yaml:4: queue q resources.gpus: unknown field (did you mean gpu?); known fields: cpu, gpu, "
-        "memory",
+        "bad.yaml:4: queue q resources.gpus: unknown field (did you mean gpu?); known fields: cpu, gpu, memory",
         id="an unknown queue resource",
     ),
     pytest.param(
@@ -163,14 +160,12 @@ REJECTS = [
     ),
     pytest.param(
         job(preemptibility="sometimes"),
-        "bad.yaml:9: job j preemptibility: unknown value 'sometimes'; want one of preemptible, "
-        "non-preemptible",
+        "bad.yaml:9: job j preemptibility: unknown value 'sometimes'; want one of preemptible, non-preemptible",
         id="an unknown preemptibility",
     ),
     pytest.param(
         job(preemptionDelay="5 minutes"),
-        "bad.yaml:9: job j preemptionDelay: expected a Go duration such as \"90s\" or \"10m\", got '5 "
-        "minutes'",
+        'bad.yaml:9: job j preemptionDelay: expected a Go duration such as "90s" or "10m", got \'5 minutes\'',
         id="a duration that is not a Go duration",
     ),
     pytest.param(
@@ -201,8 +196,7 @@ REJECTS = [
     ),
     pytest.param(
         job() + "expect:\n  tasks:\n    j-0: {state: Running}\n",
-        "bad.yaml:13: expect tasks j-0.state: unknown field (did you mean status?); known fields: node, "
-        "status",
+        "bad.yaml:13: expect tasks j-0.state: unknown field (did you mean status?); known fields: node, status",
         id="an unknown expectation key",
     ),
     pytest.param(

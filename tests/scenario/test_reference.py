@@ -54,10 +54,12 @@ def _table_fields(section: str, lead: str | None) -> list[str]:
     return rows
 
 
-@pytest.mark.parametrize(("where", "fields"), list(TABLES.items()), ids=[f"{h} {lead or ''}".strip()
-                                                                           for h, lead in TABLES])
-def test_the_reference_lists_exactly_the_fields_the_loader_takes(where: tuple[str, str | None],
-                                                                 fields: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("where", "fields"), list(TABLES.items()), ids=[f"{h} {lead or ''}".strip() for h, lead in TABLES]
+)
+def test_the_reference_lists_exactly_the_fields_the_loader_takes(
+    where: tuple[str, str | None], fields: tuple[str, ...]
+) -> None:
     heading, lead = where
     documented = _table_fields(_section(DOC.read_text(encoding="utf-8"), heading), lead)
     assert sorted(documented) == sorted(fields)
@@ -74,8 +76,7 @@ def test_the_example_loads_and_its_expectations_hold(tmp_path: Path, capsys: pyt
 
 def test_the_docs_and_help_name_no_file_outside_the_repository(capsys: pytest.CaptureFixture[str]) -> None:
     root = DOC.parents[1]
-    texts = {p.relative_to(root): p.read_text(encoding="utf-8") for p in [root / "README.md",
-                                                                          *root.glob("docs/*.md")]}
+    texts = {p.relative_to(root): p.read_text(encoding="utf-8") for p in [root / "README.md", *root.glob("docs/*.md")]}
     for command in ("schedule", "simulate", "scheduler", "run", "admission", "podgrouper"):
         with pytest.raises(SystemExit):
             cli.main([command, "--help"])

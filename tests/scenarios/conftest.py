@@ -47,7 +47,7 @@ class ScenarioItem(pytest.Item):
             return
         prefix = f"{self.path}: "
         lines = [line.removeprefix(prefix) for line in err.getvalue().splitlines()]
-        if code != 1:                      # bad input: the one-line error of `kai`
+        if code != 1:  # bad input: the one-line error of `kai`
             pytest.fail(f"kai exited {code}:\n" + "\n".join(lines), pytrace=False)
         pytest.fail("\n".join([*map(_diff, lines), *_decisions(out.getvalue())]), pytrace=False)
 

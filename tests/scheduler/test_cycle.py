@@ -40,14 +40,17 @@ def _events(store: MemoryStore) -> list[tuple[str, str, str, str]]:
 
 
 def _conditions(store: MemoryStore, podgroup: str) -> list[JSON]:
-    conditions: list[JSON] = store.get("podgroups", podgroup, b.NAMESPACE).get("status", {}).get(
-        "schedulingConditions", [])
+    conditions: list[JSON] = (
+        store.get("podgroups", podgroup, b.NAMESPACE).get("status", {}).get("schedulingConditions", [])
+    )
     return conditions
 
 
 def _gang(name: str, size: int, *, gpus: int, queue: str = "q", **podgroup: Any) -> list[JSON]:
-    return [b.podgroup(name, queue=queue, min_member=size, **podgroup),
-            *(b.pod(f"{name}-{i}", group=name, gpus=gpus) for i in range(size))]
+    return [
+        b.podgroup(name, queue=queue, min_member=size, **podgroup),
+        *(b.pod(f"{name}-{i}", group=name, gpus=gpus) for i in range(size)),
+    ]
 
 
 # --- BindRequests ----------------------------------------------------------------------------------------------
@@ -62,16 +65,22 @@ def test_a_placed_pod_gets_a_bind_request_in_kais_shape() -> None:
     assert br["apiVersion"] == "scheduling.run.ai/v1alpha2" and br["kind"] == "BindRequest"
     assert br["metadata"]["labels"] == {"selected-node": "n1"}
     assert br["metadata"]["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Pod", "name": "j-0", "uid": pod["metadata"]["uid"], "controller": False}]
-    assert br["spec"] == {"podName": "j-0", "selectedNode": "n1", "receivedResourceType": "Regular",
-                          "receivedGPU": {"count": 2, "portion": "0.00"}}
+        {"apiVersion": "v1", "kind": "Pod", "name": "j-0", "uid": pod["metadata"]["uid"], "controller": False}
+    ]
+    assert br["spec"] == {
+        "podName": "j-0",
+        "selectedNode": "n1",
+        "receivedResourceType": "Regular",
+        "receivedGPU": {"count": 2, "portion": "0.00"},
+    }
     assert "status" not in br, "the binder writes the status"
     assert "nodeName" not in pod["spec"], "the scheduler never binds itself"
 
 
 def test_a_fractional_pod_gets_a_fraction_bind_request() -> None:
-    store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpu_memory=40000), b.podgroup("f"),
-                                   b.pod("f-0", group="f", fraction=0.5))
+    store, _, scheduler = _cluster(
+        b.queue("q"), b.node("n1", gpu_memory=40000), b.podgroup("f"), b.pod("f-0", group="f", fraction=0.5)
+    )
     scheduler.run_once()
     spec = store.get("bindrequests", "f-0", b.NAMESPACE)["spec"]
     assert spec["receivedResourceType"] == "Fraction"
@@ -86,8 +95,9 @@ def test_a_scheduled_event_is_written_for_each_bind() -> None:
 
 
 def test_a_binding_pod_is_not_placed_again_and_keeps_its_resources() -> None:
-    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=2), *_gang("j", 1, gpus=2),
-                                       *_gang("k", 1, gpus=2))
+    store, clock, scheduler = _cluster(
+        b.queue("q"), b.node("n1", gpus=2), *_gang("j", 1, gpus=2), *_gang("k", 1, gpus=2)
+    )
     first = scheduler.run_once()
     clock.advance(1)
     second = scheduler.run_once()
@@ -97,8 +107,12 @@ def test_a_binding_pod_is_not_placed_again_and_keeps_its_resources() -> None:
 
 
 def test_a_failed_bind_request_is_replaced() -> None:
-    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 1, gpus=1),
-                                   b.bind_request("j-0", "n1", phase="Failed", failed_attempts=1))
+    store, _, scheduler = _cluster(
+        b.queue("q"),
+        b.node("n1"),
+        *_gang("j", 1, gpus=1),
+        b.bind_request("j-0", "n1", phase="Failed", failed_attempts=1),
+    )
     scheduler.run_once()
     br = store.get("bindrequests", "j-0", b.NAMESPACE)
     assert "status" not in br and br["spec"]["selectedNode"] == "n1"
@@ -114,16 +128,29 @@ def _waiting_gang() -> list[JSON]:
 def test_an_unschedulable_job_gets_an_unschedulable_on_node_pool_condition() -> None:
     store, _, scheduler = _cluster(*_waiting_gang())
     scheduler.run_once()
-    assert _conditions(store, "g") == [{
-        "type": "UnschedulableOnNodePool", "nodePool": "", "status": "True", "transitionID": "0",
-        "lastTransitionTime": NOW_TEXT,
-        "reasons": [{"reason": "Unschedulable", "message": "needs 3 nodes with 4 GPUs free, 2 have them"},
-                    {"reason": "Unschedulable",
-                     "message": "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu"}],
-    }]
+    assert _conditions(store, "g") == [
+        {
+            "type": "UnschedulableOnNodePool",
+            "nodePool": "",
+            "status": "True",
+            "transitionID": "0",
+            "lastTransitionTime": NOW_TEXT,
+            "reasons": [
+                {"reason": "Unschedulable", "message": "needs 3 nodes with 4 GPUs free, 2 have them"},
+                {
+                    "reason": "Unschedulable",
+                    "message": "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu",
+                },
+            ],
+        }
+    ]
     pod = store.get("pods", "g-0", b.NAMESPACE)
     assert pod["status"]["conditions"][0] | {"message": ""} == {
-        "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": ""}
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "",
+    }
     assert ("Warning", "Unschedulable", "Pod", "g-0") in _events(store)
 
 
@@ -137,7 +164,8 @@ def test_an_unchanged_condition_is_not_written_again() -> None:
         clock.advance(1)
         scheduler.run_once()
     assert {name: _version(store, "pods", name) for name in ("g-0", "g-1", "g-2")} | {
-        "g": _version(store, "podgroups", "g")} == versions
+        "g": _version(store, "podgroups", "g")
+    } == versions
     assert _events(store) == events
 
 
@@ -164,8 +192,14 @@ def test_the_condition_is_cleared_when_the_job_is_placed() -> None:
 
 
 def test_conditions_of_other_node_pools_are_kept() -> None:
-    other = {"type": "UnschedulableOnNodePool", "nodePool": "pool-b", "status": "True", "transitionID": "4",
-             "lastTransitionTime": "2025-12-31T00:00:00Z", "reasons": [{"reason": "OverLimit", "message": "full"}]}
+    other = {
+        "type": "UnschedulableOnNodePool",
+        "nodePool": "pool-b",
+        "status": "True",
+        "transitionID": "4",
+        "lastTransitionTime": "2025-12-31T00:00:00Z",
+        "reasons": [{"reason": "OverLimit", "message": "full"}],
+    }
     objects = _waiting_gang()
     next(o for o in objects if o["kind"] == "PodGroup")["status"] = {"schedulingConditions": [other]}
     store, clock, scheduler = _cluster(*objects)
@@ -186,8 +220,7 @@ def test_a_job_in_a_missing_queue_gets_a_queue_does_not_exist_reason() -> None:
 
 
 def test_mark_unschedulable_false_leaves_the_pods_alone() -> None:
-    store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=1), *_gang("g", 1, gpus=2,
-                                                                               markUnschedulable=False))
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=1), *_gang("g", 1, gpus=2, markUnschedulable=False))
     version = _version(store, "pods", "g-0")
     scheduler.run_once()
     assert _conditions(store, "g") != []
@@ -207,8 +240,12 @@ def test_a_started_job_gets_its_last_start_timestamp_once() -> None:
 
 def test_a_pipelined_job_gets_no_start_timestamp_and_no_bind_request() -> None:
     store, _, scheduler = _cluster(
-        b.queue("q"), b.node("n1", gpus=2), b.podgroup("old"),
-        b.pod("old-0", group="old", gpus=2, node="n1", deleted_at=b.NOW + 30), *_gang("j", 1, gpus=2))
+        b.queue("q"),
+        b.node("n1", gpus=2),
+        b.podgroup("old"),
+        b.pod("old-0", group="old", gpus=2, node="n1", deleted_at=b.NOW + 30),
+        *_gang("j", 1, gpus=2),
+    )
     result = scheduler.run_once()
     assert result.pipelines == 1 and result.binds == 0
     assert store.list("bindrequests")[0] == []
@@ -225,14 +262,17 @@ def _bad_node() -> JSON:
     return node
 
 
-@pytest.mark.parametrize("bad, kind, name", [
-    pytest.param(_bad_node(), "Node", "bad", id="a node with an unparsable quantity"),
-    pytest.param(b.podgroup("weird", min_member=-1), "PodGroup", "weird",
-                 id="a podgroup with a negative minMember"),
-    pytest.param(b.queue("broken", gpu_quota=-3), "Queue", "broken", id="a queue with a negative quota"),
-])
-def test_a_malformed_object_is_skipped_with_a_warning_and_the_rest_scheduled(bad: JSON, kind: str,
-                                                                             name: str) -> None:
+@pytest.mark.parametrize(
+    "bad, kind, name",
+    [
+        pytest.param(_bad_node(), "Node", "bad", id="a node with an unparsable quantity"),
+        pytest.param(
+            b.podgroup("weird", min_member=-1), "PodGroup", "weird", id="a podgroup with a negative minMember"
+        ),
+        pytest.param(b.queue("broken", gpu_quota=-3), "Queue", "broken", id="a queue with a negative quota"),
+    ],
+)
+def test_a_malformed_object_is_skipped_with_a_warning_and_the_rest_scheduled(bad: JSON, kind: str, name: str) -> None:
     store, clock, scheduler = _cluster(b.queue("q"), b.node("n1"), bad, *_gang("j", 1, gpus=1))
     result = scheduler.run_once()
     assert [(op.task.name, op.after.node) for op in result.operations] == [("j-0", "n1")]
@@ -253,15 +293,20 @@ def test_the_warning_message_names_the_field() -> None:
 
 
 def test_pods_of_a_skipped_podgroup_are_not_scheduled() -> None:
-    _, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("weird", min_member=-1),
-                               b.pod("weird-0", group="weird"))
+    _, _, scheduler = _cluster(
+        b.queue("q"), b.node("n1"), b.podgroup("weird", min_member=-1), b.pod("weird-0", group="weird")
+    )
     assert scheduler.run_once().operations == []
 
 
 def test_an_unknown_preemptibility_falls_back_with_a_warning_and_the_job_is_scheduled() -> None:
     """Issue 3: a bad preemptibility (or duration) takes its default; the PodGroup gets a warning event."""
-    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("weird", preemptibility="sometimes"),
-                                       b.pod("weird-0", group="weird", gpus=1))
+    store, clock, scheduler = _cluster(
+        b.queue("q"),
+        b.node("n1"),
+        b.podgroup("weird", preemptibility="sometimes"),
+        b.pod("weird-0", group="weird", gpus=1),
+    )
     result = scheduler.run_once()
     assert [op.task.name for op in result.operations] == ["weird-0"]
     assert ("Warning", "InvalidField", "PodGroup", "weird") in _events(store)
@@ -281,8 +326,9 @@ def test_a_repaired_object_is_scheduled_in_the_next_cycle() -> None:
 
 
 def test_our_pod_on_a_missing_node_is_reported_once() -> None:
-    store, clock, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("j"),
-                                       b.pod("j-0", group="j", node="ghost"), *_gang("k", 1, gpus=1))
+    store, clock, scheduler = _cluster(
+        b.queue("q"), b.node("n1"), b.podgroup("j"), b.pod("j-0", group="j", node="ghost"), *_gang("k", 1, gpus=1)
+    )
     result = scheduler.run_once()
     assert [op.task.name for op in result.operations] == ["k-0"]
     assert ("Warning", "NodeDoesNotExist", "Pod", "j-0") in _events(store)
@@ -298,8 +344,9 @@ def test_our_pod_on_a_missing_node_is_reported_once() -> None:
 def test_a_task_moved_in_one_statement_is_evicted_from_its_node_on_commit() -> None:
     """Evict on n1 then pipeline on n2 (consolidation's move) merges into one operation; the pod on n1 must
     still be evicted, as KAI's commit evicts before it pipelines."""
-    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.node("n2"), b.podgroup("j"),
-                                   b.pod("j-0", group="j", gpus=1, node="n1"))
+    store, _, scheduler = _cluster(
+        b.queue("q"), b.node("n1"), b.node("n2"), b.podgroup("j"), b.pod("j-0", group="j", gpus=1, node="n1")
+    )
     snap = scheduler.snapshot()
     ssn = b.session(snap)
     stmt = ssn.statement()
@@ -312,8 +359,13 @@ def test_a_task_moved_in_one_statement_is_evicted_from_its_node_on_commit() -> N
 
 
 def test_evictions_are_written_before_binds_and_stamp_the_job() -> None:
-    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), b.podgroup("victim"),
-                                   b.pod("victim-0", group="victim", gpus=1, node="n1"), *_gang("j", 1, gpus=1))
+    store, _, scheduler = _cluster(
+        b.queue("q"),
+        b.node("n1"),
+        b.podgroup("victim"),
+        b.pod("victim-0", group="victim", gpus=1, node="n1"),
+        *_gang("j", 1, gpus=1),
+    )
     snap = scheduler.snapshot()
     ssn = b.session(snap)
     stmt = ssn.statement()
@@ -363,8 +415,13 @@ def test_concurrent_writers_commit_what_one_writer_does() -> None:
     def placed(writers: int) -> list[tuple[str, str]]:
         clock = ManualClock(b.NOW)
         store = MemoryStore(clock)
-        store.add_many([b.queue("q"), *(b.node(f"n{i}", gpus=2) for i in range(4)),
-                        *(obj for g in range(6) for obj in _gang(f"j{g}", 1, gpus=1))])
+        store.add_many(
+            [
+                b.queue("q"),
+                *(b.node(f"n{i}", gpus=2) for i in range(4)),
+                *(obj for g in range(6) for obj in _gang(f"j{g}", 1, gpus=1)),
+            ]
+        )
         Scheduler(store, load_config(None), clock, writers=writers).run_once()
         return sorted((br["metadata"]["name"], br["spec"]["selectedNode"]) for br in store.list("bindrequests")[0])
 
@@ -383,8 +440,9 @@ class _SlowBackgroundStore(MemoryStore):
             self.release.wait(10)
         return super().create(obj)
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
-              strategic: bool = False) -> JSON:
+    def patch(
+        self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
+    ) -> JSON:
         if resource == "podgroups":
             self.release.wait(10)
         return super().patch(resource, name, namespace, patch, subresource, strategic=strategic)
@@ -430,7 +488,7 @@ def test_a_cycle_takes_in_its_own_bind_requests_without_waiting_for_the_watch() 
     clock.advance(1)
     started = time.monotonic()
     assert scheduler.run_once().operations == []
-    assert time.monotonic() - started < 2.0         # no wait for the watch (it would give up after 5 s)
+    assert time.monotonic() - started < 2.0  # no wait for the watch (it would give up after 5 s)
     store.lag = 0
-    scheduler.cache.sync()                          # the watch's copy of the same version: taken as is
+    scheduler.cache.sync()  # the watch's copy of the same version: taken as is
     assert scheduler.cache.seen("bindrequests", f"{b.NAMESPACE}/a-0")

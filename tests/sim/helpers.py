@@ -20,8 +20,7 @@ queues:
 """
 
 
-def scenario(jobs: str, *, nodes: int = 1, gpus: int = 4, quota_a: int = 2, quota_b: int = 2,
-             extra: str = "") -> str:
+def scenario(jobs: str, *, nodes: int = 1, gpus: int = 4, quota_a: int = 2, quota_b: int = 2, extra: str = "") -> str:
     """A scenario text: `nodes` nodes of `gpus` GPUs, queues a and b, then `jobs` (YAML list items)."""
     head = (NODES % {"nodes": nodes, "gpus": gpus}) + (QUEUES % {"quota_a": quota_a, "quota_b": quota_b})
     body = "jobs: []\n" if jobs.strip() == "[]" else "jobs:\n" + textwrap.dedent(jobs)

@@ -29,22 +29,24 @@ def _configs(tmp_path: Path) -> tuple[str, str]:
 
 
 def test_a_configuration_compared_with_itself_gives_identical_columns(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, _ = _configs(tmp_path)
     out = _json(capsys, "--compare", a, a)
-    assert list(out) == ["a (A)", "a (B)"]          # one key per replay: neither hides the other
+    assert list(out) == ["a (A)", "a (B)"]  # one key per replay: neither hides the other
     first, second = out.values()
     assert first == second
     assert first["jobs"]["completed"] == first["jobs"]["submitted"] == 27
 
 
 def test_the_second_configuration_of_a_comparison_replays_as_it_does_alone(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = _configs(tmp_path)
     alone = {name: _json(capsys, "--config", path) for name, path in (("a", a), ("b", b))}
     compared = _json(capsys, "--compare", a, b)
     assert compared == alone
-    assert alone["a"] != alone["b"]                 # the two configurations do differ on this scenario
+    assert alone["a"] != alone["b"]  # the two configurations do differ on this scenario
 
 
 def test_clashing_file_names_are_told_apart_by_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

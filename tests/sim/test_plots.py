@@ -64,8 +64,7 @@ def test_legends_of_one_run_do_not_repeat_the_scenario_name(quickstart: replay.R
             legend = ax.get_legend()
             texts = [t.get_text() for t in legend.get_texts()] if legend else []
             assert not any(quickstart.name in t for t in texts), texts
-    compared = replay.Run(**{**{f: getattr(quickstart, f) for f in quickstart.__dataclass_fields__},
-                             "label": "b"})
+    compared = replay.Run(**{**{f: getattr(quickstart, f) for f in quickstart.__dataclass_fields__}, "label": "b"})
     fig = plots.allocation([quickstart, compared])
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert texts[1].startswith("b: ") and not any(quickstart.name in t for t in texts[1:])

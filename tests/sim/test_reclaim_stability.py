@@ -16,7 +16,7 @@ from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim import replay, sources
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hierarchical-org.yaml"
-UNTIL = 2400.0              # 40 minutes: every team has submitted and reclaimed by then
+UNTIL = 2400.0  # 40 minutes: every team has submitted and reclaimed by then
 
 
 @functools.cache
@@ -24,8 +24,11 @@ def _evictions_per_cycle(protects_deserved: bool, *, claims: bool = True) -> tup
     """Evictions of each cycle, and for each evicted job the cycles that evicted it."""
     loaded = sources.load(EXAMPLE, seed=1)
     raw = dict(loaded.config or {})
-    raw["flags"] = {**dict(raw.get("flags") or {}), "reclaim-protects-deserved": protects_deserved,
-                    "pipelined-claims": claims}
+    raw["flags"] = {
+        **dict(raw.get("flags") or {}),
+        "reclaim-protects-deserved": protects_deserved,
+        "pipelined-claims": claims,
+    }
     run = replay.Replay(loaded, load_config(raw), replay.Options(until=UNTIL))
     counts: list[int] = []
     by_job: dict[str, list[int]] = defaultdict(list)
@@ -39,7 +42,7 @@ def _evictions_per_cycle(protects_deserved: bool, *, claims: bool = True) -> tup
         counts.append(len(evicted))
         return result
 
-    run.scheduler.run_once = counted      # type: ignore[method-assign]
+    run.scheduler.run_once = counted  # type: ignore[method-assign]
     run.run()
     return counts, by_job
 
@@ -51,8 +54,8 @@ def _thrashes(by_job: dict[str, list[int]]) -> list[str]:
 
 def test_kai_reclaim_rule_does_not_thrash_on_the_hierarchical_org() -> None:
     counts, by_job = _evictions_per_cycle(protects_deserved=False)
-    assert sum(counts) > 0                                  # reclaim does act in this example
-    assert max(counts) <= 8, counts                         # no cycle evicts more than two 4-pod gangs
+    assert sum(counts) > 0  # reclaim does act in this example
+    assert max(counts) <= 8, counts  # no cycle evicts more than two 4-pod gangs
     assert not _thrashes(by_job)
     protective, _ = _evictions_per_cycle(protects_deserved=True)
     assert sum(counts) <= sum(protective)

@@ -25,7 +25,7 @@ def test_the_report_has_every_plot_and_the_series(tmp_path: Path) -> None:
     for anchor in report.PLOTS:
         assert f"id={anchor}>" in text
     assert text.count("data:image/png;base64,") >= len(report.PLOTS)
-    assert "<script" not in text and "http" not in text.replace("http-equiv", "")   # self-contained
+    assert "<script" not in text and "http" not in text.replace("http-equiv", "")  # self-contained
     with open(tmp_path / "series.csv", encoding="utf-8") as f:
         rows = list(csv.reader(f))
     assert rows[0][:3] == ["time", "allocated_gpus", "allocation_ratio"] and len(rows) > 3
@@ -51,15 +51,32 @@ def test_cli_json_output_has_the_issue_keys(tmp_path: Path, capsys: pytest.Captu
     assert (tmp_path / "r" / "report.html").is_file()
 
 
-def test_cli_compare_puts_two_configurations_side_by_side(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_compare_puts_two_configurations_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario_file = _write(tmp_path, "small.yaml", SMALL)
-    spread = _write(tmp_path, "spread.yaml", "tiers:\n- plugins:\n  - name: proportion\n  - name: nodeplacement\n"
-                                             "    arguments: {gpu: spread}\n")
-    binpack = _write(tmp_path, "binpack.yaml", "tiers:\n- plugins:\n  - name: proportion\n"
-                                               "  - name: nodeplacement\n    arguments: {gpu: binpack}\n")
-    code = main(["simulate", str(scenario_file), "--compare", str(spread), str(binpack), "-o", "json",
-                 "--no-progress", "--out", str(tmp_path / "cmp")])
+    spread = _write(
+        tmp_path,
+        "spread.yaml",
+        "tiers:\n- plugins:\n  - name: proportion\n  - name: nodeplacement\n    arguments: {gpu: spread}\n",
+    )
+    binpack = _write(
+        tmp_path,
+        "binpack.yaml",
+        "tiers:\n- plugins:\n  - name: proportion\n  - name: nodeplacement\n    arguments: {gpu: binpack}\n",
+    )
+    code = main(
+        [
+            "simulate",
+            str(scenario_file),
+            "--compare",
+            str(spread),
+            str(binpack),
+            "-o",
+            "json",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "cmp"),
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"spread", "binpack"} and all(set(v) == JSON_KEYS for v in out.values())
@@ -68,11 +85,14 @@ def test_cli_compare_puts_two_configurations_side_by_side(tmp_path: Path,
     assert (tmp_path / "cmp" / "series-spread.csv").is_file()
 
 
-@pytest.mark.parametrize("args, message", [
-    pytest.param(["simulate"], "kai: simulate: give a scenario FILE", id="nothing to replay"),
-    pytest.param(["simulate", "--trace", "x.csv"], "kai: --trace needs --nodes", id="trace without nodes"),
-    pytest.param(["simulate", "missing.yaml"], "kai: missing.yaml: no such file", id="missing file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(["simulate"], "kai: simulate: give a scenario FILE", id="nothing to replay"),
+        pytest.param(["simulate", "--trace", "x.csv"], "kai: --trace needs --nodes", id="trace without nodes"),
+        pytest.param(["simulate", "missing.yaml"], "kai: missing.yaml: no such file", id="missing file"),
+    ],
+)
 def test_cli_user_errors_are_one_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(args) == 2
     err = capsys.readouterr().err.strip()

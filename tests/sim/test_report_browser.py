@@ -21,11 +21,26 @@ from tests.sim.test_plots import TREE
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
 # Chromium as root, headless, touching no network and no profile of its own.
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1280,900", "--hide-scrollbars")
-TITLES = ["Cluster allocation over time", "Per-queue share vs fair share", "Wait-time distributions",
-          "Node × GPU occupancy", "Fairness over time"]
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,900",
+    "--hide-scrollbars",
+)
+TITLES = [
+    "Cluster allocation over time",
+    "Per-queue share vs fair share",
+    "Wait-time distributions",
+    "Node × GPU occupancy",
+    "Fairness over time",
+]
 FIGURES_JS = """
 return Array.from(document.images).map(img => {
   const figure = img.closest('figure');
@@ -87,7 +102,7 @@ def _not_blank(screenshot: Path) -> None:
     with Image.open(screenshot) as image:
         pixels = image.convert("RGB")
         width, height = pixels.size
-        assert width >= 1000 and height >= 2000, pixels.size         # the whole page, not one screen
+        assert width >= 1000 and height >= 2000, pixels.size  # the whole page, not one screen
         small = pixels.resize((width // 4, height // 4))
         colours = small.getcolors(maxcolors=1 << 20) or []
         inked = sum(count for count, rgb in colours if sum(rgb) < 3 * 235)
@@ -106,7 +121,7 @@ def test_the_report_renders_with_every_plot_under_its_title(browser: Any, tmp_pa
     _not_blank(shot)
     text = browser.find_element("tag name", "body").text
     for name in ("research", "vision", "nlp", "product", "search"):
-        assert name in text                     # the queue table holds the whole tree
+        assert name in text  # the queue table holds the whole tree
 
 
 def test_a_comparison_shows_each_run_under_its_label(browser: Any, tmp_path: Path) -> None:

@@ -18,15 +18,20 @@ node-a,64000,262144,2,T4
 node-b,64000,262144,4,V100M32
 node-c,32000,131072,0,
 """
-PODS = "\n".join([
-    HEADER,
-    "p0,4000,8192,1,1000,,LS,Running,0,400,0",
-    "p1,2000,4096,1,250,,BE,Running,0,250,0",
-    "p2,2000,4096,1,700,,BE,Running,0,250,0",
-    "p3,8000,16384,2,1000,V100M32,LS,Running,0,900,0",
-    "p4,1000,1024,0,0,,Burstable,Running,0,360,0",
-    "p5,2000,4096,1,500,T4,BE,Running,0,250,0",
-]) + "\n"
+PODS = (
+    "\n".join(
+        [
+            HEADER,
+            "p0,4000,8192,1,1000,,LS,Running,0,400,0",
+            "p1,2000,4096,1,250,,BE,Running,0,250,0",
+            "p2,2000,4096,1,700,,BE,Running,0,250,0",
+            "p3,8000,16384,2,1000,V100M32,LS,Running,0,900,0",
+            "p4,1000,1024,0,0,,Burstable,Running,0,360,0",
+            "p5,2000,4096,1,500,T4,BE,Running,0,250,0",
+        ]
+    )
+    + "\n"
+)
 ALLOCATE_ONLY = {"actions": "allocate"}
 
 
@@ -36,13 +41,13 @@ def _files(tmp_path: Path, pods: str = PODS, nodes: str = NODES) -> tuple[str, s
     return str(tmp_path / "pods.csv"), str(tmp_path / "nodes.csv")
 
 
-def _experiment(tmp_path: Path, seed: int, *, until: float = 1.3, per_cycle: int = 2,
-                config: dict[str, object] | None = None) -> saturate.SaturationRun:
+def _experiment(
+    tmp_path: Path, seed: int, *, until: float = 1.3, per_cycle: int = 2, config: dict[str, object] | None = None
+) -> saturate.SaturationRun:
     pods, nodes = _files(tmp_path)
     node_entries = trace.read_nodes(nodes)
     drawn = saturate.draw(trace.read_tasks(pods), 6.0, until, seed)
-    return saturate.Saturation(node_entries, drawn, load_config(config or ALLOCATE_ONLY),
-                               per_cycle=per_cycle).run()
+    return saturate.Saturation(node_entries, drawn, load_config(config or ALLOCATE_ONLY), per_cycle=per_cycle).run()
 
 
 def test_draws_until_the_demand_reaches_the_multiple(tmp_path: Path) -> None:
@@ -62,7 +67,11 @@ def test_a_task_that_does_not_fit_on_arrival_is_withdrawn_and_counted(tmp_path: 
     drawn = saturate.draw(trace.read_tasks(tmp_path / "pods.csv"), 1.0, 1.5, seed=0)
     result = saturate.Saturation(trace.read_nodes(nodes), drawn, load_config(ALLOCATE_ONLY)).run()
     assert [(p.arrived, p.allocated, p.failed) for p in result.points] == [
-        (0.0, 0.0, 0), (0.5, 0.5, 0), (1.0, 1.0, 0), (1.5, 1.0, 1)]
+        (0.0, 0.0, 0),
+        (0.5, 0.5, 0),
+        (1.0, 1.0, 0),
+        (1.5, 1.0, 1),
+    ]
     out = result.to_json()
     assert out["unallocated_gpu_ratio"] == [1.0, 0.5, 0.0, 0.0]
     assert out["unallocated_gpu_ratio_at_full"] == 0.0
@@ -94,9 +103,26 @@ def test_cli_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     pods, nodes = _files(tmp_path)
     config = tmp_path / "allocate.yaml"
     config.write_text('actions: "allocate"\n')
-    code, out, err = run(capsys, "simulate", "--trace", pods, "--nodes", nodes, "--saturate", "--seed", "3",
-                         "--arrivals-per-cycle", "2", "--config", str(config), "-o", "json", "--no-progress",
-                         "--out", str(tmp_path / "report"))
+    code, out, err = run(
+        capsys,
+        "simulate",
+        "--trace",
+        pods,
+        "--nodes",
+        nodes,
+        "--saturate",
+        "--seed",
+        "3",
+        "--arrivals-per-cycle",
+        "2",
+        "--config",
+        str(config),
+        "-o",
+        "json",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "report"),
+    )
     assert code == 0, err
     saturation = json.loads(out)["saturation"]
     assert saturation["arrived"][0] == 0.0 and saturation["arrived"][-1] >= 1.3
@@ -112,20 +138,42 @@ def test_cli_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_cli_compare_puts_both_runs_in_one_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pods, nodes = _files(tmp_path)
     examples = Path(__file__).resolve().parents[2] / "examples" / "config"
-    code, out, err = run(capsys, "simulate", "--trace", pods, "--nodes", nodes, "--saturate", "--no-report",
-                         "--no-progress", "-o", "json", "--compare", str(examples / "gpupack.yaml"),
-                         str(examples / "gpufrag.yaml"))
+    code, out, err = run(
+        capsys,
+        "simulate",
+        "--trace",
+        pods,
+        "--nodes",
+        nodes,
+        "--saturate",
+        "--no-report",
+        "--no-progress",
+        "-o",
+        "json",
+        "--compare",
+        str(examples / "gpupack.yaml"),
+        str(examples / "gpufrag.yaml"),
+    )
     assert code == 0, err
     assert sorted(json.loads(out)) == ["gpufrag", "gpupack"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    pytest.param(["--saturate"], "--saturate needs --trace PODS_CSV and --nodes NODES_CSV", id="no trace"),
-    pytest.param(["--saturate", "--trace", "P", "--nodes", "N", "--sample", "5"],
-                 "--sample does not apply to --saturate", id="sample"),
-    pytest.param(["x.yaml", "--until-demand", "1.1"], "--until-demand and --arrivals-per-cycle go with --saturate",
-                 id="without --saturate"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        pytest.param(["--saturate"], "--saturate needs --trace PODS_CSV and --nodes NODES_CSV", id="no trace"),
+        pytest.param(
+            ["--saturate", "--trace", "P", "--nodes", "N", "--sample", "5"],
+            "--sample does not apply to --saturate",
+            id="sample",
+        ),
+        pytest.param(
+            ["x.yaml", "--until-demand", "1.1"],
+            "--until-demand and --arrivals-per-cycle go with --saturate",
+            id="without --saturate",
+        ),
+    ],
+)
 def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "simulate", *argv, "--no-report")
     assert code != 0

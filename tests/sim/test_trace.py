@@ -31,23 +31,30 @@ def _pods(*rows: str) -> str:
 
 
 def test_every_column_is_read(tmp_path: Path) -> None:
-    pods, nodes = _write(tmp_path, _pods(
-        "p0,4000,8192,1,1000,,LS,Running,100,400,110",          # whole GPU, waited 10 s in the trace
-        "p1,2000,4096,1,250,T4,BE,Running,150,250,150",         # a quarter of a T4
-        "p2,8000,16384,2,1000,V100M16|V100M32|V100M32,LS,Running,200,900,200",
-        "p3,1000,1024,0,0,,Burstable,Pending,300,360,",          # never scheduled in the trace: 60 s
-        "p4,500,512,2,500,,,Running,300,301,300",                # half of each of two GPUs
-    ), )
+    pods, nodes = _write(
+        tmp_path,
+        _pods(
+            "p0,4000,8192,1,1000,,LS,Running,100,400,110",  # whole GPU, waited 10 s in the trace
+            "p1,2000,4096,1,250,T4,BE,Running,150,250,150",  # a quarter of a T4
+            "p2,8000,16384,2,1000,V100M16|V100M32|V100M32,LS,Running,200,900,200",
+            "p3,1000,1024,0,0,,Burstable,Pending,300,360,",  # never scheduled in the trace: 60 s
+            "p4,500,512,2,500,,,Running,300,301,300",  # half of each of two GPUs
+        ),
+    )
     loaded = trace.load(pods, nodes, time_scale=0.5)
     node = {o["metadata"]["name"]: o for o in loaded.objects if o["kind"] == "Node"}
     assert node["node-a"]["metadata"]["labels"][trace.GPU_MODEL_LABEL] == "T4"
-    assert node["node-a"]["status"]["allocatable"] == {"cpu": "64000m", "memory": "262144Mi",
-                                                       "nvidia.com/gpu": "2", "pods": "110"}
+    assert node["node-a"]["status"]["allocatable"] == {
+        "cpu": "64000m",
+        "memory": "262144Mi",
+        "nvidia.com/gpu": "2",
+        "pods": "110",
+    }
     assert node["node-b"]["metadata"]["labels"]["nvidia.com/gpu.memory"] == "32768"
     assert trace.GPU_MODEL_LABEL not in node["node-c"]["metadata"]["labels"]
     jobs = {j.name: j for j in loaded.jobs}
     assert {n: (j.queue, j.submit_at, j.duration) for n, j in jobs.items()} == {
-        "p0": ("ls", 0.0, 145.0),           # arrivals from the first creation_time; times × 0.5
+        "p0": ("ls", 0.0, 145.0),  # arrivals from the first creation_time; times × 0.5
         "p1": ("be", 25.0, 50.0),
         "p2": ("ls", 50.0, 350.0),
         "p3": ("burstable", 100.0, 30.0),
@@ -60,18 +67,26 @@ def test_every_column_is_read(tmp_path: Path) -> None:
     assert pod["p1"]["metadata"]["labels"][trace.QOS_LABEL] == "BE"
     terms = pod["p2"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"] == [
-        {"key": trace.GPU_MODEL_LABEL, "operator": "In", "values": ["V100M16", "V100M32"]}]
+        {"key": trace.GPU_MODEL_LABEL, "operator": "In", "values": ["V100M16", "V100M32"]}
+    ]
     assert pod["p4"]["metadata"]["annotations"]["gpu-fraction-num-devices"] == "2"
     assert {q["metadata"]["name"] for q in loaded.objects if q["kind"] == "Queue"} == {
-        "be", "burstable", "default", "ls"}
+        "be",
+        "burstable",
+        "default",
+        "ls",
+    }
 
 
 def test_the_replay_honours_gpu_models(tmp_path: Path) -> None:
-    pods, nodes = _write(tmp_path, _pods(
-        "p0,1000,1024,2,1000,V100M32,LS,Running,0,100,0",
-        "p1,1000,1024,1,1000,T4,LS,Running,0,100,0",
-        "p2,1000,1024,1,1000,A10,LS,Running,0,100,0",          # no A10 in this cluster
-    ))
+    pods, nodes = _write(
+        tmp_path,
+        _pods(
+            "p0,1000,1024,2,1000,V100M32,LS,Running,0,100,0",
+            "p1,1000,1024,1,1000,T4,LS,Running,0,100,0",
+            "p2,1000,1024,1,1000,A10,LS,Running,0,100,0",  # no A10 in this cluster
+        ),
+    )
     result = replay.Replay(trace.load(pods, nodes), load_config(None)).run()
     assert result.summary.never_scheduled == ["default/p2"]
     assert result.summary.completed == 2
@@ -93,41 +108,61 @@ def test_sample_is_a_window_of_arrivals_so_the_arrival_rate_stays(tmp_path: Path
     for seed in range(5):
         jobs = trace.load(pods, nodes, sample=100, seed=seed).jobs
         assert len(jobs) == 100
-        assert max(j.submit_at for j in jobs) <= 100 * 86400 * 30 / 330 + 100   # not 30 days + 300 s
+        assert max(j.submit_at for j in jobs) <= 100 * 86400 * 30 / 330 + 100  # not 30 days + 300 s
         numbers = [int(j.name[1:]) + (30 if j.name[0] == "d" else 0) for j in jobs]
-        assert numbers == list(range(numbers[0], numbers[0] + 100))            # consecutive arrivals
+        assert numbers == list(range(numbers[0], numbers[0] + 100))  # consecutive arrivals
 
 
 def test_the_note_says_what_was_replayed_and_how_loaded_the_cluster_is(tmp_path: Path) -> None:
-    pods, nodes = _write(tmp_path, _pods(
-        "p0,1000,1024,1,1000,,LS,Running,0,7200,0",
-        "p1,1000,1024,1,500,,LS,Running,3600,5400,3600",        # overlaps p0: 1.5 GPUs at once
-        "p2,1000,1024,2,1000,,LS,Running,7200,9000,7200",       # starts as p0 ends: 2 at once
-    ))
+    pods, nodes = _write(
+        tmp_path,
+        _pods(
+            "p0,1000,1024,1,1000,,LS,Running,0,7200,0",
+            "p1,1000,1024,1,500,,LS,Running,3600,5400,3600",  # overlaps p0: 1.5 GPUs at once
+            "p2,1000,1024,2,1000,,LS,Running,7200,9000,7200",  # starts as p0 ends: 2 at once
+        ),
+    )
     notes: list[str] = []
     trace.load(pods, nodes, time_scale=0.5, note=notes.append)
-    assert notes == ["3 trace tasks arriving over 1h00m; at most 2 GPUs asked for at once, 20 % of the 10 GPUs "
-                     "of the nodes"]
+    assert notes == [
+        "3 trace tasks arriving over 1h00m; at most 2 GPUs asked for at once, 20 % of the 10 GPUs of the nodes"
+    ]
     trace.load(pods, nodes, sample=2, seed=0, note=notes.append)
     assert notes[-1].startswith("2 of 3 trace tasks arriving over ")
 
 
-@pytest.mark.parametrize("seconds, text", [(0, "0s"), (59.6, "1m00s"), (250, "4m10s"), (11190, "3h06m"),
-                                           (37 * 86400 + 7300, "37d02h")])
+@pytest.mark.parametrize(
+    "seconds, text", [(0, "0s"), (59.6, "1m00s"), (250, "4m10s"), (11190, "3h06m"), (37 * 86400 + 7300, "37d02h")]
+)
 def test_spans_read_as_days_hours_minutes(seconds: float, text: str) -> None:
     assert describe_duration(seconds) == text
 
 
-@pytest.mark.parametrize("pods, message", [
-    pytest.param("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,0,0\n",
-                 "pods.csv:1: missing column 'creation_time'", id="missing column"),
-    pytest.param(_pods("p0,4000,8192,1,1000,,LS,Running,100,4x0,110"),
-                 "pods.csv:2:10: deletion_time: expected a number, got '4x0'", id="non-numeric"),
-    pytest.param(_pods("p0,4000,8192,1,1000,,LS,Running,0,10,0", "p1,1,1,0,0,,LS,Running,100,50,90"),
-                 "pods.csv:3:10: deletion_time: negative duration: 50 is before scheduled_time 90", id="negative"),
-    pytest.param(_pods("p0,-5,8192,1,1000,,LS,Running,0,10,0"),
-                 "pods.csv:2:2: cpu_milli: must not be negative", id="negative amount"),
-])
+@pytest.mark.parametrize(
+    "pods, message",
+    [
+        pytest.param(
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,0,0\n",
+            "pods.csv:1: missing column 'creation_time'",
+            id="missing column",
+        ),
+        pytest.param(
+            _pods("p0,4000,8192,1,1000,,LS,Running,100,4x0,110"),
+            "pods.csv:2:10: deletion_time: expected a number, got '4x0'",
+            id="non-numeric",
+        ),
+        pytest.param(
+            _pods("p0,4000,8192,1,1000,,LS,Running,0,10,0", "p1,1,1,0,0,,LS,Running,100,50,90"),
+            "pods.csv:3:10: deletion_time: negative duration: 50 is before scheduled_time 90",
+            id="negative",
+        ),
+        pytest.param(
+            _pods("p0,-5,8192,1,1000,,LS,Running,0,10,0"),
+            "pods.csv:2:2: cpu_milli: must not be negative",
+            id="negative amount",
+        ),
+    ],
+)
 def test_bad_trace_files_are_one_line_errors(tmp_path: Path, pods: str, message: str) -> None:
     paths = _write(tmp_path, pods)
     with pytest.raises(trace.TraceError) as err:
@@ -146,8 +181,13 @@ def test_bad_node_file(tmp_path: Path) -> None:
 def test_the_real_trace_where_it_lies() -> None:
     with pytest.raises(trace.TraceError, match=r"openb_pod_list_multigpu50\.csv:1: missing column 'creation_time'"):
         trace.load(TRACES / "openb_pod_list_multigpu50.csv", TRACES / "openb_node_list_gpu_node.csv")
-    loaded = trace.load(TRACES / "openb_pod_list_gpuspec33.csv", TRACES / "openb_node_list_all_node.csv",
-                        sample=40, seed=2, time_scale=0.001)
+    loaded = trace.load(
+        TRACES / "openb_pod_list_gpuspec33.csv",
+        TRACES / "openb_node_list_all_node.csv",
+        sample=40,
+        seed=2,
+        time_scale=0.001,
+    )
     assert len(loaded.jobs) == 40
     assert sum(1 for o in loaded.objects if o["kind"] == "Node") == 1523
     result = replay.Replay(loaded, load_config(None)).run()
@@ -157,8 +197,13 @@ def test_the_real_trace_where_it_lies() -> None:
 @pytest.mark.skipif(not TRACES.is_dir(), reason=f"the shared trace is not at {TRACES}")
 def test_a_sample_of_the_real_trace_spans_days_not_its_37_days_and_says_it_is_light() -> None:
     notes: list[str] = []
-    loaded = trace.load(TRACES / "openb_pod_list_default.csv", TRACES / "openb_node_list_all_node.csv",
-                        sample=500, seed=0, note=notes.append)
+    loaded = trace.load(
+        TRACES / "openb_pod_list_default.csv",
+        TRACES / "openb_node_list_all_node.csv",
+        sample=500,
+        seed=0,
+        note=notes.append,
+    )
     assert len(loaded.jobs) == 500
     assert max(j.submit_at for j in loaded.jobs) < 7 * 86400
     assert "500 of 8152 trace tasks" in notes[0] and "lightly loaded" in notes[0]

@@ -55,8 +55,8 @@ from kai_scheduler.store.interface import (
 )
 from kai_scheduler.store.memory import MemoryStore
 
-_TICK = 0.02   # how often a watch loop looks at faults and bookmarks
-DROP, EXPIRE, BOOKMARK = 0, 1, 2   # indexes of the watch marks: counters an open watch acts on when they move
+_TICK = 0.02  # how often a watch loop looks at faults and bookmarks
+DROP, EXPIRE, BOOKMARK = 0, 1, 2  # indexes of the watch marks: counters an open watch acts on when they move
 Marks = tuple[int, int, int]
 
 
@@ -66,7 +66,7 @@ class Recorded:
     path: str
     query: dict[str, str]
     headers: dict[str, str]
-    at: float   # time.monotonic() on arrival
+    at: float  # time.monotonic() on arrival
 
     @property
     def is_watch(self) -> bool:
@@ -82,23 +82,34 @@ class Route:
 
 
 class HttpError(Exception):
-    def __init__(self, code: int, reason: str, message: str, details: JSON | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, code: int, reason: str, message: str, details: JSON | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.details, self.headers = details, headers or {}
 
     def status(self) -> JSON:
-        body: JSON = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                      "message": self.message, "reason": self.reason, "code": self.code}
+        body: JSON = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
         if self.details is not None:
             body["details"] = self.details
         return body
 
 
 _FROM_STORE: list[tuple[type[StoreError], int, str]] = [
-    (NotFound, 404, "NotFound"), (AlreadyExists, 409, "AlreadyExists"), (Conflict, 409, "Conflict"),
-    (Gone, 410, "Expired"), (Invalid, 422, "Invalid"),
+    (NotFound, 404, "NotFound"),
+    (AlreadyExists, 409, "AlreadyExists"),
+    (Conflict, 409, "Conflict"),
+    (Gone, 410, "Expired"),
+    (Invalid, 422, "Invalid"),
 ]
 
 
@@ -166,14 +177,15 @@ class MockApiServer:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self._marks: list[int] = [0, 0, 0]
-        self._watches: dict[int, Marks] = {}   # open watch → the marks it has acted on
+        self._watches: dict[int, Marks] = {}  # open watch → the marks it has acted on
         self._watched = threading.Condition(self.lock)
         self._tokens = itertools.count(1)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
-        self._httpd.mock = self   # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="mock-apiserver",
-                                        daemon=True)
+        self._httpd.mock = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="mock-apiserver", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -216,8 +228,18 @@ class MockApiServer:
             faults = self.state.faults
             faults.throttled, faults.retry_after, faults.throttle_watches = count, retry_after, watches
 
-    def refuse(self, method: str, path: str, code: int, reason: str, message: str, *, details: JSON | None = None,
-               headers: dict[str, str] | None = None, count: int = -1) -> Refusal:
+    def refuse(
+        self,
+        method: str,
+        path: str,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: JSON | None = None,
+        headers: dict[str, str] | None = None,
+        count: int = -1,
+    ) -> Refusal:
         """Answer `method` requests whose URL path matches the regular expression `path` with a Status of this
         code, reason, message and details (and these headers), `count` times (-1: until `reset`). The
         returned Refusal counts the requests it `answered`."""
@@ -253,7 +275,8 @@ class MockApiServer:
             self._marks[index] += 1
             value, open_now = self._marks[index], list(self._watches)
             done = self._watched.wait_for(
-                lambda: all(self._watches.get(w, (value,) * 3)[index] >= value for w in open_now), 5.0)
+                lambda: all(self._watches.get(w, (value,) * 3)[index] >= value for w in open_now), 5.0
+            )
         if not done:
             raise TimeoutError("open watches did not act on the fault within 5 s")
 
@@ -299,8 +322,13 @@ class MockApiServer:
                 faults.throttled -= 1
                 retry = {"Retry-After": faults.retry_after} if faults.retry_after is not None else {}
                 seconds = faults.retry_after if (faults.retry_after or "").isdigit() else "0"
-                raise HttpError(429, "TooManyRequests", "Too many requests, please try again later.",
-                                {"retryAfterSeconds": int(seconds or 0)}, retry)
+                raise HttpError(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                    {"retryAfterSeconds": int(seconds or 0)},
+                    retry,
+                )
             for refusal in faults.refusals:
                 if refusal.matches(method, path):
                     refusal.answered += 1
@@ -322,8 +350,12 @@ class MockApiServer:
                 self.state.faults.continue_expiries -= 1
                 snapshot = None
         if snapshot is None:
-            raise HttpError(410, "Expired", "The provided continue parameter is too old to display a "
-                            "consistent list result. You can start a new list without the continue parameter.")
+            raise HttpError(
+                410,
+                "Expired",
+                "The provided continue parameter is too old to display a "
+                "consistent list result. You can start a new list without the continue parameter.",
+            )
         return snapshot
 
 
@@ -339,25 +371,27 @@ def route(path: str) -> Route:
     namespace = None
     if len(rest) >= 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
-    res = next((r for r in RESOURCES.values() if r.path_name == rest[0] and r.api_version == api_version),
-               None) if rest else None
-    if res is None or res.api_version != api_version or (namespace is not None and not res.namespaced) \
-            or len(rest) > 3:
+    res = (
+        next((r for r in RESOURCES.values() if r.path_name == rest[0] and r.api_version == api_version), None)
+        if rest
+        else None
+    )
+    if res is None or res.api_version != api_version or (namespace is not None and not res.namespaced) or len(rest) > 3:
         raise HttpError(404, "NotFound", f"the server could not find the requested resource ({path})")
     return Route(res, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True   # headers and body are separate writes: no 40 ms delayed-ACK stalls
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stalls
     server: ThreadingHTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:   # quiet
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
     @property
     def mock(self) -> MockApiServer:
-        return self.server.mock   # type: ignore[attr-defined,no-any-return]
+        return self.server.mock  # type: ignore[attr-defined,no-any-return]
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -414,7 +448,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fail:
             raise HttpError(faults.watch_failure_code, "ServiceUnavailable", "the server is not ready")
         stream = _WatchFeed(state.memory, where, query)
-        first = stream.start()   # raises Gone as HTTP 410 only when the server is set to
+        first = stream.start()  # raises Gone as HTTP 410 only when the server is set to
         if isinstance(first, Gone) and mock.gone_as_status:
             raise http_error(first)
         self.send_response(200)
@@ -447,7 +481,7 @@ class _Handler(BaseHTTPRequestHandler):
                 with contextlib.suppress(OSError):
                     self.connection.shutdown(socket.SHUT_RDWR)
                 raise _Dropped
-            if now[EXPIRE] != marks[EXPIRE]:   # what happened before the expiry is sent first
+            if now[EXPIRE] != marks[EXPIRE]:  # what happened before the expiry is sent first
                 for event in stream.poll(0):
                     self._chunk(orjson.dumps(event))
                 self._chunk(_error_event(Gone("too old resource version (compacted)")))
@@ -552,8 +586,9 @@ def _error_event(err: StoreError) -> bytes:
 # --- non-watch requests ---
 
 
-def _answer(mock: MockApiServer, method: str, where: Route, query: dict[str, str], body: bytes,
-            content_type: str) -> tuple[int, JSON | bytes]:
+def _answer(
+    mock: MockApiServer, method: str, where: Route, query: dict[str, str], body: bytes, content_type: str
+) -> tuple[int, JSON | bytes]:
     memory, res = mock.state.memory, where.res
     doc = _body(body) if body else None
     if not where.name:
@@ -592,15 +627,14 @@ def _list(mock: MockApiServer, where: Route, query: dict[str, str]) -> bytes:
     token = query.get("continue", "")
     snapshot = mock.take_continue(token) if token else _snapshot(mock, where, query)
     end = snapshot.offset + limit if limit > 0 else len(snapshot.items)
-    page = snapshot.items[snapshot.offset:end]
+    page = snapshot.items[snapshot.offset : end]
     meta: JSON = {"resourceVersion": snapshot.version}
     if end < len(snapshot.items):
         meta["continue"] = mock.new_continue(_Snapshot(snapshot.items, snapshot.version, end))
         meta["remainingItemCount"] = len(snapshot.items) - end
     res = where.res
     items = [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")} for item in page]
-    return orjson.dumps({"apiVersion": res.api_version, "kind": f"{res.kind}List", "metadata": meta,
-                         "items": items})
+    return orjson.dumps({"apiVersion": res.api_version, "kind": f"{res.kind}List", "metadata": meta, "items": items})
 
 
 def _snapshot(mock: MockApiServer, where: Route, query: dict[str, str]) -> _Snapshot:
@@ -628,11 +662,15 @@ def _pod_subresource(mock: MockApiServer, where: Route, sub: str, doc: JSON) -> 
         return _success()
     if doc.get("kind") != "Eviction" or doc.get("apiVersion") not in ("policy/v1", "policy/v1beta1"):
         raise HttpError(400, "BadRequest", "a policy/v1 Eviction is expected")
-    mock.state.memory.get("pods", where.name, namespace)   # NotFound first, as the server
+    mock.state.memory.get("pods", where.name, namespace)  # NotFound first, as the server
     blocked = mock.state.faults.evictions_blocked
     if blocked:
-        raise HttpError(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.",
-                        {"causes": [{"reason": "DisruptionBudget", "type": "DisruptionBudget", "message": blocked}]})
+        raise HttpError(
+            429,
+            "TooManyRequests",
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+            {"causes": [{"reason": "DisruptionBudget", "type": "DisruptionBudget", "message": blocked}]},
+        )
     mock.state.memory.evict(namespace, where.name)
     return _success()
 
@@ -647,8 +685,11 @@ def _for_write(where: Route, doc: JSON | None) -> JSON:
         if not where.namespace:
             raise HttpError(404, "NotFound", f"{where.res.plural} are created inside a namespace")
         if meta.get("namespace") and meta["namespace"] != where.namespace:
-            raise HttpError(400, "BadRequest", "the namespace of the provided object does not match the "
-                            "namespace sent on the request")
+            raise HttpError(
+                400,
+                "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
         obj["metadata"] = {**meta, "namespace": where.namespace}
     return obj
 
@@ -681,9 +722,13 @@ def _success() -> JSON:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--load", help="a file of JSON objects, one a line, created before serving")
-    parser.add_argument("--bookmark-interval", type=float, default=5.0,
-                        help="seconds between BOOKMARK events on open watches, as a real server sends them so that "
-                             "watchers of quiet kinds keep a fresh resourceVersion (0: none)")
+    parser.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=5.0,
+        help="seconds between BOOKMARK events on open watches, as a real server sends them so that "
+        "watchers of quiet kinds keep a fresh resourceVersion (0: none)",
+    )
     args = parser.parse_args(argv)
     memory = MemoryStore(SystemClock())
     if args.load:
@@ -691,9 +736,8 @@ def main(argv: list[str] | None = None) -> None:
             memory.add_many(orjson.loads(line) for line in lines if line.strip())
     with MockApiServer(memory, bookmark_interval=args.bookmark_interval or None) as server:
         print(server.url, flush=True)
-        sys.stdin.read()   # serve until the parent closes our stdin
+        sys.stdin.read()  # serve until the parent closes our stdin
 
 
 if __name__ == "__main__":
     main()
-

@@ -51,7 +51,7 @@ def test_list_pages_through_the_collection_at_one_version(kube_server: MockApiSe
     kube_server.memory.add_many([pod(f"p{i:04d}") for i in range(1234)])
     items, version = make_store(page_size=100).list("pods")
     assert names(items) == [f"p{i:04d}" for i in range(1234)]
-    assert all(o["kind"] == "Pod" and o["apiVersion"] == "v1" for o in items)   # list items lack them
+    assert all(o["kind"] == "Pod" and o["apiVersion"] == "v1" for o in items)  # list items lack them
     pages = kube_server.list_requests()
     assert len(pages) == 13
     assert all(p.query["limit"] == "100" for p in pages)
@@ -81,14 +81,12 @@ def test_an_expired_continue_token_restarts_the_list(kube_server: MockApiServer,
     assert [("continue" in p.query) for p in kube_server.list_requests()] == [False, True, False, True, True]
 
 
-def test_a_list_whose_continue_token_keeps_expiring_is_gone(
-    kube_server: MockApiServer, make_store: MakeStore
-) -> None:
+def test_a_list_whose_continue_token_keeps_expiring_is_gone(kube_server: MockApiServer, make_store: MakeStore) -> None:
     kube_server.memory.add_many([pod(f"p{i}") for i in range(25)])
     kube_server.expire_continues(100)
     with pytest.raises(Gone, match="continue parameter is too old"):
         make_store(page_size=10).list("pods")
-    assert len(kube_server.list_requests()) == 8   # four attempts of two pages
+    assert len(kube_server.list_requests()) == 8  # four attempts of two pages
 
 
 @pytest.mark.parametrize(
@@ -96,13 +94,17 @@ def test_a_list_whose_continue_token_keeps_expiring_is_gone(
     [
         pytest.param(None, "", id="none"),
         pytest.param("  a=b ", "a=b", id="a string is sent as given"),
-        pytest.param(LabelSelector(match_labels=(("app", "x"), ("tier", "web"))), "app=x,tier=web",
-                     id="matchLabels"),
-        pytest.param(LabelSelector(requirements=(Requirement("gpu", "Exists"), Requirement("spot", "DoesNotExist"))),
-                     "gpu,!spot", id="existence"),
-        pytest.param(LabelSelector(requirements=(Requirement("zone", "In", ("a", "b")),
-                                                 Requirement("rack", "NotIn", ("r1",)))),
-                     "zone in (a,b),rack notin (r1)", id="sets"),
+        pytest.param(LabelSelector(match_labels=(("app", "x"), ("tier", "web"))), "app=x,tier=web", id="matchLabels"),
+        pytest.param(
+            LabelSelector(requirements=(Requirement("gpu", "Exists"), Requirement("spot", "DoesNotExist"))),
+            "gpu,!spot",
+            id="existence",
+        ),
+        pytest.param(
+            LabelSelector(requirements=(Requirement("zone", "In", ("a", "b")), Requirement("rack", "NotIn", ("r1",)))),
+            "zone in (a,b),rack notin (r1)",
+            id="sets",
+        ),
     ],
 )
 def test_label_selectors_in_query_form(selector: Selector, want: str) -> None:
@@ -123,7 +125,7 @@ def test_managed_fields_are_dropped_from_answers(kube_server: MockApiServer, mak
     assert "managedFields" not in store.get("pods", "p", "team-a")["metadata"]
     assert "managedFields" not in store.list("pods")[0][0]["metadata"]
     assert "managedFields" not in next(store.watch("pods", since)).object["metadata"]
-    assert kube_server.memory.get("pods", "p", "team-a")["metadata"]["managedFields"]   # the server keeps them
+    assert kube_server.memory.get("pods", "p", "team-a")["metadata"]["managedFields"]  # the server keeps them
 
 
 # --- writes and errors ---
@@ -162,7 +164,7 @@ def test_a_stale_update_is_a_conflict_with_the_servers_message(make_store: MakeS
     with pytest.raises(Conflict, match=r"resourceVersion \d+ is stale") as caught:
         store.update(stale)
     assert caught.value.reason == "Conflict"
-    assert str(caught.value).startswith("update PodGroup team-a/pg: ")   # the request and its object
+    assert str(caught.value).startswith("update PodGroup team-a/pg: ")  # the request and its object
 
 
 def test_an_eviction_a_disruption_budget_refuses_is_blocked_and_not_retried(
@@ -186,20 +188,29 @@ def test_an_eviction_a_disruption_budget_refuses_is_blocked_and_not_retried(
 @pytest.mark.parametrize(
     "code, body, want, reason",
     [
-        pytest.param(404, {"reason": "NotFound", "message": "pods \"x\" not found"}, NotFound, "NotFound",
-                     id="404"),
-        pytest.param(409, {"reason": "AlreadyExists", "message": "exists"}, AlreadyExists, "AlreadyExists",
-                     id="409 AlreadyExists"),
+        pytest.param(404, {"reason": "NotFound", "message": 'pods "x" not found'}, NotFound, "NotFound", id="404"),
+        pytest.param(
+            409,
+            {"reason": "AlreadyExists", "message": "exists"},
+            AlreadyExists,
+            "AlreadyExists",
+            id="409 AlreadyExists",
+        ),
         pytest.param(409, {"reason": "Conflict", "message": "modified"}, Conflict, "Conflict", id="409 Conflict"),
         pytest.param(410, {"reason": "Expired", "message": "too old"}, Gone, "Gone", id="410"),
         pytest.param(422, {"reason": "Invalid", "message": "bad"}, Invalid, "Invalid", id="422"),
         pytest.param(400, {"reason": "BadRequest", "message": "bad"}, Invalid, "Invalid", id="400"),
-        pytest.param(429, {"reason": "TooManyRequests", "message": "slow"}, Throttled, "TooManyRequests",
-                     id="429"),
-        pytest.param(503, {"reason": "ServiceUnavailable", "message": "down"}, Unavailable, "ServiceUnavailable",
-                     id="503"),
-        pytest.param(403, {"reason": "Forbidden", "message": "cannot list pods"}, StoreError, "Forbidden",
-                     id="403 keeps the Status reason"),
+        pytest.param(429, {"reason": "TooManyRequests", "message": "slow"}, Throttled, "TooManyRequests", id="429"),
+        pytest.param(
+            503, {"reason": "ServiceUnavailable", "message": "down"}, Unavailable, "ServiceUnavailable", id="503"
+        ),
+        pytest.param(
+            403,
+            {"reason": "Forbidden", "message": "cannot list pods"},
+            StoreError,
+            "Forbidden",
+            id="403 keeps the Status reason",
+        ),
         pytest.param(500, {"message": "boom"}, StoreError, "InternalError", id="500"),
     ],
 )
@@ -234,8 +245,11 @@ def test_throttled_requests_are_retried_after_the_servers_delay(
 
 @pytest.mark.parametrize(
     "retry_after, want",
-    [pytest.param(None, 1.0, id="absent: one second"), pytest.param("120", 30.0, id="capped"),
-     pytest.param("soon", 1.0, id="not seconds")],
+    [
+        pytest.param(None, 1.0, id="absent: one second"),
+        pytest.param("120", 30.0, id="capped"),
+        pytest.param("soon", 1.0, id="not seconds"),
+    ],
 )
 def test_retry_after_is_read_with_a_default_and_a_cap(
     kube_server: MockApiServer, make_store: MakeStore, retry_after: str | None, want: float
@@ -263,7 +277,7 @@ def test_the_rate_limit_spaces_requests_after_the_burst(kube_server: MockApiServ
     store = make_store(timing, qps=10, burst=2)
     for i in range(5):
         store.create(pod(f"p{i}"))
-    assert timing.sleeps == [0.1, 0.1, 0.1]   # two at once, then one every 1/qps
+    assert timing.sleeps == [0.1, 0.1, 0.1]  # two at once, then one every 1/qps
     assert len(kube_server.requests) == 5
 
 
@@ -272,7 +286,7 @@ def test_token_bucket_refills_up_to_the_burst() -> None:
     limiter = RateLimiter(qps=4, burst=3, timing=timing)
     waits = [limiter.acquire() for _ in range(5)]
     assert waits == [0.0, 0.0, 0.0, 0.25, 0.25]
-    timing.t += 10.0   # idle: the bucket refills, but only to `burst`
+    timing.t += 10.0  # idle: the bucket refills, but only to `burst`
     assert [limiter.acquire() for _ in range(4)] == [0.0, 0.0, 0.0, 0.25]
 
 
@@ -289,7 +303,7 @@ def test_concurrent_callers_are_spaced_in_arrival_order() -> None:
             waits.append(round(wait, 6))
 
     # With a frozen clock each new reservation waits one more interval than the last.
-    timing.sleep = lambda seconds, interrupt=None: None   # type: ignore[method-assign]
+    timing.sleep = lambda seconds, interrupt=None: None  # type: ignore[method-assign]
     threads = [threading.Thread(target=call) for _ in range(4)]
     for t in threads:
         t.start()
@@ -346,9 +360,7 @@ def write_kubeconfig(path: Path, url: str, current: str) -> str:
     return str(path)
 
 
-def test_a_kubeconfig_file_and_context_configure_server_and_token(
-    kube_server: MockApiServer, tmp_path: Path
-) -> None:
+def test_a_kubeconfig_file_and_context_configure_server_and_token(kube_server: MockApiServer, tmp_path: Path) -> None:
     config = write_kubeconfig(tmp_path / "config", kube_server.url, current="nowhere-ctx")
     with KubeStore.connect(config, context="mock-ctx") as store:
         store.create(pod("p"))
@@ -380,12 +392,10 @@ def test_a_missing_kubeconfig_is_a_configuration_error(tmp_path: Path, monkeypat
         KubeStore.connect(str(tmp_path / "nope"))
 
 
-def test_inside_a_pod_the_service_account_is_used(
-    kube_server: MockApiServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_inside_a_pod_the_service_account_is_used(kube_server: MockApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
     loaded: list[Configuration] = []
 
-    def load_incluster_config(client_configuration: Configuration) -> None:   # the client's loader, faked
+    def load_incluster_config(client_configuration: Configuration) -> None:  # the client's loader, faked
         client_configuration.host = kube_server.url
         client_configuration.api_key = {"authorization": "Bearer sa-token"}
         loaded.append(client_configuration)

@@ -80,9 +80,7 @@ def test_the_cache_keeps_up_over_one_watch(kube_server: MockApiServer, make_stor
     assert len(kube_server.list_requests()) == 1
 
 
-def test_a_dropped_connection_reconnects_from_the_last_event(
-    kube_server: MockApiServer, make_store: MakeStore
-) -> None:
+def test_a_dropped_connection_reconnects_from_the_last_event(kube_server: MockApiServer, make_store: MakeStore) -> None:
     store = make_store()
     _, version = store.list("pods")
     assert collect(store, version, 0) == []
@@ -104,7 +102,7 @@ def test_a_server_timeout_ends_the_request_and_the_stream_goes_on(
     store = make_store(watch_timeout_seconds=1)
     _, version = store.list("pods")
     assert collect(store, version, 0) == []
-    eventually(lambda: len(kube_server.watch_requests()) >= 2, timeout=3.0)   # the server ended the first
+    eventually(lambda: len(kube_server.watch_requests()) >= 2, timeout=3.0)  # the server ended the first
     store.create(pod("late"))
     assert summary(collect(store, version, 1)) == [("ADDED", "late")]
 
@@ -120,7 +118,7 @@ def test_failed_watch_requests_back_off_exponentially_and_reset_after_success(
     assert summary(collect(store, version, 1)) == [("ADDED", "p1")]
     assert timing.sleeps == [0.5, 1.0, 2.0, 4.0]
     assert len(kube_server.watch_requests()) == 5
-    kube_server.drop_watches()   # a working connection that breaks starts the backoff over
+    kube_server.drop_watches()  # a working connection that breaks starts the backoff over
     eventually(lambda: len(kube_server.watch_requests()) == 6)
     assert timing.sleeps == [0.5, 1.0, 2.0, 4.0, 0.5]
 
@@ -136,7 +134,7 @@ def test_a_version_older_than_the_servers_history_is_gone(
     for i in range(1, 5):
         store.create(pod(f"p{i}"))
     with pytest.raises(Gone, match=r"too old resource version|predates the kept history"):
-        store.watch("pods", first["metadata"]["resourceVersion"])   # at the call, not on iteration
+        store.watch("pods", first["metadata"]["resourceVersion"])  # at the call, not on iteration
 
 
 def test_gone_on_an_open_watch_comes_after_the_events_before_it(
@@ -146,52 +144,50 @@ def test_gone_on_an_open_watch_comes_after_the_events_before_it(
     _, version = store.list("pods")
     assert collect(store, version, 0) == []
     store.create(pod("p1"))
-    kube_server.expire_watches()   # sends what came before, then ERROR 410
+    kube_server.expire_watches()  # sends what came before, then ERROR 410
     assert summary(list(store.watch("pods", version, timeout=1.0))) == [("ADDED", "p1")]
     position = kube_server.memory.get("pods", "p1", "team-a")["metadata"]["resourceVersion"]
     with pytest.raises(Gone, match="too old resource version"):
         store.watch("pods", position, timeout=1.0)
     store.create(pod("p2"))
-    assert summary(collect(store, position, 1)) == [("ADDED", "p2")]   # a fresh stream from the same place
+    assert summary(collect(store, position, 1)) == [("ADDED", "p2")]  # a fresh stream from the same place
 
 
 def test_the_cache_relists_when_its_watch_is_gone(kube_server: MockApiServer, make_store: MakeStore) -> None:
     cache = ObjectCache(make_store(), ["pods"])
     kube_server.memory.create(pod("p1"))
-    cache.sync()   # LIST
-    cache.sync()   # opens the watch
+    cache.sync()  # LIST
+    cache.sync()  # opens the watch
     kube_server.expire_watches()
     kube_server.memory.create(pod("p2"))
     eventually(lambda: synced_names(cache) == ["p1", "p2"])
-    assert len(kube_server.list_requests()) == 2   # the first LIST and the relist after Gone
+    assert len(kube_server.list_requests()) == 2  # the first LIST and the relist after Gone
 
 
 def test_bookmarks_move_the_version_forward(kube_server: MockApiServer, make_store: MakeStore) -> None:
     store = make_store()
     _, version = store.list("pods")
     assert collect(store, version, 0) == []
-    other = store.create(podgroup("pg"))   # moves the server's version, not the pods'
+    other = store.create(podgroup("pg"))  # moves the server's version, not the pods'
     eventually(lambda: len(kube_server.watch_requests()) == 1)
     kube_server.send_bookmarks()
     marks = collect(store, version, 1)
     assert [e.type for e in marks] == ["BOOKMARK"]
     mark = marks[0].object["metadata"]["resourceVersion"]
     assert int(mark) >= int(other["metadata"]["resourceVersion"]) > int(version)
-    kube_server.drop_watches()   # the reconnect resumes from the bookmark, not from the last pod event
+    kube_server.drop_watches()  # the reconnect resumes from the bookmark, not from the last pod event
     store.create(pod("p"))
     assert summary(collect(store, mark, 1)) == [("ADDED", "p")]
     assert [r.query["resourceVersion"] for r in kube_server.watch_requests()] == [version, mark]
 
 
-def test_the_cache_follows_a_bookmark_without_a_new_request(
-    kube_server: MockApiServer, make_store: MakeStore
-) -> None:
+def test_the_cache_follows_a_bookmark_without_a_new_request(kube_server: MockApiServer, make_store: MakeStore) -> None:
     kube_server.bookmark_interval = 0.05
     cache = ObjectCache(make_store(), ["pods"])
     cache.sync()
     cache.sync()
     kube_server.memory.create(podgroup("pg"))
-    time.sleep(0.3)   # a few bookmarks go by
+    time.sleep(0.3)  # a few bookmarks go by
     for _ in range(5):
         cache.sync()
     kube_server.memory.create(pod("p"))

@@ -70,8 +70,12 @@ def podgroup(name: str, *, namespace: str = "team-a", min_member: int = 1) -> JS
 
 
 def configmap(name: str, *, namespace: str = "team-a", data: dict[str, str] | None = None) -> JSON:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
-            "data": data or {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data or {},
+    }
 
 
 def bind_request(for_pod: JSON) -> JSON:
@@ -117,20 +121,27 @@ def test_create_keeps_a_given_creation_timestamp(store: ClusterStore) -> None:
 @pytest.mark.parametrize(
     "obj, resource, want_namespace",
     [
-        pytest.param({"kind": "Pod", "metadata": {"name": "p"}}, "pods", "default",
-                     id="namespaced kind without namespace lands in default"),
-        pytest.param({"kind": "Node", "metadata": {"name": "n", "namespace": "x"}}, "nodes", None,
-                     id="cluster-scoped kind drops a namespace"),
-        pytest.param({"kind": "Queue", "metadata": {"name": "q"}}, "queues", None,
-                     id="cluster-scoped CRD has no namespace"),
+        pytest.param(
+            {"kind": "Pod", "metadata": {"name": "p"}},
+            "pods",
+            "default",
+            id="namespaced kind without namespace lands in default",
+        ),
+        pytest.param(
+            {"kind": "Node", "metadata": {"name": "n", "namespace": "x"}},
+            "nodes",
+            None,
+            id="cluster-scoped kind drops a namespace",
+        ),
+        pytest.param(
+            {"kind": "Queue", "metadata": {"name": "q"}}, "queues", None, id="cluster-scoped CRD has no namespace"
+        ),
     ],
 )
-def test_create_normalises_namespace(
-    store: ClusterStore, obj: JSON, resource: str, want_namespace: str | None
-) -> None:
+def test_create_normalises_namespace(store: ClusterStore, obj: JSON, resource: str, want_namespace: str | None) -> None:
     created = store.create(obj)
     assert created["metadata"].get("namespace") == want_namespace
-    assert created["apiVersion"]   # filled in from the kind
+    assert created["apiVersion"]  # filled in from the kind
     assert store.get(resource, obj["metadata"]["name"], want_namespace or "") == created
 
 
@@ -166,10 +177,18 @@ def test_get_missing_is_not_found(store: ClusterStore, resource: str, name: str,
         pytest.param(None, "role in (leader,worker),gpu", ["team-a/a2"], id="string set and existence"),
         pytest.param(None, "!gpu", ["team-a/a1", "team-b/b1"], id="string absence"),
         pytest.param(None, "", ["team-a/a1", "team-a/a2", "team-b/b1"], id="empty string matches all"),
-        pytest.param(None, LabelSelector(match_labels=(("role", "worker"),)), ["team-a/a2", "team-b/b1"],
-                     id="LabelSelector matchLabels"),
-        pytest.param("team-a", LabelSelector(requirements=(Requirement("gpu", "Exists"),)), ["team-a/a2"],
-                     id="LabelSelector expression within a namespace"),
+        pytest.param(
+            None,
+            LabelSelector(match_labels=(("role", "worker"),)),
+            ["team-a/a2", "team-b/b1"],
+            id="LabelSelector matchLabels",
+        ),
+        pytest.param(
+            "team-a",
+            LabelSelector(requirements=(Requirement("gpu", "Exists"),)),
+            ["team-a/a2"],
+            id="LabelSelector expression within a namespace",
+        ),
     ],
 )
 def test_list_filters_by_namespace_and_selector(
@@ -182,21 +201,23 @@ def test_list_filters_by_namespace_and_selector(
     assert [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items] == want
 
 
-@pytest.mark.parametrize("selector", ["role=worker", "gpu", "role in (leader,worker)", "role=worker,!gpu",
-                                      "role notin (worker)", "!gpu", ""])
+@pytest.mark.parametrize(
+    "selector", ["role=worker", "gpu", "role in (leader,worker)", "role=worker,!gpu", "role notin (worker)", "!gpu", ""]
+)
 def test_list_by_selector_follows_label_changes_and_deletions(memory: MemoryStore, selector: str) -> None:
     memory.create(pod("a", labels={"role": "worker", "gpu": "true"}))
     memory.create(pod("b", labels={"role": "worker"}))
     memory.create(pod("c", labels={"role": "leader"}))
     memory.create(pod("d"))
-    memory.patch("pods", "a", "team-a", {"metadata": {"labels": {"gpu": None}}})       # label removed
+    memory.patch("pods", "a", "team-a", {"metadata": {"labels": {"gpu": None}}})  # label removed
     memory.patch("pods", "d", "team-a", {"metadata": {"labels": {"gpu": "true", "role": "worker"}}})
     memory.update({**memory.get("pods", "c", "team-a"), "metadata": {"name": "c", "namespace": "team-a"}})
     memory.delete("pods", "b", "team-a", grace_period_seconds=0)
     everything, _ = memory.list("pods")
     parsed = label_index.parse_selector(selector)
-    want = [o["metadata"]["name"] for o in everything
-            if parsed is None or parsed.matches(o["metadata"].get("labels") or {})]
+    want = [
+        o["metadata"]["name"] for o in everything if parsed is None or parsed.matches(o["metadata"].get("labels") or {})
+    ]
     assert [o["metadata"]["name"] for o in memory.list("pods", None, selector)[0]] == want
 
 
@@ -231,7 +252,7 @@ def test_update_with_a_stale_version_is_a_conflict(store: ClusterStore) -> None:
     with pytest.raises(Conflict):
         store.update(stale)
     del stale["metadata"]["resourceVersion"]
-    assert store.update(stale)["spec"]["minMember"] == 5   # no version: unconditional
+    assert store.update(stale)["spec"]["minMember"] == 5  # no version: unconditional
 
 
 def test_update_of_a_missing_object_is_not_found(store: ClusterStore) -> None:
@@ -278,11 +299,16 @@ def test_update_status_with_a_stale_version_is_a_conflict(store: ClusterStore) -
     [
         pytest.param({"spec": {"minMember": 3}}, {"queue": "team-a", "minMember": 3}, id="sets a key"),
         pytest.param({"spec": {"minMember": None}}, {"queue": "team-a"}, id="null deletes a key"),
-        pytest.param({"spec": {"subGroups": [{"name": "x"}]}}, {"queue": "team-a", "minMember": 1,
-                     "subGroups": [{"name": "x"}]}, id="adds a list"),
-        pytest.param({"spec": {"topologyConstraint": {"topology": "t", "requiredTopologyLevel": None}}},
-                     {"queue": "team-a", "minMember": 1, "topologyConstraint": {"topology": "t"}},
-                     id="nested object merges and drops nulls"),
+        pytest.param(
+            {"spec": {"subGroups": [{"name": "x"}]}},
+            {"queue": "team-a", "minMember": 1, "subGroups": [{"name": "x"}]},
+            id="adds a list",
+        ),
+        pytest.param(
+            {"spec": {"topologyConstraint": {"topology": "t", "requiredTopologyLevel": None}}},
+            {"queue": "team-a", "minMember": 1, "topologyConstraint": {"topology": "t"}},
+            id="nested object merges and drops nulls",
+        ),
     ],
 )
 def test_merge_patch_of_the_object(store: ClusterStore, patch: JSON, want_spec: JSON) -> None:
@@ -306,10 +332,19 @@ def test_strategic_patch_merges_conditions_by_type(store: ClusterStore) -> None:
     store.create(obj)
     disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
     store.patch("pods", "p", "team-a", {"status": {"conditions": [disrupted]}}, "status", strategic=True)
-    got = store.patch("pods", "p", "team-a", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
-                      "status", strategic=True)
-    assert got["status"]["conditions"] == [{"type": "Ready", "status": "False"},
-                                           {"type": "PodScheduled", "status": "True"}, disrupted]
+    got = store.patch(
+        "pods",
+        "p",
+        "team-a",
+        {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+        "status",
+        strategic=True,
+    )
+    assert got["status"]["conditions"] == [
+        {"type": "Ready", "status": "False"},
+        {"type": "PodScheduled", "status": "True"},
+        disrupted,
+    ]
     merged = store.patch("pods", "p", "team-a", {"status": {"conditions": [disrupted]}}, "status")
     assert merged["status"]["conditions"] == [disrupted]
 
@@ -317,8 +352,9 @@ def test_strategic_patch_merges_conditions_by_type(store: ClusterStore) -> None:
 def test_status_patch_touches_only_status_and_object_patch_ignores_status(store: ClusterStore) -> None:
     store.create(podgroup("pg"))
     store.patch("podgroups", "pg", "team-a", {"status": {"a": 1, "b": 2}}, subresource="status")
-    got = store.patch("podgroups", "pg", "team-a", {"status": {"b": None}, "spec": {"minMember": 7}},
-                      subresource="status")
+    got = store.patch(
+        "podgroups", "pg", "team-a", {"status": {"b": None}, "spec": {"minMember": 7}}, subresource="status"
+    )
     assert got["status"] == {"a": 1}
     assert got["spec"]["minMember"] == 1
     got = store.patch("podgroups", "pg", "team-a", {"status": {"a": 99}, "metadata": {"labels": {"x": "y"}}})
@@ -376,7 +412,7 @@ def test_graceful_pod_delete_marks_then_grace_zero_removes(store: ClusterStore, 
     clock.advance(10)
     store.delete("pods", "p", "team-a", grace_period_seconds=20)
     terminating = store.get("pods", "p", "team-a")
-    assert parse_time(terminating["metadata"]["deletionTimestamp"]) == START + 10 + 20   # now + grace
+    assert parse_time(terminating["metadata"]["deletionTimestamp"]) == START + 10 + 20  # now + grace
     assert terminating["metadata"]["deletionGracePeriodSeconds"] == 20
     store.delete("pods", "p", "team-a", grace_period_seconds=0)
     with pytest.raises(NotFound):
@@ -417,9 +453,7 @@ def test_delete_removes_immediately(store: ClusterStore, make: Any, grace: int) 
     ],
 )
 @pytest.mark.parametrize("how", ["delete", "evict"])
-def test_default_grace_comes_from_the_pod(
-    store: ClusterStore, pod_grace: int | None, want: int, how: str
-) -> None:
+def test_default_grace_comes_from_the_pod(store: ClusterStore, pod_grace: int | None, want: int, how: str) -> None:
     bound_pod(store, grace=pod_grace)
     if how == "evict":
         store.evict("team-a", "p")
@@ -473,12 +507,14 @@ def test_watch_yields_the_resource_events_after_a_version_in_order(store: Cluste
     store.create(pod("before"))
     _, since = store.list("pods")
     store.create(pod("p"))
-    store.create(podgroup("pg"))   # another resource: not in the pod watch
+    store.create(podgroup("pg"))  # another resource: not in the pod watch
     store.patch("pods", "p", "team-a", {"metadata": {"labels": {"x": "1"}}})
     store.delete("pods", "p", "team-a")
     events = list(store.watch("pods", since))
     assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
-        ("ADDED", "p"), ("MODIFIED", "p"), ("DELETED", "p"),
+        ("ADDED", "p"),
+        ("MODIFIED", "p"),
+        ("DELETED", "p"),
     ]
     versions = [rv(e.object) for e in events]
     assert versions == sorted(versions) and versions[0] > int(since)
@@ -550,9 +586,7 @@ def test_finish_deletion_removes_a_terminating_pod_and_its_bind_request(memory: 
     with pytest.raises(NotFound):
         memory.get("pods", "p", "team-a")
     assert [e.type for e in memory.watch("pods", since)] == ["DELETED"]
-    assert [(e.type, e.object["metadata"]["name"]) for e in memory.watch("bindrequests", since)] == [
-        ("DELETED", "p")
-    ]
+    assert [(e.type, e.object["metadata"]["name"]) for e in memory.watch("bindrequests", since)] == [("DELETED", "p")]
     assert [o["metadata"]["name"] for o in memory.list("bindrequests")[0]] == ["other"]
 
 
@@ -580,7 +614,7 @@ def test_the_history_is_kept_per_resource_so_a_quiet_watch_stays_valid(clock: Ma
     _, since = small.list("nodes")
     for i in range(10):
         small.create(pod(f"p{i}"))
-    assert list(small.watch("nodes", since)) == []       # ten pod events dropped no node event
+    assert list(small.watch("nodes", since)) == []  # ten pod events dropped no node event
     small.create(node("n2"))
     assert [e.object["metadata"]["name"] for e in small.watch("nodes", since)] == ["n2"]
     with pytest.raises(Gone):
@@ -630,7 +664,7 @@ def test_add_many_is_all_or_nothing(memory: MemoryStore) -> None:
 
 def test_create_stamps_a_null_creation_timestamp(memory: MemoryStore) -> None:
     obj = pod("p")
-    obj["metadata"]["creationTimestamp"] = None   # as in `kubectl create --dry-run -o yaml` output
+    obj["metadata"]["creationTimestamp"] = None  # as in `kubectl create --dry-run -o yaml` output
     assert parse_time(memory.create(obj)["metadata"]["creationTimestamp"]) == START
 
 
@@ -651,11 +685,12 @@ def test_create_keeps_a_given_uid_and_normalises_yaml_datetimes(memory: MemorySt
 @pytest.mark.parametrize(
     "call",
     [
-        pytest.param(lambda s: s.create({"kind": "Pod", "apiVersion": "v2", "metadata": {"name": "p"}}),
-                     id="wrong apiVersion for the kind"),
+        pytest.param(
+            lambda s: s.create({"kind": "Pod", "apiVersion": "v2", "metadata": {"name": "p"}}),
+            id="wrong apiVersion for the kind",
+        ),
         pytest.param(lambda s: s.create({"kind": "Pod", "metadata": {}}), id="no name nor generateName"),
-        pytest.param(lambda s: s.create({"kind": "Pod", "metadata": {"name": "p"}, "x": {1, 2}}),
-                     id="not JSON"),
+        pytest.param(lambda s: s.create({"kind": "Pod", "metadata": {"name": "p"}, "x": {1, 2}}), id="not JSON"),
         pytest.param(lambda s: s.get("pods", "p"), id="namespaced get without namespace"),
         pytest.param(lambda s: s.update_status(configmap("c")), id="status of a kind without status"),
         pytest.param(lambda s: s.patch("pods", "p", "team-a", {}, subresource="scale"), id="bad subresource"),
@@ -693,19 +728,25 @@ def test_invalid_requests(memory: MemoryStore, call: Any) -> None:
 def test_merge_patch_follows_rfc_7386(target: Any, patch: Any, want: Any) -> None:
     before = repr(target)
     assert merge_patch(target, patch) == want
-    assert repr(target) == before   # the target is never mutated
+    assert repr(target) == before  # the target is never mutated
 
 
 CONDITIONS = {"status": {"conditions": [{"type": "Ready", "status": "False"}, {"type": "Scheduled", "status": "True"}]}}
 
 
-@pytest.mark.parametrize("strategic, want", [
-    pytest.param(False, [{"type": "Ready", "status": "True"}], id="merge patch: a keyed list is still replaced"),
-    pytest.param(True, [{"type": "Ready", "status": "True"}, {"type": "Scheduled", "status": "True"}],
-                 id="strategic: merged on the list's key"),
-])
+@pytest.mark.parametrize(
+    "strategic, want",
+    [
+        pytest.param(False, [{"type": "Ready", "status": "True"}], id="merge patch: a keyed list is still replaced"),
+        pytest.param(
+            True,
+            [{"type": "Ready", "status": "True"}, {"type": "Scheduled", "status": "True"}],
+            id="strategic: merged on the list's key",
+        ),
+    ],
+)
 def test_one_merge_serves_both_patch_kinds(strategic: bool, want: JSON) -> None:
     patch = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     merged = strategic_merge_patch(CONDITIONS, patch) if strategic else merge_patch(CONDITIONS, patch)
     assert merged["status"]["conditions"] == want
-    assert CONDITIONS["status"]["conditions"][0]["status"] == "False"   # the target is never mutated
+    assert CONDITIONS["status"]["conditions"][0]["status"] == "False"  # the target is never mutated

@@ -18,8 +18,8 @@ def test_the_ordered_view_follows_adds_updates_and_deletes() -> None:
     cache = ObjectCache(store, ["nodes"])
     cache.sync()
     assert names(cache) == ["n2", "n4"]
-    assert names(cache) == ["n2", "n4"]                # asked again with nothing new: the same
-    cache.objects("nodes").clear()                     # a caller's list is its own
+    assert names(cache) == ["n2", "n4"]  # asked again with nothing new: the same
+    cache.objects("nodes").clear()  # a caller's list is its own
     assert names(cache) == ["n2", "n4"]
     store.add_many([b.node("n3"), b.node("n1")])
     cache.sync()
@@ -43,7 +43,7 @@ def test_a_few_changes_to_a_large_view_are_put_in_place() -> None:
     names(cache)
     for step in range(12):
         if step % 3 == 0:
-            store.create(b.node(f"n{2 * step + 1:02d}"))        # a new key between two others
+            store.create(b.node(f"n{2 * step + 1:02d}"))  # a new key between two others
         elif step % 3 == 1:
             store.delete("nodes", f"n{2 * step:02d}")
         else:

@@ -16,6 +16,6 @@ def test_keys_are_due_after_a_doubling_capped_delay_until_they_succeed() -> None
     assert retries.due() == {"a"}
     retries.succeeded("a")
     assert retries.due() == set() and len(retries) == 0
-    assert retries.failed("a") == 1.0          # a success starts the series over
+    assert retries.failed("a") == 1.0  # a success starts the series over
     retries.forget("a")
     assert "a" not in retries

@@ -24,8 +24,10 @@ Handler = Callable[[str, dict[str, str]], tuple[int, Any]]
 
 
 def vector(*series: tuple[dict[str, str], float]) -> Any:
-    return {"status": "success", "data": {"resultType": "vector",
-                                          "result": [{"metric": m, "value": [NOW, str(v)]} for m, v in series]}}
+    return {
+        "status": "success",
+        "data": {"resultType": "vector", "result": [{"metric": m, "value": [NOW, str(v)]} for m, v in series]},
+    }
 
 
 def answers(path: str, query: dict[str, str]) -> tuple[int, Any]:
@@ -99,8 +101,9 @@ def test_sliding_window_query_shape(prometheus: FakePrometheus) -> None:
     assert paths == {"/api/v1/query"} and all(q["time"] == f"{NOW:.3f}" for _, q in prometheus.queries)
     decay = f"0.5^(({int(NOW)} - time()) / 600.000000)"
     # KAI's shapes: sum_over_time((%s)[%s:%s]) around ((%s) * (%s))
-    assert (f'sum_over_time((((sum(kube_node_status_capacity{{resource="nvidia_com_gpu"}})) * ({decay})))'
-            f"[604800s:60s])") in texts
+    assert (
+        f'sum_over_time((((sum(kube_node_status_capacity{{resource="nvidia_com_gpu"}})) * ({decay})))[604800s:60s])'
+    ) in texts
     assert f"sum_over_time((((kai_queue_allocated_gpus) * ({decay})))[604800s:60s])" in texts
 
 
@@ -113,13 +116,16 @@ def test_tumbling_window_uses_a_range_query_from_its_start() -> None:
     def ranged(path: str, query: dict[str, str]) -> tuple[int, Any]:
         values = [[NOW - 60, "1"], [NOW, "3"]]
         metric = {"queue_name": "team-a"} if "allocated" in query["query"] else {}
-        return 200, {"status": "success", "data": {"resultType": "matrix",
-                                                   "result": [{"metric": metric, "values": values}]}}
+        return 200, {
+            "status": "success",
+            "data": {"resultType": "matrix", "result": [{"metric": metric, "values": values}]},
+        }
 
     server = FakePrometheus(ranged)
     try:
-        usage = _client(server.url, window_type=WindowType.TUMBLING, window_size=3600.0,
-                        tumbling_window_start=NOW - 5400).fetch(NOW)
+        usage = _client(
+            server.url, window_type=WindowType.TUMBLING, window_size=3600.0, tumbling_window_start=NOW - 5400
+        ).fetch(NOW)
     finally:
         server.close()
     path, query = server.queries[0]
@@ -134,8 +140,9 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_unreachable_prometheus_keeps_the_last_usage_with_a_warning(prometheus: FakePrometheus,
-                                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_unreachable_prometheus_keeps_the_last_usage_with_a_warning(
+    prometheus: FakePrometheus, caplog: pytest.LogCaptureFixture
+) -> None:
     client = _client(prometheus.url, fetch_interval=60.0)
     first = client.usage(NOW)
     assert first.by_queue["team-a"][2] == pytest.approx(0.24)
@@ -165,13 +172,20 @@ def test_a_slow_prometheus_times_out() -> None:
         server.close()
 
 
-@pytest.mark.parametrize("status, body, words", [
-    pytest.param(500, {"status": "error"}, "HTTP 500", id="server error"),
-    pytest.param(200, b"not json", "not JSON", id="not JSON"),
-    pytest.param(200, {"status": "error", "error": "parse error"}, "query failed: parse error", id="query error"),
-    pytest.param(200, {"status": "success", "data": {"resultType": "string", "result": []}},
-                 "unexpected result type", id="unexpected type"),
-])
+@pytest.mark.parametrize(
+    "status, body, words",
+    [
+        pytest.param(500, {"status": "error"}, "HTTP 500", id="server error"),
+        pytest.param(200, b"not json", "not JSON", id="not JSON"),
+        pytest.param(200, {"status": "error", "error": "parse error"}, "query failed: parse error", id="query error"),
+        pytest.param(
+            200,
+            {"status": "success", "data": {"resultType": "string", "result": []}},
+            "unexpected result type",
+            id="unexpected type",
+        ),
+    ],
+)
 def test_bad_answers_are_fetch_errors(status: int, body: Any, words: str) -> None:
     server = FakePrometheus(lambda path, query: (status, body))
     try:

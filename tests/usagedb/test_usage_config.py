@@ -35,11 +35,20 @@ def test_defaults_are_kais() -> None:
 
 
 def test_values_as_written() -> None:
-    settings = usage_config.parse({
-        "clientType": "prometheus", "connectionStringEnvVar": "PROM_URL",
-        "usageParams": {"windowSize": "2d", "halfLifePeriod": "12h", "windowType": "tumbling",
-                        "tumblingWindowStartTime": "2026-01-01T00:00:00Z", "fetchInterval": "30s",
-                        "extraParams": {"queryResolution": "5m", "gpuAllocationMetric": "my_gpus"}}})
+    settings = usage_config.parse(
+        {
+            "clientType": "prometheus",
+            "connectionStringEnvVar": "PROM_URL",
+            "usageParams": {
+                "windowSize": "2d",
+                "halfLifePeriod": "12h",
+                "windowType": "tumbling",
+                "tumblingWindowStartTime": "2026-01-01T00:00:00Z",
+                "fetchInterval": "30s",
+                "extraParams": {"queryResolution": "5m", "gpuAllocationMetric": "my_gpus"},
+            },
+        }
+    )
     assert settings is not None
     params = settings.params
     assert settings.connection_string_env_var == "PROM_URL"
@@ -55,27 +64,49 @@ def test_a_non_positive_half_life_means_no_decay() -> None:
 
 ERRORS: list[Any] = [
     pytest.param({"clientType": "influx"}, "usageDBConfig.clientType: unknown value 'influx'", id="client type"),
-    pytest.param({"clientType": "prometheus"}, "usageDBConfig.connectionString: the prometheus client needs",
-                 id="prometheus without a connection"),
+    pytest.param(
+        {"clientType": "prometheus"},
+        "usageDBConfig.connectionString: the prometheus client needs",
+        id="prometheus without a connection",
+    ),
     pytest.param({**URL, "connectionStringEnvVar": "X"}, "not both", id="both connection forms"),
-    pytest.param({**URL, "usageParams": {"windowSize": "a week"}}, "usageParams.windowSize: invalid duration",
-                 id="bad duration"),
-    pytest.param({**URL, "usageParams": {"windowSize": "0s"}}, "usageParams.windowSize: must be above 0",
-                 id="zero window"),
-    pytest.param({**URL, "usageParams": {"windowType": "hopping"}}, "usageParams.windowType: unknown value",
-                 id="window type"),
-    pytest.param({**URL, "usageParams": {"windowType": "tumbling"}}, "tumblingWindowStartTime: a tumbling window",
-                 id="tumbling without start"),
-    pytest.param({**URL, "usageParams": {"windowType": "cron"}}, "cronString: a cron window needs",
-                 id="cron without string"),
-    pytest.param({**URL, "usageParams": {"windowType": "cron", "cronString": "every day"}},
-                 "usageParams.cronString: cron 'every day'", id="bad cron"),
-    pytest.param({**URL, "usageParams": {"stalenessPeriod": "-1m"}}, "stalenessPeriod: must not be negative",
-                 id="negative staleness"),
-    pytest.param({**URL, "usageParams": {"extraParams": {"queryStep": "1m"}}},
-                 "usageParams.extraParams.queryStep: unknown field", id="unknown extra parameter"),
-    pytest.param({**URL, "usageParams": {"extraParams": {"gpuAllocationMetric": ""}}},
-                 "gpuAllocationMetric: must not be empty", id="empty metric"),
+    pytest.param(
+        {**URL, "usageParams": {"windowSize": "a week"}}, "usageParams.windowSize: invalid duration", id="bad duration"
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"windowSize": "0s"}}, "usageParams.windowSize: must be above 0", id="zero window"
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"windowType": "hopping"}}, "usageParams.windowType: unknown value", id="window type"
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"windowType": "tumbling"}},
+        "tumblingWindowStartTime: a tumbling window",
+        id="tumbling without start",
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"windowType": "cron"}}, "cronString: a cron window needs", id="cron without string"
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"windowType": "cron", "cronString": "every day"}},
+        "usageParams.cronString: cron 'every day'",
+        id="bad cron",
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"stalenessPeriod": "-1m"}},
+        "stalenessPeriod: must not be negative",
+        id="negative staleness",
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"extraParams": {"queryStep": "1m"}}},
+        "usageParams.extraParams.queryStep: unknown field",
+        id="unknown extra parameter",
+    ),
+    pytest.param(
+        {**URL, "usageParams": {"extraParams": {"gpuAllocationMetric": ""}}},
+        "gpuAllocationMetric: must not be empty",
+        id="empty metric",
+    ),
     pytest.param({**URL, "typo": 1}, "usageDBConfig.typo: unknown field", id="unknown field"),
 ]
 

@@ -43,8 +43,13 @@ class Allocate:
                 stmt.discard()
                 _explain(ssn, job)
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug("job not placed", extra={"job": job.key, "reasons": [
-                        f"{r.plugin}: {r.message}" for r in ssn.job_fit_errors.get(job.uid, [])]})
+                    log.debug(
+                        "job not placed",
+                        extra={
+                            "job": job.key,
+                            "reasons": [f"{r.plugin}: {r.message}" for r in ssn.job_fit_errors.get(job.uid, [])],
+                        },
+                    )
                 continue
             stmt.commit()
             ssn.clear_fit_errors(job)
@@ -57,7 +62,8 @@ class Allocate:
 def candidates(ssn: Session) -> list[JobInfo]:
     """Jobs with pending tasks that are ready (enough live pods for their minimum) and have a usable queue."""
     return [
-        job for job in ssn.snapshot.waiting
+        job
+        for job in ssn.snapshot.waiting
         if job.uid not in ssn.snapshot.job_problems and job.has_pending() and job.is_ready()
     ]
 

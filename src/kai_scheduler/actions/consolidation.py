@@ -44,8 +44,15 @@ class Consolidation:
             return
         pending = [j for j in preemptors.candidates(ssn, NAME) if j.preemptible]
         max_jobs = None if cap < 0 else cap + 1
-        preemptors.run(ssn, NAME, self.timer, pending, may_act=may_consolidate,
-                       search_for=lambda job, pool: search(job, pool, max_jobs), signature_scope=lambda job: NAME)
+        preemptors.run(
+            ssn,
+            NAME,
+            self.timer,
+            pending,
+            may_act=may_consolidate,
+            search_for=lambda job, pool: search(job, pool, max_jobs),
+            signature_scope=lambda job: NAME,
+        )
 
 
 def uses_spread(ssn: Session) -> bool:
@@ -73,8 +80,9 @@ def search(job: JobInfo, pool: list[JobInfo], max_jobs: int | None) -> solver.Vi
     eligible = [v for v in pool if v.uid != job.uid]
     if not eligible:
         return None
-    return solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job), _every_victim_moves,
-                               max_victim_jobs=max_jobs)
+    return solver.VictimSearch(
+        NAME, eligible, lambda victim: _eviction(job), _every_victim_moves, max_victim_jobs=max_jobs
+    )
 
 
 def _every_victim_moves(preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:

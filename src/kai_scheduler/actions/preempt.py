@@ -32,8 +32,15 @@ class Preempt:
         self.timer = timer
 
     def execute(self, ssn: Session) -> None:
-        preemptors.run(ssn, NAME, self.timer, preemptors.candidates(ssn, NAME), may_act=may_preempt,
-                       search_for=lambda job, pool: search(ssn, job, pool), signature_scope=lambda job: job.queue)
+        preemptors.run(
+            ssn,
+            NAME,
+            self.timer,
+            preemptors.candidates(ssn, NAME),
+            may_act=may_preempt,
+            search_for=lambda job, pool: search(ssn, job, pool),
+            signature_scope=lambda job: job.queue,
+        )
 
 
 def may_preempt(ssn: Session, job: JobInfo) -> bool:
@@ -54,12 +61,15 @@ def is_lower_in_queue(preemptor: JobInfo, victim: JobInfo) -> bool:
 
 def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSearch | None:
     """Victims: same queue, strictly lower priority, passing PREEMPT_VICTIM_FILTER; None if there are none."""
-    eligible = [v for v in pool
-                if is_lower_in_queue(job, v) and ssn.is_victim(points.PREEMPT_VICTIM_FILTER, job, v)]
+    eligible = [v for v in pool if is_lower_in_queue(job, v) and ssn.is_victim(points.PREEMPT_VICTIM_FILTER, job, v)]
     if not eligible:
         return None
-    return solver.VictimSearch(NAME, eligible, lambda victim: _eviction(job, victim),
-                               lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome))
+    return solver.VictimSearch(
+        NAME,
+        eligible,
+        lambda victim: _eviction(job, victim),
+        lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome),
+    )
 
 
 def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:
@@ -67,6 +77,9 @@ def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: S
 
 
 def _eviction(preemptor: JobInfo, victim: JobInfo) -> Eviction:
-    return Eviction(NAME, preemptor.key,
-                    f"preempted by {preemptor.key} (priority {preemptor.priority}) in queue {preemptor.queue}; "
-                    f"this job's priority is {victim.priority}")
+    return Eviction(
+        NAME,
+        preemptor.key,
+        f"preempted by {preemptor.key} (priority {preemptor.priority}) in queue {preemptor.queue}; "
+        f"this job's priority is {victim.priority}",
+    )

@@ -31,8 +31,15 @@ class Reclaim:
         self.timer = timer
 
     def execute(self, ssn: Session) -> None:
-        preemptors.run(ssn, NAME, self.timer, preemptors.candidates(ssn, NAME), may_act=may_reclaim,
-                       search_for=lambda job, pool: search(ssn, job, pool), signature_scope=lambda job: job.queue)
+        preemptors.run(
+            ssn,
+            NAME,
+            self.timer,
+            preemptors.candidates(ssn, NAME),
+            may_act=may_reclaim,
+            search_for=lambda job, pool: search(ssn, job, pool),
+            signature_scope=lambda job: job.queue,
+        )
 
 
 def may_reclaim(ssn: Session, job: JobInfo) -> bool:
@@ -48,8 +55,12 @@ def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSear
     eligible = [v for v in pool if v.queue != job.queue and ssn.is_victim(points.RECLAIM_VICTIM_FILTER, job, v)]
     if not eligible:
         return None
-    return solver.VictimSearch(NAME, eligible, lambda victim: _eviction(ssn, job, victim),
-                               lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome))
+    return solver.VictimSearch(
+        NAME,
+        eligible,
+        lambda victim: _eviction(ssn, job, victim),
+        lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome),
+    )
 
 
 def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:
@@ -58,9 +69,10 @@ def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: S
 
 def _eviction(ssn: Session, reclaimer: JobInfo, victim: JobInfo) -> Eviction:
     share = ssn.queue_share(reclaimer.queue)
-    within_deserved = share is not None and bool(
-        ((share.allocated <= share.deserved) | (share.deserved == -1)).all())
+    within_deserved = share is not None and bool(((share.allocated <= share.deserved) | (share.deserved == -1)).all())
     what = "deserved" if within_deserved else "fair"
-    return Eviction(NAME, reclaimer.key,
-                    f"reclaimed by {reclaimer.key} to restore {reclaimer.queue}'s {what} share "
-                    f"(from queue {victim.queue})")
+    return Eviction(
+        NAME,
+        reclaimer.key,
+        f"reclaimed by {reclaimer.key} to restore {reclaimer.queue}'s {what} share (from queue {victim.queue})",
+    )

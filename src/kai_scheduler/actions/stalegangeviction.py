@@ -27,7 +27,7 @@ class StaleGangEviction:
 
     def execute(self, ssn: Session) -> None:
         default_grace = ssn.config.flags.default_staleness_grace_period
-        for job in ssn.snapshot.stale_candidates():     # every other job is not stale, with no timestamp
+        for job in ssn.snapshot.stale_candidates():  # every other job is not stale, with no timestamp
             if not job.is_stale():
                 job.stale_since = None
                 continue
@@ -52,9 +52,13 @@ def evict_gang(ssn: Session, job: JobInfo, grace: float) -> None:
         return
     assert job.stale_since is not None
     running = sum(ps.active_used() for ps in job.root.pod_sets())
-    why = Eviction(NAME, "", f"gang {job.key} is stale: {running} of the {job.min_available()} pods it needs are "
-                             f"running, for {format_duration(round(ssn.now - job.stale_since))} "
-                             f"(grace period {format_duration(grace)})")
+    why = Eviction(
+        NAME,
+        "",
+        f"gang {job.key} is stale: {running} of the {job.min_available()} pods it needs are "
+        f"running, for {format_duration(round(ssn.now - job.stale_since))} "
+        f"(grace period {format_duration(grace)})",
+    )
     stmt = ssn.statement()
     for task in tasks:
         stmt.evict(task, why)

@@ -71,17 +71,32 @@ def dns_names(service: str, namespace: str) -> list[str]:
 
 def generate(service: str, namespace: str, now: float) -> Bundle:
     """A new CA and a serving certificate for the service's DNS names (plus 127.0.0.1 names for local use)."""
-    start = dt.datetime.fromtimestamp(now - 3600, dt.UTC)      # an hour back: tolerate clock skew
+    start = dt.datetime.fromtimestamp(now - 3600, dt.UTC)  # an hour back: tolerate clock skew
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{service}-ca")])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(start).not_valid_after(start + dt.timedelta(seconds=CA_VALIDITY))
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + dt.timedelta(seconds=CA_VALIDITY))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
@@ -89,8 +104,11 @@ def generate(service: str, namespace: str, now: float) -> Bundle:
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[2])]))
-        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(start).not_valid_after(start + dt.timedelta(seconds=CERT_VALIDITY))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + dt.timedelta(seconds=CERT_VALIDITY))
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -99,8 +117,7 @@ def generate(service: str, namespace: str, now: float) -> Bundle:
     return Bundle(
         ca.public_bytes(serialization.Encoding.PEM),
         cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                          serialization.NoEncryption()),
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
     )
 
 
@@ -114,8 +131,10 @@ def from_secret(secret: JSON) -> Bundle | None:
 
 
 def to_secret_data(bundle: Bundle) -> dict[str, str]:
-    return {k: base64.b64encode(v).decode("ascii")
-            for k, v in ((KEY_CA, bundle.ca_pem), (KEY_CERT, bundle.cert_pem), (KEY_KEY, bundle.key_pem))}
+    return {
+        k: base64.b64encode(v).decode("ascii")
+        for k, v in ((KEY_CA, bundle.ca_pem), (KEY_CERT, bundle.cert_pem), (KEY_KEY, bundle.key_pem))
+    }
 
 
 def problem(bundle: Bundle, service: str, namespace: str, now: float) -> str | None:
@@ -127,13 +146,14 @@ def problem(bundle: Bundle, service: str, namespace: str, now: float) -> str | N
         cert.verify_directly_issued_by(ca)
     except (ValueError, TypeError, InvalidSignature) as err:
         return f"unreadable or not signed by its CA ({type(err).__name__})"
-    if key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo) \
-            != cert.public_key().public_bytes(serialization.Encoding.DER,
-                                              serialization.PublicFormat.SubjectPublicKeyInfo):
+    if key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    ) != cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo):
         return "the key does not match the certificate"
     try:
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
-            x509.DNSName)
+            x509.DNSName
+        )
     except x509.ExtensionNotFound:
         sans = []
     wanted = dns_names(service, namespace)[2]
@@ -165,8 +185,17 @@ def write_files(bundle: Bundle, directory: Path) -> bool:
 class CertManager:
     """Keeps the serving pair in a Secret, on disk, and in the webhook configurations' caBundle."""
 
-    def __init__(self, store: ClusterStore, clock: Clock, *, namespace: str, service_name: str,
-                 secret_name: str, webhook_configuration_name: str, directory: Path) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        clock: Clock,
+        *,
+        namespace: str,
+        service_name: str,
+        secret_name: str,
+        webhook_configuration_name: str,
+        directory: Path,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.namespace = namespace
@@ -202,24 +231,29 @@ class CertManager:
             if current is not None and why is None:
                 return current
             bundle = generate(self.service_name, self.namespace, self.clock.now())
-            log.info("rotating the webhook serving certificate",
-                     extra={"secret": f"{self.namespace}/{self.secret_name}", "reason": why})
+            log.info(
+                "rotating the webhook serving certificate",
+                extra={"secret": f"{self.namespace}/{self.secret_name}", "reason": why},
+            )
             try:
                 if secret is None:
                     self.store.create(self._secret(bundle))
                 else:
                     self.store.update({**secret, "type": SECRET_TYPE, "data": to_secret_data(bundle)})
             except (AlreadyExists, Conflict):
-                continue        # another replica wrote it first: take theirs
+                continue  # another replica wrote it first: take theirs
             return bundle
-        raise RuntimeError(f"Secret {self.namespace}/{self.secret_name}: kept changing while writing the "
-                           f"serving certificate ({_WRITE_ATTEMPTS} attempts)")
+        raise RuntimeError(
+            f"Secret {self.namespace}/{self.secret_name}: kept changing while writing the "
+            f"serving certificate ({_WRITE_ATTEMPTS} attempts)"
+        )
 
     def _secret(self, bundle: Bundle) -> JSON:
         return {
-            "apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE,
-            "metadata": {"name": self.secret_name, "namespace": self.namespace,
-                         "labels": {"app": self.service_name}},
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": SECRET_TYPE,
+            "metadata": {"name": self.secret_name, "namespace": self.namespace, "labels": {"app": self.service_name}},
             "data": to_secret_data(bundle),
         }
 
@@ -233,8 +267,10 @@ def inject_ca_bundle(store: ClusterStore, name: str, ca_pem: bytes) -> int:
             try:
                 obj = store.get(resource, name)
             except NotFound:
-                log.warning("webhook configuration not found; caBundle not injected",
-                            extra={"resource": resource, "object_name": name})
+                log.warning(
+                    "webhook configuration not found; caBundle not injected",
+                    extra={"resource": resource, "object_name": name},
+                )
                 break
             webhooks = [w for w in obj.get("webhooks") or [] if isinstance(w, dict)]
             if all((w.get("clientConfig") or {}).get("caBundle") == ca for w in webhooks):

@@ -44,5 +44,12 @@ def set_env(container: JSON, var: JSON) -> None:
     container["env"] = env
 
 
-__all__ = ["ANNOTATION_SHARED_GPU_CONFIGMAP", "ENV_VISIBLE_DEVICES", "RandomSuffix", "fraction_container", "mutate",
-           "random_suffix", "set_env"]
+__all__ = [
+    "ANNOTATION_SHARED_GPU_CONFIGMAP",
+    "ENV_VISIBLE_DEVICES",
+    "RandomSuffix",
+    "fraction_container",
+    "mutate",
+    "random_suffix",
+    "set_env",
+]

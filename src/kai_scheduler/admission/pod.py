@@ -32,7 +32,7 @@ class PodSettings:
     scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
     gpu_sharing_enabled: bool = True
     block_nvidia_visible_devices: bool = False
-    runtime_class_name: str = DEFAULT_RUNTIME_CLASS_NAME   # "" = do not set a runtime class
+    runtime_class_name: str = DEFAULT_RUNTIME_CLASS_NAME  # "" = do not set a runtime class
 
 
 def is_kai_pod(obj: JSON, settings: PodSettings) -> bool:
@@ -59,8 +59,12 @@ def validate(review: Review, settings: PodSettings) -> Verdict:
     if problem is None:
         return allow()
     old = review.old_object
-    if (review.operation == "UPDATE" and old is not None and is_kai_pod(old, settings)
-            and _problem(old, review, settings) == problem):
+    if (
+        review.operation == "UPDATE"
+        and old is not None
+        and is_kai_pod(old, settings)
+        and _problem(old, review, settings) == problem
+    ):
         return allow(warnings=[f"{problem} (the pod already had this problem before the update)"])
     return deny(problem)
 
@@ -76,20 +80,27 @@ def _problem(obj: JSON, review: Review, settings: PodSettings) -> str | None:
     gpu = pod.gpu
     if gpu.fraction >= 1:
         raw = annotations.get(constants.ANNOTATION_GPU_FRACTION)
-        return (f"{where}.{constants.ANNOTATION_GPU_FRACTION}: want a number in (0, 1), got {raw!r}; "
-                f"ask for whole GPUs with {constants.RESOURCE_GPU} instead")
+        return (
+            f"{where}.{constants.ANNOTATION_GPU_FRACTION}: want a number in (0, 1), got {raw!r}; "
+            f"ask for whole GPUs with {constants.RESOURCE_GPU} instead"
+        )
     if annotations.get(constants.ANNOTATION_MPS) == "true" and not gpu.is_shared:
-        return (f"{where}.{constants.ANNOTATION_MPS}: MPS needs a fractional GPU request "
-                f"({constants.ANNOTATION_GPU_FRACTION} or {constants.ANNOTATION_GPU_MEMORY})")
+        return (
+            f"{where}.{constants.ANNOTATION_MPS}: MPS needs a fractional GPU request "
+            f"({constants.ANNOTATION_GPU_FRACTION} or {constants.ANNOTATION_GPU_MEMORY})"
+        )
     container_name = annotations.get(constants.ANNOTATION_GPU_FRACTION_CONTAINER_NAME)
     if container_name is not None and container_name not in container_names(obj):
         names = ", ".join(container_names(obj)) or "none"
-        return (f"{where}.{constants.ANNOTATION_GPU_FRACTION_CONTAINER_NAME}: no container named "
-                f"{container_name!r}; the pod has {names}")
+        return (
+            f"{where}.{constants.ANNOTATION_GPU_FRACTION_CONTAINER_NAME}: no container named "
+            f"{container_name!r}; the pod has {names}"
+        )
     if gpu.is_shared and not settings.gpu_sharing_enabled:
         form = constants.ANNOTATION_GPU_FRACTION if gpu.fraction else constants.ANNOTATION_GPU_MEMORY
-        return (f"{where}.{form}: GPU sharing is disabled in this cluster; ask for whole GPUs with "
-                f"{constants.RESOURCE_GPU}")
+        return (
+            f"{where}.{form}: GPU sharing is disabled in this cluster; ask for whole GPUs with {constants.RESOURCE_GPU}"
+        )
     return None
 
 

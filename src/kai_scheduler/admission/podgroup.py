@@ -39,8 +39,9 @@ def validate(review: Review, store: ClusterStore | None = None) -> Verdict:
         path = f"{where} spec.subGroups[{i}]"
         if children.get(sg.name, 0) == 0:
             if sg.min_sub_group is not None:
-                return deny(f"{path}.minSubGroup: leaf subgroup {sg.name!r} has no subgroups to count; "
-                            "set minMember instead")
+                return deny(
+                    f"{path}.minSubGroup: leaf subgroup {sg.name!r} has no subgroups to count; set minMember instead"
+                )
             if sg.min_member is None:
                 return deny(f"{path}.minMember: leaf subgroup {sg.name!r} must set minMember")
         elif sg.min_member is not None:
@@ -59,25 +60,33 @@ def validate(review: Review, store: ClusterStore | None = None) -> Verdict:
 def _min_sub_group_warnings(pg: PodGroup, children: dict[str | None, int], where: str) -> list[str]:
     out = []
     if pg.min_sub_group is not None and pg.min_sub_group > children.get(None, 0):
-        out.append(f"{where} spec.minSubGroup: {pg.min_sub_group} is more than the {children.get(None, 0)} "
-                   "top-level subgroups; the PodGroup can never be satisfied")
+        out.append(
+            f"{where} spec.minSubGroup: {pg.min_sub_group} is more than the {children.get(None, 0)} "
+            "top-level subgroups; the PodGroup can never be satisfied"
+        )
     for i, sg in enumerate(pg.sub_groups):
         count = children.get(sg.name, 0)
         if sg.min_sub_group is not None and count and sg.min_sub_group > count:
-            out.append(f"{where} spec.subGroups[{i}].minSubGroup: {sg.min_sub_group} is more than the {count} "
-                       f"subgroups of {sg.name!r}")
+            out.append(
+                f"{where} spec.subGroups[{i}].minSubGroup: {sg.min_sub_group} is more than the {count} "
+                f"subgroups of {sg.name!r}"
+            )
     return out
 
 
 def _constraints(pg: PodGroup) -> list[tuple[str, TopologyConstraint]]:
     out = [("spec.topologyConstraint", pg.topology_constraint)]
-    out += [(f"spec.subGroups[{i}].topologyConstraint", sg.topology_constraint)
-            for i, sg in enumerate(pg.sub_groups) if sg.topology_constraint is not None]
+    out += [
+        (f"spec.subGroups[{i}].topologyConstraint", sg.topology_constraint)
+        for i, sg in enumerate(pg.sub_groups)
+        if sg.topology_constraint is not None
+    ]
     return out
 
 
-def _constraint_problem(c: TopologyConstraint, store: ClusterStore | None, warnings: list[str],
-                        where: str) -> str | None:
+def _constraint_problem(
+    c: TopologyConstraint, store: ClusterStore | None, warnings: list[str], where: str
+) -> str | None:
     """The error of one topology constraint, or None; warnings are appended to `warnings`."""
     if not c.topology:
         if c.required_level or c.preferred_level:
@@ -99,10 +108,14 @@ def _constraint_problem(c: TopologyConstraint, store: ClusterStore | None, warni
             continue
         label = topology.resolve(level)
         if label is None:
-            return (f"{where}.{field}: Topology {c.topology} has no level {level!r}; want one of "
-                    f"{', '.join(labels)} or their aliases")
+            return (
+                f"{where}.{field}: Topology {c.topology} has no level {level!r}; want one of "
+                f"{', '.join(labels)} or their aliases"
+            )
         depth[field] = labels.index(label)
     if depth.get("preferredTopologyLevel", len(labels)) < depth.get("requiredTopologyLevel", -1):
-        return (f"{where}.preferredTopologyLevel: {c.preferred_level!r} is wider than the required level "
-                f"{c.required_level!r}; the preferred level must be the same or narrower")
+        return (
+            f"{where}.preferredTopologyLevel: {c.preferred_level!r} is wider than the required level "
+            f"{c.required_level!r}; the preferred level must be the same or narrower"
+        )
     return None

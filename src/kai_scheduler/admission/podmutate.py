@@ -33,8 +33,9 @@ _PATCHED_FIELDS: Final = (
 _GPU_RESOURCE_PREFIXES: Final = (constants.RESOURCE_GPU, "nvidia.com/mig-")
 
 
-def mutate(review: Review, settings: pod.PodSettings,
-           suffix: gpusharing.RandomSuffix = gpusharing.random_suffix) -> Verdict:
+def mutate(
+    review: Review, settings: pod.PodSettings, suffix: gpusharing.RandomSuffix = gpusharing.random_suffix
+) -> Verdict:
     if review.operation != "CREATE" or not pod.is_kai_pod(review.object, settings):
         return allow()
     try:

@@ -52,8 +52,10 @@ def _validate_delete(review: Review) -> Verdict:
     children = [str(c) for c in status.get("childQueues") or []]
     if children:
         name = (review.object.get("metadata") or {}).get("name") or review.name
-        return deny(f"Queue {name}: cannot delete a queue that has child queues ({', '.join(sorted(children))}); "
-                    "delete or move them first")
+        return deny(
+            f"Queue {name}: cannot delete a queue that has child queues ({', '.join(sorted(children))}); "
+            "delete or move them first"
+        )
     return allow()
 
 
@@ -73,13 +75,17 @@ def _quota_warnings(queue: Queue, store: ClusterStore) -> list[str]:
             continue
         mine = queue.resources[key].quota
         if mine == UNLIMITED or mine > limit:
-            warnings.append(f"Queue {queue.name} spec.resources.{key}.quota: {mine:g} exceeds the parent "
-                            f"queue {parent.name}'s quota {limit:g}")
+            warnings.append(
+                f"Queue {queue.name} spec.resources.{key}.quota: {mine:g} exceeds the parent "
+                f"queue {parent.name}'s quota {limit:g}"
+            )
             continue
         total = mine + sum(_quota(q, key) for q in siblings if _name_of(q) != queue.name)
         if total > limit:
-            warnings.append(f"Queue {queue.name} spec.resources.{key}.quota: the children of {parent.name} "
-                            f"together ask {total:g}, above its quota {limit:g}")
+            warnings.append(
+                f"Queue {queue.name} spec.resources.{key}.quota: the children of {parent.name} "
+                f"together ask {total:g}, above its quota {limit:g}"
+            )
     return warnings
 
 

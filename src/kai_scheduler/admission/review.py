@@ -89,8 +89,9 @@ def decode(body: bytes) -> Review:
         raise BadReview("AdmissionReview request.uid is missing")
     operation = request.get("operation", "CREATE")
     if operation not in OPERATIONS:
-        raise BadReview(f"AdmissionReview request.operation {operation!r} is unknown; want one of "
-                        f"{', '.join(OPERATIONS)}")
+        raise BadReview(
+            f"AdmissionReview request.operation {operation!r} is unknown; want one of {', '.join(OPERATIONS)}"
+        )
     new, old = request.get("object"), request.get("oldObject")
     if old is not None and not isinstance(old, dict):
         raise BadReview("AdmissionReview request.oldObject is not an object")

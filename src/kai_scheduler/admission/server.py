@@ -25,7 +25,7 @@ from kai_scheduler.api.errors import UserError
 
 log = logging.getLogger(__name__)
 
-MAX_BODY: Final = 16 * 1024 * 1024      # larger than any object etcd stores (1.5 MiB) with room to spare
+MAX_BODY: Final = 16 * 1024 * 1024  # larger than any object etcd stores (1.5 MiB) with room to spare
 HANDSHAKE_TIMEOUT: Final = 10.0
 REQUEST_TIMEOUT: Final = 30.0
 
@@ -39,7 +39,7 @@ class TlsFiles:
         self._lock = threading.Lock()
         self._stamp: tuple[tuple[int, int], ...] = ()
         self._context: ssl.SSLContext | None = None
-        self.context()          # a pair that cannot load at start is an error for the caller
+        self.context()  # a pair that cannot load at start is an error for the caller
 
     def context(self) -> ssl.SSLContext:
         with self._lock:
@@ -51,10 +51,11 @@ class TlsFiles:
                     log.info("serving certificate loaded", extra={"cert": str(self.cert_file)})
                 except (OSError, ssl.SSLError) as err:
                     if self._context is None:
-                        raise UserError(f"{self.cert_file}, {self.key_file}: cannot load the TLS pair: {err}") \
-                            from None
-                    log.warning("serving certificate changed but cannot be loaded; keeping the previous one",
-                                extra={"cert": str(self.cert_file), "error": str(err)})
+                        raise UserError(f"{self.cert_file}, {self.key_file}: cannot load the TLS pair: {err}") from None
+                    log.warning(
+                        "serving certificate changed but cannot be loaded; keeping the previous one",
+                        extra={"cert": str(self.cert_file), "error": str(err)},
+                    )
             return self._context
 
     def _file_stamp(self) -> tuple[tuple[int, int], ...]:
@@ -129,8 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
 class WebhookServer:
     """The HTTPS webhook server: `start()` serves in a background thread, `stop()` ends it."""
 
-    def __init__(self, dispatcher: Dispatcher, cert_file: Path, key_file: Path, *,
-                 host: str = "", port: int = DEFAULT_PORT) -> None:
+    def __init__(
+        self, dispatcher: Dispatcher, cert_file: Path, key_file: Path, *, host: str = "", port: int = DEFAULT_PORT
+    ) -> None:
         self.tls = TlsFiles(cert_file, key_file)
         try:
             self._server = _Server((host, port), dispatcher, self.tls)
@@ -147,8 +149,7 @@ class WebhookServer:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="kai-admission-webhooks",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="kai-admission-webhooks", daemon=True)
         self._thread.start()
         log.info("webhook server listening", extra={"port": self.port})
 

@@ -39,7 +39,7 @@ class Options:
 
     webhook_host: str = ""
     webhook_port: int = server.DEFAULT_PORT
-    cert_dir: str = ""                  # "" = self-managed certificates
+    cert_dir: str = ""  # "" = self-managed certificates
     namespace: str = DEFAULT_NAMESPACE
     service_name: str = DEFAULT_SERVICE_NAME
     secret_name: str = DEFAULT_SECRET_NAME
@@ -51,8 +51,13 @@ class Options:
 class Service:
     """Start with `start()` (raises ValueError on a bad certificate or port), stop with `stop()`."""
 
-    def __init__(self, options: Options, store: ClusterStore, registry: CollectorRegistry | None = None,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        options: Options,
+        store: ClusterStore,
+        registry: CollectorRegistry | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.options = options
         self.store = store
         self.clock = clock or SystemClock()
@@ -69,15 +74,24 @@ class Service:
         else:
             self._temp_dir = directory = Path(tempfile.mkdtemp(prefix="kai-admission-certs-"))
             self.certs = certs.CertManager(
-                self.store, self.clock, namespace=self.options.namespace, service_name=self.options.service_name,
+                self.store,
+                self.clock,
+                namespace=self.options.namespace,
+                service_name=self.options.service_name,
                 secret_name=self.options.secret_name,
-                webhook_configuration_name=self.options.webhook_configuration_name, directory=directory,
+                webhook_configuration_name=self.options.webhook_configuration_name,
+                directory=directory,
             )
             self.certs.ensure()
             self._rotator = threading.Thread(target=self._rotate, name="kai-admission-certs", daemon=True)
             self._rotator.start()
-        self.server = server.WebhookServer(self.dispatcher, directory / certs.KEY_CERT, directory / certs.KEY_KEY,
-                                           host=self.options.webhook_host, port=self.options.webhook_port)
+        self.server = server.WebhookServer(
+            self.dispatcher,
+            directory / certs.KEY_CERT,
+            directory / certs.KEY_KEY,
+            host=self.options.webhook_host,
+            port=self.options.webhook_port,
+        )
         self.server.start()
 
     def is_ready(self) -> bool:
@@ -101,8 +115,9 @@ class Service:
                 log.exception("certificate check failed")
 
 
-def run(options: Options, stop: threading.Event, store: ClusterStore,
-        registry: CollectorRegistry | None = None) -> None:
+def run(
+    options: Options, stop: threading.Event, store: ClusterStore, registry: CollectorRegistry | None = None
+) -> None:
     """Serve the webhooks until `stop` is set (for `kai admission` and the combined `kai run`)."""
     service = Service(options, store, registry)
     service.start()

@@ -30,8 +30,10 @@ def validate(review: Review) -> Verdict:
     if review.operation == "UPDATE" and review.old_object is not None:
         old_labels = _node_labels(review.old_object)
         if old_labels is not None and old_labels != labels:
-            return deny(f"{where} spec.levels: the node labels of a Topology cannot change (were "
-                        f"{', '.join(old_labels)}); create a new Topology instead")
+            return deny(
+                f"{where} spec.levels: the node labels of a Topology cannot change (were "
+                f"{', '.join(old_labels)}); create a new Topology instead"
+            )
     return allow()
 
 

@@ -33,8 +33,8 @@ PATH_VALIDATE_TOPOLOGY: Final = "/validate-kai-scheduler-v1alpha1-topology"
 
 @dataclass(frozen=True, slots=True)
 class Webhook:
-    name: str      # the metric label
-    kind: str      # the Kind it admits; a review of another kind is a bad request
+    name: str  # the metric label
+    kind: str  # the Kind it admits; a review of another kind is a bad request
     rule: Rule
 
 
@@ -47,8 +47,9 @@ class Answer:
     body: bytes
 
 
-def build(settings: pod.PodSettings, store: ClusterStore | None = None,
-          suffix: Callable[[], str] | None = None) -> dict[str, Webhook]:
+def build(
+    settings: pod.PodSettings, store: ClusterStore | None = None, suffix: Callable[[], str] | None = None
+) -> dict[str, Webhook]:
     """The five webhooks. `store` enables the checks that look at other objects (parent queue, Topology)."""
     mutate_suffix = suffix or gpusharing.random_suffix
     return {
@@ -66,8 +67,10 @@ class Dispatcher:
     def __init__(self, webhooks: Mapping[str, Webhook], registry: CollectorRegistry | None = None) -> None:
         self.webhooks = dict(webhooks)
         self.requests = Counter(
-            "kai_admission_requests_total", "Admission reviews answered, by webhook and verdict.",
-            ["webhook", "allowed"], registry=registry,
+            "kai_admission_requests_total",
+            "Admission reviews answered, by webhook and verdict.",
+            ["webhook", "allowed"],
+            registry=registry,
         )
 
     def handle(self, path: str, body: bytes) -> Answer:
@@ -85,12 +88,17 @@ class Dispatcher:
             verdict = webhook.rule(req)
         except Exception as err:  # one failing rule must not take the server down
             log.exception("admission rule failed", extra={"webhook": webhook.name, "object": req.display_name})
-            verdict = review.deny(f"internal error in webhook {webhook.name} for {req.kind} {req.display_name}: "
-                                  f"{type(err).__name__}: {err}", code=review.CODE_INTERNAL)
+            verdict = review.deny(
+                f"internal error in webhook {webhook.name} for {req.kind} {req.display_name}: "
+                f"{type(err).__name__}: {err}",
+                code=review.CODE_INTERNAL,
+            )
         self.requests.labels(webhook=webhook.name, allowed=str(verdict.allowed).lower()).inc()
         if not verdict.allowed:
-            log.info("admission denied", extra={"webhook": webhook.name, "object": req.display_name,
-                                                "reason": verdict.message})
+            log.info(
+                "admission denied",
+                extra={"webhook": webhook.name, "object": req.display_name, "reason": verdict.message},
+            )
         return Answer(200, "application/json", review.encode(req, verdict))
 
 

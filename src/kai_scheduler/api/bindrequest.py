@@ -82,8 +82,9 @@ class BindRequest:
         return out
 
 
-def for_pod(pod_meta: ObjectMeta, node: str, *, gpu_count: int, portion: float, groups: tuple[str, ...],
-            resource_type: str) -> BindRequest:
+def for_pod(
+    pod_meta: ObjectMeta, node: str, *, gpu_count: int, portion: float, groups: tuple[str, ...], resource_type: str
+) -> BindRequest:
     """A BindRequest named as the pod, owned by it, labelled with the selected node (§1.3)."""
     owner = OwnerReference("v1", "Pod", pod_meta.name, pod_meta.uid, controller=False)
     meta = ObjectMeta(
@@ -93,6 +94,11 @@ def for_pod(pod_meta: ObjectMeta, node: str, *, gpu_count: int, portion: float, 
         owner_references=(owner,),
     )
     return BindRequest(
-        meta=meta, pod_name=pod_meta.name, selected_node=node, received_resource_type=resource_type,
-        received_gpu_count=gpu_count, received_gpu_portion=portion, selected_gpu_groups=groups,
+        meta=meta,
+        pod_name=pod_meta.name,
+        selected_node=node,
+        received_resource_type=resource_type,
+        received_gpu_count=gpu_count,
+        received_gpu_portion=portion,
+        selected_gpu_groups=groups,
     )

@@ -14,7 +14,7 @@ import yaml
 
 _PACKAGE = "kai_scheduler.api"
 _DIRECTORY = "crds"
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when present: ~10x faster
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
 
 
 def load_crds() -> list[dict[str, Any]]:

@@ -25,10 +25,10 @@ class DurationError(UserError):
 def parse_duration(text: str, *, allow_days: bool = False) -> float:
     """Seconds in a Go duration string; raise DurationError on anything else."""
     if not isinstance(text, str):
-        raise DurationError(f"invalid duration {text!r}: want a string such as \"90s\" or \"10m\"")
+        raise DurationError(f'invalid duration {text!r}: want a string such as "90s" or "10m"')
     body = text.strip()
     sign = 1.0
-    if body[:1] in ("+", "-"):       # one optional sign, as Go's ParseDuration
+    if body[:1] in ("+", "-"):  # one optional sign, as Go's ParseDuration
         sign = -1.0 if body[0] == "-" else 1.0
         body = body[1:]
     if body == "0":
@@ -41,7 +41,7 @@ def parse_duration(text: str, *, allow_days: bool = False) -> float:
         total += float(match.group(1)) * units[match.group(2)]
         pos = match.end()
     if not body or pos != len(body):
-        raise DurationError(f"invalid duration {text!r}: want a Go duration such as \"90s\", \"10m\" or \"1h30m\"")
+        raise DurationError(f'invalid duration {text!r}: want a Go duration such as "90s", "10m" or "1h30m"')
     return sign * total
 
 
@@ -58,7 +58,7 @@ def format_duration(seconds: float) -> str:
             parts.append(f"{n}{unit}")
             rest -= n * size
     if rest or not parts:
-        text = f"{rest:.9f}".rstrip("0").rstrip(".")    # never exponent notation: Go does not read it
+        text = f"{rest:.9f}".rstrip("0").rstrip(".")  # never exponent notation: Go does not read it
         parts.append(f"{text}s")
     return sign + "".join(parts)
 

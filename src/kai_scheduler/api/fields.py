@@ -54,7 +54,7 @@ class Reader:
         """The value at a dotted path; `name[i]` segments index lists ("spec.containers[0].resources")."""
         node: Any = self.data
         for name, index in _segments(path):
-            if type(node) is not dict and not isinstance(node, Mapping):   # the exact-type test is the fast path
+            if type(node) is not dict and not isinstance(node, Mapping):  # the exact-type test is the fast path
                 return default
             node = node.get(name)
             if index >= 0:

@@ -46,10 +46,15 @@ RESOURCES: dict[str, Resource] = {
         Resource("topologies", constants.TOPOLOGY_API_VERSION, "Topology", False),
         Resource("leases", "coordination.k8s.io/v1", "Lease", True),
         Resource("secrets", "v1", "Secret", True),
-        Resource("validatingwebhookconfigurations", "admissionregistration.k8s.io/v1",
-                 "ValidatingWebhookConfiguration", False),
-        Resource("mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1",
-                 "MutatingWebhookConfiguration", False),
+        Resource(
+            "validatingwebhookconfigurations",
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            False,
+        ),
+        Resource(
+            "mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", False
+        ),
         # Workload owners, read unstructured by the podgrouper (BEHAVIOR.md §8.2); their CRDs need not be
         # installed unless used. MPIJob: "mpijobs" is the MPI Operator's v2beta1, "mpijobs.v1" Kubeflow's v1.
         Resource("jobs", "batch/v1", "Job", True),

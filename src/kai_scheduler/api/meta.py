@@ -119,18 +119,33 @@ def _read_plain(meta: dict[str, Any]) -> ObjectMeta | None:
     if refs is not None:
         if type(refs) is not list or any(type(ref) is not dict for ref in refs):
             return None
-        owners = tuple(OwnerReference(str(ref.get("apiVersion", "")), str(ref.get("kind", "")),
-                                      str(ref.get("name", "")), str(ref.get("uid", "")),
-                                      bool(ref.get("controller", False))) for ref in refs)
+        owners = tuple(
+            OwnerReference(
+                str(ref.get("apiVersion", "")),
+                str(ref.get("kind", "")),
+                str(ref.get("name", "")),
+                str(ref.get("uid", "")),
+                bool(ref.get("controller", False)),
+            )
+            for ref in refs
+        )
     created, deleted = meta.get("creationTimestamp"), meta.get("deletionTimestamp")
     try:
         created_at = None if created is None else parse_time(created)
         deleted_at = None if deleted is None else parse_time(deleted)
     except (TypeError, ValueError):
         return None
-    return ObjectMeta(name=name, namespace=meta.get("namespace") or "", uid=meta.get("uid") or "",
-                      resource_version=meta.get("resourceVersion") or "", labels=labels, annotations=annotations,
-                      creation_timestamp=created_at, deletion_timestamp=deleted_at, owner_references=owners)
+    return ObjectMeta(
+        name=name,
+        namespace=meta.get("namespace") or "",
+        uid=meta.get("uid") or "",
+        resource_version=meta.get("resourceVersion") or "",
+        labels=labels,
+        annotations=annotations,
+        creation_timestamp=created_at,
+        deletion_timestamp=deleted_at,
+        owner_references=owners,
+    )
 
 
 def _plain_map(value: Any) -> dict[str, str] | None:

@@ -16,7 +16,7 @@ _TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 @dataclass(slots=True, kw_only=True)
 class Node:
     meta: ObjectMeta
-    allocatable: dict[str, float]           # cpu millicores, memory bytes, others in units
+    allocatable: dict[str, float]  # cpu millicores, memory bytes, others in units
     capacity: dict[str, float] = field(default_factory=dict)
     unschedulable: bool = False
     ready: bool = True
@@ -64,7 +64,10 @@ class Node:
         if self.taints:
             spec["taints"] = [selectors.taint_dict(t) for t in self.taints]
         return {
-            "apiVersion": "v1", "kind": "Node", "metadata": self.meta.to_dict(), "spec": spec,
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": self.meta.to_dict(),
+            "spec": spec,
             "status": {
                 "allocatable": _resource_list(self.allocatable),
                 "capacity": _resource_list(self.capacity),

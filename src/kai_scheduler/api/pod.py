@@ -74,12 +74,14 @@ class Pod:
             nominated_node_name=r.str("status.nominatedNodeName"),
         )
 
-
     def to_dict(self) -> JSON:
         """The pod as Kubernetes JSON. Its containers are written as one container carrying the summed
         request the scheduler counts, so the result parses back to an equal Pod."""
-        requests = {n: quantity.format_resource(n, v) for n, v in sorted(self.requests.items())
-                    if n != constants.RESOURCE_PODS and v}
+        requests = {
+            n: quantity.format_resource(n, v)
+            for n, v in sorted(self.requests.items())
+            if n != constants.RESOURCE_PODS and v
+        }
         container: JSON = {"name": "main", "resources": {"requests": requests}}
         if constants.RESOURCE_GPU in requests:
             container["resources"]["limits"] = {constants.RESOURCE_GPU: requests[constants.RESOURCE_GPU]}
@@ -137,10 +139,14 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
     meta = ObjectMeta.read(r)
     affinity = spec.get("affinity")
     return cls(
-        meta=meta, phase=phase, node_name=_or(spec.get("nodeName"), ""),
+        meta=meta,
+        phase=phase,
+        node_name=_or(spec.get("nodeName"), ""),
         scheduler_name=_or(spec.get("schedulerName"), "default-scheduler"),
-        priority_class_name=_or(spec.get("priorityClassName"), ""), requests=requests,
-        gpu=gpu_request(r, requests, meta.annotations), node_selector=dict(selector or {}),
+        priority_class_name=_or(spec.get("priorityClassName"), ""),
+        requests=requests,
+        gpu=gpu_request(r, requests, meta.annotations),
+        node_selector=dict(selector or {}),
         node_affinity=_node_affinity(r) if affinity else (),
         pod_affinity=_affinity_terms(r, "podAffinity") if affinity else (),
         pod_anti_affinity=_affinity_terms(r, "podAntiAffinity") if affinity else (),

@@ -45,7 +45,7 @@ class SchedulingCondition:
     """An `UnschedulableOnNodePool` condition: why the job could not be placed in a node pool."""
 
     node_pool: str
-    reasons: list[tuple[str, str]]          # (reason, message)
+    reasons: list[tuple[str, str]]  # (reason, message)
     transition_id: str = "0"
     last_transition_time: float | None = None
 
@@ -74,7 +74,7 @@ class PodGroup:
     sub_groups: tuple[SubGroup, ...] = ()
     mark_unschedulable: bool = True
     scheduling_backoff: int = -1
-    preemption_delay: float | None = None        # seconds
+    preemption_delay: float | None = None  # seconds
     staleness_grace_period: float | None = None  # seconds; negative = never evict
     scheduling_conditions: list[SchedulingCondition] = field(default_factory=list)
     # Fields that could not be read and took their documented default instead (the object is still used);
@@ -95,8 +95,10 @@ class PodGroup:
         warnings: list[str] = []
         preemptibility = r.str("spec.preemptibility")
         if preemptibility not in PREEMPTIBILITY_VALUES:
-            warnings.append(f"spec.preemptibility: unknown value {preemptibility!r}; want preemptible or "
-                            "non-preemptible; using the default (from the priority)")
+            warnings.append(
+                f"spec.preemptibility: unknown value {preemptibility!r}; want preemptible or "
+                "non-preemptible; using the default (from the priority)"
+            )
             preemptibility = ""
         min_member = _non_negative(r, "spec.minMember")
         min_sub_group = _non_negative(r, "spec.minSubGroup")
@@ -109,7 +111,9 @@ class PodGroup:
                 reasons = [(str(x.get("reason", "")), str(x.get("message", ""))) for x in c.get("reasons") or []]
                 conditions.append(
                     SchedulingCondition(
-                        str(c.get("nodePool", "")), reasons, str(c.get("transitionID", "0")),
+                        str(c.get("nodePool", "")),
+                        reasons,
+                        str(c.get("transitionID", "0")),
                         r.time(f"status.schedulingConditions[{i}].lastTransitionTime"),
                     )
                 )
@@ -124,10 +128,12 @@ class PodGroup:
             sub_groups=_sub_groups(r),
             mark_unschedulable=r.bool("spec.markUnschedulable", True),
             scheduling_backoff=backoff if backoff is not None else -1,
-            preemption_delay=_lenient_duration(r, "spec.preemptionDelay", constants.ANNOTATION_PREEMPTION_DELAY,
-                                               warnings),
-            staleness_grace_period=_lenient_duration(r, "spec.stalenessGracePeriod",
-                                                     constants.ANNOTATION_STALENESS_GRACE_PERIOD, warnings),
+            preemption_delay=_lenient_duration(
+                r, "spec.preemptionDelay", constants.ANNOTATION_PREEMPTION_DELAY, warnings
+            ),
+            staleness_grace_period=_lenient_duration(
+                r, "spec.stalenessGracePeriod", constants.ANNOTATION_STALENESS_GRACE_PERIOD, warnings
+            ),
             scheduling_conditions=conditions,
             warnings=warnings,
         )

@@ -61,7 +61,7 @@ class NodeSelectorTerm:
     """One term of required node affinity: all its requirements must hold (terms are ORed)."""
 
     requirements: tuple[Requirement, ...] = ()
-    field_requirements: tuple[Requirement, ...] = ()   # matchFields: only metadata.name is defined
+    field_requirements: tuple[Requirement, ...] = ()  # matchFields: only metadata.name is defined
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
         if not all(r.matches(labels) for r in self.requirements):

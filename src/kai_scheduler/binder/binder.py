@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class BindOutcome:
-    bound: list[str] = field(default_factory=list)       # pod keys
+    bound: list[str] = field(default_factory=list)  # pod keys
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -47,9 +47,15 @@ class Binder:
     request is not taken up again, whatever its watch events say.
     """
 
-    def __init__(self, store: ClusterStore, clock: Clock,
-                 reservations: reservation.ReservationConfig | None = None, *, collect_every: float = 0.0,
-                 concurrency: int = 1) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        clock: Clock,
+        reservations: reservation.ReservationConfig | None = None,
+        *,
+        collect_every: float = 0.0,
+        concurrency: int = 1,
+    ) -> None:
         if concurrency < 1:
             raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
         self.store = store
@@ -58,12 +64,13 @@ class Binder:
         self.collect_every = collect_every
         self.concurrency = concurrency
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind") if concurrency > 1 else None
-        self._statuses = (ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind-status")
-                          if concurrency > 1 else None)
-        self._settling: set[str] = set()      # requests bound whose Succeeded status is still being written
+        self._statuses = (
+            ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind-status") if concurrency > 1 else None
+        )
+        self._settling: set[str] = set()  # requests bound whose Succeeded status is still being written
         self._settling_lock = threading.Lock()
         self._requests = Changes(store, "bindrequests")
-        self._open: dict[str, BindRequest] = {}       # BindRequests not yet Succeeded, by namespace/name
+        self._open: dict[str, BindRequest] = {}  # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
         self._collected_at: float | None = None
 
@@ -131,7 +138,7 @@ class Binder:
             if isinstance(err, Conflict) and self._bound_here(br):
                 # Bound as asked, by this binder before a restart that lost the status write: finish the record.
                 self._status(br, "Succeeded", "", br.failed_attempts)
-            elif isinstance(err, Conflict):   # bound by someone else meanwhile (a pod gone is no news)
+            elif isinstance(err, Conflict):  # bound by someone else meanwhile (a pod gone is no news)
                 log.warning(f"BindRequest {ns}/{br.meta.name} not bound: {err}", extra={"reason": err.reason})
             return
         except reservation.ReservationPending:
@@ -174,7 +181,7 @@ class Binder:
 
     def _failed(self, br: BindRequest, key: str, reason: str, outcome: BindOutcome) -> None:
         attempts = br.failed_attempts + 1
-        self._retry_at[key] = self.clock.now() + 2.0 ** br.failed_attempts
+        self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
         self._status(br, "Failed", reason, attempts)
         outcome.failed.append((key, reason))
         log.warning(f"bind failed: {reason}", extra={"pod": key, "attempts": attempts})

@@ -37,7 +37,7 @@ LABEL_APP = "app"
 CONTAINER_NAME = "resource-reservation"
 DEFAULT_IMAGE = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest"
 DEFAULT_RUNTIME_CLASS = "nvidia"
-DEFAULT_ALLOCATION_TIMEOUT = 40.0       # seconds: --resource-reservation-allocation-timeout
+DEFAULT_ALLOCATION_TIMEOUT = 40.0  # seconds: --resource-reservation-allocation-timeout
 _TERMINAL = ("Succeeded", "Failed")
 
 
@@ -57,7 +57,7 @@ class ReservationConfig:
     runtime_class: str = DEFAULT_RUNTIME_CLASS
     image: str = DEFAULT_IMAGE
     allocation_timeout: float = DEFAULT_ALLOCATION_TIMEOUT
-    assign_indices: bool = False        # the embedded cluster: the binder stands in for the device plugin
+    assign_indices: bool = False  # the embedded cluster: the binder stands in for the device plugin
 
 
 class Reservations:
@@ -81,8 +81,9 @@ class Reservations:
 
     def collect(self) -> list[str]:
         """Delete the reservation pods of groups with no pods and no in-flight BindRequests; their names."""
-        reservations, _ = self.store.list("pods", self.config.namespace,
-                                          f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}")
+        reservations, _ = self.store.list(
+            "pods", self.config.namespace, f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}"
+        )
         if not reservations:
             return []
         wanted = self._groups_in_use()
@@ -113,23 +114,31 @@ class Reservations:
 
     def _create(self, node: str, group: str, pod: JSON) -> JSON:
         meta = {
-            "name": self.pod_name(node, group), "namespace": self.config.namespace,
+            "name": self.pod_name(node, group),
+            "namespace": self.config.namespace,
             "labels": {LABEL_APP: constants.RESERVATION_APP_LABEL_VALUE, constants.LABEL_GPU_GROUP: group},
             "annotations": {ANNOTATION_DO_NOT_DISRUPT: "true"},
         }
         one_gpu = {constants.RESOURCE_GPU: "1"}
         spec: JSON = {
-            "nodeName": node, "runtimeClassName": self.config.runtime_class,
-            "containers": [{"name": CONTAINER_NAME, "image": self.config.image,
-                            "resources": {"requests": dict(one_gpu), "limits": dict(one_gpu)}}],
+            "nodeName": node,
+            "runtimeClassName": self.config.runtime_class,
+            "containers": [
+                {
+                    "name": CONTAINER_NAME,
+                    "image": self.config.image,
+                    "resources": {"requests": dict(one_gpu), "limits": dict(one_gpu)},
+                }
+            ],
         }
         tolerations = (pod.get("spec") or {}).get("tolerations")
         if tolerations:
             spec["tolerations"] = list(tolerations)
         try:
-            created = self.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-                                         "status": {"phase": "Pending"}})
-        except AlreadyExists as err:     # an earlier reservation pod of this group is still terminating
+            created = self.store.create(
+                {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+            )
+        except AlreadyExists as err:  # an earlier reservation pod of this group is still terminating
             raise ReservationPending(f"reservation pod {meta['name']} is still terminating") from err
         log.info("reservation pod created", extra={"pod": meta["name"], "node": node, "group": group})
         return created
@@ -144,17 +153,23 @@ class Reservations:
         created = meta.get("creationTimestamp")
         age = self.clock.now() - parse_time(created) if created else 0.0
         if age > self.config.allocation_timeout:
-            raise ReservationFailed(f"reservation pod {meta['name']} did not report its GPU index within "
-                                    f"{self.config.allocation_timeout:g}s")
+            raise ReservationFailed(
+                f"reservation pod {meta['name']} did not report its GPU index within "
+                f"{self.config.allocation_timeout:g}s"
+            )
         raise ReservationPending(f"reservation pod {meta['name']} has not reported its GPU index yet")
 
     def _assign(self, reservation: JSON) -> str:
         """Emulate the device plugin: the lowest GPU index no other reservation pod on the node holds."""
         node = reservation["spec"]["nodeName"]
-        others, _ = self.store.list("pods", self.config.namespace,
-                                    f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}")
-        taken = {p["metadata"].get("annotations", {}).get(ANNOTATION_GPU_INDEX) for p in others
-                 if (p.get("spec") or {}).get("nodeName") == node}
+        others, _ = self.store.list(
+            "pods", self.config.namespace, f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}"
+        )
+        taken = {
+            p["metadata"].get("annotations", {}).get(ANNOTATION_GPU_INDEX)
+            for p in others
+            if (p.get("spec") or {}).get("nodeName") == node
+        }
         index = next(str(i) for i in range(len(taken) + 1) if str(i) not in taken)
         name = reservation["metadata"]["name"]
         patch = {"metadata": {"annotations": {ANNOTATION_GPU_INDEX: index}}}
@@ -163,7 +178,7 @@ class Reservations:
 
     def _groups_in_use(self) -> set[str]:
         """Groups that live pods are labelled with, or that an in-flight BindRequest selects."""
-        pods, _ = self.store.list("pods", None, constants.LABEL_GPU_GROUP)   # every bound fractional pod
+        pods, _ = self.store.list("pods", None, constants.LABEL_GPU_GROUP)  # every bound fractional pod
         groups = set(_pod_groups(p for p in pods if p["metadata"].get("namespace") != self.config.namespace))
         requests, _ = self.store.list("bindrequests")
         for raw in requests:

@@ -28,25 +28,31 @@ def write(store: ClusterStore, pod: JSON, br: BindRequest, indices: dict[str, st
         return []
     key, index = where
     devices = ",".join(indices[group] for group in br.selected_gpu_groups if group in indices)
-    capabilities = {shared_gpu.ENV_VISIBLE_DEVICES: devices,
-                    shared_gpu.ENV_NUM_OF_GPUS: f"{br.received_gpu_portion:g}"}
+    capabilities = {shared_gpu.ENV_VISIBLE_DEVICES: devices, shared_gpu.ENV_NUM_OF_GPUS: f"{br.received_gpu_portion:g}"}
     env_vars = {}
     if constants.ANNOTATION_GPU_MEMORY in annotations:
         env_vars[shared_gpu.ENV_GPU_MEMORY] = str(annotations[constants.ANNOTATION_GPU_MEMORY])
     owner = {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name", ""), "uid": meta.get("uid", "")}
-    names = [shared_gpu.capabilities_configmap_name(prefix, key, index),
-             shared_gpu.env_vars_configmap_name(prefix, key, index)]
+    names = [
+        shared_gpu.capabilities_configmap_name(prefix, key, index),
+        shared_gpu.env_vars_configmap_name(prefix, key, index),
+    ]
     for name, data in zip(names, (capabilities, env_vars), strict=True):
-        _upsert(store, {"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": name, "namespace": meta.get("namespace", ""),
-                                     "ownerReferences": [owner]},
-                        "data": data})
+        _upsert(
+            store,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": meta.get("namespace", ""), "ownerReferences": [owner]},
+                "data": data,
+            },
+        )
     return names
 
 
 def _upsert(store: ClusterStore, configmap: JSON) -> None:
     try:
         store.create(configmap)
-    except AlreadyExists:       # a retried bind: the pod may have moved to other GPUs meanwhile
+    except AlreadyExists:  # a retried bind: the pod may have moved to other GPUs meanwhile
         meta = configmap["metadata"]
         store.patch("configmaps", meta["name"], meta["namespace"], {"data": configmap["data"]})

@@ -20,8 +20,8 @@ from kai_scheduler.cli import admission, components, fakenodes, logs, manifests,
 
 DIST = "kai-scheduler"
 EXIT_USER_ERROR = 2
-EXIT_BUG = 70              # EX_SOFTWARE (sysexits.h): an internal error, not the user's
-EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a Unix tool's shell status is when its reader went away
+EXIT_BUG = 70  # EX_SOFTWARE (sysexits.h): an internal error, not the user's
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a Unix tool's shell status is when its reader went away
 
 
 def version() -> str:
@@ -29,29 +29,38 @@ def version() -> str:
 
     try:
         return metadata.version(DIST)
-    except metadata.PackageNotFoundError:      # running from a source tree that is not installed
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
         return "unknown"
 
 
 class _Version(argparse.Action):
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="print the version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         print(f"{parser.prog} {version()}")
         parser.exit()
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="kai", description="KAI scheduling system for Kubernetes GPU clusters.",
+        prog="kai",
+        description="KAI scheduling system for Kubernetes GPU clusters.",
     )
     p.add_argument("--version", action=_Version)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
-    p.add_argument("--log-format", choices=("text", "json"), default="text",
-                   help="log lines as text with key=value fields, or one JSON object a line (default text)")
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log lines as text with key=value fields, or one JSON object a line (default text)",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schedule.add_parser(sub)
     simulate.add_parser(sub)
@@ -69,21 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         sys.stdout.flush()
-    except UserError as err:             # ObjectError, ScenarioError, ConfigError, a bad flag
+    except UserError as err:  # ObjectError, ScenarioError, ConfigError, a bad flag
         print(f"kai: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:              # `kai … | head`: the reader has what it wanted
+    except BrokenPipeError:  # `kai … | head`: the reader has what it wanted
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except OSError as err:               # a file that is not there or not writable, an address in use
+    except OSError as err:  # a file that is not there or not writable, an address in use
         print(f"kai: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except Exception as err:             # a broken invariant: show where, and never as the user's mistake
+    except Exception as err:  # a broken invariant: show where, and never as the user's mistake
         traceback.print_exc(file=sys.stderr)
-        print(f"kai: internal error (a bug in kai, not in your input): {type(err).__name__}: {err}",
-              file=sys.stderr)
+        print(f"kai: internal error (a bug in kai, not in your input): {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_BUG
     return code
 
@@ -93,7 +101,7 @@ def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):        # stdout already closed or not a real file (tests)
+    except (OSError, ValueError):  # stdout already closed or not a real file (tests)
         pass
     finally:
         os.close(devnull)

@@ -20,45 +20,87 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-_QPS, _BURST = 50.0, 300      # the components' defaults (runtime.options.ProcessOptions)
+_QPS, _BURST = 50.0, 300  # the components' defaults (runtime.options.ProcessOptions)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "admission", help="serve the admission webhooks (pods, queues, podgroups, topologies)",
+        "admission",
+        help="serve the admission webhooks (pods, queues, podgroups, topologies)",
         description="Serve KAI's mutating and validating admission webhooks over HTTPS. Without --cert-dir the "
-                    "serving certificate is self-managed: kept in a Secret, rotated 30 days before expiry, and its "
-                    "CA written into the webhook configurations.",
+        "serving certificate is self-managed: kept in a Secret, rotated 30 days before expiry, and its "
+        "CA written into the webhook configurations.",
     )
     connection.add_flags(p, qps=_QPS, burst=_BURST)
     p.add_argument("--listen-address", default=":8080", help="health and metrics address (default :8080)")
-    p.add_argument("--webhook-port", default=str(defaults.DEFAULT_PORT), metavar="PORT",
-                   help=f"HTTPS port of the webhooks (default {defaults.DEFAULT_PORT})")
-    p.add_argument("--cert-dir", default="",
-                   help="directory with tls.crt and tls.key to serve (default: self-managed certificates)")
-    p.add_argument("--namespace", default=None,
-                   help="namespace of the service and Secret (default: the pod's, else kai-scheduler)")
-    p.add_argument("--service-name", default=defaults.DEFAULT_SERVICE_NAME,
-                   help=f"webhook Service name (default {defaults.DEFAULT_SERVICE_NAME})")
-    p.add_argument("--secret-name", default=defaults.DEFAULT_SECRET_NAME,
-                   help=f"Secret holding the self-managed certificate (default {defaults.DEFAULT_SECRET_NAME})")
-    p.add_argument("--webhook-configuration-name", default=defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME,
-                   help="name of the Validating/MutatingWebhookConfiguration to inject the CA into "
-                        f"(default {defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME})")
-    p.add_argument("--scheduler-name", default=constants.DEFAULT_SCHEDULER_NAME,
-                   help=f"only pods with this schedulerName are handled (default {constants.DEFAULT_SCHEDULER_NAME})")
-    p.add_argument("--gpu-sharing-enabled", nargs="?", const="true", default="true", metavar="BOOL",
-                   help="accept fractional GPU requests (default true)")
-    p.add_argument("--block-nvidia-visible-devices", nargs="?", const="true", default="false", metavar="BOOL",
-                   help="set NVIDIA_VISIBLE_DEVICES=void on containers that ask for no GPU (default false)")
-    p.add_argument("--runtime-class-name", default=defaults.DEFAULT_RUNTIME_CLASS_NAME,
-                   help="runtime class set on fractional pods that have none; empty = off (default nvidia)")
+    p.add_argument(
+        "--webhook-port",
+        default=str(defaults.DEFAULT_PORT),
+        metavar="PORT",
+        help=f"HTTPS port of the webhooks (default {defaults.DEFAULT_PORT})",
+    )
+    p.add_argument(
+        "--cert-dir",
+        default="",
+        help="directory with tls.crt and tls.key to serve (default: self-managed certificates)",
+    )
+    p.add_argument(
+        "--namespace", default=None, help="namespace of the service and Secret (default: the pod's, else kai-scheduler)"
+    )
+    p.add_argument(
+        "--service-name",
+        default=defaults.DEFAULT_SERVICE_NAME,
+        help=f"webhook Service name (default {defaults.DEFAULT_SERVICE_NAME})",
+    )
+    p.add_argument(
+        "--secret-name",
+        default=defaults.DEFAULT_SECRET_NAME,
+        help=f"Secret holding the self-managed certificate (default {defaults.DEFAULT_SECRET_NAME})",
+    )
+    p.add_argument(
+        "--webhook-configuration-name",
+        default=defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+        help="name of the Validating/MutatingWebhookConfiguration to inject the CA into "
+        f"(default {defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME})",
+    )
+    p.add_argument(
+        "--scheduler-name",
+        default=constants.DEFAULT_SCHEDULER_NAME,
+        help=f"only pods with this schedulerName are handled (default {constants.DEFAULT_SCHEDULER_NAME})",
+    )
+    p.add_argument(
+        "--gpu-sharing-enabled",
+        nargs="?",
+        const="true",
+        default="true",
+        metavar="BOOL",
+        help="accept fractional GPU requests (default true)",
+    )
+    p.add_argument(
+        "--block-nvidia-visible-devices",
+        nargs="?",
+        const="true",
+        default="false",
+        metavar="BOOL",
+        help="set NVIDIA_VISIBLE_DEVICES=void on containers that ask for no GPU (default false)",
+    )
+    p.add_argument(
+        "--runtime-class-name",
+        default=defaults.DEFAULT_RUNTIME_CLASS_NAME,
+        help="runtime class set on fractional pods that have none; empty = off (default nvidia)",
+    )
     ignored = p.add_argument_group(
-        "leader election", "accepted so every component takes the same command line, and ignored: every replica "
-        "serves the webhooks (replicas that rotate the certificate at once agree through the Secret)")
+        "leader election",
+        "accepted so every component takes the same command line, and ignored: every replica "
+        "serves the webhooks (replicas that rotate the certificate at once agree through the Secret)",
+    )
     ignored.add_argument("--leader-elect", nargs="?", const="true", metavar="BOOL")
-    for flag in ("--leader-elect-namespace", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
-                 "--leader-elect-retry-period"):
+    for flag in (
+        "--leader-elect-namespace",
+        "--leader-elect-lease-duration",
+        "--leader-elect-renew-deadline",
+        "--leader-elect-retry-period",
+    ):
         ignored.add_argument(flag, metavar="VALUE")
     p.set_defaults(run=run)
 
@@ -77,8 +119,13 @@ def process_options(args: argparse.Namespace) -> options.ProcessOptions:
     from kai_scheduler.runtime import options
 
     conn = connection.parse(args, qps=_QPS, burst=_BURST)
-    return options.ProcessOptions(kubeconfig=conn.kubeconfig, context=conn.context, qps=conn.qps, burst=conn.burst,
-                                  listen_address=args.listen_address)
+    return options.ProcessOptions(
+        kubeconfig=conn.kubeconfig,
+        context=conn.context,
+        qps=conn.qps,
+        burst=conn.burst,
+        listen_address=args.listen_address,
+    )
 
 
 def service_options(args: argparse.Namespace) -> service.Options:

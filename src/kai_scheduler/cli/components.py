@@ -44,9 +44,9 @@ _FLAG_HELP = {
     "full_hierarchy_fairness": "divide resources over the whole queue tree (false: leaf queues under one root)",
     "allow_consolidating_reclaim": "let reclaim move pods instead of evicting them",
     "reclaim_protects_deserved": "reclaim passes over a victim that would take its queue below its deserved "
-                                 "quota (not KAI's rule; off by default)",
+    "quota (not KAI's rule; off by default)",
     "pipelined_claims": "a pipelined pod claims its node (nominatedNodeName) and allocate serves claimed jobs "
-                        "first (not KAI's; false: KAI's order)",
+    "first (not KAI's; false: KAI's order)",
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
     "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
 }
@@ -54,21 +54,34 @@ _GO_DURATION = "DURATION"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    _component(sub, "scheduler", "run the scheduler: a scheduling cycle every --schedule-period",
-               [_scheduler_flags])
+    _component(sub, "scheduler", "run the scheduler: a scheduling cycle every --schedule-period", [_scheduler_flags])
     _component(sub, "binder", "run the binder: bind the pods of BindRequests", [_binder_flags, _period("0.2s")])
-    _component(sub, "podgrouper", "run the pod grouper: PodGroups for the pods of the KAI scheduler",
-               [_period("0.5s"), _grouper_flags])
-    _component(sub, "controllers", "run the PodGroup and Queue status controllers (and create the default "
-               "queues)", [_period("0.5s"), _grouper_flags, _controller_flags])
-    _component(sub, "run", "run the scheduler, binder, pod grouper and controllers in one process "
-               "(and the admission webhooks with --admission)", [_scheduler_flags, _binder_flags, _run_period,
-                                                                   _controller_flags, _admission_flag])
+    _component(
+        sub,
+        "podgrouper",
+        "run the pod grouper: PodGroups for the pods of the KAI scheduler",
+        [_period("0.5s"), _grouper_flags],
+    )
+    _component(
+        sub,
+        "controllers",
+        "run the PodGroup and Queue status controllers (and create the default queues)",
+        [_period("0.5s"), _grouper_flags, _controller_flags],
+    )
+    _component(
+        sub,
+        "run",
+        "run the scheduler, binder, pod grouper and controllers in one process "
+        "(and the admission webhooks with --admission)",
+        [_scheduler_flags, _binder_flags, _run_period, _controller_flags, _admission_flag],
+    )
 
 
 def _component(sub: Any, name: str, summary: str, groups: list[Callable[[Parser], None]]) -> None:
     p: Parser = sub.add_parser(
-        name, help=summary, description=f"{summary[0].upper()}{summary[1:]}, against the API server of the "
+        name,
+        help=summary,
+        description=f"{summary[0].upper()}{summary[1:]}, against the API server of the "
         "kubeconfig (or the in-cluster service account), with /healthz, /readyz and /metrics on "
         "--listen-address. Durations take Go syntax (500ms, 2s, 1m); booleans --flag or --flag=false.",
     )
@@ -83,8 +96,14 @@ def _value(p: Parser, flag: str, default: str, help_text: str, metavar: str = "V
 
 
 def _bool(p: Parser, flag: str, default: bool, help_text: str) -> None:
-    p.add_argument(flag, nargs="?", const="true", default=None, metavar="BOOL",
-                   help=f"{help_text} (default {str(default).lower()})")
+    p.add_argument(
+        flag,
+        nargs="?",
+        const="true",
+        default=None,
+        metavar="BOOL",
+        help=f"{help_text} (default {str(default).lower()})",
+    )
 
 
 def _process_flags(p: Parser) -> None:
@@ -92,20 +111,37 @@ def _process_flags(p: Parser) -> None:
     connection.add_flags(p, qps=defaults.qps, burst=defaults.burst)
     _value(p, "--listen-address", '":8080"', "address of /healthz, /readyz and /metrics", "ADDR")
     _bool(p, "--leader-elect", False, "run only while holding the component's Lease")
-    _value(p, "--leader-elect-namespace", "the pod's namespace, else kai-scheduler", "namespace of the Leases",
-           "NS")
+    _value(p, "--leader-elect-namespace", "the pod's namespace, else kai-scheduler", "namespace of the Leases", "NS")
     config = LeaderConfig()
-    _value(p, "--leader-elect-lease-duration", format_duration(config.lease_duration),
-           "how long a Lease holds without renewal", _GO_DURATION)
-    _value(p, "--leader-elect-renew-deadline", format_duration(config.renew_deadline),
-           "the leader steps down when it could not renew for this long", _GO_DURATION)
-    _value(p, "--leader-elect-retry-period", format_duration(config.retry_period),
-           "time between acquire and renew attempts", _GO_DURATION)
+    _value(
+        p,
+        "--leader-elect-lease-duration",
+        format_duration(config.lease_duration),
+        "how long a Lease holds without renewal",
+        _GO_DURATION,
+    )
+    _value(
+        p,
+        "--leader-elect-renew-deadline",
+        format_duration(config.renew_deadline),
+        "the leader steps down when it could not renew for this long",
+        _GO_DURATION,
+    )
+    _value(
+        p,
+        "--leader-elect-retry-period",
+        format_duration(config.retry_period),
+        "time between acquire and renew attempts",
+        _GO_DURATION,
+    )
 
 
 def _scheduler_flags(p: Parser) -> None:
-    p.add_argument("--scheduler-conf", metavar="PATH",
-                   help="scheduler configuration (KAI's config.yaml, or its ConfigMap) (default: KAI's defaults)")
+    p.add_argument(
+        "--scheduler-conf",
+        metavar="PATH",
+        help="scheduler configuration (KAI's config.yaml, or its ConfigMap) (default: KAI's defaults)",
+    )
     _value(p, "--metrics-namespace", "kai", "prefix of the scheduler's metric names", "NAME")
     for field in dataclasses.fields(Flags):
         flag, default = "--" + field.name.replace("_", "-"), getattr(Flags(), field.name)
@@ -121,39 +157,69 @@ def _scheduler_flags(p: Parser) -> None:
 
 
 def _binder_flags(p: Parser) -> None:
-    _value(p, "--max-concurrent-reconciles", "10", "BindRequests of whole-GPU pods bound at once (shared-GPU ones "
-           "go one at a time)", "N")
-    _value(p, "--resource-reservation-namespace", constants.RESERVATION_NAMESPACE,
-           "namespace of the GPU reservation pods", "NS")
+    _value(
+        p,
+        "--max-concurrent-reconciles",
+        "10",
+        "BindRequests of whole-GPU pods bound at once (shared-GPU ones go one at a time)",
+        "N",
+    )
+    _value(
+        p,
+        "--resource-reservation-namespace",
+        constants.RESERVATION_NAMESPACE,
+        "namespace of the GPU reservation pods",
+        "NS",
+    )
 
 
 def _period(default: str) -> Callable[[Parser], None]:
     def add(p: Parser) -> None:
         _value(p, "--reconcile-period", default, "time between reconciles", _GO_DURATION)
+
     return add
 
 
 def _grouper_flags(p: Parser) -> None:
     _value(p, "--scheduler-name", constants.DEFAULT_SCHEDULER_NAME, "pods with this schedulerName are grouped")
     _value(p, "--queue-label-key", constants.DEFAULT_QUEUE_LABEL_KEY, "label key naming a workload's queue")
-    _value(p, "--nodepool-label-key", constants.DEFAULT_NODE_POOL_LABEL_KEY,
-           "label key of node pools (the queue of a `project` label is <project>-<pool>)")
+    _value(
+        p,
+        "--nodepool-label-key",
+        constants.DEFAULT_NODE_POOL_LABEL_KEY,
+        "label key of node pools (the queue of a `project` label is <project>-<pool>)",
+    )
 
 
 def _controller_flags(p: Parser) -> None:
-    _bool(p, "--create-default-queues", True, "create the queues default-parent-queue and default-queue when "
-          "they are missing, retrying until the Queue CRD and the admission webhook allow it")
+    _bool(
+        p,
+        "--create-default-queues",
+        True,
+        "create the queues default-parent-queue and default-queue when "
+        "they are missing, retrying until the Queue CRD and the admission webhook allow it",
+    )
 
 
 def _admission_flag(p: Parser) -> None:
-    _bool(p, "--admission", False, "also serve the admission webhooks (self-managed certificates in the "
-          "--leader-elect-namespace; see `kai admission` for the other settings)")
+    _bool(
+        p,
+        "--admission",
+        False,
+        "also serve the admission webhooks (self-managed certificates in the "
+        "--leader-elect-namespace; see `kai admission` for the other settings)",
+    )
     _value(p, "--webhook-port", "9443", "with --admission: the HTTPS port of the webhooks", "PORT")
 
 
 def _run_period(p: Parser) -> None:
-    _value(p, "--reconcile-period", "0.2s for the binder, 0.5s for the pod grouper and controllers",
-           "time between reconciles of the binder, pod grouper and controllers", _GO_DURATION)
+    _value(
+        p,
+        "--reconcile-period",
+        "0.2s for the binder, 0.5s for the pod grouper and controllers",
+        "time between reconciles of the binder, pod grouper and controllers",
+        _GO_DURATION,
+    )
 
 
 # --- from flags to options ---
@@ -177,16 +243,27 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
         grouper_options = _grouper_options(args) if name not in ("scheduler", "binder") else None
         store = connect(process_options)
         try:
-            components = builders.build(names, store, clock, registry, scheduler_options=scheduler_options,
-                                        binder_options=binder_options, grouper_options=grouper_options)
+            components = builders.build(
+                names,
+                store,
+                clock,
+                registry,
+                scheduler_options=scheduler_options,
+                binder_options=binder_options,
+                grouper_options=grouper_options,
+            )
             stop = threading.Event()
             process = Process(components, store, process_options, registry, clock, stop)
             webhooks = None
             if name == "run" and _boolean(args, "admission", False):
                 webhooks = admission_service.Service(
-                    admission_service.Options(namespace=process_options.leader_elect_namespace,
-                                              webhook_port=_number(args, "webhook_port", 9443, int)),
-                    store, registry)
+                    admission_service.Options(
+                        namespace=process_options.leader_elect_namespace,
+                        webhook_port=_number(args, "webhook_port", 9443, int),
+                    ),
+                    store,
+                    registry,
+                )
                 webhooks.start()
                 process.server.add_readiness("admission", webhooks.is_ready)
             try:
@@ -197,6 +274,7 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                     webhooks.stop()
         finally:
             store.close()
+
     return run
 
 
@@ -209,7 +287,10 @@ def _process_options(args: argparse.Namespace) -> ProcessOptions:
     )
     conn = connection.parse(args, qps=defaults.qps, burst=defaults.burst)
     options = ProcessOptions(
-        kubeconfig=conn.kubeconfig, context=conn.context, qps=conn.qps, burst=conn.burst,
+        kubeconfig=conn.kubeconfig,
+        context=conn.context,
+        qps=conn.qps,
+        burst=conn.burst,
         listen_address=args.listen_address or defaults.listen_address,
         leader_elect=_boolean(args, "leader_elect", False),
         leader_elect_namespace=args.leader_elect_namespace or in_cluster_namespace(),
@@ -238,8 +319,9 @@ def _scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
         check_supported(dataclasses.replace(Flags(), **flags), spelling="--{}")
     except ConfigError as err:
         raise UserError(str(err)) from None
-    return SchedulerOptions(scheduler_conf=args.scheduler_conf, flags=flags,
-                            metrics_namespace=args.metrics_namespace or "kai")
+    return SchedulerOptions(
+        scheduler_conf=args.scheduler_conf, flags=flags, metrics_namespace=args.metrics_namespace or "kai"
+    )
 
 
 def _binder_options(args: argparse.Namespace) -> BinderOptions:

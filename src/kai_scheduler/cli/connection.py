@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from kai_scheduler.api.errors import UserError
 
 # The order of store.kube_http.load_config: in a pod and with neither flag given, the service account.
-KUBECONFIG_HELP = ("kubeconfig file (default: in a pod with neither --kubeconfig nor --context, the in-cluster "
-                   "service account; otherwise $KUBECONFIG, then ~/.kube/config)")
+KUBECONFIG_HELP = (
+    "kubeconfig file (default: in a pod with neither --kubeconfig nor --context, the in-cluster "
+    "service account; otherwise $KUBECONFIG, then ~/.kube/config)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,15 +25,17 @@ class Connection:
 def add_flags(p: argparse.ArgumentParser, *, qps: float, burst: int) -> None:
     p.add_argument("--kubeconfig", metavar="PATH", help=KUBECONFIG_HELP)
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
-    p.add_argument("--qps", default=None, metavar="QPS", help=f"API requests per second after the burst "
-                                                              f"(default {qps:g})")
+    p.add_argument(
+        "--qps", default=None, metavar="QPS", help=f"API requests per second after the burst (default {qps:g})"
+    )
     p.add_argument("--burst", default=None, metavar="N", help=f"API requests allowed at once (default {burst})")
 
 
 def parse(args: argparse.Namespace, *, qps: float, burst: int) -> Connection:
     """The flags' values, or the command's defaults; a UserError naming the flag for a malformed number."""
     return Connection(
-        kubeconfig=args.kubeconfig, context=args.context,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
         qps=qps if args.qps is None else float(number("--qps", args.qps, float)),
         burst=burst if args.burst is None else int(number("--burst", args.burst, int)),
     )

@@ -20,44 +20,60 @@ from kai_scheduler.store.interface import ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
 
-IDLE_WAIT = 0.5        # seconds a step waits for pod events when there are none
-REPORT_EVERY = 10.0    # seconds between progress lines at -v
-RETRY_AFTER = 2.0      # seconds before trying again when the API server cannot be reached
+IDLE_WAIT = 0.5  # seconds a step waits for pod events when there are none
+REPORT_EVERY = 10.0  # seconds between progress lines at -v
+RETRY_AFTER = 2.0  # seconds before trying again when the API server cannot be reached
 
 
-_QPS, _BURST = 1000.0, 2000   # a fleet of fake kubelets writes far more than one component
+_QPS, _BURST = 1000.0, 2000  # a fleet of fake kubelets writes far more than one component
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d = FleetSpec()
     p = sub.add_parser(
-        "fake-nodes", help="create fake GPU nodes on an API server and play their kubelet",
+        "fake-nodes",
+        help="create fake GPU nodes on an API server and play their kubelet",
         description="Create COUNT Node objects with GPU capacity and KAI's labels, and act as their kubelet: "
-                    "pods bound to them become Running, finish after their kai.scheduler/fake-duration "
-                    "annotation, and go once deleted. Runs until SIGINT/SIGTERM.",
+        "pods bound to them become Running, finish after their kai.scheduler/fake-duration "
+        "annotation, and go once deleted. Runs until SIGINT/SIGTERM.",
     )
     connection.add_flags(p, qps=_QPS, burst=_BURST)
     p.add_argument("--count", type=int, default=d.count, help="number of nodes (default %(default)s)")
     p.add_argument("--gpus", type=int, default=d.gpus, help="GPUs per node (default %(default)s)")
     p.add_argument("--gpu-product", default=d.gpu_product, help="nvidia.com/gpu.product (default %(default)s)")
-    p.add_argument("--gpu-memory", type=int, default=d.gpu_memory_mib,
-                   help="MiB per GPU, label nvidia.com/gpu.memory (default %(default)s)")
+    p.add_argument(
+        "--gpu-memory",
+        type=int,
+        default=d.gpu_memory_mib,
+        help="MiB per GPU, label nvidia.com/gpu.memory (default %(default)s)",
+    )
     p.add_argument("--cpu", default=d.cpu, help="CPU capacity, a quantity (default %(default)s)")
     p.add_argument("--memory", default=d.memory, help="memory capacity, a quantity (default %(default)s)")
     p.add_argument("--pods", type=int, default=d.pods, help="pod capacity (default %(default)s)")
     p.add_argument("--prefix", default=d.prefix, help="node names are PREFIX-<i> (default %(default)s)")
     p.add_argument("--node-pool", default="", help="value of the kai.scheduler/node-pool label")
     p.add_argument("--label", action="append", default=[], metavar="K=V", help="extra node label (repeatable)")
-    p.add_argument("--rack-size", type=int, default=0, metavar="R",
-                   help="nodes per rack: label kai.scheduler/rack=rack-<i//R>")
-    p.add_argument("--zone-size", type=int, default=0, metavar="Z",
-                   help="nodes per zone (a multiple of R): label topology.kubernetes.io/zone=zone-<i//Z>")
+    p.add_argument(
+        "--rack-size", type=int, default=0, metavar="R", help="nodes per rack: label kai.scheduler/rack=rack-<i//R>"
+    )
+    p.add_argument(
+        "--zone-size",
+        type=int,
+        default=0,
+        metavar="Z",
+        help="nodes per zone (a multiple of R): label topology.kubernetes.io/zone=zone-<i//Z>",
+    )
     p.add_argument("--taint", action="append", default=[], metavar="K=V:EFFECT", help="node taint (repeatable)")
-    p.add_argument("--heartbeat-period", default="10s",
-                   help="node lease renewal period, a Go duration (default %(default)s)")
+    p.add_argument(
+        "--heartbeat-period", default="10s", help="node lease renewal period, a Go duration (default %(default)s)"
+    )
     p.add_argument("--delete-on-exit", action="store_true", help="delete the nodes on SIGINT/SIGTERM")
-    p.add_argument("--exit-after", default=None, metavar="DURATION",
-                   help="stop after this long (a Go duration), as on SIGTERM; for scripts")
+    p.add_argument(
+        "--exit-after",
+        default=None,
+        metavar="DURATION",
+        help="stop after this long (a Go duration), as on SIGTERM; for scripts",
+    )
     p.set_defaults(run=run)
 
 
@@ -75,9 +91,18 @@ def settings(args: argparse.Namespace) -> Settings:
     """The command's settings; ValueError (one line naming the flag) on bad input."""
     labels = dict(parse_label(text) for text in args.label)
     spec = FleetSpec(
-        count=args.count, gpus=args.gpus, gpu_product=args.gpu_product, gpu_memory_mib=args.gpu_memory,
-        cpu=args.cpu, memory=args.memory, pods=args.pods, prefix=args.prefix, node_pool=args.node_pool,
-        labels=labels, rack_size=args.rack_size, zone_size=args.zone_size,
+        count=args.count,
+        gpus=args.gpus,
+        gpu_product=args.gpu_product,
+        gpu_memory_mib=args.gpu_memory,
+        cpu=args.cpu,
+        memory=args.memory,
+        pods=args.pods,
+        prefix=args.prefix,
+        node_pool=args.node_pool,
+        labels=labels,
+        rack_size=args.rack_size,
+        zone_size=args.zone_size,
         taints=tuple(parse_taint(text) for text in args.taint),
     )
     spec.check()
@@ -88,8 +113,14 @@ def settings(args: argparse.Namespace) -> Settings:
     conn = connection.parse(args, qps=_QPS, burst=_BURST)
     if conn.qps < 0 or conn.burst < 1:
         raise UserError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {conn.qps:g} and {conn.burst}")
-    return Settings(spec, HeartbeatConfig(lease_period=period, status_period=max(60.0, period)),
-                    args.delete_on_exit, exit_after, args.verbose > 0, conn)
+    return Settings(
+        spec,
+        HeartbeatConfig(lease_period=period, status_period=max(60.0, period)),
+        args.delete_on_exit,
+        exit_after,
+        args.verbose > 0,
+        conn,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,18 +133,23 @@ def run(args: argparse.Namespace) -> int:
     with store, stop_on_signals(stop):
         try:
             return serve(store, SystemClock(), config, stop)
-        except StoreError as err:     # creating or deleting the nodes failed: one line, not a traceback
+        except StoreError as err:  # creating or deleting the nodes failed: one line, not a traceback
             raise UserError(f"API server: {err}") from None
 
 
 def serve(store: ClusterStore, clock: Clock, config: Settings, stop: threading.Event) -> int:
     """Create or adopt the nodes, play their kubelet until `stop` is set, then delete them if asked."""
     result = fleet.ensure(store, build_nodes(config.spec, clock.now()))
-    print(f"fake-nodes: {len(result.played)} nodes ready "
-          f"({len(result.created)} created, {len(result.adopted)} adopted)", flush=True)
+    print(
+        f"fake-nodes: {len(result.played)} nodes ready ({len(result.created)} created, {len(result.adopted)} adopted)",
+        flush=True,
+    )
     if result.foreign:
-        print(f"fake-nodes: {len(result.foreign)} nodes with our names are not fake nodes, left alone: "
-              f"{', '.join(result.foreign)}", flush=True)
+        print(
+            f"fake-nodes: {len(result.foreign)} nodes with our names are not fake nodes, left alone: "
+            f"{', '.join(result.foreign)}",
+            flush=True,
+        )
     heartbeat = Heartbeat(store, clock, result.played, config.heartbeat, result.uids)
     kubelet = FakeKubelet(store, clock, result.played, heartbeat)
     deadline = None if config.exit_after is None else time.monotonic() + config.exit_after
@@ -127,11 +163,16 @@ def serve(store: ClusterStore, clock: Clock, config: Settings, stop: threading.E
             continue
         if config.verbose and time.monotonic() >= next_report:
             next_report = time.monotonic() + REPORT_EVERY
-            print(f"fake-nodes: pods started {stats.started}, finished {stats.finished}, "
-                  f"removed {stats.removed}, running {stats.running}", flush=True)
+            print(
+                f"fake-nodes: pods started {stats.started}, finished {stats.finished}, "
+                f"removed {stats.removed}, running {stats.running}",
+                flush=True,
+            )
     stats = kubelet.stats
-    print(f"fake-nodes: stopping; pods started {stats.started}, finished {stats.finished}, "
-          f"removed {stats.removed}", flush=True)
+    print(
+        f"fake-nodes: stopping; pods started {stats.started}, finished {stats.finished}, removed {stats.removed}",
+        flush=True,
+    )
     if config.delete_on_exit:
         deleted = fleet.delete(store, result.played, config.heartbeat.namespace)
         print(f"fake-nodes: {deleted} nodes deleted", flush=True)

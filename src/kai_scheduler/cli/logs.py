@@ -35,8 +35,13 @@ class TextFormatter(logging.Formatter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        out = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
-               "logger": record.name, "msg": record.getMessage(), **fields(record)}
+        out = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+            **fields(record),
+        }
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(out, default=str).decode()
@@ -45,7 +50,7 @@ class JsonFormatter(logging.Formatter):
 def configure(level: int, style: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if style == "json" else TextFormatter())
-    logging.basicConfig(level=level, handlers=[handler])      # a no-op where handlers exist (tests)
+    logging.basicConfig(level=level, handlers=[handler])  # a no-op where handlers exist (tests)
     if level > logging.DEBUG:
         # urllib3 warns once per connection retry; the store reports the request that failed in one line itself.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)

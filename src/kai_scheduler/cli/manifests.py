@@ -12,19 +12,35 @@ from kai_scheduler.api.errors import UserError
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "manifests", help="print the install manifests (or write the Helm chart)",
+        "manifests",
+        help="print the install manifests (or write the Helm chart)",
         description="Print everything needed to run KAI in a cluster as one YAML stream: "
-                    "`kai manifests | kubectl apply --server-side -f -`. Values are the chart's values.yaml.",
+        "`kai manifests | kubectl apply --server-side -f -`. Values are the chart's values.yaml.",
     )
     p.add_argument("--namespace", metavar="NS", help="namespace of the components (value namespace.name)")
     p.add_argument("--image", metavar="REPO:TAG", help="image of the components (image.repository and image.tag)")
-    p.add_argument("-f", "--values", metavar="FILE", action="append", default=[],
-                   help="values file over the defaults (repeatable; later files win)")
-    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="sets",
-                   help="set one value, e.g. scheduler.replicas=2 (repeatable)")
+    p.add_argument(
+        "-f",
+        "--values",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="values file over the defaults (repeatable; later files win)",
+    )
+    p.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        dest="sets",
+        help="set one value, e.g. scheduler.replicas=2 (repeatable)",
+    )
     p.add_argument("--skip-crds", action="store_true", help="leave the CustomResourceDefinitions out")
-    p.add_argument("--helm-chart", metavar="DIR",
-                   help="write the Helm chart (generated from the same source) into DIR instead of printing")
+    p.add_argument(
+        "--helm-chart",
+        metavar="DIR",
+        help="write the Helm chart (generated from the same source) into DIR instead of printing",
+    )
     p.set_defaults(run=run)
 
 

@@ -19,8 +19,7 @@ NOTICE_AFTER = 1.0
 
 
 @contextmanager
-def step(what: str, *, enabled: bool = True, after: float | None = None,
-         out: TextIO | None = None) -> Iterator[None]:
+def step(what: str, *, enabled: bool = True, after: float | None = None, out: TextIO | None = None) -> Iterator[None]:
     """Run the block; when it lasts over `after` seconds (default NOTICE_AFTER), print `kai: <what> …` when
     it passes that mark, then `kai: <what>: 3.2 s`."""
     stream = out or sys.stderr
@@ -43,11 +42,11 @@ def step(what: str, *, enabled: bool = True, after: float | None = None,
     finally:
         if timer is not None:
             timer.cancel()
-            timer.join()       # an announcement under way is printed before the closing line
+            timer.join()  # an announcement under way is printed before the closing line
         if announced.is_set():
             _write(stream, f"kai: {what}: {time.perf_counter() - started:.1f} s")
 
 
 def _write(stream: TextIO, line: str) -> None:
-    with contextlib.suppress(OSError, ValueError):     # stderr closed: progress is not worth failing for
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: progress is not worth failing for
         print(line, file=stream, flush=True)

@@ -25,7 +25,7 @@ _CHANGED = {"Binding": "green", "Pipelined": "yellow", "Releasing": "red", "Dele
 _RESOURCES = (("gpu", "GPU"), ("cpu", "CPU"), ("memory", "memory"))
 _INDENT = 4
 _TRAILING_TAG = re.compile(r" \[[^\[\]]*\]$")
-_GLUE = "\x1f"       # stands for a space that must not break a line while wrapping; never in printed text
+_GLUE = "\x1f"  # stands for a space that must not break a line while wrapping; never in printed text
 
 
 class PipeConsole(Console):
@@ -69,15 +69,21 @@ def as_tables(outcome: Outcome, out: Console) -> None:
     if outcome.moves:
         _lines(out, _moves(outcome, names, out.width))
     if outcome.gpus:
-        _titled(out, "Shared GPUs (MiB per GPU as KAI counts them: the node's nvidia.com/gpu.memory label "
-                     "floored to a multiple of 100, so 40960 is 40900)", _shared_gpus(outcome, names))
+        _titled(
+            out,
+            "Shared GPUs (MiB per GPU as KAI counts them: the node's nvidia.com/gpu.memory label "
+            "floored to a multiple of 100, so 40960 is 40900)",
+            _shared_gpus(outcome, names),
+        )
     if outcome.unplaced:
         _lines(out, _unplaced(outcome, names, out.width))
     for problem in outcome.problems:
         out.print(Text.assemble(("skipped ", "yellow"), problem))
     for c in outcome.cycles:
-        out.print(f"cycle {c.cycle}: {c.binds} bound, {c.evictions} evicted, {c.pipelines} pipelined "
-                  f"({c.seconds * 1000:.0f} ms)")
+        out.print(
+            f"cycle {c.cycle}: {c.binds} bound, {c.evictions} evicted, {c.pipelines} pipelined "
+            f"({c.seconds * 1000:.0f} ms)"
+        )
 
 
 def _titled(out: Console, title: str, table: Table) -> None:
@@ -112,8 +118,13 @@ def _queues(outcome: Outcome) -> Table:
     for q in outcome.queues:
         for i, (resource, label) in enumerate(_RESOURCES):
             values = (q.deserved[resource], q.fair_share[resource], q.allocated[resource], q.requested[resource])
-            table.add_row(q.name if i == 0 else "", (q.parent or "-") if i == 0 else "", label,
-                          *(_amount(resource, v) for v in values), end_section=i == len(_RESOURCES) - 1)
+            table.add_row(
+                q.name if i == 0 else "",
+                (q.parent or "-") if i == 0 else "",
+                label,
+                *(_amount(resource, v) for v in values),
+                end_section=i == len(_RESOURCES) - 1,
+            )
     return table
 
 
@@ -163,9 +174,10 @@ def _wrapped(text: str, indent: int, width: int) -> list[Text]:
     pad = " " * indent
     tag = _TRAILING_TAG.search(text)
     if tag:
-        text = text[:tag.start()] + tag.group().replace(" ", _GLUE)
-    lines = textwrap.wrap(text, max(width, indent + 20), initial_indent=pad, subsequent_indent=pad,
-                          break_on_hyphens=False)
+        text = text[: tag.start()] + tag.group().replace(" ", _GLUE)
+    lines = textwrap.wrap(
+        text, max(width, indent + 20), initial_indent=pad, subsequent_indent=pad, break_on_hyphens=False
+    )
     return [Text(line.replace(_GLUE, " ")) for line in lines]
 
 

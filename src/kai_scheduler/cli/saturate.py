@@ -16,20 +16,32 @@ from kai_scheduler.api.errors import UserError
 if TYPE_CHECKING:
     from kai_scheduler.sim.saturate import SaturationRun
 
-DEFAULT_CONFIG: dict[str, Any] = {"actions": "allocate"}     # KAI's plugins, placement only
+DEFAULT_CONFIG: dict[str, Any] = {"actions": "allocate"}  # KAI's plugins, placement only
 LEVELS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
 DEFAULT_OUT = "sim-report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--saturate", action="store_true",
-                   help="with --trace/--nodes: fill the cluster with tasks drawn from the trace (--seed) until "
-                        "they ask for --until-demand times its GPUs, none leaving, and report the share of "
-                        "GPUs left unallocated against the demand arrived (docs/simulate.md)")
-    p.add_argument("--until-demand", type=float, default=1.3,
-                   help="--saturate: stop when the tasks ask for this multiple of the cluster's GPUs (1.3)")
-    p.add_argument("--arrivals-per-cycle", type=int, default=None, metavar="N",
-                   help="--saturate: tasks that arrive before each scheduling cycle (default 1: a cycle per task)")
+    p.add_argument(
+        "--saturate",
+        action="store_true",
+        help="with --trace/--nodes: fill the cluster with tasks drawn from the trace (--seed) until "
+        "they ask for --until-demand times its GPUs, none leaving, and report the share of "
+        "GPUs left unallocated against the demand arrived (docs/simulate.md)",
+    )
+    p.add_argument(
+        "--until-demand",
+        type=float,
+        default=1.3,
+        help="--saturate: stop when the tasks ask for this multiple of the cluster's GPUs (1.3)",
+    )
+    p.add_argument(
+        "--arrivals-per-cycle",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--saturate: tasks that arrive before each scheduling cycle (default 1: a cycle per task)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,8 +58,11 @@ def run(args: argparse.Namespace) -> int:
     total = sum(float(n["gpus"]) for n in nodes)
     drawn = saturate.draw(every, total, args.until_demand, args.seed)
     asked = sum(saturate.task_gpus(t) for t in drawn)
-    print(f"saturate: {len(drawn)} tasks drawn from {len(every)} (seed {args.seed}) ask for {asked:.6g} GPUs, "
-          f"{asked / total:.3g} times the {total:g} GPUs of {len(nodes)} nodes", file=sys.stderr)
+    print(
+        f"saturate: {len(drawn)} tasks drawn from {len(every)} (seed {args.seed}) ask for {asked:.6g} GPUs, "
+        f"{asked / total:.3g} times the {total:g} GPUs of {len(nodes)} nodes",
+        file=sys.stderr,
+    )
     if args.compare:
         configs = list(zip(_labels(args.compare), (config_file.read(path) for path in args.compare), strict=True))
     elif args.config:
@@ -57,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
     name = f"saturate {Path(args.trace).stem} on {Path(args.nodes).stem}"
     runs = []
     for label, raw in configs:
-        experiment = saturate.Saturation(nodes, drawn, config_file.load(raw), per_cycle=args.arrivals_per_cycle or 1,
-                                         name=name, label=label)
+        experiment = saturate.Saturation(
+            nodes, drawn, config_file.load(raw), per_cycle=args.arrivals_per_cycle or 1, name=name, label=label
+        )
         runs.append(experiment.run(None if args.no_progress else _progress(label or name)))
         if not args.no_progress:
             print(file=sys.stderr)
@@ -81,13 +97,19 @@ def _check(args: argparse.Namespace) -> None:
         raise UserError("--saturate needs --trace PODS_CSV and --nodes NODES_CSV")
     if args.file:
         raise UserError("--saturate replays --trace, not a scenario FILE")
-    unused = [flag for flag, value in (("--sample", args.sample is not None), ("--time-scale", args.time_scale != 1.0),
-                                       ("--until", args.until is not None),
-                                       ("--schedule-period", args.schedule_period is not None),
-                                       ("--occupancy-at", args.occupancy_at is not None)) if value]
+    unused = [
+        flag
+        for flag, value in (
+            ("--sample", args.sample is not None),
+            ("--time-scale", args.time_scale != 1.0),
+            ("--until", args.until is not None),
+            ("--schedule-period", args.schedule_period is not None),
+            ("--occupancy-at", args.occupancy_at is not None),
+        )
+        if value
+    ]
     if unused:
-        raise UserError(f"{unused[0]} does not apply to --saturate (tasks are drawn with --seed until "
-                        "--until-demand)")
+        raise UserError(f"{unused[0]} does not apply to --saturate (tasks are drawn with --seed until --until-demand)")
     if args.compare and args.config:
         raise UserError("--compare replaces --config: give one or the other")
     if args.arrivals_per_cycle is not None and args.arrivals_per_cycle < 1:
@@ -108,7 +130,7 @@ def _labels(paths: list[str]) -> list[str]:
 
 
 def _progress(label: str) -> Callable[[float], None]:
-    shown = [-1]         # the last whole percent printed
+    shown = [-1]  # the last whole percent printed
 
     def show(arrived: float) -> None:
         percent = int(arrived * 100)
@@ -134,8 +156,7 @@ def _print_table(runs: list[SaturationRun]) -> None:
     ]
     for level in LEVELS:
         rows.append((f"unallocated GPUs at demand {level:g}", [_percent(r.at(level)) for r in runs]))
-    rows.append(("fragmentation at demand 1", [_percent(r.at(1.0, [p.fragmentation for p in r.points]))
-                                               for r in runs]))
+    rows.append(("fragmentation at demand 1", [_percent(r.at(1.0, [p.fragmentation for p in r.points])) for r in runs]))
     for name, cells in rows:
         table.add_row(name, *cells)
     render.console().print(table)

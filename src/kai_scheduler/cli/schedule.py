@@ -9,31 +9,49 @@ import sys
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import phases
 
-OUTPUT_HELP = ("table: tables for a person (default); json or yaml: every task by namespace/name with its status "
-               "and node, every queue's shares, the evictions and the counts per cycle")
+OUTPUT_HELP = (
+    "table: tables for a person (default); json or yaml: every task by namespace/name with its status "
+    "and node, every queue's shares, the evictions and the counts per cycle"
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "schedule", help="run scheduling cycles on a scenario or manifest and print the decisions",
+        "schedule",
+        help="run scheduling cycles on a scenario or manifest and print the decisions",
         description="Load FILE (a scenario, see docs/scenario-reference.md, or Kubernetes manifests), run the "
-                    "scheduler on the embedded cluster and print, per task, its status before and after and its "
-                    "node; per queue, deserved, fair share, allocated and requested; per unplaced job, the reason.",
+        "scheduler on the embedded cluster and print, per task, its status before and after and its "
+        "node; per queue, deserved, fair share, allocated and requested; per unplaced job, the reason.",
     )
     p.add_argument("file", help="scenario file or Kubernetes manifest (YAML)")
-    p.add_argument("--cycles", type=int, default=None,
-                   help="scheduling cycles to run (default: the file's `cycles`, else 1); the binder and "
-                        "kubelet act between cycles")
-    p.add_argument("--check", action="store_true",
-                   help="check the file's `expect:` block: exit 0, or 1 with one line per mismatch on standard "
-                        "error; without --output, print no tables and an OK line on success")
+    p.add_argument(
+        "--cycles",
+        type=int,
+        default=None,
+        help="scheduling cycles to run (default: the file's `cycles`, else 1); the binder and "
+        "kubelet act between cycles",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check the file's `expect:` block: exit 0, or 1 with one line per mismatch on standard "
+        "error; without --output, print no tables and an OK line on success",
+    )
     p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default=None, help=OUTPUT_HELP)
-    p.add_argument("--config", help="scheduler configuration file (KAI's config.yaml or its ConfigMap); "
-                                    "replaces the file's `config:`")
-    p.add_argument("--explain", action="store_true",
-                   help="name, after each reason a job was not placed, the plugin or action that rejected it")
-    p.add_argument("--no-progress", action="store_true",
-                   help="print nothing on standard error about loading and cycles that take over a second")
+    p.add_argument(
+        "--config",
+        help="scheduler configuration file (KAI's config.yaml or its ConfigMap); replaces the file's `config:`",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="name, after each reason a job was not placed, the plugin or action that rejected it",
+    )
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="print nothing on standard error about loading and cycles that take over a second",
+    )
     p.set_defaults(run=run)
 
 
@@ -46,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     with phases.step(f"loading {args.file}", enabled=progress):
         loaded = scenarios.load(args.file)
-    source = (config_file.read(args.config) if args.config
-              else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines))
+    source = (
+        config_file.read(args.config)
+        if args.config
+        else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines)
+    )
     config = config_file.load(source)
     cycles = args.cycles if args.cycles is not None else (loaded.cycles or 1)
     if cycles < 1:
@@ -66,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
         with phases.step(f"cycle {i + 1} of {cycles}", enabled=progress):
             cluster.cycle()
     with phases.step("preparing the report", enabled=progress):
-        result = outcome.build(loaded.name or args.file, before, cluster.view(), cluster.results,
-                               explain=args.explain)
+        result = outcome.build(loaded.name or args.file, before, cluster.view(), cluster.results, explain=args.explain)
     output = args.output or ("none" if args.check else "table")
     _print(result, output)
     if args.check:
@@ -75,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         mismatches = check.check(result, loaded.expect)
         for line in mismatches:
             print(f"{args.file}: {line}", file=sys.stderr)
-        if not mismatches and args.output is None:     # with --output, standard output is the result alone
+        if not mismatches and args.output is None:  # with --output, standard output is the result alone
             print(f"{args.file}: OK, {check.count(loaded.expect)} expectation(s) hold")
         return 1 if mismatches else 0
     return 0

@@ -27,34 +27,52 @@ DEFAULT_OUT = "sim-report"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "simulate", help="replay a workload over virtual time and report allocation, fairness and waits",
+        "simulate",
+        help="replay a workload over virtual time and report allocation, fairness and waits",
         description="Run the real scheduler and binder on the embedded cluster with a virtual clock: jobs "
-                    "arrive at submitAt, run their duration once all their pods run, evicted pods come back "
-                    "Pending. Writes an HTML report with the series as CSV/JSON.",
+        "arrive at submitAt, run their duration once all their pods run, evicted pods come back "
+        "Pending. Writes an HTML report with the series as CSV/JSON.",
     )
-    p.add_argument("file", nargs="?",
-                   help="scenario file (docs/scenario-reference.md), may hold `generators:`")
+    p.add_argument("file", nargs="?", help="scenario file (docs/scenario-reference.md), may hold `generators:`")
     p.add_argument("--trace", metavar="PODS_CSV", help="Alibaba openb pod list (instead of FILE)")
     p.add_argument("--nodes", metavar="NODES_CSV", help="Alibaba openb node list (with --trace)")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply trace arrivals and run times")
-    p.add_argument("--sample", type=float, default=None,
-                   help="replay this many trace tasks (below 1: this fraction) that arrived in a row, from a "
-                        "start drawn with --seed")
-    p.add_argument("--schedule-period", type=_seconds, default=None,
-                   help="virtual time between cycles (default: the configuration's, 1s)")
+    p.add_argument(
+        "--sample",
+        type=float,
+        default=None,
+        help="replay this many trace tasks (below 1: this fraction) that arrived in a row, from a "
+        "start drawn with --seed",
+    )
+    p.add_argument(
+        "--schedule-period",
+        type=_seconds,
+        default=None,
+        help="virtual time between cycles (default: the configuration's, 1s)",
+    )
     p.add_argument("--until", type=_seconds, default=None, help="stop at this virtual time (e.g. 2h)")
     p.add_argument("--seed", type=int, default=0, help="seed of generators and trace sampling (default 0)")
     p.add_argument("--config", help="scheduler configuration file (KAI ConfigMap shape); overrides the file's")
-    p.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                   help="replay twice, with configuration files A and B, into one report")
-    p.add_argument("--output", "-o", choices=("table", "json"), default="table",
-                   help="table: the summary for a person (default); json: the summary as one JSON object "
-                        "(with --compare, one per configuration)")
+    p.add_argument(
+        "--compare", nargs=2, metavar=("A", "B"), help="replay twice, with configuration files A and B, into one report"
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        choices=("table", "json"),
+        default="table",
+        help="table: the summary for a person (default); json: the summary as one JSON object "
+        "(with --compare, one per configuration)",
+    )
     p.add_argument("--out", default=None, help=f"directory for the report and series (default {DEFAULT_OUT}/<name>)")
     p.add_argument("--no-report", action="store_true", help="write no files; print the summary only")
-    p.add_argument("--occupancy-at", type=_instants, default=None,
-                   help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
-                        "horizon: --until, or when the last job would end if none waited; and peak allocation)")
+    p.add_argument(
+        "--occupancy-at",
+        type=_instants,
+        default=None,
+        help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
+        "horizon: --until, or when the last job would end if none waited; and peak allocation)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
     saturate.add_arguments(p)
     p.set_defaults(run=run)
@@ -73,16 +91,18 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
     loaded = _load(args)
     configs = _configs(args, loaded)
-    options = replay.Options(schedule_period=args.schedule_period, until=args.until,
-                             occupancy_at=args.occupancy_at)
+    options = replay.Options(schedule_period=args.schedule_period, until=args.until, occupancy_at=args.occupancy_at)
     runs = []
     for label, raw in configs:
         simulation = replay.Replay(loaded, load_config(raw), options, label=label)
         with progress.Bar(label or loaded.name, simulation.horizon, enabled=not args.no_progress) as bar:
             runs.append(simulation.run(bar))
     if args.output == "json":
-        out: Any = runs[0].summary.to_json() if len(runs) == 1 else {
-            report.label_of(r, i): r.summary.to_json() for i, r in enumerate(runs)}
+        out: Any = (
+            runs[0].summary.to_json()
+            if len(runs) == 1
+            else {report.label_of(r, i): r.summary.to_json() for i, r in enumerate(runs)}
+        )
         print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
     else:
         _print_table(runs)
@@ -101,8 +121,14 @@ def _load(args: argparse.Namespace) -> Scenario:
             raise UserError("give a scenario FILE or --trace, not both")
         if not args.nodes:
             raise UserError("--trace needs --nodes (the node list CSV)")
-        return trace.load(args.trace, args.nodes, time_scale=args.time_scale, sample=args.sample, seed=args.seed,
-                          note=lambda line: print(f"trace: {line}", file=sys.stderr))
+        return trace.load(
+            args.trace,
+            args.nodes,
+            time_scale=args.time_scale,
+            sample=args.sample,
+            seed=args.seed,
+            note=lambda line: print(f"trace: {line}", file=sys.stderr),
+        )
     if not args.file:
         raise UserError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
     if args.nodes or args.sample is not None or args.time_scale != 1.0:
@@ -117,8 +143,7 @@ def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, Conf
     if args.compare:
         if args.config:
             raise UserError("--compare replaces --config: give one or the other")
-        return list(zip(_compare_labels(args.compare), (config_file.read(path) for path in args.compare),
-                        strict=True))
+        return list(zip(_compare_labels(args.compare), (config_file.read(path) for path in args.compare), strict=True))
     if args.config:
         return [("", config_file.read(args.config))]
     return [("", config_file.ConfigSource(loaded.config, loaded.source, loaded.config_lines))]
@@ -163,8 +188,10 @@ def _print_table(runs: list[replay.Run]) -> None:
                 cells.append("-")
                 continue
             wait = q["wait_seconds"]
-            cells.append(f"{q['allocated_gpus']:.4g} / {q['fair_share_gpus']:.4g}; "
-                         f"{describe_duration(wait['p50'])} / {describe_duration(wait['p90'])}")
+            cells.append(
+                f"{q['allocated_gpus']:.4g} / {q['fair_share_gpus']:.4g}; "
+                f"{describe_duration(wait['p50'])} / {describe_duration(wait['p90'])}"
+            )
         queues.add_row(name, *cells)
     console.print(queues)
     for label, r in zip(labels, runs, strict=True):

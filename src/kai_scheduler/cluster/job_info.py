@@ -103,8 +103,8 @@ class JobInfo:
     last_start: float | None = None
     last_eviction: float | None = None
     stale_since: float | None = None
-    unassigned: list[PodInfo] = field(default_factory=list)   # pods naming a subgroup that does not exist
-    _min_available: int = field(default=-1, init=False, repr=False)   # the tree's, fixed for a snapshot
+    unassigned: list[PodInfo] = field(default_factory=list)  # pods naming a subgroup that does not exist
+    _min_available: int = field(default=-1, init=False, repr=False)  # the tree's, fixed for a snapshot
 
     @property
     def key(self) -> str:
@@ -134,7 +134,7 @@ class JobInfo:
     def is_stale(self) -> bool:
         """§3.11: no Succeeded pods, some pod active-used, and some PodSet below its minimum."""
         used = 0
-        for t in self.tasks:     # one pass on the flags' ints: this runs for every job a snapshot builds
+        for t in self.tasks:  # one pass on the flags' ints: this runs for every job a snapshot builds
             status = t.placement.status._value_
             if status == _SUCCEEDED:
                 return False
@@ -142,7 +142,7 @@ class JobInfo:
                 used += 1
         if not used:
             return False
-        if len(self.pod_sets) == 1:      # every task is in the one PodSet
+        if len(self.pod_sets) == 1:  # every task is in the one PodSet
             return used < next(iter(self.pod_sets.values())).min_available
         return any(ps.active_used() < ps.min_available for ps in self.root.pod_sets())
 

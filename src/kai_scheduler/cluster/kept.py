@@ -41,7 +41,7 @@ from kai_scheduler.cluster.queue_charge import QueueCharge, Rows, charge, job_ro
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector, gpu_portion
 
-Key = tuple[str, str]          # (namespace, name): the order of pods and jobs in a snapshot
+Key = tuple[str, str]  # (namespace, name): the order of pods and jobs in a snapshot
 _BASE = frozenset(ResourceAxis().names)
 _ACTIVE_USED = ACTIVE_USED.value
 
@@ -51,14 +51,14 @@ class _Pod:
     """One pod in the model and what it contributes to it."""
 
     key: Key
-    skey: str                     # namespace/name
+    skey: str  # namespace/name
     record: s._PodRecord
     info: PodInfo
-    placement: Placement          # as the objects say; a session's moves are put back to it
-    portion: float                # the GPU-memory portion the objects give it
-    node: str = ""                # charged on this node's ledgers
-    group: str = ""               # namespace/podgroup of our pod that belongs in the snapshot's tasks
-    other: bool = False           # counted in other_usage (another scheduler's active pod)
+    placement: Placement  # as the objects say; a session's moves are put back to it
+    portion: float  # the GPU-memory portion the objects give it
+    node: str = ""  # charged on this node's ledgers
+    group: str = ""  # namespace/podgroup of our pod that belongs in the snapshot's tasks
+    other: bool = False  # counted in other_usage (another scheduler's active pod)
     problem: s.Problem | None = None
 
 
@@ -67,7 +67,7 @@ class _Group:
     key: Key
     skey: str
     record: s._GroupRecord
-    job: JobInfo | None = None    # None while backed off
+    job: JobInfo | None = None  # None while backed off
 
 
 @dataclass(slots=True, eq=False)
@@ -86,35 +86,35 @@ class Model:
     node_by_name: dict[str, NodeInfo]
     min_gpu_memory: float
     max_gpu_memory: float
-    pods: dict[int, _Pod] = field(default_factory=dict)            # by id() of the pod object
+    pods: dict[int, _Pod] = field(default_factory=dict)  # by id() of the pod object
     by_key: dict[Key, _Pod] = field(default_factory=dict)
     by_skey: dict[str, _Pod] = field(default_factory=dict)
-    resources: dict[str, int] = field(default_factory=dict)         # pods per extended resource they request
+    resources: dict[str, int] = field(default_factory=dict)  # pods per extended resource they request
     node_pods: dict[str, dict[Key, _Pod]] = field(default_factory=dict)
     members: dict[str, dict[Key, _Pod]] = field(default_factory=dict)
-    task_keys: list[Key] = field(default_factory=list)              # sorted: the order of `tasks`
+    task_keys: list[Key] = field(default_factory=list)  # sorted: the order of `tasks`
     tasks: dict[str, PodInfo] = field(default_factory=dict)
     others: list[Key] = field(default_factory=list)
     other_usage: Vector | None = None
-    timed: set[Key] = field(default_factory=set)                    # placements that depend on the time
+    timed: set[Key] = field(default_factory=set)  # placements that depend on the time
     pod_problems: dict[Key, s.Problem] = field(default_factory=dict)
     groups: dict[int, _Group] = field(default_factory=dict)
     group_by_skey: dict[str, _Group] = field(default_factory=dict)
-    job_keys: list[Key] = field(default_factory=list)               # sorted: the order of `jobs`
-    job_of: dict[str, JobInfo] = field(default_factory=dict)         # PodGroup key → its job in `jobs`
-    queue_keys: dict[str, list[Key]] = field(default_factory=dict)   # queue → its jobs' keys, sorted
+    job_keys: list[Key] = field(default_factory=list)  # sorted: the order of `jobs`
+    job_of: dict[str, JobInfo] = field(default_factory=dict)  # PodGroup key → its job in `jobs`
+    queue_keys: dict[str, list[Key]] = field(default_factory=dict)  # queue → its jobs' keys, sorted
     charges: dict[str, QueueCharge] = field(default_factory=dict)
-    rows: dict[str, Rows] = field(default_factory=dict)              # PodGroup key → its job's rows
+    rows: dict[str, Rows] = field(default_factory=dict)  # PodGroup key → its job's rows
     dirty_queues: set[str] = field(default_factory=set)
-    group_problems: dict[Key, s.Problem] = field(default_factory=dict)             # of jobs, by job key
+    group_problems: dict[Key, s.Problem] = field(default_factory=dict)  # of jobs, by job key
     queue_problems: dict[Key, tuple[str, s.Problem]] = field(default_factory=dict)  # job key → (uid, problem)
-    bulk: bool = False            # a build from nothing: keys arrive in order, appended
-    task_changes: dict[Key, tuple[str, str]] = field(default_factory=dict)   # key → (uid removed, uid added)
+    bulk: bool = False  # a build from nothing: keys arrive in order, appended
+    task_changes: dict[Key, tuple[str, str]] = field(default_factory=dict)  # key → (uid removed, uid added)
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
     stale_watch: set[str] = field(default_factory=set)
     live_brs: dict[str, BindRequest] = field(default_factory=dict)
-    touched: set[str] = field(default_factory=set)                  # nodes the last session moved tasks on
+    touched: set[str] = field(default_factory=set)  # nodes the last session moved tasks on
     last: weakref.ref[s.Snapshot] | None = None
     # Per build: what the changes reached.
     dirty_nodes: set[str] = field(default_factory=set)
@@ -126,13 +126,20 @@ class Model:
 def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> s.Snapshot:
     problems = list(objects.problems)
     problems += [s.Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
-    problems += [s.Problem("PodGroup", pg.meta.key, "InvalidField", w)
-                 for pg in objects.podgroups if pg.warnings for w in pg.warnings]
+    problems += [
+        s.Problem("PodGroup", pg.meta.key, "InvalidField", w)
+        for pg in objects.podgroups
+        if pg.warnings
+        for w in pg.warnings
+    ]
     pooled = s._pooled_nodes(objects.nodes, params, memo)
     queue_problems: list[s.Problem] = []
     queues = s._queue_tree(objects.queues, queue_problems)
-    signature = (dataclasses.replace(params, now=0.0), tuple(objects.problems),
-                 tuple((name, q.parent, q.is_leaf) for name, q in queues.items()))
+    signature = (
+        dataclasses.replace(params, now=0.0),
+        tuple(objects.problems),
+        tuple((name, q.parent, q.is_leaf) for name, q in queues.items()),
+    )
     model = memo.model
     if model is not None and _reusable(model, signature, pooled, objects):
         model.queues = queues
@@ -148,14 +155,27 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     _, stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     waiting = [model.jobs[uid] for uid in sorted(model.waiting, key=lambda uid: _key_of(model, uid))]
     snap = s.Snapshot(
-        now=params.now, params=params, axis=model.axis, nodes=model.nodes, node_by_name=model.node_by_name,
-        arrays=model.arrays, tasks=model.tasks, jobs=model.jobs, queues=queues,
+        now=params.now,
+        params=params,
+        axis=model.axis,
+        nodes=model.nodes,
+        node_by_name=model.node_by_name,
+        arrays=model.arrays,
+        tasks=model.tasks,
+        jobs=model.jobs,
+        queues=queues,
         priority_classes=dict(model.priorities),
-        topologies={t.meta.name: t for t in objects.topologies}, bind_requests=dict(model.live_brs),
-        stale_bind_requests=stale_brs, job_problems={}, problems=problems,
+        topologies={t.meta.name: t for t in objects.topologies},
+        bind_requests=dict(model.live_brs),
+        stale_bind_requests=stale_brs,
+        job_problems={},
+        problems=problems,
         other_usage=model.other_usage.copy() if model.other_usage is not None else model.axis.zeros(),
-        min_gpu_memory=model.min_gpu_memory, max_gpu_memory=model.max_gpu_memory, node_memo=pooled.memo,
-        waiting=waiting, touched=model.touched,
+        min_gpu_memory=model.min_gpu_memory,
+        max_gpu_memory=model.max_gpu_memory,
+        node_memo=pooled.memo,
+        waiting=waiting,
+        touched=model.touched,
         queue_charges=dict(model.charges),
         stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
     )
@@ -167,29 +187,48 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     return snap
 
 
-def _reusable(model: Model, signature: tuple[object, ...], pooled: s._NodesRecord,
-              objects: s.ClusterObjects) -> bool:
+def _reusable(model: Model, signature: tuple[object, ...], pooled: s._NodesRecord, objects: s.ClusterObjects) -> bool:
     """Whether the model may be changed in place: nobody holds its last snapshot, and nothing that every
     record depends on changed."""
-    return (model.last is not None and model.last() is None and model.signature == signature
-            and model.pooled is pooled and pooled.axis == model.axis.names
-            and len(model.priority_classes) == len(objects.priority_classes)
-            and all(a is b for a, b in zip(model.priority_classes, objects.priority_classes, strict=True)))
+    return (
+        model.last is not None
+        and model.last() is None
+        and model.signature == signature
+        and model.pooled is pooled
+        and pooled.axis == model.axis.names
+        and len(model.priority_classes) == len(objects.priority_classes)
+        and all(a is b for a, b in zip(model.priority_classes, objects.priority_classes, strict=True))
+    )
 
 
-def _fresh(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo, pooled: s._NodesRecord,
-           signature: tuple[object, ...], queues: dict[str, QueueInfo]) -> Model:
+def _fresh(
+    objects: s.ClusterObjects,
+    params: s.SnapshotParams,
+    memo: s.Memo,
+    pooled: s._NodesRecord,
+    signature: tuple[object, ...],
+    queues: dict[str, QueueInfo],
+) -> Model:
     """A model from nothing (new records throughout), reusing what the objects alone yielded before."""
     old = memo.model
     pod_records = {e.skey: e.record for e in old.pods.values()} if old is not None else {}
     group_records = {g.skey: g.record for g in old.groups.values()} if old is not None else {}
     axis = ResourceAxis(pooled.resources | {r for p in objects.pods for r in p.requests})
     arrays, infos = s._node_arrays(pooled, axis)
-    model = Model(signature=signature, pooled=pooled, priority_classes=list(objects.priority_classes),
-                  priorities=s._priority_classes(objects.priority_classes),
-                  default_priority=s._default_priority(objects.priority_classes), queues=queues, axis=axis,
-                  arrays=arrays, nodes=infos, node_by_name={n.name: n for n in infos},
-                  min_gpu_memory=s._gpu_memory(arrays, min), max_gpu_memory=s._gpu_memory(arrays, max))
+    model = Model(
+        signature=signature,
+        pooled=pooled,
+        priority_classes=list(objects.priority_classes),
+        priorities=s._priority_classes(objects.priority_classes),
+        default_priority=s._default_priority(objects.priority_classes),
+        queues=queues,
+        axis=axis,
+        arrays=arrays,
+        nodes=infos,
+        node_by_name={n.name: n for n in infos},
+        min_gpu_memory=s._gpu_memory(arrays, min),
+        max_gpu_memory=s._gpu_memory(arrays, max),
+    )
     model.live_brs, _ = s._bind_requests(objects.bind_requests, model.node_by_name)
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     model.bulk = True
@@ -259,8 +298,13 @@ def _put_back(model: Model) -> None:
             g.job.stale_since = g.record.stale_since
 
 
-def _enter(model: Model, pod: Pod, params: s.SnapshotParams, records: dict[str, s._PodRecord],
-           record: s._PodRecord | None = None) -> _Pod:
+def _enter(
+    model: Model,
+    pod: Pod,
+    params: s.SnapshotParams,
+    records: dict[str, s._PodRecord],
+    record: s._PodRecord | None = None,
+) -> _Pod:
     """The entry of one pod: its PodInfo as a build from nothing makes it, and where it is charged."""
     skey = pod.meta.key
     if record is None:
@@ -268,10 +312,18 @@ def _enter(model: Model, pod: Pod, params: s.SnapshotParams, records: dict[str, 
     ours = pod.scheduler_name == params.scheduler_name
     placement = s._placement(record, model.live_brs.get(skey) if ours else None, params)
     info = PodInfo(
-        uid=record.uid, name=pod.name, namespace=pod.namespace, pod=pod,
-        job_uid="", placement=placement, request=record.request, gpu=pod.gpu,
-        subgroup=record.subgroup, task_priority=record.task_priority,
-        creation=pod.meta.creation_timestamp or 0.0, memory_portion=record.memory_portion,
+        uid=record.uid,
+        name=pod.name,
+        namespace=pod.namespace,
+        pod=pod,
+        job_uid="",
+        placement=placement,
+        request=record.request,
+        gpu=pod.gpu,
+        subgroup=record.subgroup,
+        task_priority=record.task_priority,
+        creation=pod.meta.creation_timestamp or 0.0,
+        memory_portion=record.memory_portion,
         queue_cache=record.queue_cache,
     )
     e = _Pod((pod.namespace, pod.name), skey, record, info, placement, record.memory_portion)
@@ -279,12 +331,17 @@ def _enter(model: Model, pod: Pod, params: s.SnapshotParams, records: dict[str, 
         node = model.node_by_name.get(placement.node)
         if node is None:
             if ours:
-                e.problem = s.Problem("Pod", skey, "NodeDoesNotExist",
-                                      f"pod is on node {placement.node!r}, which is not in this node pool")
+                e.problem = s.Problem(
+                    "Pod",
+                    skey,
+                    "NodeDoesNotExist",
+                    f"pod is on node {placement.node!r}, which is not in this node pool",
+                )
             return e
         if placement.gpu_groups:
-            info.memory_portion = e.portion = (gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib)
-                                               if pod.gpu.memory_mib else 0)
+            info.memory_portion = e.portion = (
+                gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
+            )
         e.node = node.name
         e.other = not ours and pod.namespace != constants.RESERVATION_NAMESPACE
     if ours and record.group:
@@ -352,7 +409,7 @@ def _unlink_group(model: Model, g: _Group) -> None:
 
 def _settle(model: Model, params: s.SnapshotParams) -> None:
     """Rebuild what the changes reached: jobs, node rows, the snapshot's dicts in their order."""
-    for skey in sorted(model.dirty_groups, key=_split):    # in a build from nothing, keys arrive in order
+    for skey in sorted(model.dirty_groups, key=_split):  # in a build from nothing, keys arrive in order
         _rebuild_job(model, skey, params)
     model.dirty_groups.clear()
     if model.dirty_nodes:
@@ -360,12 +417,12 @@ def _settle(model: Model, params: s.SnapshotParams) -> None:
         model.dirty_nodes.clear()
     changes = model.task_changes
     if changes and all(before == after for before, after in changes.values()):
-        for k in changes:         # the same tasks, new records: each keeps its place
+        for k in changes:  # the same tasks, new records: each keeps its place
             e = model.by_key[k]
             model.tasks[str(e.info.uid)] = e.info
     elif changes:
         tasks = {str((e := model.by_key[k]).info.uid): e.info for k in model.task_keys}
-        model.tasks.clear()       # the same dict object: the last snapshot, unread now, held it too
+        model.tasks.clear()  # the same dict object: the last snapshot, unread now, held it too
         model.tasks.update(tasks)
     changes.clear()
     if model.jobs_changed:
@@ -401,7 +458,7 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
         return
     assert g is not None
     uid = job.uid
-    model.jobs[uid] = job          # a job of the same uid keeps its place in the order
+    model.jobs[uid] = job  # a job of the same uid keeps its place in the order
     model.job_of[skey] = g.job = job
     if old is None or old.uid != uid:
         _insert(model, model.job_keys, key)
@@ -419,12 +476,18 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     queue = model.queues.get(pg.queue)
     if queue is None or not queue.is_leaf:
         why = "does not exist" if queue is None else "is not a leaf queue"
-        model.queue_problems[key] = (uid, s.Problem(
-            "PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}"))
+        model.queue_problems[key] = (
+            uid,
+            s.Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}"),
+        )
     if job.unassigned:
         names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
-        model.group_problems[key] = s.Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
-                                              f"pods name subgroups that the PodGroup does not declare: {names}")
+        model.group_problems[key] = s.Problem(
+            "PodGroup",
+            pg.meta.key,
+            "SubGroupDoesNotExist",
+            f"pods name subgroups that the PodGroup does not declare: {names}",
+        )
 
 
 def _forget(model: Model, skey: str, key: Key, old: JobInfo, *, keep_place: bool) -> None:
@@ -448,14 +511,27 @@ def _make_job(model: Model, g: _Group, members: dict[Key, _Pod], params: s.Snaps
     if s._backed_off(pg, params):
         return None
     priority = model.priorities.get(pg.priority_class_name, model.default_priority)
-    preemptible = (pg.preemptibility == constants.PREEMPTIBLE if pg.preemptibility
-                   else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD)
+    preemptible = (
+        pg.preemptibility == constants.PREEMPTIBLE
+        if pg.preemptibility
+        else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
+    )
     root, leaves = build_tree(pg)
     job = JobInfo(
-        uid=pg.meta.uid or pg.meta.key, name=pg.name, namespace=pg.meta.namespace, podgroup=pg,
-        queue=pg.queue, priority=priority, preemptible=preemptible,
-        creation=pg.meta.creation_timestamp or 0.0, tasks=[], root=root, pod_sets=leaves,
-        last_start=record.last_start, last_eviction=record.last_eviction, stale_since=record.stale_since,
+        uid=pg.meta.uid or pg.meta.key,
+        name=pg.name,
+        namespace=pg.meta.namespace,
+        podgroup=pg,
+        queue=pg.queue,
+        priority=priority,
+        preemptible=preemptible,
+        creation=pg.meta.creation_timestamp or 0.0,
+        tasks=[],
+        root=root,
+        pod_sets=leaves,
+        last_start=record.last_start,
+        last_eviction=record.last_eviction,
+        stale_since=record.stale_since,
     )
     for e in members.values() if len(members) < 2 else [members[k] for k in sorted(members)]:
         task = e.info

@@ -35,11 +35,11 @@ class NodeArrays:
     idle: npt.NDArray[np.float64]
     used: npt.NDArray[np.float64]
     releasing: npt.NDArray[np.float64]
-    schedulable: npt.NDArray[np.bool_]          # Ready and not cordoned
-    name_rank: npt.NDArray[np.int64]            # position in name order: the final tie-break
-    gpu_memory: npt.NDArray[np.float64]         # MiB per GPU (0 when the node has no memory label)
+    schedulable: npt.NDArray[np.bool_]  # Ready and not cordoned
+    name_rank: npt.NDArray[np.int64]  # position in name order: the final tie-break
+    gpu_memory: npt.NDArray[np.float64]  # MiB per GPU (0 when the node has no memory label)
     # Derived, kept in step by `refresh` on every ledger change, so that per-task filters read them directly:
-    free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))      # idle + releasing
+    free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # idle + releasing
     # Idle that is really free now, never below zero: pipelined tasks may have drawn releasing below zero, and
     # what they took beyond the releasing amount comes out of idle.
     free_now: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
@@ -49,12 +49,22 @@ class NodeArrays:
     def empty(cls, n_nodes: int, n_resources: int) -> NodeArrays:
         """Ledgers in column-major order: the per-task test "fits in every resource" reduces across the few
         resource columns, which is 4-25x faster over contiguous columns than over rows."""
+
         def ledger() -> npt.NDArray[np.float64]:
             return np.zeros((n_nodes, n_resources), order="F")
 
-        return cls(ledger(), ledger(), ledger(), ledger(), np.ones(n_nodes, dtype=bool),
-                   np.arange(n_nodes, dtype=np.int64), np.zeros(n_nodes), ledger(), ledger(),
-                   np.full(n_nodes, -1.0))
+        return cls(
+            ledger(),
+            ledger(),
+            ledger(),
+            ledger(),
+            np.ones(n_nodes, dtype=bool),
+            np.arange(n_nodes, dtype=np.int64),
+            np.zeros(n_nodes),
+            ledger(),
+            ledger(),
+            np.full(n_nodes, -1.0),
+        )
 
     def copy(self) -> NodeArrays:
         """Independent arrays, each in the layout it has (the ledgers stay column-major)."""
@@ -75,15 +85,18 @@ class NodeArrays:
 class GroupState(enum.Enum):
     """What a shared GPU's one whole device counts as on its node's ledger (§6)."""
 
-    EMPTY = "empty"              # no sharers: not on the ledger
+    EMPTY = "empty"  # no sharers: not on the ledger
     USED = "used"
-    PIPELINED = "pipelined"      # opened by a pipelined task: counted against releasing
-    RELEASING = "releasing"      # every sharer is releasing: counted as releasing
+    PIPELINED = "pipelined"  # opened by a pipelined task: counted against releasing
+    RELEASING = "releasing"  # every sharer is releasing: counted as releasing
 
 
 # The pod status a group's device is charged as, by the group's state.
-_GROUP_LEDGER = {GroupState.USED: PodStatus.RUNNING, GroupState.PIPELINED: PodStatus.PIPELINED,
-                 GroupState.RELEASING: PodStatus.RELEASING}
+_GROUP_LEDGER = {
+    GroupState.USED: PodStatus.RUNNING,
+    GroupState.PIPELINED: PodStatus.PIPELINED,
+    GroupState.RELEASING: PodStatus.RELEASING,
+}
 
 
 @dataclass(slots=True, eq=False)
@@ -91,8 +104,8 @@ class GpuGroup:
     """One shared physical GPU on a node: its sharers and their memory in MiB."""
 
     id: str
-    sharers: dict[str, float] = field(default_factory=dict)      # task uid → MiB
-    releasing: set[str] = field(default_factory=set)              # uids of releasing sharers
+    sharers: dict[str, float] = field(default_factory=dict)  # task uid → MiB
+    releasing: set[str] = field(default_factory=set)  # uids of releasing sharers
     opened_pipelined: bool = False
 
     def used_memory(self) -> float:
@@ -232,7 +245,8 @@ class NodeInfo:
         need = self.task_gpu_memory(task)
         total = self.gpu_memory_mib
         return [
-            g for _, g in sorted(self.gpu_groups.items())
+            g
+            for _, g in sorted(self.gpu_groups.items())
             if g.state() is not GroupState.RELEASING and total - g.used_memory() + g.releasing_memory() - need >= 0
         ]
 
@@ -255,7 +269,7 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
     pipelined = np.fromiter((c == _PIPELINED for c in charges), dtype=bool, count=len(charged))
     np.add.at(arrays.used, rows, requests)
     np.subtract.at(arrays.idle, rows[~pipelined], requests[~pipelined])
-    moves = releasing | pipelined      # x - d is x + (-d) exactly, so one pass keeps the order of both
+    moves = releasing | pipelined  # x - d is x + (-d) exactly, so one pass keeps the order of both
     signed = np.where(pipelined[:, None], -requests, requests)
     np.add.at(arrays.releasing, rows[moves], signed[moves])
     for node, task, placement in charged:

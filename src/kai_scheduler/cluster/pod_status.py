@@ -31,7 +31,7 @@ ACTIVE_USED = ACTIVE_ALLOCATED | PodStatus.RELEASING | PodStatus.STUCK_IN_RELEAS
 ALIVE = ACTIVE_ALLOCATED | PodStatus.PENDING | PodStatus.GATED
 ALLOCATED = PodStatus.ALLOCATED | PodStatus.BOUND | PodStatus.BINDING | PodStatus.RUNNING
 RELEASING = PodStatus.RELEASING | PodStatus.STUCK_IN_RELEASING
-ON_NODE = ACTIVE_USED          # statuses whose pod holds resources on a node
+ON_NODE = ACTIVE_USED  # statuses whose pod holds resources on a node
 
 _LABELS = {
     PodStatus.PENDING: "Pending",

@@ -24,12 +24,12 @@ ALLOCATED_STATUSES = frozenset(s for s in PodStatus if s & ALLOCATED)
 class QueueCharge:
     """Sums over a queue's jobs (read-only: copy before changing)."""
 
-    allocated: Vector           # tasks in allocated statuses
-    non_preemptible: Vector     # the same, of non-preemptible jobs
-    pending: Vector             # Pending tasks (a GPU-memory task counts its portion of the smallest GPU)
+    allocated: Vector  # tasks in allocated statuses
+    non_preemptible: Vector  # the same, of non-preemptible jobs
+    pending: Vector  # Pending tasks (a GPU-memory task counts its portion of the smallest GPU)
 
 
-Rows = tuple[list[Vector], list[Vector], list[Vector]]     # one job's rows: held, non-preemptible, pending
+Rows = tuple[list[Vector], list[Vector], list[Vector]]  # one job's rows: held, non-preemptible, pending
 
 
 def job_rows(job: JobInfo) -> Rows:

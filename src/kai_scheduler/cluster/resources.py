@@ -18,7 +18,7 @@ from kai_scheduler.cluster import tolerance
 Vector = npt.NDArray[np.float64]
 
 CPU, MEMORY, GPU, PODS = 0, 1, 2, 3
-QUEUE_AXIS = (CPU, MEMORY, GPU)          # the resources queues divide and limit
+QUEUE_AXIS = (CPU, MEMORY, GPU)  # the resources queues divide and limit
 QUEUE_NAMES = ("cpu", "memory", "gpu")
 _BASE = (constants.RESOURCE_CPU, constants.RESOURCE_MEMORY, constants.RESOURCE_GPU, constants.RESOURCE_PODS)
 # Resources that never constrain placement here: they are accounted by kubelet or by GPU-group logic.

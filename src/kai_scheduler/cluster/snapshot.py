@@ -47,7 +47,7 @@ class Problem:
     key: str
     reason: str
     message: str
-    pod_group: str = ""      # a bad pod's pod-group-name annotation: its PodGroup is told why the pod is missing
+    pod_group: str = ""  # a bad pod's pod-group-name annotation: its PodGroup is told why the pod is missing
 
 
 @dataclass(slots=True)
@@ -61,7 +61,7 @@ class ClusterObjects:
     bind_requests: list[BindRequest] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     topologies: list[Topology] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)    # objects that failed to parse
+    problems: list[Problem] = field(default_factory=list)  # objects that failed to parse
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,19 +88,19 @@ class Snapshot:
     topologies: dict[str, Topology]
     bind_requests: dict[str, BindRequest]
     stale_bind_requests: list[BindRequest]
-    job_problems: dict[str, list[Problem]]       # job uid → reasons it cannot be scheduled at all
+    job_problems: dict[str, list[Problem]]  # job uid → reasons it cannot be scheduled at all
     problems: list[Problem]
-    other_usage: Vector                           # requests of active pods of other schedulers
+    other_usage: Vector  # requests of active pods of other schedulers
     min_gpu_memory: float
     max_gpu_memory: float
-    queue_usage: dict[str, Vector] = field(default_factory=dict)   # time-based usage (§5.5), set by the scheduler
+    queue_usage: dict[str, Vector] = field(default_factory=dict)  # time-based usage (§5.5), set by the scheduler
     # Values plugins derive from the node objects alone, shared with the snapshots built from the same nodes.
     node_memo: NodeMemo = field(default_factory=NodeMemo)
     # Jobs with a Pending task when the snapshot was built, in `jobs` order. A session never makes a task
     # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
     # during the session is here: the actions look for work among these, not among every job of the cluster.
     waiting: list[JobInfo] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)    # nodes a session moved tasks on (a kept model redoes them)
+    touched: set[str] = field(default_factory=set)  # nodes a session moved tasks on (a kept model redoes them)
     # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)
@@ -146,14 +146,14 @@ class _PodRecord:
     axis: tuple[str, ...]
     min_gpu_memory: float
     uid: PodUID
-    request: Vector                 # read-only: shared by the PodInfos of successive cycles
+    request: Vector  # read-only: shared by the PodInfos of successive cycles
     subgroup: str
     task_priority: int | None
     memory_portion: float
     group: str | None
     placement_br: BindRequest | None = None
-    placement: Placement | None = None    # when it depends on the pod and its BindRequest only
-    queue_cache: tuple[float, Vector] | None = None    # the last PodInfo's, for the next (see PodInfo)
+    placement: Placement | None = None  # when it depends on the pod and its BindRequest only
+    queue_cache: tuple[float, Vector] | None = None  # the last PodInfo's, for the next (see PodInfo)
 
 
 @dataclass(slots=True, eq=False)
@@ -173,8 +173,8 @@ class _NodesRecord:
     nodes: list[Node]
     resources: set[str]
     axis: tuple[str, ...] = ()
-    arrays: NodeArrays | None = None      # never written: each build works on a copy
-    memo: NodeMemo = field(default_factory=NodeMemo)     # new with the arrays: allocatable is an input
+    arrays: NodeArrays | None = None  # never written: each build works on a copy
+    memo: NodeMemo = field(default_factory=NodeMemo)  # new with the arrays: allocatable is an input
 
 
 @dataclass(slots=True, eq=False)
@@ -205,11 +205,25 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     queues = _queue_tree(objects.queues, problems)
     live_brs, stale_brs = _bind_requests(objects.bind_requests, by_name)
     snap = Snapshot(
-        now=params.now, params=params, axis=axis, nodes=node_infos, node_by_name=by_name, arrays=arrays,
-        tasks={}, jobs={}, queues=queues, priority_classes=priorities,
-        topologies={t.meta.name: t for t in objects.topologies}, bind_requests=live_brs,
-        stale_bind_requests=stale_brs, job_problems={}, problems=problems, other_usage=axis.zeros(),
-        min_gpu_memory=_gpu_memory(arrays, min), max_gpu_memory=_gpu_memory(arrays, max), node_memo=pooled.memo,
+        now=params.now,
+        params=params,
+        axis=axis,
+        nodes=node_infos,
+        node_by_name=by_name,
+        arrays=arrays,
+        tasks={},
+        jobs={},
+        queues=queues,
+        priority_classes=priorities,
+        topologies={t.meta.name: t for t in objects.topologies},
+        bind_requests=live_brs,
+        stale_bind_requests=stale_brs,
+        job_problems={},
+        problems=problems,
+        other_usage=axis.zeros(),
+        min_gpu_memory=_gpu_memory(arrays, min),
+        max_gpu_memory=_gpu_memory(arrays, max),
+        node_memo=pooled.memo,
     )
     pods_by_group = _add_pods(snap, objects.pods, problems)
     _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes))
@@ -227,8 +241,12 @@ def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
 def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _NodesRecord:
     pool = (params.node_pool_label_key, params.partition_label_value)
     kept = memo.nodes
-    if (kept is not None and kept.pool == pool and len(kept.given) == len(given)
-            and all(map(operator.is_, kept.given, given))):
+    if (
+        kept is not None
+        and kept.pool == pool
+        and len(kept.given) == len(given)
+        and all(map(operator.is_, kept.given, given))
+    ):
         return kept
     nodes = _in_pool(sorted(given, key=lambda n: n.name), params)
     memo.nodes = _NodesRecord(list(given), pool, nodes, {r for n in nodes for r in n.allocatable})
@@ -276,13 +294,22 @@ def _queue_tree(queues: list[Queue], problems: list[Problem]) -> dict[str, Queue
         seen, cur = [name], q.parent
         while cur:
             if cur not in infos:
-                problems.append(Problem("Queue", name, "ParentQueueDoesNotExist",
-                                        f"parent queue {cur!r} of queue {seen[-1]!r} does not exist"))
+                problems.append(
+                    Problem(
+                        "Queue",
+                        name,
+                        "ParentQueueDoesNotExist",
+                        f"parent queue {cur!r} of queue {seen[-1]!r} does not exist",
+                    )
+                )
                 dropped.add(name)
                 break
             if cur in seen:
-                problems.append(Problem("Queue", name, "QueueCycle",
-                                        f"queue {name!r} is in a parent cycle: {' → '.join([*seen, cur])}"))
+                problems.append(
+                    Problem(
+                        "Queue", name, "QueueCycle", f"queue {name!r} is in a parent cycle: {' → '.join([*seen, cur])}"
+                    )
+                )
                 dropped.add(name)
                 break
             seen.append(cur)
@@ -294,8 +321,9 @@ def _queue_tree(queues: list[Queue], problems: list[Problem]) -> dict[str, Queue
     return kept
 
 
-def _bind_requests(brs: list[BindRequest],
-                   nodes: dict[str, NodeInfo]) -> tuple[dict[str, BindRequest], list[BindRequest]]:
+def _bind_requests(
+    brs: list[BindRequest], nodes: dict[str, NodeInfo]
+) -> tuple[dict[str, BindRequest], list[BindRequest]]:
     live, stale = {}, []
     for br in brs:
         if br.is_failed or br.selected_node not in nodes:
@@ -308,9 +336,11 @@ def _bind_requests(brs: list[BindRequest],
 def _pod_placement(pod: Pod, br: BindRequest | None, params: SnapshotParams) -> Placement:
     deleting = pod.meta.deletion_timestamp
     if pod.phase in ("Succeeded", "Failed", "Unknown"):
-        return Placement({"Succeeded": PodStatus.SUCCEEDED, "Failed": PodStatus.FAILED}.get(
-            pod.phase, PodStatus.UNKNOWN), pod.node_name)
-    if deleting is not None:    # deletion first, as KAI: a pod being deleted is never placed again
+        return Placement(
+            {"Succeeded": PodStatus.SUCCEEDED, "Failed": PodStatus.FAILED}.get(pod.phase, PodStatus.UNKNOWN),
+            pod.node_name,
+        )
+    if deleting is not None:  # deletion first, as KAI: a pod being deleted is never placed again
         stuck = params.now - deleting > params.stuck_in_releasing_seconds
         node = pod.node_name or (br.selected_node if br is not None else "")
         groups = _pod_groups(pod) if pod.node_name else (br.selected_gpu_groups if br is not None else ())
@@ -339,17 +369,26 @@ def _pod_groups(pod: Pod) -> tuple[str, ...]:
 def _pod_record(axis: ResourceAxis, min_gpu_memory: float, pod: Pod, memo: dict[str, _PodRecord]) -> _PodRecord:
     key = pod.meta.key
     record = memo.get(key)
-    if (record is not None and record.pod is pod and record.axis == axis.names
-            and record.min_gpu_memory == min_gpu_memory):
+    if (
+        record is not None
+        and record.pod is pod
+        and record.axis == axis.names
+        and record.min_gpu_memory == min_gpu_memory
+    ):
         return record
     request = axis.vector(pod.requests)
     if pod.gpu.is_shared or pod.namespace == constants.RESERVATION_NAMESPACE:
-        request[GPU] = 0.0     # shared devices are charged through GPU groups (§6)
+        request[GPU] = 0.0  # shared devices are charged through GPU groups (§6)
     request.flags.writeable = False
     record = _PodRecord(
-        pod=pod, axis=axis.names, min_gpu_memory=min_gpu_memory, uid=PodUID(pod.meta.uid or key),
-        request=request, subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
-        task_priority=_task_priority(pod), memory_portion=_memory_portion(pod, min_gpu_memory),
+        pod=pod,
+        axis=axis.names,
+        min_gpu_memory=min_gpu_memory,
+        uid=PodUID(pod.meta.uid or key),
+        request=request,
+        subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
+        task_priority=_task_priority(pod),
+        memory_portion=_memory_portion(pod, min_gpu_memory),
         group=pod.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME),
     )
     memo[key] = record
@@ -376,17 +415,31 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
         ours = pod.scheduler_name == snap.params.scheduler_name
         placement = _placement(record, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
         info = PodInfo(
-            uid=record.uid, name=pod.name, namespace=pod.namespace, pod=pod,
-            job_uid="", placement=placement, request=record.request, gpu=pod.gpu,
-            subgroup=record.subgroup, task_priority=record.task_priority,
-            creation=pod.meta.creation_timestamp or 0.0, memory_portion=record.memory_portion,
+            uid=record.uid,
+            name=pod.name,
+            namespace=pod.namespace,
+            pod=pod,
+            job_uid="",
+            placement=placement,
+            request=record.request,
+            gpu=pod.gpu,
+            subgroup=record.subgroup,
+            task_priority=record.task_priority,
+            creation=pod.meta.creation_timestamp or 0.0,
+            memory_portion=record.memory_portion,
         )
         if within(placement.status, ACTIVE_USED) and placement.node:
             node = snap.node_by_name.get(placement.node)
             if node is None:
                 if ours:
-                    problems.append(Problem("Pod", pod.meta.key, "NodeDoesNotExist",
-                                            f"pod is on node {placement.node!r}, which is not in this node pool"))
+                    problems.append(
+                        Problem(
+                            "Pod",
+                            pod.meta.key,
+                            "NodeDoesNotExist",
+                            f"pod is on node {placement.node!r}, which is not in this node pool",
+                        )
+                    )
                 continue
             if placement.gpu_groups:
                 info.memory_portion = gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
@@ -414,7 +467,8 @@ def _report_bad_pods(snap: Snapshot, problems: list[Problem]) -> None:
     for job in snap.jobs.values():
         for p in bad.get(job.key, []):
             snap.job_problems.setdefault(job.uid, []).append(
-                Problem("PodGroup", job.key, constants.REASON_POD_SCHEDULING_ERRORS, p.message))
+                Problem("PodGroup", job.key, constants.REASON_POD_SCHEDULING_ERRORS, p.message)
+            )
 
 
 def _task_priority(pod: Pod) -> int | None:
@@ -442,21 +496,39 @@ def _group_record(pg: PodGroup, memo: dict[str, _GroupRecord]) -> _GroupRecord:
     return record
 
 
-def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[PodInfo]],
-              problems: list[Problem], default_priority: int) -> None:
+def _add_jobs(
+    snap: Snapshot,
+    podgroups: list[PodGroup],
+    pods: dict[str, list[PodInfo]],
+    problems: list[Problem],
+    default_priority: int,
+) -> None:
     for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
         record = _group_record(pg, {})
         if _backed_off(pg, snap.params):
             continue
         priority = snap.priority_classes.get(pg.priority_class_name, default_priority)
-        preemptible = (pg.preemptibility == constants.PREEMPTIBLE if pg.preemptibility
-                       else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD)
+        preemptible = (
+            pg.preemptibility == constants.PREEMPTIBLE
+            if pg.preemptibility
+            else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
+        )
         root, leaves = build_tree(pg)
         job = JobInfo(
-            uid=pg.meta.uid or pg.meta.key, name=pg.name, namespace=pg.meta.namespace, podgroup=pg,
-            queue=pg.queue, priority=priority, preemptible=preemptible,
-            creation=pg.meta.creation_timestamp or 0.0, tasks=[], root=root, pod_sets=leaves,
-            last_start=record.last_start, last_eviction=record.last_eviction, stale_since=record.stale_since,
+            uid=pg.meta.uid or pg.meta.key,
+            name=pg.name,
+            namespace=pg.meta.namespace,
+            podgroup=pg,
+            queue=pg.queue,
+            priority=priority,
+            preemptible=preemptible,
+            creation=pg.meta.creation_timestamp or 0.0,
+            tasks=[],
+            root=root,
+            pod_sets=leaves,
+            last_start=record.last_start,
+            last_eviction=record.last_eviction,
+            stale_since=record.stale_since,
         )
         for task in pods.get(pg.meta.key, []):
             task.job_uid = job.uid
@@ -474,12 +546,19 @@ def _add_jobs(snap: Snapshot, podgroups: list[PodGroup], pods: dict[str, list[Po
         queue = snap.queues.get(pg.queue)
         if queue is None or not queue.is_leaf:
             why = "does not exist" if queue is None else "is not a leaf queue"
-            snap.job_problems[job.uid] = [Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST,
-                                                  f"queue {pg.queue!r} {why}")]
+            snap.job_problems[job.uid] = [
+                Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}")
+            ]
         if job.unassigned:
             names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
-            problems.append(Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist",
-                                    f"pods name subgroups that the PodGroup does not declare: {names}"))
+            problems.append(
+                Problem(
+                    "PodGroup",
+                    pg.meta.key,
+                    "SubGroupDoesNotExist",
+                    f"pods name subgroups that the PodGroup does not declare: {names}",
+                )
+            )
 
 
 def watches_staleness(job: JobInfo) -> bool:
@@ -502,4 +581,3 @@ def _annotation_time(raw: str | None) -> float | None:
         return parse_time(raw)
     except ValueError:
         return None
-

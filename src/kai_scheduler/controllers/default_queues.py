@@ -33,12 +33,18 @@ def _resources() -> dict[str, Any]:
 
 def default_queues() -> list[dict[str, Any]]:
     """The two queues, parent first: every resource with no quota of its own, weight 1 and no limit."""
-    parent = {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue",
-              "metadata": {"name": constants.DEFAULT_PARENT_QUEUE_NAME, "labels": dict(LABELS)},
-              "spec": {"resources": _resources()}}
-    child = {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue",
-             "metadata": {"name": constants.DEFAULT_QUEUE_NAME, "labels": dict(LABELS)},
-             "spec": {"parentQueue": constants.DEFAULT_PARENT_QUEUE_NAME, "resources": _resources()}}
+    parent = {
+        "apiVersion": constants.QUEUE_API_VERSION,
+        "kind": "Queue",
+        "metadata": {"name": constants.DEFAULT_PARENT_QUEUE_NAME, "labels": dict(LABELS)},
+        "spec": {"resources": _resources()},
+    }
+    child = {
+        "apiVersion": constants.QUEUE_API_VERSION,
+        "kind": "Queue",
+        "metadata": {"name": constants.DEFAULT_QUEUE_NAME, "labels": dict(LABELS)},
+        "spec": {"parentQueue": constants.DEFAULT_PARENT_QUEUE_NAME, "resources": _resources()},
+    }
     return [parent, child]
 
 
@@ -63,7 +69,7 @@ class DefaultQueues:
             for queue in default_queues():
                 name = queue["metadata"]["name"]
                 try:
-                    self.store.get("queues", name)     # there already: left as its users made it
+                    self.store.get("queues", name)  # there already: left as its users made it
                     continue
                 except NotFound:
                     pass
@@ -73,8 +79,10 @@ class DefaultQueues:
                 except AlreadyExists:
                     pass
         except StoreError as err:
-            log.warning(f"default queues not created yet ({err.reason}), retrying in {self._delay:g}s: {err}",
-                        extra={"reason": err.reason, "retry_in": self._delay})
+            log.warning(
+                f"default queues not created yet ({err.reason}), retrying in {self._delay:g}s: {err}",
+                extra={"reason": err.reason, "retry_in": self._delay},
+            )
             self._next_at = self.clock.now() + self._delay
             self._delay = min(self._delay * 2, MAX_BACKOFF)
             return False

@@ -41,10 +41,10 @@ _NOT_SUMMED = frozenset({constants.RESOURCE_PODS, constants.RESOURCE_GPU})
 class PodUsage:
     """What one pod adds to its PodGroup's status; `allocated` is empty while the pod is not bound."""
 
-    group: str                       # namespace/podgroup name
+    group: str  # namespace/podgroup name
     requested: Amounts
     allocated: Amounts
-    needs_portion: bool = False      # a gpu-memory pod: its GPU share comes from its BindRequest
+    needs_portion: bool = False  # a gpu-memory pod: its GPU share comes from its BindRequest
 
 
 @dataclass(slots=True)
@@ -66,8 +66,8 @@ class PodGroupStatusController:
         self._groups: dict[str, JSON] = {}
         self._class_values: dict[str, int] = {}
         self._global_default: int | None = None
-        self._portions: dict[str, float] = {}       # pod key → GPUs received as a fraction (count × portion)
-        self._portion_pods: dict[str, JSON] = {}    # pods whose usage depends on their portion
+        self._portions: dict[str, float] = {}  # pod key → GPUs received as a fraction (count × portion)
+        self._portion_pods: dict[str, JSON] = {}  # pods whose usage depends on their portion
         # A pod's requests are fixed at creation (its containers' resources and GPU annotations): parsed once per
         # pod uid, not once per change (binding, start, status).
         self._parsed: dict[str, tuple[str, tuple[dict[str, float], GpuRequest]]] = {}

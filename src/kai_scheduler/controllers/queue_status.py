@@ -40,7 +40,7 @@ MEGABYTE = 1_000_000
 @dataclass(frozen=True, slots=True)
 class _GroupFigures:
     queue: str
-    figures: tuple[Amounts, Amounts, Amounts]    # as FIELDS
+    figures: tuple[Amounts, Amounts, Amounts]  # as FIELDS
 
 
 class QueueMetrics:
@@ -56,15 +56,21 @@ class QueueMetrics:
         self.quota_memory = gauge("kai_queue_quota_memory_bytes", "Memory quota of the queue in bytes (-1: unlimited)")
         self.allocated_gpus = gauge("kai_queue_allocated_gpus", "GPUs allocated to the queue and its children")
         self.allocated_cpu = gauge("kai_queue_allocated_cpu_cores", "CPU cores allocated to the queue and its children")
-        self.allocated_memory = gauge("kai_queue_allocated_memory_bytes",
-                                      "Memory bytes allocated to the queue and its children")
+        self.allocated_memory = gauge(
+            "kai_queue_allocated_memory_bytes", "Memory bytes allocated to the queue and its children"
+        )
         self._labels: dict[str, tuple[str, str, str]] = {}
-        self._last: dict[str, tuple[object, ...]] = {}      # what each queue's gauges were last set from
+        self._last: dict[str, tuple[object, ...]] = {}  # what each queue's gauges were last set from
 
     def set(self, queue: Queue, allocated: Amounts) -> None:
         labels = (queue.display_name or queue.name, queue.name, queue.display_name)
-        figures = (queue, *(allocated.get(r, 0.0) for r in (constants.RESOURCE_GPU, constants.RESOURCE_CPU,
-                                                            constants.RESOURCE_MEMORY)))
+        figures = (
+            queue,
+            *(
+                allocated.get(r, 0.0)
+                for r in (constants.RESOURCE_GPU, constants.RESOURCE_CPU, constants.RESOURCE_MEMORY)
+            ),
+        )
         if self._labels.get(queue.name, labels) != labels:
             self.remove(queue.name)
         elif self._last.get(queue.name) == figures:
@@ -85,8 +91,15 @@ class QueueMetrics:
         self._last.pop(name, None)
         if labels is None:
             return
-        for gauge in (self.info, self.deserved_gpus, self.quota_cpu, self.quota_memory, self.allocated_gpus,
-                      self.allocated_cpu, self.allocated_memory):
+        for gauge in (
+            self.info,
+            self.deserved_gpus,
+            self.quota_cpu,
+            self.quota_memory,
+            self.allocated_gpus,
+            self.allocated_cpu,
+            self.allocated_memory,
+        ):
             gauge.remove(*labels)
 
     def names(self) -> list[str]:
@@ -94,21 +107,22 @@ class QueueMetrics:
 
 
 class QueueStatusController:
-    def __init__(self, store: ClusterStore, registry: CollectorRegistry | None = None,
-                 retries: Retries | None = None) -> None:
+    def __init__(
+        self, store: ClusterStore, registry: CollectorRegistry | None = None, retries: Retries | None = None
+    ) -> None:
         self.store = store
-        self.retries = retries or Retries()   # queues whose status write was refused: written again later
+        self.retries = retries or Retries()  # queues whose status write was refused: written again later
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = QueueMetrics(self.registry)
         self._queue_changes = Changes(store, "queues")
         self._group_changes = Changes(store, "podgroups")
         self._queues: dict[str, JSON] = {}
         self._groups: dict[str, _GroupFigures] = {}
-        self._members: dict[str, set[str]] = defaultdict(set)      # queue → its PodGroup keys
+        self._members: dict[str, set[str]] = defaultdict(set)  # queue → its PodGroup keys
         self._own: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
         self._totals: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
         self._children_of: dict[str, list[str]] = {}
-        self._parsed: dict[str, tuple[JSON, Queue | None]] = {}   # name → (the spec it was parsed from, queue)
+        self._parsed: dict[str, tuple[JSON, Queue | None]] = {}  # name → (the spec it was parsed from, queue)
         self._reported: set[tuple[str, str]] = set()
 
     def reconcile(self) -> list[str]:
@@ -135,8 +149,11 @@ class QueueStatusController:
             return []
         for queue in dirty:
             members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
-            self._own[queue] = (amounts.total(f[0] for f in members), amounts.total(f[1] for f in members),
-                                amounts.total(f[2] for f in members))
+            self._own[queue] = (
+                amounts.total(f[0] for f in members),
+                amounts.total(f[1] for f in members),
+                amounts.total(f[2] for f in members),
+            )
         if reshaped:
             self._children_of = self._children()
             affected = set(self._queues)
@@ -186,8 +203,13 @@ class QueueStatusController:
                 children[parent].append(name)
         return children
 
-    def _total(self, name: str, children: dict[str, list[str]], totals: dict[str, tuple[Amounts, Amounts, Amounts]],
-               path: set[str]) -> tuple[Amounts, Amounts, Amounts]:
+    def _total(
+        self,
+        name: str,
+        children: dict[str, list[str]],
+        totals: dict[str, tuple[Amounts, Amounts, Amounts]],
+        path: set[str],
+    ) -> tuple[Amounts, Amounts, Amounts]:
         """Own figures plus the children's totals, memoised; a child already on the path (a cycle) is skipped."""
         if name in totals:
             return totals[name]

@@ -29,8 +29,8 @@ _UNTAINT_ATTEMPTS = 5
 class FleetResult:
     created: list[str] = field(default_factory=list)
     adopted: list[str] = field(default_factory=list)
-    foreign: list[str] = field(default_factory=list)     # real nodes in the way: not played
-    uids: dict[str, str] = field(default_factory=dict)   # played node → uid
+    foreign: list[str] = field(default_factory=list)  # real nodes in the way: not played
+    uids: dict[str, str] = field(default_factory=dict)  # played node → uid
 
     @property
     def played(self) -> list[str]:
@@ -68,14 +68,20 @@ def _adopt(store: ClusterStore, node: JSON) -> JSON | None:
     name = node["metadata"]["name"]
     try:
         existing = store.get("nodes", name)
-    except NotFound:     # deleted meanwhile: create it again
+    except NotFound:  # deleted meanwhile: create it again
         return _create(store, node)
     if (existing["metadata"].get("labels") or {}).get(LABEL_FAKE_NODE) != "true":
-        log.warning("a node that is not a fake node has this name; leaving it alone",
-                    extra={"node": name, "label": f"{LABEL_FAKE_NODE}=true"})
+        log.warning(
+            "a node that is not a fake node has this name; leaving it alone",
+            extra={"node": name, "label": f"{LABEL_FAKE_NODE}=true"},
+        )
         return None
-    store.patch("nodes", name, "", {"metadata": {"labels": node["metadata"]["labels"]},
-                                    "spec": {"taints": node["spec"].get("taints")}})
+    store.patch(
+        "nodes",
+        name,
+        "",
+        {"metadata": {"labels": node["metadata"]["labels"]}, "spec": {"taints": node["spec"].get("taints")}},
+    )
     adopted = store.patch("nodes", name, "", {"status": node["status"]}, "status")
     log.info("fake node adopted", extra={"node": name})
     return clear_condition_taints(store, adopted)
@@ -92,16 +98,22 @@ def clear_condition_taints(store: ClusterStore, node: JSON) -> JSON:
         kept = [t for t in taints if t.get("key") not in CONDITION_TAINT_KEYS]
         if len(kept) == len(taints):
             return node
-        patch = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
-                 "spec": {"taints": kept or None}}
+        patch = {
+            "metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
+            "spec": {"taints": kept or None},
+        }
         try:
             node = store.patch("nodes", name, "", patch)
         except Conflict:
             node = store.get("nodes", name)
             continue
-        log.info("condition taints removed from a ready fake node",
-                 extra={"node": name, "taints": sorted({str(t.get("key")) for t in taints} - {
-                     str(t.get("key")) for t in kept})})
+        log.info(
+            "condition taints removed from a ready fake node",
+            extra={
+                "node": name,
+                "taints": sorted({str(t.get("key")) for t in taints} - {str(t.get("key")) for t in kept}),
+            },
+        )
         return node
     raise Conflict(f"node {name}: taints kept changing over {_UNTAINT_ATTEMPTS} attempts to clear not-ready")
 

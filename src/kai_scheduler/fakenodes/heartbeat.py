@@ -34,14 +34,20 @@ class HeartbeatConfig:
 
 
 class Heartbeat:
-    def __init__(self, store: ClusterStore, clock: Clock, nodes: list[str],
-                 config: HeartbeatConfig | None = None, owners: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        clock: Clock,
+        nodes: list[str],
+        config: HeartbeatConfig | None = None,
+        owners: dict[str, str] | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.nodes = list(nodes)
         self.config = config or HeartbeatConfig()
-        self.owners = owners or {}                 # node name → uid, for the lease's ownerReference
-        self._lease_due: dict[str, float] = {}     # node → next renewal (absent: now)
+        self.owners = owners or {}  # node name → uid, for the lease's ownerReference
+        self._lease_due: dict[str, float] = {}  # node → next renewal (absent: now)
         self._status_due: dict[str, float] = {}
         self._ready_since: dict[str, float] = {}
         self._lease_exists: set[str] = set()
@@ -66,8 +72,13 @@ class Heartbeat:
         return True
 
     def _renew_lease(self, node: str, now: float) -> None:
-        renew = {"spec": {"holderIdentity": node, "leaseDurationSeconds": self.config.lease_duration_seconds,
-                          "renewTime": micro_time(now)}}
+        renew = {
+            "spec": {
+                "holderIdentity": node,
+                "leaseDurationSeconds": self.config.lease_duration_seconds,
+                "renewTime": micro_time(now),
+            }
+        }
         if node in self._lease_exists:
             try:
                 self.store.patch("leases", node, self.config.namespace, renew)
@@ -76,7 +87,7 @@ class Heartbeat:
                 self._lease_exists.discard(node)
         try:
             self.store.create(self._lease(node, renew["spec"]))
-        except AlreadyExists:       # a previous run's lease: take it over
+        except AlreadyExists:  # a previous run's lease: take it over
             self.store.patch("leases", node, self.config.namespace, renew)
         self._lease_exists.add(node)
 
@@ -89,8 +100,9 @@ class Heartbeat:
 
     def _refresh_status(self, node: str, now: float) -> None:
         since = self._ready_since.setdefault(node, now)
-        written = self.store.patch("nodes", node, "", {"status": {"conditions": [ready_condition(now, since)]}},
-                                   "status")
+        written = self.store.patch(
+            "nodes", node, "", {"status": {"conditions": [ready_condition(now, since)]}}, "status"
+        )
         clear_condition_taints(self.store, written)
 
 

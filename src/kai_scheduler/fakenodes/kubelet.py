@@ -34,8 +34,8 @@ class KubeletStats:
     started: int = 0
     finished: int = 0
     removed: int = 0
-    writes: int = 0          # pod writes (heartbeats count in `Heartbeat.writes`)
-    running: int = 0         # at the end of the last step
+    writes: int = 0  # pod writes (heartbeats count in `Heartbeat.writes`)
+    running: int = 0  # at the end of the last step
 
 
 @dataclass(slots=True)
@@ -45,12 +45,13 @@ class _Tracked:
     duration: float | None = None
     finished: bool = False
     removing: bool = False
-    notes: set[str] = field(default_factory=set)   # problems already logged for this pod
+    notes: set[str] = field(default_factory=set)  # problems already logged for this pod
 
 
 class FakeKubelet:
-    def __init__(self, store: ClusterStore, clock: Clock, nodes: Iterable[str],
-                 heartbeat: Heartbeat | None = None) -> None:
+    def __init__(
+        self, store: ClusterStore, clock: Clock, nodes: Iterable[str], heartbeat: Heartbeat | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
         self.nodes = frozenset(nodes)
@@ -58,7 +59,7 @@ class FakeKubelet:
         self.stats = KubeletStats()
         self._feed = Changes(store, "pods")
         self._pods: dict[str, _Tracked] = {}
-        self._bad: dict[str, str] = {}      # unreadable pods: key → the message logged
+        self._bad: dict[str, str] = {}  # unreadable pods: key → the message logged
 
     def step(self, timeout: float = 0.0) -> KubeletStats:
         """One round: changes (waiting up to `timeout` for the first), heartbeats, then pod actions."""
@@ -69,8 +70,9 @@ class FakeKubelet:
         now = self.clock.now()
         for key in sorted(self._pods):
             self._act(key, now)
-        self.stats.running = sum(1 for t in self._pods.values()
-                                 if t.started_at is not None and not t.finished and not t.removing)
+        self.stats.running = sum(
+            1 for t in self._pods.values() if t.started_at is not None and not t.finished and not t.removing
+        )
         return self.stats
 
     # --- what the store says ---
@@ -107,8 +109,7 @@ class FakeKubelet:
         except ObjectError as err:
             if str(err) not in tracked.notes:
                 tracked.notes.add(str(err))
-                log.warning("pod runs until deleted: bad duration", extra={"pod": tracked.view.key,
-                                                                           "error": str(err)})
+                log.warning("pod runs until deleted: bad duration", extra={"pod": tracked.view.key, "error": str(err)})
             return None
 
     # --- what the kubelet does ---
@@ -128,7 +129,7 @@ class FakeKubelet:
                 self._finish(tracked, now)
         except NotFound:
             self._pods.pop(key, None)
-        except StoreError as err:      # tried again next step
+        except StoreError as err:  # tried again next step
             log.warning("pod write failed", extra={"pod": key, "error": str(err)})
 
     def _start(self, tracked: _Tracked, now: float) -> None:
@@ -137,8 +138,9 @@ class FakeKubelet:
             index = self._free_gpu_index(view)
             patch = {"metadata": {"annotations": {lifecycle.ANNOTATION_GPU_INDEX: index}}}
             self._written(self.store.patch("pods", view.name, view.namespace, patch))
-        self._written(self.store.patch("pods", view.name, view.namespace, lifecycle.running_status(view, now),
-                                       "status"))
+        self._written(
+            self.store.patch("pods", view.name, view.namespace, lifecycle.running_status(view, now), "status")
+        )
         tracked.started_at = now
         self.stats.started += 1
         log.debug("pod started", extra={"pod": view.key, "node": view.node})
@@ -146,8 +148,11 @@ class FakeKubelet:
     def _finish(self, tracked: _Tracked, now: float) -> None:
         view = tracked.view
         assert tracked.started_at is not None
-        self._written(self.store.patch("pods", view.name, view.namespace,
-                                       lifecycle.succeeded_status(view, tracked.started_at, now), "status"))
+        self._written(
+            self.store.patch(
+                "pods", view.name, view.namespace, lifecycle.succeeded_status(view, tracked.started_at, now), "status"
+            )
+        )
         tracked.finished = True
         self.stats.finished += 1
         log.debug("pod finished", extra={"pod": view.key, "node": view.node})
@@ -165,7 +170,13 @@ class FakeKubelet:
         self._observe(f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}", obj)
 
     def _free_gpu_index(self, view: lifecycle.PodView) -> str:
-        taken = {t.view.gpu_index for t in self._pods.values()
-                 if t.view.reservation and t.view.node == view.node and t.view.deletion is None
-                 and not t.finished and t.view.uid != view.uid}
+        taken = {
+            t.view.gpu_index
+            for t in self._pods.values()
+            if t.view.reservation
+            and t.view.node == view.node
+            and t.view.deletion is None
+            and not t.finished
+            and t.view.uid != view.uid
+        }
         return next(str(i) for i in range(len(taken) + 1) if str(i) not in taken)

@@ -23,7 +23,7 @@ from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.store.interface import JSON
 
 ANNOTATION_FAKE_DURATION = "kai.scheduler/fake-duration"
-ANNOTATION_GPU_INDEX = "run.ai/reserve_for_gpu_index"   # what the device plugin tells a reservation pod (§6)
+ANNOTATION_GPU_INDEX = "run.ai/reserve_for_gpu_index"  # what the device plugin tells a reservation pod (§6)
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _READY_CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
 
@@ -51,8 +51,9 @@ def termination_delay(meta: JSON) -> float | None:
 def awaiting_start(pod: JSON) -> bool:
     """Bound to a node, not terminating, and still Pending: the kubelet starts it."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    return bool(spec.get("nodeName")) and not meta.get("deletionTimestamp") \
-        and status.get("phase", "Pending") == "Pending"
+    return (
+        bool(spec.get("nodeName")) and not meta.get("deletionTimestamp") and status.get("phase", "Pending") == "Pending"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +67,10 @@ class PodView:
     phase: str
     start_time: float | None
     deletion: str | None
-    duration: str | None            # the annotation as written
-    containers: tuple[tuple[str, str], ...]        # (name, image)
+    duration: str | None  # the annotation as written
+    containers: tuple[tuple[str, str], ...]  # (name, image)
     init_containers: tuple[tuple[str, str], ...]
-    reservation: bool               # a GPU reservation pod (§6): it learns its GPU index from the "device plugin"
+    reservation: bool  # a GPU reservation pod (§6): it learns its GPU index from the "device plugin"
     gpu_index: str | None
 
     @property
@@ -85,20 +86,28 @@ def read_pod(obj: JSON) -> PodView:
         raise ObjectError("Pod", "?", "metadata.name", "missing")
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
-    for field, value in (("spec", spec), ("status", status), ("metadata.annotations", annotations),
-                         ("metadata.labels", labels)):
+    for field, value in (
+        ("spec", spec),
+        ("status", status),
+        ("metadata.annotations", annotations),
+        ("metadata.labels", labels),
+    ):
         if not isinstance(value, dict):
             raise ObjectError("Pod", name, field, f"expected an object, got {type(value).__name__}")
     node = spec.get("nodeName") or ""
     phase = status.get("phase") or "Pending"
     if not isinstance(node, str) or not isinstance(phase, str):
-        raise ObjectError("Pod", name, "spec.nodeName" if not isinstance(node, str) else "status.phase",
-                          "expected a string")
+        raise ObjectError(
+            "Pod", name, "spec.nodeName" if not isinstance(node, str) else "status.phase", "expected a string"
+        )
     deletion = meta.get("deletionTimestamp")
     duration = annotations.get(ANNOTATION_FAKE_DURATION)
     index = annotations.get(ANNOTATION_GPU_INDEX)
     return PodView(
-        namespace=str(meta.get("namespace") or ""), name=name, uid=str(meta.get("uid") or ""), node=node,
+        namespace=str(meta.get("namespace") or ""),
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        node=node,
         phase=phase,
         start_time=_time(name, "status.startTime", status.get("startTime")),
         deletion=None if deletion is None else _timestamp(name, "metadata.deletionTimestamp", deletion),
@@ -119,22 +128,30 @@ def duration_of(pod: PodView) -> float | None:
     except ValueError as err:
         raise ObjectError("Pod", pod.key, f"metadata.annotations[{ANNOTATION_FAKE_DURATION}]", str(err)) from None
     if seconds < 0:
-        raise ObjectError("Pod", pod.key, f"metadata.annotations[{ANNOTATION_FAKE_DURATION}]",
-                          f"must not be negative, got {pod.duration!r}")
+        raise ObjectError(
+            "Pod",
+            pod.key,
+            f"metadata.annotations[{ANNOTATION_FAKE_DURATION}]",
+            f"must not be negative, got {pod.duration!r}",
+        )
     return seconds
 
 
 def running_status(pod: PodView, now: float) -> JSON:
     """The status patch that starts a pod."""
     at = format_time(now)
-    return {"status": {
-        "phase": "Running",
-        "startTime": at,
-        "conditions": [_condition(kind, "True", at) for kind in _READY_CONDITIONS],
-        "initContainerStatuses": [_container(n, i, False, {"terminated": _terminated(at, at)})
-                                  for n, i in pod.init_containers] or None,
-        "containerStatuses": [_container(n, i, True, {"running": {"startedAt": at}}) for n, i in pod.containers],
-    }}
+    return {
+        "status": {
+            "phase": "Running",
+            "startTime": at,
+            "conditions": [_condition(kind, "True", at) for kind in _READY_CONDITIONS],
+            "initContainerStatuses": [
+                _container(n, i, False, {"terminated": _terminated(at, at)}) for n, i in pod.init_containers
+            ]
+            or None,
+            "containerStatuses": [_container(n, i, True, {"running": {"startedAt": at}}) for n, i in pod.containers],
+        }
+    }
 
 
 def succeeded_status(pod: PodView, started: float, now: float) -> JSON:
@@ -142,12 +159,15 @@ def succeeded_status(pod: PodView, started: float, now: float) -> JSON:
     start, end = format_time(started), format_time(now)
     conditions = [_condition(kind, "True", start) for kind in _READY_CONDITIONS[:2]]
     conditions += [{**_condition(kind, "False", end), "reason": "PodCompleted"} for kind in _READY_CONDITIONS[2:]]
-    return {"status": {
-        "phase": "Succeeded",
-        "conditions": conditions,
-        "containerStatuses": [_container(n, i, False, {"terminated": _terminated(start, end)})
-                              for n, i in pod.containers],
-    }}
+    return {
+        "status": {
+            "phase": "Succeeded",
+            "conditions": conditions,
+            "containerStatuses": [
+                _container(n, i, False, {"terminated": _terminated(start, end)}) for n, i in pod.containers
+            ],
+        }
+    }
 
 
 def _condition(kind: str, status: str, at: str) -> JSON:
@@ -155,8 +175,15 @@ def _condition(kind: str, status: str, at: str) -> JSON:
 
 
 def _container(name: str, image: str, ready: bool, state: JSON) -> JSON:
-    return {"name": name, "image": image, "imageID": "", "ready": ready, "started": ready, "restartCount": 0,
-            "state": state}
+    return {
+        "name": name,
+        "image": image,
+        "imageID": "",
+        "ready": ready,
+        "started": ready,
+        "restartCount": 0,
+        "state": state,
+    }
 
 
 def _terminated(start: str, end: str) -> JSON:

@@ -60,15 +60,20 @@ class FleetSpec:
     node_pool: str = ""
     node_pool_label: str = constants.DEFAULT_NODE_POOL_LABEL_KEY
     labels: dict[str, str] = field(default_factory=dict)
-    rack_size: int = 0        # 0: no rack label
-    zone_size: int = 0        # 0: no zone label
+    rack_size: int = 0  # 0: no rack label
+    zone_size: int = 0  # 0: no zone label
     taints: tuple[Taint, ...] = ()
 
     def check(self) -> None:
         """Raise ValueError (one line naming the flag) on a spec that cannot make valid nodes."""
-        for flag, value, minimum in (("--count", self.count, 0), ("--gpus", self.gpus, 0),
-                                     ("--gpu-memory", self.gpu_memory_mib, 0), ("--pods", self.pods, 1),
-                                     ("--rack-size", self.rack_size, 0), ("--zone-size", self.zone_size, 0)):
+        for flag, value, minimum in (
+            ("--count", self.count, 0),
+            ("--gpus", self.gpus, 0),
+            ("--gpu-memory", self.gpu_memory_mib, 0),
+            ("--pods", self.pods, 1),
+            ("--rack-size", self.rack_size, 0),
+            ("--zone-size", self.zone_size, 0),
+        ):
             if value < minimum:
                 raise UserError(f"{flag}: must be at least {minimum}, got {value}")
         check_quantity("--cpu", self.cpu)
@@ -81,8 +86,10 @@ class FleetSpec:
         for key, text in self.labels.items():
             check_label("--label", key, text)
         if self.rack_size and self.zone_size and self.zone_size % self.rack_size:
-            raise UserError(f"--zone-size: must be a multiple of --rack-size ({self.rack_size}) so that a rack "
-                             f"stays in one zone, got {self.zone_size}")
+            raise UserError(
+                f"--zone-size: must be a multiple of --rack-size ({self.rack_size}) so that a rack "
+                f"stays in one zone, got {self.zone_size}"
+            )
 
     def names(self) -> list[str]:
         return [node_name(self.prefix, i) for i in range(self.count)]
@@ -153,9 +160,12 @@ def node_status(resources: dict[str, str], now: float) -> JSON:
 
 def ready_condition(heartbeat: float, transition: float) -> JSON:
     return {
-        "type": "Ready", "status": "True", "reason": "KubeletReady",
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
         "message": "kai fake kubelet is posting ready status",
-        "lastHeartbeatTime": format_time(heartbeat), "lastTransitionTime": format_time(transition),
+        "lastHeartbeatTime": format_time(heartbeat),
+        "lastTransitionTime": format_time(transition),
     }
 
 
@@ -175,8 +185,7 @@ def parse_taint(text: str) -> Taint:
     """`key=value:Effect` or `key:Effect` → Taint; ValueError naming the flag."""
     body, sep, effect = text.rpartition(":")
     if not sep or effect not in TAINT_EFFECTS:
-        raise UserError(f"--taint: want key=value:Effect with Effect one of {', '.join(TAINT_EFFECTS)}, "
-                         f"got {text!r}")
+        raise UserError(f"--taint: want key=value:Effect with Effect one of {', '.join(TAINT_EFFECTS)}, got {text!r}")
     key, _, value = body.partition("=")
     check_label("--taint", key, value)
     return Taint(key, value, effect)
@@ -188,8 +197,10 @@ def check_label(flag: str, key: str, value: str) -> None:
     if not _LABEL_NAME.match(name) or (slash and (not _DNS_SUBDOMAIN.match(prefix) or len(prefix) > 253)):
         raise UserError(f"{flag}: invalid label key {key!r}")
     if not _LABEL_VALUE.match(value):
-        raise UserError(f"{flag}: invalid value {value!r} for label {key!r} (at most 63 characters: "
-                         "letters, digits, '-', '_', '.', starting and ending with a letter or digit)")
+        raise UserError(
+            f"{flag}: invalid value {value!r} for label {key!r} (at most 63 characters: "
+            "letters, digits, '-', '_', '.', starting and ending with a letter or digit)"
+        )
 
 
 def check_quantity(flag: str, text: str) -> None:

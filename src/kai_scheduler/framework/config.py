@@ -92,8 +92,8 @@ class Flags:
     use_scheduling_signatures: bool = True
     full_hierarchy_fairness: bool = True
     allow_consolidating_reclaim: bool = True
-    reclaim_protects_deserved: bool = False      # not KAI's: see docs/configuration.md "Departures from KAI"
-    pipelined_claims: bool = True                # not KAI's: see docs/configuration.md "Departures from KAI"
+    reclaim_protects_deserved: bool = False  # not KAI's: see docs/configuration.md "Departures from KAI"
+    pipelined_claims: bool = True  # not KAI's: see docs/configuration.md "Departures from KAI"
     default_staleness_grace_period: float = 60.0
     stuck_in_releasing_threshold: float = 120.0
 
@@ -113,8 +113,9 @@ def check_supported(flags: Flags, spelling: str = "config flags.{}") -> None:
         default = getattr(Flags(), name)
         if getattr(flags, name) != default:
             key = name.replace("_", "-")
-            raise ConfigError(f"{spelling.format(key)}: only {str(default).lower()} is supported ({instead})",
-                              ("flags", key))
+            raise ConfigError(
+                f"{spelling.format(key)}: only {str(default).lower()} is supported ({instead})", ("flags", key)
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,7 @@ class SchedulerConfig:
     tiers: tuple[tuple[PluginConfig, ...], ...] = ()
     queue_depth_per_action: Mapping[str, int] = field(default_factory=dict)
     flags: Flags = Flags()
-    usage_db_config: Mapping[str, Any] = field(default_factory=dict)   # as written; checked by load_config
+    usage_db_config: Mapping[str, Any] = field(default_factory=dict)  # as written; checked by load_config
     scenario_search_budgets: Mapping[str, Any] = field(default_factory=dict)
     ignored_plugins: tuple[str, ...] = ()
 
@@ -141,19 +142,19 @@ class SchedulerConfig:
         return next((p for p in self.plugins() if p.name == name), None)
 
 
-def parse(raw: Mapping[str, Any] | None, *, known_plugins: set[str], known_actions: set[str],
-          kai_plugins: set[str]) -> SchedulerConfig:
+def parse(
+    raw: Mapping[str, Any] | None, *, known_plugins: set[str], known_actions: set[str], kai_plugins: set[str]
+) -> SchedulerConfig:
     """Validate a ConfigMap-shaped mapping; omitted parts take KAI's defaults."""
     raw = dict(raw or {})
-    unknown = set(raw) - {"actions", "tiers", "queueDepthPerAction", "flags", "usageDBConfig",
-                          "scenarioSearchBudgets"}
+    unknown = set(raw) - {"actions", "tiers", "queueDepthPerAction", "flags", "usageDBConfig", "scenarioSearchBudgets"}
     if unknown:
         raise ConfigError(f"config: unknown field {sorted(unknown)[0]!r}", (sorted(unknown)[0],))
     actions = _actions(raw.get("actions"), known_actions)
     tiers, ignored = _tiers(raw.get("tiers"), known_plugins, kai_plugins)
     placement = next((p.arguments for t in tiers for p in t if p.name == "nodeplacement"), {})
     if "spread" in placement.values() and "consolidation" in actions and "actions" not in raw:
-        actions = tuple(a for a in actions if a != "consolidation")   # §1.5: consolidation off with spread
+        actions = tuple(a for a in actions if a != "consolidation")  # §1.5: consolidation off with spread
     return SchedulerConfig(
         actions=actions,
         tiers=tiers,
@@ -173,8 +174,9 @@ def _actions(raw: Any, known: set[str]) -> tuple[str, ...]:
     names = tuple(a.strip() for a in raw.split(",") if a.strip())
     for name in names:
         if name not in known:
-            raise ConfigError(f"config actions: unknown action {name!r}; known: {', '.join(sorted(known))}",
-                              ("actions",))
+            raise ConfigError(
+                f"config actions: unknown action {name!r}; known: {', '.join(sorted(known))}", ("actions",)
+            )
     return names
 
 
@@ -199,12 +201,15 @@ def _tiers(raw: Any, known: set[str], kai: set[str]) -> tuple[tuple[tuple[Plugin
                 if name in kai:
                     ignored.append(name)
                     continue
-                raise ConfigError(f"{where}.name: unknown plugin {name!r}; known: {', '.join(sorted(known))}",
-                                  ("tiers", i, "plugins", j, "name"))
+                raise ConfigError(
+                    f"{where}.name: unknown plugin {name!r}; known: {', '.join(sorted(known))}",
+                    ("tiers", i, "plugins", j, "name"),
+                )
             args = p.get("arguments") or {}
             if not isinstance(args, Mapping):
-                raise ConfigError(f"{where}.arguments: expected a mapping, got {args!r}",
-                                  ("tiers", i, "plugins", j, "arguments"))
+                raise ConfigError(
+                    f"{where}.arguments: expected a mapping, got {args!r}", ("tiers", i, "plugins", j, "arguments")
+                )
             plugins.append(PluginConfig(name, {str(k): str(v) for k, v in args.items()}))
         tiers.append(tuple(plugins))
     return tuple(tiers), tuple(dict.fromkeys(ignored))
@@ -216,8 +221,10 @@ def _depths(raw: Any, known: set[str]) -> dict[str, int]:
         if action not in known:
             raise ConfigError(f"config queueDepthPerAction.{action}: unknown action", ("queueDepthPerAction", action))
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"config queueDepthPerAction.{action}: expected a positive integer, got {value!r}",
-                              ("queueDepthPerAction", action))
+            raise ConfigError(
+                f"config queueDepthPerAction.{action}: expected a positive integer, got {value!r}",
+                ("queueDepthPerAction", action),
+            )
     return {str(k): int(v) for k, v in depths.items()}
 
 
@@ -249,7 +256,7 @@ def parse_flags(raw: Any, base: Flags | None = None) -> Flags:
     out = replace(flags, **changes)
     try:
         check_supported(out)
-    except ConfigError as err:         # located at the key as written (dashes or underscores)
+    except ConfigError as err:  # located at the key as written (dashes or underscores)
         written = {str(k).replace("-", "_"): k for k in values}
         name = str(err.path[-1]).replace("-", "_")
         raise ConfigError(str(err), ("flags", written.get(name, err.path[-1]))) from None

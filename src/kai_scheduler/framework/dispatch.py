@@ -33,7 +33,7 @@ Hooks = Sequence[tuple[str, Callable[..., Any]]]
 
 def compile(point: points.ExtensionPoint[Any], hooks: Hooks) -> Callable[..., Any]:
     if len(hooks) == 1 and point.combine in _ONE_IS_ITSELF:
-        return hooks[0][1]          # one callable answers as the rule would: no wrapper on the hot path
+        return hooks[0][1]  # one callable answers as the rule would: no wrapper on the hot path
     return _RULES[point.combine](tuple(hooks))
 
 
@@ -45,6 +45,7 @@ def _first_nonzero(hooks: Hooks) -> Callable[..., Any]:
             if result := fn(*args):
                 return result
         return 0
+
     return run
 
 
@@ -58,6 +59,7 @@ def _first_reject(hooks: Hooks) -> Callable[..., points.Reject | None]:
             if reject := fn(*args):
                 return _stamped(reject, name)
         return None
+
     return run
 
 
@@ -69,6 +71,7 @@ def _first_answer(hooks: Hooks) -> Callable[..., Any]:
             if (answer := fn(*args)) is not None:
                 return answer
         return None
+
     return run
 
 
@@ -77,6 +80,7 @@ def _all_true(hooks: Hooks) -> Callable[..., bool]:
 
     def run(*args: Any) -> bool:
         return all(fn(*args) for fn in fns)
+
     return run
 
 
@@ -86,6 +90,7 @@ def _all(hooks: Hooks) -> Callable[..., None]:
     def run(*args: Any) -> None:
         for fn in fns:
             fn(*args)
+
     return run
 
 
@@ -94,7 +99,7 @@ def _sum(hooks: Hooks) -> Callable[..., Any]:
 
     def run(*args: Any) -> Any:
         total: Any = None
-        owned = False           # the first answer is a plugin's own array: add into a copy, never into it
+        owned = False  # the first answer is a plugin's own array: add into a copy, never into it
         for fn in fns:
             answer = fn(*args)
             if answer is None:
@@ -108,6 +113,7 @@ def _sum(hooks: Hooks) -> Callable[..., Any]:
             else:
                 total, owned = total + answer, True
         return total
+
     return run
 
 
@@ -123,6 +129,7 @@ def _chain(hooks: Hooks) -> Callable[..., list[Any]]:
                 split.extend([item] if result is None else result)
             items = split
         return list(items)
+
     return run
 
 
@@ -140,6 +147,7 @@ def _and_masks(hooks: Hooks) -> Callable[..., tuple[points.Mask, bool]]:
                 if not mask.any():
                     break
         return mask, fitted
+
     return run
 
 

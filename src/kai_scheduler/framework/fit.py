@@ -41,7 +41,7 @@ def shared_gpu_fit(snapshot: Snapshot, task: PodInfo, candidates: points.Mask) -
     arrays, need = snapshot.arrays, task.gpu.num_devices
     whole = arrays.free[:, GPU]
     fits: points.Mask = whole >= need - tolerance.RESOURCE
-    if task.gpu.memory_mib:             # a fresh device must hold the request: at most one GPU's memory
+    if task.gpu.memory_mib:  # a fresh device must hold the request: at most one GPU's memory
         fits &= arrays.gpu_memory >= task.gpu.memory_mib - tolerance.RESOURCE
     if need == 1:
         memory = np.where(arrays.gpu_memory > 0, arrays.gpu_memory, float(constants.DEFAULT_NODE_GPU_MEMORY_MIB))

@@ -58,7 +58,7 @@ class Combine(enum.Enum):
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)   # not slotted: typing sets __orig_class__ on ExtensionPoint[F](...) instances
+@dataclass(frozen=True)  # not slotted: typing sets __orig_class__ on ExtensionPoint[F](...) instances
 class ExtensionPoint(Generic[F]):
     name: str
     combine: Combine
@@ -78,7 +78,7 @@ class NodeFilter:
     """A predicate's answer: which candidate nodes pass, and how to say why the others did not."""
 
     mask: Mask
-    reason: str          # e.g. "node(s) didn't match the node selector"
+    reason: str  # e.g. "node(s) didn't match the node selector"
     # For a check that folds several reasons into one mask: split the rejected nodes by reason, only when a
     # fit error is reported (the common path never pays for it).
     explain: Callable[[Mask], list[tuple[str, int]]] | None = None

@@ -43,8 +43,9 @@ class FitReport:
 
     __slots__ = ("_build", "_candidates", "_removed")
 
-    def __init__(self, candidates: int | Callable[[], int],
-                 build: Callable[[], list[tuple[str, str, int]]] | None = None) -> None:
+    def __init__(
+        self, candidates: int | Callable[[], int], build: Callable[[], list[tuple[str, str, int]]] | None = None
+    ) -> None:
         self._candidates = candidates
         self._build = build
         self._removed: list[tuple[str, str, int]] | None = None if build else []
@@ -139,17 +140,25 @@ class Session:
 
     def compare_jobs(self, left: JobInfo, right: JobInfo) -> int:
         """First non-zero plugin answer; then older creation; then UID (deterministic)."""
-        return (self.call(points.JOB_ORDER)(left, right)
-                or _tie(left.creation, right.creation) or _tie(left.uid, right.uid))
+        return (
+            self.call(points.JOB_ORDER)(left, right) or _tie(left.creation, right.creation) or _tie(left.uid, right.uid)
+        )
 
-    def compare_queues(self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None,
-                       right_job: JobInfo | None) -> int:
-        return (self.call(points.QUEUE_ORDER)(left, right, left_job, right_job)
-                or _tie(left.creation, right.creation) or _tie(left.name, right.name))
+    def compare_queues(
+        self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None, right_job: JobInfo | None
+    ) -> int:
+        return (
+            self.call(points.QUEUE_ORDER)(left, right, left_job, right_job)
+            or _tie(left.creation, right.creation)
+            or _tie(left.name, right.name)
+        )
 
     def compare_tasks(self, left: PodInfo, right: PodInfo) -> int:
-        return (self.call(points.TASK_ORDER)(left, right)
-                or _tie(left.creation, right.creation) or _tie(left.name, right.name))
+        return (
+            self.call(points.TASK_ORDER)(left, right)
+            or _tie(left.creation, right.creation)
+            or _tie(left.name, right.name)
+        )
 
     def task_key(self, task: PodInfo) -> int:
         """Sort key of a task in TASK_ORDER. Task order depends on the task alone (role, priority label,
@@ -182,7 +191,7 @@ class Session:
         start = self._all_nodes if candidates is None else candidates
         mask: points.Mask
         mask, fitted = self.call(points.PREDICATE)(task, start)
-        if not fitted and mask.any():   # KAI's FittingNode: never over-commit, whatever plugins are configured
+        if not fitted and mask.any():  # KAI's FittingNode: never over-commit, whatever plugins are configured
             mask &= fit.resources_fit(self.snapshot, task, mask)
         # `start` is not copied: callers build each candidate mask fresh and never change it afterwards.
         return mask, FitReport(lambda: int(start.sum()), functools.partial(self._fit_reasons, task, start))
@@ -223,8 +232,9 @@ class Session:
         result: points.Reject | None = self.call(points.JOB_OVER_CAPACITY)(job, tasks)
         return result
 
-    def subset_nodes(self, job: JobInfo, member: Member, tasks: list[PodInfo],
-                     candidates: points.Mask) -> list[points.Mask]:
+    def subset_nodes(
+        self, job: JobInfo, member: Member, tasks: list[PodInfo], candidates: points.Mask
+    ) -> list[points.Mask]:
         """Candidate node sets for `member`, each plugin splitting every set the previous ones produced."""
         sets: list[points.Mask] = self.call(points.SUBSET_NODES)(job, member, tasks, [candidates])
         return sets
@@ -250,13 +260,17 @@ class Session:
         result: points.Reject | None = self.call(points.CAN_RECLAIM)(job, tasks)
         return result
 
-    def is_victim(self, point: points.ExtensionPoint[points.VictimFilter], preemptor: JobInfo,
-                  victim: JobInfo) -> bool:
+    def is_victim(self, point: points.ExtensionPoint[points.VictimFilter], preemptor: JobInfo, victim: JobInfo) -> bool:
         """Every filter on `point` (RECLAIM_ or PREEMPT_VICTIM_FILTER) accepts `victim`."""
         return bool(self.call(point)(preemptor, victim))
 
-    def validate(self, point: points.ExtensionPoint[points.ScenarioValidator], preemptor: JobInfo,
-                 tasks: list[PodInfo], scenario: Any) -> points.Reject | None:
+    def validate(
+        self,
+        point: points.ExtensionPoint[points.ScenarioValidator],
+        preemptor: JobInfo,
+        tasks: list[PodInfo],
+        scenario: Any,
+    ) -> points.Reject | None:
         """The first validator on `point` that rejects the scenario, or None."""
         result: points.Reject | None = self.call(point)(preemptor, tasks, scenario)
         return result

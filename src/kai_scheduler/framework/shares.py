@@ -14,11 +14,11 @@ from kai_scheduler.cluster.resources import Vector
 @dataclass(slots=True, eq=False)
 class QueueShare:
     name: str
-    deserved: Vector               # -1 = unlimited
-    limit: Vector                  # -1 = no limit
+    deserved: Vector  # -1 = unlimited
+    limit: Vector  # -1 = no limit
     over_quota_weight: Vector
     allocated: Vector
     allocated_non_preemptible: Vector
     request: Vector
     fair_share: Vector
-    usage: Vector                  # time-based fair share (0 when off)
+    usage: Vector  # time-based fair share (0 when off)

@@ -30,7 +30,7 @@ class Eviction:
     """Why a task is evicted: the action, the job it makes room for, and a sentence for the event."""
 
     action: str
-    preemptor: str          # namespace/name of the preemptor job, "" for stale gangs
+    preemptor: str  # namespace/name of the preemptor job, "" for stale gangs
     message: str
 
 
@@ -89,8 +89,12 @@ class Statement:
 
         A task evicted in this statement and pipelined back onto the same node is un-evicted instead."""
         last = self._last_op(task)
-        if (last is not None and last.op is Op.EVICT and last.before.node == node
-                and last.before.gpu_groups == gpu_groups):
+        if (
+            last is not None
+            and last.op is Op.EVICT
+            and last.before.node == node
+            and last.before.gpu_groups == gpu_groups
+        ):
             self._apply(Op.UNEVICT, task, last.before)
             return
         self._apply(Op.PIPELINE, task, Placement(PodStatus.PIPELINED, node, gpu_groups))

@@ -44,8 +44,11 @@ def files() -> dict[str, str]:
 def crd_files() -> dict[str, str]:
     """The CRD manifests exactly as the package ships them."""
     directory = resources.files("kai_scheduler.api").joinpath("crds")
-    return {f.name: f.read_text(encoding="utf-8") for f in sorted(directory.iterdir(), key=lambda f: f.name)
-            if f.name.endswith(".yaml")}
+    return {
+        f.name: f.read_text(encoding="utf-8")
+        for f in sorted(directory.iterdir(), key=lambda f: f.name)
+        if f.name.endswith(".yaml")
+    }
 
 
 def write(directory: str | Path) -> list[Path]:

@@ -20,19 +20,36 @@ _DESCRIPTIONS = {
 
 def namespaces(src: Source) -> list[InstallObject]:
     return [
-        InstallObject("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                     "metadata": {"name": src.value("namespace.name")}}, when="namespace.create"),
-        InstallObject("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                     "metadata": {"name": src.value("binder.resourceReservationNamespace")}}),
+        InstallObject(
+            "namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": src.value("namespace.name")}},
+            when="namespace.create",
+        ),
+        InstallObject(
+            "namespaces",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": src.value("binder.resourceReservationNamespace")},
+            },
+        ),
     ]
 
 
 def priority_classes() -> list[InstallObject]:
     return [
-        InstallObject("priorityclasses", {
-            "apiVersion": constants.PRIORITYCLASS_API_VERSION, "kind": "PriorityClass",
-            "metadata": cluster_scoped(name), "value": value, "globalDefault": False,
-            "preemptionPolicy": "PreemptLowerPriority", "description": _DESCRIPTIONS.get(name, ""),
-        }, when="priorityClasses.create")
+        InstallObject(
+            "priorityclasses",
+            {
+                "apiVersion": constants.PRIORITYCLASS_API_VERSION,
+                "kind": "PriorityClass",
+                "metadata": cluster_scoped(name),
+                "value": value,
+                "globalDefault": False,
+                "preemptionPolicy": "PreemptLowerPriority",
+                "description": _DESCRIPTIONS.get(name, ""),
+            },
+            when="priorityClasses.create",
+        )
         for name, value in constants.SHIPPED_PRIORITY_CLASSES
     ]

@@ -15,8 +15,13 @@ from kai_scheduler.install.values import Values, ValuesError
 
 def build(src: Source) -> list[InstallObject]:
     """Everything but the CRDs, sorted by category (the builders keep their own order within one)."""
-    objects = [*defaults.namespaces(src), *rbac.build(src), *workloads.build(src), *webhooks.build(src),
-               *defaults.priority_classes()]
+    objects = [
+        *defaults.namespaces(src),
+        *rbac.build(src),
+        *workloads.build(src),
+        *webhooks.build(src),
+        *defaults.priority_classes(),
+    ]
     return sorted(objects, key=lambda o: CATEGORIES.index(o.category))
 
 

@@ -24,7 +24,7 @@ CATEGORIES = ("crds", "namespaces", "rbac", "config", "services", "deployments",
 class InstallObject:
     category: str
     body: dict[str, Any]
-    when: str | None = None                  # values path of a boolean that must be true to install it
+    when: str | None = None  # values path of a boolean that must be true to install it
 
     @property
     def kind(self) -> str:
@@ -37,8 +37,11 @@ def resource_name(component: str) -> str:
 
 
 def labels(component: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": resource_name(component), "app.kubernetes.io/part-of": PART_OF,
-            "app.kubernetes.io/component": component}
+    return {
+        "app.kubernetes.io/name": resource_name(component),
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/component": component,
+    }
 
 
 def selector(component: str) -> dict[str, str]:

@@ -30,8 +30,21 @@ KAI = "kai.scheduler"
 
 # Kinds of the store that are not workload owners; every other kind in RESOURCES is one the podgrouper may
 # meet as a pod's owner and lists and watches (`podgrouper.owners`; by name where it may not list).
-_NOT_OWNERS = {"nodes", "pods", "events", "configmaps", "priorityclasses", "podgroups", "queues", "bindrequests",
-               "topologies", "leases", "secrets", "validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
+_NOT_OWNERS = {
+    "nodes",
+    "pods",
+    "events",
+    "configmaps",
+    "priorityclasses",
+    "podgroups",
+    "queues",
+    "bindrequests",
+    "topologies",
+    "leases",
+    "secrets",
+    "validatingwebhookconfigurations",
+    "mutatingwebhookconfigurations",
+}
 
 
 def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
@@ -51,17 +64,17 @@ def owner_rules() -> list[Rule]:
     return [rule([group], sorted(names), READ) for group, names in sorted(by_group.items())]
 
 
-EVENTS = rule([""], ["events"], ["create"])          # scheduler/commit.py: created once each, never patched
+EVENTS = rule([""], ["events"], ["create"])  # scheduler/commit.py: created once each, never patched
 
 CLUSTER_RULES: dict[str, list[Rule]] = {
     # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
     "scheduler": [
         rule([""], ["nodes"], READ),
         rule([""], ["pods"], READ),
-        rule([""], ["pods/status"], ["patch"]),                 # nominatedNodeName, PodScheduled condition
+        rule([""], ["pods/status"], ["patch"]),  # nominatedNodeName, PodScheduled condition
         rule([""], ["pods/eviction"], ["create"]),
-        rule([SCHEDULING], ["podgroups"], [*READ, "patch"]),    # last-start / last-eviction annotations
-        rule([SCHEDULING], ["podgroups/status"], ["patch"]),    # schedulingConditions
+        rule([SCHEDULING], ["podgroups"], [*READ, "patch"]),  # last-start / last-eviction annotations
+        rule([SCHEDULING], ["podgroups/status"], ["patch"]),  # schedulingConditions
         rule([SCHEDULING], ["queues"], READ),
         rule([SCHEDULING], ["bindrequests"], [*READ, "create", "delete"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
@@ -70,11 +83,11 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     ],
     # binder/binder.py and binder/reservation.py (reservation pods are created/deleted in their own namespace).
     "binder": [
-        rule([""], ["pods"], [*READ, "patch"]),                 # GPU-group label, received-resource-type
+        rule([""], ["pods"], [*READ, "patch"]),  # GPU-group label, received-resource-type
         rule([""], ["pods/binding"], ["create"]),
         rule([SCHEDULING], ["bindrequests"], READ),
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
-        rule([""], ["configmaps"], ["create", "patch"]),           # binder/shared_gpu_configmaps.py
+        rule([""], ["configmaps"], ["create", "patch"]),  # binder/shared_gpu_configmaps.py
     ],
     # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched.
     "podgrouper": [
@@ -98,8 +111,12 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     "admission": [
         rule([SCHEDULING], ["queues"], ["get", "list"]),
         rule([KAI], ["topologies"], ["get"]),
-        rule(["admissionregistration.k8s.io"], ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-             ["get", "update"], [WEBHOOK_CONFIGURATION]),
+        rule(
+            ["admissionregistration.k8s.io"],
+            ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+            ["get", "update"],
+            [WEBHOOK_CONFIGURATION],
+        ),
     ],
 }
 
@@ -123,30 +140,56 @@ def build(src: Source) -> list[InstallObject]:
     accounts, cluster_roles, cluster_bindings, roles, bindings = [], [], [], [], []
     for component in COMPONENTS:
         name = resource_name(component)
-        accounts.append(_object({"apiVersion": "v1", "kind": "ServiceAccount",
-                                 "metadata": namespaced_meta(src, name, component)}))
-        cluster_roles.append(_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                                      "metadata": cluster_scoped(name, component),
-                                      "rules": CLUSTER_RULES[component]}))
-        cluster_bindings.append(_object(_binding(src, "ClusterRoleBinding", cluster_scoped(name, component),
-                                                 "ClusterRole", name)))
-        roles.append(_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                              "metadata": namespaced_meta(src, name, component), "rules": NAMESPACE_RULES[component]}))
+        accounts.append(
+            _object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": namespaced_meta(src, name, component)})
+        )
+        cluster_roles.append(
+            _object(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": cluster_scoped(name, component),
+                    "rules": CLUSTER_RULES[component],
+                }
+            )
+        )
+        cluster_bindings.append(
+            _object(_binding(src, "ClusterRoleBinding", cluster_scoped(name, component), "ClusterRole", name))
+        )
+        roles.append(
+            _object(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "Role",
+                    "metadata": namespaced_meta(src, name, component),
+                    "rules": NAMESPACE_RULES[component],
+                }
+            )
+        )
         bindings.append(_object(_binding(src, "RoleBinding", namespaced_meta(src, name, component), "Role", name)))
     reservation = f"{resource_name('binder')}-reservation"
-    meta = {"name": reservation, "namespace": src.value("binder.resourceReservationNamespace"),
-            "labels": namespaced_meta(src, reservation, "binder")["labels"]}
-    roles.append(_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
-                          "rules": RESERVATION_RULES}))
+    meta = {
+        "name": reservation,
+        "namespace": src.value("binder.resourceReservationNamespace"),
+        "labels": namespaced_meta(src, reservation, "binder")["labels"],
+    }
+    roles.append(
+        _object(
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": RESERVATION_RULES}
+        )
+    )
     bindings.append(_object(_binding(src, "RoleBinding", dict(meta), "Role", reservation, account="binder")))
     return [*accounts, *cluster_roles, *cluster_bindings, *roles, *bindings]
 
 
-def _binding(src: Source, kind: str, meta: dict[str, Any], role_kind: str, role: str,
-             account: str | None = None) -> dict[str, Any]:
+def _binding(
+    src: Source, kind: str, meta: dict[str, Any], role_kind: str, role: str, account: str | None = None
+) -> dict[str, Any]:
     sa = resource_name(account) if account else meta["name"]
     return {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": src.value("namespace.name")}],
     }

@@ -32,7 +32,7 @@ class _Dumper(yaml.SafeDumper):
         return True
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)     # lists indented under their key, as kubectl prints them
+        super().increase_indent(flow, False)  # lists indented under their key, as kubectl prints them
 
 
 def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
@@ -48,8 +48,7 @@ _Dumper.add_representer(_Quoted, _represent_str)
 
 
 def dump(obj: Any) -> str:
-    out: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120,
-                         allow_unicode=True)
+    out: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
     return out
 
 
@@ -91,7 +90,7 @@ def _conditions(text: str, src: Templated) -> str:
         indent = match.group(1)
         condition = src.conditions[f"{CONDITION_PREFIX}{match.group(2)}X"]
         out.append(f"{indent}{{{{- if {condition} }}}}")
-        out.append(indent + lines[i][match.end():])
+        out.append(indent + lines[i][match.end() :])
         i += 1
         while i < len(lines) and _indent(lines[i]) > len(indent):
             out.append(lines[i])

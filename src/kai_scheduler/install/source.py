@@ -89,7 +89,7 @@ class Templated:
         return name
 
     def value(self, path: str) -> Any:
-        default = lookup(self.defaults, path)     # a typo in a builder fails here, at generation time
+        default = lookup(self.defaults, path)  # a typo in a builder fails here, at generation time
         expr = f".Values.{path}"
         scalar = f"{{{{ {expr} | quote }}}}" if isinstance(default, str) else f"{{{{ {expr} }}}}"
         return self._token(scalar, f"{{{{ {expr} }}}}")
@@ -97,8 +97,9 @@ class Templated:
     def tree(self, path: str) -> dict[str, Any]:
         node = lookup(self.defaults, path)
         assert isinstance(node, dict)
-        return {k: self.tree(f"{path}.{k}") if isinstance(v, dict) else self.value(f"{path}.{k}")
-                for k, v in node.items()}
+        return {
+            k: self.tree(f"{path}.{k}") if isinstance(v, dict) else self.value(f"{path}.{k}") for k, v in node.items()
+        }
 
     def computed(self, python: Callable[[Values], Any], helm: str) -> Any:
         del python

@@ -21,7 +21,7 @@ Values = dict[str, Any]
 def _version() -> str:
     try:
         return metadata.version("kai-scheduler")
-    except metadata.PackageNotFoundError:      # running from a source tree that was never installed
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
         return "0.0.0"
 
 
@@ -215,8 +215,9 @@ def defaults() -> Values:
     return loaded
 
 
-def resolve(files: Iterable[str] = (), sets: Iterable[str] = (), *, namespace: str | None = None,
-            image: str | None = None) -> Values:
+def resolve(
+    files: Iterable[str] = (), sets: Iterable[str] = (), *, namespace: str | None = None, image: str | None = None
+) -> Values:
     """Defaults, then each values file, then each `--set`, then the `--namespace` and `--image` shortcuts."""
     values = defaults()
     for path in files:
@@ -278,7 +279,7 @@ def coerce(path: str, default: Any, new: Any, *, source: str) -> Any:
         if isinstance(new, str):
             return new
         if isinstance(new, int | float) and not isinstance(new, bool):
-            return str(new)       # `tag: 1.2` in a values file means the string
+            return str(new)  # `tag: 1.2` in a values file means the string
         raise ValuesError(f"{where} must be a string, got {new!r}")
     raise ValuesError(f"{where} cannot be set")
 
@@ -292,7 +293,7 @@ def apply_set(values: Values, assignment: str) -> None:
     node: Any = values
     for i, key in enumerate(keys):
         if not isinstance(node, dict) or key not in node:
-            raise ValuesError(f"--set {path}: unknown value {'.'.join(keys[:i + 1])!r}")
+            raise ValuesError(f"--set {path}: unknown value {'.'.join(keys[: i + 1])!r}")
         if i < len(keys) - 1:
             node = node[key]
     old = node[keys[-1]]
@@ -308,7 +309,7 @@ def apply_set(values: Values, assignment: str) -> None:
 
 
 def split_image(image: str) -> tuple[str, str]:
-    """"repo/name:tag" → ("repo/name", "tag"); a colon in a registry's host:port is not a tag."""
+    """ "repo/name:tag" → ("repo/name", "tag"); a colon in a registry's host:port is not a tag."""
     repository, sep, tag = image.rpartition(":")
     if not sep or "/" in tag or not repository or not tag:
         raise ValuesError(f"--image {image!r}: expected REPOSITORY:TAG")

@@ -22,8 +22,7 @@ VALIDATE_TOPOLOGY = "/validate-kai-scheduler-v1alpha1-topology"
 
 
 def _client(src: Source, path: str) -> dict[str, Any]:
-    return {"service": {"name": ADMISSION_SERVICE, "namespace": src.value("namespace.name"), "path": path,
-                        "port": 443}}
+    return {"service": {"name": ADMISSION_SERVICE, "namespace": src.value("namespace.name"), "path": path, "port": 443}}
 
 
 def _webhook(src: Source, name: str, path: str, rule: dict[str, Any], failure_policy: str) -> dict[str, Any]:
@@ -39,38 +38,69 @@ def _webhook(src: Source, name: str, path: str, rule: dict[str, Any], failure_po
 
 
 def _pod_webhook(src: Source, name: str, path: str, operations: list[str]) -> dict[str, Any]:
-    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": operations, "resources": ["pods"],
-            "scope": "Namespaced"}
+    rule = {
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "operations": operations,
+        "resources": ["pods"],
+        "scope": "Namespaced",
+    }
     hook = _webhook(src, name, path, rule, "admission.podFailurePolicy")
-    condition = {"name": "kai-scheduler-pods",
-                 "expression": f"object.spec.schedulerName == '{src.value('global.schedulerName')}'"}
+    condition = {
+        "name": "kai-scheduler-pods",
+        "expression": f"object.spec.schedulerName == '{src.value('global.schedulerName')}'",
+    }
     hook.update(src.optional("admission.matchConditions", "matchConditions", [condition]))
     return hook
 
 
-def _crd_webhook(src: Source, name: str, path: str, group: str, version: str, resource: str,
-                 operations: list[str]) -> dict[str, Any]:
+def _crd_webhook(
+    src: Source, name: str, path: str, group: str, version: str, resource: str, operations: list[str]
+) -> dict[str, Any]:
     rule = {"apiGroups": [group], "apiVersions": [version], "operations": operations, "resources": [resource]}
     return _webhook(src, name, path, rule, "admission.crdFailurePolicy")
 
 
 def build(src: Source) -> list[InstallObject]:
     mutating = {
-        "apiVersion": ADMISSION_API, "kind": "MutatingWebhookConfiguration",
+        "apiVersion": ADMISSION_API,
+        "kind": "MutatingWebhookConfiguration",
         "metadata": cluster_scoped(WEBHOOK_CONFIGURATION, "admission"),
         "webhooks": [_pod_webhook(src, "pods.mutate.kai.scheduler", MUTATE_POD, ["CREATE"])],
     }
     validating = {
-        "apiVersion": ADMISSION_API, "kind": "ValidatingWebhookConfiguration",
+        "apiVersion": ADMISSION_API,
+        "kind": "ValidatingWebhookConfiguration",
         "metadata": cluster_scoped(WEBHOOK_CONFIGURATION, "admission"),
         "webhooks": [
             _pod_webhook(src, "pods.validate.kai.scheduler", VALIDATE_POD, ["CREATE", "UPDATE"]),
-            _crd_webhook(src, "queues.validate.kai.scheduler", VALIDATE_QUEUE, "scheduling.run.ai", "v2", "queues",
-                         ["CREATE", "UPDATE", "DELETE"]),
-            _crd_webhook(src, "podgroups.validate.kai.scheduler", VALIDATE_PODGROUP, "scheduling.run.ai",
-                         "v2alpha2", "podgroups", ["CREATE", "UPDATE"]),
-            _crd_webhook(src, "topologies.validate.kai.scheduler", VALIDATE_TOPOLOGY, "kai.scheduler", "v1alpha1",
-                         "topologies", ["CREATE", "UPDATE"]),
+            _crd_webhook(
+                src,
+                "queues.validate.kai.scheduler",
+                VALIDATE_QUEUE,
+                "scheduling.run.ai",
+                "v2",
+                "queues",
+                ["CREATE", "UPDATE", "DELETE"],
+            ),
+            _crd_webhook(
+                src,
+                "podgroups.validate.kai.scheduler",
+                VALIDATE_PODGROUP,
+                "scheduling.run.ai",
+                "v2alpha2",
+                "podgroups",
+                ["CREATE", "UPDATE"],
+            ),
+            _crd_webhook(
+                src,
+                "topologies.validate.kai.scheduler",
+                VALIDATE_TOPOLOGY,
+                "kai.scheduler",
+                "v1alpha1",
+                "topologies",
+                ["CREATE", "UPDATE"],
+            ),
         ],
     }
     return [InstallObject("webhooks", mutating), InstallObject("webhooks", validating)]

@@ -82,8 +82,8 @@ def args(src: Source, component: str) -> list[str]:
         f"--listen-address=:{LISTEN_PORT}",
         f"--qps={text(src.value('global.qps'))}",
         f"--burst={text(src.value('global.burst'))}",
-        "--leader-elect=" + text(src.computed(lambda v: v[component]["replicas"] > 1,
-                                              f"gt (int .Values.{replicas}) 1")),
+        "--leader-elect="
+        + text(src.computed(lambda v: v[component]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
         f"--leader-elect-namespace={text(src.value('namespace.name'))}",
         f"--leader-elect-lease-duration={text(src.value('leaderElection.leaseDuration'))}",
         f"--leader-elect-renew-deadline={text(src.value('leaderElection.renewDeadline'))}",
@@ -109,8 +109,11 @@ def deployment(src: Source, component: str) -> InstallObject:
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": LISTEN_PORT}},
         "resources": src.tree(f"{component}.resources"),
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
     volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {}}]
@@ -118,65 +121,100 @@ def deployment(src: Source, component: str) -> InstallObject:
         container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
         volumes.append({"name": "config", "configMap": {"name": CONFIG_MAP}})
     if component == "admission":
-        container["ports"].append({"name": "webhook", "containerPort": src.value("admission.webhookPort"),
-                                   "protocol": "TCP"})
-    return InstallObject("deployments", {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": namespaced(src, name, component),
-        "spec": {
-            "replicas": src.value(f"{component}.replicas"),
-            "selector": {"matchLabels": selector(component)},
-            "template": {
-                "metadata": {"labels": labels(component)},
-                "spec": {
-                    "serviceAccountName": name,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [container],
-                    "volumes": volumes,
+        container["ports"].append(
+            {"name": "webhook", "containerPort": src.value("admission.webhookPort"), "protocol": "TCP"}
+        )
+    return InstallObject(
+        "deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": namespaced(src, name, component),
+            "spec": {
+                "replicas": src.value(f"{component}.replicas"),
+                "selector": {"matchLabels": selector(component)},
+                "template": {
+                    "metadata": {"labels": labels(component)},
+                    "spec": {
+                        "serviceAccountName": name,
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 10001,
+                            "runAsGroup": 10001,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [container],
+                        "volumes": volumes,
+                    },
                 },
             },
         },
-    })
+    )
 
 
 def metrics_service(src: Source, component: str) -> InstallObject:
-    return InstallObject("services", {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": namespaced(src, f"{resource_name(component)}-metrics", component),
-        "spec": {"selector": selector(component),
-                 "ports": [{"name": "metrics", "port": LISTEN_PORT, "targetPort": "metrics", "protocol": "TCP"}]},
-    })
+    return InstallObject(
+        "services",
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": namespaced(src, f"{resource_name(component)}-metrics", component),
+            "spec": {
+                "selector": selector(component),
+                "ports": [{"name": "metrics", "port": LISTEN_PORT, "targetPort": "metrics", "protocol": "TCP"}],
+            },
+        },
+    )
 
 
 def admission_service(src: Source) -> InstallObject:
-    return InstallObject("services", {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": namespaced(src, ADMISSION_SERVICE, "admission"),
-        "spec": {"selector": selector("admission"),
-                 "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}]},
-    })
+    return InstallObject(
+        "services",
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": namespaced(src, ADMISSION_SERVICE, "admission"),
+            "spec": {
+                "selector": selector("admission"),
+                "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}],
+            },
+        },
+    )
 
 
 def service_monitor(src: Source) -> InstallObject:
-    return InstallObject("services", {
-        "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
-        "metadata": namespaced(src, "kai-scheduler"),
-        "spec": {
-            "selector": {"matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",
-                                               "values": list(COMPONENTS)}],
-                         "matchLabels": {"app.kubernetes.io/part-of": "kai-scheduler"}},
-            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": src.value("serviceMonitor.interval")}],
+    return InstallObject(
+        "services",
+        {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "ServiceMonitor",
+            "metadata": namespaced(src, "kai-scheduler"),
+            "spec": {
+                "selector": {
+                    "matchExpressions": [
+                        {"key": "app.kubernetes.io/component", "operator": "In", "values": list(COMPONENTS)}
+                    ],
+                    "matchLabels": {"app.kubernetes.io/part-of": "kai-scheduler"},
+                },
+                "endpoints": [
+                    {"port": "metrics", "path": "/metrics", "interval": src.value("serviceMonitor.interval")}
+                ],
+            },
         },
-    }, when="serviceMonitor.enabled")
+        when="serviceMonitor.enabled",
+    )
 
 
 def config_map(src: Source) -> InstallObject:
-    return InstallObject("config", {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": namespaced(src, CONFIG_MAP, "scheduler"),
-        "data": {CONFIG_FILE: src.value("scheduler.config")},
-    })
+    return InstallObject(
+        "config",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": namespaced(src, CONFIG_MAP, "scheduler"),
+            "data": {CONFIG_FILE: src.value("scheduler.config")},
+        },
+    )
 
 
 def build(src: Source) -> list[InstallObject]:

@@ -16,7 +16,7 @@ from kai_scheduler.framework.session import Session
 
 
 class PluginBase:
-    name: str          # the ConfigMap name; each plugin class sets it
+    name: str  # the ConfigMap name; each plugin class sets it
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:

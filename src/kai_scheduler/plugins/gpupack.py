@@ -24,4 +24,3 @@ class GpuPack(PluginBase):
     def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """GPU_ORDER: used portion of each candidate GPU; a group id the node does not have is a free GPU (0)."""
         return self._snapshot.nodes[row].used_portions(groups)
-

@@ -23,7 +23,7 @@ from kai_scheduler.plugins.base import PluginBase
 class GpuSharingOrder(PluginBase):
     name = "gpusharingorder"
     _arrays: NodeArrays
-    _gpu_memory: points.Scores          # MiB per GPU, KAI's default 100 where a node has no label
+    _gpu_memory: points.Scores  # MiB per GPU, KAI's default 100 where a node has no label
 
     def on_session_open(self, ssn: Session) -> None:
         self._arrays = ssn.snapshot.arrays

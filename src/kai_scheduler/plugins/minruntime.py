@@ -37,8 +37,9 @@ _ARGUMENTS = ("defaultPreemptMinRuntime", "defaultReclaimMinRuntime", "reclaimRe
 class MinRuntime(PluginBase):
     name = "minruntime"
 
-    def __init__(self, *, preempt_default: float = 0.0, reclaim_default: float = 0.0,
-                 resolve_method: str = LCA) -> None:
+    def __init__(
+        self, *, preempt_default: float = 0.0, reclaim_default: float = 0.0, resolve_method: str = LCA
+    ) -> None:
         self.preempt_default = preempt_default
         self.reclaim_default = reclaim_default
         self.resolve_method = resolve_method
@@ -54,8 +55,11 @@ class MinRuntime(PluginBase):
         method = arguments.get("reclaimResolveMethod", LCA)
         if method not in (LCA, QUEUE):
             raise ConfigError(f"plugin minruntime argument reclaimResolveMethod: want lca or queue, got {method!r}")
-        return cls(preempt_default=_duration(arguments, "defaultPreemptMinRuntime"),
-                   reclaim_default=_duration(arguments, "defaultReclaimMinRuntime"), resolve_method=method)
+        return cls(
+            preempt_default=_duration(arguments, "defaultPreemptMinRuntime"),
+            reclaim_default=_duration(arguments, "defaultReclaimMinRuntime"),
+            resolve_method=method,
+        )
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -72,12 +76,14 @@ class MinRuntime(PluginBase):
     def reclaim_filter(self, reclaimer: JobInfo, victim: JobInfo) -> bool:
         return is_elastic(victim) or not self.is_protected(victim, self.reclaim_min_runtime(reclaimer, victim))
 
-    def preempt_validator(self, preemptor: JobInfo, tasks: list[PodInfo],
-                          scenario: points.VictimScenario) -> points.Reject | None:
+    def preempt_validator(
+        self, preemptor: JobInfo, tasks: list[PodInfo], scenario: points.VictimScenario
+    ) -> points.Reject | None:
         return self._validate(scenario, lambda victim: self.preempt_min_runtime(victim))
 
-    def reclaim_validator(self, reclaimer: JobInfo, tasks: list[PodInfo],
-                          scenario: points.VictimScenario) -> points.Reject | None:
+    def reclaim_validator(
+        self, reclaimer: JobInfo, tasks: list[PodInfo], scenario: points.VictimScenario
+    ) -> points.Reject | None:
         return self._validate(scenario, lambda victim: self.reclaim_min_runtime(reclaimer, victim))
 
     # --- rules ---------------------------------------------------------------------------------------------
@@ -94,8 +100,9 @@ class MinRuntime(PluginBase):
         found = self._walk(start, "reclaim_min_runtime")
         return self.reclaim_default if found is None else found
 
-    def _validate(self, scenario: points.VictimScenario,
-                  min_runtime: Callable[[JobInfo], float]) -> points.Reject | None:
+    def _validate(
+        self, scenario: points.VictimScenario, min_runtime: Callable[[JobInfo], float]
+    ) -> points.Reject | None:
         ssn = self._session
         taken: dict[str, set[str]] = {}
         for task in [*scenario.victims, *scenario.moved]:
@@ -106,9 +113,12 @@ class MinRuntime(PluginBase):
             if self.is_protected(job, runtime) and not keeps_gang(job, taken[uid]):
                 assert job.last_start is not None
                 left = job.last_start + runtime - ssn.now
-                return points.Reject(self.name, constants.REASON_UNSCHEDULABLE,
-                                     f"job {job.key} is protected by its min-runtime for another "
-                                     f"{format_duration(round(left))}; only its surplus pods may be taken")
+                return points.Reject(
+                    self.name,
+                    constants.REASON_UNSCHEDULABLE,
+                    f"job {job.key} is protected by its min-runtime for another "
+                    f"{format_duration(round(left))}; only its surplus pods may be taken",
+                )
         return None
 
     def _walk(self, queue: str, field: str) -> float | None:
@@ -184,4 +194,3 @@ def _duration(arguments: Mapping[str, str], key: str) -> float:
     if value < 0:
         raise ConfigError(f"plugin minruntime argument {key}: must not be negative, got {raw!r}")
     return value
-

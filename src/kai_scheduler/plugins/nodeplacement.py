@@ -53,8 +53,8 @@ class _Range:
 class NodePlacement(PluginBase):
     name = "nodeplacement"
     _arrays: NodeArrays
-    _totals: dict[int, Vector]          # per session: R column → each node's total R for spread
-    _has: dict[int, points.Mask]        # per session: R column → nodes with allocatable R
+    _totals: dict[int, Vector]  # per session: R column → each node's total R for spread
+    _has: dict[int, points.Mask]  # per session: R column → nodes with allocatable R
     _range: _Range | None
 
     def __init__(self, config: PlacementConfig) -> None:
@@ -71,7 +71,8 @@ class NodePlacement(PluginBase):
         snapshot = ssn.snapshot
         self._arrays = snapshot.arrays
         self._totals, self._has = snapshot.node_memo.get(
-            "nodeplacement.totals", lambda: _node_totals(snapshot.nodes, snapshot.arrays))
+            "nodeplacement.totals", lambda: _node_totals(snapshot.nodes, snapshot.arrays)
+        )
         self._range = None
         ssn.add(points.NODE_PRE_ORDER, self.node_pre_order)
         ssn.add(points.NODE_ORDER, self.node_order)

@@ -53,10 +53,17 @@ BUILDERS: Mapping[str, Builder] = {
 
 # Plugins KAI ships that this scheduler does not implement: accepted in a configuration and ignored, so a KAI
 # ConfigMap loads unchanged; `kai` reports them.
-KAI_PLUGINS = frozenset({
-    "podaffinity", "dynamicresources", "snapshot", "sg-nodelocalgreedy", "sg-multinodegang", "numa",
-    "reflectjoborder",
-})
+KAI_PLUGINS = frozenset(
+    {
+        "podaffinity",
+        "dynamicresources",
+        "snapshot",
+        "sg-nodelocalgreedy",
+        "sg-multinodegang",
+        "numa",
+        "reflectjoborder",
+    }
+)
 
 
 def build(name: str, arguments: Mapping[str, str]) -> Plugin:

@@ -19,7 +19,7 @@ from kai_scheduler.plugins.base import PluginBase
 
 class ResourceType(PluginBase):
     name = "resourcetype"
-    _cpu_node_scores: points.Scores        # per session: RESOURCE_TYPE on CPU-only nodes, else 0
+    _cpu_node_scores: points.Scores  # per session: RESOURCE_TYPE on CPU-only nodes, else 0
 
     def on_session_open(self, ssn: Session) -> None:
         cpu_only = ssn.snapshot.arrays.allocatable[:, GPU] <= 0

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
-MAX_HIGH_DENSITY: Final = 9.0          # nodeplacement binpack/spread
-RESOURCE_TYPE: Final = 10.0            # resourcetype: CPU-only task on a CPU-only node
+MAX_HIGH_DENSITY: Final = 9.0  # nodeplacement binpack/spread
+RESOURCE_TYPE: Final = 10.0  # resourcetype: CPU-only task on a CPU-only node
 NUMA: Final = 100.0
-AVAILABILITY: Final = 1000.0           # nodeavailability: fits on idle, no need to wait for releasing pods
-GPU_SHARING: Final = 10000.0           # gpusharingorder
+AVAILABILITY: Final = 1000.0  # nodeavailability: fits on idle, no need to wait for releasing pods
+GPU_SHARING: Final = 10000.0  # gpusharingorder
 TOPOLOGY: Final = 100000.0
 K8S_PLUGINS: Final = 1000000.0
 NOMINATED_NODE: Final = 10000000.0

@@ -15,8 +15,9 @@ from kai_scheduler.podgrouper.context import Context, Grouping, annotation_int
 def job(ctx: Context) -> Grouping:
     grouping = default.group(ctx)
     top = ctx.top
-    min_member = annotation_int(top.annotations, constants.ANNOTATION_BATCH_MIN_MEMBER,
-                                f"{top.kind} {top.name}", grouping.warnings)
+    min_member = annotation_int(
+        top.annotations, constants.ANNOTATION_BATCH_MIN_MEMBER, f"{top.kind} {top.name}", grouping.warnings
+    )
     if min_member is not None:
         grouping.podgroup.min_member = min_member
     return grouping

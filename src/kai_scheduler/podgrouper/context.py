@@ -17,7 +17,7 @@ from kai_scheduler.api.fields import JSON, Reader, parse_time
 from kai_scheduler.api.meta import OwnerReference
 from kai_scheduler.api.podgroup import PodGroup
 
-GroupKind = tuple[str, str]   # (API group, Kind); "" is the core group
+GroupKind = tuple[str, str]  # (API group, Kind); "" is the core group
 
 # Default priority class per top-owner kind (BEHAVIOR.md §2); every other kind gets `train`.
 DEFAULT_PRIORITY_CLASSES: Mapping[GroupKind, str] = {
@@ -176,8 +176,7 @@ def read_int(obj: Obj, path: str, default: int | None = None, *, minimum: int = 
     except ValueError as err:
         raise GroupingError(str(err)) from None
     if value is not None and value < minimum:
-        raise GroupingError(f"{obj.kind} {obj.namespace}/{obj.name} {path}: must be at least {minimum}, "
-                            f"got {value}")
+        raise GroupingError(f"{obj.kind} {obj.namespace}/{obj.name} {path}: must be at least {minimum}, got {value}")
     return value
 
 
@@ -195,8 +194,9 @@ def read_list(obj: Obj, path: str) -> list[Any]:
         raise GroupingError(str(err)) from None
 
 
-def annotation_int(annotations: Mapping[str, str], key: str, where: str, warnings: list[str],
-                   *, minimum: int = 0) -> int | None:
+def annotation_int(
+    annotations: Mapping[str, str], key: str, where: str, warnings: list[str], *, minimum: int = 0
+) -> int | None:
     """An integer annotation (at least `minimum`); a bad value is a warning and None (the default applies)."""
     raw = annotations.get(key)
     if raw is None:

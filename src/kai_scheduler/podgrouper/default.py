@@ -51,8 +51,14 @@ def name_for(owner: Obj, suffix: str = "") -> str:
     return f"{PREFIX}-{owner.name}-{owner.uid}{suffix}"
 
 
-def podgroup(ctx: Context, warnings: list[str], *, owner: Obj | None = None, name: str | None = None,
-             priority_labels: Sequence[str] = ()) -> PodGroup:
+def podgroup(
+    ctx: Context,
+    warnings: list[str],
+    *,
+    owner: Obj | None = None,
+    name: str | None = None,
+    priority_labels: Sequence[str] = (),
+) -> PodGroup:
     """The default PodGroup of the pod's workload grouped by `owner` (default: the top owner).
 
     `priority_labels`: owner labels checked before `priorityClassName` (Ray's `ray.io/priority-class-name`)."""
@@ -61,8 +67,12 @@ def podgroup(ctx: Context, warnings: list[str], *, owner: Obj | None = None, nam
     annotations = {k: v for k, v in owner.annotations.items() if k not in _NOT_COPIED}
     annotations[constants.ANNOTATION_TOP_OWNER_METADATA] = top_owner_metadata(ctx.top)
     meta = ObjectMeta(
-        name=name or name_for(owner), namespace=pod.namespace, labels=owner.labels, annotations=annotations,
-        owner_references=(owner.reference(),), creation_timestamp=owner.created,
+        name=name or name_for(owner),
+        namespace=pod.namespace,
+        labels=owner.labels,
+        annotations=annotations,
+        owner_references=(owner.reference(),),
+        creation_timestamp=owner.created,
     )
     return PodGroup(
         meta=meta,
@@ -99,9 +109,11 @@ def priority_class(ctx: Context, owner: Obj, extra_labels: Sequence[str] = ()) -
     """The first candidate that names an existing PriorityClass, else the top owner kind's default."""
     pod = ctx.pod
     candidates = [owner.labels.get(label, "") for label in extra_labels]
-    candidates += [owner.labels.get(constants.LABEL_PRIORITY_CLASS, ""),
-                   pod.labels.get(constants.LABEL_PRIORITY_CLASS, ""),
-                   str(pod.get("spec.priorityClassName") or "")]
+    candidates += [
+        owner.labels.get(constants.LABEL_PRIORITY_CLASS, ""),
+        pod.labels.get(constants.LABEL_PRIORITY_CLASS, ""),
+        str(pod.get("spec.priorityClassName") or ""),
+    ]
     for name in candidates:
         if name and ctx.lookup.priority_class_exists(name):
             return name
@@ -115,8 +127,10 @@ def preemptibility(ctx: Context, owner: Obj, warnings: list[str]) -> str:
             continue
         if value in _PREEMPTIBILITY:
             return value
-        warnings.append(f"{where} label {constants.LABEL_PREEMPTIBILITY}: unknown value {value!r}; want "
-                        f"{' or '.join(_PREEMPTIBILITY)}; ignored")
+        warnings.append(
+            f"{where} label {constants.LABEL_PREEMPTIBILITY}: unknown value {value!r}; want "
+            f"{' or '.join(_PREEMPTIBILITY)}; ignored"
+        )
     return ""
 
 
@@ -125,8 +139,11 @@ def topology(owner: Obj) -> TopologyConstraint:
     name = annotations.get(constants.ANNOTATION_TOPOLOGY, "")
     if not name:
         return TopologyConstraint()
-    return TopologyConstraint(name, annotations.get(constants.ANNOTATION_TOPOLOGY_REQUIRED, ""),
-                              annotations.get(constants.ANNOTATION_TOPOLOGY_PREFERRED, ""))
+    return TopologyConstraint(
+        name,
+        annotations.get(constants.ANNOTATION_TOPOLOGY_REQUIRED, ""),
+        annotations.get(constants.ANNOTATION_TOPOLOGY_PREFERRED, ""),
+    )
 
 
 def _duration(ctx: Context, owner: Obj, key: str, warnings: list[str]) -> float | None:

@@ -52,10 +52,19 @@ log = logging.getLogger(__name__)
 MAX_OWNER_DEPTH = 16
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # PodGroup spec fields the grouper computes; any other (markUnschedulable, schedulingBackoff) is the user's.
-OWNED_SPEC_FIELDS = frozenset({
-    "queue", "minMember", "minSubGroup", "priorityClassName", "preemptibility", "topologyConstraint",
-    "subGroups", "preemptionDelay", "stalenessGracePeriod",
-})
+OWNED_SPEC_FIELDS = frozenset(
+    {
+        "queue",
+        "minMember",
+        "minSubGroup",
+        "priorityClassName",
+        "preemptibility",
+        "topologyConstraint",
+        "subGroups",
+        "preemptionDelay",
+        "stalenessGracePeriod",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -80,8 +89,8 @@ class PodGrouper:
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-group") if concurrency > 1 else None
         self._version = ""
         self._listed = False
-        self._written: dict[str, str] = {}        # pod key → the resourceVersion our own last patch made
-        self._reported: dict[str, set[str]] = {}    # pod key → the messages logged for it (until it goes)
+        self._written: dict[str, str] = {}  # pod key → the resourceVersion our own last patch made
+        self._reported: dict[str, set[str]] = {}  # pod key → the messages logged for it (until it goes)
         # PodGroups and priority classes are watched, not read per pod: against an API server each GET
         # would cost one request of the client's QPS for every pod grouped.
         self._group_feed = Changes(store, "podgroups")
@@ -90,7 +99,7 @@ class PodGrouper:
         self._classes: set[str] = set()
         self._owners = OwnerCache(store)
         self.retries = Retries()
-        self._refused: dict[str, JSON] = {}         # pod key → the pod whose writes were refused, to try again
+        self._refused: dict[str, JSON] = {}  # pod key → the pod whose writes were refused, to try again
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -310,8 +319,8 @@ class _Plan:
     group: PodGroup
     subgroup: str
     outcome: GroupOutcome = field(default_factory=GroupOutcome)
-    version: str | None = None          # the pod's resourceVersion after our patch (None: not patched)
-    error: StoreError | None = None     # the API server refused a write: the pod is handled again later
+    version: str | None = None  # the pod's resourceVersion after our patch (None: not patched)
+    error: StoreError | None = None  # the API server refused a write: the pod is handled again later
 
 
 class _Reads:
@@ -322,8 +331,9 @@ class _Reads:
     the watch has not delivered yet: creating it then answers AlreadyExists and is read; where absence decides
     what to do (a pod naming an external PodGroup), `exact=True` reads the store."""
 
-    def __init__(self, store: ClusterStore, groups: dict[tuple[str, str], JSON], classes: set[str],
-                 owners: OwnerCache) -> None:
+    def __init__(
+        self, store: ClusterStore, groups: dict[tuple[str, str], JSON], classes: set[str], owners: OwnerCache
+    ) -> None:
         self.store = store
         self._owner_cache = owners
         self._owners: dict[tuple[str, str, str], JSON | None] = {}

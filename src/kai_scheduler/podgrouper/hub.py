@@ -36,11 +36,13 @@ GROUPERS: Mapping[GroupKind, Grouper] = {
     ("serving.knative.dev", "Service"): knative.group,
 }
 
-SKIP_TOP_OWNER: frozenset[GroupKind] = frozenset({
-    ("argoproj.io", "Workflow"),
-    ("trainer.kubeflow.org", "TrainJob"),
-    ("nvidia.com", "DynamoGraphDeployment"),
-})
+SKIP_TOP_OWNER: frozenset[GroupKind] = frozenset(
+    {
+        ("argoproj.io", "Workflow"),
+        ("trainer.kubeflow.org", "TrainJob"),
+        ("nvidia.com", "DynamoGraphDeployment"),
+    }
+)
 
 
 def group(ctx: Context) -> Grouping:

@@ -44,8 +44,9 @@ def group(ctx: Context) -> Grouping:
             raise GroupingError(f"{where} {at}.name: missing replicated job name")
         replicas = read_int(top, f"{at}.replicas", 1) or 0
         parallelism = read_int(top, f"{at}.template.spec.parallelism", 1) or 0
-        override = annotation_int(template_annotations(rj), constants.ANNOTATION_BATCH_MIN_MEMBER,
-                                  f"{where} {at}.template", warnings)
+        override = annotation_int(
+            template_annotations(rj), constants.ANNOTATION_BATCH_MIN_MEMBER, f"{where} {at}.template", warnings
+        )
         if replicas == 0:
             subgroups.append(SubGroup(name, min_member=0))
             continue
@@ -64,6 +65,8 @@ def group(ctx: Context) -> Grouping:
     if leaf and any(sg.name == leaf for sg in subgroups):
         grouping.subgroup = leaf
     else:
-        warnings.append(f"pod labels {constants.LABEL_JOBSET_REPLICATED_JOB}={rj_name!r}, "
-                        f"{constants.LABEL_JOBSET_JOB_INDEX}={index!r} name no replica; the pod joins no subgroup")
+        warnings.append(
+            f"pod labels {constants.LABEL_JOBSET_REPLICATED_JOB}={rj_name!r}, "
+            f"{constants.LABEL_JOBSET_JOB_INDEX}={index!r} name no replica; the pod joins no subgroup"
+        )
     return grouping

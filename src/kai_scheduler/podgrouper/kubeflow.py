@@ -50,14 +50,19 @@ def pytorch(ctx: Context) -> Grouping:
     if WORKER in specs:
         worker_min = max(0, min_available - masters)
         annotations = template_annotations(specs[WORKER])
-        seg = segments.read(annotations, top.annotations.get(constants.ANNOTATION_TOPOLOGY, ""),
-                            f"{top.kind} {top.name} {WORKER} template", grouping.warnings)
+        seg = segments.read(
+            annotations,
+            top.annotations.get(constants.ANNOTATION_TOPOLOGY, ""),
+            f"{top.kind} {top.name} {WORKER} template",
+            grouping.warnings,
+        )
         if seg is None:
             subgroups.append(SubGroup(WORKER_SUBGROUP, min_member=worker_min))
         else:
             subgroups.append(SubGroup(WORKER_SUBGROUP))
-            subgroups += segments.sub_groups(seg, replicas[WORKER], worker_min, prefix=WORKER_SUBGROUP,
-                                             parent=WORKER_SUBGROUP)
+            subgroups += segments.sub_groups(
+                seg, replicas[WORKER], worker_min, prefix=WORKER_SUBGROUP, parent=WORKER_SUBGROUP
+            )
     pg = grouping.podgroup
     pg.min_member = None
     pg.sub_groups = tuple(subgroups)
@@ -79,8 +84,10 @@ def _pytorch_subgroup(pod: Obj, seg: segments.Segments | None, warnings: list[st
         return WORKER_SUBGROUP
     index = segments.replica_index(labels, constants.LABEL_KUBEFLOW_REPLICA_INDEX)
     if index is None:
-        warnings.append(f"pod label {constants.LABEL_KUBEFLOW_REPLICA_INDEX}: want the worker's index for its "
-                        "segment; the pod joins no segment")
+        warnings.append(
+            f"pod label {constants.LABEL_KUBEFLOW_REPLICA_INDEX}: want the worker's index for its "
+            "segment; the pod joins no segment"
+        )
         return ""
     return segments.name(WORKER_SUBGROUP, seg.index(index))
 
@@ -103,8 +110,10 @@ def mpijob(ctx: Context) -> Grouping:
     specs, replicas = _replica_specs(top, "mpiReplicaSpecs")
     missing = [name for name in (LAUNCHER, WORKER) if name not in specs]
     if missing:
-        raise GroupingError(f"{top.kind} {top.namespace}/{top.name} spec.mpiReplicaSpecs: missing "
-                            f"{' and '.join(missing)} (an MPIJob needs a Launcher and Workers)")
+        raise GroupingError(
+            f"{top.kind} {top.namespace}/{top.name} spec.mpiReplicaSpecs: missing "
+            f"{' and '.join(missing)} (an MPIJob needs a Launcher and Workers)"
+        )
     pg = grouping.podgroup
     if top.get("spec.launcherCreationPolicy") == "WaitForWorkersReady" and not _launcher_exists(ctx):
         pg.min_member = max(0, (pg.min_member or 0) - replicas[LAUNCHER])
@@ -137,9 +146,9 @@ def _replica_specs(top: Obj, field: str) -> tuple[dict[str, JSON], dict[str, int
     replicas: dict[str, int] = {}
     for name, spec in raw.items():
         if not isinstance(spec, dict):
-            raise GroupingError(f"{top.kind} {top.namespace}/{top.name} spec.{field}.{name}: expected a replica "
-                                f"spec, got {spec!r}")
+            raise GroupingError(
+                f"{top.kind} {top.namespace}/{top.name} spec.{field}.{name}: expected a replica spec, got {spec!r}"
+            )
         specs[name] = spec
         replicas[name] = read_int(top, f"spec.{field}.{name}.replicas", 1) or 0
     return specs, replicas
-

@@ -23,8 +23,10 @@ def group(ctx: Context) -> Grouping:
     where = f"{top.kind} {top.namespace}/{top.name}"
     group_index = segments.replica_index(pod.labels, constants.LABEL_LWS_GROUP_INDEX)
     if group_index is None:
-        raise GroupingError(f"pod {pod.namespace}/{pod.name}: no {constants.LABEL_LWS_GROUP_INDEX} label; "
-                            f"cannot tell which group of {where} it belongs to")
+        raise GroupingError(
+            f"pod {pod.namespace}/{pod.name}: no {constants.LABEL_LWS_GROUP_INDEX} label; "
+            f"cannot tell which group of {where} it belongs to"
+        )
     warnings: list[str] = []
     pg = default.podgroup(ctx, warnings, name=default.name_for(top, f"-group-{group_index}"))
     grouping = Grouping(pg, warnings=warnings)
@@ -34,8 +36,12 @@ def group(ctx: Context) -> Grouping:
     if size == 1 or (leader_alone and not pod.get("spec.nodeName")):
         return grouping
     worker_template = top.get("spec.leaderWorkerTemplate.workerTemplate")
-    seg = segments.read(metadata_strings(worker_template, "annotations"),
-                        top.annotations.get(constants.ANNOTATION_TOPOLOGY, ""), f"{where} workerTemplate", warnings)
+    seg = segments.read(
+        metadata_strings(worker_template, "annotations"),
+        top.annotations.get(constants.ANNOTATION_TOPOLOGY, ""),
+        f"{where} workerTemplate",
+        warnings,
+    )
     pg.min_member = None
     if seg is not None:
         pg.sub_groups = tuple(segments.sub_groups(seg, size, size))

@@ -44,12 +44,14 @@ def group(ctx: Context) -> Grouping:
     labels = ctx.pod.labels
     node_type = labels.get(constants.LABEL_RAY_NODE_TYPE)
     if node_type is None:
-        return grouping        # not a Ray node (a RayJob's submitter): no subgroup
+        return grouping  # not a Ray node (a RayJob's submitter): no subgroup
     if node_type == HEAD:
         grouping.subgroup = HEAD
     elif labels.get(constants.LABEL_RAY_GROUP) in {sg.name for sg in subgroups[1:]}:
         grouping.subgroup = labels[constants.LABEL_RAY_GROUP]
     else:
-        warnings.append(f"pod label {constants.LABEL_RAY_GROUP}: {labels.get(constants.LABEL_RAY_GROUP)!r} names "
-                        "no worker group; the pod joins no subgroup")
+        warnings.append(
+            f"pod label {constants.LABEL_RAY_GROUP}: {labels.get(constants.LABEL_RAY_GROUP)!r} names "
+            "no worker group; the pod joins no subgroup"
+        )
     return grouping

@@ -44,8 +44,9 @@ def name(prefix: str, segment: int) -> str:
     return f"{prefix}-segment-{segment}" if prefix else f"segment-{segment}"
 
 
-def sub_groups(segments: Segments, replicas: int, min_member: int, *, prefix: str = "",
-               parent: str | None = None) -> list[SubGroup]:
+def sub_groups(
+    segments: Segments, replicas: int, min_member: int, *, prefix: str = "", parent: str | None = None
+) -> list[SubGroup]:
     """The leaf SubGroups of `replicas` pods cut into segments, in index order."""
     out = []
     count = -(-replicas // segments.size)
@@ -53,8 +54,9 @@ def sub_groups(segments: Segments, replicas: int, min_member: int, *, prefix: st
         first = i * segments.size
         size = min(segments.size, replicas - first)
         required = max(0, min(size, min_member - first))
-        out.append(SubGroup(name(prefix, i), min_member=required, parent=parent,
-                            topology_constraint=segments.constraint))
+        out.append(
+            SubGroup(name(prefix, i), min_member=required, parent=parent, topology_constraint=segments.constraint)
+        )
     return out
 
 

@@ -34,9 +34,9 @@ NAMES = ("scheduler", "binder", "podgrouper", "controllers")
 
 @dataclass(frozen=True, slots=True)
 class Component:
-    name: str                       # "scheduler"
-    lease: str                      # its Lease under leader election: "kai-scheduler"
-    period: float                   # seconds between the end of one step and the start of the next
+    name: str  # "scheduler"
+    lease: str  # its Lease under leader election: "kai-scheduler"
+    period: float  # seconds between the end of one step and the start of the next
     step: Callable[[], object]
     # Resources whose change starts the next step early (with an Activity), not sooner than min_gap after the
     # last one ended; see runtime.loop.
@@ -59,8 +59,7 @@ def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
     return dataclasses.replace(config, flags=flags)
 
 
-def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry,
-              clock: Clock) -> Component:
+def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry, clock: Clock) -> Component:
     config = scheduler_config(options)
     if config.flags.schedule_period <= 0:
         raise UserError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
@@ -70,8 +69,14 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
     def step() -> None:
         metrics.record(core.run_once())
 
-    return Component("scheduler", "kai-scheduler", config.flags.schedule_period, step,
-                     triggers=SCHEDULER_RESOURCES, min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period))
+    return Component(
+        "scheduler",
+        "kai-scheduler",
+        config.flags.schedule_period,
+        step,
+        triggers=SCHEDULER_RESOURCES,
+        min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
+    )
 
 
 # The shortest time between two steps when changes keep coming: a change starts the next step early, and
@@ -87,28 +92,47 @@ WRITERS = 10
 # left it the stage where pods queued at 50 pods/s offered on a loaded server (bench/README.md).
 GROUPER_WRITERS = 20
 
-RESERVATION_COLLECT_SECONDS = 10.0     # each collection is three LISTs against the API server
+RESERVATION_COLLECT_SECONDS = 10.0  # each collection is three LISTs against the API server
 
 
 def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
-    core = Binder(store, clock, ReservationConfig(namespace=options.resource_reservation_namespace),
-                  collect_every=RESERVATION_COLLECT_SECONDS, concurrency=options.max_concurrent_reconciles)
-    return Component("binder", "kai-binder", options.reconcile_period, core.reconcile,
-                     triggers=("bindrequests",), min_gap=RECONCILE_MIN_GAP)
+    core = Binder(
+        store,
+        clock,
+        ReservationConfig(namespace=options.resource_reservation_namespace),
+        collect_every=RESERVATION_COLLECT_SECONDS,
+        concurrency=options.max_concurrent_reconciles,
+    )
+    return Component(
+        "binder",
+        "kai-binder",
+        options.reconcile_period,
+        core.reconcile,
+        triggers=("bindrequests",),
+        min_gap=RECONCILE_MIN_GAP,
+    )
 
 
 def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
-    config = grouping.Config(scheduler_name=options.scheduler_name, queue_label_key=options.queue_label_key,
-                             node_pool_label_key=options.node_pool_label_key)
+    config = grouping.Config(
+        scheduler_name=options.scheduler_name,
+        queue_label_key=options.queue_label_key,
+        node_pool_label_key=options.node_pool_label_key,
+    )
     grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS)
-    return Component("podgrouper", "kai-podgrouper", options.reconcile_period, grouper.reconcile,
-                     triggers=("pods", "podgroups", "priorityclasses"), min_gap=RECONCILE_MIN_GAP)
+    return Component(
+        "podgrouper",
+        "kai-podgrouper",
+        options.reconcile_period,
+        grouper.reconcile,
+        triggers=("pods", "podgroups", "priorityclasses"),
+        min_gap=RECONCILE_MIN_GAP,
+    )
 
 
-def controllers(store: ClusterStore, options: GrouperOptions, registry: CollectorRegistry,
-                clock: Clock) -> Component:
+def controllers(store: ClusterStore, options: GrouperOptions, registry: CollectorRegistry, clock: Clock) -> Component:
     """The default queues until they exist (`--create-default-queues`), the PodGroup status controller, then the
     Queue status controller (which sums PodGroup statuses)."""
     _positive("--reconcile-period", options.reconcile_period)
@@ -122,9 +146,14 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
         podgroups.reconcile()
         queues.reconcile()
 
-    return Component("controllers", "kai-controllers", options.reconcile_period, step,
-                     triggers=("pods", "podgroups", "bindrequests", "priorityclasses", "queues"),
-                     min_gap=RECONCILE_MIN_GAP)
+    return Component(
+        "controllers",
+        "kai-controllers",
+        options.reconcile_period,
+        step,
+        triggers=("pods", "podgroups", "bindrequests", "priorityclasses", "queues"),
+        min_gap=RECONCILE_MIN_GAP,
+    )
 
 
 def _positive(flag: str, seconds: float) -> None:
@@ -132,9 +161,16 @@ def _positive(flag: str, seconds: float) -> None:
         raise UserError(f"{flag}: must be positive, got {seconds}s")
 
 
-def build(names: Sequence[str], store: ClusterStore, clock: Clock, registry: CollectorRegistry, *,
-          scheduler_options: SchedulerOptions | None = None, binder_options: BinderOptions | None = None,
-          grouper_options: GrouperOptions | None = None) -> list[Component]:
+def build(
+    names: Sequence[str],
+    store: ClusterStore,
+    clock: Clock,
+    registry: CollectorRegistry,
+    *,
+    scheduler_options: SchedulerOptions | None = None,
+    binder_options: BinderOptions | None = None,
+    grouper_options: GrouperOptions | None = None,
+) -> list[Component]:
     """The named components (of `NAMES`), in `NAMES` order."""
     unknown = set(names) - set(NAMES)
     if unknown:

@@ -26,10 +26,10 @@ Check = Callable[[], bool]
 
 
 def parse_address(address: str) -> tuple[str, int]:
-    """":8080" → ("", 8080) (every interface); "127.0.0.1:0" → ("127.0.0.1", 0). ValueError if malformed."""
+    """ ":8080" → ("", 8080) (every interface); "127.0.0.1:0" → ("127.0.0.1", 0). ValueError if malformed."""
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
-        raise UserError(f"listen address {address!r}: want HOST:PORT or :PORT, such as \":8080\"")
+        raise UserError(f'listen address {address!r}: want HOST:PORT or :PORT, such as ":8080"')
     return host.strip("[]"), int(port)
 
 
@@ -96,7 +96,7 @@ class _IPv6Server(ThreadingHTTPServer):
 def _passes(name: str, check: Check) -> bool:
     try:
         return bool(check())
-    except Exception:   # a broken check reports failure, never takes the endpoint down
+    except Exception:  # a broken check reports failure, never takes the endpoint down
         log.debug("health check raised", exc_info=True, extra={"check": name})
         return False
 

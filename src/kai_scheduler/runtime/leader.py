@@ -60,8 +60,16 @@ def format_micro_time(seconds: float) -> str:
 
 
 class LeaderElector:
-    def __init__(self, store: ClusterStore, namespace: str, name: str, clock: Clock, *,
-                 identity: str | None = None, config: LeaderConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        namespace: str,
+        name: str,
+        clock: Clock,
+        *,
+        identity: str | None = None,
+        config: LeaderConfig | None = None,
+    ) -> None:
         self.store = store
         self.namespace = namespace
         self.name = name
@@ -69,11 +77,11 @@ class LeaderElector:
         self.identity = identity or default_identity()
         self.config = config or LeaderConfig()
         self.config.validate()
-        self._observed: JSON | None = None      # the lease spec last read or written
-        self._observed_at = 0.0                 # local time it last changed
-        self._renewed_at: float | None = None   # local time of our last successful write while leader
-        self.reachable = False                  # the last attempt got an answer from the store
-        self._last_failure = ""                 # the error of the failing attempts, logged once while it repeats
+        self._observed: JSON | None = None  # the lease spec last read or written
+        self._observed_at = 0.0  # local time it last changed
+        self._renewed_at: float | None = None  # local time of our last successful write while leader
+        self.reachable = False  # the last attempt got an answer from the store
+        self._last_failure = ""  # the error of the failing attempts, logged once while it repeats
         self._lock = threading.Lock()
 
     @property
@@ -100,8 +108,10 @@ class LeaderElector:
                 log.info("became leader", extra={"lease": self._key(), "identity": self.identity})
             return True
         if was_leader and not self.is_leader:
-            log.warning("lost leadership: the lease was not renewed within the renew deadline",
-                        extra={"lease": self._key(), "identity": self.identity})
+            log.warning(
+                "lost leadership: the lease was not renewed within the renew deadline",
+                extra={"lease": self._key(), "identity": self.identity},
+            )
         if not self.is_leader:
             with self._lock:
                 self._renewed_at = None
@@ -126,8 +136,13 @@ class LeaderElector:
             if spec.get("holderIdentity") != self.identity:
                 return
             now = format_micro_time(self.clock.now())
-            lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
-                             "acquireTime": now, "renewTime": now}
+            lease["spec"] = {
+                **spec,
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "acquireTime": now,
+                "renewTime": now,
+            }
             self.store.update(lease)
             log.info("released the lease", extra={"lease": self._key(), "identity": self.identity})
         except StoreError as err:
@@ -150,18 +165,21 @@ class LeaderElector:
         holder = spec.get("holderIdentity") or ""
         duration = _seconds(spec.get("leaseDurationSeconds"), self.config.lease_duration)
         if holder and holder != self.identity and self._observed_at + duration > now:
-            return False                                    # held by another, not expired
+            return False  # held by another, not expired
         transitions = int(spec.get("leaseTransitions") or 0)
         acquired = spec.get("acquireTime") if holder == self.identity else format_micro_time(now)
         lease["spec"] = {
-            **spec, "holderIdentity": self.identity, "leaseDurationSeconds": _whole(self.config.lease_duration),
-            "acquireTime": acquired, "renewTime": format_micro_time(now),
+            **spec,
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": _whole(self.config.lease_duration),
+            "acquireTime": acquired,
+            "renewTime": format_micro_time(now),
             "leaseTransitions": transitions if holder == self.identity else transitions + 1,
         }
         try:
             written = self.store.update(lease)
         except Conflict:
-            return False                                    # another candidate wrote first
+            return False  # another candidate wrote first
         except StoreError as err:
             return self._unreachable(err)
         self._observed, self._observed_at = dict(written.get("spec") or {}), now
@@ -169,10 +187,19 @@ class LeaderElector:
 
     def _create(self, now: float) -> bool:
         stamp = format_micro_time(now)
-        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": _whole(self.config.lease_duration),
-                "acquireTime": stamp, "renewTime": stamp, "leaseTransitions": 0}
-        lease = {"apiVersion": LEASE_API_VERSION, "kind": "Lease",
-                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
+        spec = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": _whole(self.config.lease_duration),
+            "acquireTime": stamp,
+            "renewTime": stamp,
+            "leaseTransitions": 0,
+        }
+        lease = {
+            "apiVersion": LEASE_API_VERSION,
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": spec,
+        }
         try:
             written = self.store.create(lease)
         except AlreadyExists:
@@ -205,4 +232,4 @@ def _seconds(value: Any, default: float) -> float:
 
 
 def _whole(seconds: float) -> int:
-    return max(1, math.ceil(seconds))   # rounding up: others wait at least as long as we promise
+    return max(1, math.ceil(seconds))  # rounding up: others wait at least as long as we promise

@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 
 PER_OBJECT_ERRORS = (NotFound, AlreadyExists, Conflict, Gone, Invalid)
 
-_STOP_CHECK = 0.25      # a runner waiting for a change looks at the stop Event this often
+_STOP_CHECK = 0.25  # a runner waiting for a change looks at the stop Event this often
 
-Wait = Callable[[float], bool]   # wait up to `seconds`; True when the loop must stop
+Wait = Callable[[float], bool]  # wait up to `seconds`; True when the loop must stop
 
 
 class Leadership(Protocol):
@@ -61,10 +61,21 @@ class Backoff:
 
 
 class Runner:
-    def __init__(self, name: str, step: Callable[[], object], period: float, stop: threading.Event, *,
-                 leadership: Leadership | None = None, wait: Wait | None = None,
-                 backoff: Backoff | None = None, standby_poll: float = 0.5, activity: Activity | None = None,
-                 triggers: tuple[str, ...] = (), min_gap: float = 0.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        step: Callable[[], object],
+        period: float,
+        stop: threading.Event,
+        *,
+        leadership: Leadership | None = None,
+        wait: Wait | None = None,
+        backoff: Backoff | None = None,
+        standby_poll: float = 0.5,
+        activity: Activity | None = None,
+        triggers: tuple[str, ...] = (),
+        min_gap: float = 0.0,
+    ) -> None:
         self.name = name
         self.step = step
         self.period = period
@@ -76,7 +87,7 @@ class Runner:
         self.activity = activity if triggers else None
         self.triggers = triggers
         self.min_gap = min_gap
-        self.steps = 0              # successful steps, for tests and logs
+        self.steps = 0  # successful steps, for tests and logs
         self._ready = False
 
     @property
@@ -128,8 +139,10 @@ class Runner:
         except StoreError as err:
             self._ready = False
             delay = self.backoff.next()
-            log.warning(f"{self.name}: {err.reason}, retrying in {delay:g}s: {err}",
-                        extra={"component": self.name, "reason": err.reason, "retry_in": delay})
+            log.warning(
+                f"{self.name}: {err.reason}, retrying in {delay:g}s: {err}",
+                extra={"component": self.name, "reason": err.reason, "retry_in": delay},
+            )
             return delay
         except Exception as err:
             log.debug(f"{self.name}: step failed", exc_info=True, extra={"component": self.name})

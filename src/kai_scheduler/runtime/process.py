@@ -31,8 +31,15 @@ log = logging.getLogger(__name__)
 
 
 class Process:
-    def __init__(self, components: Sequence[Component], store: ClusterStore, options: ProcessOptions,
-                 registry: CollectorRegistry, clock: Clock, stop: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        components: Sequence[Component],
+        store: ClusterStore,
+        options: ProcessOptions,
+        registry: CollectorRegistry,
+        clock: Clock,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.stop = stop or threading.Event()
         self.server = HealthServer(options.listen_address, registry)
         identity = default_identity()
@@ -42,12 +49,27 @@ class Process:
         for component in components:
             elector = None
             if options.leader_elect:
-                elector = LeaderElector(store, options.leader_elect_namespace, component.lease, clock,
-                                        identity=identity, config=options.leader)
+                elector = LeaderElector(
+                    store,
+                    options.leader_elect_namespace,
+                    component.lease,
+                    clock,
+                    identity=identity,
+                    config=options.leader,
+                )
                 self.electors[component.name] = elector
-            self.runners.append(Runner(component.name, component.step, component.period, self.stop,
-                                       leadership=elector, activity=activity, triggers=component.triggers,
-                                       min_gap=component.min_gap))
+            self.runners.append(
+                Runner(
+                    component.name,
+                    component.step,
+                    component.period,
+                    self.stop,
+                    leadership=elector,
+                    activity=activity,
+                    triggers=component.triggers,
+                    min_gap=component.min_gap,
+                )
+            )
         self._threads: list[threading.Thread] = []
         self._elector_threads: list[threading.Thread] = []
 
@@ -63,7 +85,8 @@ class Process:
             self._threads.append(thread)
         for name, elector in self.electors.items():
             self._elector_threads.append(
-                threading.Thread(target=elector.run, args=(self.stop,), name=f"kai-{name}-lease", daemon=True))
+                threading.Thread(target=elector.run, args=(self.stop,), name=f"kai-{name}-lease", daemon=True)
+            )
         for thread in (*self._elector_threads, *self._threads):
             thread.start()
 
@@ -101,8 +124,9 @@ def connect(options: ProcessOptions) -> KubeStore:
     return open_store(options.kubeconfig, options.context, options.qps, options.burst)
 
 
-def open_store(kubeconfig: str | None, context: str | None, qps: float, burst: int,
-               user_agent: str = "kai-scheduler") -> KubeStore:
+def open_store(
+    kubeconfig: str | None, context: str | None, qps: float, burst: int, user_agent: str = "kai-scheduler"
+) -> KubeStore:
     """A KubeStore for a command line's --kubeconfig/--context/--qps/--burst; bad ones are one-line ValueErrors."""
     if qps < 0 or burst < 1:
         raise UserError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {qps:g} and {burst}")
@@ -116,6 +140,7 @@ def open_store(kubeconfig: str | None, context: str | None, qps: float, burst: i
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """While inside, SIGTERM and SIGINT set `stop` (the loops end cleanly) instead of killing or raising; the
     previous handlers come back after. Off the main thread (where Python takes no handlers) it does nothing."""
+
     def handle(signum: int, frame: FrameType | None) -> None:
         del frame
         log.info("signal received, stopping", extra={"signal": signal.Signals(signum).name})

@@ -18,7 +18,16 @@ from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario
 from kai_scheduler.scenario.source import line_map
 
 TOP_FIELDS = (
-    "name", "now", "cycles", "config", "priorityClasses", "topologies", "nodes", "queues", "jobs", "expect",
+    "name",
+    "now",
+    "cycles",
+    "config",
+    "priorityClasses",
+    "topologies",
+    "nodes",
+    "queues",
+    "jobs",
+    "expect",
 )
 SCENARIO_MARKERS = ("nodes", "queues", "jobs")
 
@@ -40,8 +49,14 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     queues = cluster.queues(top, facts, now)
     built = jobs.build(top, facts, now)
     objects = [
-        *classes, *facts.synthesized, *topologies, *nodes, *queues,
-        *built.podgroups, *built.pods, *built.bindrequests,
+        *classes,
+        *facts.synthesized,
+        *topologies,
+        *nodes,
+        *queues,
+        *built.podgroups,
+        *built.pods,
+        *built.bindrequests,
     ]
     for item in objects:
         if item.obj["kind"] != "Node":  # nodes were parsed when built, for their GPU memory

@@ -14,11 +14,26 @@ from kai_scheduler.scenario.entry import Entry
 from kai_scheduler.scenario.model import JSON
 
 NODE_FIELDS = (
-    "name", "count", "gpus", "gpuMemory", "cpu", "memory", "pods", "labels", "taints", "unschedulable",
+    "name",
+    "count",
+    "gpus",
+    "gpuMemory",
+    "cpu",
+    "memory",
+    "pods",
+    "labels",
+    "taints",
+    "unschedulable",
     "ready",
 )
 QUEUE_FIELDS = (
-    "name", "parent", "priority", "createdAt", "resources", "preemptMinRuntime", "reclaimMinRuntime",
+    "name",
+    "parent",
+    "priority",
+    "createdAt",
+    "resources",
+    "preemptMinRuntime",
+    "reclaimMinRuntime",
 )
 QUEUE_RESOURCE_FIELDS = ("quota", "overQuotaWeight", "limit")
 QUEUE_RESOURCES = ("gpu", "cpu", "memory")
@@ -38,9 +53,9 @@ AGE_BASE = 86400.0
 class Cluster:
     """Names the jobs may refer to, and the classes a job's `priority: N` may add."""
 
-    node_gpu_memory: dict[str, int | None] = field(default_factory=dict)    # MiB per GPU (node label)
+    node_gpu_memory: dict[str, int | None] = field(default_factory=dict)  # MiB per GPU (node label)
     queue_children: dict[str, list[str]] = field(default_factory=dict)
-    class_values: dict[str, int] = field(default_factory=dict)              # in declaration order
+    class_values: dict[str, int] = field(default_factory=dict)  # in declaration order
     topology_levels: dict[str, frozenset[str]] = field(default_factory=dict)  # labels and aliases
     synthesized: list[meta.Built] = field(default_factory=list)
 

@@ -68,8 +68,9 @@ def read(top: Entry, names: Names) -> Expectations | None:
     )
 
 
-def _section(e: Entry, key: str, what: str, known: Collection[str], fields: Collection[str],
-             namespaced: bool = False) -> list[tuple[str, Entry]]:
+def _section(
+    e: Entry, key: str, what: str, known: Collection[str], fields: Collection[str], namespaced: bool = False
+) -> list[tuple[str, Entry]]:
     """(key, entry) for each name of one section, keys checked; errors read `expect <key> <name>.<field>`.
 
     A namespaced section (tasks, jobs) takes `namespace/name` or, when only one namespace has it, `name`;
@@ -83,8 +84,9 @@ def _section(e: Entry, key: str, what: str, known: Collection[str], fields: Coll
             try:
                 resolved = namespaced_key(written, known)
             except LookupError as err:
-                raise section.error(written, f"{what} {written!r} is in more than one namespace; write one of: "
-                                             f"{err}") from None
+                raise section.error(
+                    written, f"{what} {written!r} is in more than one namespace; write one of: {err}"
+                ) from None
         if resolved is None:
             raise section.error(written, f"no {what} named {name!r} in the scenario")
         child = section.child(written, fields)
@@ -103,8 +105,9 @@ def _amounts(item: Entry, minimum: float | None = None) -> dict[str, float]:
     return out
 
 
-def _statuses(e: Entry, key: str, what: str, known: Collection[str],
-              nodes: Collection[str]) -> dict[str, StatusExpectation]:
+def _statuses(
+    e: Entry, key: str, what: str, known: Collection[str], nodes: Collection[str]
+) -> dict[str, StatusExpectation]:
     out = {}
     for resolved, item in _section(e, key, what, known, STATUS_FIELDS, namespaced=True):
         status = item.text("status") or None

@@ -19,10 +19,29 @@ from kai_scheduler.scenario.model import JSON, JobMeta
 from kai_scheduler.scenario.tasks import TASK_FIELDS, TEMPLATE_FIELDS, JobFacts, TaskSpec, read_task, render
 
 JOB_FIELDS = (
-    "name", "count", "namespace", "queue", "priority", "priorityClassName", "preemptibility", "createdAt",
-    "minMember", "subGroups", "minSubGroup", "topologyConstraint", "preemptionDelay",
-    "stalenessGracePeriod", "staleSince", "lastStartedAgo", "deleted", "owner", "submitAt", "duration",
-    "replicas", "template", "tasks",
+    "name",
+    "count",
+    "namespace",
+    "queue",
+    "priority",
+    "priorityClassName",
+    "preemptibility",
+    "createdAt",
+    "minMember",
+    "subGroups",
+    "minSubGroup",
+    "topologyConstraint",
+    "preemptionDelay",
+    "stalenessGracePeriod",
+    "staleSince",
+    "lastStartedAgo",
+    "deleted",
+    "owner",
+    "submitAt",
+    "duration",
+    "replicas",
+    "template",
+    "tasks",
 )
 SUB_GROUP_FIELDS = ("name", "minMember", "minSubGroup", "parent", "topologyConstraint")
 CONSTRAINT_FIELDS = ("topology", "requiredTopologyLevel", "preferredTopologyLevel")
@@ -68,8 +87,7 @@ def build(top: Entry, cluster: Cluster, now: float) -> Jobs:
     return out
 
 
-def _add_pod(out: Jobs, task: TaskSpec, job: JobFacts, pod_name: str, pod_keys: dict[str, str],
-             now: float) -> None:
+def _add_pod(out: Jobs, task: TaskSpec, job: JobFacts, pod_name: str, pod_keys: dict[str, str], now: float) -> None:
     key = f"{job.namespace}/{pod_name}"
     if key in pod_keys:
         raise task.entry.error("name", f"duplicate pod {key} (also in job {pod_keys[key]})")
@@ -85,8 +103,10 @@ def _renamed(facts: JobFacts, name: str) -> JobFacts:
     """The facts of copy `name` of a counted job: its own name, and an owner of that name."""
     if facts.name == name:
         return facts
-    owner = None if facts.owner is None else meta.owner_reference(
-        facts.owner["kind"], facts.owner["apiVersion"], facts.namespace, name
+    owner = (
+        None
+        if facts.owner is None
+        else meta.owner_reference(facts.owner["kind"], facts.owner["apiVersion"], facts.namespace, name)
     )
     return dataclasses.replace(facts, name=name, owner=owner)
 
@@ -105,19 +125,27 @@ def _facts(e: Entry, cluster: Cluster, name: str, namespace: str, now: float) ->
         raise e.error("queue", f"no queue named {queue!r}; queues: {known}")
     children = cluster.queue_children[queue]
     if children:
-        raise e.error("queue", f"queue {queue!r} is not a leaf (children: {', '.join(children)}); "
-                               "jobs go to leaf queues")
+        raise e.error(
+            "queue", f"queue {queue!r} is not a leaf (children: {', '.join(children)}); jobs go to leaf queues"
+        )
     priority_class = _priority_class(e, cluster)
     owner_entry = e.child("owner", OWNER_FIELDS)
     owner = None
     if owner_entry is not None:
-        owner = meta.owner_reference(
-            owner_entry.required_text("kind"), owner_entry.text("apiVersion"), namespace, name
-        )
+        owner = meta.owner_reference(owner_entry.required_text("kind"), owner_entry.text("apiVersion"), namespace, name)
     created = now - 60.0 * (e.number("createdAt", 0.0, minimum=0) or 0.0)
     sub_groups = frozenset(sg.required_text("name") for sg in e.items("subGroups"))
-    return JobFacts(name, namespace, queue, priority_class, cluster.class_values.get(priority_class), created,
-                    e.flag("deleted"), owner, sub_groups)
+    return JobFacts(
+        name,
+        namespace,
+        queue,
+        priority_class,
+        cluster.class_values.get(priority_class),
+        created,
+        e.flag("deleted"),
+        owner,
+        sub_groups,
+    )
 
 
 def _priority_class(e: Entry, cluster: Cluster) -> str:
@@ -139,8 +167,9 @@ def _tasks(e: Entry, sub_groups: frozenset[str], cluster: Cluster) -> list[TaskS
     nodes = cluster.node_gpu_memory
     if e.has("tasks"):
         if e.has("replicas") or e.has("template"):
-            raise e.error("replicas" if e.has("replicas") else "template",
-                          "give tasks, or replicas with a template, not both")
+            raise e.error(
+                "replicas" if e.has("replicas") else "template", "give tasks, or replicas with a template, not both"
+            )
         specs = []
         for i, t in enumerate(e.items("tasks")):
             t.check_keys(TASK_FIELDS)
@@ -233,15 +262,21 @@ def _podgroup(e: Entry, job: JobFacts, written: JSON, n_tasks: int, now: float) 
         spec["priorityClassName"] = job.priority_class
     spec.update(written)
     annotations = {}
-    for key, annotation in (("lastStartedAgo", constants.ANNOTATION_LAST_START_TIMESTAMP),
-                            ("staleSince", constants.ANNOTATION_STALE_TIMESTAMP)):
+    for key, annotation in (
+        ("lastStartedAgo", constants.ANNOTATION_LAST_START_TIMESTAMP),
+        ("staleSince", constants.ANNOTATION_STALE_TIMESTAMP),
+    ):
         ago = e.duration(key)
         if ago is not None:
             annotations[annotation] = format_time(now - ago[0])
-    metadata = meta.metadata("PodGroup", job.name, namespace=job.namespace, created=job.created,
-                             annotations=annotations)
-    if job.deleted:     # the workload is gone: its PodGroup is being garbage-collected with its pods
+    metadata = meta.metadata(
+        "PodGroup", job.name, namespace=job.namespace, created=job.created, annotations=annotations
+    )
+    if job.deleted:  # the workload is gone: its PodGroup is being garbage-collected with its pods
         metadata["deletionTimestamp"] = format_time(now)
     return {
-        "apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": metadata, "spec": spec,
+        "apiVersion": constants.PODGROUP_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": metadata,
+        "spec": spec,
     }

@@ -112,13 +112,15 @@ def _jobs(podgroups: list[JSON], pods: list[JSON]) -> list[JobMeta]:
         group_pods = members.get((namespace, name), [])
         refs = [ref for p in group_pods for ref in p["metadata"].get("ownerReferences") or []]
         owners = [str(ref.get("kind", "")) for ref in refs if isinstance(ref, dict)]
-        out.append(JobMeta(
-            name=name,
-            namespace=namespace,
-            queue=str((pg.get("spec") or {}).get("queue", "")),
-            owner_kind=owners[0] if owners else "",
-            task_names=tuple(p["metadata"]["name"] for p in group_pods),
-        ))
+        out.append(
+            JobMeta(
+                name=name,
+                namespace=namespace,
+                queue=str((pg.get("spec") or {}).get("queue", "")),
+                owner_kind=owners[0] if owners else "",
+                task_names=tuple(p["metadata"]["name"] for p in group_pods),
+            )
+        )
     return out
 
 

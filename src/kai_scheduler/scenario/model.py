@@ -17,8 +17,16 @@ DEFAULT_NOW = 1767225600.0
 """2026-01-01T00:00:00Z: the fixed instant of a scenario that does not say `now`."""
 
 TASK_STATUSES = (
-    "Pending", "Running", "Releasing", "StuckInReleasing", "Pipelined",
-    "Binding", "Bound", "Succeeded", "Failed", "Gated",
+    "Pending",
+    "Running",
+    "Releasing",
+    "StuckInReleasing",
+    "Pipelined",
+    "Binding",
+    "Bound",
+    "Succeeded",
+    "Failed",
+    "Gated",
 )
 """The statuses a scenario task may be written in, and an expectation may ask for (SCENARIOS.md)."""
 
@@ -60,8 +68,8 @@ class Expectations:
     an amount in queue units (GPU devices, CPU millicores, memory MB) for QUEUE_EXPECTATION_KEYS.
     """
 
-    tasks: dict[str, StatusExpectation] = field(default_factory=dict)      # by namespace/name
-    jobs: dict[str, StatusExpectation] = field(default_factory=dict)       # by namespace/name
+    tasks: dict[str, StatusExpectation] = field(default_factory=dict)  # by namespace/name
+    jobs: dict[str, StatusExpectation] = field(default_factory=dict)  # by namespace/name
     nodes: dict[str, dict[str, float]] = field(default_factory=dict)
     queues: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     max_binds: int | None = None
@@ -83,7 +91,7 @@ class Scenario:
     now: float = DEFAULT_NOW
     cycles: int | None = None
     config: JSON = field(default_factory=dict)
-    config_lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)   # path in `config` → line
+    config_lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)  # path in `config` → line
     objects: list[JSON] = field(default_factory=list)
     jobs: list[JobMeta] = field(default_factory=list)
     expect: Expectations | None = None

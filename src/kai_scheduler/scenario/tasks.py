@@ -28,16 +28,37 @@ from kai_scheduler.scenario.entry import Entry
 from kai_scheduler.scenario.model import JSON, TASK_STATUSES
 
 TASK_FIELDS = (
-    "name", "status", "node", "gpus", "gpuMemory", "gpuDevices", "gpuGroups", "cpu", "memory", "subGroup",
-    "labels", "annotations", "taskPriority", "nodeSelector", "nodeAffinity", "tolerations", "podAffinity",
-    "podAntiAffinity", "terminatesAfter",
+    "name",
+    "status",
+    "node",
+    "gpus",
+    "gpuMemory",
+    "gpuDevices",
+    "gpuGroups",
+    "cpu",
+    "memory",
+    "subGroup",
+    "labels",
+    "annotations",
+    "taskPriority",
+    "nodeSelector",
+    "nodeAffinity",
+    "tolerations",
+    "podAffinity",
+    "podAntiAffinity",
+    "terminatesAfter",
 )
 TEMPLATE_FIELDS = tuple(f for f in TASK_FIELDS if f != "name")
 
 NEEDS_NODE = ("Running", "Releasing", "StuckInReleasing", "Pipelined", "Binding", "Bound")
 PLACED = ("Running", "Releasing", "StuckInReleasing", "Bound", "Succeeded", "Failed")
-PHASE = {"Running": "Running", "Releasing": "Running", "StuckInReleasing": "Running",
-         "Succeeded": "Succeeded", "Failed": "Failed"}
+PHASE = {
+    "Running": "Running",
+    "Releasing": "Running",
+    "StuckInReleasing": "Running",
+    "Succeeded": "Succeeded",
+    "Failed": "Failed",
+}
 DELETION_AGO = {"Releasing": 0.0, "StuckInReleasing": 600.0}
 DELETION_GRACE_SECONDS = 30
 GATE = "kai.scheduler/gated"
@@ -64,12 +85,12 @@ class TaskSpec:
     """One written task, validated; rendered once per job it is expanded into."""
 
     entry: Entry
-    name: str                             # as written; "" = named <job>-<index>
-    index: int                            # position in `tasks`, or replica number
+    name: str  # as written; "" = named <job>-<index>
+    index: int  # position in `tasks`, or replica number
     status: str
     node: str
     gpus: float
-    portion: float                        # of one GPU, for a Binding fraction's BindRequest
+    portion: float  # of one GPU, for a Binding fraction's BindRequest
     gpu_memory: int | None
     gpu_devices: int | None
     gpu_groups: tuple[str, ...]
@@ -81,16 +102,14 @@ class TaskSpec:
     node_selector: dict[str, str]
     affinity: JSON
     tolerations: list[JSON]
-    terminates_after: str = ""           # Go duration or "never"; "" = done before the next cycle
+    terminates_after: str = ""  # Go duration or "never"; "" = done before the next cycle
 
     @property
     def is_fraction(self) -> bool:
         return 0 < self.gpus < 1 or self.gpu_memory is not None
 
 
-def read_task(
-    e: Entry, name: str, index: int, sub_groups: frozenset[str], nodes: dict[str, int | None]
-) -> TaskSpec:
+def read_task(e: Entry, name: str, index: int, sub_groups: frozenset[str], nodes: dict[str, int | None]) -> TaskSpec:
     """Check one task (or the template) against the job's subgroups and the scenario's nodes."""
     status = e.text("status", "Pending")
     if status not in TASK_STATUSES:
@@ -106,12 +125,25 @@ def read_task(
         raise e.error("subGroup", f"no subgroup named {sub_group!r} in the job's subGroups ({known})")
     gpus, gpu_memory, gpu_devices, groups = _gpu_fields(e)
     return TaskSpec(
-        entry=e, name=name, index=index, status=status, node=node, gpus=gpus, gpu_memory=gpu_memory,
+        entry=e,
+        name=name,
+        index=index,
+        status=status,
+        node=node,
+        gpus=gpus,
+        gpu_memory=gpu_memory,
         portion=_portion(e, status, node, gpus, gpu_memory, nodes),
-        gpu_devices=gpu_devices, gpu_groups=groups, requests=_requests(e, gpus),
-        labels=e.text_map("labels"), annotations=e.text_map("annotations"), sub_group=sub_group,
-        task_priority=e.integer("taskPriority"), node_selector=e.text_map("nodeSelector"),
-        affinity=_affinity(e), tolerations=e.mappings("tolerations"), terminates_after=_terminates_after(e),
+        gpu_devices=gpu_devices,
+        gpu_groups=groups,
+        requests=_requests(e, gpus),
+        labels=e.text_map("labels"),
+        annotations=e.text_map("annotations"),
+        sub_group=sub_group,
+        task_priority=e.integer("taskPriority"),
+        node_selector=e.text_map("nodeSelector"),
+        affinity=_affinity(e),
+        tolerations=e.mappings("tolerations"),
+        terminates_after=_terminates_after(e),
     )
 
 
@@ -183,8 +215,12 @@ def render(task: TaskSpec, job: JobFacts, name: str, now: float) -> tuple[JSON, 
     """The task's Pod in `job` under pod name `name`, and its BindRequest when the task is Binding."""
     node_name = task.node if task.status in PLACED else ""
     metadata = meta.metadata(
-        "Pod", name, namespace=job.namespace, created=job.created,
-        labels=_labels(task, job, node_name), annotations=_annotations(task, job, node_name),
+        "Pod",
+        name,
+        namespace=job.namespace,
+        created=job.created,
+        labels=_labels(task, job, node_name),
+        annotations=_annotations(task, job, node_name),
     )
     if job.owner is not None:
         metadata["ownerReferences"] = [dict(job.owner)]
@@ -195,8 +231,13 @@ def render(task: TaskSpec, job: JobFacts, name: str, now: float) -> tuple[JSON, 
     status: JSON = {"phase": PHASE.get(task.status, "Pending")}
     if task.status == "Pipelined":
         status["nominatedNodeName"] = task.node
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": _spec(task, job, node_name),
-           "status": status}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": _spec(task, job, node_name),
+        "status": status,
+    }
     if task.status != "Binding":
         return pod, None
     return pod, _bind_request(task, metadata, now)
@@ -259,9 +300,7 @@ def _spec(task: TaskSpec, job: JobFacts, node_name: str) -> JSON:
 
 def _bind_request(task: TaskSpec, pod_metadata: JSON, now: float) -> JSON:
     """The scheduler's BindRequest for a Binding task (§1.3): Regular, or Fraction with its portion."""
-    pod_meta = ObjectMeta(
-        name=pod_metadata["name"], namespace=pod_metadata["namespace"], uid=pod_metadata["uid"]
-    )
+    pod_meta = ObjectMeta(name=pod_metadata["name"], namespace=pod_metadata["namespace"], uid=pod_metadata["uid"])
     if task.is_fraction:
         count, portion, kind = task.gpu_devices or 1, task.portion, "Fraction"
     else:
@@ -277,8 +316,9 @@ def _bind_request(task: TaskSpec, pod_metadata: JSON, now: float) -> JSON:
     return request
 
 
-def _portion(e: Entry, status: str, node: str, gpus: float, gpu_memory: int | None,
-             nodes: dict[str, int | None]) -> float:
+def _portion(
+    e: Entry, status: str, node: str, gpus: float, gpu_memory: int | None, nodes: dict[str, int | None]
+) -> float:
     """The GPU portion a BindRequest carries: `gpus`, or gpuMemory over the node's per-GPU memory.
 
     KAI rejects `gpu-memory` on a node without the GPU memory label, so a Binding one there is an error."""

@@ -33,9 +33,9 @@ from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Sto
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-BACKLOG = 2000       # background writes (start annotations, events) waiting at most, with writer threads
-_event_failures_reported: set[str] = set()   # reasons an event write failed for, logged once per process
-_event_failures_lock = threading.Lock()       # events may be written by several threads
+BACKLOG = 2000  # background writes (start annotations, events) waiting at most, with writer threads
+_event_failures_reported: set[str] = set()  # reasons an event write failed for, logged once per process
+_event_failures_lock = threading.Lock()  # events may be written by several threads
 
 
 class Committer:
@@ -46,18 +46,25 @@ class Committer:
     and waiting for them made the commit three round trips per pod instead of one. At most `BACKLOG` of them
     wait at a time; beyond that a commit waits for the oldest."""
 
-    def __init__(self, store: ClusterStore, *, node_pool: str = "", update_eviction_condition: bool = False,
-                 nominate: bool = True, writers: int = 1) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        *,
+        node_pool: str = "",
+        update_eviction_condition: bool = False,
+        nominate: bool = True,
+        writers: int = 1,
+    ) -> None:
         self.store = store
-        self.nominate = nominate      # --pipelined-claims: write a pipelined pod's node as its nominatedNodeName
+        self.nominate = nominate  # --pipelined-claims: write a pipelined pod's node as its nominatedNodeName
         self.node_pool = node_pool
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
-        self.created_bind_requests: list[JSON] = []    # each BindRequest written, as the server answered
+        self.created_bind_requests: list[JSON] = []  # each BindRequest written, as the server answered
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
         self._later = ThreadPoolExecutor(writers, thread_name_prefix="kai-later") if writers > 1 else None
         self._backlog: deque[Future[None]] = deque()
-        self._backlog_lock = threading.Lock()       # the writer threads hand over events too
+        self._backlog_lock = threading.Lock()  # the writer threads hand over events too
 
     def each(self, write: Callable[[T], object], items: Sequence[T]) -> None:
         """`write` for every item: by the writer threads when there are several of both, else in order."""
@@ -75,12 +82,18 @@ class Committer:
             log.warning(f"write failed: {err}", extra={"what": what, "reason": err.reason})
 
     def delete_bind_request(self, namespace: str, name: str) -> None:
-        self._try(f"delete BindRequest {namespace}/{name}",
-                  lambda: self.store.delete("bindrequests", name, namespace))
+        self._try(f"delete BindRequest {namespace}/{name}", lambda: self.store.delete("bindrequests", name, namespace))
 
-    def apply(self, operations: list[Operation], jobs: dict[str, JobInfo], now: float, *,
-              pending: Sequence[JobInfo] | None = None, stale: Sequence[JobInfo] | None = None,
-              started: Sequence[str] = ()) -> None:
+    def apply(
+        self,
+        operations: list[Operation],
+        jobs: dict[str, JobInfo],
+        now: float,
+        *,
+        pending: Sequence[JobInfo] | None = None,
+        stale: Sequence[JobInfo] | None = None,
+        started: Sequence[str] = (),
+    ) -> None:
         """Write what the session committed. `pending`: the jobs that may have pending tasks, `stale`: those
         whose stale timestamp may change, in `jobs` order (the snapshot knows them; None = every job);
         `started`: the uids of the jobs it started (their PodGroups get `last-start-timestamp`, written with
@@ -95,8 +108,12 @@ class Committer:
             elif op.op is Op.PIPELINE:
                 if op.task.uid not in evicted and self.nominate:
                     self._nominate(op.task, op.after.node)
-                    self._event(_pod_ref(op.task), "Normal", "Pipelined",
-                                f"pod will run on node {op.after.node} once resources there are released")
+                    self._event(
+                        _pod_ref(op.task),
+                        "Normal",
+                        "Pipelined",
+                        f"pod will run on node {op.after.node} once resources there are released",
+                    )
             elif op.op is Op.ALLOCATE:
                 binds.append(functools.partial(self._bind, op))
         self.each(_call, binds)
@@ -107,7 +124,7 @@ class Committer:
         for job in jobs.values() if pending is None else pending:
             for task in job.pending_tasks():
                 if task.pod.nominated_node_name and task.uid not in placed:
-                    self._nominate(task, None)          # the claim lapsed: the pod no longer fits there
+                    self._nominate(task, None)  # the claim lapsed: the pod no longer fits there
         for uid in sorted(evicted_jobs):
             if uid in jobs:
                 self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
@@ -120,8 +137,12 @@ class Committer:
         a reclaimer go to it and not to whichever job comes first in queue order (the victims' own, often)."""
         if task.pod.nominated_node_name == (node or ""):
             return
-        self._try(f"nominate node on pod {task.key}", lambda: self.store.patch(
-            "pods", task.name, task.namespace, {"status": {"nominatedNodeName": node}}, "status"))
+        self._try(
+            f"nominate node on pod {task.key}",
+            lambda: self.store.patch(
+                "pods", task.name, task.namespace, {"status": {"nominatedNodeName": node}}, "status"
+            ),
+        )
 
     def _stale_timestamp(self, job: JobInfo) -> None:
         """Write or clear `kai.scheduler/stale-podgroup-timestamp` where stalegangeviction changed it."""
@@ -136,11 +157,18 @@ class Committer:
     def _evict(self, op: Operation) -> None:
         task, why = op.task, op.eviction
         if self.update_eviction_condition:
-            condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                         "message": why.message if why else ""}
-            self._try(f"condition on pod {task.key}", lambda: self.store.patch(
-                "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status",
-                strategic=True))
+            condition = {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": why.message if why else "",
+            }
+            self._try(
+                f"condition on pod {task.key}",
+                lambda: self.store.patch(
+                    "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status", strategic=True
+                ),
+            )
         self._try(f"evict pod {task.key}", lambda: self.store.evict(task.namespace, task.name))
         if why is not None:
             self._event(_pod_ref(task), "Normal", "Evict", why.message)
@@ -150,8 +178,11 @@ class Committer:
         shared = task.gpu.is_shared
         portion = task.gpu.fraction or task.memory_portion
         br = bindrequest.for_pod(
-            task.pod.meta, op.after.node, gpu_count=task.gpu.whole if not shared else task.gpu.num_devices,
-            portion=portion if shared else 0.0, groups=op.after.gpu_groups,
+            task.pod.meta,
+            op.after.node,
+            gpu_count=task.gpu.whole if not shared else task.gpu.num_devices,
+            portion=portion if shared else 0.0,
+            groups=op.after.gpu_groups,
             resource_type="Fraction" if shared else "Regular",
         )
         if self.node_pool:
@@ -179,8 +210,10 @@ class Committer:
             others = [c.to_dict() for c in job.podgroup.scheduling_conditions if c.node_pool != self.node_pool]
             condition = SchedulingCondition(self.node_pool, pairs, transition, now).to_dict()
             patch = {"status": {"schedulingConditions": [*others, condition]}}
-            self._try(f"condition on PodGroup {job.key}",
-                      lambda: self.store.patch("podgroups", job.name, job.namespace, patch, "status"))
+            self._try(
+                f"condition on PodGroup {job.key}",
+                lambda: self.store.patch("podgroups", job.name, job.namespace, patch, "status"),
+            )
             if job.podgroup.mark_unschedulable:
                 message = "; ".join(m for _, m in pairs)
                 for task in job.pending_tasks():
@@ -191,14 +224,21 @@ class Committer:
         conditions = job.podgroup.scheduling_conditions
         if any(c.node_pool == self.node_pool for c in conditions):
             kept = [c.to_dict() for c in conditions if c.node_pool != self.node_pool]
-            self._try(f"condition on PodGroup {job.key}", lambda: self.store.patch(
-                "podgroups", job.name, job.namespace, {"status": {"schedulingConditions": kept}}, "status"))
+            self._try(
+                f"condition on PodGroup {job.key}",
+                lambda: self.store.patch(
+                    "podgroups", job.name, job.namespace, {"status": {"schedulingConditions": kept}}, "status"
+                ),
+            )
 
     def _pod_unschedulable(self, task: PodInfo, message: str) -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
-        self._try(f"condition on pod {task.key}", lambda: self.store.patch(
-            "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status",
-                strategic=True))
+        self._try(
+            f"condition on pod {task.key}",
+            lambda: self.store.patch(
+                "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status", strategic=True
+            ),
+        )
         self._event(_pod_ref(task), "Warning", "Unschedulable", message)
 
     def problem(self, kind: str, key: str, reason: str, message: str) -> None:
@@ -210,9 +250,13 @@ class Committer:
         digest = zlib.crc32(f"{ref['name']}|{reason}|{message}".encode())
         name = f"{ref['name']}.{reason.lower()}.{digest:08x}"
         event = {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": ref, "reason": reason, "message": message, "type": kind,
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": kind,
             "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
         }
         self._background(self._create_event, event)
@@ -232,7 +276,7 @@ class Committer:
     def _create_event(self, event: JSON) -> None:
         try:
             self.store.create(event)
-        except AlreadyExists:       # the same event already exists: nothing new to say
+        except AlreadyExists:  # the same event already exists: nothing new to say
             pass
         except StoreError as err:
             with _event_failures_lock:

@@ -40,7 +40,7 @@ def read(path: str) -> ConfigSource:
     if not isinstance(data, dict):
         raise ScenarioError(path, "expected a scheduler configuration mapping")
     inner = data.get("data")
-    if isinstance(inner, dict) and "config.yaml" in inner:      # a ConfigMap as kubectl prints it
+    if isinstance(inner, dict) and "config.yaml" in inner:  # a ConfigMap as kubectl prints it
         return _embedded(path, inner, lines)
     return ConfigSource(data, path, line_map(data, lines))
 

@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.scheduler.result import CycleResult
 
-LATENCY_BUCKETS = tuple(5.0 * 2**i for i in range(10))      # 5 ms … 2560 ms
+LATENCY_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # 5 ms … 2560 ms
 GIGABYTE = 1e9
 MILLICORES = 1000.0
 _PLACED = (Op.ALLOCATE, Op.PIPELINE)
@@ -47,23 +47,32 @@ class SchedulerMetrics:
         self.e2e = gauge("e2e_scheduling_latency_milliseconds", "E2e scheduling latency in milliseconds")
         self.open_session = gauge("open_session_latency_milliseconds", "Open session latency in milliseconds")
         self.close_session = gauge("close_session_latency_milliseconds", "Close session latency in milliseconds")
-        self.action_latency = gauge("action_scheduling_latency_milliseconds",
-                                    "Action scheduling latency in milliseconds", ("action",))
+        self.action_latency = gauge(
+            "action_scheduling_latency_milliseconds", "Action scheduling latency in milliseconds", ("action",)
+        )
         self.task_latency = Histogram(
-            "task_scheduling_latency_milliseconds", "Task scheduling latency (pod creation to bind) in milliseconds",
-            namespace=namespace, registry=registry, buckets=LATENCY_BUCKETS,
+            "task_scheduling_latency_milliseconds",
+            "Task scheduling latency (pod creation to bind) in milliseconds",
+            namespace=namespace,
+            registry=registry,
+            buckets=LATENCY_BUCKETS,
         )
         self.scheduled = counter("podgroups_scheduled_by_action", "Podgroups scheduled per action", ("action",))
         self.acted_on = counter("podgroups_acted_on_by_action", "Podgroups acted on per action", ("action",))
-        self.evicted = counter("pod_group_evicted_pods_total", "Pods evicted per podgroup",
-                               ("podgroup", "uid", "nodepool", "action"))
+        self.evicted = counter(
+            "pod_group_evicted_pods_total", "Pods evicted per podgroup", ("podgroup", "uid", "nodepool", "action")
+        )
         queue = ("queue_name",)
-        self.fair_share = (gauge("queue_fair_share_cpu_cores", "Queue fair share of CPU in cores", queue),
-                           gauge("queue_fair_share_memory_gb", "Queue fair share of memory in GB", queue),
-                           gauge("queue_fair_share_gpu", "Queue fair share of GPUs", queue))
-        self.usage = (gauge("queue_cpu_usage", "Queue CPU usage (time-based fair share)", queue),
-                      gauge("queue_memory_usage", "Queue memory usage (time-based fair share)", queue),
-                      gauge("queue_gpu_usage", "Queue GPU usage (time-based fair share)", queue))
+        self.fair_share = (
+            gauge("queue_fair_share_cpu_cores", "Queue fair share of CPU in cores", queue),
+            gauge("queue_fair_share_memory_gb", "Queue fair share of memory in GB", queue),
+            gauge("queue_fair_share_gpu", "Queue fair share of GPUs", queue),
+        )
+        self.usage = (
+            gauge("queue_cpu_usage", "Queue CPU usage (time-based fair share)", queue),
+            gauge("queue_memory_usage", "Queue memory usage (time-based fair share)", queue),
+            gauge("queue_gpu_usage", "Queue GPU usage (time-based fair share)", queue),
+        )
         self._queues: set[str] = set()
 
     def record(self, result: CycleResult) -> None:

@@ -13,9 +13,9 @@ from kai_scheduler.framework.statement import Op, Operation
 @dataclass(slots=True)
 class CycleResult:
     now: float
-    snapshot: Snapshot                       # the model as the session left it
+    snapshot: Snapshot  # the model as the session left it
     operations: list[Operation]
-    fit_errors: dict[str, list[Reject]]      # job uid → reasons
+    fit_errors: dict[str, list[Reject]]  # job uid → reasons
     queue_shares: dict[str, QueueShare]
     problems: list[Problem]
     action_seconds: dict[str, float] = field(default_factory=dict)
@@ -23,7 +23,7 @@ class CycleResult:
     write_errors: list[str] = field(default_factory=list)
     open_session_seconds: float = 0.0
     close_session_seconds: float = 0.0
-    action_ends: dict[str, int] = field(default_factory=dict)   # action → end index of its `operations`
+    action_ends: dict[str, int] = field(default_factory=dict)  # action → end index of its `operations`
 
     def count(self, op: Op) -> int:
         return sum(1 for o in self.operations if o.op is op)

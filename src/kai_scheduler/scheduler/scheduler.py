@@ -36,7 +36,7 @@ from kai_scheduler.usagedb.interface import UsageSource, UsageVector
 
 log = logging.getLogger(__name__)
 
-OWN_WRITES_WAIT = 5.0       # seconds a cycle waits for the previous cycles' BindRequests to show in its cache
+OWN_WRITES_WAIT = 5.0  # seconds a cycle waits for the previous cycles' BindRequests to show in its cache
 
 
 def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
@@ -44,7 +44,9 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
 
     Every plugin is built once here, so a bad argument fails at load and not in the first cycle."""
     config = configs.parse(
-        raw, known_plugins=set(registry.BUILDERS), known_actions=set(ACTIONS),
+        raw,
+        known_plugins=set(registry.BUILDERS),
+        known_actions=set(ACTIONS),
         kai_plugins=set(registry.KAI_PLUGINS),
     )
     for plugin in config.plugins():
@@ -64,40 +66,65 @@ def load_config(raw: Mapping[str, object] | None) -> configs.SchedulerConfig:
 
 
 class Scheduler:
-    def __init__(self, store: ClusterStore, config: configs.SchedulerConfig, clock: Clock,
-                 usage: UsageSource | None = None, *, writers: int = 1) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        config: configs.SchedulerConfig,
+        clock: Clock,
+        usage: UsageSource | None = None,
+        *,
+        writers: int = 1,
+    ) -> None:
         self.store = store
         self.config = config
         self.clock = clock
-        self.usage = usage          # time-based fair share (§5.5): None = off
+        self.usage = usage  # time-based fair share (§5.5): None = off
         self.cache = ObjectCache(store)
         flags = config.flags
-        self.committer = Committer(store, node_pool=flags.partition_label_value,
-                                   update_eviction_condition=flags.update_pod_eviction_condition,
-                                   nominate=flags.pipelined_claims, writers=writers)
+        self.committer = Committer(
+            store,
+            node_pool=flags.partition_label_value,
+            update_eviction_condition=flags.update_pod_eviction_condition,
+            nominate=flags.pipelined_claims,
+            writers=writers,
+        )
         self.actions = [ACTIONS[name]() for name in config.actions]
         if config.ignored_plugins:
-            log.info("configuration names plugins this scheduler does not run",
-                     extra={"plugins": list(config.ignored_plugins)})
+            log.info(
+                "configuration names plugins this scheduler does not run",
+                extra={"plugins": list(config.ignored_plugins)},
+            )
         self._reported: set[tuple[str, str, str]] = set()
-        self._unseen: list[str] = []        # BindRequests this scheduler wrote that its cache has not seen yet
-        self._memo = snapshots.Memo()       # what unchanged objects yielded in earlier snapshots
+        self._unseen: list[str] = []  # BindRequests this scheduler wrote that its cache has not seen yet
+        self._memo = snapshots.Memo()  # what unchanged objects yielded in earlier snapshots
 
     def snapshot(self) -> snapshots.Snapshot:
         self.cache.sync()
         self._await_own_bind_requests()
         flags = self.config.flags
         objects = snapshots.ClusterObjects(
-            nodes=self.cache.objects("nodes"), pods=self.cache.objects("pods"),
-            podgroups=self.cache.objects("podgroups"), queues=self.cache.objects("queues"),
+            nodes=self.cache.objects("nodes"),
+            pods=self.cache.objects("pods"),
+            podgroups=self.cache.objects("podgroups"),
+            queues=self.cache.objects("queues"),
             bind_requests=self.cache.objects("bindrequests"),
-            priority_classes=self.cache.objects("priorityclasses"), topologies=self.cache.objects("topologies"),
-            problems=[snapshots.Problem(b.kind, b.key, "InvalidObject", b.message,
-                                        b.annotations.get(constants.ANNOTATION_POD_GROUP_NAME, ""))
-                      for b in self.cache.bad_objects()],
+            priority_classes=self.cache.objects("priorityclasses"),
+            topologies=self.cache.objects("topologies"),
+            problems=[
+                snapshots.Problem(
+                    b.kind,
+                    b.key,
+                    "InvalidObject",
+                    b.message,
+                    b.annotations.get(constants.ANNOTATION_POD_GROUP_NAME, ""),
+                )
+                for b in self.cache.bad_objects()
+            ],
         )
         params = snapshots.SnapshotParams(
-            now=self.clock.now(), scheduler_name=flags.scheduler_name, node_pool_label_key=flags.nodepool_label_key,
+            now=self.clock.now(),
+            scheduler_name=flags.scheduler_name,
+            node_pool_label_key=flags.nodepool_label_key,
             partition_label_value=flags.partition_label_value,
             stuck_in_releasing_seconds=flags.stuck_in_releasing_threshold,
         )
@@ -126,8 +153,10 @@ class Scheduler:
             self.cache.sync()
             unseen = [key for key in unseen if not self.cache.seen("bindrequests", key)]
         if unseen:
-            log.warning("own BindRequests not seen back from the API server; scheduling without them",
-                        extra={"count": len(unseen), "first": unseen[0]})
+            log.warning(
+                "own BindRequests not seen back from the API server; scheduling without them",
+                extra={"count": len(unseen), "first": unseen[0]},
+            )
         self._unseen = []
 
     def run_once(self) -> CycleResult:
@@ -171,10 +200,18 @@ class Scheduler:
             capacity = snap.total_capacity()[list(QUEUE_AXIS)]
             self.usage.observe(snap.now, {q: _triple(s.allocated) for q, s in shares.items()}, _triple(capacity))
         result = CycleResult(
-            now=snap.now, snapshot=snap, operations=list(ssn.committed), fit_errors=dict(ssn.job_fit_errors),
-            queue_shares=shares, problems=list(snap.problems), action_seconds=timings,
-            seconds=time.perf_counter() - started, write_errors=list(self.committer.errors),
-            open_session_seconds=open_seconds, close_session_seconds=close_seconds, action_ends=ends,
+            now=snap.now,
+            snapshot=snap,
+            operations=list(ssn.committed),
+            fit_errors=dict(ssn.job_fit_errors),
+            queue_shares=shares,
+            problems=list(snap.problems),
+            action_seconds=timings,
+            seconds=time.perf_counter() - started,
+            write_errors=list(self.committer.errors),
+            open_session_seconds=open_seconds,
+            close_session_seconds=close_seconds,
+            action_ends=ends,
         )
         ssn.release()
         return result
@@ -183,8 +220,14 @@ class Scheduler:
         snap, now, c = ssn.snapshot, ssn.now, self.committer
         for br in snap.stale_bind_requests:
             c.delete_bind_request(br.meta.namespace, br.meta.name)
-        c.apply(ssn.committed, snap.jobs, now, pending=snap.waiting, stale=snap.stale_candidates(),
-                started=sorted(ssn.started_jobs))
+        c.apply(
+            ssn.committed,
+            snap.jobs,
+            now,
+            pending=snap.waiting,
+            stale=snap.stale_candidates(),
+            started=sorted(ssn.started_jobs),
+        )
         placed = {op.task.job_uid for op in ssn.committed}
         # Only these jobs get a condition written or cleared; in `jobs` order, as a pass over every job would.
         told = [snap.jobs[uid] for uid in {*snap.job_problems, *ssn.job_fit_errors, *placed} if uid in snap.jobs]
@@ -201,8 +244,9 @@ class Scheduler:
             marker = (problem.kind, problem.key, problem.message)
             if marker not in self._reported:
                 self._reported.add(marker)
-                log.warning("bad object skipped", extra={"kind": problem.kind, "object": problem.key,
-                                                         "reason": problem.message})
+                log.warning(
+                    "bad object skipped", extra={"kind": problem.kind, "object": problem.key, "reason": problem.message}
+                )
                 c.problem(problem.kind, problem.key, problem.reason, problem.message)
 
 

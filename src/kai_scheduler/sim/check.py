@@ -61,7 +61,8 @@ def check(outcome: Outcome, expect: Expectations) -> list[str]:
 def count(expect: Expectations) -> int:
     """How many expectations the block holds: one per task, job, node or queue figure, and per bound."""
     figures = sum(len(v) for v in expect.nodes.values()) + sum(
-        len(amounts) for sections in expect.queues.values() for amounts in sections.values())
+        len(amounts) for sections in expect.queues.values() for amounts in sections.values()
+    )
     bounds = sum(b is not None for b in (expect.max_binds, expect.max_evictions, expect.max_pipelines))
     return len(expect.tasks) + len(expect.jobs) + figures + bounds
 

@@ -33,13 +33,17 @@ from kai_scheduler.store.memory import MemoryStore
 
 def grouper_config(flags: Flags) -> GrouperConfig:
     """The podgrouper's settings from the scheduler flags they share (one command line in `kai run`)."""
-    return GrouperConfig(scheduler_name=flags.scheduler_name, queue_label_key=flags.queue_label_key,
-                         node_pool_label_key=flags.nodepool_label_key)
+    return GrouperConfig(
+        scheduler_name=flags.scheduler_name,
+        queue_label_key=flags.queue_label_key,
+        node_pool_label_key=flags.nodepool_label_key,
+    )
 
 
 class EmbeddedCluster:
-    def __init__(self, objects: Iterable[JSON], config: SchedulerConfig, *, now: float,
-                 instant_termination: bool = True) -> None:
+    def __init__(
+        self, objects: Iterable[JSON], config: SchedulerConfig, *, now: float, instant_termination: bool = True
+    ) -> None:
         self.clock = ManualClock(now)
         self.store = MemoryStore(self.clock)
         self.store.add_many(list(objects))
@@ -90,7 +94,7 @@ class EmbeddedCluster:
                     task = snap.tasks.get(str(op.task.uid)) or _by_key(snap, op.task.key)
                     if task is not None and task.is_pending:
                         task.placement = Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups)
-                elif op.moved:        # its pod is still terminating on the old node: shown where it will run
+                elif op.moved:  # its pod is still terminating on the old node: shown where it will run
                     task = snap.tasks.get(str(op.task.uid))
                     if task is not None and task.is_releasing:
                         task.placement = Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups)

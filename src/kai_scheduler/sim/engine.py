@@ -24,18 +24,18 @@ from kai_scheduler.cluster import tolerance
 class Kind(enum.IntEnum):
     """What an event is; the value is its rank among events of the same instant (lower first)."""
 
-    FINISH = 0      # a job's run time is over: its pods succeed and go
-    TERMINATE = 1   # an evicted pod's grace period is over: the kubelet removes it
-    ARRIVAL = 2     # a job is submitted: its owner creates the PodGroup and pods
-    WAKE = 3        # a time-based rule may now allow something (min runtime, staleness grace)
-    CYCLE = 4       # the scheduler runs one cycle
+    FINISH = 0  # a job's run time is over: its pods succeed and go
+    TERMINATE = 1  # an evicted pod's grace period is over: the kubelet removes it
+    ARRIVAL = 2  # a job is submitted: its owner creates the PodGroup and pods
+    WAKE = 3  # a time-based rule may now allow something (min runtime, staleness grace)
+    CYCLE = 4  # the scheduler runs one cycle
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    time: float          # virtual seconds since the start
+    time: float  # virtual seconds since the start
     kind: Kind
-    key: str = ""        # a job or pod key ("namespace/name"), per kind
+    key: str = ""  # a job or pod key ("namespace/name"), per kind
     generation: int = 0  # FINISH: the run of the job it ends (an evicted job's old run never finishes)
 
 

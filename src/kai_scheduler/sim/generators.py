@@ -39,14 +39,34 @@ from kai_scheduler.api.duration import DurationError, parse_duration
 from kai_scheduler.scenario.entry import Entry, Where
 
 GENERATOR_FIELDS = (
-    "name", "queue", "namespace", "count", "until", "start", "arrival", "replicas", "gpus", "duration", "cpu",
-    "memory", "priority", "priorityClassName", "preemptibility", "owner", "minMember", "template",
+    "name",
+    "queue",
+    "namespace",
+    "count",
+    "until",
+    "start",
+    "arrival",
+    "replicas",
+    "gpus",
+    "duration",
+    "cpu",
+    "memory",
+    "priority",
+    "priorityClassName",
+    "preemptibility",
+    "owner",
+    "minMember",
+    "template",
 )
 PASSED = ("namespace", "priority", "priorityClassName", "preemptibility", "owner", "minMember")
 PROCESSES = {"poisson": ("interval",), "fixed": ("interval",), "uniform": ("min", "max")}
 DISTRIBUTIONS = {
-    "fixed": ("value",), "uniform": ("min", "max"), "choice": ("values", "weights"), "exponential": ("mean",),
-    "lognormal": ("median", "sigma"), "normal": ("mean", "stddev"),
+    "fixed": ("value",),
+    "uniform": ("min", "max"),
+    "choice": ("values", "weights"),
+    "exponential": ("mean",),
+    "lognormal": ("median", "sigma"),
+    "normal": ("mean", "stddev"),
 }
 OPTIONAL = {"weights"}
 Draw = Callable[[np.random.Generator], float]
@@ -86,7 +106,10 @@ def _generate(e: Entry, rng: np.random.Generator) -> list[dict[str, Any]]:
         if until is not None and now > until:
             break
         job: dict[str, Any] = {
-            "name": f"{e.name}-{len(out)}", "queue": queue, "submitAt": round(now, 3), **passed,
+            "name": f"{e.name}-{len(out)}",
+            "queue": queue,
+            "submitAt": round(now, 3),
+            **passed,
             "replicas": max(1, round(replicas(rng))),
             "template": {**template, **({"gpus": _gpus(gpus(rng))} if drawn_gpus else {})},
         }
@@ -130,8 +153,7 @@ def _value(e: Entry, key: str, *, duration: bool, default: float) -> Draw:
     if not isinstance(raw, dict):
         value = _required_seconds(e, key) if duration else e.number(key, minimum=0) or 0.0
         return lambda rng: value
-    d = e.child(key, ("distribution", "value", "min", "max", "values", "weights", "mean", "median", "sigma",
-                      "stddev"))
+    d = e.child(key, ("distribution", "value", "min", "max", "values", "weights", "mean", "median", "sigma", "stddev"))
     assert d is not None
     name = d.required_text("distribution")
     if name not in DISTRIBUTIONS:
@@ -182,7 +204,7 @@ def _item(d: Entry, key: str, i: int, value: Any, duration: bool) -> float:
             seconds = -1.0
         if seconds >= 0:
             return seconds
-    want = "a duration such as \"90s\"" if duration else "a non-negative number"
+    want = 'a duration such as "90s"' if duration else "a non-negative number"
     raise d.error(f"{key}[{i}]", f"expected {want}, got {value!r}")
 
 

@@ -46,7 +46,7 @@ class Kubelet:
             deleting = meta.get("deletionTimestamp")
             if deleting is not None:
                 delay = lifecycle.termination_delay(meta)
-                if delay is not None:          # a scenario's terminatesAfter: gone that long after deletion
+                if delay is not None:  # a scenario's terminatesAfter: gone that long after deletion
                     due = parse_time(deleting) + delay <= now
                 else:
                     due = self.instant or lifecycle.removal_due(deleting, now)
@@ -60,8 +60,13 @@ class Kubelet:
 
     def start(self, namespace: str, name: str) -> None:
         """Run a pod bound to this node: phase Running, started now."""
-        self.store.patch("pods", name, namespace,
-                         {"status": {"phase": "Running", "startTime": format_time(self.clock.now())}}, "status")
+        self.store.patch(
+            "pods",
+            name,
+            namespace,
+            {"status": {"phase": "Running", "startTime": format_time(self.clock.now())}},
+            "status",
+        )
 
 
 class Controller:
@@ -110,11 +115,15 @@ class Controller:
 
 def pending_copy(pod: JSON) -> JSON:
     """The pod as its controller would create it again: Pending, unbound, without runtime fields."""
-    meta = {k: v for k, v in pod["metadata"].items()
-            if k not in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds")}
+    meta = {
+        k: v
+        for k, v in pod["metadata"].items()
+        if k not in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds")
+    }
     labels = {k: v for k, v in meta.get("labels", {}).items() if not k.startswith(constants.LABEL_GPU_GROUP)}
-    annotations = {k: v for k, v in meta.get("annotations", {}).items()
-                   if k != constants.ANNOTATION_RECEIVED_RESOURCE_TYPE}
+    annotations = {
+        k: v for k, v in meta.get("annotations", {}).items() if k != constants.ANNOTATION_RECEIVED_RESOURCE_TYPE
+    }
     meta["labels"], meta["annotations"] = labels, annotations
     spec = {k: v for k, v in pod.get("spec", {}).items() if k not in ("nodeName", "schedulingGates")}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}

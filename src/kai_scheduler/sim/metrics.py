@@ -40,11 +40,17 @@ from kai_scheduler.sim.occupancy import Fragmentation, OccupancyMap, occupancy
 from kai_scheduler.sim.workload import Job, Phase
 
 GPU_AXIS = QUEUE_NAMES.index("gpu")
-CLUSTER_COLUMNS = ("allocated_gpus", "allocation_ratio", "idle_unusable_gpus", "pending_jobs", "running_jobs",
-                   "fairness")
+CLUSTER_COLUMNS = (
+    "allocated_gpus",
+    "allocation_ratio",
+    "idle_unusable_gpus",
+    "pending_jobs",
+    "running_jobs",
+    "fairness",
+)
 QUEUE_COLUMNS = ("allocated", "fair_share", "deserved")
 PEAK = "peak"
-RUNNING, WAITING = "running", "waiting"     # an unfinished job at the end
+RUNNING, WAITING = "running", "waiting"  # an unfinished job at the end
 
 
 @dataclass(slots=True)
@@ -88,7 +94,7 @@ class Recorder:
         self.evictions: Counter[str] = Counter()
         self.cycle_seconds: list[float] = []
         self.action_seconds: Counter[str] = Counter()
-        self.reasons: dict[str, str] = {}                  # job key → the last reason it did not fit
+        self.reasons: dict[str, str] = {}  # job key → the last reason it did not fit
         self.maps: list[OccupancyMap] = []
         self._peak: OccupancyMap | None = None
         self._peak_allocated = 0.0
@@ -110,7 +116,7 @@ class Recorder:
         queue, gpus = held
         self.allocated -= gpus
         self.by_queue[queue] -= gpus
-        if not self.pods:       # no drift from float sums: empty is exactly zero
+        if not self.pods:  # no drift from float sums: empty is exactly zero
             self.allocated = 0.0
             self.by_queue = dict.fromkeys(self.by_queue, 0.0)
 
@@ -140,8 +146,7 @@ class Recorder:
     def sample(self, now: float, pending_jobs: int, running_jobs: int) -> None:
         """Record the state at `now` (replacing a row of the same instant; skipping an unchanged one)."""
         ratio = self.allocated / self.total_gpus if self.total_gpus else 0.0
-        row = [self.allocated, ratio, self.idle_unusable, float(pending_jobs), float(running_jobs),
-               self._fairness()]
+        row = [self.allocated, ratio, self.idle_unusable, float(pending_jobs), float(running_jobs), self._fairness()]
         allocated = self._tree_allocated()
         s = self.series
         if s.time and s.time[-1] == now:
@@ -189,8 +194,7 @@ class Recorder:
         return same and all(
             _eq(round(src.get(name, 0.0), 9), cols[column][-1])
             for name, cols in s.queues.items()
-            for column, src in (("allocated", allocated), ("fair_share", self.fair_share),
-                                ("deserved", self.deserved))
+            for column, src in (("allocated", allocated), ("fair_share", self.fair_share), ("deserved", self.deserved))
         )
 
     def add_map(self, snap: Snapshot, at: float, what: str = "") -> None:
@@ -243,8 +247,8 @@ class Summary:
     submitted: int
     completed: int
     never_scheduled: list[str]
-    unfinished: dict[str, str]          # job key → "running" or "waiting" at the end
-    stopped_at: float | None            # `--until`, when the replay stopped there with work left
+    unfinished: dict[str, str]  # job key → "running" or "waiting" at the end
+    stopped_at: float | None  # `--until`, when the replay stopped there with work left
     lost: int
     wait: list[float]
     completion: list[float]
@@ -264,12 +268,22 @@ class Summary:
         return {
             "makespan_seconds": round(self.makespan, 3),
             "gpu_allocation_ratio": round(self.allocation_ratio, 6),
-            "jobs": {"submitted": self.submitted, "completed": self.completed,
-                     "unfinished": len(self.unfinished), "never_scheduled": len(self.never_scheduled)},
+            "jobs": {
+                "submitted": self.submitted,
+                "completed": self.completed,
+                "unfinished": len(self.unfinished),
+                "never_scheduled": len(self.never_scheduled),
+            },
             "wait_seconds": percentiles(self.wait),
             "evictions": dict(sorted(self.evictions.items())),
-            "queues": {name: {"wait_seconds": q["wait_seconds"], "allocated_gpus": q["allocated_gpus"],
-                              "fair_share_gpus": q["fair_share_gpus"]} for name, q in self.queues.items()},
+            "queues": {
+                name: {
+                    "wait_seconds": q["wait_seconds"],
+                    "allocated_gpus": q["allocated_gpus"],
+                    "fair_share_gpus": q["fair_share_gpus"],
+                }
+                for name, q in self.queues.items()
+            },
         }
 
     def details(self) -> dict[str, Any]:
@@ -279,8 +293,10 @@ class Summary:
             "end_seconds": round(self.end, 3),
             "stopped_at_seconds": self.stopped_at,
             "never_scheduled_jobs": {key: self.reasons.get(key, "") for key in self.never_scheduled},
-            "unfinished_jobs": {key: state + (f": {self.reasons[key]}" if state == WAITING and key in self.reasons
-                                              else "") for key, state in self.unfinished.items()},
+            "unfinished_jobs": {
+                key: state + (f": {self.reasons[key]}" if state == WAITING and key in self.reasons else "")
+                for key, state in self.unfinished.items()
+            },
             "lost_jobs": self.lost,
             "interruptions": self.interruptions,
             "completion_seconds": percentiles(self.completion),
@@ -289,15 +305,20 @@ class Summary:
             "fairness_mean": None if math.isnan(self.fairness_mean) else round(self.fairness_mean, 6),
             "queues_detail": self.queues,
             "cycles": self.cycles,
-            "cycle_seconds": {"mean": round(float(cycle.mean()), 6), "p50": round(float(np.median(cycle)), 6),
-                              "p99": round(float(np.percentile(cycle, 99)), 6), "max": round(float(cycle.max()), 6)},
+            "cycle_seconds": {
+                "mean": round(float(cycle.mean()), 6),
+                "p50": round(float(np.median(cycle)), 6),
+                "p99": round(float(np.percentile(cycle, 99)), 6),
+                "max": round(float(cycle.max()), 6),
+            },
             "action_seconds": {k: round(v, 4) for k, v in sorted(self.action_seconds.items())},
             "wall_seconds": round(self.wall_seconds, 3),
         }
 
 
-def summarize(recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_seconds: float,
-              stopped_at: float | None = None) -> Summary:
+def summarize(
+    recorder: Recorder, jobs: Iterable[Job], end: float, *, wall_seconds: float, stopped_at: float | None = None
+) -> Summary:
     """The summary of a replay that ended at virtual `end`; `stopped_at`: `--until`, when it stopped there
     with events still due (so pending work may yet have run)."""
     jobs = [j for j in jobs if j.submitted is not None]

@@ -34,7 +34,7 @@ class OccupancyMap:
     time: float
     nodes: tuple[str, ...]
     cells: npt.NDArray[np.float64]
-    what: str = ""          # why this instant: "a quarter of the horizon", "peak allocation", …
+    what: str = ""  # why this instant: "a quarter of the horizon", "peak allocation", …
 
 
 def occupancy(snap: Snapshot, time: float, what: str = "") -> OccupancyMap:
@@ -128,8 +128,13 @@ class Fragmentation:
 
 def _shape(task: PodInfo) -> object:
     pod = task.pod
-    return (task.request.tobytes(), _portion(task), tuple(sorted(pod.node_selector.items())), pod.node_affinity,
-            pod.tolerations)
+    return (
+        task.request.tobytes(),
+        _portion(task),
+        tuple(sorted(pod.node_selector.items())),
+        pod.node_affinity,
+        pod.tolerations,
+    )
 
 
 def _portion(task: PodInfo) -> float:

@@ -25,12 +25,12 @@ _MB = 1_000_000.0
 class TaskRow:
     name: str
     namespace: str
-    job: str                        # the job's name (in the task's namespace)
+    job: str  # the job's name (in the task's namespace)
     queue: str
     before: str
     after: str
     node: str
-    moved: str = ""          # "moved gpu-a-0 → gpu-a-3": a victim the last cycle moved (Pipelined on its new node)
+    moved: str = ""  # "moved gpu-a-0 → gpu-a-3": a victim the last cycle moved (Pipelined on its new node)
 
     @property
     def key(self) -> str:
@@ -80,29 +80,64 @@ class Outcome:
     scenario: str
     tasks: list[TaskRow]
     queues: list[QueueRow]
-    unplaced: dict[str, list[str]]          # job key → reasons in plain words
+    unplaced: dict[str, list[str]]  # job key → reasons in plain words
     moves: list[Move]
     cycles: list[CycleCounts]
     nodes: dict[str, dict[str, float]]
     problems: list[str] = field(default_factory=list)
-    gpus: list[GpuRow] = field(default_factory=list)       # shared GPUs, by node then device
+    gpus: list[GpuRow] = field(default_factory=list)  # shared GPUs, by node then device
 
     def to_json(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
-            "tasks": {t.key: {"name": t.name, "namespace": t.namespace, "job": t.job_key, "queue": t.queue,
-                              "before": t.before, "status": t.after, "node": t.node,
-                              **({"moved": t.moved} if t.moved else {})}
-                      for t in self.tasks},
-            "queues": {q.name: {"parent": q.parent, "deserved": q.deserved, "fairShare": q.fair_share,
-                                "allocated": q.allocated, "requested": q.requested, "limit": q.limit}
-                       for q in self.queues},
+            "tasks": {
+                t.key: {
+                    "name": t.name,
+                    "namespace": t.namespace,
+                    "job": t.job_key,
+                    "queue": t.queue,
+                    "before": t.before,
+                    "status": t.after,
+                    "node": t.node,
+                    **({"moved": t.moved} if t.moved else {}),
+                }
+                for t in self.tasks
+            },
+            "queues": {
+                q.name: {
+                    "parent": q.parent,
+                    "deserved": q.deserved,
+                    "fairShare": q.fair_share,
+                    "allocated": q.allocated,
+                    "requested": q.requested,
+                    "limit": q.limit,
+                }
+                for q in self.queues
+            },
             "unplaced": self.unplaced,
-            "evictions": [{"cycle": m.cycle, "task": m.task, "node": m.node, "action": m.action,
-                           "preemptor": m.preemptor, "message": m.message, "toNode": m.to_node} for m in self.moves],
+            "evictions": [
+                {
+                    "cycle": m.cycle,
+                    "task": m.task,
+                    "node": m.node,
+                    "action": m.action,
+                    "preemptor": m.preemptor,
+                    "message": m.message,
+                    "toNode": m.to_node,
+                }
+                for m in self.moves
+            ],
             "nodes": self.nodes,
-            "cycles": [{"cycle": c.cycle, "binds": c.binds, "evictions": c.evictions, "pipelines": c.pipelines,
-                        "seconds": round(c.seconds, 4)} for c in self.cycles],
+            "cycles": [
+                {
+                    "cycle": c.cycle,
+                    "binds": c.binds,
+                    "evictions": c.evictions,
+                    "pipelines": c.pipelines,
+                    "seconds": round(c.seconds, 4),
+                }
+                for c in self.cycles
+            ],
             "binds": sum(c.binds for c in self.cycles),
             "evictionCount": sum(c.evictions for c in self.cycles),
             "pipelines": sum(c.pipelines for c in self.cycles),
@@ -119,8 +154,9 @@ def _queue_units(vec: Vector) -> dict[str, float]:
     return out
 
 
-def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleResult], *,
-          explain: bool = False) -> Outcome:
+def build(
+    scenario: str, before: Snapshot, after: Snapshot, results: list[CycleResult], *, explain: bool = False
+) -> Outcome:
     """Assemble the report from the first snapshot, the final view and every cycle's result.
 
     `explain`: each reason a job was not placed names the plugin (or action) that rejected it."""
@@ -135,10 +171,14 @@ def build(scenario: str, before: Snapshot, after: Snapshot, results: list[CycleR
     moves = [_move(i + 1, op) for i, r in enumerate(results) for op in r.operations if op.op is Op.EVICT]
     cycles = [CycleCounts(i + 1, r.binds, r.evictions, r.pipelines, r.seconds) for i, r in enumerate(results)]
     nodes = {
-        n.name: {"idleGpus": float(n.idle()[GPU]), "releasingGpus": float(n.releasing()[GPU]),
-                 "allocatableGpus": float(n.allocatable()[GPU]),
-                 "usedGpus": float(after.arrays.used[n.row][GPU]),
-                 "sharedGpus": float(len(n.gpu_groups)), "reservationPods": float(len(_reservations(n)))}
+        n.name: {
+            "idleGpus": float(n.idle()[GPU]),
+            "releasingGpus": float(n.releasing()[GPU]),
+            "allocatableGpus": float(n.allocatable()[GPU]),
+            "usedGpus": float(after.arrays.used[n.row][GPU]),
+            "sharedGpus": float(len(n.gpu_groups)),
+            "reservationPods": float(len(_reservations(n))),
+        }
         for n in after.nodes
     }
     problems = [f"{p.kind} {p.key}: {p.message}" for p in after.problems]
@@ -152,16 +192,20 @@ class GpuRow:
     node: str
     index: str
     group: str
-    sharers: dict[str, float]         # task namespace/name → portion of the GPU
+    sharers: dict[str, float]  # task namespace/name → portion of the GPU
     used_mib: float
     total_mib: float
 
 
 def _reservations(node: NodeInfo) -> dict[str, str]:
     """The node's reservation pods: GPU group → device index ("" until reported)."""
-    return {t.pod.meta.labels.get(constants.LABEL_GPU_GROUP, ""):
-            t.pod.meta.annotations.get(reservation.ANNOTATION_GPU_INDEX, "")
-            for t in node.tasks.values() if t.namespace == constants.RESERVATION_NAMESPACE}
+    return {
+        t.pod.meta.labels.get(constants.LABEL_GPU_GROUP, ""): t.pod.meta.annotations.get(
+            reservation.ANNOTATION_GPU_INDEX, ""
+        )
+        for t in node.tasks.values()
+        if t.namespace == constants.RESERVATION_NAMESPACE
+    }
 
 
 def _shared_gpus(after: Snapshot) -> list[GpuRow]:
@@ -171,18 +215,29 @@ def _shared_gpus(after: Snapshot) -> list[GpuRow]:
             continue
         indices, total = _reservations(node), node.gpu_memory_mib
         for group in node.gpu_groups.values():
-            sharers = {node.tasks[uid].key if uid in node.tasks else uid: round(mib / total, 4)
-                       for uid, mib in sorted(group.sharers.items())}
-            rows.append(GpuRow(node.name, indices.get(group.id, ""), group.id, dict(sorted(sharers.items())),
-                               group.used_memory(), total))
+            sharers = {
+                node.tasks[uid].key if uid in node.tasks else uid: round(mib / total, 4)
+                for uid, mib in sorted(group.sharers.items())
+            }
+            rows.append(
+                GpuRow(
+                    node.name,
+                    indices.get(group.id, ""),
+                    group.id,
+                    dict(sorted(sharers.items())),
+                    group.used_memory(),
+                    total,
+                )
+            )
     return sorted(rows, key=lambda r: (r.node, r.index == "", r.index, r.group))
 
 
 def _gpus_json(rows: list[GpuRow]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        out.setdefault(r.node, []).append({"gpu": r.index, "group": r.group, "sharers": r.sharers,
-                                           "usedMiB": r.used_mib, "totalMiB": r.total_mib})
+        out.setdefault(r.node, []).append(
+            {"gpu": r.index, "group": r.group, "sharers": r.sharers, "usedMiB": r.used_mib, "totalMiB": r.total_mib}
+        )
     return out
 
 
@@ -191,14 +246,32 @@ def _tasks(before: Snapshot, after: Snapshot) -> list[TaskRow]:
     rows = []
     for task in sorted(after.tasks.values(), key=lambda t: (t.namespace, t.name)):
         job = after.jobs.get(task.job_uid)
-        rows.append(TaskRow(task.name, task.namespace, job.name if job else "", job.queue if job else "",
-                            initial.get(task.key, "-"), task.status.label, task.node))
+        rows.append(
+            TaskRow(
+                task.name,
+                task.namespace,
+                job.name if job else "",
+                job.queue if job else "",
+                initial.get(task.key, "-"),
+                task.status.label,
+                task.node,
+            )
+        )
     seen = {t.key for t in after.tasks.values()}
-    for task in before.tasks.values():     # deleted since (e.g. evicted and not recreated)
+    for task in before.tasks.values():  # deleted since (e.g. evicted and not recreated)
         if task.key not in seen:
             job = before.jobs.get(task.job_uid)
-            rows.append(TaskRow(task.name, task.namespace, job.name if job else "", job.queue if job else "",
-                                task.status.label, "Deleted", ""))
+            rows.append(
+                TaskRow(
+                    task.name,
+                    task.namespace,
+                    job.name if job else "",
+                    job.queue if job else "",
+                    task.status.label,
+                    "Deleted",
+                    "",
+                )
+            )
     return rows
 
 
@@ -207,13 +280,17 @@ def _queues(after: Snapshot, last: CycleResult | None) -> list[QueueRow]:
     for name, q in sorted(after.queues.items()):
         share = last.queue_shares.get(name) if last else None
         zero = np.zeros(3)
-        rows.append(QueueRow(
-            name, q.parent, _queue_units(q.deserved),
-            _queue_units(share.fair_share if share else zero),
-            _queue_units(share.allocated if share else zero),
-            _queue_units(share.request if share else zero),
-            _queue_units(q.limit),
-        ))
+        rows.append(
+            QueueRow(
+                name,
+                q.parent,
+                _queue_units(q.deserved),
+                _queue_units(share.fair_share if share else zero),
+                _queue_units(share.allocated if share else zero),
+                _queue_units(share.request if share else zero),
+                _queue_units(q.limit),
+            )
+        )
     return rows
 
 
@@ -224,8 +301,9 @@ def _unplaced(after: Snapshot, last: CycleResult | None, explain: bool) -> dict[
             continue
         reasons = [p.message for p in after.job_problems.get(uid, [])]
         if last is not None:
-            reasons += [f"{r.message} [rejected by {r.plugin}]" if explain else r.message
-                        for r in last.fit_errors.get(uid, [])]
+            reasons += [
+                f"{r.message} [rejected by {r.plugin}]" if explain else r.message for r in last.fit_errors.get(uid, [])
+            ]
         if not job.is_ready() and not reasons:
             reasons.append("waiting for its pods: fewer live pods than the gang's minimum")
         out[job.key] = list(dict.fromkeys(reasons)) or ["not considered this cycle"]
@@ -234,5 +312,12 @@ def _unplaced(after: Snapshot, last: CycleResult | None, explain: bool) -> dict[
 
 def _move(cycle: int, op: Any) -> Move:
     why = op.eviction
-    return Move(cycle, op.task.key, op.before.node, why.action if why else "", why.preemptor if why else "",
-                why.message if why else "", op.after.node if op.after.node != op.before.node else "")
+    return Move(
+        cycle,
+        op.task.key,
+        op.before.node,
+        why.action if why else "",
+        why.preemptor if why else "",
+        why.message if why else "",
+        op.after.node if op.after.node != op.before.node else "",
+    )

@@ -34,12 +34,21 @@ from kai_scheduler.scenario.model import JobMeta
 from kai_scheduler.store.interface import GVK_TO_PLURAL, JSON
 
 # PodGroup spec fields an owner can carry to the podgrouper, and their owner metadata (label or annotation).
-_CARRIED = frozenset({"queue", "minMember", "priorityClassName", "preemptibility", "topologyConstraint",
-                      "preemptionDelay", "stalenessGracePeriod"})
+_CARRIED = frozenset(
+    {
+        "queue",
+        "minMember",
+        "priorityClassName",
+        "preemptibility",
+        "topologyConstraint",
+        "preemptionDelay",
+        "stalenessGracePeriod",
+    }
+)
 WORKERS = "workers"
 BARE_POD = "Pod"
 
-Build = Callable[[JSON, list[JSON], int], bool]   # (owner, pods, minMember) → whether it can be expressed
+Build = Callable[[JSON, list[JSON], int], bool]  # (owner, pods, minMember) → whether it can be expressed
 
 
 def emulate(meta: JobMeta, podgroup: JSON | None, pods: list[JSON]) -> list[JSON] | None:
@@ -55,8 +64,7 @@ def emulate(meta: JobMeta, podgroup: JSON | None, pods: list[JSON]) -> list[JSON
     build = _BUILDERS.get(meta.owner_kind)
     if build is None:
         return None
-    ref = next((r for r in pods[0]["metadata"].get("ownerReferences") or () if r.get("kind") == meta.owner_kind),
-               None)
+    ref = next((r for r in pods[0]["metadata"].get("ownerReferences") or () if r.get("kind") == meta.owner_kind), None)
     if ref is None or (ref.get("apiVersion"), meta.owner_kind) not in GVK_TO_PLURAL:
         return None
     owner = _owner(ref, meta, spec)
@@ -93,13 +101,17 @@ def _owner(ref: JSON, meta: JobMeta, spec: JSON) -> JSON:
         labels[constants.LABEL_PRIORITY_CLASS] = spec["priorityClassName"]
     annotations: dict[str, str] = {}
     constraint = spec.get("topologyConstraint") or {}
-    for key, annotation in (("topology", constants.ANNOTATION_TOPOLOGY),
-                            ("requiredTopologyLevel", constants.ANNOTATION_TOPOLOGY_REQUIRED),
-                            ("preferredTopologyLevel", constants.ANNOTATION_TOPOLOGY_PREFERRED)):
+    for key, annotation in (
+        ("topology", constants.ANNOTATION_TOPOLOGY),
+        ("requiredTopologyLevel", constants.ANNOTATION_TOPOLOGY_REQUIRED),
+        ("preferredTopologyLevel", constants.ANNOTATION_TOPOLOGY_PREFERRED),
+    ):
         if constraint.get(key):
             annotations[annotation] = constraint[key]
-    for key, annotation in (("preemptionDelay", constants.ANNOTATION_PREEMPTION_DELAY),
-                            ("stalenessGracePeriod", constants.ANNOTATION_STALENESS_GRACE_PERIOD)):
+    for key, annotation in (
+        ("preemptionDelay", constants.ANNOTATION_PREEMPTION_DELAY),
+        ("stalenessGracePeriod", constants.ANNOTATION_STALENESS_GRACE_PERIOD),
+    ):
         if spec.get(key) is not None:
             annotations[annotation] = str(spec[key])
     metadata: JSON = {"name": ref["name"], "namespace": meta.namespace, "uid": ref["uid"], "labels": labels}
@@ -128,18 +140,38 @@ def _cronjob(owner: JSON, pods: list[JSON], m: int) -> bool:
     """The CronJob and the Job it spawned; the pods belong to the Job."""
     meta = owner["metadata"]
     name = f"{meta['name']}-1"
-    job: JSON = {"apiVersion": "batch/v1", "kind": "Job",
-                 "metadata": {"name": name, "namespace": meta["namespace"],
-                              "uid": scenario_meta.uid("Job", meta["namespace"], name), "labels": dict(meta["labels"]),
-                              "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": "CronJob",
-                                                   "name": meta["name"], "uid": meta["uid"], "controller": True}]},
-                 "spec": {}}
+    job: JSON = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "uid": scenario_meta.uid("Job", meta["namespace"], name),
+            "labels": dict(meta["labels"]),
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": "CronJob",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {},
+    }
     if meta.get("annotations"):
         job["metadata"]["annotations"] = dict(meta["annotations"])
     _job(job, pods, m)
     owner["spec"] = {"schedule": "@hourly", "jobTemplate": {"spec": job["spec"]}}
-    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"], "uid": job["metadata"]["uid"],
-           "controller": True, "blockOwnerDeletion": True}
+    ref = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": job["metadata"]["name"],
+        "uid": job["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     for pod in pods:
         pod["metadata"]["ownerReferences"] = [ref]
     owner["_children"] = [job]
@@ -151,19 +183,23 @@ def _kubeflow(field: str, first: str | None, *, subgroups: bool = False) -> Buil
 
     def build(owner: JSON, pods: list[JSON], m: int) -> bool:
         if subgroups and m < 1:
-            return False        # the master's subgroup needs it whatever the minimum
+            return False  # the master's subgroup needs it whatever the minimum
         specs: JSON = {}
         workers = pods
         if first is not None:
             specs[first] = {"replicas": 1, "template": _template(pods[0])}
-            _label(pods, 0, {constants.LABEL_KUBEFLOW_REPLICA_TYPE: first.lower(),
-                             constants.LABEL_KUBEFLOW_REPLICA_INDEX: "0"})
+            _label(
+                pods,
+                0,
+                {constants.LABEL_KUBEFLOW_REPLICA_TYPE: first.lower(), constants.LABEL_KUBEFLOW_REPLICA_INDEX: "0"},
+            )
             workers = pods[1:]
         if workers or first is None or first == "Launcher":
             specs["Worker"] = {"replicas": len(workers), "template": _template(workers[0] if workers else pods[0])}
         for index, pod in enumerate(workers):
-            pod["metadata"].setdefault("labels", {}).update({constants.LABEL_KUBEFLOW_REPLICA_TYPE: "worker",
-                                                             constants.LABEL_KUBEFLOW_REPLICA_INDEX: str(index)})
+            pod["metadata"].setdefault("labels", {}).update(
+                {constants.LABEL_KUBEFLOW_REPLICA_TYPE: "worker", constants.LABEL_KUBEFLOW_REPLICA_INDEX: str(index)}
+            )
         for pod in pods:
             pod["metadata"]["labels"][constants.LABEL_KUBEFLOW_JOB_NAME] = owner["metadata"]["name"]
         owner["spec"] = {field: specs, "runPolicy": {"schedulingPolicy": {"minAvailable": m}}}
@@ -179,8 +215,13 @@ def _ray(path: tuple[str, ...]) -> Build:
             return False
         cluster: JSON = {"headGroupSpec": {"rayStartParams": {}, "template": _template(pods[0])}}
         if workers:
-            group: JSON = {"groupName": WORKERS, "replicas": workers, "maxReplicas": workers, "rayStartParams": {},
-                           "template": _template(pods[1])}
+            group: JSON = {
+                "groupName": WORKERS,
+                "replicas": workers,
+                "maxReplicas": workers,
+                "rayStartParams": {},
+                "template": _template(pods[1]),
+            }
             if m < len(pods):
                 group["minReplicas"] = m - 1
             cluster["workerGroupSpecs"] = [group]
@@ -197,8 +238,10 @@ def _ray(path: tuple[str, ...]) -> Build:
 
 
 def _jobset(owner: JSON, pods: list[JSON], m: int) -> bool:
-    template = {"metadata": {"annotations": {constants.ANNOTATION_BATCH_MIN_MEMBER: str(m)}},
-                "spec": {"parallelism": len(pods), "completions": len(pods), "template": _template(pods[0])}}
+    template = {
+        "metadata": {"annotations": {constants.ANNOTATION_BATCH_MIN_MEMBER: str(m)}},
+        "spec": {"parallelism": len(pods), "completions": len(pods), "template": _template(pods[0])},
+    }
     owner["spec"] = {"replicatedJobs": [{"name": WORKERS, "replicas": 1, "template": template}]}
     for index in range(len(pods)):
         _label(pods, index, {constants.LABEL_JOBSET_REPLICATED_JOB: WORKERS, constants.LABEL_JOBSET_JOB_INDEX: "0"})
@@ -239,4 +282,3 @@ _BUILDERS: dict[str, Build] = {
     "ReplicaSet": _single,
     "Notebook": _single,
 }
-

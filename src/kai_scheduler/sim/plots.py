@@ -19,13 +19,29 @@ from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.sim import occupancy as occupancy_maps
 from kai_scheduler.sim.replay import Run
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-          "#7f7f7f", "#393b79", "#637939")
+COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+    "#393b79",
+    "#637939",
+)
 MAX_QUEUES = 12
 MAPS_PER_ROW = 4
-MAX_TICK_LABELS = 40      # node names on a map axis; past that every k-th
-_UNITS = ((86400.0 * 2, 86400.0, "days"), (3600.0 * 2, 3600.0, "hours"), (120.0, 60.0, "minutes"),
-          (0.0, 1.0, "seconds"))
+MAX_TICK_LABELS = 40  # node names on a map axis; past that every k-th
+_UNITS = (
+    (86400.0 * 2, 86400.0, "days"),
+    (3600.0 * 2, 3600.0, "hours"),
+    (120.0, 60.0, "minutes"),
+    (0.0, 1.0, "seconds"),
+)
 
 
 def _unit(runs: Sequence[Run]) -> tuple[float, str]:
@@ -62,12 +78,31 @@ def allocation(runs: Sequence[Run]) -> Figure:
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
         ratio = [100.0 * v for v in run.series.cluster["allocation_ratio"]]
-        _steps(top, run, ratio, scale, color=color,
-               label=_legend(runs, run, f"allocated ({100 * run.summary.allocation_ratio:.1f} % mean)"))
-        _steps(bottom, run, run.series.cluster["pending_jobs"], scale, color=color,
-               label=_legend(runs, run, "pending jobs"))
-        _steps(bottom, run, run.series.cluster["idle_unusable_gpus"], scale, color=color, linestyle="--",
-               label=_legend(runs, run, "idle GPUs no pending task fits"))
+        _steps(
+            top,
+            run,
+            ratio,
+            scale,
+            color=color,
+            label=_legend(runs, run, f"allocated ({100 * run.summary.allocation_ratio:.1f} % mean)"),
+        )
+        _steps(
+            bottom,
+            run,
+            run.series.cluster["pending_jobs"],
+            scale,
+            color=color,
+            label=_legend(runs, run, "pending jobs"),
+        )
+        _steps(
+            bottom,
+            run,
+            run.series.cluster["idle_unusable_gpus"],
+            scale,
+            color=color,
+            linestyle="--",
+            label=_legend(runs, run, "idle GPUs no pending task fits"),
+        )
     top.set_ylabel("GPUs allocated (%)")
     top.set_ylim(0, 105)
     top.legend(loc="lower right", fontsize="small")
@@ -97,10 +132,10 @@ def queue_shares(run: Run) -> Figure:
         _steps(ax, run, deserved, scale, color=COLORS[2], linestyle=":", label="deserved")
         ax.set_title(paths.get(name, name), fontsize="medium")
         ax.grid(alpha=0.3)
-    for ax in axes[len(queues):]:
+    for ax in axes[len(queues) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize="small")
-    for ax in axes[(rows - 1) * cols:]:
+    for ax in axes[(rows - 1) * cols :]:
         ax.set_xlabel(f"virtual time ({unit})")
     fig.supylabel("GPUs")
     return fig
@@ -157,12 +192,20 @@ def waits(runs: Sequence[Run]) -> Figure:
     ax = fig.subplots()
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
-        _ecdf(ax, [j.started - j.submitted for j in run.jobs if j.started is not None and j.submitted is not None],
-              color=color, linewidth=2.2, label=_legend(runs, run, "all jobs"))
+        _ecdf(
+            ax,
+            [j.started - j.submitted for j in run.jobs if j.started is not None and j.submitted is not None],
+            color=color,
+            linewidth=2.2,
+            label=_legend(runs, run, "all jobs"),
+        )
         if len(runs) == 1:
             for k, queue in enumerate(sorted({j.meta.queue for j in run.jobs})):
-                waited = [j.started - j.submitted for j in run.jobs
-                          if j.meta.queue == queue and j.started is not None and j.submitted is not None]
+                waited = [
+                    j.started - j.submitted
+                    for j in run.jobs
+                    if j.meta.queue == queue and j.started is not None and j.submitted is not None
+                ]
                 _ecdf(ax, waited, color=COLORS[(k + 1) % len(COLORS)], linewidth=1, label=queue)
     ax.set_xlabel("wait from submission to all pods running (s)")
     ax.set_ylabel("share of started jobs")
@@ -192,8 +235,9 @@ def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> Figure:
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     image = None
     for k, (ax, m) in enumerate(zip(axes, shown, strict=False)):
-        image = ax.imshow(np.ma.masked_invalid(m.cells), aspect="auto", interpolation="nearest", cmap="viridis",
-                          vmin=0, vmax=1)
+        image = ax.imshow(
+            np.ma.masked_invalid(m.cells), aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1
+        )
         used = float(np.nansum(m.cells))
         total = float(np.sum(~np.isnan(m.cells)))
         why = f" ({m.what})" if m.what and m.what != "asked" else ""
@@ -205,7 +249,7 @@ def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> Figure:
             ax.set_ylabel("node")
         else:
             ax.set_yticks([])
-    for ax in axes[len(shown):]:
+    for ax in axes[len(shown) :]:
         ax.set_visible(False)
     if not shown:
         axes[0].set_visible(True)
@@ -216,8 +260,7 @@ def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> Figure:
     return fig
 
 
-def _ticks(set_ticks: Callable[..., object], set_labels: Callable[..., object], labels: list[str],
-           most: int) -> None:
+def _ticks(set_ticks: Callable[..., object], set_labels: Callable[..., object], labels: list[str], most: int) -> None:
     """One tick per cell, labelled; with more cells than `most`, every k-th."""
     step = max(1, -(-len(labels) // most))
     positions = list(range(0, len(labels), step))
@@ -231,8 +274,9 @@ def fairness(runs: Sequence[Run]) -> Figure:
     fig = Figure(figsize=(10, 2.8))
     ax = fig.subplots()
     for i, run in enumerate(runs):
-        _steps(ax, run, run.series.cluster["fairness"], scale, color=COLORS[i % len(COLORS)],
-               label=run.label or run.name)
+        _steps(
+            ax, run, run.series.cluster["fairness"], scale, color=COLORS[i % len(COLORS)], label=run.label or run.name
+        )
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("Jain index")
     ax.set_xlabel(f"virtual time ({unit})")

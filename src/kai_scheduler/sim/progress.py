@@ -27,9 +27,15 @@ class Bar:
         self.horizon = max(horizon, 1.0)
         self._last = 0.0
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[clock]}"),
-            TextColumn("GPUs {task.fields[alloc]}"), TextColumn("jobs {task.fields[jobs]}"), TimeElapsedColumn(),
-            console=console, transient=True, disable=not self.enabled,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[clock]}"),
+            TextColumn("GPUs {task.fields[alloc]}"),
+            TextColumn("jobs {task.fields[jobs]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not self.enabled,
         )
         self._task = self._progress.add_task(label, total=self.horizon, clock="0s", alloc="0 %", jobs="-")
 
@@ -38,8 +44,9 @@ class Bar:
             self._progress.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         if self.enabled:
             self._progress.stop()
 
@@ -54,6 +61,10 @@ class Bar:
         recorder = replay.recorder
         ratio = recorder.allocated / recorder.total_gpus if recorder.total_gpus else 0.0
         jobs = replay.workload
-        self._progress.update(self._task, completed=min(now, self.horizon), clock=format_duration(round(now)),
-                              alloc=f"{100 * ratio:.0f} %",
-                              jobs=f"{jobs.done}/{len(jobs.jobs)} done, {jobs.pending} pending")
+        self._progress.update(
+            self._task,
+            completed=min(now, self.horizon),
+            clock=format_duration(round(now)),
+            alloc=f"{100 * ratio:.0f} %",
+            jobs=f"{jobs.done}/{len(jobs.jobs)} done, {jobs.pending} pending",
+        )

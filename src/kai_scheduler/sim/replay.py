@@ -51,17 +51,17 @@ from kai_scheduler.sim.kubelet import Kubelet
 from kai_scheduler.store.interface import JSON, Gone, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
-HISTORY_SIZE = 512         # watch events the store keeps per resource: a watcher walks at most this far back
+HISTORY_SIZE = 512  # watch events the store keeps per resource: a watcher walks at most this far back
 QUARTERS = ((0.25, "1/4"), (0.5, "1/2"), (0.75, "3/4"))
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    schedule_period: float | None = None     # None: the configuration's flag
-    until: float | None = None               # stop at this virtual second
-    occupancy_at: tuple[float, ...] | None = None   # None: a quarter, half, three quarters of the horizon
-    timeline: bool = False                   # keep `Replay.timeline`: (time, what, key) per happening
-    every_period: bool = False               # a cycle every period while any event is due (no skipping)
+    schedule_period: float | None = None  # None: the configuration's flag
+    until: float | None = None  # stop at this virtual second
+    occupancy_at: tuple[float, ...] | None = None  # None: a quarter, half, three quarters of the horizon
+    timeline: bool = False  # keep `Replay.timeline`: (time, what, key) per happening
+    every_period: bool = False  # a cycle every period while any event is due (no skipping)
 
 
 @dataclass(slots=True)
@@ -74,17 +74,18 @@ class Run:
     series: metrics.Series
     maps: list[occupancy.OccupancyMap]
     total_gpus: float
-    parents: dict[str, str] = field(default_factory=dict)     # queue → parent ("" for a top queue)
+    parents: dict[str, str] = field(default_factory=dict)  # queue → parent ("" for a top queue)
     jobs: list[workload.Job] = field(default_factory=list)
-    horizon: float = 0.0        # `--until`, or when the last job would end if nothing waited
+    horizon: float = 0.0  # `--until`, or when the last job would end if nothing waited
 
 
 Progress = Callable[["Replay"], None]
 
 
 class Replay:
-    def __init__(self, scenario: Scenario, config: SchedulerConfig, options: Options = Options(), *,
-                 label: str = "") -> None:
+    def __init__(
+        self, scenario: Scenario, config: SchedulerConfig, options: Options = Options(), *, label: str = ""
+    ) -> None:
         self.name = scenario.name
         self.label = label
         self.options = options
@@ -92,8 +93,9 @@ class Replay:
         self.engine = Engine(scenario.now)
         self.store = MemoryStore(self.engine.clock, history_size=HISTORY_SIZE)
         self.store.add_many(cluster)
-        self.scheduler = Scheduler(self.store, config, self.engine.clock,
-                                   usage_source(config, self.engine.clock, offline=True))
+        self.scheduler = Scheduler(
+            self.store, config, self.engine.clock, usage_source(config, self.engine.clock, offline=True)
+        )
         self.binder = Binder(self.store, self.engine.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.engine.clock)
         self.podgrouper = PodGrouper(self.store, embedded.grouper_config(config.flags))
@@ -109,11 +111,17 @@ class Replay:
         total = sum(n.allocatable.get(constants.RESOURCE_GPU, 0.0) for n in nodes if n.ready and not n.unschedulable)
         queues = [Queue.from_dict(o) for o in cluster if o.get("kind") == "Queue"]
         self.queue_runtimes = _min_runtimes(queues)
-        self.horizon = options.until if options.until is not None else max(
-            (j.submit_at + (j.duration or 0.0) for j in scenario.jobs), default=0.0)
+        self.horizon = (
+            options.until
+            if options.until is not None
+            else max((j.submit_at + (j.duration or 0.0) for j in scenario.jobs), default=0.0)
+        )
         instants = options.occupancy_at
-        marks = [(t, "asked") for t in instants] if instants is not None else [
-            (share * self.horizon, f"{name} of horizon") for share, name in QUARTERS]
+        marks = (
+            [(t, "asked") for t in instants]
+            if instants is not None
+            else [(share * self.horizon, f"{name} of horizon") for share, name in QUARTERS]
+        )
         self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues})
         _, self._rv = self.store.list("pods")
         self._running: set[str] = set()
@@ -139,7 +147,7 @@ class Replay:
         gc.collect()
         gc.freeze()
         try:
-            self._observe()        # pods of the cluster itself (no job), there from the start
+            self._observe()  # pods of the cluster itself (no job), there from the start
             while (drained := self._drain(progress)) and self.cycles and self._last_cycle != self.engine.now:
                 self._cycle()
                 if not self.engine:
@@ -147,10 +155,24 @@ class Replay:
         finally:
             gc.unfreeze()
         end = self.engine.now
-        summary = metrics.summarize(self.recorder, self.workload.jobs.values(), end,
-                                    wall_seconds=time.perf_counter() - started, stopped_at=None if drained else end)
-        return Run(self.name, self.label, summary, self.recorder.series, self.recorder.occupancy_maps(),
-                   self.recorder.total_gpus, self.recorder.parents, list(self.workload.jobs.values()), self.horizon)
+        summary = metrics.summarize(
+            self.recorder,
+            self.workload.jobs.values(),
+            end,
+            wall_seconds=time.perf_counter() - started,
+            stopped_at=None if drained else end,
+        )
+        return Run(
+            self.name,
+            self.label,
+            summary,
+            self.recorder.series,
+            self.recorder.occupancy_maps(),
+            self.recorder.total_gpus,
+            self.recorder.parents,
+            list(self.workload.jobs.values()),
+            self.horizon,
+        )
 
     def _drain(self, progress: Progress | None) -> bool:
         """Handle events until none is left (True) or the next is past `until` (False)."""
@@ -198,7 +220,7 @@ class Replay:
                 self._log("finish", job.key)
                 self.workload.finish(job, self.engine.now)
                 self._observe()
-                self._ask_cycle()       # the queue's demand dropped: its fair share goes to the others
+                self._ask_cycle()  # the queue's demand dropped: its fair share goes to the others
         elif event.kind is Kind.TERMINATE:
             self._terminate(event.key)
         elif event.kind is Kind.WAKE:
@@ -223,7 +245,7 @@ class Replay:
         self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
         if self.options.every_period and self.engine:
             self._ask_cycle()
-        elif result.binds and self._starts > started:   # progress: binds that failed do not spin the clock
+        elif result.binds and self._starts > started:  # progress: binds that failed do not spin the clock
             self._ask_cycle_if_pending()
         self._sample()
 
@@ -279,10 +301,10 @@ class Replay:
                 self._terminating.add(key)
                 self._stopped(key)
                 deadline = parse_time(meta["deletionTimestamp"]) - self.engine.start
-                delay = lifecycle.termination_delay(meta)     # a scenario's terminatesAfter
+                delay = lifecycle.termination_delay(meta)  # a scenario's terminatesAfter
                 if delay is not None:
                     deadline += delay
-                if deadline != math.inf:                      # never: stuck terminating
+                if deadline != math.inf:  # never: stuck terminating
                     self.engine.at(max(deadline, self.engine.now), Kind.TERMINATE, key)
         elif phase == "Pending" and spec.get("nodeName"):
             self.kubelet.start(meta.get("namespace", ""), meta["name"])

@@ -47,7 +47,7 @@ def write(runs: Sequence[Run], out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     labels = [label_of(r, i) for i, r in enumerate(runs)]
     summary = {label: run.summary.details() for label, run in zip(labels, runs, strict=True)}
-    (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))   # NaN → null
+    (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))  # NaN → null
     for label, run in zip(labels, runs, strict=True):
         stem = "series" if len(runs) == 1 else f"series-{_slug(label)}"
         (out / f"{stem}.json").write_bytes(orjson.dumps(run.series.to_json()))
@@ -74,53 +74,96 @@ def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
     from kai_scheduler.sim import plots  # matplotlib: the optional `sim` extra, loaded only for a report
 
     title = runs[0].name if runs else "simulation"
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
-             f"<style>{_CSS}</style></head><body>",
-             f"<h1>kai simulate: {_e(title)}</h1>",
-             f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual seconds from the "
-             "start of the replay; GPUs are devices (a shared pod counts its portion).</p>",
-             "<h2>Summary</h2>", _summary_table(runs, labels),
-             "<h2>Queues</h2>", _queue_table(runs, labels)]
+    parts = [
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>kai simulate: {_e(title)}</h1>",
+        f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual seconds from the "
+        "start of the replay; GPUs are devices (a shared pod counts its portion).</p>",
+        "<h2>Summary</h2>",
+        _summary_table(runs, labels),
+        "<h2>Queues</h2>",
+        _queue_table(runs, labels),
+    ]
     parts += _evictions(runs, labels)
     parts += _never_scheduled(runs, labels)
     parts += _unfinished(runs, labels)
     several = len(runs) > 1
-    parts.append(_figure("allocation", "Cluster allocation over time", [("", plots.png(plots.allocation(runs)))],
-                         "GPU allocation ratio; below: pending jobs and idle GPUs no pending task can use"))
+    parts.append(
+        _figure(
+            "allocation",
+            "Cluster allocation over time",
+            [("", plots.png(plots.allocation(runs)))],
+            "GPU allocation ratio; below: pending jobs and idle GPUs no pending task can use",
+        )
+    )
     per_run = list(zip([label if several else "" for label in labels], runs, strict=True))
-    parts.append(_figure("queue-shares", "Per-queue share vs fair share",
-                         [(label, plots.png(plots.queue_shares(run))) for label, run in per_run],
-                         "GPUs per queue, departments first and then their queues (a department's figures are "
-                         "its whole subtree's): allocated, fair share from the scheduler's cycles, deserved "
-                         "(quota)"))
-    parts.append(_figure("wait-times", "Wait-time distributions", [("", plots.png(plots.waits(runs)))],
-                         "share of jobs whose pods all ran within a given wait"))
-    parts.append(_figure("occupancy", "Node × GPU occupancy",
-                         [(label, plots.png(plots.occupancy(run.maps))) for label, run in per_run],
-                         _occupancy_caption(runs[0]) if runs else "", stacked=True))
-    parts.append(_figure("fairness", "Fairness over time", [("", plots.png(plots.fairness(runs)))],
-                         "Jain's index of allocated / fair share over the leaf queues that have a fair share"))
+    parts.append(
+        _figure(
+            "queue-shares",
+            "Per-queue share vs fair share",
+            [(label, plots.png(plots.queue_shares(run))) for label, run in per_run],
+            "GPUs per queue, departments first and then their queues (a department's figures are "
+            "its whole subtree's): allocated, fair share from the scheduler's cycles, deserved "
+            "(quota)",
+        )
+    )
+    parts.append(
+        _figure(
+            "wait-times",
+            "Wait-time distributions",
+            [("", plots.png(plots.waits(runs)))],
+            "share of jobs whose pods all ran within a given wait",
+        )
+    )
+    parts.append(
+        _figure(
+            "occupancy",
+            "Node × GPU occupancy",
+            [(label, plots.png(plots.occupancy(run.maps))) for label, run in per_run],
+            _occupancy_caption(runs[0]) if runs else "",
+            stacked=True,
+        )
+    )
+    parts.append(
+        _figure(
+            "fairness",
+            "Fairness over time",
+            [("", plots.png(plots.fairness(runs)))],
+            "Jain's index of allocated / fair share over the leaf queues that have a fair share",
+        )
+    )
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def _figure(anchor: str, title: str, images: Sequence[tuple[str, bytes]], caption: str, *,
-            stacked: bool = False) -> str:
+def _figure(
+    anchor: str, title: str, images: Sequence[tuple[str, bytes]], caption: str, *, stacked: bool = False
+) -> str:
     """A titled figure: one image, or one per run (each under its run's label) side by side or `stacked`."""
-    body = "".join(f"<div>{f'<p>{_e(label)}</p>' if label else ''}{_img(png, f'{title}: {label}' if label else title)}"
-                   "</div>" for label, png in images)
-    return (f"<figure id={anchor}><h2>{_e(title)}</h2><div{'' if stacked else ' class=pair'}>{body}</div>"
-            f"<figcaption class=note>{_e(caption)}</figcaption></figure>")
+    body = "".join(
+        f"<div>{f'<p>{_e(label)}</p>' if label else ''}{_img(png, f'{title}: {label}' if label else title)}</div>"
+        for label, png in images
+    )
+    return (
+        f"<figure id={anchor}><h2>{_e(title)}</h2><div{'' if stacked else ' class=pair'}>{body}</div>"
+        f"<figcaption class=note>{_e(caption)}</figcaption></figure>"
+    )
 
 
 def _occupancy_caption(run: Run) -> str:
     """What the maps show, from the reasons the replay gave them."""
     asked = any(m.what.startswith("asked") for m in run.maps)
-    when = ("at the asked instants" if asked else
-            f"at a quarter, half and three quarters of the horizon ({describe_duration(run.horizon)}: --until, or when "
-            "the last job would end if none waited)")
-    return (f"Each GPU of each node {when}, and at peak allocation; a cell is the share of the device in use "
-            "(a shared GPU shows the part its pods hold). Instants past the end of the replay are not shown.")
+    when = (
+        "at the asked instants"
+        if asked
+        else "at a quarter, half and three quarters of the horizon "
+        f"({describe_duration(run.horizon)}: --until, or when the last job would end if none waited)"
+    )
+    return (
+        f"Each GPU of each node {when}, and at peak allocation; a cell is the share of the device in use "
+        "(a shared GPU shows the part its pods hold). Instants past the end of the replay are not shown."
+    )
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -189,9 +232,12 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
             q = run.summary.queues.get(name, {})
             wait = q.get("wait_seconds", {})
             deserved = q.get("deserved_gpus")
-            row += [_fmt(q.get("allocated_gpus")), _fmt(q.get("fair_share_gpus")),
-                    "unlimited" if deserved is not None and deserved < 0 else _fmt(deserved),
-                    " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99"))]
+            row += [
+                _fmt(q.get("allocated_gpus")),
+                _fmt(q.get("fair_share_gpus")),
+                "unlimited" if deserved is not None and deserved < 0 else _fmt(deserved),
+                " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99")),
+            ]
         rows.append(row)
     note = "<p class=note>GPUs, time-weighted means over the replay.</p>"
     return _table(head, rows) + note
@@ -213,8 +259,10 @@ def unfinished_line(run: Run) -> str:
     running = states.count("running")
     counts = f"{running} running, {len(states) - running} waiting"
     if run.summary.stopped_at is not None:
-        return (f"{len(states)} job(s) unfinished when the replay stopped at {_fmt(run.summary.stopped_at, ' s')} "
-                f"({counts}): a longer --until lets them run")
+        return (
+            f"{len(states)} job(s) unfinished when the replay stopped at {_fmt(run.summary.stopped_at, ' s')} "
+            f"({counts}): a longer --until lets them run"
+        )
     return f"{len(states)} job(s) unfinished at the end ({counts}): no duration, or interrupted for good"
 
 

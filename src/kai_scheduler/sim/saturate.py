@@ -51,17 +51,17 @@ from kai_scheduler.store.memory import MemoryStore
 
 QUEUE = "default"
 MIB = 1024.0 * 1024.0
-FULL = 1.0                  # the arrived demand at which `unallocated_gpu_ratio_at_full` is read
-PERIOD = 1.0                # virtual seconds between cycles
+FULL = 1.0  # the arrived demand at which `unallocated_gpu_ratio_at_full` is read
+PERIOD = 1.0  # virtual seconds between cycles
 
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    arrived: float              # GPUs asked for by the tasks arrived so far / cluster GPUs
-    allocated: float            # GPUs allocated / cluster GPUs
-    fragmentation: float        # expected fragmentation for the workload / cluster GPUs
-    tasks: int                  # tasks arrived so far
-    failed: int                 # of them, withdrawn unplaced
+    arrived: float  # GPUs asked for by the tasks arrived so far / cluster GPUs
+    allocated: float  # GPUs allocated / cluster GPUs
+    fragmentation: float  # expected fragmentation for the workload / cluster GPUs
+    tasks: int  # tasks arrived so far
+    failed: int  # of them, withdrawn unplaced
 
     @property
     def unallocated(self) -> float:
@@ -78,7 +78,7 @@ class SaturationRun:
     points: list[Point] = field(default_factory=list)
     cycles: int = 0
     wall_seconds: float = 0.0
-    cpu_seconds: float = 0.0        # of this process: what the run costs when others share the machine
+    cpu_seconds: float = 0.0  # of this process: what the run costs when others share the machine
 
     def at(self, arrived: float, values: Sequence[float] | None = None) -> float:
         """A series (default: the unallocated share) read at an arrived demand, linear between points;
@@ -144,8 +144,9 @@ def workload_shapes(tasks: Sequence[trace.Task], nodes: Sequence[JSON]) -> tuple
     keys = sorted(counts)
     devices = [n if g > 0 or n == 0 else 0 for _, _, n, g, _ in keys]
     per_device = [0.0 if n == 0 else (g / 1000 if g < 1000 else 1.0) for _, _, n, g, _ in keys]
-    shapes = measure.Shapes.of([k[0] for k in keys], [k[1] * MIB for k in keys], devices, per_device,
-                               [counts[k] for k in keys])
+    shapes = measure.Shapes.of(
+        [k[0] for k in keys], [k[1] * MIB for k in keys], devices, per_device, [counts[k] for k in keys]
+    )
     models = [n.get("metadata", {}).get("labels", {}).get(trace.GPU_MODEL_LABEL, "") for n in nodes]
     eligible = np.array([[not spec or model in spec for *_, spec in keys] for model in models], dtype=bool)
     return shapes, eligible.reshape(len(models), len(keys))
@@ -154,8 +155,16 @@ def workload_shapes(tasks: Sequence[trace.Task], nodes: Sequence[JSON]) -> tuple
 class Saturation:
     """One experiment: the drawn tasks over the node list under one scheduler configuration."""
 
-    def __init__(self, nodes: list[dict[str, Any]], tasks: list[trace.Task], config: SchedulerConfig, *,
-                 per_cycle: int = 1, name: str = "saturation", label: str = "") -> None:
+    def __init__(
+        self,
+        nodes: list[dict[str, Any]],
+        tasks: list[trace.Task],
+        config: SchedulerConfig,
+        *,
+        per_cycle: int = 1,
+        name: str = "saturation",
+        label: str = "",
+    ) -> None:
         if per_cycle < 1:
             raise UserError(f"--arrivals-per-cycle: must be at least 1, got {per_cycle}")
         self.name, self.label, self.per_cycle = name, label, per_cycle
@@ -184,10 +193,10 @@ class Saturation:
         out.points.append(self._point(first, total, 0.0, 0, 0))
         asked, failed = 0.0, 0
         for start in range(0, len(self.jobs), self.per_cycle):
-            batch = self.jobs[start:start + self.per_cycle]
+            batch = self.jobs[start : start + self.per_cycle]
             result, withdrawn = self.step(batch)
             failed += withdrawn
-            asked += sum(self._asked[start:start + len(batch)])
+            asked += sum(self._asked[start : start + len(batch)])
             out.cycles += 1
             out.points.append(self._point(result.snapshot, total, asked, start + len(batch), failed))
             self.clock.advance(PERIOD)
@@ -201,7 +210,7 @@ class Saturation:
         """The jobs' PodGroups and pods arrive now."""
         for job in jobs:
             for obj in job.objects:
-                obj["metadata"].pop("creationTimestamp", None)      # stamped now, in arrival order
+                obj["metadata"].pop("creationTimestamp", None)  # stamped now, in arrival order
                 self.store.create(obj)
 
     def step(self, jobs: Sequence[workload.Job]) -> tuple[CycleResult, int]:
@@ -219,8 +228,13 @@ class Saturation:
     def _point(self, snap: Snapshot, total: float, asked: float, tasks: int, failed: int) -> Point:
         free = state.matrix(snap)
         arrays = snap.arrays
-        stranded = measure.expected(self._shapes, free, arrays.free[:, CPU], arrays.free[:, MEMORY],
-                                    self._eligible if len(self._eligible) == len(snap.nodes) else None)
+        stranded = measure.expected(
+            self._shapes,
+            free,
+            arrays.free[:, CPU],
+            arrays.free[:, MEMORY],
+            self._eligible if len(self._eligible) == len(snap.nodes) else None,
+        )
         allocated = state.allocated_gpus(snap, free)
         return Point(asked / total, allocated / total, float(stranded.sum()) / total, tasks, failed)
 

@@ -33,11 +33,22 @@ def write(runs: Sequence[SaturationRun], out: Path) -> Path:
     (out / "saturation.json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     with open(out / "saturation.csv", "w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["run", "tasks", "failed", "arrived", "allocated_gpu_ratio", "unallocated_gpu_ratio",
-                         "fragmentation_ratio"])
+        writer.writerow(
+            ["run", "tasks", "failed", "arrived", "allocated_gpu_ratio", "unallocated_gpu_ratio", "fragmentation_ratio"]
+        )
         for label, r in zip(labels, runs, strict=True):
-            writer.writerows([label, p.tasks, p.failed, f"{p.arrived:.6f}", f"{p.allocated:.6f}",
-                              f"{p.unallocated:.6f}", f"{p.fragmentation:.6f}"] for p in r.points)
+            writer.writerows(
+                [
+                    label,
+                    p.tasks,
+                    p.failed,
+                    f"{p.arrived:.6f}",
+                    f"{p.allocated:.6f}",
+                    f"{p.unallocated:.6f}",
+                    f"{p.fragmentation:.6f}",
+                ]
+                for p in r.points
+            )
     path = out / "report.html"
     path.write_text(render(runs, labels), encoding="utf-8")
     return path
@@ -51,24 +62,34 @@ def render(runs: Sequence[SaturationRun], labels: Sequence[str]) -> str:
     title = html.escape(runs[0].name if runs else "saturation")
     image = base64.b64encode(plots.png(figure(runs, labels))).decode()
     head = ["", *labels]
-    rows = [["tasks arrived (withdrawn unplaced)", *(f"{r.points[-1].tasks} ({r.points[-1].failed})" for r in runs)],
-            ["cluster GPUs", *(f"{r.total_gpus:g}" for r in runs)],
-            ["cycles; wall time", *(f"{r.cycles}; {r.wall_seconds:.1f} s" for r in runs)]]
+    rows = [
+        ["tasks arrived (withdrawn unplaced)", *(f"{r.points[-1].tasks} ({r.points[-1].failed})" for r in runs)],
+        ["cluster GPUs", *(f"{r.total_gpus:g}" for r in runs)],
+        ["cycles; wall time", *(f"{r.cycles}; {r.wall_seconds:.1f} s" for r in runs)],
+    ]
     rows += [[f"unallocated GPUs at demand {level:g}", *(_percent(r.at(level)) for r in runs)] for level in LEVELS]
-    rows.append(["fragmentation at demand 1", *(_percent(r.at(FULL, [p.fragmentation for p in r.points]))
-                                                for r in runs)])
-    table = "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows) + "</table>"
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {title}</title>"
-            f"<style>{_CSS}</style></head><body><h1>kai simulate: {title}</h1>"
-            "<p class=note>Tasks drawn from the trace arrive one after the other and never leave; a task the "
-            "scheduler cannot place on arrival is withdrawn. Shares are of the cluster's GPUs.</p>"
-            f"{table}<h2>Unallocated GPUs and fragmentation as demand arrives</h2><figure>"
-            f"<img alt='unallocated GPU share and fragmentation against arrived demand' "
-            f"src='data:image/png;base64,{image}'><figcaption class=note>Left: the share of GPUs not allocated "
-            "(the dotted line is what a perfect packing leaves: 1 − arrived, down to 0). Right: the expected "
-            "fragmentation, the free GPU capacity the workload's tasks (weighed by how common each shape is) "
-            "could not use.</figcaption></figure></body></html>")
+    rows.append(
+        ["fragmentation at demand 1", *(_percent(r.at(FULL, [p.fragmentation for p in r.points])) for r in runs)]
+    )
+    table = (
+        "<table><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "</tr>"
+        + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+        + "</table>"
+    )
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {title}</title>"
+        f"<style>{_CSS}</style></head><body><h1>kai simulate: {title}</h1>"
+        "<p class=note>Tasks drawn from the trace arrive one after the other and never leave; a task the "
+        "scheduler cannot place on arrival is withdrawn. Shares are of the cluster's GPUs.</p>"
+        f"{table}<h2>Unallocated GPUs and fragmentation as demand arrives</h2><figure>"
+        f"<img alt='unallocated GPU share and fragmentation against arrived demand' "
+        f"src='data:image/png;base64,{image}'><figcaption class=note>Left: the share of GPUs not allocated "
+        "(the dotted line is what a perfect packing leaves: 1 − arrived, down to 0). Right: the expected "
+        "fragmentation, the free GPU capacity the workload's tasks (weighed by how common each shape is) "
+        "could not use.</figcaption></figure></body></html>"
+    )
 
 
 def figure(runs: Sequence[SaturationRun], labels: Sequence[str]) -> Figure:

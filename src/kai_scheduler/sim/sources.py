@@ -31,7 +31,7 @@ def loads(text: str, source: str = "<string>", *, seed: int = 0) -> scenarios.Sc
     doc = docs[0]
     where = Where(source, lines)
     generated = generators.expand(where, doc[GENERATORS_KEY], seed)
-    del doc[GENERATORS_KEY]         # in place: the mapping keeps its identity, so its line numbers
+    del doc[GENERATORS_KEY]  # in place: the mapping keeps its identity, so its line numbers
     jobs = doc.setdefault("jobs", [])
     if not isinstance(jobs, list):
         raise Entry(where, doc, "scenario", "top-level").error("jobs", f"expected a list, got {jobs!r}")

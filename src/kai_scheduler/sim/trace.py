@@ -45,15 +45,31 @@ from kai_scheduler.scenario.source import Lines
 
 GPU_MODEL_LABEL = "nvidia.com/gpu.product"
 QOS_LABEL = "alibaba.com/qos"
-GPU_MEMORY_MIB = {"T4": 16384, "P100": 16384, "V100M16": 16384, "V100M32": 32768, "A10": 24576,
-                  "G1": 32768, "G2": 32768, "G3": 32768}
+GPU_MEMORY_MIB = {
+    "T4": 16384,
+    "P100": 16384,
+    "V100M16": 16384,
+    "V100M32": 32768,
+    "A10": 24576,
+    "G1": 32768,
+    "G2": 32768,
+    "G3": 32768,
+}
 DEFAULT_GPU_MEMORY_MIB = 16384
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time",
-               "scheduled_time")
+POD_COLUMNS = (
+    "name",
+    "cpu_milli",
+    "memory_mib",
+    "num_gpu",
+    "gpu_milli",
+    "creation_time",
+    "deletion_time",
+    "scheduled_time",
+)
 POD_OPTIONAL = ("gpu_spec", "qos", "pod_phase")
 DEFAULT_QUEUE = "default"
-LIGHT_LOAD_PERCENT = 5.0    # below this peak share of the cluster's GPUs, the note says the replay is light
+LIGHT_LOAD_PERCENT = 5.0  # below this peak share of the cluster's GPUs, the note says the replay is light
 
 
 class TraceError(UserError):
@@ -69,12 +85,19 @@ class Task:
     gpu_milli: float
     gpu_spec: tuple[str, ...]
     qos: str
-    arrival: float          # seconds since the trace start, unscaled
+    arrival: float  # seconds since the trace start, unscaled
     duration: float
 
 
-def load(pods: str | Path, nodes: str | Path, *, time_scale: float = 1.0, sample: float | None = None,
-         seed: int = 0, note: Callable[[str], None] | None = None) -> Scenario:
+def load(
+    pods: str | Path,
+    nodes: str | Path,
+    *,
+    time_scale: float = 1.0,
+    sample: float | None = None,
+    seed: int = 0,
+    note: Callable[[str], None] | None = None,
+) -> Scenario:
     """The trace as a scenario (nodes, one queue per QoS, one job per task); `note` gets `describe`'s line."""
     if not time_scale > 0 or not math.isfinite(time_scale):
         raise TraceError(f"--time-scale: must be above 0, got {time_scale:g}")
@@ -95,11 +118,15 @@ def describe(tasks: list[Task], of: int, nodes: list[dict[str, Any]], time_scale
     peak = _peak_gpus(tasks)
     share = 100 * peak / total if total else 0.0
     kept = f"{len(tasks)} of {of} trace tasks" if len(tasks) < of else f"{of} trace tasks"
-    line = (f"{kept} arriving over {describe_duration(span)}; at most {peak:.4g} GPUs asked for at once, "
-            f"{share:.2g} % of the {total:g} GPUs of the nodes")
+    line = (
+        f"{kept} arriving over {describe_duration(span)}; at most {peak:.4g} GPUs asked for at once, "
+        f"{share:.2g} % of the {total:g} GPUs of the nodes"
+    )
     if share < LIGHT_LOAD_PERCENT:
-        line += (": a lightly loaded replay (--time-scale changes its length, not its load; "
-                 "a shorter --nodes list loads it more)")
+        line += (
+            ": a lightly loaded replay (--time-scale changes its length, not its load; "
+            "a shorter --nodes list loads it more)"
+        )
     return line
 
 
@@ -107,7 +134,7 @@ def _peak_gpus(tasks: list[Task]) -> float:
     """The most GPUs the tasks ask for at once, each from its arrival for its run time (no waiting)."""
     changes = sorted([(t.arrival + t.duration, -_gpus(t)) for t in tasks] + [(t.arrival, _gpus(t)) for t in tasks])
     peak = current = 0.0
-    for _, delta in changes:        # ends sort before starts at one instant: back to back is not overlap
+    for _, delta in changes:  # ends sort before starts at one instant: back to back is not overlap
         current += delta
         peak = max(peak, current)
     return peak
@@ -123,8 +150,12 @@ def read_nodes(path: str | Path) -> list[dict[str, Any]]:
     for row in _rows(path, NODE_COLUMNS, ()):
         gpus = int(row.number("gpu"))
         model = row.text("model")
-        node: dict[str, Any] = {"name": row.text("sn"), "gpus": gpus, "cpu": _milli(row.number("cpu_milli")),
-                                "memory": _mib(row.number("memory_mib"))}
+        node: dict[str, Any] = {
+            "name": row.text("sn"),
+            "gpus": gpus,
+            "cpu": _milli(row.number("cpu_milli")),
+            "memory": _mib(row.number("memory_mib")),
+        }
         if gpus > 0:
             node["gpuMemory"] = GPU_MEMORY_MIB.get(model, DEFAULT_GPU_MEMORY_MIB)
         if model:
@@ -143,11 +174,19 @@ def read_tasks(path: str | Path) -> list[Task]:
             since = "creation_time" if math.isnan(scheduled) else "scheduled_time"
             raise row.error("deletion_time", f"negative duration: {deleted:g} is before {since} {began:g}")
         spec = tuple(dict.fromkeys(m for m in row.text("gpu_spec").split("|") if m))
-        out.append(Task(
-            name=row.text("name"), cpu_milli=row.number("cpu_milli"), memory_mib=row.number("memory_mib"),
-            num_gpu=int(row.number("num_gpu")), gpu_milli=row.number("gpu_milli"), gpu_spec=spec,
-            qos=row.text("qos"), arrival=created, duration=deleted - began,
-        ))
+        out.append(
+            Task(
+                name=row.text("name"),
+                cpu_milli=row.number("cpu_milli"),
+                memory_mib=row.number("memory_mib"),
+                num_gpu=int(row.number("num_gpu")),
+                gpu_milli=row.number("gpu_milli"),
+                gpu_spec=spec,
+                qos=row.text("qos"),
+                arrival=created,
+                duration=deleted - began,
+            )
+        )
     return out
 
 
@@ -178,8 +217,13 @@ def _job(t: Task, start: float, scale: float) -> dict[str, Any]:
         pod["nodeAffinity"] = [{"key": GPU_MODEL_LABEL, "operator": "In", "values": list(t.gpu_spec)}]
     if t.qos:
         pod["labels"] = {QOS_LABEL: t.qos}
-    return {"name": t.name, "queue": _queue(t), "submitAt": round((t.arrival - start) * scale, 6),
-            "duration": round(t.duration * scale, 6), "tasks": [pod]}
+    return {
+        "name": t.name,
+        "queue": _queue(t),
+        "submitAt": round((t.arrival - start) * scale, 6),
+        "duration": round(t.duration * scale, 6),
+        "tasks": [pod],
+    }
 
 
 def _milli(value: float) -> str:
@@ -200,7 +244,7 @@ def _sample(tasks: list[Task], sample: float | None, seed: int) -> list[Task]:
     keep = round(len(tasks) * sample) if sample < 1 else min(len(tasks), int(sample))
     by_arrival = sorted(range(len(tasks)), key=lambda i: tasks[i].arrival)
     first = int(np.random.default_rng(seed).integers(0, len(tasks) - keep + 1))
-    return [tasks[i] for i in sorted(by_arrival[first:first + keep])]
+    return [tasks[i] for i in sorted(by_arrival[first : first + keep])]
 
 
 class _Row:
@@ -236,7 +280,7 @@ class _Row:
 def _rows(path: str | Path, required: tuple[str, ...], optional: tuple[str, ...]) -> Iterator[_Row]:
     source = str(path)
     try:
-        f = open(path, encoding="utf-8", newline="")    # noqa: SIM115 - closed below, rows are streamed
+        f = open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed below, rows are streamed
     except FileNotFoundError:
         raise TraceError(f"{source}: no such file") from None
     except OSError as err:

@@ -35,8 +35,7 @@ from kai_scheduler.sim.kubelet import pending_copy
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, resource_for
 
 BARE_POD = "Pod"
-KUBEFLOW = {"PyTorchJob": "master", "TFJob": "chief", "XGBoostJob": "master", "JAXJob": "worker",
-            "MPIJob": "launcher"}
+KUBEFLOW = {"PyTorchJob": "master", "TFJob": "chief", "XGBoostJob": "master", "JAXJob": "worker", "MPIJob": "launcher"}
 RAY = ("RayJob", "RayCluster", "RayService")
 _KIND_ORDER = {"PodGroup": 0, "Pod": 1, "BindRequest": 2}
 
@@ -54,19 +53,19 @@ class Job:
     """One scenario job and where it is in its life; times are virtual seconds (None = not yet)."""
 
     meta: JobMeta
-    objects: list[JSON]                     # owners or PodGroup, Pods, BindRequests, in creation order
-    templates: dict[str, JSON]              # pod key → the pod as its owner would create it again
+    objects: list[JSON]  # owners or PodGroup, Pods, BindRequests, in creation order
+    templates: dict[str, JSON]  # pod key → the pod as its owner would create it again
     min_member: int
     phase: Phase = Phase.WAITING
     running: set[str] = field(default_factory=set)
-    generation: int = 0                     # bumped whenever a run is interrupted
+    generation: int = 0  # bumped whenever a run is interrupted
     submitted: float | None = None
     first_pod_start: float | None = None
-    started: float | None = None            # the first time all pods ran
+    started: float | None = None  # the first time all pods ran
     finished: float | None = None
-    runs: int = 0                           # how many times all its pods ran (restarts + 1)
+    runs: int = 0  # how many times all its pods ran (restarts + 1)
     interruptions: int = 0
-    owners: list[JSON] = field(default_factory=list)   # owner objects (the podgrouper makes the PodGroup)
+    owners: list[JSON] = field(default_factory=list)  # owner objects (the podgrouper makes the PodGroup)
 
     @property
     def key(self) -> str:
@@ -115,7 +114,7 @@ def split(objects: Iterable[JSON], jobs: Iterable[JobMeta]) -> tuple[list[JSON],
             owned[job_key].append(pod)
             pod_job[f"{meta.get('namespace', '')}/{meta['name']}"] = job_key
         else:
-            cluster.append(pod)       # a pod of no job: there from the start, no owner
+            cluster.append(pod)  # a pod of no job: there from the start, no owner
     for br in brs:
         pod_key = f"{br['metadata'].get('namespace', '')}/{br.get('spec', {}).get('podName', '')}"
         if pod_key in pod_job:
@@ -172,9 +171,9 @@ class Workload:
         self.store = store
         self.jobs = {job.key: job for job in jobs}
         self.pod_job: dict[str, Job] = {pod: job for job in jobs for pod in job.templates}
-        self.pending = 0           # live jobs not RUNNING: whether a cycle could place something
-        self.running = 0           # jobs RUNNING
-        self.done = 0              # jobs DONE
+        self.pending = 0  # live jobs not RUNNING: whether a cycle could place something
+        self.running = 0  # jobs RUNNING
+        self.done = 0  # jobs DONE
 
     def job_of(self, pod_key: str) -> Job | None:
         return self.pod_job.get(pod_key)
@@ -183,7 +182,7 @@ class Workload:
         """Create the job's objects; `keep_creation`: keep the scenario's creation times (jobs at the start)."""
         job.phase, job.submitted = Phase.PENDING, now
         self.pending += 1
-        for obj in job.objects:         # the store copies what it is given and never changes it
+        for obj in job.objects:  # the store copies what it is given and never changes it
             self.store.create(obj if keep_creation else _without_creation_time(obj))
 
     def pod_running(self, pod_key: str, now: float) -> bool:
@@ -248,7 +247,7 @@ class Workload:
             except NotFound:
                 continue
             groups.add(pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME, ""))
-        for owner in job.owners:      # and what the garbage collector removes with them: their PodGroups
+        for owner in job.owners:  # and what the garbage collector removes with them: their PodGroups
             with contextlib.suppress(NotFound):
                 plural = resource_for(owner["kind"], owner["apiVersion"]).plural
                 self.store.delete(plural, owner["metadata"]["name"], job.meta.namespace)

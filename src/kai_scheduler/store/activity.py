@@ -16,7 +16,7 @@ class Activity:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._sequence = 0
-        self._last: dict[str, int] = {}     # resource → sequence number of its latest event
+        self._last: dict[str, int] = {}  # resource → sequence number of its latest event
 
     def note(self, resource: str) -> None:
         with self._cond:

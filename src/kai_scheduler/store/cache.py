@@ -29,21 +29,21 @@ class BadObject:
     key: str
     resource_version: str
     message: str
-    annotations: Mapping[str, str] = field(default_factory=dict)   # as written, e.g. a bad pod's PodGroup
+    annotations: Mapping[str, str] = field(default_factory=dict)  # as written, e.g. a bad pod's PodGroup
 
 
 @dataclass(slots=True)
 class _Informer(Generic[T]):
     resource: str
     parse: Callable[[JSON], T]
-    items: dict[str, tuple[str, T]] = field(default_factory=dict)     # key → (resourceVersion, object)
+    items: dict[str, tuple[str, T]] = field(default_factory=dict)  # key → (resourceVersion, object)
     bad: dict[str, BadObject] = field(default_factory=dict)
     version: str = ""
     listed: bool = False
-    ordered: list[Any] | None = None      # the parsed objects in key order (None: sort them again)
-    ordered_keys: list[str] = field(default_factory=list)   # their keys
-    changed: set[str] = field(default_factory=set)           # keys changed since `ordered` was made
-    gone: set[str] = field(default_factory=set)   # keys deleted since the last relist (see `seen`)
+    ordered: list[Any] | None = None  # the parsed objects in key order (None: sort them again)
+    ordered_keys: list[str] = field(default_factory=list)  # their keys
+    changed: set[str] = field(default_factory=set)  # keys changed since `ordered` was made
+    gone: set[str] = field(default_factory=set)  # keys deleted since the last relist (see `seen`)
 
 
 class ObjectCache:
@@ -78,7 +78,7 @@ class ObjectCache:
                 self._relist(informer)
 
     def _relist(self, informer: _Informer[Any]) -> None:
-        with collector.paused():      # parsing a large list allocates many objects that all stay alive
+        with collector.paused():  # parsing a large list allocates many objects that all stay alive
             self._relist_all(informer)
 
     def _relist_all(self, informer: _Informer[Any]) -> None:
@@ -88,7 +88,7 @@ class ObjectCache:
         for obj in items:
             key, rv = _key(obj), obj.get("metadata", {}).get("resourceVersion", "")
             if key in old and old[key][0] == rv:
-                informer.items[key] = old[key]      # unchanged: keep the parsed object
+                informer.items[key] = old[key]  # unchanged: keep the parsed object
             else:
                 self._put(informer, obj)
         informer.version = version
@@ -101,7 +101,7 @@ class ObjectCache:
         informer.changed.add(key)
         rv = obj.get("metadata", {}).get("resourceVersion", "")
         if rv and key in informer.items and informer.items[key][0] == rv:
-            return      # the version taken in already (`assume`): parsed once
+            return  # the version taken in already (`assume`): parsed once
         informer.ordered = None
         try:
             parsed = informer.parse(obj)
@@ -126,7 +126,7 @@ class ObjectCache:
         if informer.ordered is None or len(informer.changed) * 8 > len(informer.items):
             ordered = sorted(informer.items.items())
             informer.ordered, informer.ordered_keys = [obj for _, (_, obj) in ordered], [k for k, _ in ordered]
-        else:       # a few changes: each put in its place, not the whole list sorted again
+        else:  # a few changes: each put in its place, not the whole list sorted again
             keys, objs = informer.ordered_keys, informer.ordered
             for key in informer.changed:
                 i = bisect.bisect_left(keys, key)

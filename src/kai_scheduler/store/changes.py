@@ -13,7 +13,7 @@ from kai_scheduler.store.interface import JSON, ClusterStore, Gone
 
 log = logging.getLogger(__name__)
 
-Change = tuple[str, JSON | None]   # (namespace/name or name, the object; None = deleted)
+Change = tuple[str, JSON | None]  # (namespace/name or name, the object; None = deleted)
 
 
 class Changes:

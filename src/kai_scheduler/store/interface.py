@@ -20,14 +20,19 @@ from kai_scheduler.api.selectors import LabelSelector
 JSON = dict[str, Any]
 
 
-
-
 # Lists that a strategic merge patch merges by key instead of replacing (the `patchMergeKey`s of the
 # Kubernetes core types this project writes), by field name.
 STRATEGIC_MERGE_KEYS: dict[str, str] = {
-    "conditions": "type", "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
-    "env": "name", "volumes": "name", "volumeMounts": "mountPath", "ownerReferences": "uid",
-    "tolerations": "key", "imagePullSecrets": "name",
+    "conditions": "type",
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "ownerReferences": "uid",
+    "tolerations": "key",
+    "imagePullSecrets": "name",
 }
 
 
@@ -128,8 +133,9 @@ class ClusterStore(Protocol):
         """Replace only `status` (the status subresource); Conflict on a stale resourceVersion."""
         ...
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
-              strategic: bool = False) -> JSON:
+    def patch(
+        self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
+    ) -> JSON:
         """JSON merge patch (RFC 7386) of the object, or of its status when subresource="status".
 
         `strategic`: a strategic merge patch (built-in kinds only): lists with a merge key (pod and node

@@ -71,12 +71,18 @@ from kai_scheduler.store.kube_http import (
 )
 from kai_scheduler.store.kube_watch import WatchSettings, WatchStream
 
-_StreamList = list[WatchStream]   # spelt here: inside KubeStore, `list` is the method
+_StreamList = list[WatchStream]  # spelt here: inside KubeStore, `list` is the method
 _Items = list[JSON]
 _Query = list[tuple[str, str]]
 
 __all__ = [
-    "ConfigurationError", "EvictionBlocked", "KubeOptions", "KubeStore", "Throttled", "Unavailable", "load_client",
+    "ConfigurationError",
+    "EvictionBlocked",
+    "KubeOptions",
+    "KubeStore",
+    "Throttled",
+    "Unavailable",
+    "load_client",
 ]
 
 log = logging.getLogger(__name__)
@@ -96,17 +102,17 @@ class EvictionBlocked(Conflict):
 class KubeOptions:
     """Client settings; the defaults are KAI's flags (§9.3: qps 50, burst 300) and client-go's habits."""
 
-    qps: float = 50.0                 # requests per second once the burst is spent; <= 0: no limit
+    qps: float = 50.0  # requests per second once the burst is spent; <= 0: no limit
     burst: int = 300
-    max_retries: int = 5              # retries of a 429 (or a 5xx with Retry-After) before Throttled
-    max_retry_after: float = 30.0     # a longer Retry-After is shortened to this
+    max_retries: int = 5  # retries of a 429 (or a 5xx with Retry-After) before Throttled
+    max_retry_after: float = 30.0  # a longer Retry-After is shortened to this
     connect_timeout: float = 10.0
-    read_timeout: float = 60.0        # per read of a non-watch answer
-    page_size: int = 500              # LIST limit per page, as client-go's pager
+    read_timeout: float = 60.0  # per read of a non-watch answer
+    page_size: int = 500  # LIST limit per page, as client-go's pager
     default_namespace: str = "default"
     watch_timeout_seconds: int = 300  # the server ends a watch request after this; the stream reconnects
     watch_read_margin: float = 30.0
-    watch_settle: float = 0.5         # a fresh watch waits up to this long for the server to answer
+    watch_settle: float = 0.5  # a fresh watch waits up to this long for the server to answer
     watch_backoff_initial: float = 0.5
     watch_backoff_max: float = 30.0
     watch_streams_per_resource: int = 4
@@ -132,12 +138,16 @@ class KubeStore:
         # burst of events never delays a bind or an eviction.
         self.event_transport = Transport(api_client, RateLimiter(opts.qps, opts.burst, timing), timing, limits)
         self._watch_settings = WatchSettings(
-            opts.watch_timeout_seconds, opts.watch_read_margin, opts.watch_backoff_initial,
-            opts.watch_backoff_max, opts.watch_max_buffered, opts.strip_managed_fields,
+            opts.watch_timeout_seconds,
+            opts.watch_read_margin,
+            opts.watch_backoff_initial,
+            opts.watch_backoff_max,
+            opts.watch_max_buffered,
+            opts.strip_managed_fields,
         )
-        self.activity = Activity()      # watch events received, for loops that run on change
+        self.activity = Activity()  # watch events received, for loops that run on change
         self._lock = threading.Lock()
-        self._streams: dict[str, _StreamList] = {}   # by resource, least recently used first
+        self._streams: dict[str, _StreamList] = {}  # by resource, least recently used first
         self._closed = False
 
     @classmethod
@@ -160,9 +170,14 @@ class KubeStore:
         self.transport.close()
         limiter = self.limiter
         if limiter.qps > 0 and limiter.requests:
-            log.info(f"client rate limiter: {limiter.waited:.1f} s waited by {limiter.waits} of {limiter.requests}"
-                     " requests", extra={"requests": limiter.requests, "waits": limiter.waits,
-                                         "waited_seconds": round(limiter.waited, 3)})
+            log.info(
+                f"client rate limiter: {limiter.waited:.1f} s waited by {limiter.waits} of {limiter.requests} requests",
+                extra={
+                    "requests": limiter.requests,
+                    "waits": limiter.waits,
+                    "waited_seconds": round(limiter.waited, 3),
+                },
+            )
 
     def __enter__(self) -> KubeStore:
         return self
@@ -179,9 +194,7 @@ class KubeStore:
         path = object_path(res, name, namespace)
         return self._clean(self.transport.call("GET", path, what=describe("get", res, name, namespace)))
 
-    def list(
-        self, resource: str, namespace: str | None = None, selector: Selector = None
-    ) -> tuple[list[JSON], str]:
+    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
         """All matching objects, fetched in pages of `page_size`, and the version to watch from."""
         res = resource_named(resource)
         query = [("limit", str(self.options.page_size))]
@@ -196,7 +209,7 @@ class KubeStore:
             except Gone:
                 if attempt == _LIST_RESTARTS:
                     raise
-                continue   # the continue token expired between pages: start over
+                continue  # the continue token expired between pages: start over
             return items, version
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -206,8 +219,9 @@ class KubeStore:
         token = ""
         with collector.paused():
             while True:
-                page = self.transport.call("GET", path, query=[*query, ("continue", token)] if token else query,
-                                           what=what)
+                page = self.transport.call(
+                    "GET", path, query=[*query, ("continue", token)] if token else query, what=what
+                )
                 meta = page.get("metadata") or {}
                 version = version or str(meta.get("resourceVersion") or "")
                 items.extend(page.get("items") or ())
@@ -236,8 +250,9 @@ class KubeStore:
         return iter(events)
 
     def _current_version(self, res: Resource) -> str:
-        page = self.transport.call("GET", collection_path(res, None), query=[("limit", "1")],
-                                   what=describe("list", res))
+        page = self.transport.call(
+            "GET", collection_path(res, None), query=[("limit", "1")], what=describe("list", res)
+        )
         return str((page.get("metadata") or {}).get("resourceVersion") or "0")
 
     def _stream(self, res: Resource, version: str) -> WatchStream:
@@ -251,9 +266,14 @@ class KubeStore:
                     group.remove(stream)
                     group.append(stream)
                     return stream
-            stream = WatchStream(self.transport, collection_path(res, None), version, self._watch_settings,
-                                 what=describe("watch", res),
-                                 on_event=functools.partial(self.activity.note, res.plural))
+            stream = WatchStream(
+                self.transport,
+                collection_path(res, None),
+                version,
+                self._watch_settings,
+                what=describe("watch", res),
+                on_event=functools.partial(self.activity.note, res.plural),
+            )
             group.append(stream)
             keep = self.options.watch_streams_per_resource
             evicted = group[:-keep]
@@ -299,8 +319,9 @@ class KubeStore:
         what = describe("update", res, name, namespace, subresource)
         return self._clean(self.transport.call("PUT", path, body=body, what=what))
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
-              strategic: bool = False) -> JSON:
+    def patch(
+        self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
+    ) -> JSON:
         """RFC 7386 merge patch (application/merge-patch+json) of the object or of its status, or a strategic
         merge patch (application/strategic-merge-patch+json; built-in kinds only)."""
         res = resource_named(resource)
@@ -320,8 +341,9 @@ class KubeStore:
         body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
-        self.transport.call("DELETE", object_path(res, name, namespace), body=body,
-                            what=describe("delete", res, name, namespace))
+        self.transport.call(
+            "DELETE", object_path(res, name, namespace), body=body, what=describe("delete", res, name, namespace)
+        )
 
     def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
         """POST a v1 Binding to `pods/{name}/binding`; Conflict (409) if the pod is already bound."""
@@ -332,15 +354,24 @@ class KubeStore:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
         path = object_path(RESOURCES["pods"], pod_name, namespace, "binding")
-        self.transport.call("POST", path, body=body,
-                            what=f"bind {describe('', RESOURCES['pods'], pod_name, namespace)} to node {node_name}")
+        self.transport.call(
+            "POST",
+            path,
+            body=body,
+            what=f"bind {describe('', RESOURCES['pods'], pod_name, namespace)} to node {node_name}",
+        )
 
     def evict(self, namespace: str, pod_name: str) -> None:
         """POST a policy/v1 Eviction; the pod's own grace period applies. EvictionBlocked if a PDB refuses."""
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod_name, "namespace": namespace}}
         path = object_path(RESOURCES["pods"], pod_name, namespace, "eviction")
-        self.transport.call("POST", path, body=body, refusal=_disruption_budget_refusal,
-                            what=describe("evict", RESOURCES["pods"], pod_name, namespace))
+        self.transport.call(
+            "POST",
+            path,
+            body=body,
+            refusal=_disruption_budget_refusal,
+            what=describe("evict", RESOURCES["pods"], pod_name, namespace),
+        )
 
     # --- helpers ---
 
@@ -447,5 +478,5 @@ def _disruption_budget_refusal(status: JSON, what: str) -> StoreError | None:
     return None
 
 
-if TYPE_CHECKING:   # the checker rejects KubeStore the day it drifts from the interface
+if TYPE_CHECKING:  # the checker rejects KubeStore the day it drifts from the interface
     _IS_A_CLUSTER_STORE: Callable[[ApiClient], ClusterStore] = KubeStore

@@ -40,8 +40,9 @@ _DUMP_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_N
 Query = Sequence[tuple[str, str]]
 # urllib3 retries connection failures (never redirects); statuses are ours to retry, so it must not act on
 # Retry-After itself (by default it sleeps out a 429's Retry-After, unbounded and outside the rate limit).
-_URLLIB3_RETRIES: Final = urllib3.Retry(total=3, redirect=0, respect_retry_after_header=False,
-                                        raise_on_status=False, raise_on_redirect=False)
+_URLLIB3_RETRIES: Final = urllib3.Retry(
+    total=3, redirect=0, respect_retry_after_header=False, raise_on_status=False, raise_on_redirect=False
+)
 
 
 class Throttled(StoreError):
@@ -102,9 +103,9 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._tokens = float(burst)
         self._stamp = timing.now()
-        self.requests = 0             # tokens taken, for the shutdown log line
-        self.waits = 0                # of which had to wait
-        self.waited = 0.0             # seconds waited in all
+        self.requests = 0  # tokens taken, for the shutdown log line
+        self.waits = 0  # of which had to wait
+        self.waited = 0.0  # seconds waited in all
 
     def acquire(self) -> float:
         """Take one token, sleeping until it is available; return the seconds waited."""
@@ -168,8 +169,11 @@ def unverified_tls(host: str) -> None:
     warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
     if not _unverified_warned.is_set():
         _unverified_warned.set()
-        log.warning("TLS verification is off (insecure-skip-tls-verify in the kubeconfig): the certificate of %s "
-                    "is not checked", host)
+        log.warning(
+            "TLS verification is off (insecure-skip-tls-verify in the kubeconfig): the certificate of %s "
+            "is not checked",
+            host,
+        )
 
 
 # Decides about a 429 before it is retried: an error to raise at once, or None to treat it as throttling. It gets
@@ -276,8 +280,14 @@ class Transport:
         return min(parse_retry_after(retry_after), self.limits.max_retry_after)
 
     def _send_once(
-        self, method: str, path: str, query: Query, data: bytes | None, content_type: str,
-        timeout: urllib3.Timeout, what: str,
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        data: bytes | None,
+        content_type: str,
+        timeout: urllib3.Timeout,
+        what: str,
     ) -> urllib3.BaseHTTPResponse:
         headers = {"Accept": JSON_TYPE}
         if data is not None:
@@ -289,7 +299,12 @@ class Transport:
         )
         try:
             return self.api_client.rest_client.pool_manager.request(
-                method, url, body=data, headers=headers, timeout=timeout, preload_content=False,
+                method,
+                url,
+                body=data,
+                headers=headers,
+                timeout=timeout,
+                preload_content=False,
                 retries=_URLLIB3_RETRIES,
             )
         except urllib3.exceptions.HTTPError as err:
@@ -302,7 +317,7 @@ class Transport:
 def encode(body: Any) -> bytes:
     try:
         return orjson.dumps(body, option=_DUMP_OPTIONS)
-    except TypeError as err:   # orjson.JSONEncodeError is a TypeError
+    except TypeError as err:  # orjson.JSONEncodeError is a TypeError
         raise Invalid(f"object is not JSON: {err}") from None
 
 
@@ -327,8 +342,15 @@ def status_of(raw: bytes) -> JSON:
 
 
 _BY_STATUS: Final[dict[int, type[StoreError]]] = {
-    400: Invalid, 404: NotFound, 409: Conflict, 410: Gone, 422: Invalid, 429: Throttled,
-    502: Unavailable, 503: Unavailable, 504: Unavailable,
+    400: Invalid,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Invalid,
+    429: Throttled,
+    502: Unavailable,
+    503: Unavailable,
+    504: Unavailable,
 }
 
 
@@ -347,8 +369,11 @@ def error_from_status(code: int, status: JSON, what: str, *, retry_after: str | 
     reason = str(status.get("reason") or "")
     message = str(status.get("message") or f"HTTP {code}")
     causes = field_causes(status)
-    missing = [f"{field}: {text}" if field else text for field, text in causes
-               if (field and field not in message) or (not field and text not in message)]
+    missing = [
+        f"{field}: {text}" if field else text
+        for field, text in causes
+        if (field and field not in message) or (not field and text not in message)
+    ]
     if missing:
         message = f"{message} [{'; '.join(missing)}]"
     cls = AlreadyExists if code == 409 and reason == "AlreadyExists" else _BY_STATUS.get(code, StoreError)

@@ -38,29 +38,37 @@ log = logging.getLogger(__name__)
 _EVENT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 # Errors a reconnect cannot fix: the caller has to hear of them (Gone means relist).
 _FINAL_ERRORS: Final = (Gone, Invalid, NotFound)
-_BURST_GAP: Final = 0.02   # a fresh stream's backlog is complete once nothing arrives for this long
+_BURST_GAP: Final = 0.02  # a fresh stream's backlog is complete once nothing arrives for this long
 _SHORT_WATCH: Final = 1.0  # a watch request that ends empty sooner than this is treated as a failure
 
 
 @dataclass(frozen=True, slots=True)
 class WatchSettings:
-    timeout_seconds: int          # the server ends each watch request after this; the reader reconnects
-    read_margin: float            # socket read timeout beyond timeout_seconds: a dead connection shows
+    timeout_seconds: int  # the server ends each watch request after this; the reader reconnects
+    read_margin: float  # socket read timeout beyond timeout_seconds: a dead connection shows
     backoff_initial: float
     backoff_max: float
-    max_buffered: int             # a caller this far behind is told Gone rather than growing the buffer
+    max_buffered: int  # a caller this far behind is told Gone rather than growing the buffer
     strip_managed_fields: bool
 
 
 class WatchStream:
     """One watch of one resource from `since`, read by a daemon thread; see the module docstring."""
 
-    def __init__(self, transport: Transport, path: str, since: str, settings: WatchSettings, *,
-                 what: str = "", on_event: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        path: str,
+        since: str,
+        settings: WatchSettings,
+        *,
+        what: str = "",
+        on_event: Callable[[], None] | None = None,
+    ) -> None:
         self.path = path
-        self.what = what or f"watch {path}"   # names the stream in errors and log lines: "watch Pod"
-        self._on_event = on_event       # told of every object event buffered (not bookmarks)
-        self.position = since           # the version of the last event handed to a caller
+        self.what = what or f"watch {path}"  # names the stream in errors and log lines: "watch Pod"
+        self._on_event = on_event  # told of every object event buffered (not bookmarks)
+        self.position = since  # the version of the last event handed to a caller
         self._transport = transport
         self._settings = settings
         self._cond = threading.Condition()
@@ -69,10 +77,10 @@ class WatchStream:
         self._fresh = True
         self._closed = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
-        self._since = since             # the version of the last event received: where a reconnect resumes
-        self._opened = False            # the current request was answered (resets the backoff)
-        self._answered = False          # some request was answered (a fresh stream's backlog follows)
-        self.requests = 0               # watch requests sent so far (reconnects show as more than one)
+        self._since = since  # the version of the last event received: where a reconnect resumes
+        self._opened = False  # the current request was answered (resets the backoff)
+        self._answered = False  # some request was answered (a fresh stream's backlog follows)
+        self.requests = 0  # watch requests sent so far (reconnects show as more than one)
         self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
         self._thread.start()
 
@@ -169,17 +177,22 @@ class WatchStream:
         or it breaks (raises); `self._since` follows every event received, so the next request resumes
         after the last one."""
         settings = self._settings
-        query = [("watch", "true"), ("resourceVersion", self._since), ("allowWatchBookmarks", "true"),
-                 ("timeoutSeconds", str(settings.timeout_seconds))]
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", self._since),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(settings.timeout_seconds)),
+        ]
         self.requests += 1
-        response = self._transport.open_stream(self.path, query, settings.timeout_seconds + settings.read_margin,
-                                               self.what)
+        response = self._transport.open_stream(
+            self.path, query, settings.timeout_seconds + settings.read_margin, self.what
+        )
         self._opened = True
         self._response = response
         with self._cond:
             self._answered = True
             self._cond.notify_all()
-        if self._closed.is_set():   # closed while the request was on its way: `close` did not see it
+        if self._closed.is_set():  # closed while the request was on its way: `close` did not see it
             response.shutdown()
         received, complete = 0, False
         try:
@@ -193,7 +206,7 @@ class WatchStream:
         finally:
             self._response = None
             if complete:
-                response.release_conn()   # the body was read to its end: the connection can be reused
+                response.release_conn()  # the body was read to its end: the connection can be reused
             else:
                 response.close()
         return received
@@ -232,9 +245,7 @@ class WatchStream:
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
     """The newline-separated JSON events of a watch body, as the chunks arrive."""
-    chunks: Iterator[bytes] = (
-        response.read_chunked() if response.chunked else iter(lambda: response.read1(65536), b"")
-    )
+    chunks: Iterator[bytes] = response.read_chunked() if response.chunked else iter(lambda: response.read1(65536), b"")
     pending = b""
     for chunk in chunks:
         pending += chunk

@@ -10,7 +10,7 @@ from typing import Final
 from kai_scheduler.api.selectors import LabelSelector, parse_label_selector_string
 from kai_scheduler.store.interface import JSON, Selector
 
-Key = tuple[str, str]   # (namespace, name); namespace "" for cluster-scoped kinds
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 
 
 def parse_selector(selector: Selector) -> LabelSelector | None:

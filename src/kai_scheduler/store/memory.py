@@ -68,10 +68,10 @@ class _Event:
     rv: int
     plural: str
     type: EventType
-    object: JSON   # the stored dict, never mutated
+    object: JSON  # the stored dict, never mutated
 
 
-_Events = list[_Event]   # spelt once here: inside MemoryStore, `list` is the method
+_Events = list[_Event]  # spelt once here: inside MemoryStore, `list` is the method
 
 
 class MemoryStore:
@@ -89,8 +89,8 @@ class MemoryStore:
         # Per resource: the newest version whose event was dropped from its history.
         self._compacted_rv: dict[str, int] = dict.fromkeys(RESOURCES, 0)
         self._labels: dict[str, LabelIndex] = {plural: LabelIndex() for plural in RESOURCES}
-        self._generated = 0      # names made from metadata.generateName so far
-        self._now_text: tuple[float, str] = (float("nan"), "")   # the clock's last reading, formatted
+        self._generated = 0  # names made from metadata.generateName so far
+        self._now_text: tuple[float, str] = (float("nan"), "")  # the clock's last reading, formatted
 
     # --- reads ---
 
@@ -100,9 +100,7 @@ class MemoryStore:
             stored = self._stored(res.plural, _key(res, name, namespace))
         return rules.copy_out(stored)
 
-    def list(
-        self, resource: str, namespace: str | None = None, selector: Selector = None
-    ) -> tuple[list[JSON], str]:
+    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
         """Matching objects sorted by (namespace, name); namespace None or "" means all namespaces."""
         res = resource_named(resource)
         match = parse_selector(selector)
@@ -127,7 +125,7 @@ class MemoryStore:
         res = resource_named(resource)
         with self._cond:
             since = self._parse_version(resource_version)
-            self._events_after(res.plural, since)   # fail fast on Gone
+            self._events_after(res.plural, since)  # fail fast on Gone
         return self._stream(res.plural, since, timeout)
 
     # --- writes ---
@@ -178,8 +176,9 @@ class MemoryStore:
             written = self._write(res.plural, key, stored, rules.with_status(stored, doc.get("status")))
         return rules.copy_out(written)
 
-    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *,
-              strategic: bool = False) -> JSON:
+    def patch(
+        self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
+    ) -> JSON:
         """RFC 7386 merge patch, or a strategic merge patch (see the interface). With subresource="status" the
         patch is still object-shaped
         (`{"status": {...}}`, as the API server takes it) and only its status part applies.
@@ -207,9 +206,7 @@ class MemoryStore:
             written = self._write(res.plural, key, stored, new)
         return rules.copy_out(written)
 
-    def delete(
-        self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None
-    ) -> None:
+    def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         """Remove the object; pods delete gracefully (see the module docstring). None = the pod's default."""
         res = resource_named(resource)
         if grace_period_seconds is not None and grace_period_seconds < 0:
@@ -287,7 +284,7 @@ class MemoryStore:
             meta["name"] = self._generate_name(res, meta)
         if not isinstance(meta["name"], str):
             raise Invalid(f"{res.kind} metadata.name must be a string, got {meta['name']!r}")
-        if not meta.get("creationTimestamp"):   # kubectl writes `creationTimestamp: null` in templates
+        if not meta.get("creationTimestamp"):  # kubectl writes `creationTimestamp: null` in templates
             meta["creationTimestamp"] = self._now()
         return res, (meta.get("namespace", ""), meta["name"]), doc
 
@@ -436,5 +433,5 @@ def _show(key: Key) -> str:
     return f"{key[0]}/{key[1]}" if key[0] else key[1]
 
 
-if TYPE_CHECKING:   # the checker rejects MemoryStore the day it drifts from the interface
+if TYPE_CHECKING:  # the checker rejects MemoryStore the day it drifts from the interface
     _IS_A_CLUSTER_STORE: Callable[[Clock], ClusterStore] = MemoryStore

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from kai_scheduler.store.interface import STRATEGIC_MERGE_KEYS
 
-NO_LIST_KEYS: Final[Mapping[str, str]] = {}      # RFC 7386: every list is replaced whole
+NO_LIST_KEYS: Final[Mapping[str, str]] = {}  # RFC 7386: every list is replaced whole
 
 
 def merge_patch(target: Any, patch: Any, list_keys: Mapping[str, str] = NO_LIST_KEYS, field: str = "") -> Any:

@@ -17,7 +17,12 @@ STATUS_SUBRESOURCE: Final = frozenset({"nodes", "pods", "podgroups", "queues", "
 TERMINAL_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 # Kept from the stored object by update and patch: the server owns them.
 SYSTEM_METADATA: Final = (
-    "name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
 )
 UID_NAMESPACE: Final = uuid.UUID("6b1d3c6e-2f1a-5b8e-9c4d-6b61692d7363").bytes
 # Datetimes (PyYAML parses unquoted timestamps) become RFC 3339 strings; integer keys become strings.
@@ -89,7 +94,7 @@ def with_scheduled_condition(status: JSON, now: str) -> JSON:
 def copy_in(value: Any) -> Any:
     try:
         return orjson.loads(orjson.dumps(value, option=COPY_IN_OPTIONS))
-    except TypeError as err:   # orjson.JSONEncodeError is a TypeError
+    except TypeError as err:  # orjson.JSONEncodeError is a TypeError
         raise Invalid(f"object is not JSON: {err}") from None
 
 

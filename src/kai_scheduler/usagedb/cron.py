@@ -14,11 +14,16 @@ from dataclasses import dataclass
 from kai_scheduler.api.errors import UserError
 
 _DESCRIPTORS = {
-    "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
 }
 _FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7))
-_SEARCH_DAYS = 366 * 5      # a valid expression that never matches in five years (e.g. 30 February) is an error
+_SEARCH_DAYS = 366 * 5  # a valid expression that never matches in five years (e.g. 30 February) is an error
 
 
 class CronError(UserError):
@@ -32,9 +37,9 @@ class Cron:
     hours: frozenset[int]
     days: frozenset[int]
     months: frozenset[int]
-    weekdays: frozenset[int]       # 0 = Sunday
-    any_day: bool                  # day of month is "*"
-    any_weekday: bool              # day of week is "*"
+    weekdays: frozenset[int]  # 0 = Sunday
+    any_day: bool  # day of month is "*"
+    any_weekday: bool  # day of week is "*"
 
     def matches_day(self, day: dt.date) -> bool:
         if day.month not in self.months:
@@ -74,8 +79,7 @@ def parse(text: str) -> Cron:
     spec = _DESCRIPTORS.get(text.strip(), text)
     parts = spec.split()
     if len(parts) != 5:
-        raise CronError(f"cron {text!r}: want 5 fields (minute hour day-of-month month day-of-week), "
-                        f"got {len(parts)}")
+        raise CronError(f"cron {text!r}: want 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}")
     sets = [_field(text, part, name, low, high) for part, (name, low, high) in zip(parts, _FIELDS, strict=True)]
     weekdays = frozenset(d % 7 for d in sets[4])
     cron = Cron(text, sets[0], sets[1], sets[2], sets[3], weekdays, parts[2] == "*", parts[4] == "*")

@@ -35,6 +35,8 @@ def connection_string(settings: UsageDBSettings) -> str:
         return settings.connection_string
     value = os.environ.get(settings.connection_string_env_var, "")
     if not value:
-        raise SourceError(f"usageDBConfig.connectionStringEnvVar: environment variable "
-                          f"{settings.connection_string_env_var!r} is not set")
+        raise SourceError(
+            f"usageDBConfig.connectionStringEnvVar: environment variable "
+            f"{settings.connection_string_env_var!r} is not set"
+        )
     return value

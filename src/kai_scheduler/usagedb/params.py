@@ -14,8 +14,8 @@ WEEK = 7 * DAY
 
 class ClientType(enum.Enum):
     PROMETHEUS = "prometheus"
-    FAKE = "fake"                          # KAI's test client: no history, every usage 0
-    FAKE_WITH_HISTORY = "fake-with-history"   # history recorded from the scheduler's own cycles
+    FAKE = "fake"  # KAI's test client: no history, every usage 0
+    FAKE_WITH_HISTORY = "fake-with-history"  # history recorded from the scheduler's own cycles
 
 
 class WindowType(enum.Enum):
@@ -37,18 +37,20 @@ class ExtraParams:
 
     def metrics(self) -> tuple[tuple[str, str], ...]:
         """(allocation metric, capacity metric) per resource, in queue-axis order: cpu, memory, gpu."""
-        return ((self.cpu_allocation_metric, self.cpu_capacity_metric),
-                (self.memory_allocation_metric, self.memory_capacity_metric),
-                (self.gpu_allocation_metric, self.gpu_capacity_metric))
+        return (
+            (self.cpu_allocation_metric, self.cpu_capacity_metric),
+            (self.memory_allocation_metric, self.memory_capacity_metric),
+            (self.gpu_allocation_metric, self.gpu_capacity_metric),
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class UsageParams:
     window_size: float = WEEK
     window_type: WindowType = WindowType.SLIDING
-    tumbling_window_start: float | None = None     # POSIX seconds (tumbling windows)
-    cron: str = ""                                 # cron windows: a new window starts at every match
-    half_life: float | None = None                 # None: no decay
+    tumbling_window_start: float | None = None  # POSIX seconds (tumbling windows)
+    cron: str = ""  # cron windows: a new window starts at every match
+    half_life: float | None = None  # None: no decay
     fetch_interval: float = 60.0
     staleness_period: float = 300.0
     wait_timeout: float = 60.0

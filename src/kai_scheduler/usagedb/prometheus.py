@@ -46,8 +46,7 @@ class PrometheusUsage:
     """States: never fetched (usage empty) → fetched (usage as of `fetched_at`); a failed fetch keeps the last
     good usage. Thread-safe: the background fetcher and the scheduler share `_latest` under a lock."""
 
-    def __init__(self, url: str, params: UsageParams, clock: Clock, *,
-                 http: urllib3.PoolManager | None = None) -> None:
+    def __init__(self, url: str, params: UsageParams, clock: Clock, *, http: urllib3.PoolManager | None = None) -> None:
         self.url = url.rstrip("/")
         self.params = params
         self.clock = clock
@@ -64,8 +63,9 @@ class PrometheusUsage:
 
     def usage(self, now: float) -> QueueUsage:
         """The latest usage; fetches first when due and no background thread runs. Never raises."""
-        if self._thread is None and (self._last_attempt is None
-                                     or now - self._last_attempt >= self.params.fetch_interval):
+        if self._thread is None and (
+            self._last_attempt is None or now - self._last_attempt >= self.params.fetch_interval
+        ):
             self.refresh(now)
         with self._lock:
             latest = self._latest
@@ -101,8 +101,10 @@ class PrometheusUsage:
         except UsageFetchError as err:
             with self._lock:
                 since = self._latest.fetched_at
-            log.warning("usage DB unavailable; scheduling on the last known usage",
-                        extra={"url": self.url, "reason": str(err), "last_fetch": since})
+            log.warning(
+                "usage DB unavailable; scheduling on the last known usage",
+                extra={"url": self.url, "reason": str(err), "last_fetch": since},
+            )
             return False
         finally:
             self._first.set()
@@ -138,9 +140,15 @@ class PrometheusUsage:
             data = self._get("/api/v1/query", {"query": text, "time": f"{now:.3f}"})
         else:
             start = windows.window_start(self.params, now)
-            data = self._get("/api/v1/query_range", {
-                "query": text, "start": f"{start:.3f}", "end": f"{now:.3f}",
-                "step": _duration(self.params.extra.query_resolution)})
+            data = self._get(
+                "/api/v1/query_range",
+                {
+                    "query": text,
+                    "start": f"{start:.3f}",
+                    "end": f"{now:.3f}",
+                    "step": _duration(self.params.extra.query_resolution),
+                },
+            )
         out: dict[str, float] = {}
         for series in _result(data):
             key = str(series.get("metric", {}).get(QUEUE_LABEL, "")) if by_queue else ""
@@ -176,8 +184,10 @@ class PrometheusUsage:
         if fetched is None or now - fetched <= self.params.staleness_period or self._stale_warned_for == fetched:
             return
         self._stale_warned_for = fetched
-        log.warning("usage data is stale; still using it",
-                    extra={"age_seconds": now - fetched, "staleness_period": self.params.staleness_period})
+        log.warning(
+            "usage data is stale; still using it",
+            extra={"age_seconds": now - fetched, "staleness_period": self.params.staleness_period},
+        )
 
 
 def decay_expression(now: float, half_life: float) -> str:

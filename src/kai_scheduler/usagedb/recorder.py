@@ -43,8 +43,11 @@ class Recorder:
 
     def usage(self, now: float) -> QueueUsage:
         cached = self._cached
-        if cached is not None and cached.fetched_at is not None \
-                and 0 <= now - cached.fetched_at < self.params.fetch_interval:
+        if (
+            cached is not None
+            and cached.fetched_at is not None
+            and 0 <= now - cached.fetched_at < self.params.fetch_interval
+        ):
             return cached
         self._cached = QueueUsage(self.compute(now), now)
         return self._cached
@@ -65,8 +68,10 @@ class Recorder:
                 total = used.setdefault(queue, [0.0, 0.0, 0.0])
                 for r in range(3):
                     total[r] += amounts[r] * weight
-        return {queue: (_ratio(v[0], capacity[0]), _ratio(v[1], capacity[1]), _ratio(v[2], capacity[2]))
-                for queue, v in sorted(used.items())}
+        return {
+            queue: (_ratio(v[0], capacity[0]), _ratio(v[1], capacity[1]), _ratio(v[2], capacity[2]))
+            for queue, v in sorted(used.items())
+        }
 
     def _prune(self, now: float) -> None:
         start = windows.window_start(self.params, now)

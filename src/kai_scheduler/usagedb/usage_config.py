@@ -28,14 +28,27 @@ from kai_scheduler.usagedb.params import ClientType, ExtraParams, UsageDBSetting
 
 WHERE = "config usageDBConfig"
 TOP_KEYS = ("clientType", "connectionString", "connectionStringEnvVar", "usageParams")
-PARAM_KEYS = ("windowSize", "windowType", "tumblingWindowStartTime", "cronString", "halfLifePeriod",
-              "fetchInterval", "stalenessPeriod", "waitTimeout", "extraParams")
+PARAM_KEYS = (
+    "windowSize",
+    "windowType",
+    "tumblingWindowStartTime",
+    "cronString",
+    "halfLifePeriod",
+    "fetchInterval",
+    "stalenessPeriod",
+    "waitTimeout",
+    "extraParams",
+)
 # extraParams key → ExtraParams field; the durations among them are parsed, the metric names kept as written.
 EXTRA_KEYS = {
-    "usageQueryTimeout": "usage_query_timeout", "queryResolution": "query_resolution",
-    "gpuAllocationMetric": "gpu_allocation_metric", "cpuAllocationMetric": "cpu_allocation_metric",
-    "memoryAllocationMetric": "memory_allocation_metric", "gpuCapacityMetric": "gpu_capacity_metric",
-    "cpuCapacityMetric": "cpu_capacity_metric", "memoryCapacityMetric": "memory_capacity_metric",
+    "usageQueryTimeout": "usage_query_timeout",
+    "queryResolution": "query_resolution",
+    "gpuAllocationMetric": "gpu_allocation_metric",
+    "cpuAllocationMetric": "cpu_allocation_metric",
+    "memoryAllocationMetric": "memory_allocation_metric",
+    "gpuCapacityMetric": "gpu_capacity_metric",
+    "cpuCapacityMetric": "cpu_capacity_metric",
+    "memoryCapacityMetric": "memory_capacity_metric",
 }
 
 
@@ -53,8 +66,9 @@ def parse(raw: Mapping[str, Any] | None) -> UsageDBSettings | None:
     if url and env:
         raise UsageConfigError(f"{WHERE}: set connectionString or connectionStringEnvVar, not both")
     if client is ClientType.PROMETHEUS and not (url or env):
-        raise UsageConfigError(f"{WHERE}.connectionString: the prometheus client needs connectionString "
-                               "or connectionStringEnvVar")
+        raise UsageConfigError(
+            f"{WHERE}.connectionString: the prometheus client needs connectionString or connectionStringEnvVar"
+        )
     params = _params(_mapping(raw.get("usageParams"), f"{WHERE}.usageParams"))
     return UsageDBSettings(client, url, env, params)
 
@@ -84,7 +98,9 @@ def _params(raw: Mapping[str, Any]) -> UsageParams:
     half_life = _seconds(raw, "halfLifePeriod", where, None)
     return UsageParams(
         window_size=_positive(raw, "windowSize", where, base.window_size),
-        window_type=window_type, tumbling_window_start=start, cron=cron_text,
+        window_type=window_type,
+        tumbling_window_start=start,
+        cron=cron_text,
         half_life=half_life if half_life is not None and half_life > 0 else None,
         fetch_interval=_positive(raw, "fetchInterval", where, base.fetch_interval),
         staleness_period=_non_negative(raw, "stalenessPeriod", where, base.staleness_period),

@@ -8,35 +8,50 @@ import pytest
 from kai_scheduler.plugins.gpufrag import measure
 from kai_scheduler.plugins.gpufrag.measure import Shapes
 
-BIG = 1e9      # CPU and memory plenty: only GPUs decide
+BIG = 1e9  # CPU and memory plenty: only GPUs decide
 
 
 def shapes(*rows: tuple[float, float, float], cpu: float = 0.0) -> Shapes:
     """(devices, per device, weight) rows, asking `cpu` millicores and no memory."""
-    return Shapes.of([cpu] * len(rows), [0.0] * len(rows), [r[0] for r in rows], [r[1] for r in rows],
-                     [r[2] for r in rows])
+    return Shapes.of(
+        [cpu] * len(rows), [0.0] * len(rows), [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    )
 
 
-def frag(s: Shapes, gpus: list[float], cpu: float = BIG, memory: float = BIG,
-         eligible: list[bool] | None = None) -> float:
+def frag(
+    s: Shapes, gpus: list[float], cpu: float = BIG, memory: float = BIG, eligible: list[bool] | None = None
+) -> float:
     elig = None if eligible is None else np.array([eligible])
     return float(measure.expected(s, np.array([gpus]), np.array([cpu]), np.array([memory]), elig)[0])
 
 
-@pytest.mark.parametrize("s, gpus, want", [
-    pytest.param(shapes((1, 0.5, 1)), [1.0, 0.3], 0.3,
-                 id="half-GPU task: the 0.3 GPU is stranded, the free one is not"),
-    pytest.param(shapes((1, 0.5, 1)), [0.5, 0.6], 0.0, id="half-GPU task: 0.5 and 0.6 both hold it"),
-    pytest.param(shapes((1, 1, 1)), [1.0, 0.3, 0.7], 1.0, id="whole-GPU task: partly used GPUs 0.3 + 0.7"),
-    pytest.param(shapes((2, 1, 1)), [1.0, 0.3, 0.7], 2.0,
-                 id="2-GPU task does not fit (one whole GPU): all free GPU 1 + 0.3 + 0.7"),
-    pytest.param(shapes((0, 0, 1)), [0.2, 1.0], 0.0, id="CPU-only task that fits strands nothing"),
-    pytest.param(shapes((1, 0.5, 1), (1, 1, 3)), [1.0, 0.3], 0.3,
-                 id="mix 1/4 half-GPU (0.3) and 3/4 whole-GPU (0.3): 0.3"),
-    pytest.param(shapes((1, 0.25, 1), (8, 1, 1)), [1.0, 1.0, 0.5, 0.1], (0.1 + 2.6) / 2,
-                 id="quarter task strands 0.1; 8-GPU task fits nowhere: all 2.6; half each"),
-    pytest.param(shapes((1, 0.5, 1)), [0.0, 0.0], 0.0, id="a full node has nothing to strand"),
-])
+@pytest.mark.parametrize(
+    "s, gpus, want",
+    [
+        pytest.param(
+            shapes((1, 0.5, 1)), [1.0, 0.3], 0.3, id="half-GPU task: the 0.3 GPU is stranded, the free one is not"
+        ),
+        pytest.param(shapes((1, 0.5, 1)), [0.5, 0.6], 0.0, id="half-GPU task: 0.5 and 0.6 both hold it"),
+        pytest.param(shapes((1, 1, 1)), [1.0, 0.3, 0.7], 1.0, id="whole-GPU task: partly used GPUs 0.3 + 0.7"),
+        pytest.param(
+            shapes((2, 1, 1)),
+            [1.0, 0.3, 0.7],
+            2.0,
+            id="2-GPU task does not fit (one whole GPU): all free GPU 1 + 0.3 + 0.7",
+        ),
+        pytest.param(shapes((0, 0, 1)), [0.2, 1.0], 0.0, id="CPU-only task that fits strands nothing"),
+        pytest.param(
+            shapes((1, 0.5, 1), (1, 1, 3)), [1.0, 0.3], 0.3, id="mix 1/4 half-GPU (0.3) and 3/4 whole-GPU (0.3): 0.3"
+        ),
+        pytest.param(
+            shapes((1, 0.25, 1), (8, 1, 1)),
+            [1.0, 1.0, 0.5, 0.1],
+            (0.1 + 2.6) / 2,
+            id="quarter task strands 0.1; 8-GPU task fits nowhere: all 2.6; half each",
+        ),
+        pytest.param(shapes((1, 0.5, 1)), [0.0, 0.0], 0.0, id="a full node has nothing to strand"),
+    ],
+)
 def test_expected_fragmentation(s: Shapes, gpus: list[float], want: float) -> None:
     assert frag(s, gpus) == pytest.approx(want)
 
@@ -59,7 +74,7 @@ def test_padding_slots_count_as_full_gpus() -> None:
 
 def test_batched_over_nodes_and_placements() -> None:
     s = shapes((1, 0.5, 1))
-    gpus = np.array([[[1.0, 0.3], [0.5, 0.5]], [[0.2, 0.2], [1.0, 1.0]]])       # 2 nodes × 2 placements
+    gpus = np.array([[[1.0, 0.3], [0.5, 0.5]], [[0.2, 0.2], [1.0, 1.0]]])  # 2 nodes × 2 placements
     out = measure.expected(s, gpus, np.full((2, 2), BIG), np.full((2, 2), BIG))
     assert out == pytest.approx(np.array([[0.3, 0.0], [0.4, 0.0]]))
 
@@ -67,4 +82,4 @@ def test_batched_over_nodes_and_placements() -> None:
 def test_weights_are_normalised_and_levels_shared() -> None:
     s = Shapes.of([0, 0, 0], [0, 0, 0], [1, 1, 0], [0.5, 0.5, 0.7], [2, 2, 4])
     assert s.weight == pytest.approx([0.25, 0.25, 0.5])
-    assert list(s.levels) == [0.0, 0.5]         # no GPU: its per-device amount is 0 whatever was given
+    assert list(s.levels) == [0.0, 0.5]  # no GPU: its per-device amount is 0 whatever was given

@@ -29,24 +29,33 @@ def node_scores(ssn: Session, task: str) -> list[float]:
 
 def test_a_half_gpu_task_fills_the_gpu_a_whole_gpu_workload_cannot_use() -> None:
     # shapes: whole GPUs only. n1 [0.5 free]: 0.5 stranded now, 0 after: Δ = -0.5. n2 [1.0]: 0 now, 0.5 after.
-    ssn = open_session([sharer("a", 0.5, "n1", "g1"), pod("p", fraction=0.5)],
-                       [node("n1", gpus=1, gpu_memory=40000), node("n2", gpus=1, gpu_memory=40000)], "1:1")
+    ssn = open_session(
+        [sharer("a", 0.5, "n1", "g1"), pod("p", fraction=0.5)],
+        [node("n1", gpus=1, gpu_memory=40000), node("n2", gpus=1, gpu_memory=40000)],
+        "1:1",
+    )
     assert node_scores(ssn, "p") == [FRAGMENTATION, 0.0]
 
 
 def test_unlike_packing_it_keeps_a_gpu_that_still_holds_the_common_shape() -> None:
     # shapes: half GPUs. n1 [0.6]: 0 now, 0.3 after (Δ 0.3); n2 [1.0]: 0 now, 0 after (0.7 holds a half).
-    ssn = open_session([sharer("a", 0.4, "n1", "g1"), pod("p", fraction=0.3)],
-                       [node("n1", gpus=1, gpu_memory=40000), node("n2", gpus=1, gpu_memory=40000)], "0.5:1")
+    ssn = open_session(
+        [sharer("a", 0.4, "n1", "g1"), pod("p", fraction=0.3)],
+        [node("n1", gpus=1, gpu_memory=40000), node("n2", gpus=1, gpu_memory=40000)],
+        "0.5:1",
+    )
     assert node_scores(ssn, "p") == [0.0, FRAGMENTATION]
 
 
 def test_scores_scale_between_the_least_and_the_most_growth() -> None:
     # shapes: half GPUs; task 0.3. n1 [0.6] Δ 0.3; n2 [1.0] Δ 0; n3 [0.5, 0.7] Δ: best on 0.5 → [0.2, 0.7] 0.2
-    pods = [sharer("a", 0.4, "n1", "g1"), sharer("b", 0.5, "n3", "g3"), sharer("c", 0.3, "n3", "g4"),
-            pod("p", fraction=0.3)]
-    ssn = open_session(pods, [node(f"n{i}", gpus=1 if i < 3 else 2, gpu_memory=40000) for i in (1, 2, 3)],
-                       "0.5:1")
+    pods = [
+        sharer("a", 0.4, "n1", "g1"),
+        sharer("b", 0.5, "n3", "g3"),
+        sharer("c", 0.3, "n3", "g4"),
+        pod("p", fraction=0.3),
+    ]
+    ssn = open_session(pods, [node(f"n{i}", gpus=1 if i < 3 else 2, gpu_memory=40000) for i in (1, 2, 3)], "0.5:1")
     scores = node_scores(ssn, "p")
     assert scores == pytest.approx([0.0, FRAGMENTATION, FRAGMENTATION * (0.3 - 0.2) / 0.3])
 
@@ -78,8 +87,11 @@ def test_learned_shapes_come_from_the_snapshot_pods() -> None:
 
 def test_state_follows_allocations_in_the_session() -> None:
     # shapes: whole GPUs. After a 0.5 task lands on n2's free GPU, n2 strands 0.5 and a second 0.5 task goes there.
-    ssn = open_session([pod("p", fraction=0.5), pod("q", fraction=0.5)],
-                       [node("n1", gpus=1, gpu_memory=40000), node("n2", gpus=1, gpu_memory=40000)], "1:1")
+    ssn = open_session(
+        [pod("p", fraction=0.5), pod("q", fraction=0.5)],
+        [node("n1", gpus=1, gpu_memory=40000), node("n2", gpus=1, gpu_memory=40000)],
+        "1:1",
+    )
     stmt = ssn.statement()
     stmt.allocate(b.task(ssn, "p"), "n2", ("g-new",))
     assert node_scores(ssn, "q") == [0.0, FRAGMENTATION]
@@ -87,13 +99,16 @@ def test_state_follows_allocations_in_the_session() -> None:
     assert node_scores(ssn, "q") == [FRAGMENTATION, FRAGMENTATION]
 
 
-@pytest.mark.parametrize("arguments, message", [
-    pytest.param({"shape": "1:1"}, "unknown argument 'shape'", id="unknown argument"),
-    pytest.param({"shapes": "half:1"}, "shapes: 'half:1'", id="not a number"),
-    pytest.param({"shapes": "1.5:1"}, "whole GPUs are a count", id="whole GPUs are whole"),
-    pytest.param({"shapes": "1:0"}, "weight above 0", id="no weight"),
-    pytest.param({"maxShapes": "0"}, "maxShapes: expected a whole number above 0", id="maxShapes"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        pytest.param({"shape": "1:1"}, "unknown argument 'shape'", id="unknown argument"),
+        pytest.param({"shapes": "half:1"}, "shapes: 'half:1'", id="not a number"),
+        pytest.param({"shapes": "1.5:1"}, "whole GPUs are a count", id="whole GPUs are whole"),
+        pytest.param({"shapes": "1:0"}, "weight above 0", id="no weight"),
+        pytest.param({"maxShapes": "0"}, "maxShapes: expected a whole number above 0", id="maxShapes"),
+    ],
+)
 def test_bad_arguments_fail_at_load(arguments: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         GpuFrag.from_args(arguments)

@@ -14,35 +14,63 @@ U = -1.0
 V = Sequence[float]
 
 
-def share(name: str, *, limit: V = (U, U, U), deserved: V = (U, U, U), allocated: V = (0, 0, 0),
-          non_preemptible: V = (0, 0, 0)) -> QueueShare:
+def share(
+    name: str,
+    *,
+    limit: V = (U, U, U),
+    deserved: V = (U, U, U),
+    allocated: V = (0, 0, 0),
+    non_preemptible: V = (0, 0, 0),
+) -> QueueShare:
     z = np.zeros(3)
-    return QueueShare(name=name, deserved=np.array(deserved, float), limit=np.array(limit, float),
-                      over_quota_weight=z.copy(), allocated=np.array(allocated, float),
-                      allocated_non_preemptible=np.array(non_preemptible, float), request=z.copy(),
-                      fair_share=z.copy(), usage=z.copy())
+    return QueueShare(
+        name=name,
+        deserved=np.array(deserved, float),
+        limit=np.array(limit, float),
+        over_quota_weight=z.copy(),
+        allocated=np.array(allocated, float),
+        allocated_non_preemptible=np.array(non_preemptible, float),
+        request=z.copy(),
+        fair_share=z.copy(),
+        usage=z.copy(),
+    )
 
 
 LIMITS = [
-    pytest.param([share("team-a", limit=(U, U, 8), allocated=(0, 0, 6))], (1000, 0, 4),
-                 "queue team-a would exceed its limit of 8 GPUs (6 GPUs allocated, job needs 4 GPUs)",
-                 id="leaf limit"),
-    pytest.param([share("team-a", limit=(U, U, 8), allocated=(0, 0, 6))], (1000, 0, 2), None,
-                 id="exactly at the limit fits"),
-    pytest.param([share("team-a", allocated=(0, 0, 6)), share("org", limit=(U, U, 10), allocated=(0, 0, 8))],
-                 (0, 0, 4),
-                 "queue org (parent of team-a) would exceed its limit of 10 GPUs (8 GPUs allocated, "
-                 "job needs 4 GPUs)",
-                 id="ancestor limit, named as the level that fails"),
-    pytest.param([share("team-a", limit=(U, U, U), allocated=(0, 0, 600))], (0, 0, 4), None,
-                 id="limit -1 is skipped"),
-    pytest.param([share("team-a", limit=(0, 0, 8), allocated=(0, 0, 0))], (0, 0, 4), None,
-                 id="a resource the job does not request is skipped, even with limit 0"),
-    pytest.param([share("team-a", limit=(2000, U, U), allocated=(1500, 0, 0))], (1000, 0, 0),
-                 "queue team-a would exceed its limit of 2 CPU (1.5 CPU allocated, job needs 1 CPU)",
-                 id="cpu limit"),
-    pytest.param([share("team-a", limit=(U, U, 0.3), allocated=(0, 0, 0.1))], (0, 0, 0.2), None,
-                 id="fractions that add up exactly fit despite float noise"),
+    pytest.param(
+        [share("team-a", limit=(U, U, 8), allocated=(0, 0, 6))],
+        (1000, 0, 4),
+        "queue team-a would exceed its limit of 8 GPUs (6 GPUs allocated, job needs 4 GPUs)",
+        id="leaf limit",
+    ),
+    pytest.param(
+        [share("team-a", limit=(U, U, 8), allocated=(0, 0, 6))], (1000, 0, 2), None, id="exactly at the limit fits"
+    ),
+    pytest.param(
+        [share("team-a", allocated=(0, 0, 6)), share("org", limit=(U, U, 10), allocated=(0, 0, 8))],
+        (0, 0, 4),
+        "queue org (parent of team-a) would exceed its limit of 10 GPUs (8 GPUs allocated, job needs 4 GPUs)",
+        id="ancestor limit, named as the level that fails",
+    ),
+    pytest.param([share("team-a", limit=(U, U, U), allocated=(0, 0, 600))], (0, 0, 4), None, id="limit -1 is skipped"),
+    pytest.param(
+        [share("team-a", limit=(0, 0, 8), allocated=(0, 0, 0))],
+        (0, 0, 4),
+        None,
+        id="a resource the job does not request is skipped, even with limit 0",
+    ),
+    pytest.param(
+        [share("team-a", limit=(2000, U, U), allocated=(1500, 0, 0))],
+        (1000, 0, 0),
+        "queue team-a would exceed its limit of 2 CPU (1.5 CPU allocated, job needs 1 CPU)",
+        id="cpu limit",
+    ),
+    pytest.param(
+        [share("team-a", limit=(U, U, 0.3), allocated=(0, 0, 0.1))],
+        (0, 0, 0.2),
+        None,
+        id="fractions that add up exactly fit despite float noise",
+    ),
 ]
 
 
@@ -55,19 +83,31 @@ def test_over_limit(chain: list[QueueShare], needs: V, want: str | None) -> None
 
 
 QUOTAS = [
-    pytest.param([share("team-a", deserved=(U, U, 4), non_preemptible=(0, 0, 2))], (0, 0, 4),
-                 "queue team-a: non-preemptible jobs may use only its deserved 4 GPUs (2 GPUs in use, "
-                 "job needs 4 GPUs)",
-                 id="non-preemptible over the leaf quota"),
-    pytest.param([share("team-a", deserved=(U, U, 4), non_preemptible=(0, 0, 2))], (0, 0, 2), None,
-                 id="non-preemptible up to the quota fits"),
-    pytest.param([share("team-a", deserved=(U, U, 4)),
-                  share("org", deserved=(U, U, 4), non_preemptible=(0, 0, 3))], (0, 0, 2),
-                 "queue org (parent of team-a): non-preemptible jobs may use only its deserved 4 GPUs "
-                 "(3 GPUs in use, job needs 2 GPUs)",
-                 id="non-preemptible over an ancestor's quota"),
-    pytest.param([share("team-a", deserved=(U, U, U), non_preemptible=(0, 0, 50))], (0, 0, 8), None,
-                 id="deserved -1 is unlimited"),
+    pytest.param(
+        [share("team-a", deserved=(U, U, 4), non_preemptible=(0, 0, 2))],
+        (0, 0, 4),
+        "queue team-a: non-preemptible jobs may use only its deserved 4 GPUs (2 GPUs in use, job needs 4 GPUs)",
+        id="non-preemptible over the leaf quota",
+    ),
+    pytest.param(
+        [share("team-a", deserved=(U, U, 4), non_preemptible=(0, 0, 2))],
+        (0, 0, 2),
+        None,
+        id="non-preemptible up to the quota fits",
+    ),
+    pytest.param(
+        [share("team-a", deserved=(U, U, 4)), share("org", deserved=(U, U, 4), non_preemptible=(0, 0, 3))],
+        (0, 0, 2),
+        "queue org (parent of team-a): non-preemptible jobs may use only its deserved 4 GPUs "
+        "(3 GPUs in use, job needs 2 GPUs)",
+        id="non-preemptible over an ancestor's quota",
+    ),
+    pytest.param(
+        [share("team-a", deserved=(U, U, U), non_preemptible=(0, 0, 50))],
+        (0, 0, 8),
+        None,
+        id="deserved -1 is unlimited",
+    ),
 ]
 
 
@@ -82,4 +122,4 @@ def test_non_preemptible_over_quota(chain: list[QueueShare], needs: V, want: str
 def test_preemptible_use_does_not_count_against_the_quota_check() -> None:
     chain = [share("team-a", deserved=(U, U, 4), allocated=(0, 0, 10), non_preemptible=(0, 0, 0))]
     assert capacity.non_preemptible_over_quota(chain, (0, 0, 4)) is None
-    assert capacity.over_limit(chain, (0, 0, 4)) is None      # and there is no fair-share or quota cap
+    assert capacity.over_limit(chain, (0, 0, 4)) is None  # and there is no fair-share or quota cap

@@ -42,28 +42,53 @@ def podgroup(name: str, queue_name: str, *, min_member: int = 1, non_preemptible
 def pod(name: str, group: str, *, gpus: int = 1, node: str = "") -> Pod:
     """A pod asking 1 CPU, 1Gi and `gpus` GPUs; Running on `node` if given, else Pending."""
     requests = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpus}
-    return Pod.from_dict({
-        "metadata": {"name": name, "namespace": "ns", "uid": name, "annotations": {"pod-group-name": group}},
-        "spec": {"schedulerName": "kai-scheduler", "nodeName": node,
-                 "containers": [{"name": "main", "resources": {"requests": requests}}]},
-        "status": {"phase": "Running" if node else "Pending"},
-    })
+    return Pod.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": name, "annotations": {"pod-group-name": group}},
+            "spec": {
+                "schedulerName": "kai-scheduler",
+                "nodeName": node,
+                "containers": [{"name": "main", "resources": {"requests": requests}}],
+            },
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+    )
 
 
 def build(proportion: Proportion) -> Session:
     objects = snapshot.ClusterObjects(
-        nodes=[Node.from_dict({"metadata": {"name": "n1"},
-                               "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": 8,
-                                                          "pods": 110}}})],
-        queues=[queue("org", gpu_quota=6), queue("team-a", parent="org", gpu_quota=2, gpu_limit=4),
-                queue("team-b", parent="org", gpu_quota=4)],
-        podgroups=[podgroup("run", "team-a"), podgroup("wait", "team-a", min_member=2),
-                   podgroup("over", "team-a"), podgroup("np", "team-b", non_preemptible=True),
-                   podgroup("np2", "team-b", non_preemptible=True), podgroup("big", "team-b"),
-                   podgroup("ghost", "no-such-queue")],
-        pods=[pod("run-0", "run", node="n1"), pod("wait-0", "wait"), pod("wait-1", "wait"),
-              pod("over-0", "over", gpus=4), pod("np-0", "np", gpus=2, node="n1"),
-              pod("np2-0", "np2", gpus=3), pod("big-0", "big", gpus=5), pod("ghost-0", "ghost", node="n1")],
+        nodes=[
+            Node.from_dict(
+                {
+                    "metadata": {"name": "n1"},
+                    "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": 8, "pods": 110}},
+                }
+            )
+        ],
+        queues=[
+            queue("org", gpu_quota=6),
+            queue("team-a", parent="org", gpu_quota=2, gpu_limit=4),
+            queue("team-b", parent="org", gpu_quota=4),
+        ],
+        podgroups=[
+            podgroup("run", "team-a"),
+            podgroup("wait", "team-a", min_member=2),
+            podgroup("over", "team-a"),
+            podgroup("np", "team-b", non_preemptible=True),
+            podgroup("np2", "team-b", non_preemptible=True),
+            podgroup("big", "team-b"),
+            podgroup("ghost", "no-such-queue"),
+        ],
+        pods=[
+            pod("run-0", "run", node="n1"),
+            pod("wait-0", "wait"),
+            pod("wait-1", "wait"),
+            pod("over-0", "over", gpus=4),
+            pod("np-0", "np", gpus=2, node="n1"),
+            pod("np2-0", "np2", gpus=3),
+            pod("big-0", "big", gpus=5),
+            pod("ghost-0", "ghost", node="n1"),
+        ],
     )
     built = snapshot.build(objects, snapshot.SnapshotParams(now=1000.0))
     session = Session(built, SchedulerConfig(), [proportion])
@@ -90,14 +115,16 @@ def ledger(ssn: Session) -> dict[str, tuple[list[float], list[float], list[float
     """Every queue's allocated, non-preemptible allocated, and the queue-order mirror of allocated."""
     p = plugin(ssn)
     shares = {q: p.queue_chain(q)[0] for q in ("org", "team-a", "team-b")}
-    return {q: (s.allocated.tolist(), s.allocated_non_preemptible.tolist(), list(p.order_state(q).allocated))
-            for q, s in shares.items()}
+    return {
+        q: (s.allocated.tolist(), s.allocated_non_preemptible.tolist(), list(p.order_state(q).allocated))
+        for q, s in shares.items()
+    }
 
 
 def test_open_charges_running_tasks_to_the_leaf_and_every_ancestor(ssn: Session) -> None:
-    assert gpus(ssn, "allocated") == {"org": 3, "team-a": 1, "team-b": 2}     # ghost-0's queue is missing
+    assert gpus(ssn, "allocated") == {"org": 3, "team-a": 1, "team-b": 2}  # ghost-0's queue is missing
     assert gpus(ssn, "allocated_non_preemptible") == {"org": 2, "team-a": 0, "team-b": 2}
-    assert gpus(ssn, "request") == {"org": 17, "team-a": 7, "team-b": 10}     # allocated + pending
+    assert gpus(ssn, "request") == {"org": 17, "team-a": 7, "team-b": 10}  # allocated + pending
 
 
 def test_open_divides_the_cluster_then_each_parents_share(ssn: Session) -> None:
@@ -135,12 +162,15 @@ def test_tasks_of_a_job_without_a_queue_are_ignored(ssn: Session) -> None:
     stmt.discard()
 
 
-@pytest.mark.parametrize("job, reason", [
-    pytest.param("wait", None, id="within the limit"),
-    pytest.param("over", "OverLimit", id="1 + 4 GPUs passes team-a's limit of 4"),
-    pytest.param("big", None, id="preemptible job beyond the quota is allowed (no fair-share cap)"),
-    pytest.param("np2", "NonPreemptibleOverQuota", id="non-preemptible 2 + 3 GPUs pass team-b's quota of 4"),
-])
+@pytest.mark.parametrize(
+    "job, reason",
+    [
+        pytest.param("wait", None, id="within the limit"),
+        pytest.param("over", "OverLimit", id="1 + 4 GPUs passes team-a's limit of 4"),
+        pytest.param("big", None, id="preemptible job beyond the quota is allowed (no fair-share cap)"),
+        pytest.param("np2", "NonPreemptibleOverQuota", id="non-preemptible 2 + 3 GPUs pass team-b's quota of 4"),
+    ],
+)
 def test_job_over_capacity(ssn: Session, job: str, reason: str | None) -> None:
     info = ssn.job(job)
     reject = ssn.job_over_capacity(info, info.pending_tasks())
@@ -151,8 +181,7 @@ def test_over_limit_message_names_the_queue_and_the_numbers(ssn: Session) -> Non
     info = ssn.job("over")
     reject = ssn.job_over_capacity(info, info.pending_tasks())
     assert reject is not None
-    assert reject.message == ("queue team-a would exceed its limit of 4 GPUs "
-                              "(1 GPU allocated, job needs 4 GPUs)")
+    assert reject.message == ("queue team-a would exceed its limit of 4 GPUs (1 GPU allocated, job needs 4 GPUs)")
 
 
 def test_queue_share_point_answers_by_queue_name(ssn: Session) -> None:
@@ -163,11 +192,11 @@ def test_queue_share_point_answers_by_queue_name(ssn: Session) -> None:
 
 def test_queue_order_follows_allocations_made_in_the_session(ssn: Session) -> None:
     team_a, team_b = ssn.snapshot.queues["team-a"], ssn.snapshot.queues["team-b"]
-    assert ssn.compare_queues(team_a, team_b, None, None) == -1     # dominant share 1/3 against 2/5
+    assert ssn.compare_queues(team_a, team_b, None, None) == -1  # dominant share 1/3 against 2/5
     stmt = ssn.statement()
     stmt.allocate(ssn.snapshot.tasks["wait-0"], "n1")
     stmt.allocate(ssn.snapshot.tasks["wait-1"], "n1")
-    assert ssn.compare_queues(team_a, team_b, None, None) == 1      # now 3/3 against 2/5
+    assert ssn.compare_queues(team_a, team_b, None, None) == 1  # now 3/3 against 2/5
     stmt.discard()
     assert ssn.compare_queues(team_a, team_b, None, None) == -1
 
@@ -182,13 +211,16 @@ def test_job_request_is_the_tasks_to_allocate_and_follows_allocations(ssn: Sessi
     stmt.discard()
 
 
-@pytest.mark.parametrize("arguments, k_value, multiplier", [
-    pytest.param({}, 1.0, 1.0, id="defaults"),
-    pytest.param({"kValue": "2.5", "relcaimerSaturationMultiplier": "1.5"}, 2.5, 1.5, id="both set"),
-    pytest.param({"kValue": "-2"}, 0.0, 1.0, id="kValue <= 0 becomes 0"),
-    pytest.param({"relcaimerSaturationMultiplier": "0.5"}, 1.0, 1.0, id="multiplier < 1 becomes 1"),
-    pytest.param({"reclaimerSaturationMultiplier": "3"}, 1.0, 1.0, id="only KAI's misspelled key is read"),
-])
+@pytest.mark.parametrize(
+    "arguments, k_value, multiplier",
+    [
+        pytest.param({}, 1.0, 1.0, id="defaults"),
+        pytest.param({"kValue": "2.5", "relcaimerSaturationMultiplier": "1.5"}, 2.5, 1.5, id="both set"),
+        pytest.param({"kValue": "-2"}, 0.0, 1.0, id="kValue <= 0 becomes 0"),
+        pytest.param({"relcaimerSaturationMultiplier": "0.5"}, 1.0, 1.0, id="multiplier < 1 becomes 1"),
+        pytest.param({"reclaimerSaturationMultiplier": "3"}, 1.0, 1.0, id="only KAI's misspelled key is read"),
+    ],
+)
 def test_from_args(arguments: dict[str, str], k_value: float, multiplier: float) -> None:
     built = Proportion.from_args(arguments)
     assert (built.k_value, built.saturation_multiplier) == (k_value, multiplier)
@@ -201,27 +233,43 @@ def test_from_args_rejects_a_bad_number() -> None:
 
 def test_usage_hook_shifts_the_surplus_away_from_the_queue_that_used_more() -> None:
     session = build(Proportion(usage_by_queue={"team-a": np.array([0.0, 0.0, 0.9])}))
-    assert gpus(session, "fair_share") == {"org": 8, "team-a": 2, "team-b": 6}    # 3 and 5 without usage
+    assert gpus(session, "fair_share") == {"org": 8, "team-a": 2, "team-b": 6}  # 3 and 5 without usage
 
 
 def test_capacity_converts_gpu_memory_with_the_largest_gpu() -> None:
     """A 20000 MiB request is half of the smallest GPU (queue accounting) but a quarter of the largest one,
     which is what the limit check uses (the most lenient reading)."""
-    nodes = [Node.from_dict({"metadata": {"name": f"n{mib}", "labels": {"nvidia.com/gpu.memory": str(mib)}},
-                             "status": {"allocatable": {"nvidia.com/gpu": 1}}}) for mib in (40000, 80000)]
+    nodes = [
+        Node.from_dict(
+            {
+                "metadata": {"name": f"n{mib}", "labels": {"nvidia.com/gpu.memory": str(mib)}},
+                "status": {"allocatable": {"nvidia.com/gpu": 1}},
+            }
+        )
+        for mib in (40000, 80000)
+    ]
     objects = snapshot.ClusterObjects(
         nodes=nodes,
         queues=[queue("team", gpu_limit=0.3)],
         podgroups=[podgroup("shared", "team")],
-        pods=[Pod.from_dict({
-            "metadata": {"name": "shared-0", "namespace": "ns", "uid": "shared-0",
-                         "annotations": {"pod-group-name": "shared", "gpu-memory": "20000"}},
-            "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "main"}]},
-        })],
+        pods=[
+            Pod.from_dict(
+                {
+                    "metadata": {
+                        "name": "shared-0",
+                        "namespace": "ns",
+                        "uid": "shared-0",
+                        "annotations": {"pod-group-name": "shared", "gpu-memory": "20000"},
+                    },
+                    "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "main"}]},
+                }
+            )
+        ],
     )
-    session = Session(snapshot.build(objects, snapshot.SnapshotParams(now=0.0)), SchedulerConfig(),
-                      [Proportion.from_args({})])
+    session = Session(
+        snapshot.build(objects, snapshot.SnapshotParams(now=0.0)), SchedulerConfig(), [Proportion.from_args({})]
+    )
     session.open()
     job = session.job("shared")
     assert plugin(session).job_request(job) == (0.0, 0.0, 0.5)
-    assert session.job_over_capacity(job, job.pending_tasks()) is None     # 0.25 of a GPU fits the 0.3 limit
+    assert session.job_over_capacity(job, job.pending_tasks()) is None  # 0.25 of a GPU fits the 0.3 limit

@@ -31,8 +31,10 @@ def _messages(store: MemoryStore, name: str = "job") -> list[str]:
 
 
 def _gang(constraint: JSON, *, pods: int = 2, gpus: int = 2) -> list[JSON]:
-    return [b.podgroup("job", min_member=pods, topologyConstraint=constraint),
-            *(b.pod(f"p{i}", group="job", gpus=gpus) for i in range(pods))]
+    return [
+        b.podgroup("job", min_member=pods, topologyConstraint=constraint),
+        *(b.pod(f"p{i}", group="job", gpus=gpus) for i in range(pods)),
+    ]
 
 
 def _nodes(result: Any) -> list[str]:
@@ -44,26 +46,51 @@ def test_a_required_rack_places_the_gang_in_one_rack() -> None:
     assert _nodes(result) == ["z1-r1-0", "z1-r1-0", "z1-r1-1"]
 
 
-@pytest.mark.parametrize("objects, words", [
-    pytest.param([t.topology(), *t.nodes(), *_gang(t.constraint(required="rack", topology_name="nope"))],
-                 "topology 'nope' does not exist", id="unknown topology"),
-    pytest.param([t.topology(), *t.nodes(), *_gang(t.constraint(required="row"))],
-                 "topology 'cluster' has no required level 'row'; its levels are zone, rack, kubernetes.io/hostname",
-                 id="unknown required level"),
-    pytest.param([t.topology(), *t.nodes(), *_gang(t.constraint(preferred="row"))],
-                 "has no preferred level 'row'", id="unknown preferred level"),
-    pytest.param([t.topology(), *t.nodes(), *_gang(t.constraint(required="rack", preferred="zone"))],
-                 "preferred level 'zone' is wider than required level 'rack'", id="preferred wider than required"),
-    pytest.param([t.topology(levels=[{"nodeLabel": t.RACK}, {"nodeLabel": t.RACK}]), *t.nodes(),
-                  *_gang(t.constraint(required="rack"))],
-                 "topology 'cluster' does not exist (it is invalid: Topology cluster spec.levels[1].nodeLabel: "
-                 "duplicate level 'topology/rack')", id="a topology with duplicate levels"),
-    pytest.param([t.topology(), b.node("plain"), *_gang(t.constraint(required="rack"))],
-                 "no candidate node carries every level label", id="no node in the tree"),
-    pytest.param([t.topology(), *t.nodes(), *_gang(t.constraint(required="rack"), pods=5, gpus=2)],
-                 "not enough resources in any rack for job job (5 pods); the roomiest, z1.r1, has room for 4",
-                 id="no rack has room: which level and domain lacked what"),
-])
+@pytest.mark.parametrize(
+    "objects, words",
+    [
+        pytest.param(
+            [t.topology(), *t.nodes(), *_gang(t.constraint(required="rack", topology_name="nope"))],
+            "topology 'nope' does not exist",
+            id="unknown topology",
+        ),
+        pytest.param(
+            [t.topology(), *t.nodes(), *_gang(t.constraint(required="row"))],
+            "topology 'cluster' has no required level 'row'; its levels are zone, rack, kubernetes.io/hostname",
+            id="unknown required level",
+        ),
+        pytest.param(
+            [t.topology(), *t.nodes(), *_gang(t.constraint(preferred="row"))],
+            "has no preferred level 'row'",
+            id="unknown preferred level",
+        ),
+        pytest.param(
+            [t.topology(), *t.nodes(), *_gang(t.constraint(required="rack", preferred="zone"))],
+            "preferred level 'zone' is wider than required level 'rack'",
+            id="preferred wider than required",
+        ),
+        pytest.param(
+            [
+                t.topology(levels=[{"nodeLabel": t.RACK}, {"nodeLabel": t.RACK}]),
+                *t.nodes(),
+                *_gang(t.constraint(required="rack")),
+            ],
+            "topology 'cluster' does not exist (it is invalid: Topology cluster spec.levels[1].nodeLabel: "
+            "duplicate level 'topology/rack')",
+            id="a topology with duplicate levels",
+        ),
+        pytest.param(
+            [t.topology(), b.node("plain"), *_gang(t.constraint(required="rack"))],
+            "no candidate node carries every level label",
+            id="no node in the tree",
+        ),
+        pytest.param(
+            [t.topology(), *t.nodes(), *_gang(t.constraint(required="rack"), pods=5, gpus=2)],
+            "not enough resources in any rack for job job (5 pods); the roomiest, z1.r1, has room for 4",
+            id="no rack has room: which level and domain lacked what",
+        ),
+    ],
+)
 def test_a_constraint_that_cannot_be_honoured_waits_with_a_reason(objects: list[JSON], words: str) -> None:
     store, result = _run(*objects)
     assert result.operations == []
@@ -71,8 +98,12 @@ def test_a_constraint_that_cannot_be_honoured_waits_with_a_reason(objects: list[
 
 
 def test_jobs_without_a_constraint_are_unaffected() -> None:
-    _, result = _run(t.topology(levels=[{"nodeLabel": t.RACK}, {"nodeLabel": t.RACK}]), b.node("plain"),
-                     b.podgroup("job"), b.pod("p", group="job", gpus=1))
+    _, result = _run(
+        t.topology(levels=[{"nodeLabel": t.RACK}, {"nodeLabel": t.RACK}]),
+        b.node("plain"),
+        b.podgroup("job"),
+        b.pod("p", group="job", gpus=1),
+    )
     assert _nodes(result) == ["plain"]
 
 

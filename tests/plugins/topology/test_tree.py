@@ -31,16 +31,18 @@ def test_each_domain_knows_its_parent_and_each_node_its_domain() -> None:
 
 def test_a_node_missing_a_level_label_is_outside_the_tree() -> None:
     domains = _tree([b.node("loose", labels={t.RACK: "r9"})])
-    row = 0       # "loose" sorts first
+    row = 0  # "loose" sorts first
     assert not domains.in_tree[row]
     assert all(lv.of_node[row] == -1 for lv in domains.levels)
 
 
 def test_same_rack_name_in_two_zones_is_two_domains() -> None:
-    snap = b.snapshot([b.node("a", labels={t.ZONE: "z1", t.RACK: "r"}),
-                       b.node("c", labels={t.ZONE: "z2", t.RACK: "r"})])
-    domains = tree.build(Topology.from_dict(t.topology(levels=[{"nodeLabel": t.ZONE}, {"nodeLabel": t.RACK}])),
-                         snap.nodes)
+    snap = b.snapshot(
+        [b.node("a", labels={t.ZONE: "z1", t.RACK: "r"}), b.node("c", labels={t.ZONE: "z2", t.RACK: "r"})]
+    )
+    domains = tree.build(
+        Topology.from_dict(t.topology(levels=[{"nodeLabel": t.ZONE}, {"nodeLabel": t.RACK}])), snap.nodes
+    )
     assert domains.levels[2].ids == ("z1.r", "z2.r")
 
 

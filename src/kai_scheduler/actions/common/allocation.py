@@ -42,8 +42,9 @@ def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: 
         return Outcome(False)
     if not job.is_gang_satisfied():
         stmt.rollback(checkpoint)
-        ssn.record_fit_error(job, points.Reject("allocate", constants.REASON_UNSCHEDULABLE,
-                                                "the gang's minimum could not be met"))
+        ssn.record_fit_error(
+            job, points.Reject("allocate", constants.REASON_UNSCHEDULABLE, "the gang's minimum could not be met")
+        )
         return Outcome(False)
     pipelined = any(op.task.status == PodStatus.PIPELINED for op in stmt.operations[checkpoint:])
     if pipelined:
@@ -51,8 +52,15 @@ def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: 
     return Outcome(True, pipelined)
 
 
-def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[PodInfo], *, pipeline_only: bool = False,
-                candidates: points.Mask | None = None) -> bool:
+def place_tasks(
+    ssn: Session,
+    stmt: Statement,
+    job: JobInfo,
+    tasks: list[PodInfo],
+    *,
+    pipeline_only: bool = False,
+    candidates: points.Mask | None = None,
+) -> bool:
     """Place exactly `tasks` of `job` (capacity check, then member by member) on `candidates` (default: all
     nodes); all or nothing: on failure the statement is rolled back to where it was. No gang check: the
     victim actions place partial jobs and re-land evicted victims with it."""
@@ -68,8 +76,15 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[PodInfo
     return True
 
 
-def _place_member(ssn: Session, stmt: Statement, job: JobInfo, member: Member, wanted: set[str],
-                  candidates: points.Mask, pipeline_only: bool) -> bool:
+def _place_member(
+    ssn: Session,
+    stmt: Statement,
+    job: JobInfo,
+    member: Member,
+    wanted: set[str],
+    candidates: points.Mask,
+    pipeline_only: bool,
+) -> bool:
     """Place the wanted tasks under `member`, trying each candidate node set the plugins offer."""
     tasks = [t for ps in member.pod_sets() for t in ps.tasks if str(t.uid) in wanted]
     if not tasks:
@@ -82,8 +97,15 @@ def _place_member(ssn: Session, stmt: Statement, job: JobInfo, member: Member, w
     return False
 
 
-def _place_within(ssn: Session, stmt: Statement, job: JobInfo, member: Member, wanted: set[str],
-                  node_set: points.Mask, pipeline_only: bool) -> bool:
+def _place_within(
+    ssn: Session,
+    stmt: Statement,
+    job: JobInfo,
+    member: Member,
+    wanted: set[str],
+    node_set: points.Mask,
+    pipeline_only: bool,
+) -> bool:
     if isinstance(member, PodSet):
         tasks = sorted((t for t in member.tasks if str(t.uid) in wanted), key=ssn.task_key)
         return all(_place_task(ssn, stmt, job, task, node_set, pipeline_only) for task in tasks)
@@ -93,16 +115,18 @@ def _place_within(ssn: Session, stmt: Statement, job: JobInfo, member: Member, w
     )
 
 
-def _place_task(ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, candidates: points.Mask,
-                pipeline_only: bool) -> bool:
+def _place_task(
+    ssn: Session, stmt: Statement, job: JobInfo, task: PodInfo, candidates: points.Mask, pipeline_only: bool
+) -> bool:
     if reject := ssn.pre_predicate(task, job):
         ssn.record_fit_error(job, reject)
         return False
     feasible, report = ssn.feasible_nodes(task, candidates)
     if not feasible.any():
         message = f"task {task.name}: {report.message()}"
-        ssn.record_fit_error(job, points.Reject(", ".join(report.plugins) or "allocate",
-                                                constants.REASON_UNSCHEDULABLE, message))
+        ssn.record_fit_error(
+            job, points.Reject(", ".join(report.plugins) or "allocate", constants.REASON_UNSCHEDULABLE, message)
+        )
         return False
     node = ssn.snapshot.nodes[ssn.best_node(task, feasible)]
     groups, groups_on_releasing = _gpu_groups(ssn, task, node.row)

@@ -48,10 +48,14 @@ class SearchBudgets:
         unknown = sorted(set(raw) - set(_KEYS))
         if unknown:
             raise ConfigError(f"config scenarioSearchBudgets.{unknown[0]}: unknown field; known: {', '.join(_KEYS)}")
-        action = {"default": DEFAULT_ACTION_SECONDS,
-                  **_seconds_map(raw.get("maxActionSearchDuration"), "maxActionSearchDuration")}
-        generator = {**DEFAULT_GENERATOR_SECONDS,
-                     **_seconds_map(raw.get("maxGeneratorSearchDuration"), "maxGeneratorSearchDuration")}
+        action = {
+            "default": DEFAULT_ACTION_SECONDS,
+            **_seconds_map(raw.get("maxActionSearchDuration"), "maxActionSearchDuration"),
+        }
+        generator = {
+            **DEFAULT_GENERATOR_SECONDS,
+            **_seconds_map(raw.get("maxGeneratorSearchDuration"), "maxGeneratorSearchDuration"),
+        }
         return cls(
             action=action,
             max_job=_seconds(raw.get("maxJobSearchDuration"), "maxJobSearchDuration", DEFAULT_JOB_SECONDS),

@@ -21,7 +21,7 @@ from kai_scheduler.cluster.resources import GPU, gpu_portion
 from kai_scheduler.framework.session import Session
 
 _GROUP_NAMESPACE = uuid.UUID("0b6f3a52-4c1e-5d7a-8f39-2a6c9e1d4b70")
-_PLACEHOLDER = "whole-gpu/"      # candidate id of a free device: never a group id (those are UUIDs)
+_PLACEHOLDER = "whole-gpu/"  # candidate id of a free device: never a group id (those are UUIDs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +47,11 @@ def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool
     scores = ssn.gpu_scores(task, row, [c.group for c in candidates])
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])
     chosen = [candidates[i] for i in order[: task.gpu.num_devices]]
-    if len(chosen) < task.gpu.num_devices:       # the predicates passed this node: their rule is ours
-        raise RuntimeError(f"task {task.key}: node {node.name} offers {len(chosen)} of the "
-                           f"{task.gpu.num_devices} GPUs the predicates found")
+    if len(chosen) < task.gpu.num_devices:  # the predicates passed this node: their rule is ours
+        raise RuntimeError(
+            f"task {task.key}: node {node.name} offers {len(chosen)} of the "
+            f"{task.gpu.num_devices} GPUs the predicates found"
+        )
     groups = tuple(_new_group_id(node, task, i) if c.is_new else c.group for i, c in enumerate(chosen))
     return groups, any(c.on_releasing for c in chosen)
 
@@ -62,7 +64,7 @@ def candidates_on(ssn: Session, task: PodInfo, node: NodeInfo) -> list[Candidate
     need = node.task_gpu_memory(task)
     total = node.gpu_memory_mib
     out = [Candidate(g.id, False, _needs_releasing(g, total, need)) for g in node.shared_gpu_fit(task)]
-    if need > total + tolerance.RESOURCE:           # more memory than one device has: no fresh device takes it
+    if need > total + tolerance.RESOURCE:  # more memory than one device has: no fresh device takes it
         return out
     arrays = ssn.snapshot.arrays
     idle = float(arrays.idle[node.row][GPU] + min(arrays.releasing[node.row][GPU], 0.0))
@@ -86,8 +88,11 @@ def shared_room(ssn: Session) -> dict[int, float]:
         memory = node.gpu_memory_mib
         if not node.gpu_groups or memory <= 0 or not schedulable[node.row]:
             continue
-        free = sum(max(0.0, memory - g.used_memory() + g.releasing_memory())
-                   for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
+        free = sum(
+            max(0.0, memory - g.used_memory() + g.releasing_memory())
+            for g in node.gpu_groups.values()
+            if g.state() is not GroupState.RELEASING
+        )
         if free > tolerance.RESOURCE * memory:
             room[node.row] = free / memory
     return room

@@ -23,7 +23,7 @@ JobFilter = Callable[[JobInfo], bool]
 
 @dataclass(eq=False)
 class _Node:
-    queue: QueueInfo | None                 # None for the synthetic root
+    queue: QueueInfo | None  # None for the synthetic root
     tree: JobOrderByQueues
     jobs: list[_JobEntry] = field(default_factory=list)
     children: list[_Node] = field(default_factory=list)
@@ -59,8 +59,9 @@ class JobOrderByQueues:
     `reverse=True` builds the victim order: every comparison reversed (most over-served queue, lowest job first).
     `depth` caps each leaf's heap (`queueDepthPerAction`)."""
 
-    def __init__(self, ssn: Session, jobs: Iterable[JobInfo], *, reverse: bool = False,
-                 depth: int | None = None) -> None:
+    def __init__(
+        self, ssn: Session, jobs: Iterable[JobInfo], *, reverse: bool = False, depth: int | None = None
+    ) -> None:
         self.ssn = ssn
         self.reverse = reverse
         self._root = _Node(None, self)

@@ -33,10 +33,15 @@ def candidates(ssn: Session, action: str) -> list[JobInfo]:
         wait = preemption_delay_left(job, ssn.now)
         if wait is not None:
             delay = job.podgroup.preemption_delay or 0.0
-            ssn.record_fit_error(job, points.Reject(
-                action, constants.REASON_PREEMPTION_DELAY_NOT_ELAPSED,
-                f"may not evict other jobs for another {format_duration(round(wait))} "
-                f"(preemption delay {format_duration(delay)})"))
+            ssn.record_fit_error(
+                job,
+                points.Reject(
+                    action,
+                    constants.REASON_PREEMPTION_DELAY_NOT_ELAPSED,
+                    f"may not evict other jobs for another {format_duration(round(wait))} "
+                    f"(preemption delay {format_duration(delay)})",
+                ),
+            )
             continue
         out.append(job)
     return out
@@ -64,8 +69,16 @@ MayAct = Callable[[Session, JobInfo], bool]
 SearchFor = Callable[[JobInfo, list[JobInfo]], "solver.VictimSearch | None"]
 
 
-def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable[JobInfo], *,
-        may_act: MayAct, search_for: SearchFor, signature_scope: Callable[[JobInfo], str]) -> None:
+def run(
+    ssn: Session,
+    action: str,
+    timer: budget.Timer | None,
+    pending: Iterable[JobInfo],
+    *,
+    may_act: MayAct,
+    search_for: SearchFor,
+    signature_scope: Callable[[JobInfo], str],
+) -> None:
     """The victim actions' loop (KAI `reclaim.go` / `preempt.go` / `consolidation.go` share it).
 
     For each job in queue order that `may_act`: take a job budget (none left: the action ends for this
@@ -76,8 +89,8 @@ def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable
     action_budget = budget.ActionBudget(limits, action, timer)
     jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(action))
     failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
-    pool: list[JobInfo] | None = None      # ordered on first use: a cycle with no preemptor never sorts them
-    debug = log.isEnabledFor(logging.DEBUG)    # decision logs cost nothing when off
+    pool: list[JobInfo] | None = None  # ordered on first use: a cycle with no preemptor never sorts them
+    debug = log.isEnabledFor(logging.DEBUG)  # decision logs cost nothing when off
     while (job := jobs.pop()) is not None:
         scope = signature_scope(job)
         if not may_act(ssn, job):
@@ -86,8 +99,10 @@ def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable
             continue
         if failed.should_skip(scope, job):
             if debug:
-                log.debug("job skipped: no easier than a failed job of its signature",
-                          extra={"action": action, "job": job.key, "scope": scope})
+                log.debug(
+                    "job skipped: no easier than a failed job of its signature",
+                    extra={"action": action, "job": job.key, "scope": scope},
+                )
             continue
         job_budget = action_budget.next_job()
         if job_budget is None:
@@ -99,8 +114,10 @@ def run(ssn: Session, action: str, timer: budget.Timer | None, pending: Iterable
         search = search_for(job, pool)
         result = solver.Result.UNSOLVED if search is None else _solve(ssn, job, search, job_budget)
         if debug:
-            log.debug("victim search done", extra={"action": action, "job": job.key, "result": result.name,
-                                                   "searched": search is not None})
+            log.debug(
+                "victim search done",
+                extra={"action": action, "job": job.key, "result": result.name, "searched": search is not None},
+            )
         if result is solver.Result.SOLVED:
             pool = _victim_pool(ssn, pool)
         else:

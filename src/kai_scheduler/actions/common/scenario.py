@@ -85,7 +85,7 @@ def gpus_fit(demands: Sequence[float], free_gpus: Floats) -> bool:
     if free.size == 0 or float(free.sum()) + tolerance.RESOURCE < sum(wanted):
         return False
     k = len(wanted)
-    top = free if free.size <= k else np.partition(free, free.size - k)[free.size - k:]
+    top = free if free.size <= k else np.partition(free, free.size - k)[free.size - k :]
     heap = [-float(x) for x in top]
     heapq.heapify(heap)
     for need in wanted:
@@ -135,8 +135,7 @@ class Generators:
         self._demand = gpu_demand(tasks)
         self._single_node = single_node
 
-    def node_local_greedy(self, accumulated: Sequence[Batch], recorded: int,
-                          latest: Batch) -> Iterator[list[Batch]]:
+    def node_local_greedy(self, accumulated: Sequence[Batch], recorded: int, latest: Batch) -> Iterator[list[Batch]]:
         """One scenario per node of the newest batch: the recorded batches and every batch on that node."""
         if not self._single_node:
             return

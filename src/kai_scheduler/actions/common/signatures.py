@@ -26,8 +26,16 @@ def signature(job: JobInfo) -> Signature:
     pods = []
     for task in job.tasks:
         pod = task.pod
-        pods.append((task.subgroup, tuple(sorted(pod.node_selector.items())), pod.node_affinity, pod.tolerations,
-                     pod.pod_affinity, pod.pod_anti_affinity))
+        pods.append(
+            (
+                task.subgroup,
+                tuple(sorted(pod.node_selector.items())),
+                pod.node_affinity,
+                pod.tolerations,
+                pod.pod_affinity,
+                pod.pod_anti_affinity,
+            )
+        )
     podgroup = job.podgroup
     subgroups = tuple((sg.name, sg.topology_constraint) for sg in podgroup.sub_groups)
     return (podgroup.priority_class_name, podgroup.topology_constraint, subgroups, frozenset(pods))

@@ -148,18 +148,24 @@ class _JobSolver:
         generators = Generators(self.ssn, tasks, scenario.fits_one_node(self.ssn, tasks))
         if accumulated and (found := self._try_all(size, tasks, accumulated, accumulated)) is not None:
             return found
-        queue = VictimQueue(self.ssn, self.search.victims, self.search.eviction,
-                            max_jobs=self.search.max_victim_jobs)
+        queue = VictimQueue(self.ssn, self.search.victims, self.search.eviction, max_jobs=self.search.max_victim_jobs)
         candidates = self._candidates(accumulated)
-        worth = False          # the cheap filters only get easier as victims accumulate: once passed, passed
+        worth = False  # the cheap filters only get easier as victims accumulate: once passed, passed
         while not self.budget.exhausted():
             batch = queue.pop(self.stmt)
             if batch is None:
                 return None
             if log.isEnabledFor(logging.DEBUG):
-                log.debug("victims tried", extra={"job": self.job.key, "victim": batch.job.key,
-                                                  "tasks": [t.name for t in batch.tasks],
-                                                  "nodes": sorted(batch.nodes), "accumulated": len(accumulated) + 1})
+                log.debug(
+                    "victims tried",
+                    extra={
+                        "job": self.job.key,
+                        "victim": batch.job.key,
+                        "tasks": [t.name for t in batch.tasks],
+                        "nodes": sorted(batch.nodes),
+                        "accumulated": len(accumulated) + 1,
+                    },
+                )
             accumulated.append(batch)
             self._add_nodes(candidates, batch)
             worth = worth or self._worth_simulating(tasks, generators, accumulated, candidates)
@@ -176,14 +182,16 @@ class _JobSolver:
             self.stmt.evict(task, why)
         return batch
 
-    def _worth_simulating(self, tasks: list[PodInfo], generators: Generators, accumulated: list[Batch],
-                          candidates: points.Mask) -> bool:
+    def _worth_simulating(
+        self, tasks: list[PodInfo], generators: Generators, accumulated: list[Batch], candidates: points.Mask
+    ) -> bool:
         if not generators.gpus_fit(accumulated, accumulated):
             return False
         return scenario.every_task_has_a_node(self.ssn, tasks, candidates)
 
-    def _sub_scenarios(self, generators: Generators, accumulated: list[Batch], recorded: int,
-                       latest: Batch) -> Iterator[list[Batch]]:
+    def _sub_scenarios(
+        self, generators: Generators, accumulated: list[Batch], recorded: int, latest: Batch
+    ) -> Iterator[list[Batch]]:
         for name, proposals in (
             (scenario.NODE_LOCAL_GREEDY, generators.node_local_greedy(accumulated, recorded, latest)),
             (scenario.MULTI_NODE_GANG, generators.multi_node_gang(accumulated, recorded)),
@@ -197,8 +205,9 @@ class _JobSolver:
 
     # --- one simulation -------------------------------------------------------------------------------------
 
-    def _try_all(self, size: int, tasks: list[PodInfo], accumulated: list[Batch],
-                 sub: list[Batch]) -> ScenarioOutcome | None:
+    def _try_all(
+        self, size: int, tasks: list[PodInfo], accumulated: list[Batch], sub: list[Batch]
+    ) -> ScenarioOutcome | None:
         key = (size, frozenset(uid for b in sub for uid in b.uids))
         if key in self.failed:
             return None
@@ -210,15 +219,15 @@ class _JobSolver:
             self.failed.add(key)
         return outcome
 
-    def _simulate(self, size: int, tasks: list[PodInfo], accumulated: list[Batch],
-                  sub: list[Batch]) -> ScenarioOutcome | None:
+    def _simulate(
+        self, size: int, tasks: list[PodInfo], accumulated: list[Batch], sub: list[Batch]
+    ) -> ScenarioOutcome | None:
         inside = {id(b) for b in sub}
         for batch in accumulated:
             if id(batch) not in inside:
                 self._put_back(batch)
         candidates = self._candidates(sub)
-        if not allocation.place_tasks(self.ssn, self.stmt, self.job, tasks, pipeline_only=True,
-                                      candidates=candidates):
+        if not allocation.place_tasks(self.ssn, self.stmt, self.job, tasks, pipeline_only=True, candidates=candidates):
             return None
         if size == len(self.tasks) and not self.job.is_gang_satisfied():
             return None
@@ -226,7 +235,7 @@ class _JobSolver:
             self._reland(batch, candidates)
         outcome = ScenarioOutcome.of(sub)
         if size == len(self.tasks) and not (outcome.victims or outcome.moved):
-            return None       # nothing to evict or move: placing the job is allocate's business, not ours
+            return None  # nothing to evict or move: placing the job is allocate's business, not ours
         if self.search.validate(self.job, tasks, outcome) is not None:
             return None
         return outcome
@@ -243,7 +252,7 @@ class _JobSolver:
 
     def _put_back(self, batch: Batch) -> None:
         for task, origin in zip(batch.tasks, batch.origins, strict=True):
-            self.stmt.pipeline(task, origin.node, origin.gpu_groups)      # an un-evict
+            self.stmt.pipeline(task, origin.node, origin.gpu_groups)  # an un-evict
 
     def _reland(self, batch: Batch, candidates: points.Mask) -> None:
         """In place if the batch's nodes still have room for all of it, else elsewhere, else not at all.
@@ -255,16 +264,20 @@ class _JobSolver:
         for task, origin in zip(batch.tasks, batch.origins, strict=True):
             if not self._room_in_place(task, origin.node):
                 self.stmt.rollback(checkpoint)
-                allocation.place_tasks(self.ssn, self.stmt, batch.job, list(batch.tasks), pipeline_only=True,
-                                       candidates=candidates)
+                allocation.place_tasks(
+                    self.ssn, self.stmt, batch.job, list(batch.tasks), pipeline_only=True, candidates=candidates
+                )
                 return
-            self.stmt.pipeline(task, origin.node, origin.gpu_groups)      # an un-evict
+            self.stmt.pipeline(task, origin.node, origin.gpu_groups)  # an un-evict
 
     def _room_in_place(self, task: PodInfo, node_name: str) -> bool:
         node = self.ssn.snapshot.node_by_name[node_name]
         need = task.request.copy()
-        need[GPU] += sum(1 for g in task.placement.gpu_groups
-                         if g in node.gpu_groups and node.gpu_groups[g].state() is GroupState.RELEASING)
+        need[GPU] += sum(
+            1
+            for g in task.placement.gpu_groups
+            if g in node.gpu_groups and node.gpu_groups[g].state() is GroupState.RELEASING
+        )
         if not _shared_room_in_place(task, node):
             return False
         return bool((self.ssn.snapshot.arrays.free[node.row] >= need - tolerance.RESOURCE).all())

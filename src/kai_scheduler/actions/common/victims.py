@@ -104,18 +104,25 @@ class VictimQueue:
     ordering thousands of victims per probe. `max_jobs` caps how many distinct jobs may give victims
     (consolidation's preemptee cap); None = no cap."""
 
-    def __init__(self, ssn: Session, jobs: Iterable[JobInfo], eviction: Callable[[JobInfo], Eviction], *,
-                 max_jobs: int | None = None, chunk: int = 32) -> None:
+    def __init__(
+        self,
+        ssn: Session,
+        jobs: Iterable[JobInfo],
+        eviction: Callable[[JobInfo], Eviction],
+        *,
+        max_jobs: int | None = None,
+        chunk: int = 32,
+    ) -> None:
         self._ssn = ssn
         self._chunk = chunk
         self._eviction = eviction
         self._max_jobs = max_jobs
-        self.jobs: list[str] = []          # uids of the jobs that gave victims, in order
+        self.jobs: list[str] = []  # uids of the jobs that gave victims, in order
         self._waiting: dict[str, list[JobInfo]] = {}
         for job in jobs:
             self._waiting.setdefault(job.queue, []).append(job)
         for queue in self._waiting:
-            self._waiting[queue].reverse()            # pop() from the end takes the next in order
+            self._waiting[queue].reverse()  # pop() from the end takes the next in order
         self._frontier: dict[str, str] = {}
         first = [job for queue in sorted(self._waiting) for job in self._take(queue)]
         self._order = JobOrderByQueues(ssn, first, reverse=True)

@@ -29,20 +29,20 @@ from kai_scheduler.cluster import tolerance
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 
-EPS = tolerance.RESOURCE      # free fractions are differences of sums of parsed quantities
+EPS = tolerance.RESOURCE  # free fractions are differences of sums of parsed quantities
 
 
 @dataclass(frozen=True, slots=True)
 class Shapes:
     """A workload's task shapes and their popularity (weights sum to 1); arrays of length M."""
 
-    cpu: Floats             # millicores
-    memory: Floats          # bytes
-    devices: Floats         # k: devices asked for (0: no GPU)
-    per_device: Floats      # d: GPU per device (1 whole, (0, 1) shared, 0 none)
+    cpu: Floats  # millicores
+    memory: Floats  # bytes
+    devices: Floats  # k: devices asked for (0: no GPU)
+    per_device: Floats  # d: GPU per device (1 whole, (0, 1) shared, 0 none)
     weight: Floats
-    levels: Floats          # the distinct `per_device` values
-    level_of: npt.NDArray[np.intp]      # per shape: its index into `levels`
+    levels: Floats  # the distinct `per_device` values
+    level_of: npt.NDArray[np.intp]  # per shape: its index into `levels`
 
     @classmethod
     def of(cls, cpu: object, memory: object, devices: object, per_device: object, weight: object) -> Shapes:
@@ -63,12 +63,13 @@ class Shapes:
         return int(self.weight.size)
 
 
-def per_shape(shapes: Shapes, gpu_free: Floats, cpu_free: Floats, memory_free: Floats,
-              eligible: Bools | None = None) -> Floats:
+def per_shape(
+    shapes: Shapes, gpu_free: Floats, cpu_free: Floats, memory_free: Floats, eligible: Bools | None = None
+) -> Floats:
     """`F_n(m)` in GPUs: (..., M)."""
-    below = gpu_free[..., None, :] < shapes.levels[:, None] - EPS                          # (..., D, G)
-    stranded = np.where(below, gpu_free[..., None, :], 0.0).sum(axis=-1)                 # (..., D)
-    counts = gpu_free.shape[-1] - below.sum(axis=-1)                                      # GPUs with f >= d
+    below = gpu_free[..., None, :] < shapes.levels[:, None] - EPS  # (..., D, G)
+    stranded = np.where(below, gpu_free[..., None, :], 0.0).sum(axis=-1)  # (..., D)
+    counts = gpu_free.shape[-1] - below.sum(axis=-1)  # GPUs with f >= d
     ok: Bools = counts[..., shapes.level_of] >= shapes.devices
     ok &= cpu_free[..., None] >= shapes.cpu - EPS
     ok &= memory_free[..., None] >= shapes.memory - EPS
@@ -79,8 +80,9 @@ def per_shape(shapes: Shapes, gpu_free: Floats, cpu_free: Floats, memory_free: F
     return out
 
 
-def expected(shapes: Shapes, gpu_free: Floats, cpu_free: Floats, memory_free: Floats,
-             eligible: Bools | None = None) -> Floats:
+def expected(
+    shapes: Shapes, gpu_free: Floats, cpu_free: Floats, memory_free: Floats, eligible: Bools | None = None
+) -> Floats:
     """`F_n(M)` in GPUs: one value per node (the leading shape of `cpu_free`)."""
     if len(shapes) == 0:
         return np.zeros(np.shape(cpu_free))

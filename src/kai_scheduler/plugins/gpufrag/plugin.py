@@ -50,11 +50,11 @@ class GpuFrag(PluginBase):
     _snapshot: Snapshot
     _arrays: NodeArrays
     _shapes: Shapes
-    _eligible: Bools | None          # (nodes, shapes), None: every node
-    _free: Floats                    # (nodes, slots): per-device free fractions
-    _before: Floats                  # (nodes,): expected fragmentation now
-    _dirty: set[int]                 # rows whose tasks changed since `_free`/`_before` were computed
-    _rows: dict[str, int]            # task uid → row, for tasks allocated in this session
+    _eligible: Bools | None  # (nodes, shapes), None: every node
+    _free: Floats  # (nodes, slots): per-device free fractions
+    _before: Floats  # (nodes,): expected fragmentation now
+    _dirty: set[int]  # rows whose tasks changed since `_free`/`_before` were computed
+    _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
 
     def __init__(self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int) -> None:
         self.given = given
@@ -104,7 +104,7 @@ class GpuFrag(PluginBase):
             self._dirty.add(node.row)
         elif (row := self._rows.pop(str(task.uid), None)) is not None:
             self._dirty.add(row)
-        else:                          # deallocated from a node this session never saw it on: recompute all
+        else:  # deallocated from a node this session never saw it on: recompute all
             self._dirty.update(range(len(self._snapshot.nodes)))
 
     def _refresh(self) -> None:
@@ -117,14 +117,15 @@ class GpuFrag(PluginBase):
         self._before[rows] = self._expected(self._free[rows], rows)
         self._dirty.clear()
 
-    def _expected(self, free: Floats, rows: slice | np.ndarray, cpu: Floats | None = None,
-                  memory: Floats | None = None) -> Floats:
+    def _expected(
+        self, free: Floats, rows: slice | np.ndarray, cpu: Floats | None = None, memory: Floats | None = None
+    ) -> Floats:
         """Expected fragmentation of `rows` with per-device `free` (rows, …, slots) and CPU/memory free."""
         arrays = self._arrays
         cpu_free = arrays.free[rows, CPU] if cpu is None else cpu
         memory_free = arrays.free[rows, MEMORY] if memory is None else memory
         eligible = None if self._eligible is None else self._eligible[rows]
-        extra = free.ndim - 1 - np.ndim(cpu_free)      # placement axes between rows and slots
+        extra = free.ndim - 1 - np.ndim(cpu_free)  # placement axes between rows and slots
         if extra:
             cpu_free = np.expand_dims(cpu_free, tuple(range(1, 1 + extra)))
             memory_free = np.expand_dims(memory_free, tuple(range(1, 1 + extra)))
@@ -146,8 +147,9 @@ class GpuFrag(PluginBase):
         if not finite.any():
             return out
         low, high = float(delta[finite].min()), float(delta[finite].max())
-        scaled = np.full(rows.size, FRAGMENTATION) if high - low <= EPS else \
-            FRAGMENTATION * (high - delta) / (high - low)
+        scaled = (
+            np.full(rows.size, FRAGMENTATION) if high - low <= EPS else FRAGMENTATION * (high - delta) / (high - low)
+        )
         out[rows] = np.where(finite, scaled, 0.0)
         return out
 
@@ -173,21 +175,22 @@ class GpuFrag(PluginBase):
         out: Floats = np.where(possible, after - self._before[rows], np.inf)
         return out
 
-    def _best_device(self, free: Floats, rows: np.ndarray, cpu: Floats, memory: Floats,
-                     per_device: float) -> tuple[Floats, Bools]:
+    def _best_device(
+        self, free: Floats, rows: np.ndarray, cpu: Floats, memory: Floats, per_device: float
+    ) -> tuple[Floats, Bools]:
         """`free` with one device of `per_device` taken on each row where it strands least, and the rows
         where a device holds it at all."""
         n, slots = free.shape
-        fits = free >= per_device - EPS                               # (rows, slots): devices that hold it
+        fits = free >= per_device - EPS  # (rows, slots): devices that hold it
         # Devices with the same free fraction are the same choice: try the first of each only.
         same = np.abs(free[:, :, None] - free[:, None, :]) <= EPS
-        fits &= ~(same & np.tri(slots, slots, -1, dtype=bool)).any(axis=2)     # [j, k]: k before j
+        fits &= ~(same & np.tri(slots, slots, -1, dtype=bool)).any(axis=2)  # [j, k]: k before j
         pair_row, pair_slot = np.nonzero(fits)
-        trial = free[pair_row].copy()                                 # one candidate placement per pair
+        trial = free[pair_row].copy()  # one candidate placement per pair
         trial[np.arange(pair_row.size), pair_slot] -= per_device
         scores = np.full((n, slots), np.inf)
         scores[pair_row, pair_slot] = self._expected(trial, rows[pair_row], cpu[pair_row], memory[pair_row])
-        best = np.argmin(scores, axis=1)                              # ties: the first (most free) device
+        best = np.argmin(scores, axis=1)  # ties: the first (most free) device
         out = free.copy()
         ok: Bools = np.asarray(fits.any(axis=1))
         out[np.flatnonzero(ok), best[ok]] -= per_device

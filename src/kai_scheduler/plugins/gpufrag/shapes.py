@@ -64,7 +64,7 @@ def _fields(task: PodInfo, max_gpu_memory: float) -> tuple[float, float, int, fl
 
 def learned(tasks: Iterable[PodInfo], max_gpu_memory: float, limit: int) -> list[tuple[ShapeKey, float]]:
     """The `limit` most common shapes among `tasks`, with their counts; ties by shape (deterministic)."""
-    counts = Counter(_fields(t, max_gpu_memory) for t in tasks)     # plain tuples: one hash per task
+    counts = Counter(_fields(t, max_gpu_memory) for t in tasks)  # plain tuples: one hash per task
     keys = [(ShapeKey(*fields), float(n)) for fields, n in counts.items()]
     ranked = sorted(keys, key=lambda kv: (-kv[1], _order(kv[0])))
     return ranked[:limit]
@@ -104,8 +104,13 @@ def parse(text: str) -> list[tuple[ShapeKey, float]]:
 
 def to_shapes(weighted: Sequence[tuple[ShapeKey, float]]) -> Shapes:
     keys = [k for k, _ in weighted]
-    return Shapes.of([k.cpu for k in keys], [k.memory for k in keys], [k.devices for k in keys],
-                     [k.per_device for k in keys], [w for _, w in weighted])
+    return Shapes.of(
+        [k.cpu for k in keys],
+        [k.memory for k in keys],
+        [k.devices for k in keys],
+        [k.per_device for k in keys],
+        [w for _, w in weighted],
+    )
 
 
 def eligibility(keys: Sequence[ShapeKey], nodes: Sequence[NodeInfo]) -> Bools | None:
@@ -120,7 +125,8 @@ def eligibility(keys: Sequence[ShapeKey], nodes: Sequence[NodeInfo]) -> Bools | 
         column = columns.get(key.constraint)
         if column is None:
             column = columns[key.constraint] = np.fromiter(
-                (_admits(key.constraint, n) for n in nodes), dtype=bool, count=len(nodes))
+                (_admits(key.constraint, n) for n in nodes), dtype=bool, count=len(nodes)
+            )
         out[:, j] = column
     return out
 

@@ -52,7 +52,7 @@ def matrix(snapshot: Snapshot, slots: int | None = None) -> Floats:
     plain = np.arange(slots)[None, :] < whole[:, None]
     out[plain] = 1.0
     out[~arrays.schedulable] = 0.0
-    for node in snapshot.nodes:          # only nodes with shared GPUs need a closer look
+    for node in snapshot.nodes:  # only nodes with shared GPUs need a closer look
         if node.gpu_groups:
             out[node.row] = node_free(node, slots)
     return out

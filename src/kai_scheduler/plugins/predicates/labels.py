@@ -21,13 +21,14 @@ class Column:
 
     codes: Codes
     index: dict[str, int]
-    numbers: npt.NDArray[np.float64]     # per code: the value as an integer (else nan); then nan for -1
+    numbers: npt.NDArray[np.float64]  # per code: the value as an integer (else nan); then nan for -1
 
     @classmethod
     def of(cls, values: Sequence[str | None]) -> Column:
         index: dict[str, int] = {}
-        codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
-                            dtype=np.int64, count=len(values))
+        codes = np.fromiter(
+            (-1 if v is None else index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values)
+        )
         numbers = np.array([*(_integer(v) for v in index), np.nan], dtype=np.float64)
         return cls(codes, index, numbers)
 

@@ -65,7 +65,7 @@ class StaticMasks:
     """One constraint key's verdicts over all nodes; None means every node passes."""
 
     affinity: Mask | None
-    taints: tuple[Mask | None, ...]      # one per taint check, as `TaintTable.reasons`
+    taints: tuple[Mask | None, ...]  # one per taint check, as `TaintTable.reasons`
     tolerates_unschedulable: bool
 
 
@@ -76,13 +76,13 @@ class NodeView:
 
     labels: LabelColumns
     taints: TaintTable
-    schedulable_ok: Mask | None          # None: no node is cordoned
+    schedulable_ok: Mask | None  # None: no node is cordoned
     ready_ok: Mask | None
     has_gpu_memory: Mask
     max_allocatable: Vector
     max_allocatable_eps: Vector
     largest_gpu_memory: float
-    static_by_key: dict[ConstraintKey, StaticMasks]     # filled as constraint keys are met
+    static_by_key: dict[ConstraintKey, StaticMasks]  # filled as constraint keys are met
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> NodeView:
@@ -105,21 +105,21 @@ class NodeView:
 
 class Predicates(PluginBase):
     name = "predicates"
-    constraint_evaluations: int          # per session: constraint keys evaluated (misses of the node view)
+    constraint_evaluations: int  # per session: constraint keys evaluated (misses of the node view)
     _snapshot: Snapshot
     _arrays: NodeArrays
     _labels: LabelColumns
     _taints: TaintTable
-    _schedulable_ok: Mask | None         # None: no node is cordoned
+    _schedulable_ok: Mask | None  # None: no node is cordoned
     _ready_ok: Mask | None
     _has_gpu_memory: Mask
-    _may_share: Mask                     # nodes that have (or had, this session) a shared GPU group
+    _may_share: Mask  # nodes that have (or had, this session) a shared GPU group
     _max_allocatable: Vector
     _max_allocatable_eps: Vector
     _largest_gpu_memory: float
     _static_by_key: dict[ConstraintKey, StaticMasks]
     _static_by_task: dict[PodUID, StaticMasks]
-    _pods: PodIndex | None               # built on the first task with pod (anti-)affinity
+    _pods: PodIndex | None  # built on the first task with pod (anti-)affinity
     _anti_affine: dict[tuple[PodAffinityTerm, str], list[PodInfo]] | None
 
     def on_session_open(self, ssn: Session) -> None:
@@ -168,12 +168,16 @@ class Predicates(PluginBase):
         if over.size:
             column = int(over[0])
             name = self._snapshot.axis.names[column]
-            return self._reject(f"the task requests {describe(name, need[column])}; "
-                                f"the largest node has {describe(name, self._max_allocatable[column])}")
+            return self._reject(
+                f"the task requests {describe(name, need[column])}; "
+                f"the largest node has {describe(name, self._max_allocatable[column])}"
+            )
         largest = self._largest_gpu_memory
         if task.gpu.memory_mib and 0 < largest < task.gpu.memory_mib:
-            return self._reject(f"the task requests {task.gpu.memory_mib} MiB of GPU memory per device; "
-                                f"the largest GPU has {largest:g} MiB")
+            return self._reject(
+                f"the task requests {task.gpu.memory_mib} MiB of GPU memory per device; "
+                f"the largest GPU has {largest:g} MiB"
+            )
         return None
 
     def _reject(self, message: str) -> points.Reject:
@@ -253,8 +257,9 @@ class Predicates(PluginBase):
         releasing pod's slot can be pipelined like any resource). One compare over all nodes; the reasons
         ("too many pods", then "insufficient <first missing resource>") are split only for a fit error."""
         fits = fit.resources_fit(self._snapshot, task, candidates)
-        return points.NodeFilter(fits, "insufficient resources", partial(self._explain_resources, task),
-                                 fits_resources=True)
+        return points.NodeFilter(
+            fits, "insufficient resources", partial(self._explain_resources, task), fits_resources=True
+        )
 
     def _thresholds(self, task: PodInfo) -> Vector:
         return fit.thresholds(task)
@@ -338,8 +343,7 @@ class Predicates(PluginBase):
     def _domains(self, topology_key: str, pods: Iterable[PodInfo]) -> set[str]:
         """The topology values (node label `topology_key`) of the nodes the pods are on."""
         nodes = self._snapshot.node_by_name
-        values = (nodes[name].labels.get(topology_key) for name in {p.placement.node for p in pods}
-                  if name in nodes)
+        values = (nodes[name].labels.get(topology_key) for name in {p.placement.node for p in pods} if name in nodes)
         return {v for v in values if v is not None}
 
     def _pod_index(self) -> PodIndex:
@@ -351,7 +355,7 @@ class Predicates(PluginBase):
         """Pods with anti-affinity, grouped by (term, owner namespace): a term is matched once per task."""
         if self._anti_affine is None:
             self._anti_affine = {}
-            for pod in anti_affine_pods(self._snapshot):     # the domains found are sets: order is free
+            for pod in anti_affine_pods(self._snapshot):  # the domains found are sets: order is free
                 for term in pod.pod.pod_anti_affinity:
                     self._anti_affine.setdefault((term, pod.namespace), []).append(pod)
         return self._anti_affine

@@ -12,7 +12,7 @@ from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
 from kai_scheduler.cluster.snapshot import Snapshot
 
-ON_NODE_STATUSES = frozenset(s for s in PodStatus if s & ON_NODE)   # set lookup: IntFlag `&` is slow
+ON_NODE_STATUSES = frozenset(s for s in PodStatus if s & ON_NODE)  # set lookup: IntFlag `&` is slow
 
 
 def session_pods(snapshot: Snapshot) -> list[PodInfo]:
@@ -71,8 +71,11 @@ class PodIndex:
     def on_node(self, selector: LabelSelector, namespaces: tuple[str, ...]) -> list[PodInfo]:
         """Pods on a node now (including ones placed this session) in `namespaces` that `selector` matches."""
         pods, exact = self._candidates(selector)
-        return [p for p in pods if is_on_node(p) and p.namespace in namespaces
-                and (exact or selector.matches(p.pod.meta.labels))]
+        return [
+            p
+            for p in pods
+            if is_on_node(p) and p.namespace in namespaces and (exact or selector.matches(p.pod.meta.labels))
+        ]
 
     def _candidates(self, selector: LabelSelector) -> tuple[list[PodInfo], bool]:
         """A superset of the selector's pods (the smallest matchLabels list, else an In or Exists, else all
@@ -81,8 +84,13 @@ class PodIndex:
         if selector.match_labels:
             return min((self._by_label.get(item, []) for item in selector.match_labels), key=len), exact
         for req in selector.requirements:
-            values = (req.values if req.operator == "In"
-                      else self._values.get(req.key, []) if req.operator == "Exists" else None)
+            values = (
+                req.values
+                if req.operator == "In"
+                else self._values.get(req.key, [])
+                if req.operator == "Exists"
+                else None
+            )
             if values is not None:
                 pods = [p for v in dict.fromkeys(values) for p in self._by_label.get((req.key, v), [])]
                 return pods, exact

@@ -12,8 +12,8 @@ from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.framework.points import Mask
 from kai_scheduler.plugins.predicates.masks import frozen
 
-TAINT_REASONS = 16                  # distinct taints named in fit errors; any further ones share one reason
-BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")     # PreferNoSchedule only steers scoring upstream
+TAINT_REASONS = 16  # distinct taints named in fit errors; any further ones share one reason
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")  # PreferNoSchedule only steers scoring upstream
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,7 @@ class TaintTable:
     value (the first TAINT_REASONS in sorted order), any others together in one last group."""
 
     reasons: tuple[str, ...]
-    groups: tuple[tuple[tuple[Taint, Mask], ...], ...]     # per reason: each taint and the nodes carrying it
+    groups: tuple[tuple[tuple[Taint, Mask], ...], ...]  # per reason: each taint and the nodes carrying it
 
     @classmethod
     def build(cls, nodes: Sequence[NodeInfo]) -> TaintTable:

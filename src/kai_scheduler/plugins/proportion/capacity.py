@@ -31,14 +31,17 @@ def over_limit(chain: Sequence[QueueShare], request: Amounts, plugin: str = PLUG
             need, limit, held = float(request[r]), float(share.limit[r]), float(share.allocated[r])
             if limit == UNLIMITED or need <= 0 or held + need <= limit + tolerance.SHARE:
                 continue
-            message = (f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
-                       f"({describe(name, held)} allocated, job needs {describe(name, need)})")
+            message = (
+                f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
+                f"({describe(name, held)} allocated, job needs {describe(name, need)})"
+            )
             return points.Reject(plugin, constants.REASON_OVER_LIMIT, message)
     return None
 
 
-def non_preemptible_over_quota(chain: Sequence[QueueShare], request: Amounts,
-                               plugin: str = PLUGIN) -> points.Reject | None:
+def non_preemptible_over_quota(
+    chain: Sequence[QueueShare], request: Amounts, plugin: str = PLUGIN
+) -> points.Reject | None:
     """`NonPreemptibleOverQuota` if non-preemptible use plus the request would pass a level's deserved quota.
 
     Only resources the job requests are checked (a job cannot push a resource it does not use over quota);
@@ -49,9 +52,11 @@ def non_preemptible_over_quota(chain: Sequence[QueueShare], request: Amounts,
             held = float(share.allocated_non_preemptible[r])
             if deserved == UNLIMITED or need <= 0 or held + need <= deserved + tolerance.SHARE:
                 continue
-            message = (f"{_queue(chain, level)}: non-preemptible jobs may use only its deserved "
-                       f"{describe(name, deserved)} ({describe(name, held)} in use, "
-                       f"job needs {describe(name, need)})")
+            message = (
+                f"{_queue(chain, level)}: non-preemptible jobs may use only its deserved "
+                f"{describe(name, deserved)} ({describe(name, held)} in use, "
+                f"job needs {describe(name, need)})"
+            )
             return points.Reject(plugin, constants.REASON_NON_PREEMPTIBLE_OVER_QUOTA, message)
     return None
 

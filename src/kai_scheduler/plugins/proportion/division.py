@@ -123,8 +123,17 @@ def _reachable(children: Mapping[str, list[ShareInput]]) -> set[str]:
 
 def slot(q: ShareInput, r: int) -> Slot:
     """The scalar view of queue `q` in resource `r`."""
-    return Slot(q.name, q.uid, q.priority, q.creation, float(q.deserved[r]), float(q.limit[r]),
-                float(q.weight[r]), float(q.request[r]), float(q.usage[r]))
+    return Slot(
+        q.name,
+        q.uid,
+        q.priority,
+        q.creation,
+        float(q.deserved[r]),
+        float(q.limit[r]),
+        float(q.weight[r]),
+        float(q.request[r]),
+        float(q.usage[r]),
+    )
 
 
 def divide_resource(amount: float, slots: Sequence[Slot], k_value: float) -> float:
@@ -167,8 +176,7 @@ def divide_over_quota(amount: float, slots: Sequence[Slot], k_value: float) -> f
     return remaining
 
 
-def divide_up_to_fair_share(amount: float, slots: Sequence[Slot], k_value: float,
-                            leftovers: dict[str, float]) -> float:
+def divide_up_to_fair_share(amount: float, slots: Sequence[Slot], k_value: float, leftovers: dict[str, float]) -> float:
     """Split `amount` among one priority bucket in weighted rounds; return what is left.
 
     Each round shares the amount left at its start by `P = max(0, w' + k (w' - usage))`, `w'` the queue's

@@ -42,20 +42,25 @@ class Proportion(PluginBase):
 
     name = "proportion"
 
-    def __init__(self, *, k_value: float = 1.0, saturation_multiplier: float = 1.0,
-                 usage_by_queue: Mapping[str, Vector] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        k_value: float = 1.0,
+        saturation_multiplier: float = 1.0,
+        usage_by_queue: Mapping[str, Vector] | None = None,
+    ) -> None:
         self.k_value = max(0.0, k_value)
         self.saturation_multiplier = max(1.0, saturation_multiplier)
-        self.usage_by_queue: Mapping[str, Vector] = usage_by_queue or {}   # time-based fair share hook (§5.5)
+        self.usage_by_queue: Mapping[str, Vector] = usage_by_queue or {}  # time-based fair share hook (§5.5)
         self._ssn: Session | None = None
         self._total: Vector = np.zeros(len(QUEUE_AXIS))
         self._shares: dict[str, QueueShare] = {}
         self._states: dict[str, QueueState] = {}
         self._parents: dict[str, str] = {}
         self._leaf_chains: dict[str, list[tuple[QueueShare, QueueState]]] = {}
-        self._charged: dict[str, Vector] = {}                 # task uid → what its queues were charged
+        self._charged: dict[str, Vector] = {}  # task uid → what its queues were charged
         self._job_requests: dict[str, tuple[float, ...]] = {}  # job uid → request of its tasks to allocate
-        self._ranks: dict[str, tuple[JobInfo | None, Rank]] = {}   # queue → (best job, rank)
+        self._ranks: dict[str, tuple[JobInfo | None, Rank]] = {}  # queue → (best job, rank)
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Proportion:
@@ -63,8 +68,10 @@ class Proportion(PluginBase):
 
         The multiplier keeps KAI's misspelling: it is the only key KAI parses. Other keys are ignored, as in
         KAI; a value that is not a finite number is a ConfigError."""
-        return cls(k_value=_number(arguments, "kValue", 1.0),
-                   saturation_multiplier=_number(arguments, "relcaimerSaturationMultiplier", 1.0))
+        return cls(
+            k_value=_number(arguments, "kValue", 1.0),
+            saturation_multiplier=_number(arguments, "relcaimerSaturationMultiplier", 1.0),
+        )
 
     # --- session ------------------------------------------------------------------------------------------
 
@@ -98,9 +105,14 @@ class Proportion(PluginBase):
             q = snapshot.queues[name]
             usage = (self.usage_by_queue or snapshot.queue_usage).get(name)
             self._shares[name] = QueueShare(
-                name=name, deserved=q.deserved.copy(), limit=q.limit.copy(),
-                over_quota_weight=q.over_quota_weight.copy(), allocated=zeros.copy(),
-                allocated_non_preemptible=zeros.copy(), request=zeros.copy(), fair_share=zeros.copy(),
+                name=name,
+                deserved=q.deserved.copy(),
+                limit=q.limit.copy(),
+                over_quota_weight=q.over_quota_weight.copy(),
+                allocated=zeros.copy(),
+                allocated_non_preemptible=zeros.copy(),
+                request=zeros.copy(),
+                fair_share=zeros.copy(),
                 usage=zeros.copy() if usage is None else np.array(usage, dtype=np.float64),
             )
             self._parents[name] = q.parent
@@ -143,20 +155,31 @@ class Proportion(PluginBase):
         for name, share in self._shares.items():
             q = self._queue_info(name)
             self._states[name] = QueueState.of(
-                name=name, priority=q.priority, creation=q.creation, deserved=share.deserved.tolist(),
-                fair_share=share.fair_share.tolist(), limit=share.limit.tolist(), total=total,
-                allocated=share.allocated.tolist())
+                name=name,
+                priority=q.priority,
+                creation=q.creation,
+                deserved=share.deserved.tolist(),
+                fair_share=share.fair_share.tolist(),
+                limit=share.limit.tolist(),
+                total=total,
+                allocated=share.allocated.tolist(),
+            )
         for name in self._shares:
             if self._queue_info(name).is_leaf:
                 self._leaf_chains[name] = [(s, self._states[s.name]) for s in self.queue_chain(name)]
 
     # --- registered callbacks -----------------------------------------------------------------------------
 
-    def queue_order(self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None,
-                    right_job: JobInfo | None) -> int:
+    def queue_order(
+        self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None, right_job: JobInfo | None
+    ) -> int:
         """QUEUE_ORDER: rules 1-8 of §3.4 over the queues' current state and their best jobs' requests."""
-        return queue_order.compare_ranked(self._states[left.name], self.queue_rank(left.name, left_job),
-                                          self._states[right.name], self.queue_rank(right.name, right_job))
+        return queue_order.compare_ranked(
+            self._states[left.name],
+            self.queue_rank(left.name, left_job),
+            self._states[right.name],
+            self.queue_rank(right.name, right_job),
+        )
 
     def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
         """JOB_OVER_CAPACITY: the limit check, then (non-preemptible jobs) the quota check, on every level."""
@@ -259,9 +282,17 @@ class Proportion(PluginBase):
 
     def _share_input(self, q: QueueInfo, share: QueueShare) -> division.ShareInput:
         return division.ShareInput(
-            name=q.name, uid=q.uid, parent=q.parent, priority=q.priority, creation=q.creation,
-            deserved=share.deserved, limit=share.limit, weight=share.over_quota_weight, request=share.request,
-            usage=share.usage)
+            name=q.name,
+            uid=q.uid,
+            parent=q.parent,
+            priority=q.priority,
+            creation=q.creation,
+            deserved=share.deserved,
+            limit=share.limit,
+            weight=share.over_quota_weight,
+            request=share.request,
+            usage=share.usage,
+        )
 
     def _account(self, task: PodInfo, delta: Vector) -> None:
         """Add `delta` to the allocation of the task's queue chain (both views); forget what depended on it:
@@ -292,7 +323,7 @@ def capacity_request(tasks: Sequence[PodInfo], gpu_memory_mib: float) -> Vector:
     for task in tasks:
         amount = task.queue_request()
         if task.gpu.memory_mib and not task.gpu.whole and not task.gpu.fraction:
-            amount = amount.copy()      # the task's own is read-only
+            amount = amount.copy()  # the task's own is read-only
             amount[GPU] = task.gpu.num_devices * gpu_portion(task.gpu.memory_mib, gpu_memory_mib)
         total += amount
     return total

@@ -54,27 +54,55 @@ class QueueState:
     allocated: list[float]
 
     @classmethod
-    def of(cls, *, name: str, priority: int, creation: float, deserved: Triple, fair_share: Triple,
-           limit: Triple, total: Triple, allocated: Triple) -> QueueState:
+    def of(
+        cls,
+        *,
+        name: str,
+        priority: int,
+        creation: float,
+        deserved: Triple,
+        fair_share: Triple,
+        limit: Triple,
+        total: Triple,
+        allocated: Triple,
+    ) -> QueueState:
         allocatable = tuple(
             allocatable_share(float(d), float(f), float(lim), float(t))
             for d, f, lim, t in zip(deserved, fair_share, limit, total, strict=True)
         )
-        return cls(name, priority, creation, tuple(float(x) for x in deserved),
-                   tuple(float(x) for x in fair_share), allocatable, [float(x) for x in allocated])
+        return cls(
+            name,
+            priority,
+            creation,
+            tuple(float(x) for x in deserved),
+            tuple(float(x) for x in fair_share),
+            allocatable,
+            [float(x) for x in allocated],
+        )
 
 
-def compare(left: QueueState, right: QueueState, left_request: Triple | None, right_request: Triple | None,
-            *, victim: bool = False, left_victims: Triple | None = None,
-            right_victims: Triple | None = None) -> int:
+def compare(
+    left: QueueState,
+    right: QueueState,
+    left_request: Triple | None,
+    right_request: Triple | None,
+    *,
+    victim: bool = False,
+    left_victims: Triple | None = None,
+    right_victims: Triple | None = None,
+) -> int:
     """Negative if `left`'s job goes first, positive if `right`'s, by rules 1-8 of the module docstring.
 
     A missing request counts as nothing. With `victim`, each queue's allocation is first reduced by its
     `*_victims` (resources of victims already taken from it) and the result, tie-breaks included, is
     reversed; a request given in victim mode is still added (reclaim passes None: a running victim's
     resources are already in `allocated`)."""
-    result = compare_ranked(left, rank(left, left_request, left_victims if victim else None),
-                            right, rank(right, right_request, right_victims if victim else None))
+    result = compare_ranked(
+        left,
+        rank(left, left_request, left_victims if victim else None),
+        right,
+        rank(right, right_request, right_victims if victim else None),
+    )
     return -result if victim else result
 
 
@@ -96,13 +124,16 @@ def compare_ranked(left: QueueState, left_rank: Rank, right: QueueState, right_r
     """Rules 1-6 by rank, then 7 (Pareto allocatable share) and 8 (age, name); -1, 0 or 1."""
     if left_rank != right_rank:
         return -1 if left_rank < right_rank else 1
-    return (_pareto(left.allocatable, right.allocatable)
-            or _cmp(left.creation, right.creation)
-            or _cmp(left.name, right.name))
+    return (
+        _pareto(left.allocatable, right.allocatable)
+        or _cmp(left.creation, right.creation)
+        or _cmp(left.name, right.name)
+    )
 
 
 # The helpers below loop instead of all()/any() over generators: about 4x faster on three elements, and the
 # queue order is the hottest comparison of a cycle. Vectors are the same length by construction.
+
 
 def dominant_share(held: Triple, allocatable: Triple) -> float:
     """`max_r held_r / allocatable_r`; a resource with no allocatable share weighs `held_r x 1000`."""

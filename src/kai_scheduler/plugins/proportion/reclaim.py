@@ -55,8 +55,14 @@ PLUGIN = "proportion"
 class ReclaimRules:
     """The reclaim callbacks over the plugin's shares. States: opened → (per job) solution started."""
 
-    def __init__(self, ssn: Session, shares: Mapping[str, QueueShare], parents: Mapping[str, str], total: Vector,
-                 multiplier: float) -> None:
+    def __init__(
+        self,
+        ssn: Session,
+        shares: Mapping[str, QueueShare],
+        parents: Mapping[str, str],
+        total: Vector,
+        multiplier: float,
+    ) -> None:
         self._ssn = ssn
         self._shares = shares
         self._parents = parents
@@ -66,14 +72,15 @@ class ReclaimRules:
         for name in sorted(parents):
             self._children.setdefault(parents[name], []).append(name)
         self._start: dict[str, tuple[Vector, Vector]] = {}
-        self._filtered: dict[tuple[str, str], bool] = {}     # (reclaimer uid, victim queue) → rule 2's answer
+        self._filtered: dict[tuple[str, str], bool] = {}  # (reclaimer uid, victim queue) → rule 2's answer
 
     # --- callbacks ---------------------------------------------------------------------------------------------
 
     def job_solution_start(self, job: JobInfo) -> None:
         """ON_JOB_SOLUTION_START: clone every queue's allocation; the validator judges against it."""
-        self._start = {name: (s.allocated.copy(), s.allocated_non_preemptible.copy())
-                       for name, s in self._shares.items()}
+        self._start = {
+            name: (s.allocated.copy(), s.allocated_non_preemptible.copy()) for name, s in self._shares.items()
+        }
         self._filtered.clear()
 
     def can_reclaim(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
@@ -85,10 +92,13 @@ class ReclaimRules:
         for r, name in enumerate(QUEUE_NAMES):
             held, fair = float(leaf.allocated[r]), float(leaf.fair_share[r])
             if held + request[r] > fair + tolerance.SHARE:
-                return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
-                                     f"queue {leaf.name} may not reclaim: {describe(name, held)} allocated + "
-                                     f"{describe(name, float(request[r]))} requested exceeds its fair share of "
-                                     f"{describe(name, fair)}")
+                return points.Reject(
+                    PLUGIN,
+                    constants.REASON_UNSCHEDULABLE,
+                    f"queue {leaf.name} may not reclaim: {describe(name, held)} allocated + "
+                    f"{describe(name, float(request[r]))} requested exceeds its fair share of "
+                    f"{describe(name, fair)}",
+                )
         if not job.preemptible:
             return capacity.non_preemptible_over_quota(self._chain(job.queue), request, PLUGIN)
         return None
@@ -112,15 +122,15 @@ class ReclaimRules:
         reclaimer_level, victim_level = self._shares[lr], self._shares[lv]
         if not _within(reclaimer_level.allocated + request, reclaimer_level.deserved):
             return _exceeds(victim_level.allocated, self.allocatable(victim_level))
-        considered = [r for r in range(len(QUEUE_AXIS))
-                      if request[r] > 0 and victim_level.deserved[r] != UNLIMITED]
+        considered = [r for r in range(len(QUEUE_AXIS)) if request[r] > 0 and victim_level.deserved[r] != UNLIMITED]
         held, deserved = victim_level.allocated, victim_level.deserved
         over = any(held[r] > deserved[r] + tolerance.SHARE for r in considered)
         under = any(held[r] < deserved[r] - tolerance.SHARE for r in considered)
         return over or not under
 
-    def reclaimable(self, reclaimer: JobInfo, tasks: list[PodInfo],
-                    scenario: points.VictimScenario) -> points.Reject | None:
+    def reclaimable(
+        self, reclaimer: JobInfo, tasks: list[PodInfo], scenario: points.VictimScenario
+    ) -> points.Reject | None:
         """RECLAIM_VALIDATOR: the strategies per victim vector, the saturation order, non-preemptible quota."""
         request = _request(tasks)
         taken = list(scenario.victims)
@@ -133,13 +143,17 @@ class ReclaimRules:
             for vector in victim_vectors(self._ssn, job, job_tasks):
                 rem = remaining.get(lv, self._allocated(lv))
                 if not self._strategy_holds(lr, lv, rem, request):
-                    return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
-                                         f"queue {lv} is not over its share: it cannot give "
-                                         f"{_amounts(vector)} to {lr}")
+                    return points.Reject(
+                        PLUGIN,
+                        constants.REASON_UNSCHEDULABLE,
+                        f"queue {lv} is not over its share: it cannot give {_amounts(vector)} to {lr}",
+                    )
                 if self._ssn.config.flags.reclaim_protects_deserved and not self._keeps_deserved(lv, rem, vector):
-                    return points.Reject(PLUGIN, constants.REASON_UNSCHEDULABLE,
-                                         f"queue {lv} would fall below its deserved quota if it gave "
-                                         f"{_amounts(vector)} to {lr}")
+                    return points.Reject(
+                        PLUGIN,
+                        constants.REASON_UNSCHEDULABLE,
+                        f"queue {lv} would fall below its deserved quota if it gave {_amounts(vector)} to {lr}",
+                    )
                 for name in self._names(job.queue):
                     remaining[name] = remaining.get(name, self._allocated(name)) - vector
                     lost[name] = lost.get(name, np.zeros(len(QUEUE_AXIS))) + vector
@@ -163,17 +177,24 @@ class ReclaimRules:
 
     def allocatable(self, share: QueueShare) -> Vector:
         """max(deserved, fair share) capped by the limit, per resource (division.allocatable_share)."""
-        return np.array([allocatable_share(float(share.deserved[r]), float(share.fair_share[r]),
-                                           float(share.limit[r]), float(self._total[r]))
-                         for r in range(len(QUEUE_AXIS))])
+        return np.array(
+            [
+                allocatable_share(
+                    float(share.deserved[r]), float(share.fair_share[r]), float(share.limit[r]), float(self._total[r])
+                )
+                for r in range(len(QUEUE_AXIS))
+            ]
+        )
 
     def _strategy_holds(self, lr: str, lv: str, rem: Vector, request: Vector) -> bool:
         victim = self._shares[lv]
-        if _exceeds(rem, self.allocatable(victim)):                                 # MaintainFairShare
+        if _exceeds(rem, self.allocatable(victim)):  # MaintainFairShare
             return True
         reclaimer = self._shares[lr]
-        return (_within(self._allocated(lr) + request, reclaimer.deserved)         # GuaranteeDeservedQuota
-                and _exceeds(rem, victim.deserved))
+        return (
+            _within(self._allocated(lr) + request, reclaimer.deserved)  # GuaranteeDeservedQuota
+            and _exceeds(rem, victim.deserved)
+        )
 
     def _keeps_deserved(self, name: str, rem: Vector, vector: Vector) -> bool:
         """Taking `vector` leaves the queue at or above its deserved quota in every resource the vector takes
@@ -181,13 +202,18 @@ class ReclaimRules:
         deserved = self._shares[name].deserved
         for r in range(len(QUEUE_AXIS)):
             quota = float(deserved[r])
-            if (vector[r] > tolerance.SHARE and quota != UNLIMITED and rem[r] >= quota - tolerance.SHARE
-                    and rem[r] - vector[r] < quota - tolerance.SHARE):
+            if (
+                vector[r] > tolerance.SHARE
+                and quota != UNLIMITED
+                and rem[r] >= quota - tolerance.SHARE
+                and rem[r] - vector[r] < quota - tolerance.SHARE
+            ):
                 return False
         return True
 
-    def _saturation(self, queue: str, request: Vector, remaining: Mapping[str, Vector],
-                    lost: Mapping[str, Vector]) -> points.Reject | None:
+    def _saturation(
+        self, queue: str, request: Vector, remaining: Mapping[str, Vector], lost: Mapping[str, Vector]
+    ) -> points.Reject | None:
         for level in self._names(queue):
             share = self._shares[level]
             after = remaining.get(level, self._allocated(level)) + request
@@ -205,10 +231,12 @@ class ReclaimRules:
                     ratio = _ratio(float(after[r]), mine)
                     if ratio > 1 and theirs > 0 and ratio * self._multiplier >= _ratio(float(rem[r]), theirs):
                         return points.Reject(
-                            PLUGIN, constants.REASON_UNSCHEDULABLE,
+                            PLUGIN,
+                            constants.REASON_UNSCHEDULABLE,
                             f"queue {level} would end more saturated in {QUEUE_NAMES[r]} than {sibling}, "
                             f"which it takes from ({ratio:.3g} x {self._multiplier:g} >= "
-                            f"{_ratio(float(rem[r]), theirs):.3g} of fair share)")
+                            f"{_ratio(float(rem[r]), theirs):.3g} of fair share)",
+                        )
         return None
 
     # --- state ---------------------------------------------------------------------------------------------
@@ -232,10 +260,17 @@ class ReclaimRules:
         """The queue's share with its allocation as cloned at solution start (for the quota check)."""
         share = self._shares[name]
         start = self._start.get(name, (share.allocated, share.allocated_non_preemptible))
-        return QueueShare(name=name, deserved=share.deserved, limit=share.limit,
-                          over_quota_weight=share.over_quota_weight, allocated=start[0],
-                          allocated_non_preemptible=start[1], request=share.request, fair_share=share.fair_share,
-                          usage=share.usage)
+        return QueueShare(
+            name=name,
+            deserved=share.deserved,
+            limit=share.limit,
+            over_quota_weight=share.over_quota_weight,
+            allocated=start[0],
+            allocated_non_preemptible=start[1],
+            request=share.request,
+            fair_share=share.fair_share,
+            usage=share.usage,
+        )
 
 
 def victim_vectors(ssn: Session, job: JobInfo, tasks: Sequence[PodInfo]) -> list[Vector]:

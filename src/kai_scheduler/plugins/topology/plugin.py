@@ -36,7 +36,7 @@ class Topology(PluginBase):
     name = "topology"
     _ssn: Session
     _trees: dict[str, tree.DomainTree | TopologyError]
-    _scores: dict[int, Floats]          # id(member) → preferred-level node scores of its last selection
+    _scores: dict[int, Floats]  # id(member) → preferred-level node scores of its last selection
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn, self._trees, self._scores = ssn, {}, {}
@@ -50,8 +50,9 @@ class Topology(PluginBase):
 
     # --- registered callbacks -----------------------------------------------------------------------------
 
-    def subset_nodes(self, job: JobInfo, member: Member, tasks: list[PodInfo],
-                     candidates: points.Mask) -> list[points.Mask] | None:
+    def subset_nodes(
+        self, job: JobInfo, member: Member, tasks: list[PodInfo], candidates: points.Mask
+    ) -> list[points.Mask] | None:
         """SUBSET_NODES: one node set per domain that can take all of `tasks`, in the order to try them."""
         constraint = self._constraint(job, member)
         if constraint is None:
@@ -64,12 +65,22 @@ class Topology(PluginBase):
         arrays = self._ssn.snapshot.arrays
         nodes = candidates & domains.in_tree & arrays.schedulable
         if not nodes.any():
-            self._reject(job, f"topology {domains.topology!r}: no candidate node carries every level label "
-                              f"({', '.join(domains.level_names())})")
+            self._reject(
+                job,
+                f"topology {domains.topology!r}: no candidate node carries every level label "
+                f"({', '.join(domains.level_names())})",
+            )
             return []
         free, demand = self._demand(tasks, nodes)
-        selection = subsets.select(domains, required=required, preferred=preferred, nodes=nodes, free=free,
-                                   demand=demand, pinned=_running_rows(self._ssn, member))
+        selection = subsets.select(
+            domains,
+            required=required,
+            preferred=preferred,
+            nodes=nodes,
+            free=free,
+            demand=demand,
+            pinned=_running_rows(self._ssn, member),
+        )
         if preferred is not None:
             self._scores[id(member)] = scores.preferred_scores(domains, preferred, selection.preferred, nodes)
         if not selection.choices:
@@ -109,8 +120,10 @@ class Topology(PluginBase):
         required = _level(domains, constraint.required_level, "required")
         preferred = _level(domains, constraint.preferred_level, "preferred")
         if required is not None and preferred is not None and preferred < required:
-            raise TopologyError(f"topology {domains.topology!r}: preferred level {constraint.preferred_level!r} "
-                                f"is wider than required level {constraint.required_level!r}")
+            raise TopologyError(
+                f"topology {domains.topology!r}: preferred level {constraint.preferred_level!r} "
+                f"is wider than required level {constraint.required_level!r}"
+            )
         return domains, required, preferred
 
     def _tree(self, name: str) -> tree.DomainTree:
@@ -153,8 +166,11 @@ class Topology(PluginBase):
         for node in self._ssn.snapshot.nodes:
             if node.gpu_groups and nodes[node.row]:
                 total = node.gpu_memory_mib
-                room[node.row] = sum(max(0.0, total - g.used_memory() + g.releasing_memory()) / total
-                                     for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
+                room[node.row] = sum(
+                    max(0.0, total - g.used_memory() + g.releasing_memory()) / total
+                    for g in node.gpu_groups.values()
+                    if g.state() is not GroupState.RELEASING
+                )
         return room
 
     def _gpu_slots(self, task: PodInfo, nodes: points.Mask) -> Floats:
@@ -172,9 +188,13 @@ class Topology(PluginBase):
             if node.gpu_groups and nodes[node.row] and per_gpu[node.row] > 0:
                 need_here = node.task_gpu_memory(task)
                 slots[node.row] += sum(
-                    np.floor(max(0.0, node.gpu_memory_mib - g.used_memory() + g.releasing_memory()) / need_here
-                             + tolerance.RESOURCE)
-                    for g in node.gpu_groups.values() if g.state() is not GroupState.RELEASING)
+                    np.floor(
+                        max(0.0, node.gpu_memory_mib - g.used_memory() + g.releasing_memory()) / need_here
+                        + tolerance.RESOURCE
+                    )
+                    for g in node.gpu_groups.values()
+                    if g.state() is not GroupState.RELEASING
+                )
         out: Floats = np.floor(slots / task.gpu.num_devices)
         return out
 
@@ -183,13 +203,21 @@ class Topology(PluginBase):
     def _reject(self, job: JobInfo, message: str) -> None:
         self._ssn.record_fit_error(job, points.Reject(self.name, constants.REASON_UNSCHEDULABLE, message))
 
-    def _shortfall(self, domains: tree.DomainTree, selection: subsets.Selection, job: JobInfo, member: Member,
-                   demand: subsets.Demand) -> str:
+    def _shortfall(
+        self,
+        domains: tree.DomainTree,
+        selection: subsets.Selection,
+        job: JobInfo,
+        member: Member,
+        demand: subsets.Demand,
+    ) -> str:
         """Which level and domain lacked what: "not enough resources in rack z1.r2 for subgroup x …"."""
         level = domains.levels[selection.widest]
         who = f"job {job.name}" if member is job.root else f"subgroup {member.name}"
-        head = f"topology {domains.topology!r}: not enough resources in any {level.name} for {who} " \
-               f"({demand.count} pod{'s' if demand.count != 1 else ''})"
+        head = (
+            f"topology {domains.topology!r}: not enough resources in any {level.name} for {who} "
+            f"({demand.count} pod{'s' if demand.count != 1 else ''})"
+        )
         if selection.roomiest is None:
             return head
         domain = level.ids[selection.roomiest]
@@ -207,13 +235,19 @@ def _level(domains: tree.DomainTree, name: str, kind: str) -> int | None:
         return None
     index = domains.level_index(name)
     if index is None:
-        raise TopologyError(f"topology {domains.topology!r} has no {kind} level {name!r}; "
-                            f"its levels are {', '.join(domains.level_names())}")
+        raise TopologyError(
+            f"topology {domains.topology!r} has no {kind} level {name!r}; "
+            f"its levels are {', '.join(domains.level_names())}"
+        )
     return index
 
 
 def _running_rows(ssn: Session, member: Member) -> tree.Ints:
     """Rows of the nodes where the member's pods already hold resources (running, bound, allocated)."""
-    rows = {ssn.snapshot.node_by_name[t.node].row for ps in member.pod_sets() for t in ps.tasks
-            if t.is_active_allocated and t.node in ssn.snapshot.node_by_name}
+    rows = {
+        ssn.snapshot.node_by_name[t.node].row
+        for ps in member.pod_sets()
+        for t in ps.tasks
+        if t.is_active_allocated and t.node in ssn.snapshot.node_by_name
+    }
     return np.array(sorted(rows), dtype=np.int64)

@@ -19,7 +19,7 @@ from kai_scheduler.plugins.topology.tree import DomainTree, Mask
 def preferred_scores(tree: DomainTree, level: int, order: Sequence[int], nodes: Mask) -> Floats:
     """Per node row: the score of its preferred-level domain among `order`; 0 outside `nodes` or the order."""
     n_domains = len(tree.levels[level].ids)
-    by_domain = np.zeros(n_domains + 1)          # the extra slot scores nodes outside the tree (-1)
+    by_domain = np.zeros(n_domains + 1)  # the extra slot scores nodes outside the tree (-1)
     total = len(order)
     for i, domain in enumerate(order):
         by_domain[domain] = (10 * (i + 1) // total) * scores.TOPOLOGY

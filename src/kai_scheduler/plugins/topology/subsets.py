@@ -27,7 +27,7 @@ from kai_scheduler.plugins.topology.tree import DomainTree, Ints, Mask
 Matrix = npt.NDArray[np.float64]
 Floats = npt.NDArray[np.float64]
 
-MISSING_RATIO = 1000.0           # a requested resource the domain has none of
+MISSING_RATIO = 1000.0  # a requested resource the domain has none of
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +35,8 @@ class Demand:
     """What a subgroup asks for: task count, summed request, and (homogeneous tasks) copies per node."""
 
     count: int
-    total: Floats                  # summed request on the snapshot's resource axis
-    copies: Floats | None = None   # per node row: copies of the (single) task shape that fit; None: mixed tasks
+    total: Floats  # summed request on the snapshot's resource axis
+    copies: Floats | None = None  # per node row: copies of the (single) task shape that fit; None: mixed tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ class Selection:
     widest: int
     roomiest: int | None = None
     roomiest_copies: float = 0.0
-    roomiest_short: int | None = None    # heterogeneous: the resource column it lacks most
+    roomiest_short: int | None = None  # heterogeneous: the resource column it lacks most
 
 
 def copies_per_node(free: Matrix, request: Floats, gpu_slots: Floats | None, gpu_column: int) -> Floats:
@@ -86,8 +86,16 @@ def lowest_common_level(tree: DomainTree, nodes: Mask) -> int:
     return common
 
 
-def select(tree: DomainTree, *, required: int | None, preferred: int | None, nodes: Mask, free: Matrix,
-           demand: Demand, pinned: Ints | None = None) -> Selection:
+def select(
+    tree: DomainTree,
+    *,
+    required: int | None,
+    preferred: int | None,
+    nodes: Mask,
+    free: Matrix,
+    demand: Demand,
+    pinned: Ints | None = None,
+) -> Selection:
     """The fitting domains for `demand` among `nodes`, in the order of step 4.
 
     `pinned`: row indices of nodes the subgroup already runs on; with a required level they restrict the
@@ -130,14 +138,20 @@ def demand_fits_root(tree: DomainTree, nodes: Mask, free: Matrix, demand: Demand
     return bool(_ratio(demand.total, free[nodes].sum(axis=0)) <= 1 + tolerance.RESOURCE)
 
 
-def _evaluate(tree: DomainTree, level: int, nodes: Mask, free: Matrix,
-              demand: Demand) -> tuple[Floats, npt.NDArray[np.bool_], Floats]:
+def _evaluate(
+    tree: DomainTree, level: int, nodes: Mask, free: Matrix, demand: Demand
+) -> tuple[Floats, npt.NDArray[np.bool_], Floats]:
     """Per domain at `level`: fullness, whether the demand fits, and its room (copies, or -worst ratio)."""
     lv = tree.levels[level]
     n_domains = len(lv.ids)
     owner = lv.of_node[nodes]
-    domain_free = np.stack([np.bincount(owner, weights=free[nodes, c], minlength=n_domains)
-                            for c in range(free.shape[1])], axis=1) if n_domains else np.zeros((0, free.shape[1]))
+    domain_free = (
+        np.stack(
+            [np.bincount(owner, weights=free[nodes, c], minlength=n_domains) for c in range(free.shape[1])], axis=1
+        )
+        if n_domains
+        else np.zeros((0, free.shape[1]))
+    )
     asked = demand.total > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(domain_free[:, asked] > 0, demand.total[asked] / domain_free[:, asked], MISSING_RATIO)
@@ -179,8 +193,15 @@ def _ratio(total: Floats, free: Floats) -> float:
     return float(ratios.max())
 
 
-def _shortfall(tree: DomainTree, widest: int, nodes: Mask, free: Matrix, demand: Demand,
-               room: dict[int, Floats], preferred: tuple[int, ...]) -> Selection:
+def _shortfall(
+    tree: DomainTree,
+    widest: int,
+    nodes: Mask,
+    free: Matrix,
+    demand: Demand,
+    room: dict[int, Floats],
+    preferred: tuple[int, ...],
+) -> Selection:
     """Nothing fits: name the roomiest domain of the widest candidate level."""
     if not nodes.any():
         return Selection((), preferred, widest)

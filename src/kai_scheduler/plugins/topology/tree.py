@@ -26,11 +26,11 @@ Mask = npt.NDArray[np.bool_]
 class TreeLevel:
     """One level: its domains, each node's domain (-1: not in the tree) and each domain's parent."""
 
-    label: str                  # the node label ("" for the root level)
+    label: str  # the node label ("" for the root level)
     alias: str
-    ids: tuple[str, ...]        # domain index → domain id
-    of_node: Ints               # node row → domain index at this level, -1 outside the tree
-    parent: Ints                # domain index → its parent's index one level up (-1 at the root level)
+    ids: tuple[str, ...]  # domain index → domain id
+    of_node: Ints  # node row → domain index at this level, -1 outside the tree
+    parent: Ints  # domain index → its parent's index one level up (-1 at the root level)
 
     @property
     def name(self) -> str:
@@ -41,8 +41,8 @@ class TreeLevel:
 @dataclass(frozen=True, slots=True)
 class DomainTree:
     topology: str
-    levels: tuple[TreeLevel, ...]       # [0] is the root level
-    in_tree: Mask                       # nodes that carry every level label
+    levels: tuple[TreeLevel, ...]  # [0] is the root level
+    in_tree: Mask  # nodes that carry every level label
 
     def level_index(self, level: str) -> int | None:
         """The level named by node label or alias (1 = widest), or None if the topology has no such level."""
@@ -82,6 +82,7 @@ def build(topology: Topology, nodes: Sequence[NodeInfo]) -> DomainTree:
                 found = index[domain] = len(index)
                 parent_of.append(int(upper.of_node[row]))
             of_node[row] = found
-        levels.append(TreeLevel(spec.node_label, spec.alias, tuple(index), of_node,
-                                np.array(parent_of, dtype=np.int64)))
+        levels.append(
+            TreeLevel(spec.node_label, spec.alias, tuple(index), of_node, np.array(parent_of, dtype=np.int64))
+        )
     return DomainTree(topology.meta.name, tuple(levels), in_tree)
