@@ -33,7 +33,7 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.cluster import snapshot as s
-from kai_scheduler.cluster.job_info import JobInfo, build_tree
+from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED
@@ -311,21 +311,7 @@ def _enter(
         record = s._pod_record(model.axis, model.min_gpu_memory, pod, records)
     ours = pod.scheduler_name == params.scheduler_name
     placement = s._placement(record, model.live_brs.get(skey) if ours else None, params)
-    info = PodInfo(
-        uid=record.uid,
-        name=pod.name,
-        namespace=pod.namespace,
-        pod=pod,
-        job_uid="",
-        placement=placement,
-        request=record.request,
-        gpu=pod.gpu,
-        subgroup=record.subgroup,
-        task_priority=record.task_priority,
-        creation=pod.meta.creation_timestamp or 0.0,
-        memory_portion=record.memory_portion,
-        queue_cache=record.queue_cache,
-    )
+    info = s._task(record, placement)
     e = _Pod((pod.namespace, pod.name), skey, record, info, placement, record.memory_portion)
     if placement.status._value_ & _ACTIVE_USED and placement.node:
         node = model.node_by_name.get(placement.node)
@@ -510,39 +496,8 @@ def _make_job(model: Model, g: _Group, members: dict[Key, _Pod], params: s.Snaps
     pg, record = g.record.podgroup, g.record
     if s._backed_off(pg, params):
         return None
-    priority = model.priorities.get(pg.priority_class_name, model.default_priority)
-    preemptible = (
-        pg.preemptibility == constants.PREEMPTIBLE
-        if pg.preemptibility
-        else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
-    )
-    root, leaves = build_tree(pg)
-    job = JobInfo(
-        uid=pg.meta.uid or pg.meta.key,
-        name=pg.name,
-        namespace=pg.meta.namespace,
-        podgroup=pg,
-        queue=pg.queue,
-        priority=priority,
-        preemptible=preemptible,
-        creation=pg.meta.creation_timestamp or 0.0,
-        tasks=[],
-        root=root,
-        pod_sets=leaves,
-        last_start=record.last_start,
-        last_eviction=record.last_eviction,
-        stale_since=record.stale_since,
-    )
-    for e in members.values() if len(members) < 2 else [members[k] for k in sorted(members)]:
-        task = e.info
-        task.job_uid = job.uid
-        leaf = leaves.get(task.subgroup or ("default" if not pg.sub_groups else ""))
-        if leaf is None:
-            job.unassigned.append(task)
-            continue
-        leaf.tasks.append(task)
-        job.tasks.append(task)
-    return job
+    ordered = members.values() if len(members) < 2 else [members[k] for k in sorted(members)]
+    return s._job(pg, record, model.priorities, model.default_priority, [e.info for e in ordered])
 
 
 def _recharge(model: Model, names: set[str]) -> None:

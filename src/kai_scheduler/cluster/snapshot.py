@@ -14,7 +14,7 @@ pool's nodes and their fresh ledgers) serve both.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -405,6 +405,26 @@ def _placement(record: _PodRecord, br: BindRequest | None, params: SnapshotParam
     return placement
 
 
+def _task(record: _PodRecord, placement: Placement) -> PodInfo:
+    """The PodInfo of a pod from what its record keeps (a new one each build: sessions change it)."""
+    pod = record.pod
+    return PodInfo(
+        uid=record.uid,
+        name=pod.name,
+        namespace=pod.namespace,
+        pod=pod,
+        job_uid="",
+        placement=placement,
+        request=record.request,
+        gpu=pod.gpu,
+        subgroup=record.subgroup,
+        task_priority=record.task_priority,
+        creation=pod.meta.creation_timestamp or 0.0,
+        memory_portion=record.memory_portion,
+        queue_cache=record.queue_cache,
+    )
+
+
 def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[str, list[PodInfo]]:
     """Create PodInfos, charge on-node pods to their nodes; return our pods by PodGroup key."""
     by_group: dict[str, list[PodInfo]] = {}
@@ -414,20 +434,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
         record = _pod_record(snap.axis, snap.min_gpu_memory, pod, records)
         ours = pod.scheduler_name == snap.params.scheduler_name
         placement = _placement(record, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
-        info = PodInfo(
-            uid=record.uid,
-            name=pod.name,
-            namespace=pod.namespace,
-            pod=pod,
-            job_uid="",
-            placement=placement,
-            request=record.request,
-            gpu=pod.gpu,
-            subgroup=record.subgroup,
-            task_priority=record.task_priority,
-            creation=pod.meta.creation_timestamp or 0.0,
-            memory_portion=record.memory_portion,
-        )
+        info = _task(record, placement)
         if within(placement.status, ACTIVE_USED) and placement.node:
             node = snap.node_by_name.get(placement.node)
             if node is None:
@@ -507,37 +514,7 @@ def _add_jobs(
         record = _group_record(pg, {})
         if _backed_off(pg, snap.params):
             continue
-        priority = snap.priority_classes.get(pg.priority_class_name, default_priority)
-        preemptible = (
-            pg.preemptibility == constants.PREEMPTIBLE
-            if pg.preemptibility
-            else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
-        )
-        root, leaves = build_tree(pg)
-        job = JobInfo(
-            uid=pg.meta.uid or pg.meta.key,
-            name=pg.name,
-            namespace=pg.meta.namespace,
-            podgroup=pg,
-            queue=pg.queue,
-            priority=priority,
-            preemptible=preemptible,
-            creation=pg.meta.creation_timestamp or 0.0,
-            tasks=[],
-            root=root,
-            pod_sets=leaves,
-            last_start=record.last_start,
-            last_eviction=record.last_eviction,
-            stale_since=record.stale_since,
-        )
-        for task in pods.get(pg.meta.key, []):
-            task.job_uid = job.uid
-            leaf = leaves.get(task.subgroup or ("default" if not pg.sub_groups else ""))
-            if leaf is None:
-                job.unassigned.append(task)
-                continue
-            leaf.tasks.append(task)
-            job.tasks.append(task)
+        job = _job(pg, record, snap.priority_classes, default_priority, pods.get(pg.meta.key, []))
         snap.jobs[job.uid] = job
         if job.has_pending():
             snap.waiting.append(job)
@@ -559,6 +536,49 @@ def _add_jobs(
                     f"pods name subgroups that the PodGroup does not declare: {names}",
                 )
             )
+
+
+def _job(
+    pg: PodGroup,
+    record: _GroupRecord,
+    priorities: dict[str, int],
+    default_priority: int,
+    tasks: Iterable[PodInfo],
+) -> JobInfo:
+    """The job of a PodGroup with its subgroup tree, its tasks placed on their leaves (a task naming a subgroup
+    the PodGroup does not declare goes to `unassigned`), in the order given."""
+    priority = priorities.get(pg.priority_class_name, default_priority)
+    preemptible = (
+        pg.preemptibility == constants.PREEMPTIBLE
+        if pg.preemptibility
+        else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
+    )
+    root, leaves = build_tree(pg)
+    job = JobInfo(
+        uid=pg.meta.uid or pg.meta.key,
+        name=pg.name,
+        namespace=pg.meta.namespace,
+        podgroup=pg,
+        queue=pg.queue,
+        priority=priority,
+        preemptible=preemptible,
+        creation=pg.meta.creation_timestamp or 0.0,
+        tasks=[],
+        root=root,
+        pod_sets=leaves,
+        last_start=record.last_start,
+        last_eviction=record.last_eviction,
+        stale_since=record.stale_since,
+    )
+    for task in tasks:
+        task.job_uid = job.uid
+        leaf = leaves.get(task.subgroup or ("default" if not pg.sub_groups else ""))
+        if leaf is None:
+            job.unassigned.append(task)
+            continue
+        leaf.tasks.append(task)
+        job.tasks.append(task)
+    return job
 
 
 def watches_staleness(job: JobInfo) -> bool:
