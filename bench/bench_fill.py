@@ -175,20 +175,7 @@ def run(
     harness.install(store, kubeconfig, real=True)
     processes = harness.Processes(kubeconfig, workdir)
     try:
-        processes.start(
-            "fake-nodes",
-            "fake-nodes",
-            "--count",
-            str(nodes),
-            "--gpus",
-            "8",
-            "--prefix",
-            "bench-node",
-            "--qps",
-            "1000",
-            "--burst",
-            "2000",
-        )
+        start_fake_nodes(processes, nodes)
         cluster = harness.Cluster(store, processes, "bench-node")
         cluster.wait(f"{nodes} schedulable nodes", lambda: _schedulable(store) >= nodes, timeout=600)
         if scheduler == "kai":
@@ -256,6 +243,25 @@ def run(
         store.close()
     out["limiter"] = _limiter_waits(workdir)
     return out
+
+
+def start_fake_nodes(processes: harness.Processes, nodes: int, *flags: str) -> None:
+    """`kai fake-nodes` playing `nodes` 8-GPU nodes named bench-node-N, with a client that never waits."""
+    processes.start(
+        "fake-nodes",
+        "fake-nodes",
+        "--count",
+        str(nodes),
+        "--gpus",
+        "8",
+        "--prefix",
+        "bench-node",
+        "--qps",
+        "1000",
+        "--burst",
+        "2000",
+        *flags,
+    )
 
 
 def _schedulable(store: Any) -> int:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_fill import COMPONENTS, ControlPlane, _schedulable, cpu_seconds  # noqa: E402
+from bench_fill import COMPONENTS, ControlPlane, _schedulable, cpu_seconds, start_fake_nodes  # noqa: E402
 from fill_timeline import Timeline, create_all  # noqa: E402
 from tests.e2e import harness  # noqa: E402
 
@@ -68,22 +68,7 @@ def run(kubeconfig: str, workdir: Path, nodes: int, pods: int, timeout: float) -
     try:
         # One kubelet plays every node, renewing leases one write at a time: at 5,000 nodes a 10 s period would
         # leave it no time for the pods.
-        processes.start(
-            "fake-nodes",
-            "fake-nodes",
-            "--count",
-            str(nodes),
-            "--gpus",
-            "8",
-            "--prefix",
-            "bench-node",
-            "--qps",
-            "1000",
-            "--burst",
-            "2000",
-            "--heartbeat-period",
-            "120s",
-        )
+        start_fake_nodes(processes, nodes, "--heartbeat-period", "120s")
         cluster = harness.Cluster(store, processes, "bench-node")
         started = time.monotonic()
         cluster.wait(f"{nodes} schedulable nodes", lambda: _schedulable(store) >= nodes, timeout=1800, every=5)
