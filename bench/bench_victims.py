@@ -64,43 +64,10 @@ def _queue(name: str, quota: float) -> dict[str, Any]:
 
 
 def _pod(name: str, queue: str, node: str, gpus: int, created: str, running: bool) -> list[dict[str, Any]]:
-    from kai_scheduler.api import constants
+    """A one-pod job of 1 CPU and 4Gi, running on `node` or pending."""
+    import workloads
 
-    group = {
-        "apiVersion": constants.PODGROUP_API_VERSION,
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}", "creationTimestamp": created},
-        "spec": {"queue": queue, "minMember": 1, "priorityClassName": "train"},
-    }
-    pod: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{name}-0",
-            "namespace": "bench",
-            "uid": f"uid-{name}-0",
-            "creationTimestamp": created,
-            "labels": {constants.LABEL_QUEUE: queue},
-            "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name},
-        },
-        "spec": {
-            "schedulerName": constants.DEFAULT_SCHEDULER_NAME,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "pause",
-                    "resources": {
-                        "requests": {"cpu": "1", "memory": "4Gi", "nvidia.com/gpu": str(gpus)},
-                        "limits": {"nvidia.com/gpu": str(gpus)},
-                    },
-                }
-            ],
-        },
-        "status": {"phase": "Running" if running else "Pending"},
-    }
-    if running:
-        pod["spec"]["nodeName"] = node
-    return [group, pod]
+    return workloads.job(name, queue, 1, gpus, created, cpu="1", memory="4Gi", node=node if running else "")
 
 
 def _stamp(seconds: int) -> str:

@@ -44,44 +44,52 @@ def queue(name: str, gpu_quota: float, parent: str = "") -> JSON:
 
 def gang(name: str, queue_name: str, size: int, gpus: int, created_s: int) -> list[JSON]:
     ts = f"2025-12-31T{created_s // 3600 % 24:02d}:{created_s // 60 % 60:02d}:{created_s % 60:02d}Z"
+    return job(name, queue_name, size, gpus, ts, cpu="4", memory="32Gi")
+
+
+def job(
+    name: str, queue_name: str, size: int, gpus: int, created: str, *, cpu: str, memory: str, node: str = ""
+) -> list[JSON]:
+    """A PodGroup of `size` pods of `gpus` GPUs each; with a `node`, the pods run there, else they are pending."""
     objs: list[JSON] = [
         {
             "apiVersion": constants.PODGROUP_API_VERSION,
             "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}", "creationTimestamp": ts},
+            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-pg-{name}", "creationTimestamp": created},
             "spec": {"queue": queue_name, "minMember": size, "priorityClassName": "train"},
         }
     ]
     for i in range(size):
         pod_name = f"{name}-{i}"
-        objs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": pod_name,
-                    "namespace": "bench",
-                    "uid": f"uid-{pod_name}",
-                    "creationTimestamp": ts,
-                    "labels": {constants.LABEL_QUEUE: queue_name},
-                    "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name},
-                },
-                "spec": {
-                    "schedulerName": constants.DEFAULT_SCHEDULER_NAME,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "pause",
-                            "resources": {
-                                "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpus)},
-                                "limits": {"nvidia.com/gpu": str(gpus)},
-                            },
-                        }
-                    ],
-                },
-                "status": {"phase": "Pending"},
-            }
-        )
+        pod: JSON = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod_name,
+                "namespace": "bench",
+                "uid": f"uid-{pod_name}",
+                "creationTimestamp": created,
+                "labels": {constants.LABEL_QUEUE: queue_name},
+                "annotations": {constants.ANNOTATION_POD_GROUP_NAME: name},
+            },
+            "spec": {
+                "schedulerName": constants.DEFAULT_SCHEDULER_NAME,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "pause",
+                        "resources": {
+                            "requests": {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus)},
+                            "limits": {"nvidia.com/gpu": str(gpus)},
+                        },
+                    }
+                ],
+            },
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+        if node:
+            pod["spec"]["nodeName"] = node
+        objs.append(pod)
     return objs
 
 
