@@ -1,0 +1,62 @@
+"""The next cycle, dry: every configured action in order on a session of its own, as the scheduler would run
+it, and what it decides for the job (placed, room made for it, its pods taken, or why not placed).
+
+The session's decisions stay in the session (`Session.committed`): nothing is handed to a committer, so
+nothing reaches the store. It differs from the real next cycle only by what changes in the cluster
+meanwhile (and time-based usage, which is not read here).
+"""
+
+from __future__ import annotations
+
+from kai_scheduler.actions.common import allocation
+from kai_scheduler.actions.registry import ACTIONS
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.explain import model
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction, Op
+
+
+def next_cycle(ssn: Session, job: JobInfo) -> model.NextCycle:
+    """Run the configured actions on `ssn` (a session opened for this alone) and read the job's fate."""
+    for name in ssn.config.actions:
+        ACTIONS[name]().execute(ssn)
+    placements = []
+    made_room: list[model.Victim] = []
+    taken: list[model.Victim] = []
+    for op in ssn.committed:
+        task = op.task
+        if op.op is Op.EVICT:
+            why = op.eviction
+            victim = _victim(ssn, op.task.job_uid, task.key, op.before.node, op.after.node if op.moved else "", why)
+            if task.job_uid == job.uid:
+                taken.append(victim)
+            elif why is not None and why.preemptor == job.key:
+                made_room.append(victim)
+        elif task.job_uid == job.uid:
+            placements.append(model.Placement(task.name, op.after.node, op.after.status.label))
+    reasons: list[model.Reason] = []
+    if job.has_pending() and not placements:
+        summary = allocation.gang_summary(ssn, job) if job.is_ready() else ""
+        reasons = [model.Reason(r.plugin, r.message) for r in ssn.job_fit_errors.get(job.uid, [])]
+        if summary and all(r.message != summary for r in reasons):
+            reasons.insert(0, model.Reason("allocate", summary))
+    return model.NextCycle(
+        placements=tuple(sorted(placements, key=lambda p: p.task)),
+        made_room=tuple(made_room),
+        taken=tuple(taken),
+        reasons=tuple(dict.fromkeys(reasons)),
+    )
+
+
+def _victim(ssn: Session, job_uid: str, task: str, node: str, moved_to: str, why: Eviction | None) -> model.Victim:
+    owner = ssn.snapshot.jobs.get(job_uid)
+    action, by = (why.action, why.preemptor) if why is not None else ("", "")
+    return model.Victim(
+        task=task,
+        job=owner.key if owner else "",
+        queue=owner.queue if owner else "",
+        node=node,
+        moved_to=moved_to,
+        action=action,
+        by=by,
+    )
