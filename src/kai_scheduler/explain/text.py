@@ -201,7 +201,7 @@ def _protection(p: model.Protection) -> list[str]:
         if p.started_ago is None
         else f"started {format_duration(round(p.started_ago))} ago"
     )
-    out = [f"Protection: {'preemptible' if p.preemptible else 'non-preemptible'}, {started}"]
+    out = _wrap(f"Protection: {'preemptible' if p.preemptible else 'non-preemptible'}, {started}", indent=2, first="")
     protected = dict(p.protected_for)
     for action, runtime in p.min_runtime:
         left = protected.get(action, 0.0)
