@@ -159,9 +159,19 @@ jobs:
     reclaim = next(v for v in ex.victims if v.action == "reclaim")
     assert reclaim.possible and [v.job for v in reclaim.victims] == ["default/hog"] and len(reclaim.victims) == 1
     assert reclaim.placements and reclaim.placements[0].node == "n"
-    preempt = next(v for v in ex.victims if v.action == "preempt")
-    assert not preempt.possible and "lower priority" in preempt.reason
+    assert [v.action for v in ex.victims] == ["consolidation", "reclaim"]  # placed: preempt's turn does not come
     assert ex.next_cycle is not None and [v.action for v in ex.next_cycle.made_room] == ["reclaim"]
+
+
+def test_a_job_no_action_can_help_is_told_why_for_each(tmp_path: Path) -> None:
+    """The quickstart's notebook: team-a is at its fair share (no reclaim), nothing of lower priority runs in
+    team-a (no preempt), and the free GPUs go to team-b's jobs first."""
+    text = (Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml").read_text()
+    ex = _explain(tmp_path, text, "notebook")
+    reasons = {v.action: v.reason for v in ex.victims if not v.possible}
+    assert set(reasons) == {"consolidation", "reclaim", "preempt"}
+    assert "fair share" in reasons["reclaim"] and "lower priority" in reasons["preempt"]
+    assert "no victim action can make room" in ex.summary
 
 
 def test_preempt_takes_lower_priority_work_of_the_same_queue(tmp_path: Path) -> None:
@@ -220,6 +230,28 @@ jobs:
     [shape] = _pool(ex).shapes
     assert {n.domain for n in shape.closest} == {"topology/rack=r1"}
     assert not _pool(ex).placeable and any(r.plugin == "topology" for r in _pool(ex).reasons)
+    assert all(not n.fits and "topology" in _lacks(n) for n in shape.closest)  # each fits a pod, not the gang
+
+
+def test_every_node_pool_is_shown_the_job_pool_first(tmp_path: Path) -> None:
+    """The scheduler serves pool-a, whose node is too small; the unlabelled node would take the job, but it
+    belongs to another shard."""
+    text = f"""
+name: t
+config: {{flags: {{partition-label-value: pool-a}}}}
+nodes:
+- {{name: small, gpus: 2, labels: {{kai.scheduler/node-pool: pool-a}}}}
+- {{name: big, gpus: 8}}
+queues:
+- {{name: q, {QUEUE % -1}}}
+jobs:
+- {{name: j, queue: q, replicas: 1, template: {{gpus: 4}}}}
+"""
+    ex = _explain(tmp_path, text, "j")
+    assert [(p.name, p.is_job_pool, p.placeable) for p in ex.pools] == [("pool-a", True, False), ("", False, True)]
+    assert [n.name for n in ex.pools[0].shapes[0].closest] == ["small"]
+    assert [n.name for n in ex.pools[1].shapes[0].closest] == ["big"]
+    assert ex.summary.startswith("stays pending")
 
 
 # --- naming the job --------------------------------------------------------------------------------------------

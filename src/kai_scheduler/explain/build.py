@@ -57,18 +57,20 @@ def explain(
             view = _pool_view(ssn, job, pool, pool == job_pool, limits)
             pools.append(view)
             if pool == job_pool:
-                main = _explanation(ssn, job, limits, placeable=view.placeable)
+                main = _explanation(ssn, job, limits)
         finally:
             ssn.close()
             ssn.release()
     assert main is not None  # the job's own pool is always among the pools
-    main = dataclasses.replace(main, next_cycle=_next_cycle(objects, params, job_pool, config, key))
+    found = _next_cycle(objects, params, job_pool, config, key)
+    if found is not None:
+        main = dataclasses.replace(main, next_cycle=found[0], victims=found[1])
     return dataclasses.replace(main, pools=tuple(pools), summary=_summary(main, pools))
 
 
 def _next_cycle(
     objects: snapshots.ClusterObjects, params: snapshots.SnapshotParams, pool: str, config: SchedulerConfig, key: str
-) -> model.NextCycle | None:
+) -> tuple[model.NextCycle, tuple[model.VictimPlan, ...]] | None:
     snap = snapshots.build(objects, dataclasses.replace(params, partition_label_value=pool))
     job = next((j for j in snap.jobs.values() if j.key == key), None)
     if job is None:
@@ -89,6 +91,7 @@ def _session(snap: snapshots.Snapshot, config: SchedulerConfig) -> Session:
 
 def _pool_view(ssn: Session, job: JobInfo, pool: str, is_job_pool: bool, limits: Limits) -> model.PoolView:
     placeable, placements, reasons = dry_allocate(ssn, job)
+    blocked = any(r.plugin == "topology" for r in reasons)
     return model.PoolView(
         name=pool,
         is_job_pool=is_job_pool,
@@ -96,7 +99,7 @@ def _pool_view(ssn: Session, job: JobInfo, pool: str, is_job_pool: bool, limits:
         placeable=placeable,
         placements=placements,
         reasons=reasons,
-        shapes=nodes.shapes(ssn, job, closest=limits.closest) if job.has_pending() else (),
+        shapes=nodes.shapes(ssn, job, closest=limits.closest, topology_blocked=blocked) if job.has_pending() else (),
     )
 
 
@@ -125,7 +128,7 @@ def dry_allocate(ssn: Session, job: JobInfo) -> tuple[bool, tuple[model.Placemen
         stmt.discard()
 
 
-def _explanation(ssn: Session, job: JobInfo, limits: Limits, *, placeable: bool) -> model.Explanation:
+def _explanation(ssn: Session, job: JobInfo, limits: Limits) -> model.Explanation:
     pending, running = job.has_pending(), job.active_allocated() > 0
     notes = []
     if ssn.config.usage_db_config:
@@ -142,7 +145,7 @@ def _explanation(ssn: Session, job: JobInfo, limits: Limits, *, placeable: bool)
         queues=queues.chain(ssn, job),
         order=queues.order(ssn, job, shown=limits.ahead) if pending else None,
         pools=(),
-        victims=dryrun.plans(ssn, job) if pending and not placeable else (),
+        victims=(),  # dry-run at each victim action's turn in the next cycle (`cycle.next_cycle`)
         threats=threats.threats(ssn, job, dry_runs=limits.dry_runs) if running else (),
         protection=threats.protection(ssn, job) if running else None,
         now=ssn.now,
@@ -225,7 +228,7 @@ def _pending_verdict(main: model.Explanation, nc: model.NextCycle, own: model.Po
     plan = next((v for v in main.victims if v.possible), None)
     if plan is not None:
         jobs = len({v.job for v in plan.victims})
-        verdict += f"; alone, {plan.action} could make room by taking {len(plan.victims)} pod(s) of {jobs} job(s)"
+        verdict += f"; {plan.action} could make room by taking {len(plan.victims)} pod(s) of {jobs} job(s)"
     elif main.victims:
         verdict += "; no victim action can make room for it now"
     return verdict

@@ -11,14 +11,21 @@ from __future__ import annotations
 from kai_scheduler.actions.common import allocation
 from kai_scheduler.actions.registry import ACTIONS
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.explain import model
+from kai_scheduler.explain import dryrun, model
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Op
 
 
-def next_cycle(ssn: Session, job: JobInfo) -> model.NextCycle:
-    """Run the configured actions on `ssn` (a session opened for this alone) and read the job's fate."""
+def next_cycle(ssn: Session, job: JobInfo) -> tuple[model.NextCycle, tuple[model.VictimPlan, ...]]:
+    """Run the configured actions on `ssn` (a session opened for this alone) and read the job's fate.
+
+    Before each victim action, while the job still has pending pods, that action is also dry-run for the job
+    alone (`dryrun.plan`, discarded) on the cycle's state at that point: whether it could make room for the
+    job, and what it would take, whatever it then does for jobs before it."""
+    plans = []
     for name in ssn.config.actions:
+        if name in dryrun.ACTIONS and job.has_pending():
+            plans.append(dryrun.plan(ssn, job, name))
         ACTIONS[name]().execute(ssn)
     placements = []
     made_room: list[model.Victim] = []
@@ -40,12 +47,13 @@ def next_cycle(ssn: Session, job: JobInfo) -> model.NextCycle:
         reasons = [model.Reason(r.plugin, r.message) for r in ssn.job_fit_errors.get(job.uid, [])]
         if summary and all(r.message != summary for r in reasons):
             reasons.insert(0, model.Reason("allocate", summary))
-    return model.NextCycle(
+    outcome = model.NextCycle(
         placements=tuple(sorted(placements, key=lambda p: p.task)),
         made_room=tuple(made_room),
         taken=tuple(taken),
         reasons=tuple(dict.fromkeys(reasons)),
     )
+    return outcome, tuple(plans)
 
 
 def _victim(ssn: Session, job_uid: str, task: str, node: str, moved_to: str, why: Eviction | None) -> model.Victim:

@@ -49,18 +49,24 @@ class _Check:
     rejected: points.Mask
 
 
-def shapes(ssn: Session, job: JobInfo, *, closest: int) -> tuple[model.TaskShape, ...]:
+def shapes(ssn: Session, job: JobInfo, *, closest: int, topology_blocked: bool = False) -> tuple[model.TaskShape, ...]:
     """One TaskShape per distinct pending pod shape among the pods allocate places next (the job's pending
-    pods when allocate would place none, e.g. a gang still short of live pods)."""
+    pods when allocate would place none, e.g. a gang still short of live pods).
+
+    `topology_blocked`: the topology plugin found no domain of the job's required level that holds its pods
+    (a fit error of the pool's dry allocate), so every node lacks a domain that would."""
     tasks = ssn.tasks_to_allocate(job) or job.pending_tasks()
     groups: dict[Any, list[PodInfo]] = {}
     for task in tasks:
         key = (task.subgroup, task.request.tobytes(), task.gpu, constraint_key(task.pod))
         groups.setdefault(key, []).append(task)
-    return tuple(_shape(ssn, job, group[0], len(group), closest) for group in groups.values())
+    domain_of = _domain_labeller(ssn, job, topology_blocked)
+    return tuple(_shape(ssn, group[0], len(group), closest, domain_of) for group in groups.values())
 
 
-def _shape(ssn: Session, job: JobInfo, task: PodInfo, pods: int, closest: int) -> model.TaskShape:
+def _shape(
+    ssn: Session, task: PodInfo, pods: int, closest: int, domain_of: Callable[[int], tuple[str, model.Lack | None]]
+) -> model.TaskShape:
     snap = ssn.snapshot
     n = len(snap.nodes)
     checks = _checks(ssn, task)
@@ -71,7 +77,6 @@ def _shape(ssn: Session, job: JobInfo, task: PodInfo, pods: int, closest: int) -
     shortfall = _shortfall(ssn, task, fits_resources)
     fits = (failed == 0) & fits_resources
     order = np.lexsort((snap.arrays.name_rank, shortfall, failed, ~fits))
-    domain_of = _domain_labeller(ssn, job)
     shown = tuple(_node_fit(ssn, task, int(row), checks, bool(fits[row]), domain_of) for row in order[:closest])
     return model.TaskShape(
         task=task.name,
@@ -117,7 +122,7 @@ def _node_fit(
     row: int,
     checks: list[_Check],
     fits: bool,
-    domain_of: Callable[[int], str],
+    domain_of: Callable[[int], tuple[str, model.Lack | None]],
 ) -> model.NodeFit:
     node = ssn.snapshot.nodes[row]
     lacks: list[model.Lack] = []
@@ -125,14 +130,17 @@ def _node_fit(
         if check.rejected[row]:
             lacks.append(model.Lack(check.kind, check.plugin, _reason(check, row, len(ssn.snapshot.nodes))))
     lacks.extend(_resource_lacks(ssn, task, row))
+    domain, outside = domain_of(row)
+    if outside is not None:
+        lacks.append(outside)
     free = ssn.snapshot.arrays.free[row]
     return model.NodeFit(
         name=node.name,
-        fits=fits,
+        fits=fits and not lacks,
         lacks=tuple(lacks),
         free_gpus=round(float(free[GPU]), 4),
         allocatable_gpus=float(node.allocatable()[GPU]),
-        domain=domain_of(row),
+        domain=domain,
     )
 
 
@@ -190,15 +198,26 @@ def _shared_lack(ssn: Session, task: PodInfo, row: int, plugin: str) -> model.La
     return model.Lack("gpu-share", plugin, message, task.gpu.fraction, fraction_free)
 
 
-def _domain_labeller(ssn: Session, job: JobInfo) -> Callable[[int], str]:
-    """The node's domain at the job's required topology level, as `label=value` ("" without a constraint)."""
+def _domain_labeller(ssn: Session, job: JobInfo, blocked: bool) -> Callable[[int], tuple[str, model.Lack | None]]:
+    """Per node: its domain at the job's required topology level as `label=value` ("" without a constraint),
+    and what it lacks there: the level's label, or (`blocked`) a domain that holds the job's pods together."""
     constraint = job.podgroup.topology_constraint
     topology = ssn.snapshot.topologies.get(constraint.topology) if constraint and constraint.required_level else None
     label = topology.resolve(constraint.required_level) if topology is not None and constraint else None
     if label is None:
-        return lambda row: ""
+        return lambda row: ("", None)
     nodes = ssn.snapshot.nodes
-    return lambda row: f"{label}={nodes[row].labels.get(label, '(none)')}"
+
+    def domain(row: int) -> tuple[str, model.Lack | None]:
+        value = nodes[row].labels.get(label)
+        if value is None:
+            return f"{label}=(none)", model.Lack("topology", "topology", f"no {label} label: in no domain of the level")
+        if blocked:
+            message = f"its domain {label}={value} cannot hold the job's pods together"
+            return f"{label}={value}", model.Lack("topology", "topology", message)
+        return f"{label}={value}", None
+
+    return domain
 
 
 def request_words(task: PodInfo) -> str:

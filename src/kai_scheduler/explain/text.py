@@ -122,12 +122,12 @@ def _victim_line(v: model.Victim, *, with_action: bool = False) -> str:
 
 
 def _pool(pool: model.PoolView, *, several: bool) -> list[str]:
-    name = f"node pool {pool.name!r}" if pool.name else "the default node pool (unlabelled nodes)"
+    name = f"node pool {pool.name!r}" if pool.name else "the unlabelled node pool"
     mine = " (serves this job)" if several and pool.is_job_pool else (" (another shard's)" if several else "")
     verdict = "the job's next pods fit" if pool.placeable else "the job's next pods do not fit"
     if not pool.shapes and not pool.placeable and not pool.reasons:
         verdict = "nothing pending to place"
-    out = _wrap(f"Nodes: {name}{mine}, {pool.nodes} node(s): {verdict}", indent=2, first="")
+    out = _wrap(f"Nodes of {name}{mine}, {pool.nodes} node(s): {verdict}", indent=2, first="")
     if pool.placements:
         out.append("  a dry allocate (as if the job came first) would place:")
         out += [f"    {p.task} -> {p.node} ({p.status})" for p in pool.placements]
@@ -140,7 +140,7 @@ def _pool(pool: model.PoolView, *, several: bool) -> list[str]:
 
 def _shape(shape: model.TaskShape) -> list[str]:
     like = f" and {shape.pods - 1} like it" if shape.pods > 1 else ""
-    head = f"pod {shape.task}{like} ({shape.request}): fits {shape.nodes_fit} of {shape.nodes} node(s)"
+    head = f"pod {shape.task}{like} ({shape.request}): {shape.nodes_fit} of {shape.nodes} node(s) have room for one"
     out = _wrap(head + ("; closest:" if shape.closest else ""), indent=4, first="  ")
     for node in shape.closest:
         domain = f", {node.domain}" if node.domain else ""
@@ -156,7 +156,7 @@ def _shape(shape: model.TaskShape) -> list[str]:
 
 def _victims(plans: Iterable[model.VictimPlan]) -> list[str]:
     out = _wrap(
-        "Making room (dry runs of the victim actions for this job alone, as if it came first; nothing is evicted):",
+        "Making room (each victim action dry-run for this job at its turn in the next cycle; nothing is evicted):",
         indent=2,
         first="",
     )
