@@ -60,3 +60,11 @@ def test_an_unreadable_kubeconfig_is_one_line(capsys: pytest.CaptureFixture[str]
     path = _write(tmp_path, "not: [a kubeconfig", "kubeconfig")
     code, _, err = _run(capsys, "explain", "eval", "--kubeconfig", path)
     assert code == 2 and err.count("\n") == 1 and "--kubeconfig" in err, err
+
+
+@pytest.mark.parametrize("job", ["notebook", "train-big"])
+def test_the_docs_show_what_the_command_prints(capsys: pytest.CaptureFixture[str], job: str) -> None:
+    """docs/explain.md quotes `kai explain JOB examples/quickstart.yaml` whole: it must stay what is printed."""
+    _, out, _ = _run(capsys, "explain", job, QUICKSTART)
+    doc = (ROOT / "docs" / "explain.md").read_text(encoding="utf-8")
+    assert f"$ kai explain {job} examples/quickstart.yaml\n{out}```" in doc

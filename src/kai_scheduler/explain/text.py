@@ -181,7 +181,12 @@ def _threats(found: Iterable[model.Threat]) -> list[str]:
             indent=2,
             first="",
         )
-    out = ["Could lose its pods to (pending jobs whose action accepts this job as a victim):"]
+    out = _wrap(
+        "Could lose its pods to (pending jobs whose action accepts this job as a victim; each dry run is of that "
+        "job alone, as if it came first):",
+        indent=2,
+        first="",
+    )
     for t in found:
         if t.would_evict is None:
             verdict = "not dry-run"
