@@ -290,3 +290,18 @@ def test_a_pod_name_resolves_to_its_podgroup(tmp_path: Path) -> None:
     ex = _explain(tmp_path, NAMED, "j-1", "ns-a")
     assert ex.job == "ns-a/j"
     assert _explain(tmp_path, NAMED, "ns-b/j").job == "ns-b/j"
+
+
+def test_a_gang_short_of_live_pods_is_told_it_waits_for_them(tmp_path: Path) -> None:
+    text = f"""
+name: t
+nodes:
+- {{name: n, gpus: 8}}
+queues:
+- {{name: q, {QUEUE % 8}}}
+jobs:
+- {{name: short, queue: q, minMember: 3, replicas: 2, template: {{gpus: 1}}}}
+"""
+    ex = _explain(tmp_path, text, "short")
+    assert ex.summary.startswith("stays pending: waiting for its pods") and ex.victims == ()
+    assert ex.order is not None and ex.order.position is None and "fewer live pods" in ex.order.reason

@@ -112,7 +112,7 @@ def dry_allocate(ssn: Session, job: JobInfo) -> tuple[bool, tuple[model.Placemen
     if not job.has_pending():
         return False, (), ()
     if not job.is_ready():
-        return False, (), (model.Reason("allocate", "waiting for its pods: fewer live pods than the gang's minimum"),)
+        return False, (), (model.Reason("allocate", cycle.WAITING),)
     stmt = ssn.statement()
     try:
         with ssn.fit_errors_kept():

@@ -16,6 +16,9 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Op
 
 
+WAITING = "waiting for its pods: fewer live pods than the gang's minimum"
+
+
 def next_cycle(ssn: Session, job: JobInfo) -> tuple[model.NextCycle, tuple[model.VictimPlan, ...]]:
     """Run the configured actions on `ssn` (a session opened for this alone) and read the job's fate.
 
@@ -24,7 +27,7 @@ def next_cycle(ssn: Session, job: JobInfo) -> tuple[model.NextCycle, tuple[model
     job, and what it would take, whatever it then does for jobs before it."""
     plans = []
     for name in ssn.config.actions:
-        if name in dryrun.ACTIONS and job.has_pending():
+        if name in dryrun.ACTIONS and job.has_pending() and job.is_ready():
             plans.append(dryrun.plan(ssn, job, name))
         ACTIONS[name]().execute(ssn)
     placements = []
@@ -44,9 +47,12 @@ def next_cycle(ssn: Session, job: JobInfo) -> tuple[model.NextCycle, tuple[model
     reasons: list[model.Reason] = []
     if job.has_pending() and not placements:
         summary = allocation.gang_summary(ssn, job) if job.is_ready() else ""
-        reasons = [model.Reason(r.plugin, r.message) for r in ssn.job_fit_errors.get(job.uid, [])]
+        reasons = [model.Reason("snapshot", p.message) for p in ssn.snapshot.job_problems.get(job.uid, [])]
+        reasons += [model.Reason(r.plugin, r.message) for r in ssn.job_fit_errors.get(job.uid, [])]
         if summary and all(r.message != summary for r in reasons):
             reasons.insert(0, model.Reason("allocate", summary))
+        if not job.is_ready() and not reasons:
+            reasons.append(model.Reason("allocate", WAITING))
     outcome = model.NextCycle(
         placements=tuple(sorted(placements, key=lambda p: p.task)),
         made_room=tuple(made_room),

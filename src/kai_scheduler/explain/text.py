@@ -101,7 +101,7 @@ def _next_cycle(nc: model.NextCycle, *, pending: bool) -> list[str]:
         out.append("  places its pods:")
         out += [f"    {p.task} -> {p.node} ({p.status})" for p in nc.placements]
     elif pending:
-        out.append("  leaves it pending; its PodGroup condition would say:")
+        out.append("  leaves it pending" + ("; its PodGroup condition would say:" if nc.reasons else ""))
         out += [line for r in nc.reasons for line in _wrap(f"- {r.message} [{r.plugin}]", indent=6, first="    ")]
     for title, victims in (("takes, to make room for it:", nc.made_room), ("takes of its pods:", nc.taken)):
         if victims:
