@@ -305,3 +305,13 @@ jobs:
     ex = _explain(tmp_path, text, "short")
     assert ex.summary.startswith("stays pending: waiting for its pods") and ex.victims == ()
     assert ex.order is not None and ex.order.position is None and "fewer live pods" in ex.order.reason
+
+
+def test_a_backed_off_podgroup_is_told_the_scheduler_no_longer_considers_it(tmp_path: Path) -> None:
+    """Manifests: a PodGroup with schedulingBackoff 1 and an unschedulable condition on the unlabelled pool."""
+    text = (Path(__file__).parent / "backed_off.yaml").read_text(encoding="utf-8")
+    ex = _explain(tmp_path, text, "tired-0")
+    assert ex.job == "default/tired" and ex.pools == () and ex.pods == (("Pending", 1),)
+    [problem] = ex.problems
+    assert "schedulingBackoff is 1" in problem and "(too big)" in problem
+    assert ex.summary.startswith("not considered by the scheduler")

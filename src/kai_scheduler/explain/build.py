@@ -11,6 +11,7 @@ import dataclasses
 from collections import Counter
 
 from kai_scheduler.actions.common import allocation
+from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.job_info import JobInfo
@@ -155,21 +156,36 @@ def _explanation(ssn: Session, job: JobInfo, limits: Limits) -> model.Explanatio
 
 def _skipped(objects: snapshots.ClusterObjects, key: str, pool: str, now: float) -> model.Explanation:
     """A job the pool's scheduler leaves out of its snapshot (schedulingBackoff 1 after an unschedulable
-    condition on this pool)."""
+    condition on this pool): what its objects say, and why it is not considered."""
     pg = next(g for g in objects.podgroups if g.meta.key == key)
-    where = f"node pool {pool!r}" if pool else "the default node pool"
+    classes = {pc.meta.name: pc.value for pc in objects.priority_classes}
+    priority = classes.get(pg.priority_class_name, constants.DEFAULT_PODGROUP_PRIORITY)
+    preemptible = (
+        pg.preemptibility == constants.PREEMPTIBLE
+        if pg.preemptibility
+        else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
+    )
+    pods = Counter(
+        p.phase
+        for p in objects.pods
+        if p.namespace == pg.meta.namespace and p.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME) == pg.name
+    )
+    said = [m for c in pg.scheduling_conditions if c.node_pool == pool for _, m in c.reasons if m]
+    where = f"node pool {pool!r}" if pool else "the unlabelled node pool"
+    problem = (
+        f"schedulingBackoff is 1 and the PodGroup was found unschedulable on {where}"
+        + (f" ({said[0]})" if said else "")
+        + ": the scheduler no longer considers it"
+    )
     return model.Explanation(
         job=key,
         queue=pg.queue,
-        priority=0,
-        preemptible=False,
+        priority=priority,
+        preemptible=preemptible,
         state="pending",
-        pods=(),
+        pods=tuple(sorted(pods.items())),
         summary="",
-        problems=(
-            f"schedulingBackoff is 1 and the PodGroup was found unschedulable on {where}: "
-            "the scheduler no longer considers it",
-        ),
+        problems=(problem,),
         queues=(),
         order=None,
         pools=(),

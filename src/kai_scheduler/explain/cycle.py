@@ -15,7 +15,6 @@ from kai_scheduler.explain import dryrun, model
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Op
 
-
 WAITING = "waiting for its pods: fewer live pods than the gang's minimum"
 
 

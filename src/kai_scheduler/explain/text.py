@@ -39,7 +39,8 @@ def _head(ex: model.Explanation) -> list[str]:
     out = [f"Job {ex.job}", f"  queue {ex.queue}, priority {ex.priority}, {kind}", f"  state: {ex.state} ({pods})"]
     out += _wrap(f"Verdict: {ex.summary}", indent=2, first="")
     for problem in ex.problems:
-        out += _wrap(f"Problem: {problem}", indent=2, first="")
+        if problem not in ex.summary:  # the verdict quotes the first
+            out += _wrap(f"Problem: {problem}", indent=2, first="")
     return out
 
 
