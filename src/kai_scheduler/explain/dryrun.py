@@ -4,7 +4,8 @@ Each uses the action's own rules, in the order the action applies them (`actions
 outside the preemption delay, allowed to act, victims that pass the action's filters) and the same solver,
 inside a statement of the session that is always discarded: the model, the plugins' accounting and the fit
 errors are as they were, and nothing is committed (the session is the explanation's own; nothing reaches a
-store). Unlike a cycle, the job is tried as if it came first: jobs ahead of it are not placed before.
+store). The job is tried alone, on the session's state when `plan` is called: `cycle.next_cycle` calls it at
+each victim action's turn, so what allocate and earlier actions did in the cycle is already there.
 """
 
 from __future__ import annotations
@@ -23,11 +24,6 @@ from kai_scheduler.framework.session import Session
 
 ACTIONS = (reclaim.NAME, preempt.NAME, consolidation.NAME)
 Search = Callable[[list[JobInfo]], "solver.VictimSearch | None"]
-
-
-def plans(ssn: Session, job: JobInfo) -> tuple[model.VictimPlan, ...]:
-    """One plan per configured victim action, in the configured order."""
-    return tuple(plan(ssn, job, action) for action in ssn.config.actions if action in ACTIONS)
 
 
 def plan(ssn: Session, job: JobInfo, action: str) -> model.VictimPlan:

@@ -256,8 +256,9 @@ class NextCycle:
 
 @dataclass(frozen=True, slots=True)
 class VictimPlan:
-    """The dry run of one victim action (reclaim, preempt, consolidation) for the job: whether it could make
-    room, the pods it would evict or move, and where the job's pods would then go; else why not."""
+    """The dry run of one victim action (reclaim, preempt, consolidation) for the job, at that action's turn in
+    the next cycle: whether it could make room, the pods it would evict or move, and where the job's pods would
+    then go; else why not."""
 
     action: str
     possible: bool
