@@ -63,22 +63,27 @@ def explain(
             ssn.close()
             ssn.release()
     assert main is not None  # the job's own pool is always among the pools
-    found = _next_cycle(objects, params, job_pool, config, key)
-    if found is not None:
-        main = dataclasses.replace(main, next_cycle=found[0], victims=found[1])
+    dry = _next_cycle(objects, params, job_pool, config, key, limits)
+    if dry is not None:
+        main = dataclasses.replace(main, next_cycle=dry.outcome, victims=dry.plans, threats=dry.threats)
     return dataclasses.replace(main, pools=tuple(pools), summary=_summary(main, pools))
 
 
 def _next_cycle(
-    objects: snapshots.ClusterObjects, params: snapshots.SnapshotParams, pool: str, config: SchedulerConfig, key: str
-) -> tuple[model.NextCycle, tuple[model.VictimPlan, ...]] | None:
+    objects: snapshots.ClusterObjects,
+    params: snapshots.SnapshotParams,
+    pool: str,
+    config: SchedulerConfig,
+    key: str,
+    limits: Limits,
+) -> cycle.Dry | None:
     snap = snapshots.build(objects, dataclasses.replace(params, partition_label_value=pool))
     job = next((j for j in snap.jobs.values() if j.key == key), None)
     if job is None:
         return None
     ssn = _session(snap, config)
     try:
-        return cycle.next_cycle(ssn, job)
+        return cycle.next_cycle(ssn, job, dry_runs=limits.dry_runs)
     finally:
         ssn.close()
         ssn.release()
@@ -147,7 +152,7 @@ def _explanation(ssn: Session, job: JobInfo, limits: Limits) -> model.Explanatio
         order=queues.order(ssn, job, shown=limits.ahead) if pending else None,
         pools=(),
         victims=(),  # dry-run at each victim action's turn in the next cycle (`cycle.next_cycle`)
-        threats=threats.threats(ssn, job, dry_runs=limits.dry_runs) if running else (),
+        threats=(),  # at each victim action's turn in the next cycle (`cycle.next_cycle`)
         protection=threats.protection(ssn, job) if running else None,
         now=ssn.now,
         notes=tuple(notes),
@@ -260,4 +265,4 @@ def _running_verdict(main: model.Explanation, nc: model.NextCycle | None) -> str
         return f"running; its pods could be taken by {names}"
     if main.threats:
         return f"running; {len(main.threats)} pending job/action pair(s) may take its pods"
-    return "running; nothing pending can preempt or reclaim it now"
+    return "running; nothing pending can preempt, reclaim or move it in the next cycle"

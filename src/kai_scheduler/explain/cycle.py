@@ -8,26 +8,44 @@ meanwhile (and time-based usage, which is not read here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kai_scheduler.actions.common import allocation
 from kai_scheduler.actions.registry import ACTIONS
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.explain import dryrun, model
+from kai_scheduler.explain import dryrun, model, threats
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Op
 
 WAITING = "waiting for its pods: fewer live pods than the gang's minimum"
 
 
-def next_cycle(ssn: Session, job: JobInfo) -> tuple[model.NextCycle, tuple[model.VictimPlan, ...]]:
+@dataclass(frozen=True, slots=True)
+class Dry:
+    """What a dry next cycle says of the job: its fate, the victim actions' plans for it (while it has pending
+    pods) and the threats to its running pods, each taken at that action's turn."""
+
+    outcome: model.NextCycle
+    plans: tuple[model.VictimPlan, ...]
+    threats: tuple[model.Threat, ...]
+
+
+def next_cycle(ssn: Session, job: JobInfo, *, dry_runs: int) -> Dry:
     """Run the configured actions on `ssn` (a session opened for this alone) and read the job's fate.
 
-    Before each victim action, while the job still has pending pods, that action is also dry-run for the job
-    alone (`dryrun.plan`, discarded) on the cycle's state at that point: whether it could make room for the
-    job, and what it would take, whatever it then does for jobs before it."""
+    Before each victim action, on the cycle's state at that point (what allocate and earlier actions did is
+    there): while the job still has pending pods, the action is also dry-run for the job alone
+    (`dryrun.plan`, discarded): whether it could make room, and what it would take; while it has running pods,
+    the pending jobs the action could let take them (`threats.at_turn`, at most `dry_runs` dry runs in all)."""
     plans = []
+    found: list[model.Threat] = []
     for name in ssn.config.actions:
-        if name in dryrun.ACTIONS and job.has_pending() and job.is_ready():
-            plans.append(dryrun.plan(ssn, job, name))
+        if name in dryrun.ACTIONS:
+            if job.has_pending() and job.is_ready():
+                plans.append(dryrun.plan(ssn, job, name))
+            if job.active_allocated():
+                left = dry_runs - sum(1 for t in found if t.would_evict is not None)
+                found += threats.at_turn(ssn, job, name, dry_runs=max(left, 0))
         ACTIONS[name]().execute(ssn)
     placements = []
     made_room: list[model.Victim] = []
@@ -58,7 +76,7 @@ def next_cycle(ssn: Session, job: JobInfo) -> tuple[model.NextCycle, tuple[model
         taken=tuple(taken),
         reasons=tuple(dict.fromkeys(reasons)),
     )
-    return outcome, tuple(plans)
+    return Dry(outcome, tuple(plans), tuple(found))
 
 
 def _victim(ssn: Session, job_uid: str, task: str, node: str, moved_to: str, why: Eviction | None) -> model.Victim:

@@ -278,7 +278,8 @@ class VictimPlan:
 
 @dataclass(frozen=True, slots=True)
 class Threat:
-    """A pending job that a victim action could let take pods of this (running) job.
+    """A pending job that a victim action, at its turn in the next cycle, could let take pods of this (running)
+    job.
 
     `would_evict`: the dry run of that action for the pending job chose pods of this job (None: not run,
     beyond the number of dry runs made)."""

@@ -178,13 +178,13 @@ def _threats(found: Iterable[model.Threat]) -> list[str]:
     found = list(found)
     if not found:
         return _wrap(
-            "Could lose its pods to: nothing pending now (no job may preempt, reclaim or move them).",
+            "Could lose its pods to: nothing in the next cycle (no pending job may preempt, reclaim or move them).",
             indent=2,
             first="",
         )
     out = _wrap(
-        "Could lose its pods to (pending jobs whose action accepts this job as a victim; each dry run is of that "
-        "job alone, as if it came first):",
+        "Could lose its pods to (pending jobs whose action, at its turn in the next cycle, accepts this job as a "
+        "victim; each dry-run for that job alone):",
         indent=2,
         first="",
     )

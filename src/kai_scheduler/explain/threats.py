@@ -4,9 +4,11 @@ what protects it (non-preemptibility, min-runtime).
 A pending job threatens this one through an action when the action would consider it (ready, outside its
 preemption delay, allowed to act: `dryrun.why_not`) and the action's victim filters accept this job as its
 victim (same queue and lower priority for preempt; another queue, over its share and not protected for
-reclaim; any preemptible job for consolidation, which only moves pods). For the first few threats, in
-allocate's order, the action is dry-run for the pending job to see whether it would really choose this job's
-pods (a search takes the cheapest victims first, so an eligible job is not always chosen).
+reclaim; any preemptible job for consolidation, which only moves pods). `at_turn` is asked at each victim
+action's turn in the next cycle (`cycle.next_cycle`), so jobs allocate places first threaten nothing; for the
+first few threats, in allocate's order, the action is dry-run for the pending job to see whether it would
+really choose this job's pods (a search takes the cheapest victims first, so an eligible job is not always
+chosen).
 """
 
 from __future__ import annotations
@@ -21,24 +23,21 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.minruntime import MinRuntime, is_elastic
 
 
-def threats(ssn: Session, job: JobInfo, *, dry_runs: int) -> tuple[model.Threat, ...]:
-    """Every (action, pending job) that could take pods of `job`; the first `dry_runs` of them dry-run."""
+def at_turn(ssn: Session, job: JobInfo, action: str, *, dry_runs: int) -> list[model.Threat]:
+    """Every pending job that `action` could let take pods of `job` now, in allocate's order; the first
+    `dry_runs` of them dry-run (the rest with `would_evict` None)."""
     if not victims.can_be_victim(job):
-        return ()
-    actions = [a for a in ssn.config.actions if a in dryrun.ACTIONS]
+        return []
     pending = JobOrderByQueues(ssn, allocate.candidates(ssn))
     out: list[model.Threat] = []
     while (other := pending.pop()) is not None:
-        if other.uid == job.uid:
+        if other.uid == job.uid or not _eligible(ssn, other, job, action) or dryrun.why_not(ssn, other, action):
             continue
-        for action in actions:
-            if not _eligible(ssn, other, job, action) or dryrun.why_not(ssn, other, action):
-                continue
-            would, pods = (None, 0)
-            if len(out) < dry_runs:
-                would, pods = _would_take(ssn, other, job, action)
-            out.append(model.Threat(action, other.key, other.queue, other.priority, would, pods))
-    return tuple(out)
+        would, pods = (None, 0)
+        if len(out) < dry_runs:
+            would, pods = _would_take(ssn, other, job, action)
+        out.append(model.Threat(action, other.key, other.queue, other.priority, would, pods))
+    return out
 
 
 def _eligible(ssn: Session, preemptor: JobInfo, victim: JobInfo, action: str) -> bool:
