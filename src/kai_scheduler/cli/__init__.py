@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import admission, components, fakenodes, logs, manifests, schedule, simulate
+from kai_scheduler.cli import admission, components, explain, fakenodes, logs, manifests, schedule, simulate
 
 DIST = "kai-scheduler"
 EXIT_USER_ERROR = 2
@@ -64,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schedule.add_parser(sub)
     simulate.add_parser(sub)
+    explain.add_parser(sub)
     components.add_parser(sub)
     admission.add_parser(sub)
     manifests.add_parser(sub)

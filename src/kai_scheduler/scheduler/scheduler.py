@@ -101,8 +101,11 @@ class Scheduler:
     def snapshot(self) -> snapshots.Snapshot:
         self.cache.sync()
         self._await_own_bind_requests()
-        flags = self.config.flags
-        objects = snapshots.ClusterObjects(
+        return snapshots.build(self.cluster_objects(), self.snapshot_params(), self._memo)
+
+    def cluster_objects(self) -> snapshots.ClusterObjects:
+        """The cache's typed objects as they are (no sync), with the objects that failed to parse as problems."""
+        return snapshots.ClusterObjects(
             nodes=self.cache.objects("nodes"),
             pods=self.cache.objects("pods"),
             podgroups=self.cache.objects("podgroups"),
@@ -121,14 +124,17 @@ class Scheduler:
                 for b in self.cache.bad_objects()
             ],
         )
-        params = snapshots.SnapshotParams(
+
+    def snapshot_params(self) -> snapshots.SnapshotParams:
+        """What a snapshot takes from the scheduler's flags and clock: its node pool, scheduler name, now."""
+        flags = self.config.flags
+        return snapshots.SnapshotParams(
             now=self.clock.now(),
             scheduler_name=flags.scheduler_name,
             node_pool_label_key=flags.nodepool_label_key,
             partition_label_value=flags.partition_label_value,
             stuck_in_releasing_seconds=flags.stuck_in_releasing_threshold,
         )
-        return snapshots.build(objects, params, self._memo)
 
     def _take_in_own_bind_requests(self, created: list[JSON]) -> None:
         """The BindRequests this cycle wrote go into the cache as the server answered them, as KAI's scheduler

@@ -24,6 +24,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 import urllib3
+import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 
@@ -150,9 +151,10 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Ap
         else:
             path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
             kube_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
-    except (kube_config.ConfigException, OSError) as err:
+    except (kube_config.ConfigException, OSError, yaml.YAMLError) as err:  # a kubeconfig that is not YAML too
         where = "the in-cluster service account" if in_cluster else repr(kubeconfig or "the default kubeconfig")
-        raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {err}") from err
+        why = " ".join(str(err).split())  # a YAML error spans several lines
+        raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {why}") from err
     # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
     if not configuration.verify_ssl:

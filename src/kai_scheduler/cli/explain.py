@@ -1,0 +1,103 @@
+"""`kai explain JOB [FILE]`: why a job is where it is, on a live cluster (read only) or on a scenario."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from kai_scheduler.api.errors import UserError
+from kai_scheduler.cli import connection
+
+if TYPE_CHECKING:  # the command imports the explain package only when it runs: `kai --help` stays quick
+    from kai_scheduler.explain import Explanation, JobRef, Limits
+
+QPS, BURST = 50.0, 300
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "explain",
+        help="say why a job is pending, placeable or running, and what could make room or take its pods",
+        description="Explain JOB (a PodGroup, or a pod of it: NAME or NAMESPACE/NAME) as the scheduler sees it: "
+        "its queue's deserved and fair share, the jobs ahead of it, for each node pool the closest nodes and "
+        "what each lacks, and dry runs of allocate, reclaim, preempt and consolidation; for a running job, "
+        "what could take its pods and whether min-runtime protects it. With FILE (a scenario or manifests) "
+        "on the embedded cluster; without, on the cluster of the kubeconfig, which is only read. "
+        "Nothing is ever written. See docs/explain.md.",
+    )
+    p.add_argument("job", metavar="JOB", help="PodGroup or pod: NAME or NAMESPACE/NAME")
+    p.add_argument("file", nargs="?", metavar="FILE", help="scenario file or Kubernetes manifests (YAML)")
+    p.add_argument("-n", "--namespace", metavar="NS", help="the job's namespace (default: search them all)")
+    connection.add_flags(p, qps=QPS, burst=BURST)
+    p.add_argument(
+        "--config",
+        metavar="PATH",
+        help="scheduler configuration (KAI's config.yaml or its ConfigMap); default: FILE's `config:`, "
+        "else KAI's defaults",
+    )
+    p.add_argument("--output", "-o", choices=("text", "json"), default="text", help="text (default) or json")
+    p.add_argument(
+        "--nodes", type=int, default=3, metavar="N", help="closest nodes shown per pod shape and node pool (default 3)"
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kai_scheduler import explain
+
+    if args.nodes < 1:
+        raise UserError(f"--nodes: must be at least 1, got {args.nodes}")
+    ref = explain.JobRef.parse(args.job, args.namespace)
+    limits = explain.Limits(closest=args.nodes)
+    if args.file is not None:
+        if args.kubeconfig or args.context:
+            raise UserError("give FILE or --kubeconfig/--context, not both")
+        result = _from_file(args, ref, limits)
+    else:
+        result = _from_cluster(args, ref, limits)
+    _print(result, args.output)
+    return 0
+
+
+def _from_file(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explanation:
+    from kai_scheduler import explain
+    from kai_scheduler import scenario as scenarios
+    from kai_scheduler.scheduler import config_file
+    from kai_scheduler.sim.embedded import EmbeddedCluster
+
+    loaded = scenarios.load(args.file)
+    source = (
+        config_file.read(args.config)
+        if args.config
+        else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines)
+    )
+    config = config_file.load(source)
+    cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
+    return explain.explain(cluster.store, config, cluster.clock, ref, limits)
+
+
+def _from_cluster(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explanation:
+    from kai_scheduler import explain
+    from kai_scheduler.api.clock import SystemClock
+    from kai_scheduler.runtime.process import open_store
+    from kai_scheduler.scheduler import config_file
+    from kai_scheduler.scheduler.scheduler import load_config
+
+    config = config_file.load(config_file.read(args.config)) if args.config else load_config(None)
+    conn = connection.parse(args, qps=QPS, burst=BURST)
+    store = open_store(conn.kubeconfig, conn.context, conn.qps, conn.burst, user_agent="kai-explain")
+    try:
+        return explain.explain(store, config, SystemClock(), ref, limits)
+    finally:
+        store.close()
+
+
+def _print(result: Explanation, output: str) -> None:
+    import orjson
+
+    from kai_scheduler.explain import text
+
+    if output == "json":
+        print(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
+    else:
+        print(text.render(result), end="")
