@@ -131,6 +131,9 @@ class Binder:
                 indices = self.reservations.reserve(br, pod)
                 shared_gpu_configmaps.write(self.store, pod, br, indices)
                 self._label_gpu_groups(ns, br)
+            elif br.received_resource_type == "MigInstance":
+                annotations = {constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: br.received_resource_type}
+                self.store.patch("pods", br.pod_name, ns, {"metadata": {"annotations": annotations}})
             self.store.bind(ns, br.pod_name, br.selected_node)
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.

@@ -88,9 +88,10 @@ class PodInfo:
 
     @property
     def gpus_accepted(self) -> float:
-        """GPUs counted against the queue: whole devices, or devices × portion for a shared task (§6)."""
-        if self.gpu.whole:
-            return float(self.gpu.whole)
+        """GPUs counted against the queue: whole devices plus MIG instances' slices, or devices × portion for a
+        shared task (§6)."""
+        if self.gpu.whole or self.gpu.mig:
+            return float(self.gpu.whole + self.gpu.mig_units)
         if self.gpu.fraction:
             return self.gpu.num_devices * self.gpu.fraction
         if self.gpu.memory_mib:

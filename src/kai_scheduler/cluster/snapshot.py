@@ -18,7 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kai_scheduler.api import constants
+import numpy as np
+import numpy.typing as npt
+
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
@@ -109,9 +112,28 @@ class Snapshot:
     queue_charges: dict[str, QueueCharge] | None = None
 
     def total_capacity(self) -> Vector:
-        """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
+        """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1); MIG instances add
+        their GPU units (their profiles' compute slices) to the GPU column, as KAI's `GetSumGPUs` does."""
         total: Vector = self.arrays.allocatable[self.arrays.schedulable].sum(axis=0) - self.other_usage
+        if self.axis.mig_columns:
+            total[GPU] += float(total @ self.axis.mig_units)
         return total
+
+    def mig_nodes(self) -> npt.NDArray[np.bool_]:
+        """Nodes that expose MIG instances (the mixed strategy: its label, or `nvidia.com/mig-*` allocatable):
+        a MIG node takes no fractional GPU request (§6). Kept in the node memo (read-only)."""
+
+        def compute() -> npt.NDArray[np.bool_]:
+            columns = list(self.axis.mig_columns)
+            mask: npt.NDArray[np.bool_] = np.array(
+                [n.labels.get(constants.LABEL_MIG_STRATEGY) == mig.STRATEGY_MIXED for n in self.nodes], dtype=bool
+            )
+            if columns:
+                mask |= (self.arrays.allocatable[:, columns] > 0).any(axis=1)
+            mask.flags.writeable = False
+            return mask
+
+        return self.node_memo.get("snapshot.mig_nodes", compute)
 
     def stale_candidates(self) -> list[JobInfo]:
         """The jobs whose staleness or stale timestamp may differ from their PodGroup's now, in `jobs` order;

@@ -183,7 +183,7 @@ class Committer:
             gpu_count=task.gpu.whole if not shared else task.gpu.num_devices,
             portion=portion if shared else 0.0,
             groups=op.after.gpu_groups,
-            resource_type="Fraction" if shared else "Regular",
+            resource_type="Fraction" if shared else "MigInstance" if task.gpu.is_mig else "Regular",
         )
         if self.node_pool:
             br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool

@@ -1,0 +1,59 @@
+"""MIG instances as extended resources (§2, §6): `nvidia.com/mig-<profile>` with the mixed strategy.
+
+A profile reads `<g>g.<m>gb`, optionally with a `+me`-style suffix (1g.10gb, 3g.40gb, 1g.10gb+me): `g` compute
+slices of one GPU and `m` GB of its memory. As KAI's `GetSumGPUs` and `GetGpusQuota`, queue accounting counts an
+instance as `g` GPU units, both in what a pod holds and in the cluster's total; a slice is the share of one
+device that a queue's GPU quota counts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+RESOURCE_PREFIX: Final = "nvidia.com/mig-"
+STRATEGY_MIXED: Final = "mixed"
+STRATEGY_SINGLE: Final = "single"
+STRATEGIES: Final = (STRATEGY_SINGLE, STRATEGY_MIXED)
+
+_PROFILE = re.compile(r"^(?P<slices>[1-9][0-9]?)g\.(?P<gb>[1-9][0-9]{0,3})gb(?P<extra>\+[a-z][a-z0-9.]*)?$")
+PROFILE_FORMAT: Final = "<g>g.<m>gb, e.g. 1g.10gb or 3g.40gb"
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One MIG profile: its name (`1g.10gb`), compute slices and memory in GB."""
+
+    name: str
+    slices: int
+    memory_gb: int
+
+    @property
+    def resource(self) -> str:
+        return RESOURCE_PREFIX + self.name
+
+
+def parse_profile(name: str) -> Profile | None:
+    """The profile `name` denotes, or None when it is not of the MIG profile form."""
+    m = _PROFILE.match(name)
+    if m is None:
+        return None
+    return Profile(name, int(m["slices"]), int(m["gb"]))
+
+
+def is_mig_resource(resource: str) -> bool:
+    return resource.startswith(RESOURCE_PREFIX)
+
+
+def profile_of(resource: str) -> Profile | None:
+    """The profile of a `nvidia.com/mig-<profile>` resource name; None for another resource or a bad profile."""
+    if not is_mig_resource(resource):
+        return None
+    return parse_profile(resource[len(RESOURCE_PREFIX) :])
+
+
+def gpu_units(resource: str) -> int:
+    """GPU units one instance of `resource` counts in queue accounting: its compute slices (0 if not MIG)."""
+    profile = profile_of(resource)
+    return 0 if profile is None else profile.slices
