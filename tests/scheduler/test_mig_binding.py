@@ -1,0 +1,36 @@
+"""A MIG pod goes through the scheduler and the binder as KAI's MigInstance type (§1.3, §2)."""
+
+from __future__ import annotations
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.binder.binder import Binder
+from kai_scheduler.scheduler.scheduler import Scheduler, load_config
+from kai_scheduler.store.memory import MemoryStore
+from tests import builders as b
+
+MIG = {"nvidia.com/mig-1g.10gb": "1"}
+
+
+def test_a_mig_pod_gets_a_mig_instance_bind_request_and_the_binder_marks_the_pod() -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    node = b.node("n1", gpus=0, labels={"nvidia.com/mig.strategy": "mixed"}, extended={"nvidia.com/mig-1g.10gb": "2"})
+    store.add_many([b.queue("q"), node, b.podgroup("m"), b.pod("m-0", group="m", extended=MIG)])
+    assert Scheduler(store, load_config(None), clock).run_once().binds == 1
+    spec = store.get("bindrequests", "m-0", b.NAMESPACE)["spec"]
+    assert spec["receivedResourceType"] == "MigInstance"
+    assert spec["selectedNode"] == "n1" and "selectedGPUGroups" not in spec
+    assert Binder(store, clock).reconcile().bound == [f"{b.NAMESPACE}/m-0"]
+    pod = store.get("pods", "m-0", b.NAMESPACE)
+    assert pod["spec"]["nodeName"] == "n1"
+    assert pod["metadata"]["annotations"][constants.ANNOTATION_RECEIVED_RESOURCE_TYPE] == "MigInstance"
+
+
+def test_a_regular_pod_is_not_marked() -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.node("n1"), b.pod("p", gpus=1), b.bind_request("p", "n1")])
+    Binder(store, clock).reconcile()
+    annotations = store.get("pods", "p", b.NAMESPACE)["metadata"].get("annotations", {})
+    assert constants.ANNOTATION_RECEIVED_RESOURCE_TYPE not in annotations
