@@ -67,7 +67,8 @@ def _mig_pod(name: str) -> dict[str, object]:
 
 def test_mig_pods_are_bound_to_instances_as_mig_instance(mig_node: Cluster) -> None:
     """Three pods asking one 1g.10gb instance each on a node with two: two are bound there, through a
-    MigInstance BindRequest and with the pod annotated as KAI's binder does, and run; the third waits."""
+    MigInstance BindRequest and with the pod annotated as KAI's binder does, each with an instance of its own,
+    and run; the third waits."""
     node = mig_node.store.get("nodes", MIG_NODE)
     assert node["status"]["allocatable"][INSTANCE] == "2"
     assert node["metadata"]["labels"]["nvidia.com/mig.strategy"] == "mixed"
@@ -75,6 +76,8 @@ def test_mig_pods_are_bound_to_instances_as_mig_instance(mig_node: Cluster) -> N
         mig_node.create(_mig_pod(f"mig-{i}"))
     mig_node.wait("two MIG pods bound", lambda: len(mig_node.bound("app=mig")) == 2)
     hold(3, lambda: _assert_bound(mig_node, 2))
+    instances = sorted(p["metadata"]["annotations"]["kai.scheduler/mig-instances"] for p in mig_node.bound("app=mig"))
+    assert instances == ["1g.10gb/0", "1g.10gb/1"], "each bound pod has an instance of its own"
     for p in mig_node.bound("app=mig"):
         name = p["metadata"]["name"]
         assert p["spec"]["nodeName"] == MIG_NODE

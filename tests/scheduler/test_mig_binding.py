@@ -18,13 +18,27 @@ def test_a_mig_pod_gets_a_mig_instance_bind_request_and_the_binder_marks_the_pod
     node = b.node("n1", gpus=0, labels={"nvidia.com/mig.strategy": "mixed"}, extended={"nvidia.com/mig-1g.10gb": "2"})
     store.add_many([b.queue("q"), node, b.podgroup("m"), b.pod("m-0", group="m", extended=MIG)])
     assert Scheduler(store, load_config(None), clock).run_once().binds == 1
-    spec = store.get("bindrequests", "m-0", b.NAMESPACE)["spec"]
+    request = store.get("bindrequests", "m-0", b.NAMESPACE)
+    spec = request["spec"]
     assert spec["receivedResourceType"] == "MigInstance"
+    assert request["metadata"]["annotations"]["kai.scheduler/mig-instances"] == "1g.10gb/0"
     assert spec["selectedNode"] == "n1" and "selectedGPUGroups" not in spec
     assert Binder(store, clock).reconcile().bound == [f"{b.NAMESPACE}/m-0"]
     pod = store.get("pods", "m-0", b.NAMESPACE)
     assert pod["spec"]["nodeName"] == "n1"
     assert pod["metadata"]["annotations"][constants.ANNOTATION_RECEIVED_RESOURCE_TYPE] == "MigInstance"
+    assert pod["metadata"]["annotations"]["kai.scheduler/mig-instances"] == "1g.10gb/0"
+
+
+def test_a_pod_keeps_the_instance_recorded_for_it_when_the_snapshot_is_rebuilt() -> None:
+    """n1 has three 1g.10gb instances; the pod that sorts last holds instance 0 by its record, the other
+    running pod instance 2: a rebuild gives them those, and a new pod instance 1 (not 0, which is taken)."""
+    node = b.node("n1", gpus=0, labels={"nvidia.com/mig.strategy": "mixed"}, extended={"nvidia.com/mig-1g.10gb": "3"})
+    zz = b.pod("zz", extended=MIG, node="n1", phase="Running", annotations={"kai.scheduler/mig-instances": "1g.10gb/0"})
+    yy = b.pod("yy", extended=MIG, node="n1", phase="Running", annotations={"kai.scheduler/mig-instances": "1g.10gb/2"})
+    snap = b.snapshot([b.queue("q"), node, zz, yy, b.pod("aa", extended=MIG, node="n1", phase="Running")])
+    held = {t.name: t.mig_held for t in snap.tasks.values()}
+    assert held == {"zz": (("1g.10gb", 0),), "yy": (("1g.10gb", 2),), "aa": (("1g.10gb", 1),)}
 
 
 def test_a_regular_pod_is_not_marked() -> None:

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from typing import Final
 
 RESOURCE_PREFIX: Final = "nvidia.com/mig-"
+# The instances the scheduler chose for a pod, "<profile>/<index>" comma-separated: on its BindRequest, and
+# copied to the pod by the binder, so a rebuilt snapshot gives each pod the instance it was given (this
+# project's own; KAI keeps no instance index).
+ANNOTATION_INSTANCES: Final = "kai.scheduler/mig-instances"
 STRATEGY_MIXED: Final = "mixed"
 STRATEGY_SINGLE: Final = "single"
 STRATEGIES: Final = (STRATEGY_SINGLE, STRATEGY_MIXED)
@@ -57,3 +61,18 @@ def gpu_units(resource: str) -> int:
     """GPU units one instance of `resource` counts in queue accounting: its compute slices (0 if not MIG)."""
     profile = profile_of(resource)
     return 0 if profile is None else profile.slices
+
+
+def format_instances(held: tuple[tuple[str, int], ...]) -> str:
+    """`((1g.10gb, 0), (1g.10gb, 1))` → "1g.10gb/0,1g.10gb/1"."""
+    return ",".join(f"{profile}/{index}" for profile, index in held)
+
+
+def parse_instances(text: str | None) -> tuple[tuple[str, int], ...]:
+    """The instances `format_instances` wrote; a malformed entry is left out (the pod then gets any free one)."""
+    out = []
+    for part in (text or "").split(","):
+        profile, _, index = part.strip().rpartition("/")
+        if parse_profile(profile) is not None and index.isdigit():
+            out.append((profile, int(index)))
+    return tuple(out)

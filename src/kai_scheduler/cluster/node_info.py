@@ -206,7 +206,7 @@ class NodeInfo:
 
     def _take_mig(self, task: PodInfo, placement: Placement) -> None:
         uid, status = str(task.uid), _charge(placement)
-        earlier = self._mig_last.get(uid, ())
+        earlier = self._mig_last.get(uid) or placement.mig
         held: list[MigInstance] = []
         for profile, count in task.gpu.mig:
             slots = self._mig_profile(profile)
@@ -214,7 +214,7 @@ class NodeInfo:
             for index in slots.pick(count, status, preferred):
                 slots.holders[index][uid] = status
                 held.append((profile, index))
-        self.mig_held[uid] = self._mig_last[uid] = tuple(held)
+        self.mig_held[uid] = self._mig_last[uid] = task.mig_held = tuple(held)
 
     def _mig_profile(self, profile: str) -> MigSlots:
         slots = self.mig_slots.get(profile)
@@ -234,6 +234,7 @@ class NodeInfo:
 
     def _release_mig(self, task: PodInfo) -> None:
         uid = str(task.uid)
+        task.mig_held = ()
         for profile, index in self.mig_held.pop(uid, ()):
             self.mig_slots[profile].holders[index].pop(uid, None)
 
@@ -351,8 +352,11 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
         node.tasks[str(task.uid)] = task
         if placement.gpu_groups:
             node._join_groups(task, placement)
-        if task.gpu.mig:
-            node._take_mig(task, placement)
+    # Tasks that know their instances (held last time here, or recorded on the pod) take them first, so a task
+    # without a record never takes an instance another one holds.
+    mig = [(n, t, p) for n, t, p in charged if t.gpu.mig]
+    for node, task, placement in sorted(mig, key=lambda c: not (c[2].mig or str(c[1].uid) in c[0]._mig_last)):
+        node._take_mig(task, placement)
     arrays.refresh()
 
 

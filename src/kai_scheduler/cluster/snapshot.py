@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
@@ -366,16 +367,22 @@ def _pod_placement(pod: Pod, br: BindRequest | None, params: SnapshotParams) -> 
         stuck = params.now - deleting > params.stuck_in_releasing_seconds
         node = pod.node_name or (br.selected_node if br is not None else "")
         groups = _pod_groups(pod) if pod.node_name else (br.selected_gpu_groups if br is not None else ())
-        return Placement(PodStatus.STUCK_IN_RELEASING if stuck else PodStatus.RELEASING, node, groups)
+        recorded = _mig_record(pod, pod.meta if pod.node_name or br is None else br.meta)
+        return Placement(PodStatus.STUCK_IN_RELEASING if stuck else PodStatus.RELEASING, node, groups, mig=recorded)
     if pod.phase == "Running":
-        return Placement(PodStatus.RUNNING, pod.node_name, _pod_groups(pod))
+        return Placement(PodStatus.RUNNING, pod.node_name, _pod_groups(pod), mig=_mig_record(pod, pod.meta))
     if pod.node_name:
-        return Placement(PodStatus.BOUND, pod.node_name, _pod_groups(pod))
+        return Placement(PodStatus.BOUND, pod.node_name, _pod_groups(pod), mig=_mig_record(pod, pod.meta))
     if br is not None:
-        return Placement(PodStatus.BINDING, br.selected_node, br.selected_gpu_groups)
+        return Placement(PodStatus.BINDING, br.selected_node, br.selected_gpu_groups, mig=_mig_record(pod, br.meta))
     if pod.scheduling_gated:
         return Placement(PodStatus.GATED)
     return Placement(PodStatus.PENDING)
+
+
+def _mig_record(pod: Pod, meta: ObjectMeta) -> tuple[tuple[str, int], ...]:
+    """The MIG instances recorded for a MIG pod on `meta` (its own, or its BindRequest's)."""
+    return mig.parse_instances(meta.annotations.get(mig.ANNOTATION_INSTANCES)) if pod.gpu.mig else ()
 
 
 def _pod_groups(pod: Pod) -> tuple[str, ...]:
