@@ -348,16 +348,16 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
     moves = releasing | pipelined  # x - d is x + (-d) exactly, so one pass keeps the order of both
     signed = np.where(pipelined[:, None], -requests, requests)
     np.add.at(arrays.releasing, rows[moves], signed[moves])
-    mig = []
+    mig_tasks = []
     for node, task, placement in charged:
         node.tasks[str(task.uid)] = task
         if placement.gpu_groups:
             node._join_groups(task, placement)
         if task.gpu.mig:
-            mig.append((node, task, placement))
+            mig_tasks.append((node, task, placement))
     # Tasks that know their instances (held last time here, or recorded on the pod) take them first, so a task
     # without a record never takes an instance another one holds.
-    for node, task, placement in sorted(mig, key=lambda c: not (c[2].mig or str(c[1].uid) in c[0]._mig_last)):
+    for node, task, placement in sorted(mig_tasks, key=lambda c: not (c[2].mig or str(c[1].uid) in c[0]._mig_last)):
         node._take_mig(task, placement)
     arrays.refresh()
 
