@@ -9,6 +9,7 @@ device that a queue's GPU quota counts.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -61,6 +62,11 @@ def gpu_units(resource: str) -> int:
     """GPU units one instance of `resource` counts in queue accounting: its compute slices (0 if not MIG)."""
     profile = profile_of(resource)
     return 0 if profile is None else profile.slices
+
+
+def units_of(resources: Mapping[str, float]) -> float:
+    """GPU units of the MIG instances in a resource list (a node's allocatable)."""
+    return float(sum(gpu_units(name) * amount for name, amount in resources.items() if is_mig_resource(name)))
 
 
 def format_instances(held: tuple[tuple[str, int], ...]) -> str:
