@@ -48,3 +48,17 @@ def test_a_regular_pod_is_not_marked() -> None:
     Binder(store, clock).reconcile()
     annotations = store.get("pods", "p", b.NAMESPACE)["metadata"].get("annotations", {})
     assert constants.ANNOTATION_RECEIVED_RESOURCE_TYPE not in annotations
+
+
+def test_a_pod_with_an_unknown_profile_is_told_why_and_the_cycle_goes_on() -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    node = b.node("n1", gpus=0, labels={"nvidia.com/mig.strategy": "mixed"}, extended={"nvidia.com/mig-1g.10gb": "2"})
+    bad = b.pod("bad-0", group="bad", extended={"nvidia.com/mig-huge": "1"})
+    store.add_many([b.queue("q"), node, b.podgroup("bad"), bad, b.podgroup("m"), b.pod("m-0", group="m", extended=MIG)])
+    assert Scheduler(store, load_config(None), clock).run_once().binds == 1
+    events, _ = store.list("events")
+    why = "spec.containers.resources.nvidia.com/mig-huge: unknown MIG profile 'huge'"
+    assert any(e["involvedObject"]["name"] == "bad-0" and why in e["message"] for e in events)
+    condition = store.get("podgroups", "bad", b.NAMESPACE)["status"]["schedulingConditions"][0]
+    assert why in condition["reasons"][0]["message"]
