@@ -113,3 +113,16 @@ def test_a_priority_class_change_reclassifies_the_groups() -> None:
     )
     ctl.reconcile()
     assert status(store, "g")["allocatedNonPreemptible"]["nvidia.com/gpu"] == "1"
+
+
+def test_mig_instances_count_their_compute_slices_as_gpus() -> None:
+    """As the scheduler charges queues (docs/mig.md): a 3g.40gb instance is 3 GPUs, a 1g.10gb one 1."""
+    big = {"nvidia.com/mig-3g.40gb": "1"}
+    store, ctl = cluster(
+        podgroup("mig"),
+        pod("a", group="mig", gpus=0, cpu="1", memory="1Gi", node="n1", extended=big),
+        pod("b", group="mig", gpus=0, cpu="1", memory="1Gi", extended={"nvidia.com/mig-1g.10gb": "1"}),
+    )
+    ctl.reconcile()
+    assert status(store, "mig")["allocated"]["nvidia.com/gpu"] == "3"
+    assert status(store, "mig")["requested"]["nvidia.com/gpu"] == "4"

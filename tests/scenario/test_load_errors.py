@@ -40,7 +40,7 @@ REJECTS = [
     pytest.param(
         job("{gpu: 1}"),
         "bad.yaml:10: job j tasks[0].gpu: unknown field (did you mean gpus?); known fields: annotations, "
-        "cpu, gpuDevices, gpuGroups, gpuMemory, gpus, labels, memory, name, node, nodeAffinity, "
+        "cpu, gpuDevices, gpuGroups, gpuMemory, gpus, labels, memory, mig, name, node, nodeAffinity, "
         "nodeSelector, podAffinity, podAntiAffinity, status, subGroup, taskPriority, terminatesAfter, tolerations",
         id="an unknown task field suggests the close one and lists the known",
     ),
@@ -53,7 +53,7 @@ REJECTS = [
     pytest.param(
         "nodes:\n- {name: n, gpu: 1}\n",
         "bad.yaml:2: node n gpu: unknown field (did you mean gpus?); known fields: count, cpu, gpuMemory, "
-        "gpus, labels, memory, name, pods, ready, taints, unschedulable",
+        "gpus, labels, memory, mig, migStrategy, name, pods, ready, taints, unschedulable",
         id="an unknown node field",
     ),
     pytest.param(

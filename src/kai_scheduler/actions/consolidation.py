@@ -62,16 +62,22 @@ def uses_spread(ssn: Session) -> bool:
 
 def may_consolidate(ssn: Session, job: JobInfo) -> bool:
     """Enough free GPUs in the cluster for the job's next tasks, counting the unused portions of shared GPUs
-    whatever the job asks for (two fractions merged onto one device free a whole one); no victim-invariant
-    rejection."""
+    whatever the job asks for (two fractions merged onto one device free a whole one), and enough free MIG
+    instances of each profile they ask for; no victim-invariant rejection."""
     tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return False
     arrays = ssn.snapshot.arrays
     free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
     free += sum(gpu_sharing.shared_room(ssn).values())
-    if free + tolerance.RESOURCE < sum(t.gpus_accepted for t in tasks):
+    if free + tolerance.RESOURCE < sum(t.gpus_accepted - t.gpu.mig_units for t in tasks):
         return False
+    columns = list(ssn.snapshot.axis.mig_columns)
+    mig_tasks = [t.request[columns] for t in tasks if t.gpu.mig]
+    if mig_tasks:
+        mig_free = arrays.free[arrays.schedulable][:, columns].sum(axis=0)
+        if (mig_free + tolerance.RESOURCE < np.sum(mig_tasks, axis=0)).any():
+            return False
     return preemptors.invariant_reject(ssn, job) is None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai_scheduler.api import constants, quantity, selectors
+from kai_scheduler.api import constants, mig, quantity, selectors
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.resources import NO_GPU, GpuRequest, gpu_request, plain_pod_requests, pod_requests
@@ -83,8 +83,9 @@ class Pod:
             if n != constants.RESOURCE_PODS and v
         }
         container: JSON = {"name": "main", "resources": {"requests": requests}}
-        if constants.RESOURCE_GPU in requests:
-            container["resources"]["limits"] = {constants.RESOURCE_GPU: requests[constants.RESOURCE_GPU]}
+        limits = {n: v for n, v in requests.items() if n == constants.RESOURCE_GPU or mig.is_mig_resource(n)}
+        if limits:  # extended resources are requested through limits
+            container["resources"]["limits"] = limits
         spec: JSON = {"schedulerName": self.scheduler_name, "containers": [container]}
         for key, value in (("nodeName", self.node_name), ("priorityClassName", self.priority_class_name)):
             if value:

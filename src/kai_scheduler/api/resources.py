@@ -5,29 +5,41 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.fields import Reader, plain_quantity
 
 
 @dataclass(frozen=True, slots=True)
 class GpuRequest:
-    """What a pod asks of GPUs: whole devices, or a portion (by fraction or by memory) of `num_devices`.
+    """What a pod asks of GPUs: whole devices, or a portion (by fraction or by memory) of `num_devices`, and
+    MIG instances per profile (`mig`, sorted by profile name).
 
-    Exactly one form is set: `whole` > 0, or `fraction` in (0, 1], or `memory_mib` > 0.
+    At most one of `whole` > 0, `fraction` in (0, 1], `memory_mib` > 0 is set; MIG instances never come with a
+    portion (a MIG request is its own resource type, §6).
     """
 
     whole: int = 0
     fraction: float = 0.0
     memory_mib: int = 0
     num_devices: int = 1
+    mig: tuple[tuple[str, int], ...] = ()
 
     @property
     def is_shared(self) -> bool:
         return self.fraction > 0 or self.memory_mib > 0
 
     @property
+    def is_mig(self) -> bool:
+        return bool(self.mig)
+
+    @property
     def is_gpu(self) -> bool:
-        return self.whole > 0 or self.is_shared
+        return self.whole > 0 or self.is_shared or self.is_mig
+
+    @property
+    def mig_units(self) -> int:
+        """GPU units the MIG instances count in queue accounting: each instance its profile's slices."""
+        return sum(count * mig.gpu_units(mig.RESOURCE_PREFIX + profile) for profile, count in self.mig)
 
 
 NO_GPU = GpuRequest()
@@ -125,6 +137,9 @@ def gpu_request(r: Reader, requests: dict[str, float], annotations: dict[str, st
         raise r.error(f"spec.containers.resources.{constants.RESOURCE_GPU}", f"GPU count {whole:g} is not whole")
     if frac_raw is not None and mem_raw is not None:
         raise r.error(path, "gpu-fraction and gpu-memory are mutually exclusive")
+    instances = _mig_instances(r, requests)
+    if instances and (frac_raw is not None or mem_raw is not None):
+        raise r.error(path, "a fractional GPU request cannot be combined with MIG instances")
     if (frac_raw is not None or mem_raw is not None) and whole > 0:
         raise r.error(path, f"a fractional GPU request cannot be combined with {constants.RESOURCE_GPU}")
     num_devices = 1
@@ -153,6 +168,22 @@ def gpu_request(r: Reader, requests: dict[str, float], annotations: dict[str, st
         if memory <= 0:
             raise r.error(f"{path}.gpu-memory", f"want a positive number of MiB, got {mem_raw!r}")
         return GpuRequest(memory_mib=memory, num_devices=num_devices)
-    if whole:
-        return GpuRequest(whole=int(whole))
+    if whole or instances:
+        return GpuRequest(whole=int(whole), mig=instances)
     return NO_GPU
+
+
+def _mig_instances(r: Reader, requests: dict[str, float]) -> tuple[tuple[str, int], ...]:
+    """The MIG instances requested, per profile; a bad profile or a count that is not whole is an error."""
+    out = []
+    for name, amount in sorted(requests.items()):
+        if not mig.is_mig_resource(name) or not amount:
+            continue
+        field = f"spec.containers.resources.{name}"
+        profile = mig.profile_of(name)
+        if profile is None:
+            raise r.error(field, f"unknown MIG profile {name[len(mig.RESOURCE_PREFIX) :]!r}; want {mig.PROFILE_FORMAT}")
+        if not float(amount).is_integer() or amount < 0:
+            raise r.error(field, f"MIG instance count {amount:g} is not a whole number")
+        out.append((profile.name, int(amount)))
+    return tuple(out)

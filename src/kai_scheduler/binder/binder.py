@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
@@ -131,6 +131,12 @@ class Binder:
                 indices = self.reservations.reserve(br, pod)
                 shared_gpu_configmaps.write(self.store, pod, br, indices)
                 self._label_gpu_groups(ns, br)
+            elif br.received_resource_type == "MigInstance":
+                annotations = {constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: br.received_resource_type}
+                instances = br.meta.annotations.get(mig.ANNOTATION_INSTANCES)
+                if instances:
+                    annotations[mig.ANNOTATION_INSTANCES] = instances
+                self.store.patch("pods", br.pod_name, ns, {"metadata": {"annotations": annotations}})
             self.store.bind(ns, br.pod_name, br.selected_node)
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.

@@ -15,7 +15,7 @@ from kai_scheduler.cli import connection
 from kai_scheduler.fakenodes import fleet
 from kai_scheduler.fakenodes.heartbeat import Heartbeat, HeartbeatConfig
 from kai_scheduler.fakenodes.kubelet import FakeKubelet
-from kai_scheduler.fakenodes.nodes import FleetSpec, build_nodes, parse_label, parse_taint
+from kai_scheduler.fakenodes.nodes import FleetSpec, build_nodes, parse_label, parse_mig, parse_taint
 from kai_scheduler.store.interface import ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument("--taint", action="append", default=[], metavar="K=V:EFFECT", help="node taint (repeatable)")
     p.add_argument(
+        "--mig",
+        action="append",
+        default=[],
+        metavar="PROFILE=COUNT",
+        help="MIG instances per node, mixed strategy: capacity nvidia.com/mig-PROFILE (repeatable)",
+    )
+    p.add_argument(
         "--heartbeat-period", default="10s", help="node lease renewal period, a Go duration (default %(default)s)"
     )
     p.add_argument("--delete-on-exit", action="store_true", help="delete the nodes on SIGINT/SIGTERM")
@@ -104,6 +111,7 @@ def settings(args: argparse.Namespace) -> Settings:
         rack_size=args.rack_size,
         zone_size=args.zone_size,
         taints=tuple(parse_taint(text) for text in args.taint),
+        mig=tuple(sorted(dict(parse_mig(text) for text in args.mig).items())),
     )
     spec.check()
     period = _duration("--heartbeat-period", args.heartbeat_period)

@@ -75,6 +75,8 @@ def as_tables(outcome: Outcome, out: Console) -> None:
             "floored to a multiple of 100, so 40960 is 40900)",
             _shared_gpus(outcome, names),
         )
+    if any(t.mig for t in outcome.tasks):
+        _titled(out, "MIG instances (profile/index on the node)", _mig_instances(outcome, names))
     if outcome.unplaced:
         _lines(out, _unplaced(outcome, names, out.width))
     for problem in outcome.problems:
@@ -190,4 +192,15 @@ def _shared_gpus(outcome: Outcome, names: Names) -> Table:
         gpu = g.index if g.index else f"group {g.group[:8]}"
         sharers = ", ".join(f"{names(name)} ({portion:g})" for name, portion in g.sharers.items())
         table.add_row(g.node, gpu, f"{g.used_mib:g} / {g.total_mib:g} MiB", sharers)
+    return table
+
+
+def _mig_instances(outcome: Outcome, names: Names) -> Table:
+    """Per node, each MIG instance in use and the task holding it."""
+    table = Table()
+    for column in ("node", "instance", "task", "status"):
+        table.add_column(column, overflow="fold")
+    rows = [(t.node, instance, names(t.key), t.after) for t in outcome.tasks for instance in t.mig]
+    for row in sorted(rows, key=lambda r: (r[0], r[1].rpartition("/")[0], int(r[1].rpartition("/")[2]), r[2])):
+        table.add_row(*row)
     return table

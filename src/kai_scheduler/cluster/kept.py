@@ -510,8 +510,7 @@ def _recharge(model: Model, names: set[str]) -> None:
         getattr(a, ledger)[rows] = getattr(pristine, ledger)[rows]
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     for node in nodes:
-        node.tasks.clear()
-        node.gpu_groups.clear()
+        node.clear_tasks()
         pods = model.node_pods.get(node.name, {})
         charged += [(node, (e := pods[k]).info, e.placement) for k in sorted(pods)]
     charge_nodes(a, charged)

@@ -6,6 +6,8 @@ taints, its tasks, GPU groups) and its `row`. Only `add_task` / `remove_task` wr
 
 Ledger rules when a task is added (§3.2): Releasing → used += r, releasing += r, idle −= r; Pipelined →
 used += r, releasing −= r; otherwise used += r, idle −= r. Removal is the exact inverse.
+MIG instances (mixed strategy) are columns like any other resource; each node also says which instance of a
+profile each MIG task holds (`mig_held`), taken and given back with the ledger.
 Shared GPUs (§6): a task's GPU entry is 0; each GPU group it joins holds one whole device, counted as used, as
 releasing when every sharer is releasing, or against releasing when the group was opened by a pipelined task.
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import numpy.typing as npt
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.node import Node
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import PodStatus
@@ -122,6 +124,39 @@ class GpuGroup:
         return GroupState.PIPELINED if self.opened_pipelined else GroupState.USED
 
 
+MigInstance = tuple[str, int]  # (profile, index on its node)
+
+
+@dataclass(slots=True, eq=False)
+class MigSlots:
+    """One node's MIG instances of one profile: per instance index, the tasks on it.
+
+    An instance holds at most one task that is not releasing; a pipelined task waits on an instance whose
+    holder is releasing (the ledger charges it against releasing), so such an instance may list both."""
+
+    holders: list[dict[str, PodStatus]]  # per index: task uid → the status it was charged in
+
+    def pick(self, count: int, status: PodStatus, preferred: tuple[int, ...]) -> list[int]:
+        """`count` instance indexes for a task charged as `status`: its earlier indexes first (an evicted or
+        rolled-back task keeps its instance), then free ones; a pipelined task takes releasing ones first."""
+        free = [i for i, h in enumerate(self.holders) if not h]
+        waiting = [
+            i
+            for i, h in enumerate(self.holders)
+            if h
+            and all(s._value_ & _RELEASING for s in h.values())
+            and not any(s == PodStatus.PIPELINED for s in h.values())
+        ]
+        order = [*waiting, *free] if status == PodStatus.PIPELINED else free
+        usable = set(order)
+        chosen = [i for i in preferred if i in usable][:count]
+        chosen += [i for i in order if i not in chosen][: count - len(chosen)]
+        if len(chosen) < count:  # over-committed (a cluster that already holds more than it has): least held
+            rest = sorted(range(len(self.holders)), key=lambda i: (len(self.holders[i]), i))
+            chosen += [i for i in rest if i not in chosen][: count - len(chosen)]
+        return chosen
+
+
 @dataclass(slots=True, kw_only=True, eq=False)
 class NodeInfo:
     name: str
@@ -130,6 +165,9 @@ class NodeInfo:
     arrays: NodeArrays
     tasks: dict[str, PodInfo] = field(default_factory=dict)
     gpu_groups: dict[str, GpuGroup] = field(default_factory=dict)
+    mig_slots: dict[str, MigSlots] = field(default_factory=dict)  # profile → its instances (made on first use)
+    mig_held: dict[str, tuple[MigInstance, ...]] = field(default_factory=dict)  # task uid → its instances
+    _mig_last: dict[str, tuple[MigInstance, ...]] = field(default_factory=dict)  # what a task held last here
 
     @property
     def labels(self) -> dict[str, str]:
@@ -163,6 +201,42 @@ class NodeInfo:
         self._ledger(task.request, _charge(placement), +1.0)
         self.tasks[str(task.uid)] = task
         self._join_groups(task, placement)
+        if task.gpu.mig:
+            self._take_mig(task, placement)
+
+    def _take_mig(self, task: PodInfo, placement: Placement) -> None:
+        uid, status = str(task.uid), _charge(placement)
+        earlier = self._mig_last.get(uid) or placement.mig
+        held: list[MigInstance] = []
+        for profile, count in task.gpu.mig:
+            slots = self._mig_profile(profile)
+            preferred = tuple(i for p, i in earlier if p == profile)
+            for index in slots.pick(count, status, preferred):
+                slots.holders[index][uid] = status
+                held.append((profile, index))
+        self.mig_held[uid] = self._mig_last[uid] = task.mig_held = tuple(held)
+
+    def _mig_profile(self, profile: str) -> MigSlots:
+        slots = self.mig_slots.get(profile)
+        if slots is None:
+            count = int(self.node.allocatable.get(mig.RESOURCE_PREFIX + profile, 0.0) + 0.5)
+            slots = self.mig_slots[profile] = MigSlots([{} for _ in range(count)])
+        return slots
+
+    def clear_tasks(self) -> None:
+        """Forget every task (the ledger rows are reset by the caller); MIG tasks charged again get the
+        instances they held, so an instance stays with its pod from one cycle to the next."""
+        self._mig_last = {uid: held for uid, held in self.mig_held.items()}
+        self.tasks.clear()
+        self.gpu_groups.clear()
+        self.mig_slots.clear()
+        self.mig_held.clear()
+
+    def _release_mig(self, task: PodInfo) -> None:
+        uid = str(task.uid)
+        task.mig_held = ()
+        for profile, index in self.mig_held.pop(uid, ()):
+            self.mig_slots[profile].holders[index].pop(uid, None)
 
     def _join_groups(self, task: PodInfo, placement: Placement) -> None:
         for group_id in placement.gpu_groups:
@@ -178,6 +252,8 @@ class NodeInfo:
         """Undo `add_task(task, placement)` exactly."""
         self._ledger(task.request, _charge(placement), -1.0)
         self.tasks.pop(str(task.uid), None)
+        if task.gpu.mig:
+            self._release_mig(task)
         for group_id in placement.gpu_groups:
             group = self.gpu_groups[group_id]
             self._group_change(group, task, placement.status, adding=False)
@@ -272,10 +348,17 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
     moves = releasing | pipelined  # x - d is x + (-d) exactly, so one pass keeps the order of both
     signed = np.where(pipelined[:, None], -requests, requests)
     np.add.at(arrays.releasing, rows[moves], signed[moves])
+    mig_tasks = []
     for node, task, placement in charged:
         node.tasks[str(task.uid)] = task
         if placement.gpu_groups:
             node._join_groups(task, placement)
+        if task.gpu.mig:
+            mig_tasks.append((node, task, placement))
+    # Tasks that know their instances (held last time here, or recorded on the pod) take them first, so a task
+    # without a record never takes an instance another one holds.
+    for node, task, placement in sorted(mig_tasks, key=lambda c: not (c[2].mig or str(c[1].uid) in c[0]._mig_last)):
+        node._take_mig(task, placement)
     arrays.refresh()
 
 

@@ -26,6 +26,7 @@ class Placement:
     node: str = ""
     gpu_groups: tuple[str, ...] = ()
     holds_idle: bool = False  # a Pipelined task converted from Allocated keeps its idle charge (§3.6 step 5)
+    mig: tuple[tuple[str, int], ...] = ()  # MIG instances (profile, index) its pod or BindRequest records
 
 
 @dataclass(slots=True, kw_only=True, eq=False)
@@ -49,6 +50,7 @@ class PodInfo:
     task_priority: int | None = None
     creation: float = 0.0
     memory_portion: float = 0.0  # for a gpu-memory task: its portion of one GPU (set by snapshot/placement)
+    mig_held: tuple[tuple[str, int], ...] = ()  # MIG instances (profile, index) it holds on its node
     # `queue_request()` as last computed, with the portion it was computed for (a kept model passes on the one
     # its pod's earlier records computed).
     queue_cache: tuple[float, Vector] | None = field(default=None, repr=False)
@@ -88,9 +90,10 @@ class PodInfo:
 
     @property
     def gpus_accepted(self) -> float:
-        """GPUs counted against the queue: whole devices, or devices × portion for a shared task (§6)."""
-        if self.gpu.whole:
-            return float(self.gpu.whole)
+        """GPUs counted against the queue: whole devices plus MIG instances' slices, or devices × portion for a
+        shared task (§6)."""
+        if self.gpu.whole or self.gpu.mig:
+            return float(self.gpu.whole + self.gpu.mig_units)
         if self.gpu.fraction:
             return self.gpu.num_devices * self.gpu.fraction
         if self.gpu.memory_mib:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, mig
 from kai_scheduler.cluster import tolerance
 
 Vector = npt.NDArray[np.float64]
@@ -28,12 +28,16 @@ _IGNORED = {"ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi"}
 class ResourceAxis:
     """Names ↔ positions of one snapshot's resource vectors."""
 
-    __slots__ = ("index", "names")
+    __slots__ = ("index", "mig_columns", "mig_units", "names")
 
     def __init__(self, extended: Iterable[str] = ()) -> None:
         extra = sorted(set(extended) - set(_BASE) - _IGNORED)
         self.names: tuple[str, ...] = (*_BASE, *extra)
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        # MIG instance columns (`nvidia.com/mig-<profile>`) and, per column, the GPU units one instance counts
+        # in queue accounting (its profile's compute slices; 0 elsewhere).
+        self.mig_units: Vector = np.array([float(mig.gpu_units(name)) for name in self.names])
+        self.mig_columns: tuple[int, ...] = tuple(int(i) for i in np.flatnonzero(self.mig_units))
 
     def __len__(self) -> int:
         return len(self.names)

@@ -18,8 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kai_scheduler.api import constants
+import numpy as np
+import numpy.typing as npt
+
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
@@ -109,9 +113,28 @@ class Snapshot:
     queue_charges: dict[str, QueueCharge] | None = None
 
     def total_capacity(self) -> Vector:
-        """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
+        """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1); MIG instances add
+        their GPU units (their profiles' compute slices) to the GPU column, as KAI's `GetSumGPUs` does."""
         total: Vector = self.arrays.allocatable[self.arrays.schedulable].sum(axis=0) - self.other_usage
+        if self.axis.mig_columns:
+            total[GPU] += float(total @ self.axis.mig_units)
         return total
+
+    def mig_nodes(self) -> npt.NDArray[np.bool_]:
+        """Nodes that expose MIG instances (the mixed strategy: its label, or `nvidia.com/mig-*` allocatable):
+        a MIG node takes no fractional GPU request (§6). Kept in the node memo (read-only)."""
+
+        def compute() -> npt.NDArray[np.bool_]:
+            columns = list(self.axis.mig_columns)
+            mask: npt.NDArray[np.bool_] = np.array(
+                [n.labels.get(constants.LABEL_MIG_STRATEGY) == mig.STRATEGY_MIXED for n in self.nodes], dtype=bool
+            )
+            if columns:
+                mask |= (self.arrays.allocatable[:, columns] > 0).any(axis=1)
+            mask.flags.writeable = False
+            return mask
+
+        return self.node_memo.get("snapshot.mig_nodes", compute)
 
     def stale_candidates(self) -> list[JobInfo]:
         """The jobs whose staleness or stale timestamp may differ from their PodGroup's now, in `jobs` order;
@@ -344,16 +367,22 @@ def _pod_placement(pod: Pod, br: BindRequest | None, params: SnapshotParams) -> 
         stuck = params.now - deleting > params.stuck_in_releasing_seconds
         node = pod.node_name or (br.selected_node if br is not None else "")
         groups = _pod_groups(pod) if pod.node_name else (br.selected_gpu_groups if br is not None else ())
-        return Placement(PodStatus.STUCK_IN_RELEASING if stuck else PodStatus.RELEASING, node, groups)
+        recorded = _mig_record(pod, pod.meta if pod.node_name or br is None else br.meta)
+        return Placement(PodStatus.STUCK_IN_RELEASING if stuck else PodStatus.RELEASING, node, groups, mig=recorded)
     if pod.phase == "Running":
-        return Placement(PodStatus.RUNNING, pod.node_name, _pod_groups(pod))
+        return Placement(PodStatus.RUNNING, pod.node_name, _pod_groups(pod), mig=_mig_record(pod, pod.meta))
     if pod.node_name:
-        return Placement(PodStatus.BOUND, pod.node_name, _pod_groups(pod))
+        return Placement(PodStatus.BOUND, pod.node_name, _pod_groups(pod), mig=_mig_record(pod, pod.meta))
     if br is not None:
-        return Placement(PodStatus.BINDING, br.selected_node, br.selected_gpu_groups)
+        return Placement(PodStatus.BINDING, br.selected_node, br.selected_gpu_groups, mig=_mig_record(pod, br.meta))
     if pod.scheduling_gated:
         return Placement(PodStatus.GATED)
     return Placement(PodStatus.PENDING)
+
+
+def _mig_record(pod: Pod, meta: ObjectMeta) -> tuple[tuple[str, int], ...]:
+    """The MIG instances recorded for a MIG pod on `meta` (its own, or its BindRequest's)."""
+    return mig.parse_instances(meta.annotations.get(mig.ANNOTATION_INSTANCES)) if pod.gpu.mig else ()
 
 
 def _pod_groups(pod: Pod) -> tuple[str, ...]:

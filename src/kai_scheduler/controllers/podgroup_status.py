@@ -162,8 +162,8 @@ class PodGroupStatusController:
         pod_requests, gpu = parsed
         requested = {n: v for n, v in pod_requests.items() if n not in _NOT_SUMMED and v}
         portion = self._portions.get(key)
-        if gpu.whole:
-            gpus = float(gpu.whole)
+        if gpu.whole or gpu.mig:
+            gpus = float(gpu.whole + gpu.mig_units)
         elif gpu.fraction:
             gpus = portion if portion is not None else gpu.fraction * gpu.num_devices
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.api.quantity import QuantityError, parse_quantity
@@ -63,6 +63,7 @@ class FleetSpec:
     rack_size: int = 0  # 0: no rack label
     zone_size: int = 0  # 0: no zone label
     taints: tuple[Taint, ...] = ()
+    mig: tuple[tuple[str, int], ...] = ()  # MIG instances per profile: the mixed strategy
 
     def check(self) -> None:
         """Raise ValueError (one line naming the flag) on a spec that cannot make valid nodes."""
@@ -113,6 +114,8 @@ def build_node(spec: FleetSpec, index: int, now: float) -> JSON:
     }
     if spec.gpus:
         resources[constants.RESOURCE_GPU] = str(spec.gpus)
+    for profile, count in spec.mig:
+        resources[mig.RESOURCE_PREFIX + profile] = str(count)
     spec_part: JSON = {}
     if spec.taints:
         spec_part["taints"] = [t.to_dict() for t in spec.taints]
@@ -138,6 +141,8 @@ def node_labels(spec: FleetSpec, index: int) -> dict[str, str]:
         labels[constants.LABEL_GPU_COUNT] = str(spec.gpus)
         labels[constants.LABEL_GPU_MEMORY] = str(spec.gpu_memory_mib)
         labels[LABEL_GPU_PRODUCT] = spec.gpu_product
+    if spec.mig:
+        labels[constants.LABEL_MIG_STRATEGY] = mig.STRATEGY_MIXED
     if spec.node_pool:
         labels[spec.node_pool_label] = spec.node_pool
     if spec.rack_size:
@@ -210,3 +215,17 @@ def check_quantity(flag: str, text: str) -> None:
         raise UserError(f"{flag}: invalid quantity {text!r} (want e.g. 128, 500m, 1Ti)") from None
     if amount < 0:
         raise UserError(f"{flag}: must not be negative, got {text!r}")
+
+
+def parse_mig(text: str) -> tuple[str, int]:
+    """`PROFILE=COUNT` of `--mig` (1g.10gb=7): a MIG profile and a count of at least 1."""
+    profile, sep, raw = text.partition("=")
+    if not sep or mig.parse_profile(profile) is None:
+        raise UserError(f"--mig: want PROFILE=COUNT with a profile such as 1g.10gb, got {text!r}")
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise UserError(f"--mig: want a count of at least 1 instance, got {text!r}")
+    return profile, count

@@ -1,9 +1,10 @@
 """Does a task fit a node's free resources (KAI `FittingNode`'s first test, §3.6 step 4)?
 
 Free = idle + releasing (a task that only fits counting releasing resources is pipelined). Every requested
-resource is compared, the pods column included; a shared-GPU task needs whole free GPUs plus GPU groups it fits
-in for its devices (§6). The session applies this to every placement whatever plugins are configured, so a node
-is never over-committed; the `predicates` plugin reports the same rule with per-resource reasons.
+resource is compared, the pods column included (MIG instances are columns like any other); a shared-GPU task
+needs whole free GPUs plus GPU groups it fits in for its devices, on a node without MIG instances (§6). The
+session applies this to every placement whatever plugins are configured, so a node is never over-committed;
+the `predicates` plugin reports the same rule with per-resource reasons.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def resources_fit(snapshot: Snapshot, task: PodInfo, candidates: points.Mask) ->
     """The nodes (all rows; only `candidates` are exact for shared GPUs) where the task fits idle + releasing."""
     fits: points.Mask = np.all(snapshot.arrays.free >= thresholds(task), axis=1)
     if task.gpu.is_shared:
-        fits &= shared_gpu_fit(snapshot, task, candidates)
+        fits &= shared_gpu_fit(snapshot, task, candidates) & ~snapshot.mig_nodes()
     return fits
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, priorityclass
-from kai_scheduler.scenario import meta
+from kai_scheduler.scenario import meta, mig
 from kai_scheduler.scenario.entry import Entry
 from kai_scheduler.scenario.model import JSON
 
@@ -18,6 +18,8 @@ NODE_FIELDS = (
     "count",
     "gpus",
     "gpuMemory",
+    "migStrategy",
+    "mig",
     "cpu",
     "memory",
     "pods",
@@ -158,6 +160,9 @@ def _node_resources(e: Entry) -> tuple[dict[str, str], dict[str, str]]:
         labels[constants.LABEL_GPU_COUNT] = str(gpus)
     if gpu_memory:
         labels[constants.LABEL_GPU_MEMORY] = str(gpu_memory)
+    mig_resources, mig_labels = mig.node_resources(e, gpus)
+    resources.update(mig_resources)
+    labels = {**mig_labels, **labels}
     resources[constants.RESOURCE_PODS] = str(e.integer("pods", DEFAULT_NODE_PODS, minimum=0))
     return resources, labels
 

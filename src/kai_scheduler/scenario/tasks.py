@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai_scheduler.api import bindrequest, constants, duration, quantity
+from kai_scheduler.api import mig as mig_api
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.api.meta import ObjectMeta
-from kai_scheduler.scenario import meta
+from kai_scheduler.scenario import meta, mig
 from kai_scheduler.scenario.entry import Entry
 from kai_scheduler.scenario.model import JSON, TASK_STATUSES
 
@@ -35,6 +36,7 @@ TASK_FIELDS = (
     "gpuMemory",
     "gpuDevices",
     "gpuGroups",
+    "mig",
     "cpu",
     "memory",
     "subGroup",
@@ -103,10 +105,16 @@ class TaskSpec:
     affinity: JSON
     tolerations: list[JSON]
     terminates_after: str = ""  # Go duration or "never"; "" = done before the next cycle
+    mig: tuple[tuple[str, int], ...] = ()  # MIG instances requested, per profile
 
     @property
     def is_fraction(self) -> bool:
         return 0 < self.gpus < 1 or self.gpu_memory is not None
+
+    @property
+    def resource_type(self) -> str:
+        """What the binder marks a placed pod with (§1.3)."""
+        return "Fraction" if self.is_fraction else "MigInstance" if self.mig else "Regular"
 
 
 def read_task(e: Entry, name: str, index: int, sub_groups: frozenset[str], nodes: dict[str, int | None]) -> TaskSpec:
@@ -124,6 +132,9 @@ def read_task(e: Entry, name: str, index: int, sub_groups: frozenset[str], nodes
         known = ", ".join(sorted(sub_groups)) or "none declared"
         raise e.error("subGroup", f"no subgroup named {sub_group!r} in the job's subGroups ({known})")
     gpus, gpu_memory, gpu_devices, groups = _gpu_fields(e)
+    instances = tuple((p, n) for p, n in sorted(mig.instances(e).items()) if n)
+    if instances and (0 < gpus < 1 or gpu_memory is not None):
+        raise e.error("mig", "MIG instances cannot be combined with a fractional GPU (gpus below 1, gpuMemory)")
     return TaskSpec(
         entry=e,
         name=name,
@@ -135,7 +146,8 @@ def read_task(e: Entry, name: str, index: int, sub_groups: frozenset[str], nodes
         portion=_portion(e, status, node, gpus, gpu_memory, nodes),
         gpu_devices=gpu_devices,
         gpu_groups=groups,
-        requests=_requests(e, gpus),
+        requests={**_requests(e, gpus), **{mig_api.RESOURCE_PREFIX + p: str(n) for p, n in instances}},
+        mig=instances,
         labels=e.text_map("labels"),
         annotations=e.text_map("annotations"),
         sub_group=sub_group,
@@ -266,8 +278,8 @@ def _annotations(task: TaskSpec, job: JobFacts, node_name: str) -> dict[str, str
         annotations[constants.ANNOTATION_GPU_FRACTION_NUM_DEVICES] = str(task.gpu_devices)
     if task.terminates_after:
         annotations[constants.ANNOTATION_FAKE_TERMINATES_AFTER] = task.terminates_after
-    if node_name and task.is_fraction:  # the binder marks what it bound
-        annotations[constants.ANNOTATION_RECEIVED_RESOURCE_TYPE] = "Fraction"
+    if node_name and (task.is_fraction or task.mig):  # the binder marks what it bound
+        annotations[constants.ANNOTATION_RECEIVED_RESOURCE_TYPE] = task.resource_type
     return annotations
 
 
@@ -275,8 +287,9 @@ def _spec(task: TaskSpec, job: JobFacts, node_name: str) -> JSON:
     resources: dict[str, Any] = {}
     if task.requests:
         resources["requests"] = dict(task.requests)
-    if constants.RESOURCE_GPU in task.requests:
-        resources["limits"] = {constants.RESOURCE_GPU: task.requests[constants.RESOURCE_GPU]}
+    limits = {n: v for n, v in task.requests.items() if n == constants.RESOURCE_GPU or mig_api.is_mig_resource(n)}
+    if limits:  # extended resources are requested through limits
+        resources["limits"] = limits
     spec: JSON = {"schedulerName": constants.DEFAULT_SCHEDULER_NAME}
     if job.priority_class:
         spec["priorityClassName"] = job.priority_class
@@ -299,12 +312,13 @@ def _spec(task: TaskSpec, job: JobFacts, node_name: str) -> JSON:
 
 
 def _bind_request(task: TaskSpec, pod_metadata: JSON, now: float) -> JSON:
-    """The scheduler's BindRequest for a Binding task (§1.3): Regular, or Fraction with its portion."""
+    """The scheduler's BindRequest for a Binding task (§1.3): Regular, Fraction with its portion, or
+    MigInstance."""
     pod_meta = ObjectMeta(name=pod_metadata["name"], namespace=pod_metadata["namespace"], uid=pod_metadata["uid"])
     if task.is_fraction:
         count, portion, kind = task.gpu_devices or 1, task.portion, "Fraction"
     else:
-        count, portion, kind = int(task.gpus), 1.0 if task.gpus else 0.0, "Regular"
+        count, portion, kind = int(task.gpus), 1.0 if task.gpus else 0.0, task.resource_type
     request = bindrequest.for_pod(
         pod_meta, task.node, gpu_count=count, portion=portion, groups=task.gpu_groups, resource_type=kind
     ).to_dict()

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from kai_scheduler.api import bindrequest, constants
+from kai_scheduler.api import bindrequest, constants, mig
 from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.podgroup import SchedulingCondition
 from kai_scheduler.cluster.job_info import JobInfo
@@ -183,10 +183,12 @@ class Committer:
             gpu_count=task.gpu.whole if not shared else task.gpu.num_devices,
             portion=portion if shared else 0.0,
             groups=op.after.gpu_groups,
-            resource_type="Fraction" if shared else "Regular",
+            resource_type="Fraction" if shared else "MigInstance" if task.gpu.is_mig else "Regular",
         )
         if self.node_pool:
             br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool
+        if task.mig_held:
+            br.meta.annotations[mig.ANNOTATION_INSTANCES] = mig.format_instances(task.mig_held)
 
         def create() -> None:
             self.created_bind_requests.append(self.store.create(br.to_dict()))

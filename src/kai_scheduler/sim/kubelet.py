@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.fakenodes import lifecycle
@@ -113,6 +113,9 @@ class Controller:
         return recreated
 
 
+_WRITTEN_AT_BINDING = (constants.ANNOTATION_RECEIVED_RESOURCE_TYPE, mig.ANNOTATION_INSTANCES)
+
+
 def pending_copy(pod: JSON) -> JSON:
     """The pod as its controller would create it again: Pending, unbound, without runtime fields."""
     meta = {
@@ -121,9 +124,7 @@ def pending_copy(pod: JSON) -> JSON:
         if k not in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds")
     }
     labels = {k: v for k, v in meta.get("labels", {}).items() if not k.startswith(constants.LABEL_GPU_GROUP)}
-    annotations = {
-        k: v for k, v in meta.get("annotations", {}).items() if k != constants.ANNOTATION_RECEIVED_RESOURCE_TYPE
-    }
+    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k not in _WRITTEN_AT_BINDING}
     meta["labels"], meta["annotations"] = labels, annotations
     spec = {k: v for k, v in pod.get("spec", {}).items() if k not in ("nodeName", "schedulingGates")}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}

@@ -31,6 +31,7 @@ class TaskRow:
     after: str
     node: str
     moved: str = ""  # "moved gpu-a-0 → gpu-a-3": a victim the last cycle moved (Pipelined on its new node)
+    mig: tuple[str, ...] = ()  # the MIG instances it holds on its node, "<profile>/<index>"
 
     @property
     def key(self) -> str:
@@ -100,6 +101,7 @@ class Outcome:
                     "status": t.after,
                     "node": t.node,
                     **({"moved": t.moved} if t.moved else {}),
+                    **({"mig": list(t.mig)} if t.mig else {}),
                 }
                 for t in self.tasks
             },
@@ -246,6 +248,8 @@ def _tasks(before: Snapshot, after: Snapshot) -> list[TaskRow]:
     rows = []
     for task in sorted(after.tasks.values(), key=lambda t: (t.namespace, t.name)):
         job = after.jobs.get(task.job_uid)
+        node = after.node_by_name.get(task.node) if task.gpu.mig and task.is_on_node else None
+        held = node.mig_held.get(str(task.uid), ()) if node is not None else ()
         rows.append(
             TaskRow(
                 task.name,
@@ -255,6 +259,7 @@ def _tasks(before: Snapshot, after: Snapshot) -> list[TaskRow]:
                 initial.get(task.key, "-"),
                 task.status.label,
                 task.node,
+                mig=tuple(f"{profile}/{index}" for profile, index in held),
             )
         )
     seen = {t.key for t in after.tasks.values()}

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.api.node import Node
@@ -108,7 +108,11 @@ class Replay:
         self.staleness_grace = config.flags.default_staleness_grace_period
         nodes = [Node.from_dict(o) for o in cluster if o.get("kind") == "Node"]
         self.node_gpu_memory = {n.name: float(n.gpu_memory_mib or 0) for n in nodes}
-        total = sum(n.allocatable.get(constants.RESOURCE_GPU, 0.0) for n in nodes if n.ready and not n.unschedulable)
+        total = sum(
+            n.allocatable.get(constants.RESOURCE_GPU, 0.0) + mig.units_of(n.allocatable)
+            for n in nodes
+            if n.ready and not n.unschedulable
+        )
         queues = [Queue.from_dict(o) for o in cluster if o.get("kind") == "Queue"]
         self.queue_runtimes = _min_runtimes(queues)
         self.horizon = (
@@ -363,13 +367,13 @@ class Replay:
             self._changed(key, pod)
 
     def _gpus(self, pod: JSON) -> float:
-        """GPU devices a running pod holds: whole devices, or devices × its portion of one."""
+        """GPU devices a running pod holds: whole devices and MIG instances' slices, or devices × its portion."""
         try:
             gpu = Pod.from_dict(pod).gpu
         except ObjectError:
             return 0.0
-        if gpu.whole:
-            return float(gpu.whole)
+        if gpu.whole or gpu.mig:
+            return float(gpu.whole + gpu.mig_units)
         if gpu.fraction:
             return gpu.fraction * gpu.num_devices
         if gpu.memory_mib:

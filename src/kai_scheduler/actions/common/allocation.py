@@ -156,7 +156,12 @@ def gang_summary(ssn: Session, job: JobInfo) -> str:
     free = ssn.snapshot.arrays.non_allocated()
     fits = (free >= first.request - tolerance.RESOURCE).all(axis=1) & ssn.snapshot.arrays.schedulable
     gpus = first.request[GPU]
-    what = describe("gpu", gpus) if gpus else describe("cpu", first.request[0])
+    if gpus:
+        what = describe("gpu", gpus)
+    elif first.gpu.mig:  # MIG instances: what the gang lacks is those, not CPU
+        what = " and ".join(f"{count} MIG {profile}" for profile, count in first.gpu.mig)
+    else:
+        what = describe("cpu", first.request[0])
     have = int(fits.sum())
     if have >= need:
         return ""

@@ -52,6 +52,7 @@ REASON_NOT_READY = "node(s) were not ready"
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_NO_GPU_MEMORY = "node(s) have no GPU memory label for a gpu-memory request"
 REASON_TOO_MANY_PODS = "too many pods"
+REASON_MIG_NODE = "node(s) expose MIG instances and take no fractional GPU request"
 REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -133,6 +134,7 @@ class Predicates(PluginBase):
             ssn.add(points.PREDICATE, taint_check)
         ssn.add(points.PREDICATE, self.node_affinity)
         ssn.add(points.PREDICATE, self.gpu_memory_label)
+        ssn.add(points.PREDICATE, self.node_resource_type)
         ssn.add(points.PREDICATE, self.resources_fit)
         ssn.add(points.PREDICATE, self.pod_affinity)
         ssn.add(points.PREDICATE, self.pod_anti_affinity)
@@ -251,6 +253,13 @@ class Predicates(PluginBase):
         if not task.gpu.memory_mib:
             return None
         return points.NodeFilter(self._has_gpu_memory, REASON_NO_GPU_MEMORY)
+
+    def node_resource_type(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
+        """A MIG node (mixed strategy) serves MIG instances and whole GPUs, never a fraction (§6)."""
+        if not task.gpu.is_shared:
+            return None
+        mig_nodes = self._snapshot.mig_nodes()
+        return points.NodeFilter(~mig_nodes, REASON_MIG_NODE) if mig_nodes.any() else None
 
     def resources_fit(self, task: PodInfo, candidates: Mask) -> points.NodeFilter | None:
         """The request fits idle + releasing in every requested resource, the pods column included (a
