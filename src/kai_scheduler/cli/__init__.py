@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import admission, components, fakenodes, logs, manifests, schedule, simulate
+from kai_scheduler.cli import admission, components, dashboard, fakenodes, logs, manifests, schedule, simulate
 
 DIST = "kai-scheduler"
 EXIT_USER_ERROR = 2
@@ -68,6 +68,7 @@ def parser() -> argparse.ArgumentParser:
     admission.add_parser(sub)
     manifests.add_parser(sub)
     fakenodes.add_parser(sub)
+    dashboard.add_parser(sub)
     return p
 
 
