@@ -123,9 +123,7 @@ def test_page_shows_the_schedulers_numbers_reasons_and_live_changes(browser: Any
                 "spec": {"parentQueue": "org", "resources": {"gpu": {"quota": 1, "overQuotaWeight": 1, "limit": -1}}},
             }
         )
-        _until(
-            lambda: browser.find_elements(By.CSS_SELECTOR, 'tr[data-queue="arrivals"]'), "the new queue", timeout=5
-        )
+        _until(lambda: browser.find_elements(By.CSS_SELECTOR, 'tr[data-queue="arrivals"]'), "the new queue", timeout=5)
         assert browser.execute_script("return window.__same_page === true")  # no reload happened
         assert int(browser.execute_script("return document.body.dataset.version")) > int(marker)
         browser.save_screenshot(str(tmp_path / "dashboard-live.png"))

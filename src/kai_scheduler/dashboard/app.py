@@ -11,7 +11,9 @@ Read-only: every route is a GET. Routes:
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
+import time
 from collections.abc import AsyncIterator
 from importlib import resources
 from pathlib import Path
@@ -82,39 +84,47 @@ async def _events(request: Request, feed: Feed) -> AsyncIterator[bytes]:
 
 
 class Server:
-    """Uvicorn serving an app on one address, in a thread of its own (`start`) or the caller's (`run`)."""
+    """Uvicorn serving an app in a daemon thread, on a socket bound here first: an address that cannot be
+    bound is an OSError in the caller, before any thread starts."""
 
     def __init__(self, app: Any, host: str, port: int) -> None:
         import uvicorn
 
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+        self.host = host
+        self._socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
+        self._port = port
         self._thread: threading.Thread | None = None
 
-    def run(self) -> None:
-        self._server.run()
-
     def start(self, timeout: float = 10.0) -> None:
-        """Serve in a daemon thread; return once listening. OSError if the address cannot be bound."""
-        self._thread = threading.Thread(target=self._server.run, name="kai-dashboard-http", daemon=True)
+        """Bind, listen and serve in a daemon thread; return once serving. OSError if it cannot bind."""
+        try:
+            self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._socket.bind((self.host, self._port))
+            self._socket.listen(128)
+        except OSError:
+            self._socket.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name="kai-dashboard-http", daemon=True
+        )
         self._thread.start()
-        deadline = threading.Event()
         waited = 0.0
         while not self._server.started and self._thread.is_alive() and waited < timeout:
-            deadline.wait(0.02)
-            waited += 0.02
+            time.sleep(0.01)
+            waited += 0.01
         if not self._server.started:
-            raise OSError(f"dashboard: cannot listen on {self._server.config.host}:{self._server.config.port}")
+            self.stop()
+            raise OSError(f"cannot serve on {self.host}:{self._port}")
 
     @property
     def port(self) -> int:
         """The bound port (the system's choice when asked for port 0)."""
-        for server in self._server.servers:
-            for sock in server.sockets:
-                return int(sock.getsockname()[1])
-        return int(self._server.config.port)
+        return int(self._socket.getsockname()[1])
 
     def stop(self) -> None:
         self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10.0)
+        self._socket.close()

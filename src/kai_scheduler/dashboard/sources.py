@@ -25,7 +25,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.scheduler.scheduler import Scheduler
 from kai_scheduler.sim.embedded import EmbeddedCluster
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.interface import JSON, ClusterStore, StoreError
+from kai_scheduler.store.interface import ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
 

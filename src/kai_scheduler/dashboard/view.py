@@ -11,7 +11,7 @@ limit. Lists are columnar where they are long (nodes), so 5,000 nodes and 40,000
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from kai_scheduler.cluster import tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.pod_status import ON_NODE, within
-from kai_scheduler.cluster.resources import CPU, GPU, MEMORY
+from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
@@ -203,7 +203,7 @@ def _topology_levels(snap: Snapshot) -> list[str]:
 
 
 def _cells(snap: Snapshot, node: NodeInfo, queue_index: Mapping[str, int]) -> list[Any]:
-    count = int(round(float(snap.arrays.allocatable[node.row, GPU])))
+    count = round(float(snap.arrays.allocatable[node.row, GPU]))
     if count <= 0:
         return []
     whole: list[int] = []
