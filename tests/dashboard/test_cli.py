@@ -64,6 +64,9 @@ def test_an_address_in_use_is_one_line(capsys: pytest.CaptureFixture[str], tmp_p
 
 
 def test_the_parser_does_not_import_the_web_stack() -> None:
-    code = "import sys; from kai_scheduler import cli; cli.parser(); print(sorted(m for m in ('starlette', 'uvicorn') if m in sys.modules))"
+    code = (
+        "import sys; from kai_scheduler import cli; cli.parser(); "
+        "print(sorted(m for m in ('starlette', 'uvicorn') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

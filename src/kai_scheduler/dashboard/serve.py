@@ -140,12 +140,14 @@ def recorded(path: str) -> Target:
     return Target(feed, "recorded", timeline=raw)
 
 
-def listen(target: Target, address: str, port: int) -> app.Server:
+def listen(target: Target, address: str, port: int, *, flag: str = "--address/--port") -> app.Server:
+    """Serve the target's app on `address`:`port` ("" = every interface); a UserError naming `flag` if the
+    address cannot be bound."""
     server = app.Server(app.create(target.feed, timeline=target.timeline), address, port)
     try:
         server.start()
     except OSError as err:
-        raise UserError(f"--address/--port: cannot listen on {address}:{port}: {err.strerror or err}") from None
+        raise UserError(f"{flag}: cannot listen on {address}:{port}: {err.strerror or err}") from None
     return server
 
 
