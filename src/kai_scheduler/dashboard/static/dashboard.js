@@ -249,6 +249,7 @@ function renderDecisions(doc) {
 function render() {
   const doc = state.doc;
   if (!doc) return;
+  const started = performance.now();
   $("#source").textContent = doc.source;
   $("#clock").textContent = when(doc.now);
   document.body.dataset.version = String(doc.version);
@@ -256,6 +257,9 @@ function render() {
   renderJobs(doc);
   renderMap(doc);
   renderDecisions(doc);
+  // How long this render held the page, and when it ended (since navigation): read by tests and bench/.
+  document.body.dataset.renderMs = (performance.now() - started).toFixed(1);
+  document.body.dataset.renderedAt = performance.now().toFixed(1);
 }
 
 let pending = null;
