@@ -144,3 +144,45 @@ def test_gpu_map_is_drawn(browser: Any, tmp_path: Path) -> None:
         )
         assert coloured > 50
         browser.save_screenshot(str(tmp_path / "dashboard-map.png"))
+
+
+def test_a_simulation_is_scrubbed_along_virtual_time(browser: Any, tmp_path: Path) -> None:
+    import orjson
+
+    from kai_scheduler.cli import main
+    from kai_scheduler.dashboard import serve
+    from tests.sim.test_plots import TREE
+
+    scenario = tmp_path / "tree.yaml"
+    scenario.write_text(TREE)
+    out = tmp_path / "sim"
+    assert main(["simulate", str(scenario), "--no-progress", "--no-report", "--dashboard", "--out", str(out)]) == 0
+    frames = orjson.loads((out / "dashboard.json").read_bytes())["frames"]
+    with serve.recorded(str(out / "dashboard.json")) as target:
+        server = serve.listen(target, "127.0.0.1", 0)
+        try:
+            browser.get(f"http://127.0.0.1:{server.port}/")
+            _until(lambda: browser.execute_script("return !document.querySelector('#timeline').hidden"), "slider")
+            for k in (0, len(frames) // 2, len(frames) - 1):
+                browser.execute_script(
+                    "const s = document.querySelector('#scrub'); s.value = arguments[0];"
+                    "s.dispatchEvent(new Event('input'));",
+                    k,
+                )
+                _until(lambda k=k: browser.execute_script("return document.body.dataset.version") is not None, "")
+                want = {q["name"]: q["allocated"][0] for q in frames[k]["queues"]}
+                shown = _until(
+                    lambda want=want: (
+                        (s := browser.execute_script(QUEUE_CELLS_JS))
+                        and {n: v["allocated"] for n, v in s.items()} == want
+                        and s
+                    ),
+                    f"frame {k}",
+                )
+                assert shown
+                label = browser.execute_script("return document.querySelector('#scrub-time').textContent")
+                assert label.endswith(f"({k + 1}/{len(frames)})")
+                if k == len(frames) // 2:
+                    browser.save_screenshot(str(tmp_path / "dashboard-simulation.png"))
+        finally:
+            server.stop()

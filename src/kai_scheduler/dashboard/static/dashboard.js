@@ -41,7 +41,21 @@ function hue(name) {
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
   return PALETTE[h % PALETTE.length];
 }
-function colour(q) { return q < 0 || !state.doc ? "#9aa3b2" : hue(state.doc.queues[q].name); }
+// Each queue its own colour as far as the palette goes: in name order, a queue takes the colour its name
+// hashes to, or the next one no other queue has taken.
+function palette(doc) {
+  if (state.colours && state.colours.doc === doc) return state.colours.list;
+  const taken = new Map(), list = [];
+  for (const q of doc.queues) {
+    let i = PALETTE.indexOf(hue(q.name));
+    for (let k = 0; k < PALETTE.length && taken.has(PALETTE[i]); k++) i = (i + 1) % PALETTE.length;
+    taken.set(PALETTE[i], q.name);
+    list.push(PALETTE[i]);
+  }
+  state.colours = { doc, list };
+  return list;
+}
+function colour(q) { return q < 0 || !state.doc ? "#9aa3b2" : palette(state.doc)[q]; }
 
 // ---- queue tree --------------------------------------------------------------------------------------
 function queueOrder(queues) {
@@ -104,6 +118,10 @@ function renderQueues(doc) {
 const JOB_ROWS = 500;
 function renderJobs(doc) {
   const body = $("#jobs tbody");
+  if (state.selected === null) {  // until a click: the first queue with a job waiting
+    const first = doc.jobs.find(j => j[3] === "pending" && j[0] >= 0);
+    if (first) state.selected = doc.queues[first[0]].name;
+  }
   if (state.selected === null) { body.replaceChildren(); return; }
   const names = doc.queues.map(q => q.name);
   const wanted = new Set([state.selected]);
@@ -253,8 +271,8 @@ function render() {
   $("#source").textContent = doc.source;
   $("#clock").textContent = when(doc.now);
   document.body.dataset.version = String(doc.version);
-  renderQueues(doc);
   renderJobs(doc);
+  renderQueues(doc);
   renderMap(doc);
   renderDecisions(doc);
   // How long this render held the page, and when it ended (since navigation): read by tests and bench/.
@@ -288,7 +306,8 @@ async function timeline() {
   $("#live").textContent = "simulation"; $("#live").className = "badge";
   const pick = () => {
     const f = frames[Number(scrub.value)];
-    $("#scrub-time").textContent = `t = ${duration(f.now)} (${Number(scrub.value) + 1}/${frames.length})`;
+    const t = f.now - frames[0].now;
+    $("#scrub-time").textContent = `t = ${duration(t)} (${Number(scrub.value) + 1}/${frames.length})`;
     show(f);
   };
   scrub.addEventListener("input", pick);
