@@ -17,6 +17,7 @@ from kai_scheduler.dashboard import app
 from kai_scheduler.dashboard.feed import Feed
 from kai_scheduler.dashboard.sources import LiveSource
 from kai_scheduler.scheduler.scheduler import load_config
+from kai_scheduler.store.interface import JSON, StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests.dashboard import serving
 from tests.dashboard.scenarios import CLUSTER
@@ -110,3 +111,31 @@ def test_an_embedded_dashboard_serves_the_scenario(tmp_path: Path) -> None:
         assert {q["name"] for q in doc["queues"]} == {"org", "research", "vision", "nlp", "serving"}
         with pytest.raises(urllib.error.HTTPError):
             served.get("nothing-here")
+
+
+class Forbidden(StoreError):
+    reason = "Forbidden"
+
+
+class _NoEvents(MemoryStore):
+    """A cluster whose events this reader may not list (a kubeconfig without that right)."""
+
+    def list(self, resource: str, namespace: str | None = None, selector: object = None) -> tuple[list[JSON], str]:
+        if resource == "events":
+            raise Forbidden('events is forbidden: User "viewer" cannot list resource "events"')
+        return super().list(resource, namespace, selector)  # type: ignore[arg-type]
+
+
+def test_events_that_cannot_be_read_are_a_note_and_the_rest_is_shown() -> None:
+    from kai_scheduler import scenario as scenarios
+
+    clock = ManualClock(1_767_225_600.0)
+    store = _NoEvents(clock)
+    store.add_many(scenarios.loads(CLUSTER, "cluster.yaml").objects)
+    feed = Feed()
+    assert LiveSource(store, load_config(None), feed, clock=clock).refresh(force=True)
+    doc = orjson.loads(feed.current()[1])
+    assert doc["notes"] == [
+        'recent decisions: cannot read events: events is forbidden: User "viewer" cannot list resource "events"'
+    ]
+    assert len(doc["queues"]) == 5 and doc["decisions"] == []

@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.booleans import parse_bool
@@ -28,9 +28,6 @@ from kai_scheduler.runtime.options import (
     SchedulerOptions,
     in_cluster_namespace,
 )
-
-if TYPE_CHECKING:
-    from kai_scheduler.store.interface import ClusterStore
 
 Parser = argparse.ArgumentParser
 
@@ -287,7 +284,7 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                 webhooks.start()
                 process.server.add_readiness("admission", webhooks.is_ready)
             try:
-                with stop_on_signals(stop), _dashboard(args, store, scheduler_options):
+                with stop_on_signals(stop), _dashboard(args, scheduler_options):
                     return process.run()
             finally:
                 if webhooks is not None:
@@ -299,8 +296,8 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 @contextlib.contextmanager
-def _dashboard(args: argparse.Namespace, store: ClusterStore, options: SchedulerOptions | None) -> Iterator[None]:
-    """With --dashboard-address, the dashboard over this process's store while inside (imported only then)."""
+def _dashboard(args: argparse.Namespace, options: SchedulerOptions | None) -> Iterator[None]:
+    """With --dashboard-address, the dashboard of this process's cluster while inside (imported only then)."""
     address = getattr(args, "dashboard_address", None)
     if not address or options is None:
         yield
@@ -315,7 +312,9 @@ def _dashboard(args: argparse.Namespace, store: ClusterStore, options: Scheduler
         raise UserError(
             f"--dashboard-address: the dashboard needs its extra: pip install 'kai-scheduler[dashboard]' ({err.name})"
         ) from None
-    with serve.attach(store, builders.scheduler_config(options)) as target:
+    conn = _process_options(args)
+    config = builders.scheduler_config(options)
+    with serve.attach(conn.kubeconfig, conn.context, conn.qps, conn.burst, config) as target:
         server = serve.listen(target, host, port, flag="--dashboard-address")
         try:
             yield

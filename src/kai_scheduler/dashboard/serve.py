@@ -1,8 +1,8 @@
 """What `kai dashboard` runs: a source feeding a `Feed`, and the web app serving it on one address.
 
 `live`, `embedded` and `recorded` each return a `Target` (a context manager: the source's worker runs while
-inside); `listen` serves its app; `wait` blocks until SIGINT/SIGTERM. `attach` serves a live view from inside
-a component process (the scheduler's `--dashboard-address`), over the store that process already has.
+inside); `listen` serves its app; `wait` blocks until SIGINT/SIGTERM. `attach` is the live view inside a
+component process (the scheduler's `--dashboard-address`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kai_scheduler.dashboard.feed import Feed
 from kai_scheduler.dashboard.sources import EmbeddedSource, LiveSource
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.runtime.process import open_store, stop_on_signals
-from kai_scheduler.store.interface import ClusterStore, StoreError
+from kai_scheduler.store.interface import NotFound, StoreError
 
 LIVE_PERIOD = 0.25
 
@@ -96,17 +96,22 @@ def live(
     def first() -> None:
         try:
             source.refresh(force=True)
+        except NotFound as err:
+            raise UserError(f"dashboard: cannot read the cluster: {err} (are KAI's CRDs installed?)") from None
         except StoreError as err:
             raise UserError(f"dashboard: cannot read the cluster: {err}") from None
 
     return Target(feed, "live", source.run, first=first, close=store.close, source=source)
 
 
-def attach(store: ClusterStore, config: SchedulerConfig, period: float = LIVE_PERIOD) -> Target:
-    """A live view over a store a process already has (its connection stays the process's)."""
+def attach(kubeconfig: str | None, context: str | None, qps: float, burst: int, config: SchedulerConfig) -> Target:
+    """A live view for a component process (`--dashboard-address`), with the process's scheduler
+    configuration. It has its own connection and watches, so it never competes with the components' streams;
+    a cluster it cannot read yet is shown on the page, and never stops the process."""
+    store = open_store(kubeconfig, context, qps, burst, user_agent="kai-dashboard")
     feed = Feed()
-    source = LiveSource(store, config, feed, period=period, name="scheduler")
-    return Target(feed, "scheduler", source.run, source=source)
+    source = LiveSource(store, config, feed, period=LIVE_PERIOD, name="scheduler")
+    return Target(feed, "scheduler", source.run, close=store.close, source=source)
 
 
 def embedded(path: str, *, config: str | None = None, period: float = 1.0, cycles: int | None = None) -> Target:

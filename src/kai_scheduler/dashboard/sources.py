@@ -39,11 +39,20 @@ class _Decisions:
         self._changes = Changes(store, "events")
         self._scheduler = scheduler_name
         self._kept: dict[str, view.Decision] = {}
+        self.problem = ""
 
     def poll(self) -> bool:
-        """Take in new events; whether a decision came or went."""
-        moved = False
-        for key, obj in self._changes.poll():
+        """Take in new events; whether a decision came or went (or their readability changed).
+
+        Events that cannot be read (no right to list them) leave `problem` set and the rest of the picture
+        intact; the next poll tries again."""
+        try:
+            changes = self._changes.poll()
+        except StoreError as err:
+            moved, self.problem = not self.problem, f"recent decisions: cannot read events: {err}"
+            return moved
+        moved, self.problem = bool(self.problem), ""
+        for key, obj in changes:
             decision = view.decision(obj, self._scheduler) if obj is not None else None
             if decision is None:
                 moved = self._kept.pop(key, None) is not None or moved
@@ -54,6 +63,9 @@ class _Decisions:
             newest = sorted(self._kept.items(), key=lambda kv: kv[1].time)[-DECISIONS:]
             self._kept = dict(newest)
         return moved
+
+    def notes(self) -> list[str]:
+        return [self.problem] if self.problem else []
 
     def decisions(self) -> list[view.Decision]:
         """The newest DECISIONS, newest first."""
@@ -90,7 +102,13 @@ class LiveSource:
             self._events_moved = self._decisions.poll() or self._events_moved
             if not force and versions == self._seen and not self._events_moved:
                 return False
-            document = view.build(snap, self.config, decisions=self._decisions.decisions(), source=self.name)
+            document = view.build(
+                snap,
+                self.config,
+                decisions=self._decisions.decisions(),
+                source=self.name,
+                notes=self._decisions.notes(),
+            )
             del snap  # the kept model is reused only once nobody holds the snapshot
             self.feed.publish(document)
             self._seen, self._events_moved = versions, False
@@ -137,7 +155,13 @@ class EmbeddedSource:
         versions = self.cluster.scheduler.cache.versions()
         if not force and not moved and versions == self._seen:
             return False
-        document = view.build(snap, self.cluster.config, decisions=self._decisions.decisions(), source=self.name)
+        document = view.build(
+            snap,
+            self.cluster.config,
+            decisions=self._decisions.decisions(),
+            source=self.name,
+            notes=self._decisions.notes(),
+        )
         del snap
         self.feed.publish(document)
         self._seen = versions
@@ -170,8 +194,3 @@ def _loop(stop: threading.Event, period: float, step: Callable[[bool], Any], fee
             log.exception("dashboard build failed", extra={"source": name})
         stop.wait(max(0.0, period - (time.monotonic() - started)))
 
-
-def start(run: Callable[[threading.Event], None], stop: threading.Event, name: str) -> threading.Thread:
-    thread = threading.Thread(target=run, args=(stop,), name=f"kai-dashboard-{name}", daemon=True)
-    thread.start()
-    return thread

@@ -55,8 +55,10 @@ def build(
     decisions: Sequence[Decision] = (),
     source: str = "",
     shares: Mapping[str, QueueShare] | None = None,
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The whole document for `snap`. Opens (and releases) a session on it unless `shares` is given."""
+    """The whole document for `snap`. Opens (and releases) a session on it (for the job order, and the
+    shares unless given). `notes`: what the page should say it could not show."""
     ssn = Session(snap, config, [registry.build(p.name, p.arguments) for p in config.plugins()])
     ssn.open()
     try:
@@ -71,6 +73,7 @@ def build(
             "jobs": _jobs(snap, ssn, queue_index),
             "nodes": _nodes(snap, queue_index),
             "decisions": [[d.time, d.reason, d.object, d.message] for d in decisions],
+            "notes": list(notes),
         }
     finally:
         ssn.release()

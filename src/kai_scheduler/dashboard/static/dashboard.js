@@ -269,6 +269,9 @@ function render() {
   if (!doc) return;
   const started = performance.now();
   $("#source").textContent = doc.source;
+  const notes = $("#notes");
+  notes.textContent = (doc.notes || []).join(" · ");
+  notes.hidden = !notes.textContent;
   $("#clock").textContent = when(doc.now);
   document.body.dataset.version = String(doc.version);
   renderJobs(doc);
