@@ -193,4 +193,3 @@ def _loop(stop: threading.Event, period: float, step: Callable[[bool], Any], fee
             feed.fail(f"internal error building the view: {type(err).__name__}: {err}")
             log.exception("dashboard build failed", extra={"source": name})
         stop.wait(max(0.0, period - (time.monotonic() - started)))
-
