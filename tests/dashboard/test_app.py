@@ -139,3 +139,18 @@ def test_events_that_cannot_be_read_are_a_note_and_the_rest_is_shown() -> None:
         'recent decisions: cannot read events: events is forbidden: User "viewer" cannot list resource "events"'
     ]
     assert len(doc["queues"]) == 5 and doc["decisions"] == []
+
+
+def test_the_server_stops_promptly_while_a_stream_is_open() -> None:
+    feed = Feed()
+    feed.publish({"n": 1})
+    srv = app.Server(app.create(feed), "127.0.0.1", 0)
+    srv.start()
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    conn.request("GET", "/api/stream")
+    reply = conn.getresponse()
+    assert reply.readline() == b"event: state\n"  # the stream is open and sending
+    started = time.monotonic()
+    srv.stop()
+    assert time.monotonic() - started < app.GRACE + 3
+    conn.close()

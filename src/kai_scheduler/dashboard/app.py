@@ -29,6 +29,7 @@ from kai_scheduler.dashboard.feed import Feed
 
 STREAM_TICK = 0.1  # seconds between two looks at the feed's version by each open stream
 KEEPALIVE = 15.0  # seconds of silence after which a stream sends a comment, so proxies keep it open
+GRACE = 1  # seconds open connections get to end when the server stops
 STATIC = Path(str(resources.files("kai_scheduler.dashboard") / "static"))
 
 
@@ -92,7 +93,10 @@ class Server:
 
         self.host = host
         self._socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        # Open event streams never end by themselves: on stop, they get GRACE seconds, then are closed.
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=GRACE
+        )
         self._server = uvicorn.Server(config)
         self._port = port
         self._thread: threading.Thread | None = None
@@ -126,5 +130,5 @@ class Server:
     def stop(self) -> None:
         self._server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=10.0)
+            self._thread.join(timeout=GRACE + 5.0)
         self._socket.close()

@@ -23,6 +23,7 @@ from kai_scheduler.runtime.process import open_store, stop_on_signals
 from kai_scheduler.store.interface import NotFound, StoreError
 
 LIVE_PERIOD = 0.25
+STOP_WAIT = 10.0  # seconds a stopping target waits for its worker's step to end
 
 
 class Target:
@@ -67,9 +68,9 @@ class Target:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._stop.set()
+        self._release()  # closing the connection first ends a watch the worker may be waiting in
         if self._thread is not None:
-            self._thread.join(timeout=30.0)
-        self._release()
+            self._thread.join(timeout=STOP_WAIT)
 
     def _release(self) -> None:
         if self._close is not None:
