@@ -152,7 +152,7 @@ function renderJobs(doc) {
 // ---- GPU map (canvas) --------------------------------------------------------------------------------
 function renderMap(doc) {
   const n = doc.nodes, canvas = $("#map"), wrap = $("#map-wrap");
-  const width = Math.max(400, wrap.clientWidth - 4);
+  const width = Math.max(400, wrap.clientWidth - 20);  // room for the vertical scrollbar
   const big = n.name.length <= 300;
   CELL = big ? 16 : 7; ROW_H = big ? 20 : 10;
   const groups = new Map();
