@@ -11,7 +11,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY --from=build /dist/*.whl /tmp/
 # Dependencies at the versions pinned in constraints.txt (`make constraints` refreshes it).
 COPY constraints.txt /tmp/
-RUN pip install --no-cache-dir --constraint /tmp/constraints.txt /tmp/*.whl && rm /tmp/*.whl /tmp/constraints.txt \
+# With the dashboard extra: the scheduler's --dashboard-address serves the web dashboard from the image.
+RUN pip install --no-cache-dir --constraint /tmp/constraints.txt "$(ls /tmp/*.whl)[dashboard]" \
+    && rm /tmp/*.whl /tmp/constraints.txt \
     && groupadd --system --gid 10001 kai \
     && useradd --system --uid 10001 --gid kai --no-create-home --home-dir /nonexistent kai
 USER 10001:10001

@@ -8,9 +8,10 @@ durations in Go syntax ("1s", "500ms"), booleans as Go reads them (`--flag`, `--
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kai_scheduler.api import constants
@@ -54,7 +55,12 @@ _GO_DURATION = "DURATION"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    _component(sub, "scheduler", "run the scheduler: a scheduling cycle every --schedule-period", [_scheduler_flags])
+    _component(
+        sub,
+        "scheduler",
+        "run the scheduler: a scheduling cycle every --schedule-period",
+        [_scheduler_flags, _dashboard_flag],
+    )
     _component(sub, "binder", "run the binder: bind the pods of BindRequests", [_binder_flags, _period("0.2s")])
     _component(
         sub,
@@ -73,7 +79,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "run",
         "run the scheduler, binder, pod grouper and controllers in one process "
         "(and the admission webhooks with --admission)",
-        [_scheduler_flags, _binder_flags, _run_period, _controller_flags, _admission_flag],
+        [_scheduler_flags, _binder_flags, _run_period, _controller_flags, _admission_flag, _dashboard_flag],
     )
 
 
@@ -212,6 +218,17 @@ def _admission_flag(p: Parser) -> None:
     _value(p, "--webhook-port", "9443", "with --admission: the HTTPS port of the webhooks", "PORT")
 
 
+def _dashboard_flag(p: Parser) -> None:
+    _value(
+        p,
+        "--dashboard-address",
+        '"" (off)',
+        "also serve the read-only web dashboard (see `kai dashboard`) on this address, such as :8090; "
+        "needs the dashboard extra: pip install 'kai-scheduler[dashboard]'",
+        "ADDR",
+    )
+
+
 def _run_period(p: Parser) -> None:
     _value(
         p,
@@ -267,7 +284,7 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                 webhooks.start()
                 process.server.add_readiness("admission", webhooks.is_ready)
             try:
-                with stop_on_signals(stop):
+                with stop_on_signals(stop), _dashboard(args, scheduler_options):
                     return process.run()
             finally:
                 if webhooks is not None:
@@ -276,6 +293,33 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
             store.close()
 
     return run
+
+
+@contextlib.contextmanager
+def _dashboard(args: argparse.Namespace, options: SchedulerOptions | None) -> Iterator[None]:
+    """With --dashboard-address, the dashboard of this process's cluster while inside (imported only then)."""
+    address = getattr(args, "dashboard_address", None)
+    if not address or options is None:
+        yield
+        return
+    from kai_scheduler.runtime import components as builders
+    from kai_scheduler.runtime.http import parse_address
+
+    host, port = parse_address(address)
+    try:
+        from kai_scheduler.dashboard import serve
+    except ImportError as err:
+        raise UserError(
+            f"--dashboard-address: the dashboard needs its extra: pip install 'kai-scheduler[dashboard]' ({err.name})"
+        ) from None
+    conn = _process_options(args)
+    config = builders.scheduler_config(options)
+    with serve.attach(conn.kubeconfig, conn.context, conn.qps, conn.burst, config) as target:
+        server = serve.listen(target, host, port, flag="--dashboard-address")
+        try:
+            yield
+        finally:
+            server.stop()
 
 
 def _process_options(args: argparse.Namespace) -> ProcessOptions:

@@ -67,6 +67,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--out", default=None, help=f"directory for the report and series (default {DEFAULT_OUT}/<name>)")
     p.add_argument("--no-report", action="store_true", help="write no files; print the summary only")
     p.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="also record the dashboard's pictures after each cycle (at most 300, evenly spread) into "
+        "OUT/dashboard.json; view them along virtual time with `kai dashboard OUT/dashboard.json`",
+    )
+    p.add_argument(
         "--occupancy-at",
         type=_instants,
         default=None,
@@ -92,9 +98,17 @@ def run(args: argparse.Namespace) -> int:
     loaded = _load(args)
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until, occupancy_at=args.occupancy_at)
+    if args.dashboard and len(configs) > 1:
+        raise UserError("--dashboard records one run: give it without --compare")
     runs = []
+    recording = None
     for label, raw in configs:
-        simulation = replay.Replay(loaded, load_config(raw), options, label=label)
+        config = load_config(raw)
+        simulation = replay.Replay(loaded, config, options, label=label)
+        if args.dashboard:
+            from kai_scheduler.dashboard.recording import Recording
+
+            recording = Recording(config, label or loaded.name or "simulation").attach(simulation)
         with progress.Bar(label or loaded.name, simulation.horizon, enabled=not args.no_progress) as bar:
             runs.append(simulation.run(bar))
     if args.output == "json":
@@ -106,10 +120,13 @@ def run(args: argparse.Namespace) -> int:
         print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
     else:
         _print_table(runs)
+    out_dir = Path(args.out or Path(DEFAULT_OUT) / Path(args.trace or args.file).stem)
     if not args.no_report:
-        stem = Path(args.trace or args.file).stem
-        path = report.write(runs, Path(args.out or Path(DEFAULT_OUT) / stem))
+        path = report.write(runs, out_dir)
         print(f"report: {path}", file=sys.stderr)
+    if recording is not None:
+        path = recording.write(out_dir / "dashboard.json")
+        print(f"dashboard: kai dashboard {path}", file=sys.stderr)
     return 0
 
 

@@ -65,6 +65,8 @@ def owner_rules() -> list[Rule]:
 
 
 EVENTS = rule([""], ["events"], ["create"])  # scheduler/commit.py: created once each, never patched
+# The scheduler's --dashboard-address shows its recent decisions from its own events.
+SCHEDULER_EVENTS = rule([""], ["events"], ["create", *READ])
 
 CLUSTER_RULES: dict[str, list[Rule]] = {
     # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
@@ -79,7 +81,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["bindrequests"], [*READ, "create", "delete"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
         rule([KAI], ["topologies"], READ),
-        EVENTS,
+        SCHEDULER_EVENTS,
     ],
     # binder/binder.py and binder/reservation.py (reservation pods are created/deleted in their own namespace).
     "binder": [

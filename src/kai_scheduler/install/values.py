@@ -89,6 +89,9 @@ scheduler:
   stuckInReleasingThreshold: 2m
   # --metrics-namespace: prefix of the scheduler's Prometheus metrics.
   metricsNamespace: kai
+  # --dashboard-address: serve the read-only web dashboard on this address, such as ":8090" ("" = off);
+  # reach it with `kubectl port-forward -n kai-scheduler deploy/kai-scheduler 8090`.
+  dashboardAddress: ""
   resources:
     requests:
       cpu: 250m

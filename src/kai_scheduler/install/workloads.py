@@ -38,6 +38,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("default-staleness-grace-period", "scheduler.defaultStalenessGracePeriod"),
         ("stuck-in-releasing-threshold", "scheduler.stuckInReleasingThreshold"),
         ("metrics-namespace", "scheduler.metricsNamespace"),
+        ("dashboard-address", "scheduler.dashboardAddress"),
     ),
     "binder": (
         ("reconcile-period", "binder.reconcilePeriod"),

@@ -79,21 +79,31 @@ class Fragmentation:
         self._masks: dict[object, Mask] = {}
 
     def idle_unusable(self, snap: Snapshot) -> float:
-        pending = [t for t in snap.tasks.values() if t.is_pending and t.gpu.is_gpu]
-        if not pending:
+        if not any(t.is_pending and t.gpu.is_gpu for t in snap.tasks.values()):
             return 0.0
+        arrays = snap.arrays
+        shared_free = self._shared_free(snap)
+        whole_free = np.maximum(arrays.idle[:, GPU], 0.0)
+        idle_gpus = whole_free + shared_free.sum(axis=1) if shared_free.size else whole_free
+        unusable = arrays.schedulable & ~self.usable_nodes(snap, shared_free)
+        return float(idle_gpus[unusable].sum())
+
+    def usable_nodes(self, snap: Snapshot, shared_free: npt.NDArray[np.float64] | None = None) -> Mask:
+        """Per node row: some pending GPU task fits its idle resources and its node constraints hold there."""
+        pending = [t for t in snap.tasks.values() if t.is_pending and t.gpu.is_gpu]
+        usable = np.zeros(len(snap.nodes), dtype=bool)
+        if not pending:
+            return usable
         names = tuple(n.name for n in snap.nodes)
         if names != self._nodes:
             self._nodes, self._masks = names, {}
-        arrays = snap.arrays
-        idle = arrays.idle
-        shared_free = self._shared_free(snap)
+        idle = snap.arrays.idle
+        if shared_free is None:
+            shared_free = self._shared_free(snap)
         whole_free = np.maximum(idle[:, GPU], 0.0)
-        idle_gpus = whole_free + shared_free.sum(axis=1) if shared_free.size else whole_free
         best_shared = np.maximum(
             (whole_free >= 1.0 - tolerance.RESOURCE).astype(float), shared_free.max(axis=1) if shared_free.size else 0.0
         )
-        usable = np.zeros(len(snap.nodes), dtype=bool)
         seen: set[object] = set()
         for task in pending:
             shape = _shape(task)
@@ -104,8 +114,7 @@ class Fragmentation:
             if task.gpu.is_shared:
                 fits &= best_shared >= _portion(task) - tolerance.RESOURCE
             usable |= fits & self._constraint_mask(snap, task.pod)
-        unusable = arrays.schedulable & ~usable
-        return float(idle_gpus[unusable].sum())
+        return usable
 
     @staticmethod
     def _shared_free(snap: Snapshot) -> npt.NDArray[np.float64]:

@@ -44,6 +44,7 @@ from kai_scheduler.fakenodes import lifecycle
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scenario.model import Scenario
+from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim import embedded, metrics, occupancy, workload
 from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
@@ -136,6 +137,8 @@ class Replay:
         self._starts = 0
         self._map_at = sorted(marks)
         self.timeline: list[tuple[float, str, str]] = []
+        # Called after each cycle with its time and result (`kai simulate --dashboard` records its pictures).
+        self.observers: list[Callable[[float, CycleResult], None]] = []
 
     # --- the loop ---
 
@@ -247,6 +250,8 @@ class Replay:
         self._observe()
         self.cycles += 1
         self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
+        for observe in self.observers:
+            observe(self.engine.now, result)
         if self.options.every_period and self.engine:
             self._ask_cycle()
         elif result.binds and self._starts > started:  # progress: binds that failed do not spin the clock

@@ -148,6 +148,10 @@ class ObjectCache:
         informer = self._informers[resource]
         return key in informer.items or key in informer.bad or key in informer.gone
 
+    def versions(self) -> tuple[str, ...]:
+        """Each resource's last resource version seen: equal tuples mean nothing arrived in between."""
+        return tuple(informer.version for informer in self._informers.values())
+
     def bad_objects(self) -> list[BadObject]:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]
 
