@@ -44,7 +44,12 @@ _NOT_OWNERS = {
     "secrets",
     "validatingwebhookconfigurations",
     "mutatingwebhookconfigurations",
+    "deviceclasses",
+    "resourceslices",
+    "resourceclaims",
+    "resourceclaimtemplates",
 }
+RESOURCE = "resource.k8s.io"
 
 
 def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
@@ -65,6 +70,7 @@ def owner_rules() -> list[Rule]:
 
 
 EVENTS = rule([""], ["events"], ["create"])  # scheduler/commit.py: created once each, never patched
+DRA_READ = rule([RESOURCE], ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"], READ)
 
 CLUSTER_RULES: dict[str, list[Rule]] = {
     # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
@@ -79,6 +85,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["bindrequests"], [*READ, "create", "delete"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
         rule([KAI], ["topologies"], READ),
+        DRA_READ,
         EVENTS,
     ],
     # binder/binder.py and binder/reservation.py (reservation pods are created/deleted in their own namespace).
@@ -88,6 +95,8 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["bindrequests"], READ),
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
         rule([""], ["configmaps"], ["create", "patch"]),  # binder/shared_gpu_configmaps.py
+        rule([RESOURCE], ["resourceclaims"], READ),  # binder/claims.py: allocation and reservedFor
+        rule([RESOURCE], ["resourceclaims/status"], ["update", "patch"]),
     ],
     # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched.
     "podgrouper": [
