@@ -44,12 +44,22 @@ class DeviceClass:
         r = Reader(data, "DeviceClass")
         return cls(meta=ObjectMeta.read(r), selectors=_selectors(r, "spec.selectors"))
 
+    def to_dict(self) -> JSON:
+        spec = {"selectors": _selectors_dict(self.selectors)}
+        return {"apiVersion": API_VERSION, "kind": "DeviceClass", "metadata": self.meta.to_dict(), "spec": spec}
+
 
 @dataclass(frozen=True, slots=True)
 class Device:
     name: str
     attributes: tuple[tuple[str, Attribute], ...] = ()  # qualified names ("gpu.nvidia.com/productName"), sorted
     capacity: tuple[tuple[str, float], ...] = ()
+
+    def to_dict(self) -> JSON:
+        kinds = {bool: "bool", int: "int", str: "string"}
+        attributes = {k: {kinds[type(v)]: v} for k, v in self.attributes}
+        capacity = {k: {"value": str(int(v)) if float(v).is_integer() else repr(v)} for k, v in self.capacity}
+        return {"name": self.name, "basic": {"attributes": attributes, "capacity": capacity}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +119,22 @@ class ResourceSlice:
             devices=tuple(devices),
         )
 
+    def to_dict(self) -> JSON:
+        spec: JSON = {
+            "driver": self.driver,
+            "pool": {"name": self.pool, "generation": self.generation, "resourceSliceCount": self.slice_count},
+            "devices": [d.to_dict() for d in self.devices],
+        }
+        if self.node_name:
+            spec["nodeName"] = self.node_name
+        elif self.all_nodes:
+            spec["allNodes"] = True
+        else:
+            spec["nodeSelector"] = {
+                "nodeSelectorTerms": [selectors.node_selector_term_dict(t) for t in self.node_selector]
+            }
+        return {"apiVersion": API_VERSION, "kind": "ResourceSlice", "metadata": self.meta.to_dict(), "spec": spec}
+
 
 @dataclass(frozen=True, slots=True)
 class DeviceRequest:
@@ -120,6 +146,16 @@ class DeviceRequest:
     allocation_mode: str = "ExactCount"
     count: int = 1
     admin_access: bool = False
+
+    def to_dict(self) -> JSON:
+        out: JSON = {"name": self.name, "deviceClassName": self.device_class, "allocationMode": self.allocation_mode}
+        if self.allocation_mode == "ExactCount":
+            out["count"] = self.count
+        if self.selectors:
+            out["selectors"] = _selectors_dict(self.selectors)
+        if self.admin_access:
+            out["adminAccess"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +244,22 @@ class ResourceClaim:
             reserved.append(Consumer(str(item.get("resource", "pods")), item["name"], str(item.get("uid", ""))))
         return cls(meta=meta, requests=_requests(r, "spec"), allocation=allocation, reserved_for=tuple(reserved))
 
+    def to_dict(self) -> JSON:
+        out: JSON = {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceClaim",
+            "metadata": self.meta.to_dict(),
+            "spec": {"devices": {"requests": [q.to_dict() for q in self.requests]}},
+        }
+        status: JSON = {}
+        if self.allocation is not None:
+            status["allocation"] = self.allocation.to_dict()
+        if self.reserved_for:
+            status["reservedFor"] = [c.to_dict() for c in self.reserved_for]
+        if status:
+            out["status"] = status
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class ResourceClaimTemplate:
@@ -228,6 +280,18 @@ class ResourceClaimTemplate:
             claim_annotations=r.str_map("spec.metadata.annotations"),
             spec=dict(spec) if isinstance(spec, dict) else {},
         )
+
+    def to_dict(self) -> JSON:
+        template: JSON = {"spec": {**self.spec, "devices": {"requests": [q.to_dict() for q in self.requests]}}}
+        claim_meta = {k: v for k, v in (("labels", self.claim_labels), ("annotations", self.claim_annotations)) if v}
+        if claim_meta:
+            template["metadata"] = claim_meta
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceClaimTemplate",
+            "metadata": self.meta.to_dict(),
+            "spec": template,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +346,10 @@ def pod_claims_dict(claims: tuple[PodClaim, ...]) -> list[JSON]:
             entry["resourceClaimTemplateName"] = c.template_name
         out.append(entry)
     return out
+
+
+def _selectors_dict(expressions: tuple[str, ...]) -> list[JSON]:
+    return [{"cel": {"expression": e}} for e in expressions]
 
 
 def _selectors(r: Reader, path: str) -> tuple[str, ...]:
