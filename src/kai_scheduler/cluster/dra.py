@@ -64,6 +64,11 @@ def claim_key(pod: Pod, claim: dra.PodClaim) -> str | None:
     return f"{pod.namespace}/{made}" if made else None
 
 
+def claim_names(pod: Pod) -> str:
+    """The pod's claims as a reader finds them: the ResourceClaim's `namespace/name`, else the pod claim."""
+    return ", ".join(claim_key(pod, pc) or pc.name for pc in pod.resource_claims)
+
+
 def pod_gpus(pod: Pod, claims: dict[str, dra.ResourceClaim], templates: dict[str, dra.ResourceClaimTemplate]) -> int:
     """Whole GPUs a pod asks through its per-pod (template) claims of a GPU DeviceClass, ExactCount requests."""
     total = 0
