@@ -6,14 +6,18 @@ Capacities are numbers in the resource's base unit; `quantity("40Gi")` and `a.co
 Kubernetes' CEL library. A selector that does not compile, or that fails on a device (a missing attribute, a
 non-boolean result), is a `SelectorError` with one line naming the expression and the reason.
 
-Compiled programs are kept per expression and results per (expression, device content), so a cluster of
-identical GPUs evaluates each selector once per kind of device, not once per device.
+Compiled programs are kept per expression and results per (expression, the device content it can read), so a
+cluster of identical GPUs evaluates each selector once per kind of device, not once per device: an expression
+that names its attributes and capacities (the usual `device.attributes["d"].name`) reads only those, so a
+device's uuid or index does not make it a kind of its own; one that iterates (`all`, `exists`, `in`, …) or
+names none is keyed on the whole device.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 from typing import Any
 
 import celpy
@@ -82,15 +86,34 @@ def activation(driver: str, device: Device) -> dict[str, Any]:
     return cel
 
 
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-/]*")
+_ITERATING = re.compile(r"\b(all|exists|exists_one|map|filter|size|in)\b|\.attributes\s*\)|\.capacity\s*\)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_read(expression: str) -> frozenset[str] | None:
+    """The attribute and capacity names `expression` can read, None when it may read any."""
+    if _ITERATING.search(expression):
+        return None
+    return frozenset(_TOKEN.findall(expression))
+
+
+def _read(items: tuple[tuple[str, Any], ...], names: frozenset[str] | None) -> tuple[tuple[str, Any], ...]:
+    if names is None:
+        return items
+    return tuple((k, v) for k, v in items if k.rpartition("/")[2] in names)
+
+
 class Evaluator:
-    """Selector results per (expression, driver, device content), kept across snapshots."""
+    """Selector results per (expression, driver, the device content it reads), kept across snapshots."""
 
     def __init__(self) -> None:
         self._results: dict[tuple[str, str, tuple[Any, ...], tuple[Any, ...]], bool | SelectorError] = {}
 
     def matches(self, expression: str, driver: str, device: Device) -> bool:
         """Whether `device` passes `expression`; SelectorError when it cannot be told."""
-        key = (expression, driver, device.attributes, device.capacity)
+        names = _names_read(expression)
+        key = (expression, driver, _read(device.attributes, names), _read(device.capacity, names))
         result = self._results.get(key)
         if result is None:
             result = self._evaluate(expression, driver, device)

@@ -308,6 +308,8 @@ class DraState:
         self._free_pool: dict[int, IntArray] = {}  # id(matcher) → free matching devices per network pool
         self._matchers: dict[int, Matcher] = {}
         self._task_claims: dict[str, list[tuple[str, str]]] = {}
+        self._problems: dict[str, tuple[str | None]] = {}
+        self._claim_demands: dict[str, list[Demand]] = {}
 
     @classmethod
     def build(
@@ -369,7 +371,22 @@ class DraState:
         return found
 
     def problem(self, task: PodInfo, queue: str, queue_label_key: str = constants.LABEL_QUEUE) -> str | None:
-        """Why the task's claims cannot be allocated anywhere, as one line naming the claim; None if they may."""
+        """Why the task's claims cannot be allocated anywhere, as one line naming the claim; None if they may.
+        What the objects say is worked out once per task and session; a full `reservedFor` is asked each time."""
+        found = self._problems.get(task.uid)
+        if found is None:
+            found = self._problems[task.uid] = (self._object_problem(task, queue, queue_label_key),)
+        if found[0] is not None:
+            return found[0]
+        uid = str(task.uid)
+        for _, key in self.claims_of(task):
+            state = self.allocs.get(key)
+            full = state is not None and state.held and len(state.users) >= dra.MAX_RESERVED_FOR
+            if full and state is not None and uid not in state.users:
+                return f"claim {key}: reserved for {dra.MAX_RESERVED_FOR} pods already"
+        return None
+
+    def _object_problem(self, task: PodInfo, queue: str, queue_label_key: str) -> str | None:
         pod = task.pod
         for pc in pod.resource_claims:
             key = claim_key(pod, pc)
@@ -385,19 +402,16 @@ class DraState:
                 return f"claim {key}: made for another pod"
             if pc.claim_name and owner and owner != pod.meta.uid:
                 return f"claim {key}: reserved for another pod"
-            state = self.allocs.get(key)
-            if state is not None and state.held:
-                if len(state.users - {str(task.uid)}) >= dra.MAX_RESERVED_FOR:
-                    return f"claim {key}: reserved for {dra.MAX_RESERVED_FOR} pods already"
-                continue
             for request in claim.requests:
-                device_class = self.classes.get(request.device_class)
-                if device_class is None:
-                    return f"claim {key}: request {request.name}: DeviceClass {request.device_class!r} not found"
                 if pc.claim_name and dra.is_gpu_class(request.device_class):
                     label = claim.meta.labels.get(queue_label_key)
                     if label != queue:
                         return f"claim {key}: a shared GPU claim must carry label {queue_label_key}={queue}"
+                if claim.allocation is not None:
+                    continue  # allocated already: its devices are chosen, whatever its class says now
+                device_class = self.classes.get(request.device_class)
+                if device_class is None:
+                    return f"claim {key}: request {request.name}: DeviceClass {request.device_class!r} not found"
                 matcher = self.inventory.matcher(device_class, request, self.evaluator)
                 if matcher.error:
                     return f"claim {key}: request {request.name}: {matcher.error}"
@@ -410,41 +424,51 @@ class DraState:
             state = self.allocs.get(key)
             if state is not None and (state.held or state.users):
                 allocated.append(state)
-                continue
-            for request in self.claims[key].requests:
-                device_class = self.classes.get(request.device_class)
-                if device_class is None:
-                    continue
-                demands.append(Demand(key, request, self.inventory.matcher(device_class, request, self.evaluator)))
+            else:
+                demands.extend(self._demands_of(key))
         return demands, allocated
 
     # --- where ---
 
-    def feasible(self, task: PodInfo, candidates: BoolArray) -> tuple[BoolArray, str]:
-        """The candidate rows where every claim of the task can be allocated, and what the others lack."""
-        mask = candidates.copy()
+    def feasible(self, task: PodInfo, candidates: BoolArray) -> BoolArray:
+        """The candidate rows where every claim of the task can be allocated (`explain` says why not)."""
         demands, allocated = self._demands(task)
-        reason = ""
+        if not allocated and len(demands) == 1:
+            one: BoolArray = candidates & self._count_fits(demands[0])
+            return one
+        mask = candidates.copy()
         for state in allocated:
-            rows = self._rows_of(state)
-            if not reason and (mask & ~rows).any():
-                reason = f"claim {self._key_of(state)}: allocated on devices other nodes do not reach"
-            mask &= rows
+            mask &= self._rows_of(state)
         for demand in demands:
-            fits = self._count_fits(demand)
-            if not reason and (mask & ~fits).any():
-                request = demand.request
-                what = "all its devices" if request.allocation_mode == "All" else f"{request.count} device(s)"
-                reason = (
-                    f"claim {demand.claim}: request {request.name} needs {what} of class {request.device_class} free"
-                )
-            mask &= fits
+            mask &= self._count_fits(demand)
         if len(demands) > 1 and mask.any():
             for row in np.flatnonzero(mask).tolist():
                 if self._choose(demands, row) is None:
                     mask[row] = False
-                    reason = reason or f"claim {demands[0].claim}: not enough free devices for every request"
-        return mask, reason
+        return mask
+
+    def explain(self, task: PodInfo, rejected: BoolArray) -> list[tuple[str, int]]:
+        """The rejected rows by reason, each reason naming the claim; the first that removes a row counts it."""
+        left, parts = rejected.copy(), []
+        demands, allocated = self._demands(task)
+        for state in allocated:
+            short = left & ~self._rows_of(state)
+            parts.append((f"claim {self._key_of(state)}: allocated on devices these nodes do not reach", short))
+            left &= ~short
+        for demand in demands:
+            short = left & ~self._count_fits(demand)
+            request = demand.request
+            what = "all its devices" if request.allocation_mode == "All" else f"{request.count} device(s)"
+            parts.append(
+                (
+                    f"claim {demand.claim}: request {request.name} needs {what} of class {request.device_class} free",
+                    short,
+                )
+            )
+            left &= ~short
+        if left.any() and demands:
+            parts.append((f"claim {demands[0].claim}: not enough free devices for every request together", left))
+        return [(reason, int(rows.sum())) for reason, rows in parts if rows.any()]
 
     def _key_of(self, state: ClaimState) -> str:
         return next((k for k, s in self.allocs.items() if s is state), "")
@@ -464,6 +488,9 @@ class DraState:
     def _count_fits(self, demand: Demand) -> BoolArray:
         matcher, request = demand.matcher, demand.request
         free_local, free_pool = self._counts(matcher)
+        if request.allocation_mode != "All" and not free_pool.any():
+            only_local: BoolArray = free_local >= request.count
+            return only_local
         available = free_local.copy()
         for p, reached in enumerate(self.inventory.reach):
             if free_pool[p]:
@@ -550,11 +577,15 @@ class DraState:
             self._hold(key)
 
     def _demands_of(self, key: str) -> list[Demand]:
-        out = []
-        for request in self.claims[key].requests:
-            device_class = self.classes.get(request.device_class)
-            if device_class is not None:
-                out.append(Demand(key, request, self.inventory.matcher(device_class, request, self.evaluator)))
+        """The requests of a claim with no devices yet (kept per claim: they depend on the objects alone)."""
+        out = self._claim_demands.get(key)
+        if out is None:
+            out = []
+            for request in self.claims[key].requests:
+                device_class = self.classes.get(request.device_class)
+                if device_class is not None:
+                    out.append(Demand(key, request, self.inventory.matcher(device_class, request, self.evaluator)))
+            self._claim_demands[key] = out
         return out
 
     def release(self, task: PodInfo) -> None:

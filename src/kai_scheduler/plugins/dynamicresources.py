@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from kai_scheduler.cluster.dra import DraState
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeInfo
@@ -57,8 +59,12 @@ class DynamicResources(PluginBase):
     def predicate(self, task: PodInfo, candidates: points.Mask) -> points.NodeFilter | None:
         if not task.pod.resource_claims:
             return None
-        mask, reason = self.state.feasible(task, candidates)
-        return points.NodeFilter(mask, reason or "node(s) cannot allocate the pod's resource claims")
+        state = self.state
+        return points.NodeFilter(
+            state.feasible(task, candidates),
+            "node(s) cannot allocate the pod's resource claims",
+            partial(state.explain, task),
+        )
 
     def on_allocate(self, task: PodInfo) -> None:
         if task.pod.resource_claims and task.node in self._nodes:
