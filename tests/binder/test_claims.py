@@ -33,7 +33,8 @@ def _claim(cluster: EmbeddedCluster | MemoryStore, name: str) -> JSON:
 def test_a_pod_with_a_template_claim_is_placed_and_bound_with_its_claim_allocated_and_reserved() -> None:
     cluster = _cluster(b.claim_template("one-gpu"), b.podgroup("p"), b.pod("p", claims={"gpu": "template:one-gpu"}))
     pod = cluster.store.get("pods", "p", NS)
-    assert pod["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": "p-gpu"}]
+    [made] = pod["status"]["resourceClaimStatuses"]
+    assert made["name"] == "gpu" and made["resourceClaimName"].startswith("p-gpu-")
     assert cluster.cycle().binds == 1
     br = cluster.store.get("bindrequests", "p", NS)
     assert br["spec"]["resourceClaimAllocations"][0]["name"] == "gpu"
@@ -42,7 +43,7 @@ def test_a_pod_with_a_template_claim_is_placed_and_bound_with_its_claim_allocate
     ]
     cluster.between_cycles()
     assert cluster.store.get("pods", "p", NS)["spec"]["nodeName"] == "n1"
-    status = _claim(cluster, "p-gpu")["status"]
+    status = _claim(cluster, made["resourceClaimName"])["status"]
     assert status["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
     assert status["reservedFor"] == [{"resource": "pods", "name": "p", "uid": f"pod-{NS}-p"}]
 
@@ -66,10 +67,10 @@ def test_a_second_pod_for_the_same_device_waits_with_a_reason_naming_its_claim_a
     conditions = {
         name: cluster.store.get("pods", name, NS)["status"]["conditions"][0]["message"] for name in ("second", "broken")
     }
-    assert "1 insufficient nvidia.com/gpu for resource claim ns/second-gpu" in conditions["second"]
+    assert "1 insufficient nvidia.com/gpu for resource claim ns/second-gpu-" in conditions["second"]
     assert conditions["broken"] == (
-        "pod ns/broken: claim ns/broken-gpu: request devices: CEL expression 'device.driver ==' does not compile: "
-        + conditions["broken"].split("does not compile: ", 1)[1]
+        "pod ns/broken: claim ns/broken-gpu-pod-n: request devices: CEL expression 'device.driver ==' does not "
+        "compile: " + conditions["broken"].split("does not compile: ", 1)[1]
     )
     assert "\n" not in conditions["broken"]
 
@@ -127,3 +128,22 @@ def test_the_controller_releases_claims_of_pods_that_are_gone() -> None:
     store.delete("pods", "here", NS, grace_period_seconds=0)
     ResourceClaimController(store).reconcile()
     assert "allocation" not in _claim(store, "shared").get("status", {})
+
+
+def test_a_pod_recreated_under_its_old_name_gets_a_claim_of_its_own() -> None:
+    """As a workload controller recreates an evicted pod: the old pod's claim is not the new pod's."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.claim_template("one-gpu"), b.pod("p", claims={"gpu": "template:one-gpu"})])
+    controller = ResourceClaimController(store)
+    controller.reconcile()
+    old = store.get("pods", "p", NS)["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    store.delete("pods", "p", NS, grace_period_seconds=0)
+    again = b.pod("p", claims={"gpu": "template:one-gpu"})
+    again["metadata"]["uid"] = "recreated"
+    store.create(again)
+    controller.reconcile()
+    new = store.get("pods", "p", NS)["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    assert new != old
+    assert [c["metadata"]["name"] for c in store.list("resourceclaims")[0]] == [new]
+    assert _claim(store, new)["metadata"]["ownerReferences"][0]["uid"] == "recreated"

@@ -1,8 +1,9 @@
 """The resourceclaim controller, as the embedded cluster and the simulator play it (Kubernetes'
 kube-controller-manager runs it in a cluster; KAI relies on it).
 
-- A pod's claim from a template gets its ResourceClaim, `<pod>-<claim>`, made from the template, owned by the
-  pod and annotated with the pod claim's name; the pod's `status.resourceClaimStatuses` names it.
+- A pod's claim from a template gets its ResourceClaim, `<pod>-<claim>-<the first 5 characters of the pod's
+  uid>`, made from the template, owned by the pod and annotated with the pod claim's name; the pod's
+  `status.resourceClaimStatuses` names it.
 - A claim's `reservedFor` loses the pods that are gone or finished; a claim reserved for nobody is deallocated;
   a claim made for a pod that is gone is deleted.
 
@@ -59,7 +60,9 @@ class ResourceClaimController:
                     self._warned.add(marker)
                     log.warning(f"pod {ns}/{name}: ResourceClaimTemplate {template_name!r} not found")
                 continue
-            claim_name = f"{name}-{entry['name']}"
+            # Kubernetes' controller adds a random suffix; a piece of the pod's uid keeps names apart as well
+            # (a pod recreated under its old name is another pod) and the same in every run.
+            claim_name = f"{name}-{entry['name']}-{str(meta.get('uid', ''))[:5]}".rstrip("-")
             if f"{ns}/{claim_name}" not in existing:
                 with contextlib.suppress(AlreadyExists):
                     self.store.create(_claim(template, claim_name, entry["name"], meta))
