@@ -145,7 +145,8 @@ def main() -> None:
             ratio,
             f"{r['peak_gib']:.2f}",
         )
-    print_table("One allocate cycle: DRA claims against nvidia.com/gpu, in-memory store", columns, rows, CASES)
+    title = "One allocate cycle: DRA claims against nvidia.com/gpu, in-memory store"
+    print_table(title, columns, rows, CASES, width=130)
 
 
 if __name__ == "__main__":
