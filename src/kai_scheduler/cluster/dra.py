@@ -19,6 +19,7 @@ release, so the feasibility of a one-request claim over every node is one vector
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -107,39 +108,46 @@ def with_device_counts(
     for s in _current_slices(objects.slices):
         if s.node_name:
             local[s.node_name] = local.get(s.node_name, 0) + sum(is_gpu_device(s.driver, d) for d in s.devices)
-    new_nodes = [_node_with(n, local.get(n.name, 0), memo) for n in nodes]
+    kept_nodes: dict[str, tuple[Node, int, Node]] = {}
+    new_nodes = [_node_with(n, local.get(n.name, 0), memo.nodes, kept_nodes) for n in nodes]
     claims = {c.key: c for c in objects.claims}
     templates = {t.meta.key: t for t in objects.templates}
-    new_pods = [_pod_with(p, pod_gpus(p, claims, templates) if p.resource_claims else 0, memo) for p in pods]
+    kept_pods: dict[str, tuple[Pod, int, Pod]] = {}
+    new_pods = [
+        _pod_with(p, pod_gpus(p, claims, templates) if p.resource_claims else 0, memo.pods, kept_pods) for p in pods
+    ]
+    memo.nodes, memo.pods = kept_nodes, kept_pods  # what is gone is forgotten
     return new_nodes, new_pods
 
 
-def _node_with(node: Node, gpus: int, memo: DraMemo) -> Node:
+def _node_with(
+    node: Node, gpus: int, before: dict[str, tuple[Node, int, Node]], now: dict[str, tuple[Node, int, Node]]
+) -> Node:
     if not gpus:
         return node
-    kept = memo.nodes.get(node.name)
-    if kept is not None and kept[0] is node and kept[1] == gpus:
-        return kept[2]
-    allocatable = dict(node.allocatable)
-    allocatable[constants.RESOURCE_GPU] = allocatable.get(constants.RESOURCE_GPU, 0.0) + gpus
-    derived = dataclasses.replace(node, allocatable=allocatable)
-    memo.nodes[node.name] = (node, gpus, derived)
-    return derived
+    kept = before.get(node.name)
+    if kept is None or kept[0] is not node or kept[1] != gpus:
+        allocatable = dict(node.allocatable)
+        allocatable[constants.RESOURCE_GPU] = allocatable.get(constants.RESOURCE_GPU, 0.0) + gpus
+        kept = (node, gpus, dataclasses.replace(node, allocatable=allocatable))
+    now[node.name] = kept
+    return kept[2]
 
 
-def _pod_with(pod: Pod, gpus: int, memo: DraMemo) -> Pod:
+def _pod_with(
+    pod: Pod, gpus: int, before: dict[str, tuple[Pod, int, Pod]], now: dict[str, tuple[Pod, int, Pod]]
+) -> Pod:
     if not gpus or pod.gpu.is_shared:
         return pod
     key = pod.meta.key
-    kept = memo.pods.get(key)
-    if kept is not None and kept[0] is pod and kept[1] == gpus:
-        return kept[2]
-    requests = dict(pod.requests)
-    whole = int(requests.get(constants.RESOURCE_GPU, 0.0)) + gpus
-    requests[constants.RESOURCE_GPU] = float(whole)
-    derived = dataclasses.replace(pod, requests=requests, gpu=GpuRequest(whole=whole))
-    memo.pods[key] = (pod, gpus, derived)
-    return derived
+    kept = before.get(key)
+    if kept is None or kept[0] is not pod or kept[1] != gpus:
+        requests = dict(pod.requests)
+        whole = int(requests.get(constants.RESOURCE_GPU, 0.0)) + gpus
+        requests[constants.RESOURCE_GPU] = float(whole)
+        kept = (pod, gpus, dataclasses.replace(pod, requests=requests, gpu=GpuRequest(whole=whole)))
+    now[key] = kept
+    return kept[2]
 
 
 def _current_slices(slices: Iterable[dra.ResourceSlice]) -> list[dra.ResourceSlice]:
@@ -166,7 +174,7 @@ class Matcher:
 @dataclass(slots=True, eq=False)
 class Inventory:
     slices: tuple[dra.ResourceSlice, ...]
-    node_names: tuple[str, ...]
+    nodes: tuple[Node, ...]  # network-attached pools are reached by node labels
     drivers: list[str]
     pools: list[str]
     devices: list[dra.Device]
@@ -218,7 +226,7 @@ class Inventory:
                         remote[reached].append(i)
         return cls(
             tuple(slices),
-            tuple(n.name for n in nodes),
+            tuple(nodes),
             drivers,
             pools,
             devices,
@@ -234,8 +242,9 @@ class Inventory:
     def same(self, slices: list[dra.ResourceSlice], nodes: Sequence[Node]) -> bool:
         return (
             len(self.slices) == len(slices)
-            and all(map(lambda a, b: a is b, self.slices, slices))
-            and self.node_names == tuple(n.name for n in nodes)
+            and all(map(operator.is_, self.slices, slices))
+            and len(self.nodes) == len(nodes)
+            and all(map(operator.is_, self.nodes, nodes))
         )
 
     def matcher(self, device_class: dra.DeviceClass, request: dra.DeviceRequest, evaluator: cel.Evaluator) -> Matcher:
