@@ -170,6 +170,8 @@ def pod(
     pod_anti_affinity: Sequence[JSON] = (),
     tolerations: Sequence[JSON] = (),
     extended: Mapping[str, str] | None = None,
+    claims: Mapping[str, str] | None = None,
+    claim_statuses: Mapping[str, str] | None = None,
 ) -> JSON:
     """A one-container pod of PodGroup `group` (default: its own name); Running when given a node.
 
@@ -219,12 +221,126 @@ def pod(
             affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}
     if affinity:
         spec["affinity"] = affinity
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
+    status: JSON = {"phase": phase or ("Running" if node else "Pending")}
+    if claims:  # pod claim name → "template:<name>" or a ResourceClaim's name
+        spec["resourceClaims"] = [
+            {"name": n, "resourceClaimTemplateName": t.removeprefix("template:")}
+            if t.startswith("template:")
+            else {"name": n, "resourceClaimName": t}
+            for n, t in claims.items()
+        ]
+    if claim_statuses:
+        status["resourceClaimStatuses"] = [{"name": n, "resourceClaimName": c} for n, c in claim_statuses.items()]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+DRA = "resource.k8s.io/v1beta1"
+GPU_DRIVER = "gpu.nvidia.com"
+
+
+def device_class(name: str = GPU_DRIVER, *selectors: str) -> JSON:
+    """A DeviceClass; with no selector given, every device of the driver named as the class."""
+    chosen = selectors or (f'device.driver == "{name}"',)
+    spec = {"selectors": [{"cel": {"expression": s}} for s in chosen]}
+    return {"apiVersion": DRA, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def device(name: str, **attributes: Any) -> JSON:
+    kinds = {bool: "bool", int: "int", str: "string"}
+    return {"name": name, "basic": {"attributes": {k: {kinds[type(v)]: v} for k, v in attributes.items()}}}
+
+
+def resource_slice(
+    node_name: str = "",
+    devices: Sequence[JSON] = (),
+    *,
+    gpus: int = 0,
+    driver: str = GPU_DRIVER,
+    pool: str = "",
+    node_selector: Sequence[JSON] = (),
+) -> JSON:
+    """A node's slice (`node_name`), or a network-attached pool's (`node_selector` terms, else all nodes); `gpus`
+    adds devices gpu-0 … gpu-(N-1)."""
+    listed = [*devices, *(device(f"gpu-{i}", type="gpu", index=i) for i in range(gpus))]
+    pool_name = pool or node_name
+    spec: JSON = {"driver": driver, "pool": {"name": pool_name, "generation": 0, "resourceSliceCount": 1}}
+    if node_name:
+        spec["nodeName"] = node_name
+    elif node_selector:
+        spec["nodeSelector"] = {"nodeSelectorTerms": list(node_selector)}
+    else:
+        spec["allNodes"] = True
+    spec["devices"] = listed
+    return {"apiVersion": DRA, "kind": "ResourceSlice", "metadata": {"name": f"{pool_name}-{driver}"}, "spec": spec}
+
+
+def _requests(device_class_name: str, count: int | None, selectors: Sequence[str]) -> JSON:
+    request: JSON = {"name": "devices", "deviceClassName": device_class_name}
+    if count is None:
+        request["allocationMode"] = "All"
+    else:
+        request["count"] = count
+    if selectors:
+        request["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    return {"devices": {"requests": [request]}}
+
+
+def claim(
+    name: str,
+    *,
+    namespace: str = NAMESPACE,
+    device_class_name: str = GPU_DRIVER,
+    count: int | None = 1,
+    selectors: Sequence[str] = (),
+    labels: Mapping[str, str] | None = None,
+    for_pod: str = "",
+    allocated: Sequence[tuple[str, str]] = (),
+    reserved_for: Sequence[str] = (),
+) -> JSON:
+    """A ResourceClaim (`count` None = allocationMode All); `for_pod`: made from a template for that pod;
+    `allocated`: (pool, device) of gpu.nvidia.com devices; `reserved_for`: pod names."""
+    meta: JSON = {"name": name, "namespace": namespace, "uid": f"claim-{name}", "labels": dict(labels or {})}
+    if for_pod:
+        meta["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpu"}
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": for_pod,
+                "uid": f"pod-{namespace}-{for_pod}",
+                "controller": True,
+            }
+        ]
+    out: JSON = {
+        "apiVersion": DRA,
+        "kind": "ResourceClaim",
         "metadata": meta,
-        "spec": spec,
-        "status": {"phase": phase or ("Running" if node else "Pending")},
+        "spec": _requests(device_class_name, count, selectors),
+    }
+    status: JSON = {}
+    if allocated:
+        results = [{"request": "devices", "driver": GPU_DRIVER, "pool": p, "device": d} for p, d in allocated]
+        status["allocation"] = {"devices": {"results": results}}
+    if reserved_for:
+        status["reservedFor"] = [{"resource": "pods", "name": p, "uid": f"pod-{namespace}-{p}"} for p in reserved_for]
+    if status:
+        out["status"] = status
+    return out
+
+
+def claim_template(
+    name: str,
+    *,
+    namespace: str = NAMESPACE,
+    device_class_name: str = GPU_DRIVER,
+    count: int | None = 1,
+    selectors: Sequence[str] = (),
+) -> JSON:
+    return {
+        "apiVersion": DRA,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": _requests(device_class_name, count, selectors)},
     }
 
 
@@ -294,8 +410,15 @@ def objects(raw: Iterable[JSON]) -> snapshots.ClusterObjects:
         "PriorityClass": out.priority_classes,
         "Topology": out.topologies,
     }
+    dra: dict[str, list[Any]] = {
+        "DeviceClass": out.dra.classes,
+        "ResourceSlice": out.dra.slices,
+        "ResourceClaim": out.dra.claims,
+        "ResourceClaimTemplate": out.dra.templates,
+    }
     for obj in raw:
-        lists[obj["kind"]].append(PARSERS[obj["kind"]](obj))
+        kind = obj["kind"]
+        (lists[kind] if kind in lists else dra[kind]).append(PARSERS[kind](obj))
     return out
 
 

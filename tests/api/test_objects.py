@@ -262,7 +262,59 @@ TOPOLOGY: JSON = {
     },
 }
 
+DEVICECLASS = {
+    "apiVersion": "resource.k8s.io/v1beta1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]},
+}
+RESOURCESLICE = {
+    "apiVersion": "resource.k8s.io/v1beta1",
+    "kind": "ResourceSlice",
+    "metadata": {"name": "node-1-gpu"},
+    "spec": {
+        "driver": "gpu.nvidia.com",
+        "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {
+                "name": "gpu-0",
+                "basic": {
+                    "attributes": {"productName": {"string": "H100"}, "index": {"int": 0}, "mig": {"bool": False}},
+                    "capacity": {"memory": {"value": "80Gi"}},
+                },
+            }
+        ],
+    },
+}
+RESOURCECLAIM = {
+    "apiVersion": "resource.k8s.io/v1beta1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "shared", "namespace": "team-a", "labels": {"kai.scheduler/queue": "team-a"}},
+    "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.nvidia.com", "count": 2}]}},
+    "status": {
+        "allocation": {
+            "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "p", "device": "d"}]}
+        },
+        "reservedFor": [{"resource": "pods", "name": "pod-a", "uid": "u1"}],
+    },
+}
+RESOURCECLAIMTEMPLATE = {
+    "apiVersion": "resource.k8s.io/v1beta1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "one-gpu", "namespace": "team-a"},
+    "spec": {
+        "spec": {
+            "devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}]}
+        }
+    },
+}
+
 EXAMPLES = {
+    "DeviceClass": DEVICECLASS,
+    "ResourceSlice": RESOURCESLICE,
+    "ResourceClaim": RESOURCECLAIM,
+    "ResourceClaimTemplate": RESOURCECLAIMTEMPLATE,
     "Node": NODE,
     "Pod": POD,
     "PodGroup": PODGROUP,

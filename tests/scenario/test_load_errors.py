@@ -40,20 +40,21 @@ REJECTS = [
     pytest.param(
         job("{gpu: 1}"),
         "bad.yaml:10: job j tasks[0].gpu: unknown field (did you mean gpus?); known fields: annotations, "
-        "cpu, gpuDevices, gpuGroups, gpuMemory, gpus, labels, memory, mig, name, node, nodeAffinity, "
+        "claims, cpu, draGpus, gpuDevices, gpuGroups, gpuMemory, gpus, labels, memory, mig, name, node, nodeAffinity, "
         "nodeSelector, podAffinity, podAntiAffinity, status, subGroup, taskPriority, terminatesAfter, tolerations",
         id="an unknown task field suggests the close one and lists the known",
     ),
     pytest.param(
         "nodez: []\nnodes: []\n",
         "bad.yaml:1: scenario top-level nodez: unknown field (did you mean nodes?); known fields: config, "
-        "cycles, expect, jobs, name, nodes, now, priorityClasses, queues, topologies",
+        "cycles, deviceClasses, devicePools, expect, jobs, name, nodes, now, priorityClasses, queues, "
+        "resourceClaims, topologies",
         id="an unknown top-level field",
     ),
     pytest.param(
         "nodes:\n- {name: n, gpu: 1}\n",
-        "bad.yaml:2: node n gpu: unknown field (did you mean gpus?); known fields: count, cpu, gpuMemory, "
-        "gpus, labels, memory, mig, migStrategy, name, pods, ready, taints, unschedulable",
+        "bad.yaml:2: node n gpu: unknown field (did you mean gpus?); known fields: count, cpu, draDevices, "
+        "draGpus, gpuMemory, gpus, labels, memory, mig, migStrategy, name, pods, ready, taints, unschedulable",
         id="an unknown node field",
     ),
     pytest.param(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kai_scheduler import cli
-from kai_scheduler.scenario import build, cluster, expect, jobs, tasks
+from kai_scheduler.scenario import build, cluster, dra, expect, jobs, tasks
 from kai_scheduler.sim import generators, sources
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scenario-reference.md"
@@ -33,6 +33,11 @@ TABLES = {
     ("tasks and template", None): tasks.TASK_FIELDS,
     ("expect", None): expect.EXPECT_FIELDS,
     ("generators", None): generators.GENERATOR_FIELDS,
+    ("DRA devices and claims", "DeviceClasses"): dra.DEVICE_CLASS_FIELDS,
+    ("DRA devices and claims", "A node's `draDevices`"): dra.DEVICE_FIELDS,
+    ("DRA devices and claims", "Network-attached pools"): dra.POOL_FIELDS,
+    ("DRA devices and claims", "Shared claims"): dra.CLAIM_FIELDS,
+    ("DRA devices and claims", "A task's `claims`"): dra.TASK_CLAIM_FIELDS,
 }
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kai_scheduler.api.clock import ManualClock
-from kai_scheduler.store.cache import ObjectCache
+from kai_scheduler.store.cache import OPTIONAL_RETRY, ObjectCache
+from kai_scheduler.store.interface import JSON, NotFound
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
 
@@ -58,3 +61,33 @@ def test_a_few_changes_to_a_large_view_are_put_in_place() -> None:
 
 def store_names(store: MemoryStore) -> list[str]:
     return [n["metadata"]["name"] for n in store.list("nodes")[0]]
+
+
+class _NoDra(MemoryStore):
+    """A cluster that does not serve resource.k8s.io/v1beta1 (off by default in Kubernetes 1.32)."""
+
+    served = False
+    lists = 0
+
+    def list(self, resource: str, namespace: str | None = None, selector: Any = None) -> tuple[list[JSON], str]:
+        if resource.startswith("resourceclaim") or resource in ("deviceclasses", "resourceslices"):
+            self.lists += 1
+            if not self.served:
+                raise NotFound(f"the server could not find the requested resource ({resource})")
+        return super().list(resource, namespace, selector)
+
+
+def test_dra_kinds_the_cluster_does_not_serve_read_as_empty_and_are_asked_again_later() -> None:
+    store = _NoDra(ManualClock(b.NOW))
+    store.add_many([b.node("n1"), b.device_class()])
+    cache = ObjectCache(store)
+    cache.sync()
+    assert names(cache) == ["n1"] and cache.objects("deviceclasses") == []
+    asked = store.lists
+    for _ in range(OPTIONAL_RETRY - 1):
+        cache.sync()
+    assert store.lists == asked  # not asked on every sync
+    store.served = True
+    cache.sync()
+    cache.sync()
+    assert [c.name for c in cache.objects("deviceclasses")] == ["gpu.nvidia.com"]

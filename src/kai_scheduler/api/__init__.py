@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.api.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
@@ -23,6 +24,10 @@ KINDS: dict[str, type[Any]] = {
     "BindRequest": BindRequest,
     "Topology": Topology,
     "PriorityClass": PriorityClass,
+    "DeviceClass": DeviceClass,
+    "ResourceSlice": ResourceSlice,
+    "ResourceClaim": ResourceClaim,
+    "ResourceClaimTemplate": ResourceClaimTemplate,
 }
 
 # Parsers by Kind: Kubernetes JSON → typed object (raises ObjectError).
@@ -32,11 +37,15 @@ __all__ = [
     "KINDS",
     "PARSERS",
     "BindRequest",
+    "DeviceClass",
     "Node",
     "ObjectError",
     "Pod",
     "PodGroup",
     "PriorityClass",
     "Queue",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
     "Topology",
 ]

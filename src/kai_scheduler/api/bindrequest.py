@@ -5,11 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, dra
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta, OwnerReference
 
 RESOURCE_TYPES = ("Regular", "Fraction", "MigInstance")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimAllocation:
+    """`spec.resourceClaimAllocations[]`: the devices chosen for one of the pod's claims (by its pod claim name)."""
+
+    name: str
+    allocation: dra.Allocation
+
+    def to_dict(self) -> JSON:
+        return {"name": self.name, "allocation": self.allocation.to_dict()}
+
+
 PHASES = ("", "Pending", "Succeeded", "Failed")
 
 
@@ -26,6 +39,7 @@ class BindRequest:
     phase: str = ""
     reason: str = ""
     failed_attempts: int = 0
+    resource_claim_allocations: tuple[ClaimAllocation, ...] = ()
 
     @property
     def is_failed(self) -> bool:
@@ -58,6 +72,7 @@ class BindRequest:
             phase=phase,
             reason=r.str("status.reason"),
             failed_attempts=r.int("status.failedAttempts", 0) or 0,
+            resource_claim_allocations=_claim_allocations(r),
         )
 
     def to_dict(self) -> JSON:
@@ -71,6 +86,8 @@ class BindRequest:
             spec["selectedGPUGroups"] = list(self.selected_gpu_groups)
         if self.backoff_limit is not None:
             spec["backoffLimit"] = self.backoff_limit
+        if self.resource_claim_allocations:
+            spec["resourceClaimAllocations"] = [c.to_dict() for c in self.resource_claim_allocations]
         out: JSON = {
             "apiVersion": constants.BINDREQUEST_API_VERSION,
             "kind": "BindRequest",
@@ -82,8 +99,25 @@ class BindRequest:
         return out
 
 
+def _claim_allocations(r: Reader) -> tuple[ClaimAllocation, ...]:
+    out = []
+    for i, raw in enumerate(r.list("spec.resourceClaimAllocations")):
+        path = f"spec.resourceClaimAllocations[{i}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+            raise r.error(path, f"expected {{name, allocation}}, got {raw!r}")
+        out.append(ClaimAllocation(raw["name"], dra.Allocation.read(r, f"{path}.allocation", raw.get("allocation"))))
+    return tuple(out)
+
+
 def for_pod(
-    pod_meta: ObjectMeta, node: str, *, gpu_count: int, portion: float, groups: tuple[str, ...], resource_type: str
+    pod_meta: ObjectMeta,
+    node: str,
+    *,
+    gpu_count: int,
+    portion: float,
+    groups: tuple[str, ...],
+    resource_type: str,
+    claims: tuple[ClaimAllocation, ...] = (),
 ) -> BindRequest:
     """A BindRequest named as the pod, owned by it, labelled with the selected node (§1.3)."""
     owner = OwnerReference("v1", "Pod", pod_meta.name, pod_meta.uid, controller=False)
@@ -101,4 +135,5 @@ def for_pod(
         received_gpu_count=gpu_count,
         received_gpu_portion=portion,
         selected_gpu_groups=groups,
+        resource_claim_allocations=claims,
     )

@@ -45,6 +45,11 @@ RESOURCES: dict[str, Resource] = {
         Resource("bindrequests", constants.BINDREQUEST_API_VERSION, "BindRequest", True),
         Resource("topologies", constants.TOPOLOGY_API_VERSION, "Topology", False),
         Resource("leases", "coordination.k8s.io/v1", "Lease", True),
+        # Dynamic Resource Allocation (Kubernetes 1.32).
+        Resource("deviceclasses", "resource.k8s.io/v1beta1", "DeviceClass", False),
+        Resource("resourceslices", "resource.k8s.io/v1beta1", "ResourceSlice", False),
+        Resource("resourceclaims", "resource.k8s.io/v1beta1", "ResourceClaim", True),
+        Resource("resourceclaimtemplates", "resource.k8s.io/v1beta1", "ResourceClaimTemplate", True),
         Resource("secrets", "v1", "Secret", True),
         Resource(
             "validatingwebhookconfigurations",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai_scheduler.api import constants, mig, quantity, selectors
+from kai_scheduler.api import constants, dra, mig, quantity, selectors
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.resources import NO_GPU, GpuRequest, gpu_request, plain_pod_requests, pod_requests
@@ -29,6 +29,8 @@ class Pod:
     tolerations: tuple[selectors.Toleration, ...] = ()
     scheduling_gated: bool = False
     nominated_node_name: str = ""
+    resource_claims: tuple[dra.PodClaim, ...] = ()  # spec.resourceClaims
+    claim_statuses: dict[str, str] = field(default_factory=dict)  # pod claim → ResourceClaim made from its template
 
     @property
     def name(self) -> str:
@@ -72,6 +74,8 @@ class Pod:
             tolerations=_tolerations(r),
             scheduling_gated=bool(r.list("spec.schedulingGates")),
             nominated_node_name=r.str("status.nominatedNodeName"),
+            resource_claims=dra.pod_claims(r),
+            claim_statuses=dra.pod_claim_statuses(r),
         )
 
     def to_dict(self) -> JSON:
@@ -99,9 +103,15 @@ class Pod:
             spec["tolerations"] = [selectors.toleration_dict(t) for t in self.tolerations]
         if self.scheduling_gated:
             spec["schedulingGates"] = [{"name": "gated"}]
+        if self.resource_claims:
+            spec["resourceClaims"] = dra.pod_claims_dict(self.resource_claims)
         status: JSON = {"phase": self.phase}
         if self.nominated_node_name:
             status["nominatedNodeName"] = self.nominated_node_name
+        if self.claim_statuses:
+            status["resourceClaimStatuses"] = [
+                {"name": n, "resourceClaimName": c} for n, c in sorted(self.claim_statuses.items())
+            ]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": self.meta.to_dict(), "spec": spec, "status": status}
 
     def _affinity_dict(self) -> JSON:
@@ -154,6 +164,8 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
         tolerations=_tolerations(r) if spec.get("tolerations") is not None else (),
         scheduling_gated=bool(r.list("spec.schedulingGates")) if spec.get("schedulingGates") is not None else False,
         nominated_node_name=nominated or "",
+        resource_claims=dra.pod_claims(r) if spec.get("resourceClaims") is not None else (),
+        claim_statuses=dra.pod_claim_statuses(r) if status.get("resourceClaimStatuses") is not None else {},
     )
 
 

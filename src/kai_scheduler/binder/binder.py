@@ -2,6 +2,7 @@
 
 BindRequests are watched (LIST once, then WATCH). For each that is neither Succeeded nor being deleted: skip
 it until it changes if the pod is gone or already bound;
+write the DRA claims' allocation and reservation (`claims`, taken back if the binding fails);
 reserve each GPU group of a shared-GPU pod (`reservation`: create or reuse its reservation pod; reservation pods
 of groups with no pods left are collected on every sync) and fill its shared-GPU ConfigMaps
 (`shared_gpu_configmaps`), bind through the `pods/binding` subresource, label a
@@ -22,7 +23,7 @@ from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
-from kai_scheduler.binder import reservation, shared_gpu_configmaps
+from kai_scheduler.binder import claims, reservation, shared_gpu_configmaps
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 
@@ -123,21 +124,29 @@ class Binder:
         """Bind; the pod is read only when its GPUs are shared (the reservation copies its tolerations): for the
         others the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less."""
         ns = br.meta.namespace
+        reserved: list[claims.Reserved] = []
         try:
-            if br.selected_gpu_groups:
+            if br.selected_gpu_groups or br.resource_claim_allocations:
                 pod = self.store.get("pods", br.pod_name, ns)
                 if pod.get("spec", {}).get("nodeName"):
                     raise Conflict(f"pod {key} is already bound")
-                indices = self.reservations.reserve(br, pod)
-                shared_gpu_configmaps.write(self.store, pod, br, indices)
-                self._label_gpu_groups(ns, br)
-            elif br.received_resource_type == "MigInstance":
-                annotations = {constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: br.received_resource_type}
-                instances = br.meta.annotations.get(mig.ANNOTATION_INSTANCES)
-                if instances:
-                    annotations[mig.ANNOTATION_INSTANCES] = instances
-                self.store.patch("pods", br.pod_name, ns, {"metadata": {"annotations": annotations}})
-            self.store.bind(ns, br.pod_name, br.selected_node)
+                if br.resource_claim_allocations:  # DRA before GPU sharing, as KAI's PreBind order
+                    reserved = claims.reserve(self.store, br, pod)
+                if br.selected_gpu_groups:
+                    indices = self.reservations.reserve(br, pod)
+                    shared_gpu_configmaps.write(self.store, pod, br, indices)
+                    self._label_gpu_groups(ns, br)
+            try:
+                if br.received_resource_type == "MigInstance":
+                    annotations = {constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: br.received_resource_type}
+                    instances = br.meta.annotations.get(mig.ANNOTATION_INSTANCES)
+                    if instances:
+                        annotations[mig.ANNOTATION_INSTANCES] = instances
+                    self.store.patch("pods", br.pod_name, ns, {"metadata": {"annotations": annotations}})
+                self.store.bind(ns, br.pod_name, br.selected_node)
+            except StoreError:
+                claims.release(self.store, reserved)
+                raise
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)

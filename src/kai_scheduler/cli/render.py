@@ -77,6 +77,8 @@ def as_tables(outcome: Outcome, out: Console) -> None:
         )
     if any(t.mig for t in outcome.tasks):
         _titled(out, "MIG instances (profile/index on the node)", _mig_instances(outcome, names))
+    if outcome.claims:
+        _titled(out, "DRA claims (the devices each claim got)", _claims(outcome, names))
     if outcome.unplaced:
         _lines(out, _unplaced(outcome, names, out.width))
     for problem in outcome.problems:
@@ -181,6 +183,16 @@ def _wrapped(text: str, indent: int, width: int) -> list[Text]:
         text, max(width, indent + 20), initial_indent=pad, subsequent_indent=pad, break_on_hyphens=False
     )
     return [Text(line.replace(_GLUE, " ")) for line in lines]
+
+
+def _claims(outcome: Outcome, names: Names) -> Table:
+    table = Table()
+    for column in ("task", "claim", "devices"):
+        table.add_column(column, overflow="fold")
+    for task, claims in outcome.claims.items():
+        for claim, devices in claims.items():
+            table.add_row(names(task), claim, devices)
+    return table
 
 
 def _shared_gpus(outcome: Outcome, names: Names) -> Table:

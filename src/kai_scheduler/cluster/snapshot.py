@@ -13,6 +13,7 @@ pool's nodes and their fresh ledgers) serve both.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.api.queue import Queue
 from kai_scheduler.api.topology import Topology
+from kai_scheduler.cluster.dra import DraMemo, DraObjects, DraState, with_device_counts
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.node_memo import NodeMemo
@@ -66,6 +68,7 @@ class ClusterObjects:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     topologies: list[Topology] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # objects that failed to parse
+    dra: DraObjects = field(default_factory=DraObjects)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,21 @@ class Snapshot:
     moved_jobs: set[str] = field(default_factory=set)
     # Per queue, what its jobs held and waited for at the build (a kept model's; None: the reader sums them).
     queue_charges: dict[str, QueueCharge] | None = None
+    dra_objects: DraObjects = field(default_factory=DraObjects)
+    dra_memo: DraMemo = field(default_factory=DraMemo)
+    _dra: DraState | None = None
+
+    def dra_state(self) -> DraState:
+        """The DRA devices and claims of this cycle, built on first use (a session changes them)."""
+        if self._dra is None:
+            self._dra = DraState.build(
+                self.dra_objects,
+                self.dra_memo,
+                [n.node for n in self.nodes],
+                self.tasks.values(),
+                self.bind_requests,
+            )
+        return self._dra
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1); MIG instances add
@@ -206,16 +224,23 @@ class Memo:
 
     nodes: _NodesRecord | None = None
     model: Model | None = None
+    dra: DraMemo = field(default_factory=DraMemo)
 
 
 def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = None) -> Snapshot:
     """Build the cycle's snapshot; every problem with an object is collected, never raised. With a `memo`
     from earlier builds, the records of what did not change are kept (`kept`); the result is the same as
     without."""
+    dra_memo = memo.dra if memo is not None else DraMemo()
+    nodes, pods = with_device_counts(objects.nodes, objects.pods, objects.dra, dra_memo)
+    if nodes is not objects.nodes or pods is not objects.pods:
+        objects = dataclasses.replace(objects, nodes=nodes, pods=pods)
     if memo is not None:
         from kai_scheduler.cluster import kept  # kept builds on this module's steps
 
-        return kept.build(objects, params, memo)
+        snap = kept.build(objects, params, memo)
+        snap.dra_objects, snap.dra_memo = objects.dra, dra_memo
+        return snap
     memo = Memo()
     problems = list(objects.problems)
     problems += [Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
@@ -251,6 +276,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     pods_by_group = _add_pods(snap, objects.pods, problems)
     _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes))
     _report_bad_pods(snap, objects.problems)
+    snap.dra_objects, snap.dra_memo = objects.dra, dra_memo
     return snap
 
 

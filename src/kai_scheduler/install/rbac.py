@@ -44,7 +44,12 @@ _NOT_OWNERS = {
     "secrets",
     "validatingwebhookconfigurations",
     "mutatingwebhookconfigurations",
+    "deviceclasses",
+    "resourceslices",
+    "resourceclaims",
+    "resourceclaimtemplates",
 }
+RESOURCE = "resource.k8s.io"
 
 
 def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
@@ -67,6 +72,7 @@ def owner_rules() -> list[Rule]:
 EVENTS = rule([""], ["events"], ["create"])  # scheduler/commit.py: created once each, never patched
 # The scheduler's --dashboard-address shows its recent decisions from its own events.
 SCHEDULER_EVENTS = rule([""], ["events"], ["create", *READ])
+DRA_READ = rule([RESOURCE], ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"], READ)
 
 CLUSTER_RULES: dict[str, list[Rule]] = {
     # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
@@ -82,6 +88,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
         rule([KAI], ["topologies"], READ),
         SCHEDULER_EVENTS,
+        DRA_READ,
     ],
     # binder/binder.py and binder/reservation.py (reservation pods are created/deleted in their own namespace).
     "binder": [
@@ -90,6 +97,8 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["bindrequests"], READ),
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
         rule([""], ["configmaps"], ["create", "patch"]),  # binder/shared_gpu_configmaps.py
+        rule([RESOURCE], ["resourceclaims"], READ),  # binder/claims.py: allocation and reservedFor
+        rule([RESOURCE], ["resourceclaims/status"], ["update", "patch"]),
     ],
     # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched.
     "podgrouper": [

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 
 from kai_scheduler.framework.session import Plugin
 from kai_scheduler.plugins import (
+    dynamicresources,
     elastic,
     gpupack,
     gpusharingorder,
@@ -49,6 +50,7 @@ BUILDERS: Mapping[str, Builder] = {
     "gpufrag": gpufrag.GpuFrag.from_args,
     "topology": topology.Topology.from_args,
     "minruntime": minruntime.MinRuntime.from_args,
+    "dynamicresources": dynamicresources.DynamicResources.from_args,
 }
 
 # Plugins KAI ships that this scheduler does not implement: accepted in a configuration and ignored, so a KAI
@@ -56,7 +58,6 @@ BUILDERS: Mapping[str, Builder] = {
 KAI_PLUGINS = frozenset(
     {
         "podaffinity",
-        "dynamicresources",
         "snapshot",
         "sg-nodelocalgreedy",
         "sg-multinodegang",

@@ -12,7 +12,7 @@ from pathlib import PurePath
 from typing import Any
 
 from kai_scheduler.api import fields
-from kai_scheduler.scenario import cluster, expect, jobs, meta
+from kai_scheduler.scenario import cluster, dra, expect, jobs, meta
 from kai_scheduler.scenario.entry import Entry, Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario
 from kai_scheduler.scenario.source import line_map
@@ -28,6 +28,9 @@ TOP_FIELDS = (
     "queues",
     "jobs",
     "expect",
+    "deviceClasses",
+    "devicePools",
+    "resourceClaims",
 )
 SCENARIO_MARKERS = ("nodes", "queues", "jobs")
 
@@ -47,6 +50,9 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     topologies = cluster.topologies(top, facts)
     nodes = cluster.nodes(top, facts, now)
     queues = cluster.queues(top, facts, now)
+    pools = dra.device_pools(top)
+    classes_dra = dra.device_classes(top, facts.dra, dra.any_devices(top))
+    claims = dra.shared_claims(top)
     built = jobs.build(top, facts, now)
     objects = [
         *classes,
@@ -57,6 +63,11 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
         *built.podgroups,
         *built.pods,
         *built.bindrequests,
+        *classes_dra,
+        *facts.dra_objects,
+        *pools,
+        *claims,
+        *built.dra,
     ]
     for item in objects:
         if item.obj["kind"] != "Node":  # nodes were parsed when built, for their GPU memory

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, priorityclass
-from kai_scheduler.scenario import meta, mig
+from kai_scheduler.scenario import dra, meta, mig
 from kai_scheduler.scenario.entry import Entry
 from kai_scheduler.scenario.model import JSON
 
@@ -27,6 +27,8 @@ NODE_FIELDS = (
     "taints",
     "unschedulable",
     "ready",
+    "draGpus",
+    "draDevices",
 )
 QUEUE_FIELDS = (
     "name",
@@ -60,6 +62,8 @@ class Cluster:
     class_values: dict[str, int] = field(default_factory=dict)  # in declaration order
     topology_levels: dict[str, frozenset[str]] = field(default_factory=dict)  # labels and aliases
     synthesized: list[meta.Built] = field(default_factory=list)
+    dra: dra.DraFacts = field(default_factory=dra.DraFacts)
+    dra_objects: list[meta.Built] = field(default_factory=list)  # ResourceSlices of the nodes, claims' objects
 
     def class_for(self, value: int, where: str) -> str:
         """The first class with this value; else a new `priority-<value>` class, added to `synthesized`."""
@@ -143,6 +147,9 @@ def nodes(top: Entry, cluster: Cluster, now: float) -> list[meta.Built]:
             built = meta.Built(_node(e, name, labels, resources, now), e.where.at(e.data))
             cluster.node_gpu_memory[name] = meta.parse(built).gpu_memory_mib
             out.append(built)
+            published = dra.node_devices(e, name, cluster.node_gpu_memory[name], cluster.dra)
+            if published is not None:
+                cluster.dra_objects.append(meta.Built(published, built.where))
     return out
 
 

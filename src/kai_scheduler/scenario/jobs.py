@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.fields import format_time
-from kai_scheduler.scenario import meta
+from kai_scheduler.scenario import dra, meta
 from kai_scheduler.scenario.cluster import Cluster
 from kai_scheduler.scenario.entry import Entry
 from kai_scheduler.scenario.model import JSON, JobMeta
@@ -57,6 +57,7 @@ class Jobs:
     podgroups: list[meta.Built] = field(default_factory=list)
     pods: list[meta.Built] = field(default_factory=list)
     bindrequests: list[meta.Built] = field(default_factory=list)
+    dra: list[meta.Built] = field(default_factory=list)  # the tasks' ResourceClaimTemplates and placed claims
     metas: list[JobMeta] = field(default_factory=list)
 
 
@@ -81,19 +82,31 @@ def build(top: Entry, cluster: Cluster, now: float) -> Jobs:
             pod_names = [_pod_name(t, name, count is not None) for t in tasks]
             out.podgroups.append(meta.Built(_podgroup(e, job, spec, len(tasks), now), e.where.at(e.data)))
             for task, pod_name in zip(tasks, pod_names, strict=True):
-                _add_pod(out, task, job, pod_name, pod_keys, now)
+                _add_pod(out, task, job, pod_name, pod_keys, now, cluster.dra)
             owner_kind = job.owner["kind"] if job.owner else ""
             out.metas.append(JobMeta(name, namespace, job.queue, *timing, owner_kind, tuple(pod_names)))
     return out
 
 
-def _add_pod(out: Jobs, task: TaskSpec, job: JobFacts, pod_name: str, pod_keys: dict[str, str], now: float) -> None:
+def _add_pod(
+    out: Jobs,
+    task: TaskSpec,
+    job: JobFacts,
+    pod_name: str,
+    pod_keys: dict[str, str],
+    now: float,
+    devices: dra.DraFacts,
+) -> None:
     key = f"{job.namespace}/{pod_name}"
     if key in pod_keys:
         raise task.entry.error("name", f"duplicate pod {key} (also in job {pod_keys[key]})")
     pod_keys[key] = job.name
     pod, request = render(task, job, pod_name, now)
     where = task.entry.where.at(task.entry.data)
+    if task.claims:
+        node = pod["spec"].get("nodeName", "") if pod["status"]["phase"] in ("Pending", "Running") else ""
+        made = dra.pod_objects(pod, task.claims, node, devices, task.entry)
+        out.dra.extend(meta.Built(obj, where) for obj in made)
     out.pods.append(meta.Built(pod, where))
     if request is not None:
         out.bindrequests.append(meta.Built(request, where))

@@ -24,7 +24,7 @@ from kai_scheduler.api import bindrequest, constants, duration, quantity
 from kai_scheduler.api import mig as mig_api
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.api.meta import ObjectMeta
-from kai_scheduler.scenario import meta, mig
+from kai_scheduler.scenario import dra, meta, mig
 from kai_scheduler.scenario.entry import Entry
 from kai_scheduler.scenario.model import JSON, TASK_STATUSES
 
@@ -49,6 +49,8 @@ TASK_FIELDS = (
     "podAffinity",
     "podAntiAffinity",
     "terminatesAfter",
+    "claims",
+    "draGpus",
 )
 TEMPLATE_FIELDS = tuple(f for f in TASK_FIELDS if f != "name")
 
@@ -106,6 +108,7 @@ class TaskSpec:
     tolerations: list[JSON]
     terminates_after: str = ""  # Go duration or "never"; "" = done before the next cycle
     mig: tuple[tuple[str, int], ...] = ()  # MIG instances requested, per profile
+    claims: tuple[dra.ClaimSpec, ...] = ()  # DRA claims (scenario/dra.py)
 
     @property
     def is_fraction(self) -> bool:
@@ -156,6 +159,7 @@ def read_task(e: Entry, name: str, index: int, sub_groups: frozenset[str], nodes
         affinity=_affinity(e),
         tolerations=e.mappings("tolerations"),
         terminates_after=_terminates_after(e),
+        claims=dra.task_claims(e),
     )
 
 

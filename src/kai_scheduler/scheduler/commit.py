@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from kai_scheduler.api import bindrequest, constants, mig
+from kai_scheduler.api.bindrequest import ClaimAllocation
 from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.podgroup import SchedulingCondition
 from kai_scheduler.cluster.job_info import JobInfo
@@ -93,11 +94,13 @@ class Committer:
         pending: Sequence[JobInfo] | None = None,
         stale: Sequence[JobInfo] | None = None,
         started: Sequence[str] = (),
+        claims: Callable[[PodInfo, str], tuple[ClaimAllocation, ...]] | None = None,
     ) -> None:
         """Write what the session committed. `pending`: the jobs that may have pending tasks, `stale`: those
         whose stale timestamp may change, in `jobs` order (the snapshot knows them; None = every job);
         `started`: the uids of the jobs it started (their PodGroups get `last-start-timestamp`, written with
-        the BindRequests)."""
+        the BindRequests); `claims`: the DRA devices chosen for a task on a node (its BindRequest's
+        `resourceClaimAllocations`)."""
         evicted_jobs: set[str] = set()
         evicted = {op.task.uid for op in operations if op.op is Op.EVICT}
         binds: list[Callable[[], None]] = []
@@ -115,7 +118,8 @@ class Committer:
                         f"pod will run on node {op.after.node} once resources there are released",
                     )
             elif op.op is Op.ALLOCATE:
-                binds.append(functools.partial(self._bind, op))
+                made = claims(op.task, op.after.node) if claims is not None and op.task.pod.resource_claims else ()
+                binds.append(functools.partial(self._bind, op, made))
         self.each(_call, binds)
         for uid in started:
             if uid in jobs:
@@ -173,7 +177,7 @@ class Committer:
         if why is not None:
             self._event(_pod_ref(task), "Normal", "Evict", why.message)
 
-    def _bind(self, op: Operation) -> None:
+    def _bind(self, op: Operation, claims: tuple[ClaimAllocation, ...] = ()) -> None:
         task = op.task
         shared = task.gpu.is_shared
         portion = task.gpu.fraction or task.memory_portion
@@ -184,6 +188,7 @@ class Committer:
             portion=portion if shared else 0.0,
             groups=op.after.gpu_groups,
             resource_type="Fraction" if shared else "MigInstance" if task.gpu.is_mig else "Regular",
+            claims=claims,
         )
         if self.node_pool:
             br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool

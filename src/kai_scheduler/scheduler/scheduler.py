@@ -19,6 +19,7 @@ from kai_scheduler.actions.registry import ACTIONS
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.cluster.dra import DraObjects
 from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
 from kai_scheduler.framework import config as configs
 from kai_scheduler.framework.points import Reject
@@ -113,6 +114,12 @@ class Scheduler:
             bind_requests=self.cache.objects("bindrequests"),
             priority_classes=self.cache.objects("priorityclasses"),
             topologies=self.cache.objects("topologies"),
+            dra=DraObjects(
+                classes=self.cache.objects("deviceclasses"),
+                slices=self.cache.objects("resourceslices"),
+                claims=self.cache.objects("resourceclaims"),
+                templates=self.cache.objects("resourceclaimtemplates"),
+            ),
             problems=[
                 snapshots.Problem(
                     b.kind,
@@ -230,6 +237,7 @@ class Scheduler:
             ssn.committed,
             snap.jobs,
             now,
+            claims=snap.dra_state().allocations if snap.dra_objects.claims else None,
             pending=snap.waiting,
             stale=snap.stale_candidates(),
             started=sorted(ssn.started_jobs),

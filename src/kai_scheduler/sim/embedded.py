@@ -1,5 +1,5 @@
-"""The embedded cluster: the real podgrouper, scheduler, binder, status controllers, kubelet and workload
-controller over an in-memory store.
+"""The embedded cluster: the real podgrouper, scheduler, binder, status controllers, kubelet, workload
+controller and resourceclaim controller (DRA claims from templates) over an in-memory store.
 
 `kai schedule` runs cycles on it at one instant: the podgrouper and the status controllers settle the loaded
 objects first, and between cycles the podgrouper, the status controllers, the binder and the kubelet act in
@@ -20,6 +20,7 @@ from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
+from kai_scheduler.controllers.resourceclaims import ResourceClaimController
 from kai_scheduler.framework.config import Flags, SchedulerConfig
 from kai_scheduler.framework.statement import Op
 from kai_scheduler.podgrouper.context import Config as GrouperConfig
@@ -55,12 +56,14 @@ class EmbeddedCluster:
         self.podgrouper = PodGrouper(self.store, grouper_config(config.flags))
         self.podgroup_status = PodGroupStatusController(self.store)
         self.queue_status = QueueStatusController(self.store)
+        self.resource_claims = ResourceClaimController(self.store)
         self.results: list[CycleResult] = []
         self.settle()
 
     def settle(self) -> None:
         """What the cluster's own controllers do with new objects: group pods, then write statuses."""
         self.podgrouper.reconcile()
+        self.resource_claims.reconcile()
         self.podgroup_status.reconcile()
         self.queue_status.reconcile()
 

@@ -87,6 +87,7 @@ class Outcome:
     nodes: dict[str, dict[str, float]]
     problems: list[str] = field(default_factory=list)
     gpus: list[GpuRow] = field(default_factory=list)  # shared GPUs, by node then device
+    claims: dict[str, dict[str, str]] = field(default_factory=dict)  # task key → DRA claim → its devices
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +103,7 @@ class Outcome:
                     "node": t.node,
                     **({"moved": t.moved} if t.moved else {}),
                     **({"mig": list(t.mig)} if t.mig else {}),
+                    **({"claims": self.claims[t.key]} if t.key in self.claims else {}),
                 }
                 for t in self.tasks
             },
@@ -184,7 +186,23 @@ def build(
         for n in after.nodes
     }
     problems = [f"{p.kind} {p.key}: {p.message}" for p in after.problems]
-    return Outcome(scenario, tasks, queues, unplaced, moves, cycles, nodes, problems, _shared_gpus(after))
+    outcome = Outcome(scenario, tasks, queues, unplaced, moves, cycles, nodes, problems, _shared_gpus(after))
+    outcome.claims = _claims(after)
+    return outcome
+
+
+def _claims(after: Snapshot) -> dict[str, dict[str, str]]:
+    """Per task with DRA claims holding devices: claim → "pool/device, …" (what each claim got)."""
+    if not after.dra_objects.claims:
+        return {}
+    state = after.dra_state()
+    out = {}
+    for task in sorted(after.tasks.values(), key=lambda t: t.key):
+        if task.pod.resource_claims and task.is_on_node:
+            got = dict(state.devices_of(task))
+            if got:
+                out[task.key] = got
+    return out
 
 
 @dataclass(slots=True)

@@ -40,6 +40,7 @@ from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
+from kai_scheduler.controllers.resourceclaims import ResourceClaimController
 from kai_scheduler.fakenodes import lifecycle
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.podgrouper.grouper import PodGrouper
@@ -100,6 +101,7 @@ class Replay:
         self.binder = Binder(self.store, self.engine.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.engine.clock)
         self.podgrouper = PodGrouper(self.store, embedded.grouper_config(config.flags))
+        self.resource_claims = ResourceClaimController(self.store)
         self.podgroup_status = PodGroupStatusController(self.store)
         self.queue_status = QueueStatusController(self.store)
         self.workload = workload.Workload(self.store, jobs)
@@ -241,6 +243,7 @@ class Replay:
         self._next_cycle = None
         self._last_cycle = self.engine.now
         self.podgrouper.reconcile()
+        self.resource_claims.reconcile()
         self.podgroup_status.reconcile()
         self.queue_status.reconcile()
         result = self.scheduler.run_once()

@@ -15,12 +15,26 @@ from typing import Any, Generic, TypeVar
 
 from kai_scheduler.api import PARSERS, ObjectError
 from kai_scheduler.store import collector
-from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, Gone
+from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, Gone, NotFound
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEDULER_RESOURCES = ("nodes", "pods", "podgroups", "queues", "bindrequests", "priorityclasses", "topologies")
+DRA_RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+SCHEDULER_RESOURCES = (
+    "nodes",
+    "pods",
+    "podgroups",
+    "queues",
+    "bindrequests",
+    "priorityclasses",
+    "topologies",
+    *DRA_RESOURCES,
+)
+# Kinds a cluster may not serve (resource.k8s.io/v1beta1 is off by default in Kubernetes 1.32): a list answered
+# NotFound reads as empty, and is asked again every OPTIONAL_RETRY syncs.
+OPTIONAL_RESOURCES = frozenset(DRA_RESOURCES)
+OPTIONAL_RETRY = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +58,7 @@ class _Informer(Generic[T]):
     ordered_keys: list[str] = field(default_factory=list)  # their keys
     changed: set[str] = field(default_factory=set)  # keys changed since `ordered` was made
     gone: set[str] = field(default_factory=set)  # keys deleted since the last relist (see `seen`)
+    unserved: int = 0  # an optional kind the server does not serve: syncs until it is asked again
 
 
 class ObjectCache:
@@ -58,6 +73,9 @@ class ObjectCache:
     def sync(self) -> None:
         """Bring every informer up to date with the store (relist where the watch is too old)."""
         for informer in self._informers.values():
+            if informer.unserved:
+                informer.unserved -= 1
+                continue
             if not informer.listed:
                 self._relist(informer)
                 continue
@@ -82,7 +100,14 @@ class ObjectCache:
             self._relist_all(informer)
 
     def _relist_all(self, informer: _Informer[Any]) -> None:
-        items, version = self.store.list(informer.resource)
+        try:
+            items, version = self.store.list(informer.resource)
+        except NotFound:
+            if informer.resource not in OPTIONAL_RESOURCES:
+                raise
+            log.info("resource not served by the cluster; taken as empty", extra={"resource": informer.resource})
+            informer.unserved = OPTIONAL_RETRY
+            return
         old = informer.items
         informer.items, informer.bad = {}, {}
         for obj in items:

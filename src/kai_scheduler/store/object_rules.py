@@ -13,7 +13,7 @@ import orjson
 from kai_scheduler.store.interface import JSON, Conflict, Invalid, Resource
 
 DEFAULT_POD_GRACE_SECONDS: Final = 30
-STATUS_SUBRESOURCE: Final = frozenset({"nodes", "pods", "podgroups", "queues", "bindrequests"})
+STATUS_SUBRESOURCE: Final = frozenset({"nodes", "pods", "podgroups", "queues", "bindrequests", "resourceclaims"})
 TERMINAL_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 # Kept from the stored object by update and patch: the server owns them.
 SYSTEM_METADATA: Final = (

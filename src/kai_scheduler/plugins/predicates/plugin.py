@@ -24,7 +24,7 @@ import numpy as np
 from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.selectors import NodeSelectorTerm, PodAffinityTerm, Taint, Toleration
-from kai_scheduler.cluster import tolerance
+from kai_scheduler.cluster import dra, tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
@@ -285,6 +285,8 @@ class Predicates(PluginBase):
             else:
                 short = left & (free[:, column] < need[column])
                 reason = REASON_TOO_MANY_PODS if column == PODS else f"insufficient {names[column]}"
+                if column == GPU and task.pod.resource_claims:  # its GPUs come through DRA claims: name them
+                    reason += f" for resource claim {dra.claim_names(task.pod)}"
             count = int(short.sum())
             if count:
                 parts.append((reason, count))
