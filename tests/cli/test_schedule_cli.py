@@ -315,3 +315,26 @@ def test_the_same_file_gives_the_same_output(capsys: pytest.CaptureFixture[str],
         for cycle in data["cycles"]:
             cycle.pop("seconds")
     assert first == second
+
+
+def test_the_first_cycle_reuses_the_model_of_the_first_snapshot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report keeps what it needs of the first snapshot, not the snapshot: the cycle's snapshot is then
+    the kept model updated, not a second model built from nothing (a second copy of every job and task).
+    Two builds from nothing in all: the first snapshot, and the final view (the cycle's result holds the
+    cycle's snapshot, so the view cannot take its model over)."""
+    from kai_scheduler.cluster import kept
+
+    fresh = [0]
+    build = kept._fresh
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        fresh[0] += 1
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(kept, "_fresh", counted)
+    code, out, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "-o", "json")
+    assert code == 0, err
+    assert {t["status"] for t in json.loads(out)["tasks"].values()} == {"Binding"}
+    assert fresh[0] == 2

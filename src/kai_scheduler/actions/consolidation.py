@@ -67,12 +67,17 @@ def may_consolidate(ssn: Session, job: JobInfo) -> bool:
     tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return False
-    arrays = ssn.snapshot.arrays
-    free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
-    free += sum(gpu_sharing.shared_room(ssn).values())
+    free = ssn.derived("consolidation.free_gpus", lambda: _free_gpus(ssn))
     if free + tolerance.RESOURCE < sum(t.gpus_accepted for t in tasks):
         return False
     return preemptors.invariant_reject(ssn, job) is None
+
+
+def _free_gpus(ssn: Session) -> float:
+    """Idle and releasing GPUs of schedulable nodes, plus the unused portions of shared GPUs."""
+    arrays = ssn.snapshot.arrays
+    free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
+    return free + sum(gpu_sharing.shared_room(ssn).values())
 
 
 def search(job: JobInfo, pool: list[JobInfo], max_jobs: int | None) -> solver.VictimSearch | None:

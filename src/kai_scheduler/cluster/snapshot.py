@@ -107,6 +107,9 @@ class Snapshot:
     moved_jobs: set[str] = field(default_factory=set)
     # Per queue, what its jobs held and waited for at the build (a kept model's; None: the reader sums them).
     queue_charges: dict[str, QueueCharge] | None = None
+    # Bumped by every `move`: a value derived from the placements (free capacity, a job's elastic band) and
+    # stored with the version it was computed at is still true while the version is the same.
+    version: int = 0
 
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1)."""
@@ -129,6 +132,7 @@ class Snapshot:
             nodes[before.node].remove_task(task, before)
             self.touched.add(before.node)
         task.placement = after
+        self.version += 1
         self.moved_jobs.add(task.job_uid)
         if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
