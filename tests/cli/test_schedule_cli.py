@@ -368,3 +368,22 @@ def test_the_collector_is_paused_while_loading_and_building(
     assert code == 0, err
     assert seen == {"load": False, "build": False}
     assert gc.isenabled()
+
+
+def test_every_step_says_what_it_does_once_it_takes_long(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the notice threshold at 0, each step of a run is announced: writing 100,000 tasks takes seconds."""
+    from kai_scheduler.cli import phases
+
+    monkeypatch.setattr(phases, "NOTICE_AFTER", 0.0)
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "-o", "json")
+    assert code == 0, err
+    started = [line.removesuffix(" …") for line in err.splitlines() if line.endswith(" …")]
+    assert [s.split(" (")[0].split(" /")[0] for s in started] == [
+        "kai: loading",
+        "kai: building the cluster",
+        "kai: cycle 1 of 1",
+        "kai: preparing the report",
+        "kai: writing the result",
+    ]

@@ -51,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument(
         "--no-progress",
         action="store_true",
-        help="print nothing on standard error about loading and cycles that take over a second",
+        help="print nothing on standard error about the steps (loading, cycles, the report) that take over a second",
     )
     p.set_defaults(run=run)
 
@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         gc.unfreeze()
     output = args.output or ("none" if args.check else "table")
-    _print(result, output)
+    with phases.step("writing the result", enabled=progress):  # seconds for 100,000 tasks
+        _print(result, output)
     if args.check:
         assert loaded.expect is not None
         mismatches = check.check(result, loaded.expect)
