@@ -2,13 +2,15 @@
 
 `python bench/big_scenario.py [--jobs N] [--out FILE]` writes the scenario (default 111,110 one-task jobs
 over 1,000 8-GPU nodes and 10 queues, ~10 MB) and runs `kai schedule FILE -o json` in a child process under
-`/usr/bin/time -v`, printing a table: file size, wall time, peak RSS, and the progress lines `kai` wrote.
+`/usr/bin/time -v`, printing a table: file size, wall and CPU time, peak RSS, and the progress lines `kai`
+wrote (wall times are the box's: with other work running, the CPU time is the fairer figure).
 Use `--load-only` to measure just the loading (tracemalloc peak of the parse and of building the objects).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -71,8 +73,11 @@ def schedule(path: Path) -> None:
     )
     wall = time.perf_counter() - t0
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    cpu = sum(float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", done.stderr))
     print(f"| exit code | {done.returncode} |")
     print(f"| wall time | {wall:.1f} s |")
+    print(f"| CPU time (user + system) | {cpu:.1f} s |")
+    print(f"| load average at the end | {os.getloadavg()[0]:.1f} |")
     print(f"| peak RSS | {int(rss.group(1)) / 2**20:.2f} GiB |" if rss else "| peak RSS | ? |")
     for line in done.stderr.splitlines():
         if line.startswith("kai: "):

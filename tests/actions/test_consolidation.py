@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from kai_scheduler.actions import consolidation
+from kai_scheduler.actions.common import gpu_sharing
 from kai_scheduler.cli import render
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.framework.statement import Eviction, Op
@@ -100,3 +101,24 @@ def test_spread_placement_detected_from_the_nodeplacement_arguments() -> None:
     ssn = b.session(b.snapshot([b.node("n1")]), config=v.load_config_for({"tiers": tiers}))
     assert consolidation.uses_spread(ssn)
     assert not consolidation.uses_spread(b.session(b.snapshot([b.node("n1")])))
+
+
+def test_the_free_capacity_is_summed_once_for_many_jobs_that_cannot_fit(monkeypatch: Any) -> None:
+    """may_consolidate checks every pending job against the cluster's free GPUs; on a full cluster nothing
+    moves between the checks, so the per-node sums are made once, not once per job (they were the largest
+    part of a cycle over 100,000 pending jobs)."""
+    objects = [b.node("n1"), v.queue("team-a", gpu_quota=-1), *v.job("full", queue="team-a", gpus=8, node="n1")]
+    for i in range(50):
+        objects += v.job(f"wait-{i}", queue="team-a", gpus=1)
+    ssn = b.session(b.snapshot(objects))
+    sums = [0]
+    shared_room = gpu_sharing.shared_room
+
+    def counted(ssn: Any) -> dict[int, float]:
+        sums[0] += 1
+        return shared_room(ssn)
+
+    monkeypatch.setattr(gpu_sharing, "shared_room", counted)
+    waiting = [j for j in ssn.snapshot.jobs.values() if j.name.startswith("wait-")]
+    assert not any(consolidation.may_consolidate(ssn, job) for job in waiting)
+    assert sums[0] == 1

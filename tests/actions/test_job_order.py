@@ -206,3 +206,48 @@ def test_higher_job_priority_first_within_a_queue() -> None:
         )
     )
     assert _drain(JobOrderByQueues(ssn, _jobs(ssn))) == ["new", "old", "mid"]
+
+
+# --- cost: comparisons grow linearly with the jobs popped ----------------------------------------------------
+
+
+def _counted(ssn: Session) -> list[int]:
+    """Count the session's job comparisons from now on."""
+    calls = [0]
+    compare = ssn.compare_jobs
+
+    def counting(left: JobInfo, right: JobInfo) -> int:
+        calls[0] += 1
+        return compare(left, right)
+
+    ssn.compare_jobs = counting  # type: ignore[method-assign]
+    return calls
+
+
+@pytest.mark.parametrize("n", [500, 4000])
+def test_popping_every_job_of_a_leaf_costs_about_one_comparison_each(n: int) -> None:
+    """The leaf sorts once; popping then compares only against jobs put back (a heap of all of them compared
+    2·log n times per pop: some 20 at 4,000 jobs)."""
+    objects = [b.node("n"), b.queue("q")]
+    for i in range(n):
+        objects += [b.podgroup(f"j{i}", queue="q", created=i), b.pod(f"j{i}-0", group=f"j{i}", gpus=1)]
+    ssn = b.session(b.snapshot(objects))
+    order = JobOrderByQueues(ssn, _jobs(ssn))
+    calls = _counted(ssn)
+    popped = _drain(order)
+    assert popped == [f"j{i}" for i in range(n)]
+    assert calls[0] <= 2 * n
+
+
+def test_jobs_put_back_meet_the_sorted_ones_in_order() -> None:
+    """A job put back is popped between the sorted ones by the job order (here: older first)."""
+    objects = [b.node("n"), b.queue("q")]
+    for i in range(6):
+        objects += [b.podgroup(f"j{i}", queue="q", created=i), b.pod(f"j{i}-0", group=f"j{i}", gpus=1)]
+    ssn = b.session(b.snapshot(objects))
+    order = JobOrderByQueues(ssn, _jobs(ssn))
+    first, second = order.pop(), order.pop()
+    assert first is not None and second is not None
+    order.push(second)
+    order.push(first)
+    assert _drain(order) == ["j0", "j1", "j2", "j3", "j4", "j5"]

@@ -315,3 +315,75 @@ def test_the_same_file_gives_the_same_output(capsys: pytest.CaptureFixture[str],
         for cycle in data["cycles"]:
             cycle.pop("seconds")
     assert first == second
+
+
+def test_the_first_cycle_reuses_the_model_of_the_first_snapshot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report keeps what it needs of the first snapshot, not the snapshot: the cycle's snapshot is then
+    the kept model updated, not a second model built from nothing (a second copy of every job and task).
+    Two builds from nothing in all: the first snapshot, and the final view (the cycle's result holds the
+    cycle's snapshot, so the view cannot take its model over)."""
+    from kai_scheduler.cluster import kept
+
+    fresh = [0]
+    build = kept._fresh
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        fresh[0] += 1
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(kept, "_fresh", counted)
+    code, out, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "-o", "json")
+    assert code == 0, err
+    assert {t["status"] for t in json.loads(out)["tasks"].values()} == {"Binding"}
+    assert fresh[0] == 2
+
+
+def test_the_collector_is_paused_while_loading_and_building(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading and building make objects that live to the end and hold no cycles: full collections over them
+    were a fifth of a large run. The collector is back on afterwards."""
+    import gc
+
+    from kai_scheduler import scenario
+    from kai_scheduler.sim.embedded import EmbeddedCluster
+
+    seen: dict[str, bool] = {}
+    load, settle = scenario.load, EmbeddedCluster.settle
+
+    def loading(path: Any) -> Any:
+        seen["load"] = gc.isenabled()
+        return load(path)
+
+    def settling(self: EmbeddedCluster) -> None:
+        seen.setdefault("build", gc.isenabled())
+        settle(self)
+
+    monkeypatch.setattr(scenario, "load", loading)
+    monkeypatch.setattr(EmbeddedCluster, "settle", settling)
+    assert gc.isenabled()
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "-o", "json")
+    assert code == 0, err
+    assert seen == {"load": False, "build": False}
+    assert gc.isenabled()
+
+
+def test_every_step_says_what_it_does_once_it_takes_long(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the notice threshold at 0, each step of a run is announced: writing 100,000 tasks takes seconds."""
+    from kai_scheduler.cli import phases
+
+    monkeypatch.setattr(phases, "NOTICE_AFTER", 0.0)
+    code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "-o", "json")
+    assert code == 0, err
+    started = [line.removesuffix(" …") for line in err.splitlines() if line.endswith(" …")]
+    assert [s.split(" (")[0].split(" /")[0] for s in started] == [
+        "kai: loading",
+        "kai: building the cluster",
+        "kai: cycle 1 of 1",
+        "kai: preparing the report",
+        "kai: writing the result",
+    ]

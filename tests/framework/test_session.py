@@ -307,3 +307,23 @@ def test_a_summary_goes_in_front_of_the_reasons() -> None:
     assert [r.plugin for r in ssn.job_fit_errors[a.uid]] == ["summary", "task"]
     ssn.record_started(a)
     assert ssn.started_jobs == {a.uid}
+
+
+# --- values derived from the placements -------------------------------------------------------------------
+
+
+def test_a_derived_value_is_computed_once_until_a_task_moves() -> None:
+    ssn = b.session(b.snapshot([b.node("n1"), b.queue("q"), b.podgroup("a"), b.pod("a-0", group="a", gpus=1)]))
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert [ssn.derived("x", compute) for _ in range(5)] == [1] * 5
+    stmt = ssn.statement()
+    stmt.allocate(b.task(ssn, "a-0"), "n1", ())
+    assert ssn.derived("x", compute) == 2  # the placement changed: computed again
+    stmt.discard()
+    assert ssn.derived("x", compute) == 3  # and again after the rollback
+    assert ssn.derived("x", compute) == 3

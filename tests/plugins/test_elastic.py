@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.plugins.elastic import Elastic
 from kai_scheduler.plugins.priority import Priority
@@ -52,3 +53,26 @@ def test_placements_in_the_session_move_a_job_between_bands() -> None:
     below, at = snap.jobs["pg-below"], snap.jobs["pg-at"]
     ssn.statement().allocate(b.task(ssn, "below-1"), "n1")
     assert Elastic().job_order(below, at) == 0
+
+
+def test_a_band_is_counted_once_per_job_until_a_task_moves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ordering compares each job many times; its band is counted once, and again after a placement."""
+    from kai_scheduler.plugins import elastic
+
+    counted: list[str] = []
+    band = elastic._band
+
+    def counting(job: JobInfo) -> int:
+        counted.append(job.name)
+        return band(job)
+
+    monkeypatch.setattr(elastic, "_band", counting)
+    snap = _snapshot()
+    plugin = Elastic()
+    ssn = b.session(snap, plugin)
+    below, at = snap.jobs["pg-below"], snap.jobs["pg-at"]
+    assert [ssn.compare_jobs(below, at) for _ in range(10)] == [-1] * 10
+    assert sorted(counted) == ["at", "below"]
+    ssn.statement().allocate(b.task(ssn, "below-1"), "n1")
+    assert plugin.job_order(below, at) == 0  # both at their minimum now
+    assert sorted(counted) == ["at", "at", "below", "below"]

@@ -67,18 +67,24 @@ def may_consolidate(ssn: Session, job: JobInfo) -> bool:
     tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return False
-    arrays = ssn.snapshot.arrays
-    free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
-    free += sum(gpu_sharing.shared_room(ssn).values())
+    free = ssn.derived("consolidation.free_gpus", lambda: _free_gpus(ssn))
     if free + tolerance.RESOURCE < sum(t.gpus_accepted - t.gpu.mig_units for t in tasks):
         return False
     columns = list(ssn.snapshot.axis.mig_columns)
     mig_tasks = [t.request[columns] for t in tasks if t.gpu.mig]
     if mig_tasks:
+        arrays = ssn.snapshot.arrays
         mig_free = arrays.free[arrays.schedulable][:, columns].sum(axis=0)
         if (mig_free + tolerance.RESOURCE < np.sum(mig_tasks, axis=0)).any():
             return False
     return preemptors.invariant_reject(ssn, job) is None
+
+
+def _free_gpus(ssn: Session) -> float:
+    """Idle and releasing GPUs of schedulable nodes, plus the unused portions of shared GPUs."""
+    arrays = ssn.snapshot.arrays
+    free = float(np.where(arrays.schedulable, arrays.free[:, GPU], 0.0).sum())
+    return free + sum(gpu_sharing.shared_room(ssn).values())
 
 
 def search(job: JobInfo, pool: list[JobInfo], max_jobs: int | None) -> solver.VictimSearch | None:

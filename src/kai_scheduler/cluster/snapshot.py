@@ -117,6 +117,9 @@ class Snapshot:
     dra_objects: DraObjects = field(default_factory=DraObjects)
     dra_memo: DraMemo = field(default_factory=DraMemo)
     _dra: DraState | None = None
+    # Bumped by every `move`: a value derived from the placements (free capacity, a job's elastic band) and
+    # stored with the version it was computed at is still true while the version is the same.
+    version: int = 0
 
     def dra_state(self) -> DraState:
         """The DRA devices and claims of this cycle, built on first use (a session changes them)."""
@@ -170,6 +173,7 @@ class Snapshot:
             nodes[before.node].remove_task(task, before)
             self.touched.add(before.node)
         task.placement = after
+        self.version += 1
         self.moved_jobs.add(task.job_uid)
         if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)

@@ -58,7 +58,10 @@ class Combine(enum.Enum):
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)  # not slotted: typing sets __orig_class__ on ExtensionPoint[F](...) instances
+# Not slotted: typing sets __orig_class__ on ExtensionPoint[F](...) instances. Compared and hashed by identity
+# (each point is one module-level object): the session looks a point up for every call, and the generated
+# field hash (an Enum's among them) cost seconds per cycle on large clusters.
+@dataclass(frozen=True, eq=False)
 class ExtensionPoint(Generic[F]):
     name: str
     combine: Combine

@@ -24,6 +24,7 @@ from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Operation, Statement
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 _REASON_NO_ROOM = "insufficient resources"
 
 
@@ -96,6 +97,7 @@ class Session:
         self.job_key = functools.cmp_to_key(self.compare_jobs)
         self._all_nodes = np.ones(len(snapshot.nodes), dtype=bool)
         self._tasks_to_allocate: dict[str, list[PodInfo]] = {}
+        self._derived: dict[str, tuple[int, Any]] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
@@ -119,6 +121,7 @@ class Session:
         self.plugins.clear()
         self._task_rank.clear()
         self._tasks_to_allocate.clear()
+        self._derived.clear()
         self.member_key = self.job_key = _RELEASED_KEY
 
     def add(self, point: points.ExtensionPoint[F], fn: F) -> None:
@@ -292,6 +295,19 @@ class Session:
         if tasks is None:
             tasks = self._tasks_to_allocate[job.uid] = job.tasks_to_allocate(self.task_key, self.member_key)
         return list(tasks)
+
+    def derived(self, name: str, compute: Callable[[], T]) -> T:
+        """`compute()`, a value derived from the placements only, remembered under `name` until a task moves
+        (the snapshot's version changes). An action that checks every pending job against the cluster's
+        free capacity computes it once per change instead of once per job. Callers must not change it."""
+        version = self.snapshot.version
+        hit = self._derived.get(name)
+        if hit is not None and hit[0] == version:
+            value: T = hit[1]
+            return value
+        value = compute()
+        self._derived[name] = (version, value)
+        return value
 
     def fire_allocate(self, task: PodInfo) -> None:
         self._tasks_to_allocate.pop(task.job_uid, None)

@@ -8,6 +8,7 @@ that already holds extras. Counts are active-allocated pods, so placements made 
 from __future__ import annotations
 
 from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.base import PluginBase
@@ -18,13 +19,34 @@ BELOW_MIN, AT_MIN, ABOVE_MIN = 0, 1, 2
 class Elastic(PluginBase):
     name = "elastic"
 
+    def __init__(self) -> None:
+        self._snapshot: Snapshot | None = None
+        self._bands: dict[str, int] = {}
+        self._version = -1
+
     def on_session_open(self, ssn: Session) -> None:
+        self._snapshot, self._bands, self._version = ssn.snapshot, {}, -1
         ssn.add(points.JOB_ORDER, self.job_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._snapshot, self._bands = None, {}  # a held snapshot would keep its model from being reused
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Negative when `left` is further from satisfied; 0 when both are in the same band."""
-        left_band, right_band = _band(left), _band(right)
+        left_band, right_band = self._band(left), self._band(right)
         return (left_band > right_band) - (left_band < right_band)
+
+    def _band(self, job: JobInfo) -> int:
+        """The job's band, remembered until a task moves: ordering a heap of 100,000 pending jobs compares
+        each several times, and counting its allocated tasks each time was a third of the ordering."""
+        version = self._snapshot.version if self._snapshot is not None else -1
+        if self._version != version or version < 0:
+            self._bands.clear()
+            self._version = version
+        band = self._bands.get(job.uid)
+        if band is None:
+            band = self._bands[job.uid] = _band(job)
+        return band
 
 
 def _band(job: JobInfo) -> int:

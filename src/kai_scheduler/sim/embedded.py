@@ -30,6 +30,7 @@ from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim.kubelet import Controller, Kubelet
 from kai_scheduler.store.interface import JSON
 from kai_scheduler.store.memory import MemoryStore
+from kai_scheduler.store.shared import SharedReads
 
 
 def grouper_config(flags: Flags) -> GrouperConfig:
@@ -49,13 +50,16 @@ class EmbeddedCluster:
         self.store = MemoryStore(self.clock)
         self.store.add_many(list(objects))
         self.config = config
-        self.scheduler = Scheduler(self.store, config, self.clock, usage_source(config, self.clock, offline=True))
-        self.binder = Binder(self.store, self.clock, ReservationConfig(assign_indices=True))
+        # The components read the store's own objects, not copies of them: none changes what it reads (the
+        # test suite checks it), and each copy was one more JSON tree per object per component.
+        reads = SharedReads(self.store)
+        self.scheduler = Scheduler(reads, config, self.clock, usage_source(config, self.clock, offline=True))
+        self.binder = Binder(reads, self.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.clock, instant=instant_termination)
         self.controller = Controller(self.store)
-        self.podgrouper = PodGrouper(self.store, grouper_config(config.flags))
-        self.podgroup_status = PodGroupStatusController(self.store)
-        self.queue_status = QueueStatusController(self.store)
+        self.podgrouper = PodGrouper(reads, grouper_config(config.flags))
+        self.podgroup_status = PodGroupStatusController(reads)
+        self.queue_status = QueueStatusController(reads)
         self.resource_claims = ResourceClaimController(self.store)
         self.results: list[CycleResult] = []
         self.settle()

@@ -38,7 +38,7 @@ class Kubelet:
 
     def step(self) -> KubeletStep:
         out = KubeletStep()
-        pods, _ = self.store.list("pods")
+        pods, _ = self.store.list("pods", shared=True)  # read only
         now = self.clock.now()
         for pod in pods:
             meta = pod["metadata"]
@@ -81,11 +81,13 @@ class Controller:
     def _remember(self) -> None:
         """Templates of every pod; a workload is deleted when its PodGroup is being deleted (a scenario's
         `deleted: true`), not merely because all its pods are terminating (evicted pods come back)."""
-        pods, _ = self.store.list("pods")
+        # Read only: a template is new dicts down to spec and metadata, sharing the rest with the store's pod,
+        # and is copied whole before each create.
+        pods, _ = self.store.list("pods", shared=True)
         for pod in pods:
             key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
             self.templates[key] = pending_copy(pod)
-        groups, _ = self.store.list("podgroups")
+        groups, _ = self.store.list("podgroups", shared=True)
         for group in groups:
             meta = group["metadata"]
             if meta.get("deletionTimestamp"):

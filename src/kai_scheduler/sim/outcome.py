@@ -158,14 +158,43 @@ def _queue_units(vec: Vector) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Initial:
+    """What the report needs of the cluster before the first cycle: per task key, its name, namespace, job
+    name, queue and status label. Kept instead of the first snapshot, whose model the cycle can then reuse
+    (a live snapshot forces the next one to be built from nothing, a second copy of every job and task)."""
+
+    tasks: dict[str, tuple[str, str, str, str, str]]
+
+
+def initial(snap: Snapshot) -> Initial:
+    rows = {}
+    for task in snap.tasks.values():
+        job = snap.jobs.get(task.job_uid)
+        rows[task.key] = (
+            task.name,
+            task.namespace,
+            job.name if job else "",
+            job.queue if job else "",
+            task.status.label,
+        )
+    return Initial(rows)
+
+
 def build(
-    scenario: str, before: Snapshot, after: Snapshot, results: list[CycleResult], *, explain: bool = False
+    scenario: str,
+    before: Snapshot | Initial,
+    after: Snapshot,
+    results: list[CycleResult],
+    *,
+    explain: bool = False,
 ) -> Outcome:
-    """Assemble the report from the first snapshot, the final view and every cycle's result.
+    """Assemble the report from the first snapshot (or what `initial` kept of it), the final view and every
+    cycle's result.
 
     `explain`: each reason a job was not placed names the plugin (or action) that rejected it."""
     last = results[-1] if results else None
-    tasks = _tasks(before, after)
+    tasks = _tasks(before if isinstance(before, Initial) else initial(before), after)
     if last is not None:
         moved = {op.task.key: f"moved {op.before.node} → {op.after.node}" for op in last.operations if op.moved}
         for row in tasks:
@@ -261,8 +290,7 @@ def _gpus_json(rows: list[GpuRow]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _tasks(before: Snapshot, after: Snapshot) -> list[TaskRow]:
-    initial = {t.key: t.status.label for t in before.tasks.values()}
+def _tasks(before: Initial, after: Snapshot) -> list[TaskRow]:
     rows = []
     for task in sorted(after.tasks.values(), key=lambda t: (t.namespace, t.name)):
         job = after.jobs.get(task.job_uid)
@@ -274,27 +302,16 @@ def _tasks(before: Snapshot, after: Snapshot) -> list[TaskRow]:
                 task.namespace,
                 job.name if job else "",
                 job.queue if job else "",
-                initial.get(task.key, "-"),
+                before.tasks[task.key][4] if task.key in before.tasks else "-",
                 task.status.label,
                 task.node,
                 mig=tuple(f"{profile}/{index}" for profile, index in held),
             )
         )
     seen = {t.key for t in after.tasks.values()}
-    for task in before.tasks.values():  # deleted since (e.g. evicted and not recreated)
-        if task.key not in seen:
-            job = before.jobs.get(task.job_uid)
-            rows.append(
-                TaskRow(
-                    task.name,
-                    task.namespace,
-                    job.name if job else "",
-                    job.queue if job else "",
-                    task.status.label,
-                    "Deleted",
-                    "",
-                )
-            )
+    for key, (name, namespace, job_name, queue, status) in before.tasks.items():
+        if key not in seen:  # deleted since (e.g. evicted and not recreated)
+            rows.append(TaskRow(name, namespace, job_name, queue, status, "Deleted", ""))
     return rows
 
 

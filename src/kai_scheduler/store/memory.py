@@ -27,15 +27,24 @@ does wherever a component could tell the difference:
 
 Waiting in `watch` is real time (threads wait on a condition); everything recorded in objects comes from the
 injected clock.
+
+Shared reads: `get`, `list` and `watch` with `shared=True` hand out the stored objects themselves, no copy, for
+readers that never change what they read (`store.shared.SharedReads` gives an embedded component such a store).
+A reader that did change one would change the store under everyone. The checking mode
+(`KAI_CHECK_SHARED_READS=1`, on in the test suite) keeps a fingerprint of every stored object and compares it
+when the object is replaced or removed and on `changed_by_readers()`: a difference names the object.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
+
+import orjson
 
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import format_time
@@ -59,6 +68,9 @@ from kai_scheduler.store.label_index import Key, LabelIndex, labels_of, parse_se
 from kai_scheduler.store.merge_patch import merge_patch, strategic_merge_patch
 
 DEFAULT_HISTORY_SIZE: Final = 10_000
+CHECK_SHARED_READS_ENV: Final = "KAI_CHECK_SHARED_READS"
+# Stores made in the checking mode, held for a test harness to verify (and then forget) after each test.
+CHECKED_STORES: list[MemoryStore] = []
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
@@ -72,6 +84,7 @@ class _Event:
 
 
 _Events = list[_Event]  # spelt once here: inside MemoryStore, `list` is the method
+_Names = list[str]
 
 
 class MemoryStore:
@@ -91,17 +104,27 @@ class MemoryStore:
         self._labels: dict[str, LabelIndex] = {plural: LabelIndex() for plural in RESOURCES}
         self._generated = 0  # names made from metadata.generateName so far
         self._now_text: tuple[float, str] = (float("nan"), "")  # the clock's last reading, formatted
+        self._checking = os.environ.get(CHECK_SHARED_READS_ENV) == "1"
+        self._prints: dict[int, bytes] = {}  # checking mode: id of each stored object → its JSON when stored
+        self._changed: list[str] = []  # checking mode: stored objects found changed when replaced or removed
+        if self._checking:
+            CHECKED_STORES.append(self)
 
     # --- reads ---
 
-    def get(self, resource: str, name: str, namespace: str = "") -> JSON:
+    def get(self, resource: str, name: str, namespace: str = "", *, shared: bool = False) -> JSON:
+        """The object; `shared=True`: the stored one itself, which the caller must not change."""
         res = resource_named(resource)
         with self._cond:
             stored = self._stored(res.plural, _key(res, name, namespace))
-        return rules.copy_out(stored)
+        return stored if shared else rules.copy_out(stored)
 
-    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
-        """Matching objects sorted by (namespace, name); namespace None or "" means all namespaces."""
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Selector = None, *, shared: bool = False
+    ) -> tuple[list[JSON], str]:
+        """Matching objects sorted by (namespace, name); namespace None or "" means all namespaces.
+
+        `shared=True`: the stored objects themselves, which the caller must not change."""
         res = resource_named(resource)
         match = parse_selector(selector)
         scope = namespace if res.namespaced else None
@@ -113,20 +136,36 @@ class MemoryStore:
                 if (not scope or key[0] == scope) and (match is None or match.matches(labels_of(obj)))
             ]
         found.sort(key=_by_key)
-        return rules.copy_out([obj for _, obj in found]), rv
+        objects = [obj for _, obj in found]
+        return (objects if shared else rules.copy_out(objects)), rv
 
-    def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
+    def watch(
+        self, resource: str, resource_version: str, timeout: float = 0.0, *, shared: bool = False
+    ) -> Iterator[WatchEvent]:
         """Events of `resource` after `resource_version`, oldest first; one batch, then the iterator ends.
 
         "" means from now (only later events); "0" means from the beginning, which is what `list` returns
         on a store that never changed. With nothing to report, waits up to `timeout` real seconds for the
         first event. Raises Gone (now, not on iteration) when the history no longer reaches back that far,
-        and Invalid for a version this store never issued."""
+        and Invalid for a version this store never issued. `shared=True`: the events carry the stored objects
+        themselves, which the caller must not change."""
         res = resource_named(resource)
         with self._cond:
             since = self._parse_version(resource_version)
             self._events_after(res.plural, since)  # fail fast on Gone
-        return self._stream(res.plural, since, timeout)
+        return self._stream(res.plural, since, timeout, shared)
+
+    def changed_by_readers(self) -> _Names:
+        """Checking mode: every stored object a reader changed (found when it was replaced or removed, or now);
+        empty when none was, or when the mode is off."""
+        with self._cond:
+            changed = list(self._changed)
+            for objects in self._objects.values():
+                for obj in objects.values():
+                    printed = self._prints.get(id(obj))
+                    if printed is not None and orjson.dumps(obj) != printed:
+                        changed.append(_describe(obj))
+        return changed
 
     # --- writes ---
 
@@ -360,6 +399,8 @@ class MemoryStore:
             meta["uid"] = rules.uuid5(f"{obj['kind']}/{key[0]}/{key[1]}/{self._rv}")
         stored = {**obj, "metadata": meta}
         old = self._objects[plural].get(key)
+        if self._checking:
+            self._fingerprint(old, stored if event_type != "DELETED" else None)
         if old is not None:
             self._labels[plural].update(key, old, adding=False)
         if event_type == "DELETED":
@@ -373,6 +414,15 @@ class MemoryStore:
             self._compacted_rv[plural] = history.popleft().rv
         self._cond.notify_all()
         return stored
+
+    def _fingerprint(self, old: JSON | None, new: JSON | None) -> None:
+        """Checking mode: compare the replaced object with its JSON when stored; remember the new one's."""
+        if old is not None:
+            printed = self._prints.pop(id(old), None)
+            if printed is not None and orjson.dumps(old) != printed:
+                self._changed.append(_describe(old))
+        if new is not None:
+            self._prints[id(new)] = orjson.dumps(new)
 
     def _parse_version(self, text: str) -> int:
         if text == "":
@@ -399,13 +449,15 @@ class MemoryStore:
         events.reverse()
         return events
 
-    def _stream(self, plural: str, since: int, timeout: float) -> Iterator[WatchEvent]:
+    def _stream(self, plural: str, since: int, timeout: float, shared: bool) -> Iterator[WatchEvent]:
         with self._cond:
             events = self._events_after(plural, since)
             if not events and timeout > 0:
                 self._cond.wait_for(lambda: bool(self._events_after(plural, since)), timeout)
                 events = self._events_after(plural, since)
-        objects = rules.copy_out([event.object for event in events])
+        objects = [event.object for event in events]
+        if not shared:
+            objects = rules.copy_out(objects)
         for event, obj in zip(events, objects, strict=True):
             yield WatchEvent(event.type, obj)
 
@@ -431,6 +483,15 @@ def _by_key(item: tuple[Key, JSON]) -> Key:
 
 def _show(key: Key) -> str:
     return f"{key[0]}/{key[1]}" if key[0] else key[1]
+
+
+def _describe(obj: JSON) -> str:
+    meta = obj.get("metadata") or {}
+    key = (meta.get("namespace", ""), meta.get("name", ""))
+    return (
+        f"{obj.get('kind')} {_show(key)} (resourceVersion {meta.get('resourceVersion')}) was changed by a reader "
+        "after the store handed it out shared"
+    )
 
 
 if TYPE_CHECKING:  # the checker rejects MemoryStore the day it drifts from the interface

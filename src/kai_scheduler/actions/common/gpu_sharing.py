@@ -81,7 +81,13 @@ def shared_room(ssn: Session) -> dict[int, float]:
     """Unused portions of the shared GPUs per schedulable node row, in GPUs (memory not held, or held by
     releasing sharers, over the node's GPU memory), for the nodes that have any; groups whose every sharer is
     releasing are left out (their whole device counts as releasing). KAI counts this room with the idle and
-    releasing GPUs when it narrows victim searches and checks consolidation's capacity (§3.7, §3.8)."""
+    releasing GPUs when it narrows victim searches and checks consolidation's capacity (§3.7, §3.8).
+
+    Computed once per change of the placements (`Session.derived`); the caller gets its own dict."""
+    return dict(ssn.derived("gpu_sharing.shared_room", lambda: _shared_room(ssn)))
+
+
+def _shared_room(ssn: Session) -> dict[int, float]:
     room: dict[int, float] = {}
     schedulable = ssn.snapshot.arrays.schedulable
     for node in ssn.snapshot.nodes:
