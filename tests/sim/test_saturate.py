@@ -189,3 +189,18 @@ def test_the_example_configurations_load_with_allocate_only(policy: str) -> None
     config = config_file.load(config_file.read(str(path)))
     assert config.actions == ("allocate",)
     assert policy in [p.name for p in config.plugins()]
+
+
+def test_each_cycle_updates_the_kept_snapshot_rather_than_rebuilding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run lets go of each cycle's snapshot, so the next cycle changes the kept model in place: one build
+    from nothing in a whole run, not one per arrival."""
+    from kai_scheduler.cluster import kept
+
+    fresh = []
+    real = kept._fresh
+    monkeypatch.setattr(kept, "_fresh", lambda *a, **k: fresh.append(1) or real(*a, **k))
+    run = _experiment(tmp_path, 3, per_cycle=1)
+    assert run.cycles > 5
+    assert len(fresh) == 1

@@ -191,6 +191,7 @@ class Saturation:
         total = float(state.matrix(first).sum())
         out = SaturationRun(self.name, self.label, total)
         out.points.append(self._point(first, total, 0.0, 0, 0))
+        del first
         asked, failed = 0.0, 0
         for start in range(0, len(self.jobs), self.per_cycle):
             batch = self.jobs[start : start + self.per_cycle]
@@ -199,6 +200,7 @@ class Saturation:
             asked += sum(self._asked[start : start + len(batch)])
             out.cycles += 1
             out.points.append(self._point(result.snapshot, total, asked, start + len(batch), failed))
+            del result  # a snapshot nobody holds is updated in place by the next cycle, not rebuilt
             self.clock.advance(PERIOD)
             if progress is not None:
                 progress(out.points[-1].arrived)
