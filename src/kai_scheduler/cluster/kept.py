@@ -114,6 +114,7 @@ class Model:
     waiting: set[str] = field(default_factory=set)
     stale_watch: set[str] = field(default_factory=set)
     live_brs: dict[str, BindRequest] = field(default_factory=dict)
+    stale_brs: list[BindRequest] = field(default_factory=list)  # failed, or naming a node that is not there
     touched: set[str] = field(default_factory=set)  # nodes the last session moved tasks on
     last: weakref.ref[s.Snapshot] | None = None
     # Per build: what the changes reached.
@@ -152,7 +153,6 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     problems += queue_problems
     problems += [model.pod_problems[k] for k in sorted(model.pod_problems)]
     problems += [model.group_problems[k] for k in sorted(model.group_problems)]
-    _, stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     waiting = [model.jobs[uid] for uid in sorted(model.waiting, key=lambda uid: _key_of(model, uid))]
     snap = s.Snapshot(
         now=params.now,
@@ -167,7 +167,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         priority_classes=dict(model.priorities),
         topologies={t.meta.name: t for t in objects.topologies},
         bind_requests=dict(model.live_brs),
-        stale_bind_requests=stale_brs,
+        stale_bind_requests=list(model.stale_brs),
         job_problems={},
         problems=problems,
         other_usage=model.other_usage.copy() if model.other_usage is not None else model.axis.zeros(),
@@ -229,7 +229,7 @@ def _fresh(
         min_gpu_memory=s._gpu_memory(arrays, min),
         max_gpu_memory=s._gpu_memory(arrays, max),
     )
-    model.live_brs, _ = s._bind_requests(objects.bind_requests, model.node_by_name)
+    model.live_brs, model.stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     model.bulk = True
     for pod in sorted(objects.pods, key=lambda p: (p.namespace, p.name)):
@@ -260,7 +260,7 @@ def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -
     if ResourceAxis(model.pooled.resources | {n for n, c in names.items() if c > 0}).names != model.axis.names:
         return False
     _put_back(model)
-    live, _ = s._bind_requests(objects.bind_requests, model.node_by_name)
+    live, model.stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     rebound = {k for k in model.live_brs.keys() | live.keys() if model.live_brs.get(k) is not live.get(k)}
     model.live_brs = live
     for e in gone:
