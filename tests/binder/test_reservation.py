@@ -138,16 +138,32 @@ def test_a_reservation_that_never_reports_its_index_fails_the_bind() -> None:
     ],
 )
 def test_bind_requests_hold_groups_until_they_succeed(phase: str, kept: bool) -> None:
-    clock = ManualClock(b.NOW)
-    store = MemoryStore(clock)
+    """The group's reservation pod exists and no pod holds the group: only a request still in flight keeps it."""
     request = _fraction_request("gone", "n1", ["g1"])
     if phase:
         request["status"] = {"phase": phase}
-    sync = reservation.Reservations(store, clock, reservation.ReservationConfig(assign_indices=True))
-    store.add_many([b.node("n1"), request])
-    sync.reserve(BindRequest.from_dict(_fraction_request("gone", "n1", ["g1"])), b.pod("gone"))
-    sync.collect()
+    store, _, binder = _cluster(request)
+    binder.reservations.reserve(BindRequest.from_dict(_fraction_request("gone", "n1", ["g1"])), b.pod("gone"))
+    binder.reconcile()
     assert (len(_reservations(store)) == 1) is kept
+
+
+def test_a_group_is_collected_once_its_last_pod_ends() -> None:
+    """The pods' watch, not a LIST: the group stays while one of its two pods runs, and goes with the last."""
+    store, _, binder = _cluster(
+        b.pod("a", fraction=0.5),
+        b.pod("b", fraction=0.5),
+        _fraction_request("a", "n1", ["g1"]),
+        _fraction_request("b", "n1", ["g1"]),
+    )
+    assert binder.reconcile().bound == ["ns/a", "ns/b"]
+    assert len(_reservations(store)) == 1
+    store.patch("pods", "a", b.NAMESPACE, {"status": {"phase": "Succeeded"}}, "status")
+    binder.reconcile()
+    assert len(_reservations(store)) == 1
+    store.delete("pods", "b", b.NAMESPACE, grace_period_seconds=0)
+    binder.reconcile()
+    assert _reservations(store) == []
 
 
 def test_the_shared_gpu_configmaps_the_webhook_named_are_filled_before_the_bind() -> None:
@@ -166,3 +182,21 @@ def test_a_pod_the_webhook_did_not_mutate_is_bound_without_configmaps() -> None:
     store, _, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]))
     assert binder.reconcile().bound == ["ns/p"]
     assert store.list("configmaps")[0] == []
+
+
+def test_a_collection_reads_the_pods_watch_not_a_list() -> None:
+    """A sync lists pods and BindRequests once, then follows their watches: its cost follows what changed,
+    not how many shared-GPU pods there are."""
+    store, _, binder = _cluster(b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"]))
+    binder.reconcile()
+    listed: list[str] = []
+    real_list = store.list
+
+    def counting_list(resource: str, *args: object, **kwargs: object) -> tuple[list[JSON], str]:
+        listed.append(resource)
+        return real_list(resource, *args, **kwargs)  # type: ignore[arg-type]
+
+    store.list = counting_list  # type: ignore[method-assign]
+    for _ in range(3):
+        binder.reconcile()
+    assert listed == []

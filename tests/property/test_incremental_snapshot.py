@@ -303,3 +303,27 @@ def test_replays_decide_the_same_with_and_without_the_memo(text: str) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(snapshots, "build", lambda objects, params, memo=None: build(objects, params))
         assert _decisions(text) == kept
+
+
+@pytest.mark.parametrize(
+    "arrivals",
+    [
+        pytest.param(["p1", "p3", "p5"], id="named in order: appended to tasks and jobs in place"),
+        pytest.param(["p5", "p1", "p3"], id="named out of order: put in their place"),
+    ],
+)
+def test_arrivals_keep_tasks_and_jobs_in_key_order(arrivals: list[str]) -> None:
+    """A kept model changes `tasks` and `jobs` in place when the new keys come last, and reorders them when
+    they do not; either way they are in the order a build from nothing gives (the check in `_checked_builds`)."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.queue("q", gpu_quota=8), b.node("n0", gpus=4), b.podgroup("p0"), b.pod("p0", group="p0")])
+    scheduler = Scheduler(store, load_config(None), clock)
+    with _checked_builds() as builds:
+        scheduler.snapshot()
+        for name in arrivals:
+            store.create(b.podgroup(name, queue="q", min_member=1))
+            store.create(b.pod(name, group=name, gpus=1))
+            keys = [job.key for job in scheduler.snapshot().jobs.values()]
+            assert keys == sorted(keys)
+    assert builds == [1 + len(arrivals), len(arrivals)]

@@ -44,6 +44,7 @@ def test_a_few_changes_to_a_large_view_are_put_in_place() -> None:
     cache = ObjectCache(store, ["nodes"])
     cache.sync()
     names(cache)
+    view = cache._informers["nodes"].ordered
     for step in range(12):
         if step % 3 == 0:
             store.create(b.node(f"n{2 * step + 1:02d}"))  # a new key between two others
@@ -57,6 +58,7 @@ def test_a_few_changes_to_a_large_view_are_put_in_place() -> None:
         objects = cache.objects("nodes")
         assert [n.name for n in objects] == sorted(store_names(store))
         assert all(n is cache._informers["nodes"].items[n.name][1] for n in objects)
+        assert cache._informers["nodes"].ordered is view, "a few changes sorted the whole view again"
 
 
 def store_names(store: MemoryStore) -> list[str]:

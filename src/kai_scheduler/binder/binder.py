@@ -78,9 +78,9 @@ class Binder:
     def reconcile(self) -> BindOutcome:
         """Process every open BindRequest once, in name order; the store is watched, not listed each time."""
         outcome = BindOutcome()
-        self._collect()
         for key, raw in self._requests.poll():
             self._track(key, raw)
+        self._collect()
         due = []
         for br in [self._open[key] for key in sorted(self._open)]:
             pod_key = f"{br.meta.namespace}/{br.pod_name}"
@@ -118,7 +118,7 @@ class Binder:
         now = self.clock.now()
         if self._collected_at is None or now - self._collected_at >= self.collect_every:
             self._collected_at = now
-            self.reservations.collect()
+            self.reservations.collect(g for br in self._open.values() for g in br.selected_gpu_groups)
 
     def _bind(self, br: BindRequest, key: str, outcome: BindOutcome) -> None:
         """Bind; the pod is read only when its GPUs are shared (the reservation copies its tolerations): for the

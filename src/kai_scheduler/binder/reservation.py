@@ -12,21 +12,25 @@ its BindRequest's `selectedGPUGroups` needs a reservation pod in namespace `kai-
   timeout (40 s). On the embedded cluster there is no device plugin: with `assign_indices` the binder hands out
   the lowest index no other reservation pod on the node holds, as the plugin would on an empty node.
 
-`collect()` deletes reservation pods whose group has no pods left (no live pod labelled with the group) and no
-in-flight BindRequest selecting it; the binder runs it on every sync.
+`collect(in_flight)` deletes reservation pods whose group has no pods left (no live pod labelled with the group)
+and no in-flight BindRequest selecting it (the binder knows those from its own watch); the binder runs it on every
+sync. Which groups pods hold comes from a watch of pods (`GroupUse`), as KAI's binder reads its pod informer, so a
+collection costs what changed since the last one, not a LIST of every shared-GPU pod and BindRequest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import parse_time
+from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -65,6 +69,7 @@ class Reservations:
         self.store = store
         self.clock = clock
         self.config = config or ReservationConfig()
+        self.use = GroupUse(store, self.config.namespace)
 
     def reserve(self, br: BindRequest, pod: JSON) -> dict[str, str]:
         """GPU index per selected group, creating or reusing each group's reservation pod on the node.
@@ -79,26 +84,26 @@ class Reservations:
             indices[group] = self._index(reservation)
         return indices
 
-    def collect(self) -> list[str]:
-        """Delete the reservation pods of groups with no pods and no in-flight BindRequests; their names."""
-        reservations, _ = self.store.list(
-            "pods", self.config.namespace, f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}"
-        )
-        if not reservations:
-            return []
-        wanted = self._groups_in_use()
+    def collect(self, in_flight: Iterable[str] = ()) -> list[str]:
+        """Delete the reservation pods of groups no live pod holds and no in-flight BindRequest (`in_flight`: the
+        groups such requests select) needs; their names."""
+        self.use.refresh()
+        keep = set(in_flight)
         deleted = []
-        for pod in reservations:
-            meta = pod["metadata"]
-            group = meta.get("labels", {}).get(constants.LABEL_GPU_GROUP, "")
-            if group in wanted or meta.get("deletionTimestamp"):
+        for group in sorted(self.use.unheld):
+            if self.use.held.get(group, 0) > 0:
+                self.use.unheld.discard(group)
                 continue
-            try:
-                self.store.delete("pods", meta["name"], self.config.namespace, grace_period_seconds=0)
-            except NotFound:
-                continue
-            deleted.append(meta["name"])
-            log.info("reservation pod collected", extra={"pod": meta["name"], "group": group})
+            if group in keep:
+                continue  # looked at again once the request is done
+            self.use.unheld.discard(group)
+            for name in sorted(self.use.reservations.pop(group, ())):
+                try:
+                    self.store.delete("pods", name, self.config.namespace, grace_period_seconds=0)
+                except NotFound:
+                    continue
+                deleted.append(name)
+                log.info("reservation pod collected", extra={"pod": name, "group": group})
         return deleted
 
     def pod_name(self, node: str, group: str) -> str:
@@ -176,23 +181,71 @@ class Reservations:
         self.store.patch("pods", name, self.config.namespace, patch)
         return index
 
-    def _groups_in_use(self) -> set[str]:
-        """Groups that live pods are labelled with, or that an in-flight BindRequest selects."""
-        pods, _ = self.store.list("pods", None, constants.LABEL_GPU_GROUP)  # every bound fractional pod
-        groups = set(_pod_groups(p for p in pods if p["metadata"].get("namespace") != self.config.namespace))
-        requests, _ = self.store.list("bindrequests")
-        for raw in requests:
-            status = raw.get("status") or {}
-            if status.get("phase") == "Succeeded" or raw.get("metadata", {}).get("deletionTimestamp"):
-                continue
-            groups.update(str(g) for g in (raw.get("spec") or {}).get("selectedGPUGroups") or [])
-        return groups
+
+@dataclass
+class GroupUse:
+    """Which GPU groups live pods hold, and the live reservation pods of each group, kept from a watch of pods.
+
+    `unheld`: groups that may have lost their last pod, or gained a reservation pod, since `collect` last
+    looked at them; only these are looked at again."""
+
+    store: ClusterStore
+    namespace: str
+    held: Counter[str] = field(default_factory=Counter)  # group → live pods labelled with it
+    reservations: dict[str, set[str]] = field(default_factory=dict)  # group → its live reservation pods' names
+    unheld: set[str] = field(default_factory=set)
+    _pods: Changes = field(init=False)
+    _holds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pod key → the groups it holds
+    _reserves: dict[str, str] = field(default_factory=dict)  # reservation pod name → its group
+
+    def __post_init__(self) -> None:
+        self._pods = Changes(self.store, "pods")
+
+    def refresh(self) -> None:
+        for key, pod in self._pods.poll():
+            if pod is not None and pod["metadata"].get("namespace") == self.namespace:
+                self._reservation(pod)
+            elif pod is None and key.startswith(self.namespace + "/"):
+                self._drop_reservation(key.split("/", 1)[1])
+            else:
+                self._hold(key, () if pod is None else tuple(_pod_groups(pod)))
+
+    def _hold(self, key: str, groups: tuple[str, ...]) -> None:
+        before = self._holds.pop(key, ())
+        if groups:
+            self._holds[key] = groups
+        self.held.update(groups)
+        self.held.subtract(before)
+        for group in before:
+            if self.held[group] <= 0:
+                del self.held[group]
+                self.unheld.add(group)
+
+    def _reservation(self, pod: JSON) -> None:
+        meta = pod["metadata"]
+        if meta.get("labels", {}).get(LABEL_APP) != constants.RESERVATION_APP_LABEL_VALUE:
+            return
+        name = meta["name"]
+        self._drop_reservation(name)
+        if meta.get("deletionTimestamp"):
+            return  # already going
+        group = meta.get("labels", {}).get(constants.LABEL_GPU_GROUP, "")
+        self._reserves[name] = group
+        self.reservations.setdefault(group, set()).add(name)
+        self.unheld.add(group)
+
+    def _drop_reservation(self, name: str) -> None:
+        group = self._reserves.pop(name, None)
+        if group is not None:
+            names = self.reservations.get(group, set())
+            names.discard(name)
+            if not names:
+                self.reservations.pop(group, None)
 
 
-def _pod_groups(pods: Iterable[JSON]) -> Iterable[str]:
-    for pod in pods:
-        if (pod.get("status") or {}).get("phase") in _TERMINAL:
-            continue
-        for key, value in (pod["metadata"].get("labels") or {}).items():
-            if key == constants.LABEL_GPU_GROUP or key.startswith(constants.LABEL_GPU_GROUP + "/"):
-                yield str(value)
+def _pod_groups(pod: JSON) -> Iterable[str]:
+    if (pod.get("status") or {}).get("phase") in _TERMINAL:
+        return
+    for key, value in (pod["metadata"].get("labels") or {}).items():
+        if key == constants.LABEL_GPU_GROUP or key.startswith(constants.LABEL_GPU_GROUP + "/"):
+            yield str(value)

@@ -114,12 +114,13 @@ class Model:
     waiting: set[str] = field(default_factory=set)
     stale_watch: set[str] = field(default_factory=set)
     live_brs: dict[str, BindRequest] = field(default_factory=dict)
+    stale_brs: list[BindRequest] = field(default_factory=list)  # failed, or naming a node that is not there
     touched: set[str] = field(default_factory=set)  # nodes the last session moved tasks on
     last: weakref.ref[s.Snapshot] | None = None
     # Per build: what the changes reached.
     dirty_nodes: set[str] = field(default_factory=set)
     dirty_groups: set[str] = field(default_factory=set)
-    jobs_changed: bool = False
+    jobs_added: list[Key] = field(default_factory=list)  # keys whose jobs this build appended to `jobs`
     others_changed: bool = False
 
 
@@ -152,7 +153,6 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     problems += queue_problems
     problems += [model.pod_problems[k] for k in sorted(model.pod_problems)]
     problems += [model.group_problems[k] for k in sorted(model.group_problems)]
-    _, stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     waiting = [model.jobs[uid] for uid in sorted(model.waiting, key=lambda uid: _key_of(model, uid))]
     snap = s.Snapshot(
         now=params.now,
@@ -167,7 +167,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         priority_classes=dict(model.priorities),
         topologies={t.meta.name: t for t in objects.topologies},
         bind_requests=dict(model.live_brs),
-        stale_bind_requests=stale_brs,
+        stale_bind_requests=list(model.stale_brs),
         job_problems={},
         problems=problems,
         other_usage=model.other_usage.copy() if model.other_usage is not None else model.axis.zeros(),
@@ -229,7 +229,7 @@ def _fresh(
         min_gpu_memory=s._gpu_memory(arrays, min),
         max_gpu_memory=s._gpu_memory(arrays, max),
     )
-    model.live_brs, _ = s._bind_requests(objects.bind_requests, model.node_by_name)
+    model.live_brs, model.stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     model.bulk = True
     for pod in sorted(objects.pods, key=lambda p: (p.namespace, p.name)):
@@ -260,7 +260,7 @@ def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -
     if ResourceAxis(model.pooled.resources | {n for n, c in names.items() if c > 0}).names != model.axis.names:
         return False
     _put_back(model)
-    live, _ = s._bind_requests(objects.bind_requests, model.node_by_name)
+    live, model.stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
     rebound = {k for k in model.live_brs.keys() | live.keys() if model.live_brs.get(k) is not live.get(k)}
     model.live_brs = live
     for e in gone:
@@ -406,16 +406,17 @@ def _settle(model: Model, params: s.SnapshotParams) -> None:
         for k in changes:  # the same tasks, new records: each keeps its place
             e = model.by_key[k]
             model.tasks[str(e.info.uid)] = e.info
-    elif changes:
+    elif changes and not _tasks_appended(model):
         tasks = {str((e := model.by_key[k]).info.uid): e.info for k in model.task_keys}
         model.tasks.clear()  # the same dict object: the last snapshot, unread now, held it too
         model.tasks.update(tasks)
     changes.clear()
-    if model.jobs_changed:
+    added = model.jobs_added
+    if added and model.job_keys[-len(added) :] != added:  # not all after the others: put them in their place
         jobs = {(job := model.job_of[_skey(k)]).uid: job for k in model.job_keys}
         model.jobs.clear()
         model.jobs.update(jobs)
-        model.jobs_changed = False
+    added.clear()
     for queue in model.dirty_queues:
         model.charges[queue] = charge(model.rows[_skey(k)] for k in model.queue_keys.get(queue, ()))
     model.dirty_queues.clear()
@@ -425,6 +426,27 @@ def _settle(model: Model, params: s.SnapshotParams) -> None:
             usage += model.by_key[k].record.request
         model.other_usage = usage
         model.others_changed = False
+
+
+def _tasks_appended(model: Model) -> bool:
+    """Change `tasks` in place when that keeps it in key order: tasks removed, tasks replaced by records of the
+    same uid, and new tasks whose keys all come after every other (arrivals named in order, as a trace's
+    are). False, changing nothing, for any other change."""
+    changes = model.task_changes
+    added = sorted(k for k, (before, after) in changes.items() if after and before != after)
+    if any(before and after and before != after for before, after in changes.values()):
+        return False
+    if added and model.task_keys[-len(added) :] != added:
+        return False
+    for k, (before, after) in changes.items():
+        if not after:
+            del model.tasks[before]
+        elif before == after:
+            model.tasks[after] = model.by_key[k].info
+    for k in added:
+        info = model.by_key[k].info
+        model.tasks[str(info.uid)] = info
+    return True
 
 
 def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
@@ -448,7 +470,7 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     model.job_of[skey] = g.job = job
     if old is None or old.uid != uid:
         _insert(model, model.job_keys, key)
-        model.jobs_changed = True
+        model.jobs_added.append(key)  # at the end of `jobs`: moved into place by `_settle` if need be
     _insert(model, model.queue_keys.setdefault(job.queue, []), key)
     model.dirty_queues.add(job.queue)
     model.rows[skey] = job_rows(job)
@@ -489,7 +511,6 @@ def _forget(model: Model, skey: str, key: Key, old: JobInfo, *, keep_place: bool
     if not keep_place:
         del model.jobs[old.uid]
         _remove_sorted(model.job_keys, key)
-        model.jobs_changed = True
 
 
 def _make_job(model: Model, g: _Group, members: dict[Key, _Pod], params: s.SnapshotParams) -> JobInfo | None:

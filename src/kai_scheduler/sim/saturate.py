@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.errors import UserError
@@ -181,7 +182,8 @@ class Saturation:
         self.binder = Binder(self.store, self.clock, ReservationConfig(assign_indices=True))
         node_objects = [o for o in cluster if o.get("kind") == "Node"]
         self._node_objects = sorted(node_objects, key=lambda o: o["metadata"]["name"])
-        self._shapes, self._eligible = workload_shapes(tasks, self._node_objects)
+        shapes, eligible = workload_shapes(tasks, self._node_objects)
+        self._meter = Meter(shapes, eligible)
         self._asked = [task_gpus(t) for t in tasks]
 
     def run(self, progress: Callable[[float], None] | None = None) -> SaturationRun:
@@ -191,6 +193,7 @@ class Saturation:
         total = float(state.matrix(first).sum())
         out = SaturationRun(self.name, self.label, total)
         out.points.append(self._point(first, total, 0.0, 0, 0))
+        del first
         asked, failed = 0.0, 0
         for start in range(0, len(self.jobs), self.per_cycle):
             batch = self.jobs[start : start + self.per_cycle]
@@ -199,6 +202,7 @@ class Saturation:
             asked += sum(self._asked[start : start + len(batch)])
             out.cycles += 1
             out.points.append(self._point(result.snapshot, total, asked, start + len(batch), failed))
+            del result  # a snapshot nobody holds is updated in place by the next cycle, not rebuilt
             self.clock.advance(PERIOD)
             if progress is not None:
                 progress(out.points[-1].arrived)
@@ -226,17 +230,8 @@ class Saturation:
         return result, len(withdrawn)
 
     def _point(self, snap: Snapshot, total: float, asked: float, tasks: int, failed: int) -> Point:
-        free = state.matrix(snap)
-        arrays = snap.arrays
-        stranded = measure.expected(
-            self._shapes,
-            free,
-            arrays.free[:, CPU],
-            arrays.free[:, MEMORY],
-            self._eligible if len(self._eligible) == len(snap.nodes) else None,
-        )
-        allocated = state.allocated_gpus(snap, free)
-        return Point(asked / total, allocated / total, float(stranded.sum()) / total, tasks, failed)
+        allocated, stranded = self._meter.measure(snap)
+        return Point(asked / total, allocated / total, stranded / total, tasks, failed)
 
     def _withdraw(self, job: workload.Job) -> None:
         """The task could not be placed on arrival: it leaves (pods, then its PodGroup)."""
@@ -246,6 +241,48 @@ class Saturation:
                 self.store.delete("pods", name, namespace, grace_period_seconds=0)
         with contextlib.suppress(NotFound):
             self.store.delete("podgroups", job.meta.name, job.meta.namespace)
+
+
+class Meter:
+    """Allocated GPUs and the expected fragmentation of a snapshot, per node, kept between points.
+
+    A node's row is measured again only when its free resources (any of them, or whether it is schedulable)
+    differ from the last point's, or the session moved tasks on it; the others keep their values, so a point
+    after one arrival costs a few nodes, not the cluster."""
+
+    def __init__(self, shapes: measure.Shapes, eligible: npt.NDArray[np.bool_]) -> None:
+        self.shapes, self.eligible = shapes, eligible
+        self._free_seen: npt.NDArray[np.float64] | None = None
+        self._schedulable_seen: npt.NDArray[np.bool_] | None = None
+        self._gpu_free = np.zeros((0, 0))
+        self._stranded = np.zeros(0)
+
+    def measure(self, snap: Snapshot) -> tuple[float, float]:
+        """(GPUs allocated, expected fragmentation in GPUs) of schedulable nodes."""
+        arrays = snap.arrays
+        slots = state.width(snap)
+        if self._free_seen is None or self._gpu_free.shape != (len(snap.nodes), slots):
+            self._gpu_free = state.matrix(snap, slots)
+            rows = np.arange(len(snap.nodes))
+            self._stranded = np.zeros(len(snap.nodes))
+        else:
+            assert self._schedulable_seen is not None
+            changed = (arrays.free != self._free_seen).any(axis=1) | (arrays.schedulable != self._schedulable_seen)
+            for name in snap.touched:
+                node = snap.node_by_name.get(name)
+                if node is not None:
+                    changed[node.row] = True
+            rows = np.flatnonzero(changed)
+            by_row = {node.row: node for node in snap.nodes} if rows.size else {}
+            for row in rows:
+                self._gpu_free[row] = state.node_free(by_row[int(row)], slots)
+        self._free_seen, self._schedulable_seen = arrays.free.copy(), arrays.schedulable.copy()
+        if rows.size:
+            eligible = self.eligible[rows] if len(self.eligible) == len(snap.nodes) else None
+            self._stranded[rows] = measure.expected(
+                self.shapes, self._gpu_free[rows], arrays.free[rows, CPU], arrays.free[rows, MEMORY], eligible
+            )
+        return state.allocated_gpus(snap, self._gpu_free), float(self._stranded.sum())
 
 
 def _job(index: int, task: trace.Task) -> dict[str, Any]:

@@ -127,7 +127,6 @@ class ObjectCache:
         rv = obj.get("metadata", {}).get("resourceVersion", "")
         if rv and key in informer.items and informer.items[key][0] == rv:
             return  # the version taken in already (`assume`): parsed once
-        informer.ordered = None
         try:
             parsed = informer.parse(obj)
         except ObjectError as err:
