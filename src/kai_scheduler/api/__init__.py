@@ -8,6 +8,7 @@ from typing import Any
 
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
@@ -23,6 +24,7 @@ KINDS: dict[str, type[Any]] = {
     "BindRequest": BindRequest,
     "Topology": Topology,
     "PriorityClass": PriorityClass,
+    "Namespace": Namespace,
 }
 
 # Parsers by Kind: Kubernetes JSON → typed object (raises ObjectError).
@@ -32,6 +34,7 @@ __all__ = [
     "KINDS",
     "PARSERS",
     "BindRequest",
+    "Namespace",
     "Node",
     "ObjectError",
     "Pod",

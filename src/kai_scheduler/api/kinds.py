@@ -36,6 +36,7 @@ RESOURCES: dict[str, Resource] = {
     r.plural: r
     for r in (
         Resource("nodes", "v1", "Node", False),
+        Resource("namespaces", "v1", "Namespace", False),
         Resource("pods", "v1", "Pod", True),
         Resource("events", "v1", "Event", True),
         Resource("configmaps", "v1", "ConfigMap", True),

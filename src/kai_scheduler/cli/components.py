@@ -49,6 +49,8 @@ _FLAG_HELP = {
     "first (not KAI's; false: KAI's order)",
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
     "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
+    "queue_access_control": "a job whose queue does not admit its namespace (spec.allowedNamespaces, "
+    "spec.allowedNamespaceSelector) is unschedulable (not KAI's; off by default)",
 }
 _GO_DURATION = "DURATION"
 
@@ -229,6 +231,7 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         from prometheus_client import CollectorRegistry
 
+        from kai_scheduler.admission import pod as admission_pod
         from kai_scheduler.admission import service as admission_service
         from kai_scheduler.api.clock import SystemClock
         from kai_scheduler.runtime import components as builders
@@ -256,10 +259,18 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
             process = Process(components, store, process_options, registry, clock, stop)
             webhooks = None
             if name == "run" and _boolean(args, "admission", False):
+                flags = builders.scheduler_config(scheduler_options).flags if scheduler_options else None
                 webhooks = admission_service.Service(
                     admission_service.Options(
                         namespace=process_options.leader_elect_namespace,
                         webhook_port=_number(args, "webhook_port", 9443, int),
+                        pod=admission_pod.PodSettings(
+                            scheduler_name=flags.scheduler_name,
+                            queue_access_control=flags.queue_access_control,
+                            queue_label_key=flags.queue_label_key,
+                        )
+                        if flags is not None
+                        else admission_pod.PodSettings(),
                     ),
                     store,
                     registry,

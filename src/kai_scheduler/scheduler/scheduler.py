@@ -113,6 +113,7 @@ class Scheduler:
             bind_requests=self.cache.objects("bindrequests"),
             priority_classes=self.cache.objects("priorityclasses"),
             topologies=self.cache.objects("topologies"),
+            namespaces=self.cache.objects("namespaces"),
             problems=[
                 snapshots.Problem(
                     b.kind,
@@ -134,6 +135,7 @@ class Scheduler:
             node_pool_label_key=flags.nodepool_label_key,
             partition_label_value=flags.partition_label_value,
             stuck_in_releasing_seconds=flags.stuck_in_releasing_threshold,
+            queue_access_control=flags.queue_access_control,
         )
 
     def _take_in_own_bind_requests(self, created: list[JSON]) -> None:

@@ -20,7 +20,16 @@ from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, Gone
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEDULER_RESOURCES = ("nodes", "pods", "podgroups", "queues", "bindrequests", "priorityclasses", "topologies")
+SCHEDULER_RESOURCES = (
+    "nodes",
+    "namespaces",
+    "pods",
+    "podgroups",
+    "queues",
+    "bindrequests",
+    "priorityclasses",
+    "topologies",
+)
 
 
 @dataclass(frozen=True, slots=True)
