@@ -293,6 +293,7 @@ def objects(raw: Iterable[JSON]) -> snapshots.ClusterObjects:
         "BindRequest": out.bind_requests,
         "PriorityClass": out.priority_classes,
         "Topology": out.topologies,
+        "Namespace": out.namespaces,
     }
     for obj in raw:
         lists[obj["kind"]].append(PARSERS[obj["kind"]](obj))

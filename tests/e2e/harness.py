@@ -28,6 +28,9 @@ from tests.loopback import free_port, write_kubeconfig
 NAMESPACE = "kai-e2e"
 GPU = "nvidia.com/gpu"
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
+# Queue access control is on for the suite: queues that set no access fields admit every namespace, so only
+# test_queue_access.py's queues are affected.
+COMPONENT_FLAGS = {"scheduler": ("--queue-access-control",)}
 RESERVATION_NAMESPACE = constants.RESERVATION_NAMESPACE
 NODE_PREFIX = "kai-e2e-node"
 # Kept by cleanup: what the API server or kube-controller-manager put in every namespace.
@@ -99,7 +102,7 @@ class Processes:
     def start_all(self) -> None:
         self.start_fake_nodes()
         for component in COMPONENTS:
-            self.start_component(component)
+            self.start_component(component, *COMPONENT_FLAGS.get(component, ()))
 
     def log_of(self, name: str) -> str:
         path = self.logs / f"{name}.log"
