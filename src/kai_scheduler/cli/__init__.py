@@ -16,7 +16,17 @@ import sys
 import traceback
 
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import admission, components, explain, fakenodes, logs, manifests, schedule, simulate
+from kai_scheduler.cli import (
+    admission,
+    components,
+    explain,
+    fakenodes,
+    logs,
+    manifests,
+    migrate,
+    schedule,
+    simulate,
+)
 
 DIST = "kai-scheduler"
 EXIT_USER_ERROR = 2
@@ -69,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
     admission.add_parser(sub)
     manifests.add_parser(sub)
     fakenodes.add_parser(sub)
+    migrate.add_parser(sub)
     return p
 
 
