@@ -76,6 +76,8 @@ RESOURCES: dict[str, Resource] = {
         Resource("rayservices", "ray.io/v1", "RayService", True),
         Resource("jobsets", "jobset.x-k8s.io/v1alpha2", "JobSet", True),
         Resource("leaderworkersets", "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True),
+        # Volcano's PodGroup, read by the podgrouper when it migrates Volcano workloads (its minMember and queue).
+        Resource("podgroups.scheduling.volcano.sh", "scheduling.volcano.sh/v1beta1", "PodGroup", True),
         Resource("services.serving.knative.dev", "serving.knative.dev/v1", "Service", True),
         Resource("configurations", "serving.knative.dev/v1", "Configuration", True),
         Resource("revisions", "serving.knative.dev/v1", "Revision", True),

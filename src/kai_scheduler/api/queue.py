@@ -11,6 +11,7 @@ quota and limit; an omitted limit is 0 (nothing allowed), an omitted weight is 0
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.selectors import LabelSelector, parse_label_selector
 
 QUEUE_RESOURCES = ("gpu", "cpu", "memory")
+_NOT_IN_NAME = re.compile(r"[^a-z0-9-]+")
 UNLIMITED = -1.0
 
 
@@ -204,3 +206,8 @@ def namespace_refusal(
                 return f"{where} does not admit namespace {namespace!r} ({q.access.describe()})"
         name = q.parent_queue
     return None
+
+
+def queue_name(name: str) -> str:
+    """Another scheduler's queue name as a Queue name (a DNS label): lower case, other characters as '-'."""
+    return _NOT_IN_NAME.sub("-", name.lower()).strip("-")[:63] or "queue"

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kai_scheduler.api import constants
@@ -191,6 +192,19 @@ def _grouper_flags(p: Parser) -> None:
         constants.DEFAULT_NODE_POOL_LABEL_KEY,
         "label key of node pools (the queue of a `project` label is <project>-<pool>)",
     )
+    p.add_argument(
+        "--migrate-from",
+        default=None,
+        metavar="SCHEDULERS",
+        help="also group pods written for these schedulers by their markers: volcano, yunikorn or both, "
+        "comma-separated (not KAI's; default none; docs/migration.md)",
+    )
+    p.add_argument(
+        "--queue-map",
+        default=None,
+        metavar="FILE",
+        help="YAML map of their queue names to KAI Queue names, for --migrate-from (default: the name itself)",
+    )
 
 
 def _controller_flags(p: Parser) -> None:
@@ -351,8 +365,38 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
         queue_label_key=args.queue_label_key or defaults.queue_label_key,
         node_pool_label_key=args.nodepool_label_key or defaults.node_pool_label_key,
+        migrate_from=_migrate_from(getattr(args, "migrate_from", None)),
+        queue_map=_queue_map(getattr(args, "queue_map", None)),
         create_default_queues=_boolean(args, "create_default_queues", defaults.create_default_queues),
     )
+
+
+def _migrate_from(text: str | None) -> frozenset[str]:
+    from kai_scheduler.podgrouper.foreign import SOURCES
+
+    names = frozenset(n.strip() for n in (text or "").split(",") if n.strip())
+    unknown = sorted(names - set(SOURCES))
+    if unknown:
+        raise UserError(f"--migrate-from: unknown scheduler {unknown[0]!r}; want {', '.join(SOURCES)}")
+    return names
+
+
+def _queue_map(path: str | None) -> dict[str, str]:
+    if not path:
+        return {}
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"--queue-map {path}: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise UserError(f"--queue-map {path}: not YAML: {getattr(err, 'problem', None) or err}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in raw.items()):
+        raise UserError(f"--queue-map {path}: want a map of their queue name to a KAI Queue name")
+    return dict(raw)
 
 
 def _flag(dest: str) -> str:

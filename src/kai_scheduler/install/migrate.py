@@ -8,7 +8,6 @@ with the Queue parser (so what is printed is a Queue this scheduler accepts) and
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,11 +17,10 @@ import yaml
 from kai_scheduler.api import constants
 from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.api.quantity import QuantityError, parse_quantity
-from kai_scheduler.api.queue import Queue
+from kai_scheduler.api.queue import Queue, queue_name
 
 GPU_RESOURCE = constants.RESOURCE_GPU
 UNLIMITED = -1.0
-_NAME = re.compile(r"[^a-z0-9-]+")
 
 
 @dataclass(slots=True)
@@ -108,9 +106,7 @@ def _number(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def kai_name(name: str) -> str:
-    """A Queue name (a DNS label): lower case, other characters as '-'."""
-    return _NAME.sub("-", name.lower()).strip("-")[:63] or "queue"
+kai_name = queue_name
 
 
 def render(result: Result) -> str:

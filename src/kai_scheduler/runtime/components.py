@@ -120,6 +120,8 @@ def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
         scheduler_name=options.scheduler_name,
         queue_label_key=options.queue_label_key,
         node_pool_label_key=options.node_pool_label_key,
+        migrate_from=options.migrate_from,
+        queue_map=options.queue_map,
     )
     grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS)
     return Component(
