@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kai_scheduler.admission import pod as podhook
 from kai_scheduler.admission import podgroup as pghook
@@ -75,3 +77,20 @@ def test_the_webhooks_carry_the_switch(store: MemoryStore) -> None:
     assert not hooks[webhooks.PATH_VALIDATE_PODGROUP].rule(builders.rev(builders.podgroup())).allowed
     off = webhooks.build(podhook.PodSettings(), store)
     assert off[webhooks.PATH_VALIDATE_PODGROUP].rule(builders.rev(builders.podgroup())).allowed
+
+
+def test_the_documented_example_refuses_its_pod_and_admits_the_research_namespace() -> None:
+    path = Path(__file__).resolve().parents[2] / "examples" / "access" / "queue-access.yaml"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    s = MemoryStore(ManualClock(0.0))
+    pods = []
+    for doc in docs:
+        if doc["kind"] == "Pod":
+            pods.append(doc)
+        else:
+            s.create(doc)
+    (refused,) = pods
+    verdict = podhook.validate(builders.rev(refused), ON, s)
+    assert not verdict.allowed and "queue 'research' does not admit namespace 'marketing'" in verdict.message
+    admitted = {**refused, "metadata": {**refused["metadata"], "namespace": "research"}}
+    assert podhook.validate(builders.rev(admitted), ON, s).allowed

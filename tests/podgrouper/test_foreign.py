@@ -99,3 +99,23 @@ def test_bad_task_groups_skip_the_pod_with_one_line(
     c.group()
     assert c.podgroups() == []
     assert any(message in r.getMessage() or message in str(r.__dict__) for r in caplog.records), caplog.text
+
+
+def test_the_flags_refuse_an_unknown_scheduler_and_a_bad_map_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kai_scheduler import cli
+
+    assert cli.main(["podgrouper", "--migrate-from", "volcano,slurm"]) == cli.EXIT_USER_ERROR
+    assert "--migrate-from: unknown scheduler 'slurm'; want volcano, yunikorn" in capsys.readouterr().err
+    bad = tmp_path / "map.yaml"
+    bad.write_text("- a\n")
+    assert cli.main(["podgrouper", "--migrate-from", "volcano", "--queue-map", str(bad)]) == cli.EXIT_USER_ERROR
+    assert "want a map of their queue name to a KAI Queue name" in capsys.readouterr().err
+
+
+def test_the_example_queue_map_reads() -> None:
+    from kai_scheduler.cli.components import _queue_map
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "migration" / "queue-map.yaml"
+    assert _queue_map(str(path))["root.engineering.ml"] == "ml-training"

@@ -76,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "run",
         "run the scheduler, binder, pod grouper and controllers in one process "
         "(and the admission webhooks with --admission)",
-        [_scheduler_flags, _binder_flags, _run_period, _controller_flags, _admission_flag],
+        [_scheduler_flags, _binder_flags, _run_period, _controller_flags, _migration_flags, _admission_flag],
     )
 
 
@@ -192,6 +192,10 @@ def _grouper_flags(p: Parser) -> None:
         constants.DEFAULT_NODE_POOL_LABEL_KEY,
         "label key of node pools (the queue of a `project` label is <project>-<pool>)",
     )
+    _migration_flags(p)
+
+
+def _migration_flags(p: Parser) -> None:
     p.add_argument(
         "--migrate-from",
         default=None,
