@@ -26,7 +26,7 @@ from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, Schedul
 from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
-from kai_scheduler.store.cache import SCHEDULER_RESOURCES
+from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
 from kai_scheduler.store.interface import ClusterStore
 
 NAMES = ("scheduler", "binder", "podgrouper", "controllers")
@@ -74,7 +74,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         "kai-scheduler",
         config.flags.schedule_period,
         step,
-        triggers=SCHEDULER_RESOURCES,
+        triggers=scheduler_resources(config.flags),
         min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
     )
 

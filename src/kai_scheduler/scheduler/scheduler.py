@@ -28,7 +28,7 @@ from kai_scheduler.plugins import registry
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.store import collector
-from kai_scheduler.store.cache import ObjectCache
+from kai_scheduler.store.cache import ACCESS_RESOURCES, SCHEDULER_RESOURCES, ObjectCache
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.usagedb import factory as usage_factory
 from kai_scheduler.usagedb import usage_config
@@ -79,7 +79,7 @@ class Scheduler:
         self.config = config
         self.clock = clock
         self.usage = usage  # time-based fair share (§5.5): None = off
-        self.cache = ObjectCache(store)
+        self.cache = ObjectCache(store, resources(config.flags))
         flags = config.flags
         self.committer = Committer(
             store,
@@ -113,7 +113,7 @@ class Scheduler:
             bind_requests=self.cache.objects("bindrequests"),
             priority_classes=self.cache.objects("priorityclasses"),
             topologies=self.cache.objects("topologies"),
-            namespaces=self.cache.objects("namespaces"),
+            namespaces=self.cache.objects("namespaces") if self.config.flags.queue_access_control else [],
             problems=[
                 snapshots.Problem(
                     b.kind,
@@ -276,3 +276,8 @@ def _shares(ssn: Session) -> dict[str, QueueShare]:
         if share is not None:
             shares[name] = share
     return shares
+
+
+def resources(flags: configs.Flags) -> tuple[str, ...]:
+    """What the scheduler's cache lists and watches: namespaces only with queue access control on."""
+    return SCHEDULER_RESOURCES + ACCESS_RESOURCES if flags.queue_access_control else SCHEDULER_RESOURCES

@@ -20,16 +20,9 @@ from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, Gone
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEDULER_RESOURCES = (
-    "nodes",
-    "namespaces",
-    "pods",
-    "podgroups",
-    "queues",
-    "bindrequests",
-    "priorityclasses",
-    "topologies",
-)
+SCHEDULER_RESOURCES = ("nodes", "pods", "podgroups", "queues", "bindrequests", "priorityclasses", "topologies")
+# Read too with queue access control on (`--queue-access-control`): the namespaces' labels.
+ACCESS_RESOURCES = ("namespaces",)
 
 
 @dataclass(frozen=True, slots=True)
