@@ -72,10 +72,12 @@ class Processes:
         self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
     def start_component(self, component: str, *flags: str, name: str = "") -> None:
+        """Start a component with the suite's flags for it (COMPONENT_FLAGS) and `flags`."""
         self.start(
             name or component,
             component,
             f"--listen-address=127.0.0.1:{free_port()}",
+            *COMPONENT_FLAGS.get(component, ()),
             *flags,
             kubeconfig=self.kubeconfigs.get(component, ""),
         )
@@ -102,7 +104,7 @@ class Processes:
     def start_all(self) -> None:
         self.start_fake_nodes()
         for component in COMPONENTS:
-            self.start_component(component, *COMPONENT_FLAGS.get(component, ()))
+            self.start_component(component)
 
     def log_of(self, name: str) -> str:
         path = self.logs / f"{name}.log"
