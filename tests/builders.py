@@ -409,6 +409,7 @@ def objects(raw: Iterable[JSON]) -> snapshots.ClusterObjects:
         "BindRequest": out.bind_requests,
         "PriorityClass": out.priority_classes,
         "Topology": out.topologies,
+        "Namespace": out.namespaces,
     }
     dra: dict[str, list[Any]] = {
         "DeviceClass": out.dra.classes,

@@ -206,6 +206,11 @@ QUEUE: JSON = {
             "cpu": {"quota": 8000, "overQuotaWeight": 1, "limit": -1},
             "memory": {"quota": 32000, "overQuotaWeight": 2, "limit": 64000},
         },
+        "allowedNamespaces": ["team-a", "team-a-dev"],
+        "allowedNamespaceSelector": {
+            "matchLabels": {"org": "1"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}],
+        },
     },
     "status": {"childQueues": [], "allocated": {"nvidia.com/gpu": "2"}},
 }
@@ -322,6 +327,7 @@ EXAMPLES = {
     "BindRequest": BINDREQUEST,
     "PriorityClass": PRIORITYCLASS,
     "Topology": TOPOLOGY,
+    "Namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"team": "a"}}},
 }
 
 

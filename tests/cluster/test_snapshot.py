@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kai_scheduler.api import constants
+from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.resources import CPU, GPU, PODS
 from kai_scheduler.cluster.snapshot import Problem
@@ -304,3 +305,51 @@ def test_a_backed_off_podgroup_with_an_unschedulable_condition_is_skipped() -> N
     }
     snap = _snap(pg, b.pod("j-0", group="j"))
     assert "pg-j" not in snap.jobs
+
+
+# --- queue access control ---------------------------------------------------------------------------------
+
+
+def _access_objects(*, allowed: list[str], labels: dict[str, str] | None = None) -> list[JSON]:
+    team = b.queue("team")
+    team["spec"]["allowedNamespaces"] = allowed
+    team["spec"]["allowedNamespaceSelector"] = {"matchLabels": {"gpu-team": "yes"}}
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": b.NAMESPACE, "labels": labels or {}}}
+    return [b.node("n1"), team, namespace, b.podgroup("j", queue="team"), b.pod("j-0", group="j")]
+
+
+def _params(access: bool) -> snapshots.SnapshotParams:
+    return snapshots.SnapshotParams(now=b.NOW, queue_access_control=access)
+
+
+REFUSED = Problem(
+    "PodGroup",
+    "ns/j",
+    constants.REASON_NAMESPACE_NOT_ALLOWED,
+    "queue 'team' does not admit namespace 'ns' (spec.allowedNamespaces: other; spec.allowedNamespaceSelector)",
+)
+
+
+@pytest.mark.parametrize("memo", [False, True], ids=["fresh", "kept"])
+def test_a_job_whose_queue_does_not_admit_its_namespace_is_unschedulable_only_with_access_control(memo: bool) -> None:
+    objects = b.objects(_access_objects(allowed=["other"]))
+    off = snapshots.build(objects, _params(False), snapshots.Memo() if memo else None)
+    assert off.job_problems == {}
+    on = snapshots.build(objects, _params(True), snapshots.Memo() if memo else None)
+    assert on.job_problems == {"pg-j": [REFUSED]}
+    admitted = b.objects(_access_objects(allowed=["other"], labels={"gpu-team": "yes"}))
+    assert snapshots.build(admitted, _params(True), snapshots.Memo() if memo else None).job_problems == {}
+
+
+def test_a_kept_model_follows_namespace_labels_and_queue_access_changes() -> None:
+    """The pods and PodGroup stay the same objects (a kept model keeps their records); only the Namespace or the
+    Queue changes, as when a user labels a namespace or edits a queue."""
+    memo = snapshots.Memo()
+    objects = b.objects(_access_objects(allowed=["other"]))
+    assert snapshots.build(objects, _params(True), memo).job_problems
+    objects.namespaces = b.objects(_access_objects(allowed=["other"], labels={"gpu-team": "yes"})).namespaces
+    assert snapshots.build(objects, _params(True), memo).job_problems == {}
+    objects.namespaces = b.objects(_access_objects(allowed=["other"])).namespaces
+    assert snapshots.build(objects, _params(True), memo).job_problems
+    objects.queues = b.objects(_access_objects(allowed=["ns"])).queues
+    assert snapshots.build(objects, _params(True), memo).job_problems == {}

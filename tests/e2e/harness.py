@@ -28,6 +28,9 @@ from tests.loopback import free_port, write_kubeconfig
 NAMESPACE = "kai-e2e"
 GPU = "nvidia.com/gpu"
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
+# Queue access control is on for the suite: queues that set no access fields admit every namespace, so only
+# test_queue_access.py's queues are affected.
+COMPONENT_FLAGS = {"scheduler": ("--queue-access-control",)}
 RESERVATION_NAMESPACE = constants.RESERVATION_NAMESPACE
 NODE_PREFIX = "kai-e2e-node"
 # Kept by cleanup: what the API server or kube-controller-manager put in every namespace.
@@ -69,10 +72,12 @@ class Processes:
         self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
     def start_component(self, component: str, *flags: str, name: str = "") -> None:
+        """Start a component with the suite's flags for it (COMPONENT_FLAGS) and `flags`."""
         self.start(
             name or component,
             component,
             f"--listen-address=127.0.0.1:{free_port()}",
+            *COMPONENT_FLAGS.get(component, ()),
             *flags,
             kubeconfig=self.kubeconfigs.get(component, ""),
         )

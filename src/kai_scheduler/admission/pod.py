@@ -8,7 +8,9 @@ rules only admission applies:
 - `gpu-fraction` must be strictly below 1 (the scheduler accepts 1, admission asks for `nvidia.com/gpu: 1`);
 - `mps: "true"` needs a fractional request (`gpu-fraction` or `gpu-memory`);
 - `gpu-fraction-container-name` must name one of the pod's containers;
-- fractional requests are rejected while GPU sharing is disabled.
+- fractional requests are rejected while GPU sharing is disabled;
+- with `--queue-access-control`, the queue named by the pod's queue label must admit its namespace
+  (`admission.access`; a pod without the label is left to the podgrouper and the scheduler).
 
 On UPDATE a pod that the rules already rejected before the update (e.g. GPU sharing was disabled after it was
 created) is let through with a warning, so that label and annotation updates of running pods keep working.
@@ -19,10 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kai_scheduler.admission import access
 from kai_scheduler.admission.defaults import DEFAULT_RUNTIME_CLASS_NAME as DEFAULT_RUNTIME_CLASS_NAME
 from kai_scheduler.admission.review import JSON, Review, Verdict, allow, deny
 from kai_scheduler.api import Pod, constants
 from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.store.interface import ClusterStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,8 @@ class PodSettings:
     gpu_sharing_enabled: bool = True
     block_nvidia_visible_devices: bool = False
     runtime_class_name: str = DEFAULT_RUNTIME_CLASS_NAME  # "" = do not set a runtime class
+    queue_access_control: bool = False  # not KAI's: refuse pods whose queue does not admit their namespace
+    queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
 
 
 def is_kai_pod(obj: JSON, settings: PodSettings) -> bool:
@@ -52,10 +58,10 @@ def parse(obj: JSON, review: Review) -> Pod:
     return Pod.from_dict({**obj, "metadata": meta})
 
 
-def validate(review: Review, settings: PodSettings) -> Verdict:
+def validate(review: Review, settings: PodSettings, store: ClusterStore | None = None) -> Verdict:
     if not is_kai_pod(review.object, settings):
         return allow()
-    problem = _problem(review.object, review, settings)
+    problem = _problem(review.object, review, settings, store)
     if problem is None:
         return allow()
     old = review.old_object
@@ -63,13 +69,13 @@ def validate(review: Review, settings: PodSettings) -> Verdict:
         review.operation == "UPDATE"
         and old is not None
         and is_kai_pod(old, settings)
-        and _problem(old, review, settings) == problem
+        and _problem(old, review, settings, store) == problem
     ):
         return allow(warnings=[f"{problem} (the pod already had this problem before the update)"])
     return deny(problem)
 
 
-def _problem(obj: JSON, review: Review, settings: PodSettings) -> str | None:
+def _problem(obj: JSON, review: Review, settings: PodSettings, store: ClusterStore | None) -> str | None:
     """The first rule the pod breaks, as one line naming the pod and the field; None if it breaks none."""
     try:
         pod = parse(obj, review)
@@ -101,6 +107,11 @@ def _problem(obj: JSON, review: Review, settings: PodSettings) -> str | None:
         return (
             f"{where}.{form}: GPU sharing is disabled in this cluster; ask for whole GPUs with {constants.RESOURCE_GPU}"
         )
+    queue = pod.meta.labels.get(settings.queue_label_key)
+    if settings.queue_access_control and store is not None and queue:
+        refused = access.refusal(queue, pod.namespace, store)
+        if refused is not None:
+            return f"Pod {pod.meta.key} metadata.labels.{settings.queue_label_key}: {refused}"
     return None
 
 

@@ -12,10 +12,14 @@ Topology constraints (root and per SubGroup): levels without a `topology` are a 
 scheduler). With a store, a named Topology that does not exist is a warning (it may come later); when it
 exists, each level must be one of its node labels or aliases and the preferred level must not be wider than
 the required one.
+
+With access control on (`--queue-access-control`, not KAI's), `spec.queue` must admit the PodGroup's namespace
+(`admission.access`); on update only a changed queue is checked.
 """
 
 from __future__ import annotations
 
+from kai_scheduler.admission import access
 from kai_scheduler.admission.review import Review, Verdict, allow, deny
 from kai_scheduler.api import PodGroup, Topology
 from kai_scheduler.api.errors import ObjectError
@@ -23,7 +27,7 @@ from kai_scheduler.api.podgroup import TopologyConstraint
 from kai_scheduler.store.interface import ClusterStore, NotFound, StoreError
 
 
-def validate(review: Review, store: ClusterStore | None = None) -> Verdict:
+def validate(review: Review, store: ClusterStore | None = None, *, access_control: bool = False) -> Verdict:
     if review.operation not in ("CREATE", "UPDATE"):
         return allow()
     try:
@@ -50,11 +54,23 @@ def validate(review: Review, store: ClusterStore | None = None) -> Verdict:
                 return deny(message)
             warnings.append(message)
     warnings += _min_sub_group_warnings(pg, children, where)
+    if access_control and store is not None and _queue_changed(review, pg):
+        refused = access.refusal(pg.queue, pg.meta.namespace or review.namespace, store)
+        if refused is not None:
+            return deny(f"{where} spec.queue: {refused}")
     for path, constraint in _constraints(pg):
         problem = _constraint_problem(constraint, store, warnings, f"{where} {path}")
         if problem:
             return deny(problem)
     return allow(warnings=warnings)
+
+
+def _queue_changed(review: Review, pg: PodGroup) -> bool:
+    old = review.old_object
+    if review.operation != "UPDATE" or old is None:
+        return True
+    spec = old.get("spec")
+    return not isinstance(spec, dict) or spec.get("queue") != pg.queue
 
 
 def _min_sub_group_warnings(pg: PodGroup, children: dict[str | None, int], where: str) -> list[str]:

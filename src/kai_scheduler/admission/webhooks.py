@@ -54,9 +54,13 @@ def build(
     mutate_suffix = suffix or gpusharing.random_suffix
     return {
         PATH_MUTATE_POD: Webhook("mutate-pod", "Pod", lambda r: podmutate.mutate(r, settings, mutate_suffix)),
-        PATH_VALIDATE_POD: Webhook("validate-pod", "Pod", lambda r: pod.validate(r, settings)),
+        PATH_VALIDATE_POD: Webhook("validate-pod", "Pod", lambda r: pod.validate(r, settings, store)),
         PATH_VALIDATE_QUEUE: Webhook("validate-queue", "Queue", lambda r: queue.validate(r, store)),
-        PATH_VALIDATE_PODGROUP: Webhook("validate-podgroup", "PodGroup", lambda r: podgroup.validate(r, store)),
+        PATH_VALIDATE_PODGROUP: Webhook(
+            "validate-podgroup",
+            "PodGroup",
+            lambda r: podgroup.validate(r, store, access_control=settings.queue_access_control),
+        ),
         PATH_VALIDATE_TOPOLOGY: Webhook("validate-topology", "Topology", topology.validate),
     }
 

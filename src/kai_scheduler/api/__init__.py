@@ -9,6 +9,7 @@ from typing import Any
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
@@ -28,6 +29,7 @@ KINDS: dict[str, type[Any]] = {
     "ResourceSlice": ResourceSlice,
     "ResourceClaim": ResourceClaim,
     "ResourceClaimTemplate": ResourceClaimTemplate,
+    "Namespace": Namespace,
 }
 
 # Parsers by Kind: Kubernetes JSON → typed object (raises ObjectError).
@@ -38,6 +40,7 @@ __all__ = [
     "PARSERS",
     "BindRequest",
     "DeviceClass",
+    "Namespace",
     "Node",
     "ObjectError",
     "Pod",

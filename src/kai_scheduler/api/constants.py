@@ -106,6 +106,7 @@ REASON_NON_PREEMPTIBLE_OVER_QUOTA: Final = "NonPreemptibleOverQuota"
 REASON_OVER_LIMIT: Final = "OverLimit"
 REASON_PREEMPTION_DELAY_NOT_ELAPSED: Final = "PreemptionDelayNotElapsed"
 REASON_QUEUE_DOES_NOT_EXIST: Final = "QueueDoesNotExist"
+REASON_NAMESPACE_NOT_ALLOWED: Final = "NamespaceNotAllowedInQueue"  # queue access control (not KAI's)
 REASON_POD_SCHEDULING_ERRORS: Final = "PodSchedulingErrors"
 
 # --- Priority classes shipped by the chart (§2) ---

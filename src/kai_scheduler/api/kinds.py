@@ -36,6 +36,7 @@ RESOURCES: dict[str, Resource] = {
     r.plural: r
     for r in (
         Resource("nodes", "v1", "Node", False),
+        Resource("namespaces", "v1", "Namespace", False),
         Resource("pods", "v1", "Pod", True),
         Resource("events", "v1", "Event", True),
         Resource("configmaps", "v1", "ConfigMap", True),
@@ -80,6 +81,8 @@ RESOURCES: dict[str, Resource] = {
         Resource("rayservices", "ray.io/v1", "RayService", True),
         Resource("jobsets", "jobset.x-k8s.io/v1alpha2", "JobSet", True),
         Resource("leaderworkersets", "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True),
+        # Volcano's PodGroup, read by the podgrouper when it migrates Volcano workloads (its minMember and queue).
+        Resource("podgroups.scheduling.volcano.sh", "scheduling.volcano.sh/v1beta1", "PodGroup", True),
         Resource("services.serving.knative.dev", "serving.knative.dev/v1", "Service", True),
         Resource("configurations", "serving.knative.dev/v1", "Configuration", True),
         Resource("revisions", "serving.knative.dev/v1", "Revision", True),

@@ -24,6 +24,7 @@ from kai_scheduler.cli import (
     fakenodes,
     logs,
     manifests,
+    migrate,
     schedule,
     simulate,
 )
@@ -80,6 +81,7 @@ def parser() -> argparse.ArgumentParser:
     manifests.add_parser(sub)
     fakenodes.add_parser(sub)
     dashboard.add_parser(sub)
+    migrate.add_parser(sub)
     return p
 
 

@@ -89,6 +89,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         default=defaults.DEFAULT_RUNTIME_CLASS_NAME,
         help="runtime class set on fractional pods that have none; empty = off (default nvidia)",
     )
+    p.add_argument(
+        "--queue-label-key",
+        default=constants.DEFAULT_QUEUE_LABEL_KEY,
+        help=f"label naming a pod's queue (default {constants.DEFAULT_QUEUE_LABEL_KEY})",
+    )
+    p.add_argument(
+        "--queue-access-control",
+        nargs="?",
+        const="true",
+        default="false",
+        metavar="BOOL",
+        help="refuse a pod or PodGroup whose queue does not admit its namespace (spec.allowedNamespaces, "
+        "spec.allowedNamespaceSelector; not KAI's, default false)",
+    )
     ignored = p.add_argument_group(
         "leader election",
         "accepted so every component takes the same command line, and ignored: every replica "
@@ -147,6 +161,8 @@ def service_options(args: argparse.Namespace) -> service.Options:
             gpu_sharing_enabled=_boolean("--gpu-sharing-enabled", args.gpu_sharing_enabled),
             block_nvidia_visible_devices=_boolean("--block-nvidia-visible-devices", args.block_nvidia_visible_devices),
             runtime_class_name=args.runtime_class_name,
+            queue_access_control=_boolean("--queue-access-control", args.queue_access_control),
+            queue_label_key=args.queue_label_key,
         ),
     )
 

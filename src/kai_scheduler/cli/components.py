@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from kai_scheduler.api import constants
@@ -50,6 +51,8 @@ _FLAG_HELP = {
     "first (not KAI's; false: KAI's order)",
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
     "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
+    "queue_access_control": "a job whose queue does not admit its namespace (spec.allowedNamespaces, "
+    "spec.allowedNamespaceSelector) is unschedulable (not KAI's; off by default)",
 }
 _GO_DURATION = "DURATION"
 
@@ -79,7 +82,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "run",
         "run the scheduler, binder, pod grouper and controllers in one process "
         "(and the admission webhooks with --admission)",
-        [_scheduler_flags, _binder_flags, _run_period, _controller_flags, _admission_flag, _dashboard_flag],
+        [
+            _scheduler_flags,
+            _binder_flags,
+            _run_period,
+            _controller_flags,
+            _migration_flags,
+            _admission_flag,
+            _dashboard_flag,
+        ],
     )
 
 
@@ -195,6 +206,23 @@ def _grouper_flags(p: Parser) -> None:
         constants.DEFAULT_NODE_POOL_LABEL_KEY,
         "label key of node pools (the queue of a `project` label is <project>-<pool>)",
     )
+    _migration_flags(p)
+
+
+def _migration_flags(p: Parser) -> None:
+    p.add_argument(
+        "--migrate-from",
+        default=None,
+        metavar="SCHEDULERS",
+        help="also group pods written for these schedulers by their markers: volcano, yunikorn or both, "
+        "comma-separated (not KAI's; default none; docs/migration.md)",
+    )
+    p.add_argument(
+        "--queue-map",
+        default=None,
+        metavar="FILE",
+        help="YAML map of their queue names to KAI Queue names, for --migrate-from (default: the name itself)",
+    )
 
 
 def _controller_flags(p: Parser) -> None:
@@ -246,6 +274,7 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         from prometheus_client import CollectorRegistry
 
+        from kai_scheduler.admission import pod as admission_pod
         from kai_scheduler.admission import service as admission_service
         from kai_scheduler.api.clock import SystemClock
         from kai_scheduler.runtime import components as builders
@@ -273,10 +302,18 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
             process = Process(components, store, process_options, registry, clock, stop)
             webhooks = None
             if name == "run" and _boolean(args, "admission", False):
+                flags = builders.scheduler_config(scheduler_options).flags if scheduler_options else None
                 webhooks = admission_service.Service(
                     admission_service.Options(
                         namespace=process_options.leader_elect_namespace,
                         webhook_port=_number(args, "webhook_port", 9443, int),
+                        pod=admission_pod.PodSettings(
+                            scheduler_name=flags.scheduler_name,
+                            queue_access_control=flags.queue_access_control,
+                            queue_label_key=flags.queue_label_key,
+                        )
+                        if flags is not None
+                        else admission_pod.PodSettings(),
                     ),
                     store,
                     registry,
@@ -384,8 +421,38 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
         queue_label_key=args.queue_label_key or defaults.queue_label_key,
         node_pool_label_key=args.nodepool_label_key or defaults.node_pool_label_key,
+        migrate_from=_migrate_from(getattr(args, "migrate_from", None)),
+        queue_map=_queue_map(getattr(args, "queue_map", None)),
         create_default_queues=_boolean(args, "create_default_queues", defaults.create_default_queues),
     )
+
+
+def _migrate_from(text: str | None) -> frozenset[str]:
+    from kai_scheduler.podgrouper.foreign import SOURCES
+
+    names = frozenset(n.strip() for n in (text or "").split(",") if n.strip())
+    unknown = sorted(names - set(SOURCES))
+    if unknown:
+        raise UserError(f"--migrate-from: unknown scheduler {unknown[0]!r}; want {', '.join(SOURCES)}")
+    return names
+
+
+def _queue_map(path: str | None) -> dict[str, str]:
+    if not path:
+        return {}
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"--queue-map {path}: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise UserError(f"--queue-map {path}: not YAML: {getattr(err, 'problem', None) or err}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in raw.items()):
+        raise UserError(f"--queue-map {path}: want a map of their queue name to a KAI Queue name")
+    return dict(raw)
 
 
 def _flag(dest: str) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
@@ -80,6 +81,7 @@ class Model:
     priorities: dict[str, int]
     default_priority: int
     queues: dict[str, QueueInfo]
+    namespace_labels: dict[str, Mapping[str, str]]  # queue access control's; in the signature
     axis: ResourceAxis
     arrays: NodeArrays
     nodes: list[NodeInfo]
@@ -136,10 +138,12 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     pooled = s._pooled_nodes(objects.nodes, params, memo)
     queue_problems: list[s.Problem] = []
     queues = s._queue_tree(objects.queues, queue_problems)
+    labels = s.namespace_labels(objects, params)
     signature = (
         dataclasses.replace(params, now=0.0),
         tuple(objects.problems),
         tuple((name, q.parent, q.is_leaf) for name, q in queues.items()),
+        _access_signature(queues, labels),
     )
     model = memo.model
     if model is not None and _reusable(model, signature, pooled, objects):
@@ -149,7 +153,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     else:
         model = None
     if model is None:
-        model = memo.model = _fresh(objects, params, memo, pooled, signature, queues)
+        model = memo.model = _fresh(objects, params, memo, pooled, signature, queues, labels)
     problems += queue_problems
     problems += [model.pod_problems[k] for k in sorted(model.pod_problems)]
     problems += [model.group_problems[k] for k in sorted(model.group_problems)]
@@ -187,6 +191,17 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     return snap
 
 
+def _access_signature(queues: dict[str, QueueInfo], labels: dict[str, Mapping[str, str]]) -> tuple[object, ...]:
+    """What access control reads (the queues' access, the namespaces' labels): a change rebuilds the model.
+    Empty when access control is off (`labels` is empty then, and the queues' access is not read)."""
+    if not labels and not any(q.queue.access.restricted for q in queues.values()):
+        return ()
+    return (
+        tuple((name, q.queue.access) for name, q in queues.items()),
+        tuple((ns, tuple(sorted(ls.items()))) for ns, ls in sorted(labels.items())),
+    )
+
+
 def _reusable(model: Model, signature: tuple[object, ...], pooled: s._NodesRecord, objects: s.ClusterObjects) -> bool:
     """Whether the model may be changed in place: nobody holds its last snapshot, and nothing that every
     record depends on changed."""
@@ -208,6 +223,7 @@ def _fresh(
     pooled: s._NodesRecord,
     signature: tuple[object, ...],
     queues: dict[str, QueueInfo],
+    labels: dict[str, Mapping[str, str]],
 ) -> Model:
     """A model from nothing (new records throughout), reusing what the objects alone yielded before."""
     old = memo.model
@@ -222,6 +238,7 @@ def _fresh(
         priorities=s._priority_classes(objects.priority_classes),
         default_priority=s._default_priority(objects.priority_classes),
         queues=queues,
+        namespace_labels=labels,
         axis=axis,
         arrays=arrays,
         nodes=infos,
@@ -488,6 +505,8 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
             uid,
             s.Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}"),
         )
+    elif (refused := s.access_problem(pg, model.queues, model.namespace_labels, params)) is not None:
+        model.queue_problems[key] = (uid, refused)
     if job.unassigned:
         names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
         model.group_problems[key] = s.Problem(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +25,12 @@ import numpy.typing as npt
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.meta import ObjectMeta
+from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.api.priorityclass import PriorityClass
-from kai_scheduler.api.queue import Queue
+from kai_scheduler.api.queue import Queue, namespace_refusal
 from kai_scheduler.api.topology import Topology
 from kai_scheduler.cluster.dra import DraMemo, DraObjects, DraState, with_device_counts
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
@@ -69,6 +70,7 @@ class ClusterObjects:
     topologies: list[Topology] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # objects that failed to parse
     dra: DraObjects = field(default_factory=DraObjects)
+    namespaces: list[Namespace] = field(default_factory=list)  # read for queue access control only
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class SnapshotParams:
     node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY
     partition_label_value: str = ""
     stuck_in_releasing_seconds: float = 120.0
+    queue_access_control: bool = False  # a job whose queue does not admit its namespace is unschedulable
 
 
 @dataclass(slots=True, eq=False, weakref_slot=True)
@@ -278,10 +281,36 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
         node_memo=pooled.memo,
     )
     pods_by_group = _add_pods(snap, objects.pods, problems)
-    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes))
+    labels = namespace_labels(objects, params)
+    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), labels)
     _report_bad_pods(snap, objects.problems)
     snap.dra_objects, snap.dra_memo = objects.dra, dra_memo
     return snap
+
+
+def namespace_labels(objects: ClusterObjects, params: SnapshotParams) -> dict[str, Mapping[str, str]]:
+    """Each namespace's labels, when queue access control is on (else empty: nothing reads them)."""
+    if not params.queue_access_control:
+        return {}
+    return {ns.name: ns.meta.labels for ns in objects.namespaces}
+
+
+def access_problem(
+    pg: PodGroup, queues: Mapping[str, QueueInfo], labels: Mapping[str, Mapping[str, str]], params: SnapshotParams
+) -> Problem | None:
+    """The PodGroup's problem when access control is on and its queue (or an ancestor) refuses its namespace."""
+    if not params.queue_access_control:
+        return None
+    namespace = pg.meta.namespace
+
+    def lookup(name: str) -> Queue | None:
+        info = queues.get(name)
+        return info.queue if info is not None else None
+
+    why = namespace_refusal(pg.queue, namespace, lookup, lambda: labels.get(namespace))
+    if why is None:
+        return None
+    return Problem("PodGroup", pg.meta.key, constants.REASON_NAMESPACE_NOT_ALLOWED, why)
 
 
 def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
@@ -568,6 +597,7 @@ def _add_jobs(
     pods: dict[str, list[PodInfo]],
     problems: list[Problem],
     default_priority: int,
+    labels: Mapping[str, Mapping[str, str]],
 ) -> None:
     for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
         record = _group_record(pg, {})
@@ -585,6 +615,8 @@ def _add_jobs(
             snap.job_problems[job.uid] = [
                 Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}")
             ]
+        elif (refused := access_problem(pg, snap.queues, labels, snap.params)) is not None:
+            snap.job_problems[job.uid] = [refused]
         if job.unassigned:
             names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
             problems.append(

@@ -96,6 +96,7 @@ class Flags:
     pipelined_claims: bool = True  # not KAI's: see docs/configuration.md "Departures from KAI"
     default_staleness_grace_period: float = 60.0
     stuck_in_releasing_threshold: float = 120.0
+    queue_access_control: bool = False  # not KAI's: see docs/queue-access.md
 
 
 # Flags KAI has that this scheduler accepts only at their default (so a KAI ConfigMap or command line that

@@ -32,6 +32,7 @@ KAI = "kai.scheduler"
 # meet as a pod's owner and lists and watches (`podgrouper.owners`; by name where it may not list).
 _NOT_OWNERS = {
     "nodes",
+    "namespaces",
     "pods",
     "events",
     "configmaps",
@@ -78,6 +79,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
     "scheduler": [
         rule([""], ["nodes"], READ),
+        rule([""], ["namespaces"], READ),  # queue access control: namespace labels
         rule([""], ["pods"], READ),
         rule([""], ["pods/status"], ["patch"]),  # nominatedNodeName, PodScheduled condition
         rule([""], ["pods/eviction"], ["create"]),
@@ -118,10 +120,12 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
     ],
     # admission/queue.py reads queues (the parent by name, the siblings by list), admission/podgroup.py a topology
-    # by name; admission/certs.py injects its CA bundle into the two configurations (get, then update).
+    # by name, admission/access.py a namespace by name; admission/certs.py injects its CA bundle into the two
+    # configurations (get, then update).
     "admission": [
         rule([SCHEDULING], ["queues"], ["get", "list"]),
         rule([KAI], ["topologies"], ["get"]),
+        rule([""], ["namespaces"], ["get"]),
         rule(
             ["admissionregistration.k8s.io"],
             ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],

@@ -50,6 +50,9 @@ global:
   queueLabelKey: kai.scheduler/queue
   # --nodepool-label-key: label that assigns nodes, queues and podgroups to a scheduler shard.
   nodePoolLabelKey: kai.scheduler/node-pool
+  # --queue-access-control (scheduler and admission; not KAI's): a queue's spec.allowedNamespaces and
+  # spec.allowedNamespaceSelector decide which namespaces may submit to it.
+  queueAccessControl: false
   # --qps / --burst: client-side rate limit of every component towards the API server.
   qps: 50
   burst: 300

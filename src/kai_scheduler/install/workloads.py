@@ -37,6 +37,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("allow-consolidating-reclaim", "scheduler.allowConsolidatingReclaim"),
         ("default-staleness-grace-period", "scheduler.defaultStalenessGracePeriod"),
         ("stuck-in-releasing-threshold", "scheduler.stuckInReleasingThreshold"),
+        ("queue-access-control", "global.queueAccessControl"),
         ("metrics-namespace", "scheduler.metricsNamespace"),
         ("dashboard-address", "scheduler.dashboardAddress"),
     ),
@@ -64,6 +65,8 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("gpu-sharing-enabled", "admission.gpuSharingEnabled"),
         ("block-nvidia-visible-devices", "admission.blockNvidiaVisibleDevices"),
         ("runtime-class-name", "admission.runtimeClassName"),
+        ("queue-label-key", "global.queueLabelKey"),
+        ("queue-access-control", "global.queueAccessControl"),
     ),
 }
 

@@ -43,6 +43,10 @@ class Config:
     priority_classes: Mapping[GroupKind, str] = field(default_factory=dict)
     # Knative: one PodGroup per Revision with minMember = min-scale (True), or one per pod (False).
     knative_gang_schedule: bool = False
+    # Migration (not KAI's): group pods written for these schedulers ("volcano", "yunikorn") by their markers,
+    # with their queue names mapped by `queue_map` (a name not in it is used as a Queue name).
+    migrate_from: frozenset[str] = frozenset()
+    queue_map: Mapping[str, str] = field(default_factory=dict)
 
     def default_priority_class(self, kind: GroupKind) -> str:
         return self.priority_classes.get(kind) or DEFAULT_PRIORITY_CLASSES.get(kind, constants.PRIORITY_CLASS_TRAIN)
@@ -55,6 +59,10 @@ class Lookup(Protocol):
 
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
         """Pods of `namespace` carrying all of `labels`."""
+        ...
+
+    def read(self, plural: str, namespace: str, name: str) -> JSON | None:
+        """An object of a served kind by name (None: absent, or the kind is not installed)."""
         ...
 
 

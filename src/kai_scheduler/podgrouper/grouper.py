@@ -375,6 +375,12 @@ class _Reads:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         return self.store.list("pods", namespace, selector)[0]
 
+    def read(self, plural: str, namespace: str, name: str) -> JSON | None:
+        try:
+            return self._owner_cache.get(plural, namespace, name)
+        except StoreError:  # the kind is not installed, or the server is away: as if absent
+            return None
+
 
 def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:
     """The pod and its owners up to the top, following controller references (else the first reference)."""

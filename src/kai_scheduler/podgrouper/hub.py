@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from kai_scheduler.podgrouper import batch, default, jobset, knative, kubeflow, lws, notebook, ray
+from kai_scheduler.podgrouper import batch, default, foreign, jobset, knative, kubeflow, lws, notebook, ray
 from kai_scheduler.podgrouper.context import Context, Grouping, GroupKind
 
 Grouper = Callable[[Context], Grouping]
@@ -46,7 +46,11 @@ SKIP_TOP_OWNER: frozenset[GroupKind] = frozenset(
 
 
 def group(ctx: Context) -> Grouping:
-    """The pod's grouping by the grouper of its (possibly skipped) top owner."""
+    """The pod's grouping by the grouper of its (possibly skipped) top owner; with migration on, a pod written
+    for Volcano or YuniKorn is grouped by its markers first (`foreign`)."""
+    migrated = foreign.group(ctx)
+    if migrated is not None:
+        return migrated
     while len(ctx.chain) > 1 and ctx.top.group_kind in SKIP_TOP_OWNER:
         ctx = ctx.below_top()
     return GROUPERS.get(ctx.top.group_kind, default.group)(ctx)

@@ -26,7 +26,7 @@ from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, Schedul
 from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
-from kai_scheduler.store.cache import SCHEDULER_RESOURCES
+from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
 from kai_scheduler.store.interface import ClusterStore
 
 NAMES = ("scheduler", "binder", "podgrouper", "controllers")
@@ -74,7 +74,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         "kai-scheduler",
         config.flags.schedule_period,
         step,
-        triggers=SCHEDULER_RESOURCES,
+        triggers=scheduler_resources(config.flags),
         min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
     )
 
@@ -120,6 +120,8 @@ def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
         scheduler_name=options.scheduler_name,
         queue_label_key=options.queue_label_key,
         node_pool_label_key=options.node_pool_label_key,
+        migrate_from=options.migrate_from,
+        queue_map=options.queue_map,
     )
     grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS)
     return Component(

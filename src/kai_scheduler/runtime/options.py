@@ -59,4 +59,6 @@ class GrouperOptions:
     scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
     queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
     node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY
+    migrate_from: frozenset[str] = frozenset()  # "volcano", "yunikorn": group their pods (podgrouper/foreign)
+    queue_map: Mapping[str, str] = field(default_factory=dict)  # their queue names → ours
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing

@@ -38,6 +38,7 @@ QUEUE_FIELDS = (
     "resources",
     "preemptMinRuntime",
     "reclaimMinRuntime",
+    "allowedNamespaces",
 )
 QUEUE_RESOURCE_FIELDS = ("quota", "overQuotaWeight", "limit")
 QUEUE_RESOURCES = ("gpu", "cpu", "memory")
@@ -225,6 +226,12 @@ def _queue(e: Entry, now: float) -> JSON:
         runtime = e.duration(key)
         if runtime is not None:
             spec[key] = runtime[1]
+    allowed = e.sequence("allowedNamespaces")
+    for i, name in enumerate(allowed):
+        if not isinstance(name, str) or not name:
+            raise e.error("allowedNamespaces", f"item {i}: expected a namespace name, got {name!r}")
+    if allowed:
+        spec["allowedNamespaces"] = list(allowed)
     created_at = e.number("createdAt", 0.0, minimum=0) or 0.0
     return {
         "apiVersion": constants.QUEUE_API_VERSION,

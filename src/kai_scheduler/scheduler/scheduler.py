@@ -29,7 +29,7 @@ from kai_scheduler.plugins import registry
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.store import collector
-from kai_scheduler.store.cache import ObjectCache
+from kai_scheduler.store.cache import ACCESS_RESOURCES, SCHEDULER_RESOURCES, ObjectCache
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.usagedb import factory as usage_factory
 from kai_scheduler.usagedb import usage_config
@@ -80,7 +80,7 @@ class Scheduler:
         self.config = config
         self.clock = clock
         self.usage = usage  # time-based fair share (§5.5): None = off
-        self.cache = ObjectCache(store)
+        self.cache = ObjectCache(store, resources(config.flags))
         flags = config.flags
         self.committer = Committer(
             store,
@@ -120,6 +120,7 @@ class Scheduler:
                 claims=self.cache.objects("resourceclaims"),
                 templates=self.cache.objects("resourceclaimtemplates"),
             ),
+            namespaces=self.cache.objects("namespaces") if self.config.flags.queue_access_control else [],
             problems=[
                 snapshots.Problem(
                     b.kind,
@@ -141,6 +142,7 @@ class Scheduler:
             node_pool_label_key=flags.nodepool_label_key,
             partition_label_value=flags.partition_label_value,
             stuck_in_releasing_seconds=flags.stuck_in_releasing_threshold,
+            queue_access_control=flags.queue_access_control,
         )
 
     def _take_in_own_bind_requests(self, created: list[JSON]) -> None:
@@ -282,3 +284,8 @@ def _shares(ssn: Session) -> dict[str, QueueShare]:
         if share is not None:
             shares[name] = share
     return shares
+
+
+def resources(flags: configs.Flags) -> tuple[str, ...]:
+    """What the scheduler's cache lists and watches: namespaces only with queue access control on."""
+    return SCHEDULER_RESOURCES + ACCESS_RESOURCES if flags.queue_access_control else SCHEDULER_RESOURCES

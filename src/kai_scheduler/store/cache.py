@@ -35,6 +35,8 @@ SCHEDULER_RESOURCES = (
 # NotFound reads as empty, and is asked again every OPTIONAL_RETRY syncs.
 OPTIONAL_RESOURCES = frozenset(DRA_RESOURCES)
 OPTIONAL_RETRY = 60
+# Read too with queue access control on (`--queue-access-control`): the namespaces' labels.
+ACCESS_RESOURCES = ("namespaces",)
 
 
 @dataclass(frozen=True, slots=True)
