@@ -52,7 +52,7 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     queues = cluster.queues(top, facts, now)
     pools = dra.device_pools(top)
     classes_dra = dra.device_classes(top, facts.dra, dra.any_devices(top))
-    claims = dra.shared_claims(top)
+    claims = dra.shared_claims(top, facts.dra)
     built = jobs.build(top, facts, now)
     objects = [
         *classes,

@@ -4,8 +4,11 @@ network-attached device pools, shared claims, and per-task claims made from temp
 A node's `draGpus: N` publishes one ResourceSlice (pool = node name, driver `gpu.nvidia.com`) with devices
 `gpu-0` … `gpu-(N-1)`; a task's `draGpus: N` (or its `claims`) becomes a ResourceClaimTemplate and a
 `spec.resourceClaims` entry per claim. A placed task's claims exist already, allocated on its node's first free
-devices of the class's driver and reserved for the pod, as the cluster would show them; a pending task's claims
-are made by the resourceclaim controller (the embedded cluster plays it), as in a cluster.
+devices (`All`: every device of the node, all free) and reserved for the pod, as the cluster would show them; a
+shared claim is allocated once, by its first placed user, and reserved for each. A Binding task's claims are
+made but not yet allocated: its BindRequest carries the devices (`resourceClaimAllocations`), as the scheduler
+writes them. A pending task's claims are made by the resourceclaim controller (the embedded cluster plays it),
+as in a cluster.
 """
 
 from __future__ import annotations
@@ -31,7 +34,20 @@ class DraFacts:
     """Per node, the devices not yet taken by a placed task's claims: (driver, pool, device) in order."""
 
     free: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    devices: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)  # per node: all its devices
     classes: dict[str, str] = field(default_factory=dict)  # class name → the driver its devices come from
+    shared: dict[str, SharedClaim] = field(default_factory=dict)  # namespace/name → a shared claim
+
+
+@dataclass(slots=True)
+class SharedClaim:
+    """A shared claim of the scenario: its object (given devices by its first placed or Binding user) and its
+    one request."""
+
+    obj: JSON
+    spec: ClaimSpec
+    allocation: JSON | None = None  # status.allocation once a placed or Binding user took its devices
+    node: str = ""  # … on this node
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +101,7 @@ def node_devices(e: Entry, name: str, gpu_memory_mib: int | None, facts: DraFact
     if not devices:
         return None
     facts.free[name] = taken
+    facts.devices[name] = list(taken)
     return {
         "apiVersion": dra.API_VERSION,
         "kind": "ResourceSlice",
@@ -173,7 +190,7 @@ def device_pools(top: Entry) -> list[meta.Built]:
     return out
 
 
-def shared_claims(top: Entry) -> list[meta.Built]:
+def shared_claims(top: Entry, facts: DraFacts) -> list[meta.Built]:
     """ResourceClaims that pods name directly (shared); `queue` becomes the queue label KAI requires."""
     out = []
     for e in top.named_items("resourceClaims", "resourceClaim"):
@@ -189,6 +206,15 @@ def shared_claims(top: Entry) -> list[meta.Built]:
             "metadata": meta.metadata("ResourceClaim", e.name, namespace=namespace, labels=labels),
             "spec": spec,
         }
+        request = spec["devices"]["requests"][0]
+        claim_spec = ClaimSpec(
+            e.name,
+            device_class=request["deviceClassName"],
+            count=request.get("count", 1),
+            mode=request["allocationMode"],
+            selectors=tuple(str(s["cel"]["expression"]) for s in request.get("selectors", ())),
+        )
+        facts.shared[f"{namespace}/{e.name}"] = SharedClaim(obj, claim_spec)
         out.append(meta.Built(obj, e.where.at(e.data)))
     return out
 
@@ -236,8 +262,11 @@ def task_claims(e: Entry) -> tuple[ClaimSpec, ...]:
     return tuple(out)
 
 
-def pod_objects(pod: JSON, claims: tuple[ClaimSpec, ...], node: str, facts: DraFacts, e: Entry) -> list[JSON]:
-    """Add the claims to the pod; return its templates and, for a placed task, its claims made and allocated."""
+def pod_objects(
+    pod: JSON, claims: tuple[ClaimSpec, ...], node: str, facts: DraFacts, e: Entry, *, binding: bool = False
+) -> tuple[list[JSON], list[JSON]]:
+    """Add the claims to the pod; return its templates and, for a task on `node`, its claims made (allocated and
+    reserved for it when placed), with the BindRequest's `resourceClaimAllocations` when it is `binding`."""
     meta_ = pod["metadata"]
     name, namespace = meta_["name"], meta_["namespace"]
     pod["spec"]["resourceClaims"] = [
@@ -246,10 +275,16 @@ def pod_objects(pod: JSON, claims: tuple[ClaimSpec, ...], node: str, facts: DraF
         else {"name": c.name, "resourceClaimTemplateName": f"{name}-{c.name}"}
         for c in claims
     ]
+    reserved = {"resource": "pods", "name": name, "uid": meta_["uid"]}
     out: list[JSON] = []
     statuses = []
+    allocations: list[JSON] = []
     for c in claims:
         if c.shared:
+            if node:
+                allocation = _use_shared(facts, f"{namespace}/{c.shared}", node, reserved, e, binding=binding)
+                if binding:
+                    allocations.append({"name": c.name, "allocation": allocation})
             continue
         spec = {
             "devices": {
@@ -271,7 +306,7 @@ def pod_objects(pod: JSON, claims: tuple[ClaimSpec, ...], node: str, facts: DraF
         if not node:
             continue
         claim_name = f"{name}-{c.name}"
-        results = _take(facts, node, c, e)
+        allocation = _allocation(_take(facts, node, c, e), node)
         claim: JSON = {
             "apiVersion": dra.API_VERSION,
             "kind": "ResourceClaim",
@@ -287,32 +322,61 @@ def pod_objects(pod: JSON, claims: tuple[ClaimSpec, ...], node: str, facts: DraF
                 ],
             },
             "spec": spec,
-            "status": {
-                "allocation": {
-                    "devices": {"results": results},
-                    "nodeSelector": {
-                        "nodeSelectorTerms": [
-                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                        ]
-                    },
-                },
-                "reservedFor": [{"resource": "pods", "name": name, "uid": meta_["uid"]}],
-            },
         }
+        if binding:  # made by the resourceclaim controller; the binder writes the devices
+            allocations.append({"name": c.name, "allocation": allocation})
+        else:
+            claim["status"] = {"allocation": allocation, "reservedFor": [reserved]}
         out.append(claim)
         statuses.append({"name": c.name, "resourceClaimName": claim_name})
     if statuses:
         pod["status"]["resourceClaimStatuses"] = statuses
-    return out
+    return out, allocations
+
+
+def _allocation(results: list[JSON], node: str) -> JSON:
+    return {
+        "devices": {"results": results},
+        "nodeSelector": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+        },
+    }
+
+
+def _use_shared(facts: DraFacts, key: str, node: str, reserved: JSON, e: Entry, *, binding: bool) -> JSON:
+    """The allocation of shared claim `key` for a user on `node`: taken there by its first placed or Binding
+    user; a placed user is added to its `reservedFor` (a Binding one is added by the binder)."""
+    shared = facts.shared.get(key)
+    if shared is None:
+        raise e.error("claims", f"shared claim {key} is not among the scenario's resourceClaims")
+    if shared.allocation is None:
+        shared.allocation, shared.node = _allocation(_take(facts, node, shared.spec, e), node), node
+    elif shared.node != node:
+        raise e.error("claims", f"shared claim {key} is allocated on node {shared.node}, not on {node}")
+    status = shared.obj.setdefault("status", {})
+    if not binding:
+        status["allocation"] = shared.allocation
+        status.setdefault("reservedFor", []).append(reserved)
+    return dict(shared.allocation)
 
 
 def _take(facts: DraFacts, node: str, c: ClaimSpec, e: Entry) -> list[JSON]:
+    """Devices for claim `c` on `node`: its `count` first free ones, or (`All`) every one of the node's devices,
+    all of them free."""
     free = facts.free.get(node, [])
-    if c.selectors or c.mode == "All":
-        raise e.error("claims", "a placed task's claims take devices in order: no selectors or All mode here")
-    if len(free) < c.count:
-        raise e.error("claims", f"node {node} has {len(free)} DRA device(s) left, claim {c.name} needs {c.count}")
-    taken, facts.free[node] = free[: c.count], free[c.count :]
+    if c.selectors:
+        raise e.error("claims", "a placed task's claims take devices in order: no selectors here")
+    if c.mode == "All":
+        devices = facts.devices.get(node, [])
+        if not devices or len(free) < len(devices):
+            raise e.error(
+                "claims", f"claim {c.name} takes all of node {node}'s devices: {len(free)} of {len(devices)} free"
+            )
+        taken, facts.free[node] = free, []
+    else:
+        if len(free) < c.count:
+            raise e.error("claims", f"node {node} has {len(free)} DRA device(s) left, claim {c.name} needs {c.count}")
+        taken, facts.free[node] = free[: c.count], free[c.count :]
     return [{"request": "devices", "driver": d, "pool": p, "device": n} for d, p, n in taken]
 
 

@@ -104,9 +104,13 @@ def _add_pod(
     pod, request = render(task, job, pod_name, now)
     where = task.entry.where.at(task.entry.data)
     if task.claims:
-        node = pod["spec"].get("nodeName", "") if pod["status"]["phase"] in ("Pending", "Running") else ""
-        made = dra.pod_objects(pod, task.claims, node, devices, task.entry)
+        binding = request is not None
+        placed = pod["status"]["phase"] in ("Pending", "Running")
+        node = task.node if binding else pod["spec"].get("nodeName", "") if placed else ""
+        made, allocations = dra.pod_objects(pod, task.claims, node, devices, task.entry, binding=binding)
         out.dra.extend(meta.Built(obj, where) for obj in made)
+        if request is not None and allocations:
+            request["spec"]["resourceClaimAllocations"] = allocations
     out.pods.append(meta.Built(pod, where))
     if request is not None:
         out.bindrequests.append(meta.Built(request, where))
