@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kai_scheduler import cli
-from kai_scheduler import scenario
+from kai_scheduler import cli, scenario
 
 SCENARIO = """
 name: dra devices
