@@ -8,9 +8,14 @@
   in-flight BindRequests hold their devices; a claim whose every user is Releasing frees them (a pod can be
   pipelined onto them). Inside a session the dynamicresources plugin takes and releases devices as tasks are
   allocated and deallocated (statement do and undo), so a gang's claims allocate together or not at all.
-- GPU accounting: a device of NVIDIA's GPU driver is a GPU; a node counts its own DRA GPUs in its
-  `nvidia.com/gpu` allocatable and a pod counts the GPUs of its per-pod (template) claims of a GPU
-  DeviceClass as whole GPUs, so queues, fair share and victim searches charge them like `nvidia.com/gpu`.
+- GPU accounting (docs/dra.md "Queues and fair share"): a whole GPU of NVIDIA's driver is a GPU. A node counts
+  its own DRA GPUs in its `nvidia.com/gpu` allocatable, and the GPUs of network-attached pools that some node of
+  the snapshot reaches count in the cluster's total (`network_gpus`), on no node. A pod counts the `count` of
+  the ExactCount requests of its per-pod (template) claims of a GPU DeviceClass as whole GPUs of its own. What
+  no pod can be charged for ahead of a node, the GPU devices of a shared claim (every request, once) and of an
+  `All` request, is charged to a queue by the claim itself while it holds them (`Charge`): to the queue of the
+  user that made it hold them, and refunded to that queue when its last user leaves. So a queue's GPUs are the
+  devices its claims hold, each once, and the total counts every device that can be charged.
 
 Per node, the free devices that match each matcher are counted in an array kept in step with every take and
 release, so the feasibility of a one-request claim over every node is one vector comparison.
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,6 +91,35 @@ def pod_gpus(pod: Pod, claims: dict[str, dra.ResourceClaim], templates: dict[str
     return total
 
 
+def is_claim_charged(claim: dra.ResourceClaim) -> bool:
+    """The claim charges its queue itself for some of its devices: a shared claim, or one with an `All` request."""
+    return not claim.owner_pod_uid or any(r.allocation_mode == "All" for r in claim.requests)
+
+
+def _claim_charged_requests(claim: dra.ResourceClaim) -> frozenset[str]:
+    """The requests of the claim whose GPU devices the claim charges (no pod is charged for them ahead)."""
+    shared = not claim.owner_pod_uid
+    return frozenset(
+        r.name for r in claim.requests if dra.is_gpu_class(r.device_class) and (shared or r.allocation_mode == "All")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Whom a claim's own charge goes to: a leaf queue, and whether the job that made it hold is non-preemptible."""
+
+    queue: str
+    non_preemptible: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """GPUs a claim charged (positive) or gave back (negative) to a queue."""
+
+    owner: Owner
+    gpus: float
+
+
 @dataclass(slots=True)
 class DraMemo:
     """Kept across cycles: the derived nodes and pods (same objects while their inputs are), the inventory and
@@ -95,6 +129,16 @@ class DraMemo:
     pods: dict[str, tuple[Pod, int, Pod]] = field(default_factory=dict)
     inventory: Inventory | None = None
     evaluator: cel.Evaluator = field(default_factory=cel.Evaluator)
+    network: list[dra.ResourceSlice] = field(default_factory=list)  # network-attached slices with GPUs
+
+
+def network_gpus(memo: DraMemo, nodes: Sequence[Node]) -> int:
+    """The GPUs of the network-attached pools that at least one of `nodes` reaches (counted on no node)."""
+    total = 0
+    for s in memo.network:
+        if s.all_nodes or any(_selects(s, n) for n in nodes):
+            total += sum(is_gpu_device(s.driver, d) for d in s.devices)
+    return total
 
 
 def with_device_counts(
@@ -102,12 +146,15 @@ def with_device_counts(
 ) -> tuple[list[Node], list[Pod]]:
     """Nodes with their DRA GPUs in `nvidia.com/gpu` allocatable and pods with their claims' GPUs as whole-GPU
     requests; the same objects where nothing is added (and, across cycles, while nothing changed)."""
+    memo.network = []
     if not objects.slices and not objects.claims and not objects.templates:
         return nodes, pods
     local: dict[str, int] = {}
     for s in _current_slices(objects.slices):
         if s.node_name:
             local[s.node_name] = local.get(s.node_name, 0) + sum(is_gpu_device(s.driver, d) for d in s.devices)
+        elif any(is_gpu_device(s.driver, d) for d in s.devices):
+            memo.network.append(s)
     kept_nodes: dict[str, tuple[Node, int, Node]] = {}
     new_nodes = [_node_with(n, local.get(n.name, 0), memo.nodes, kept_nodes) for n in nodes]
     claims = {c.key: c for c in objects.claims}
@@ -287,6 +334,8 @@ class ClaimState:
     users: set[str]  # task uids using it (not Releasing)
     held: bool = True  # its devices are taken; False once every user has left (evicted, or Releasing)
     made_here: bool = False  # allocated in this session (undone with its last user)
+    gpus: int = 0  # GPU devices the claim charges itself (shared claims, All requests)
+    charged: Owner | None = None  # … to this queue, while held
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +368,8 @@ class DraState:
         self._task_claims: dict[str, list[tuple[str, str]]] = {}
         self._problems: dict[str, tuple[str | None]] = {}
         self._claim_demands: dict[str, list[Demand]] = {}
+        self._charged_requests: dict[str, frozenset[str]] = {}
+        self.charges: list[Charge] = []  # claims' own charges since the last `drain_charges`
 
     @classmethod
     def build(
@@ -328,7 +379,11 @@ class DraState:
         nodes: Sequence[Node],
         tasks: Iterable[PodInfo],
         bind_requests: dict[str, BindRequest],
+        owner_of: Callable[[PodInfo], Owner | None] = lambda _: None,
     ) -> DraState:
+        """The cycle's allocations; a claim that holds devices it charges itself is charged to the queue of its
+        first user (by uid) that `owner_of` knows."""
+        tasks = list(tasks)
         inventory = memo.inventory
         if inventory is None or not inventory.same(objects.slices, nodes):
             inventory = memo.inventory = Inventory.build(objects.slices, nodes)
@@ -340,13 +395,23 @@ class DraState:
                 continue
             for _, key in state.claims_of(task):
                 (releasing if task.is_releasing else by_task).setdefault(key, set()).add(str(task.uid))
+        by_uid = {str(t.uid): t for t in tasks}
+
+        def owner(users: Iterable[str]) -> Owner | None:
+            for uid in sorted(users):
+                task = by_uid.get(uid)
+                found = owner_of(task) if task is not None else None
+                if found is not None:
+                    return found
+            return None
+
         for claim in state.claims.values():
             if claim.allocation is None:
                 continue
             users = by_task.get(claim.key, set()) | {c.uid for c in claim.reserved_for if c.resource == "pods"}
             users -= releasing.get(claim.key, set())
             held = bool(users) or claim.key not in releasing
-            state._record(claim.key, claim.allocation.results, users, held=held)
+            state._record(claim.key, claim.allocation.results, users, held=held, owner=owner(users))
         for task in tasks:
             br = bind_requests.get(task.key)
             if br is None or not br.resource_claim_allocations or task.is_releasing:
@@ -355,15 +420,71 @@ class DraState:
             for made in br.resource_claim_allocations:
                 wanted = names.get(made.name)
                 if wanted is not None and wanted not in state.allocs:
-                    state._record(wanted, made.allocation.results, {str(task.uid)}, held=True)
+                    state._record(wanted, made.allocation.results, {str(task.uid)}, held=True, owner=owner_of(task))
+        state.charges.clear()  # what the build holds is read with `held_charges`; `charges` are the session's
         return state
 
-    def _record(self, key: str, results: Sequence[dra.DeviceResult], users: set[str], *, held: bool) -> None:
+    def _record(
+        self, key: str, results: Sequence[dra.DeviceResult], users: set[str], *, held: bool, owner: Owner | None
+    ) -> None:
         index = self.inventory.index
-        devices = tuple(i for i in (index.get((r.driver, r.pool, r.device)) for r in results) if i is not None)
-        self.allocs[key] = ClaimState(devices, tuple(results), users, held=False)
+        picks = [(r.request, index.get((r.driver, r.pool, r.device))) for r in results]
+        devices = tuple(i for _, i in picks if i is not None)
+        gpus = self._claim_gpus(key, [(name, i) for name, i in picks if i is not None])
+        self.allocs[key] = ClaimState(devices, tuple(results), users, held=False, gpus=gpus)
         if held:
-            self._hold(key)
+            self._hold(key, owner)
+
+    # --- the claims' own charges ---
+
+    def _claim_gpus(self, key: str, picks: Iterable[tuple[str, int]]) -> int:
+        """GPU devices among `picks` (request name, device) that claim `key` charges itself."""
+        requests = self._charged_requests.get(key)
+        if requests is None:
+            claim = self.claims.get(key)
+            requests = self._charged_requests[key] = (
+                _claim_charged_requests(claim) if claim is not None else frozenset()
+            )
+        if not requests:
+            return 0
+        inventory = self.inventory
+        return sum(
+            1 for name, i in picks if name in requests and is_gpu_device(inventory.drivers[i], inventory.devices[i])
+        )
+
+    def held_charges(self) -> dict[str, tuple[float, float]]:
+        """Per queue, the GPUs its claims charge now: (all, of non-preemptible jobs)."""
+        out: dict[str, tuple[float, float]] = {}
+        for state in self.allocs.values():
+            owner = state.charged
+            if owner is None or not state.held:
+                continue
+            gpus, non_preemptible = out.get(owner.queue, (0.0, 0.0))
+            out[owner.queue] = (gpus + state.gpus, non_preemptible + (state.gpus if owner.non_preemptible else 0))
+        return out
+
+    def shared_demand(self, task: PodInfo) -> list[tuple[str, int]]:
+        """(claim key, GPUs) of the task's shared claims that hold no devices yet: what they will charge, as
+        far as it is known ahead (their ExactCount GPU requests)."""
+        out = []
+        for _, key in self.claims_of(task):
+            claim = self.claims[key]
+            state = self.allocs.get(key)
+            if claim.owner_pod_uid or (state is not None and (state.held or state.users)):
+                continue
+            gpus = sum(
+                r.count
+                for r in claim.requests
+                if r.allocation_mode == "ExactCount" and dra.is_gpu_class(r.device_class)
+            )
+            if gpus:
+                out.append((key, gpus))
+        return out
+
+    def drain_charges(self) -> list[Charge]:
+        """The claims' charges and refunds since the last call, oldest first."""
+        out, self.charges = self.charges, []
+        return out
 
     # --- pods and their claims ---
 
@@ -557,8 +678,9 @@ class DraState:
 
     # --- session changes (the dynamicresources plugin, through statement do and undo) ---
 
-    def take(self, task: PodInfo, row: int) -> None:
-        """The task is placed on node `row`: its claims get devices there (or keep those they have)."""
+    def take(self, task: PodInfo, row: int, owner: Owner | None = None) -> None:
+        """The task is placed on node `row`: its claims get devices there (or keep those they have). A claim that
+        comes to hold devices it charges itself charges `owner` (see `drain_charges`)."""
         uid = str(task.uid)
         demands: list[Demand] = []
         for _, key in self.claims_of(task):
@@ -569,7 +691,7 @@ class DraState:
             state.users.add(uid)
             if not state.held:
                 if all(self.free[i] for i in state.devices) and bool(self._rows_of(state)[row]):
-                    self._hold(key)
+                    self._hold(key, owner)
                 else:  # its old devices went to another claim meanwhile: allocated anew
                     del self.allocs[key]
                     demands.extend(self._demands_of(key))
@@ -582,8 +704,10 @@ class DraState:
                 dra.DeviceResult(name, inventory.drivers[i], inventory.pools[i], inventory.devices[i].name)
                 for name, i in picks
             )
-            self.allocs[key] = ClaimState(tuple(i for _, i in picks), results, {uid}, held=False, made_here=True)
-            self._hold(key)
+            gpus = self._claim_gpus(key, picks)
+            devices = tuple(i for _, i in picks)
+            self.allocs[key] = ClaimState(devices, results, {uid}, held=False, made_here=True, gpus=gpus)
+            self._hold(key, owner)
 
     def _demands_of(self, key: str) -> list[Demand]:
         """The requests of a claim with no devices yet (kept per claim: they depend on the objects alone)."""
@@ -613,15 +737,21 @@ class DraState:
             if state.made_here:
                 del self.allocs[key]
 
-    def _hold(self, key: str) -> None:
+    def _hold(self, key: str, owner: Owner | None) -> None:
         state = self.allocs[key]
         state.held = True
         self._set(state.devices, False)
+        if state.gpus and owner is not None:
+            state.charged = owner
+            self.charges.append(Charge(owner, float(state.gpus)))
 
     def _unhold(self, key: str) -> None:
         state = self.allocs[key]
         state.held = False
         self._set(state.devices, True)
+        if state.charged is not None:
+            self.charges.append(Charge(state.charged, -float(state.gpus)))
+            state.charged = None
 
     def _set(self, devices: Iterable[int], free: bool) -> None:
         inventory = self.inventory

@@ -32,7 +32,15 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.api.queue import Queue, namespace_refusal
 from kai_scheduler.api.topology import Topology
-from kai_scheduler.cluster.dra import DraMemo, DraObjects, DraState, with_device_counts
+from kai_scheduler.cluster.dra import (
+    DraMemo,
+    DraObjects,
+    DraState,
+    is_claim_charged,
+    network_gpus,
+    with_device_counts,
+)
+from kai_scheduler.cluster.dra import Owner as DraOwner
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.node_memo import NodeMemo
@@ -133,15 +141,46 @@ class Snapshot:
                 [n.node for n in self.nodes],
                 self.tasks.values(),
                 self.bind_requests,
+                self.claim_owner,
             )
         return self._dra
 
+    def claim_owner(self, task: PodInfo) -> DraOwner | None:
+        """Whom a DRA claim that `task` makes hold its devices charges: the task's job's queue."""
+        job = self.jobs.get(task.job_uid)
+        return None if job is None else DraOwner(job.queue, not job.preemptible)
+
+    def dra_charges(self) -> dict[str, tuple[float, float, float]]:
+        """Per queue, the GPUs DRA claims charge themselves (shared claims, `All` requests; docs/dra.md): held
+        now, of those by non-preemptible jobs, and asked by the shared claims of Pending tasks (each once).
+        Empty, and nothing built, when no claim charges itself."""
+        if not any(map(is_claim_charged, self.dra_objects.claims)):
+            return {}
+        state = self.dra_state()
+        out = {queue: (gpus, non_preemptible, 0.0) for queue, (gpus, non_preemptible) in state.held_charges().items()}
+        asked: set[str] = set()
+        for job in self.waiting:
+            for task in job.tasks:
+                if task.status != PodStatus.PENDING or not task.pod.resource_claims:
+                    continue
+                for key, gpus in state.shared_demand(task):
+                    if key not in asked:
+                        asked.add(key)
+                        held, non_preemptible, pending = out.get(job.queue, (0.0, 0.0, 0.0))
+                        out[job.queue] = (held, non_preemptible, pending + gpus)
+        return out
+
     def total_capacity(self) -> Vector:
         """Allocatable of schedulable nodes minus what other schedulers' pods use (§5.1); MIG instances add
-        their GPU units (their profiles' compute slices) to the GPU column, as KAI's `GetSumGPUs` does."""
+        their GPU units (their profiles' compute slices) to the GPU column, as KAI's `GetSumGPUs` does; so do
+        the GPUs of network-attached DRA pools that a schedulable node reaches (docs/dra.md)."""
         total: Vector = self.arrays.allocatable[self.arrays.schedulable].sum(axis=0) - self.other_usage
         if self.axis.mig_columns:
             total[GPU] += float(total @ self.axis.mig_units)
+        if self.dra_memo.network:  # GPUs of network-attached DRA pools: on no node, in the total
+            total[GPU] += network_gpus(
+                self.dra_memo, [n.node for n, ok in zip(self.nodes, self.arrays.schedulable, strict=True) if ok]
+            )
         return total
 
     def mig_nodes(self) -> npt.NDArray[np.bool_]:

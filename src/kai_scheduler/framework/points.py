@@ -22,6 +22,10 @@ configured tier order through one dispatcher per combination rule (`framework.di
 | RECLAIM_VICTIM_FILTER, PREEMPT_VICTIM_FILTER | (preemptor job, victim job) -> bool | AND of booleans |
 | RECLAIM_VALIDATOR, PREEMPT_VALIDATOR | (preemptor job, tasks, scenario) -> Reject or None | first rejection |
 | ON_JOB_SOLUTION_START | (job) -> None | all run |
+| CHARGE_QUEUE | (leaf queue, GPUs, non-preemptible) -> None | all run |
+
+CHARGE_QUEUE is how a charge that belongs to no task reaches the queues: a DRA claim that holds GPUs no pod was
+charged for (a shared claim, an `All` request) charges its queue while it holds them, and refunds it after.
 """
 
 from __future__ import annotations
@@ -120,6 +124,7 @@ class VictimScenario(Protocol):
     def moved(self) -> Sequence[PodInfo]: ...
 
 
+QueueCharger = Callable[[str, float, bool], None]
 ScenarioValidator = Callable[["JobInfo", "list[PodInfo]", VictimScenario], "Reject | None"]
 
 JOB_ORDER = ExtensionPoint[JobCompare]("jobOrder", Combine.FIRST_NONZERO)
@@ -144,3 +149,4 @@ PREEMPT_VICTIM_FILTER = ExtensionPoint[VictimFilter]("preemptVictimFilter", Comb
 RECLAIM_VALIDATOR = ExtensionPoint[ScenarioValidator]("reclaimScenarioValidator", Combine.FIRST_REJECT)
 PREEMPT_VALIDATOR = ExtensionPoint[ScenarioValidator]("preemptScenarioValidator", Combine.FIRST_REJECT)
 ON_JOB_SOLUTION_START = ExtensionPoint[JobEvent]("onJobSolutionStart", Combine.ALL)
+CHARGE_QUEUE = ExtensionPoint[QueueCharger]("chargeQueue", Combine.ALL)

@@ -9,6 +9,9 @@
 - Allocate / deallocate: the task's claims take devices on its node, and give them back when the placement is
   undone or the task is evicted (`cluster.dra.DraState`), so gangs and victim searches see them as the
   statement leaves them. The commit writes the chosen devices into the BindRequest.
+- Charges: a claim that comes to hold GPUs no pod was charged for (a shared claim, an `All` request) charges
+  the queue of the task that made it hold them, and refunds it when its last user leaves (CHARGE_QUEUE; the
+  proportion plugin keeps the queues).
 """
 
 from __future__ import annotations
@@ -68,8 +71,19 @@ class DynamicResources(PluginBase):
 
     def on_allocate(self, task: PodInfo) -> None:
         if task.pod.resource_claims and task.node in self._nodes:
-            self.state.take(task, self._nodes[task.node].row)
+            state = self.state
+            state.take(task, self._nodes[task.node].row, self._ssn.snapshot.claim_owner(task))
+            self._pass_on(state)
 
     def on_deallocate(self, task: PodInfo) -> None:
         if task.pod.resource_claims:
-            self.state.release(task)
+            state = self.state
+            state.release(task)
+            self._pass_on(state)
+
+    def _pass_on(self, state: DraState) -> None:
+        """Hand the claims' own charges and refunds to the queues."""
+        if state.charges:
+            charge = self._ssn.call(points.CHARGE_QUEUE)
+            for c in state.drain_charges():
+                charge(c.owner.queue, c.gpus, c.owner.non_preemptible)

@@ -26,6 +26,8 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from kai_scheduler.actions.common import allocation, gpu_sharing, scenario
 from kai_scheduler.actions.common.budget import JobBudget
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
@@ -280,7 +282,13 @@ class _JobSolver:
         )
         if not _shared_room_in_place(task, node):
             return False
-        return bool((self.ssn.snapshot.arrays.free[node.row] >= need - tolerance.RESOURCE).all())
+        if not (self.ssn.snapshot.arrays.free[node.row] >= need - tolerance.RESOURCE).all():
+            return False
+        if task.pod.resource_claims:  # its claims' devices may be taken meanwhile, whatever the node's ledger says
+            only = np.zeros(len(self.ssn.snapshot.nodes), dtype=bool)
+            only[node.row] = True
+            return bool(self.ssn.feasible_nodes(task, only)[0][node.row])
+        return True
 
     # --- nodes ---------------------------------------------------------------------------------------------
 

@@ -87,6 +87,7 @@ class Proportion(PluginBase):
         ssn.add(points.ON_ALLOCATE, self.charge_queue)
         ssn.add(points.ON_DEALLOCATE, self.refund_queue)
         ssn.add(points.QUEUE_SHARE, self.queue_share)
+        ssn.add(points.CHARGE_QUEUE, self.charge_claim)
         rules = reclaim.ReclaimRules(ssn, self._shares, self._parents, self._total, self.saturation_multiplier)
         ssn.add(points.CAN_RECLAIM, rules.can_reclaim)
         ssn.add(points.RECLAIM_VICTIM_FILTER, rules.is_victim)
@@ -120,7 +121,9 @@ class Proportion(PluginBase):
     def charge_running_jobs(self, snapshot: Snapshot) -> None:
         """`allocated`, `allocated_non_preemptible` and `request` of each leaf from its jobs, then ancestors.
 
-        Allocated = tasks in allocated statuses; request = allocated + Pending tasks (`queue_charge`). Jobs of
+        Allocated = tasks in allocated statuses, and the GPUs DRA claims charge themselves (shared claims, `All`
+        requests: `Snapshot.dra_charges`); request = allocated + Pending tasks (`queue_charge`) + what Pending
+        tasks' shared claims ask. Jobs of
         missing or non-leaf queues count nowhere (the snapshot reports them). A kept snapshot has the sums
         already; else they are made here, from the same rows in the same order. A task deallocated later is
         refunded its `queue_request()`, what it was charged here."""
@@ -133,11 +136,17 @@ class Proportion(PluginBase):
                     jobs[job.queue].append(job)
             charges = {name: queue_charge.charge(map(queue_charge.job_rows, jobs[name])) for name in leaves}
         none = queue_charge.charge(())
+        claims = snapshot.dra_charges()
         for name in leaves:
             leaf, sums = self._shares[name], charges.get(name, none)
             leaf.allocated = sums.allocated.copy()
             leaf.allocated_non_preemptible = sums.non_preemptible.copy()
             leaf.request = leaf.allocated + sums.pending
+            if name in claims:
+                held, non_preemptible, pending = claims[name]
+                leaf.allocated[GPU] += held
+                leaf.allocated_non_preemptible[GPU] += non_preemptible
+                leaf.request[GPU] += held + pending
             for ancestor in self.queue_chain(name)[1:]:
                 ancestor.allocated += leaf.allocated
                 ancestor.allocated_non_preemptible += leaf.allocated_non_preemptible
@@ -226,6 +235,19 @@ class Proportion(PluginBase):
         """ON_DEALLOCATE: take back exactly what the task was charged (its request as of the charge)."""
         charged = self._charged.pop(task.uid, None)
         self._account(task, -(task.queue_request() if charged is None else charged))
+
+    def charge_claim(self, queue: str, gpus: float, non_preemptible: bool) -> None:
+        """CHARGE_QUEUE: add `gpus` (negative: a refund) to the GPUs of a leaf queue and its ancestors, for a DRA
+        claim that charges its queue itself (the dynamicresources plugin keeps charges and refunds paired)."""
+        chain = self._leaf_chains.get(queue)
+        if chain is None:
+            return
+        for share, state in chain:
+            self._ranks.pop(share.name, None)
+            share.allocated[GPU] += gpus
+            if non_preemptible:
+                share.allocated_non_preemptible[GPU] += gpus
+            state.allocated[2] += gpus
 
     def queue_share(self, queue: str) -> QueueShare | None:
         """QUEUE_SHARE: the proportion view of one queue, or None for an unknown name."""
