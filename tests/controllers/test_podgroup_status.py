@@ -6,8 +6,20 @@ from kai_scheduler.api import constants, priorityclass
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import JSON
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
+from kai_scheduler.store.interface import NotFound
 from kai_scheduler.store.memory import MemoryStore
-from tests.builders import NAMESPACE, NOW, bind_request, node, pod, podgroup
+from tests.builders import (
+    NAMESPACE,
+    NOW,
+    bind_request,
+    claim,
+    claim_template,
+    device,
+    node,
+    pod,
+    podgroup,
+    resource_slice,
+)
 
 ZERO = {"cpu": "0", "memory": "0", "nvidia.com/gpu": "0"}
 
@@ -126,3 +138,68 @@ def test_mig_instances_count_their_compute_slices_as_gpus() -> None:
     ctl.reconcile()
     assert status(store, "mig")["allocated"]["nvidia.com/gpu"] == "3"
     assert status(store, "mig")["requested"]["nvidia.com/gpu"] == "4"
+
+
+def test_dra_gpus_count_as_the_scheduler_counts_them() -> None:
+    """Per-pod claims: their ExactCount GPUs (requested; allocated once bound) and the devices an All request
+    got; a shared claim once, to the group of its first bound user; devices that are not GPUs do not count."""
+    store, ctl = cluster(
+        resource_slice("n1", gpus=4, devices=[device("mig-0", type="mig")]),
+        podgroup("train"),
+        podgroup("other"),
+        claim_template("two", count=2),
+        pod("bound", group="train", node="n1", claims={"gpu": "template:two"}),
+        pod("waiting", group="train", claims={"gpu": "template:two"}),
+        claim("whole", for_pod="all", count=None, allocated=[("n1", "gpu-0"), ("n1", "gpu-1"), ("n1", "mig-0")]),
+        pod("all", group="train", node="n1", claims={"gpu": "whole"}),
+        claim("pair", labels={constants.LABEL_QUEUE: "q"}, count=2, allocated=[("n1", "gpu-2"), ("n1", "gpu-3")]),
+        pod("share-0", group="other", claims={"gpu": "pair"}),
+        pod("share-1", group="train", node="n1", claims={"gpu": "pair"}),
+        pod("share-2", group="other", node="n1", claims={"gpu": "pair"}),
+    )
+    ctl.reconcile()
+    train, other = status(store, "train"), status(store, "other")
+    # bound 2 + waiting 2 + All 2 (the MIG slice is not a GPU) + the shared pair, charged to share-1's group
+    assert (train["requested"]["nvidia.com/gpu"], train["allocated"]["nvidia.com/gpu"]) == ("8", "6")
+    assert (other["requested"]["nvidia.com/gpu"], other["allocated"]["nvidia.com/gpu"]) == ("0", "0")
+
+
+def test_a_shared_claim_not_allocated_yet_is_asked_once() -> None:
+    store, ctl = cluster(
+        podgroup("g"),
+        claim("pair", labels={constants.LABEL_QUEUE: "q"}, count=2),
+        pod("a", group="g", claims={"gpu": "pair"}),
+        pod("b", group="g", claims={"gpu": "pair"}),
+    )
+    ctl.reconcile()
+    assert status(store, "g")["requested"]["nvidia.com/gpu"] == "2"
+    assert status(store, "g")["allocated"]["nvidia.com/gpu"] == "0"
+
+
+def test_a_claim_change_rewrites_the_groups_it_reaches() -> None:
+    """The binder allocating a claim (and the pod bound) is seen without a change to the PodGroup."""
+    made = claim("p-gpu", for_pod="p", count=None)
+    store, ctl = cluster(
+        resource_slice("n1", gpus=2), podgroup("g"), made, pod("p", group="g", claims={"gpu": "p-gpu"})
+    )
+    ctl.reconcile()
+    assert status(store, "g")["requested"]["nvidia.com/gpu"] == "0"  # an All request is sized by its devices
+    allocated = claim("p-gpu", for_pod="p", count=None, allocated=[("n1", "gpu-0"), ("n1", "gpu-1")])
+    store.update_status(allocated)
+    store.bind(NAMESPACE, "p", "n1")
+    assert ctl.reconcile() == [f"{NAMESPACE}/g"]
+    assert status(store, "g")["allocated"]["nvidia.com/gpu"] == "2"
+
+
+def test_a_cluster_without_dra_reads_as_none() -> None:
+    store, ctl = cluster(podgroup("g"), pod("p", group="g", gpus=1))
+
+    def unserved(resource: str, *args: object, **kwargs: object) -> object:
+        if resource.startswith("resource"):
+            raise NotFound(f"{resource} not served")
+        return original(resource, *args, **kwargs)
+
+    original = store.list
+    store.list = unserved  # type: ignore[method-assign]
+    ctl.reconcile()
+    assert status(store, "g")["requested"]["nvidia.com/gpu"] == "1"

@@ -10,7 +10,7 @@ from kai_scheduler.api.fields import JSON
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.store.memory import MemoryStore
-from tests.builders import NAMESPACE, NOW, node, pod, podgroup, queue
+from tests.builders import NAMESPACE, NOW, claim, claim_template, node, pod, podgroup, queue, resource_slice
 
 ZERO = {"cpu": "0", "memory": "0", "nvidia.com/gpu": "0"}
 
@@ -161,3 +161,28 @@ def test_the_controllers_together_follow_pods_to_queues() -> None:
     podgroups.reconcile()
     assert queues.reconcile() == ["org", "team"]
     assert queue_status(store, "org")["allocated"]["nvidia.com/gpu"] == "4"
+
+
+def test_a_queue_counts_the_gpus_of_its_pods_dra_claims() -> None:
+    """Through the PodGroup statuses: a per-pod claim's GPUs and a shared claim's, once."""
+    store = MemoryStore(ManualClock(NOW))
+    store.add_many(
+        [
+            node("n1"),
+            queue("team"),
+            podgroup("g", queue="team"),
+            resource_slice("n1", gpus=3),
+            claim_template("one"),
+            claim(
+                "pair", labels={"kai.scheduler/queue": "team"}, count=2, allocated=[("n1", "gpu-1"), ("n1", "gpu-2")]
+            ),
+            pod("p0", group="g", node="n1", claims={"gpu": "template:one"}),
+            pod("p1", group="g", node="n1", claims={"gpu": "pair"}),
+            pod("p2", group="g", node="n1", claims={"gpu": "pair"}),
+        ]
+    )
+    podgroups, queues = PodGroupStatusController(store), QueueStatusController(store)
+    podgroups.reconcile()
+    queues.reconcile()
+    assert queue_status(store, "team")["allocated"]["nvidia.com/gpu"] == "3"
+    assert queue_status(store, "team")["requested"]["nvidia.com/gpu"] == "3"

@@ -96,7 +96,7 @@ def is_claim_charged(claim: dra.ResourceClaim) -> bool:
     return not claim.owner_pod_uid or any(r.allocation_mode == "All" for r in claim.requests)
 
 
-def _claim_charged_requests(claim: dra.ResourceClaim) -> frozenset[str]:
+def claim_charged_requests(claim: dra.ResourceClaim) -> frozenset[str]:
     """The requests of the claim whose GPU devices the claim charges (no pod is charged for them ahead)."""
     shared = not claim.owner_pod_uid
     return frozenset(
@@ -150,7 +150,7 @@ def with_device_counts(
     if not objects.slices and not objects.claims and not objects.templates:
         return nodes, pods
     local: dict[str, int] = {}
-    for s in _current_slices(objects.slices):
+    for s in current_slices(objects.slices):
         if s.node_name:
             local[s.node_name] = local.get(s.node_name, 0) + sum(is_gpu_device(s.driver, d) for d in s.devices)
         elif any(is_gpu_device(s.driver, d) for d in s.devices):
@@ -197,7 +197,7 @@ def _pod_with(
     return kept[2]
 
 
-def _current_slices(slices: Iterable[dra.ResourceSlice]) -> list[dra.ResourceSlice]:
+def current_slices(slices: Iterable[dra.ResourceSlice]) -> list[dra.ResourceSlice]:
     """The slices of each pool's newest generation, in (driver, pool, name) order."""
     newest: dict[tuple[str, str], int] = {}
     for s in slices:
@@ -247,7 +247,7 @@ class Inventory:
         local: list[list[int]] = [[] for _ in nodes]
         remote: list[list[int]] = [[] for _ in nodes]
         index: dict[tuple[str, str, str], int] = {}
-        for s in _current_slices(slices):
+        for s in current_slices(slices):
             if s.node_name:
                 r = rows.get(s.node_name, -1)
                 if r < 0:
@@ -442,9 +442,7 @@ class DraState:
         requests = self._charged_requests.get(key)
         if requests is None:
             claim = self.claims.get(key)
-            requests = self._charged_requests[key] = (
-                _claim_charged_requests(claim) if claim is not None else frozenset()
-            )
+            requests = self._charged_requests[key] = claim_charged_requests(claim) if claim is not None else frozenset()
         if not requests:
             return 0
         inventory = self.inventory

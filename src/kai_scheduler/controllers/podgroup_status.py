@@ -8,9 +8,12 @@ Over the PodGroup's pods (those whose `pod-group-name` names it) that are neithe
   `received-resource-type: Fraction` (or shared-GPU) pod the BindRequest's `receivedGPU` count × portion,
   else its `gpu-fraction` × devices;
 - `allocatedNonPreemptible`: the same as `allocated` when the PodGroup is non-preemptible (`spec.preemptibility`,
-  else its priority class value ≥ 100; a missing class counts as the globalDefault class, else 50), else 0.
+  else its priority class value ≥ 100; a missing class counts as the globalDefault class, else 50), else 0;
+- and in `nvidia.com/gpu` of all three, the GPUs its pods ask and hold through DRA claims, as the scheduler
+  counts them (`claim_gpus`: per-pod claims' GPUs, `All` requests by their devices, a shared claim once).
 
-Reacts to pod, PodGroup, BindRequest and PriorityClass changes; writes a status only when it differs. A status
+Reacts to pod, PodGroup, BindRequest, PriorityClass and DRA (ResourceClaim, ResourceClaimTemplate,
+ResourceSlice) changes; writes a status only when it differs. A status
 write the API server refused is logged once (per PodGroup and message) and tried again after a backoff
 (`store.retries`), so a 429 or a 500 does not leave the status stale until the next change.
 """
@@ -25,7 +28,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.resources import GpuRequest
-from kai_scheduler.controllers import amounts
+from kai_scheduler.controllers import amounts, claim_gpus
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
@@ -72,6 +75,10 @@ class PodGroupStatusController:
         # pod uid, not once per change (binding, start, status).
         self._parsed: dict[str, tuple[str, tuple[dict[str, float], GpuRequest]]] = {}
         self._reported: set[tuple[str, str]] = set()
+        self._claims = claim_gpus.ClaimGpus(store)
+        self._dra_pods: dict[str, claim_gpus.DraPod] = {}  # members with DRA claims
+        self._dra_dirty = False
+        self._dra: claim_gpus.Figures = {}  # PodGroup key → DRA GPUs (requested, allocated)
 
     def reconcile(self) -> list[str]:
         """Bring every affected PodGroup's resourcesStatus up to date; return the keys written."""
@@ -83,6 +90,11 @@ class PodGroupStatusController:
             self._bind_changed(key, obj, dirty)
         for key, obj in self._pod_changes.poll():
             self._pod_changed(key, obj, dirty)
+        if self._claims.poll() or self._dra_dirty:
+            self._dra_dirty = False
+            figures = self._claims.figures(self._dra_pods)
+            dirty.update(g for g in figures.keys() | self._dra.keys() if figures.get(g) != self._dra.get(g))
+            self._dra = figures
         for key, obj in self._group_changes.poll():
             if obj is None:
                 self._groups.pop(key, None)
@@ -104,6 +116,10 @@ class PodGroupStatusController:
         members = [self._usage[p] for p in sorted(self._members.get(key, ()))]
         allocated = amounts.total(u.allocated for u in members)
         requested = amounts.total(u.requested for u in members)
+        if key in self._dra:
+            dra_requested, dra_allocated = self._dra[key]
+            amounts.add(requested, {constants.RESOURCE_GPU: dra_requested})
+            amounts.add(allocated, {constants.RESOURCE_GPU: dra_allocated})
         non_preemptible = allocated if self._is_non_preemptible(self._groups.get(key, {})) else {}
         return {
             "allocated": amounts.to_resource_list(allocated),
@@ -140,12 +156,17 @@ class PodGroupStatusController:
             _discard(self._members, old.group, key)
             dirty.add(old.group)
         self._portion_pods.pop(key, None)
+        if self._dra_pods.pop(key, None) is not None:
+            self._dra_dirty = True
         if pod is None:
             self._parsed.pop(key, None)
         usage = self._usage_of(key, pod) if pod is not None else None
         if usage is None:
             return
         self._usage[key] = usage
+        if pod is not None and (member := claim_gpus.dra_pod(pod, usage.group, bool(usage.allocated))) is not None:
+            self._dra_pods[key] = member
+            self._dra_dirty = True
         self._members[usage.group].add(key)
         dirty.add(usage.group)
         if usage.needs_portion and pod is not None:

@@ -118,6 +118,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["queues/status"], ["patch"]),
         rule([SCHEDULING], ["bindrequests"], READ),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
+        rule([RESOURCE], ["resourceclaims", "resourceclaimtemplates", "resourceslices"], READ),  # claim_gpus.py
     ],
     # admission/queue.py reads queues (the parent by name, the siblings by list), admission/podgroup.py a topology
     # by name, admission/access.py a namespace by name; admission/certs.py injects its CA bundle into the two
