@@ -147,3 +147,16 @@ def test_a_pod_recreated_under_its_old_name_gets_a_claim_of_its_own() -> None:
     assert new != old
     assert [c["metadata"]["name"] for c in store.list("resourceclaims")[0]] == [new]
     assert _claim(store, new)["metadata"]["ownerReferences"][0]["uid"] == "recreated"
+
+
+def test_the_claim_gets_the_drivers_configuration_with_its_devices() -> None:
+    """The class's and the claim's configurations travel in the BindRequest into the claim's allocation."""
+    sharing = {"opaque": {"driver": "gpu.nvidia.com", "parameters": {"sharing": {"strategy": "TimeSlicing"}}}}
+    template = b.claim_template("one-gpu")
+    template["spec"]["spec"]["devices"]["config"] = [{"requests": ["devices"], **sharing}]
+    cluster = _cluster(template, b.podgroup("p"), b.pod("p", claims={"gpu": "template:one-gpu"}))
+    assert cluster.cycle().binds == 1
+    cluster.between_cycles()
+    made = cluster.store.get("pods", "p", NS)["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    config = _claim(cluster, made)["status"]["allocation"]["devices"]["config"]
+    assert config == [{"source": "FromClaim", "requests": ["devices"], **sharing}]

@@ -240,3 +240,38 @@ def test_an_in_flight_bind_request_holds_its_devices() -> None:
     )
     assert not ssn.feasible_nodes(b.task(ssn, "r"))[0].any()
     assert np.array_equal(ssn.snapshot.dra_state().free, [False])
+
+
+def test_the_allocation_carries_the_class_and_claim_configuration() -> None:
+    """As Kubernetes' allocator writes it: the class's configs for the requests of that class, then the claim's."""
+    sharing = {"opaque": {"driver": "gpu.nvidia.com", "parameters": {"sharing": {"strategy": "TimeSlicing"}}}}
+    mps = {"requests": ["devices"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"strategy": "MPS"}}}
+    device_class = b.device_class()
+    device_class["spec"]["config"] = [sharing]
+    claim = b.claim("p-gpu", for_pod="p")
+    claim["spec"]["devices"]["config"] = [mps]
+    ssn = _session(
+        b.node("a", gpus=0),
+        b.resource_slice("a", gpus=1),
+        device_class,
+        claim,
+        b.podgroup("p"),
+        _pod_with_claim("p", "p-gpu"),
+    )
+    p = b.task(ssn, "p")
+    ssn.statement().allocate(p, "a")
+    (made,) = ssn.snapshot.dra_state().allocations(p, "a")
+    assert made.to_dict()["allocation"]["devices"]["config"] == [
+        {"source": "FromClass", "requests": ["devices"], **sharing},
+        {"source": "FromClaim", **mps},
+    ]
+
+
+def test_a_configuration_without_a_driver_is_one_line_naming_the_field() -> None:
+    from kai_scheduler.api import dra
+    from kai_scheduler.api.errors import ObjectError
+
+    device_class = b.device_class()
+    device_class["spec"]["config"] = [{"opaque": {"parameters": {}}}]
+    with pytest.raises(ObjectError, match=r"spec\.config\[0\]"):
+        dra.DeviceClass.from_dict(device_class)

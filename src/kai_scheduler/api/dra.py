@@ -7,6 +7,7 @@ and capacities are plain values. Every parse error names the object and the fiel
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ def is_gpu_class(name: str) -> bool:
 class DeviceClass:
     meta: ObjectMeta
     selectors: tuple[str, ...] = ()  # CEL expressions
+    config: tuple[JSON, ...] = ()  # `spec.config[]` ({opaque: {driver, parameters}}), as written
 
     @property
     def name(self) -> str:
@@ -42,10 +44,14 @@ class DeviceClass:
     @classmethod
     def from_dict(cls, data: JSON) -> DeviceClass:
         r = Reader(data, "DeviceClass")
-        return cls(meta=ObjectMeta.read(r), selectors=_selectors(r, "spec.selectors"))
+        return cls(
+            meta=ObjectMeta.read(r), selectors=_selectors(r, "spec.selectors"), config=_configs(r, "spec.config")
+        )
 
     def to_dict(self) -> JSON:
-        spec = {"selectors": _selectors_dict(self.selectors)}
+        spec: JSON = {"selectors": _selectors_dict(self.selectors)}
+        if self.config:
+            spec["config"] = [dict(c) for c in self.config]
         return {"apiVersion": API_VERSION, "kind": "DeviceClass", "metadata": self.meta.to_dict(), "spec": spec}
 
 
@@ -175,9 +181,15 @@ class DeviceResult:
 class Allocation:
     results: tuple[DeviceResult, ...]
     node_selector: JSON | None = None  # the allocation's `nodeSelector`, as written
+    # `devices.config[]`: the configuration the drivers get with the devices, as Kubernetes' allocator writes it:
+    # each class's configs for the requests of that class (`source: FromClass`), then the claim's (`FromClaim`).
+    config: tuple[JSON, ...] = ()
 
     def to_dict(self) -> JSON:
-        out: JSON = {"devices": {"results": [d.to_dict() for d in self.results]}}
+        devices: JSON = {"results": [d.to_dict() for d in self.results]}
+        if self.config:
+            devices["config"] = [dict(c) for c in self.config]
+        out: JSON = {"devices": devices}
         if self.node_selector is not None:
             out["nodeSelector"] = self.node_selector
         return out
@@ -198,7 +210,10 @@ class Allocation:
                 raise r.error(where, "request, driver, pool and device must all be set")
             out.append(DeviceResult(*(str(v) for v in values)))
         selector = raw.get("nodeSelector")
-        return cls(tuple(out), selector if isinstance(selector, dict) else None)
+        config = devices.get("config") if isinstance(devices, dict) else None
+        if config is not None and not (isinstance(config, list) and all(isinstance(c, dict) for c in config)):
+            raise r.error(f"{path}.devices.config", f"expected a list of configurations, got {config!r}")
+        return cls(tuple(out), selector if isinstance(selector, dict) else None, tuple(config or ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +234,7 @@ class ResourceClaim:
     requests: tuple[DeviceRequest, ...]
     allocation: Allocation | None = None
     reserved_for: tuple[Consumer, ...] = ()
+    config: tuple[JSON, ...] = ()  # `spec.devices.config[]` ({requests, opaque}), as written
 
     @property
     def key(self) -> str:
@@ -242,14 +258,20 @@ class ResourceClaim:
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                 raise r.error(f"status.reservedFor[{i}]", f"expected a consumer reference, got {item!r}")
             reserved.append(Consumer(str(item.get("resource", "pods")), item["name"], str(item.get("uid", ""))))
-        return cls(meta=meta, requests=_requests(r, "spec"), allocation=allocation, reserved_for=tuple(reserved))
+        return cls(
+            meta=meta,
+            requests=_requests(r, "spec"),
+            allocation=allocation,
+            reserved_for=tuple(reserved),
+            config=_configs(r, "spec.devices.config"),
+        )
 
     def to_dict(self) -> JSON:
         out: JSON = {
             "apiVersion": API_VERSION,
             "kind": "ResourceClaim",
             "metadata": self.meta.to_dict(),
-            "spec": {"devices": {"requests": [q.to_dict() for q in self.requests]}},
+            "spec": {"devices": self._devices_dict()},
         }
         status: JSON = {}
         if self.allocation is not None:
@@ -259,6 +281,26 @@ class ResourceClaim:
         if status:
             out["status"] = status
         return out
+
+    def _devices_dict(self) -> JSON:
+        devices: JSON = {"requests": [q.to_dict() for q in self.requests]}
+        if self.config:
+            devices["config"] = [dict(c) for c in self.config]
+        return devices
+
+    def allocation_config(self, classes: Mapping[str, DeviceClass], requests: Iterable[str]) -> tuple[JSON, ...]:
+        """`devices.config` of an allocation of this claim whose results answer `requests`: the configs of each
+        such request's DeviceClass (`FromClass`, for that request), then the claim's own (`FromClaim`)."""
+        answered = set(requests)
+        out: list[JSON] = []
+        for request in self.requests:
+            device_class = classes.get(request.device_class)
+            if request.name not in answered or device_class is None:
+                continue
+            out += [{"source": "FromClass", "requests": [request.name], **c} for c in device_class.config]
+        for c in self.config:
+            out.append({"source": "FromClaim", **c})
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +403,20 @@ def _selectors(r: Reader, path: str) -> tuple[str, ...]:
         if not isinstance(expression, str) or not expression.strip():
             raise r.error(f"{path}[{i}].cel.expression", "missing expression")
         out.append(expression)
+    return tuple(out)
+
+
+def _configs(r: Reader, path: str) -> tuple[JSON, ...]:
+    """A list of device configurations (`{requests?, opaque: {driver, parameters}}`), kept as written."""
+    out = []
+    for i, raw in enumerate(r.list(path)):
+        opaque = raw.get("opaque") if isinstance(raw, dict) else None
+        if not isinstance(opaque, dict) or not isinstance(opaque.get("driver"), str) or not opaque["driver"]:
+            raise r.error(f"{path}[{i}]", f"expected a configuration with opaque.driver, got {raw!r}")
+        requests = raw.get("requests")
+        if requests is not None and not (isinstance(requests, list) and all(isinstance(q, str) for q in requests)):
+            raise r.error(f"{path}[{i}].requests", f"expected request names, got {requests!r}")
+        out.append(dict(raw))
     return tuple(out)
 
 

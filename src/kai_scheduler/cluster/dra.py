@@ -768,13 +768,21 @@ class DraState:
     # --- what was decided ---
 
     def allocations(self, task: PodInfo, node: str) -> tuple[ClaimAllocation, ...]:
-        """The BindRequest's `resourceClaimAllocations` for the task placed on `node`."""
+        """The BindRequest's `resourceClaimAllocations` for the task placed on `node`: the devices, the nodes that
+        reach them, and the configuration the drivers get (the classes' and the claim's, as Kubernetes'
+        allocator writes it; an allocated claim's as it is)."""
         out = []
         for name, key in self.claims_of(task):
             state = self.allocs.get(key)
             if state is None or not state.held:
                 continue
-            out.append(ClaimAllocation(name, dra.Allocation(state.results, self._node_selector(state, node))))
+            claim = self.claims[key]
+            config = (
+                claim.allocation.config
+                if claim.allocation is not None
+                else claim.allocation_config(self.classes, {r.request for r in state.results})
+            )
+            out.append(ClaimAllocation(name, dra.Allocation(state.results, self._node_selector(state, node), config)))
         return tuple(out)
 
     def _node_selector(self, state: ClaimState, node: str) -> dict[str, object]:
