@@ -122,6 +122,7 @@ def run_case(name: str) -> dict[str, float]:
         "snapshot_s": cycle.snapshot_s,
         "allocate_s": cycle.result.action_seconds.get("allocate", 0.0),
         "cycle_s": cycle.cycle_s,
+        "cycle_cpu_s": cycle.cycle_cpu_s,
         "peak_gib": cycle.peak_gib,
     }
 
@@ -131,10 +132,22 @@ def main() -> None:
     if results is None:
         return
     base = results.get("nvidia.com/gpu")
-    columns = ("pods", "binds", "parse s", "snapshot s", "allocate s", "cycle s", "allocate / gpu", "peak GiB")
+    columns = (
+        "pods",
+        "binds",
+        "parse s",
+        "snapshot s",
+        "allocate s",
+        "cycle s",
+        "cycle CPU s",
+        "allocate / gpu",
+        "CPU / gpu",
+        "peak GiB",
+    )
     rows = {}
     for name, r in results.items():
         ratio = f"{r['allocate_s'] / base['allocate_s']:.2f}x (≤ {TARGET:g}x)" if base else "-"
+        cpu_ratio = f"{r['cycle_cpu_s'] / base['cycle_cpu_s']:.2f}x" if base else "-"
         rows[name] = (
             f"{r['pods']:.0f}",
             f"{r['binds']:.0f}",
@@ -142,11 +155,13 @@ def main() -> None:
             f"{r['snapshot_s']:.2f}",
             f"{r['allocate_s']:.2f}",
             f"{r['cycle_s']:.2f}",
+            f"{r['cycle_cpu_s']:.2f}",
             ratio,
+            cpu_ratio,
             f"{r['peak_gib']:.2f}",
         )
     title = "One allocate cycle: DRA claims against nvidia.com/gpu, in-memory store"
-    print_table(title, columns, rows, CASES, width=130)
+    print_table(title, columns, rows, CASES, width=160)
 
 
 if __name__ == "__main__":
