@@ -131,6 +131,13 @@ def test_a_pod_with_a_template_claim_is_bound_with_its_claim_allocated_and_a_sec
     br = clean.store.get("bindrequests", "dra-first", NAMESPACE)
     assert br["spec"]["resourceClaimAllocations"][0]["name"] == "gpu"
 
+    def gpus_in_status() -> bool:  # kai controllers counts the claim's GPU as the scheduler does
+        group = clean.store.get("podgroups", "dra-first", NAMESPACE)
+        allocated = (group.get("status") or {}).get("resourcesStatus", {}).get("allocated") or {}
+        return bool(allocated.get("nvidia.com/gpu") == "1")
+
+    clean.wait("the PodGroup's allocated GPU from its claim", gpus_in_status)
+
     clean.create(harness.podgroup("dra-second", min_member=1, queue="default-queue"))
     clean.create(_dra_pod("dra-second"))
     clean.wait("the second pod's claim", lambda: _claim_of(clean, "dra-second") is not None)
