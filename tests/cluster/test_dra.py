@@ -275,3 +275,53 @@ def test_a_configuration_without_a_driver_is_one_line_naming_the_field() -> None
     device_class["spec"]["config"] = [{"opaque": {"parameters": {}}}]
     with pytest.raises(ObjectError, match=r"spec\.config\[0\]"):
         dra.DeviceClass.from_dict(device_class)
+
+
+def _queue_gpus(ssn: Session, queue: str = "q") -> float:
+    share = ssn.queue_share(queue)
+    assert share is not None
+    return float(share.allocated[2])
+
+
+def test_a_shared_claim_is_charged_once_while_it_holds_its_devices() -> None:
+    """Charged when its first user takes it, not again for the second, refunded when the last leaves."""
+    ssn = _session(
+        b.node("a", gpus=0),
+        b.resource_slice("a", gpus=2),
+        b.device_class(),
+        b.claim("pair", labels={"kai.scheduler/queue": "q"}, count=2),
+        b.podgroup("p", min_member=2),
+        b.pod("p-0", group="p", claims={"gpu": "pair"}),
+        b.pod("p-1", group="p", claims={"gpu": "pair"}),
+    )
+    first, second = b.task(ssn, "p-0"), b.task(ssn, "p-1")
+    stmt = ssn.statement()
+    stmt.allocate(first, "a")
+    assert _queue_gpus(ssn) == 2
+    stmt.allocate(second, "a")
+    assert _queue_gpus(ssn) == 2
+    checkpoint = stmt.checkpoint()
+    stmt.evict(first, None)  # the claim stays held by the second
+    assert _queue_gpus(ssn) == 2
+    stmt.rollback(checkpoint)
+    stmt.discard()
+    assert _queue_gpus(ssn) == 0
+
+
+def test_a_claim_held_for_pods_the_snapshot_does_not_know_is_charged_to_the_one_joining() -> None:
+    """`reservedFor` may still name a pod that is gone (the resourceclaim controller has not caught up): the
+    claim's devices are held, and the pod that joins it in the session is charged for them, refunded on undo."""
+    ssn = _session(
+        b.node("a", gpus=0),
+        b.resource_slice("a", gpus=1),
+        b.device_class(),
+        b.claim("pair", labels={"kai.scheduler/queue": "q"}, allocated=[("a", "gpu-0")], reserved_for=["gone"]),
+        b.podgroup("p"),
+        b.pod("p", claims={"gpu": "pair"}),
+    )
+    assert _queue_gpus(ssn) == 0
+    stmt = ssn.statement()
+    stmt.allocate(b.task(ssn, "p"), "a")
+    assert _queue_gpus(ssn) == 1
+    stmt.discard()
+    assert _queue_gpus(ssn) == 0

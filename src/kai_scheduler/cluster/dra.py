@@ -336,6 +336,8 @@ class ClaimState:
     made_here: bool = False  # allocated in this session (undone with its last user)
     gpus: int = 0  # GPU devices the claim charges itself (shared claims, All requests)
     charged: Owner | None = None  # … to this queue, while held
+    charged_by: str = ""  # the user (task uid) whose queue it is charged to
+    owners: dict[str, Owner] = field(default_factory=dict)  # users whose queue is known, by task uid
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,13 +399,14 @@ class DraState:
                 (releasing if task.is_releasing else by_task).setdefault(key, set()).add(str(task.uid))
         by_uid = {str(t.uid): t for t in tasks}
 
-        def owner(users: Iterable[str]) -> Owner | None:
-            for uid in sorted(users):
+        def owners(users: Iterable[str]) -> dict[str, Owner]:
+            out = {}
+            for uid in users:
                 task = by_uid.get(uid)
                 found = owner_of(task) if task is not None else None
                 if found is not None:
-                    return found
-            return None
+                    out[uid] = found
+            return out
 
         for claim in state.claims.values():
             if claim.allocation is None:
@@ -411,7 +414,7 @@ class DraState:
             users = by_task.get(claim.key, set()) | {c.uid for c in claim.reserved_for if c.resource == "pods"}
             users -= releasing.get(claim.key, set())
             held = bool(users) or claim.key not in releasing
-            state._record(claim.key, claim.allocation.results, users, held=held, owner=owner(users))
+            state._record(claim.key, claim.allocation.results, users, held=held, owners=owners(users))
         for task in tasks:
             br = bind_requests.get(task.key)
             if br is None or not br.resource_claim_allocations or task.is_releasing:
@@ -420,20 +423,28 @@ class DraState:
             for made in br.resource_claim_allocations:
                 wanted = names.get(made.name)
                 if wanted is not None and wanted not in state.allocs:
-                    state._record(wanted, made.allocation.results, {str(task.uid)}, held=True, owner=owner_of(task))
+                    uid = str(task.uid)
+                    state._record(wanted, made.allocation.results, {uid}, held=True, owners=owners([uid]))
         state.charges.clear()  # what the build holds is read with `held_charges`; `charges` are the session's
         return state
 
     def _record(
-        self, key: str, results: Sequence[dra.DeviceResult], users: set[str], *, held: bool, owner: Owner | None
+        self,
+        key: str,
+        results: Sequence[dra.DeviceResult],
+        users: set[str],
+        *,
+        held: bool,
+        owners: dict[str, Owner],
     ) -> None:
         index = self.inventory.index
         picks = [(r.request, index.get((r.driver, r.pool, r.device))) for r in results]
         devices = tuple(i for _, i in picks if i is not None)
         gpus = self._claim_gpus(key, [(name, i) for name, i in picks if i is not None])
-        self.allocs[key] = ClaimState(devices, tuple(results), users, held=False, gpus=gpus)
+        self.allocs[key] = ClaimState(devices, tuple(results), users, held=False, gpus=gpus, owners=owners)
         if held:
-            self._hold(key, owner)
+            first = min(owners) if owners else ""
+            self._hold(key, owners.get(first), first)
 
     # --- the claims' own charges ---
 
@@ -687,12 +698,16 @@ class DraState:
                 demands.extend(self._demands_of(key))
                 continue
             state.users.add(uid)
-            if not state.held:
-                if all(self.free[i] for i in state.devices) and bool(self._rows_of(state)[row]):
-                    self._hold(key, owner)
-                else:  # its old devices went to another claim meanwhile: allocated anew
-                    del self.allocs[key]
-                    demands.extend(self._demands_of(key))
+            if owner is not None:
+                state.owners[uid] = owner
+            if state.held:
+                if state.charged is None:  # held for users the snapshot does not know: charged to this one's queue
+                    self._charge(state, owner, uid)
+            elif all(self.free[i] for i in state.devices) and bool(self._rows_of(state)[row]):
+                self._hold(key, owner, uid)
+            else:  # its old devices went to another claim meanwhile: allocated anew
+                del self.allocs[key]
+                demands.extend(self._demands_of(key))
         if not demands:
             return
         chosen = self._choose(demands, row) or {}
@@ -704,8 +719,9 @@ class DraState:
             )
             gpus = self._claim_gpus(key, picks)
             devices = tuple(i for _, i in picks)
-            self.allocs[key] = ClaimState(devices, results, {uid}, held=False, made_here=True, gpus=gpus)
-            self._hold(key, owner)
+            owners = {uid: owner} if owner is not None else {}
+            self.allocs[key] = ClaimState(devices, results, {uid}, held=False, made_here=True, gpus=gpus, owners=owners)
+            self._hold(key, owner, uid)
 
     def _demands_of(self, key: str) -> list[Demand]:
         """The requests of a claim with no devices yet (kept per claim: they depend on the objects alone)."""
@@ -721,35 +737,49 @@ class DraState:
 
     def release(self, task: PodInfo) -> None:
         """The task leaves its node (evicted, or a placement undone): claims with no user left free their
-        devices; one allocated in this session is forgotten."""
+        devices; one allocated in this session is forgotten. A claim that stays held but was charged to the
+        leaving task's queue is charged to the queue of another user (the first by uid), if one is known."""
         uid = str(task.uid)
         for _, key in self.claims_of(task):
             state = self.allocs.get(key)
             if state is None:
                 continue
             state.users.discard(uid)
+            state.owners.pop(uid, None)
             if state.users:
+                if state.charged_by == uid:
+                    self._uncharge(state)
+                    if state.owners:
+                        successor = min(state.owners)
+                        self._charge(state, state.owners[successor], successor)
                 continue
             if state.held:
                 self._unhold(key)
             if state.made_here:
                 del self.allocs[key]
 
-    def _hold(self, key: str, owner: Owner | None) -> None:
+    def _hold(self, key: str, owner: Owner | None, uid: str) -> None:
         state = self.allocs[key]
         state.held = True
         self._set(state.devices, False)
-        if state.gpus and owner is not None:
-            state.charged = owner
-            self.charges.append(Charge(owner, float(state.gpus)))
+        self._charge(state, owner, uid)
 
     def _unhold(self, key: str) -> None:
         state = self.allocs[key]
         state.held = False
         self._set(state.devices, True)
+        self._uncharge(state)
+
+    def _charge(self, state: ClaimState, owner: Owner | None, uid: str) -> None:
+        """Charge the GPUs the claim charges itself to `owner` (the queue of user `uid`)."""
+        if state.gpus and owner is not None:
+            state.charged, state.charged_by = owner, uid
+            self.charges.append(Charge(owner, float(state.gpus)))
+
+    def _uncharge(self, state: ClaimState) -> None:
         if state.charged is not None:
             self.charges.append(Charge(state.charged, -float(state.gpus)))
-            state.charged = None
+            state.charged, state.charged_by = None, ""
 
     def _set(self, devices: Iterable[int], free: bool) -> None:
         inventory = self.inventory
