@@ -57,7 +57,10 @@ def sync(cache: ObjectCache) -> None:
         raise ClusterError(str(err)) from None
 
 
-_READS = "nodes, pods, podgroups, queues, bindrequests, priorityclasses and topologies"
+_READS = (
+    "nodes, pods, podgroups, queues, bindrequests, priorityclasses and topologies, and where the cluster serves"
+    " resource.k8s.io, deviceclasses, resourceslices, resourceclaims and resourceclaimtemplates"
+)
 
 
 def find(objects: ClusterObjects, ref: JobRef, *, scheduler_name: str) -> str:
