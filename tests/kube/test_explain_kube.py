@@ -23,11 +23,6 @@ READ_RULES = [
     {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups", "queues", "bindrequests"], "verbs": READ},
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": READ},
     {"apiGroups": ["kai.scheduler"], "resources": ["topologies"], "verbs": READ},
-    {
-        "apiGroups": ["resource.k8s.io"],  # served by the test cluster (DRA on)
-        "resources": ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"],
-        "verbs": READ,
-    },
 ]
 
 

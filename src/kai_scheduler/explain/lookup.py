@@ -57,10 +57,7 @@ def sync(cache: ObjectCache) -> None:
         raise ClusterError(str(err)) from None
 
 
-_READS = (
-    "nodes, pods, podgroups, queues, bindrequests, priorityclasses and topologies, and where the cluster serves"
-    " resource.k8s.io, deviceclasses, resourceslices, resourceclaims and resourceclaimtemplates"
-)
+_READS = "nodes, pods, podgroups, queues, bindrequests, priorityclasses and topologies"
 
 
 def find(objects: ClusterObjects, ref: JobRef, *, scheduler_name: str) -> str:
