@@ -32,6 +32,9 @@ KAI = "kai.scheduler"
 # meet as a pod's owner and lists and watches (`podgrouper.owners`; by name where it may not list).
 _NOT_OWNERS = {
     "nodes",
+    "services",
+    "schedulingshards",
+    "configs",
     "namespaces",
     "pods",
     "events",
