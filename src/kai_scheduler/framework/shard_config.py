@@ -20,10 +20,11 @@ Pure data: it names plugins but builds none (the operator loads the result with 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from kai_scheduler.api.schedulingshard import BINPACK, ShardSpec
+from kai_scheduler.framework.config import Flags
 
 PLUGIN_PRIORITIES: Final[dict[str, int]] = {
     "predicates": 1900,
@@ -60,6 +61,11 @@ ACTION_PRIORITIES: Final[dict[str, int]] = {
     "preempt": 200,
     "stalegangeviction": 100,
 }
+
+# What `spec.args` may name: the scheduler's decision flags and the process flags a shard may want to tune.
+SHARD_ARGS: Final = frozenset(
+    {f.name.replace("_", "-") for f in fields(Flags)} | {"metrics-namespace", "dashboard-address", "qps", "burst"}
+)
 
 
 @dataclass(slots=True)
