@@ -35,7 +35,9 @@ JSON = dict[str, Any]
             "SchedulingShard s spec.minRuntime.preemptMinRuntime: invalid duration 'ten minutes'",
             id="unparsable duration",
         ),
-        pytest.param({"kValue": -1}, "SchedulingShard s spec.kValue: must not be negative, got -1", id="negative kValue"),
+        pytest.param(
+            {"kValue": -1}, "SchedulingShard s spec.kValue: must not be negative, got -1", id="negative kValue"
+        ),
         pytest.param(
             {"placementStrategy": {"gpu": "pack"}},
             "SchedulingShard s spec.placementStrategy.gpu: unknown placement strategy 'pack'; want binpack or spread",
@@ -120,7 +122,9 @@ def test_a_shard_with_kai_names_is_admitted_and_defaults_apply() -> None:
             "Config other metadata.name: the Config is a singleton named 'kai-config'",
             id="not the singleton",
         ),
-        pytest.param(config(colour={}), "Config kai-config spec.colour: unknown section; known: ", id="unknown section"),
+        pytest.param(
+            config(colour={}), "Config kai-config spec.colour: unknown section; known: ", id="unknown section"
+        ),
         pytest.param(
             config(binder={"replicas": -1}),
             "Config kai-config spec.binder.replicas: expected an integer of at least 0, got -1",
