@@ -99,6 +99,12 @@ def test_a_bad_shard_is_refused_naming_the_field(spec: JSON, want: str) -> None:
     assert not verdict.allowed and verdict.message == message
 
 
+@pytest.mark.parametrize("name", ["Pool-A", "pool.a", "1pool", "p" * 42])
+def test_a_shard_name_that_cannot_name_its_objects_is_refused(name: str) -> None:
+    verdict = hook.validate_shard(builders.rev(shard(name)))
+    assert not verdict.allowed and verdict.message.startswith(f"SchedulingShard {name} metadata.name: must be")
+
+
 def test_a_shard_with_kai_names_is_admitted_and_defaults_apply() -> None:
     parsed = hook.parse_shard(
         shard(

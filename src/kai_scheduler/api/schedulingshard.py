@@ -10,6 +10,7 @@ the operator pass the registries' names). Defaults are KAI's.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -28,6 +29,10 @@ DEFAULT_K_VALUE: Final = 1.0
 DEFAULT_GO_MEM_LIMIT_RATIO: Final = 0.9
 SEARCH_DURATION_MAPS: Final = ("maxActionSearchDuration", "maxGeneratorSearchDuration")
 SEARCH_DURATIONS: Final = ("maxJobSearchDuration", "minJobSearchDuration")
+# A shard's name ends up in its objects' names (`kai-scheduler-<name>-metrics`, a Service: a DNS-1035 label of at
+# most 63 characters) and in a label value.
+NAME: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+MAX_NAME: Final = 63 - len("kai-scheduler--metrics")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,12 @@ class SchedulingShard:
         """Parse and check a SchedulingShard; the `known_*` names, when given, are all a shard may name."""
         r = Reader(data, KIND)
         meta = ObjectMeta.read(r)
+        if not NAME.fullmatch(meta.name) or len(meta.name) > MAX_NAME:
+            raise r.error(
+                "metadata.name",
+                f"must be lower-case letters, digits and '-', start with a letter, at most {MAX_NAME} characters "
+                "(it names the shard's Deployment and Service)",
+            )
         spec = ShardSpec(
             partition_label_value=r.str("spec.partitionLabelValue"),
             placement=PlacementStrategy(gpu=_strategy(r, "gpu"), cpu=_strategy(r, "cpu")),

@@ -236,7 +236,7 @@ def service_monitor(src: Source) -> InstallObject:
             "spec": {
                 "selector": {
                     "matchExpressions": [
-                        {"key": "app.kubernetes.io/component", "operator": "In", "values": list(COMPONENTS)}
+                        {"key": "app.kubernetes.io/component", "operator": "In", "values": [*COMPONENTS, OPERATOR]}
                     ],
                     "matchLabels": {"app.kubernetes.io/part-of": "kai-scheduler"},
                 },
