@@ -82,3 +82,21 @@ def test_the_operator_renders_the_static_installs_components_for_the_default_sha
         static_scheduler["spec"]["template"]["spec"]["containers"][0]["args"][-1]
         == "--scheduler-conf=/etc/kai/config.yaml"
     )
+
+
+def test_every_deployment_the_operator_install_runs_has_args_the_kai_parser_accepts() -> None:
+    from kai_scheduler.admission.operator import parse_shard
+    from tests.operator.builders import shard
+
+    values = install.defaults()
+    deployments = [by_name(operator_set(), "Deployment", "kai-operator")]
+    deployments += [o for k, o in render.shared_objects(values, None).items() if k[0] == "deployments"]
+    one = parse_shard(shard("a", partitionLabelValue="a", args={"max-consolidation-preemptees": 4}))
+    deployments += [o for k, o in render.shard_objects(values, one, None).items() if k[0] == "deployments"]
+    for deployment in deployments:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        try:
+            parsed = cli.parser().parse_args(args)
+        except SystemExit as err:
+            raise AssertionError(f"`kai {' '.join(args)}` rejected (exit {err.code})") from None
+        assert parsed.command == deployment["metadata"]["labels"]["app.kubernetes.io/component"]

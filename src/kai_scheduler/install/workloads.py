@@ -59,11 +59,13 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("reconcile-period", "podgrouper.reconcilePeriod"),
         ("scheduler-name", "global.schedulerName"),
         ("queue-label-key", "global.queueLabelKey"),
+        ("nodepool-label-key", "global.nodePoolLabelKey"),
     ),
     "controllers": (
         ("reconcile-period", "controllers.reconcilePeriod"),
         ("scheduler-name", "global.schedulerName"),
         ("queue-label-key", "global.queueLabelKey"),
+        ("nodepool-label-key", "global.nodePoolLabelKey"),
         ("create-default-queues", "defaultQueues.create"),
     ),
     "operator": (
