@@ -179,3 +179,28 @@ def test_the_defaults_are_created_once_when_missing() -> None:
     assert not store.list("schedulingshards")[0]
     Reconciler(store, NS, ManualClock(0.0)).reconcile()
     assert not store.list("configmaps", NS)[0]
+
+
+def test_an_unchanged_shard_is_not_parsed_or_rendered_again(
+    store: MemoryStore, operator: Reconciler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kai_scheduler.operator import reconciler
+
+    parsed: list[str] = []
+    real = reconciler.parse_shard
+
+    def counting(obj: JSON) -> Any:
+        parsed.append(obj["metadata"]["name"])
+        return real(obj)
+
+    monkeypatch.setattr(reconciler, "parse_shard", counting)
+    operator.reconcile()
+    operator.reconcile()  # the first pass wrote both statuses: new resourceVersions, parsed again
+    parsed.clear()
+    operator.reconcile()
+    assert parsed == []
+    changed = store.get("schedulingshards", "b")
+    changed["spec"]["kValue"] = 3
+    store.update(changed)
+    operator.reconcile()
+    assert parsed == ["b"]

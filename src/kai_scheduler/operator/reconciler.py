@@ -43,6 +43,10 @@ DUPLICATE: Final = "DuplicatePartition"
 CONFIG_INVALID: Final = "ConfigInvalid"
 
 
+# A shard's memo: (uid, resourceVersion, hash of the values) it was made for, the shard, its objects, its problem.
+_Rendered = tuple[tuple[str, str, str], SchedulingShard | None, dict[render.Key, JSON] | None, str]
+
+
 @dataclass(slots=True)
 class Outcome:
     """What one pass wrote: "resource/name" of each object created, replaced and deleted."""
@@ -71,7 +75,7 @@ class Reconciler:
         self.clock = clock
         self.base = render.base_values(namespace, image)
         self._good_config: kaiconfig.Config | None = None  # the last Config that parsed, in this process
-        self._config_seen = False
+        self._memo: dict[str, _Rendered] = {}
 
     def reconcile(self) -> Outcome:
         outcome = Outcome()
@@ -82,29 +86,8 @@ class Reconciler:
         values = render.with_config(self.base, config) if config is not None or config_obj is None else None
         owner = _owner(config_obj) if config_obj is not None else None
 
-        desired: dict[render.Key, JSON] = {}
-        held: set[str] = set()  # shards whose objects stay as they are
-        verdicts: dict[str, _Verdict] = {}
-        partitions: dict[str, str] = {}
-        for obj in shards:
-            name = str(obj["metadata"]["name"])
-            verdict = verdicts[name] = _Verdict()
-            shard = _parse(obj, verdict)
-            if shard is not None and shard.spec.partition_label_value in partitions:
-                other = partitions[shard.spec.partition_label_value]
-                verdict.fail(DUPLICATE, f"partitionLabelValue {shard.spec.partition_label_value!r} is shard {other}'s")
-                shard = None
-            if shard is None or values is None:
-                if values is None:
-                    verdict.fail(CONFIG_INVALID, f"the Config {kaiconfig.NAME} is invalid: {config_verdict.message}")
-                held.add(name)
-                continue
-            partitions[shard.spec.partition_label_value] = name
-            try:
-                desired.update(render.shard_objects(values, shard, _owner(obj)))
-            except UserError as err:
-                verdict.fail(INVALID, str(err))
-                held.add(name)
+        verdicts = {str(o["metadata"]["name"]): _Verdict() for o in shards}
+        desired, held = self._render_shards(shards, values, verdicts, config_verdict)
         if values is not None:
             desired.update(render.shared_objects(values, owner))
 
@@ -126,6 +109,65 @@ class Reconciler:
                 extra={"created": outcome.created, "updated": outcome.updated, "deleted": outcome.deleted},
             )
         return outcome
+
+    def _render_shards(
+        self,
+        shards: list[JSON],
+        values: install_values.Values | None,
+        verdicts: dict[str, _Verdict],
+        config_verdict: _Verdict,
+    ) -> tuple[dict[render.Key, JSON], set[str]]:
+        """The objects of every good shard, and the names of the shards held back (their objects stay as they are).
+
+        Parsing and rendering a shard is memoised on its uid and resourceVersion (and the values rendered from),
+        so an unchanged shard costs nothing after its first pass."""
+        desired: dict[render.Key, JSON] = {}
+        held: set[str] = set()
+        partitions: dict[str, str] = {}
+        values_key = render.digest(values) if values is not None else ""
+        memo: dict[str, _Rendered] = {}
+        for obj in shards:
+            meta = obj["metadata"]
+            name = str(meta["name"])
+            verdict = verdicts[name]
+            key = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")), values_key)
+            cached = self._memo.get(name)
+            if cached is not None and cached[0] == key:
+                _, shard, objects, problem = cached
+            else:
+                shard, objects, problem = self._render_shard(obj, values)
+            memo[name] = (key, shard, objects, problem)
+            if problem:
+                verdict.fail(INVALID, problem)
+            elif shard is not None and shard.spec.partition_label_value in partitions:
+                other = partitions[shard.spec.partition_label_value]
+                verdict.fail(DUPLICATE, f"partitionLabelValue {shard.spec.partition_label_value!r} is shard {other}'s")
+            elif values is None:
+                verdict.fail(CONFIG_INVALID, f"the Config {kaiconfig.NAME} is invalid: {config_verdict.message}")
+            if verdict.reason or objects is None or shard is None:
+                held.add(name)
+                continue
+            partitions[shard.spec.partition_label_value] = name
+            desired.update(objects)
+        self._memo = memo
+        return desired, held
+
+    @staticmethod
+    def _render_shard(
+        obj: JSON, values: install_values.Values | None
+    ) -> tuple[SchedulingShard | None, dict[render.Key, JSON] | None, str]:
+        """The shard, its objects (None without values) and what is wrong with it ("" if nothing)."""
+        try:
+            shard = parse_shard(obj)
+        except ObjectError as err:
+            log.warning("invalid SchedulingShard, keeping its last good rendering", extra={"reason": str(err)})
+            return None, None, str(err)
+        if values is None:
+            return shard, None, ""
+        try:
+            return shard, render.shard_objects(values, shard, _owner(obj)), ""
+        except UserError as err:
+            return shard, None, str(err)
 
     # --- reading ---
 
@@ -245,15 +287,6 @@ class Reconciler:
             pass
         except StoreError as err:
             log.warning("operator could not write a status", extra={"object": meta["name"], "reason": str(err)})
-
-
-def _parse(obj: JSON, verdict: _Verdict) -> SchedulingShard | None:
-    try:
-        return parse_shard(obj)
-    except ObjectError as err:
-        verdict.fail(INVALID, str(err))
-        log.warning("invalid SchedulingShard, keeping its last good rendering", extra={"reason": str(err)})
-        return None
 
 
 def _owner(obj: JSON) -> render.Owner:
