@@ -63,3 +63,48 @@ def test_rendered_order_and_switches_hold(spec: ShardSpec) -> None:
     if spec.placement.spreads and not (consolidation and consolidation.enabled):
         assert "consolidation" not in actions
     load_config(raw)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.sampled_from(["", "spread", "10m", "x"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from([*PLUGINS[:4], *ACTIONS[:2], "enabled", "priority", "arguments", "gpu", "default"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=12,
+)
+spec_keys = st.sampled_from(
+    [
+        "partitionLabelValue",
+        "placementStrategy",
+        "queueDepthPerAction",
+        "minRuntime",
+        "kValue",
+        "usageDBConfig",
+        "scenarioSearchBudgets",
+        "plugins",
+        "actions",
+        "args",
+        "goMemLimitRatio",
+        "goMemLimit",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(spec_keys, json_values, max_size=5))
+def test_any_spec_is_admitted_or_refused_with_one_line_never_a_crash(spec: dict[str, Any]) -> None:
+    from kai_scheduler.admission.operator import parse_shard
+    from kai_scheduler.api.errors import ObjectError
+
+    obj = {"apiVersion": "kai.scheduler/v1", "kind": "SchedulingShard", "metadata": {"name": "s"}, "spec": spec}
+    try:
+        shard = parse_shard(obj)
+    except ObjectError as err:
+        assert str(err).startswith("SchedulingShard s spec.") and "\n" not in str(err)
+        return
+    load_config(render(shard.spec))  # what gets through renders into a configuration the scheduler loads
