@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kai_scheduler.api import bindrequest, podgroup, queue, topology
+from kai_scheduler.api import bindrequest, podgroup, queue, schedulingshard, topology
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.crd_manifests import crd_for, load_crds
 from kai_scheduler.api.podgroup import PodGroup
@@ -410,6 +410,7 @@ PARSERS: dict[str, ModuleType] = {
     "Queue": queue,
     "BindRequest": bindrequest,
     "Topology": topology,
+    "SchedulingShard": schedulingshard,
 }
 
 
