@@ -69,6 +69,8 @@ class _Verdict:
 
 
 class Reconciler:
+    """One pass per `reconcile()`; keeps across passes only the last good Config and each shard's rendering."""
+
     def __init__(self, store: ClusterStore, namespace: str, clock: Clock, *, image: str | None = None) -> None:
         self.store = store
         self.namespace = namespace
@@ -76,6 +78,7 @@ class Reconciler:
         self.base = render.base_values(namespace, image)
         self._good_config: kaiconfig.Config | None = None  # the last Config that parsed, in this process
         self._memo: dict[str, _Rendered] = {}
+        self._reported_config = ""  # resourceVersion of the bad Config last logged (once per version)
 
     def reconcile(self) -> Outcome:
         outcome = Outcome()
@@ -185,7 +188,10 @@ class Reconciler:
             config = kaiconfig.Config.from_dict(obj)
         except ObjectError as err:
             verdict.fail(INVALID, str(err))
-            log.warning("invalid Config, keeping the last good rendering", extra={"reason": str(err)})
+            version = str(obj["metadata"].get("resourceVersion", ""))
+            if version != self._reported_config:
+                self._reported_config = version
+                log.warning("invalid Config, keeping the last good rendering", extra={"reason": str(err)})
             return self._good_config
         self._good_config = config
         return config
