@@ -488,3 +488,12 @@ def _number(args: argparse.Namespace, dest: str, default: Any, kind: Callable[[s
     except ValueError:
         want = "an integer" if kind is int else "a number"
         raise UserError(f"{_flag(dest)}: invalid value {text!r}: want {want}") from None
+
+
+# Shared with the other long-running commands (`kai operator`).
+process_flags = _process_flags
+value_flag = _value
+bool_flag = _bool
+process_options = _process_options
+duration_flag = _duration
+boolean_flag = _boolean

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kai_scheduler.install.source import Source
 
 COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission")
+OPERATOR = "operator"
+# `when` of the objects the operator renders in its place (see `InstallObject.when`), and of the operator's own.
+STATIC_ONLY = "!operator.enabled"
+OPERATOR_ONLY = "operator.enabled"
 PART_OF = "kai-scheduler"
 LISTEN_PORT = 8080
 ADMISSION_SERVICE = "kai-admission"
@@ -24,11 +29,23 @@ CATEGORIES = ("crds", "namespaces", "rbac", "config", "services", "deployments",
 class InstallObject:
     category: str
     body: dict[str, Any]
-    when: str | None = None  # values path of a boolean that must be true to install it
+    when: str | None = None  # values path of a boolean that must be true to install it; "!path": false
 
     @property
     def kind(self) -> str:
         return str(self.body["kind"])
+
+
+def chosen(when: str | None, value: Callable[[str], Any]) -> bool:
+    """Whether an object with `when` is installed, `value` reading a values path."""
+    if when is None:
+        return True
+    return not value(when[1:]) if when.startswith("!") else bool(value(when))
+
+
+def helm_condition(when: str) -> str:
+    """The Go template condition of a `when`."""
+    return f"not .Values.{when[1:]}" if when.startswith("!") else f".Values.{when}"
 
 
 def resource_name(component: str) -> str:

@@ -13,6 +13,8 @@ from typing import Any
 
 from kai_scheduler.install.objects import (
     COMPONENTS,
+    OPERATOR,
+    OPERATOR_ONLY,
     WEBHOOK_CONFIGURATION,
     InstallObject,
     cluster_scoped,
@@ -32,6 +34,9 @@ KAI = "kai.scheduler"
 # meet as a pod's owner and lists and watches (`podgrouper.owners`; by name where it may not list).
 _NOT_OWNERS = {
     "nodes",
+    "services",
+    "schedulingshards",
+    "configs",
     "namespaces",
     "pods",
     "events",
@@ -135,7 +140,15 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     ],
 }
 
+# operator/reconciler.py: reads the Config and SchedulingShards (creates the defaults when missing), writes their
+# status; renders into the install namespace only (Role below).
+CLUSTER_RULES[OPERATOR] = [
+    rule([KAI], ["configs", "schedulingshards"], [*READ, "create"]),
+    rule([KAI], ["configs/status", "schedulingshards/status"], ["update", "patch"]),
+]
+
 LEASES = rule(["coordination.k8s.io"], ["leases"], ["get", "create", "update"])
+WRITE = ["create", "update", "patch", "delete"]
 
 # Rules granted in the install namespace only: the Leases of leader election (runtime/leader.py), and the
 # admission component's certificate Secret (admission/certs.py; the admission replicas do not elect a leader).
@@ -145,6 +158,11 @@ NAMESPACE_RULES: dict[str, list[Rule]] = {
     "podgrouper": [LEASES],
     "controllers": [LEASES],
     "admission": [rule([""], ["secrets"], ["get", "create", "update"])],
+    OPERATOR: [
+        LEASES,
+        rule(["apps"], ["deployments"], [*READ, *WRITE]),
+        rule([""], ["services", "configmaps"], [*READ, *WRITE]),
+    ],
 }
 
 # The binder's reservation pods live in `binder.resourceReservationNamespace`.
@@ -153,7 +171,7 @@ RESERVATION_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
 
 def build(src: Source) -> list[InstallObject]:
     accounts, cluster_roles, cluster_bindings, roles, bindings = [], [], [], [], []
-    for component in COMPONENTS:
+    for component in (*COMPONENTS, OPERATOR):
         name = resource_name(component)
         accounts.append(
             _object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": namespaced_meta(src, name, component)})
@@ -194,7 +212,11 @@ def build(src: Source) -> list[InstallObject]:
         )
     )
     bindings.append(_object(_binding(src, "RoleBinding", dict(meta), "Role", reservation, account="binder")))
-    return [*accounts, *cluster_roles, *cluster_bindings, *roles, *bindings]
+    objects = [*accounts, *cluster_roles, *cluster_bindings, *roles, *bindings]
+    for obj in objects:
+        if obj.body["metadata"]["name"] == resource_name(OPERATOR):
+            obj.when = OPERATOR_ONLY
+    return objects
 
 
 def _binding(

@@ -195,6 +195,25 @@ admission:
       cpu: 500m
       memory: 256Mi
 
+operator:
+  # Install `kai operator` instead of the components: it renders the scheduler of each SchedulingShard (ConfigMap,
+  # Deployment, metrics Service) and the binder, podgrouper, controllers and admission from the Config `kai-config`,
+  # with the same builders as this chart. The component Deployments, Services and the scheduler ConfigMap are then
+  # left out of the install (RBAC, webhooks and priority classes stay). `kai manifests --operator` sets it.
+  enabled: false
+  replicas: 1
+  # --reconcile-period: time between passes over the Config and the SchedulingShards.
+  reconcilePeriod: 1s
+  # --create-defaults: create the Config kai-config and the SchedulingShard default when missing at start.
+  createDefaults: true
+  resources:
+    requests:
+      cpu: 50m
+      memory: 128Mi
+    limits:
+      cpu: 500m
+      memory: 256Mi
+
 defaultQueues:
   # The controllers component creates default-parent-queue and its child default-queue when they are missing at
   # its start (retrying until the Queue CRD and the admission webhook allow it); it never changes them after.

@@ -7,6 +7,8 @@ at startup is not a startup error: the first steps fail, and the runner retries 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +30,8 @@ from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
 from kai_scheduler.store.interface import ClusterStore
+
+log = logging.getLogger(__name__)
 
 NAMES = ("scheduler", "binder", "podgrouper", "controllers")
 
@@ -60,23 +64,56 @@ def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
 
 
 def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry, clock: Clock) -> Component:
+    """The scheduler; with --scheduler-conf it rereads the file between cycles when its content changed (a bad new
+    file is logged and the running configuration kept; new flags or usageDBConfig in it start a fresh scheduler
+    core, anything else is taken in place)."""
     config = scheduler_config(options)
     if config.flags.schedule_period <= 0:
         raise UserError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
     core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
+    watcher = config_file.Watcher(options.scheduler_conf) if options.scheduler_conf else None
+
+    def reload() -> None:
+        nonlocal core, config
+        try:
+            new = scheduler_config(options)
+        except ValueError as err:
+            log.warning(
+                "scheduler configuration changed but cannot be used; keeping the running one",
+                extra={"reason": str(err)},
+            )
+            return
+        if new.flags == config.flags and new.usage_db_config == config.usage_db_config:
+            core.reconfigure(new)
+        else:
+            core = Scheduler(store, new, clock, usage_source(new, clock, offline=False), writers=WRITERS)
+        config = new
+        log.info(
+            "scheduler configuration reloaded", extra={"file": options.scheduler_conf, "actions": list(new.actions)}
+        )
 
     def step() -> None:
+        if watcher is not None and watcher.changed():
+            reload()
         metrics.record(core.run_once())
 
     return Component(
         "scheduler",
-        "kai-scheduler",
+        scheduler_lease(config.flags.partition_label_value),
         config.flags.schedule_period,
         step,
         triggers=scheduler_resources(config.flags),
         min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
     )
+
+
+def scheduler_lease(partition: str) -> str:
+    """The scheduler's Lease: one per node pool, so the schedulers of several shards each lead their own."""
+    if not partition:
+        return "kai-scheduler"
+    name = re.sub(r"[^a-z0-9.-]+", "-", partition.lower()).strip("-.")
+    return f"kai-scheduler-{name}"[:253]
 
 
 # The shortest time between two steps when changes keep coming: a change starts the next step early, and
