@@ -26,7 +26,7 @@ import yaml
 from kai_scheduler import install
 
 RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission")
+COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission", "node-scale-adjuster")
 TOKEN_SECONDS = 3600 * 6
 
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from kai_scheduler.install.source import Source
 
-COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission")
+COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission", "node-scale-adjuster")
+# Components installed only when a boolean value says so: component → values path.
+OPTIONAL: dict[str, str] = {"node-scale-adjuster": "nodeScaleAdjuster.enabled"}
 PART_OF = "kai-scheduler"
 LISTEN_PORT = 8080
 ADMISSION_SERVICE = "kai-admission"
@@ -34,6 +36,17 @@ class InstallObject:
 def resource_name(component: str) -> str:
     """The Deployment, ServiceAccount, Service and RBAC name of a component."""
     return f"kai-{component}"
+
+
+def values_key(component: str) -> str:
+    """The top-level values key of a component's settings (`replicas`, `resources`, its flags)."""
+    head, *rest = component.split("-")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def when(component: str) -> str | None:
+    """The boolean value that installs the component's objects, None when it is always installed."""
+    return OPTIONAL.get(component)
 
 
 def labels(component: str) -> dict[str, str]:

@@ -17,6 +17,8 @@ from kai_scheduler.install.objects import (
     namespaced,
     resource_name,
     selector,
+    values_key,
+    when,
 )
 from kai_scheduler.install.source import Source
 
@@ -57,6 +59,14 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("queue-label-key", "global.queueLabelKey"),
         ("create-default-queues", "defaultQueues.create"),
     ),
+    "node-scale-adjuster": (
+        ("reconcile-period", "nodeScaleAdjuster.reconcilePeriod"),
+        ("scheduler-name", "global.schedulerName"),
+        ("scaling-pod-namespace", "nodeScaleAdjuster.scalingPodNamespace"),
+        ("scaling-pod-image", "nodeScaleAdjuster.scalingPodImage"),
+        ("gpu-memory-to-fraction-ratio", "nodeScaleAdjuster.gpuMemoryToFractionRatio"),
+        ("cool-down-seconds", "nodeScaleAdjuster.coolDownSeconds"),
+    ),
     "admission": (
         ("webhook-port", "admission.webhookPort"),
         ("namespace", "namespace.name"),
@@ -79,15 +89,15 @@ def text(value: Any) -> str:
 
 
 def args(src: Source, component: str) -> list[str]:
-    replicas = f"{component}.replicas"
+    key = values_key(component)
+    replicas = f"{key}.replicas"
     out = [
         f"--log-format={text(src.value('global.logFormat'))}",
         component,
         f"--listen-address=:{LISTEN_PORT}",
         f"--qps={text(src.value('global.qps'))}",
         f"--burst={text(src.value('global.burst'))}",
-        "--leader-elect="
-        + text(src.computed(lambda v: v[component]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
+        "--leader-elect=" + text(src.computed(lambda v: v[key]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
         f"--leader-elect-namespace={text(src.value('namespace.name'))}",
         f"--leader-elect-lease-duration={text(src.value('leaderElection.leaseDuration'))}",
         f"--leader-elect-renew-deadline={text(src.value('leaderElection.renewDeadline'))}",
@@ -112,7 +122,7 @@ def deployment(src: Source, component: str) -> InstallObject:
         "ports": [{"name": "metrics", "containerPort": LISTEN_PORT, "protocol": "TCP"}],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": LISTEN_PORT}},
-        "resources": src.tree(f"{component}.resources"),
+        "resources": src.tree(f"{values_key(component)}.resources"),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -135,7 +145,7 @@ def deployment(src: Source, component: str) -> InstallObject:
             "kind": "Deployment",
             "metadata": namespaced(src, name, component),
             "spec": {
-                "replicas": src.value(f"{component}.replicas"),
+                "replicas": src.value(f"{values_key(component)}.replicas"),
                 "selector": {"matchLabels": selector(component)},
                 "template": {
                     "metadata": {"labels": labels(component)},
@@ -153,6 +163,7 @@ def deployment(src: Source, component: str) -> InstallObject:
                 },
             },
         },
+        when=when(component),
     )
 
 
@@ -168,6 +179,7 @@ def metrics_service(src: Source, component: str) -> InstallObject:
                 "ports": [{"name": "metrics", "port": LISTEN_PORT, "targetPort": "metrics", "protocol": "TCP"}],
             },
         },
+        when=when(component),
     )
 
 

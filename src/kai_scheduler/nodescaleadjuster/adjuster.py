@@ -10,6 +10,7 @@ the field, and skipped; the others go on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
@@ -98,10 +99,8 @@ class NodeScaleAdjuster:
             if self.settings.cool_down_seconds > 0:
                 self._cooling[uid] = now + self.settings.cool_down_seconds
         for name in wanted.delete:
-            try:
+            with contextlib.suppress(NotFound):
                 self.store.delete("pods", name, self.settings.namespace, grace_period_seconds=0)
-            except NotFound:
-                pass
             self._forget(name)
             out.deleted.append(name)
             log.info(f"deleted scaling pod {self.settings.namespace}/{name}", extra={"scaling_pod": name})
