@@ -194,3 +194,36 @@ def test_settings_are_checked() -> None:
         pods.Settings(gpu_memory_to_fraction_ratio=0).check()
     with pytest.raises(ValueError, match="--cool-down-seconds"):
         pods.Settings(cool_down_seconds=-1).check()
+
+
+def test_a_scaling_pod_that_gains_a_member_drops_the_labels_of_those_placed() -> None:
+    store, _, nsa = cluster(waiting("a", fraction=0.5), waiting("b", fraction=0.25))
+    nsa.reconcile()
+    store.bind(NAMESPACE, "a", "n1")
+    store.create(waiting("c", fraction=0.5))
+    out = nsa.reconcile()
+    (sp,) = scaling(store)
+    assert out.extended == [sp["metadata"]["name"]]
+    members = {k for k in sp["metadata"]["labels"] if k.startswith(pods.MEMBER_LABEL_PREFIX)}
+    assert members == {f"{pods.MEMBER_LABEL_PREFIX}pod-{NAMESPACE}-b", f"{pods.MEMBER_LABEL_PREFIX}pod-{NAMESPACE}-c"}
+    assert stands_for(sp) == {f"{NAMESPACE}/b", f"{NAMESPACE}/c"}
+
+
+def test_the_gauges_follow_the_passes() -> None:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    clock = ManualClock(NOW)
+    store = MemoryStore(clock)
+    store.add_many([node("n1"), waiting("a", fraction=0.5), waiting("b", fraction=0.75)])
+    nsa = NodeScaleAdjuster(store, clock, pods.Settings(), registry)
+    nsa.reconcile()
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value(f"kai_node_scale_adjuster_{name}")
+
+    assert (value("unschedulable_fractional_pods"), value("scaling_pods"), value("scaling_gpus")) == (2, 2, 2)
+    store.bind(NAMESPACE, "a", "n1")
+    store.bind(NAMESPACE, "b", "n1")
+    nsa.reconcile()
+    assert (value("unschedulable_fractional_pods"), value("scaling_pods"), value("scaling_gpus")) == (0, 0, 0)

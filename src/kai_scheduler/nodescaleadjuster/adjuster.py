@@ -14,6 +14,8 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry, Gauge
+
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.nodescaleadjuster import pods
@@ -33,8 +35,33 @@ class Outcome:
     deleted: list[str] = field(default_factory=list)
 
 
+class Metrics:
+    """What a pass leaves, as gauges (on `/metrics` of the component)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.waiting = Gauge(
+            "kai_node_scale_adjuster_unschedulable_fractional_pods",
+            "Unschedulable fractional-GPU pods of the scheduler, after the last pass",
+            registry=registry,
+        )
+        self.scaling_pods = Gauge(
+            "kai_node_scale_adjuster_scaling_pods", "Scaling pods after the last pass", registry=registry
+        )
+        self.gpus = Gauge(
+            "kai_node_scale_adjuster_scaling_gpus",
+            "Whole GPUs the scaling pods request, after the last pass",
+            registry=registry,
+        )
+
+
 class NodeScaleAdjuster:
-    def __init__(self, store: ClusterStore, clock: Clock, settings: pods.Settings | None = None) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        clock: Clock,
+        settings: pods.Settings | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.settings = settings or pods.Settings()
@@ -46,6 +73,8 @@ class NodeScaleAdjuster:
         self._scaling_key: dict[str, str] = {}  # pod key → name, for deletions seen by key
         self._cooling: dict[str, float] = {}  # uid → until
         self._reported: dict[str, str] = {}  # pod key → resourceVersion of the bad version logged
+        self._gpus: dict[str, int] = {}  # scaling pod name → GPUs it requests
+        self.metrics = Metrics(registry if registry is not None else CollectorRegistry())
 
     # --- reading ---
 
@@ -53,6 +82,7 @@ class NodeScaleAdjuster:
         name = self._scaling_key.pop(key, None)
         if name is not None:
             self._scaling.pop(name, None)
+            self._gpus.pop(name, None)
         uid = self._uid_of.pop(key, None)
         if uid is not None:
             self._demands.pop(uid, None)
@@ -63,6 +93,7 @@ class NodeScaleAdjuster:
             sp = pods.read_scaling_pod(obj)
             self._scaling[sp.name] = sp
             self._scaling_key[key] = sp.name
+            self._gpus[sp.name] = pods.gpus_of(obj)
             return
         try:
             demand = pods.demand_of(obj, self.settings)
@@ -91,7 +122,11 @@ class NodeScaleAdjuster:
         now = self.clock.now()
         self._cooling = {u: t for u, t in self._cooling.items() if t > now and u in self._demands}
         wanted = plan(self._demands, self._scaling.values(), set(self._cooling))
-        return self._apply(wanted, now)
+        out = self._apply(wanted, now)
+        self.metrics.waiting.set(len(self._demands))
+        self.metrics.scaling_pods.set(len(self._scaling))
+        self.metrics.gpus.set(sum(self._gpus.get(n, 0) for n in self._scaling))
+        return out
 
     def _apply(self, wanted: Plan, now: float) -> Outcome:
         out = Outcome()
@@ -105,27 +140,28 @@ class NodeScaleAdjuster:
             out.deleted.append(name)
             log.info(f"deleted scaling pod {self.settings.namespace}/{name}", extra={"scaling_pod": name})
         for name, members in sorted(wanted.extend.items()):
-            keys = [m.key for m in members]
             old = self._scaling[name]
+            staying = [self._demands[u] for u in sorted(old.members) if u in self._demands]
+            gone = [u for u in old.members if u not in self._demands]
+            keys = [m.key for m in members]
+            # One merge patch: the new members' labels, the departed members' labels removed, and the annotation
+            # naming the pods it stands for now.
+            labels: dict[str, str | None] = {**pods.member_labels(members)}
+            labels.update({pods.MEMBER_LABEL_PREFIX + u: None for u in sorted(gone)})
+            annotation = pods.for_annotation([d.key for d in staying] + keys)
             try:
-                written = self.store.patch(
+                self.store.patch(
                     "pods",
                     name,
                     self.settings.namespace,
-                    {"metadata": {"labels": pods.member_labels(members)}},
-                )
-                known = (written.get("metadata") or {}).get("annotations", {}).get(pods.ANNOTATION_FOR, "")
-                together = [k for k in known.split(",") if k] + keys
-                written = self.store.patch(
-                    "pods",
-                    name,
-                    self.settings.namespace,
-                    {"metadata": {"annotations": {pods.ANNOTATION_FOR: pods.for_annotation(together)}}},
+                    {"metadata": {"labels": labels, "annotations": {pods.ANNOTATION_FOR: annotation}}},
                 )
             except NotFound:  # gone meanwhile: its pods wait for the next pass
                 self._forget(name)
                 continue
-            self._scaling[name] = ScalingPod(name, old.group, old.members | {m.uid for m in members}, old.bound)
+            self._scaling[name] = ScalingPod(
+                name, old.group, frozenset(d.uid for d in staying) | {m.uid for m in members}, old.bound
+            )
             out.extended.append(name)
             log.info(
                 f"scaling pod {self.settings.namespace}/{name} also stands for {', '.join(keys)}",
@@ -146,6 +182,7 @@ class NodeScaleAdjuster:
                 break
             sp = pods.read_scaling_pod(created)
             self._scaling[sp.name] = sp
+            self._gpus[sp.name] = new.num_devices
             self._scaling_key[f"{self.settings.namespace}/{sp.name}"] = sp.name
             out.created.append(new.name)
             log.info(
@@ -157,4 +194,5 @@ class NodeScaleAdjuster:
 
     def _forget(self, name: str) -> None:
         self._scaling.pop(name, None)
+        self._gpus.pop(name, None)
         self._scaling_key.pop(f"{self.settings.namespace}/{name}", None)

@@ -124,6 +124,15 @@ def read_scaling_pod(pod: JSON) -> ScalingPod:
     )
 
 
+def gpus_of(pod: JSON) -> int:
+    """Whole GPUs a scaling pod requests (0 if unreadable: it is ours, written by `scaling_pod`)."""
+    try:
+        container = (pod.get("spec") or {}).get("containers", [])[0]
+        return int(container["resources"]["requests"][constants.RESOURCE_GPU])
+    except (IndexError, KeyError, TypeError, ValueError):
+        return 0
+
+
 def member_labels(members: tuple[Demand, ...] | list[Demand]) -> dict[str, str]:
     out = {}
     for d in members:

@@ -161,11 +161,13 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
     )
 
 
-def node_scale_adjuster(store: ClusterStore, options: ScaleAdjusterOptions, clock: Clock) -> Component:
+def node_scale_adjuster(
+    store: ClusterStore, options: ScaleAdjusterOptions, registry: CollectorRegistry, clock: Clock
+) -> Component:
     """Scaling pods for unschedulable fractional-GPU pods (KAI `nodescaleadjuster`)."""
     _positive("--reconcile-period", options.reconcile_period)
     try:
-        core = NodeScaleAdjuster(store, clock, options.settings)
+        core = NodeScaleAdjuster(store, clock, options.settings, registry)
     except ValueError as err:
         raise UserError(str(err)) from None
     return Component(
@@ -206,7 +208,7 @@ def build(
         "podgrouper": lambda: podgrouper(store, grouper_options),
         "controllers": lambda: controllers(store, grouper_options, registry, clock),
         "node-scale-adjuster": lambda: node_scale_adjuster(
-            store, scale_adjuster_options or ScaleAdjusterOptions(), clock
+            store, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock
         ),
     }
     return [builders[name]() for name in known if name in names]
