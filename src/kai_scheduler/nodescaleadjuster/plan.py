@@ -23,8 +23,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# Portions are compared with this slack, so that 3 × 0.33 + 0.01 fills one GPU.
-EPSILON = 1e-9
+from kai_scheduler.cluster import tolerance
+
+# Portions of one device add up as a GPU's portions do on a node: 3 × 0.33 + 0.01 fills one GPU.
+EPSILON = tolerance.RESOURCE
 
 
 @dataclass(frozen=True, slots=True)
