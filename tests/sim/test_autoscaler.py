@@ -51,6 +51,9 @@ def test_the_model_adds_a_node_after_the_delay_and_the_pending_fractional_pods_r
     assert max(result.summary.wait) == pytest.approx(120.0, abs=3.0)
     totals = result.series.cluster["total_gpus"]
     assert totals[0] == 1 and max(totals) == 3 and totals[-1] == 1
+    # the whole-GPU job and four halves; the reservation pods of the shared GPUs are not counted again
+    assert max(result.series.cluster["allocated_gpus"]) == 3
+    assert max(result.series.cluster["allocation_ratio"]) <= 1
     removed = [c for c in result.autoscaled if c.what == "removed"]
     assert [c.node for c in removed] == ["scaled-0"]
     assert removed[0].time == pytest.approx(added[0].time + 20 * 60 + 600, abs=3.0)

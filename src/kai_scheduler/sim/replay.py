@@ -370,7 +370,9 @@ class Replay:
         self._starts += 1
         job = self.workload.job_of(key)
         queue = job.meta.queue if job else pod["metadata"].get("labels", {}).get(constants.LABEL_QUEUE, "")
-        self.recorder.pod_on(key, queue, self._gpus(pod))
+        # A GPU reservation pod holds the device its fractional pods share, whose portions count already.
+        if pod["metadata"].get("namespace") != constants.RESERVATION_NAMESPACE:
+            self.recorder.pod_on(key, queue, self._gpus(pod))
         if job is None or not self.workload.pod_running(key, self.engine.now):
             return
         self._log("start", job.key)
