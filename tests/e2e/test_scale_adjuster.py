@@ -4,7 +4,8 @@ A fractional pod whose node selector no node matches is unschedulable; the adjus
 ServiceAccount with the RBAC `kai manifests` gives it when `nodeScaleAdjuster.enabled`) creates a whole-GPU
 scaling pod for it in `kai-scale-adjust`, with the pod's node selector. Then a node of that shape appears (a
 second `kai fake-nodes`, as an autoscaler would add it), the scheduler places the pod there, and the scaling pod
-vanishes. Nothing schedules the scaling pod meanwhile: the suite's clusters run no kube-scheduler.
+vanishes. Killed and restarted in between, the adjuster makes no second scaling pod. Nothing schedules the
+scaling pod meanwhile: the suite's clusters run no kube-scheduler.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from kai_scheduler.nodescaleadjuster import pods as scaling
 from kai_scheduler.store.interface import AlreadyExists, NotFound
 from tests.e2e import serviceaccounts
+from tests.e2e.checks import hold
 from tests.e2e.harness import NAMESPACE, Cluster, pod, real_server
 from tests.loopback import free_port
 
@@ -40,14 +42,8 @@ def adjuster(clean: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             clean.store.create(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scaling.DEFAULT_NAMESPACE}}
             )
-    clean.processes.start(
-        ADJUSTER,
-        ADJUSTER,
-        f"--listen-address=127.0.0.1:{free_port()}",
-        "--reconcile-period=1s",
-        "--cool-down-seconds=5",
-        kubeconfig=kubeconfig,
-    )
+    clean.processes.kubeconfigs[ADJUSTER] = kubeconfig
+    _start_adjuster(clean)
     try:
         yield clean
     finally:
@@ -63,12 +59,27 @@ def adjuster(clean: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 clean.store.delete("pods", sp["metadata"]["name"], scaling.DEFAULT_NAMESPACE, grace_period_seconds=0)
 
 
+def _start_adjuster(cluster: Cluster) -> None:
+    cluster.processes.start(
+        ADJUSTER,
+        ADJUSTER,
+        f"--listen-address=127.0.0.1:{free_port()}",
+        "--reconcile-period=1s",
+        "--cool-down-seconds=5",
+        kubeconfig=cluster.processes.kubeconfigs.get(ADJUSTER, ""),
+    )
+
+
 def _enabled_values() -> dict[str, object]:
     from kai_scheduler import install
 
     values = install.defaults()
     values["nodeScaleAdjuster"]["enabled"] = True
     return values
+
+
+def _same_scaling_pods(cluster: Cluster, names: list[str]) -> None:
+    assert sorted(p["metadata"]["name"] for p in _scaling_pods(cluster)) == names
 
 
 def _scaling_pods(cluster: Cluster) -> list[dict[str, object]]:
@@ -97,6 +108,11 @@ def test_scaling_pods_appear_for_a_pending_fractional_pod_and_vanish_when_it_is_
     assert sp["spec"]["schedulerName"] == "default-scheduler"
     assert sp["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert not cluster.bound("app=nsa")
+
+    # Killed and restarted, the adjuster finds its state in the scaling pod's labels: nothing new is made.
+    cluster.processes.kill(ADJUSTER)
+    _start_adjuster(cluster)
+    hold(6, lambda: _same_scaling_pods(cluster, [sp["metadata"]["name"]]))
 
     cluster.processes.start(
         "fake-scaled-nodes",
