@@ -85,3 +85,13 @@ def test_a_bad_autoscaler_field_is_one_line_naming_it() -> None:
         sources.loads(text, "bad.yaml")
     with pytest.raises(UserError, match="scaleUpDelay"):
         sources.loads(BASE % "" + "autoscaler:\n  node: {name: s, gpus: 1}\n  scaleUpDelay: soon\n", "bad.yaml")
+
+
+def test_the_model_watches_the_pods_of_the_configured_scheduler_name() -> None:
+    text = BASE % "" + AUTOSCALER % 3
+    loaded = sources.loads(text, "named.yaml")
+    for obj in loaded.objects:
+        if obj.get("kind") == "Pod":
+            obj["spec"]["schedulerName"] = "other"
+    result = replay.Replay(loaded, load_config({"flags": {"scheduler-name": "other"}})).run()
+    assert [c.node for c in result.autoscaled if c.what == "added"] == ["scaled-0"]

@@ -40,6 +40,7 @@ class AutoscalerModel:
     store: ClusterStore
     clock: Clock
     spec: AutoscalerSpec
+    scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
     adjuster: NodeScaleAdjuster = field(init=False)
     shape: Node = field(init=False)
     changes: list[Change] = field(default_factory=list)
@@ -50,6 +51,7 @@ class AutoscalerModel:
 
     def __post_init__(self) -> None:
         settings = scaling.Settings(
+            scheduler_name=self.scheduler_name,
             gpu_memory_to_fraction_ratio=self.spec.gpu_memory_to_fraction_ratio,
             cool_down_seconds=self.spec.cool_down,
         )

@@ -144,7 +144,9 @@ class Replay:
         self._map_at = sorted(marks)
         self.timeline: list[tuple[float, str, str]] = []
         self.autoscaler = (
-            AutoscalerModel(self.store, self.engine.clock, scenario.autoscaler) if scenario.autoscaler else None
+            AutoscalerModel(self.store, self.engine.clock, scenario.autoscaler, config.flags.scheduler_name)
+            if scenario.autoscaler
+            else None
         )
         self._autoscale_at: float | None = None
         # Called after each cycle with its time and result (`kai simulate --dashboard` records its pictures).
