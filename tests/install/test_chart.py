@@ -91,6 +91,7 @@ def _without_helm_annotations(obj: JSON) -> JSON:
             "defaultQueues.create": False,
             "image.tag": "1.10",
             "scheduler.partitionLabelValue": "pool-a",
+            "nodeScaleAdjuster.enabled": True,
         },
         {"operator.enabled": True, "operator.replicas": 2, "namespace.name": "gpu-sched"},
     ],

@@ -8,7 +8,7 @@ import yaml
 
 from kai_scheduler.api.crd_manifests import load_crds
 from kai_scheduler.install import defaults, rbac, webhooks, workloads
-from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, OPERATOR, InstallObject, chosen
+from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, OPERATOR, InstallObject, chosen, values_key
 from kai_scheduler.install.source import Concrete, Source, lookup
 from kai_scheduler.install.values import Values, ValuesError
 
@@ -51,5 +51,13 @@ def check(values: Values) -> None:
     if lookup(values, "global.logFormat") not in ("text", "json"):
         raise ValuesError(f"value 'global.logFormat': want text or json, got {lookup(values, 'global.logFormat')!r}")
     for component in (*COMPONENTS, OPERATOR):
-        if lookup(values, f"{component}.replicas") < 0:
-            raise ValuesError(f"value '{component}.replicas': must be 0 or more")
+        key = values_key(component)
+        if lookup(values, f"{key}.replicas") < 0:
+            raise ValuesError(f"value '{key}.replicas': must be 0 or more")
+    ratio = lookup(values, "nodeScaleAdjuster.gpuMemoryToFractionRatio")
+    try:
+        good = 0 < float(ratio) <= 1
+    except ValueError:
+        good = False
+    if not good:
+        raise ValuesError(f"value 'nodeScaleAdjuster.gpuMemoryToFractionRatio': want a number in (0, 1], got {ratio!r}")

@@ -8,7 +8,10 @@ from typing import Any
 
 from kai_scheduler.install.source import Source
 
-COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission")
+COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission", "node-scale-adjuster")
+# Components installed only when a boolean value says so: component → values path. The operator does not render
+# them: in both install modes they are static objects.
+OPTIONAL: dict[str, str] = {"node-scale-adjuster": "nodeScaleAdjuster.enabled"}
 OPERATOR = "operator"
 # `when` of the objects the operator renders in its place (see `InstallObject.when`), and of the operator's own.
 STATIC_ONLY = "!operator.enabled"
@@ -51,6 +54,17 @@ def helm_condition(when: str) -> str:
 def resource_name(component: str) -> str:
     """The Deployment, ServiceAccount, Service and RBAC name of a component."""
     return f"kai-{component}"
+
+
+def values_key(component: str) -> str:
+    """The top-level values key of a component's settings (`replicas`, `resources`, its flags)."""
+    head, *rest = component.split("-")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def when(component: str) -> str | None:
+    """The boolean value that installs the component's objects, None when it is always installed."""
+    return OPTIONAL.get(component)
 
 
 def labels(component: str) -> dict[str, str]:

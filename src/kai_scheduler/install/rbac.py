@@ -19,6 +19,7 @@ from kai_scheduler.install.objects import (
     InstallObject,
     cluster_scoped,
     resource_name,
+    when,
 )
 from kai_scheduler.install.objects import namespaced as namespaced_meta
 from kai_scheduler.install.source import Source
@@ -138,6 +139,8 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
             [WEBHOOK_CONFIGURATION],
         ),
     ],
+    # nodescaleadjuster/adjuster.py watches every pod; it writes only its scaling pods (SCALING_RULES).
+    "node-scale-adjuster": [rule([""], ["pods"], READ)],
 }
 
 # operator/reconciler.py: reads the Config and SchedulingShards (creates the defaults when missing), writes their
@@ -163,7 +166,12 @@ NAMESPACE_RULES: dict[str, list[Rule]] = {
         rule(["apps"], ["deployments"], [*READ, *WRITE]),
         rule([""], ["services", "configmaps"], [*READ, *WRITE]),
     ],
+    "node-scale-adjuster": [LEASES],
 }
+
+# The node-scale-adjuster's scaling pods live in `nodeScaleAdjuster.scalingPodNamespace` (adjuster.py: create,
+# patch of their member labels, delete).
+SCALING_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
 
 # The binder's reservation pods live in `binder.resourceReservationNamespace`.
 RESERVATION_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
@@ -173,8 +181,11 @@ def build(src: Source) -> list[InstallObject]:
     accounts, cluster_roles, cluster_bindings, roles, bindings = [], [], [], [], []
     for component in (*COMPONENTS, OPERATOR):
         name = resource_name(component)
+        only = when(component)
         accounts.append(
-            _object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": namespaced_meta(src, name, component)})
+            _object(
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": namespaced_meta(src, name, component)}, only
+            )
         )
         cluster_roles.append(
             _object(
@@ -183,11 +194,12 @@ def build(src: Source) -> list[InstallObject]:
                     "kind": "ClusterRole",
                     "metadata": cluster_scoped(name, component),
                     "rules": CLUSTER_RULES[component],
-                }
+                },
+                only,
             )
         )
         cluster_bindings.append(
-            _object(_binding(src, "ClusterRoleBinding", cluster_scoped(name, component), "ClusterRole", name))
+            _object(_binding(src, "ClusterRoleBinding", cluster_scoped(name, component), "ClusterRole", name), only)
         )
         roles.append(
             _object(
@@ -196,10 +208,13 @@ def build(src: Source) -> list[InstallObject]:
                     "kind": "Role",
                     "metadata": namespaced_meta(src, name, component),
                     "rules": NAMESPACE_RULES[component],
-                }
+                },
+                only,
             )
         )
-        bindings.append(_object(_binding(src, "RoleBinding", namespaced_meta(src, name, component), "Role", name)))
+        bindings.append(
+            _object(_binding(src, "RoleBinding", namespaced_meta(src, name, component), "Role", name), only)
+        )
     reservation = f"{resource_name('binder')}-reservation"
     meta = {
         "name": reservation,
@@ -212,6 +227,26 @@ def build(src: Source) -> list[InstallObject]:
         )
     )
     bindings.append(_object(_binding(src, "RoleBinding", dict(meta), "Role", reservation, account="binder")))
+    adjuster = "node-scale-adjuster"
+    scaling = f"{resource_name(adjuster)}-scaling"
+    scaling_meta = {
+        "name": scaling,
+        "namespace": src.value("nodeScaleAdjuster.scalingPodNamespace"),
+        "labels": namespaced_meta(src, scaling, adjuster)["labels"],
+    }
+    only = when(adjuster)
+    roles.append(
+        _object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": scaling_meta,
+                "rules": SCALING_RULES,
+            },
+            only,
+        )
+    )
+    bindings.append(_object(_binding(src, "RoleBinding", dict(scaling_meta), "Role", scaling, account=adjuster), only))
     objects = [*accounts, *cluster_roles, *cluster_bindings, *roles, *bindings]
     for obj in objects:
         if obj.body["metadata"]["name"] == resource_name(OPERATOR):
@@ -232,5 +267,5 @@ def _binding(
     }
 
 
-def _object(body: dict[str, Any]) -> InstallObject:
-    return InstallObject("rbac", body)
+def _object(body: dict[str, Any], only: str | None = None) -> InstallObject:
+    return InstallObject("rbac", body, when=only)

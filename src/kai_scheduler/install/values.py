@@ -214,6 +214,29 @@ operator:
       cpu: 500m
       memory: 256Mi
 
+nodeScaleAdjuster:
+  # Install the node-scale-adjuster: whole-GPU "scaling pods" for unschedulable fractional-GPU pods, so that a
+  # cluster autoscaler sees their demand (docs/node-scale-adjuster.md). Off by default: it helps only with one.
+  enabled: false
+  replicas: 1
+  # --reconcile-period: longest time between passes (a pod change starts one sooner).
+  reconcilePeriod: 1s
+  # --scaling-pod-namespace: namespace of the scaling pods (created by the install when enabled).
+  scalingPodNamespace: kai-scale-adjust
+  # --scaling-pod-image: image of the scaling pods' container (it never needs to run for long).
+  scalingPodImage: registry.k8s.io/pause:3.10
+  # --gpu-memory-to-fraction-ratio: GPU portion a gpu-memory pod counts for (a number in (0, 1]).
+  gpuMemoryToFractionRatio: "0.1"
+  # --cool-down-seconds: after a node took a scaling pod, its pods get this long to be placed first.
+  coolDownSeconds: 60
+  resources:
+    requests:
+      cpu: 50m
+      memory: 128Mi
+    limits:
+      cpu: 500m
+      memory: 256Mi
+
 defaultQueues:
   # The controllers component creates default-parent-queue and its child default-queue when they are missing at
   # its start (retrying until the Queue CRD and the admission webhook allow it); it never changes them after.

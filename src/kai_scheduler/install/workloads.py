@@ -19,6 +19,7 @@ from kai_scheduler.install.objects import (
     LISTEN_PORT,
     OPERATOR,
     OPERATOR_ONLY,
+    OPTIONAL,
     STATIC_ONLY,
     WEBHOOK_CONFIGURATION,
     InstallObject,
@@ -26,6 +27,8 @@ from kai_scheduler.install.objects import (
     namespaced,
     resource_name,
     selector,
+    values_key,
+    when,
 )
 from kai_scheduler.install.source import Source
 
@@ -73,6 +76,14 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("namespace", "namespace.name"),
         ("create-defaults", "operator.createDefaults"),
     ),
+    "node-scale-adjuster": (
+        ("reconcile-period", "nodeScaleAdjuster.reconcilePeriod"),
+        ("scheduler-name", "global.schedulerName"),
+        ("scaling-pod-namespace", "nodeScaleAdjuster.scalingPodNamespace"),
+        ("scaling-pod-image", "nodeScaleAdjuster.scalingPodImage"),
+        ("gpu-memory-to-fraction-ratio", "nodeScaleAdjuster.gpuMemoryToFractionRatio"),
+        ("cool-down-seconds", "nodeScaleAdjuster.coolDownSeconds"),
+    ),
     "admission": (
         ("webhook-port", "admission.webhookPort"),
         ("namespace", "namespace.name"),
@@ -107,15 +118,15 @@ class Instance:
 
 
 def args(src: Source, component: str) -> list[str]:
-    replicas = f"{component}.replicas"
+    key = values_key(component)
+    replicas = f"{key}.replicas"
     out = [
         f"--log-format={text(src.value('global.logFormat'))}",
         component,
         f"--listen-address=:{LISTEN_PORT}",
         f"--qps={text(src.value('global.qps'))}",
         f"--burst={text(src.value('global.burst'))}",
-        "--leader-elect="
-        + text(src.computed(lambda v: v[component]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
+        "--leader-elect=" + text(src.computed(lambda v: v[key]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
         f"--leader-elect-namespace={text(src.value('namespace.name'))}",
         f"--leader-elect-lease-duration={text(src.value('leaderElection.leaseDuration'))}",
         f"--leader-elect-renew-deadline={text(src.value('leaderElection.renewDeadline'))}",
@@ -150,7 +161,7 @@ def deployment(src: Source, component: str, instance: Instance | None = None) ->
         "ports": [{"name": "metrics", "containerPort": LISTEN_PORT, "protocol": "TCP"}],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": LISTEN_PORT}},
-        "resources": src.tree(f"{component}.resources"),
+        "resources": src.tree(f"{values_key(component)}.resources"),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -176,7 +187,7 @@ def deployment(src: Source, component: str, instance: Instance | None = None) ->
             "kind": "Deployment",
             "metadata": {**namespaced(src, name, component), "labels": own_labels},
             "spec": {
-                "replicas": src.value(f"{component}.replicas"),
+                "replicas": src.value(f"{values_key(component)}.replicas"),
                 "selector": {"matchLabels": own_selector},
                 "template": {
                     "metadata": template_meta,
@@ -194,6 +205,7 @@ def deployment(src: Source, component: str, instance: Instance | None = None) ->
                 },
             },
         },
+        when=when(component),
     )
 
 
@@ -210,6 +222,7 @@ def metrics_service(src: Source, component: str, instance: Instance | None = Non
                 "ports": [{"name": "metrics", "port": LISTEN_PORT, "targetPort": "metrics", "protocol": "TCP"}],
             },
         },
+        when=when(component),
     )
 
 
@@ -266,7 +279,8 @@ def config_map(src: Source, instance: Instance | None = None) -> InstallObject:
     )
 
 
-SHARED = tuple(c for c in COMPONENTS if c != "scheduler")  # one Deployment each, from the Config
+# One Deployment each, rendered by the operator from the Config; the optional components stay static objects.
+SHARED = tuple(c for c in COMPONENTS if c != "scheduler" and c not in OPTIONAL)
 
 
 def shared(src: Source) -> list[InstallObject]:
@@ -296,7 +310,8 @@ def build(src: Source) -> list[InstallObject]:
         *(deployment(src, c) for c in COMPONENTS),
     ]
     for obj in static:
-        obj.when = STATIC_ONLY
+        if obj.when is None:  # an optional component keeps its own switch, in both install modes
+            obj.when = STATIC_ONLY
     operator = [metrics_service(src, OPERATOR), deployment(src, OPERATOR)]
     for obj in operator:
         obj.when = OPERATOR_ONLY

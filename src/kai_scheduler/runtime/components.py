@@ -22,9 +22,10 @@ from kai_scheduler.controllers.default_queues import DefaultQueues
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework import config as configs
+from kai_scheduler.nodescaleadjuster.adjuster import NodeScaleAdjuster
 from kai_scheduler.podgrouper import context as grouping
 from kai_scheduler.podgrouper.grouper import PodGrouper
-from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, SchedulerOptions
+from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ScaleAdjusterOptions, SchedulerOptions
 from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
@@ -34,6 +35,8 @@ from kai_scheduler.store.interface import ClusterStore
 log = logging.getLogger(__name__)
 
 NAMES = ("scheduler", "binder", "podgrouper", "controllers")
+# Components `kai run` starts only when asked (`--node-scale-adjuster`).
+OPTIONAL = ("node-scale-adjuster",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +198,25 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
     )
 
 
+def node_scale_adjuster(
+    store: ClusterStore, options: ScaleAdjusterOptions, registry: CollectorRegistry, clock: Clock
+) -> Component:
+    """Scaling pods for unschedulable fractional-GPU pods (KAI `nodescaleadjuster`)."""
+    _positive("--reconcile-period", options.reconcile_period)
+    try:
+        core = NodeScaleAdjuster(store, clock, options.settings, registry)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    return Component(
+        "node-scale-adjuster",
+        "kai-node-scale-adjuster",
+        options.reconcile_period,
+        core.reconcile,
+        triggers=("pods",),
+        min_gap=RECONCILE_MIN_GAP,
+    )
+
+
 def _positive(flag: str, seconds: float) -> None:
     if seconds <= 0:
         raise UserError(f"{flag}: must be positive, got {seconds}s")
@@ -209,16 +231,21 @@ def build(
     scheduler_options: SchedulerOptions | None = None,
     binder_options: BinderOptions | None = None,
     grouper_options: GrouperOptions | None = None,
+    scale_adjuster_options: ScaleAdjusterOptions | None = None,
 ) -> list[Component]:
-    """The named components (of `NAMES`), in `NAMES` order."""
-    unknown = set(names) - set(NAMES)
+    """The named components (of `NAMES` and `OPTIONAL`), in that order."""
+    known = (*NAMES, *OPTIONAL)
+    unknown = set(names) - set(known)
     if unknown:
-        raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(NAMES)}")
+        raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(known)}")
     grouper_options = grouper_options or GrouperOptions()
     builders: dict[str, Callable[[], Component]] = {
         "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),
         "binder": lambda: binder(store, binder_options or BinderOptions(), clock),
         "podgrouper": lambda: podgrouper(store, grouper_options),
         "controllers": lambda: controllers(store, grouper_options, registry, clock),
+        "node-scale-adjuster": lambda: node_scale_adjuster(
+            store, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock
+        ),
     }
-    return [builders[name]() for name in NAMES if name in names]
+    return [builders[name]() for name in known if name in names]
