@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from kai_scheduler.admission import pod, review, webhooks
 from tests.admission import builders
+from tests.operator.builders import config, shard
 
 
 @pytest.fixture
@@ -37,6 +38,8 @@ def response(answer: webhooks.Answer) -> builders.JSON:
         pytest.param(webhooks.PATH_VALIDATE_QUEUE, builders.queue(), id="queue"),
         pytest.param(webhooks.PATH_VALIDATE_PODGROUP, builders.podgroup(), id="podgroup"),
         pytest.param(webhooks.PATH_VALIDATE_TOPOLOGY, builders.topology(), id="topology"),
+        pytest.param(webhooks.PATH_VALIDATE_SCHEDULINGSHARD, shard("s"), id="schedulingshard"),
+        pytest.param(webhooks.PATH_VALIDATE_CONFIG, config(), id="config"),
     ],
 )
 def test_every_path_answers(dispatcher: webhooks.Dispatcher, path: str, obj: builders.JSON) -> None:

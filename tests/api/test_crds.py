@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kai_scheduler.api import bindrequest, podgroup, queue, topology
+from kai_scheduler.api import bindrequest, podgroup, queue, schedulingshard, topology
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.crd_manifests import crd_for, load_crds
 from kai_scheduler.api.podgroup import PodGroup
@@ -130,6 +130,10 @@ def schema_at(schema: JSON, path: str) -> JSON | None:
         pytest.param(
             "Topology", "kai.scheduler", "v1alpha1", "Cluster", "topologies", None, False, id="Topology has no status"
         ),
+        pytest.param(
+            "SchedulingShard", "kai.scheduler", "v1", "Cluster", "schedulingshards", None, True, id="SchedulingShard"
+        ),
+        pytest.param("Config", "kai.scheduler", "v1", "Cluster", "configs", None, True, id="Config"),
     ],
 )
 def test_crd_identity(
@@ -149,6 +153,8 @@ def test_crd_identity(
 def test_load_crds_is_every_file_in_name_order() -> None:
     names = [crd["metadata"]["name"] for crd in load_crds()]
     assert names == [
+        "configs.kai.scheduler",
+        "schedulingshards.kai.scheduler",
         "topologies.kai.scheduler",
         "bindrequests.scheduling.run.ai",
         "podgroups.scheduling.run.ai",
@@ -404,6 +410,7 @@ PARSERS: dict[str, ModuleType] = {
     "Queue": queue,
     "BindRequest": bindrequest,
     "Topology": topology,
+    "SchedulingShard": schedulingshard,
 }
 
 

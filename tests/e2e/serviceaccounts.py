@@ -27,6 +27,7 @@ from kai_scheduler import install
 
 RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission")
+OPTIONAL = ("node-scale-adjuster",)  # installed only when its value says so (nodeScaleAdjuster.enabled)
 TOKEN_SECONDS = 3600 * 6
 
 
@@ -90,8 +91,8 @@ def kubeconfig_for(
     seconds: int = TOKEN_SECONDS,
 ) -> str:
     """A kubeconfig that authenticates as the ServiceAccount `kai-<component>` (TokenRequest API); its path."""
-    if component not in COMPONENTS:
-        raise ValueError(f"unknown component {component!r}; known: {', '.join(COMPONENTS)}")
+    if component not in COMPONENTS + OPTIONAL:
+        raise ValueError(f"unknown component {component!r}; known: {', '.join(COMPONENTS + OPTIONAL)}")
     path = Path(directory) / f"kubeconfig-{component}"
     return token_kubeconfig(admin_kubeconfig, f"kai-{component}", namespace, path, seconds=seconds)
 

@@ -39,6 +39,11 @@ def test_the_dashboard_shows_a_queue_and_a_job_created_in_the_cluster(clean: Clu
             doc = state()
             dash = next(q for q in doc["queues"] if q["name"] == "e2e-dash")
             assert dash["deserved"][0] == 8 and dash["allocated"][0] == 2
-            assert any(d[1] == "Scheduled" and d[2] == f"{NAMESPACE}/dash-0" for d in doc["decisions"])
+
+            # The scheduler writes its events in the background: the Scheduled event may come after the bind.
+            def decided() -> bool:
+                return any(d[1] == "Scheduled" and d[2] == f"{NAMESPACE}/dash-0" for d in state()["decisions"])
+
+            clean.wait("the Scheduled decision on the dashboard", decided, timeout=30)
         finally:
             server.stop()

@@ -91,9 +91,11 @@ def _without_helm_annotations(obj: JSON) -> JSON:
             "defaultQueues.create": False,
             "image.tag": "1.10",
             "scheduler.partitionLabelValue": "pool-a",
+            "nodeScaleAdjuster.enabled": True,
         },
+        {"operator.enabled": True, "operator.replicas": 2, "namespace.name": "gpu-sched"},
     ],
-    ids=["defaults", "overrides"],
+    ids=["defaults", "overrides", "operator"],
 )
 def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:
     rendered = {_key(o): _without_helm_annotations(o) for o in _helm_render(overrides)}

@@ -156,7 +156,7 @@ def test_the_stream_has_no_object_of_a_kind_its_own_crds_define(default_set: lis
     """`kubectl apply` of one stream cannot create a Queue in the pass that creates the Queue CRD: the default
     queues are the controllers component's (controllers/default_queues.py), switched by defaultQueues.create."""
     defined = {crd["spec"]["names"]["kind"] for crd in of_kind(default_set, "CustomResourceDefinition")}
-    assert defined == {"Queue", "PodGroup", "BindRequest", "Topology"}
+    assert defined == {"Queue", "PodGroup", "BindRequest", "Topology", "SchedulingShard", "Config"}
     assert not [o for o in default_set if o["kind"] in defined]
     assert (
         "--create-default-queues=true"
@@ -252,7 +252,7 @@ def test_webhooks_leave_the_ca_bundle_to_the_admission_component(default_set: li
                 assert hook["matchConditions"][0]["expression"] == "object.spec.schedulerName == 'kai-scheduler'"
     validating = by_name(default_set, "ValidatingWebhookConfiguration", "kai-admission")
     resources = [h["rules"][0]["resources"][0] for h in validating["webhooks"]]
-    assert resources == ["pods", "queues", "podgroups", "topologies"]
+    assert resources == ["pods", "queues", "podgroups", "topologies", "schedulingshards", "configs"]
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:

@@ -23,6 +23,11 @@ READ_RULES = [
     {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups", "queues", "bindrequests"], "verbs": READ},
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": READ},
     {"apiGroups": ["kai.scheduler"], "resources": ["topologies"], "verbs": READ},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"],
+        "verbs": READ,
+    },
 ]
 
 

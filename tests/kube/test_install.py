@@ -5,12 +5,14 @@ first time, and the components, each run as its own ServiceAccount with the RBAC
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kai_scheduler.store.interface import NotFound
 from kai_scheduler.store.kube import KubeOptions, KubeStore
 from tests import realkube
 from tests.e2e import serviceaccounts
@@ -155,3 +157,50 @@ def test_the_helm_chart_is_accepted_by_the_api_server(kube: realkube.Cluster, tm
         )
         assert checked.returncode == 0, f"{overrides}: {checked.stderr}"
         assert "kind: Queue" not in rendered
+
+
+def test_the_operator_install_applies_and_the_operator_renders_the_default_shard(
+    kube: realkube.Cluster, components: Components, tmp_path: Path
+) -> None:
+    """`kai manifests --operator` applies in one pass; the operator, as its own ServiceAccount, creates the default
+    Config and SchedulingShard and renders the components and the default shard's scheduler, marking both
+    Reconciled, without one request refused. Its objects are removed after (the static test shares the cluster)."""
+    stream = _manifests("--operator")
+    applied = realkube.kubectl(kube.kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=stream)
+    assert applied.returncode == 0, f"the operator install failed:\n{applied.stderr}"
+    store = KubeStore.connect(kube.kubeconfig, None, KubeOptions(qps=0))
+    token = serviceaccounts.token_kubeconfig(
+        kube.kubeconfig, "kai-operator", "kai-scheduler", tmp_path / "kubeconfig-operator"
+    )
+    try:
+        components.start("operator", token, "operator", "--namespace=kai-scheduler", "--reconcile-period=500ms")
+
+        def reconciled(resource: str, name: str) -> bool:
+            try:
+                status = store.get(resource, name).get("status") or {}
+            except NotFound:
+                return False
+            return any(
+                c.get("type") == "Reconciled" and c.get("status") == "True" for c in status.get("conditions") or []
+            )
+
+        components.wait("the default shard reconciled", lambda: reconciled("schedulingshards", "default"), timeout=60)
+        components.wait("kai-config reconciled", lambda: reconciled("configs", "kai-config"), timeout=30)
+        rendered = _names_in(store, "deployments", "kai-scheduler")
+        assert {"kai-scheduler-default", "kai-binder", "kai-podgrouper", "kai-controllers", "kai-admission"} <= rendered
+        assert "kai-scheduler-config-default" in _names_in(store, "configmaps", "kai-scheduler")
+    finally:
+        for resource, name in (("schedulingshards", "default"), ("configs", "kai-config")):
+            with contextlib.suppress(NotFound):
+                store.delete(resource, name)
+        for resource in ("deployments", "services", "configmaps"):
+            for obj in store.list(resource, "kai-scheduler", "app.kubernetes.io/managed-by=kai-operator")[0]:
+                with contextlib.suppress(NotFound):
+                    store.delete(resource, obj["metadata"]["name"], "kai-scheduler")
+        store.close()
+    refused = [line for line in components.log("operator").splitlines() if "forbidden" in line.lower()]
+    assert not refused, "the operator was refused by RBAC:\n" + "\n".join(refused)
+
+
+def _names_in(store: KubeStore, resource: str, namespace: str) -> set[str]:
+    return {o["metadata"]["name"] for o in store.list(resource, namespace)[0]}

@@ -46,8 +46,8 @@ REJECTS = [
     ),
     pytest.param(
         "nodez: []\nnodes: []\n",
-        "bad.yaml:1: scenario top-level nodez: unknown field (did you mean nodes?); known fields: config, "
-        "cycles, deviceClasses, devicePools, expect, jobs, name, nodes, now, priorityClasses, queues, "
+        "bad.yaml:1: scenario top-level nodez: unknown field (did you mean nodes?); known fields: autoscaler, "
+        "config, cycles, deviceClasses, devicePools, expect, jobs, name, nodes, now, priorityClasses, queues, "
         "resourceClaims, topologies",
         id="an unknown top-level field",
     ),

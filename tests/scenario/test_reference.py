@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kai_scheduler import cli
-from kai_scheduler.scenario import build, cluster, dra, expect, jobs, tasks
+from kai_scheduler.scenario import autoscaler, build, cluster, dra, expect, jobs, tasks
 from kai_scheduler.sim import generators, sources
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scenario-reference.md"
@@ -33,6 +33,8 @@ TABLES = {
     ("tasks and template", None): tasks.TASK_FIELDS,
     ("expect", None): expect.EXPECT_FIELDS,
     ("generators", None): generators.GENERATOR_FIELDS,
+    ("autoscaler", None): autoscaler.AUTOSCALER_FIELDS,
+    ("autoscaler", "The node shape:"): autoscaler.NODE_SHAPE_FIELDS,
     ("DRA devices and claims", "DeviceClasses"): dra.DEVICE_CLASS_FIELDS,
     ("DRA devices and claims", "A node's `draDevices`"): dra.DEVICE_FIELDS,
     ("DRA devices and claims", "Network-attached pools"): dra.POOL_FIELDS,
@@ -82,7 +84,7 @@ def test_the_example_loads_and_its_expectations_hold(tmp_path: Path, capsys: pyt
 def test_the_docs_and_help_name_no_file_outside_the_repository(capsys: pytest.CaptureFixture[str]) -> None:
     root = DOC.parents[1]
     texts = {p.relative_to(root): p.read_text(encoding="utf-8") for p in [root / "README.md", *root.glob("docs/*.md")]}
-    for command in ("schedule", "simulate", "scheduler", "run", "admission", "podgrouper"):
+    for command in ("schedule", "simulate", "scheduler", "run", "admission", "podgrouper", "node-scale-adjuster"):
         with pytest.raises(SystemExit):
             cli.main([command, "--help"])
         texts[Path(f"kai {command} --help")] = capsys.readouterr().out

@@ -18,6 +18,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
         pytest.param("simulate-quickstart.yaml", None, id="quickstart"),
         pytest.param("hierarchical-org.yaml", 1200.0, id="hierarchical org"),
         pytest.param("mixed-training-inference.yaml", 3600.0, id="mixed training and inference"),
+        pytest.param("simulate-autoscaler.yaml", None, id="autoscaler model"),
     ],
 )
 def test_example_replays(name: str, until: float | None) -> None:

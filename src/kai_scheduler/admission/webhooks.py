@@ -17,7 +17,7 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter
 
-from kai_scheduler.admission import gpusharing, pod, podgroup, podmutate, queue, review, topology
+from kai_scheduler.admission import gpusharing, operator, pod, podgroup, podmutate, queue, review, topology
 from kai_scheduler.store.interface import ClusterStore
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,8 @@ PATH_VALIDATE_POD: Final = "/validate--v1-pod"
 PATH_VALIDATE_QUEUE: Final = "/validate-scheduling-run-ai-v2-queue"
 PATH_VALIDATE_PODGROUP: Final = "/validate-scheduling-run-ai-v2alpha2-podgroup"
 PATH_VALIDATE_TOPOLOGY: Final = "/validate-kai-scheduler-v1alpha1-topology"
+PATH_VALIDATE_SCHEDULINGSHARD: Final = "/validate-kai-scheduler-v1-schedulingshard"
+PATH_VALIDATE_CONFIG: Final = "/validate-kai-scheduler-v1-config"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ class Answer:
 def build(
     settings: pod.PodSettings, store: ClusterStore | None = None, suffix: Callable[[], str] | None = None
 ) -> dict[str, Webhook]:
-    """The five webhooks. `store` enables the checks that look at other objects (parent queue, Topology)."""
+    """The webhooks. `store` enables the checks that look at other objects (parent queue, Topology)."""
     mutate_suffix = suffix or gpusharing.random_suffix
     return {
         PATH_MUTATE_POD: Webhook("mutate-pod", "Pod", lambda r: podmutate.mutate(r, settings, mutate_suffix)),
@@ -62,6 +64,8 @@ def build(
             lambda r: podgroup.validate(r, store, access_control=settings.queue_access_control),
         ),
         PATH_VALIDATE_TOPOLOGY: Webhook("validate-topology", "Topology", topology.validate),
+        PATH_VALIDATE_SCHEDULINGSHARD: Webhook("validate-schedulingshard", "SchedulingShard", operator.validate_shard),
+        PATH_VALIDATE_CONFIG: Webhook("validate-config", "Config", operator.validate_config),
     }
 
 

@@ -13,6 +13,7 @@ QUEUE_API_VERSION: Final = "scheduling.run.ai/v2"
 PODGROUP_API_VERSION: Final = "scheduling.run.ai/v2alpha2"
 BINDREQUEST_API_VERSION: Final = "scheduling.run.ai/v1alpha2"
 TOPOLOGY_API_VERSION: Final = "kai.scheduler/v1alpha1"
+KAI_V1_API_VERSION: Final = "kai.scheduler/v1"  # SchedulingShard and Config (§1.5)
 PRIORITYCLASS_API_VERSION: Final = "scheduling.k8s.io/v1"
 
 # --- Scheduler identity and defaults (§9.3) ---

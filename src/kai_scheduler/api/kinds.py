@@ -45,6 +45,9 @@ RESOURCES: dict[str, Resource] = {
         Resource("queues", constants.QUEUE_API_VERSION, "Queue", False),
         Resource("bindrequests", constants.BINDREQUEST_API_VERSION, "BindRequest", True),
         Resource("topologies", constants.TOPOLOGY_API_VERSION, "Topology", False),
+        Resource("schedulingshards", constants.KAI_V1_API_VERSION, "SchedulingShard", False),
+        Resource("configs", constants.KAI_V1_API_VERSION, "Config", False),
+        Resource("services", "v1", "Service", True),  # the operator's (metrics and webhook Services)
         Resource("leases", "coordination.k8s.io/v1", "Lease", True),
         # Dynamic Resource Allocation (Kubernetes 1.32).
         Resource("deviceclasses", "resource.k8s.io/v1beta1", "DeviceClass", False),

@@ -25,6 +25,7 @@ from kai_scheduler.cli import (
     logs,
     manifests,
     migrate,
+    operator,
     schedule,
     simulate,
 )
@@ -78,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
     explain.add_parser(sub)
     components.add_parser(sub)
     admission.add_parser(sub)
+    operator.add_parser(sub)
     manifests.add_parser(sub)
     fakenodes.add_parser(sub)
     dashboard.add_parser(sub)

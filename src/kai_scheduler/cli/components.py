@@ -1,5 +1,5 @@
-"""`kai scheduler|binder|podgrouper|controllers|run`: the components as long-running processes against an API
-server (see docs/components.md).
+"""`kai scheduler|binder|podgrouper|controllers|node-scale-adjuster|run`: the components as long-running
+processes against an API server (see docs/components.md).
 
 Flags keep KAI's names. Values are checked here, after parsing, so a bad one is one line and exit 2:
 durations in Go syntax ("1s", "500ms"), booleans as Go reads them (`--flag`, `--flag=false`, `--flag=1`).
@@ -26,6 +26,7 @@ from kai_scheduler.runtime.options import (
     BinderOptions,
     GrouperOptions,
     ProcessOptions,
+    ScaleAdjusterOptions,
     SchedulerOptions,
     in_cluster_namespace,
 )
@@ -79,9 +80,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     _component(
         sub,
+        "node-scale-adjuster",
+        "run the node-scale-adjuster: whole-GPU scaling pods for unschedulable fractional-GPU pods, "
+        "so that a cluster autoscaler sees their demand",
+        [_period("1s"), _scheduler_name_flag, _scale_adjuster_flags],
+    )
+    _component(
+        sub,
         "run",
         "run the scheduler, binder, pod grouper and controllers in one process "
-        "(and the admission webhooks with --admission)",
+        "(the admission webhooks with --admission, the node-scale-adjuster with --node-scale-adjuster)",
         [
             _scheduler_flags,
             _binder_flags,
@@ -89,6 +97,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             _controller_flags,
             _migration_flags,
             _admission_flag,
+            _run_scale_adjuster_flags,
             _dashboard_flag,
         ],
     )
@@ -235,6 +244,40 @@ def _controller_flags(p: Parser) -> None:
     )
 
 
+def _scheduler_name_flag(p: Parser) -> None:
+    _value(p, "--scheduler-name", constants.DEFAULT_SCHEDULER_NAME, "pods with this schedulerName are watched")
+
+
+def _scale_adjuster_flags(p: Parser) -> None:
+    defaults = ScaleAdjusterOptions().settings
+    _value(p, "--scaling-pod-namespace", defaults.namespace, "namespace of the scaling pods", "NS")
+    _value(p, "--scaling-pod-image", defaults.image, "image of the scaling pods' one container", "IMAGE")
+    _value(
+        p,
+        "--gpu-memory-to-fraction-ratio",
+        f"{defaults.gpu_memory_to_fraction_ratio:g}",
+        "GPU portion a gpu-memory pod counts for (its node, and so its GPU memory, is not known yet)",
+        "RATIO",
+    )
+    _value(
+        p,
+        "--cool-down-seconds",
+        f"{defaults.cool_down_seconds:g}",
+        "after a node took a scaling pod, its pods get this long to be placed before they count again",
+        "SECONDS",
+    )
+
+
+def _run_scale_adjuster_flags(p: Parser) -> None:
+    _bool(
+        p,
+        "--node-scale-adjuster",
+        False,
+        "also run the node-scale-adjuster (see `kai node-scale-adjuster` for its settings)",
+    )
+    _scale_adjuster_flags(p)
+
+
 def _admission_flag(p: Parser) -> None:
     _bool(
         p,
@@ -280,13 +323,16 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
         from kai_scheduler.runtime import components as builders
         from kai_scheduler.runtime.process import Process, connect, stop_on_signals
 
-        names = builders.NAMES if name == "run" else (name,)
+        names: tuple[str, ...] = builders.NAMES if name == "run" else (name,)
+        if name == "run" and _boolean(args, "node_scale_adjuster", False):
+            names = (*names, "node-scale-adjuster")
         process_options = _process_options(args)
         registry = CollectorRegistry()
         clock = SystemClock()
         scheduler_options = _scheduler_options(args) if hasattr(args, "scheduler_conf") else None
         binder_options = _binder_options(args) if name in ("binder", "run") else None
-        grouper_options = _grouper_options(args) if name not in ("scheduler", "binder") else None
+        grouper_options = _grouper_options(args) if name not in ("scheduler", "binder", "node-scale-adjuster") else None
+        scale_options = _scale_adjuster_options(args, name) if "node-scale-adjuster" in names else None
         store = connect(process_options)
         try:
             components = builders.build(
@@ -297,6 +343,7 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                 scheduler_options=scheduler_options,
                 binder_options=binder_options,
                 grouper_options=grouper_options,
+                scale_adjuster_options=scale_options,
             )
             stop = threading.Event()
             process = Process(components, store, process_options, registry, clock, stop)
@@ -427,6 +474,28 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
     )
 
 
+def _scale_adjuster_options(args: argparse.Namespace, name: str) -> ScaleAdjusterOptions:
+    from kai_scheduler.nodescaleadjuster.pods import Settings
+
+    defaults = ScaleAdjusterOptions()
+    settings = Settings(
+        scheduler_name=args.scheduler_name or defaults.settings.scheduler_name,
+        namespace=args.scaling_pod_namespace or defaults.settings.namespace,
+        image=args.scaling_pod_image or defaults.settings.image,
+        gpu_memory_to_fraction_ratio=_number(
+            args, "gpu_memory_to_fraction_ratio", defaults.settings.gpu_memory_to_fraction_ratio, float
+        ),
+        cool_down_seconds=_number(args, "cool_down_seconds", defaults.settings.cool_down_seconds, float),
+    )
+    try:
+        settings.check()
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    # `kai run` shares one --reconcile-period: the adjuster keeps its own default there.
+    period = defaults.reconcile_period if name == "run" else _duration(args, "reconcile_period", 1.0)
+    return ScaleAdjusterOptions(reconcile_period=period, settings=settings)
+
+
 def _migrate_from(text: str | None) -> frozenset[str]:
     from kai_scheduler.podgrouper.foreign import SOURCES
 
@@ -488,3 +557,12 @@ def _number(args: argparse.Namespace, dest: str, default: Any, kind: Callable[[s
     except ValueError:
         want = "an integer" if kind is int else "a number"
         raise UserError(f"{_flag(dest)}: invalid value {text!r}: want {want}") from None
+
+
+# Shared with the other long-running commands (`kai operator`).
+process_flags = _process_flags
+value_flag = _value
+bool_flag = _bool
+process_options = _process_options
+duration_flag = _duration
+boolean_flag = _boolean

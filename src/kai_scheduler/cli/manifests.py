@@ -37,6 +37,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--skip-crds", action="store_true", help="leave the CustomResourceDefinitions out")
     p.add_argument(
+        "--operator",
+        action="store_true",
+        help="install `kai operator` in place of the component Deployments, Services and scheduler ConfigMap: it "
+        "renders them from the Config kai-config and the SchedulingShards, creating a default of each (value "
+        "operator.enabled; default: the static install)",
+    )
+    p.add_argument(
         "--helm-chart",
         metavar="DIR",
         help="write the Helm chart (generated from the same source) into DIR instead of printing",
@@ -46,11 +53,12 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.helm_chart:
-        if args.values or args.sets or args.namespace or args.image or args.skip_crds:
+        if args.values or args.sets or args.namespace or args.image or args.skip_crds or args.operator:
             raise UserError("--helm-chart writes the chart with its default values; pass values to helm install")
         written = install.write_chart(args.helm_chart)
         print(f"wrote {len(written)} files under {args.helm_chart}", file=sys.stderr)
         return 0
-    values = install.resolve(args.values, args.sets, namespace=args.namespace, image=args.image)
+    sets = [*args.sets, "operator.enabled=true"] if args.operator else args.sets
+    values = install.resolve(args.values, sets, namespace=args.namespace, image=args.image)
     sys.stdout.write(install.stream(install.manifests(values, skip_crds=args.skip_crds)))
     return 0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kai_scheduler.api import constants
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cluster.snapshot import ClusterObjects, SnapshotParams
-from kai_scheduler.store.cache import ObjectCache
+from kai_scheduler.store.cache import DRA_RESOURCES, SCHEDULER_RESOURCES, ObjectCache
 from kai_scheduler.store.interface import NotFound, StoreError
 
 
@@ -57,7 +57,8 @@ def sync(cache: ObjectCache) -> None:
         raise ClusterError(str(err)) from None
 
 
-_READS = "nodes, pods, podgroups, queues, bindrequests, priorityclasses and topologies"
+_CORE_READS = [r for r in SCHEDULER_RESOURCES if r not in DRA_RESOURCES]
+_READS = f"{', '.join(_CORE_READS)}, and {', '.join(DRA_RESOURCES)} where the cluster serves resource.k8s.io"
 
 
 def find(objects: ClusterObjects, ref: JobRef, *, scheduler_name: str) -> str:

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from kai_scheduler.install import model, render
-from kai_scheduler.install.objects import CATEGORIES, InstallObject
+from kai_scheduler.install.objects import CATEGORIES, InstallObject, helm_condition
 from kai_scheduler.install.source import Templated
 from kai_scheduler.install.values import VALUES_YAML, VERSION, defaults
 
@@ -67,4 +67,4 @@ def _template(obj: InstallObject, src: Templated) -> str:
     text = "---\n" + render.template(obj.body, src)
     if obj.when is None:
         return text
-    return f"{{{{- if .Values.{obj.when} }}}}\n{text}{{{{- end }}}}\n"
+    return f"{{{{- if {helm_condition(obj.when)} }}}}\n{text}{{{{- end }}}}\n"

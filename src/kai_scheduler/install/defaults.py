@@ -33,6 +33,15 @@ def namespaces(src: Source) -> list[InstallObject]:
                 "metadata": {"name": src.value("binder.resourceReservationNamespace")},
             },
         ),
+        InstallObject(
+            "namespaces",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": src.value("nodeScaleAdjuster.scalingPodNamespace")},
+            },
+            when="nodeScaleAdjuster.enabled",
+        ),
     ]
 
 

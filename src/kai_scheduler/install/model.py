@@ -8,7 +8,7 @@ import yaml
 
 from kai_scheduler.api.crd_manifests import load_crds
 from kai_scheduler.install import defaults, rbac, webhooks, workloads
-from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, InstallObject
+from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, OPERATOR, InstallObject, chosen, values_key
 from kai_scheduler.install.source import Concrete, Source, lookup
 from kai_scheduler.install.values import Values, ValuesError
 
@@ -29,8 +29,8 @@ def manifests(values: Values, *, skip_crds: bool = False) -> list[dict[str, Any]
     """The objects `kubectl apply` gets for `values`: CRDs first, then as `build` orders them."""
     check(values)
     crds = [] if skip_crds else load_crds()
-    chosen = [o.body for o in build(Concrete(values)) if o.when is None or lookup(values, o.when)]
-    return [*crds, *chosen]
+    bodies = [o.body for o in build(Concrete(values)) if chosen(o.when, lambda path: lookup(values, path))]
+    return [*crds, *bodies]
 
 
 def check(values: Values) -> None:
@@ -50,6 +50,14 @@ def check(values: Values) -> None:
         raise ValuesError(f"value 'scheduler.config': {err}") from None
     if lookup(values, "global.logFormat") not in ("text", "json"):
         raise ValuesError(f"value 'global.logFormat': want text or json, got {lookup(values, 'global.logFormat')!r}")
-    for component in COMPONENTS:
-        if lookup(values, f"{component}.replicas") < 0:
-            raise ValuesError(f"value '{component}.replicas': must be 0 or more")
+    for component in (*COMPONENTS, OPERATOR):
+        key = values_key(component)
+        if lookup(values, f"{key}.replicas") < 0:
+            raise ValuesError(f"value '{key}.replicas': must be 0 or more")
+    ratio = lookup(values, "nodeScaleAdjuster.gpuMemoryToFractionRatio")
+    try:
+        good = 0 < float(ratio) <= 1
+    except ValueError:
+        good = False
+    if not good:
+        raise ValuesError(f"value 'nodeScaleAdjuster.gpuMemoryToFractionRatio': want a number in (0, 1], got {ratio!r}")

@@ -13,10 +13,13 @@ from typing import Any
 
 from kai_scheduler.install.objects import (
     COMPONENTS,
+    OPERATOR,
+    OPERATOR_ONLY,
     WEBHOOK_CONFIGURATION,
     InstallObject,
     cluster_scoped,
     resource_name,
+    when,
 )
 from kai_scheduler.install.objects import namespaced as namespaced_meta
 from kai_scheduler.install.source import Source
@@ -32,6 +35,9 @@ KAI = "kai.scheduler"
 # meet as a pod's owner and lists and watches (`podgrouper.owners`; by name where it may not list).
 _NOT_OWNERS = {
     "nodes",
+    "services",
+    "schedulingshards",
+    "configs",
     "namespaces",
     "pods",
     "events",
@@ -134,9 +140,19 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
             [WEBHOOK_CONFIGURATION],
         ),
     ],
+    # nodescaleadjuster/adjuster.py watches every pod; it writes only its scaling pods (SCALING_RULES).
+    "node-scale-adjuster": [rule([""], ["pods"], READ)],
 }
 
+# operator/reconciler.py: reads the Config and SchedulingShards (creates the defaults when missing), writes their
+# status; renders into the install namespace only (Role below).
+CLUSTER_RULES[OPERATOR] = [
+    rule([KAI], ["configs", "schedulingshards"], [*READ, "create"]),
+    rule([KAI], ["configs/status", "schedulingshards/status"], ["update", "patch"]),
+]
+
 LEASES = rule(["coordination.k8s.io"], ["leases"], ["get", "create", "update"])
+WRITE = ["create", "update", "patch", "delete"]
 
 # Rules granted in the install namespace only: the Leases of leader election (runtime/leader.py), and the
 # admission component's certificate Secret (admission/certs.py; the admission replicas do not elect a leader).
@@ -146,7 +162,17 @@ NAMESPACE_RULES: dict[str, list[Rule]] = {
     "podgrouper": [LEASES],
     "controllers": [LEASES],
     "admission": [rule([""], ["secrets"], ["get", "create", "update"])],
+    OPERATOR: [
+        LEASES,
+        rule(["apps"], ["deployments"], [*READ, *WRITE]),
+        rule([""], ["services", "configmaps"], [*READ, *WRITE]),
+    ],
+    "node-scale-adjuster": [LEASES],
 }
+
+# The node-scale-adjuster's scaling pods live in `nodeScaleAdjuster.scalingPodNamespace` (adjuster.py: create,
+# patch of their member labels, delete).
+SCALING_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
 
 # The binder's reservation pods live in `binder.resourceReservationNamespace`.
 RESERVATION_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
@@ -154,10 +180,13 @@ RESERVATION_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
 
 def build(src: Source) -> list[InstallObject]:
     accounts, cluster_roles, cluster_bindings, roles, bindings = [], [], [], [], []
-    for component in COMPONENTS:
+    for component in (*COMPONENTS, OPERATOR):
         name = resource_name(component)
+        only = when(component)
         accounts.append(
-            _object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": namespaced_meta(src, name, component)})
+            _object(
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": namespaced_meta(src, name, component)}, only
+            )
         )
         cluster_roles.append(
             _object(
@@ -166,11 +195,12 @@ def build(src: Source) -> list[InstallObject]:
                     "kind": "ClusterRole",
                     "metadata": cluster_scoped(name, component),
                     "rules": CLUSTER_RULES[component],
-                }
+                },
+                only,
             )
         )
         cluster_bindings.append(
-            _object(_binding(src, "ClusterRoleBinding", cluster_scoped(name, component), "ClusterRole", name))
+            _object(_binding(src, "ClusterRoleBinding", cluster_scoped(name, component), "ClusterRole", name), only)
         )
         roles.append(
             _object(
@@ -179,10 +209,13 @@ def build(src: Source) -> list[InstallObject]:
                     "kind": "Role",
                     "metadata": namespaced_meta(src, name, component),
                     "rules": NAMESPACE_RULES[component],
-                }
+                },
+                only,
             )
         )
-        bindings.append(_object(_binding(src, "RoleBinding", namespaced_meta(src, name, component), "Role", name)))
+        bindings.append(
+            _object(_binding(src, "RoleBinding", namespaced_meta(src, name, component), "Role", name), only)
+        )
     reservation = f"{resource_name('binder')}-reservation"
     meta = {
         "name": reservation,
@@ -195,7 +228,31 @@ def build(src: Source) -> list[InstallObject]:
         )
     )
     bindings.append(_object(_binding(src, "RoleBinding", dict(meta), "Role", reservation, account="binder")))
-    return [*accounts, *cluster_roles, *cluster_bindings, *roles, *bindings]
+    adjuster = "node-scale-adjuster"
+    scaling = f"{resource_name(adjuster)}-scaling"
+    scaling_meta = {
+        "name": scaling,
+        "namespace": src.value("nodeScaleAdjuster.scalingPodNamespace"),
+        "labels": namespaced_meta(src, scaling, adjuster)["labels"],
+    }
+    only = when(adjuster)
+    roles.append(
+        _object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": scaling_meta,
+                "rules": SCALING_RULES,
+            },
+            only,
+        )
+    )
+    bindings.append(_object(_binding(src, "RoleBinding", dict(scaling_meta), "Role", scaling, account=adjuster), only))
+    objects = [*accounts, *cluster_roles, *cluster_bindings, *roles, *bindings]
+    for obj in objects:
+        if obj.body["metadata"]["name"] == resource_name(OPERATOR):
+            obj.when = OPERATOR_ONLY
+    return objects
 
 
 def _binding(
@@ -211,5 +268,5 @@ def _binding(
     }
 
 
-def _object(body: dict[str, Any]) -> InstallObject:
-    return InstallObject("rbac", body)
+def _object(body: dict[str, Any], only: str | None = None) -> InstallObject:
+    return InstallObject("rbac", body, when=only)

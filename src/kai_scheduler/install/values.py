@@ -195,6 +195,48 @@ admission:
       cpu: 500m
       memory: 256Mi
 
+operator:
+  # Install `kai operator` instead of the components: it renders the scheduler of each SchedulingShard (ConfigMap,
+  # Deployment, metrics Service) and the binder, podgrouper, controllers and admission from the Config `kai-config`,
+  # with the same builders as this chart. The component Deployments, Services and the scheduler ConfigMap are then
+  # left out of the install (RBAC, webhooks and priority classes stay). `kai manifests --operator` sets it.
+  enabled: false
+  replicas: 1
+  # --reconcile-period: time between passes over the Config and the SchedulingShards.
+  reconcilePeriod: 1s
+  # --create-defaults: create the Config kai-config and the SchedulingShard default when missing at start.
+  createDefaults: true
+  resources:
+    requests:
+      cpu: 50m
+      memory: 128Mi
+    limits:
+      cpu: 500m
+      memory: 256Mi
+
+nodeScaleAdjuster:
+  # Install the node-scale-adjuster: whole-GPU "scaling pods" for unschedulable fractional-GPU pods, so that a
+  # cluster autoscaler sees their demand (docs/node-scale-adjuster.md). Off by default: it helps only with one.
+  enabled: false
+  replicas: 1
+  # --reconcile-period: longest time between passes (a pod change starts one sooner).
+  reconcilePeriod: 1s
+  # --scaling-pod-namespace: namespace of the scaling pods (created by the install when enabled).
+  scalingPodNamespace: kai-scale-adjust
+  # --scaling-pod-image: image of the scaling pods' container (it never needs to run for long).
+  scalingPodImage: registry.k8s.io/pause:3.10
+  # --gpu-memory-to-fraction-ratio: GPU portion a gpu-memory pod counts for (a number in (0, 1]).
+  gpuMemoryToFractionRatio: "0.1"
+  # --cool-down-seconds: after a node took a scaling pod, its pods get this long to be placed first.
+  coolDownSeconds: 60
+  resources:
+    requests:
+      cpu: 50m
+      memory: 128Mi
+    limits:
+      cpu: 500m
+      memory: 256Mi
+
 defaultQueues:
   # The controllers component creates default-parent-queue and its child default-queue when they are missing at
   # its start (retrying until the Queue CRD and the admission webhook allow it); it never changes them after.

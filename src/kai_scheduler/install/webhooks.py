@@ -19,6 +19,8 @@ VALIDATE_POD = "/validate--v1-pod"
 VALIDATE_QUEUE = "/validate-scheduling-run-ai-v2-queue"
 VALIDATE_PODGROUP = "/validate-scheduling-run-ai-v2alpha2-podgroup"
 VALIDATE_TOPOLOGY = "/validate-kai-scheduler-v1alpha1-topology"
+VALIDATE_SCHEDULINGSHARD = "/validate-kai-scheduler-v1-schedulingshard"
+VALIDATE_CONFIG = "/validate-kai-scheduler-v1-config"
 
 
 def _client(src: Source, path: str) -> dict[str, Any]:
@@ -99,6 +101,24 @@ def build(src: Source) -> list[InstallObject]:
                 "kai.scheduler",
                 "v1alpha1",
                 "topologies",
+                ["CREATE", "UPDATE"],
+            ),
+            _crd_webhook(
+                src,
+                "schedulingshards.validate.kai.scheduler",
+                VALIDATE_SCHEDULINGSHARD,
+                "kai.scheduler",
+                "v1",
+                "schedulingshards",
+                ["CREATE", "UPDATE"],
+            ),
+            _crd_webhook(
+                src,
+                "configs.validate.kai.scheduler",
+                VALIDATE_CONFIG,
+                "kai.scheduler",
+                "v1",
+                "configs",
                 ["CREATE", "UPDATE"],
             ),
         ],

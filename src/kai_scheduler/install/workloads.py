@@ -1,7 +1,13 @@
-"""The components: their command lines, Deployments, Services and the scheduler's ConfigMap."""
+"""The components: their command lines, Deployments, Services and the scheduler's ConfigMap.
+
+The one renderer of the components: `kai manifests` and the chart call `build`, the operator calls `shared` (the
+components of the Config) and `scheduler_shard` (one scheduler per SchedulingShard, an `Instance`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kai_scheduler.install.objects import (
@@ -11,12 +17,18 @@ from kai_scheduler.install.objects import (
     CONFIG_FILE,
     CONFIG_MAP,
     LISTEN_PORT,
+    OPERATOR,
+    OPERATOR_ONLY,
+    OPTIONAL,
+    STATIC_ONLY,
     WEBHOOK_CONFIGURATION,
     InstallObject,
     labels,
     namespaced,
     resource_name,
     selector,
+    values_key,
+    when,
 )
 from kai_scheduler.install.source import Source
 
@@ -50,12 +62,27 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("reconcile-period", "podgrouper.reconcilePeriod"),
         ("scheduler-name", "global.schedulerName"),
         ("queue-label-key", "global.queueLabelKey"),
+        ("nodepool-label-key", "global.nodePoolLabelKey"),
     ),
     "controllers": (
         ("reconcile-period", "controllers.reconcilePeriod"),
         ("scheduler-name", "global.schedulerName"),
         ("queue-label-key", "global.queueLabelKey"),
+        ("nodepool-label-key", "global.nodePoolLabelKey"),
         ("create-default-queues", "defaultQueues.create"),
+    ),
+    "operator": (
+        ("reconcile-period", "operator.reconcilePeriod"),
+        ("namespace", "namespace.name"),
+        ("create-defaults", "operator.createDefaults"),
+    ),
+    "node-scale-adjuster": (
+        ("reconcile-period", "nodeScaleAdjuster.reconcilePeriod"),
+        ("scheduler-name", "global.schedulerName"),
+        ("scaling-pod-namespace", "nodeScaleAdjuster.scalingPodNamespace"),
+        ("scaling-pod-image", "nodeScaleAdjuster.scalingPodImage"),
+        ("gpu-memory-to-fraction-ratio", "nodeScaleAdjuster.gpuMemoryToFractionRatio"),
+        ("cool-down-seconds", "nodeScaleAdjuster.coolDownSeconds"),
     ),
     "admission": (
         ("webhook-port", "admission.webhookPort"),
@@ -78,16 +105,28 @@ def text(value: Any) -> str:
     return str(value)
 
 
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One of several Deployments of the scheduler (a SchedulingShard's): its names, the flags after the
+    install's (a later flag wins), and the labels and pod-template annotations it adds."""
+
+    name: str  # of the Deployment and the Service (prefix of)
+    config_map: str
+    args: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
 def args(src: Source, component: str) -> list[str]:
-    replicas = f"{component}.replicas"
+    key = values_key(component)
+    replicas = f"{key}.replicas"
     out = [
         f"--log-format={text(src.value('global.logFormat'))}",
         component,
         f"--listen-address=:{LISTEN_PORT}",
         f"--qps={text(src.value('global.qps'))}",
         f"--burst={text(src.value('global.burst'))}",
-        "--leader-elect="
-        + text(src.computed(lambda v: v[component]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
+        "--leader-elect=" + text(src.computed(lambda v: v[key]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
         f"--leader-elect-namespace={text(src.value('namespace.name'))}",
         f"--leader-elect-lease-duration={text(src.value('leaderElection.leaseDuration'))}",
         f"--leader-elect-renew-deadline={text(src.value('leaderElection.renewDeadline'))}",
@@ -98,21 +137,31 @@ def args(src: Source, component: str) -> list[str]:
         out.append(f"--scheduler-conf={CONFIG_DIR}/{CONFIG_FILE}")
     if component == "admission":
         out += [f"--service-name={ADMISSION_SERVICE}", f"--webhook-configuration-name={WEBHOOK_CONFIGURATION}"]
+    if component == OPERATOR:
+        out.append(f"--image={src.value('image.repository')}:{src.value('image.tag')}")
     return out
 
 
-def deployment(src: Source, component: str) -> InstallObject:
-    name = resource_name(component)
+def _identity(component: str, instance: Instance | None) -> tuple[str, dict[str, str], dict[str, str]]:
+    """Name, labels and selector of a component's objects (of one instance of it when given)."""
+    if instance is None:
+        return resource_name(component), labels(component), selector(component)
+    own = {**labels(component), "app.kubernetes.io/name": instance.name, **instance.labels}
+    return instance.name, own, {"app.kubernetes.io/name": instance.name}
+
+
+def deployment(src: Source, component: str, instance: Instance | None = None) -> InstallObject:
+    name, own_labels, own_selector = _identity(component, instance)
     probe = {"httpGet": {"path": "/healthz", "port": LISTEN_PORT}, "periodSeconds": 10, "failureThreshold": 3}
     container: dict[str, Any] = {
         "name": component,
         "image": f"{src.value('image.repository')}:{src.value('image.tag')}",
         "imagePullPolicy": src.value("image.pullPolicy"),
-        "args": args(src, component),
+        "args": [*args(src, component), *(instance.args if instance else ())],
         "ports": [{"name": "metrics", "containerPort": LISTEN_PORT, "protocol": "TCP"}],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": LISTEN_PORT}},
-        "resources": src.tree(f"{component}.resources"),
+        "resources": src.tree(f"{values_key(component)}.resources"),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -123,24 +172,27 @@ def deployment(src: Source, component: str) -> InstallObject:
     volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {}}]
     if component == "scheduler":
         container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
-        volumes.append({"name": "config", "configMap": {"name": CONFIG_MAP}})
+        volumes.append({"name": "config", "configMap": {"name": instance.config_map if instance else CONFIG_MAP}})
     if component == "admission":
         container["ports"].append(
             {"name": "webhook", "containerPort": src.value("admission.webhookPort"), "protocol": "TCP"}
         )
+    template_meta: dict[str, Any] = {"labels": own_labels}
+    if instance is not None and instance.annotations:
+        template_meta["annotations"] = dict(instance.annotations)
     return InstallObject(
         "deployments",
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": namespaced(src, name, component),
+            "metadata": {**namespaced(src, name, component), "labels": own_labels},
             "spec": {
-                "replicas": src.value(f"{component}.replicas"),
-                "selector": {"matchLabels": selector(component)},
+                "replicas": src.value(f"{values_key(component)}.replicas"),
+                "selector": {"matchLabels": own_selector},
                 "template": {
-                    "metadata": {"labels": labels(component)},
+                    "metadata": template_meta,
                     "spec": {
-                        "serviceAccountName": name,
+                        "serviceAccountName": resource_name(component),
                         "securityContext": {
                             "runAsNonRoot": True,
                             "runAsUser": 10001,
@@ -153,21 +205,24 @@ def deployment(src: Source, component: str) -> InstallObject:
                 },
             },
         },
+        when=when(component),
     )
 
 
-def metrics_service(src: Source, component: str) -> InstallObject:
+def metrics_service(src: Source, component: str, instance: Instance | None = None) -> InstallObject:
+    name, own_labels, own_selector = _identity(component, instance)
     return InstallObject(
         "services",
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": namespaced(src, f"{resource_name(component)}-metrics", component),
+            "metadata": {**namespaced(src, f"{name}-metrics", component), "labels": own_labels},
             "spec": {
-                "selector": selector(component),
+                "selector": own_selector,
                 "ports": [{"name": "metrics", "port": LISTEN_PORT, "targetPort": "metrics", "protocol": "TCP"}],
             },
         },
+        when=when(component),
     )
 
 
@@ -196,7 +251,7 @@ def service_monitor(src: Source) -> InstallObject:
             "spec": {
                 "selector": {
                     "matchExpressions": [
-                        {"key": "app.kubernetes.io/component", "operator": "In", "values": list(COMPONENTS)}
+                        {"key": "app.kubernetes.io/component", "operator": "In", "values": [*COMPONENTS, OPERATOR]}
                     ],
                     "matchLabels": {"app.kubernetes.io/part-of": "kai-scheduler"},
                 },
@@ -209,23 +264,55 @@ def service_monitor(src: Source) -> InstallObject:
     )
 
 
-def config_map(src: Source) -> InstallObject:
+def config_map(src: Source, instance: Instance | None = None) -> InstallObject:
+    meta = namespaced(src, instance.config_map if instance else CONFIG_MAP, "scheduler")
+    if instance is not None:
+        meta["labels"] = {**meta["labels"], **instance.labels}
     return InstallObject(
         "config",
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": namespaced(src, CONFIG_MAP, "scheduler"),
+            "metadata": meta,
             "data": {CONFIG_FILE: src.value("scheduler.config")},
         },
     )
 
 
-def build(src: Source) -> list[InstallObject]:
+# One Deployment each, rendered by the operator from the Config; the optional components stay static objects.
+SHARED = tuple(c for c in COMPONENTS if c != "scheduler" and c not in OPTIONAL)
+
+
+def shared(src: Source) -> list[InstallObject]:
+    """The components besides the scheduler: metrics Services, the webhook Service, Deployments."""
     return [
+        *(metrics_service(src, c) for c in SHARED),
+        admission_service(src),
+        *(deployment(src, c) for c in SHARED),
+    ]
+
+
+def scheduler_shard(src: Source, instance: Instance) -> list[InstallObject]:
+    """One scheduler: its ConfigMap (`scheduler.config`), metrics Service and Deployment."""
+    return [
+        config_map(src, instance),
+        metrics_service(src, "scheduler", instance),
+        deployment(src, "scheduler", instance),
+    ]
+
+
+def build(src: Source) -> list[InstallObject]:
+    """The static install's components (left out with `operator.enabled`, which renders them) and the operator."""
+    static = [
         config_map(src),
         *(metrics_service(src, c) for c in COMPONENTS),
         admission_service(src),
-        service_monitor(src),
         *(deployment(src, c) for c in COMPONENTS),
     ]
+    for obj in static:
+        if obj.when is None:  # an optional component keeps its own switch, in both install modes
+            obj.when = STATIC_ONLY
+    operator = [metrics_service(src, OPERATOR), deployment(src, OPERATOR)]
+    for obj in operator:
+        obj.when = OPERATOR_ONLY
+    return [*static, service_monitor(src), *operator]

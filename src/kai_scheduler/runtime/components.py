@@ -7,6 +7,8 @@ at startup is not a startup error: the first steps fail, and the runner retries 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,16 +22,21 @@ from kai_scheduler.controllers.default_queues import DefaultQueues
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework import config as configs
+from kai_scheduler.nodescaleadjuster.adjuster import NodeScaleAdjuster
 from kai_scheduler.podgrouper import context as grouping
 from kai_scheduler.podgrouper.grouper import PodGrouper
-from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, SchedulerOptions
+from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ScaleAdjusterOptions, SchedulerOptions
 from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
 from kai_scheduler.store.interface import ClusterStore
 
+log = logging.getLogger(__name__)
+
 NAMES = ("scheduler", "binder", "podgrouper", "controllers")
+# Components `kai run` starts only when asked (`--node-scale-adjuster`).
+OPTIONAL = ("node-scale-adjuster",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,23 +67,56 @@ def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
 
 
 def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry, clock: Clock) -> Component:
+    """The scheduler; with --scheduler-conf it rereads the file between cycles when its content changed (a bad new
+    file is logged and the running configuration kept; new flags or usageDBConfig in it start a fresh scheduler
+    core, anything else is taken in place)."""
     config = scheduler_config(options)
     if config.flags.schedule_period <= 0:
         raise UserError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
     core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
+    watcher = config_file.Watcher(options.scheduler_conf) if options.scheduler_conf else None
+
+    def reload() -> None:
+        nonlocal core, config
+        try:
+            new = scheduler_config(options)
+        except ValueError as err:
+            log.warning(
+                "scheduler configuration changed but cannot be used; keeping the running one",
+                extra={"reason": str(err)},
+            )
+            return
+        if new.flags == config.flags and new.usage_db_config == config.usage_db_config:
+            core.reconfigure(new)
+        else:
+            core = Scheduler(store, new, clock, usage_source(new, clock, offline=False), writers=WRITERS)
+        config = new
+        log.info(
+            "scheduler configuration reloaded", extra={"file": options.scheduler_conf, "actions": list(new.actions)}
+        )
 
     def step() -> None:
+        if watcher is not None and watcher.changed():
+            reload()
         metrics.record(core.run_once())
 
     return Component(
         "scheduler",
-        "kai-scheduler",
+        scheduler_lease(config.flags.partition_label_value),
         config.flags.schedule_period,
         step,
         triggers=scheduler_resources(config.flags),
         min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
     )
+
+
+def scheduler_lease(partition: str) -> str:
+    """The scheduler's Lease: one per node pool, so the schedulers of several shards each lead their own."""
+    if not partition:
+        return "kai-scheduler"
+    name = re.sub(r"[^a-z0-9.-]+", "-", partition.lower()).strip("-.")
+    return f"kai-scheduler-{name}"[:253]
 
 
 # The shortest time between two steps when changes keep coming: a change starts the next step early, and
@@ -158,6 +198,25 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
     )
 
 
+def node_scale_adjuster(
+    store: ClusterStore, options: ScaleAdjusterOptions, registry: CollectorRegistry, clock: Clock
+) -> Component:
+    """Scaling pods for unschedulable fractional-GPU pods (KAI `nodescaleadjuster`)."""
+    _positive("--reconcile-period", options.reconcile_period)
+    try:
+        core = NodeScaleAdjuster(store, clock, options.settings, registry)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    return Component(
+        "node-scale-adjuster",
+        "kai-node-scale-adjuster",
+        options.reconcile_period,
+        core.reconcile,
+        triggers=("pods",),
+        min_gap=RECONCILE_MIN_GAP,
+    )
+
+
 def _positive(flag: str, seconds: float) -> None:
     if seconds <= 0:
         raise UserError(f"{flag}: must be positive, got {seconds}s")
@@ -172,16 +231,21 @@ def build(
     scheduler_options: SchedulerOptions | None = None,
     binder_options: BinderOptions | None = None,
     grouper_options: GrouperOptions | None = None,
+    scale_adjuster_options: ScaleAdjusterOptions | None = None,
 ) -> list[Component]:
-    """The named components (of `NAMES`), in `NAMES` order."""
-    unknown = set(names) - set(NAMES)
+    """The named components (of `NAMES` and `OPTIONAL`), in that order."""
+    known = (*NAMES, *OPTIONAL)
+    unknown = set(names) - set(known)
     if unknown:
-        raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(NAMES)}")
+        raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(known)}")
     grouper_options = grouper_options or GrouperOptions()
     builders: dict[str, Callable[[], Component]] = {
         "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),
         "binder": lambda: binder(store, binder_options or BinderOptions(), clock),
         "podgrouper": lambda: podgrouper(store, grouper_options),
         "controllers": lambda: controllers(store, grouper_options, registry, clock),
+        "node-scale-adjuster": lambda: node_scale_adjuster(
+            store, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock
+        ),
     }
-    return [builders[name]() for name in NAMES if name in names]
+    return [builders[name]() for name in known if name in names]

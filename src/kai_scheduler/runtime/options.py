@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kai_scheduler.api import constants
+from kai_scheduler.nodescaleadjuster import pods as scaling
 from kai_scheduler.runtime.leader import LeaderConfig
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -62,3 +63,11 @@ class GrouperOptions:
     migrate_from: frozenset[str] = frozenset()  # "volcano", "yunikorn": group their pods (podgrouper/foreign)
     queue_map: Mapping[str, str] = field(default_factory=dict)  # their queue names → ours
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleAdjusterOptions:
+    """The node-scale-adjuster's settings (docs/node-scale-adjuster.md)."""
+
+    reconcile_period: float = 1.0
+    settings: scaling.Settings = field(default_factory=scaling.Settings)

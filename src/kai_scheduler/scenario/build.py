@@ -12,7 +12,7 @@ from pathlib import PurePath
 from typing import Any
 
 from kai_scheduler.api import fields
-from kai_scheduler.scenario import cluster, dra, expect, jobs, meta
+from kai_scheduler.scenario import autoscaler, cluster, dra, expect, jobs, meta
 from kai_scheduler.scenario.entry import Entry, Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario
 from kai_scheduler.scenario.source import line_map
@@ -28,6 +28,7 @@ TOP_FIELDS = (
     "queues",
     "jobs",
     "expect",
+    "autoscaler",
     "deviceClasses",
     "devicePools",
     "resourceClaims",
@@ -89,6 +90,7 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
         jobs=built.metas,
         expect=expect.read(top, names),
         source=where.source,
+        autoscaler=autoscaler.read(top, now),
     )
 
 

@@ -9,7 +9,10 @@ times, and the checks of `kai schedule --check` (SCENARIOS.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kai_scheduler.scenario.autoscaler import AutoscalerSpec
 
 JSON = dict[str, Any]
 
@@ -97,3 +100,4 @@ class Scenario:
     expect: Expectations | None = None
     source: str = ""
     ignored_kinds: tuple[str, ...] = ()
+    autoscaler: AutoscalerSpec | None = None  # `kai simulate`'s autoscaler model (scenario/autoscaler.py)

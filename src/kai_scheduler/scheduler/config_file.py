@@ -7,7 +7,9 @@ validates; a bad value is a ValueError whose one line starts with `file:line:`.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path as FilePath
 from typing import Any
 
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
@@ -68,3 +70,26 @@ def load(config: ConfigSource) -> SchedulerConfig:
     except ConfigError as err:
         where = config.where(err.path)
         raise ConfigError(f"{where}: {err}" if where else str(err), err.path) from None
+
+
+class Watcher:
+    """Tells when a configuration file's content changed since the last look (a hash of its bytes: a kubelet
+    updating a ConfigMap volume swaps a symlink, which a content check sees whatever the timestamps say)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = FilePath(path)
+        self._seen = self._digest()
+
+    def _digest(self) -> str:
+        try:
+            return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        except OSError:
+            return ""  # missing for now (a volume being updated): a change once it is back
+
+    def changed(self) -> bool:
+        """Whether the content differs from the last call's (or the start's); an unreadable file is no change."""
+        digest = self._digest()
+        if not digest or digest == self._seen:
+            return False
+        self._seen = digest
+        return True

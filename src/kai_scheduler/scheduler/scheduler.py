@@ -99,6 +99,14 @@ class Scheduler:
         self._unseen: list[str] = []  # BindRequests this scheduler wrote that its cache has not seen yet
         self._memo = snapshots.Memo()  # what unchanged objects yielded in earlier snapshots
 
+    def reconfigure(self, config: configs.SchedulerConfig) -> None:
+        """Run the next cycles with `config` (actions, plugins and their arguments, depths, budgets); its flags
+        and usageDBConfig must be the current ones (they shape the cache, the committer and the usage source)."""
+        if config.flags != self.config.flags or config.usage_db_config != self.config.usage_db_config:
+            raise ValueError("reconfigure: flags and usageDBConfig cannot change in place")
+        self.config = config
+        self.actions = [ACTIONS[name]() for name in config.actions]
+
     def snapshot(self) -> snapshots.Snapshot:
         self.cache.sync()
         self._await_own_bind_requests()

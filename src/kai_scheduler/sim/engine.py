@@ -29,6 +29,7 @@ class Kind(enum.IntEnum):
     ARRIVAL = 2  # a job is submitted: its owner creates the PodGroup and pods
     WAKE = 3  # a time-based rule may now allow something (min runtime, staleness grace)
     CYCLE = 4  # the scheduler runs one cycle
+    AUTOSCALE = 5  # the autoscaler model may add or remove nodes (sim/autoscaler.py)
 
 
 @dataclass(frozen=True, slots=True)

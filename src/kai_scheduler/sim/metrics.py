@@ -47,6 +47,7 @@ CLUSTER_COLUMNS = (
     "pending_jobs",
     "running_jobs",
     "fairness",
+    "total_gpus",  # capacity: changes only when nodes come and go (the autoscaler model)
 )
 QUEUE_COLUMNS = ("allocated", "fair_share", "deserved")
 PEAK = "peak"
@@ -146,7 +147,15 @@ class Recorder:
     def sample(self, now: float, pending_jobs: int, running_jobs: int) -> None:
         """Record the state at `now` (replacing a row of the same instant; skipping an unchanged one)."""
         ratio = self.allocated / self.total_gpus if self.total_gpus else 0.0
-        row = [self.allocated, ratio, self.idle_unusable, float(pending_jobs), float(running_jobs), self._fairness()]
+        row = [
+            self.allocated,
+            ratio,
+            self.idle_unusable,
+            float(pending_jobs),
+            float(running_jobs),
+            self._fairness(),
+            self.total_gpus,
+        ]
         allocated = self._tree_allocated()
         s = self.series
         if s.time and s.time[-1] == now:

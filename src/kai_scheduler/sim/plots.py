@@ -71,7 +71,8 @@ def _legend(runs: Sequence[Run], run: Run, text: str) -> str:
 
 
 def allocation(runs: Sequence[Run]) -> Figure:
-    """GPU allocation ratio over time; below it, pending jobs and idle GPUs the pending work cannot use."""
+    """GPU allocation ratio over time; below it, pending jobs and idle GPUs the pending work cannot use (and the
+    cluster's GPUs, when the autoscaler model changed them)."""
     scale, unit = _unit(runs)
     fig = Figure(figsize=(10, 5.2))
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
@@ -103,6 +104,16 @@ def allocation(runs: Sequence[Run]) -> Figure:
             linestyle="--",
             label=_legend(runs, run, "idle GPUs no pending task fits"),
         )
+        if run.autoscaled:  # the autoscaler model changed the capacity: show it
+            _steps(
+                bottom,
+                run,
+                run.series.cluster["total_gpus"],
+                scale,
+                color=color,
+                linestyle=":",
+                label=_legend(runs, run, "GPUs in the cluster (autoscaler model)"),
+            )
     top.set_ylabel("GPUs allocated (%)")
     top.set_ylim(0, 105)
     top.legend(loc="lower right", fontsize="small")

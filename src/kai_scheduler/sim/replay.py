@@ -11,6 +11,8 @@ One loop pops events (`engine`) and gives them their meaning:
 - TERMINATE: an evicted pod's grace period is over: the kubelet removes it and its owner recreates it Pending;
   a cycle is asked for.
 - WAKE: a time-based rule (queue min runtime, staleness grace) may now let the scheduler act.
+- AUTOSCALE: with the scenario's `autoscaler:`, the model adds nodes for scaling pods that waited long enough,
+  or removes added nodes idle long enough (sim/autoscaler.py); a cycle is asked for when nodes came.
 
 Cycles run on the grid of `--schedule-period` (KAI's default: 1 s), but only when something happened that a
 cycle could act on or that changes the queues' demand: an arrival, a job's end, a pod gone. A cycle in which
@@ -48,6 +50,7 @@ from kai_scheduler.scenario.model import Scenario
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim import embedded, metrics, occupancy, workload
+from kai_scheduler.sim.autoscaler import AutoscalerModel, Change
 from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
 from kai_scheduler.sim.kubelet import Kubelet
 from kai_scheduler.store.interface import JSON, Gone, NotFound
@@ -79,6 +82,7 @@ class Run:
     parents: dict[str, str] = field(default_factory=dict)  # queue → parent ("" for a top queue)
     jobs: list[workload.Job] = field(default_factory=list)
     horizon: float = 0.0  # `--until`, or when the last job would end if nothing waited
+    autoscaled: list[Change] = field(default_factory=list)  # nodes the autoscaler model added and removed
 
 
 Progress = Callable[["Replay"], None]
@@ -139,6 +143,12 @@ class Replay:
         self._starts = 0
         self._map_at = sorted(marks)
         self.timeline: list[tuple[float, str, str]] = []
+        self.autoscaler = (
+            AutoscalerModel(self.store, self.engine.clock, scenario.autoscaler, config.flags.scheduler_name)
+            if scenario.autoscaler
+            else None
+        )
+        self._autoscale_at: float | None = None
         # Called after each cycle with its time and result (`kai simulate --dashboard` records its pictures).
         self.observers: list[Callable[[float, CycleResult], None]] = []
 
@@ -181,6 +191,7 @@ class Replay:
             self.recorder.parents,
             list(self.workload.jobs.values()),
             self.horizon,
+            list(self.autoscaler.changes) if self.autoscaler is not None else [],
         )
 
     def _drain(self, progress: Progress | None) -> bool:
@@ -234,6 +245,8 @@ class Replay:
             self._terminate(event.key)
         elif event.kind is Kind.WAKE:
             self._ask_cycle_if_pending()
+        elif event.kind is Kind.AUTOSCALE:
+            self._autoscale()
 
     def _cycle(self) -> None:
         """One scheduling cycle, the binds it asked for, the pods that start.
@@ -253,6 +266,7 @@ class Replay:
         self._observe()
         self.cycles += 1
         self.recorder.cycle(self.engine.now, result, has_pending=self.workload.pending > 0)
+        self._plan_autoscale()
         for observe in self.observers:
             observe(self.engine.now, result)
         if self.options.every_period and self.engine:
@@ -260,6 +274,33 @@ class Replay:
         elif result.binds and self._starts > started:  # progress: binds that failed do not spin the clock
             self._ask_cycle_if_pending()
         self._sample()
+
+    def _plan_autoscale(self) -> None:
+        """Let the autoscaler model look (its adjuster runs after each cycle) and wake it when it is due."""
+        if self.autoscaler is None:
+            return
+        due = self.autoscaler.observe(self.engine.now)
+        if due is not None and (self._autoscale_at is None or due < self._autoscale_at):
+            self._autoscale_at = due
+            self.engine.at(due, Kind.AUTOSCALE)
+
+    def _autoscale(self) -> None:
+        assert self.autoscaler is not None
+        if self._autoscale_at is not None and self._autoscale_at > self.engine.now:
+            return  # superseded by an earlier one, which already ran
+        self._autoscale_at = None
+        self.autoscaler.observe(self.engine.now)
+        if self.autoscaler.act(self.engine.now):
+            self._log("autoscale", ", ".join(self.autoscaler.added))
+            nodes = [Node.from_dict(o) for o in self.store.list("nodes")[0]]
+            self.node_gpu_memory = {n.name: float(n.gpu_memory_mib or 0) for n in nodes}
+            self.recorder.total_gpus = sum(
+                n.allocatable.get(constants.RESOURCE_GPU, 0.0) + mig.units_of(n.allocatable)
+                for n in nodes
+                if n.ready and not n.unschedulable
+            )
+            self._ask_cycle()
+        self._plan_autoscale()
 
     def _terminate(self, pod_key: str) -> None:
         namespace, name = pod_key.split("/", 1)
@@ -331,7 +372,9 @@ class Replay:
         self._starts += 1
         job = self.workload.job_of(key)
         queue = job.meta.queue if job else pod["metadata"].get("labels", {}).get(constants.LABEL_QUEUE, "")
-        self.recorder.pod_on(key, queue, self._gpus(pod))
+        # A GPU reservation pod holds the device its fractional pods share, whose portions count already.
+        if pod["metadata"].get("namespace") != constants.RESERVATION_NAMESPACE:
+            self.recorder.pod_on(key, queue, self._gpus(pod))
         if job is None or not self.workload.pod_running(key, self.engine.now):
             return
         self._log("start", job.key)

@@ -194,6 +194,28 @@ def summary_rows(run: Run) -> list[tuple[str, str]]:
     d = run.summary.details()
     jobs, wait, done, gang = d["jobs"], d["wait_seconds"], d["completion_seconds"], d["gang_wait_seconds"]
     cycle = d["cycle_seconds"]
+    scaled = _autoscaled_rows(run)
+    return [*scaled, *_headline(d, jobs, wait, done, gang, cycle)]
+
+
+def _autoscaled_rows(run: Run) -> list[tuple[str, str]]:
+    """With the scenario's autoscaler model: the nodes it added and removed, and when."""
+    if not run.autoscaled:
+        return []
+    added = [c for c in run.autoscaled if c.what == "added"]
+    removed = [c for c in run.autoscaled if c.what == "removed"]
+    first = describe_duration(added[0].time) if added else "–"
+    return [
+        ("nodes added / removed (autoscaler model)", f"{len(added)} / {len(removed)}"),
+        ("first node added at", first),
+        (
+            "GPUs at the start / peak",
+            f"{_fmt(run.series.cluster['total_gpus'][0])} / {_fmt(max(run.series.cluster['total_gpus']))}",
+        ),
+    ]
+
+
+def _headline(d: dict[str, Any], jobs: Any, wait: Any, done: Any, gang: Any, cycle: Any) -> list[tuple[str, str]]:
     return [
         ("makespan", describe_duration(d["makespan_seconds"])),
         ("GPU allocation (time-weighted)", _fmt(100 * d["gpu_allocation_ratio"], " %")),

@@ -394,11 +394,13 @@ class MemoryStore:
     def _commit(self, plural: str, key: Key, obj: JSON, event_type: EventType) -> JSON:
         """Bump the version, stamp it (and a new object's uid), store or drop the object, record the event."""
         self._rv += 1
+        old = self._objects[plural].get(key)
+        if plural in rules.GENERATION and event_type != "DELETED":
+            obj = rules.with_generation(obj, old)
         meta = {**obj["metadata"], "resourceVersion": str(self._rv)}
         if event_type == "ADDED" and not meta.get("uid"):
             meta["uid"] = rules.uuid5(f"{obj['kind']}/{key[0]}/{key[1]}/{self._rv}")
         stored = {**obj, "metadata": meta}
-        old = self._objects[plural].get(key)
         if self._checking:
             self._fingerprint(old, stored if event_type != "DELETED" else None)
         if old is not None:

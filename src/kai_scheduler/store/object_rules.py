@@ -13,7 +13,12 @@ import orjson
 from kai_scheduler.store.interface import JSON, Conflict, Invalid, Resource
 
 DEFAULT_POD_GRACE_SECONDS: Final = 30
-STATUS_SUBRESOURCE: Final = frozenset({"nodes", "pods", "podgroups", "queues", "bindrequests", "resourceclaims"})
+STATUS_SUBRESOURCE: Final = frozenset(
+    {"nodes", "pods", "podgroups", "queues", "bindrequests", "resourceclaims", "schedulingshards", "configs"}
+)
+# Kinds whose metadata.generation the server keeps: 1 on create, +1 on each change of anything but metadata and
+# status (the operator's CRs report it back as status.observedGeneration).
+GENERATION: Final = frozenset({"schedulingshards", "configs"})
 TERMINAL_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 # Kept from the stored object by update and patch: the server owns them.
 SYSTEM_METADATA: Final = (
@@ -23,6 +28,7 @@ SYSTEM_METADATA: Final = (
     "creationTimestamp",
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
+    "generation",
 )
 UID_NAMESPACE: Final = uuid.UUID("6b1d3c6e-2f1a-5b8e-9c4d-6b61692d7363").bytes
 # Datetimes (PyYAML parses unquoted timestamps) become RFC 3339 strings; integer keys become strings.
@@ -63,6 +69,18 @@ def keep_system_fields(new: JSON, stored: JSON) -> JSON:
     kept = {k: old[k] for k in SYSTEM_METADATA if k in old}
     rest = {k: v for k, v in meta.items() if k not in SYSTEM_METADATA}
     return {**new, "apiVersion": stored["apiVersion"], "kind": stored["kind"], "metadata": {**kept, **rest}}
+
+
+def with_generation(new: JSON, stored: JSON | None) -> JSON:
+    """`new` with the generation the API server would give it after `stored` (None: a create)."""
+    meta = new["metadata"]
+    if stored is None:
+        return {**new, "metadata": {**meta, "generation": 1}}
+    generation = stored["metadata"].get("generation", 1)
+    changed = {k: v for k, v in new.items() if k not in ("metadata", "status")} != {
+        k: v for k, v in stored.items() if k not in ("metadata", "status")
+    }
+    return {**new, "metadata": {**meta, "generation": generation + 1 if changed else generation}}
 
 
 def require_status_subresource(res: Resource) -> None:

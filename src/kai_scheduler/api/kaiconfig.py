@@ -1,0 +1,141 @@
+"""Config (`kai.scheduler/v1`, the cluster-scoped singleton `kai-config`): global settings and the settings of the
+components the operator runs (BEHAVIOR.md §1.5).
+
+Each field this project implements is one row of `FIELDS`: its path in `spec`, its type, and the install value
+it sets (`install/values.py` holds the defaults; the operator renders the components with the same builders as
+`kai manifests`). A field that is not in the table, or of the wrong type, is an `ObjectError` naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.duration import DurationError, parse_duration
+from kai_scheduler.api.fields import JSON, Reader
+from kai_scheduler.api.meta import ObjectMeta
+
+KIND: Final = "Config"
+API_VERSION: Final = constants.KAI_V1_API_VERSION
+NAME: Final = "kai-config"  # the singleton the operator reads; any other name is refused
+
+# spec path → (type, install value path). Types: "str", "count" (integer ≥ 0), "positive" (integer ≥ 1),
+# "bool", "duration" (a Go duration string > 0), "quantity" (a string such as "500m", "1Gi").
+FIELDS: Final[dict[str, tuple[str, str]]] = {
+    "global.schedulerName": ("str", "global.schedulerName"),
+    "global.queueLabelKey": ("str", "global.queueLabelKey"),
+    "global.nodePoolLabelKey": ("str", "global.nodePoolLabelKey"),
+    "global.queueAccessControl": ("bool", "global.queueAccessControl"),
+    "global.qps": ("count", "global.qps"),
+    "global.burst": ("positive", "global.burst"),
+    "global.logFormat": ("str", "global.logFormat"),
+    "global.image.repository": ("str", "image.repository"),
+    "global.image.tag": ("str", "image.tag"),
+    "global.image.pullPolicy": ("str", "image.pullPolicy"),
+    "scheduler.replicas": ("count", "scheduler.replicas"),
+    "scheduler.schedulePeriod": ("duration", "scheduler.schedulePeriod"),
+    "binder.replicas": ("count", "binder.replicas"),
+    "binder.maxConcurrentReconciles": ("positive", "binder.maxConcurrentReconciles"),
+    "podGrouper.replicas": ("count", "podgrouper.replicas"),
+    "controllers.replicas": ("count", "controllers.replicas"),
+    "admission.replicas": ("count", "admission.replicas"),
+    "admission.gpuSharingEnabled": ("bool", "admission.gpuSharingEnabled"),
+}
+# Sections whose `resources` ({requests, limits} × {cpu, memory}) set the component's container resources.
+RESOURCE_SECTIONS: Final = {
+    "scheduler": "scheduler",
+    "binder": "binder",
+    "podGrouper": "podgrouper",
+    "controllers": "controllers",
+    "admission": "admission",
+}
+PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
+LOG_FORMATS: Final = ("text", "json")
+
+
+@dataclass(slots=True, kw_only=True)
+class Config:
+    meta: ObjectMeta
+    generation: int
+    # install value path → value, for every field the spec sets.
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Config:
+        r = Reader(data, KIND)
+        meta = ObjectMeta.read(r)
+        if meta.name != NAME:
+            raise r.error("metadata.name", f"the Config is a singleton named {NAME!r}")
+        values: dict[str, Any] = {}
+        _walk(r, r.map("spec"), "", values)
+        return cls(meta=meta, generation=r.int("metadata.generation", 0) or 0, values=values)
+
+
+def _walk(r: Reader, node: dict[str, Any], prefix: str, out: dict[str, Any]) -> None:
+    for key, value in node.items():
+        path = f"{prefix}{key}"
+        if path in FIELDS:
+            kind, target = FIELDS[path]
+            out[target] = _typed(r, f"spec.{path}", kind, value)
+        elif prefix == "" and key not in {p.split(".")[0] for p in FIELDS}:
+            raise r.error(f"spec.{path}", f"unknown section; known: {', '.join(_sections())}")
+        elif key == "resources" and prefix[:-1] in RESOURCE_SECTIONS:
+            _resources(r, f"spec.{path}", value, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+        elif isinstance(value, dict) and any(p.startswith(f"{path}.") for p in FIELDS):
+            _walk(r, value, f"{path}.", out)
+        else:
+            raise r.error(f"spec.{path}", f"unknown field; known: {', '.join(_known_under(prefix))}")
+
+
+def _sections() -> list[str]:
+    return sorted({p.split(".")[0] for p in FIELDS})
+
+
+def _known_under(prefix: str) -> list[str]:
+    names = {p[len(prefix) :].split(".")[0] for p in FIELDS if p.startswith(prefix)}
+    if prefix[:-1] in RESOURCE_SECTIONS:
+        names.add("resources")
+    return sorted(names)
+
+
+def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise r.error(path, f"expected true or false, got {value!r}")
+        return value
+    if kind in ("count", "positive"):
+        least = 0 if kind == "count" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise r.error(path, f"expected an integer of at least {least}, got {value!r}")
+        return value
+    if not isinstance(value, str) or not value:
+        raise r.error(path, f"expected a non-empty string, got {value!r}")
+    if kind == "duration":
+        try:
+            seconds = parse_duration(value)
+        except DurationError as err:
+            raise r.error(path, str(err)) from None
+        if seconds <= 0:
+            raise r.error(path, f"must be positive, got {value!r}")
+    if path.endswith("pullPolicy") and value not in PULL_POLICIES:
+        raise r.error(path, f"want one of {', '.join(PULL_POLICIES)}, got {value!r}")
+    if path.endswith("logFormat") and value not in LOG_FORMATS:
+        raise r.error(path, f"want text or json, got {value!r}")
+    return value
+
+
+def _resources(r: Reader, path: str, value: Any, target: str, out: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        raise r.error(path, f"expected requests and limits, got {value!r}")
+    for bound, amounts in value.items():
+        where = f"{path}.{bound}"
+        if bound not in ("requests", "limits"):
+            raise r.error(where, "unknown field; known: limits, requests")
+        if not isinstance(amounts, dict):
+            raise r.error(where, f"expected cpu and memory, got {amounts!r}")
+        for resource, amount in amounts.items():
+            if resource not in ("cpu", "memory"):
+                raise r.error(f"{where}.{resource}", "unknown resource; known: cpu, memory")
+            r.quantity(f"{where}.{resource}", amount)  # parses, or names the field
+            out[f"{target}.{bound}.{resource}"] = str(amount)

@@ -1,0 +1,132 @@
+"""What the operator wants to exist: the objects of the Config and of each SchedulingShard, rendered with the
+install's builders (`install.workloads`), labelled as the operator's and stamped with a hash of their rendering.
+
+Pure: values in, object bodies out. A shard's scheduler configuration (`framework.shard_config.render`) must load
+with `scheduler.load_config`, as the scheduler will load it; a `RenderError` says why not.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from kai_scheduler.api import constants, kaiconfig
+from kai_scheduler.api.errors import UserError
+from kai_scheduler.api.schedulingshard import SchedulingShard
+from kai_scheduler.framework.shard_config import render as render_config
+from kai_scheduler.install import values as install_values
+from kai_scheduler.install import workloads
+from kai_scheduler.install.render import dump
+from kai_scheduler.install.source import Concrete
+from kai_scheduler.scheduler.scheduler import load_config
+
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+MANAGER: Final = "kai-operator"
+LABEL_SHARD: Final = "kai.scheduler/shard"  # on a shard's objects: the SchedulingShard's name
+ANNOTATION_RENDERING_HASH: Final = "kai.scheduler/rendering-hash"  # on each object: hash of its rendering
+ANNOTATION_CONFIG_HASH: Final = "kai.scheduler/config-hash"  # on a shard's pod template: hash of config.yaml
+KINDS: Final = {"Deployment": "deployments", "Service": "services", "ConfigMap": "configmaps"}
+
+Key = tuple[str, str]  # (resource, name) in the operator's namespace
+JSON = dict[str, Any]
+
+
+class RenderError(UserError):
+    """A shard whose configuration the scheduler would refuse; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    kind: str
+    name: str
+    uid: str
+
+    def reference(self) -> JSON:
+        return {
+            "apiVersion": constants.KAI_V1_API_VERSION,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": False,
+        }
+
+
+def base_values(namespace: str, image: str | None) -> install_values.Values:
+    """The install's values for the operator's namespace and image (the chart's defaults otherwise)."""
+    return install_values.resolve(namespace=namespace, image=image)
+
+
+def with_config(base: install_values.Values, config: kaiconfig.Config | None) -> install_values.Values:
+    """`base` with the Config's fields set (each row of `kaiconfig.FIELDS` names its value)."""
+    values = copy.deepcopy(base)
+    for path, value in (config.values if config else {}).items():
+        node = values
+        *parents, last = path.split(".")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return values
+
+
+def shard_names(shard: str) -> workloads.Instance:
+    """The names of a shard's scheduler objects (labels and arguments added by `shard_objects`)."""
+    return workloads.Instance(name=f"kai-scheduler-{shard}", config_map=f"kai-scheduler-config-{shard}")
+
+
+def config_text(shard: SchedulingShard) -> str:
+    """The shard's `config.yaml`; RenderError when the scheduler would not load it."""
+    raw = render_config(shard.spec)
+    try:
+        load_config(raw)
+    except ValueError as err:
+        raise RenderError(f"rendered configuration: {err}") from None
+    return dump(raw)
+
+
+def shard_objects(values: install_values.Values, shard: SchedulingShard, owner: Owner | None) -> dict[Key, JSON]:
+    """A shard's ConfigMap, metrics Service and Deployment."""
+    text = config_text(shard)
+    own = copy.deepcopy(values)
+    own["scheduler"]["partitionLabelValue"] = shard.spec.partition_label_value
+    own["scheduler"]["config"] = text
+    names = shard_names(shard.meta.name)
+    instance = workloads.Instance(
+        name=names.name,
+        config_map=names.config_map,
+        args=tuple(f"--{flag}={value}" for flag, value in sorted(shard.spec.args.items())),
+        labels={LABEL_SHARD: shard.meta.name},
+        annotations={ANNOTATION_CONFIG_HASH: digest(text)},
+    )
+    objects = workloads.scheduler_shard(Concrete(own), instance)
+    return _finish([o.body for o in objects], owner, shard=shard.meta.name)
+
+
+def shared_objects(values: install_values.Values, owner: Owner | None) -> dict[Key, JSON]:
+    """The binder's, podgrouper's, controllers' and admission's Deployments and Services."""
+    return _finish([o.body for o in workloads.shared(Concrete(values))], owner, shard=None)
+
+
+def _finish(bodies: list[JSON], owner: Owner | None, *, shard: str | None) -> dict[Key, JSON]:
+    out = {}
+    for body in bodies:
+        meta = body["metadata"]
+        meta["labels"] = {**meta.get("labels", {}), LABEL_MANAGED_BY: MANAGER}
+        if shard is not None:
+            meta["labels"][LABEL_SHARD] = shard
+        if owner is not None:
+            meta["ownerReferences"] = [owner.reference()]
+        meta["annotations"] = {**meta.get("annotations", {}), ANNOTATION_RENDERING_HASH: digest(body)}
+        out[(KINDS[body["kind"]], meta["name"])] = body
+    return out
+
+
+def digest(value: str | Mapping[str, Any]) -> str:
+    """A short stable hash of a text or a JSON value (keys sorted)."""
+    data = value.encode() if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(data).hexdigest()[:16]

@@ -1,0 +1,193 @@
+"""SchedulingShard and Config validating webhooks (BEHAVIOR.md §1.5): a bad CR is refused with one line naming
+the object and the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kai_scheduler.admission import operator as hook
+from kai_scheduler.admission import webhooks
+from kai_scheduler.api import kaiconfig
+from kai_scheduler.api.errors import ObjectError
+from tests.admission import builders
+from tests.operator.builders import config, shard
+
+JSON = dict[str, Any]
+
+
+@pytest.mark.parametrize(
+    "spec, want",
+    [
+        pytest.param(
+            {"plugins": {"gpumagic": {}}},
+            "SchedulingShard s spec.plugins.gpumagic: unknown plugin 'gpumagic'; known: ",
+            id="unknown plugin",
+        ),
+        pytest.param(
+            {"actions": {"shuffle": {"enabled": True}}},
+            "SchedulingShard s spec.actions.shuffle: unknown action 'shuffle'; known: allocate,",
+            id="unknown action",
+        ),
+        pytest.param(
+            {"minRuntime": {"preemptMinRuntime": "ten minutes"}},
+            "SchedulingShard s spec.minRuntime.preemptMinRuntime: invalid duration 'ten minutes'",
+            id="unparsable duration",
+        ),
+        pytest.param(
+            {"kValue": -1}, "SchedulingShard s spec.kValue: must not be negative, got -1", id="negative kValue"
+        ),
+        pytest.param(
+            {"placementStrategy": {"gpu": "pack"}},
+            "SchedulingShard s spec.placementStrategy.gpu: unknown placement strategy 'pack'; want binpack or spread",
+            id="bad placement strategy",
+        ),
+        pytest.param(
+            {"queueDepthPerAction": {"allocate": 0}},
+            "SchedulingShard s spec.queueDepthPerAction.allocate: expected a positive integer, got 0",
+            id="zero queue depth",
+        ),
+        pytest.param(
+            {"queueDepthPerAction": {"shuffle": 3}},
+            "SchedulingShard s spec.queueDepthPerAction.shuffle: unknown action 'shuffle'",
+            id="queue depth of an unknown action",
+        ),
+        pytest.param(
+            {"plugins": {"proportion": {"arguments": {"kValue": "lots"}}}},
+            "SchedulingShard s spec.plugins.proportion.arguments: ",
+            id="argument a plugin refuses",
+        ),
+        pytest.param(
+            {"plugins": {"elastic": {"priority": "high"}}},
+            "SchedulingShard s spec.plugins.elastic.priority: expected an integer, got 'high'",
+            id="priority not an integer",
+        ),
+        pytest.param(
+            {"plugins": {"elastic": {"weight": 3}}},
+            "SchedulingShard s spec.plugins.elastic.weight: unknown field; known: enabled, priority, arguments",
+            id="unknown plugin field",
+        ),
+        pytest.param(
+            {"scenarioSearchBudgets": {"maxJobSearchDuration": "soon"}},
+            "SchedulingShard s spec.scenarioSearchBudgets.maxJobSearchDuration: invalid duration 'soon'",
+            id="bad search budget",
+        ),
+        pytest.param(
+            {"args": {"no-such-flag": "1"}},
+            "SchedulingShard s spec.args.no-such-flag: unknown scheduler flag 'no-such-flag'",
+            id="unknown scheduler flag",
+        ),
+        pytest.param(
+            {"usageDBConfig": {"clientType": "influx"}},
+            "SchedulingShard s spec.usageDBConfig: ",
+            id="usage database the scheduler cannot read",
+        ),
+        pytest.param(
+            {"goMemLimitRatio": 1.5},
+            "SchedulingShard s spec.goMemLimitRatio: must be above 0 and at most 1, got 1.5",
+            id="memory ratio above 1",
+        ),
+    ],
+)
+def test_a_bad_shard_is_refused_naming_the_field(spec: JSON, want: str) -> None:
+    with pytest.raises(ObjectError) as caught:
+        hook.parse_shard(shard("s", **spec))
+    message = str(caught.value)
+    assert message.startswith(want) and "\n" not in message
+    verdict = hook.validate_shard(builders.rev(shard("s", **spec)))
+    assert not verdict.allowed and verdict.message == message
+
+
+@pytest.mark.parametrize("name", ["Pool-A", "pool.a", "1pool", "p" * 42])
+def test_a_shard_name_that_cannot_name_its_objects_is_refused(name: str) -> None:
+    verdict = hook.validate_shard(builders.rev(shard(name)))
+    assert not verdict.allowed and verdict.message.startswith(f"SchedulingShard {name} metadata.name: must be")
+
+
+def test_a_shard_with_kai_names_is_admitted_and_defaults_apply() -> None:
+    parsed = hook.parse_shard(
+        shard(
+            "s",
+            plugins={"reflectjoborder": {"enabled": True}, "sg-multinodegang": {}},
+            actions={"consolidation": {"enabled": False}},
+            args={"--allow-consolidating-reclaim": False},
+        )
+    )
+    assert parsed.spec.k_value == 1.0 and parsed.spec.go_mem_limit_ratio == 0.9
+    assert parsed.spec.placement.gpu == parsed.spec.placement.cpu == "binpack"
+    assert parsed.spec.args == {"allow-consolidating-reclaim": "false"}
+    assert hook.validate_shard(builders.rev(shard("s", kValue=2.5))).allowed
+
+
+@pytest.mark.parametrize(
+    "obj, want",
+    [
+        pytest.param(
+            {**config(), "metadata": {"name": "other"}},
+            "Config other metadata.name: the Config is a singleton named 'kai-config'",
+            id="not the singleton",
+        ),
+        pytest.param(
+            config(colour={}), "Config kai-config spec.colour: unknown section; known: ", id="unknown section"
+        ),
+        pytest.param(
+            config(binder={"replicas": -1}),
+            "Config kai-config spec.binder.replicas: expected an integer of at least 0, got -1",
+            id="negative replicas",
+        ),
+        pytest.param(
+            config(binder={"speed": 3}),
+            "Config kai-config spec.binder.speed: unknown field; known: maxConcurrentReconciles, replicas, resources",
+            id="unknown field",
+        ),
+        pytest.param(
+            config(scheduler={"schedulePeriod": "often"}),
+            "Config kai-config spec.scheduler.schedulePeriod: invalid duration 'often'",
+            id="unparsable period",
+        ),
+        pytest.param(
+            config(admission={"resources": {"limits": {"cpu": "lots"}}}),
+            "Config kai-config spec.admission.resources.limits.cpu: ",
+            id="bad quantity",
+        ),
+        pytest.param(
+            config(**{"global": {"image": {"pullPolicy": "Sometimes"}}}),
+            "Config kai-config spec.global.image.pullPolicy: want one of Always, IfNotPresent, Never",
+            id="bad pull policy",
+        ),
+    ],
+)
+def test_a_bad_config_is_refused_naming_the_field(obj: JSON, want: str) -> None:
+    verdict = hook.validate_config(builders.rev(obj))
+    assert not verdict.allowed and verdict.message.startswith(want), verdict.message
+    assert "\n" not in verdict.message
+
+
+def test_a_config_maps_its_fields_to_install_values() -> None:
+    cfg = kaiconfig.Config.from_dict(
+        config(
+            **{"global": {"schedulerName": "s", "image": {"tag": "2"}}},
+            podGrouper={"replicas": 2, "resources": {"requests": {"memory": "1Gi"}}},
+        )
+    )
+    assert cfg.values == {
+        "global.schedulerName": "s",
+        "image.tag": "2",
+        "podgrouper.replicas": 2,
+        "podgrouper.resources.requests.memory": "1Gi",
+    }
+    assert hook.validate_config(builders.rev(config())).allowed
+
+
+@pytest.mark.parametrize(
+    "path, obj",
+    [
+        pytest.param(webhooks.PATH_VALIDATE_SCHEDULINGSHARD, shard("s", kValue=-2), id="shard"),
+        pytest.param(webhooks.PATH_VALIDATE_CONFIG, config(binder={"replicas": "two"}), id="config"),
+    ],
+)
+def test_the_dispatcher_serves_both_at_their_paths(path: str, obj: JSON) -> None:
+    hooks = webhooks.build(webhooks.pod.PodSettings())
+    answer = webhooks.Dispatcher(hooks).handle(path, builders.body(obj))
+    assert b'"allowed":false' in answer.body

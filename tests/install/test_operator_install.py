@@ -1,0 +1,102 @@
+"""`kai manifests --operator` (value operator.enabled): the operator, its RBAC and everything the components need
+besides their Deployments, Services and scheduler ConfigMap, which the operator renders with the same builders;
+the static install (the default) has no operator. The chart switches between the two on the same value."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stdout
+
+import yaml
+
+from kai_scheduler import cli, install
+from kai_scheduler.install import workloads
+from kai_scheduler.install.source import Concrete
+from kai_scheduler.operator import render
+from tests.install.conftest import JSON, by_name, of_kind
+
+RENDERED_BY_OPERATOR = {"Deployment", "Service", "ConfigMap"}
+
+
+def operator_set() -> list[JSON]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["manifests", "--operator"]) == 0
+    return [d for d in yaml.safe_load_all(out.getvalue()) if d]
+
+
+def names(objects: list[JSON], kind: str) -> set[str]:
+    return {o["metadata"]["name"] for o in of_kind(objects, kind)}
+
+
+def test_the_operator_install_has_the_operator_in_place_of_the_components(default_set: list[JSON]) -> None:
+    objects = operator_set()
+    assert names(objects, "Deployment") == {"kai-operator"}
+    assert names(objects, "Service") == {"kai-operator-metrics"}
+    assert not of_kind(objects, "ConfigMap")
+    for kind in ("CustomResourceDefinition", "Namespace", "PriorityClass", "ValidatingWebhookConfiguration"):
+        assert names(objects, kind) == names(default_set, kind)
+    static_rbac = names(default_set, "ClusterRole")
+    assert names(objects, "ClusterRole") == static_rbac | {"kai-operator"}
+    assert names(objects, "ServiceAccount") == names(default_set, "ServiceAccount") | {"kai-operator"}
+    assert {"configs.kai.scheduler", "schedulingshards.kai.scheduler"} <= names(objects, "CustomResourceDefinition")
+
+
+def test_the_static_install_has_no_operator(default_set: list[JSON]) -> None:
+    assert "kai-operator" not in names(default_set, "Deployment") | names(default_set, "ClusterRole")
+    assert "kai-scheduler" in names(default_set, "Deployment")
+
+
+def test_the_operator_is_told_its_namespace_and_image() -> None:
+    values = install.resolve(sets=["operator.enabled=true"], namespace="gpu", image="reg/kai:7")
+    deployment = by_name(install.manifests(values), "Deployment", "kai-operator")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[1] == "operator"
+    for flag in ("--namespace=gpu", "--image=reg/kai:7", "--create-defaults=true", "--reconcile-period=1s"):
+        assert flag in args
+
+
+def test_the_operator_may_write_what_it_renders_and_read_its_crs() -> None:
+    objects = operator_set()
+    role = by_name(objects, "Role", "kai-operator")
+    granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert {("apps", "deployments"), ("", "services"), ("", "configmaps")} <= granted
+    cluster = by_name(objects, "ClusterRole", "kai-operator")
+    resources = {r for rule in cluster["rules"] for r in rule["resources"]}
+    assert resources == {"configs", "schedulingshards", "configs/status", "schedulingshards/status"}
+
+
+def test_the_operator_renders_the_static_installs_components_for_the_default_shard(default_set: list[JSON]) -> None:
+    """One renderer: the shared components the operator writes are the static install's, label for label, plus the
+    operator's labels, owner and rendering hash."""
+    values = install.defaults()
+    rendered = render.shared_objects(values, None)
+    for component in workloads.SHARED:
+        static = by_name(default_set, "Deployment", f"kai-{component}")
+        ours = rendered[("deployments", f"kai-{component}")]
+        assert ours["spec"] == static["spec"]
+        labels = {k: v for k, v in ours["metadata"]["labels"].items() if k != render.LABEL_MANAGED_BY}
+        assert labels == static["metadata"]["labels"]
+    static_scheduler = workloads.deployment(Concrete(values), "scheduler").body
+    assert (
+        static_scheduler["spec"]["template"]["spec"]["containers"][0]["args"][-1]
+        == "--scheduler-conf=/etc/kai/config.yaml"
+    )
+
+
+def test_every_deployment_the_operator_install_runs_has_args_the_kai_parser_accepts() -> None:
+    from kai_scheduler.admission.operator import parse_shard
+    from tests.operator.builders import shard
+
+    values = install.defaults()
+    deployments = [by_name(operator_set(), "Deployment", "kai-operator")]
+    deployments += [o for k, o in render.shared_objects(values, None).items() if k[0] == "deployments"]
+    one = parse_shard(shard("a", partitionLabelValue="a", args={"max-consolidation-preemptees": 4}))
+    deployments += [o for k, o in render.shard_objects(values, one, None).items() if k[0] == "deployments"]
+    for deployment in deployments:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        try:
+            parsed = cli.parser().parse_args(args)
+        except SystemExit as err:
+            raise AssertionError(f"`kai {' '.join(args)}` rejected (exit {err.code})") from None
+        assert parsed.command == deployment["metadata"]["labels"]["app.kubernetes.io/component"]

@@ -1,0 +1,206 @@
+"""The operator's reconcile against the in-memory store: create, change (only the changed shard's objects are
+rewritten), delete a shard (its objects go), a bad CR (status says why, the last good rendering stays)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.operator import render
+from kai_scheduler.operator.component import Defaults
+from kai_scheduler.operator.reconciler import Reconciler
+from kai_scheduler.store.memory import MemoryStore
+from tests.operator.builders import config, shard
+
+JSON = dict[str, Any]
+NS = "kai-scheduler"
+SHARD_A = {"configmaps/kai-scheduler-config-a", "services/kai-scheduler-a-metrics", "deployments/kai-scheduler-a"}
+SHARD_B = {"configmaps/kai-scheduler-config-b", "services/kai-scheduler-b-metrics", "deployments/kai-scheduler-b"}
+SHARED = {
+    "services/kai-admission",
+    *(f"services/kai-{c}-metrics" for c in ("admission", "binder", "controllers", "podgrouper")),
+    *(f"deployments/kai-{c}" for c in ("admission", "binder", "controllers", "podgrouper")),
+}
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    s = MemoryStore(ManualClock(1000.0))
+    s.create(config())
+    s.create(shard("a", partitionLabelValue="pool-a"))
+    s.create(shard("b", partitionLabelValue="pool-b"))
+    return s
+
+
+@pytest.fixture
+def operator(store: MemoryStore) -> Reconciler:
+    return Reconciler(store, NS, ManualClock(1000.0), image="reg/kai:1")
+
+
+def conditions(store: MemoryStore, resource: str, name: str) -> dict[str, JSON]:
+    status = store.get(resource, name).get("status") or {}
+    return {c["type"]: c for c in status.get("conditions") or []}
+
+
+def config_yaml(store: MemoryStore, shard_name: str) -> str:
+    return str(store.get("configmaps", f"kai-scheduler-config-{shard_name}", NS)["data"]["config.yaml"])
+
+
+def test_first_pass_creates_every_object_and_a_second_changes_nothing(store: MemoryStore, operator: Reconciler) -> None:
+    first = operator.reconcile()
+    assert set(first.created) == SHARD_A | SHARD_B | SHARED and not first.updated and not first.deleted
+    again = operator.reconcile()
+    assert (again.created, again.updated, again.deleted) == ([], [], [])
+    for name in ("a", "b"):
+        c = conditions(store, "schedulingshards", name)
+        assert c["Reconciled"]["status"] == "True" and c["Degraded"]["status"] == "False"
+        assert c["Reconciled"]["observedGeneration"] == 1
+    assert conditions(store, "configs", "kai-config")["Reconciled"]["status"] == "True"
+    owner = store.get("deployments", "kai-scheduler-a", NS)["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"]) == (
+        "SchedulingShard",
+        "a",
+        store.get("schedulingshards", "a")["metadata"]["uid"],
+    )
+
+
+def test_changing_one_shard_rewrites_only_that_shards_objects(store: MemoryStore, operator: Reconciler) -> None:
+    operator.reconcile()
+    b_before = store.get("deployments", "kai-scheduler-b", NS)["metadata"]["resourceVersion"]
+    changed = store.get("schedulingshards", "a")
+    changed["spec"]["placementStrategy"] = {"gpu": "spread"}
+    store.update(changed)
+    outcome = operator.reconcile()
+    assert set(outcome.updated) == {"configmaps/kai-scheduler-config-a", "deployments/kai-scheduler-a"}
+    assert not outcome.created and not outcome.deleted
+    assert "gpuspread" in config_yaml(store, "a") and "gpuspread" not in config_yaml(store, "b")
+    assert store.get("deployments", "kai-scheduler-b", NS)["metadata"]["resourceVersion"] == b_before
+    template = store.get("deployments", "kai-scheduler-a", NS)["spec"]["template"]["metadata"]["annotations"]
+    assert template[render.ANNOTATION_CONFIG_HASH] == render.digest(config_yaml(store, "a"))
+    assert conditions(store, "schedulingshards", "a")["Reconciled"]["observedGeneration"] == 2
+
+
+def test_deleting_a_shard_deletes_its_objects_and_nothing_else(store: MemoryStore, operator: Reconciler) -> None:
+    operator.reconcile()
+    store.delete("schedulingshards", "b")
+    outcome = operator.reconcile()
+    assert set(outcome.deleted) == SHARD_B and not outcome.created and not outcome.updated
+    names = {
+        f"{r}/{o['metadata']['name']}" for r in ("configmaps", "services", "deployments") for o in store.list(r, NS)[0]
+    }
+    assert names == SHARD_A | SHARED
+
+
+def test_a_bad_shard_says_why_and_keeps_its_last_good_rendering(store: MemoryStore, operator: Reconciler) -> None:
+    operator.reconcile()
+    before = config_yaml(store, "a")
+    bad = store.get("schedulingshards", "a")
+    bad["spec"]["plugins"] = {"gpumagic": {"enabled": True}}  # got in with the webhook off
+    store.update(bad)
+    outcome = operator.reconcile()
+    assert (outcome.created, outcome.updated, outcome.deleted) == ([], [], [])
+    assert config_yaml(store, "a") == before
+    c = conditions(store, "schedulingshards", "a")
+    assert c["Reconciled"]["status"] == "False" and c["Degraded"]["status"] == "True"
+    assert c["Degraded"]["reason"] == "InvalidSpec"
+    assert c["Degraded"]["message"].startswith("SchedulingShard a spec.plugins.gpumagic: unknown plugin 'gpumagic'")
+    assert c["Degraded"]["observedGeneration"] == 2
+    assert conditions(store, "schedulingshards", "b")["Reconciled"]["status"] == "True"
+    fixed = store.get("schedulingshards", "a")
+    fixed["spec"]["plugins"] = {}
+    store.update(fixed)
+    operator.reconcile()
+    assert conditions(store, "schedulingshards", "a")["Reconciled"]["status"] == "True"
+
+
+def test_a_bad_config_says_why_and_nothing_is_rewritten(store: MemoryStore, operator: Reconciler) -> None:
+    operator.reconcile()
+    bad = store.get("configs", "kai-config")
+    bad["spec"] = {"binder": {"replicas": "two"}}
+    store.update(bad)
+    fresh = Reconciler(store, NS, ManualClock(1000.0), image="reg/kai:1")  # knows no good Config: holds all
+    outcome = fresh.reconcile()
+    assert (outcome.created, outcome.updated, outcome.deleted) == ([], [], [])
+    c = conditions(store, "configs", "kai-config")
+    assert c["Degraded"]["status"] == "True"
+    assert "spec.binder.replicas: expected an integer" in c["Degraded"]["message"]
+    assert conditions(store, "schedulingshards", "a")["Degraded"]["reason"] == "ConfigInvalid"
+    # The process that saw the good Config keeps rendering the shards from it.
+    changed = store.get("schedulingshards", "b")
+    changed["spec"]["kValue"] = 2
+    store.update(changed)
+    assert "configmaps/kai-scheduler-config-b" in operator.reconcile().updated
+
+
+def test_a_config_change_rewrites_the_shared_components_and_every_shard(
+    store: MemoryStore, operator: Reconciler
+) -> None:
+    operator.reconcile()
+    changed = store.get("configs", "kai-config")
+    changed["spec"] = {"global": {"queueLabelKey": "team"}}
+    store.update(changed)
+    outcome = operator.reconcile()
+    assert set(outcome.updated) == {
+        "deployments/kai-scheduler-a",
+        "deployments/kai-scheduler-b",
+        "deployments/kai-podgrouper",
+        "deployments/kai-controllers",
+        "deployments/kai-admission",
+    }
+
+
+def test_two_shards_of_one_partition_the_second_is_degraded(store: MemoryStore, operator: Reconciler) -> None:
+    store.create(shard("c", partitionLabelValue="pool-a"))
+    operator.reconcile()
+    assert conditions(store, "schedulingshards", "c")["Degraded"]["reason"] == "DuplicatePartition"
+    assert conditions(store, "schedulingshards", "a")["Reconciled"]["status"] == "True"
+
+
+def test_an_object_of_the_static_install_is_taken_over(store: MemoryStore, operator: Reconciler) -> None:
+    store.create(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "kai-binder", "namespace": NS}, "spec": {}}
+    )
+    outcome = operator.reconcile()
+    assert "deployments/kai-binder" in outcome.updated
+    labels = store.get("deployments", "kai-binder", NS)["metadata"]["labels"]
+    assert labels[render.LABEL_MANAGED_BY] == render.MANAGER
+
+
+def test_the_defaults_are_created_once_when_missing() -> None:
+    store = MemoryStore(ManualClock(0.0))
+    made = Defaults(store)
+    made.ensure()
+    assert store.get("configs", "kai-config")["spec"] == {}
+    assert store.get("schedulingshards", "default")["spec"] == {}
+    store.delete("schedulingshards", "default")
+    made.ensure()  # done: a default deleted later stays deleted
+    assert not store.list("schedulingshards")[0]
+    Reconciler(store, NS, ManualClock(0.0)).reconcile()
+    assert not store.list("configmaps", NS)[0]
+
+
+def test_an_unchanged_shard_is_not_parsed_or_rendered_again(
+    store: MemoryStore, operator: Reconciler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kai_scheduler.operator import reconciler
+
+    parsed: list[str] = []
+    real = reconciler.parse_shard
+
+    def counting(obj: JSON) -> Any:
+        parsed.append(obj["metadata"]["name"])
+        return real(obj)
+
+    monkeypatch.setattr(reconciler, "parse_shard", counting)
+    operator.reconcile()
+    operator.reconcile()  # the first pass wrote both statuses: new resourceVersions, parsed again
+    parsed.clear()
+    operator.reconcile()
+    assert parsed == []
+    changed = store.get("schedulingshards", "b")
+    changed["spec"]["kValue"] = 3
+    store.update(changed)
+    operator.reconcile()
+    assert parsed == ["b"]

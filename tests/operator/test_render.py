@@ -1,0 +1,217 @@
+"""A shard's scheduler configuration and objects as the operator renders them (BEHAVIOR.md §1.5), one test per
+rule, and one golden config.yaml."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from kai_scheduler.admission.operator import parse_shard
+from kai_scheduler.api import kaiconfig
+from kai_scheduler.framework.shard_config import render as render_config
+from kai_scheduler.operator import render
+from kai_scheduler.scheduler.scheduler import load_config
+from tests.operator.builders import config, shard
+
+JSON = dict[str, Any]
+
+
+def rendered(**spec: Any) -> JSON:
+    return render_config(parse_shard(shard(**spec)).spec)
+
+
+def plugins(raw: JSON) -> list[str]:
+    return [p["name"] for p in raw["tiers"][0]["plugins"]]
+
+
+def arguments(raw: JSON, name: str) -> dict[str, str] | None:
+    found = [p for p in raw["tiers"][0]["plugins"] if p["name"] == name]
+    return found[0].get("arguments", {}) if found else None
+
+
+GOLDEN = """\
+actions: allocate, reclaim, preempt, stalegangeviction
+tiers:
+  - plugins:
+      - name: predicates
+      - name: proportion
+        arguments:
+          kValue: '2.0'
+      - name: priority
+      - name: nodeavailability
+      - name: resourcetype
+      - name: podaffinity
+      - name: elastic
+      - name: kubeflow
+      - name: ray
+      - name: subgrouporder
+      - name: taskorder
+      - name: nominatednode
+      - name: dynamicresources
+      - name: minruntime
+        arguments:
+          defaultPreemptMinRuntime: 10m
+          defaultReclaimMinRuntime: 5m
+      - name: topology
+      - name: snapshot
+      - name: sg-nodelocalgreedy
+      - name: sg-multinodegang
+      - name: gpupack
+      - name: nodeplacement
+        arguments:
+          gpu: binpack
+          cpu: binpack
+      - name: gpusharingorder
+      - name: reflectjoborder
+queueDepthPerAction:
+  allocate: 25
+  reclaim: 8
+"""
+
+
+def test_the_behaviour_example_shard_renders_the_golden_config_yaml() -> None:
+    example = parse_shard(
+        shard(
+            partitionLabelValue="",
+            placementStrategy={"gpu": "binpack", "cpu": "binpack"},
+            queueDepthPerAction={"allocate": 25, "reclaim": 8},
+            minRuntime={"preemptMinRuntime": "10m", "reclaimMinRuntime": "5m"},
+            kValue=1.0,
+            plugins={"proportion": {"arguments": {"kValue": "2.0"}}, "reflectjoborder": {"enabled": True}},
+            actions={"consolidation": {"enabled": False}},
+        )
+    )
+    text = render.config_text(example)
+    assert text == GOLDEN
+    load_config(yaml.safe_load(text))  # the scheduler loads what the operator writes
+
+
+def test_plugins_by_priority_then_name_and_actions_as_a_comma_string_in_priority_order() -> None:
+    raw = rendered()
+    assert raw["actions"] == "allocate, consolidation, reclaim, preempt, stalegangeviction"
+    names = plugins(raw)
+    assert names[:3] == ["predicates", "proportion", "priority"]
+    assert names[-3:] == ["gpupack", "nodeplacement", "gpusharingorder"]
+    assert "gpuspread" not in names and "numa" not in names and "reflectjoborder" not in names
+
+
+@pytest.mark.parametrize(
+    "strategy, on, off",
+    [
+        pytest.param({"gpu": "binpack"}, {"gpupack", "gpusharingorder"}, {"gpuspread"}, id="binpack packs"),
+        pytest.param({"gpu": "spread"}, {"gpuspread"}, {"gpupack", "gpusharingorder"}, id="spread spreads"),
+    ],
+)
+def test_gpu_placement_strategy_switches_gpupack_gpuspread_and_gpusharingorder(
+    strategy: JSON, on: set[str], off: set[str]
+) -> None:
+    names = set(plugins(rendered(placementStrategy=strategy)))
+    assert on <= names and not off & names
+
+
+@pytest.mark.parametrize(
+    "strategy, consolidation",
+    [
+        pytest.param({}, True, id="binpack keeps consolidation"),
+        pytest.param({"gpu": "spread"}, False, id="gpu spread disables it"),
+        pytest.param({"cpu": "spread"}, False, id="cpu spread disables it"),
+    ],
+)
+def test_consolidation_is_disabled_under_spread(strategy: JSON, consolidation: bool) -> None:
+    raw = rendered(placementStrategy=strategy)
+    assert ("consolidation" in raw["actions"]) == consolidation
+
+
+def test_nodeplacement_gets_the_strategy_as_arguments() -> None:
+    raw = rendered(placementStrategy={"gpu": "spread", "cpu": "binpack"})
+    assert arguments(raw, "nodeplacement") == {"gpu": "spread", "cpu": "binpack"}
+
+
+def test_min_runtime_becomes_minruntime_arguments() -> None:
+    raw = rendered(minRuntime={"reclaimMinRuntime": "90s"})
+    assert arguments(raw, "minruntime") == {"defaultReclaimMinRuntime": "90s"}
+
+
+def test_k_value_becomes_the_proportion_argument() -> None:
+    assert arguments(rendered(kValue=0.5), "proportion") == {"kValue": "0.5"}
+    assert arguments(rendered(), "proportion") == {"kValue": "1.0"}
+
+
+def test_user_arguments_replace_the_defaults_whole() -> None:
+    raw = rendered(kValue=3, plugins={"proportion": {"arguments": {"relcaimerSaturationMultiplier": "1.2"}}})
+    assert arguments(raw, "proportion") == {"relcaimerSaturationMultiplier": "1.2"}
+
+
+def test_plugin_enabled_and_priority_overrides() -> None:
+    raw = rendered(plugins={"topology": {"priority": 5000}, "elastic": {"enabled": False}, "numa": {"enabled": True}})
+    names = plugins(raw)
+    assert names[0] == "topology" and "elastic" not in names and "numa" in names
+
+
+def test_a_name_outside_the_defaults_is_enabled_at_priority_zero() -> None:
+    names = plugins(rendered(plugins={"gpufrag": {}}))
+    assert names[-1] == "gpufrag"  # after gpusharingorder (100)
+
+
+def test_action_overrides_reorder_and_disable() -> None:
+    raw = rendered(actions={"preempt": {"priority": 900}, "stalegangeviction": {"enabled": False}})
+    assert raw["actions"] == "preempt, allocate, consolidation, reclaim"
+
+
+def test_usage_db_config_and_search_budgets_are_copied() -> None:
+    usage = {"clientType": "prometheus", "connectionString": "http://prometheus:9090"}
+    budgets = {"maxJobSearchDuration": "1m", "maxActionSearchDuration": {"default": "2m"}}
+    raw = rendered(usageDBConfig=usage, scenarioSearchBudgets=budgets)
+    assert raw["usageDBConfig"] == usage and raw["scenarioSearchBudgets"] == budgets
+    load_config(raw)
+
+
+def _container(objects: dict[render.Key, JSON], name: str) -> JSON:
+    container: JSON = objects[("deployments", name)]["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def test_a_shard_deployment_carries_the_flags_of_the_config_and_the_shard() -> None:
+    cfg = kaiconfig.Config.from_dict(
+        config(**{"global": {"schedulerName": "gpu-sched", "queueLabelKey": "team", "nodePoolLabelKey": "pool"}})
+    )
+    values = render.with_config(render.base_values("kai-scheduler", "reg/kai:1"), cfg)
+    one = parse_shard(shard("pool-a", partitionLabelValue="a", args={"max-consolidation-preemptees": 4}))
+    objects = render.shard_objects(values, one, None)
+    args = _container(objects, "kai-scheduler-pool-a")["args"]
+    for flag in (
+        "--scheduler-name=gpu-sched",
+        "--nodepool-label-key=pool",
+        "--partition-label-value=a",
+        "--queue-label-key=team",
+        "--scheduler-conf=/etc/kai/config.yaml",
+    ):
+        assert flag in args
+    assert args[-1] == "--max-consolidation-preemptees=4"  # the shard's own, after the install's: it wins
+    assert _container(objects, "kai-scheduler-pool-a")["image"] == "reg/kai:1"
+    deployment = objects[("deployments", "kai-scheduler-pool-a")]
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "config", "configMap": {"name": "kai-scheduler-config-pool-a"}} in volumes
+    config_map = objects[("configmaps", "kai-scheduler-config-pool-a")]
+    template = deployment["spec"]["template"]["metadata"]
+    assert template["annotations"][render.ANNOTATION_CONFIG_HASH] == render.digest(config_map["data"]["config.yaml"])
+    assert deployment["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "kai-scheduler-pool-a"}
+    assert deployment["metadata"]["labels"][render.LABEL_SHARD] == "pool-a"
+    assert ("services", "kai-scheduler-pool-a-metrics") in objects
+
+
+def test_the_config_sets_the_shared_components() -> None:
+    cfg = kaiconfig.Config.from_dict(config(binder={"replicas": 2, "resources": {"limits": {"cpu": "2"}}}))
+    objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
+    binder = objects[("deployments", "kai-binder")]
+    assert binder["spec"]["replicas"] == 2
+    assert binder["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "2"
+    assert "--leader-elect=true" in binder["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert {k[1] for k in objects if k[0] == "deployments"} == {
+        "kai-binder",
+        "kai-podgrouper",
+        "kai-controllers",
+        "kai-admission",
+    }
