@@ -243,9 +243,9 @@ nodes:
 - {{name: small, gpus: 2, labels: {{kai.scheduler/node-pool: pool-a}}}}
 - {{name: big, gpus: 8}}
 queues:
-- {{name: q, {QUEUE % -1}}}
+- {{name: q, labels: {{kai.scheduler/node-pool: pool-a}}, {QUEUE % -1}}}
 jobs:
-- {{name: j, queue: q, replicas: 1, template: {{gpus: 4}}}}
+- {{name: j, queue: q, labels: {{kai.scheduler/node-pool: pool-a}}, replicas: 1, template: {{gpus: 4}}}}
 """
     ex = _explain(tmp_path, text, "j")
     assert [(p.name, p.is_job_pool, p.placeable) for p in ex.pools] == [("pool-a", True, False), ("", False, True)]

@@ -38,7 +38,7 @@ def explain(
     """Why the job `ref` names is where it is; a `lookup.JobNotFound` (a UserError) when there is no such job,
     a `lookup.ClusterError` (a UserError) when the store cannot be read."""
     limits = limits or Limits()
-    scheduler = Scheduler(store, config, clock)
+    scheduler = Scheduler(store, config, clock, whole_cluster=True)
     lookup.sync(scheduler.cache)
     objects = scheduler.cluster_objects()
     params = scheduler.snapshot_params()
@@ -47,7 +47,9 @@ def explain(
     pools: list[model.PoolView] = []
     main: model.Explanation | None = None
     for pool in lookup.pools(objects, params.node_pool_label_key, job_pool):
-        snap = snapshots.build(objects, dataclasses.replace(params, partition_label_value=pool))
+        # Another pool's view is a what-if: the job and its queues as they are, over that pool's nodes.
+        what_if = dataclasses.replace(params, partition_label_value=pool, pool_objects=pool == job_pool)
+        snap = snapshots.build(objects, what_if)
         job = next((j for j in snap.jobs.values() if j.key == key), None)
         if job is None:  # backed off on this pool (schedulingBackoff): the pool's scheduler skips it
             if pool == job_pool:

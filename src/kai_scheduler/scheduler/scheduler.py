@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -75,16 +75,22 @@ class Scheduler:
         usage: UsageSource | None = None,
         *,
         writers: int = 1,
+        whole_cluster: bool = False,
     ) -> None:
+        """`whole_cluster`: the cache keeps every node pool's objects (a reader that looks across pools, as
+        `kai explain`); a scheduling cycle still sees only its pool (the snapshot filters too)."""
         self.store = store
         self.config = config
         self.clock = clock
         self.usage = usage  # time-based fair share (§5.5): None = off
-        self.cache = ObjectCache(store, resources(config.flags))
+        self.cache = ObjectCache(
+            store, resources(config.flags), keep=None if whole_cluster else pool_filters(config.flags)
+        )
         flags = config.flags
         self.committer = Committer(
             store,
             node_pool=flags.partition_label_value,
+            node_pool_label_key=flags.nodepool_label_key,
             update_eviction_condition=flags.update_pod_eviction_condition,
             nominate=flags.pipelined_claims,
             writers=writers,
@@ -292,6 +298,21 @@ def _shares(ssn: Session) -> dict[str, QueueShare]:
         if share is not None:
             shares[name] = share
     return shares
+
+
+POOLED_RESOURCES = ("nodes", "queues", "podgroups", "bindrequests")
+
+
+def pool_filters(flags: configs.Flags) -> dict[str, Callable[[JSON], bool]]:
+    """What the cache keeps of the kinds that carry the node-pool label (§1.5): this scheduler's pool only, so
+    another pool's objects cost no parsing or snapshot work here (pods are kept: they join their PodGroups)."""
+    key, value = flags.nodepool_label_key, flags.partition_label_value
+
+    def keep(obj: JSON) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels")
+        return snapshots.in_pool(labels if isinstance(labels, dict) else {}, key, value)
+
+    return dict.fromkeys(POOLED_RESOURCES, keep)
 
 
 def resources(flags: configs.Flags) -> tuple[str, ...]:
