@@ -6,9 +6,15 @@ import argparse
 import dataclasses
 import gc
 import sys
+from typing import TYPE_CHECKING
 
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import phases
+
+if TYPE_CHECKING:
+    from kai_scheduler.framework.config import SchedulerConfig
+    from kai_scheduler.scenario.model import Shard
+    from kai_scheduler.scheduler.config_file import ConfigSource
 
 OUTPUT_HELP = (
     "table: tables for a person (default); json or yaml: every task by namespace/name with its status "
@@ -74,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines)
     )
     config = config_file.load(source)
+    shards = [(shard.name, _shard_config(shard, source, args.file)) for shard in loaded.shards]
     cycles = args.cycles if args.cycles is not None else (loaded.cycles or 1)
     if cycles < 1:
         raise UserError(f"--cycles: must be at least 1, got {cycles}")
@@ -81,11 +88,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.file}: --check needs an `expect:` block in the scenario")
     building = f"building the cluster ({len(loaded.objects)} objects)"
     with phases.step(building, enabled=progress), collector.paused():
-        cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
+        cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now, shards=shards)
         # The store holds its own copy: the loader's would double the memory of a large scenario.
         loaded = dataclasses.replace(loaded, objects=[])
         # What the report needs of the first snapshot, not the snapshot: the first cycle then reuses its model.
-        before = outcome.initial(cluster.scheduler.snapshot())
+        before = outcome.initial(cluster.snapshot())
     gc.freeze()  # the cluster just built lives to the end: later collections need not walk it
     try:
         for i in range(cycles):
@@ -96,7 +103,12 @@ def run(args: argparse.Namespace) -> int:
                 cluster.cycle()
         with phases.step("preparing the report", enabled=progress), collector.paused():
             result = outcome.build(
-                loaded.name or args.file, before, cluster.view(), cluster.results, explain=args.explain
+                loaded.name or args.file,
+                before,
+                cluster.view(),
+                cluster.results,
+                explain=args.explain,
+                placed_by=cluster.placed_by,
             )
     finally:
         gc.unfreeze()
@@ -112,6 +124,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.file}: OK, {check.count(loaded.expect)} expectation(s) hold")
         return 1 if mismatches else 0
     return 0
+
+
+def _shard_config(shard: Shard, base: ConfigSource, file: str) -> SchedulerConfig:
+    """A shard's configuration: its own `config:` (else the scenario's, or --config), serving its pool."""
+    from kai_scheduler.scheduler import config_file
+
+    source = base if shard.config is None else config_file.ConfigSource(shard.config, file, shard.config_lines)
+    config: SchedulerConfig = config_file.load(source)
+    flags = dataclasses.replace(config.flags, partition_label_value=shard.partition_label_value)
+    return dataclasses.replace(config, flags=flags)
 
 
 def _print(result: object, output: str) -> None:

@@ -96,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_report and importlib.util.find_spec("matplotlib") is None:
         raise UserError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
     loaded = _load(args)
+    if loaded.shards:
+        raise UserError(
+            f"{args.file}: shards: kai simulate runs one scheduler; run a sharded scenario with kai schedule "
+            "(docs/shards.md)"
+        )
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until, occupancy_at=args.occupancy_at)
     if args.dashboard and len(configs) > 1:

@@ -84,6 +84,9 @@ class SnapshotParams:
     # Leave out the queues, PodGroups and BindRequests of other node pools, as the pool's scheduler does. Off
     # only for a what-if over another pool's nodes (`kai explain` shows where else a job would fit).
     pool_objects: bool = True
+    # Every node pool at once (nodes and objects): a view of a sharded cluster as a whole (`kai schedule`'s
+    # report over several shards), never a scheduling cycle's.
+    all_pools: bool = False
 
 
 @dataclass(slots=True, eq=False, weakref_slot=True)
@@ -220,7 +223,7 @@ class _NodesRecord:
     """The pool's nodes in name order and their fresh ledgers, while the cache hands the same node objects."""
 
     given: list[Node]
-    pool: tuple[str, str]
+    pool: tuple[str, str, bool]
     nodes: list[Node]
     resources: set[str]
     axis: tuple[str, ...] = ()
@@ -328,7 +331,7 @@ def pool_objects(objects: ClusterObjects, params: SnapshotParams) -> ClusterObje
     and BindRequests of that pool (nodes are kept by `_pooled_nodes`; pods belong to their PodGroups). Another
     pool's BindRequests are its scheduler's to keep or delete, never this one's. The same lists when every
     object is in the pool (a cache that keeps only this pool's objects)."""
-    if not params.pool_objects:
+    if not params.pool_objects or params.all_pools:
         return objects
     key, value = params.node_pool_label_key, params.partition_label_value
     queues = [q for q in objects.queues if in_pool(q.meta.labels, key, value)]
@@ -350,11 +353,13 @@ def pod_in_pool(pod: Pod, params: SnapshotParams) -> bool:
 
 def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
     key, value = params.node_pool_label_key, params.partition_label_value
+    if params.all_pools:
+        return nodes
     return [n for n in nodes if in_pool(n.meta.labels, key, value)]
 
 
 def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _NodesRecord:
-    pool = (params.node_pool_label_key, params.partition_label_value)
+    pool = (params.node_pool_label_key, params.partition_label_value, params.all_pools)
     kept = memo.nodes
     if (
         kept is not None

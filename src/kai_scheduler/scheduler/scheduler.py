@@ -7,6 +7,7 @@ with an event on that object, once per version.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import time
@@ -113,10 +114,15 @@ class Scheduler:
         self.config = config
         self.actions = [ACTIONS[name]() for name in config.actions]
 
-    def snapshot(self) -> snapshots.Snapshot:
+    def snapshot(self, *, all_pools: bool = False) -> snapshots.Snapshot:
+        """The cycle's snapshot of this scheduler's pool; `all_pools` (with `whole_cluster`): every pool at once,
+        a view of a sharded cluster, not one to schedule on."""
         self.cache.sync()
         self._await_own_bind_requests()
-        return snapshots.build(self.cluster_objects(), self.snapshot_params(), self._memo)
+        params = self.snapshot_params()
+        if all_pools:
+            params = dataclasses.replace(params, all_pools=True)
+        return snapshots.build(self.cluster_objects(), params, self._memo)
 
     def cluster_objects(self) -> snapshots.ClusterObjects:
         """The cache's typed objects as they are (no sync), with the objects that failed to parse as problems."""

@@ -10,7 +10,7 @@ leaves external PodGroups alone, as KAI does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder.binder import Binder
@@ -43,8 +43,18 @@ def grouper_config(flags: Flags) -> GrouperConfig:
 
 
 class EmbeddedCluster:
+    """`shards`: several schedulers side by side, each (name, configuration with its partition-label-value)
+    over the same store, as scheduler shards run in a cluster; each cycle runs them one after the other, and
+    `cycle()` gives what they decided together. Without shards, one scheduler with `config`."""
+
     def __init__(
-        self, objects: Iterable[JSON], config: SchedulerConfig, *, now: float, instant_termination: bool = True
+        self,
+        objects: Iterable[JSON],
+        config: SchedulerConfig,
+        *,
+        now: float,
+        instant_termination: bool = True,
+        shards: Sequence[tuple[str, SchedulerConfig]] = (),
     ) -> None:
         self.clock = ManualClock(now)
         self.store = MemoryStore(self.clock)
@@ -53,7 +63,17 @@ class EmbeddedCluster:
         # The components read the store's own objects, not copies of them: none changes what it reads (the
         # test suite checks it), and each copy was one more JSON tree per object per component.
         reads = SharedReads(self.store)
-        self.scheduler = Scheduler(reads, config, self.clock, usage_source(config, self.clock, offline=True))
+        self.shards = [
+            (name, Scheduler(reads, shard, self.clock, usage_source(shard, self.clock, offline=True)))
+            for name, shard in shards
+        ]
+        # Without shards, the one scheduler; with them, a reader of every pool (the views), never run.
+        self.scheduler = (
+            Scheduler(reads, config, self.clock, whole_cluster=True)
+            if shards
+            else Scheduler(reads, config, self.clock, usage_source(config, self.clock, offline=True))
+        )
+        self.placed_by: dict[str, str] = {}  # pod key → the shard that last placed it (with shards)
         self.binder = Binder(reads, self.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.clock, instant=instant_termination)
         self.controller = Controller(self.store)
@@ -72,9 +92,38 @@ class EmbeddedCluster:
         self.queue_status.reconcile()
 
     def cycle(self) -> CycleResult:
-        result = self.scheduler.run_once()
+        result = self.scheduler.run_once() if not self.shards else self._sharded_cycle()
         self.results.append(result)
         return result
+
+    def snapshot(self) -> Snapshot:
+        """The cluster now as a snapshot: the scheduler's, or with shards every pool at once."""
+        return self.scheduler.snapshot(all_pools=bool(self.shards))
+
+    def _sharded_cycle(self) -> CycleResult:
+        """Each shard's cycle in turn, merged: their operations, reasons and queue shares (queues and jobs
+        belong to one pool each), over a snapshot of every pool after them."""
+        parts = []
+        for name, scheduler in self.shards:
+            part = scheduler.run_once()
+            for op in part.operations:
+                if op.op in (Op.ALLOCATE, Op.PIPELINE):
+                    self.placed_by[op.task.key] = name
+            parts.append(part)
+        merged = CycleResult(
+            now=parts[0].now,
+            snapshot=self.snapshot(),
+            operations=[op for p in parts for op in p.operations],
+            fit_errors={uid: reasons for p in parts for uid, reasons in p.fit_errors.items()},
+            queue_shares={q: share for p in parts for q, share in p.queue_shares.items()},
+            problems=[problem for p in parts for problem in p.problems],
+            seconds=sum(p.seconds for p in parts),
+            write_errors=[e for p in parts for e in p.write_errors],
+        )
+        for part in parts:
+            for action, seconds in part.action_seconds.items():
+                merged.action_seconds[action] = merged.action_seconds.get(action, 0.0) + seconds
+        return merged
 
     def between_cycles(self, seconds: float | None = None) -> None:
         """What the cluster does while the scheduler sleeps: group, update statuses, bind, start, terminate,
@@ -94,7 +143,7 @@ class EmbeddedCluster:
 
     def view(self) -> Snapshot:
         """The cluster now, as a fresh snapshot, with the last cycle's pipelined tasks shown Pipelined."""
-        snap = self.scheduler.snapshot()
+        snap = self.snapshot()
         if self.results:
             for op in self.results[-1].operations:
                 if op.op in (Op.PIPELINE, Op.UNEVICT) and op.after.status == PodStatus.PIPELINED:
