@@ -6,15 +6,9 @@ import argparse
 import dataclasses
 import gc
 import sys
-from typing import TYPE_CHECKING
 
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import phases
-
-if TYPE_CHECKING:
-    from kai_scheduler.framework.config import SchedulerConfig
-    from kai_scheduler.scenario.model import Shard
-    from kai_scheduler.scheduler.config_file import ConfigSource
 
 OUTPUT_HELP = (
     "table: tables for a person (default); json or yaml: every task by namespace/name with its status "
@@ -67,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from kai_scheduler.scheduler import config_file
     from kai_scheduler.sim import check, outcome
     from kai_scheduler.sim.embedded import EmbeddedCluster
+    from kai_scheduler.sim.shards import shard_configs
     from kai_scheduler.store import collector
 
     progress = not args.no_progress
@@ -80,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines)
     )
     config = config_file.load(source)
-    shards = [(shard.name, _shard_config(shard, source, args.file)) for shard in loaded.shards]
+    shards = shard_configs(loaded.shards, source)
     cycles = args.cycles if args.cycles is not None else (loaded.cycles or 1)
     if cycles < 1:
         raise UserError(f"--cycles: must be at least 1, got {cycles}")
@@ -124,16 +119,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.file}: OK, {check.count(loaded.expect)} expectation(s) hold")
         return 1 if mismatches else 0
     return 0
-
-
-def _shard_config(shard: Shard, base: ConfigSource, file: str) -> SchedulerConfig:
-    """A shard's configuration: its own `config:` (else the scenario's, or --config), serving its pool."""
-    from kai_scheduler.scheduler import config_file
-
-    source = base if shard.config is None else config_file.ConfigSource(shard.config, file, shard.config_lines)
-    config: SchedulerConfig = config_file.load(source)
-    flags = dataclasses.replace(config.flags, partition_label_value=shard.partition_label_value)
-    return dataclasses.replace(config, flags=flags)
 
 
 def _print(result: object, output: str) -> None:

@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kai_scheduler.scheduler.config_file import load as load_config
     from kai_scheduler.sim import progress, replay, report
+    from kai_scheduler.sim.shards import shard_configs
 
     if args.saturate:
         return saturate.run(args)
@@ -96,11 +97,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_report and importlib.util.find_spec("matplotlib") is None:
         raise UserError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
     loaded = _load(args)
-    if loaded.shards:
-        raise UserError(
-            f"{args.file}: shards: kai simulate runs one scheduler; run a sharded scenario with kai schedule "
-            "(docs/shards.md)"
-        )
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until, occupancy_at=args.occupancy_at)
     if args.dashboard and len(configs) > 1:
@@ -109,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     recording = None
     for label, raw in configs:
         config = load_config(raw)
-        simulation = replay.Replay(loaded, config, options, label=label)
+        shards = shard_configs(loaded.shards, raw)
+        simulation = replay.Replay(loaded, config, options, label=label, shards=shards)
         if args.dashboard:
             from kai_scheduler.dashboard.recording import Recording
 

@@ -28,6 +28,7 @@ from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim.kubelet import Controller, Kubelet
+from kai_scheduler.sim.shards import Shards
 from kai_scheduler.store.interface import JSON
 from kai_scheduler.store.memory import MemoryStore
 from kai_scheduler.store.shared import SharedReads
@@ -63,17 +64,13 @@ class EmbeddedCluster:
         # The components read the store's own objects, not copies of them: none changes what it reads (the
         # test suite checks it), and each copy was one more JSON tree per object per component.
         reads = SharedReads(self.store)
-        self.shards = [
-            (name, Scheduler(reads, shard, self.clock, usage_source(shard, self.clock, offline=True)))
-            for name, shard in shards
-        ]
-        # Without shards, the one scheduler; with them, a reader of every pool (the views), never run.
-        self.scheduler = (
-            Scheduler(reads, config, self.clock, whole_cluster=True)
-            if shards
-            else Scheduler(reads, config, self.clock, usage_source(config, self.clock, offline=True))
-        )
-        self.placed_by: dict[str, str] = {}  # pod key → the shard that last placed it (with shards)
+        if shards:
+            # A reader of every pool for the views; each shard schedules its own.
+            self.scheduler = Scheduler(reads, config, self.clock, whole_cluster=True)
+            self.shards: Shards | None = Shards(reads, shards, self.scheduler, self.clock)
+        else:
+            self.scheduler = Scheduler(reads, config, self.clock, usage_source(config, self.clock, offline=True))
+            self.shards = None
         self.binder = Binder(reads, self.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.clock, instant=instant_termination)
         self.controller = Controller(self.store)
@@ -92,38 +89,18 @@ class EmbeddedCluster:
         self.queue_status.reconcile()
 
     def cycle(self) -> CycleResult:
-        result = self.scheduler.run_once() if not self.shards else self._sharded_cycle()
+        result = (self.shards or self.scheduler).run_once()
         self.results.append(result)
         return result
 
+    @property
+    def placed_by(self) -> dict[str, str]:
+        """Pod key → the shard that last placed it (empty without shards)."""
+        return self.shards.placed_by if self.shards is not None else {}
+
     def snapshot(self) -> Snapshot:
         """The cluster now as a snapshot: the scheduler's, or with shards every pool at once."""
-        return self.scheduler.snapshot(all_pools=bool(self.shards))
-
-    def _sharded_cycle(self) -> CycleResult:
-        """Each shard's cycle in turn, merged: their operations, reasons and queue shares (queues and jobs
-        belong to one pool each), over a snapshot of every pool after them."""
-        parts = []
-        for name, scheduler in self.shards:
-            part = scheduler.run_once()
-            for op in part.operations:
-                if op.op in (Op.ALLOCATE, Op.PIPELINE):
-                    self.placed_by[op.task.key] = name
-            parts.append(part)
-        merged = CycleResult(
-            now=parts[0].now,
-            snapshot=self.snapshot(),
-            operations=[op for p in parts for op in p.operations],
-            fit_errors={uid: reasons for p in parts for uid, reasons in p.fit_errors.items()},
-            queue_shares={q: share for p in parts for q, share in p.queue_shares.items()},
-            problems=[problem for p in parts for problem in p.problems],
-            seconds=sum(p.seconds for p in parts),
-            write_errors=[e for p in parts for e in p.write_errors],
-        )
-        for part in parts:
-            for action, seconds in part.action_seconds.items():
-                merged.action_seconds[action] = merged.action_seconds.get(action, 0.0) + seconds
-        return merged
+        return self.scheduler.snapshot(all_pools=self.shards is not None)
 
     def between_cycles(self, seconds: float | None = None) -> None:
         """What the cluster does while the scheduler sleeps: group, update statuses, bind, start, terminate,
