@@ -51,3 +51,34 @@ def test_a_shards_own_config_is_its_own_and_its_pool_wins() -> None:
     )
     shards = shard_configs(loaded.shards, ConfigSource(loaded.config, loaded.source, loaded.config_lines))
     assert [(name, c.flags.partition_label_value) for name, c in shards] == [("pool-a", "a"), ("default", "")]
+
+
+def test_one_binder_and_one_set_of_controllers_serve_every_pool() -> None:
+    """The embedded cluster's single binder binds both shards' BindRequests (pods Running in both pools), and
+    the status controllers write every pool's PodGroup and Queue status."""
+    from kai_scheduler import scenario as scenarios
+    from kai_scheduler.sim.embedded import EmbeddedCluster
+
+    loaded = scenarios.loads(TEXT, "shards.yaml")
+    config = load_config(loaded.config)
+    shards = shard_configs(loaded.shards, ConfigSource(loaded.config, loaded.source, loaded.config_lines))
+    cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now, shards=shards)
+    cluster.run(2)
+    cluster.settle()
+    pods, _ = cluster.store.list("pods")
+    running = [
+        (p["metadata"]["name"], p["spec"].get("nodeName", "")) for p in pods if p["status"].get("phase") == "Running"
+    ]
+    assert sorted(node for name, node in running if name.startswith("ja")) == ["a-0"]
+    assert sorted(node for name, node in running if name.startswith("ju")) == ["u-0", "u-1"]
+    queues = {q["metadata"]["name"]: q.get("status", {}).get("allocated", {}) for q in cluster.store.list("queues")[0]}
+    assert float(queues["qa"]["nvidia.com/gpu"]) == 4 and float(queues["qu"]["nvidia.com/gpu"]) == 8
+    groups = cluster.store.list("podgroups")[0]
+    allocated = {
+        g["metadata"]["name"]: float(
+            ((g.get("status") or {}).get("resourcesStatus") or {}).get("allocated", {}).get("nvidia.com/gpu", 0)
+        )
+        for g in groups
+    }
+    assert sum(v for k, v in allocated.items() if k.startswith("ja")) == 4
+    assert sum(v for k, v in allocated.items() if k.startswith("ju")) == 8
