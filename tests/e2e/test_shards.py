@@ -17,7 +17,7 @@ import pytest
 from kai_scheduler.api import constants
 from kai_scheduler.store.interface import NotFound
 from tests.e2e.checks import hold
-from tests.e2e.harness import NAMESPACE, Cluster, pod, queue
+from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup, queue
 
 KEY = constants.DEFAULT_NODE_POOL_LABEL_KEY
 POOLS = ("a", "b")
@@ -81,7 +81,12 @@ def test_a_job_in_pool_a_never_lands_on_pool_bs_nodes_and_both_pools_progress(sh
     # unlabelled nodes have room for pool a's second pod: it must wait all the same.
     for i in range(2):
         shards.create(_pool_pod(f"pa-{i}", "a", 8))
-    shards.create(_pool_pod("pb-0", "b", 4))
+    # Pool b's job is an external PodGroup labelled b, its pod unlabelled: shard b labels the pod when it places
+    # it (with its ServiceAccount's rights on a real server).
+    group_b = podgroup("pg-pb", min_member=1, queue="e2e-pool-b")
+    group_b["metadata"]["labels"][KEY] = "b"
+    shards.create(group_b)
+    shards.create(pod("pb-0", gpus=4, queue="e2e-pool-b", group="pg-pb", labels={"app": "pool-b"}))
     shards.wait("one pool-a pod and the pool-b pod bound", lambda: _bound_count(shards) == (1, 1))
 
     def in_their_pools() -> None:
@@ -91,7 +96,10 @@ def test_a_job_in_pool_a_never_lands_on_pool_bs_nodes_and_both_pools_progress(sh
                 assert bound["spec"]["nodeName"] == _node(p), f"{bound['metadata']['name']} left pool {p}"
 
     hold(5, in_their_pools)
-    # The PodGroups took the pods' pool, the BindRequests carry it, the pods too.
+    # The PodGroups took the pods' pool (pool a's from its pod), the BindRequests carry it, the pods too.
+    shards.wait(
+        "shard b's label on its pod", lambda: shards.pods("app=pool-b")[0]["metadata"]["labels"].get(KEY) == "b"
+    )
     for p in POOLS:
         for bound in shards.bound(f"app=pool-{p}"):
             name = bound["metadata"]["name"]
