@@ -8,6 +8,7 @@ explanation's own and every statement opened in them is discarded, so nothing is
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from collections import Counter
 
 from kai_scheduler.actions.common import allocation
@@ -33,10 +34,18 @@ class Limits:
 
 
 def explain(
-    store: ClusterStore, config: SchedulerConfig, clock: Clock, ref: lookup.JobRef, limits: Limits | None = None
+    store: ClusterStore,
+    config: SchedulerConfig,
+    clock: Clock,
+    ref: lookup.JobRef,
+    limits: Limits | None = None,
+    *,
+    pool_configs: Mapping[str, SchedulerConfig] | None = None,
 ) -> model.Explanation:
     """Why the job `ref` names is where it is; a `lookup.JobNotFound` (a UserError) when there is no such job,
-    a `lookup.ClusterError` (a UserError) when the store cannot be read."""
+    a `lookup.ClusterError` (a UserError) when the store cannot be read. `pool_configs`: the configuration of
+    each node pool's scheduler where shards differ (a sharded scenario's); the job is explained with its pool's,
+    else with `config`."""
     limits = limits or Limits()
     scheduler = Scheduler(store, config, clock, whole_cluster=True)
     lookup.sync(scheduler.cache)
@@ -44,6 +53,7 @@ def explain(
     params = scheduler.snapshot_params()
     key = lookup.find(objects, ref, scheduler_name=params.scheduler_name)
     job_pool = lookup.job_pool(objects, key, params)
+    config = (pool_configs or {}).get(job_pool, config)
     pools: list[model.PoolView] = []
     main: model.Explanation | None = None
     for pool in lookup.pools(objects, params.node_pool_label_key, job_pool):
