@@ -8,8 +8,8 @@ explanation's own and every statement opened in them is discarded, so nothing is
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from collections import Counter
+from collections.abc import Mapping
 
 from kai_scheduler.actions.common import allocation
 from kai_scheduler.api import constants
