@@ -83,6 +83,7 @@ def queue(
     cpu: Mapping[str, float] | None = None,
     memory: Mapping[str, float] | None = None,
     created: float = 0.0,
+    labels: Mapping[str, str] | None = None,
 ) -> JSON:
     """A Queue; CPU and memory open (quota 0, weight 1, no limit) unless given in CRD units."""
     spec: JSON = {
@@ -95,12 +96,10 @@ def queue(
     }
     if parent:
         spec["parentQueue"] = parent
-    return {
-        "apiVersion": constants.QUEUE_API_VERSION,
-        "kind": "Queue",
-        "metadata": {"name": name, "uid": f"queue-{name}", "creationTimestamp": format_time(created)},
-        "spec": spec,
-    }
+    meta: JSON = {"name": name, "uid": f"queue-{name}", "creationTimestamp": format_time(created)}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": constants.QUEUE_API_VERSION, "kind": "Queue", "metadata": meta, "spec": spec}
 
 
 def sub_group(
@@ -125,6 +124,7 @@ def podgroup(
     preemptibility: str = "",
     created: float = 0.0,
     annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
     **spec_fields: Any,
 ) -> JSON:
     spec: JSON = {"queue": queue, **spec_fields}
@@ -141,6 +141,8 @@ def podgroup(
     meta: JSON = {"name": name, "namespace": namespace, "uid": f"pg-{name}", "creationTimestamp": format_time(created)}
     if annotations:
         meta["annotations"] = dict(annotations)
+    if labels:
+        meta["labels"] = dict(labels)
     return {"apiVersion": constants.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 

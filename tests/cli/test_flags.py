@@ -88,10 +88,12 @@ def test_scheduler_name_selects_the_pods_the_embedded_podgrouper_groups(
 
 
 def test_nodepool_label_key_names_the_project_queue(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """A `project` label makes the queue `<project>-<node pool>`, the pool read from the node-pool label key."""
+    """A `project` label makes the queue `<project>-<node pool>`, the pool read from the node-pool label key. The
+    PodGroup then carries the pod's pool label too, so it is the job of that pool's scheduler (docs/shards.md)."""
     fields = {"queue": "research-p1", "labels": "project: research, pool: p1"}
     assert _schedule(capsys, tmp_path, "", **fields)["tasks"]["ns/p"]["queue"] == "research"
-    pooled = _schedule(capsys, tmp_path, "flags: {nodepool-label-key: pool}\n", **fields)
+    flags = "flags: {nodepool-label-key: pool, partition-label-value: p1}\n"
+    pooled = _schedule(capsys, tmp_path, flags, **fields)
     assert pooled["tasks"]["ns/p"]["queue"] == "research-p1"
 
 

@@ -154,3 +154,12 @@ def test_the_server_stops_promptly_while_a_stream_is_open() -> None:
     srv.stop()
     assert time.monotonic() - started < app.GRACE + 3
     conn.close()
+
+
+def test_an_embedded_dashboard_of_a_sharded_scenario_shows_every_pool(tmp_path: Path) -> None:
+    """Each shard schedules its pool; the picture is the whole cluster: both pools' queues and nodes."""
+    text = (Path(__file__).parents[1] / "scenarios" / "shards" / "two-pools.yaml").read_text(encoding="utf-8")
+    with serving.embedded(tmp_path, text, cycles=2) as served:
+        doc = served.state()
+        assert {q["name"] for q in doc["queues"]} == {"qa", "qu"}
+        assert set(doc["nodes"]["name"]) == {"a1", "u1"}

@@ -243,9 +243,9 @@ nodes:
 - {{name: small, gpus: 2, labels: {{kai.scheduler/node-pool: pool-a}}}}
 - {{name: big, gpus: 8}}
 queues:
-- {{name: q, {QUEUE % -1}}}
+- {{name: q, labels: {{kai.scheduler/node-pool: pool-a}}, {QUEUE % -1}}}
 jobs:
-- {{name: j, queue: q, replicas: 1, template: {{gpus: 4}}}}
+- {{name: j, queue: q, labels: {{kai.scheduler/node-pool: pool-a}}, replicas: 1, template: {{gpus: 4}}}}
 """
     ex = _explain(tmp_path, text, "j")
     assert [(p.name, p.is_job_pool, p.placeable) for p in ex.pools] == [("pool-a", True, False), ("", False, True)]
@@ -315,3 +315,36 @@ def test_a_backed_off_podgroup_is_told_the_scheduler_no_longer_considers_it(tmp_
     [problem] = ex.problems
     assert "schedulingBackoff is 1" in problem and "(too big)" in problem
     assert ex.summary.startswith("not considered by the scheduler")
+
+
+def test_a_sharded_scenarios_job_is_explained_with_its_pools_shard_config(tmp_path: Path) -> None:
+    """The job's pool's shard runs only allocate: its next cycle makes no room by reclaim, where the scenario's
+    own configuration (all actions) would."""
+    import argparse
+
+    from kai_scheduler.cli import explain as explain_cli
+
+    pool = "labels: {kai.scheduler/node-pool: a}"
+    text = f"""
+name: t
+shards:
+- {{name: a, partitionLabelValue: a, config: {{actions: allocate}}}}
+nodes:
+- {{name: n, gpus: 8, {pool}}}
+queues:
+- {{name: team-a, {pool}, {QUEUE % 4}}}
+- {{name: team-b, {pool}, {QUEUE % 4}}}
+jobs:
+- {{name: hog, queue: team-a, {pool}, priority: 50, minMember: 1, tasks: [{{status: Running, node: n, gpus: 4}},
+                                                                 {{status: Running, node: n, gpus: 4}}]}}
+- {{name: mine, queue: team-b, {pool}, priority: 50, replicas: 1, template: {{gpus: 4}}}}
+"""
+    path = tmp_path / "sharded.yaml"
+    args = argparse.Namespace(file=str(path), config=None)
+    ref, limits = explain.JobRef.parse("mine"), explain.Limits()
+    path.write_text(text, encoding="utf-8")
+    sharded = explain_cli._from_file(args, ref, limits)
+    assert sharded.next_cycle is not None and sharded.next_cycle.made_room == ()
+    path.write_text(text.replace(", config: {actions: allocate}", ""), encoding="utf-8")
+    whole = explain_cli._from_file(args, ref, limits)
+    assert whole.next_cycle is not None and [v.action for v in whole.next_cycle.made_room] == ["reclaim"]

@@ -48,7 +48,7 @@ REJECTS = [
         "nodez: []\nnodes: []\n",
         "bad.yaml:1: scenario top-level nodez: unknown field (did you mean nodes?); known fields: autoscaler, "
         "config, cycles, deviceClasses, devicePools, expect, jobs, name, nodes, now, priorityClasses, queues, "
-        "resourceClaims, topologies",
+        "resourceClaims, shards, topologies",
         id="an unknown top-level field",
     ),
     pytest.param(

@@ -20,6 +20,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "scenario-reference.md"
 # (heading, the row that starts the table under it) → the loader's fields
 TABLES = {
     ("Top level", None): (*build.TOP_FIELDS, sources.GENERATORS_KEY),
+    ("shards", None): build.SHARD_FIELDS,
     ("priorityClasses", None): cluster.PRIORITY_CLASS_FIELDS,
     ("topologies", None): cluster.TOPOLOGY_FIELDS,
     ("topologies", "Topology levels:"): cluster.TOPOLOGY_LEVEL_FIELDS,

@@ -64,6 +64,7 @@ def _from_file(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explana
     from kai_scheduler import scenario as scenarios
     from kai_scheduler.scheduler import config_file
     from kai_scheduler.sim.embedded import EmbeddedCluster
+    from kai_scheduler.sim.shards import shard_configs
 
     loaded = scenarios.load(args.file)
     source = (
@@ -73,7 +74,8 @@ def _from_file(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explana
     )
     config = config_file.load(source)
     cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
-    return explain.explain(cluster.store, config, cluster.clock, ref, limits)
+    pools = {c.flags.partition_label_value: c for _, c in shard_configs(loaded.shards, source)}
+    return explain.explain(cluster.store, config, cluster.clock, ref, limits, pool_configs=pools)
 
 
 def _from_cluster(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explanation:

@@ -103,11 +103,13 @@ def _lines(out: Console, lines: list[Text]) -> None:
 
 def _tasks(outcome: Outcome, names: Names) -> Table:
     table = Table()
-    for column in ("task", "job", "queue", "before", "after", "node"):
+    sharded = any(t.shard for t in outcome.tasks)
+    for column in ("task", "job", "queue", "before", "after", "node", *(("shard",) if sharded else ())):
         table.add_column(column, overflow="fold")
     for t in outcome.tasks:
         after = t.after if t.after == t.before else f"[{_CHANGED.get(t.after, 'bold')}]{t.after}[/]"
-        table.add_row(names(t.key), names(t.job_key) or "-", t.queue, t.before, after, t.moved or t.node or "-")
+        row = [names(t.key), names(t.job_key) or "-", t.queue, t.before, after, t.moved or t.node or "-"]
+        table.add_row(*row, *((t.shard or "-",) if sharded else ()))
     return table
 
 

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from kai_scheduler.scheduler import config_file
     from kai_scheduler.sim import check, outcome
     from kai_scheduler.sim.embedded import EmbeddedCluster
+    from kai_scheduler.sim.shards import shard_configs
     from kai_scheduler.store import collector
 
     progress = not args.no_progress
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines)
     )
     config = config_file.load(source)
+    shards = shard_configs(loaded.shards, source)
     cycles = args.cycles if args.cycles is not None else (loaded.cycles or 1)
     if cycles < 1:
         raise UserError(f"--cycles: must be at least 1, got {cycles}")
@@ -81,11 +83,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.file}: --check needs an `expect:` block in the scenario")
     building = f"building the cluster ({len(loaded.objects)} objects)"
     with phases.step(building, enabled=progress), collector.paused():
-        cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
+        cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now, shards=shards)
         # The store holds its own copy: the loader's would double the memory of a large scenario.
         loaded = dataclasses.replace(loaded, objects=[])
         # What the report needs of the first snapshot, not the snapshot: the first cycle then reuses its model.
-        before = outcome.initial(cluster.scheduler.snapshot())
+        before = outcome.initial(cluster.snapshot())
     gc.freeze()  # the cluster just built lives to the end: later collections need not walk it
     try:
         for i in range(cycles):
@@ -96,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
                 cluster.cycle()
         with phases.step("preparing the report", enabled=progress), collector.paused():
             result = outcome.build(
-                loaded.name or args.file, before, cluster.view(), cluster.results, explain=args.explain
+                loaded.name or args.file,
+                before,
+                cluster.view(),
+                cluster.results,
+                explain=args.explain,
+                placed_by=cluster.placed_by,
             )
     finally:
         gc.unfreeze()

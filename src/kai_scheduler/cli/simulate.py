@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kai_scheduler.scheduler.config_file import load as load_config
     from kai_scheduler.sim import progress, replay, report
+    from kai_scheduler.sim.shards import shard_configs
 
     if args.saturate:
         return saturate.run(args)
@@ -104,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     recording = None
     for label, raw in configs:
         config = load_config(raw)
-        simulation = replay.Replay(loaded, config, options, label=label)
+        shards = shard_configs(loaded.shards, raw)
+        simulation = replay.Replay(loaded, config, options, label=label, shards=shards)
         if args.dashboard:
             from kai_scheduler.dashboard.recording import Recording
 

@@ -333,7 +333,7 @@ def _enter(
     if placement.status._value_ & _ACTIVE_USED and placement.node:
         node = model.node_by_name.get(placement.node)
         if node is None:
-            if ours:
+            if ours and s.pod_in_pool(pod, params):
                 e.problem = s.Problem(
                     "Pod",
                     skey,

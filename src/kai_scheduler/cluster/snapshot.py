@@ -89,6 +89,12 @@ class SnapshotParams:
     partition_label_value: str = ""
     stuck_in_releasing_seconds: float = 120.0
     queue_access_control: bool = False  # a job whose queue does not admit its namespace is unschedulable
+    # Leave out the queues, PodGroups and BindRequests of other node pools, as the pool's scheduler does. Off
+    # only for a what-if over another pool's nodes (`kai explain` shows where else a job would fit).
+    pool_objects: bool = True
+    # Every node pool at once (nodes and objects): a view of a sharded cluster as a whole (`kai schedule`'s
+    # report over several shards), never a scheduling cycle's.
+    all_pools: bool = False
 
 
 @dataclass(slots=True, eq=False, weakref_slot=True)
@@ -256,7 +262,7 @@ class _NodesRecord:
     """The pool's nodes in name order and their fresh ledgers, while the cache hands the same node objects."""
 
     given: list[Node]
-    pool: tuple[str, str]
+    pool: tuple[str, str, bool]
     nodes: list[Node]
     resources: set[str]
     axis: tuple[str, ...] = ()
@@ -281,6 +287,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     nodes, pods = with_device_counts(objects.nodes, objects.pods, objects.dra, dra_memo)
     if nodes is not objects.nodes or pods is not objects.pods:
         objects = dataclasses.replace(objects, nodes=nodes, pods=pods)
+    objects = pool_objects(objects, params)
     if memo is not None:
         from kai_scheduler.cluster import kept  # kept builds on this module's steps
 
@@ -352,15 +359,46 @@ def access_problem(
     return Problem("PodGroup", pg.meta.key, constants.REASON_NAMESPACE_NOT_ALLOWED, why)
 
 
+def in_pool(labels: Mapping[str, str], key: str, value: str) -> bool:
+    """Whether an object with these labels belongs to the node pool `value` of the label `key` (§1.5): the
+    objects carrying `key=value`, or for the empty value the objects without the label."""
+    return labels.get(key) == value if value else key not in labels
+
+
+def pool_objects(objects: ClusterObjects, params: SnapshotParams) -> ClusterObjects:
+    """The objects a scheduler of the pool `params.partition_label_value` schedules: the queues, PodGroups
+    and BindRequests of that pool (nodes are kept by `_pooled_nodes`; pods belong to their PodGroups). Another
+    pool's BindRequests are its scheduler's to keep or delete, never this one's. The same lists when every
+    object is in the pool (a cache that keeps only this pool's objects)."""
+    if not params.pool_objects or params.all_pools:
+        return objects
+    key, value = params.node_pool_label_key, params.partition_label_value
+    queues = [q for q in objects.queues if in_pool(q.meta.labels, key, value)]
+    podgroups = [pg for pg in objects.podgroups if in_pool(pg.meta.labels, key, value)]
+    brs = [br for br in objects.bind_requests if in_pool(br.meta.labels, key, value)]
+    if (
+        len(queues) == len(objects.queues)
+        and len(podgroups) == len(objects.podgroups)
+        and len(brs) == len(objects.bind_requests)
+    ):
+        return objects
+    return dataclasses.replace(objects, queues=queues, podgroups=podgroups, bind_requests=brs)
+
+
+def pod_in_pool(pod: Pod, params: SnapshotParams) -> bool:
+    """Whether a pod is this pool's by its own node-pool label (the scheduler writes it at bind, §8.1)."""
+    return in_pool(pod.meta.labels, params.node_pool_label_key, params.partition_label_value)
+
+
 def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
     key, value = params.node_pool_label_key, params.partition_label_value
-    if not value:
-        return [n for n in nodes if key not in n.meta.labels]
-    return [n for n in nodes if n.meta.labels.get(key) == value]
+    if params.all_pools:
+        return nodes
+    return [n for n in nodes if in_pool(n.meta.labels, key, value)]
 
 
 def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _NodesRecord:
-    pool = (params.node_pool_label_key, params.partition_label_value)
+    pool = (params.node_pool_label_key, params.partition_label_value, params.all_pools)
     kept = memo.nodes
     if (
         kept is not None
@@ -565,7 +603,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
         if within(placement.status, ACTIVE_USED) and placement.node:
             node = snap.node_by_name.get(placement.node)
             if node is None:
-                if ours:
+                if ours and pod_in_pool(pod, snap.params):
                     problems.append(
                         Problem(
                             "Pod",

@@ -121,12 +121,14 @@ def embedded(path: str, *, config: str | None = None, period: float = 1.0, cycle
     from kai_scheduler import scenario as scenarios
     from kai_scheduler.scheduler import config_file
     from kai_scheduler.sim.embedded import EmbeddedCluster
+    from kai_scheduler.sim.shards import shard_configs
 
     loaded = scenarios.load(path)
     source_config = (
         config_file.read(config) if config else config_file.ConfigSource(loaded.config, path, loaded.config_lines)
     )
-    cluster = EmbeddedCluster(loaded.objects, config_file.load(source_config), now=loaded.now)
+    shards = shard_configs(loaded.shards, source_config)  # a sharded scenario: every pool, each its scheduler
+    cluster = EmbeddedCluster(loaded.objects, config_file.load(source_config), now=loaded.now, shards=shards)
     feed = Feed()
     source = EmbeddedSource(cluster, feed, period=period, cycles=cycles or loaded.cycles, name=Path(path).name)
     return Target(feed, "embedded", source.run, first=source.publish, source=source)

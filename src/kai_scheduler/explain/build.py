@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Mapping
 
 from kai_scheduler.actions.common import allocation
 from kai_scheduler.api import constants
@@ -33,21 +34,32 @@ class Limits:
 
 
 def explain(
-    store: ClusterStore, config: SchedulerConfig, clock: Clock, ref: lookup.JobRef, limits: Limits | None = None
+    store: ClusterStore,
+    config: SchedulerConfig,
+    clock: Clock,
+    ref: lookup.JobRef,
+    limits: Limits | None = None,
+    *,
+    pool_configs: Mapping[str, SchedulerConfig] | None = None,
 ) -> model.Explanation:
     """Why the job `ref` names is where it is; a `lookup.JobNotFound` (a UserError) when there is no such job,
-    a `lookup.ClusterError` (a UserError) when the store cannot be read."""
+    a `lookup.ClusterError` (a UserError) when the store cannot be read. `pool_configs`: the configuration of
+    each node pool's scheduler where shards differ (a sharded scenario's); the job is explained with its pool's,
+    else with `config`."""
     limits = limits or Limits()
-    scheduler = Scheduler(store, config, clock)
+    scheduler = Scheduler(store, config, clock, whole_cluster=True)
     lookup.sync(scheduler.cache)
     objects = scheduler.cluster_objects()
     params = scheduler.snapshot_params()
     key = lookup.find(objects, ref, scheduler_name=params.scheduler_name)
     job_pool = lookup.job_pool(objects, key, params)
+    config = (pool_configs or {}).get(job_pool, config)
     pools: list[model.PoolView] = []
     main: model.Explanation | None = None
     for pool in lookup.pools(objects, params.node_pool_label_key, job_pool):
-        snap = snapshots.build(objects, dataclasses.replace(params, partition_label_value=pool))
+        # Another pool's view is a what-if: the job and its queues as they are, over that pool's nodes.
+        what_if = dataclasses.replace(params, partition_label_value=pool, pool_objects=pool == job_pool)
+        snap = snapshots.build(objects, what_if)
         job = next((j for j in snap.jobs.values() if j.key == key), None)
         if job is None:  # backed off on this pool (schedulingBackoff): the pool's scheduler skips it
             if pool == job_pool:

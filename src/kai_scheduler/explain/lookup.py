@@ -103,9 +103,9 @@ def _namespace_used(objects: ClusterObjects, namespace: str) -> bool:
 
 
 def job_pool(objects: ClusterObjects, key: str, params: SnapshotParams) -> str:
-    """The node pool whose scheduler serves the job: its PodGroup's node-pool label, else the configured one."""
+    """The node pool whose scheduler serves the job: its PodGroup's node-pool label ("" without one, §1.5)."""
     pg = next(g for g in objects.podgroups if g.meta.key == key)
-    return pg.meta.labels.get(params.node_pool_label_key, params.partition_label_value)
+    return pg.meta.labels.get(params.node_pool_label_key, "")
 
 
 def pools(objects: ClusterObjects, label_key: str, job_pool: str) -> list[str]:

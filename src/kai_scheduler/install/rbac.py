@@ -86,7 +86,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     "scheduler": [
         rule([""], ["nodes"], READ),
         rule([""], ["namespaces"], READ),  # queue access control: namespace labels
-        rule([""], ["pods"], READ),
+        rule([""], ["pods"], [*READ, "patch"]),  # a shard's node-pool label on the pods it places
         rule([""], ["pods/status"], ["patch"]),  # nominatedNodeName, PodScheduled condition
         rule([""], ["pods/eviction"], ["create"]),
         rule([SCHEDULING], ["podgroups"], [*READ, "patch"]),  # last-start / last-eviction annotations

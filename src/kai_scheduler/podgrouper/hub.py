@@ -8,6 +8,7 @@ itself if there is none. Any other kind gets the default grouper.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 from kai_scheduler.podgrouper import batch, default, foreign, jobset, knative, kubeflow, lws, notebook, ray
@@ -47,10 +48,22 @@ SKIP_TOP_OWNER: frozenset[GroupKind] = frozenset(
 
 def group(ctx: Context) -> Grouping:
     """The pod's grouping by the grouper of its (possibly skipped) top owner; with migration on, a pod written
-    for Volcano or YuniKorn is grouped by its markers first (`foreign`)."""
+    for Volcano or YuniKorn is grouped by its markers first (`foreign`). The PodGroup carries the node-pool
+    label of its owner, else of the pod (KAI's `addNodePoolLabel`): the scheduler shard of that pool takes it."""
+    pod = ctx.pod
     migrated = foreign.group(ctx)
     if migrated is not None:
-        return migrated
+        return with_node_pool(migrated, pod.labels, ctx.config.node_pool_label_key)
     while len(ctx.chain) > 1 and ctx.top.group_kind in SKIP_TOP_OWNER:
         ctx = ctx.below_top()
-    return GROUPERS.get(ctx.top.group_kind, default.group)(ctx)
+    grouping = GROUPERS.get(ctx.top.group_kind, default.group)(ctx)
+    return with_node_pool(grouping, pod.labels, ctx.config.node_pool_label_key)
+
+
+def with_node_pool(grouping: Grouping, pod_labels: Mapping[str, str], key: str) -> Grouping:
+    """The grouping with the pod's node-pool label on its PodGroup, unless the PodGroup has one (the owner's)."""
+    labels = grouping.podgroup.meta.labels
+    if key in labels or key not in pod_labels:
+        return grouping
+    meta = dataclasses.replace(grouping.podgroup.meta, labels={**labels, key: pod_labels[key]})
+    return dataclasses.replace(grouping, podgroup=dataclasses.replace(grouping.podgroup, meta=meta))

@@ -14,7 +14,7 @@ from typing import Any
 from kai_scheduler.api import fields
 from kai_scheduler.scenario import autoscaler, cluster, dra, expect, jobs, meta
 from kai_scheduler.scenario.entry import Entry, Where
-from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario
+from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario, Shard
 from kai_scheduler.scenario.source import line_map
 
 TOP_FIELDS = (
@@ -32,7 +32,9 @@ TOP_FIELDS = (
     "deviceClasses",
     "devicePools",
     "resourceClaims",
+    "shards",
 )
+SHARD_FIELDS = ("name", "partitionLabelValue", "config")
 SCENARIO_MARKERS = ("nodes", "queues", "jobs")
 
 
@@ -91,7 +93,25 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
         expect=expect.read(top, names),
         source=where.source,
         autoscaler=autoscaler.read(top, now),
+        shards=_shards(top, where),
     )
+
+
+def _shards(top: Entry, where: Where) -> tuple[Shard, ...]:
+    """`shards:` each a scheduler over one node pool; names and pools unique (two schedulers over one pool
+    would both place its jobs)."""
+    out: list[Shard] = []
+    pools: dict[str, str] = {}
+    for e in top.named_items("shards", "shard"):
+        e.check_keys(SHARD_FIELDS)
+        value = e.text("partitionLabelValue")
+        if value in pools:
+            raise e.error("partitionLabelValue", f"pool {value!r} is served by shard {pools[value]!r} already")
+        pools[value] = e.name
+        config = e.mapping("config") if e.has("config") else None
+        lines = line_map(config, where.lines) if config is not None else {}
+        out.append(Shard(e.name, value, config, lines))
+    return tuple(out)
 
 
 def _now(top: Entry) -> float:

@@ -39,6 +39,7 @@ QUEUE_FIELDS = (
     "preemptMinRuntime",
     "reclaimMinRuntime",
     "allowedNamespaces",
+    "labels",
 )
 QUEUE_RESOURCE_FIELDS = ("quota", "overQuotaWeight", "limit")
 QUEUE_RESOURCES = ("gpu", "cpu", "memory")
@@ -236,7 +237,9 @@ def _queue(e: Entry, now: float) -> JSON:
     return {
         "apiVersion": constants.QUEUE_API_VERSION,
         "kind": "Queue",
-        "metadata": meta.metadata("Queue", e.name, created=now - AGE_BASE + created_at),
+        "metadata": meta.metadata(
+            "Queue", e.name, created=now - AGE_BASE + created_at, labels=e.text_map("labels") or None
+        ),
         "spec": spec,
     }
 

@@ -42,6 +42,7 @@ JOB_FIELDS = (
     "replicas",
     "template",
     "tasks",
+    "labels",
 )
 SUB_GROUP_FIELDS = ("name", "minMember", "minSubGroup", "parent", "topologyConstraint")
 CONSTRAINT_FIELDS = ("topology", "requiredTopologyLevel", "preferredTopologyLevel")
@@ -287,7 +288,12 @@ def _podgroup(e: Entry, job: JobFacts, written: JSON, n_tasks: int, now: float) 
         if ago is not None:
             annotations[annotation] = format_time(now - ago[0])
     metadata = meta.metadata(
-        "PodGroup", job.name, namespace=job.namespace, created=job.created, annotations=annotations
+        "PodGroup",
+        job.name,
+        namespace=job.namespace,
+        created=job.created,
+        annotations=annotations,
+        labels=e.text_map("labels") or None,
     )
     if job.deleted:  # the workload is gone: its PodGroup is being garbage-collected with its pods
         metadata["deletionTimestamp"] = format_time(now)

@@ -81,6 +81,17 @@ class Expectations:
 
 
 @dataclass(frozen=True, slots=True)
+class Shard:
+    """One scheduler of a sharded scenario (`shards:`): its name, the node pool it serves (the value of the
+    node-pool label; "" = objects without it) and its own configuration (None: the scenario's `config`)."""
+
+    name: str
+    partition_label_value: str = ""
+    config: JSON | None = None
+    config_lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     """A loaded scenario file or Kubernetes manifest.
 
@@ -101,3 +112,4 @@ class Scenario:
     source: str = ""
     ignored_kinds: tuple[str, ...] = ()
     autoscaler: AutoscalerSpec | None = None  # `kai simulate`'s autoscaler model (scenario/autoscaler.py)
+    shards: tuple[Shard, ...] = ()  # several schedulers side by side, one per node pool; () = one scheduler

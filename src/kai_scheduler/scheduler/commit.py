@@ -52,6 +52,7 @@ class Committer:
         store: ClusterStore,
         *,
         node_pool: str = "",
+        node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY,
         update_eviction_condition: bool = False,
         nominate: bool = True,
         writers: int = 1,
@@ -59,6 +60,7 @@ class Committer:
         self.store = store
         self.nominate = nominate  # --pipelined-claims: write a pipelined pod's node as its nominatedNodeName
         self.node_pool = node_pool
+        self.node_pool_label_key = node_pool_label_key
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
         self.created_bind_requests: list[JSON] = []  # each BindRequest written, as the server answered
@@ -191,7 +193,7 @@ class Committer:
             claims=claims,
         )
         if self.node_pool:
-            br.meta.labels[constants.DEFAULT_NODE_POOL_LABEL_KEY] = self.node_pool
+            br.meta.labels[self.node_pool_label_key] = self.node_pool
         if task.mig_held:
             br.meta.annotations[mig.ANNOTATION_INSTANCES] = mig.format_instances(task.mig_held)
 
@@ -199,7 +201,15 @@ class Committer:
             self.created_bind_requests.append(self.store.create(br.to_dict()))
 
         self._try(f"create BindRequest {task.key}", create)
+        if self.node_pool and task.pod.meta.labels.get(self.node_pool_label_key) != self.node_pool:
+            self._background(self._label_pod, task)  # nothing of the next cycle reads it
         self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")
+
+    def _label_pod(self, task: PodInfo) -> None:
+        """Put the node-pool label on a pod this shard placed (KAI's commit does, §8.1): who placed it stays
+        readable on the pod, and other shards leave it alone."""
+        patch = {"metadata": {"labels": {self.node_pool_label_key: self.node_pool}}}
+        self._try(f"label pod {task.key}", lambda: self.store.patch("pods", task.name, task.namespace, patch))
 
     def started(self, job: JobInfo, now: float) -> None:
         self._annotate(job, constants.ANNOTATION_LAST_START_TIMESTAMP, now)

@@ -7,10 +7,11 @@ with an event on that object, once per version.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -75,16 +76,22 @@ class Scheduler:
         usage: UsageSource | None = None,
         *,
         writers: int = 1,
+        whole_cluster: bool = False,
     ) -> None:
+        """`whole_cluster`: the cache keeps every node pool's objects (a reader that looks across pools, as
+        `kai explain`); a scheduling cycle still sees only its pool (the snapshot filters too)."""
         self.store = store
         self.config = config
         self.clock = clock
         self.usage = usage  # time-based fair share (§5.5): None = off
-        self.cache = ObjectCache(store, resources(config.flags))
+        self.cache = ObjectCache(
+            store, resources(config.flags), keep=None if whole_cluster else pool_filters(config.flags)
+        )
         flags = config.flags
         self.committer = Committer(
             store,
             node_pool=flags.partition_label_value,
+            node_pool_label_key=flags.nodepool_label_key,
             update_eviction_condition=flags.update_pod_eviction_condition,
             nominate=flags.pipelined_claims,
             writers=writers,
@@ -107,10 +114,15 @@ class Scheduler:
         self.config = config
         self.actions = [ACTIONS[name]() for name in config.actions]
 
-    def snapshot(self) -> snapshots.Snapshot:
+    def snapshot(self, *, all_pools: bool = False) -> snapshots.Snapshot:
+        """The cycle's snapshot of this scheduler's pool; `all_pools` (with `whole_cluster`): every pool at once,
+        a view of a sharded cluster, not one to schedule on."""
         self.cache.sync()
         self._await_own_bind_requests()
-        return snapshots.build(self.cluster_objects(), self.snapshot_params(), self._memo)
+        params = self.snapshot_params()
+        if all_pools:
+            params = dataclasses.replace(params, all_pools=True)
+        return snapshots.build(self.cluster_objects(), params, self._memo)
 
     def cluster_objects(self) -> snapshots.ClusterObjects:
         """The cache's typed objects as they are (no sync), with the objects that failed to parse as problems."""
@@ -292,6 +304,21 @@ def _shares(ssn: Session) -> dict[str, QueueShare]:
         if share is not None:
             shares[name] = share
     return shares
+
+
+POOLED_RESOURCES = ("nodes", "queues", "podgroups", "bindrequests")
+
+
+def pool_filters(flags: configs.Flags) -> dict[str, Callable[[JSON], bool]]:
+    """What the cache keeps of the kinds that carry the node-pool label (§1.5): this scheduler's pool only, so
+    another pool's objects cost no parsing or snapshot work here (pods are kept: they join their PodGroups)."""
+    key, value = flags.nodepool_label_key, flags.partition_label_value
+
+    def keep(obj: JSON) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels")
+        return snapshots.in_pool(labels if isinstance(labels, dict) else {}, key, value)
+
+    return dict.fromkeys(POOLED_RESOURCES, keep)
 
 
 def resources(flags: configs.Flags) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ leaves external PodGroups alone, as KAI does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder.binder import Binder
@@ -28,6 +28,7 @@ from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import Scheduler, usage_source
 from kai_scheduler.sim.kubelet import Controller, Kubelet
+from kai_scheduler.sim.shards import Shards
 from kai_scheduler.store.interface import JSON
 from kai_scheduler.store.memory import MemoryStore
 from kai_scheduler.store.shared import SharedReads
@@ -43,8 +44,18 @@ def grouper_config(flags: Flags) -> GrouperConfig:
 
 
 class EmbeddedCluster:
+    """`shards`: several schedulers side by side, each (name, configuration with its partition-label-value)
+    over the same store, as scheduler shards run in a cluster; each cycle runs them one after the other, and
+    `cycle()` gives what they decided together. Without shards, one scheduler with `config`."""
+
     def __init__(
-        self, objects: Iterable[JSON], config: SchedulerConfig, *, now: float, instant_termination: bool = True
+        self,
+        objects: Iterable[JSON],
+        config: SchedulerConfig,
+        *,
+        now: float,
+        instant_termination: bool = True,
+        shards: Sequence[tuple[str, SchedulerConfig]] = (),
     ) -> None:
         self.clock = ManualClock(now)
         self.store = MemoryStore(self.clock)
@@ -53,7 +64,13 @@ class EmbeddedCluster:
         # The components read the store's own objects, not copies of them: none changes what it reads (the
         # test suite checks it), and each copy was one more JSON tree per object per component.
         reads = SharedReads(self.store)
-        self.scheduler = Scheduler(reads, config, self.clock, usage_source(config, self.clock, offline=True))
+        if shards:
+            # A reader of every pool for the views; each shard schedules its own.
+            self.scheduler = Scheduler(reads, config, self.clock, whole_cluster=True)
+            self.shards: Shards | None = Shards(reads, shards, self.scheduler, self.clock)
+        else:
+            self.scheduler = Scheduler(reads, config, self.clock, usage_source(config, self.clock, offline=True))
+            self.shards = None
         self.binder = Binder(reads, self.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.clock, instant=instant_termination)
         self.controller = Controller(self.store)
@@ -72,9 +89,18 @@ class EmbeddedCluster:
         self.queue_status.reconcile()
 
     def cycle(self) -> CycleResult:
-        result = self.scheduler.run_once()
+        result = (self.shards or self.scheduler).run_once()
         self.results.append(result)
         return result
+
+    @property
+    def placed_by(self) -> dict[str, str]:
+        """Pod key → the shard that last placed it (empty without shards)."""
+        return self.shards.placed_by if self.shards is not None else {}
+
+    def snapshot(self) -> Snapshot:
+        """The cluster now as a snapshot: the scheduler's, or with shards every pool at once."""
+        return self.scheduler.snapshot(all_pools=self.shards is not None)
 
     def between_cycles(self, seconds: float | None = None) -> None:
         """What the cluster does while the scheduler sleeps: group, update statuses, bind, start, terminate,
@@ -94,7 +120,7 @@ class EmbeddedCluster:
 
     def view(self) -> Snapshot:
         """The cluster now, as a fresh snapshot, with the last cycle's pipelined tasks shown Pipelined."""
-        snap = self.scheduler.snapshot()
+        snap = self.snapshot()
         if self.results:
             for op in self.results[-1].operations:
                 if op.op in (Op.PIPELINE, Op.UNEVICT) and op.after.status == PodStatus.PIPELINED:

@@ -5,6 +5,7 @@ Queue figures use the Queue CRD's units (§1.1): GPU in devices, CPU in millicor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ class TaskRow:
     node: str
     moved: str = ""  # "moved gpu-a-0 → gpu-a-3": a victim the last cycle moved (Pipelined on its new node)
     mig: tuple[str, ...] = ()  # the MIG instances it holds on its node, "<profile>/<index>"
+    shard: str = ""  # with scheduler shards: the shard that placed it
 
     @property
     def key(self) -> str:
@@ -103,6 +105,7 @@ class Outcome:
                     "node": t.node,
                     **({"moved": t.moved} if t.moved else {}),
                     **({"mig": list(t.mig)} if t.mig else {}),
+                    **({"shard": t.shard} if t.shard else {}),
                     **({"claims": self.claims[t.key]} if t.key in self.claims else {}),
                 }
                 for t in self.tasks
@@ -188,17 +191,21 @@ def build(
     results: list[CycleResult],
     *,
     explain: bool = False,
+    placed_by: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Assemble the report from the first snapshot (or what `initial` kept of it), the final view and every
     cycle's result.
 
-    `explain`: each reason a job was not placed names the plugin (or action) that rejected it."""
+    `explain`: each reason a job was not placed names the plugin (or action) that rejected it. `placed_by`: the
+    shard that placed each pod (by key), with scheduler shards."""
     last = results[-1] if results else None
     tasks = _tasks(before if isinstance(before, Initial) else initial(before), after)
     if last is not None:
         moved = {op.task.key: f"moved {op.before.node} → {op.after.node}" for op in last.operations if op.moved}
         for row in tasks:
             row.moved = moved.get(f"{row.namespace}/{row.name}", "") if row.after == "Pipelined" else ""
+    for row in tasks:
+        row.shard = (placed_by or {}).get(row.key, "")
     queues = _queues(after, last)
     unplaced = _unplaced(after, last, explain)
     moves = [_move(i + 1, op) for i, r in enumerate(results) for op in r.operations if op.op is Op.EVICT]

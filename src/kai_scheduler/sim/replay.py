@@ -29,7 +29,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, mig
@@ -53,6 +53,7 @@ from kai_scheduler.sim import embedded, metrics, occupancy, workload
 from kai_scheduler.sim.autoscaler import AutoscalerModel, Change
 from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
 from kai_scheduler.sim.kubelet import Kubelet
+from kai_scheduler.sim.shards import Shards
 from kai_scheduler.store.interface import JSON, Gone, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
@@ -90,8 +91,16 @@ Progress = Callable[["Replay"], None]
 
 class Replay:
     def __init__(
-        self, scenario: Scenario, config: SchedulerConfig, options: Options = Options(), *, label: str = ""
+        self,
+        scenario: Scenario,
+        config: SchedulerConfig,
+        options: Options = Options(),
+        *,
+        label: str = "",
+        shards: Sequence[tuple[str, SchedulerConfig]] = (),
     ) -> None:
+        """`shards`: several schedulers side by side (sim.shards), one per node pool; `config` then serves the
+        flags every component shares (scheduler name, label keys, schedule period)."""
         self.name = scenario.name
         self.label = label
         self.options = options
@@ -99,9 +108,14 @@ class Replay:
         self.engine = Engine(scenario.now)
         self.store = MemoryStore(self.engine.clock, history_size=HISTORY_SIZE)
         self.store.add_many(cluster)
-        self.scheduler = Scheduler(
-            self.store, config, self.engine.clock, usage_source(config, self.engine.clock, offline=True)
-        )
+        if shards:  # the views read every pool; the shards schedule
+            self.scheduler = Scheduler(self.store, config, self.engine.clock, whole_cluster=True)
+            self.shards: Shards | None = Shards(self.store, shards, self.scheduler, self.engine.clock)
+        else:
+            self.scheduler = Scheduler(
+                self.store, config, self.engine.clock, usage_source(config, self.engine.clock, offline=True)
+            )
+            self.shards = None
         self.binder = Binder(self.store, self.engine.clock, ReservationConfig(assign_indices=True))
         self.kubelet = Kubelet(self.store, self.engine.clock)
         self.podgrouper = PodGrouper(self.store, embedded.grouper_config(config.flags))
@@ -216,7 +230,7 @@ class Replay:
         """Take the asked node × GPU maps due before `time`: the cluster does not change between events,
         so the state now is the state at those instants."""
         while self._map_at and (self._map_at[0][0] < time or (inclusive and self._map_at[0][0] <= time)):
-            self.recorder.add_map(self.scheduler.snapshot(), *self._map_at.pop(0))
+            self.recorder.add_map(self.scheduler.snapshot(all_pools=self.shards is not None), *self._map_at.pop(0))
 
     def _log(self, what: str, key: str = "") -> None:
         if self.options.timeline:
@@ -259,7 +273,7 @@ class Replay:
         self.resource_claims.reconcile()
         self.podgroup_status.reconcile()
         self.queue_status.reconcile()
-        result = self.scheduler.run_once()
+        result = (self.shards or self.scheduler).run_once()
         self._log("cycle", f"{result.binds} binds" if result.binds else "")
         self.binder.reconcile()
         started = self._starts

@@ -64,8 +64,18 @@ class _Informer(Generic[T]):
 
 
 class ObjectCache:
-    def __init__(self, store: ClusterStore, resources: Iterable[str] = SCHEDULER_RESOURCES) -> None:
+    """`keep`: per resource, which objects the cache holds (as the server sends them, before parsing); the others
+    are dropped as they arrive, as a label-selected informer would (a scheduler shard keeps its node pool's
+    nodes, queues and PodGroups), so nothing later parses, sorts or snapshots them."""
+
+    def __init__(
+        self,
+        store: ClusterStore,
+        resources: Iterable[str] = SCHEDULER_RESOURCES,
+        keep: Mapping[str, Callable[[JSON], bool]] | None = None,
+    ) -> None:
         self.store = store
+        self._keep = dict(keep or {})
         self._informers: dict[str, _Informer[Any]] = {}
         for resource in resources:
             kind = RESOURCES[resource].kind
@@ -126,6 +136,11 @@ class ObjectCache:
     def _put(self, informer: _Informer[Any], obj: JSON) -> None:
         key = _key(obj)
         informer.changed.add(key)
+        keep = self._keep.get(informer.resource)
+        if keep is not None and not keep(obj):  # not (or no longer) one of ours: as if deleted
+            informer.items.pop(key, None)
+            informer.bad.pop(key, None)
+            return
         rv = obj.get("metadata", {}).get("resourceVersion", "")
         if rv and key in informer.items and informer.items[key][0] == rv:
             return  # the version taken in already (`assume`): parsed once
