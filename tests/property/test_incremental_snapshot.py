@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.cluster import kept as kept_model
+from kai_scheduler.cluster import queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
@@ -94,9 +95,29 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
         },
         "problems": snap.problems,
         "job_problems": snap.job_problems,
+        "queue_charges": _charges(snap),
+        "bind_requests": {k: br.meta.key for k, br in snap.bind_requests.items()},
+        "stale_bind_requests": [br.meta.key for br in snap.stale_bind_requests],
         "other_usage": snap.other_usage.tolist(),
         "axis": snap.axis.names,
         "gpu_memory": (snap.min_gpu_memory, snap.max_gpu_memory),
+    }
+
+
+def _charges(snap: snapshots.Snapshot) -> dict[str, list[list[float]]]:
+    """Each leaf queue's sums as the proportion plugin opens with them: a kept model's, or summed from the jobs."""
+    charges = snap.queue_charges
+    if charges is None:
+        charges = {
+            name: queue_charge.charge(queue_charge.job_rows(j) for j in snap.jobs.values() if j.queue == name)
+            for name in snap.queues
+        }
+    none = queue_charge.charge(())
+    return {
+        name: [c.allocated.tolist(), c.non_preemptible.tolist(), c.pending.tolist()]
+        for name, q in snap.queues.items()
+        if q.is_leaf
+        for c in [charges.get(name, none)]
     }
 
 

@@ -17,7 +17,7 @@ import dataclasses
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +71,21 @@ class ClusterObjects:
     problems: list[Problem] = field(default_factory=list)  # objects that failed to parse
     dra: DraObjects = field(default_factory=DraObjects)
     namespaces: list[Namespace] = field(default_factory=list)  # read for queue access control only
+    # Where the objects came from, for a kept model to look at what changed only (`kept`): the source's change
+    # feed and its marks (per resource of `FED_RESOURCES`) taken with these lists. None: look at every object.
+    feed: ChangeFeed | None = None
+    marks: dict[str, object] = field(default_factory=dict)
+
+
+FED_RESOURCES = ("pods", "podgroups", "bindrequests")
+
+
+class ChangeFeed(Protocol):
+    """What changed in a source of typed objects between two of its marks (`store.cache.ObjectCache`)."""
+
+    def changed(self, resource: str, since: object, until: object) -> dict[str, Any] | None:
+        """The objects of `resource` whose keys changed between the marks, as they are at `until` (None:
+        gone), or None when that is not known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +126,9 @@ class Snapshot:
     # during the session is here: the actions look for work among these, not among every job of the cluster.
     waiting: list[JobInfo] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # nodes a session moved tasks on (a kept model redoes them)
+    # Jobs some of whose task records were changed in place (placement or GPU-memory portion): by `move`, by
+    # GPU sharing's choice of a portion, by `show`; a kept model puts back their tasks only.
+    written: set[str] = field(default_factory=set)
     # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)
@@ -168,6 +186,11 @@ class Snapshot:
             return list(self.stale_watch)
         return sorted({id(j): j for j in (*self.stale_watch, *moved)}.values(), key=lambda j: (j.namespace, j.name))
 
+    def show(self, task: PodInfo, placement: Placement) -> None:
+        """Show `task` at `placement` for a reader of this snapshot, leaving the ledgers as they are."""
+        self.written.add(task.job_uid)
+        task.placement = placement
+
     def move(self, task: PodInfo, after: Placement) -> None:
         """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
         before = task.placement
@@ -178,6 +201,7 @@ class Snapshot:
         task.placement = after
         self.version += 1
         self.moved_jobs.add(task.job_uid)
+        self.written.add(task.job_uid)
         if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
             self.touched.add(after.node)

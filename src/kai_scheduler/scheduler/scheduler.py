@@ -121,6 +121,8 @@ class Scheduler:
                 templates=self.cache.objects("resourceclaimtemplates"),
             ),
             namespaces=self.cache.objects("namespaces") if self.config.flags.queue_access_control else [],
+            feed=self.cache,
+            marks={resource: self.cache.mark(resource) for resource in snapshots.FED_RESOURCES},
             problems=[
                 snapshots.Problem(
                     b.kind,
