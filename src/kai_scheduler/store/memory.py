@@ -169,14 +169,15 @@ class MemoryStore:
 
     # --- writes ---
 
-    def create(self, obj: JSON) -> JSON:
+    def create(self, obj: JSON, *, shared: bool = False) -> JSON:
+        """Store a new object; the object as stored (`shared=True`: the stored one itself, never to be changed)."""
         doc = rules.copy_in(obj)
         with self._cond:
             res, key, doc = self._prepare_new(doc)
             if key in self._objects[res.plural]:
                 raise AlreadyExists(f"{res.plural} {_show(key)} already exists")
             stored = self._commit(res.plural, key, doc, "ADDED")
-        return rules.copy_out(stored)
+        return stored if shared else rules.copy_out(stored)
 
     def add_many(self, objects: Iterable[JSON]) -> int:
         """Create all of `objects` or none (AlreadyExists names the first clash); return how many.
@@ -194,7 +195,7 @@ class MemoryStore:
                 self._commit(res.plural, key, doc, "ADDED")
         return len(prepared)
 
-    def update(self, obj: JSON) -> JSON:
+    def update(self, obj: JSON, *, shared: bool = False) -> JSON:
         doc = rules.copy_in(obj)
         with self._cond:
             res, key = self._locate(doc)
@@ -203,9 +204,9 @@ class MemoryStore:
             if res.plural in rules.STATUS_SUBRESOURCE:
                 doc = rules.with_status(doc, stored.get("status"))
             written = self._write(res.plural, key, stored, rules.keep_system_fields(doc, stored))
-        return rules.copy_out(written)
+        return written if shared else rules.copy_out(written)
 
-    def update_status(self, obj: JSON) -> JSON:
+    def update_status(self, obj: JSON, *, shared: bool = False) -> JSON:
         doc = rules.copy_in(obj)
         with self._cond:
             res, key = self._locate(doc)
@@ -213,10 +214,18 @@ class MemoryStore:
             stored = self._stored(res.plural, key)
             rules.check_precondition(doc, stored)
             written = self._write(res.plural, key, stored, rules.with_status(stored, doc.get("status")))
-        return rules.copy_out(written)
+        return written if shared else rules.copy_out(written)
 
     def patch(
-        self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
+        self,
+        resource: str,
+        name: str,
+        namespace: str,
+        patch: JSON,
+        subresource: str = "",
+        *,
+        strategic: bool = False,
+        shared: bool = False,
     ) -> JSON:
         """RFC 7386 merge patch, or a strategic merge patch (see the interface). With subresource="status" the
         patch is still object-shaped
@@ -243,7 +252,7 @@ class MemoryStore:
             else:
                 new = rules.keep_system_fields(merged, stored)
             written = self._write(res.plural, key, stored, new)
-        return rules.copy_out(written)
+        return written if shared else rules.copy_out(written)
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         """Remove the object; pods delete gracefully (see the module docstring). None = the pod's default."""
