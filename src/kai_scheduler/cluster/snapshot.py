@@ -265,7 +265,9 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     dra_memo = memo.dra if memo is not None else DraMemo()
     nodes, pods = with_device_counts(objects.nodes, objects.pods, objects.dra, dra_memo)
     if nodes is not objects.nodes or pods is not objects.pods:
-        objects = dataclasses.replace(objects, nodes=nodes, pods=pods)
+        # Pods with their claims' GPUs change when a claim does: the feed's pod keys no longer tell what changed.
+        marks = {r: m for r, m in objects.marks.items() if r != "pods" or pods is objects.pods}
+        objects = dataclasses.replace(objects, nodes=nodes, pods=pods, marks=marks)
     if memo is not None:
         from kai_scheduler.cluster import kept  # kept builds on this module's steps
 
