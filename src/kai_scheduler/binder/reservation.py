@@ -113,9 +113,14 @@ class Reservations:
     # --- internals -------------------------------------------------------------------------------------------
 
     def _find(self, group: str) -> JSON | None:
-        found, _ = self.store.list("pods", self.config.namespace, f"{constants.LABEL_GPU_GROUP}={group}")
-        live = [p for p in found if not p["metadata"].get("deletionTimestamp")]
-        return live[0] if live else None
+        """The group's first live pod (by name) in the reservation namespace, from the pod watch."""
+        self.use.refresh()
+        for name in sorted(self.use.grouped.get(group, ())):
+            try:
+                return self.store.get("pods", name, self.config.namespace)
+            except NotFound:  # gone since the watch was read
+                continue
+        return None
 
     def _create(self, node: str, group: str, pod: JSON) -> JSON:
         meta = {
@@ -195,6 +200,9 @@ class GroupUse:
     _reserves: dict[str, str] = field(default_factory=dict)  # reservation pod name → its group
     indices: dict[str, dict[str, str | None]] = field(default_factory=dict)  # node → reservation pod → index
     _node_of: dict[str, str] = field(default_factory=dict)  # reservation pod name → its node in `indices`
+    # Group → the live pods of the namespace labelled with it (what `_find` looks for).
+    grouped: dict[str, set[str]] = field(default_factory=dict)
+    _group_of: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._pods = Changes(self.store, "pods")
@@ -222,13 +230,23 @@ class GroupUse:
                 self.unheld.add(group)
 
     def _device(self, name: str, pod: JSON | None) -> None:
-        """Keep `indices` for one pod of the namespace (None: deleted)."""
+        """Keep `indices` and `grouped` for one pod of the namespace (None: deleted)."""
         node = self._node_of.pop(name, None)
         if node is not None:
             on_node = self.indices[node]
             del on_node[name]
             if not on_node:
                 del self.indices[node]
+        group = self._group_of.pop(name, None)
+        if group is not None:
+            names = self.grouped[group]
+            names.discard(name)
+            if not names:
+                del self.grouped[group]
+        labels = (pod["metadata"].get("labels") or {}) if pod is not None else {}
+        if pod is not None and constants.LABEL_GPU_GROUP in labels and not pod["metadata"].get("deletionTimestamp"):
+            self._group_of[name] = labels[constants.LABEL_GPU_GROUP]
+            self.grouped.setdefault(labels[constants.LABEL_GPU_GROUP], set()).add(name)
         if pod is None or (pod["metadata"].get("labels") or {}).get(LABEL_APP) != constants.RESERVATION_APP_LABEL_VALUE:
             return
         node = (pod.get("spec") or {}).get("nodeName") or ""

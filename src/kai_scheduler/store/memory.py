@@ -102,6 +102,8 @@ class MemoryStore:
         # Per resource: the newest version whose event was dropped from its history.
         self._compacted_rv: dict[str, int] = dict.fromkeys(RESOURCES, 0)
         self._labels: dict[str, LabelIndex] = {plural: LabelIndex() for plural in RESOURCES}
+        # BindRequests by (namespace, owner uid): what a removed pod takes with it, found without a scan.
+        self._owned: dict[tuple[str, str], set[Key]] = {}
         self._generated = 0  # names made from metadata.generateName so far
         self._now_text: tuple[float, str] = (float("nan"), "")  # the clock's last reading, formatted
         self._checking = os.environ.get(CHECK_SHARED_READS_ENV) == "1"
@@ -391,12 +393,8 @@ class MemoryStore:
 
     def _collect_bind_requests(self, namespace: str, owner_uid: str) -> None:
         """Remove the BindRequests a removed pod owned: the only garbage collection the store does."""
-        owned = [
-            (key, obj)
-            for key, obj in self._objects["bindrequests"].items()
-            if key[0] == namespace
-            and any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or ())
-        ]
+        bind_requests = self._objects["bindrequests"]
+        owned = [(key, bind_requests[key]) for key in self._owned.get((namespace, owner_uid), ())]
         for key, obj in sorted(owned, key=_by_key):
             self._commit("bindrequests", key, obj, "DELETED")
 
@@ -412,17 +410,35 @@ class MemoryStore:
             self._fingerprint(old, stored if event_type != "DELETED" else None)
         if old is not None:
             self._labels[plural].update(key, old, adding=False)
+            if plural == "bindrequests":
+                self._own(key, old, adding=False)
         if event_type == "DELETED":
             del self._objects[plural][key]
         else:
             self._objects[plural][key] = stored
             self._labels[plural].update(key, stored, adding=True)
+            if plural == "bindrequests":
+                self._own(key, stored, adding=True)
         history = self._history[plural]
         history.append(_Event(self._rv, plural, event_type, stored))
         if len(history) > self._history_size:
             self._compacted_rv[plural] = history.popleft().rv
         self._cond.notify_all()
         return stored
+
+    def _own(self, key: Key, obj: JSON, *, adding: bool) -> None:
+        """Keep `_owned` for one BindRequest version coming into the store or leaving it."""
+        for ref in obj["metadata"].get("ownerReferences") or ():
+            uid = ref.get("uid") if isinstance(ref, dict) else None
+            if not isinstance(uid, str):
+                continue
+            owner = (key[0], uid)
+            if adding:
+                self._owned.setdefault(owner, set()).add(key)
+            elif owner in self._owned:
+                self._owned[owner].discard(key)
+                if not self._owned[owner]:
+                    del self._owned[owner]
 
     def _fingerprint(self, old: JSON | None, new: JSON | None) -> None:
         """Checking mode: compare the replaced object with its JSON when stored; remember the new one's."""
