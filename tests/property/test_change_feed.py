@@ -91,7 +91,9 @@ jobs_rows = st.composite(_job)
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.sampled_from(["insert", "remove", "replace"]), st.integers(0, 30), jobs_rows()), max_size=40))
+@given(
+    st.lists(st.tuples(st.sampled_from(["insert", "remove", "replace"]), st.integers(0, 30), jobs_rows()), max_size=40)
+)
 def test_kept_sums_equal_a_sum_over_every_job(steps: list[tuple[str, int, queue_charge.Rows]]) -> None:
     sums, jobs = queue_charge.KeptSums(), []
     for what, at, rows in steps:
@@ -123,7 +125,10 @@ def test_the_binders_pod_watch_indexes_equal_a_listing(ops: list[tuple[str, int]
         name = f"r{i}"
         try:
             if what == "create":
-                labels = {reservation.LABEL_APP: constants.RESERVATION_APP_LABEL_VALUE, constants.LABEL_GPU_GROUP: f"g{i % 2}"}
+                labels = {
+                    reservation.LABEL_APP: constants.RESERVATION_APP_LABEL_VALUE,
+                    constants.LABEL_GPU_GROUP: f"g{i % 2}",
+                }
                 store.create(_pod(name, ns, f"n{i % 2}", labels))
             elif what == "plain":  # labelled with a group, not a reservation pod
                 store.create(_pod(f"x{i}", ns, "n0", {constants.LABEL_GPU_GROUP: f"g{i % 2}"}))

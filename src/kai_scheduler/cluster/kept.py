@@ -27,6 +27,7 @@ import dataclasses
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
@@ -43,6 +44,7 @@ from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector, gpu_portion
 
 Key = tuple[str, str]  # (namespace, name): the order of pods and jobs in a snapshot
+_K = TypeVar("_K", Key, str)
 _BASE = frozenset(ResourceAxis().names)
 _ACTIVE_USED = ACTIVE_USED.value
 
@@ -276,21 +278,21 @@ def _fresh(
 
 def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -> bool:
     """Bring the model up to date with `objects`; False when the resource axis changed (build from nothing)."""
-    pods = _changes(model, objects, "pods")
-    if pods is None:  # every pod looked at: the new and the gone by identity
+    changed = _changes(model, objects, "pods")
+    if changed is None:  # every pod looked at: the new and the gone by identity
         current = dict(zip(map(id, objects.pods), objects.pods, strict=True))
         gone = [model.pods[i] for i in model.pods.keys() - current.keys()]
         new = [current[i] for i in current.keys() - model.pods.keys()]
     else:  # only the keys the feed says changed
         gone, new = [], []
-        for key, pod in pods.items():
+        for key, obj in changed.items():
             old = model.by_skey.get(key)
-            if old is not None and old.record.pod is pod:
+            if old is not None and old.record.pod is obj:
                 continue
             if old is not None:
                 gone.append(old)
-            if pod is not None:
-                new.append(pod)
+            if isinstance(obj, Pod):
+                new.append(obj)
     names = dict(model.resources)
     for pods, step in (([e.record.pod for e in gone], -1), (new, 1)):
         for pod in pods:
@@ -326,7 +328,7 @@ def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -
                 continue
             if g is not None:
                 _unlink_group(model, g)
-            if pg is not None:
+            if isinstance(pg, PodGroup):
                 _link_group(model, pg, {})
     _settle(model, params)
     return True
@@ -715,7 +717,7 @@ def _insert(model: Model, keys: list[Key], key: Key) -> None:
         bisect.insort(keys, key)
 
 
-def _remove_sorted(keys: list[Key], key: Key) -> None:
+def _remove_sorted(keys: list[_K], key: _K) -> None:
     i = bisect.bisect_left(keys, key)
     if i < len(keys) and keys[i] == key:
         del keys[i]
