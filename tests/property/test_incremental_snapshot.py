@@ -27,6 +27,7 @@ from kai_scheduler.cluster import queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
+from kai_scheduler.plugins.predicates import podaffinity
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
 from kai_scheduler.sim import replay, sources
 from kai_scheduler.store.interface import StoreError
@@ -96,6 +97,7 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
         "problems": snap.problems,
         "job_problems": snap.job_problems,
         "queue_charges": _charges(snap),
+        "anti_affine": sorted(t.uid for t in podaffinity.anti_affine_pods(snap)),
         "bind_requests": {k: br.meta.key for k, br in snap.bind_requests.items()},
         "stale_bind_requests": [br.meta.key for br in snap.stale_bind_requests],
         "other_usage": snap.other_usage.tolist(),
@@ -167,7 +169,14 @@ def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, in
             fraction = 0.5 if shared else None
             store.create(b.podgroup(f"g{i % 3}", queue="q", min_member=1))
             store.create(
-                b.pod(name, group=f"g{i % 3}", gpus=0 if shared else gpus, fraction=fraction, cpu=f"{100 + 7 * i}m")
+                b.pod(
+                    name,
+                    group=f"g{i % 3}",
+                    gpus=0 if shared else gpus,
+                    fraction=fraction,
+                    cpu=f"{100 + 7 * i}m",
+                    pod_anti_affinity=[{"topologyKey": "kubernetes.io/hostname"}] if i % 2 else (),
+                )
             )
         elif what == "bind":
             store.bind(b.NAMESPACE, name, node)

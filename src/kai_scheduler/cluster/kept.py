@@ -129,6 +129,7 @@ class Model:
     stale_keys: list[str] = field(default_factory=list)  # keys of `stale_brs`, sorted
     touched: set[str] = field(default_factory=set)  # nodes the last session moved tasks on
     written: set[str] = field(default_factory=set)  # jobs whose task records the last snapshot's users changed
+    anti: dict[Key, _Pod] = field(default_factory=dict)  # pods on nodes or in `tasks` with pod anti-affinity
     last: weakref.ref[s.Snapshot] | None = None
     # Per build: what the changes reached.
     dirty_nodes: set[str] = field(default_factory=set)
@@ -193,6 +194,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         waiting=waiting,
         touched=model.touched,
         written=model.written,
+        anti_affine=[e.info for e in model.anti.values()],
         queue_charges=dict(model.charges),
         stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
     )
@@ -497,6 +499,8 @@ def _link(model: Model, e: _Pod) -> None:
         model.pod_problems[e.key] = e.problem
     if e.record.pod.meta.deletion_timestamp is not None:
         model.timed.add(e.key)
+    if e.record.pod.pod_anti_affinity and (e.node or e.group):
+        model.anti[e.key] = e
 
 
 def _unlink(model: Model, e: _Pod) -> None:
@@ -517,6 +521,7 @@ def _unlink(model: Model, e: _Pod) -> None:
         model.others_changed = True
     model.pod_problems.pop(e.key, None)
     model.timed.discard(e.key)
+    model.anti.pop(e.key, None)
 
 
 def _link_group(model: Model, pg: PodGroup, records: dict[str, s._GroupRecord]) -> None:

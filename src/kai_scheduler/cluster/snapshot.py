@@ -129,6 +129,9 @@ class Snapshot:
     # Jobs some of whose task records were changed in place (placement or GPU-memory portion): by `move`, by
     # GPU sharing's choice of a portion, by `show`; a kept model puts back their tasks only.
     written: set[str] = field(default_factory=set)
+    # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (a kept model keeps the list);
+    # None: found by a pass over every pod (`podaffinity.anti_affine_pods`).
+    anti_affine: list[PodInfo] | None = None
     # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)
