@@ -218,7 +218,7 @@ class Scheduler:
             self.usage.observe(snap.now, {q: _triple(s.allocated) for q, s in shares.items()}, _triple(capacity))
         result = CycleResult(
             now=snap.now,
-            snapshot=snap,
+            held=snap,
             operations=list(ssn.committed),
             fit_errors=dict(ssn.job_fit_errors),
             queue_shares=shares,
