@@ -113,14 +113,25 @@ class Reservations:
     # --- internals -------------------------------------------------------------------------------------------
 
     def _find(self, group: str) -> JSON | None:
-        """The group's first live pod (by name) in the reservation namespace, from the pod watch."""
+        """The group's first live pod (by name) in the reservation namespace: the one the pod watch names, read
+        and checked, else a listing by label (a watch may lag behind a store that is not in this process)."""
         self.use.refresh()
-        for name in sorted(self.use.grouped.get(group, ())):
+        names = sorted(self.use.grouped.get(group, ()))
+        if names:
             try:
-                return self.store.get("pods", name, self.config.namespace)
-            except NotFound:  # gone since the watch was read
-                continue
-        return None
+                pod = self.store.get("pods", names[0], self.config.namespace)
+            except NotFound:
+                pod = None
+            meta = pod["metadata"] if pod is not None else {}
+            if (
+                pod is not None
+                and not meta.get("deletionTimestamp")
+                and ((meta.get("labels") or {}).get(constants.LABEL_GPU_GROUP) == group)
+            ):
+                return pod
+        found, _ = self.store.list("pods", self.config.namespace, f"{constants.LABEL_GPU_GROUP}={group}")
+        live = [p for p in found if not p["metadata"].get("deletionTimestamp")]
+        return live[0] if live else None
 
     def _create(self, node: str, group: str, pod: JSON) -> JSON:
         meta = {
