@@ -163,3 +163,34 @@ def _pod(name: str, namespace: str, node: str, labels: dict[str, str]) -> dict[s
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
         "status": {"phase": "Running"},
     }
+
+
+label_op = st.tuples(
+    st.sampled_from(["create", "relabel", "unlabel", "delete", "list"]), st.integers(0, 5), st.sampled_from("ab")
+)
+
+
+@SETTINGS
+@given(st.lists(label_op, max_size=40))
+def test_a_list_by_label_value_equals_a_filter_of_every_object(ops: list[tuple[str, int, str]]) -> None:
+    """The memory store's value index (made on the first `key=value` list, kept after) finds what a filter of
+    every object finds, over pods created, relabelled, unlabelled and deleted before and after that list."""
+    store = MemoryStore(ManualClock(b.NOW))
+    for what, i, value in ops:
+        name = f"p{i}"
+        try:
+            if what == "create":
+                store.create(b.pod(name, labels={"g": value, "other": "x"}))
+            elif what == "relabel":
+                store.patch("pods", name, b.NAMESPACE, {"metadata": {"labels": {"g": value}}})
+            elif what == "unlabel":
+                store.patch("pods", name, b.NAMESPACE, {"metadata": {"labels": {"g": None}}})
+            elif what == "delete":
+                store.delete("pods", name, b.NAMESPACE, grace_period_seconds=0)
+        except StoreError:
+            pass
+        every, _ = store.list("pods")
+        for wanted in "ab":
+            listed, _ = store.list("pods", selector=f"g={wanted}")
+            expected = [p for p in every if (p["metadata"].get("labels") or {}).get("g") == wanted]
+            assert [p["metadata"]["name"] for p in listed] == [p["metadata"]["name"] for p in expected]
