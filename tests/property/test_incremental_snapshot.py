@@ -23,9 +23,11 @@ from hypothesis import strategies as st
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.cluster import kept as kept_model
+from kai_scheduler.cluster import queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
+from kai_scheduler.plugins.predicates import podaffinity
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
 from kai_scheduler.sim import replay, sources
 from kai_scheduler.store.interface import StoreError
@@ -94,9 +96,30 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
         },
         "problems": snap.problems,
         "job_problems": snap.job_problems,
+        "queue_charges": _charges(snap),
+        "anti_affine": sorted(t.uid for t in podaffinity.anti_affine_pods(snap)),
+        "bind_requests": {k: br.meta.key for k, br in snap.bind_requests.items()},
+        "stale_bind_requests": [br.meta.key for br in snap.stale_bind_requests],
         "other_usage": snap.other_usage.tolist(),
         "axis": snap.axis.names,
         "gpu_memory": (snap.min_gpu_memory, snap.max_gpu_memory),
+    }
+
+
+def _charges(snap: snapshots.Snapshot) -> dict[str, list[list[float]]]:
+    """Each leaf queue's sums as the proportion plugin opens with them: a kept model's, or summed from the jobs."""
+    charges = snap.queue_charges
+    if charges is None:
+        charges = {
+            name: queue_charge.charge(queue_charge.job_rows(j) for j in snap.jobs.values() if j.queue == name)
+            for name in snap.queues
+        }
+    none = queue_charge.charge(())
+    return {
+        name: [c.allocated.tolist(), c.non_preemptible.tolist(), c.pending.tolist()]
+        for name, q in snap.queues.items()
+        if q.is_leaf
+        for c in [charges.get(name, none)]
     }
 
 
@@ -146,7 +169,14 @@ def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, in
             fraction = 0.5 if shared else None
             store.create(b.podgroup(f"g{i % 3}", queue="q", min_member=1))
             store.create(
-                b.pod(name, group=f"g{i % 3}", gpus=0 if shared else gpus, fraction=fraction, cpu=f"{100 + 7 * i}m")
+                b.pod(
+                    name,
+                    group=f"g{i % 3}",
+                    gpus=0 if shared else gpus,
+                    fraction=fraction,
+                    cpu=f"{100 + 7 * i}m",
+                    pod_anti_affinity=[{"topologyKey": "kubernetes.io/hostname"}] if i % 2 else (),
+                )
             )
         elif what == "bind":
             store.bind(b.NAMESPACE, name, node)

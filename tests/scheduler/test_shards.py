@@ -112,6 +112,19 @@ def test_a_whole_cluster_reader_keeps_every_pool() -> None:
     assert sorted(n.name for n in reader.cache.objects("nodes")) == ["a1", "u1"]
 
 
+def test_a_whole_cluster_readers_kept_snapshot_takes_no_other_pools_changes() -> None:
+    """The cache's change feed names every pool's PodGroups: a kept snapshot of pool a must not take them in."""
+    store, clock = _store(*_two_pools(), *_gang("ja", 1, gpus=1, queue="qa", pool_value="a"))
+    reader = Scheduler(store, load_config({"flags": {"partition-label-value": "a"}}), clock, whole_cluster=True)
+    snap = reader.snapshot()
+    assert [j.name for j in snap.jobs.values()] == ["ja"]
+    del snap
+    store.add_many(_gang("ju", 1, gpus=1, queue="qu", pool_value=""))
+    snap = reader.snapshot()  # through the kept model
+    assert [j.name for j in snap.jobs.values()] == ["ja"]
+    assert list(snap.queues) == ["qa"]
+
+
 # --- where a shard places ---------------------------------------------------------------------------------------
 
 

@@ -29,13 +29,22 @@ def test_shared_reads_hand_out_the_stored_object_and_plain_reads_a_copy(monkeypa
     assert store.list("pods")[0][0] == items[0] and version == store.list("pods")[1]
 
 
-def test_writes_through_shared_reads_return_the_callers_own_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_writes_through_shared_reads_return_the_stored_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a write returns is the stored object, under the readers' rule (a status controller keeps what it
+    wrote: a copy each was a PodGroup's worth of memory per job); plain writes still return a copy."""
     store = _store(monkeypatch)
     reads = SharedReads(store)
     written = reads.patch("pods", "p", "ns", {"metadata": {"labels": {"a": "b"}}})
-    written["metadata"]["labels"]["a"] = "changed"
-    assert store.get("pods", "p", "ns")["metadata"]["labels"] == {"a": "b"}
-    assert store.changed_by_readers() == []
+    assert written is reads.get("pods", "p", "ns")
+    created = reads.create({**POD, "metadata": {"name": "q", "namespace": "ns"}})
+    assert created is reads.get("pods", "q", "ns")
+    assert store.patch("pods", "p", "ns", {"metadata": {"labels": {"a": "c"}}}) is not reads.get("pods", "p", "ns")
+    written = reads.get("pods", "p", "ns")
+    written["metadata"]["labels"]["a"] = "changed"  # what no writer may do: the checking mode names it
+    assert store.changed_by_readers() == [
+        "Pod ns/p (resourceVersion 4) was changed by a reader after the store handed it out shared"
+    ]
+    written["metadata"]["labels"]["a"] = "c"
 
 
 def test_the_checking_mode_names_an_object_a_reader_changed(monkeypatch: pytest.MonkeyPatch) -> None:

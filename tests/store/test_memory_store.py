@@ -590,6 +590,32 @@ def test_finish_deletion_removes_a_terminating_pod_and_its_bind_request(memory: 
     assert [o["metadata"]["name"] for o in memory.list("bindrequests")[0]] == ["other"]
 
 
+def test_a_removed_pod_takes_the_bind_requests_that_own_it_now(memory: MemoryStore) -> None:
+    """Found by the store's owner index: a request whose owner reference was changed away, or that was deleted
+    first, is not taken; one in another namespace naming the same uid is not either; two owned ones go in key
+    order."""
+    owner = memory.create(pod("p"))
+    other = memory.create(pod("q"))
+    memory.create(bind_request(owner))
+    memory.create({**bind_request(owner), "metadata": {**bind_request(owner)["metadata"], "name": "p-2"}})
+    moved = memory.create({**bind_request(owner), "metadata": {**bind_request(owner)["metadata"], "name": "p-3"}})
+    moved["metadata"]["ownerReferences"] = bind_request(other)["metadata"]["ownerReferences"]
+    memory.update(moved)
+    elsewhere = bind_request(owner)
+    elsewhere["metadata"]["namespace"] = "team-b"
+    memory.create(elsewhere)
+    memory.create({**bind_request(owner), "metadata": {**bind_request(owner)["metadata"], "name": "p-4"}})
+    memory.delete("bindrequests", "p-4", "team-a")
+    _, since = memory.list("bindrequests")
+    memory.delete("pods", "p", "team-a")  # unbound: removed at once
+    gone = [(e.type, e.object["metadata"]["name"]) for e in memory.watch("bindrequests", since)]
+    assert gone == [("DELETED", "p"), ("DELETED", "p-2")]
+    left = [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in memory.list("bindrequests")[0]]
+    assert left == [("team-a", "p-3"), ("team-b", "p")]
+    memory.delete("pods", "q", "team-a")
+    assert [o["metadata"]["name"] for o in memory.list("bindrequests")[0]] == ["p"]
+
+
 def test_finish_deletion_of_a_running_pod_is_invalid(memory: MemoryStore) -> None:
     bound_pod(memory)
     with pytest.raises(Invalid, match="not terminating"):

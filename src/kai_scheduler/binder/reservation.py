@@ -113,6 +113,22 @@ class Reservations:
     # --- internals -------------------------------------------------------------------------------------------
 
     def _find(self, group: str) -> JSON | None:
+        """The group's first live pod (by name) in the reservation namespace: the one the pod watch names, read
+        and checked, else a listing by label (a watch may lag behind a store that is not in this process)."""
+        self.use.refresh()
+        names = sorted(self.use.grouped.get(group, ()))
+        if names:
+            try:
+                pod = self.store.get("pods", names[0], self.config.namespace)
+            except NotFound:
+                pod = None
+            meta = pod["metadata"] if pod is not None else {}
+            if (
+                pod is not None
+                and not meta.get("deletionTimestamp")
+                and ((meta.get("labels") or {}).get(constants.LABEL_GPU_GROUP) == group)
+            ):
+                return pod
         found, _ = self.store.list("pods", self.config.namespace, f"{constants.LABEL_GPU_GROUP}={group}")
         live = [p for p in found if not p["metadata"].get("deletionTimestamp")]
         return live[0] if live else None
@@ -167,14 +183,8 @@ class Reservations:
     def _assign(self, reservation: JSON) -> str:
         """Emulate the device plugin: the lowest GPU index no other reservation pod on the node holds."""
         node = reservation["spec"]["nodeName"]
-        others, _ = self.store.list(
-            "pods", self.config.namespace, f"{LABEL_APP}={constants.RESERVATION_APP_LABEL_VALUE}"
-        )
-        taken = {
-            p["metadata"].get("annotations", {}).get(ANNOTATION_GPU_INDEX)
-            for p in others
-            if (p.get("spec") or {}).get("nodeName") == node
-        }
+        self.use.refresh()  # the reservation pods as the store has them now (this one included)
+        taken = set(self.use.indices.get(node, {}).values())
         index = next(str(i) for i in range(len(taken) + 1) if str(i) not in taken)
         name = reservation["metadata"]["name"]
         patch = {"metadata": {"annotations": {ANNOTATION_GPU_INDEX: index}}}
@@ -187,7 +197,9 @@ class GroupUse:
     """Which GPU groups live pods hold, and the live reservation pods of each group, kept from a watch of pods.
 
     `unheld`: groups that may have lost their last pod, or gained a reservation pod, since `collect` last
-    looked at them; only these are looked at again."""
+    looked at them; only these are looked at again. `indices`: per node, the GPU index annotation (None before
+    one is set) of every reservation pod on it, terminating ones included (they still hold their device), for
+    the emulated device plugin."""
 
     store: ClusterStore
     namespace: str
@@ -197,6 +209,11 @@ class GroupUse:
     _pods: Changes = field(init=False)
     _holds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pod key → the groups it holds
     _reserves: dict[str, str] = field(default_factory=dict)  # reservation pod name → its group
+    indices: dict[str, dict[str, str | None]] = field(default_factory=dict)  # node → reservation pod → index
+    _node_of: dict[str, str] = field(default_factory=dict)  # reservation pod name → its node in `indices`
+    # Group → the live pods of the namespace labelled with it (what `_find` looks for).
+    grouped: dict[str, set[str]] = field(default_factory=dict)
+    _group_of: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._pods = Changes(self.store, "pods")
@@ -204,8 +221,10 @@ class GroupUse:
     def refresh(self) -> None:
         for key, pod in self._pods.poll():
             if pod is not None and pod["metadata"].get("namespace") == self.namespace:
+                self._device(pod["metadata"]["name"], pod)
                 self._reservation(pod)
             elif pod is None and key.startswith(self.namespace + "/"):
+                self._device(key.split("/", 1)[1], None)
                 self._drop_reservation(key.split("/", 1)[1])
             else:
                 self._hold(key, () if pod is None else tuple(_pod_groups(pod)))
@@ -220,6 +239,31 @@ class GroupUse:
             if self.held[group] <= 0:
                 del self.held[group]
                 self.unheld.add(group)
+
+    def _device(self, name: str, pod: JSON | None) -> None:
+        """Keep `indices` and `grouped` for one pod of the namespace (None: deleted)."""
+        node = self._node_of.pop(name, None)
+        if node is not None:
+            on_node = self.indices[node]
+            del on_node[name]
+            if not on_node:
+                del self.indices[node]
+        group = self._group_of.pop(name, None)
+        if group is not None:
+            names = self.grouped[group]
+            names.discard(name)
+            if not names:
+                del self.grouped[group]
+        labels = (pod["metadata"].get("labels") or {}) if pod is not None else {}
+        if pod is not None and constants.LABEL_GPU_GROUP in labels and not pod["metadata"].get("deletionTimestamp"):
+            self._group_of[name] = labels[constants.LABEL_GPU_GROUP]
+            self.grouped.setdefault(labels[constants.LABEL_GPU_GROUP], set()).add(name)
+        if pod is None or (pod["metadata"].get("labels") or {}).get(LABEL_APP) != constants.RESERVATION_APP_LABEL_VALUE:
+            return
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        self._node_of[name] = node
+        index = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_GPU_INDEX)
+        self.indices.setdefault(node, {})[name] = index
 
     def _reservation(self, pod: JSON) -> None:
         meta = pod["metadata"]

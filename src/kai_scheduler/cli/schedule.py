@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
                     cluster.between_cycles()
             with phases.step(f"cycle {i + 1} of {cycles}", enabled=progress):
                 cluster.cycle()
+        for done in cluster.results:  # the report reads their decisions: the final view then reuses the model
+            done.release()
         with phases.step("preparing the report", enabled=progress), collector.paused():
             result = outcome.build(
                 loaded.name or args.file,

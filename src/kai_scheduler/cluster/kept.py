@@ -25,8 +25,9 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
@@ -38,11 +39,12 @@ from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED
-from kai_scheduler.cluster.queue_charge import QueueCharge, Rows, charge, job_rows
+from kai_scheduler.cluster.queue_charge import KeptSums, QueueCharge, Rows, job_rows
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector, gpu_portion
 
 Key = tuple[str, str]  # (namespace, name): the order of pods and jobs in a snapshot
+_K = TypeVar("_K", Key, str)
 _BASE = frozenset(ResourceAxis().names)
 _ACTIVE_USED = ACTIVE_USED.value
 
@@ -107,7 +109,8 @@ class Model:
     queue_keys: dict[str, list[Key]] = field(default_factory=dict)  # queue → its jobs' keys, sorted
     charges: dict[str, QueueCharge] = field(default_factory=dict)
     rows: dict[str, Rows] = field(default_factory=dict)  # PodGroup key → its job's rows
-    dirty_queues: set[str] = field(default_factory=set)
+    sums: dict[str, KeptSums] = field(default_factory=dict)  # queue → its sums after each of its jobs
+    dirty_queues: dict[str, Key] = field(default_factory=dict)  # queue → the first of its job keys that changed
     group_problems: dict[Key, s.Problem] = field(default_factory=dict)  # of jobs, by job key
     queue_problems: dict[Key, tuple[str, s.Problem]] = field(default_factory=dict)  # job key → (uid, problem)
     bulk: bool = False  # a build from nothing: keys arrive in order, appended
@@ -115,9 +118,18 @@ class Model:
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
     stale_watch: set[str] = field(default_factory=set)
-    live_brs: dict[str, BindRequest] = field(default_factory=dict)
+    live_brs: dict[str, BindRequest] = field(default_factory=dict)  # pod key → its BindRequest
     stale_brs: list[BindRequest] = field(default_factory=list)  # failed, or naming a node that is not there
+    # With a change feed (`ClusterObjects.feed`): its marks at the last build, and the BindRequests indexed so
+    # that a changed one is classified alone (`brs_indexed` False: not kept, every request is looked at).
+    marks: dict[str, object] = field(default_factory=dict)
+    brs_indexed: bool = False
+    brs: dict[str, BindRequest] = field(default_factory=dict)  # by the request's own key
+    br_pods: dict[str, set[str]] = field(default_factory=dict)  # pod key → keys of the requests naming it
+    stale_keys: list[str] = field(default_factory=list)  # keys of `stale_brs`, sorted
     touched: set[str] = field(default_factory=set)  # nodes the last session moved tasks on
+    written: set[str] = field(default_factory=set)  # jobs whose task records the last snapshot's users changed
+    anti: dict[Key, _Pod] = field(default_factory=dict)  # pods on nodes or in `tasks` with pod anti-affinity
     last: weakref.ref[s.Snapshot] | None = None
     # Per build: what the changes reached.
     dirty_nodes: set[str] = field(default_factory=set)
@@ -154,6 +166,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         model = None
     if model is None:
         model = memo.model = _fresh(objects, params, memo, pooled, signature, queues, labels)
+    model.marks = dict(objects.marks)
     problems += queue_problems
     problems += [model.pod_problems[k] for k in sorted(model.pod_problems)]
     problems += [model.group_problems[k] for k in sorted(model.group_problems)]
@@ -180,6 +193,8 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         node_memo=pooled.memo,
         waiting=waiting,
         touched=model.touched,
+        written=model.written,
+        anti_affine=[e.info for e in model.anti.values()],
         queue_charges=dict(model.charges),
         stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
     )
@@ -246,7 +261,7 @@ def _fresh(
         min_gpu_memory=s._gpu_memory(arrays, min),
         max_gpu_memory=s._gpu_memory(arrays, max),
     )
-    model.live_brs, model.stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
+    _index_brs(model, objects)
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     model.bulk = True
     for pod in sorted(objects.pods, key=lambda p: (p.namespace, p.name)):
@@ -265,9 +280,21 @@ def _fresh(
 
 def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -> bool:
     """Bring the model up to date with `objects`; False when the resource axis changed (build from nothing)."""
-    current = dict(zip(map(id, objects.pods), objects.pods, strict=True))
-    gone = [model.pods[i] for i in model.pods.keys() - current.keys()]
-    new = [current[i] for i in current.keys() - model.pods.keys()]
+    changed = _changes(model, objects, "pods")
+    if changed is None:  # every pod looked at: the new and the gone by identity
+        current = dict(zip(map(id, objects.pods), objects.pods, strict=True))
+        gone = [model.pods[i] for i in model.pods.keys() - current.keys()]
+        new = [current[i] for i in current.keys() - model.pods.keys()]
+    else:  # only the keys the feed says changed
+        gone, new = [], []
+        for key, obj in changed.items():
+            old = model.by_skey.get(key)
+            if old is not None and old.record.pod is obj:
+                continue
+            if old is not None:
+                gone.append(old)
+            if isinstance(obj, Pod):
+                new.append(obj)
     names = dict(model.resources)
     for pods, step in (([e.record.pod for e in gone], -1), (new, 1)):
         for pod in pods:
@@ -277,9 +304,8 @@ def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -
     if ResourceAxis(model.pooled.resources | {n for n, c in names.items() if c > 0}).names != model.axis.names:
         return False
     _put_back(model)
-    live, model.stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
-    rebound = {k for k in model.live_brs.keys() | live.keys() if model.live_brs.get(k) is not live.get(k)}
-    model.live_brs = live
+    brs = _changes(model, objects, "bindrequests") if model.brs_indexed else None
+    rebound = _index_brs(model, objects) if brs is None else _change_brs(model, brs)
     for e in gone:
         _unlink(model, e)
     records: dict[str, s._PodRecord] = {}
@@ -290,29 +316,129 @@ def _update(model: Model, objects: s.ClusterObjects, params: s.SnapshotParams) -
         old = model.by_skey[skey]
         _unlink(model, old)
         _link(model, _enter(model, old.record.pod, params, records, old.record))
-    groups_now = dict(zip(map(id, objects.podgroups), objects.podgroups, strict=True))
-    for i in model.groups.keys() - groups_now.keys():
-        _unlink_group(model, model.groups[i])
-    for i in groups_now.keys() - model.groups.keys():
-        _link_group(model, groups_now[i], {})
+    groups = _changes(model, objects, "podgroups")
+    if groups is None:
+        groups_now = dict(zip(map(id, objects.podgroups), objects.podgroups, strict=True))
+        for i in model.groups.keys() - groups_now.keys():
+            _unlink_group(model, model.groups[i])
+        for i in groups_now.keys() - model.groups.keys():
+            _link_group(model, groups_now[i], {})
+    else:
+        for key, pg in groups.items():
+            g = model.group_by_skey.get(key)
+            if g is not None and g.record.podgroup is pg:
+                continue
+            if g is not None:
+                _unlink_group(model, g)
+            if isinstance(pg, PodGroup):
+                _link_group(model, pg, {})
     _settle(model, params)
     return True
+
+
+def _changes(model: Model, objects: s.ClusterObjects, resource: str) -> dict[str, object] | None:
+    """The objects of `resource` whose keys changed since the model's last build (None: gone), from the objects'
+    change feed; None when there is no feed or it does not know."""
+    since, until = model.marks.get(resource), objects.marks.get(resource)
+    if objects.feed is None or since is None or until is None:
+        return None
+    return objects.feed.changed(resource, since, until)
+
+
+def _index_brs(model: Model, objects: s.ClusterObjects) -> set[str]:
+    """Classify every BindRequest (live for its pod, or stale); the keys of the pods whose live one changed."""
+    live, model.stale_brs = s._bind_requests(objects.bind_requests, model.node_by_name)
+    rebound = {k for k in model.live_brs.keys() | live.keys() if model.live_brs.get(k) is not live.get(k)}
+    model.live_brs = live
+    model.brs_indexed = objects.feed is not None  # kept for the next build's changes only
+    model.brs, model.br_pods, model.stale_keys = {}, {}, []
+    if model.brs_indexed:
+        for br in objects.bind_requests:
+            key = br.meta.key
+            model.brs[key] = br
+            model.br_pods.setdefault(_br_pod(br), set()).add(key)
+        model.stale_keys = [br.meta.key for br in model.stale_brs]
+    return rebound
+
+
+def _change_brs(model: Model, changes: dict[str, object]) -> set[str]:
+    """`_index_brs` for the changed requests alone: the same live and stale requests, stale ones in key order,
+    and for a pod named by several the last live one in key order, as a classification of all."""
+    pods: set[str] = set()
+    for key, br in changes.items():
+        old = model.brs.get(key)
+        if old is br:
+            continue
+        if old is not None:
+            del model.brs[key]
+            pod = _br_pod(old)
+            model.br_pods[pod].discard(key)
+            if not model.br_pods[pod]:
+                del model.br_pods[pod]
+            _remove_sorted(model.stale_keys, key)
+            pods.add(pod)
+        if isinstance(br, BindRequest):
+            model.brs[key] = br
+            pod = _br_pod(br)
+            model.br_pods.setdefault(pod, set()).add(key)
+            if _stale(model, br):
+                bisect.insort(model.stale_keys, key)
+            pods.add(pod)
+    rebound = set()
+    for pod in pods:
+        live = None
+        for key in sorted(model.br_pods.get(pod, ())):
+            if not _stale(model, model.brs[key]):
+                live = model.brs[key]
+        if model.live_brs.get(pod) is not live:
+            rebound.add(pod)
+            if live is None:
+                del model.live_brs[pod]
+            else:
+                model.live_brs[pod] = live
+    model.stale_brs = [model.brs[k] for k in model.stale_keys]
+    return rebound
+
+
+def _br_pod(br: BindRequest) -> str:
+    return f"{br.meta.namespace}/{br.pod_name}"
+
+
+def _stale(model: Model, br: BindRequest) -> bool:
+    return br.is_failed or br.selected_node not in model.node_by_name
 
 
 def _put_back(model: Model) -> None:
     """Undo what the last session (or a reader of the last snapshot) changed in the records."""
     dirty = model.dirty_nodes
-    for e in model.pods.values():
+    for e in _written(model):
         info = e.info
         if info.placement is not e.placement or info.memory_portion != e.portion:
             info.placement, info.memory_portion = e.placement, e.portion
             if e.node:
                 dirty.add(e.node)
+    model.written.clear()
     dirty |= model.touched
     model.touched.clear()
     for g in model.groups.values():
         if g.job is not None and g.job.stale_since != g.record.stale_since:
             g.job.stale_since = g.record.stale_since
+
+
+def _written(model: Model) -> Iterable[_Pod]:
+    """The entries whose records the last snapshot's users may have changed: the tasks of the jobs it says
+    were written (`Snapshot.written`), or every pod when one of those is not a job of the model."""
+    entries: list[_Pod] = []
+    for uid in model.written:
+        job = model.jobs.get(uid)
+        if job is None:
+            return model.pods.values()
+        for task in (*job.tasks, *job.unassigned):
+            e = model.by_skey.get(task.key)
+            if e is None or e.info is not task:
+                return model.pods.values()
+            entries.append(e)
+    return entries
 
 
 def _enter(
@@ -373,6 +499,8 @@ def _link(model: Model, e: _Pod) -> None:
         model.pod_problems[e.key] = e.problem
     if e.record.pod.meta.deletion_timestamp is not None:
         model.timed.add(e.key)
+    if e.record.pod.pod_anti_affinity and (e.node or e.group):
+        model.anti[e.key] = e
 
 
 def _unlink(model: Model, e: _Pod) -> None:
@@ -393,6 +521,7 @@ def _unlink(model: Model, e: _Pod) -> None:
         model.others_changed = True
     model.pod_problems.pop(e.key, None)
     model.timed.discard(e.key)
+    model.anti.pop(e.key, None)
 
 
 def _link_group(model: Model, pg: PodGroup, records: dict[str, s._GroupRecord]) -> None:
@@ -434,8 +563,11 @@ def _settle(model: Model, params: s.SnapshotParams) -> None:
         model.jobs.clear()
         model.jobs.update(jobs)
     added.clear()
-    for queue in model.dirty_queues:
-        model.charges[queue] = charge(model.rows[_skey(k)] for k in model.queue_keys.get(queue, ()))
+    for queue, first in model.dirty_queues.items():  # summed again from the first job that changed on
+        keys = model.queue_keys.get(queue, [])
+        start = bisect.bisect_left(keys, first)
+        sums = model.sums.get(queue) or model.sums.setdefault(queue, KeptSums())
+        model.charges[queue] = sums.update(start, (model.rows[_skey(k)] for k in keys[start:]))
     model.dirty_queues.clear()
     if model.others_changed or model.other_usage is None:
         usage = model.axis.zeros()
@@ -489,7 +621,7 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
         _insert(model, model.job_keys, key)
         model.jobs_added.append(key)  # at the end of `jobs`: moved into place by `_settle` if need be
     _insert(model, model.queue_keys.setdefault(job.queue, []), key)
-    model.dirty_queues.add(job.queue)
+    _dirty_queue(model, job.queue, key)
     model.rows[skey] = job_rows(job)
     for e in members.values():
         e.record.queue_cache = e.info.queue_cache
@@ -520,7 +652,7 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
 def _forget(model: Model, skey: str, key: Key, old: JobInfo, *, keep_place: bool) -> None:
     """Take the old job of PodGroup `skey` out of every index; `keep_place`: a job of its uid replaces it."""
     _remove_sorted(model.queue_keys[old.queue], key)
-    model.dirty_queues.add(old.queue)
+    _dirty_queue(model, old.queue, key)
     del model.rows[skey]
     model.waiting.discard(old.uid)
     model.stale_watch.discard(old.uid)
@@ -530,6 +662,12 @@ def _forget(model: Model, skey: str, key: Key, old: JobInfo, *, keep_place: bool
     if not keep_place:
         del model.jobs[old.uid]
         _remove_sorted(model.job_keys, key)
+
+
+def _dirty_queue(model: Model, queue: str, key: Key) -> None:
+    first = model.dirty_queues.get(queue)
+    if first is None or key < first:
+        model.dirty_queues[queue] = key
 
 
 def _make_job(model: Model, g: _Group, members: dict[Key, _Pod], params: s.SnapshotParams) -> JobInfo | None:
@@ -584,7 +722,7 @@ def _insert(model: Model, keys: list[Key], key: Key) -> None:
         bisect.insort(keys, key)
 
 
-def _remove_sorted(keys: list[Key], key: Key) -> None:
+def _remove_sorted(keys: list[_K], key: _K) -> None:
     i = bisect.bisect_left(keys, key)
     if i < len(keys) and keys[i] == key:
         del keys[i]

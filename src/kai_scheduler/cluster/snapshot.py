@@ -17,7 +17,7 @@ import dataclasses
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -79,6 +79,21 @@ class ClusterObjects:
     problems: list[Problem] = field(default_factory=list)  # objects that failed to parse
     dra: DraObjects = field(default_factory=DraObjects)
     namespaces: list[Namespace] = field(default_factory=list)  # read for queue access control only
+    # Where the objects came from, for a kept model to look at what changed only (`kept`): the source's change
+    # feed and its marks (per resource of `FED_RESOURCES`) taken with these lists. None: look at every object.
+    feed: ChangeFeed | None = None
+    marks: dict[str, object] = field(default_factory=dict)
+
+
+FED_RESOURCES = ("pods", "podgroups", "bindrequests")
+
+
+class ChangeFeed(Protocol):
+    """What changed in a source of typed objects between two of its marks (`store.cache.ObjectCache`)."""
+
+    def changed(self, resource: str, since: object, until: object) -> dict[str, Any] | None:
+        """The objects of `resource` whose keys changed between the marks, as they are at `until` (None:
+        gone), or None when that is not known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +140,12 @@ class Snapshot:
     # during the session is here: the actions look for work among these, not among every job of the cluster.
     waiting: list[JobInfo] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # nodes a session moved tasks on (a kept model redoes them)
+    # Jobs some of whose task records were changed in place (placement or GPU-memory portion): by `move`, by
+    # GPU sharing's choice of a portion, by `show`; a kept model puts back their tasks only.
+    written: set[str] = field(default_factory=set)
+    # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (a kept model keeps the list);
+    # None: found by a pass over every pod (`podaffinity.anti_affine_pods`).
+    anti_affine: list[PodInfo] | None = None
     # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)
@@ -213,6 +234,11 @@ class Snapshot:
             return list(self.stale_watch)
         return sorted({id(j): j for j in (*self.stale_watch, *moved)}.values(), key=lambda j: (j.namespace, j.name))
 
+    def show(self, task: PodInfo, placement: Placement) -> None:
+        """Show `task` at `placement` for a reader of this snapshot, leaving the ledgers as they are."""
+        self.written.add(task.job_uid)
+        task.placement = placement
+
     def move(self, task: PodInfo, after: Placement) -> None:
         """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
         before = task.placement
@@ -223,6 +249,7 @@ class Snapshot:
         task.placement = after
         self.version += 1
         self.moved_jobs.add(task.job_uid)
+        self.written.add(task.job_uid)
         if after.status._value_ & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
             self.touched.add(after.node)
@@ -286,7 +313,9 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     dra_memo = memo.dra if memo is not None else DraMemo()
     nodes, pods = with_device_counts(objects.nodes, objects.pods, objects.dra, dra_memo)
     if nodes is not objects.nodes or pods is not objects.pods:
-        objects = dataclasses.replace(objects, nodes=nodes, pods=pods)
+        # Pods with their claims' GPUs change when a claim does: the feed's pod keys no longer tell what changed.
+        marks = {r: m for r, m in objects.marks.items() if r != "pods" or pods is objects.pods}
+        objects = dataclasses.replace(objects, nodes=nodes, pods=pods, marks=marks)
     objects = pool_objects(objects, params)
     if memo is not None:
         from kai_scheduler.cluster import kept  # kept builds on this module's steps
@@ -382,7 +411,9 @@ def pool_objects(objects: ClusterObjects, params: SnapshotParams) -> ClusterObje
         and len(brs) == len(objects.bind_requests)
     ):
         return objects
-    return dataclasses.replace(objects, queues=queues, podgroups=podgroups, bind_requests=brs)
+    # The change feed names every pool's objects: with some left out, the kept model compares instead.
+    marks = {r: m for r, m in objects.marks.items() if r not in ("queues", "podgroups", "bindrequests")}
+    return dataclasses.replace(objects, queues=queues, podgroups=podgroups, bind_requests=brs, marks=marks)
 
 
 def pod_in_pool(pod: Pod, params: SnapshotParams) -> bool:

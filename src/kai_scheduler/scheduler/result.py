@@ -13,7 +13,7 @@ from kai_scheduler.framework.statement import Op, Operation
 @dataclass(slots=True)
 class CycleResult:
     now: float
-    snapshot: Snapshot  # the model as the session left it
+    held: Snapshot | None  # the model as the session left it (`snapshot`); None once `release`d
     operations: list[Operation]
     fit_errors: dict[str, list[Reject]]  # job uid → reasons
     queue_shares: dict[str, QueueShare]
@@ -24,6 +24,18 @@ class CycleResult:
     open_session_seconds: float = 0.0
     close_session_seconds: float = 0.0
     action_ends: dict[str, int] = field(default_factory=dict)  # action → end index of its `operations`
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The model as the cycle's session left it."""
+        if self.held is None:
+            raise RuntimeError("this cycle's snapshot was released: only its decisions are kept")
+        return self.held
+
+    def release(self) -> None:
+        """Let go of the snapshot, keeping the decisions: a kept snapshot model is then updated in place by the
+        next build instead of built again beside it (a report that reads only the decisions, as `kai schedule`'s)."""
+        self.held = None
 
     def count(self, op: Op) -> int:
         return sum(1 for o in self.operations if o.op is op)

@@ -141,6 +141,8 @@ class Scheduler:
                 templates=self.cache.objects("resourceclaimtemplates"),
             ),
             namespaces=self.cache.objects("namespaces") if self.config.flags.queue_access_control else [],
+            feed=self.cache,
+            marks={resource: self.cache.mark(resource) for resource in snapshots.FED_RESOURCES},
             problems=[
                 snapshots.Problem(
                     b.kind,
@@ -236,7 +238,7 @@ class Scheduler:
             self.usage.observe(snap.now, {q: _triple(s.allocated) for q, s in shares.items()}, _triple(capacity))
         result = CycleResult(
             now=snap.now,
-            snapshot=snap,
+            held=snap,
             operations=list(ssn.committed),
             fit_errors=dict(ssn.job_fit_errors),
             queue_shares=shares,

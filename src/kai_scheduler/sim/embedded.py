@@ -126,11 +126,11 @@ class EmbeddedCluster:
                 if op.op in (Op.PIPELINE, Op.UNEVICT) and op.after.status == PodStatus.PIPELINED:
                     task = snap.tasks.get(str(op.task.uid)) or _by_key(snap, op.task.key)
                     if task is not None and task.is_pending:
-                        task.placement = Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups)
+                        snap.show(task, Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups))
                 elif op.moved:  # its pod is still terminating on the old node: shown where it will run
                     task = snap.tasks.get(str(op.task.uid))
                     if task is not None and task.is_releasing:
-                        task.placement = Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups)
+                        snap.show(task, Placement(PodStatus.PIPELINED, op.after.node, op.after.gpu_groups))
         return snap
 
 

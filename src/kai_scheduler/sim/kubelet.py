@@ -13,7 +13,6 @@ recreated.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, mig
@@ -74,6 +73,8 @@ class Controller:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
+        # Each pod as first seen, shared with the store (read only): its pending copy is made when it is created
+        # again, not kept for every pod (a PodGroup's worth of memory per job of a large scenario).
         self.templates: dict[str, JSON] = {}
         self.deleted_groups: set[str] = set()
         self._remember()
@@ -81,12 +82,10 @@ class Controller:
     def _remember(self) -> None:
         """Templates of every pod; a workload is deleted when its PodGroup is being deleted (a scenario's
         `deleted: true`), not merely because all its pods are terminating (evicted pods come back)."""
-        # Read only: a template is new dicts down to spec and metadata, sharing the rest with the store's pod,
-        # and is copied whole before each create.
         pods, _ = self.store.list("pods", shared=True)
         for pod in pods:
             key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
-            self.templates[key] = pending_copy(pod)
+            self.templates[key] = pod
         groups, _ = self.store.list("podgroups", shared=True)
         for group in groups:
             meta = group["metadata"]
@@ -95,22 +94,22 @@ class Controller:
 
     def track(self, pod: JSON) -> None:
         key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
-        self.templates[key] = pending_copy(pod)
+        self.templates[key] = pod
 
     def forget(self, key: str) -> None:
         self.templates.pop(key, None)
 
     def step(self) -> list[str]:
         recreated = []
-        for key, template in sorted(self.templates.items()):
-            ns, name = template["metadata"].get("namespace", ""), template["metadata"]["name"]
-            group = template["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME, "")
+        for key, pod in sorted(self.templates.items()):
+            ns, name = pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+            group = pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME, "")
             if f"{ns}/{group}" in self.deleted_groups:
                 continue
             try:
-                self.store.get("pods", name, ns)
+                self.store.get("pods", name, ns, shared=True)  # read only: is it there
             except NotFound:
-                self.store.create(copy.deepcopy(template))
+                self.store.create(pending_copy(pod))  # the store copies what it is given
                 recreated.append(key)
         return recreated
 

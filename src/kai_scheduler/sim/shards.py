@@ -58,7 +58,7 @@ class Shards:
             parts.append(part)
         merged = CycleResult(
             now=parts[0].now,
-            snapshot=self.view.snapshot(all_pools=True),
+            held=self.view.snapshot(all_pools=True),
             operations=[op for p in parts for op in p.operations],
             fit_errors={uid: reasons for p in parts for uid, reasons in p.fit_errors.items()},
             queue_shares={q: share for p in parts for q, share in p.queue_shares.items()},

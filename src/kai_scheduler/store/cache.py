@@ -35,6 +35,7 @@ SCHEDULER_RESOURCES = (
 # NotFound reads as empty, and is asked again every OPTIONAL_RETRY syncs.
 OPTIONAL_RESOURCES = frozenset(DRA_RESOURCES)
 OPTIONAL_RETRY = 60
+LOG_FLOOR = 4096  # entries an informer's change log keeps at least (see `_logged`)
 # Read too with queue access control on (`--queue-access-control`): the namespaces' labels.
 ACCESS_RESOURCES = ("namespaces",)
 
@@ -61,6 +62,14 @@ class _Informer(Generic[T]):
     changed: set[str] = field(default_factory=set)  # keys changed since `ordered` was made
     gone: set[str] = field(default_factory=set)  # keys deleted since the last relist (see `seen`)
     unserved: int = 0  # an optional kind the server does not serve: syncs until it is asked again
+    # The change log (see `ObjectCache.changed`): the keys put or deleted, in order, since the last relist
+    # (`epoch` counts relists); `log_start` is the position of log[0] since then.
+    log: list[str] = field(default_factory=list)
+    log_start: int = 0
+    epoch: int = 0
+
+
+Mark = tuple[int, int]  # (relists, position in the change log): where an informer's change log stood
 
 
 class ObjectCache:
@@ -97,6 +106,7 @@ class ObjectCache:
                     informer.version = obj.get("metadata", {}).get("resourceVersion", informer.version)
                     if event.type == "DELETED":
                         key = _key(obj)
+                        _logged(informer, key)
                         informer.items.pop(key, None)
                         informer.bad.pop(key, None)
                         informer.changed.add(key)
@@ -131,11 +141,14 @@ class ObjectCache:
         informer.version = version
         informer.listed = True
         informer.ordered = None
+        informer.epoch += 1  # what changed is not known key by key: readers of the change log look at all
+        informer.log, informer.log_start = [], 0
         informer.gone = set(old) - set(informer.items) - set(informer.bad)
 
     def _put(self, informer: _Informer[Any], obj: JSON) -> None:
         key = _key(obj)
         informer.changed.add(key)
+        _logged(informer, key)  # logged before the keep filter: a dropped object reads as gone
         keep = self._keep.get(informer.resource)
         if keep is not None and not keep(obj):  # not (or no longer) one of ours: as if deleted
             informer.items.pop(key, None)
@@ -183,6 +196,30 @@ class ObjectCache:
         informer.changed.clear()
         return list(informer.ordered)
 
+    def mark(self, resource: str) -> Mark:
+        """Where the change log of `resource` stands now (give it to `changed` later)."""
+        informer = self._informers[resource]
+        return informer.epoch, informer.log_start + len(informer.log)
+
+    def changed(self, resource: str, since: object, until: object) -> dict[str, Any] | None:
+        """The parsed objects whose keys changed between two marks of `resource` (None for a key now gone or
+        unparsable), or None when that is not known: a relist came between, the log no longer reaches back to
+        `since`, or something changed after `until` (the caller's objects would not be the cache's now)."""
+        informer = self._informers[resource]
+        end = informer.log_start + len(informer.log)
+        if (
+            not isinstance(since, tuple)
+            or since[0] != informer.epoch
+            or until != (informer.epoch, end)
+            or not informer.log_start <= since[1] <= end
+        ):
+            return None
+        out: dict[str, Any] = {}
+        for key in informer.log[since[1] - informer.log_start :]:
+            item = informer.items.get(key)
+            out[key] = item[1] if item is not None else None
+        return out
+
     def seen(self, resource: str, key: str) -> bool:
         """Whether the cache has seen the object (it is here, unparsable, or was deleted since the last relist):
         how a writer knows its own write has come back through the watch."""
@@ -195,6 +232,17 @@ class ObjectCache:
 
     def bad_objects(self) -> list[BadObject]:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]
+
+
+def _logged(informer: _Informer[Any], key: str) -> None:
+    """Append to the change log; past twice the objects (and a floor) its older half is dropped, and a reader
+    whose mark falls before what is kept looks at every object instead."""
+    log = informer.log
+    log.append(key)
+    if len(log) > max(LOG_FLOOR, 2 * len(informer.items)):
+        drop = len(log) // 2
+        del log[:drop]
+        informer.log_start += drop
 
 
 def _annotations(obj: JSON) -> dict[str, str]:

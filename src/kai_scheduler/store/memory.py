@@ -102,6 +102,8 @@ class MemoryStore:
         # Per resource: the newest version whose event was dropped from its history.
         self._compacted_rv: dict[str, int] = dict.fromkeys(RESOURCES, 0)
         self._labels: dict[str, LabelIndex] = {plural: LabelIndex() for plural in RESOURCES}
+        # BindRequests by (namespace, owner uid): what a removed pod takes with it, found without a scan.
+        self._owned: dict[tuple[str, str], set[Key]] = {}
         self._generated = 0  # names made from metadata.generateName so far
         self._now_text: tuple[float, str] = (float("nan"), "")  # the clock's last reading, formatted
         self._checking = os.environ.get(CHECK_SHARED_READS_ENV) == "1"
@@ -169,14 +171,15 @@ class MemoryStore:
 
     # --- writes ---
 
-    def create(self, obj: JSON) -> JSON:
+    def create(self, obj: JSON, *, shared: bool = False) -> JSON:
+        """Store a new object; the object as stored (`shared=True`: the stored one itself, never to be changed)."""
         doc = rules.copy_in(obj)
         with self._cond:
             res, key, doc = self._prepare_new(doc)
             if key in self._objects[res.plural]:
                 raise AlreadyExists(f"{res.plural} {_show(key)} already exists")
             stored = self._commit(res.plural, key, doc, "ADDED")
-        return rules.copy_out(stored)
+        return stored if shared else rules.copy_out(stored)
 
     def add_many(self, objects: Iterable[JSON]) -> int:
         """Create all of `objects` or none (AlreadyExists names the first clash); return how many.
@@ -194,7 +197,7 @@ class MemoryStore:
                 self._commit(res.plural, key, doc, "ADDED")
         return len(prepared)
 
-    def update(self, obj: JSON) -> JSON:
+    def update(self, obj: JSON, *, shared: bool = False) -> JSON:
         doc = rules.copy_in(obj)
         with self._cond:
             res, key = self._locate(doc)
@@ -203,9 +206,9 @@ class MemoryStore:
             if res.plural in rules.STATUS_SUBRESOURCE:
                 doc = rules.with_status(doc, stored.get("status"))
             written = self._write(res.plural, key, stored, rules.keep_system_fields(doc, stored))
-        return rules.copy_out(written)
+        return written if shared else rules.copy_out(written)
 
-    def update_status(self, obj: JSON) -> JSON:
+    def update_status(self, obj: JSON, *, shared: bool = False) -> JSON:
         doc = rules.copy_in(obj)
         with self._cond:
             res, key = self._locate(doc)
@@ -213,10 +216,18 @@ class MemoryStore:
             stored = self._stored(res.plural, key)
             rules.check_precondition(doc, stored)
             written = self._write(res.plural, key, stored, rules.with_status(stored, doc.get("status")))
-        return rules.copy_out(written)
+        return written if shared else rules.copy_out(written)
 
     def patch(
-        self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
+        self,
+        resource: str,
+        name: str,
+        namespace: str,
+        patch: JSON,
+        subresource: str = "",
+        *,
+        strategic: bool = False,
+        shared: bool = False,
     ) -> JSON:
         """RFC 7386 merge patch, or a strategic merge patch (see the interface). With subresource="status" the
         patch is still object-shaped
@@ -243,7 +254,7 @@ class MemoryStore:
             else:
                 new = rules.keep_system_fields(merged, stored)
             written = self._write(res.plural, key, stored, new)
-        return rules.copy_out(written)
+        return written if shared else rules.copy_out(written)
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         """Remove the object; pods delete gracefully (see the module docstring). None = the pod's default."""
@@ -382,12 +393,8 @@ class MemoryStore:
 
     def _collect_bind_requests(self, namespace: str, owner_uid: str) -> None:
         """Remove the BindRequests a removed pod owned: the only garbage collection the store does."""
-        owned = [
-            (key, obj)
-            for key, obj in self._objects["bindrequests"].items()
-            if key[0] == namespace
-            and any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or ())
-        ]
+        bind_requests = self._objects["bindrequests"]
+        owned = [(key, bind_requests[key]) for key in self._owned.get((namespace, owner_uid), ())]
         for key, obj in sorted(owned, key=_by_key):
             self._commit("bindrequests", key, obj, "DELETED")
 
@@ -405,17 +412,35 @@ class MemoryStore:
             self._fingerprint(old, stored if event_type != "DELETED" else None)
         if old is not None:
             self._labels[plural].update(key, old, adding=False)
+            if plural == "bindrequests":
+                self._own(key, old, adding=False)
         if event_type == "DELETED":
             del self._objects[plural][key]
         else:
             self._objects[plural][key] = stored
             self._labels[plural].update(key, stored, adding=True)
+            if plural == "bindrequests":
+                self._own(key, stored, adding=True)
         history = self._history[plural]
         history.append(_Event(self._rv, plural, event_type, stored))
         if len(history) > self._history_size:
             self._compacted_rv[plural] = history.popleft().rv
         self._cond.notify_all()
         return stored
+
+    def _own(self, key: Key, obj: JSON, *, adding: bool) -> None:
+        """Keep `_owned` for one BindRequest version coming into the store or leaving it."""
+        for ref in obj["metadata"].get("ownerReferences") or ():
+            uid = ref.get("uid") if isinstance(ref, dict) else None
+            if not isinstance(uid, str):
+                continue
+            owner = (key[0], uid)
+            if adding:
+                self._owned.setdefault(owner, set()).add(key)
+            elif owner in self._owned:
+                self._owned[owner].discard(key)
+                if not self._owned[owner]:
+                    del self._owned[owner]
 
     def _fingerprint(self, old: JSON | None, new: JSON | None) -> None:
         """Checking mode: compare the replaced object with its JSON when stored; remember the new one's."""

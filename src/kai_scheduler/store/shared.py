@@ -4,8 +4,9 @@ In the embedded cluster every component reads the one store; with copies each ke
 watches (three to five copies of every pod and PodGroup of a large scenario). A component given this store must
 never change an object it read, nor any part of one: it builds new dicts for what it writes (the memory store
 copies what it is given). The test suite runs the memory store in its checking mode, which names any stored
-object a reader changed (`MemoryStore.changed_by_readers`). Writes go to the store unchanged; what they
-return is still the caller's own copy.
+object a reader changed (`MemoryStore.changed_by_readers`). Writes go to the store unchanged, and what they
+return is the stored object too, under the same rule: the status controllers keep the PodGroups and queues
+they wrote, and a private copy of each was a PodGroup's worth of memory per job.
 """
 
 from __future__ import annotations
@@ -31,18 +32,18 @@ class SharedReads:
         return self.store.watch(resource, resource_version, timeout, shared=True)
 
     def create(self, obj: JSON) -> JSON:
-        return self.store.create(obj)
+        return self.store.create(obj, shared=True)
 
     def update(self, obj: JSON) -> JSON:
-        return self.store.update(obj)
+        return self.store.update(obj, shared=True)
 
     def update_status(self, obj: JSON) -> JSON:
-        return self.store.update_status(obj)
+        return self.store.update_status(obj, shared=True)
 
     def patch(
         self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", *, strategic: bool = False
     ) -> JSON:
-        return self.store.patch(resource, name, namespace, patch, subresource, strategic=strategic)
+        return self.store.patch(resource, name, namespace, patch, subresource, strategic=strategic, shared=True)
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         self.store.delete(resource, name, namespace, grace_period_seconds)

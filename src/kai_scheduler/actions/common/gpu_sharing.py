@@ -42,6 +42,7 @@ def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool
         return (), False
     node = ssn.snapshot.nodes[row]
     if task.gpu.memory_mib:
+        ssn.snapshot.written.add(task.job_uid)
         task.memory_portion = gpu_portion(task.gpu.memory_mib, node.gpu_memory_mib)
     candidates = candidates_on(ssn, task, node)
     scores = ssn.gpu_scores(task, row, [c.group for c in candidates])

@@ -29,6 +29,8 @@ def session_pods(snapshot: Snapshot) -> list[PodInfo]:
 def anti_affine_pods(snapshot: Snapshot) -> list[PodInfo]:
     """The pods of `session_pods` that declare pod anti-affinity, in no particular order: one pass over the
     pods without building or sorting the whole set (most clusters have none)."""
+    if snapshot.anti_affine is not None:  # kept with the snapshot's model
+        return list(snapshot.anti_affine)
     found: dict[str, PodInfo] = {}
     for node in snapshot.nodes:
         for uid, pod in node.tasks.items():
