@@ -7,6 +7,7 @@ import pytest
 
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.gpufrag import shapes
 from kai_scheduler.plugins.gpufrag.plugin import FRAGMENTATION, GpuFrag
 from tests.plugins import builders as b
 from tests.plugins.builders import node, pod
@@ -85,6 +86,30 @@ def test_learned_shapes_come_from_the_snapshot_pods() -> None:
     assert learned == given
 
 
+def weighted_session(weigh_by: str) -> Session:
+    # 30 pending 0.1-GPU tasks, one whole-GPU task, the 0.5 task p, and a 0.45 sharer on n2 (0.55 left).
+    pods = [pod(f"b{i}", fraction=0.1) for i in range(30)]
+    pods += [pod("w", gpus=1), pod("p", fraction=0.5), sharer("s", 0.45, "n2", "g1")]
+    nodes = [node("n1", gpus=1, gpu_memory=40000), node("n2", gpus=1, gpu_memory=40000)]
+    plugin = GpuFrag.from_args({"weighBy": weigh_by})
+    return b.session(b.snapshot(nodes=nodes, pods=pods), plugin)  # type: ignore[arg-type]
+
+
+def test_weighing_shapes_by_tasks_protects_the_many_small_tasks() -> None:
+    # Shapes 0.1 ×30, 1 ×1, 0.5 ×1, 0.45 ×1 (weights over 33). p on n1 [1.0 → 0.5]: the whole-GPU shape no
+    # longer fits: +0.5 × 1. p on n2 [0.55 → 0.05]: 0.1, 0.5 and 0.45 strand 0.05 (+0.05 × 32), the whole-GPU
+    # shape strands 0.05 instead of 0.55 (−0.5 × 1): 1.1 against 0.5, n1 wins.
+    ssn = weighted_session("tasks")
+    assert node_scores(ssn, "p") == [FRAGMENTATION, 0.0]
+
+
+def test_weighing_shapes_by_gpus_protects_the_gpus_they_ask() -> None:
+    # The same, weights count × GPUs: 0.1 → 3, 1 → 1, 0.5 → 0.5, 0.45 → 0.45. n1: +0.5 × 1; n2: 0.05 × (3 + 0.5
+    # + 0.45) − 0.5 × 1 = −0.3025: n2 wins.
+    ssn = weighted_session("gpus")
+    assert node_scores(ssn, "p") == [0.0, FRAGMENTATION]
+
+
 def test_state_follows_allocations_in_the_session() -> None:
     # shapes: whole GPUs. After a 0.5 task lands on n2's free GPU, n2 strands 0.5 and a second 0.5 task goes there.
     ssn = open_session(
@@ -107,6 +132,10 @@ def test_state_follows_allocations_in_the_session() -> None:
         pytest.param({"shapes": "1.5:1"}, "whole GPUs are a count", id="whole GPUs are whole"),
         pytest.param({"shapes": "1:0"}, "weight above 0", id="no weight"),
         pytest.param({"maxShapes": "0"}, "maxShapes: expected a whole number above 0", id="maxShapes"),
+        pytest.param({"weighBy": "pods"}, "weighBy: expected one of tasks, gpus, got 'pods'", id="weighBy"),
+        pytest.param(
+            {"weighBy": "gpus", "shapes": "1:1"}, "weighBy: applies to learned shapes", id="weighBy with shapes"
+        ),
     ],
 )
 def test_bad_arguments_fail_at_load(arguments: dict[str, str], message: str) -> None:
@@ -118,3 +147,19 @@ def test_candidates_only_are_scored() -> None:
     ssn = open_session([pod("p", gpus=1)], [node("n1", gpus=2), node("n2", gpus=3)], "1:1")
     scores = ssn.node_scores(b.task(ssn, "p"), np.array([False, True]))
     assert scores[0] == 0.0
+
+
+def test_learned_weights_by_tasks_and_by_gpus() -> None:
+    # Two 0.5-GPU tasks, one 2-GPU task, one CPU-only task: by tasks 2, 1, 1; by GPUs 2 × 0.5, 1 × 2, and the
+    # CPU-only shape as if it asked NO_GPU_WEIGHT.
+    pods = [pod("h1", fraction=0.5), pod("h2", fraction=0.5), pod("w", gpus=2), pod("c")]
+    snap = b.snapshot(nodes=[node("n1", gpus=2, gpu_memory=40000)], pods=pods)
+    tasks = list(snap.tasks.values())
+
+    def by(weigh_by: str) -> dict[tuple[int, float], float]:
+        learned = shapes.learned(tasks, snap.max_gpu_memory, 64, weigh_by)
+        return {(k.devices, k.per_device): w for k, w in learned}
+
+    assert by(shapes.TASKS) == {(1, 0.5): 2.0, (2, 1.0): 1.0, (0, 0.0): 1.0}
+    assert by(shapes.GPUS) == pytest.approx({(1, 0.5): 1.0, (2, 1.0): 2.0, (0, 0.0): shapes.NO_GPU_WEIGHT})
+    assert [k.devices for k, _ in shapes.learned(tasks, snap.max_gpu_memory, 1, shapes.GPUS)] == [2]  # heaviest

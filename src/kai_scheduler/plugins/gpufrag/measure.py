@@ -67,9 +67,14 @@ def per_shape(
     shapes: Shapes, gpu_free: Floats, cpu_free: Floats, memory_free: Floats, eligible: Bools | None = None
 ) -> Floats:
     """`F_n(m)` in GPUs: (..., M)."""
-    below = gpu_free[..., None, :] < shapes.levels[:, None] - EPS  # (..., D, G)
-    stranded = np.where(below, gpu_free[..., None, :], 0.0).sum(axis=-1)  # (..., D)
-    counts = gpu_free.shape[-1] - below.sum(axis=-1)  # GPUs with f >= d
+    # Per level d: the GPUs below d are the first `below` of the row sorted ascending, and what they hold is
+    # that prefix's sum (a cumulative sum read at `below`), without a (..., D, G) array of floats.
+    ascending = np.sort(gpu_free, axis=-1)
+    prefix = np.zeros((*gpu_free.shape[:-1], gpu_free.shape[-1] + 1))
+    np.cumsum(ascending, axis=-1, out=prefix[..., 1:])
+    below = (ascending[..., None, :] < shapes.levels[:, None] - EPS).sum(axis=-1)  # (..., D)
+    stranded = np.take_along_axis(prefix, below, axis=-1)  # (..., D)
+    counts = gpu_free.shape[-1] - below  # GPUs with f >= d
     ok: Bools = counts[..., shapes.level_of] >= shapes.devices
     ok &= cpu_free[..., None] >= shapes.cpu - EPS
     ok &= memory_free[..., None] >= shapes.memory - EPS

@@ -19,7 +19,9 @@ scored by taking its devices one at a time, each where it adds least. The node s
 and each node's expected fragmentation) is built once per session and kept per node as tasks are allocated and
 deallocated in it, so a task costs a few vector operations over the candidate nodes.
 
-Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64).
+Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
+(learned shapes weigh their task count, `tasks`, FGD's popularity and the default; or `gpus`, that count times
+the GPUs each task asks).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
 
 FRAGMENTATION: Final = 100.0
 DEFAULT_MAX_SHAPES: Final = 64
-_ARGUMENTS = ("maxShapes", "shapes")
+_ARGUMENTS = ("maxShapes", "shapes", "weighBy")
 
 
 class GpuFrag(PluginBase):
@@ -56,9 +58,12 @@ class GpuFrag(PluginBase):
     _dirty: set[int]  # rows whose tasks changed since `_free`/`_before` were computed
     _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
 
-    def __init__(self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int) -> None:
+    def __init__(
+        self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int, weigh_by: str = shapes.TASKS
+    ) -> None:
         self.given = given
         self.max_shapes = max_shapes
+        self.weigh_by = weigh_by
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
@@ -78,12 +83,23 @@ class GpuFrag(PluginBase):
             max_shapes = 0
         if max_shapes < 1:
             raise ConfigError(f"plugin gpufrag argument maxShapes: expected a whole number above 0, got {raw!r}")
-        return cls(given, max_shapes)
+        weigh_by = str(arguments.get("weighBy", shapes.TASKS))
+        if weigh_by not in shapes.WEIGHINGS:
+            raise ConfigError(
+                f"plugin gpufrag argument weighBy: expected one of {', '.join(shapes.WEIGHINGS)}, got {weigh_by!r}"
+            )
+        if given is not None and "weighBy" in arguments:
+            raise ConfigError(
+                "plugin gpufrag argument weighBy: applies to learned shapes; the shapes given have weights"
+            )
+        return cls(given, max_shapes, weigh_by)
 
     def on_session_open(self, ssn: Session) -> None:
         snap = self._snapshot = ssn.snapshot
         self._arrays = snap.arrays
-        weighted = self.given or shapes.learned(snap.tasks.values(), snap.max_gpu_memory, self.max_shapes)
+        weighted = self.given or shapes.learned(
+            snap.tasks.values(), snap.max_gpu_memory, self.max_shapes, self.weigh_by
+        )
         self._shapes = shapes.to_shapes(weighted)
         self._eligible = shapes.eligibility([k for k, _ in weighted], snap.nodes)
         self._free = state.matrix(snap)

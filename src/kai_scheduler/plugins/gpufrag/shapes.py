@@ -4,7 +4,8 @@ in the plugin's `shapes` argument.
 A pod's shape is its CPU and memory request, its devices and the GPU per device (a gpu-memory request is sized
 against the largest GPU memory of the cluster), and its node constraints (nodeSelector and required node
 affinity, which decide the nodes it is eligible for). Learned shapes weigh each shape by how many pods of the
-snapshot have it (pending, running, anything the snapshot holds); the `maxShapes` most popular are kept.
+snapshot have it (pending, running, anything the snapshot holds), or with `weighBy: gpus` by that count times
+the GPUs each asks; the `maxShapes` heaviest are kept.
 
 Given shapes (`shapes: "1:0.5, 0.5:0.3, 8:0.05, 0:0.15"`): comma-separated `GPUS[xDEVICES]:WEIGHT`, where GPUS
 is a whole count (1, 2, 8), a portion of one device below 1 (0.5), or 0 (no GPU); `xDEVICES` repeats a portion
@@ -24,6 +25,11 @@ from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import CPU, GPU, MEMORY
 from kai_scheduler.plugins.gpufrag.measure import Bools, Shapes
+
+TASKS = "tasks"  # weighBy: a shape weighs how many tasks have it
+GPUS = "gpus"  # weighBy: … times the GPUs each asks
+WEIGHINGS = (TASKS, GPUS)
+NO_GPU_WEIGHT = 0.05  # weighBy gpus: a shape without GPUs weighs as one asking this much GPU
 
 Constraint = tuple[tuple[tuple[str, str], ...], tuple[NodeSelectorTerm, ...]]
 NO_CONSTRAINT: Constraint = ((), ())
@@ -62,10 +68,19 @@ def _fields(task: PodInfo, max_gpu_memory: float) -> tuple[float, float, int, fl
     return float(request[CPU]), float(request[MEMORY]), devices, per_device, (selector, pod.node_affinity)
 
 
-def learned(tasks: Iterable[PodInfo], max_gpu_memory: float, limit: int) -> list[tuple[ShapeKey, float]]:
-    """The `limit` most common shapes among `tasks`, with their counts; ties by shape (deterministic)."""
+def learned(
+    tasks: Iterable[PodInfo], max_gpu_memory: float, limit: int, weigh_by: str = TASKS
+) -> list[tuple[ShapeKey, float]]:
+    """The `limit` heaviest shapes among `tasks` with their weights; ties by shape (deterministic).
+
+    `weigh_by` TASKS: a shape weighs the number of tasks that have it (FGD's popularity). GPUS: that number
+    times the GPUs one of them asks (devices × GPU per device), at least `NO_GPU_WEIGHT` (a shape without GPUs
+    weighs as one asking that much: its tasks strand GPUs only through the CPU and memory they take)."""
     counts = Counter(_fields(t, max_gpu_memory) for t in tasks)  # plain tuples: one hash per task
-    keys = [(ShapeKey(*fields), float(n)) for fields, n in counts.items()]
+    if weigh_by == GPUS:
+        keys = [(ShapeKey(*f), float(n) * max(f[2] * f[3], NO_GPU_WEIGHT)) for f, n in counts.items()]
+    else:
+        keys = [(ShapeKey(*f), float(n)) for f, n in counts.items()]
     ranked = sorted(keys, key=lambda kv: (-kv[1], _order(kv[0])))
     return ranked[:limit]
 
