@@ -15,7 +15,10 @@ def add_parser(sub: Any) -> None:
         "manifests",
         help="print the install manifests (or write the Helm chart)",
         description="Print everything needed to run KAI in a cluster as one YAML stream: "
-        "`kai manifests | kubectl apply --server-side -f -`. Values are the chart's values.yaml.",
+        "`kai manifests | kubectl apply --server-side -f -`. By default that is KAI's install: the CRDs, RBAC, "
+        "webhooks, priority classes and `kai operator`, which creates the Config kai-config and the SchedulingShard "
+        "default and renders the scheduler, binder, podgrouper, controllers and admission from them. --static prints "
+        "those components instead, with no operator. Values are the chart's values.yaml.",
     )
     p.add_argument("--namespace", metavar="NS", help="namespace of the components (value namespace.name)")
     p.add_argument("--image", metavar="REPO:TAG", help="image of the components (image.repository and image.tag)")
@@ -36,12 +39,18 @@ def add_parser(sub: Any) -> None:
         help="set one value, e.g. scheduler.replicas=2 (repeatable)",
     )
     p.add_argument("--skip-crds", action="store_true", help="leave the CustomResourceDefinitions out")
-    p.add_argument(
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--static",
+        action="store_true",
+        help="print the static install: the component Deployments, Services and scheduler ConfigMap rendered here "
+        "from the values, and no operator (value operator.enabled=false)",
+    )
+    mode.add_argument(
         "--operator",
         action="store_true",
-        help="install `kai operator` in place of the component Deployments, Services and scheduler ConfigMap: it "
-        "renders them from the Config kai-config and the SchedulingShards, creating a default of each (value "
-        "operator.enabled; default: the static install)",
+        help="the operator install, which is the default (value operator.enabled=true; kept so that scripts written "
+        "when the static install was the default still work, and to win over a values file that turns it off)",
     )
     p.add_argument(
         "--helm-chart",
@@ -53,12 +62,14 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.helm_chart:
-        if args.values or args.sets or args.namespace or args.image or args.skip_crds or args.operator:
+        if args.values or args.sets or args.namespace or args.image or args.skip_crds or args.operator or args.static:
             raise UserError("--helm-chart writes the chart with its default values; pass values to helm install")
         written = install.write_chart(args.helm_chart)
         print(f"wrote {len(written)} files under {args.helm_chart}", file=sys.stderr)
         return 0
-    sets = [*args.sets, "operator.enabled=true"] if args.operator else args.sets
+    sets = list(args.sets)
+    if args.static or args.operator:  # the flag wins over --set and -f, as it is the more specific ask
+        sets.append(f"operator.enabled={'false' if args.static else 'true'}")
     values = install.resolve(args.values, sets, namespace=args.namespace, image=args.image)
     sys.stdout.write(install.stream(install.manifests(values, skip_crds=args.skip_crds)))
     return 0

@@ -196,11 +196,13 @@ admission:
       memory: 256Mi
 
 operator:
-  # Install `kai operator` instead of the components: it renders the scheduler of each SchedulingShard (ConfigMap,
-  # Deployment, metrics Service) and the binder, podgrouper, controllers and admission from the Config `kai-config`,
-  # with the same builders as this chart. The component Deployments, Services and the scheduler ConfigMap are then
-  # left out of the install (RBAC, webhooks and priority classes stay). `kai manifests --operator` sets it.
-  enabled: false
+  # Install `kai operator` (the default, as KAI's install): it renders the scheduler of each SchedulingShard
+  # (ConfigMap, Deployment, metrics Service) and the binder, podgrouper, controllers and admission from the Config
+  # `kai-config`, with the same builders as this chart, and creates that Config and the SchedulingShard `default`
+  # when missing (createDefaults). The component Deployments, Services and the scheduler ConfigMap are then left out
+  # of the install (RBAC, webhooks and priority classes stay). false: the static install, those objects rendered
+  # here from these values and no operator (`kai manifests --static` sets it).
+  enabled: true
   replicas: 1
   # --reconcile-period: time between passes over the Config and the SchedulingShards.
   reconcilePeriod: 1s
