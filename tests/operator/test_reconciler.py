@@ -239,3 +239,5 @@ def test_the_default_install_renders_admission_before_its_defaults_can_be_create
     assert store.get("configs", "kai-config") and store.get("schedulingshards", "default")
     assert "kai-scheduler-default" in {d["metadata"]["name"] for d in store.list("deployments", NS)[0]}
     assert conditions(store, "schedulingshards", "default")["Reconciled"]["status"] == "True"
+    (owner,) = store.get("deployments", "kai-binder", NS)["metadata"]["ownerReferences"]  # rendered ownerless first
+    assert (owner["kind"], owner["name"]) == ("Config", "kai-config")

@@ -93,7 +93,8 @@ scheduler:
   # --metrics-namespace: prefix of the scheduler's Prometheus metrics.
   metricsNamespace: kai
   # --dashboard-address: serve the read-only web dashboard on this address, such as ":8090" ("" = off);
-  # reach it with `kubectl port-forward -n kai-scheduler deploy/kai-scheduler 8090`.
+  # reach it with `kubectl port-forward -n kai-scheduler deploy/kai-scheduler 8090` (static install; with the operator,
+  # the SchedulingShard's spec.args.dashboard-address sets it, on deploy/kai-scheduler-default).
   dashboardAddress: ""
   resources:
     requests:
