@@ -261,6 +261,26 @@ def test_the_default_install_is_the_operator_and_what_it_renders_runs_a_pod(
             components.start(component, kubeconfig, *args)
 
         _the_components_run_a_pod(kube, components, store, start, "smoke-operator")
+        # docs/dashboard.md: a setting of the scheduler is a shard's args, and the operator renders it
+        patched = realkube.kubectl(
+            kube.kubeconfig,
+            "patch",
+            "schedulingshard",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            '{"spec":{"args":{"dashboard-address":":8090"}}}',
+        )
+        assert patched.returncode == 0, patched.stderr
+
+        def scheduler_args() -> list[str]:
+            d = store.get("deployments", "kai-scheduler-default", "kai-scheduler")
+            return list(d["spec"]["template"]["spec"]["containers"][0]["args"])
+
+        components.wait(
+            "the operator to render the shard's args", lambda: "--dashboard-address=:8090" in scheduler_args()
+        )
         _none_refused(components)
     finally:
         components.stop()
