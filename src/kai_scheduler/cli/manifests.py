@@ -8,6 +8,7 @@ from typing import Any
 
 from kai_scheduler import install
 from kai_scheduler.api.errors import UserError
+from kai_scheduler.install.unused import unused
 
 
 def add_parser(sub: Any) -> None:
@@ -72,4 +73,17 @@ def run(args: argparse.Namespace) -> int:
         sets.append(f"operator.enabled={'false' if args.static else 'true'}")
     values = install.resolve(args.values, sets, namespace=args.namespace, image=args.image)
     sys.stdout.write(install.stream(install.manifests(values, skip_crds=args.skip_crds)))
+    for key in unused(values, skip_crds=args.skip_crds):
+        print(f"kai manifests: warning: {key} changes nothing in this install{_why(values, key)}", file=sys.stderr)
     return 0
+
+
+def _why(values: dict[str, Any], key: str) -> str:
+    if values["operator"]["enabled"]:
+        return (
+            ": the operator renders the components from the Config kai-config and the SchedulingShards "
+            "(set it there, docs/operator.md), or use --static"
+        )
+    section = key.split(".")[0]
+    switch = values.get(section, {}).get("enabled") if isinstance(values.get(section), dict) else None
+    return f" ({section}.enabled is false)" if switch is False else ""
