@@ -92,10 +92,12 @@ def _without_helm_annotations(obj: JSON) -> JSON:
             "image.tag": "1.10",
             "scheduler.partitionLabelValue": "pool-a",
             "nodeScaleAdjuster.enabled": True,
+            "operator.enabled": False,
         },
-        {"operator.enabled": True, "operator.replicas": 2, "namespace.name": "gpu-sched"},
+        {"operator.replicas": 2, "namespace.name": "gpu-sched", "nodeScaleAdjuster.enabled": True},
+        {"operator.enabled": False},
     ],
-    ids=["defaults", "overrides", "operator"],
+    ids=["defaults", "static-overrides", "operator-overrides", "static"],
 )
 def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:
     rendered = {_key(o): _without_helm_annotations(o) for o in _helm_render(overrides)}

@@ -21,8 +21,9 @@ def enabled_set(*sets: str) -> list[JSON]:
     return install.manifests(values, skip_crds=True)
 
 
-def test_absent_by_default(default_set: list[JSON]) -> None:
-    assert not [o for o in default_set if NAME in o["metadata"]["name"] or o["metadata"]["name"] == "kai-scale-adjust"]
+def test_absent_by_default(each_set: tuple[str, list[JSON]]) -> None:
+    objects = each_set[1]
+    assert not [o for o in objects if NAME in o["metadata"]["name"] or o["metadata"]["name"] == "kai-scale-adjust"]
 
 
 def test_enabled_it_has_a_deployment_whose_args_the_component_takes() -> None:
@@ -57,8 +58,10 @@ def test_a_bad_ratio_is_refused_naming_the_value() -> None:
 
 
 def test_the_operator_install_keeps_it_a_static_object_and_the_operator_never_renders_it() -> None:
-    objects = enabled_set("operator.enabled=true")
+    objects = enabled_set()  # the default: the operator install
     assert by_name(objects, "Deployment", NAME) and by_name(objects, "Deployment", "kai-operator")
     assert not [o for o in of_kind(objects, "Deployment") if o["metadata"]["name"] == "kai-binder"]
     assert "node-scale-adjuster" not in SHARED
-    assert not [o for o in enabled_set() if o["metadata"]["name"] == "kai-operator"]
+    static = enabled_set("operator.enabled=false")
+    assert by_name(static, "Deployment", NAME) and by_name(static, "Deployment", "kai-binder")
+    assert not [o for o in static if o["metadata"]["name"] == "kai-operator"]

@@ -1,4 +1,8 @@
-"""The default install set is well-formed Kubernetes and matches KAI's shipped defaults (BEHAVIOR.md §1.1, §2, §9.3)."""
+"""The install sets are well-formed Kubernetes and match KAI's shipped defaults (BEHAVIOR.md §1.1, §2, §9.3).
+
+Rules of every install run over both sets (`each_set`): the default, where `kai operator` renders the components
+(tests/install/test_operator_install.py checks what it renders), and the static one (`kai manifests --static`),
+whose component Deployments, Services and scheduler ConfigMap are checked here."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import pytest
 from kai_scheduler import cli
 from kai_scheduler.api import PARSERS
 from kai_scheduler.api.crd_manifests import load_crds
+from kai_scheduler.install import values as install_values
+from kai_scheduler.operator import render
 from kai_scheduler.scheduler.scheduler import load_config
 from tests.install.conftest import JSON, by_name, of_kind
 
@@ -37,49 +43,55 @@ ORDER = [
     "ValidatingWebhookConfiguration",
     "PriorityClass",
 ]
+COMPONENT_DEPLOYMENTS = {"kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers", "kai-admission"}
+DEPLOYMENTS = {"default": {"kai-operator"}, "static": COMPONENT_DEPLOYMENTS}
+# 5 cluster-wide, 5 in the install namespace, 1 for reservation pods; the operator install adds the operator's two
+BINDINGS = {"default": 13, "static": 11}
 
 
-def test_every_object_has_api_version_kind_name_and_the_right_scope(default_set: list[JSON]) -> None:
-    for obj in default_set:
+def test_every_object_has_api_version_kind_name_and_the_right_scope(each_set: tuple[str, list[JSON]]) -> None:
+    for obj in each_set[1]:
         assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"], obj
         namespaced = "namespace" in obj["metadata"]
         assert namespaced == (obj["kind"] not in CLUSTER_SCOPED), obj["metadata"]
 
 
-def test_objects_come_in_apply_order(default_set: list[JSON]) -> None:
-    kinds = [o["kind"] for o in default_set]
+def test_objects_come_in_apply_order(each_set: tuple[str, list[JSON]]) -> None:
+    mode, objects = each_set
+    kinds = [o["kind"] for o in objects]
     assert sorted(kinds, key=ORDER.index) == kinds
-    assert set(kinds) == set(ORDER)  # ServiceMonitor is off by default
-    assert [o for o in default_set if o["kind"] == "CustomResourceDefinition"] == load_crds()
+    # ServiceMonitor is off by default; the operator install's only ConfigMaps are the ones the operator renders
+    assert set(kinds) == set(ORDER) - ({"ConfigMap"} if mode == "default" else set())
+    assert [o for o in objects if o["kind"] == "CustomResourceDefinition"] == load_crds()
 
 
-def test_names_are_unique_per_kind_and_namespace(default_set: list[JSON]) -> None:
-    keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in default_set]
+def test_names_are_unique_per_kind_and_namespace(each_set: tuple[str, list[JSON]]) -> None:
+    keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in each_set[1]]
     assert len(keys) == len(set(keys))
 
 
-def test_every_deployment_runs_as_an_existing_service_account(default_set: list[JSON]) -> None:
-    accounts = {(sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in of_kind(default_set, "ServiceAccount")}
-    deployments = of_kind(default_set, "Deployment")
-    assert {d["metadata"]["name"] for d in deployments} == {
-        "kai-scheduler",
-        "kai-binder",
-        "kai-podgrouper",
-        "kai-controllers",
-        "kai-admission",
-    }
+def test_every_deployment_runs_as_an_existing_service_account(each_set: tuple[str, list[JSON]]) -> None:
+    mode, objects = each_set
+    accounts = {(sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in of_kind(objects, "ServiceAccount")}
+    deployments = of_kind(objects, "Deployment")
+    assert {d["metadata"]["name"] for d in deployments} == DEPLOYMENTS[mode]
+    if mode == "default":  # and what the operator renders runs as the install's accounts too
+        rendered = render.shared_objects(install_values.defaults(), None)
+        deployments = deployments + [o for key, o in rendered.items() if key[0] == "deployments"]
+        assert {d["metadata"]["name"] for d in deployments} >= COMPONENT_DEPLOYMENTS - {"kai-scheduler"}
     for d in deployments:
         sa = d["spec"]["template"]["spec"]["serviceAccountName"]
         assert (d["metadata"]["namespace"], sa) in accounts
 
 
-def test_every_binding_names_an_existing_role_and_service_account(default_set: list[JSON]) -> None:
-    accounts = {(sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in of_kind(default_set, "ServiceAccount")}
-    cluster_roles = {r["metadata"]["name"] for r in of_kind(default_set, "ClusterRole")}
-    roles = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in of_kind(default_set, "Role")}
-    namespaces = {n["metadata"]["name"] for n in of_kind(default_set, "Namespace")}
-    bindings = of_kind(default_set, "ClusterRoleBinding") + of_kind(default_set, "RoleBinding")
-    assert len(bindings) == 11  # 5 cluster-wide, 5 in the install namespace, 1 for reservation pods
+def test_every_binding_names_an_existing_role_and_service_account(each_set: tuple[str, list[JSON]]) -> None:
+    mode, objects = each_set
+    accounts = {(sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in of_kind(objects, "ServiceAccount")}
+    cluster_roles = {r["metadata"]["name"] for r in of_kind(objects, "ClusterRole")}
+    roles = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in of_kind(objects, "Role")}
+    namespaces = {n["metadata"]["name"] for n in of_kind(objects, "Namespace")}
+    bindings = of_kind(objects, "ClusterRoleBinding") + of_kind(objects, "RoleBinding")
+    assert len(bindings) == BINDINGS[mode]
     for b in bindings:
         ref = b["roleRef"]
         if ref["kind"] == "ClusterRole":
@@ -101,46 +113,48 @@ def _allows(rules: list[JSON], group: str, resource: str, verb: str) -> bool:
     return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
 
 
-def test_rbac_is_least_privilege(default_set: list[JSON]) -> None:
-    for role in of_kind(default_set, "ClusterRole") + of_kind(default_set, "Role"):
+def test_rbac_is_least_privilege(each_set: tuple[str, list[JSON]]) -> None:
+    objects = each_set[1]
+    for role in of_kind(objects, "ClusterRole") + of_kind(objects, "Role"):
         for r in role["rules"]:
             assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"], role["metadata"]["name"]
-    scheduler = _rules(default_set, "ClusterRole", "kai-scheduler")
+    scheduler = _rules(objects, "ClusterRole", "kai-scheduler")
     assert _allows(scheduler, "scheduling.run.ai", "bindrequests", "create")
     assert _allows(scheduler, "", "pods/eviction", "create")
     assert not _allows(scheduler, "", "pods/binding", "create")  # binding is the binder's job
     assert not _allows(scheduler, "", "pods", "delete")
-    binder = _rules(default_set, "ClusterRole", "kai-binder")
+    binder = _rules(objects, "ClusterRole", "kai-binder")
     assert _allows(binder, "", "pods/binding", "create")
     assert not _allows(binder, "", "pods", "create")  # reservation pods: own namespace only
-    reservation = _rules(default_set, "Role", "kai-binder-reservation")
+    reservation = _rules(objects, "Role", "kai-binder-reservation")
     assert _allows(reservation, "", "pods", "create")
-    assert by_name(default_set, "Role", "kai-binder-reservation")["metadata"]["namespace"] == "kai-resource-reservation"
-    podgrouper = _rules(default_set, "ClusterRole", "kai-podgrouper")
+    assert by_name(objects, "Role", "kai-binder-reservation")["metadata"]["namespace"] == "kai-resource-reservation"
+    podgrouper = _rules(objects, "ClusterRole", "kai-podgrouper")
     assert _allows(podgrouper, "kubeflow.org", "pytorchjobs", "get")
     assert _allows(podgrouper, "batch", "jobs", "get")
     assert _allows(podgrouper, "batch", "jobs", "watch")  # owners are watched, as KAI's informers do
     assert _allows(podgrouper, "scheduling.run.ai", "podgroups", "create")
     assert not _allows(podgrouper, "", "configmaps", "get")
-    controllers = _rules(default_set, "ClusterRole", "kai-controllers")
+    controllers = _rules(objects, "ClusterRole", "kai-controllers")
     assert _allows(controllers, "scheduling.run.ai", "queues/status", "patch")
     assert _allows(controllers, "scheduling.run.ai", "queues", "create")  # the default queues
     assert not _allows(controllers, "scheduling.run.ai", "queues", "update")
     for name in ("kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers"):
-        assert _allows(_rules(default_set, "Role", name), "coordination.k8s.io", "leases", "update")
-    assert not _allows(_rules(default_set, "Role", "kai-admission"), "coordination.k8s.io", "leases", "get")
+        assert _allows(_rules(objects, "Role", name), "coordination.k8s.io", "leases", "update")
+    assert not _allows(_rules(objects, "Role", "kai-admission"), "coordination.k8s.io", "leases", "get")
     for name in ("kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers", "kai-admission"):
         # only the scheduler writes events (scheduler/commit.py), and creates each once
-        assert _allows(_rules(default_set, "ClusterRole", name), "", "events", "create") == (name == "kai-scheduler")
-        assert not _allows(_rules(default_set, "ClusterRole", name), "", "events", "patch")
-        assert not _allows(_rules(default_set, "ClusterRole", name), "", "secrets", "get")
+        assert _allows(_rules(objects, "ClusterRole", name), "", "events", "create") == (name == "kai-scheduler")
+        assert not _allows(_rules(objects, "ClusterRole", name), "", "events", "patch")
+        assert not _allows(_rules(objects, "ClusterRole", name), "", "secrets", "get")
 
 
-def test_admission_rbac_covers_its_certificate_and_webhooks(default_set: list[JSON]) -> None:
-    role = _rules(default_set, "Role", "kai-admission")
+def test_admission_rbac_covers_its_certificate_and_webhooks(each_set: tuple[str, list[JSON]]) -> None:
+    objects = each_set[1]
+    role = _rules(objects, "Role", "kai-admission")
     for verb in ("get", "create", "update"):
         assert _allows(role, "", "secrets", verb)
-    cluster = _rules(default_set, "ClusterRole", "kai-admission")
+    cluster = _rules(objects, "ClusterRole", "kai-admission")
     for resource in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
         writes = [r for r in cluster if resource in r["resources"] and "update" in r["verbs"]]
         assert writes and all(r.get("resourceNames") == ["kai-admission"] for r in writes)
@@ -152,22 +166,27 @@ def test_admission_rbac_covers_its_certificate_and_webhooks(default_set: list[JS
     assert not _allows(cluster, "scheduling.run.ai", "podgroups", "get")
 
 
-def test_the_stream_has_no_object_of_a_kind_its_own_crds_define(default_set: list[JSON]) -> None:
-    """`kubectl apply` of one stream cannot create a Queue in the pass that creates the Queue CRD: the default
-    queues are the controllers component's (controllers/default_queues.py), switched by defaultQueues.create."""
-    defined = {crd["spec"]["names"]["kind"] for crd in of_kind(default_set, "CustomResourceDefinition")}
+def test_the_stream_has_no_object_of_a_kind_its_own_crds_define(each_set: tuple[str, list[JSON]]) -> None:
+    """`kubectl apply` of one stream cannot create a Queue (nor a Config or SchedulingShard) in the pass that creates
+    its CRD: the default queues are the controllers component's (controllers/default_queues.py), switched by
+    defaultQueues.create; the default Config and SchedulingShard are the operator's (--create-defaults)."""
+    mode, objects = each_set
+    defined = {crd["spec"]["names"]["kind"] for crd in of_kind(objects, "CustomResourceDefinition")}
     assert defined == {"Queue", "PodGroup", "BindRequest", "Topology", "SchedulingShard", "Config"}
-    assert not [o for o in default_set if o["kind"] in defined]
-    assert (
-        "--create-default-queues=true"
-        in by_name(default_set, "Deployment", "kai-controllers")["spec"]["template"]["spec"]["containers"][0]["args"]
-    )
+    assert not [o for o in objects if o["kind"] in defined]
+    if mode == "default":
+        operator = by_name(objects, "Deployment", "kai-operator")["spec"]["template"]["spec"]["containers"][0]
+        assert "--create-defaults=true" in operator["args"]
+        controllers = render.shared_objects(install_values.defaults(), None)[("deployments", "kai-controllers")]
+    else:
+        controllers = by_name(objects, "Deployment", "kai-controllers")
+    assert "--create-default-queues=true" in controllers["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
-def test_priority_classes_are_kais(default_set: list[JSON]) -> None:
-    classes = {pc["metadata"]["name"]: pc["value"] for pc in of_kind(default_set, "PriorityClass")}
+def test_priority_classes_are_kais(each_set: tuple[str, list[JSON]]) -> None:
+    classes = {pc["metadata"]["name"]: pc["value"] for pc in of_kind(each_set[1], "PriorityClass")}
     assert classes == {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
-    for pc in of_kind(default_set, "PriorityClass"):
+    for pc in of_kind(each_set[1], "PriorityClass"):
         PARSERS["PriorityClass"](pc)
         assert pc["globalDefault"] is False
 
@@ -179,9 +198,9 @@ def _container(objects: list[JSON], component: str) -> JSON:
     return containers[0]
 
 
-def test_deployments_probe_the_listen_port_and_run_kai(default_set: list[JSON]) -> None:
+def test_deployments_probe_the_listen_port_and_run_kai(static_set: list[JSON]) -> None:
     for component in ("scheduler", "binder", "podgrouper", "controllers", "admission"):
-        c = _container(default_set, component)
+        c = _container(static_set, component)
         assert c["image"].startswith("kai-scheduler:")
         assert c["args"][:2] == ["--log-format=text", component]
         assert "--listen-address=:8080" in c["args"] and "--leader-elect=false" in c["args"]
@@ -190,8 +209,8 @@ def test_deployments_probe_the_listen_port_and_run_kai(default_set: list[JSON]) 
         assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 8080}
 
 
-def test_scheduler_container_has_kais_defaults(default_set: list[JSON]) -> None:
-    c = _container(default_set, "scheduler")
+def test_scheduler_container_has_kais_defaults(static_set: list[JSON]) -> None:
+    c = _container(static_set, "scheduler")
     assert c["resources"] == {
         "requests": {"cpu": "250m", "memory": "512Mi"},
         "limits": {"cpu": "700m", "memory": "512Mi"},
@@ -214,29 +233,30 @@ def test_scheduler_container_has_kais_defaults(default_set: list[JSON]) -> None:
     assert mount["mountPath"] == "/etc/kai"
 
 
-def test_the_scheduler_configmap_loads_as_a_scheduler_config(default_set: list[JSON]) -> None:
+def test_the_scheduler_configmap_loads_as_a_scheduler_config(static_set: list[JSON]) -> None:
     import yaml
 
-    config_map = by_name(default_set, "ConfigMap", "kai-scheduler-config")
+    config_map = by_name(static_set, "ConfigMap", "kai-scheduler-config")
     config = load_config(yaml.safe_load(config_map["data"]["config.yaml"]))
     assert config.actions == ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
     assert config.plugin("proportion") is not None
 
 
-def test_services_expose_metrics_and_the_webhook(default_set: list[JSON]) -> None:
-    services = {s["metadata"]["name"]: s for s in of_kind(default_set, "Service")}
+def test_services_expose_metrics_and_the_webhook(static_set: list[JSON]) -> None:
+    services = {s["metadata"]["name"]: s for s in of_kind(static_set, "Service")}
     for component in ("scheduler", "binder", "podgrouper", "controllers", "admission"):
         port = services[f"kai-{component}-metrics"]["spec"]["ports"][0]
         assert (port["port"], port["targetPort"]) == (8080, "metrics")
     webhook = services["kai-admission"]["spec"]["ports"][0]
     assert (webhook["port"], webhook["targetPort"]) == (443, "webhook")
-    admission_ports = {p["name"]: p["containerPort"] for p in _container(default_set, "admission")["ports"]}
+    admission_ports = {p["name"]: p["containerPort"] for p in _container(static_set, "admission")["ports"]}
     assert admission_ports == {"metrics": 8080, "webhook": 9443}
 
 
-def test_webhooks_leave_the_ca_bundle_to_the_admission_component(default_set: list[JSON]) -> None:
+def test_webhooks_leave_the_ca_bundle_to_the_admission_component(each_set: tuple[str, list[JSON]]) -> None:
+    objects = each_set[1]
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        config = by_name(default_set, kind, "kai-admission")
+        config = by_name(objects, kind, "kai-admission")
         for hook in config["webhooks"]:
             assert hook["sideEffects"] == "None"
             assert not hook["clientConfig"].get("caBundle")
@@ -250,7 +270,7 @@ def test_webhooks_leave_the_ca_bundle_to_the_admission_component(default_set: li
             assert hook["failurePolicy"] == ("Ignore" if is_pod else "Fail")
             if is_pod:
                 assert hook["matchConditions"][0]["expression"] == "object.spec.schedulerName == 'kai-scheduler'"
-    validating = by_name(default_set, "ValidatingWebhookConfiguration", "kai-admission")
+    validating = by_name(objects, "ValidatingWebhookConfiguration", "kai-admission")
     resources = [h["rules"][0]["resources"][0] for h in validating["webhooks"]]
     assert resources == ["pods", "queues", "podgroups", "topologies", "schedulingshards", "configs"]
 
@@ -262,10 +282,10 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
 
 
 @pytest.mark.parametrize("component", ["scheduler", "binder", "podgrouper", "controllers", "admission"])
-def test_deployment_args_are_accepted_by_the_component_parser(default_set: list[JSON], component: str) -> None:
+def test_deployment_args_are_accepted_by_the_component_parser(static_set: list[JSON], component: str) -> None:
     if component not in _subcommands():
         pytest.skip(f"`kai {component}` is not registered yet")
-    args = _container(default_set, component)["args"]
+    args = _container(static_set, component)["args"]
     try:
         parsed = cli.parser().parse_args(args)
     except SystemExit as err:

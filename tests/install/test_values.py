@@ -21,7 +21,13 @@ def _args(objects: list[JSON], component: str) -> list[str]:
 
 def test_set_overrides_keep_the_default_type() -> None:
     values = resolve(
-        sets=["scheduler.replicas=3", "scheduler.detailedFitErrors=true", "image.tag=1.10", "binder.reconcilePeriod=1s"]
+        sets=[
+            "scheduler.replicas=3",
+            "scheduler.detailedFitErrors=true",
+            "image.tag=1.10",
+            "binder.reconcilePeriod=1s",
+            "operator.enabled=false",  # the static install: its component Deployments carry the values
+        ]
     )
     assert values["scheduler"]["replicas"] == 3
     assert values["scheduler"]["detailedFitErrors"] is True
@@ -35,8 +41,11 @@ def test_set_overrides_keep_the_default_type() -> None:
     assert "--reconcile-period=1s" in _args(objects, "binder")
 
 
-def test_namespace_and_image_shortcuts_reach_every_object() -> None:
-    objects = install.manifests(resolve(namespace="gpu-sched", image="registry.local:5000/kai:v2"))
+@pytest.mark.parametrize("operator", ["true", "false"])
+def test_namespace_and_image_shortcuts_reach_every_object(operator: str) -> None:
+    objects = install.manifests(
+        resolve(sets=[f"operator.enabled={operator}"], namespace="gpu-sched", image="registry.local:5000/kai:v2")
+    )
     assert {n["metadata"]["name"] for n in of_kind(objects, "Namespace")} == {"gpu-sched", "kai-resource-reservation"}
     for obj in objects:
         if obj["kind"] in ("Deployment", "ServiceAccount", "Service", "ConfigMap"):
@@ -45,9 +54,13 @@ def test_namespace_and_image_shortcuts_reach_every_object() -> None:
         assert binding["subjects"][0]["namespace"] == "gpu-sched"
     hook = by_name(objects, "ValidatingWebhookConfiguration", "kai-admission")["webhooks"][0]
     assert hook["clientConfig"]["service"]["namespace"] == "gpu-sched"
-    assert "--namespace=gpu-sched" in _args(objects, "admission")
-    assert "--leader-elect-namespace=gpu-sched" in _args(objects, "scheduler")
-    deployment = by_name(objects, "Deployment", "kai-binder")
+    if operator == "true":  # the operator renders the components in its namespace, with its image
+        assert {"--namespace=gpu-sched", "--image=registry.local:5000/kai:v2"} <= set(_args(objects, "operator"))
+        deployment = by_name(objects, "Deployment", "kai-operator")
+    else:
+        assert "--namespace=gpu-sched" in _args(objects, "admission")
+        assert "--leader-elect-namespace=gpu-sched" in _args(objects, "scheduler")
+        deployment = by_name(objects, "Deployment", "kai-binder")
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.local:5000/kai:v2"
 
 

@@ -11,6 +11,7 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.operator import render
 from kai_scheduler.operator.component import Defaults
 from kai_scheduler.operator.reconciler import Reconciler
+from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests.operator.builders import config, shard
 
@@ -204,3 +205,39 @@ def test_an_unchanged_shard_is_not_parsed_or_rendered_again(
     store.update(changed)
     operator.reconcile()
     assert parsed == ["b"]
+
+
+class _WebhookClosed(MemoryStore):
+    """A cluster of the default install before the admission component serves: the Config and SchedulingShard
+    webhooks fail closed (admission.crdFailurePolicy Fail), so creating either is refused until `serving`."""
+
+    serving = False
+
+    def create(self, obj: JSON) -> JSON:
+        if obj["kind"] in ("Config", "SchedulingShard") and not self.serving:
+            raise StoreError('Internal error occurred: failed calling webhook "kai-admission": no endpoints available')
+        return super().create(obj)
+
+
+def test_the_default_install_renders_admission_before_its_defaults_can_be_created() -> None:
+    """No deadlock in the default (operator) install: the operator renders the admission component (from the chart's
+    defaults) while the webhook that admission serves still refuses the default Config and shard, and creates them
+    on a later pass once it admits them; the default shard's scheduler follows."""
+    from kai_scheduler.operator.component import OperatorOptions
+    from kai_scheduler.operator.component import operator as operator_component
+
+    store = _WebhookClosed(ManualClock(0.0))
+    step = operator_component(store, OperatorOptions(namespace=NS), ManualClock(0.0)).step
+    step()
+    assert not store.list("configs")[0] and not store.list("schedulingshards")[0]
+    deployments = {d["metadata"]["name"] for d in store.list("deployments", NS)[0]}
+    assert {"kai-admission", "kai-binder", "kai-podgrouper", "kai-controllers"} <= deployments
+    assert "kai-scheduler-default" not in deployments
+    step()  # still refused: retried each pass
+    store.serving = True
+    step()
+    assert store.get("configs", "kai-config") and store.get("schedulingshards", "default")
+    assert "kai-scheduler-default" in {d["metadata"]["name"] for d in store.list("deployments", NS)[0]}
+    assert conditions(store, "schedulingshards", "default")["Reconciled"]["status"] == "True"
+    (owner,) = store.get("deployments", "kai-binder", NS)["metadata"]["ownerReferences"]  # rendered ownerless first
+    assert (owner["kind"], owner["name"]) == ("Config", "kai-config")

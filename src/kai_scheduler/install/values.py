@@ -93,7 +93,8 @@ scheduler:
   # --metrics-namespace: prefix of the scheduler's Prometheus metrics.
   metricsNamespace: kai
   # --dashboard-address: serve the read-only web dashboard on this address, such as ":8090" ("" = off);
-  # reach it with `kubectl port-forward -n kai-scheduler deploy/kai-scheduler 8090`.
+  # reach it with `kubectl port-forward -n kai-scheduler deploy/kai-scheduler 8090` (static install; with the operator,
+  # the SchedulingShard's spec.args.dashboard-address sets it, on deploy/kai-scheduler-default).
   dashboardAddress: ""
   resources:
     requests:
@@ -196,11 +197,13 @@ admission:
       memory: 256Mi
 
 operator:
-  # Install `kai operator` instead of the components: it renders the scheduler of each SchedulingShard (ConfigMap,
-  # Deployment, metrics Service) and the binder, podgrouper, controllers and admission from the Config `kai-config`,
-  # with the same builders as this chart. The component Deployments, Services and the scheduler ConfigMap are then
-  # left out of the install (RBAC, webhooks and priority classes stay). `kai manifests --operator` sets it.
-  enabled: false
+  # Install `kai operator` (the default, as KAI's install): it renders the scheduler of each SchedulingShard
+  # (ConfigMap, Deployment, metrics Service) and the binder, podgrouper, controllers and admission from the Config
+  # `kai-config`, with the same builders as this chart, and creates that Config and the SchedulingShard `default`
+  # when missing (createDefaults). The component Deployments, Services and the scheduler ConfigMap are then left out
+  # of the install (RBAC, webhooks and priority classes stay). false: the static install, those objects rendered
+  # here from these values and no operator (`kai manifests --static` sets it).
+  enabled: true
   replicas: 1
   # --reconcile-period: time between passes over the Config and the SchedulingShards.
   reconcilePeriod: 1s
