@@ -5,14 +5,19 @@ and every fractional task on as many groups as it asks devices."""
 
 from __future__ import annotations
 
-from hypothesis import given
+import numpy as np
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from kai_scheduler.cluster.resources import GPU
+from kai_scheduler.cluster.resources import CPU, GPU, MEMORY
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.config import DEFAULT_PLUGINS
+from kai_scheduler.plugins.gpufrag import state
+from kai_scheduler.plugins.gpufrag.plugin import GpuFrag
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim.embedded import EmbeddedCluster
 from tests import builders as b
+from tests.plugins import builders as pb
 from tests.property.test_sharing_topology import SETTINGS, Cluster, assert_shared_gpus_hold_their_sharers, clusters
 
 EPS = 1e-6
@@ -47,3 +52,67 @@ def test_three_cycles_with_the_embedded_binder(cluster: Cluster) -> None:
     for result in embedded.run(3):
         _check(result.snapshot)
     _check(embedded.view())
+
+
+# --- the kept scores (plugin.GpuFrag.growth) against a fresh computation -------------------------------------
+
+_NODE_KINDS = [(gpus, cpu) for gpus in (0, 1, 2, 4) for cpu in ("8", "16")]  # few kinds: many identical nodes
+_TASK_KINDS = [  # (GPUs, GPU fraction, CPU, memory)
+    (gpus, fraction, cpu, memory)
+    for gpus, fraction in ((0, None), (1, None), (2, None), (0, 0.5))
+    for cpu, memory in (("1", "1Gi"), ("3", "1Gi"), ("1", "9Gi"))
+]
+
+
+@SETTINGS
+@example(  # two whole-GPU tasks alike but for memory, on one 4-GPU node: kept apart
+    node_kinds=[6], task_kinds=[3, 5], running=[], steps=[(0, 0, 1, False), (1, 0, 1, False)]
+)
+@example(node_kinds=[6, 6, 2], task_kinds=[0, 4, 9], running=[(1, 9)], steps=[(0, 0, 7, True), (1, 1, 7, False)])
+@given(
+    node_kinds=st.lists(st.integers(0, len(_NODE_KINDS) - 1), min_size=1, max_size=12),
+    task_kinds=st.lists(st.integers(0, len(_TASK_KINDS) - 1), min_size=1, max_size=10),
+    running=st.lists(st.tuples(st.integers(0, 11), st.integers(0, len(_TASK_KINDS) - 1)), max_size=8),
+    steps=st.lists(
+        st.tuples(st.integers(0, 9), st.integers(0, 11), st.integers(1, 4095), st.booleans()), min_size=1, max_size=12
+    ),
+)
+def test_kept_scores_equal_a_fresh_computation_after_random_placements(
+    node_kinds: list[int],
+    task_kinds: list[int],
+    running: list[tuple[int, int]],
+    steps: list[tuple[int, int, int, bool]],
+) -> None:
+    nodes = [
+        pb.node(f"n{i}", gpus=_NODE_KINDS[k][0], cpu=_NODE_KINDS[k][1], memory="16Gi", gpu_memory=40000)
+        for i, k in enumerate(node_kinds)
+    ]
+    pods = []
+    for i, (at, kind) in enumerate(running):
+        gpus, fraction, cpu, memory = _TASK_KINDS[kind]
+        on = f"n{at % len(nodes)}"
+        labels = {"runai-gpu-group": f"g{i}"} if fraction else None
+        pods.append(pb.pod(f"r{i}", gpus=gpus, fraction=fraction, cpu=cpu, memory=memory, node=on, labels=labels))
+    for i, kind in enumerate(task_kinds):
+        gpus, fraction, cpu, memory = _TASK_KINDS[kind]
+        pods.append(pb.pod(f"p{i}", gpus=gpus, fraction=fraction, cpu=cpu, memory=memory))
+    plugin = GpuFrag.from_args({})
+    ssn = pb.session(pb.snapshot(nodes=nodes, pods=pods), plugin)
+    snap = ssn.snapshot
+    stmt = ssn.statement()
+    for which, at, subset, place in steps:
+        task = pb.task(ssn, f"p{which % len(task_kinds)}")
+        # A random candidate set (bit i of `subset`: node i), as the predicates leave.
+        rows = np.array([i for i in range(len(nodes)) if subset >> (i % 12) & 1] or [0], dtype=np.intp)
+        kept = plugin.growth(task, rows)
+        assert np.array_equal(kept, plugin.growth_afresh(task, rows)), "kept scores differ from a fresh computation"
+        assert np.array_equal(plugin._free, state.matrix(snap, plugin._free.shape[1]))
+        for row in range(len(nodes)):  # one class: the same measure inputs, bit for bit
+            same = plugin._class == plugin._class[row]
+            assert (plugin._free[same] == plugin._free[row]).all()
+            assert (snap.arrays.free[same][:, (CPU, MEMORY)] == snap.arrays.free[row, (CPU, MEMORY)]).all()
+        if place and task.is_pending:  # else: the next task meets the same state
+            finite = np.flatnonzero(np.isfinite(kept))
+            if finite.size:
+                node = snap.nodes[int(rows[finite[at % finite.size]])].name
+                stmt.allocate(task, node, (f"g-new-{len(stmt.operations)}",) if task.gpu.is_shared else ())

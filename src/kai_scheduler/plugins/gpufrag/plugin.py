@@ -17,7 +17,13 @@ now:
 Whole-GPU tasks take any whole free devices (they are alike); a shared task asking for several devices is
 scored by taking its devices one at a time, each where it adds least. The node state (per-device free fractions
 and each node's expected fragmentation) is built once per session and kept per node as tasks are allocated and
-deallocated in it, so a task costs a few vector operations over the candidate nodes.
+deallocated in it, so a task costs a few vector operations over the candidate nodes. Nodes whose inputs to the
+measure (per-device free fractions, free CPU and memory, the shapes they are eligible for) are equal bit for bit
+share a class; for a task without shared GPUs, a class's fragmentation per shape after the task lands is computed
+once and kept for the session per task signature (its CPU, memory and GPU ask), so a task computes only the
+classes no task alike has met, and weighs the kept values of its candidates as before (the same arrays, so the
+same sums bit for bit). A placement moves its node to the class of its new inputs. Shared-GPU tasks are scored
+afresh: their device choice weighs all candidate devices at once.
 
 Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
 (learned shapes weigh their task count, `tasks`, FGD's popularity and the default; or `gpus`, that count times
@@ -27,9 +33,11 @@ the GPUs each task asks).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
@@ -57,6 +65,10 @@ class GpuFrag(PluginBase):
     _before: Floats  # (nodes,): expected fragmentation now
     _dirty: set[int]  # rows whose tasks changed since `_free`/`_before` were computed
     _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
+    _class: npt.NDArray[np.intp]  # (nodes,): rows of one class have the same measure inputs, bit for bit
+    _classes: dict[bytes, int]  # measure inputs → class
+    _seen: Floats  # (nodes, 2): the free CPU and memory each row's class was given for
+    _after: dict[tuple[object, ...], _Kept]  # task signature → per class: `_after_shapes`
 
     def __init__(
         self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int, weigh_by: str = shapes.TASKS
@@ -105,6 +117,10 @@ class GpuFrag(PluginBase):
         self._free = state.matrix(snap)
         self._before = self._expected(self._free, slice(None))
         self._dirty, self._rows = set(), {}
+        self._class = np.zeros(len(snap.nodes), dtype=np.intp)
+        self._classes, self._after = {}, {}
+        self._seen = np.zeros((len(snap.nodes), 2))
+        self._classify(np.arange(len(snap.nodes), dtype=np.intp))
         ssn.add(points.NODE_ORDER, self.node_order)
         ssn.add(points.GPU_ORDER, self.gpu_order)
         ssn.add(points.ON_ALLOCATE, self.task_changed)
@@ -131,7 +147,33 @@ class GpuFrag(PluginBase):
         for row in rows.tolist():
             self._free[row] = state.node_free(self._snapshot.nodes[row], slots)
         self._before[rows] = self._expected(self._free[rows], rows)
+        self._classify(rows)
         self._dirty.clear()
+
+    def _classify(self, rows: npt.NDArray[np.intp]) -> None:
+        """Put `rows` in the class of their measure inputs now (a new class for inputs this session has not seen)."""
+        if rows.size == 0:
+            return
+        seen = self._arrays.free[rows][:, (CPU, MEMORY)]
+        parts = [self._free[rows], seen]
+        if self._eligible is not None:
+            parts.append(self._eligible[rows].astype(np.float64))
+        inputs = np.ascontiguousarray(np.concatenate(parts, axis=1))
+        keys = inputs.view(np.dtype((np.void, inputs.dtype.itemsize * inputs.shape[1]))).reshape(-1)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        classes = self._classes
+        ids = np.fromiter(
+            (classes.setdefault(k.tobytes(), len(classes)) for k in unique), dtype=np.intp, count=unique.size
+        )
+        self._class[rows] = ids[inverse.reshape(-1)]
+        self._seen[rows] = seen
+
+    def _restate(self, rows: npt.NDArray[np.intp]) -> None:
+        """Recompute the rows whose free CPU or memory moved without a task event reaching this plugin."""
+        moved = (self._arrays.free[rows][:, (CPU, MEMORY)] != self._seen[rows]).any(axis=1)
+        if moved.any():
+            self._dirty.update(rows[moved].tolist())
+        self._refresh()
 
     def _expected(
         self, free: Floats, rows: slice | np.ndarray, cpu: Floats | None = None, memory: Floats | None = None
@@ -156,7 +198,6 @@ class GpuFrag(PluginBase):
         rows = np.flatnonzero(candidates)
         if rows.size == 0:
             return None
-        self._refresh()
         delta = self.growth(task, rows)
         finite = np.isfinite(delta)
         out = np.zeros(len(candidates))
@@ -170,7 +211,63 @@ class GpuFrag(PluginBase):
         return out
 
     def growth(self, task: PodInfo, rows: np.ndarray) -> Floats:
-        """Per row: the least growth of the expected fragmentation if `task` lands there (inf: it cannot)."""
+        """Per row: the least growth of the expected fragmentation if `task` lands there (inf: it cannot).
+
+        Without shared GPUs, `_after_shapes` runs once per class of `rows` that no task of the same signature has
+        met this session; the kept values are then weighed exactly as a fresh computation would."""
+        self._restate(rows)
+        if task.gpu.is_shared or len(self._shapes) == 0:
+            return self.growth_afresh(task, rows)
+        classes = self._class[rows]
+        kept = self._kept(_signature(task))
+        missing = ~kept.known[classes]
+        if missing.any():
+            todo, first = np.unique(classes[missing], return_index=True)
+            per_shape, kept.possible[todo] = self._after_shapes(task, rows[missing][first])
+            kept.shapes[:, todo] = per_shape.T
+            kept.known[todo] = True
+        # (rows, M) in the column order `measure.per_shape` returns: BLAS sums a row by the layout and the rows
+        # around it, and these are the rows and layout a fresh computation weighs, so the sums are the same.
+        after = np.take(kept.shapes, classes, axis=1).T @ self._shapes.weight
+        out: Floats = np.where(kept.possible[classes], after - self._before[rows], np.inf)
+        return out
+
+    def _kept(self, signature: tuple[object, ...]) -> _Kept:
+        """The kept `_after_shapes` per class for tasks of `signature`, grown to the classes there are now."""
+        count = len(self._classes)
+        kept = self._after.get(signature)
+        if kept is None or kept.known.size < count:
+            # Room for the classes later placements make (zeros are not written until used).
+            size = 2 * max(count, kept.known.size if kept is not None else 0)
+            grown = _Kept(np.zeros((len(self._shapes), size)), np.zeros(size, dtype=bool), np.zeros(size, dtype=bool))
+            if kept is not None:
+                n = kept.known.size
+                grown.shapes[:, :n], grown.possible[:n], grown.known[:n] = kept.shapes, kept.possible, kept.known
+            kept = self._after[signature] = grown
+        return kept
+
+    def _after_shapes(self, task: PodInfo, rows: np.ndarray) -> tuple[Floats, Bools]:
+        """Per row, for a task without shared GPUs: `F_n(m)` per shape after it lands, and whether it can."""
+        cpu = self._arrays.free[rows, CPU] - task.request[CPU]
+        memory = self._arrays.free[rows, MEMORY] - task.request[MEMORY]
+        free, possible = self._take_whole(task, self._free[rows])
+        eligible = None if self._eligible is None else self._eligible[rows]
+        return measure.per_shape(self._shapes, free, cpu, memory, eligible), possible
+
+    def _take_whole(self, task: PodInfo, free: Floats) -> tuple[Floats, Bools]:
+        """`free` with the whole devices a task without shared GPUs asks taken, and the rows that have them."""
+        possible = np.ones(free.shape[0], dtype=bool)
+        gpu = task.gpu
+        if gpu.whole or task.request[GPU] > 0:
+            count = gpu.whole or round(float(task.request[GPU]))
+            whole = free >= 1.0 - EPS
+            taken = whole & (np.cumsum(whole, axis=1) <= count)
+            free = np.where(taken, 0.0, free)
+            possible &= whole.sum(axis=1) >= count
+        return free, possible
+
+    def growth_afresh(self, task: PodInfo, rows: np.ndarray) -> Floats:
+        """`growth` computed from the node state alone, nothing kept."""
         cpu = self._arrays.free[rows, CPU] - task.request[CPU]
         memory = self._arrays.free[rows, MEMORY] - task.request[MEMORY]
         free = self._free[rows]
@@ -181,12 +278,9 @@ class GpuFrag(PluginBase):
             for _ in range(gpu.num_devices):
                 free, ok = self._best_device(free, rows, cpu, memory, per_device)
                 possible &= ok
-        elif gpu.whole or task.request[GPU] > 0:
-            count = gpu.whole or round(float(task.request[GPU]))
-            whole = free >= 1.0 - EPS
-            taken = whole & (np.cumsum(whole, axis=1) <= count)
-            free = np.where(taken, 0.0, free)
-            possible &= whole.sum(axis=1) >= count
+        else:
+            free, whole = self._take_whole(task, free)
+            possible &= whole
         after = self._expected(free, rows, cpu, memory)
         out: Floats = np.where(possible, after - self._before[rows], np.inf)
         return out
@@ -234,6 +328,24 @@ class GpuFrag(PluginBase):
         rows = np.full(len(groups), row, dtype=np.intp)
         after = self._expected(trials, rows, cpu, memory)
         return [float(v) for v in self._before[row] - after]
+
+
+@dataclass(slots=True)
+class _Kept:
+    """Per class, for one task signature: `GpuFrag._after_shapes` (shapes, possible) where `known`."""
+
+    shapes: Floats  # (M, classes): `F_n(m)` after the task lands
+    possible: Bools
+    known: Bools
+
+
+def _signature(task: PodInfo) -> tuple[object, ...]:
+    """What `GpuFrag._after_shapes` reads of a task without shared GPUs: its CPU and memory ask, whole devices."""
+    gpu, request = task.gpu, task.request
+    head = (float(request[CPU]), float(request[MEMORY]))
+    if gpu.whole or request[GPU] > 0:
+        return (*head, "whole", gpu.whole or round(float(request[GPU])))
+    return (*head, "none")
 
 
 def _slot_of(node: NodeInfo, free: Floats, group_id: str) -> int | None:
