@@ -68,6 +68,9 @@ _TASK_KINDS = [  # (GPUs, GPU fraction, CPU, memory)
 @example(  # two whole-GPU tasks alike but for memory, on one 4-GPU node: kept apart
     node_kinds=[6], task_kinds=[3, 5], running=[], steps=[(0, 0, 1, False), (1, 0, 1, False)]
 )
+@example(  # the same for two half-GPU tasks
+    node_kinds=[6], task_kinds=[9, 11], running=[], steps=[(0, 0, 1, False), (1, 0, 1, False)]
+)
 @example(node_kinds=[6, 6, 2], task_kinds=[0, 4, 9], running=[(1, 9)], steps=[(0, 0, 7, True), (1, 1, 7, False)])
 @given(
     node_kinds=st.lists(st.integers(0, len(_NODE_KINDS) - 1), min_size=1, max_size=12),

@@ -69,6 +69,7 @@ class GpuFrag(PluginBase):
     _classes: dict[bytes, int]  # measure inputs → class
     _seen: Floats  # (nodes, 2): the free CPU and memory each row's class was given for
     _after: dict[tuple[object, ...], _Kept]  # task signature → per class: `_after_shapes`
+    _after_shared: dict[tuple[object, ...], _KeptShared]  # the same for tasks on one shared device
 
     def __init__(
         self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int, weigh_by: str = shapes.TASKS
@@ -118,7 +119,7 @@ class GpuFrag(PluginBase):
         self._before = self._expected(self._free, slice(None))
         self._dirty, self._rows = set(), {}
         self._class = np.zeros(len(snap.nodes), dtype=np.intp)
-        self._classes, self._after = {}, {}
+        self._classes, self._after, self._after_shared = {}, {}, {}
         self._seen = np.zeros((len(snap.nodes), 2))
         self._classify(np.arange(len(snap.nodes), dtype=np.intp))
         ssn.add(points.NODE_ORDER, self.node_order)
@@ -216,34 +217,83 @@ class GpuFrag(PluginBase):
         Without shared GPUs, `_after_shapes` runs once per class of `rows` that no task of the same signature has
         met this session; the kept values are then weighed exactly as a fresh computation would."""
         self._restate(rows)
-        if task.gpu.is_shared or len(self._shapes) == 0:
+        if len(self._shapes) == 0 or (task.gpu.is_shared and task.gpu.num_devices != 1):
             return self.growth_afresh(task, rows)
         classes = self._class[rows]
-        kept = self._kept(_signature(task))
-        missing = ~kept.known[classes]
+        if task.gpu.is_shared:
+            return self._growth_shared(task, rows, classes)
+        kept = self._kept(_signature(task), len(self._classes))
+        missing = kept.local[classes] < 0
         if missing.any():
-            todo, first = np.unique(classes[missing], return_index=True)
+            new, first = np.unique(classes[missing], return_index=True)
+            todo = kept.add(new)
             per_shape, kept.possible[todo] = self._after_shapes(task, rows[missing][first])
             kept.shapes[:, todo] = per_shape.T
-            kept.known[todo] = True
+        classes = kept.local[classes]
         # (rows, M) in the column order `measure.per_shape` returns: BLAS sums a row by the layout and the rows
         # around it, and these are the rows and layout a fresh computation weighs, so the sums are the same.
         after = np.take(kept.shapes, classes, axis=1).T @ self._shapes.weight
         out: Floats = np.where(kept.possible[classes], after - self._before[rows], np.inf)
         return out
 
-    def _kept(self, signature: tuple[object, ...]) -> _Kept:
-        """The kept `_after_shapes` per class for tasks of `signature`, grown to the classes there are now."""
-        count = len(self._classes)
+    def _growth_shared(self, task: PodInfo, rows: np.ndarray, classes: npt.NDArray[np.intp]) -> Floats:
+        """`growth` of a task on one shared device: per class, the fragmentation per shape after it takes each
+        device that holds it is kept; the device choice and the sums weigh them as `_best_device` would."""
+        per_device, slots = self._per_device(task), self._free.shape[1]
+        request = task.request
+        signature = (float(request[CPU]), float(request[MEMORY]), "shared", per_device)
+        kept = self._kept_shared(signature, slots, len(self._classes))
+        missing = kept.local[classes] < 0
+        if missing.any():
+            new, first = np.unique(classes[missing], return_index=True)
+            todo = kept.add(new)
+            some = rows[missing][first]
+            free = self._free[some]
+            fits = _devices_to_try(free, per_device)
+            pair_row, pair_slot = np.nonzero(fits)
+            trial = free[pair_row].copy()
+            trial[np.arange(pair_row.size), pair_slot] -= per_device
+            cpu = self._arrays.free[some, CPU] - request[CPU]
+            memory = self._arrays.free[some, MEMORY] - request[MEMORY]
+            eligible = None if self._eligible is None else self._eligible[some[pair_row]]
+            kept.shapes[todo[pair_row] * slots + pair_slot] = measure.per_shape(
+                self._shapes, trial, cpu[pair_row], memory[pair_row], eligible
+            )
+            kept.fits[todo] = fits
+        weight = self._shapes.weight
+        classes = kept.local[classes]
+        fits = kept.fits[classes]
+        pair_row, pair_slot = np.nonzero(fits)
+        # Column order, as `measure.per_shape` returns them: the same BLAS sums as `_best_device` (see `growth`).
+        scores = np.full(fits.shape, np.inf)
+        scores[pair_row, pair_slot] = np.asfortranarray(kept.shapes[classes[pair_row] * slots + pair_slot]) @ weight
+        best = np.argmin(scores, axis=1)
+        ok = fits.any(axis=1)
+        chosen = np.zeros((rows.size, len(self._shapes)), order="F")  # rows it cannot land on: any value, inf below
+        chosen[ok] = kept.shapes[classes[ok] * slots + best[ok]]
+        out: Floats = np.where(ok, chosen @ weight - self._before[rows], np.inf)
+        return out
+
+    def _kept_shared(self, signature: tuple[object, ...], slots: int, classes: int) -> _KeptShared:
+        """As `_kept`, for a task on one shared device; its index covers `classes`."""
+        kept = self._after_shared.get(signature)
+        if kept is None:
+            kept = self._after_shared[signature] = _KeptShared(
+                np.zeros((0, len(self._shapes))), np.zeros((0, slots), dtype=bool), np.full(classes, -1, dtype=np.intp)
+            )
+        elif kept.local.size < classes:
+            kept.local = np.concatenate([kept.local, np.full(classes - kept.local.size, -1, dtype=np.intp)])
+        return kept
+
+    def _kept(self, signature: tuple[object, ...], classes: int) -> _Kept:
+        """The kept `_after_shapes` for tasks of `signature`; its index covers `classes`."""
         kept = self._after.get(signature)
-        if kept is None or kept.known.size < count:
-            # Room for the classes later placements make (zeros are not written until used).
-            size = 2 * max(count, kept.known.size if kept is not None else 0)
-            grown = _Kept(np.zeros((len(self._shapes), size)), np.zeros(size, dtype=bool), np.zeros(size, dtype=bool))
-            if kept is not None:
-                n = kept.known.size
-                grown.shapes[:, :n], grown.possible[:n], grown.known[:n] = kept.shapes, kept.possible, kept.known
-            kept = self._after[signature] = grown
+        if kept is None:
+            kept = self._after[signature] = _Kept(
+                np.zeros((len(self._shapes), 0)), np.zeros(0, dtype=bool), np.full(classes, -1, dtype=np.intp)
+            )
+        elif kept.local.size < classes:
+            kept.local = np.concatenate([kept.local, np.full(classes - kept.local.size, -1, dtype=np.intp)])
         return kept
 
     def _after_shapes(self, task: PodInfo, rows: np.ndarray) -> tuple[Floats, Bools]:
@@ -291,10 +341,7 @@ class GpuFrag(PluginBase):
         """`free` with one device of `per_device` taken on each row where it strands least, and the rows
         where a device holds it at all."""
         n, slots = free.shape
-        fits = free >= per_device - EPS  # (rows, slots): devices that hold it
-        # Devices with the same free fraction are the same choice: try the first of each only.
-        same = np.abs(free[:, :, None] - free[:, None, :]) <= EPS
-        fits &= ~(same & np.tri(slots, slots, -1, dtype=bool)).any(axis=2)  # [j, k]: k before j
+        fits = _devices_to_try(free, per_device)
         pair_row, pair_slot = np.nonzero(fits)
         trial = free[pair_row].copy()  # one candidate placement per pair
         trial[np.arange(pair_row.size), pair_slot] -= per_device
@@ -332,11 +379,62 @@ class GpuFrag(PluginBase):
 
 @dataclass(slots=True)
 class _Kept:
-    """Per class, for one task signature: `GpuFrag._after_shapes` (shapes, possible) where `known`."""
+    """For one task signature, per class met (`local`: class → its index here, -1: not met):
+    `GpuFrag._after_shapes`, the `F_n(m)` after the task lands (`shapes`) and whether it can (`possible`)."""
 
-    shapes: Floats  # (M, classes): `F_n(m)` after the task lands
-    possible: Bools
-    known: Bools
+    shapes: Floats  # (M, met)
+    possible: Bools  # (met,)
+    local: npt.NDArray[np.intp]
+    count: int = 0
+
+    def add(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """Indices for `classes` (not met before), with room to fill."""
+        start = self.count
+        self.count += classes.size
+        if self.count > self.possible.size:
+            size = 2 * self.count
+            shapes, possible = np.zeros((self.shapes.shape[0], size)), np.zeros(size, dtype=bool)
+            shapes[:, :start], possible[:start] = self.shapes[:, :start], self.possible[:start]
+            self.shapes, self.possible = shapes, possible
+        out = np.arange(start, self.count, dtype=np.intp)
+        self.local[classes] = out
+        return out
+
+
+@dataclass(slots=True)
+class _KeptShared:
+    """For one task on one shared device, per class met (`local`: class → its index here, -1: not met): the
+    devices `_devices_to_try` gives (`fits`) and per device the `F_n(m)` after it lands there (row: index ×
+    slots + slot)."""
+
+    shapes: Floats  # (met × slots, M)
+    fits: Bools  # (met, slots)
+    local: npt.NDArray[np.intp]
+    count: int = 0
+
+    def add(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """Indices for `classes` (not met before), with room to fill."""
+        start, slots = self.count, self.fits.shape[1]
+        self.count += classes.size
+        if self.count > self.fits.shape[0]:
+            size = 2 * self.count
+            shapes, fits = np.zeros((size * slots, self.shapes.shape[1])), np.zeros((size, slots), dtype=bool)
+            shapes[: start * slots], fits[:start] = self.shapes[: start * slots], self.fits[:start]
+            self.shapes, self.fits = shapes, fits
+        out = np.arange(start, self.count, dtype=np.intp)
+        self.local[classes] = out
+        return out
+
+
+def _devices_to_try(free: Floats, per_device: float) -> Bools:
+    """(rows, slots): the devices that hold `per_device`, the first of those with the same free fraction only
+    (they are the same choice)."""
+    slots = free.shape[1]
+    fits = free >= per_device - EPS
+    same = np.abs(free[:, :, None] - free[:, None, :]) <= EPS
+    fits &= ~(same & np.tri(slots, slots, -1, dtype=bool)).any(axis=2)  # [j, k]: k before j
+    out: Bools = fits
+    return out
 
 
 def _signature(task: PodInfo) -> tuple[object, ...]:
