@@ -19,11 +19,12 @@ scored by taking its devices one at a time, each where it adds least. The node s
 and each node's expected fragmentation) is built once per session and kept per node as tasks are allocated and
 deallocated in it, so a task costs a few vector operations over the candidate nodes. Nodes whose inputs to the
 measure (per-device free fractions, free CPU and memory, the shapes they are eligible for) are equal bit for bit
-share a class; for a task without shared GPUs, a class's fragmentation per shape after the task lands is computed
-once and kept for the session per task signature (its CPU, memory and GPU ask), so a task computes only the
-classes no task alike has met, and weighs the kept values of its candidates as before (the same arrays, so the
-same sums bit for bit). A placement moves its node to the class of its new inputs. Shared-GPU tasks are scored
-afresh: their device choice weighs all candidate devices at once.
+share a class. A class's fragmentation per shape after a task lands (for a task on one shared device: after it
+takes each device that holds it) is computed once and kept for the session per task signature (its CPU, memory
+and GPU ask), so a task computes only the classes no task alike has met; the kept values of its candidates are
+then weighed as a fresh computation would (the same arrays in the same layout, so the same sums bit for bit:
+BLAS rounds a row by its place in the batch, which rules out keeping the sums themselves). A placement moves its
+node to the class of its new inputs. A shared task asking for several devices is scored afresh.
 
 Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
 (learned shapes weigh their task count, `tasks`, FGD's popularity and the default; or `gpus`, that count times
