@@ -54,6 +54,7 @@ from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
 FRAGMENTATION: Final = 100.0
 DEFAULT_MAX_SHAPES: Final = 64
 _ARGUMENTS = ("maxShapes", "shapes", "weighBy")
+_FEW = 8  # rows `_classify` keys one by one rather than sorting
 
 
 class GpuFrag(PluginBase):
@@ -161,14 +162,18 @@ class GpuFrag(PluginBase):
         if self._eligible is not None:
             parts.append(self._eligible[rows].astype(np.float64))
         inputs = np.ascontiguousarray(np.concatenate(parts, axis=1))
+        classes = self._classes
+        self._seen[rows] = seen
+        if rows.size <= _FEW:  # the nodes a task landed on: their keys one by one
+            for row, key in zip(rows.tolist(), inputs, strict=True):
+                self._class[row] = classes.setdefault(key.tobytes(), len(classes))
+            return
         keys = inputs.view(np.dtype((np.void, inputs.dtype.itemsize * inputs.shape[1]))).reshape(-1)
         unique, inverse = np.unique(keys, return_inverse=True)
-        classes = self._classes
         ids = np.fromiter(
             (classes.setdefault(k.tobytes(), len(classes)) for k in unique), dtype=np.intp, count=unique.size
         )
         self._class[rows] = ids[inverse.reshape(-1)]
-        self._seen[rows] = seen
 
     def _restate(self, rows: npt.NDArray[np.intp]) -> None:
         """Recompute the rows whose free CPU or memory moved without a task event reaching this plugin."""
