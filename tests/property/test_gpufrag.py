@@ -102,6 +102,8 @@ def test_kept_scores_equal_a_fresh_computation_after_random_placements(
     plugin = GpuFrag.from_args({})
     ssn = pb.session(pb.snapshot(nodes=nodes, pods=pods), plugin)
     snap = ssn.snapshot
+    fresh = plugin._expected(state.matrix(snap, plugin._free.shape[1]), slice(None))
+    assert np.array_equal(plugin._before, fresh), "the session's fragmentation per node differs from a fresh one"
     stmt = ssn.statement()
     for which, at, subset, place in steps:
         task = pb.task(ssn, f"p{which % len(task_kinds)}")

@@ -118,12 +118,12 @@ class GpuFrag(PluginBase):
         self._shapes = shapes.to_shapes(weighted)
         self._eligible = shapes.eligibility([k for k, _ in weighted], snap.nodes)
         self._free = state.matrix(snap)
-        self._before = self._expected(self._free, slice(None))
         self._dirty, self._rows = set(), {}
         self._class = np.zeros(len(snap.nodes), dtype=np.intp)
         self._classes, self._after, self._after_shared = {}, {}, {}
         self._seen = np.zeros((len(snap.nodes), 2))
         self._classify(np.arange(len(snap.nodes), dtype=np.intp))
+        self._before = self._expected_all()
         ssn.add(points.NODE_ORDER, self.node_order)
         ssn.add(points.GPU_ORDER, self.gpu_order)
         ssn.add(points.ON_ALLOCATE, self.task_changed)
@@ -174,6 +174,22 @@ class GpuFrag(PluginBase):
             (classes.setdefault(k.tobytes(), len(classes)) for k in unique), dtype=np.intp, count=unique.size
         )
         self._class[rows] = ids[inverse.reshape(-1)]
+
+    def _expected_all(self) -> Floats:
+        """`_expected` of every row, `measure.per_shape` once per class: the same sums as over all rows."""
+        rows = len(self._snapshot.nodes)
+        if len(self._shapes) == 0 or rows == 0:
+            return self._expected(self._free, slice(None))
+        _, first, inverse = np.unique(self._class, return_index=True, return_inverse=True)
+        some = first.astype(np.intp)
+        eligible = None if self._eligible is None else self._eligible[some]
+        arrays = self._arrays
+        per_shape = measure.per_shape(
+            self._shapes, self._free[some], arrays.free[some, CPU], arrays.free[some, MEMORY], eligible
+        )
+        # In the column order `measure.per_shape` returns for all rows (see `growth`).
+        out: Floats = np.asfortranarray(per_shape[inverse.reshape(-1)]) @ self._shapes.weight
+        return out
 
     def _restate(self, rows: npt.NDArray[np.intp]) -> None:
         """Recompute the rows whose free CPU or memory moved without a task event reaching this plugin."""
