@@ -75,26 +75,29 @@ class _Entry:
     arguments: dict[str, str]
 
 
+def _override(entries: dict[str, _Entry], name: str, enabled: bool | None, priority: int | None) -> _Entry:
+    """A shard's `enabled`/`priority` over a plugin's or action's entry; a name not among the defaults is on,
+    at priority 0 (§1.5)."""
+    entry = entries.setdefault(name, _Entry(True, 0, {}))
+    if enabled is not None:
+        entry.enabled = enabled
+    if priority is not None:
+        entry.priority = priority
+    return entry
+
+
 def render(spec: ShardSpec) -> dict[str, Any]:
     """The configuration mapping of `spec` (what `config.yaml` holds), keys in KAI's order."""
     plugins = _default_plugins(spec)
     for name, override in spec.plugins.items():
-        entry = plugins.setdefault(name, _Entry(True, 0, {}))
-        if override.enabled is not None:
-            entry.enabled = override.enabled
-        if override.priority is not None:
-            entry.priority = override.priority
+        entry = _override(plugins, name, override.enabled, override.priority)
         if override.arguments is not None:
             entry.arguments = dict(override.arguments)
     actions = {name: _Entry(True, priority, {}) for name, priority in ACTION_PRIORITIES.items()}
     if spec.placement.spreads:
         actions["consolidation"].enabled = False
     for name, action in spec.actions.items():
-        entry = actions.setdefault(name, _Entry(True, 0, {}))
-        if action.enabled is not None:
-            entry.enabled = action.enabled
-        if action.priority is not None:
-            entry.priority = action.priority
+        _override(actions, name, action.enabled, action.priority)
     out: dict[str, Any] = {
         "actions": ", ".join(_ordered(actions)),
         "tiers": [{"plugins": [_plugin(name, plugins[name]) for name in _ordered(plugins)]}],
