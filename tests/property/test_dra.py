@@ -23,6 +23,23 @@ QUEUE_GPU = QUEUE_AXIS.index(GPU)
 ODD = 'device.attributes["gpu.nvidia.com"].index % 2 == 1'
 
 
+def _running(draw: st.DrawFn, free: dict[str, list[str]], *, most: int) -> list[JSON]:
+    """Up to `most` running pods of queues qa/qb, each holding one free GPU of `free` (taken from it) through a
+    per-pod claim made from the template `one`."""
+    objects: list[JSON] = []
+    for j in range(draw(st.integers(0, most))):
+        nodes = [n for n, left in free.items() if left]
+        if not nodes:
+            break
+        node = draw(st.sampled_from(nodes))
+        device = free[node].pop(0)
+        name = f"run-{j}"
+        objects.append(b.podgroup(name, queue=draw(st.sampled_from(["qa", "qb"]))))
+        objects.append(b.claim(f"{name}-gpu", for_pod=name, allocated=[(node, device)], reserved_for=[name]))
+        objects.append(b.pod(name, node=node, claims={"gpu": "template:one"}, claim_statuses={"gpu": f"{name}-gpu"}))
+    return objects
+
+
 @st.composite
 def clusters(draw: st.DrawFn) -> list[JSON]:
     n_nodes = draw(st.integers(1, 4))
@@ -36,16 +53,7 @@ def clusters(draw: st.DrawFn) -> list[JSON]:
     objects += [b.queue("qa", gpu_quota=2), b.queue("qb", gpu_quota=1)]
     objects.append(b.claim("shared", labels={"kai.scheduler/queue": "qa"}))
     free = {f"n{i}": [f"gpu-{j}" for j in range(g)] for i, g in enumerate(gpus)}
-    for j in range(draw(st.integers(0, 4))):  # running pods holding one GPU each
-        nodes = [n for n, left in free.items() if left]
-        if not nodes:
-            break
-        node = draw(st.sampled_from(nodes))
-        device = free[node].pop(0)
-        name = f"run-{j}"
-        objects.append(b.podgroup(name, queue=draw(st.sampled_from(["qa", "qb"]))))
-        objects.append(b.claim(f"{name}-gpu", for_pod=name, allocated=[(node, device)], reserved_for=[name]))
-        objects.append(b.pod(name, node=node, claims={"gpu": "template:one"}, claim_statuses={"gpu": f"{name}-gpu"}))
+    objects += _running(draw, free, most=4)
     objects.append(b.claim_template("one"))
     objects.append(b.claim_template("two", count=2))
     objects.append(b.claim_template("odd", selectors=[ODD]))
@@ -123,16 +131,7 @@ def charged_clusters(draw: st.DrawFn) -> list[JSON]:
             b.claim("held", labels={"kai.scheduler/queue": "qa"}, allocated=[(node, device)], reserved_for=users)
         )
         objects += [b.pod(u, group="held", node=node, claims={"gpu": "held"}) for u in users]
-    for j in range(draw(st.integers(0, 3))):  # running pods holding one GPU each through per-pod claims
-        nodes = [n for n, left in free.items() if left]
-        if not nodes:
-            break
-        node = draw(st.sampled_from(nodes))
-        device = free[node].pop(0)
-        name = f"run-{j}"
-        objects.append(b.podgroup(name, queue=draw(st.sampled_from(["qa", "qb"]))))
-        objects.append(b.claim(f"{name}-gpu", for_pod=name, allocated=[(node, device)], reserved_for=[name]))
-        objects.append(b.pod(name, node=node, claims={"gpu": "template:one"}, claim_statuses={"gpu": f"{name}-gpu"}))
+    objects += _running(draw, free, most=3)
     objects.append(b.claim_template("one"))
     objects.append(b.claim_template("two", count=2))
     objects.append(b.claim_template("all", count=None))
