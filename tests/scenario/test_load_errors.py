@@ -234,6 +234,17 @@ REJECTS = [
         id="a mapping that is neither form",
     ),
     pytest.param(
+        "actions: allocate, reclaim\ntiers:\n- plugins: [{name: gang}]\n",
+        "bad.yaml:1: a scheduler configuration (actions, tiers), not a scenario: give it with --config",
+        id="a scheduler configuration given as the scenario says to use --config",
+    ),
+    pytest.param(
+        CLUSTER + "generators:\n- {queue: team-a}\n",
+        "bad.yaml:8: scenario top-level generators: read by `kai simulate` only (it draws the jobs): run "
+        "`kai simulate FILE`",
+        id="a simulation's generators outside kai simulate name the command that reads them",
+    ),
+    pytest.param(
         "nodes: []\n---\nnodes: []\n",
         "bad.yaml: a scenario must be the only YAML document of its file",
         id="two scenario documents",
