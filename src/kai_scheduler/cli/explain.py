@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from kai_scheduler.api.errors import UserError
@@ -67,6 +68,8 @@ def _from_file(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explana
     from kai_scheduler.sim.shards import shard_configs
 
     loaded = scenarios.load(args.file)
+    if (note := loaded.skipped_note()) is not None:
+        print(f"kai: {note}", file=sys.stderr)
     source = (
         config_file.read(args.config)
         if args.config

@@ -152,7 +152,10 @@ def _load(args: argparse.Namespace) -> Scenario:
         raise UserError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
     if args.nodes or args.sample is not None or args.time_scale != 1.0:
         raise UserError("--nodes, --sample and --time-scale go with --trace")
-    return sources.load(args.file, seed=args.seed)
+    loaded = sources.load(args.file, seed=args.seed)
+    if (note := loaded.skipped_note()) is not None:
+        print(f"kai: {note}", file=sys.stderr)
+    return loaded
 
 
 def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, ConfigSource]]:

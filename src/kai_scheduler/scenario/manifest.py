@@ -16,10 +16,10 @@ from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.kinds import KIND_TO_PLURAL, RESOURCES
 from kai_scheduler.scenario import meta
 from kai_scheduler.scenario.entry import Where
-from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, JobMeta, Scenario
+from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, MANIFEST_KINDS, JobMeta, Scenario
 from kai_scheduler.scenario.source import ScenarioError
 
-KIND_ORDER = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "Pod", "BindRequest")
+KIND_ORDER = MANIFEST_KINDS
 
 
 def build(where: Where, docs: list[Any]) -> Scenario:
