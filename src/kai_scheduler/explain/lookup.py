@@ -1,12 +1,14 @@
 """Find the job a user names, the node pools to look at, and read the cluster, with one-line errors.
 
-A job is named by its PodGroup (`name` or `namespace/name`) or by one of its pods (resolved through the pod's
-`pod-group-name` annotation). Without a namespace, every namespace is searched and a name found in several
+A job is named by its PodGroup (`name` or `namespace/name`), by one of its pods (resolved through the pod's
+`pod-group-name` annotation), or by its workload (a Job, a PyTorchJob…: the podgrouper names the PodGroup
+`pg-<workload>-<workload uid>`). Without a namespace, every namespace is searched and a name found in several
 is an error that lists them.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants
@@ -86,10 +88,26 @@ def find(objects: ClusterObjects, ref: JobRef, *, scheduler_name: str) -> str:
         if not any(g.meta.key == key for g in objects.podgroups):
             raise JobNotFound(f"pod {pod.meta.key} names PodGroup {group!r}, which does not exist")
         return key
+    owned = sorted(
+        g.meta.key for g in objects.podgroups if _of_workload(g.name, ref.name) and _in(g.meta.namespace, ref)
+    )
+    if len(owned) == 1:
+        return owned[0]
+    if len(owned) > 1:
+        raise JobNotFound(f"workloads named {ref.name!r} have several PodGroups ({', '.join(owned)}): name one of them")
     if ref.namespace is not None and not _namespace_used(objects, ref.namespace):
         raise JobNotFound(f"no PodGroup or pod named {ref.name!r}: namespace {ref.namespace!r} has none at all")
     where = f" in namespace {ref.namespace!r}" if ref.namespace is not None else ""
     raise JobNotFound(f"no PodGroup or pod named {ref.name!r}{where}")
+
+
+# The PodGroup name the podgrouper gives a workload's pods (KAI's `pg-<top owner name>-<top owner uid>`).
+_WORKLOAD_PODGROUP = re.compile(r"pg-(?P<workload>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _of_workload(podgroup: str, workload: str) -> bool:
+    match = _WORKLOAD_PODGROUP.fullmatch(podgroup)
+    return match is not None and match["workload"] == workload
 
 
 def _in(namespace: str, ref: JobRef) -> bool:
