@@ -74,6 +74,11 @@ REJECTS = [
         id="a memory that is not a quantity",
     ),
     pytest.param(
+        job("{memory: 16GB}"),
+        "bad.yaml:10: job j tasks[0].memory: expected a Kubernetes quantity, got '16GB' (did you mean 16Gi or 16G?)",
+        id="a memory in GB is given the Kubernetes spelling",
+    ),
+    pytest.param(
         job("{gpus: -1}"),
         "bad.yaml:10: job j tasks[0].gpus: must be at least 0, got -1",
         id="negative gpus",
