@@ -165,6 +165,23 @@ def test_simulate_summary_reads_as_a_person_would_write_it(capsys: pytest.Captur
     assert "\n1 job(s) never scheduled" in out  # no label in front when there is one run
 
 
+def test_simulate_queue_table_names_each_column(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One run: a header per figure (was one unnamed column of `allocated / fair share; p50 / p90`)."""
+    code, out, _ = _run(capsys, "simulate", _write(tmp_path, TWO_NAMESPACES), "--no-report", "--no-progress")
+    assert code == 0
+    lines = out.splitlines()
+    header = next(line for line in lines if "queue" in line and "allocated" in line)
+    assert re.findall(r"[a-z][a-z0-9 ]*[a-z0-9]", header) == [
+        "queue",
+        "allocated",
+        "fair share",
+        "wait p50",
+        "wait p90",
+    ]
+    [row] = [line for line in lines if line.startswith("│ a ")]
+    assert len([cell for cell in row.split("│") if cell.strip()]) == 5
+
+
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [

@@ -18,6 +18,8 @@ from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import saturate
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from kai_scheduler.scenario import Scenario
     from kai_scheduler.scheduler.config_file import ConfigSource
     from kai_scheduler.sim import replay
@@ -198,24 +200,7 @@ def _print_table(runs: list[replay.Run]) -> None:
     for i, (name, _) in enumerate(columns[0]):
         table.add_row(name, *(col[i][1] for col in columns))
     console.print(table)
-    queues = Table(title="Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90", title_justify="left")
-    queues.add_column("queue")
-    for label in labels if compare else [""]:
-        queues.add_column(label, justify="right")
-    for name in sorted({q for r in runs for q in r.summary.queues}):
-        cells = []
-        for r in runs:
-            q = r.summary.queues.get(name)
-            if q is None:
-                cells.append("-")
-                continue
-            wait = q["wait_seconds"]
-            cells.append(
-                f"{q['allocated_gpus']:.4g} / {q['fair_share_gpus']:.4g}; "
-                f"{describe_duration(wait['p50'])} / {describe_duration(wait['p90'])}"
-            )
-        queues.add_row(name, *cells)
-    console.print(queues)
+    console.print(_queue_table(runs, labels))
     for label, r in zip(labels, runs, strict=True):
         never = r.summary.never_scheduled
         if never:
@@ -224,6 +209,41 @@ def _print_table(runs: list[replay.Run]) -> None:
             console.print(f"[red]{prefix}{len(never)} job(s) never scheduled[/red]: {shown}")
         if unfinished := report.unfinished_line(r):
             console.print(f"{label}: {unfinished}" if compare else unfinished, highlight=False)
+
+
+def _queue_table(runs: list[replay.Run], labels: list[str]) -> Table:
+    """Per queue, time-weighted GPUs allocated and fair share, and the wait p50 and p90: a column each for one
+    run; with --compare a column per run, each cell `allocated / fair share; p50 / p90`."""
+    from rich.table import Table
+
+    compare = len(runs) > 1
+    if compare:
+        title = "Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90"
+        headers = labels
+    else:
+        title = "Queues (GPUs time-weighted; waits of their jobs)"
+        headers = ["allocated", "fair share", "wait p50", "wait p90"]
+    table = Table(title=title, title_justify="left")
+    table.add_column("queue")
+    for header in headers:
+        table.add_column(header, justify="right")
+    for name in sorted({q for r in runs for q in r.summary.queues}):
+        cells: list[str] = []
+        for r in runs:
+            q = r.summary.queues.get(name)
+            if q is None:
+                cells += ["-"] * (1 if compare else len(headers))
+                continue
+            wait = q["wait_seconds"]
+            figures = [
+                f"{q['allocated_gpus']:.4g}",
+                f"{q['fair_share_gpus']:.4g}",
+                describe_duration(wait["p50"]),
+                describe_duration(wait["p90"]),
+            ]
+            cells += [f"{figures[0]} / {figures[1]}; {figures[2]} / {figures[3]}"] if compare else figures
+        table.add_row(name, *cells)
+    return table
 
 
 def _seconds(text: str) -> float:
