@@ -89,6 +89,17 @@ def test_tables_fit_80_columns_and_cut_no_name(capsys: pytest.CaptureFixture[str
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "…" not in out
     assert all(line == line.rstrip() for line in out.splitlines())
+    # every column of the queue table is named
+    header = next(line for line in out.splitlines() if "queue" in line and "deserved" in line)
+    assert [c.strip() for c in header.strip("┃").split("┃")] == [
+        "queue",
+        "parent",
+        "resource",
+        "deserved",
+        "fair share",
+        "allocated",
+        "requested",
+    ]
     # the reason of an eviction reads as one sentence over at most two lines, under its eviction
     lines = out.splitlines()
     first = next(i for i, line in enumerate(lines) if "reclaim " in line and "train-big" in line)
