@@ -272,6 +272,9 @@ jobs:
     "job, namespace, words",
     [
         pytest.param("nope", None, ["no PodGroup or pod named 'nope'"], id="an unknown job"),
+        pytest.param(
+            "j-2", "ns-b", ["no PodGroup or pod named 'j-2' in namespace 'ns-b' (did you mean j-0?)"], id="a near miss"
+        ),
         pytest.param("j", "ns-x", ["namespace 'ns-x' has none"], id="an unknown namespace"),
         pytest.param("j", None, ["several namespaces", "ns-a/j", "ns-b/j", "-n"], id="a name in two namespaces"),
         pytest.param("ns-a/j", "ns-b", ["-n says 'ns-b'"], id="a namespace twice, differently"),

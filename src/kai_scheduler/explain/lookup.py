@@ -8,6 +8,7 @@ is an error that lists them.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -98,7 +99,7 @@ def find(objects: ClusterObjects, ref: JobRef, *, scheduler_name: str) -> str:
     if ref.namespace is not None and not _namespace_used(objects, ref.namespace):
         raise JobNotFound(f"no PodGroup or pod named {ref.name!r}: namespace {ref.namespace!r} has none at all")
     where = f" in namespace {ref.namespace!r}" if ref.namespace is not None else ""
-    raise JobNotFound(f"no PodGroup or pod named {ref.name!r}{where}")
+    raise JobNotFound(f"no PodGroup or pod named {ref.name!r}{where}{_guess(objects, ref)}")
 
 
 # The PodGroup name the podgrouper gives a workload's pods (KAI's `pg-<top owner name>-<top owner uid>`).
@@ -108,6 +109,15 @@ _WORKLOAD_PODGROUP = re.compile(r"pg-(?P<workload>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0
 def _of_workload(podgroup: str, workload: str) -> bool:
     match = _WORKLOAD_PODGROUP.fullmatch(podgroup)
     return match is not None and match["workload"] == workload
+
+
+def _guess(objects: ClusterObjects, ref: JobRef) -> str:
+    """` (did you mean X?)` for a near miss among the names JOB may take (in the namespace asked for), else empty."""
+    names = {g.name for g in objects.podgroups if _in(g.meta.namespace, ref)}
+    names |= {p.name for p in objects.pods if _in(p.namespace, ref)}
+    names |= {m["workload"] for n in list(names) if (m := _WORKLOAD_PODGROUP.fullmatch(n))}
+    hint = difflib.get_close_matches(ref.name, sorted(names), n=1)
+    return f" (did you mean {hint[0]}?)" if hint else ""
 
 
 def _in(namespace: str, ref: JobRef) -> bool:
