@@ -81,7 +81,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
         "horizon: --until, or when the last job would end if none waited; and peak allocation)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress on standard error (a live bar on a terminal, else a line per tenth of the horizon)",
+    )
     saturate.add_arguments(p)
     p.set_defaults(run=run)
 
