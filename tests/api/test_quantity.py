@@ -5,6 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kai_scheduler.api import quantity
 from kai_scheduler.api.quantity import QuantityError, parse_quantity
@@ -122,3 +124,32 @@ def test_cpu_format_round_trips(text: str) -> None:
 @pytest.mark.parametrize("text", ["64Gi", "512Mi", "3Ki", "1Ti"])
 def test_memory_format_round_trips(text: str) -> None:
     assert quantity.format_memory(quantity.to_bytes(text)) == text
+
+
+@pytest.mark.parametrize(
+    "written, hint",
+    [
+        ("512GB", " (did you mean 512Gi or 512G?)"),
+        ("64GiB", " (did you mean 64Gi?)"),
+        ("16gi", " (did you mean 16Gi?)"),
+        ("3 mb", " (did you mean 3Mi or 3M?)"),
+        ("1kB", " (did you mean 1Ki or 1k?)"),
+        ("64 Gi", " (did you mean 64Gi?)"),
+        ("8 cores", " (did you mean 8?)"),
+        ("lots", ""),
+        ("5x", ""),
+    ],
+)
+def test_a_unit_written_as_people_write_it_is_given_the_kubernetes_spelling(written: str, hint: str) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(written)
+    assert quantity.near_miss(written) == hint
+
+
+@given(st.text(alphabet="0123456789. kKmMgGtTpPeEiIbB", max_size=8))
+def test_every_suggested_spelling_is_a_quantity(written: str) -> None:
+    """A hint never proposes something that is itself rejected."""
+    hint = quantity.near_miss(written)
+    if hint:
+        for proposal in hint.removeprefix(" (did you mean ").removesuffix("?)").split(" or "):
+            parse_quantity(proposal)

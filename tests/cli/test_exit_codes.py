@@ -19,6 +19,33 @@ def test_a_bad_flag_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], t
     assert err == "kai: --cycles: must be at least 1, got 0\n"
 
 
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["simulate", "s.yaml", "--until", "2hours"],
+            "kai: --until: expected a duration such as 90s or 2h, got '2hours' (see kai simulate --help)",
+        ),
+        (
+            ["schedule", "s.yaml", "--cycles", "abc"],
+            "kai: --cycles: invalid int value: 'abc' (see kai schedule --help)",
+        ),
+        (["schedule"], "kai: the following arguments are required: file (see kai schedule --help)"),
+        (["schedul"], "kai: COMMAND: invalid choice: 'schedul' (choose from 'schedule', "),
+        (["schedule", "s.yaml", "-o", "xml"], "kai: --output/-o: invalid choice: 'xml' (choose from "),
+    ],
+)
+def test_a_flag_argparse_rejects_is_one_line_and_exit_2(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No usage block before the reason: the one line says what is wrong and where the flags are listed."""
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == cli.EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(line), err
+
+
 def test_a_missing_file_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert cli.main(["schedule", str(tmp_path / "absent.yaml")]) == cli.EXIT_USER_ERROR
     err = capsys.readouterr().err

@@ -38,3 +38,25 @@ def test_json_lines_hold_level_logger_message_and_fields() -> None:
         "pods": ["a", "b"],
     }
     assert "time" in out
+
+
+def test_no_log_call_passes_a_field_the_log_record_reserves() -> None:
+    """`extra={"created": …}` makes `logging` raise KeyError when the line is emitted (at -v): the operator's
+    reconcile step failed that way. Every `extra=` mapping written in the source uses free names."""
+    import ast
+    import logging
+    from pathlib import Path
+
+    import kai_scheduler
+
+    reserved = set(vars(logging.LogRecord("n", logging.INFO, "p", 1, "m", None, None))) | {"message", "asctime"}
+    offenders = []
+    for path in Path(kai_scheduler.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            for keyword in node.keywords:
+                if keyword.arg == "extra" and isinstance(keyword.value, ast.Dict):
+                    keys = [k.value for k in keyword.value.keys if isinstance(k, ast.Constant)]
+                    offenders += [f"{path.name}:{node.lineno} {key}" for key in keys if key in reserved]
+    assert offenders == []

@@ -89,6 +89,17 @@ def test_tables_fit_80_columns_and_cut_no_name(capsys: pytest.CaptureFixture[str
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "…" not in out
     assert all(line == line.rstrip() for line in out.splitlines())
+    # every column of the queue table is named
+    header = next(line for line in out.splitlines() if "queue" in line and "deserved" in line)
+    assert [c.strip() for c in header.strip("┃").split("┃")] == [
+        "queue",
+        "parent",
+        "resource",
+        "deserved",
+        "fair share",
+        "allocated",
+        "requested",
+    ]
     # the reason of an eviction reads as one sentence over at most two lines, under its eviction
     lines = out.splitlines()
     first = next(i for i, line in enumerate(lines) if "reclaim " in line and "train-big" in line)
@@ -163,6 +174,23 @@ def test_simulate_summary_reads_as_a_person_would_write_it(capsys: pytest.Captur
     assert "value" not in out and "e+" not in out
     assert "6h12m" in out  # the makespan: two 3h06m jobs one after the other
     assert "\n1 job(s) never scheduled" in out  # no label in front when there is one run
+
+
+def test_simulate_queue_table_names_each_column(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One run: a header per figure (was one unnamed column of `allocated / fair share; p50 / p90`)."""
+    code, out, _ = _run(capsys, "simulate", _write(tmp_path, TWO_NAMESPACES), "--no-report", "--no-progress")
+    assert code == 0
+    lines = out.splitlines()
+    header = next(line for line in lines if "queue" in line and "allocated" in line)
+    assert re.findall(r"[a-z][a-z0-9 ]*[a-z0-9]", header) == [
+        "queue",
+        "allocated",
+        "fair share",
+        "wait p50",
+        "wait p90",
+    ]
+    [row] = [line for line in lines if line.startswith("│ a ")]
+    assert len([cell for cell in row.split("│") if cell.strip()]) == 5
 
 
 @pytest.mark.parametrize(

@@ -190,6 +190,23 @@ def test_a_good_manifest_schedules(capsys: pytest.CaptureFixture[str], tmp_path:
     assert json.loads(out)["tasks"]["ns/p"]["status"] == "Binding"
 
 
+def test_a_manifest_of_kinds_it_does_not_read_says_which_were_skipped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A Job (no Job controller runs in kai schedule) is skipped with one line on stderr, not silently."""
+    job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {containers: []}}}\n"
+    path = _write(tmp_path, GOOD_MANIFEST + "---\n" + job, "manifest.yaml")
+    code, out, err = _run(capsys, "schedule", path, "-o", "json")
+    assert code == 0
+    assert json.loads(out)["tasks"]["ns/p"]["status"] == "Binding"
+    assert err.splitlines() == [
+        f"kai: {path}: skipped Job: no workload controller runs here to make their pods; read are PriorityClass, "
+        "Topology, Node, Queue, PodGroup, Pod, BindRequest (e.g. `kubectl get nodes,queues,podgroups,pods -A -o yaml`)"
+    ]
+    _, _, err = _run(capsys, "schedule", _write(tmp_path, GOOD_MANIFEST, "good.yaml"), "-o", "json")
+    assert err == ""  # only what was skipped is said
+
+
 def test_zero_cycles_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "--cycles", "0")
     assert code == 2 and err.splitlines() == ["kai: --cycles: must be at least 1, got 0"]

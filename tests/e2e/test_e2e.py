@@ -25,6 +25,19 @@ def test_a_job_is_grouped_placed_bound_and_run(clean: Cluster) -> None:
         "Succeeded"
     }
 
+    # The Scheduled events carry the time kubectl shows as LAST SEEN (written in the background, so waited for).
+    def scheduled() -> list[dict[str, object]]:
+        events, _ = clean.store.list("events", NAMESPACE)
+        return [
+            e
+            for e in events
+            if e.get("reason") == "Scheduled" and str(e["involvedObject"]["name"]).startswith("train-job-")
+        ]
+
+    clean.wait("the Scheduled events of both pods", lambda: len(scheduled()) == 2, timeout=30)
+    for event in scheduled():
+        assert event.get("lastTimestamp") and event.get("firstTimestamp") and event.get("count") == 1, event
+
 
 def test_a_gang_is_placed_whole_or_not_at_all(clean: Cluster) -> None:
     """A gang of five 8-GPU pods on four 8-GPU nodes: none is bound, and the PodGroup says why; with

@@ -272,6 +272,9 @@ jobs:
     "job, namespace, words",
     [
         pytest.param("nope", None, ["no PodGroup or pod named 'nope'"], id="an unknown job"),
+        pytest.param(
+            "j-2", "ns-b", ["no PodGroup or pod named 'j-2' in namespace 'ns-b' (did you mean j-0?)"], id="a near miss"
+        ),
         pytest.param("j", "ns-x", ["namespace 'ns-x' has none"], id="an unknown namespace"),
         pytest.param("j", None, ["several namespaces", "ns-a/j", "ns-b/j", "-n"], id="a name in two namespaces"),
         pytest.param("ns-a/j", "ns-b", ["-n says 'ns-b'"], id="a namespace twice, differently"),
@@ -290,6 +293,30 @@ def test_a_pod_name_resolves_to_its_podgroup(tmp_path: Path) -> None:
     ex = _explain(tmp_path, NAMED, "j-1", "ns-a")
     assert ex.job == "ns-a/j"
     assert _explain(tmp_path, NAMED, "ns-b/j").job == "ns-b/j"
+
+
+WORKLOADS = f"""
+name: t
+nodes:
+- {{name: a, gpus: 8}}
+queues:
+- {{name: q, {QUEUE % 8}}}
+jobs:
+- {{name: pg-train-0c743f85-867e-4157-9745-c5e1d43d6080, namespace: ns-a, queue: q, replicas: 2, template: {{gpus: 1}}}}
+- {{name: pg-train-1c743f85-867e-4157-9745-c5e1d43d6080, namespace: ns-b, queue: q, replicas: 1, template: {{gpus: 1}}}}
+- {{name: pg-train-x, namespace: ns-a, queue: q, replicas: 1, template: {{gpus: 1}}}}
+"""
+
+
+def test_a_workload_name_resolves_to_the_podgroup_the_podgrouper_gave_it(tmp_path: Path) -> None:
+    """`kai explain mnist-ddp` for the PyTorchJob mnist-ddp: its PodGroup is pg-mnist-ddp-<uid>."""
+    assert _explain(tmp_path, WORKLOADS, "train", "ns-a").job == "ns-a/pg-train-0c743f85-867e-4157-9745-c5e1d43d6080"
+    assert _explain(tmp_path, WORKLOADS, "ns-b/train").job == "ns-b/pg-train-1c743f85-867e-4157-9745-c5e1d43d6080"
+    with pytest.raises(explain.JobNotFound) as caught:  # two namespaces have one: which is meant?
+        _explain(tmp_path, WORKLOADS, "train")
+    assert "several PodGroups (ns-a/pg-train-0c743f85" in str(caught.value) and "ns-b/pg-train-1c7" in str(caught.value)
+    with pytest.raises(explain.JobNotFound):  # pg-train-x is no workload's PodGroup name (no uid)
+        _explain(tmp_path, WORKLOADS, "x", "ns-a")
 
 
 def test_a_gang_short_of_live_pods_is_told_it_waits_for_them(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kai_scheduler.api import Node
@@ -87,7 +89,8 @@ def test_taints() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (FleetSpec(cpu="lots"), "--cpu: invalid quantity 'lots'"),
+        (FleetSpec(cpu="lots"), "--cpu: invalid quantity 'lots' (want e.g. 128, 500m, 1Ti)"),
+        (FleetSpec(memory="1TB"), "--memory: invalid quantity '1TB' (did you mean 1Ti or 1T?)"),
         (FleetSpec(memory="-1Gi"), "--memory: must not be negative"),
         (FleetSpec(count=-1), "--count: must be at least 0"),
         (FleetSpec(prefix="Bad_Prefix"), "--prefix"),
@@ -96,7 +99,7 @@ def test_taints() -> None:
     ],
 )
 def test_bad_specs_are_one_line_naming_the_flag(spec: FleetSpec, message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         spec.check()
 
 

@@ -130,6 +130,16 @@ def test_tiers_keep_their_order() -> None:
 ERRORS = [
     pytest.param({"actions": "allocate, shuffle"}, "config actions: unknown action 'shuffle'", id="an unknown action"),
     pytest.param(
+        {"actions": "allocate, reclame"},
+        "config actions: unknown action 'reclame' (did you mean reclaim?); known:",
+        id="a misspelt action is given the near name",
+    ),
+    pytest.param(
+        _tiers({"name": "proportional"}),
+        "config tiers[0].plugins[0].name: unknown plugin 'proportional' (did you mean proportion?); known:",
+        id="a misspelt plugin is given the near name",
+    ),
+    pytest.param(
         {"actions": ["allocate"]}, "config actions: expected a comma-separated string", id="actions as a list"
     ),
     pytest.param(

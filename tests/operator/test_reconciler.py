@@ -3,6 +3,7 @@ rewritten), delete a shard (its objects go), a bad CR (status says why, the last
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -65,6 +66,15 @@ def test_first_pass_creates_every_object_and_a_second_changes_nothing(store: Mem
         "a",
         store.get("schedulingshards", "a")["metadata"]["uid"],
     )
+
+
+def test_a_pass_that_changes_objects_logs_them_at_info(operator: Reconciler, caplog: pytest.LogCaptureFixture) -> None:
+    """At -v (`kai -v operator`) the pass's summary line is emitted; it once named a field `created`, which the
+    LogRecord reserves, so the line raised KeyError and the step failed."""
+    with caplog.at_level(logging.INFO, logger="kai_scheduler.operator.reconciler"):
+        first = operator.reconcile()
+    [line] = [r for r in caplog.records if r.getMessage() == "operator reconciled"]
+    assert line.__dict__["created_objects"] == first.created
 
 
 def test_changing_one_shard_rewrites_only_that_shards_objects(store: MemoryStore, operator: Reconciler) -> None:

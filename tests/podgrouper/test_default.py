@@ -314,6 +314,36 @@ def test_pods_of_another_scheduler_finished_or_terminating_pods_are_ignored() ->
     assert c.group().labelled == [] and c.podgroups() == []
 
 
+def test_a_grouped_pod_whose_owner_cannot_be_read_keeps_its_podgroup_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """A `kubectl get nodes,queues,podgroups,pods -o yaml` snapshot has the PyTorchJob's pods and PodGroup but not
+    the PyTorchJob: its grouper cannot read the replica specs, and the PodGroup the pods name is left as it is
+    (was one 'pod not grouped as asked' warning per pod)."""
+    ref = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "name": "ddp",
+        "uid": "33333333-0000-4000-8000-000000000001",
+        "controller": True,
+    }
+    group = "pg-ddp-33333333-0000-4000-8000-000000000001"
+    c = Cluster()
+    c.add(
+        {
+            "apiVersion": "scheduling.run.ai/v2alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": group, "namespace": "default"},
+            "spec": {"queue": "q"},
+        },
+        bare_pod("ddp-master-0", owners=[ref], annotations={constants.ANNOTATION_POD_GROUP_NAME: group}),
+    )
+    outcome = c.group()
+    assert outcome.skipped == [] and outcome.created == []
+    assert c.podgroup_of("ddp-master-0")["metadata"]["name"] == group
+    assert "not grouped" not in caplog.text
+    c.add(bare_pod("ddp-worker-0", owners=[ref]))  # no PodGroup named yet: that one is still said
+    assert [pod for pod, _ in c.group().skipped] == ["default/ddp-worker-0"]
+
+
 def test_an_owner_kind_the_store_does_not_serve_is_grouped_by_its_reference() -> None:
     c = Cluster()
     ref = {

@@ -74,6 +74,11 @@ REJECTS = [
         id="a memory that is not a quantity",
     ),
     pytest.param(
+        job("{memory: 16GB}"),
+        "bad.yaml:10: job j tasks[0].memory: expected a Kubernetes quantity, got '16GB' (did you mean 16Gi or 16G?)",
+        id="a memory in GB is given the Kubernetes spelling",
+    ),
+    pytest.param(
         job("{gpus: -1}"),
         "bad.yaml:10: job j tasks[0].gpus: must be at least 0, got -1",
         id="negative gpus",
@@ -232,6 +237,17 @@ REJECTS = [
         "bad.yaml:1: neither a scenario (no nodes, queues or jobs) nor a Kubernetes object (needs "
         "apiVersion and kind); keys: name",
         id="a mapping that is neither form",
+    ),
+    pytest.param(
+        "actions: allocate, reclaim\ntiers:\n- plugins: [{name: gang}]\n",
+        "bad.yaml:1: a scheduler configuration (actions, tiers), not a scenario: give it with --config",
+        id="a scheduler configuration given as the scenario says to use --config",
+    ),
+    pytest.param(
+        CLUSTER + "generators:\n- {queue: team-a}\n",
+        "bad.yaml:8: scenario top-level generators: read by `kai simulate` only (it draws the jobs): run "
+        "`kai simulate FILE`",
+        id="a simulation's generators outside kai simulate name the command that reads them",
     ),
     pytest.param(
         "nodes: []\n---\nnodes: []\n",

@@ -94,6 +94,21 @@ def test_a_scheduled_event_is_written_for_each_bind() -> None:
     assert _events(store) == [("Normal", "Scheduled", "Pod", "j-0"), ("Normal", "Scheduled", "Pod", "j-1")]
 
 
+def test_events_carry_the_time_and_count_kubectl_shows() -> None:
+    """`kubectl get events` reads LAST SEEN from lastTimestamp: an event without it shows `<unknown>`. Events are
+    stamped with the scheduler's clock (virtual time in kai schedule and kai simulate)."""
+    store, clock, scheduler = _cluster(
+        b.queue("q"), b.node("n1", gpus=1), *_gang("j", 1, gpus=1), *_gang("k", 1, gpus=1)
+    )
+    clock.advance(90)
+    scheduler.run_once()
+    items, _ = store.list("events")
+    assert {e["reason"] for e in items} == {"Scheduled", "Unschedulable"}
+    for event in items:
+        assert event["firstTimestamp"] == event["lastTimestamp"] == "2026-01-01T00:01:30Z"
+        assert event["count"] == 1
+
+
 def test_a_binding_pod_is_not_placed_again_and_keeps_its_resources() -> None:
     store, clock, scheduler = _cluster(
         b.queue("q"), b.node("n1", gpus=2), *_gang("j", 1, gpus=2), *_gang("k", 1, gpus=2)

@@ -3,6 +3,7 @@ per seed, and `kai simulate --saturate` (JSON, report, one-line errors)."""
 
 from __future__ import annotations
 
+import io
 import json
 import types
 from pathlib import Path
@@ -135,6 +136,35 @@ def test_cli_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "data:image/png;base64," in html
     written = json.loads((tmp_path / "report" / "saturation.json").read_text())
     assert [run["arrived"] for run in written.values()] == [saturation["arrived"]]
+
+
+def test_progress_off_a_terminal_is_whole_lines_at_each_tenth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In a log or a pipe the progress is a line per 10 % of demand, without the carriage returns of a terminal."""
+    pods, nodes = _files(tmp_path)
+    code, _, err = run(capsys, "simulate", "--trace", pods, "--nodes", nodes, "--saturate", "--no-report")
+    assert code == 0, err
+    assert "\r" not in err
+    lines = [line for line in err.splitlines() if "demand arrived" in line]
+    percents = [int(line.split("demand arrived ")[1].split(" %")[0]) for line in lines]
+    assert len(percents) >= 2 and percents == sorted(percents)
+    assert [p // 10 for p in percents] == sorted(set(p // 10 for p in percents))  # one line per tenth
+
+
+def test_progress_on_a_terminal_redraws_one_line() -> None:
+    from kai_scheduler.cli.saturate import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    progress = _Progress("run", screen)
+    for arrived in (0.0, 0.004, 0.01, 0.5, 1.3):
+        progress(arrived)
+    progress.close()
+    assert screen.getvalue().count("\r") == 4 and screen.getvalue().endswith("130 % of the cluster's GPUs\n")
 
 
 def test_cli_compare_puts_both_runs_in_one_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ these tests drive the mock API server's faults and look at the requests it recei
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from pathlib import Path
@@ -390,6 +391,16 @@ def test_a_missing_kubeconfig_is_a_configuration_error(tmp_path: Path, monkeypat
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigurationError, match="nope"):
         KubeStore.connect(str(tmp_path / "nope"))
+
+
+def test_a_missing_kubeconfig_says_no_such_file_with_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    missing = str(tmp_path / "nope")
+    with pytest.raises(ConfigurationError, match=f"no such file: {re.escape(missing)}$"):
+        KubeStore.connect(missing)
+    monkeypatch.setenv("KUBECONFIG", f"{missing}:{tmp_path / 'nope2'}")  # none of $KUBECONFIG's files exists
+    with pytest.raises(ConfigurationError, match=r"the default kubeconfig.*no such file: .*nope, .*nope2$"):
+        KubeStore.connect()
 
 
 def test_inside_a_pod_the_service_account_is_used(kube_server: MockApiServer, monkeypatch: pytest.MonkeyPatch) -> None:

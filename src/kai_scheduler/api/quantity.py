@@ -29,6 +29,34 @@ _DECIMAL = {
 _PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 
+_NEAR_MISS = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+))\s*([A-Za-z]+)\s*$")
+_COUNT_WORDS = frozenset({"core", "cores", "cpu", "cpus", "gpu", "gpus"})
+
+
+def near_miss(value: object) -> str:
+    """What a mistyped quantity likely meant, as ` (did you mean …?)`, or empty: a unit written the way people
+    write it ("512GB", "64GiB", "16gi") rather than as Kubernetes does, or a count with a word ("8 cores")."""
+    match = _NEAR_MISS.match(value) if isinstance(value, str) else None
+    if match is None:
+        return ""
+    number, unit = match.group(1), match.group(2)
+    if unit.lower() in _COUNT_WORDS:
+        return f" (did you mean {number}?)"
+    if _PATTERN.match(number + unit):  # only a space too many: "64 Gi"
+        return f" (did you mean {number}{unit}?)"
+    in_bytes = unit[-1] in "bB" and len(unit) > 1  # 512GB → 512G, 64GiB → 64Gi, 3mb → 3M
+    stem = unit[:-1] if in_bytes else unit
+    prefix = "k" if stem[0] in "kK" else stem[0] if stem[0] == "m" and not in_bytes else stem[0].upper()
+    binary = "Ki" if prefix == "k" else f"{prefix}i"
+    if binary not in _BINARY:
+        return ""
+    if len(stem) == 2 and stem[1] in "iI":
+        return f" (did you mean {number}{binary}?)"
+    if len(stem) == 1:
+        return f" (did you mean {number}{binary} or {number}{prefix}?)"
+    return ""
+
+
 class QuantityError(UserError):
     """A string that is not a Kubernetes quantity."""
 

@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import (
@@ -60,8 +61,17 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but a bad flag is one line as every other user error (argparse prints its whole usage
+    first, which pushes the reason out of a narrow terminal): `kai: --until: expected a duration such as 90s or
+    2h, got '2hours' (see kai simulate --help)`, exit code 2. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USER_ERROR, f"kai: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="kai",
         description="KAI scheduling system for Kubernetes GPU clusters.",
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from kai_scheduler.api.errors import UserError
@@ -18,14 +19,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser(
         "explain",
         help="say why a job is pending, placeable or running, and what could make room or take its pods",
-        description="Explain JOB (a PodGroup, or a pod of it: NAME or NAMESPACE/NAME) as the scheduler sees it: "
+        description="Explain JOB (a PodGroup, a pod of it, or its workload such as a Job: NAME or NAMESPACE/NAME) as "
+        "the scheduler sees it: "
         "its queue's deserved and fair share, the jobs ahead of it, for each node pool the closest nodes and "
         "what each lacks, and dry runs of allocate, reclaim, preempt and consolidation; for a running job, "
         "what could take its pods and whether min-runtime protects it. With FILE (a scenario or manifests) "
         "on the embedded cluster; without, on the cluster of the kubeconfig, which is only read. "
         "Nothing is ever written. See docs/explain.md.",
     )
-    p.add_argument("job", metavar="JOB", help="PodGroup or pod: NAME or NAMESPACE/NAME")
+    p.add_argument("job", metavar="JOB", help="PodGroup, pod or workload (Job, PyTorchJob…): NAME or NAMESPACE/NAME")
     p.add_argument("file", nargs="?", metavar="FILE", help="scenario file or Kubernetes manifests (YAML)")
     p.add_argument("-n", "--namespace", metavar="NS", help="the job's namespace (default: search them all)")
     connection.add_flags(p, qps=QPS, burst=BURST)
@@ -67,6 +69,8 @@ def _from_file(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explana
     from kai_scheduler.sim.shards import shard_configs
 
     loaded = scenarios.load(args.file)
+    if (note := loaded.skipped_note()) is not None:
+        print(f"kai: {note}", file=sys.stderr)
     source = (
         config_file.read(args.config)
         if args.config

@@ -118,7 +118,7 @@ def _queues(outcome: Outcome) -> Table:
     table = Table()
     table.add_column("queue", overflow="fold")
     table.add_column("parent", overflow="fold")
-    table.add_column("")
+    table.add_column("resource")
     for column in ("deserved", "fair share", "allocated", "requested"):
         table.add_column(column, justify="right")
     for q in outcome.queues:

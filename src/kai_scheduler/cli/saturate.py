@@ -7,9 +7,8 @@ import argparse
 import importlib.util
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kai_scheduler.api.errors import UserError
 
@@ -75,9 +74,10 @@ def run(args: argparse.Namespace) -> int:
         experiment = saturate.Saturation(
             nodes, drawn, config_file.load(raw), per_cycle=args.arrivals_per_cycle or 1, name=name, label=label
         )
-        runs.append(experiment.run(None if args.no_progress else _progress(label or name)))
-        if not args.no_progress:
-            print(file=sys.stderr)
+        progress = None if args.no_progress else _Progress(label or name)
+        runs.append(experiment.run(progress))
+        if progress is not None:
+            progress.close()
     if args.output == "json":
         one = [{"name": r.name, "saturation": r.to_json()} for r in runs]
         out: Any = one[0] if len(runs) == 1 else {r.label: o for r, o in zip(runs, one, strict=True)}
@@ -129,16 +129,34 @@ def _labels(paths: list[str]) -> list[str]:
     return list(paths) if len(set(paths)) == len(paths) else [f"{s} ({c})" for s, c in zip(stems, "AB", strict=False)]
 
 
-def _progress(label: str) -> Callable[[float], None]:
-    shown = [-1]  # the last whole percent printed
+class _Progress:
+    """The demand arrived so far, on standard error: on a terminal one line redrawn at each whole percent;
+    elsewhere (a log, a pipe) a line of its own at each tenth of the cluster's GPUs, so no carriage returns."""
 
-    def show(arrived: float) -> None:
+    STEP = 10  # percent between two lines off a terminal
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.terminal = self.stream.isatty()
+        self.shown = -1  # the last percent printed
+        self.open = False  # a redrawn line waits for its newline
+
+    def __call__(self, arrived: float) -> None:
         percent = int(arrived * 100)
-        if percent != shown[0]:
-            shown[0] = percent
-            print(f"\r{label}: demand arrived {percent} % of the cluster's GPUs", end="", file=sys.stderr)
+        if self.terminal and percent != self.shown:
+            print(f"\r{self.label}: demand arrived {percent} % of the cluster's GPUs", end="", file=self.stream)
+            self.open = True
+        elif not self.terminal and percent // self.STEP > self.shown // self.STEP:
+            print(f"{self.label}: demand arrived {percent} % of the cluster's GPUs", file=self.stream)
+        else:
+            return
+        self.shown = percent
 
-    return show
+    def close(self) -> None:
+        if self.open:
+            print(file=self.stream)
+            self.open = False
 
 
 def _print_table(runs: list[SaturationRun]) -> None:

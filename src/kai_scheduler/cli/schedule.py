@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     # with the cyclic collector on, every burst walks all of them again (a fifth of the run at 20,000 jobs).
     with phases.step(f"loading {args.file}", enabled=progress), collector.paused():
         loaded = scenarios.load(args.file)
+    if (note := loaded.skipped_note()) is not None:
+        print(f"kai: {note}", file=sys.stderr)
     source = (
         config_file.read(args.config)
         if args.config

@@ -18,6 +18,8 @@ from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import saturate
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from kai_scheduler.scenario import Scenario
     from kai_scheduler.scheduler.config_file import ConfigSource
     from kai_scheduler.sim import replay
@@ -79,7 +81,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
         "horizon: --until, or when the last job would end if none waited; and peak allocation)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress on standard error (a live bar on a terminal, else a line per tenth of the horizon)",
+    )
     saturate.add_arguments(p)
     p.set_defaults(run=run)
 
@@ -152,7 +158,10 @@ def _load(args: argparse.Namespace) -> Scenario:
         raise UserError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
     if args.nodes or args.sample is not None or args.time_scale != 1.0:
         raise UserError("--nodes, --sample and --time-scale go with --trace")
-    return sources.load(args.file, seed=args.seed)
+    loaded = sources.load(args.file, seed=args.seed)
+    if (note := loaded.skipped_note()) is not None:
+        print(f"kai: {note}", file=sys.stderr)
+    return loaded
 
 
 def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, ConfigSource]]:
@@ -195,24 +204,7 @@ def _print_table(runs: list[replay.Run]) -> None:
     for i, (name, _) in enumerate(columns[0]):
         table.add_row(name, *(col[i][1] for col in columns))
     console.print(table)
-    queues = Table(title="Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90", title_justify="left")
-    queues.add_column("queue")
-    for label in labels if compare else [""]:
-        queues.add_column(label, justify="right")
-    for name in sorted({q for r in runs for q in r.summary.queues}):
-        cells = []
-        for r in runs:
-            q = r.summary.queues.get(name)
-            if q is None:
-                cells.append("-")
-                continue
-            wait = q["wait_seconds"]
-            cells.append(
-                f"{q['allocated_gpus']:.4g} / {q['fair_share_gpus']:.4g}; "
-                f"{describe_duration(wait['p50'])} / {describe_duration(wait['p90'])}"
-            )
-        queues.add_row(name, *cells)
-    console.print(queues)
+    console.print(_queue_table(runs, labels))
     for label, r in zip(labels, runs, strict=True):
         never = r.summary.never_scheduled
         if never:
@@ -221,6 +213,41 @@ def _print_table(runs: list[replay.Run]) -> None:
             console.print(f"[red]{prefix}{len(never)} job(s) never scheduled[/red]: {shown}")
         if unfinished := report.unfinished_line(r):
             console.print(f"{label}: {unfinished}" if compare else unfinished, highlight=False)
+
+
+def _queue_table(runs: list[replay.Run], labels: list[str]) -> Table:
+    """Per queue, time-weighted GPUs allocated and fair share, and the wait p50 and p90: a column each for one
+    run; with --compare a column per run, each cell `allocated / fair share; p50 / p90`."""
+    from rich.table import Table
+
+    compare = len(runs) > 1
+    if compare:
+        title = "Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90"
+        headers = labels
+    else:
+        title = "Queues (GPUs time-weighted; waits of their jobs)"
+        headers = ["allocated", "fair share", "wait p50", "wait p90"]
+    table = Table(title=title, title_justify="left")
+    table.add_column("queue")
+    for header in headers:
+        table.add_column(header, justify="right")
+    for name in sorted({q for r in runs for q in r.summary.queues}):
+        cells: list[str] = []
+        for r in runs:
+            q = r.summary.queues.get(name)
+            if q is None:
+                cells += ["-"] * (1 if compare else len(headers))
+                continue
+            wait = q["wait_seconds"]
+            figures = [
+                f"{q['allocated_gpus']:.4g}",
+                f"{q['fair_share_gpus']:.4g}",
+                describe_duration(wait["p50"]),
+                describe_duration(wait["p90"]),
+            ]
+            cells += [f"{figures[0]} / {figures[1]}; {figures[2]} / {figures[3]}"] if compare else figures
+        table.add_row(name, *cells)
+    return table
 
 
 def _seconds(text: str) -> float:

@@ -1,12 +1,15 @@
 """Find the job a user names, the node pools to look at, and read the cluster, with one-line errors.
 
-A job is named by its PodGroup (`name` or `namespace/name`) or by one of its pods (resolved through the pod's
-`pod-group-name` annotation). Without a namespace, every namespace is searched and a name found in several
+A job is named by its PodGroup (`name` or `namespace/name`), by one of its pods (resolved through the pod's
+`pod-group-name` annotation), or by its workload (a Job, a PyTorchJob…: the podgrouper names the PodGroup
+`pg-<workload>-<workload uid>`). Without a namespace, every namespace is searched and a name found in several
 is an error that lists them.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants
@@ -86,10 +89,35 @@ def find(objects: ClusterObjects, ref: JobRef, *, scheduler_name: str) -> str:
         if not any(g.meta.key == key for g in objects.podgroups):
             raise JobNotFound(f"pod {pod.meta.key} names PodGroup {group!r}, which does not exist")
         return key
+    owned = sorted(
+        g.meta.key for g in objects.podgroups if _of_workload(g.name, ref.name) and _in(g.meta.namespace, ref)
+    )
+    if len(owned) == 1:
+        return owned[0]
+    if len(owned) > 1:
+        raise JobNotFound(f"workloads named {ref.name!r} have several PodGroups ({', '.join(owned)}): name one of them")
     if ref.namespace is not None and not _namespace_used(objects, ref.namespace):
         raise JobNotFound(f"no PodGroup or pod named {ref.name!r}: namespace {ref.namespace!r} has none at all")
     where = f" in namespace {ref.namespace!r}" if ref.namespace is not None else ""
-    raise JobNotFound(f"no PodGroup or pod named {ref.name!r}{where}")
+    raise JobNotFound(f"no PodGroup or pod named {ref.name!r}{where}{_guess(objects, ref)}")
+
+
+# The PodGroup name the podgrouper gives a workload's pods (KAI's `pg-<top owner name>-<top owner uid>`).
+_WORKLOAD_PODGROUP = re.compile(r"pg-(?P<workload>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _of_workload(podgroup: str, workload: str) -> bool:
+    match = _WORKLOAD_PODGROUP.fullmatch(podgroup)
+    return match is not None and match["workload"] == workload
+
+
+def _guess(objects: ClusterObjects, ref: JobRef) -> str:
+    """` (did you mean X?)` for a near miss among the names JOB may take (in the namespace asked for), else empty."""
+    names = {g.name for g in objects.podgroups if _in(g.meta.namespace, ref)}
+    names |= {p.name for p in objects.pods if _in(p.namespace, ref)}
+    names |= {m["workload"] for n in list(names) if (m := _WORKLOAD_PODGROUP.fullmatch(n))}
+    hint = difflib.get_close_matches(ref.name, sorted(names), n=1)
+    return f" (did you mean {hint[0]}?)" if hint else ""
 
 
 def _in(namespace: str, ref: JobRef) -> bool:

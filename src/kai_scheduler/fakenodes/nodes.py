@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import format_time
-from kai_scheduler.api.quantity import QuantityError, parse_quantity
+from kai_scheduler.api.quantity import QuantityError, near_miss, parse_quantity
 from kai_scheduler.store.interface import JSON
 
 LABEL_FAKE_NODE = "kai.scheduler/fake-node"
@@ -212,7 +212,8 @@ def check_quantity(flag: str, text: str) -> None:
     try:
         amount = parse_quantity(text)
     except QuantityError:
-        raise UserError(f"{flag}: invalid quantity {text!r} (want e.g. 128, 500m, 1Ti)") from None
+        hint = near_miss(text)
+        raise UserError(f"{flag}: invalid quantity {text!r}{hint or ' (want e.g. 128, 500m, 1Ti)'}") from None
     if amount < 0:
         raise UserError(f"{flag}: must not be negative, got {text!r}")
 

@@ -109,7 +109,11 @@ class Reconciler:
         if outcome.created or outcome.updated or outcome.deleted:
             log.info(
                 "operator reconciled",
-                extra={"created": outcome.created, "updated": outcome.updated, "deleted": outcome.deleted},
+                extra={
+                    "created_objects": outcome.created,
+                    "updated_objects": outcome.updated,
+                    "deleted_objects": outcome.deleted,
+                },
             )
         return outcome
 

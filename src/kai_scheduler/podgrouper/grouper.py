@@ -16,7 +16,9 @@ terminating or finished:
    labels) is kept. Then annotate the pod with `pod-group-name` and label it with its subgroup, only when
    they differ.
 
-A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message; so are owner
+A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, unless its
+owner could not be read at all (gone, or absent from a `kubectl get … -o yaml` snapshot that `kai schedule` loads)
+and the PodGroup the pod already names exists: that PodGroup then stays, without a word. So are owner
 fields that were ignored. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
 reported the same way (one line naming the object) and the pod is handled again after a backoff
 (`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
@@ -226,6 +228,8 @@ class PodGrouper:
         try:
             grouping = hub.group(Context(chain, self.config, reads))
         except GroupingError as err:
+            if chain[-1].partial and current and reads.podgroup(namespace, current, exact=True) is not None:
+                return None  # the owner is not there to read: the PodGroup the pod names stays as it is
             self._report(key, str(err))
             outcome.skipped.append((key, str(err)))
             return None

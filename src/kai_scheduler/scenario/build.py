@@ -38,6 +38,9 @@ SHARD_FIELDS = ("name", "partitionLabelValue", "config")
 SCENARIO_MARKERS = ("nodes", "queues", "jobs")
 
 
+SIMULATE_ONLY = "generators"  # the simulator's (sim.sources expands and removes it before building)
+
+
 def is_scenario(doc: Any) -> bool:
     """A scenario is a mapping with nodes, queues or jobs (and no `kind`, which marks a Kubernetes object)."""
     return isinstance(doc, dict) and "kind" not in doc and any(key in doc for key in SCENARIO_MARKERS)
@@ -46,6 +49,8 @@ def is_scenario(doc: Any) -> bool:
 def build(where: Where, doc: dict[str, Any]) -> Scenario:
     """The scenario's objects in kind order (see Scenario), its jobs and its expectations."""
     top = Entry(where, doc, "scenario", "top-level")
+    if SIMULATE_ONLY in doc:
+        raise top.error(SIMULATE_ONLY, "read by `kai simulate` only (it draws the jobs): run `kai simulate FILE`")
     top.check_keys(TOP_FIELDS)
     now = _now(top)
     facts = cluster.Cluster()

@@ -175,7 +175,8 @@ class Entry:
         try:
             amount = quantity.parse_quantity(value)
         except quantity.QuantityError:
-            raise self.error(key, f"expected a Kubernetes quantity, got {value!r}") from None
+            hint = quantity.near_miss(value)
+            raise self.error(key, f"expected a Kubernetes quantity, got {value!r}{hint}") from None
         if amount < 0:
             raise self.error(key, f"negative quantity {value!r}")
         return value if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)

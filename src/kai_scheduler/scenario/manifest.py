@@ -16,10 +16,10 @@ from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.kinds import KIND_TO_PLURAL, RESOURCES
 from kai_scheduler.scenario import meta
 from kai_scheduler.scenario.entry import Where
-from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, JobMeta, Scenario
+from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, MANIFEST_KINDS, JobMeta, Scenario
 from kai_scheduler.scenario.source import ScenarioError
 
-KIND_ORDER = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "Pod", "BindRequest")
+KIND_ORDER = MANIFEST_KINDS
 
 
 def build(where: Where, docs: list[Any]) -> Scenario:
@@ -65,8 +65,14 @@ def _items(where: Where, docs: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
+# Top-level keys of KAI's scheduler configuration (config.yaml): such a file goes to --config, not as the scenario.
+CONFIG_KEYS = frozenset({"actions", "tiers"})
+
+
 def _not_an_object(raw: dict[str, Any]) -> str:
     keys = ", ".join(str(k) for k in list(raw)[:6])
+    if CONFIG_KEYS & set(raw):
+        return f"a scheduler configuration ({keys}), not a scenario: give it with --config"
     return (
         "neither a scenario (no nodes, queues or jobs) nor a Kubernetes object (needs apiVersion and kind); "
         f"keys: {keys}"

@@ -91,6 +91,10 @@ class Shard:
     config_lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)
 
 
+# The kinds a manifest's objects are read of, in the order they are loaded; others are skipped (`ignored_kinds`).
+MANIFEST_KINDS = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "Pod", "BindRequest")
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """A loaded scenario file or Kubernetes manifest.
@@ -113,3 +117,13 @@ class Scenario:
     ignored_kinds: tuple[str, ...] = ()
     autoscaler: AutoscalerSpec | None = None  # `kai simulate`'s autoscaler model (scenario/autoscaler.py)
     shards: tuple[Shard, ...] = ()  # several schedulers side by side, one per node pool; () = one scheduler
+
+    def skipped_note(self) -> str | None:
+        """One line saying which kinds of a manifest were skipped and what to give instead, or None."""
+        if not self.ignored_kinds:
+            return None
+        return (
+            f"{self.source}: skipped {', '.join(self.ignored_kinds)}: no workload controller runs here to make "
+            f"their pods; read are {', '.join(MANIFEST_KINDS)} (e.g. `kubectl get "
+            "nodes,queues,podgroups,pods -A -o yaml`)"
+        )

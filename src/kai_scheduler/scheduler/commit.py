@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from kai_scheduler.api import bindrequest, constants, mig
 from kai_scheduler.api.bindrequest import ClaimAllocation
+from kai_scheduler.api.clock import Clock, SystemClock
 from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.podgroup import SchedulingCondition
 from kai_scheduler.cluster.job_info import JobInfo
@@ -56,8 +57,10 @@ class Committer:
         update_eviction_condition: bool = False,
         nominate: bool = True,
         writers: int = 1,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
+        self.clock = clock or SystemClock()  # the time events are stamped with (virtual in kai schedule/simulate)
         self.nominate = nominate  # --pipelined-claims: write a pipelined pod's node as its nominatedNodeName
         self.node_pool = node_pool
         self.node_pool_label_key = node_pool_label_key
@@ -266,6 +269,7 @@ class Committer:
         namespace = ref.get("namespace") or "default"
         digest = zlib.crc32(f"{ref['name']}|{reason}|{message}".encode())
         name = f"{ref['name']}.{reason.lower()}.{digest:08x}"
+        stamp = format_time(self.clock.now())
         event = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -275,6 +279,11 @@ class Committer:
             "message": message,
             "type": kind,
             "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
+            # As client-go's recorder: without them `kubectl get events` shows LAST SEEN <unknown> and
+            # `--sort-by=.lastTimestamp` puts these events first.
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
         }
         self._background(self._create_event, event)
 

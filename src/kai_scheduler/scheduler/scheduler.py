@@ -98,6 +98,7 @@ class Scheduler:
             update_eviction_condition=flags.update_pod_eviction_condition,
             nominate=flags.pipelined_claims,
             writers=writers,
+            clock=clock,
         )
         self.actions = [ACTIONS[name]() for name in config.actions]
         if config.ignored_plugins:

@@ -150,9 +150,11 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Ap
             kube_config.load_incluster_config(client_configuration=configuration)
         else:
             path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            _check_exists(path)
             kube_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
     except (kube_config.ConfigException, OSError, yaml.YAMLError) as err:  # a kubeconfig that is not YAML too
-        where = "the in-cluster service account" if in_cluster else repr(kubeconfig or "the default kubeconfig")
+        default = "the default kubeconfig"
+        where = "the in-cluster service account" if in_cluster else repr(kubeconfig) if kubeconfig else default
         why = " ".join(str(err).split())  # a YAML error spans several lines
         raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {why}") from err
     # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
@@ -160,6 +162,14 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Ap
     if not configuration.verify_ssl:
         unverified_tls(configuration.host)
     return ApiClient(configuration)
+
+
+def _check_exists(path: str) -> None:
+    """A kubeconfig path (or $KUBECONFIG's list) of which no file exists: say so, with the path tried, rather
+    than the client's "Invalid kube-config file. No configuration found."."""
+    files = [os.path.expanduser(p) for p in path.split(os.pathsep) if p]
+    if files and not any(os.path.exists(f) for f in files):
+        raise FileNotFoundError(f"no such file: {', '.join(files)}")
 
 
 _unverified_warned = threading.Event()
