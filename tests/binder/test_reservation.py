@@ -63,6 +63,17 @@ def test_a_fractional_bind_creates_the_groups_reservation_pod() -> None:
     assert labels["runai-gpu-group"] == "g1"
 
 
+def test_the_reservation_pods_runtime_class_image_are_the_binders_settings() -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.node("n1", gpus=4), b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"])])
+    config = reservation.ReservationConfig(runtime_class="", image="registry.local/reserve:1", assign_indices=True)
+    assert Binder(store, clock, config).reconcile().bound == ["ns/p"]
+    [made] = _reservations(store)
+    assert "runtimeClassName" not in made["spec"]  # "" = the cluster's default runtime
+    assert made["spec"]["containers"][0]["image"] == "registry.local/reserve:1"
+
+
 def test_a_second_sharer_reuses_the_reservation_pod() -> None:
     store, _, binder = _cluster(
         b.pod("p", fraction=0.5),

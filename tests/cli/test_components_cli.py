@@ -48,7 +48,14 @@ SCHEDULER = [
     "--stuck-in-releasing-threshold",
     "--metrics-namespace",
 ]
-BINDER = ["--reconcile-period", "--max-concurrent-reconciles", "--resource-reservation-namespace"]
+BINDER = [
+    "--reconcile-period",
+    "--max-concurrent-reconciles",
+    "--resource-reservation-namespace",
+    "--resource-reservation-pod-image",
+    "--resource-reservation-allocation-timeout",
+    "--runtime-class-name",
+]
 KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key", "--nodepool-label-key"]
 
@@ -100,6 +107,10 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["scheduler", "--schedule-period", "5x"], "kai: --schedule-period: invalid duration '5x'"),
         (["binder", "--reconcile-period", "fast"], "kai: --reconcile-period: invalid duration 'fast'"),
+        (
+            ["binder", "--resource-reservation-allocation-timeout", "soon"],
+            "kai: --resource-reservation-allocation-timeout: invalid duration 'soon'",
+        ),
         (["run", "--leader-elect-lease-duration", "1"], "kai: --leader-elect-lease-duration: invalid duration"),
         (["scheduler", "--detailed-fit-errors=maybe"], "kai: --detailed-fit-errors: invalid boolean 'maybe'"),
         (["podgrouper", "--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),

@@ -160,3 +160,23 @@ def test_the_podgrouper_component_takes_the_podgrouper_flags(command: str) -> No
         "pool",
         "other",
     )
+
+
+def test_the_binder_takes_its_reservation_flags() -> None:
+    args = cli.parser().parse_args(
+        [
+            "binder",
+            "--resource-reservation-pod-image",
+            "registry.local/reserve:1",
+            "--resource-reservation-allocation-timeout",
+            "2m",
+            "--runtime-class-name",
+            "",
+        ]
+    )
+    options = components._binder_options(args)
+    assert options.resource_reservation_pod_image == "registry.local/reserve:1"
+    assert options.resource_reservation_allocation_timeout == 120.0
+    assert options.runtime_class_name == ""  # given empty: the reservation pods name no RuntimeClass
+    defaults = components._binder_options(cli.parser().parse_args(["binder"]))
+    assert defaults.runtime_class_name == "nvidia" and defaults.resource_reservation_allocation_timeout == 40.0

@@ -99,6 +99,9 @@ NON_PREEMPTIBLE: Final = "non-preemptible"
 # --- GPU sharing (§6) ---
 RESERVATION_NAMESPACE: Final = "kai-resource-reservation"
 RESERVATION_APP_LABEL_VALUE: Final = "kai-resource-reservation"
+# The RuntimeClass of fractional-GPU pods (admission) and of the binder's GPU reservation pods; the NVIDIA GPU
+# operator installs it.
+DEFAULT_RUNTIME_CLASS_NAME: Final = "nvidia"
 
 # --- PodGroup scheduling condition types and reasons (§1.2) ---
 CONDITION_UNSCHEDULABLE_ON_NODE_POOL: Final = "UnschedulableOnNodePool"

@@ -40,7 +40,6 @@ ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LABEL_APP = "app"
 CONTAINER_NAME = "resource-reservation"
 DEFAULT_IMAGE = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest"
-DEFAULT_RUNTIME_CLASS = "nvidia"
 DEFAULT_ALLOCATION_TIMEOUT = 40.0  # seconds: --resource-reservation-allocation-timeout
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -58,7 +57,7 @@ class ReservationFailed(Exception):
 @dataclass(frozen=True, slots=True)
 class ReservationConfig:
     namespace: str = constants.RESERVATION_NAMESPACE
-    runtime_class: str = DEFAULT_RUNTIME_CLASS
+    runtime_class: str = constants.DEFAULT_RUNTIME_CLASS_NAME  # "" = the reservation pods name none
     image: str = DEFAULT_IMAGE
     allocation_timeout: float = DEFAULT_ALLOCATION_TIMEOUT
     assign_indices: bool = False  # the embedded cluster: the binder stands in for the device plugin
@@ -143,7 +142,6 @@ class Reservations:
         one_gpu = {constants.RESOURCE_GPU: "1"}
         spec: JSON = {
             "nodeName": node,
-            "runtimeClassName": self.config.runtime_class,
             "containers": [
                 {
                     "name": CONTAINER_NAME,
@@ -152,6 +150,8 @@ class Reservations:
                 }
             ],
         }
+        if self.config.runtime_class:
+            spec["runtimeClassName"] = self.config.runtime_class
         tolerations = (pod.get("spec") or {}).get("tolerations")
         if tolerations:
             spec["tolerations"] = list(tolerations)

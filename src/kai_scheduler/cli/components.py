@@ -19,6 +19,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
 from kai_scheduler.api.errors import UserError
+from kai_scheduler.binder import reservation
 from kai_scheduler.cli import connection
 from kai_scheduler.framework.config import FIXED_FLAGS, ConfigError, Flags, check_supported
 from kai_scheduler.runtime.leader import LeaderConfig
@@ -197,6 +198,28 @@ def _binder_flags(p: Parser) -> None:
         "namespace of the GPU reservation pods",
         "NS",
     )
+    _value(
+        p,
+        "--resource-reservation-pod-image",
+        reservation.DEFAULT_IMAGE,
+        "image of the GPU reservation pods (it reports the GPU index the device plugin gave it)",
+        "IMAGE",
+    )
+    _value(
+        p,
+        "--resource-reservation-allocation-timeout",
+        format_duration(reservation.DEFAULT_ALLOCATION_TIMEOUT),
+        "how long a reservation pod may take to report its GPU index before the bind fails",
+        _GO_DURATION,
+    )
+    _value(
+        p,
+        "--runtime-class-name",
+        constants.DEFAULT_RUNTIME_CLASS_NAME,
+        "RuntimeClass of the GPU reservation pods (under `kai run --admission`, also the one the webhook gives "
+        'fractional pods); "" = none',
+        "NAME",
+    )
 
 
 def _period(default: str) -> Callable[[Parser], None]:
@@ -358,6 +381,9 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                             scheduler_name=flags.scheduler_name,
                             queue_access_control=flags.queue_access_control,
                             queue_label_key=flags.queue_label_key,
+                            runtime_class_name=binder_options.runtime_class_name
+                            if binder_options
+                            else constants.DEFAULT_RUNTIME_CLASS_NAME,
                         )
                         if flags is not None
                         else admission_pod.PodSettings(),
@@ -458,6 +484,11 @@ def _binder_options(args: argparse.Namespace) -> BinderOptions:
         reconcile_period=_duration(args, "reconcile_period", defaults.reconcile_period),
         max_concurrent_reconciles=_number(args, "max_concurrent_reconciles", defaults.max_concurrent_reconciles, int),
         resource_reservation_namespace=args.resource_reservation_namespace or defaults.resource_reservation_namespace,
+        resource_reservation_pod_image=args.resource_reservation_pod_image or defaults.resource_reservation_pod_image,
+        resource_reservation_allocation_timeout=_duration(
+            args, "resource_reservation_allocation_timeout", defaults.resource_reservation_allocation_timeout
+        ),
+        runtime_class_name=defaults.runtime_class_name if args.runtime_class_name is None else args.runtime_class_name,
     )
 
 

@@ -137,6 +137,12 @@ binder:
   maxConcurrentReconciles: 10
   # --resource-reservation-namespace: namespace of the GPU reservation pods (created by the install).
   resourceReservationNamespace: kai-resource-reservation
+  # --resource-reservation-pod-image: image of the GPU reservation pods (reports the GPU index it was given).
+  resourceReservationPodImage: ghcr.io/nvidia/kai-scheduler/resource-reservation:latest
+  # --resource-reservation-allocation-timeout: how long a reservation pod may take to report its GPU index.
+  resourceReservationAllocationTimeout: 40s
+  # --runtime-class-name: RuntimeClass of the GPU reservation pods ("" = none); the NVIDIA GPU operator installs nvidia.
+  runtimeClassName: nvidia
   resources:
     requests:
       cpu: 100m

@@ -57,6 +57,9 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("reconcile-period", "binder.reconcilePeriod"),
         ("max-concurrent-reconciles", "binder.maxConcurrentReconciles"),
         ("resource-reservation-namespace", "binder.resourceReservationNamespace"),
+        ("resource-reservation-pod-image", "binder.resourceReservationPodImage"),
+        ("resource-reservation-allocation-timeout", "binder.resourceReservationAllocationTimeout"),
+        ("runtime-class-name", "binder.runtimeClassName"),
     ),
     "podgrouper": (
         ("reconcile-period", "podgrouper.reconcilePeriod"),

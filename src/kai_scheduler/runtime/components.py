@@ -137,10 +137,16 @@ RESERVATION_COLLECT_SECONDS = 10.0  # each collection is three LISTs against the
 
 def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
+    _positive("--resource-reservation-allocation-timeout", options.resource_reservation_allocation_timeout)
     core = Binder(
         store,
         clock,
-        ReservationConfig(namespace=options.resource_reservation_namespace),
+        ReservationConfig(
+            namespace=options.resource_reservation_namespace,
+            runtime_class=options.runtime_class_name,
+            image=options.resource_reservation_pod_image,
+            allocation_timeout=options.resource_reservation_allocation_timeout,
+        ),
         collect_every=RESERVATION_COLLECT_SECONDS,
         concurrency=options.max_concurrent_reconciles,
     )

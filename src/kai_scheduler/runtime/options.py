@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kai_scheduler.api import constants
+from kai_scheduler.binder import reservation
 from kai_scheduler.nodescaleadjuster import pods as scaling
 from kai_scheduler.runtime.leader import LeaderConfig
 
@@ -50,6 +51,9 @@ class BinderOptions:
     reconcile_period: float = 0.2
     max_concurrent_reconciles: int = 10
     resource_reservation_namespace: str = constants.RESERVATION_NAMESPACE
+    resource_reservation_pod_image: str = reservation.DEFAULT_IMAGE
+    resource_reservation_allocation_timeout: float = reservation.DEFAULT_ALLOCATION_TIMEOUT
+    runtime_class_name: str = constants.DEFAULT_RUNTIME_CLASS_NAME  # of the reservation pods; "" = none
 
 
 @dataclass(frozen=True, slots=True)
