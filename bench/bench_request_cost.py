@@ -24,6 +24,8 @@ Variants (`--variants`), each on its own pods so that every request changes some
 - `validation-ignore`: the same requests with `?fieldValidation=Ignore` (the server skips looking for unknown
   fields; the default is Warn).
 - `json-patch`: the patches as JSON patches (`application/json-patch+json`) with the same effect.
+- `metadata-answer`: every write answered with the object's metadata alone (`Accept: application/json;
+  as=PartialObjectMetadata;g=meta.k8s.io;v=v1`, served for writes too): what the rest of the answer costs.
 - `protobuf-answer`: core kinds (pods, binding, events) answered in protobuf (`Accept:
   application/vnd.kubernetes.protobuf`, as kube-scheduler asks), to show what encoding JSON answers costs
   the server; this client cannot read protobuf, so it is evidence, not a form the components could use.
@@ -65,6 +67,7 @@ from kai_scheduler.store.kube_http import MERGE_PATCH_TYPE  # noqa: E402
 
 JSON_PATCH_TYPE = "application/json-patch+json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 TEMPLATE_POD = "fill-0"  # the pod the components are run on in memory
 TEMPLATE_NODE = "bench-node-0"
 
@@ -89,7 +92,7 @@ KINDS = (
     Kind("br-status", "BindRequest status Succeeded", "binder", (1, 1), 0),
     Kind("pg-status", "PodGroup status resourcesStatus", "controllers", (0.3, 0.5), 0),
 )
-VARIANTS = ("as-sent", "validation-ignore", "json-patch", "protobuf-answer", "as-sent-again")
+VARIANTS = ("as-sent", "validation-ignore", "json-patch", "metadata-answer", "protobuf-answer", "as-sent-again")
 
 
 # --- the components' own requests, recorded in memory ---
@@ -243,7 +246,7 @@ class Sender:
             resp.release_conn()
         if resp.status >= 300:
             raise RuntimeError(f"{method} {path}: HTTP {resp.status}: {raw[:300]!r}")
-        if accept == "application/json":
+        if accept.startswith("application/json"):
             orjson.loads(raw)  # the client decodes what it gets
         return len(data), len(raw)
 
@@ -255,6 +258,8 @@ def request_for(kind: str, variant: str, t: Target, body: JSON, sender: Sender) 
     ignore = [("fieldValidation", "Ignore")] if variant == "validation-ignore" else None
     core_proto = variant == "protobuf-answer"
     accept = f"{PROTOBUF}, application/json" if core_proto else "application/json"
+    if variant == "metadata-answer":
+        accept = METADATA_ONLY
     as_sent = variant in ("as-sent", "as-sent-again")
     size = len(orjson.dumps(body))
 
@@ -262,9 +267,9 @@ def request_for(kind: str, variant: str, t: Target, body: JSON, sender: Sender) 
         res = RESOURCES[resource]
         if as_sent:
             return lambda: (size, _size_of(store.create(body)))
-        proto = core_proto and res.api_version == "v1"
+        own = res.api_version == "v1" or not core_proto
         return lambda: sender.raw(
-            "POST", collection_path(res, ns), body, accept=accept if proto else "application/json", query=ignore
+            "POST", collection_path(res, ns), body, accept=accept if own else "application/json", query=ignore
         )
 
     def patch(resource: str, name: str, subresource: str, json_patch: list[JSON]) -> Callable[[], tuple[int, int]]:
@@ -274,13 +279,13 @@ def request_for(kind: str, variant: str, t: Target, body: JSON, sender: Sender) 
             return lambda: (size, _size_of(store.patch(resource, name, ns, body, subresource)))
         if variant == "json-patch":
             return lambda: sender.raw("PATCH", path, json_patch, content_type=JSON_PATCH_TYPE)
-        proto = core_proto and res.api_version == "v1"
+        own = res.api_version == "v1" or not core_proto
         return lambda: sender.raw(
             "PATCH",
             path,
             body,
             content_type=MERGE_PATCH_TYPE,
-            accept=accept if proto else "application/json",
+            accept=accept if own else "application/json",
             query=ignore,
         )
 
@@ -313,7 +318,8 @@ def request_for(kind: str, variant: str, t: Target, body: JSON, sender: Sender) 
         if as_sent:
             return lambda: (len(orjson.dumps(binding)), _bind(store, t))
         path = object_path(RESOURCES["pods"], t.pod, ns, "binding")
-        return lambda: sender.raw("POST", path, binding, accept=accept, query=ignore)
+        answer = "application/json" if variant == "metadata-answer" else accept  # a Status, not an object
+        return lambda: sender.raw("POST", path, binding, accept=answer, query=ignore)
     raise ValueError(f"unknown request kind {kind!r}")
 
 
