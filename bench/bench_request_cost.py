@@ -19,8 +19,7 @@ rate measured first over `--idle` seconds) per request, and the CPU of this proc
 
 Variants (`--variants`), each on its own pods so that every request changes something:
 
-- `as-sent`: the project's client as the components use it (JSON, merge patches), and `as-sent-again` at the
-  end, the same requests repeated: how much the figures drift over the run.
+- `as-sent`: the project's client as the components use it (JSON, merge patches).
 - `validation-ignore`: the same requests with `?fieldValidation=Ignore` (the server skips looking for unknown
   fields; the default is Warn).
 - `json-patch`: the patches as JSON patches (`application/json-patch+json`) with the same effect.
@@ -29,6 +28,12 @@ Variants (`--variants`), each on its own pods so that every request changes some
 - `protobuf-answer`: core kinds (pods, binding, events) answered in protobuf (`Accept:
   application/vnd.kubernetes.protobuf`, as kube-scheduler asks), to show what encoding JSON answers costs
   the server; this client cannot read protobuf, so it is evidence, not a form the components could use.
+
+The variants are run in turn `--repeat` times (as-sent, validation-ignore, …, as-sent, validation-ignore, …),
+and each figure is the median of its passes with the range beside it: on a shared box one pass of 2,000
+requests swings by a third (the server's garbage collection lands in one phase or the next, and other work
+shares the caches), so only a difference larger than the ranges counts. The last row sums each variant over
+one pod's requests (KAI's counts, low), which swings less than any one kind.
 
 Then the floor: the API server's and etcd's CPU per pod for KAI's protocol (each request's cost times the
 requests per pod that `bench_fill.py` counted, bench/README.md) against kube-scheduler's three (create,
@@ -43,6 +48,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -92,7 +98,7 @@ KINDS = (
     Kind("br-status", "BindRequest status Succeeded", "binder", (1, 1), 0),
     Kind("pg-status", "PodGroup status resourcesStatus", "controllers", (0.3, 0.5), 0),
 )
-VARIANTS = ("as-sent", "validation-ignore", "json-patch", "metadata-answer", "protobuf-answer", "as-sent-again")
+VARIANTS = ("as-sent", "validation-ignore", "json-patch", "metadata-answer", "protobuf-answer")
 
 
 # --- the components' own requests, recorded in memory ---
@@ -260,7 +266,7 @@ def request_for(kind: str, variant: str, t: Target, body: JSON, sender: Sender) 
     accept = f"{PROTOBUF}, application/json" if core_proto else "application/json"
     if variant == "metadata-answer":
         accept = METADATA_ONLY
-    as_sent = variant in ("as-sent", "as-sent-again")
+    as_sent = variant == "as-sent"
     size = len(orjson.dumps(body))
 
     def create(resource: str) -> Callable[[], tuple[int, int]]:
@@ -419,21 +425,33 @@ def pod_uids(store: KubeStore, prefix: str) -> dict[str, str]:
     return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods if p["metadata"]["name"].startswith(prefix)}
 
 
+def median_ms(passes: list[Measure], value: Callable[[Measure], float]) -> float:
+    return statistics.median(m.per(value(m)) for m in passes)
+
+
+def span_ms(passes: list[Measure], value: Callable[[Measure], float]) -> str:
+    """ "median (min–max)" of a figure over the passes, in ms per request."""
+    figures = [m.per(value(m)) for m in passes]
+    text = f"{statistics.median(figures):.2f}"
+    return text if len(figures) == 1 else f"{text} ({min(figures):.2f}–{max(figures):.2f})"
+
+
+def server_of(m: Measure) -> float:
+    return m.apiserver + m.etcd
+
+
+def per_pod(passes: list[dict[str, Measure]]) -> list[float]:
+    """Each pass's API server + etcd CPU over one pod's requests in KAI's protocol (low counts), ms."""
+    return [sum(k.kai[0] * p[k.key].per(server_of(p[k.key])) for k in KINDS) for p in passes]
+
+
 def floors(
-    results: dict[str, dict[str, Measure]], cores: float, fake_nodes_ms: float, kube_rate: float
+    results: dict[str, list[dict[str, Measure]]], cores: float, fake_nodes_ms: float, kube_rate: float
 ) -> list[tuple[str, str, str]]:
-    """(what, KAI's protocol, kube-scheduler's) rows of the floor table, from the `as-sent` figures."""
+    """(what, KAI's protocol, kube-scheduler's) rows of the floor table, from the `as-sent` figures (medians)."""
     sent = results["as-sent"]
-    if "as-sent-again" in results:  # the mean of the two passes
-        again = results["as-sent-again"]
-        server = {
-            k: (sent[k].per(sent[k].apiserver + sent[k].etcd) + again[k].per(again[k].apiserver + again[k].etcd)) / 2
-            for k in sent
-        }
-        client = {k: (sent[k].per(sent[k].client) + again[k].per(again[k].client)) / 2 for k in sent}
-    else:
-        server = {k: sent[k].per(sent[k].apiserver + sent[k].etcd) for k in sent}
-        client = {k: sent[k].per(sent[k].client) for k in sent}
+    server = {k.key: median_ms([p[k.key] for p in sent], server_of) for k in KINDS}
+    client = {k.key: median_ms([p[k.key] for p in sent], lambda m: m.client) for k in KINDS}
     creator = client["pod-create"]
     kai_low = sum(k.kai[0] * server[k.key] for k in KINDS)
     kai_high = sum(k.kai[1] * server[k.key] for k in KINDS)
@@ -483,6 +501,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16, help="concurrent clients")
     parser.add_argument("--nodes", type=int, default=500, help="node names the bindings name (no Node objects)")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--repeat", type=int, default=2, help="passes of each variant, interleaved")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds to measure the idle server first")
     parser.add_argument("--cores", type=float, default=float(os.cpu_count() or 2))
     parser.add_argument(
@@ -501,7 +520,7 @@ def main() -> None:
     from rich.table import Table
 
     templates, template_uid = recorded_templates()
-    results: dict[str, dict[str, Measure]] = {}
+    results: dict[str, list[dict[str, Measure]]] = {}
     with tempfile.TemporaryDirectory(prefix="kai-bench-request-") as tmp, ControlPlane(Path(tmp) / "kube") as plane:
         store = KubeStore.connect(plane.kubeconfig, options=KubeOptions(qps=0, user_agent="bench-request-cost"))
         try:
@@ -512,15 +531,22 @@ def main() -> None:
             print(f"# idle: API server {idle['apiserver']:.3f}, etcd {idle['etcd']:.3f} CPU-s per s", flush=True)
             meter = Meter(pids, idle)
             sender = Sender(store)
-            for index, variant in enumerate(v for v in VARIANTS if v in args.variants):
-                results[variant] = run_variant(
-                    variant, index, args.requests, args.nodes, templates, template_uid, sender, meter, args.threads
+            order = [v for _ in range(args.repeat) for v in VARIANTS if v in args.variants]
+            for index, variant in enumerate(order):
+                results.setdefault(variant, []).append(
+                    run_variant(
+                        variant, index, args.requests, args.nodes, templates, template_uid, sender, meter, args.threads
+                    )
                 )
         finally:
             store.close()
 
-    console = Console(width=220)
-    table = Table(title=f"CPU per request, {args.requests:,} of each kind from {args.threads} clients (ms)")
+    console = Console(width=240)
+    title = (
+        f"CPU per request, {args.requests:,} of each kind from {args.threads} clients, ms: median (range) of "
+        f"{args.repeat} passes"
+    )
+    table = Table(title=title)
     for col in (
         "request",
         "sent by",
@@ -534,29 +560,39 @@ def main() -> None:
         "bytes answered",
     ):
         table.add_column(col, justify="right" if col not in ("request", "sent by") else "left")
-    others = [v for v in results if v not in ("as-sent",)]
+    others = [v for v in results if v != "as-sent"]
     for v in others:
         table.add_column(f"server+etcd {v}", justify="right")
     sent = results["as-sent"]
     for kind in KINDS:
-        m = sent[kind.key]
+        passes = [p[kind.key] for p in sent]
+        last = passes[-1]
         low, high = kind.kai
         cells = [
             kind.label,
             kind.sender,
             f"{low:g}" if low == high else f"{low:g}–{high:g}",
             f"{kind.kube:g}" if kind.kube else "",
-            f"{m.per(m.apiserver):.2f}",
-            f"{m.per(m.etcd):.2f}",
-            f"{m.per(m.apiserver + m.etcd):.2f}",
-            f"{m.per(m.client):.2f}",
-            f"{m.request_bytes / m.requests:.0f}",
-            f"{m.answer_bytes / m.requests:.0f}" if m.answer_bytes else "",
+            f"{median_ms(passes, lambda m: m.apiserver):.2f}",
+            f"{median_ms(passes, lambda m: m.etcd):.2f}",
+            span_ms(passes, server_of),
+            span_ms(passes, lambda m: m.client),
+            f"{last.request_bytes / last.requests:.0f}",
+            f"{last.answer_bytes / last.requests:.0f}" if last.answer_bytes else "",
         ]
         for v in others:
-            o = results[v][kind.key]
-            cells.append(f"{o.per(o.apiserver + o.etcd):.2f}" + (f" ({len(o.errors)} errors)" if o.errors else ""))
+            other = [p[kind.key] for p in results[v]]
+            errors = sum(len(m.errors) for m in other)
+            cells.append(span_ms(other, server_of) + (f" ({errors} errors)" if errors else ""))
         table.add_row(*cells)
+    totals = {v: per_pod(passes) for v, passes in results.items()}
+
+    def total(v: str) -> str:
+        figures = totals[v]
+        text = f"{statistics.median(figures):.2f}"
+        return text if len(figures) == 1 else f"{text} ({min(figures):.2f}–{max(figures):.2f})"
+
+    table.add_row("one pod, KAI's counts (low)", "", "", "", "", "", total("as-sent"), "", "", "", *map(total, others))
     console.print(table)
     floor = Table(title=f"The floor on {args.cores:g} cores (fake nodes {args.fake_nodes_ms:g} ms per pod, given)")
     for col in ("", "KAI's protocol", "kube-scheduler"):
