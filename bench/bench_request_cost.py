@@ -159,8 +159,8 @@ def recorded_templates() -> tuple[dict[str, JSON], str]:
     memory.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": harness.NAMESPACE}})
     memory.create(build_node(FleetSpec(count=1, prefix="bench-node"), 0, clock.now()))
     recorder = _Recorder(memory)
-    kubelet = FakeKubelet(recorder, clock, [TEMPLATE_NODE])  # type: ignore[arg-type]
-    built = {c.name: c for c in components.build(components.NAMES, recorder, clock, CollectorRegistry())}  # type: ignore[arg-type]
+    kubelet = FakeKubelet(recorder, clock, [TEMPLATE_NODE])
+    built = {c.name: c for c in components.build(components.NAMES, recorder, clock, CollectorRegistry())}
     built["controllers"].step()  # the default queues
     recorder.writes.clear()
     uid = memory.create(bench_pod(TEMPLATE_POD))["metadata"]["uid"]
