@@ -1,5 +1,7 @@
-"""What each request of a pod's way through KAI's object protocol costs a real kube-apiserver and its etcd, in
-CPU-seconds, and the floor that puts under any implementation of the protocol: `python bench/bench_request_cost.py`.
+"""API server and etcd CPU per request of KAI's object protocol, and the floor it sets on pods/s.
+
+`python bench/bench_request_cost.py`: what each request of a pod's way through KAI's object protocol costs a real
+kube-apiserver and its etcd, in CPU-seconds, and the floor that puts under any implementation of the protocol.
 
 A fresh control plane from `../shared/kube` (etcd + kube-apiserver v1.32 on loopback, stopped in a `finally`)
 gets the project's CRDs (as `bench_fill.py` installs them). The bodies are the ones the components send: the
@@ -512,7 +514,9 @@ def main() -> None:
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
     parser.add_argument("--repeat", type=int, default=2, help="passes of each variant, interleaved")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds to measure the idle server first")
-    parser.add_argument("--cores", type=float, default=float(os.cpu_count() or 2))
+    parser.add_argument(
+        "--cores", type=float, default=float(os.cpu_count() or 2), help="CPU the floor divides (default: this box's)"
+    )
     parser.add_argument(
         "--fake-nodes-ms",
         type=float,
