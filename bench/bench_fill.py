@@ -12,6 +12,10 @@ rate is printed).
   `clientConnection.qps/burst` of the row (none in the `default` row: its 50/100); pods have
   `schedulerName: default-scheduler`.
 
+`--kai-qps Q --kai-burst B` give this project's components that client setting in every row while
+kube-scheduler keeps the row's (e.g. `--qps default --kai-qps 100 --kai-burst 300`: ours at 100/300, kube-scheduler
+at its default 50/100); the row is labelled `default (kai 100/300)`.
+
 Printed: pods/s from the first create to the last bind, p50/p99 create-to-bound, CPU-seconds of each process
 (the API server and etcd too), the ratio to kube-scheduler at the same setting, and for `kai` the median and
 p99 of each stage (create → PodGroup → BindRequest → bound → Running) as a watch in this process saw them.
@@ -170,6 +174,7 @@ def run(
     gang_groups: str = "podgrouper",
     extra_watchers: int = 0,
     profile: str = "",
+    kai_limits: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     store = harness.connect(kubeconfig)
     harness.install(store, kubeconfig, real=True)
@@ -179,7 +184,9 @@ def run(
         cluster = harness.Cluster(store, processes, "bench-node")
         cluster.wait(f"{nodes} schedulable nodes", lambda: _schedulable(store) >= nodes, timeout=600)
         if scheduler == "kai":
-            limits = () if qps is None else (f"--qps={qps}", f"--burst={2 * qps}")
+            limits: tuple[str, ...] = () if qps is None else (f"--qps={qps}", f"--burst={2 * qps}")
+            if kai_limits is not None:
+                limits = (f"--qps={kai_limits[0]}", f"--burst={kai_limits[1]}")
             for component in COMPONENTS:
                 processes.start_component(component, *limits)
         else:
@@ -293,6 +300,12 @@ def main() -> None:
         default=["default", "1000"],
         help="client QPS settings, each on its own cluster ('default': each scheduler's own)",
     )
+    parser.add_argument(
+        "--kai-qps",
+        type=int,
+        help="this project's components get this client QPS in every row (kube-scheduler keeps the row's)",
+    )
+    parser.add_argument("--kai-burst", type=int, help="with --kai-qps: their burst (default: 2 × --kai-qps)")
     parser.add_argument("--schedulers", nargs="*", default=["kai", "kube"], choices=["kai", "kube"])
     parser.add_argument("--gang", type=int, default=1, help="pods per gang (a PodGroup with that minMember)")
     parser.add_argument(
@@ -316,6 +329,9 @@ def main() -> None:
         help="this many more clients watching every pod and doing nothing (what a watcher costs)",
     )
     args = parser.parse_args()
+    if args.kai_burst is not None and args.kai_qps is None:
+        parser.error("--kai-burst needs --kai-qps")
+    kai_limits = None if args.kai_qps is None else (args.kai_qps, args.kai_burst or 2 * args.kai_qps)
     from rich.console import Console
     from rich.table import Table
 
@@ -336,14 +352,18 @@ def main() -> None:
                         "gang_groups": args.gang_groups,
                         "extra_watchers": args.extra_pod_watchers,
                         "profile": args.server_profile,
+                        "kai_limits": kai_limits if scheduler == "kai" else None,
                     }
                     if args.kubeconfig:
                         result = run(args.kubeconfig, scheduler, server={}, **kwargs)
                     else:
                         with ControlPlane(workdir / "kube") as plane:
                             result = run(plane.kubeconfig, scheduler, server=plane.pids(), **kwargs)
-                rows.append((setting, scheduler, result))
-                _print_row(setting, scheduler, result)
+                label = setting
+                if scheduler == "kai" and kai_limits is not None:
+                    label = f"{setting} (kai {kai_limits[0]}/{kai_limits[1]})"
+                rows.append((setting, scheduler, result | {"label": label}))
+                _print_row(label, scheduler, result)
     console = Console(width=200)
     what = f"gangs of {args.gang} (PodGroups by the {args.gang_groups})" if args.gang > 1 else "single-GPU pods"
     offered = f", offered at {args.rate:g} pods/s" if args.rate else ""
@@ -367,7 +387,7 @@ def main() -> None:
         ratio = r["pods_per_second"] / kube_rate[setting] if setting in kube_rate else float("nan")
         rss = sum(r["rss"].get(n, 0) for n in (*COMPONENTS, "kube-scheduler")) / 2**20
         table.add_row(
-            setting,
+            r["label"],
             scheduler,
             f"{r['pods_per_second']:.1f}",
             f"{ratio:.2f}",
@@ -384,7 +404,7 @@ def main() -> None:
     for a, b in itertools.pairwise(STAGES):
         stages.add_column(f"{a}→{b}", justify="right")
     stages.add_column("client rate-limiter waits")
-    for setting, scheduler, r in rows:
+    for _setting, scheduler, r in rows:
         if scheduler == "kai":
             cells = [
                 f"{r['stages'][f'{a}→{b}'][0]:.2f} / {r['stages'][f'{a}→{b}'][1]:.2f}"
@@ -392,7 +412,7 @@ def main() -> None:
                 else ""
                 for a, b in itertools.pairwise(STAGES)
             ]
-            stages.add_row(setting, *cells, "; ".join(f"{k}: {v}" for k, v in r["limiter"].items()))
+            stages.add_row(r["label"], *cells, "; ".join(f"{k}: {v}" for k, v in r["limiter"].items()))
     console.print(stages)
 
 
