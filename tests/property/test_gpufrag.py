@@ -102,16 +102,21 @@ def test_kept_scores_equal_a_fresh_computation_after_random_placements(
     plugin = GpuFrag.from_args({})
     ssn = pb.session(pb.snapshot(nodes=nodes, pods=pods), plugin)
     snap = ssn.snapshot
-    fresh = plugin._expected(state.matrix(snap, plugin._free.shape[1]), slice(None))
-    assert np.array_equal(plugin._before, fresh), "the session's fragmentation per node differs from a fresh one"
+    every = np.arange(len(nodes), dtype=np.intp)
     stmt = ssn.statement()
     for which, at, subset, place in steps:
         task = pb.task(ssn, f"p{which % len(task_kinds)}")
         # A random candidate set (bit i of `subset`: node i), as the predicates leave.
         rows = np.array([i for i in range(len(nodes)) if subset >> (i % 12) & 1] or [0], dtype=np.intp)
         kept = plugin.growth(task, rows)
-        assert np.array_equal(kept, plugin.growth_afresh(task, rows)), "kept scores differ from a fresh computation"
+        # Fresh: the node state from the snapshot, each node's fragmentation before and after computed over every
+        # node at once, and the growth over the candidates in reverse order and one by one.
         assert np.array_equal(plugin._free, state.matrix(snap, plugin._free.shape[1]))
+        fresh = plugin._expected(state.matrix(snap, plugin._free.shape[1]), slice(None))
+        assert np.array_equal(plugin.before(every), fresh), "the kept fragmentation per node differs from a fresh one"
+        assert np.array_equal(kept, plugin.growth_afresh(task, rows[::-1])[::-1]), "kept scores differ from fresh"
+        alone = np.concatenate([plugin.growth_afresh(task, rows[i : i + 1]) for i in range(rows.size)])
+        assert np.array_equal(kept, alone), "a node's score depends on the nodes scored with it"
         for row in range(len(nodes)):  # one class: the same measure inputs, bit for bit
             same = plugin._class == plugin._class[row]
             assert (plugin._free[same] == plugin._free[row]).all()

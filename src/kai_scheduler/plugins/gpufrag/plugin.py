@@ -34,7 +34,7 @@ the GPUs each task asks).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Self
 
 import numpy as np
@@ -55,6 +55,7 @@ FRAGMENTATION: Final = 100.0
 DEFAULT_MAX_SHAPES: Final = 64
 _ARGUMENTS = ("maxShapes", "shapes", "weighBy")
 _FEW = 8  # rows `_classify` keys one by one rather than sorting
+_WATCHED = (CPU, MEMORY, GPU)  # free resources whose move without a task event `_sync` looks for
 
 
 class GpuFrag(PluginBase):
@@ -64,14 +65,13 @@ class GpuFrag(PluginBase):
     _shapes: Shapes
     _eligible: Bools | None  # (nodes, shapes), None: every node
     _free: Floats  # (nodes, slots): per-device free fractions
-    _before: Floats  # (nodes,): expected fragmentation now
-    _dirty: set[int]  # rows whose tasks changed since `_free`/`_before` were computed
+    _dirty: set[int]  # rows whose tasks changed since `_free` and `_class` were computed
     _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
+    _version: int  # the snapshot's version the node state follows (task events included)
     _class: npt.NDArray[np.intp]  # (nodes,): rows of one class have the same measure inputs, bit for bit
-    _classes: dict[bytes, int]  # measure inputs → class
-    _seen: Floats  # (nodes, 2): the free CPU and memory each row's class was given for
-    _after: dict[tuple[object, ...], _Kept]  # task signature → per class: `_after_shapes`
-    _after_shared: dict[tuple[object, ...], _KeptShared]  # the same for tasks on one shared device
+    _classes: _Classes  # measure inputs → class, and each class's expected fragmentation
+    _seen: Floats  # (nodes, 4): `_watch` of each row when it was classified
+    _scores: dict[tuple[object, ...], Floats]  # task signature → per class: `growth` (NaN: not met yet)
 
     def __init__(
         self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int, weigh_by: str = shapes.TASKS
@@ -118,12 +118,11 @@ class GpuFrag(PluginBase):
         self._shapes = shapes.to_shapes(weighted)
         self._eligible = shapes.eligibility([k for k, _ in weighted], snap.nodes)
         self._free = state.matrix(snap)
-        self._dirty, self._rows = set(), {}
+        self._dirty, self._rows, self._version = set(), {}, snap.version
         self._class = np.zeros(len(snap.nodes), dtype=np.intp)
-        self._classes, self._after, self._after_shared = {}, {}, {}
-        self._seen = np.zeros((len(snap.nodes), 2))
+        self._classes, self._scores = _Classes(), {}
+        self._seen = np.zeros((len(snap.nodes), len(_WATCHED) + 1))
         self._classify(np.arange(len(snap.nodes), dtype=np.intp))
-        self._before = self._expected_all()
         ssn.add(points.NODE_ORDER, self.node_order)
         ssn.add(points.GPU_ORDER, self.gpu_order)
         ssn.add(points.ON_ALLOCATE, self.task_changed)
@@ -141,62 +140,65 @@ class GpuFrag(PluginBase):
             self._dirty.add(row)
         else:  # deallocated from a node this session never saw it on: recompute all
             self._dirty.update(range(len(self._snapshot.nodes)))
+        if self._snapshot.version == self._version + 1:  # the move this event reports, and no other
+            self._version += 1
 
-    def _refresh(self) -> None:
+    def _sync(self) -> None:
+        """Bring the node state up to date: the rows task events named, and, when the snapshot moved tasks
+        that no event reported (its version ran ahead of the events), every row whose free resources moved."""
+        if self._snapshot.version != self._version:
+            moved = (self._watch(slice(None)) != self._seen).any(axis=1)
+            self._dirty.update(np.flatnonzero(moved).tolist())
+            self._version = self._snapshot.version
         if not self._dirty:
             return
         rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
         slots = self._free.shape[1]
         for row in rows.tolist():
             self._free[row] = state.node_free(self._snapshot.nodes[row], slots)
-        self._before[rows] = self._expected(self._free[rows], rows)
         self._classify(rows)
         self._dirty.clear()
 
+    def _watch(self, rows: slice | npt.NDArray[np.intp]) -> Floats:
+        """What a move changes on a row: its free CPU, memory and GPU and the room in its shared GPUs."""
+        arrays = self._arrays
+        out: Floats = np.concatenate([arrays.free[rows][:, _WATCHED], arrays.shared_free[rows, None]], axis=1)
+        return out
+
     def _classify(self, rows: npt.NDArray[np.intp]) -> None:
-        """Put `rows` in the class of their measure inputs now (a new class for inputs this session has not seen)."""
+        """Put `rows` in the class of their measure inputs now; a class new to this session gets its expected
+        fragmentation (computed on one of its rows: the value of a row depends on its inputs alone)."""
         if rows.size == 0:
             return
-        seen = self._arrays.free[rows][:, (CPU, MEMORY)]
-        parts = [self._free[rows], seen]
+        arrays = self._arrays
+        parts = [self._free[rows], arrays.free[rows][:, (CPU, MEMORY)]]
         if self._eligible is not None:
             parts.append(self._eligible[rows].astype(np.float64))
         inputs = np.ascontiguousarray(np.concatenate(parts, axis=1))
-        classes = self._classes
-        self._seen[rows] = seen
+        self._seen[rows] = self._watch(rows)
+        table, known = self._classes, len(self._classes.ids)
         if rows.size <= _FEW:  # the nodes a task landed on: their keys one by one
-            for row, key in zip(rows.tolist(), inputs, strict=True):
-                self._class[row] = classes.setdefault(key.tobytes(), len(classes))
-            return
-        keys = inputs.view(np.dtype((np.void, inputs.dtype.itemsize * inputs.shape[1]))).reshape(-1)
-        unique, inverse = np.unique(keys, return_inverse=True)
-        ids = np.fromiter(
-            (classes.setdefault(k.tobytes(), len(classes)) for k in unique), dtype=np.intp, count=unique.size
-        )
-        self._class[rows] = ids[inverse.reshape(-1)]
+            ids = np.fromiter(
+                (table.ids.setdefault(key.tobytes(), len(table.ids)) for key in inputs), dtype=np.intp, count=rows.size
+            )
+        else:
+            keys = inputs.view(np.dtype((np.void, inputs.dtype.itemsize * inputs.shape[1]))).reshape(-1)
+            unique, inverse = np.unique(keys, return_inverse=True)
+            unique_ids = np.fromiter(
+                (table.ids.setdefault(k.tobytes(), len(table.ids)) for k in unique), dtype=np.intp, count=unique.size
+            )
+            ids = unique_ids[inverse.reshape(-1)]
+        self._class[rows] = ids
+        if len(table.ids) > known:
+            new, first = np.unique(ids[ids >= known], return_index=True)
+            some = rows[ids >= known][first]
+            table.grow(len(table.ids))
+            table.before[new] = self._expected(self._free[some], some)
 
-    def _expected_all(self) -> Floats:
-        """`_expected` of every row, `measure.per_shape` once per class: the same sums as over all rows."""
-        rows = len(self._snapshot.nodes)
-        if len(self._shapes) == 0 or rows == 0:
-            return self._expected(self._free, slice(None))
-        _, first, inverse = np.unique(self._class, return_index=True, return_inverse=True)
-        some = first.astype(np.intp)
-        eligible = None if self._eligible is None else self._eligible[some]
-        arrays = self._arrays
-        per_shape = measure.per_shape(
-            self._shapes, self._free[some], arrays.free[some, CPU], arrays.free[some, MEMORY], eligible
-        )
-        # In the column order `measure.per_shape` returns for all rows (see `growth`).
-        out: Floats = np.asfortranarray(per_shape[inverse.reshape(-1)]) @ self._shapes.weight
+    def before(self, rows: npt.NDArray[np.intp] | int) -> Floats:
+        """The expected fragmentation of `rows` now (their classes')."""
+        out: Floats = self._classes.before[self._class[rows]]
         return out
-
-    def _restate(self, rows: npt.NDArray[np.intp]) -> None:
-        """Recompute the rows whose free CPU or memory moved without a task event reaching this plugin."""
-        moved = (self._arrays.free[rows][:, (CPU, MEMORY)] != self._seen[rows]).any(axis=1)
-        if moved.any():
-            self._dirty.update(rows[moved].tolist())
-        self._refresh()
 
     def _expected(
         self, free: Floats, rows: slice | np.ndarray, cpu: Floats | None = None, memory: Floats | None = None
@@ -236,95 +238,22 @@ class GpuFrag(PluginBase):
     def growth(self, task: PodInfo, rows: np.ndarray) -> Floats:
         """Per row: the least growth of the expected fragmentation if `task` lands there (inf: it cannot).
 
-        Without shared GPUs, `_after_shapes` runs once per class of `rows` that no task of the same signature has
-        met this session; the kept values are then weighed exactly as a fresh computation would."""
-        self._restate(rows)
-        if len(self._shapes) == 0 or (task.gpu.is_shared and task.gpu.num_devices != 1):
-            return self.growth_afresh(task, rows)
+        Kept per class for the session per task signature: computed (`growth_afresh`, on one row of each class
+        not met yet) only for the classes no task alike has met."""
+        self._sync()
         classes = self._class[rows]
-        if task.gpu.is_shared:
-            return self._growth_shared(task, rows, classes)
-        kept = self._kept(_signature(task), len(self._classes))
-        missing = kept.local[classes] < 0
+        if len(self._shapes) == 0:
+            return self.growth_afresh(task, rows)
+        kept = self._scores.get(signature := _signature(task, self._per_device(task)))
+        if kept is None or kept.size < len(self._classes.ids):
+            kept = self._scores[signature] = _grown(kept, self._classes.before.size)
+        out: Floats = kept[classes]
+        missing = np.isnan(out)
         if missing.any():
             new, first = np.unique(classes[missing], return_index=True)
-            todo = kept.add(new)
-            per_shape, kept.possible[todo] = self._after_shapes(task, rows[missing][first])
-            kept.shapes[:, todo] = per_shape.T
-        classes = kept.local[classes]
-        # (rows, M) in the column order `measure.per_shape` returns: BLAS sums a row by the layout and the rows
-        # around it, and these are the rows and layout a fresh computation weighs, so the sums are the same.
-        after = np.take(kept.shapes, classes, axis=1).T @ self._shapes.weight
-        out: Floats = np.where(kept.possible[classes], after - self._before[rows], np.inf)
+            kept[new] = self.growth_afresh(task, rows[missing][first])
+            out = kept[classes]
         return out
-
-    def _growth_shared(self, task: PodInfo, rows: np.ndarray, classes: npt.NDArray[np.intp]) -> Floats:
-        """`growth` of a task on one shared device: per class, the fragmentation per shape after it takes each
-        device that holds it is kept; the device choice and the sums weigh them as `_best_device` would."""
-        per_device, slots = self._per_device(task), self._free.shape[1]
-        request = task.request
-        signature = (float(request[CPU]), float(request[MEMORY]), "shared", per_device)
-        kept = self._kept_shared(signature, slots, len(self._classes))
-        missing = kept.local[classes] < 0
-        if missing.any():
-            new, first = np.unique(classes[missing], return_index=True)
-            todo = kept.add(new)
-            some = rows[missing][first]
-            free = self._free[some]
-            fits = _devices_to_try(free, per_device)
-            pair_row, pair_slot = np.nonzero(fits)
-            trial = free[pair_row].copy()
-            trial[np.arange(pair_row.size), pair_slot] -= per_device
-            cpu = self._arrays.free[some, CPU] - request[CPU]
-            memory = self._arrays.free[some, MEMORY] - request[MEMORY]
-            eligible = None if self._eligible is None else self._eligible[some[pair_row]]
-            kept.shapes[todo[pair_row] * slots + pair_slot] = measure.per_shape(
-                self._shapes, trial, cpu[pair_row], memory[pair_row], eligible
-            )
-            kept.fits[todo] = fits
-        weight = self._shapes.weight
-        classes = kept.local[classes]
-        fits = kept.fits[classes]
-        pair_row, pair_slot = np.nonzero(fits)
-        # Column order, as `measure.per_shape` returns them: the same BLAS sums as `_best_device` (see `growth`).
-        scores = np.full(fits.shape, np.inf)
-        scores[pair_row, pair_slot] = np.asfortranarray(kept.shapes[classes[pair_row] * slots + pair_slot]) @ weight
-        best = np.argmin(scores, axis=1)
-        ok = fits.any(axis=1)
-        chosen = np.zeros((rows.size, len(self._shapes)), order="F")  # rows it cannot land on: any value, inf below
-        chosen[ok] = kept.shapes[classes[ok] * slots + best[ok]]
-        out: Floats = np.where(ok, chosen @ weight - self._before[rows], np.inf)
-        return out
-
-    def _kept_shared(self, signature: tuple[object, ...], slots: int, classes: int) -> _KeptShared:
-        """As `_kept`, for a task on one shared device; its index covers `classes`."""
-        kept = self._after_shared.get(signature)
-        if kept is None:
-            kept = self._after_shared[signature] = _KeptShared(
-                np.zeros((0, len(self._shapes))), np.zeros((0, slots), dtype=bool), np.full(classes, -1, dtype=np.intp)
-            )
-        elif kept.local.size < classes:
-            kept.local = np.concatenate([kept.local, np.full(classes - kept.local.size, -1, dtype=np.intp)])
-        return kept
-
-    def _kept(self, signature: tuple[object, ...], classes: int) -> _Kept:
-        """The kept `_after_shapes` for tasks of `signature`; its index covers `classes`."""
-        kept = self._after.get(signature)
-        if kept is None:
-            kept = self._after[signature] = _Kept(
-                np.zeros((len(self._shapes), 0)), np.zeros(0, dtype=bool), np.full(classes, -1, dtype=np.intp)
-            )
-        elif kept.local.size < classes:
-            kept.local = np.concatenate([kept.local, np.full(classes - kept.local.size, -1, dtype=np.intp)])
-        return kept
-
-    def _after_shapes(self, task: PodInfo, rows: np.ndarray) -> tuple[Floats, Bools]:
-        """Per row, for a task without shared GPUs: `F_n(m)` per shape after it lands, and whether it can."""
-        cpu = self._arrays.free[rows, CPU] - task.request[CPU]
-        memory = self._arrays.free[rows, MEMORY] - task.request[MEMORY]
-        free, possible = self._take_whole(task, self._free[rows])
-        eligible = None if self._eligible is None else self._eligible[rows]
-        return measure.per_shape(self._shapes, free, cpu, memory, eligible), possible
 
     def _take_whole(self, task: PodInfo, free: Floats) -> tuple[Floats, Bools]:
         """`free` with the whole devices a task without shared GPUs asks taken, and the rows that have them."""
@@ -354,7 +283,7 @@ class GpuFrag(PluginBase):
             free, whole = self._take_whole(task, free)
             possible &= whole
         after = self._expected(free, rows, cpu, memory)
-        out: Floats = np.where(possible, after - self._before[rows], np.inf)
+        out: Floats = np.where(possible, after - self.before(rows), np.inf)
         return out
 
     def _best_device(
@@ -383,7 +312,7 @@ class GpuFrag(PluginBase):
 
     def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """GPU_ORDER: minus the growth of the node's expected fragmentation for each candidate device."""
-        self._refresh()
+        self._sync()
         node = self._snapshot.nodes[row]
         free = self._free[row]
         per_device = node.task_gpu_memory(task) / node.gpu_memory_mib
@@ -396,56 +325,28 @@ class GpuFrag(PluginBase):
         memory = np.full(len(groups), self._arrays.free[row, MEMORY] - task.request[MEMORY])
         rows = np.full(len(groups), row, dtype=np.intp)
         after = self._expected(trials, rows, cpu, memory)
-        return [float(v) for v in self._before[row] - after]
+        return [float(v) for v in self.before(row) - after]
 
 
 @dataclass(slots=True)
-class _Kept:
-    """For one task signature, per class met (`local`: class → its index here, -1: not met):
-    `GpuFrag._after_shapes`, the `F_n(m)` after the task lands (`shapes`) and whether it can (`possible`)."""
+class _Classes:
+    """The classes of a session: measure inputs (bytes) → class, and each class's expected fragmentation."""
 
-    shapes: Floats  # (M, met)
-    possible: Bools  # (met,)
-    local: npt.NDArray[np.intp]
-    count: int = 0
+    ids: dict[bytes, int] = field(default_factory=dict)
+    before: Floats = field(default_factory=lambda: np.zeros(0))
 
-    def add(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-        """Indices for `classes` (not met before), with room to fill."""
-        start = self.count
-        self.count += classes.size
-        if self.count > self.possible.size:
-            size = 2 * self.count
-            shapes, possible = np.zeros((self.shapes.shape[0], size)), np.zeros(size, dtype=bool)
-            shapes[:, :start], possible[:start] = self.shapes[:, :start], self.possible[:start]
-            self.shapes, self.possible = shapes, possible
-        out = np.arange(start, self.count, dtype=np.intp)
-        self.local[classes] = out
-        return out
+    def grow(self, count: int) -> None:
+        """Room for `count` classes (new ones: NaN until computed)."""
+        if self.before.size < count:
+            self.before = _grown(self.before, count)
 
 
-@dataclass(slots=True)
-class _KeptShared:
-    """For one task on one shared device, per class met (`local`: class → its index here, -1: not met): the
-    devices `_devices_to_try` gives (`fits`) and per device the `F_n(m)` after it lands there (row: index ×
-    slots + slot)."""
-
-    shapes: Floats  # (met × slots, M)
-    fits: Bools  # (met, slots)
-    local: npt.NDArray[np.intp]
-    count: int = 0
-
-    def add(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-        """Indices for `classes` (not met before), with room to fill."""
-        start, slots = self.count, self.fits.shape[1]
-        self.count += classes.size
-        if self.count > self.fits.shape[0]:
-            size = 2 * self.count
-            shapes, fits = np.zeros((size * slots, self.shapes.shape[1])), np.zeros((size, slots), dtype=bool)
-            shapes[: start * slots], fits[:start] = self.shapes[: start * slots], self.fits[:start]
-            self.shapes, self.fits = shapes, fits
-        out = np.arange(start, self.count, dtype=np.intp)
-        self.local[classes] = out
-        return out
+def _grown(values: Floats | None, count: int) -> Floats:
+    """`values` with room for at least `count` (twice that, so growing one at a time stays cheap), NaN beyond."""
+    out = np.full(max(2 * count, 16), np.nan)
+    if values is not None:
+        out[: values.size] = values
+    return out
 
 
 def _devices_to_try(free: Floats, per_device: float) -> Bools:
@@ -459,10 +360,13 @@ def _devices_to_try(free: Floats, per_device: float) -> Bools:
     return out
 
 
-def _signature(task: PodInfo) -> tuple[object, ...]:
-    """What `GpuFrag._after_shapes` reads of a task without shared GPUs: its CPU and memory ask, whole devices."""
+def _signature(task: PodInfo, per_device: float) -> tuple[object, ...]:
+    """What `GpuFrag.growth_afresh` reads of a task: its CPU and memory ask, and its whole devices, or its
+    shared devices and the GPU of each (`per_device`)."""
     gpu, request = task.gpu, task.request
     head = (float(request[CPU]), float(request[MEMORY]))
+    if gpu.is_shared:
+        return (*head, "shared", gpu.num_devices, per_device)
     if gpu.whole or request[GPU] > 0:
         return (*head, "whole", gpu.whole or round(float(request[GPU])))
     return (*head, "none")
