@@ -34,7 +34,6 @@ the GPUs each task asks).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Final, Self
 
 import numpy as np
@@ -48,14 +47,15 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.base import PluginBase
-from kai_scheduler.plugins.gpufrag import measure, shapes, state
+from kai_scheduler.plugins.gpufrag import measure, memory, shapes, state
 from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
 
 FRAGMENTATION: Final = 100.0
 DEFAULT_MAX_SHAPES: Final = 64
 _ARGUMENTS = ("maxShapes", "shapes", "weighBy")
 _FEW = 8  # rows `_classify` keys one by one rather than sorting
-_WATCHED = (CPU, MEMORY, GPU)  # free resources whose move without a task event `_sync` looks for
+_WATCHED = np.array([CPU, MEMORY, GPU])  # free resources whose move without a task event `_sync` looks for
+_CPU_MEMORY = np.array([CPU, MEMORY])
 
 
 class GpuFrag(PluginBase):
@@ -64,12 +64,14 @@ class GpuFrag(PluginBase):
     _arrays: NodeArrays
     _shapes: Shapes
     _eligible: Bools | None  # (nodes, shapes), None: every node
+    _eligible_values: Floats | None  # the same as 0 and 1, part of a row's class key
     _free: Floats  # (nodes, slots): per-device free fractions
     _dirty: set[int]  # rows whose tasks changed since `_free` and `_class` were computed
     _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
     _version: int  # the snapshot's version the node state follows (task events included)
     _class: npt.NDArray[np.intp]  # (nodes,): rows of one class have the same measure inputs, bit for bit
-    _classes: _Classes  # measure inputs → class, and each class's expected fragmentation
+    _table: memory.Table  # classes and per-shape values, kept across sessions
+    _before: Floats  # per class: its expected fragmentation with this session's weights (NaN: not computed)
     _seen: Floats  # (nodes, 4): `_watch` of each row when it was classified
     _scores: dict[tuple[object, ...], Floats]  # task signature → per class: `growth` (NaN: not met yet)
 
@@ -112,15 +114,20 @@ class GpuFrag(PluginBase):
     def on_session_open(self, ssn: Session) -> None:
         snap = self._snapshot = ssn.snapshot
         self._arrays = snap.arrays
-        weighted = self.given or shapes.learned(
-            snap.tasks.values(), snap.max_gpu_memory, self.max_shapes, self.weigh_by
+        kept = memory.of(snap.plugin_memo, f"{self.name}/{self.max_shapes}/{self.weigh_by}/{self.given is None}")
+        weighted = self.given or shapes.heaviest(
+            kept.learned.counts_of(snap.tasks.values(), snap.max_gpu_memory), self.max_shapes, self.weigh_by
         )
+        keys = tuple(k for k, _ in weighted)
         self._shapes = shapes.to_shapes(weighted)
-        self._eligible = shapes.eligibility([k for k, _ in weighted], snap.nodes)
+        self._eligible = shapes.eligibility(keys, snap.nodes)
+        self._eligible_values = None if self._eligible is None else self._eligible.astype(np.float64)
         self._free = state.matrix(snap)
+        self._table = kept.table_for(keys, self._free.shape[1])
+        self._before = _grown(None, len(self._table.ids))
         self._dirty, self._rows, self._version = set(), {}, snap.version
         self._class = np.zeros(len(snap.nodes), dtype=np.intp)
-        self._classes, self._scores = _Classes(), {}
+        self._scores = {}
         self._seen = np.zeros((len(snap.nodes), len(_WATCHED) + 1))
         self._classify(np.arange(len(snap.nodes), dtype=np.intp))
         ssn.add(points.NODE_ORDER, self.node_order)
@@ -152,12 +159,36 @@ class GpuFrag(PluginBase):
             self._version = self._snapshot.version
         if not self._dirty:
             return
+        if len(self._dirty) == 1:  # a task landed: its node alone
+            self._refresh_row(self._dirty.pop())
+            return
         rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
         slots = self._free.shape[1]
         for row in rows.tolist():
             self._free[row] = state.node_free(self._snapshot.nodes[row], slots)
         self._classify(rows)
         self._dirty.clear()
+
+    def _refresh_row(self, row: int) -> None:
+        """`_sync` of one row: `_classify` without the vector steps (the same key, bytes for bytes)."""
+        arrays, table = self._arrays, self._table
+        free = self._free[row] = state.node_free(self._snapshot.nodes[row], self._free.shape[1])
+        key = free.tobytes() + arrays.free[row, _CPU_MEMORY].tobytes()
+        if self._eligible_values is not None:
+            key += self._eligible_values[row].tobytes()
+        self._seen[row, :-1] = arrays.free[row, _WATCHED]
+        self._seen[row, -1] = arrays.shared_free[row]
+        found = table.ids.get(key)
+        if found is None:
+            found = table.ids[key] = len(table.ids)
+            table.grow(len(table.ids))
+            table.per_shape[found] = self._per_shape(free[None, :], np.array([row], dtype=np.intp))[0]
+            table.rows += 1
+        self._class[row] = found
+        if self._before.size <= found:
+            self._before = _grown(self._before, found + 1)
+        if np.isnan(self._before[found]):
+            self._before[found] = measure.weigh(table.per_shape[found], self._shapes.weight)
 
     def _watch(self, rows: slice | npt.NDArray[np.intp]) -> Floats:
         """What a move changes on a row: its free CPU, memory and GPU and the room in its shared GPUs."""
@@ -166,39 +197,59 @@ class GpuFrag(PluginBase):
         return out
 
     def _classify(self, rows: npt.NDArray[np.intp]) -> None:
-        """Put `rows` in the class of their measure inputs now; a class new to this session gets its expected
-        fragmentation (computed on one of its rows: the value of a row depends on its inputs alone)."""
+        """Put `rows` in the class of their measure inputs now. A class new to the table gets its `F_n(m)` per
+        shape, one new to the session its expected fragmentation (each computed on one of its rows: the values
+        of a row depend on its inputs alone)."""
         if rows.size == 0:
             return
         arrays = self._arrays
-        parts = [self._free[rows], arrays.free[rows][:, (CPU, MEMORY)]]
-        if self._eligible is not None:
-            parts.append(self._eligible[rows].astype(np.float64))
+        parts = [self._free[rows], arrays.free[rows][:, _CPU_MEMORY]]
+        if self._eligible_values is not None:
+            parts.append(self._eligible_values[rows])
         inputs = np.ascontiguousarray(np.concatenate(parts, axis=1))
         self._seen[rows] = self._watch(rows)
-        table, known = self._classes, len(self._classes.ids)
+        table = self._table
+        known, ids_of = len(table.ids), table.ids
         if rows.size <= _FEW:  # the nodes a task landed on: their keys one by one
             ids = np.fromiter(
-                (table.ids.setdefault(key.tobytes(), len(table.ids)) for key in inputs), dtype=np.intp, count=rows.size
+                (ids_of.setdefault(key.tobytes(), len(ids_of)) for key in inputs), dtype=np.intp, count=rows.size
             )
         else:
             keys = inputs.view(np.dtype((np.void, inputs.dtype.itemsize * inputs.shape[1]))).reshape(-1)
             unique, inverse = np.unique(keys, return_inverse=True)
             unique_ids = np.fromiter(
-                (table.ids.setdefault(k.tobytes(), len(table.ids)) for k in unique), dtype=np.intp, count=unique.size
+                (ids_of.setdefault(k.tobytes(), len(ids_of)) for k in unique), dtype=np.intp, count=unique.size
             )
             ids = unique_ids[inverse.reshape(-1)]
         self._class[rows] = ids
-        if len(table.ids) > known:
-            new, first = np.unique(ids[ids >= known], return_index=True)
-            some = rows[ids >= known][first]
-            table.grow(len(table.ids))
-            table.before[new] = self._expected(self._free[some], some)
+        if len(ids_of) > known:
+            new = ids >= known
+            classes, first = np.unique(ids[new], return_index=True)
+            some = rows[new][first]
+            table.grow(len(ids_of))
+            table.per_shape[classes] = self._per_shape(self._free[some], some)
+            table.rows += classes.size
+        if self._before.size < len(ids_of):
+            self._before = _grown(self._before, len(ids_of))
+        todo = np.isnan(self._before[ids])
+        if todo.any():
+            classes = np.unique(ids[todo])
+            self._before[classes] = measure.weigh(table.per_shape[classes], self._shapes.weight)
 
     def before(self, rows: npt.NDArray[np.intp] | int) -> Floats:
         """The expected fragmentation of `rows` now (their classes')."""
-        out: Floats = self._classes.before[self._class[rows]]
+        out: Floats = self._before[self._class[rows]]
         return out
+
+    def _per_shape(
+        self, free: Floats, rows: np.ndarray, cpu: Floats | None = None, memory: Floats | None = None
+    ) -> Floats:
+        """`F_n(m)` of `rows` (rows, M) with per-device `free` (rows, slots) and CPU/memory free."""
+        arrays = self._arrays
+        cpu_free = arrays.free[rows, CPU] if cpu is None else cpu
+        memory_free = arrays.free[rows, MEMORY] if memory is None else memory
+        eligible = None if self._eligible is None else self._eligible[rows]
+        return measure.per_shape(self._shapes, free, cpu_free, memory_free, eligible)
 
     def _expected(
         self, free: Floats, rows: slice | np.ndarray, cpu: Floats | None = None, memory: Floats | None = None
@@ -238,22 +289,73 @@ class GpuFrag(PluginBase):
     def growth(self, task: PodInfo, rows: np.ndarray) -> Floats:
         """Per row: the least growth of the expected fragmentation if `task` lands there (inf: it cannot).
 
-        Kept per class for the session per task signature: computed (`growth_afresh`, on one row of each class
-        not met yet) only for the classes no task alike has met."""
+        Kept per class for the session per task signature, so only the classes no task alike has met are
+        computed, on one row each (`_growth_of`)."""
         self._sync()
         classes = self._class[rows]
         if len(self._shapes) == 0:
             return self.growth_afresh(task, rows)
-        kept = self._scores.get(signature := _signature(task, self._per_device(task)))
-        if kept is None or kept.size < len(self._classes.ids):
-            kept = self._scores[signature] = _grown(kept, self._classes.before.size)
+        signature = _signature(task, self._per_device(task))
+        kept = self._scores.get(signature)
+        if kept is None or kept.size < self._before.size:
+            kept = self._scores[signature] = _grown(kept, self._before.size)
         out: Floats = kept[classes]
         missing = np.isnan(out)
         if missing.any():
-            new, first = np.unique(classes[missing], return_index=True)
-            kept[new] = self.growth_afresh(task, rows[missing][first])
+            met = np.zeros(kept.size, dtype=bool)
+            met[classes[missing]] = True
+            new = np.flatnonzero(met)
+            some = np.empty(kept.size, dtype=np.intp)
+            some[classes[missing]] = rows[missing]  # a row of each class (any: they have the same inputs)
+            kept[new] = self._growth_of(task, signature, new, some[new])
             out = kept[classes]
         return out
+
+    def _growth_of(
+        self, task: PodInfo, signature: tuple[object, ...], classes: npt.NDArray[np.intp], rows: np.ndarray
+    ) -> Floats:
+        """`growth_afresh` of `rows` (one of each of `classes`), from the table's per-shape values after a task of
+        `signature` lands (computed for the classes the table has not met with it): weighed, and for a task on
+        one shared device the device where the sum is least taken (the first of equals, as `_best_device`)."""
+        gpu = task.gpu
+        if gpu.is_shared and gpu.num_devices != 1:
+            return self.growth_afresh(task, rows)
+        after = self._table.after_of(signature, self._free.shape[1] if gpu.is_shared else 1)
+        index = after.index(classes)
+        todo = index < 0
+        if todo.any():
+            fill = after.add(classes[todo])
+            after.values[fill], after.ok[fill] = self._after_values(task, rows[todo])
+            self._table.rows += fill.size * after.ok.shape[1]
+            index = after.local[classes]
+        ok = after.ok[index]
+        if ok.shape[1] == 1:
+            least = np.where(ok[:, 0], measure.weigh(after.values[index, 0], self._shapes.weight), np.inf)
+        else:  # weigh the devices that hold the task only
+            pair_row, pair_way = np.nonzero(ok)
+            weighed = np.full(ok.shape, np.inf)
+            weighed[pair_row, pair_way] = measure.weigh(after.values[index[pair_row], pair_way], self._shapes.weight)
+            least = weighed.min(axis=1)
+        out: Floats = least - self._before[classes]
+        return out
+
+    def _after_values(self, task: PodInfo, rows: np.ndarray) -> tuple[Floats, Bools]:
+        """Per row, `F_n(m)` per shape after `task` lands, for each way it can: (rows, ways, M), and which ways it
+        can (rows, ways). A task on one shared device: a way per device (`_devices_to_try`); else one way."""
+        cpu = self._arrays.free[rows, CPU] - task.request[CPU]
+        memory = self._arrays.free[rows, MEMORY] - task.request[MEMORY]
+        free = self._free[rows]
+        if not task.gpu.is_shared:
+            taken, possible = self._take_whole(task, free)
+            return self._per_shape(taken, rows, cpu, memory)[:, None, :], possible[:, None]
+        per_device = self._per_device(task)
+        fits = _devices_to_try(free, per_device)
+        pair_row, pair_slot = np.nonzero(fits)
+        trial = free[pair_row].copy()
+        trial[np.arange(pair_row.size), pair_slot] -= per_device
+        values = np.zeros((rows.size, free.shape[1], len(self._shapes)))
+        values[pair_row, pair_slot] = self._per_shape(trial, rows[pair_row], cpu[pair_row], memory[pair_row])
+        return values, fits
 
     def _take_whole(self, task: PodInfo, free: Floats) -> tuple[Floats, Bools]:
         """`free` with the whole devices a task without shared GPUs asks taken, and the rows that have them."""
@@ -326,19 +428,6 @@ class GpuFrag(PluginBase):
         rows = np.full(len(groups), row, dtype=np.intp)
         after = self._expected(trials, rows, cpu, memory)
         return [float(v) for v in self.before(row) - after]
-
-
-@dataclass(slots=True)
-class _Classes:
-    """The classes of a session: measure inputs (bytes) → class, and each class's expected fragmentation."""
-
-    ids: dict[bytes, int] = field(default_factory=dict)
-    before: Floats = field(default_factory=lambda: np.zeros(0))
-
-    def grow(self, count: int) -> None:
-        """Room for `count` classes (new ones: NaN until computed)."""
-        if self.before.size < count:
-            self.before = _grown(self.before, count)
 
 
 def _grown(values: Floats | None, count: int) -> Floats:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from kai_scheduler.cluster.node_info import GroupState, NodeInfo
+from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.plugins.gpufrag.measure import EPS, Floats
@@ -27,20 +27,30 @@ def width(snapshot: Snapshot) -> int:
 def node_free(node: NodeInfo, slots: int) -> Floats:
     """Free fraction of each device of `node`, most free first, padded with 0 to `slots`."""
     out = np.zeros(slots)
+    values = _free_values(node)[:slots]
+    out[: len(values)] = values
+    return out
+
+
+def _free_values(node: NodeInfo) -> list[float]:
+    """`node_free` without the padding (empty for an unschedulable node)."""
     arrays = node.arrays
     if not arrays.schedulable[node.row]:
-        return out
+        return []
     whole = max(0, math.floor(float(arrays.free[node.row, GPU]) + EPS))
     shared = []
-    if node.gpu_groups:
-        memory = node.gpu_memory_mib
-        for group in node.gpu_groups.values():
-            if group.state() is not GroupState.RELEASING:
-                held = group.used_memory() - group.releasing_memory()
-                shared.append(min(1.0, max(0.0, 1.0 - held / memory)))
-    values = [1.0] * whole + sorted(shared, reverse=True)
-    out[: min(slots, len(values))] = values[:slots]
-    return out
+    memory = node.gpu_memory_mib
+    for group in node.gpu_groups.values():  # GpuGroup.state, used_memory and releasing_memory, inlined
+        sharers, releasing = group.sharers, group.releasing
+        if not releasing:
+            held = sum(sharers.values())
+        elif len(releasing) == len(sharers):  # every sharer releasing: a whole releasing GPU
+            continue
+        else:
+            held = sum(sharers.values()) - sum(sharers[u] for u in releasing)
+        shared.append(min(1.0, max(0.0, 1.0 - held / memory)))
+    shared.sort(reverse=True)
+    return [1.0] * whole + shared
 
 
 def matrix(snapshot: Snapshot, slots: int | None = None) -> Floats:
@@ -52,9 +62,14 @@ def matrix(snapshot: Snapshot, slots: int | None = None) -> Floats:
     plain = np.arange(slots)[None, :] < whole[:, None]
     out[plain] = 1.0
     out[~arrays.schedulable] = 0.0
+    rows, values = [], []
     for node in snapshot.nodes:  # only nodes with shared GPUs need a closer look
         if node.gpu_groups:
-            out[node.row] = node_free(node, slots)
+            row = _free_values(node)[:slots]
+            rows.append(node.row)
+            values.append(row + [0.0] * (slots - len(row)))
+    if rows:
+        out[rows] = values
     return out
 
 
