@@ -15,16 +15,18 @@ now:
   a whole free one), so the device that strands least is taken.
 
 Whole-GPU tasks take any whole free devices (they are alike); a shared task asking for several devices is
-scored by taking its devices one at a time, each where it adds least. The node state (per-device free fractions
-and each node's expected fragmentation) is built once per session and kept per node as tasks are allocated and
-deallocated in it, so a task costs a few vector operations over the candidate nodes. Nodes whose inputs to the
-measure (per-device free fractions, free CPU and memory, the shapes they are eligible for) are equal bit for bit
-share a class. A class's fragmentation per shape after a task lands (for a task on one shared device: after it
-takes each device that holds it) is computed once and kept for the session per task signature (its CPU, memory
-and GPU ask), so a task computes only the classes no task alike has met; the kept values of its candidates are
-then weighed as a fresh computation would (the same arrays in the same layout, so the same sums bit for bit:
-BLAS rounds a row by its place in the batch, which rules out keeping the sums themselves). A placement moves its
-node to the class of its new inputs. A shared task asking for several devices is scored afresh.
+scored by taking its devices one at a time, each where it adds least.
+
+Cost. Every value of the measure depends on its node's inputs alone, bit for bit (`measure.weigh` sums the
+shapes in a fixed order), so values are computed once per class of nodes and kept. Nodes whose measure inputs
+(per-device free fractions, free CPU and memory, the shapes they are eligible for) are equal bit for bit share a
+class; a placement moves its node to the class of its new inputs (task events, and the snapshot's version for
+moves no event reported). Per session, a class's expected fragmentation and, per task signature (its CPU,
+memory and GPU ask), its growth are one number each, computed the first time a task meets the class. Across
+sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only new task records are looked at)
+and, while the shapes are the same, each class's per-shape fragmentation and, per signature, the per-shape
+fragmentation after such a task lands: a session weighs them with its own weights. Decisions are the same as
+computing everything afresh, whatever was kept (tests/property/test_gpufrag.py checks it).
 
 Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
 (learned shapes weigh their task count, `tasks`, FGD's popularity and the default; or `gpus`, that count times
