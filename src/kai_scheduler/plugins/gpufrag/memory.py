@@ -55,7 +55,8 @@ class Learned:
             self.tasks = {id(entry[0]): entry for entry in derived}
             self.counts = Counter(f for _, f in derived)
             return self.counts
-        for key in kept.keys() - current:
+        gone = kept.keys() - current if len(kept) + len(new) != len(current) else ()
+        for key in gone:
             fields = kept.pop(key)[1]
             counts[fields] -= 1
             if not counts[fields]:

@@ -55,7 +55,6 @@ from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
 FRAGMENTATION: Final = 100.0
 DEFAULT_MAX_SHAPES: Final = 64
 _ARGUMENTS = ("maxShapes", "shapes", "weighBy")
-_FEW = 8  # rows `_classify` keys one by one rather than sorting
 _WATCHED = np.array([CPU, MEMORY, GPU])  # free resources whose move without a task event `_sync` looks for
 _CPU_MEMORY = np.array([CPU, MEMORY])
 
@@ -66,7 +65,7 @@ class GpuFrag(PluginBase):
     _arrays: NodeArrays
     _shapes: Shapes
     _eligible: Bools | None  # (nodes, shapes), None: every node
-    _eligible_values: Floats | None  # the same as 0 and 1, part of a row's class key
+    _eligible_bits: npt.NDArray[np.uint8] | None  # the same packed in bits, part of a row's class key
     _free: Floats  # (nodes, slots): per-device free fractions
     _dirty: set[int]  # rows whose tasks changed since `_free` and `_class` were computed
     _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
@@ -123,7 +122,7 @@ class GpuFrag(PluginBase):
         keys = tuple(k for k, _ in weighted)
         self._shapes = shapes.to_shapes(weighted)
         self._eligible = shapes.eligibility(keys, snap.nodes)
-        self._eligible_values = None if self._eligible is None else self._eligible.astype(np.float64)
+        self._eligible_bits = None if self._eligible is None else np.packbits(self._eligible, axis=1)
         self._free = state.matrix(snap)
         self._table = kept.table_for(keys, self._free.shape[1])
         self._before = _grown(None, len(self._table.ids))
@@ -176,8 +175,8 @@ class GpuFrag(PluginBase):
         arrays, table = self._arrays, self._table
         free = self._free[row] = state.node_free(self._snapshot.nodes[row], self._free.shape[1])
         key = free.tobytes() + arrays.free[row, _CPU_MEMORY].tobytes()
-        if self._eligible_values is not None:
-            key += self._eligible_values[row].tobytes()
+        if self._eligible_bits is not None:
+            key += self._eligible_bits[row].tobytes()
         self._seen[row, :-1] = arrays.free[row, _WATCHED]
         self._seen[row, -1] = arrays.shared_free[row]
         found = table.ids.get(key)
@@ -205,24 +204,23 @@ class GpuFrag(PluginBase):
         if rows.size == 0:
             return
         arrays = self._arrays
-        parts = [self._free[rows], arrays.free[rows][:, _CPU_MEMORY]]
-        if self._eligible_values is not None:
-            parts.append(self._eligible_values[rows])
-        inputs = np.ascontiguousarray(np.concatenate(parts, axis=1))
+        # A row's key: the bytes of its free fractions, its free CPU and memory, and its eligibility bits.
+        parts = [
+            self._free[rows].view(np.uint8),
+            np.ascontiguousarray(arrays.free[rows][:, _CPU_MEMORY]).view(np.uint8),
+        ]
+        if self._eligible_bits is not None:
+            parts.append(self._eligible_bits[rows])
+        inputs = np.concatenate(parts, axis=1).tobytes()
+        width = len(inputs) // rows.size
         self._seen[rows] = self._watch(rows)
         table = self._table
         known, ids_of = len(table.ids), table.ids
-        if rows.size <= _FEW:  # the nodes a task landed on: their keys one by one
-            ids = np.fromiter(
-                (ids_of.setdefault(key.tobytes(), len(ids_of)) for key in inputs), dtype=np.intp, count=rows.size
-            )
-        else:
-            keys = inputs.view(np.dtype((np.void, inputs.dtype.itemsize * inputs.shape[1]))).reshape(-1)
-            unique, inverse = np.unique(keys, return_inverse=True)
-            unique_ids = np.fromiter(
-                (ids_of.setdefault(k.tobytes(), len(ids_of)) for k in unique), dtype=np.intp, count=unique.size
-            )
-            ids = unique_ids[inverse.reshape(-1)]
+        ids = np.fromiter(
+            (ids_of.setdefault(inputs[at : at + width], len(ids_of)) for at in range(0, len(inputs), width)),
+            dtype=np.intp,
+            count=rows.size,
+        )
         self._class[rows] = ids
         if len(ids_of) > known:
             new = ids >= known

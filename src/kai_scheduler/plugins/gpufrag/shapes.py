@@ -84,15 +84,16 @@ def learned(
 def heaviest(counts: Mapping[Fields, int], limit: int, weigh_by: str = TASKS) -> list[tuple[ShapeKey, float]]:
     """`learned` from the number of tasks of each shape."""
     if weigh_by == GPUS:
-        keys = [(ShapeKey(*f), float(n) * max(f[2] * f[3], NO_GPU_WEIGHT)) for f, n in counts.items()]
+        weighed = [(float(n) * max(f[2] * f[3], NO_GPU_WEIGHT), f) for f, n in counts.items()]
     else:
-        keys = [(ShapeKey(*f), float(n)) for f, n in counts.items()]
-    ranked = sorted(keys, key=lambda kv: (-kv[1], _order(kv[0])))
-    return ranked[:limit]
+        weighed = [(float(n), f) for f, n in counts.items()]
+    ranked = sorted(weighed, key=lambda wf: (-wf[0], *_order(wf[1])))
+    return [(ShapeKey(*f), w) for w, f in ranked[:limit]]
 
 
-def _order(key: ShapeKey) -> tuple[float, float, int, float, str]:
-    return key.per_device, key.cpu, key.devices, key.memory, repr(key.constraint)
+def _order(f: Fields) -> tuple[float, float, int, float, str]:
+    """Ties between shapes of one weight: by GPU per device, CPU, devices, memory, then constraints."""
+    return f[3], f[0], f[2], f[1], repr(f[4])
 
 
 def parse(text: str) -> list[tuple[ShapeKey, float]]:
