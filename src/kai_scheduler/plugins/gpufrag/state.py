@@ -27,19 +27,22 @@ def width(snapshot: Snapshot) -> int:
 def node_free(node: NodeInfo, slots: int) -> Floats:
     """Free fraction of each device of `node`, most free first, padded with 0 to `slots`."""
     out = np.zeros(slots)
-    values = _free_values(node)[:slots]
-    out[: len(values)] = values
+    arrays, row = node.arrays, node.row
+    if arrays.schedulable[row]:
+        values = _free_values(node, _whole(float(arrays.free[row, GPU])), node.gpu_memory_mib)[:slots]
+        out[: len(values)] = values
     return out
 
 
-def _free_values(node: NodeInfo) -> list[float]:
-    """`node_free` without the padding (empty for an unschedulable node)."""
-    arrays = node.arrays
-    if not arrays.schedulable[node.row]:
-        return []
-    whole = max(0, math.floor(float(arrays.free[node.row, GPU]) + EPS))
+def _whole(free_gpus: float) -> int:
+    """Whole free GPUs in a node's free GPU count."""
+    return max(0, math.floor(free_gpus + EPS))
+
+
+def _free_values(node: NodeInfo, whole: int, memory: float) -> list[float]:
+    """`node_free` of a schedulable node without the padding: `whole` free GPUs, then its shared ones (`memory`
+    MiB each) by free fraction."""
     shared = []
-    memory = node.gpu_memory_mib
     for group in node.gpu_groups.values():  # GpuGroup.state, used_memory and releasing_memory, inlined
         sharers, releasing = group.sharers, group.releasing
         if not releasing:
@@ -62,10 +65,12 @@ def matrix(snapshot: Snapshot, slots: int | None = None) -> Floats:
     plain = np.arange(slots)[None, :] < whole[:, None]
     out[plain] = 1.0
     out[~arrays.schedulable] = 0.0
+    # Only schedulable nodes with shared GPUs need a closer look; their scalars read once for all.
+    schedulable, free_gpus = arrays.schedulable.tolist(), arrays.free[:, GPU].tolist()
     rows, values = [], []
-    for node in snapshot.nodes:  # only nodes with shared GPUs need a closer look
-        if node.gpu_groups:
-            row = _free_values(node)[:slots]
+    for node in snapshot.nodes:
+        if node.gpu_groups and schedulable[node.row]:
+            row = _free_values(node, _whole(free_gpus[node.row]), node.gpu_memory_mib)[:slots]
             rows.append(node.row)
             values.append(row + [0.0] * (slots - len(row)))
     if rows:
