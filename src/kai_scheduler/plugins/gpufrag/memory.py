@@ -30,7 +30,7 @@ from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.plugins.gpufrag import shapes
 from kai_scheduler.plugins.gpufrag.measure import Bools, Floats
 
-LIMIT = 1 << 16  # rows of per-shape values a table keeps: 32 MiB at 64 shapes
+LIMIT = 1 << 16  # rows of per-shape values past which a table is dropped: 32 MiB at 64 shapes (twice in capacity)
 
 Signature = tuple[object, ...]
 
