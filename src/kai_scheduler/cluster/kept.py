@@ -191,6 +191,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         min_gpu_memory=model.min_gpu_memory,
         max_gpu_memory=model.max_gpu_memory,
         node_memo=pooled.memo,
+        plugin_memo=memo.plugins,
         waiting=waiting,
         touched=model.touched,
         written=model.written,

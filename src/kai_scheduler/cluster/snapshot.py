@@ -158,6 +158,10 @@ class Snapshot:
     # Bumped by every `move`: a value derived from the placements (free capacity, a job's elastic band) and
     # stored with the version it was computed at is still true while the version is the same.
     version: int = 0
+    # What plugins keep from one cycle to the next, by plugin: a kept model hands every snapshot it builds the
+    # same dict (`Memo.plugins`), a build without a memo an empty one. A plugin checks what it finds against the
+    # snapshot it is given (another snapshot may have been built in between, or the model from nothing).
+    plugin_memo: dict[str, object] = field(default_factory=dict)
 
     def dra_state(self) -> DraState:
         """The DRA devices and claims of this cycle, built on first use (a session changes them)."""
@@ -304,6 +308,7 @@ class Memo:
     nodes: _NodesRecord | None = None
     model: Model | None = None
     dra: DraMemo = field(default_factory=DraMemo)
+    plugins: dict[str, object] = field(default_factory=dict)  # `Snapshot.plugin_memo`
 
 
 def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = None) -> Snapshot:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kai_scheduler.plugins.gpufrag import measure
 from kai_scheduler.plugins.gpufrag.measure import Shapes
@@ -83,3 +85,24 @@ def test_weights_are_normalised_and_levels_shared() -> None:
     s = Shapes.of([0, 0, 0], [0, 0, 0], [1, 1, 0], [0.5, 0.5, 0.7], [2, 2, 4])
     assert s.weight == pytest.approx([0.25, 0.25, 0.5])
     assert list(s.levels) == [0.0, 0.5]  # no GPU: its per-device amount is 0 whatever was given
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    rows=st.integers(1, 40),
+    shapes_count=st.integers(1, 70),
+    seed=st.integers(0, 2**16),
+)
+def test_a_row_weighs_the_same_alone_and_in_any_batch(rows: int, shapes_count: int, seed: int) -> None:
+    """`measure.weigh` gives each row the same sum bit for bit whatever rows come with it and whatever the
+    array's layout (BLAS's `@` does not), and that sum is the weighted sum."""
+    rng = np.random.default_rng(seed)
+    values = rng.random((rows, shapes_count)) * rng.choice([0.0, 0.19, 1.0, 7.0], (rows, shapes_count))
+    weight = rng.random(shapes_count)
+    weight /= weight.sum()
+    batch = measure.weigh(values, weight)
+    assert np.array_equal(batch, measure.weigh(np.asfortranarray(values), weight))
+    assert np.array_equal(batch[::-1], measure.weigh(values[::-1], weight))
+    for i in range(rows):
+        assert batch[i] == measure.weigh(values[i : i + 1], weight)[0] == measure.weigh(values[i], weight)
+    assert batch == pytest.approx(values @ weight, rel=1e-12, abs=1e-12)

@@ -14,7 +14,9 @@ A task shape `m` asks for `c_m` CPU, `r_m` memory and `k_m` devices of `d_m` GPU
   `F_n(M) = sum_m p_m F_n(m)`, in GPUs; the cluster's is `sum_n F_n(M)`.
 
 FGD places a task where `F_n(M)` grows least. All functions take any leading batch shape (nodes, or nodes ×
-candidate placements), so a task is scored over every node in a few vector operations.
+candidate placements), so a task is scored over every node in a few vector operations. Each value depends on its
+own row alone, bit for bit: the weighted sum over the shapes is taken in a fixed pairwise order (`weigh`), not by
+BLAS, whose rounding depends on a row's place in the batch. So a node's value can be kept and reused.
 """
 
 from __future__ import annotations
@@ -91,5 +93,22 @@ def expected(
     """`F_n(M)` in GPUs: one value per node (the leading shape of `cpu_free`)."""
     if len(shapes) == 0:
         return np.zeros(np.shape(cpu_free))
-    out: Floats = per_shape(shapes, gpu_free, cpu_free, memory_free, eligible) @ shapes.weight
+    return weigh(per_shape(shapes, gpu_free, cpu_free, memory_free, eligible), shapes.weight)
+
+
+def weigh(values: Floats, weight: Floats) -> Floats:
+    """`sum_m weight_m * values[..., m]`, summed in one fixed pairwise order (the shape axis padded with zeros
+    to a power of two, then halved): each element-wise step is exact IEEE arithmetic, so a row's sum is the same
+    bit for bit whatever other rows are computed with it and however the array is laid out."""
+    terms = values * weight
+    size = terms.shape[-1]
+    if size == 0:
+        return np.zeros(terms.shape[:-1])
+    width = 1 << (size - 1).bit_length()
+    if width != size:
+        terms = np.concatenate([terms, np.zeros((*terms.shape[:-1], width - size))], axis=-1)
+    while width > 1:
+        width //= 2
+        terms = terms[..., :width] + terms[..., width:]
+    out: Floats = terms[..., 0]
     return out

@@ -15,16 +15,18 @@ now:
   a whole free one), so the device that strands least is taken.
 
 Whole-GPU tasks take any whole free devices (they are alike); a shared task asking for several devices is
-scored by taking its devices one at a time, each where it adds least. The node state (per-device free fractions
-and each node's expected fragmentation) is built once per session and kept per node as tasks are allocated and
-deallocated in it, so a task costs a few vector operations over the candidate nodes. Nodes whose inputs to the
-measure (per-device free fractions, free CPU and memory, the shapes they are eligible for) are equal bit for bit
-share a class. A class's fragmentation per shape after a task lands (for a task on one shared device: after it
-takes each device that holds it) is computed once and kept for the session per task signature (its CPU, memory
-and GPU ask), so a task computes only the classes no task alike has met; the kept values of its candidates are
-then weighed as a fresh computation would (the same arrays in the same layout, so the same sums bit for bit:
-BLAS rounds a row by its place in the batch, which rules out keeping the sums themselves). A placement moves its
-node to the class of its new inputs. A shared task asking for several devices is scored afresh.
+scored by taking its devices one at a time, each where it adds least.
+
+Cost. Every value of the measure depends on its node's inputs alone, bit for bit (`measure.weigh` sums the
+shapes in a fixed order), so values are computed once per class of nodes and kept. Nodes whose measure inputs
+(per-device free fractions, free CPU and memory, the shapes they are eligible for) are equal bit for bit share a
+class; a placement moves its node to the class of its new inputs (task events, and the snapshot's version for
+moves no event reported). Per session, a class's expected fragmentation and, per task signature (its CPU,
+memory and GPU ask), its growth are one number each, computed the first time a task meets the class. Across
+sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only new task records are looked at)
+and, while the shapes are the same, each class's per-shape fragmentation and, per signature, the per-shape
+fragmentation after such a task lands: a session weighs them with its own weights. Decisions are the same as
+computing everything afresh, whatever was kept (tests/property/test_gpufrag.py checks it).
 
 Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
 (learned shapes weigh their task count, `tasks`, FGD's popularity and the default; or `gpus`, that count times
@@ -34,7 +36,6 @@ the GPUs each task asks).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final, Self
 
 import numpy as np
@@ -48,13 +49,14 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.base import PluginBase
-from kai_scheduler.plugins.gpufrag import measure, shapes, state
+from kai_scheduler.plugins.gpufrag import measure, memory, shapes, state
 from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
 
 FRAGMENTATION: Final = 100.0
 DEFAULT_MAX_SHAPES: Final = 64
 _ARGUMENTS = ("maxShapes", "shapes", "weighBy")
-_FEW = 8  # rows `_classify` keys one by one rather than sorting
+_WATCHED = np.array([CPU, MEMORY, GPU])  # free resources whose move without a task event `_sync` looks for
+_CPU_MEMORY = np.array([CPU, MEMORY])
 
 
 class GpuFrag(PluginBase):
@@ -63,15 +65,16 @@ class GpuFrag(PluginBase):
     _arrays: NodeArrays
     _shapes: Shapes
     _eligible: Bools | None  # (nodes, shapes), None: every node
+    _eligible_bits: npt.NDArray[np.uint8] | None  # the same packed in bits, part of a row's class key
     _free: Floats  # (nodes, slots): per-device free fractions
-    _before: Floats  # (nodes,): expected fragmentation now
-    _dirty: set[int]  # rows whose tasks changed since `_free`/`_before` were computed
+    _dirty: set[int]  # rows whose tasks changed since `_free` and `_class` were computed
     _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
+    _version: int  # the snapshot's version the node state follows (task events included)
     _class: npt.NDArray[np.intp]  # (nodes,): rows of one class have the same measure inputs, bit for bit
-    _classes: dict[bytes, int]  # measure inputs → class
-    _seen: Floats  # (nodes, 2): the free CPU and memory each row's class was given for
-    _after: dict[tuple[object, ...], _Kept]  # task signature → per class: `_after_shapes`
-    _after_shared: dict[tuple[object, ...], _KeptShared]  # the same for tasks on one shared device
+    _table: memory.Table  # classes and per-shape values, kept across sessions
+    _before: Floats  # per class: its expected fragmentation with this session's weights (NaN: not computed)
+    _seen: Floats  # (nodes, 4): `_watch` of each row when it was classified
+    _scores: dict[tuple[object, ...], Floats]  # task signature → per class: `growth` (NaN: not met yet)
 
     def __init__(
         self, given: list[tuple[shapes.ShapeKey, float]] | None, max_shapes: int, weigh_by: str = shapes.TASKS
@@ -112,18 +115,22 @@ class GpuFrag(PluginBase):
     def on_session_open(self, ssn: Session) -> None:
         snap = self._snapshot = ssn.snapshot
         self._arrays = snap.arrays
-        weighted = self.given or shapes.learned(
-            snap.tasks.values(), snap.max_gpu_memory, self.max_shapes, self.weigh_by
+        kept = memory.of(snap.plugin_memo, f"{self.name}/{self.max_shapes}/{self.weigh_by}/{self.given is None}")
+        weighted = self.given or shapes.heaviest(
+            kept.learned.counts_of(snap.tasks.values(), snap.max_gpu_memory), self.max_shapes, self.weigh_by
         )
+        keys = tuple(k for k, _ in weighted)
         self._shapes = shapes.to_shapes(weighted)
-        self._eligible = shapes.eligibility([k for k, _ in weighted], snap.nodes)
+        self._eligible = shapes.eligibility(keys, snap.nodes)
+        self._eligible_bits = None if self._eligible is None else np.packbits(self._eligible, axis=1)
         self._free = state.matrix(snap)
-        self._dirty, self._rows = set(), {}
+        self._table = kept.table_for(keys, self._free.shape[1])
+        self._before = _grown(None, len(self._table.ids))
+        self._dirty, self._rows, self._version = set(), {}, snap.version
         self._class = np.zeros(len(snap.nodes), dtype=np.intp)
-        self._classes, self._after, self._after_shared = {}, {}, {}
-        self._seen = np.zeros((len(snap.nodes), 2))
+        self._scores = {}
+        self._seen = np.zeros((len(snap.nodes), len(_WATCHED) + 1))
         self._classify(np.arange(len(snap.nodes), dtype=np.intp))
-        self._before = self._expected_all()
         ssn.add(points.NODE_ORDER, self.node_order)
         ssn.add(points.GPU_ORDER, self.gpu_order)
         ssn.add(points.ON_ALLOCATE, self.task_changed)
@@ -141,62 +148,108 @@ class GpuFrag(PluginBase):
             self._dirty.add(row)
         else:  # deallocated from a node this session never saw it on: recompute all
             self._dirty.update(range(len(self._snapshot.nodes)))
+        if self._snapshot.version == self._version + 1:  # the move this event reports, and no other
+            self._version += 1
 
-    def _refresh(self) -> None:
+    def _sync(self) -> None:
+        """Bring the node state up to date: the rows task events named, and, when the snapshot moved tasks
+        that no event reported (its version ran ahead of the events), every row whose free resources moved."""
+        if self._snapshot.version != self._version:
+            moved = (self._watch(slice(None)) != self._seen).any(axis=1)
+            self._dirty.update(np.flatnonzero(moved).tolist())
+            self._version = self._snapshot.version
         if not self._dirty:
+            return
+        if len(self._dirty) == 1:  # a task landed: its node alone
+            self._refresh_row(self._dirty.pop())
             return
         rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
         slots = self._free.shape[1]
         for row in rows.tolist():
             self._free[row] = state.node_free(self._snapshot.nodes[row], slots)
-        self._before[rows] = self._expected(self._free[rows], rows)
         self._classify(rows)
         self._dirty.clear()
 
-    def _classify(self, rows: npt.NDArray[np.intp]) -> None:
-        """Put `rows` in the class of their measure inputs now (a new class for inputs this session has not seen)."""
-        if rows.size == 0:
-            return
-        seen = self._arrays.free[rows][:, (CPU, MEMORY)]
-        parts = [self._free[rows], seen]
-        if self._eligible is not None:
-            parts.append(self._eligible[rows].astype(np.float64))
-        inputs = np.ascontiguousarray(np.concatenate(parts, axis=1))
-        classes = self._classes
-        self._seen[rows] = seen
-        if rows.size <= _FEW:  # the nodes a task landed on: their keys one by one
-            for row, key in zip(rows.tolist(), inputs, strict=True):
-                self._class[row] = classes.setdefault(key.tobytes(), len(classes))
-            return
-        keys = inputs.view(np.dtype((np.void, inputs.dtype.itemsize * inputs.shape[1]))).reshape(-1)
-        unique, inverse = np.unique(keys, return_inverse=True)
-        ids = np.fromiter(
-            (classes.setdefault(k.tobytes(), len(classes)) for k in unique), dtype=np.intp, count=unique.size
-        )
-        self._class[rows] = ids[inverse.reshape(-1)]
+    def _refresh_row(self, row: int) -> None:
+        """`_sync` of one row: `_classify` without the vector steps (the same key, bytes for bytes)."""
+        arrays, table = self._arrays, self._table
+        free = self._free[row] = state.node_free(self._snapshot.nodes[row], self._free.shape[1])
+        key = free.tobytes() + arrays.free[row, _CPU_MEMORY].tobytes()
+        if self._eligible_bits is not None:
+            key += self._eligible_bits[row].tobytes()
+        self._seen[row, :-1] = arrays.free[row, _WATCHED]
+        self._seen[row, -1] = arrays.shared_free[row]
+        found = table.ids.get(key)
+        if found is None:
+            found = table.ids[key] = len(table.ids)
+            table.grow(len(table.ids))
+            table.per_shape[found] = self._per_shape(free[None, :], np.array([row], dtype=np.intp))[0]
+            table.rows += 1
+        self._class[row] = found
+        if self._before.size <= found:
+            self._before = _grown(self._before, found + 1)
+        if np.isnan(self._before[found]):
+            self._before[found] = measure.weigh(table.per_shape[found], self._shapes.weight)
 
-    def _expected_all(self) -> Floats:
-        """`_expected` of every row, `measure.per_shape` once per class: the same sums as over all rows."""
-        rows = len(self._snapshot.nodes)
-        if len(self._shapes) == 0 or rows == 0:
-            return self._expected(self._free, slice(None))
-        _, first, inverse = np.unique(self._class, return_index=True, return_inverse=True)
-        some = first.astype(np.intp)
-        eligible = None if self._eligible is None else self._eligible[some]
+    def _watch(self, rows: slice | npt.NDArray[np.intp]) -> Floats:
+        """What a move changes on a row: its free CPU, memory and GPU and the room in its shared GPUs."""
         arrays = self._arrays
-        per_shape = measure.per_shape(
-            self._shapes, self._free[some], arrays.free[some, CPU], arrays.free[some, MEMORY], eligible
-        )
-        # In the column order `measure.per_shape` returns for all rows (see `growth`).
-        out: Floats = np.asfortranarray(per_shape[inverse.reshape(-1)]) @ self._shapes.weight
+        out: Floats = np.concatenate([arrays.free[rows][:, _WATCHED], arrays.shared_free[rows, None]], axis=1)
         return out
 
-    def _restate(self, rows: npt.NDArray[np.intp]) -> None:
-        """Recompute the rows whose free CPU or memory moved without a task event reaching this plugin."""
-        moved = (self._arrays.free[rows][:, (CPU, MEMORY)] != self._seen[rows]).any(axis=1)
-        if moved.any():
-            self._dirty.update(rows[moved].tolist())
-        self._refresh()
+    def _classify(self, rows: npt.NDArray[np.intp]) -> None:
+        """Put `rows` in the class of their measure inputs now. A class new to the table gets its `F_n(m)` per
+        shape, one new to the session its expected fragmentation (each computed on one of its rows: the values
+        of a row depend on its inputs alone)."""
+        if rows.size == 0:
+            return
+        arrays = self._arrays
+        # A row's key: the bytes of its free fractions, its free CPU and memory, and its eligibility bits.
+        parts = [
+            self._free[rows].view(np.uint8),
+            np.ascontiguousarray(arrays.free[rows][:, _CPU_MEMORY]).view(np.uint8),
+        ]
+        if self._eligible_bits is not None:
+            parts.append(self._eligible_bits[rows])
+        inputs = np.concatenate(parts, axis=1).tobytes()
+        width = len(inputs) // rows.size
+        self._seen[rows] = self._watch(rows)
+        table = self._table
+        known, ids_of = len(table.ids), table.ids
+        ids = np.fromiter(
+            (ids_of.setdefault(inputs[at : at + width], len(ids_of)) for at in range(0, len(inputs), width)),
+            dtype=np.intp,
+            count=rows.size,
+        )
+        self._class[rows] = ids
+        if len(ids_of) > known:
+            new = ids >= known
+            classes, first = np.unique(ids[new], return_index=True)
+            some = rows[new][first]
+            table.grow(len(ids_of))
+            table.per_shape[classes] = self._per_shape(self._free[some], some)
+            table.rows += classes.size
+        if self._before.size < len(ids_of):
+            self._before = _grown(self._before, len(ids_of))
+        todo = np.isnan(self._before[ids])
+        if todo.any():
+            classes = np.unique(ids[todo])
+            self._before[classes] = measure.weigh(table.per_shape[classes], self._shapes.weight)
+
+    def before(self, rows: npt.NDArray[np.intp] | int) -> Floats:
+        """The expected fragmentation of `rows` now (their classes')."""
+        out: Floats = self._before[self._class[rows]]
+        return out
+
+    def _per_shape(
+        self, free: Floats, rows: np.ndarray, cpu: Floats | None = None, memory: Floats | None = None
+    ) -> Floats:
+        """`F_n(m)` of `rows` (rows, M) with per-device `free` (rows, slots) and CPU/memory free."""
+        arrays = self._arrays
+        cpu_free = arrays.free[rows, CPU] if cpu is None else cpu
+        memory_free = arrays.free[rows, MEMORY] if memory is None else memory
+        eligible = None if self._eligible is None else self._eligible[rows]
+        return measure.per_shape(self._shapes, free, cpu_free, memory_free, eligible)
 
     def _expected(
         self, free: Floats, rows: slice | np.ndarray, cpu: Floats | None = None, memory: Floats | None = None
@@ -236,95 +289,73 @@ class GpuFrag(PluginBase):
     def growth(self, task: PodInfo, rows: np.ndarray) -> Floats:
         """Per row: the least growth of the expected fragmentation if `task` lands there (inf: it cannot).
 
-        Without shared GPUs, `_after_shapes` runs once per class of `rows` that no task of the same signature has
-        met this session; the kept values are then weighed exactly as a fresh computation would."""
-        self._restate(rows)
-        if len(self._shapes) == 0 or (task.gpu.is_shared and task.gpu.num_devices != 1):
-            return self.growth_afresh(task, rows)
+        Kept per class for the session per task signature, so only the classes no task alike has met are
+        computed, on one row each (`_growth_of`)."""
+        self._sync()
         classes = self._class[rows]
-        if task.gpu.is_shared:
-            return self._growth_shared(task, rows, classes)
-        kept = self._kept(_signature(task), len(self._classes))
-        missing = kept.local[classes] < 0
+        if len(self._shapes) == 0:
+            return self.growth_afresh(task, rows)
+        signature = _signature(task, self._per_device(task))
+        kept = self._scores.get(signature)
+        if kept is None or kept.size < self._before.size:
+            kept = self._scores[signature] = _grown(kept, self._before.size)
+        out: Floats = kept[classes]
+        missing = np.isnan(out)
         if missing.any():
-            new, first = np.unique(classes[missing], return_index=True)
-            todo = kept.add(new)
-            per_shape, kept.possible[todo] = self._after_shapes(task, rows[missing][first])
-            kept.shapes[:, todo] = per_shape.T
-        classes = kept.local[classes]
-        # (rows, M) in the column order `measure.per_shape` returns: BLAS sums a row by the layout and the rows
-        # around it, and these are the rows and layout a fresh computation weighs, so the sums are the same.
-        after = np.take(kept.shapes, classes, axis=1).T @ self._shapes.weight
-        out: Floats = np.where(kept.possible[classes], after - self._before[rows], np.inf)
+            met = np.zeros(kept.size, dtype=bool)
+            met[classes[missing]] = True
+            new = np.flatnonzero(met)
+            some = np.empty(kept.size, dtype=np.intp)
+            some[classes[missing]] = rows[missing]  # a row of each class (any: they have the same inputs)
+            kept[new] = self._growth_of(task, signature, new, some[new])
+            out = kept[classes]
         return out
 
-    def _growth_shared(self, task: PodInfo, rows: np.ndarray, classes: npt.NDArray[np.intp]) -> Floats:
-        """`growth` of a task on one shared device: per class, the fragmentation per shape after it takes each
-        device that holds it is kept; the device choice and the sums weigh them as `_best_device` would."""
-        per_device, slots = self._per_device(task), self._free.shape[1]
-        request = task.request
-        signature = (float(request[CPU]), float(request[MEMORY]), "shared", per_device)
-        kept = self._kept_shared(signature, slots, len(self._classes))
-        missing = kept.local[classes] < 0
-        if missing.any():
-            new, first = np.unique(classes[missing], return_index=True)
-            todo = kept.add(new)
-            some = rows[missing][first]
-            free = self._free[some]
-            fits = _devices_to_try(free, per_device)
-            pair_row, pair_slot = np.nonzero(fits)
-            trial = free[pair_row].copy()
-            trial[np.arange(pair_row.size), pair_slot] -= per_device
-            cpu = self._arrays.free[some, CPU] - request[CPU]
-            memory = self._arrays.free[some, MEMORY] - request[MEMORY]
-            eligible = None if self._eligible is None else self._eligible[some[pair_row]]
-            kept.shapes[todo[pair_row] * slots + pair_slot] = measure.per_shape(
-                self._shapes, trial, cpu[pair_row], memory[pair_row], eligible
-            )
-            kept.fits[todo] = fits
-        weight = self._shapes.weight
-        classes = kept.local[classes]
-        fits = kept.fits[classes]
-        pair_row, pair_slot = np.nonzero(fits)
-        # Column order, as `measure.per_shape` returns them: the same BLAS sums as `_best_device` (see `growth`).
-        scores = np.full(fits.shape, np.inf)
-        scores[pair_row, pair_slot] = np.asfortranarray(kept.shapes[classes[pair_row] * slots + pair_slot]) @ weight
-        best = np.argmin(scores, axis=1)
-        ok = fits.any(axis=1)
-        chosen = np.zeros((rows.size, len(self._shapes)), order="F")  # rows it cannot land on: any value, inf below
-        chosen[ok] = kept.shapes[classes[ok] * slots + best[ok]]
-        out: Floats = np.where(ok, chosen @ weight - self._before[rows], np.inf)
+    def _growth_of(
+        self, task: PodInfo, signature: tuple[object, ...], classes: npt.NDArray[np.intp], rows: np.ndarray
+    ) -> Floats:
+        """`growth_afresh` of `rows` (one of each of `classes`), from the table's per-shape values after a task of
+        `signature` lands (computed for the classes the table has not met with it): weighed, and for a task on
+        one shared device the device where the sum is least taken (the first of equals, as `_best_device`)."""
+        gpu = task.gpu
+        if gpu.is_shared and gpu.num_devices != 1:
+            return self.growth_afresh(task, rows)
+        after = self._table.after_of(signature, self._free.shape[1] if gpu.is_shared else 1)
+        index = after.index(classes)
+        todo = index < 0
+        if todo.any():
+            fill = after.add(classes[todo])
+            after.values[fill], after.ok[fill] = self._after_values(task, rows[todo])
+            self._table.rows += fill.size * after.ok.shape[1]
+            index = after.local[classes]
+        ok = after.ok[index]
+        if ok.shape[1] == 1:
+            least = np.where(ok[:, 0], measure.weigh(after.values[index, 0], self._shapes.weight), np.inf)
+        else:  # weigh the devices that hold the task only
+            pair_row, pair_way = np.nonzero(ok)
+            weighed = np.full(ok.shape, np.inf)
+            weighed[pair_row, pair_way] = measure.weigh(after.values[index[pair_row], pair_way], self._shapes.weight)
+            least = weighed.min(axis=1)
+        out: Floats = least - self._before[classes]
         return out
 
-    def _kept_shared(self, signature: tuple[object, ...], slots: int, classes: int) -> _KeptShared:
-        """As `_kept`, for a task on one shared device; its index covers `classes`."""
-        kept = self._after_shared.get(signature)
-        if kept is None:
-            kept = self._after_shared[signature] = _KeptShared(
-                np.zeros((0, len(self._shapes))), np.zeros((0, slots), dtype=bool), np.full(classes, -1, dtype=np.intp)
-            )
-        elif kept.local.size < classes:
-            kept.local = np.concatenate([kept.local, np.full(classes - kept.local.size, -1, dtype=np.intp)])
-        return kept
-
-    def _kept(self, signature: tuple[object, ...], classes: int) -> _Kept:
-        """The kept `_after_shapes` for tasks of `signature`; its index covers `classes`."""
-        kept = self._after.get(signature)
-        if kept is None:
-            kept = self._after[signature] = _Kept(
-                np.zeros((len(self._shapes), 0)), np.zeros(0, dtype=bool), np.full(classes, -1, dtype=np.intp)
-            )
-        elif kept.local.size < classes:
-            kept.local = np.concatenate([kept.local, np.full(classes - kept.local.size, -1, dtype=np.intp)])
-        return kept
-
-    def _after_shapes(self, task: PodInfo, rows: np.ndarray) -> tuple[Floats, Bools]:
-        """Per row, for a task without shared GPUs: `F_n(m)` per shape after it lands, and whether it can."""
+    def _after_values(self, task: PodInfo, rows: np.ndarray) -> tuple[Floats, Bools]:
+        """Per row, `F_n(m)` per shape after `task` lands, for each way it can: (rows, ways, M), and which ways it
+        can (rows, ways). A task on one shared device: a way per device (`_devices_to_try`); else one way."""
         cpu = self._arrays.free[rows, CPU] - task.request[CPU]
         memory = self._arrays.free[rows, MEMORY] - task.request[MEMORY]
-        free, possible = self._take_whole(task, self._free[rows])
-        eligible = None if self._eligible is None else self._eligible[rows]
-        return measure.per_shape(self._shapes, free, cpu, memory, eligible), possible
+        free = self._free[rows]
+        if not task.gpu.is_shared:
+            taken, possible = self._take_whole(task, free)
+            return self._per_shape(taken, rows, cpu, memory)[:, None, :], possible[:, None]
+        per_device = self._per_device(task)
+        fits = _devices_to_try(free, per_device)
+        pair_row, pair_slot = np.nonzero(fits)
+        trial = free[pair_row].copy()
+        trial[np.arange(pair_row.size), pair_slot] -= per_device
+        values = np.zeros((rows.size, free.shape[1], len(self._shapes)))
+        values[pair_row, pair_slot] = self._per_shape(trial, rows[pair_row], cpu[pair_row], memory[pair_row])
+        return values, fits
 
     def _take_whole(self, task: PodInfo, free: Floats) -> tuple[Floats, Bools]:
         """`free` with the whole devices a task without shared GPUs asks taken, and the rows that have them."""
@@ -354,7 +385,7 @@ class GpuFrag(PluginBase):
             free, whole = self._take_whole(task, free)
             possible &= whole
         after = self._expected(free, rows, cpu, memory)
-        out: Floats = np.where(possible, after - self._before[rows], np.inf)
+        out: Floats = np.where(possible, after - self.before(rows), np.inf)
         return out
 
     def _best_device(
@@ -383,7 +414,7 @@ class GpuFrag(PluginBase):
 
     def gpu_order(self, task: PodInfo, row: int, groups: list[str]) -> list[float]:
         """GPU_ORDER: minus the growth of the node's expected fragmentation for each candidate device."""
-        self._refresh()
+        self._sync()
         node = self._snapshot.nodes[row]
         free = self._free[row]
         per_device = node.task_gpu_memory(task) / node.gpu_memory_mib
@@ -396,56 +427,15 @@ class GpuFrag(PluginBase):
         memory = np.full(len(groups), self._arrays.free[row, MEMORY] - task.request[MEMORY])
         rows = np.full(len(groups), row, dtype=np.intp)
         after = self._expected(trials, rows, cpu, memory)
-        return [float(v) for v in self._before[row] - after]
+        return [float(v) for v in self.before(row) - after]
 
 
-@dataclass(slots=True)
-class _Kept:
-    """For one task signature, per class met (`local`: class → its index here, -1: not met):
-    `GpuFrag._after_shapes`, the `F_n(m)` after the task lands (`shapes`) and whether it can (`possible`)."""
-
-    shapes: Floats  # (M, met)
-    possible: Bools  # (met,)
-    local: npt.NDArray[np.intp]
-    count: int = 0
-
-    def add(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-        """Indices for `classes` (not met before), with room to fill."""
-        start = self.count
-        self.count += classes.size
-        if self.count > self.possible.size:
-            size = 2 * self.count
-            shapes, possible = np.zeros((self.shapes.shape[0], size)), np.zeros(size, dtype=bool)
-            shapes[:, :start], possible[:start] = self.shapes[:, :start], self.possible[:start]
-            self.shapes, self.possible = shapes, possible
-        out = np.arange(start, self.count, dtype=np.intp)
-        self.local[classes] = out
-        return out
-
-
-@dataclass(slots=True)
-class _KeptShared:
-    """For one task on one shared device, per class met (`local`: class → its index here, -1: not met): the
-    devices `_devices_to_try` gives (`fits`) and per device the `F_n(m)` after it lands there (row: index ×
-    slots + slot)."""
-
-    shapes: Floats  # (met × slots, M)
-    fits: Bools  # (met, slots)
-    local: npt.NDArray[np.intp]
-    count: int = 0
-
-    def add(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-        """Indices for `classes` (not met before), with room to fill."""
-        start, slots = self.count, self.fits.shape[1]
-        self.count += classes.size
-        if self.count > self.fits.shape[0]:
-            size = 2 * self.count
-            shapes, fits = np.zeros((size * slots, self.shapes.shape[1])), np.zeros((size, slots), dtype=bool)
-            shapes[: start * slots], fits[:start] = self.shapes[: start * slots], self.fits[:start]
-            self.shapes, self.fits = shapes, fits
-        out = np.arange(start, self.count, dtype=np.intp)
-        self.local[classes] = out
-        return out
+def _grown(values: Floats | None, count: int) -> Floats:
+    """`values` with room for at least `count` (twice that, so growing one at a time stays cheap), NaN beyond."""
+    out = np.full(max(2 * count, 16), np.nan)
+    if values is not None:
+        out[: values.size] = values
+    return out
 
 
 def _devices_to_try(free: Floats, per_device: float) -> Bools:
@@ -459,10 +449,13 @@ def _devices_to_try(free: Floats, per_device: float) -> Bools:
     return out
 
 
-def _signature(task: PodInfo) -> tuple[object, ...]:
-    """What `GpuFrag._after_shapes` reads of a task without shared GPUs: its CPU and memory ask, whole devices."""
+def _signature(task: PodInfo, per_device: float) -> tuple[object, ...]:
+    """What `GpuFrag.growth_afresh` reads of a task: its CPU and memory ask, and its whole devices, or its
+    shared devices and the GPU of each (`per_device`)."""
     gpu, request = task.gpu, task.request
     head = (float(request[CPU]), float(request[MEMORY]))
+    if gpu.is_shared:
+        return (*head, "shared", gpu.num_devices, per_device)
     if gpu.whole or request[GPU] > 0:
         return (*head, "whole", gpu.whole or round(float(request[GPU])))
     return (*head, "none")

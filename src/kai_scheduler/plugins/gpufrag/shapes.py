@@ -15,7 +15,7 @@ on that many devices. They ask no CPU or memory and may run on every node.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +33,7 @@ NO_GPU_WEIGHT = 0.05  # weighBy gpus: a shape without GPUs weighs as one asking 
 
 Constraint = tuple[tuple[tuple[str, str], ...], tuple[NodeSelectorTerm, ...]]
 NO_CONSTRAINT: Constraint = ((), ())
+Fields = tuple[float, float, int, float, Constraint]  # a ShapeKey's, as a plain tuple (cheaper to hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +47,11 @@ class ShapeKey:
 
 def of_task(task: PodInfo, max_gpu_memory: float) -> ShapeKey:
     """The shape of one task."""
-    return ShapeKey(*_fields(task, max_gpu_memory))
+    return ShapeKey(*fields(task, max_gpu_memory))
 
 
-def _fields(task: PodInfo, max_gpu_memory: float) -> tuple[float, float, int, float, Constraint]:
+def fields(task: PodInfo, max_gpu_memory: float) -> Fields:
+    """The fields of a task's `ShapeKey`."""
     gpu = task.gpu
     if gpu.whole:
         devices, per_device = gpu.whole, 1.0
@@ -76,17 +78,22 @@ def learned(
     `weigh_by` TASKS: a shape weighs the number of tasks that have it (FGD's popularity). GPUS: that number
     times the GPUs one of them asks (devices × GPU per device), at least `NO_GPU_WEIGHT` (a shape without GPUs
     weighs as one asking that much: its tasks strand GPUs only through the CPU and memory they take)."""
-    counts = Counter(_fields(t, max_gpu_memory) for t in tasks)  # plain tuples: one hash per task
+    return heaviest(Counter(fields(t, max_gpu_memory) for t in tasks), limit, weigh_by)
+
+
+def heaviest(counts: Mapping[Fields, int], limit: int, weigh_by: str = TASKS) -> list[tuple[ShapeKey, float]]:
+    """`learned` from the number of tasks of each shape."""
     if weigh_by == GPUS:
-        keys = [(ShapeKey(*f), float(n) * max(f[2] * f[3], NO_GPU_WEIGHT)) for f, n in counts.items()]
+        weighed = [(float(n) * max(f[2] * f[3], NO_GPU_WEIGHT), f) for f, n in counts.items()]
     else:
-        keys = [(ShapeKey(*f), float(n)) for f, n in counts.items()]
-    ranked = sorted(keys, key=lambda kv: (-kv[1], _order(kv[0])))
-    return ranked[:limit]
+        weighed = [(float(n), f) for f, n in counts.items()]
+    ranked = sorted(weighed, key=lambda wf: (-wf[0], *_order(wf[1])))
+    return [(ShapeKey(*f), w) for w, f in ranked[:limit]]
 
 
-def _order(key: ShapeKey) -> tuple[float, float, int, float, str]:
-    return key.per_device, key.cpu, key.devices, key.memory, repr(key.constraint)
+def _order(f: Fields) -> tuple[float, float, int, float, str]:
+    """Ties between shapes of one weight: by GPU per device, CPU, devices, memory, then constraints."""
+    return f[3], f[0], f[2], f[1], repr(f[4])
 
 
 def parse(text: str) -> list[tuple[ShapeKey, float]]:

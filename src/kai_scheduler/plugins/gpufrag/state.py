@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from kai_scheduler.cluster.node_info import GroupState, NodeInfo
+from kai_scheduler.cluster.node_info import NodeInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.plugins.gpufrag.measure import EPS, Floats
@@ -27,20 +27,33 @@ def width(snapshot: Snapshot) -> int:
 def node_free(node: NodeInfo, slots: int) -> Floats:
     """Free fraction of each device of `node`, most free first, padded with 0 to `slots`."""
     out = np.zeros(slots)
-    arrays = node.arrays
-    if not arrays.schedulable[node.row]:
-        return out
-    whole = max(0, math.floor(float(arrays.free[node.row, GPU]) + EPS))
-    shared = []
-    if node.gpu_groups:
-        memory = node.gpu_memory_mib
-        for group in node.gpu_groups.values():
-            if group.state() is not GroupState.RELEASING:
-                held = group.used_memory() - group.releasing_memory()
-                shared.append(min(1.0, max(0.0, 1.0 - held / memory)))
-    values = [1.0] * whole + sorted(shared, reverse=True)
-    out[: min(slots, len(values))] = values[:slots]
+    arrays, row = node.arrays, node.row
+    if arrays.schedulable[row]:
+        values = _free_values(node, _whole(float(arrays.free[row, GPU])), node.gpu_memory_mib)[:slots]
+        out[: len(values)] = values
     return out
+
+
+def _whole(free_gpus: float) -> int:
+    """Whole free GPUs in a node's free GPU count."""
+    return max(0, math.floor(free_gpus + EPS))
+
+
+def _free_values(node: NodeInfo, whole: int, memory: float) -> list[float]:
+    """`node_free` of a schedulable node without the padding: `whole` free GPUs, then its shared ones (`memory`
+    MiB each) by free fraction."""
+    shared = []
+    for group in node.gpu_groups.values():  # GpuGroup.state, used_memory and releasing_memory, inlined
+        sharers, releasing = group.sharers, group.releasing
+        if not releasing:
+            held = sum(sharers.values())
+        elif len(releasing) == len(sharers):  # every sharer releasing: a whole releasing GPU
+            continue
+        else:
+            held = sum(sharers.values()) - sum(sharers[u] for u in releasing)
+        shared.append(min(1.0, max(0.0, 1.0 - held / memory)))
+    shared.sort(reverse=True)
+    return [1.0] * whole + shared
 
 
 def matrix(snapshot: Snapshot, slots: int | None = None) -> Floats:
@@ -52,9 +65,16 @@ def matrix(snapshot: Snapshot, slots: int | None = None) -> Floats:
     plain = np.arange(slots)[None, :] < whole[:, None]
     out[plain] = 1.0
     out[~arrays.schedulable] = 0.0
-    for node in snapshot.nodes:  # only nodes with shared GPUs need a closer look
-        if node.gpu_groups:
-            out[node.row] = node_free(node, slots)
+    # Only schedulable nodes with shared GPUs need a closer look; their scalars read once for all.
+    schedulable, free_gpus = arrays.schedulable.tolist(), arrays.free[:, GPU].tolist()
+    rows, values = [], []
+    for node in snapshot.nodes:
+        if node.gpu_groups and schedulable[node.row]:
+            row = _free_values(node, _whole(free_gpus[node.row]), node.gpu_memory_mib)[:slots]
+            rows.append(node.row)
+            values.append(row + [0.0] * (slots - len(row)))
+    if rows:
+        out[rows] = values
     return out
 
 

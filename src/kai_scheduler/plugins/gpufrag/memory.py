@@ -1,0 +1,161 @@
+"""What gpufrag keeps from one session to the next, in the snapshot's `plugin_memo` (a kept model hands the same
+memo to each snapshot it builds; elsewhere every session starts empty).
+
+- `Learned`: the shape of every task the last session saw, by task record. A session looks up the records
+  that are new (a changed pod makes a new record) and drops the ones gone, instead of deriving the shape of
+  every pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks.
+- `Table`: for one set of shapes and device slots, the classes of measure inputs met so far (a node's
+  per-device free fractions, free CPU and memory, and the shapes it is eligible for, bit for bit), each with its
+  `F_n(m)` per shape, and per task signature and class the `F_n(m)` per shape after such a task lands (for a
+  task on one shared device: after it takes each device that holds it). These depend on the inputs and the
+  shapes alone, not on the shapes' weights, so they stay true while the workload's popularity moves; a session
+  weighs them with its weights (`measure.weigh`, the same sums as a fresh computation).
+
+Everything here is a function of what it is keyed by, so a memo shared by snapshots built in any order gives the
+same values as a fresh computation. A table holds at most `LIMIT` rows of per-shape values; the next session
+past that starts a new one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.plugins.gpufrag import shapes
+from kai_scheduler.plugins.gpufrag.measure import Bools, Floats
+
+LIMIT = 1 << 16  # rows of per-shape values past which a table is dropped: 32 MiB at 64 shapes (twice in capacity)
+
+Signature = tuple[object, ...]
+
+
+@dataclass(slots=True, eq=False)
+class Learned:
+    """Each task record's shape fields (`shapes.fields`), and how many tasks have each."""
+
+    max_gpu_memory: float = math.nan  # the fields size a gpu-memory ask against it
+    tasks: dict[int, tuple[PodInfo, shapes.Fields]] = field(default_factory=dict)  # id → (record held, fields)
+    counts: Counter[shapes.Fields] = field(default_factory=Counter)
+
+    def counts_of(self, tasks: Collection[PodInfo], max_gpu_memory: float) -> Counter[shapes.Fields]:
+        """The shape counts of `tasks` (the counter is kept: read it, do not change it)."""
+        if max_gpu_memory != self.max_gpu_memory:
+            self.max_gpu_memory, self.tasks, self.counts = max_gpu_memory, {}, Counter()
+        kept, counts = self.tasks, self.counts
+        current = set(map(id, tasks))
+        new = current - kept.keys()
+        if 2 * len(new) > len(current):  # mostly new records (a model built anew): count afresh
+            derived = [(t, shapes.fields(t, max_gpu_memory)) for t in tasks]
+            self.tasks = {id(entry[0]): entry for entry in derived}
+            self.counts = Counter(f for _, f in derived)
+            return self.counts
+        gone = kept.keys() - current if len(kept) + len(new) != len(current) else ()
+        for key in gone:
+            fields = kept.pop(key)[1]
+            counts[fields] -= 1
+            if not counts[fields]:
+                del counts[fields]
+        if new:
+            for task in tasks:
+                if id(task) in new:
+                    fields = shapes.fields(task, max_gpu_memory)
+                    kept[id(task)] = (task, fields)
+                    counts[fields] += 1
+        return counts
+
+
+@dataclass(slots=True, eq=False)
+class After:
+    """For one task signature, per class met (`local`: class → its index here, -1: not met): `F_n(m)` per shape
+    after the task lands, for each way it can (`values`, (met, choices, M)), and which ways it can (`ok`)."""
+
+    values: Floats
+    ok: Bools
+    local: npt.NDArray[np.intp]
+    count: int = 0
+
+    def add(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """Indices for `classes` (not met before), with room to fill."""
+        start = self.count
+        self.count += classes.size
+        if self.count > self.ok.shape[0]:
+            size = 2 * self.count
+            values = np.zeros((size, *self.values.shape[1:]))
+            ok = np.zeros((size, self.ok.shape[1]), dtype=bool)
+            values[:start], ok[:start] = self.values[:start], self.ok[:start]
+            self.values, self.ok = values, ok
+        if self.local.size < int(classes.max()) + 1:
+            local = np.full(2 * (int(classes.max()) + 1), -1, dtype=np.intp)
+            local[: self.local.size] = self.local
+            self.local = local
+        out = np.arange(start, self.count, dtype=np.intp)
+        self.local[classes] = out
+        return out
+
+    def index(self, classes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """Each class's index here, -1 where not met."""
+        out = np.full(classes.size, -1, dtype=np.intp)
+        inside = classes < self.local.size
+        out[inside] = self.local[classes[inside]]
+        return out
+
+
+@dataclass(slots=True, eq=False)
+class Table:
+    """Classes of measure inputs and their per-shape values, for the shapes `keys` over `slots` devices."""
+
+    keys: tuple[shapes.ShapeKey, ...]
+    slots: int
+    ids: dict[bytes, int] = field(default_factory=dict)  # measure inputs → class
+    per_shape: Floats = field(init=False)  # (classes, M): `F_n(m)` now
+    after: dict[Signature, After] = field(default_factory=dict)
+    rows: int = 0  # rows of per-shape values held (classes, and signatures' choices)
+
+    def __post_init__(self) -> None:
+        self.per_shape = np.zeros((0, len(self.keys)))
+
+    def grow(self, count: int) -> None:
+        """Room for `count` classes."""
+        if self.per_shape.shape[0] < count:
+            out = np.zeros((2 * count, len(self.keys)))
+            out[: self.per_shape.shape[0]] = self.per_shape
+            self.per_shape = out
+
+    def after_of(self, signature: Signature, choices: int) -> After:
+        kept = self.after.get(signature)
+        if kept is None:
+            kept = self.after[signature] = After(
+                np.zeros((0, choices, len(self.keys))),
+                np.zeros((0, choices), dtype=bool),
+                np.zeros(0, dtype=np.intp),
+            )
+        return kept
+
+
+@dataclass(slots=True, eq=False)
+class Memory:
+    """gpufrag's memo: the learned shapes and the table of the last shapes."""
+
+    learned: Learned = field(default_factory=Learned)
+    table: Table | None = None
+
+    def table_for(self, keys: tuple[shapes.ShapeKey, ...], slots: int) -> Table:
+        """The table of these shapes and slots: the kept one, or a new one (other shapes, or full)."""
+        table = self.table
+        if table is None or table.keys != keys or table.slots != slots or table.rows > LIMIT:
+            table = self.table = Table(keys, slots)
+        return table
+
+
+def of(memo: dict[str, object], name: str) -> Memory:
+    """The `Memory` under `name` in a snapshot's plugin memo (made on first use)."""
+    found = memo.get(name)
+    if not isinstance(found, Memory):
+        found = memo[name] = Memory()
+    return found
