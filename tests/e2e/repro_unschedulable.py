@@ -3,10 +3,11 @@
 `python -m tests.e2e.repro_unschedulable [ORDER ...]` starts a real kube-apiserver with kube-controller-manager
 (`../shared/kube/cluster.sh`, its own run directory, stopped in a `finally`), installs the CRDs and RBAC as
 docs/components.md says for running from a machine, and plays each order with `kai run` and `kai fake-nodes`
-(4 nodes x 8 GPUs) as processes. For every order it prints how long after the pod's creation (a) its PodGroup
-had an `UnschedulableOnNodePool` condition, (b) the pod a `PodScheduled=False` condition, (c) an event whose
-`involvedObject.uid` is the pod's own (what `kubectl describe pod` shows), or `never` within the limit.
-Exit 1 when any order missed one of them.
+(4 nodes x 8 GPUs) as processes (their logs kept in $KAI_REPRO_LOGS when set). For every order it prints how
+long after the pod's creation (a) its PodGroup had an `UnschedulableOnNodePool` condition, (b) the pod a
+`PodScheduled=False` condition, (c) an event whose `involvedObject.uid` is the pod's own (what `kubectl describe
+pod` shows), or `never` within the limit. Looking starts once the order's steps are done (pod-before-nodes waits
+5 s and for the nodes first, so about 6 s is its floor). Exit 1 when any order missed one of them.
 """
 
 from __future__ import annotations
@@ -259,8 +260,9 @@ def main(argv: list[str]) -> int:
         return 0
     chosen = argv or list(ORDERS)
     missed = False
+    keep = os.environ.get("KAI_REPRO_LOGS")  # a directory to keep the components' logs in
     with realkube.cluster(controllers=True) as cluster, tempfile.TemporaryDirectory() as tmp:
-        rig = Rig(cluster.kubeconfig, Path(tmp))
+        rig = Rig(cluster.kubeconfig, Path(keep or tmp))
         install(rig)
         for name in chosen:
             try:
