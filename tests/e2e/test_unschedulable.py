@@ -1,0 +1,59 @@
+"""A pod no node can take is told why, on its PodGroup, its own condition and its own event, also when it is made
+again under the same name in a PodGroup already told (a pod deleted and re-applied, a Job's replacement pod).
+
+Before: the pods were told only when the PodGroup's condition changed, and events were named by the pod's name and
+message alone, so the second pod got no `PodScheduled=False` condition and its event already existed (for the
+first pod's uid): `kubectl describe pod` showed it nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup
+
+JSON = dict[str, Any]
+
+
+def _condition(clean: Cluster, name: str) -> JSON | None:
+    obj = clean.store.get("podgroups", name, NAMESPACE)
+    conditions = (obj.get("status") or {}).get("schedulingConditions") or []
+    return next((c for c in conditions if c.get("type") == "UnschedulableOnNodePool"), None)
+
+
+def _told(clean: Cluster, name: str, group: str) -> bool:
+    """The PodGroup says why, and so do the pod's condition and an event of the pod's own uid."""
+    condition = _condition(clean, group)
+    if condition is None:
+        return False
+    message = "; ".join(r["message"] for r in condition["reasons"])
+    current = clean.store.get("pods", name, NAMESPACE)
+    said = [
+        c
+        for c in (current.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+    ]
+    events, _ = clean.store.list("events", NAMESPACE)
+    own = [
+        e
+        for e in events
+        if e.get("reason") == "Unschedulable"
+        and (e.get("involvedObject") or {}).get("uid") == current["metadata"]["uid"]
+        and e.get("message") == message
+    ]
+    return bool(said) and said[0].get("message") == message and bool(own)
+
+
+def test_a_pod_too_large_for_every_node_is_told_and_so_is_the_same_pod_made_again(clean: Cluster) -> None:
+    clean.create(podgroup("e2e-big", min_member=1, queue="default-queue"))
+    first = clean.create(pod("big", gpus=16, group="e2e-big"))
+    clean.wait("the PodGroup, the pod and its event say why", lambda: _told(clean, "big", "e2e-big"), timeout=30)
+    condition = _condition(clean, "e2e-big")
+    assert condition is not None
+    assert "the task requests 16 GPUs; the largest node has 8 GPUs" in [r["message"] for r in condition["reasons"]]
+
+    clean.store.delete("pods", "big", NAMESPACE, grace_period_seconds=0)
+    clean.wait("the first pod gone", lambda: not clean.pods("e2e=true"))
+    second = clean.create(pod("big", gpus=16, group="e2e-big"))
+    assert second["metadata"]["uid"] != first["metadata"]["uid"]
+    clean.wait("the pod made again is told too", lambda: _told(clean, "big", "e2e-big"), timeout=30)
