@@ -56,8 +56,8 @@ class Rig:
             [*KAI, *args, "--kubeconfig", self.kubeconfig], stdout=log, stderr=log, cwd=ROOT, env=self.env
         )
 
-    def start_run(self) -> None:
-        self.start("run", "-v", "run", "--listen-address", "127.0.0.1:0")
+    def start_run(self, *flags: str) -> None:
+        self.start("run", "-v", "run", "--listen-address", "127.0.0.1:0", *flags)
 
     def start_nodes(self) -> None:
         self.start("nodes", "fake-nodes", "--count", "4", "--gpus", "8", "--delete-on-exit")
@@ -204,6 +204,31 @@ def killed_while_pending(rig: Rig) -> tuple[str, float]:
     return restart_while_pending(rig, signal.SIGKILL)
 
 
+def killed_with_leader_election(rig: Rig) -> tuple[str, float]:
+    """`kai run --leader-elect` killed (its Leases not released) while the pod is pending, and started again: the
+    new process waits out the old Leases (15 s) before it groups and schedules."""
+    rig.start_nodes()
+    rig.start_run("--leader-elect")
+    time.sleep(3)
+    rig.stop("run", signal.SIGKILL)
+    rig.start_run("--leader-elect")
+    return rig.create_pod(), time.monotonic()
+
+
+def two_processes_overlapping(rig: Rig) -> tuple[str, float]:
+    """A second `kai run` (without leader election, the default) started before the first one stops."""
+    rig.start_nodes()
+    rig.start_run()
+    uid = rig.create_pod()
+    created = time.monotonic()
+    first = rig.procs.pop("run")
+    rig.start_run()
+    time.sleep(2)
+    first.terminate()
+    first.wait(timeout=20)
+    return uid, created
+
+
 def recreated_while_down(rig: Rig) -> tuple[str, float]:
     """A first pod of the same name is told; the components stop; the pod is deleted and made again; they
     start again."""
@@ -230,6 +255,36 @@ def recreated_while_running(rig: Rig) -> tuple[str, float]:
     return uid, time.monotonic()
 
 
+def podgroup_deleted_while_pending(rig: Rig) -> tuple[str, float]:
+    """The pod's PodGroup is deleted (by hand, or by the garbage collector) while the pod stays pending: only
+    the PodGroup's condition counts here (the pod still carries what it was told before)."""
+    rig.start_nodes()
+    rig.start_run()
+    uid = rig.create_pod()
+    rig.watch(uid, time.monotonic())
+    group = rig.get("pod", POD, "-n", "default")["metadata"]["annotations"]["pod-group-name"]
+    rig.kubectl("delete", "podgroup", group, "-n", "default", "--wait=true")
+    return uid, time.monotonic()
+
+
+def reapplied_with_old_annotation(rig: Rig) -> tuple[str, float]:
+    """`kubectl get pod -o yaml` saved, the pod deleted and the saved manifest applied again: the new pod names
+    the old pod's PodGroup, which the garbage collector removes (its owner is gone)."""
+    rig.start_nodes()
+    rig.start_run()
+    first = rig.create_pod()
+    rig.watch(first, time.monotonic())
+    group = rig.get("pod", POD, "-n", "default")["metadata"]["annotations"]["pod-group-name"]
+    rig.kubectl("delete", "pod", POD, "--wait=false")
+    uid = rig.create_pod(annotate_group=group)
+    deadline = time.monotonic() + 120  # the garbage collector watches a new CRD's objects only after a while
+    while rig.get("podgroup", group, "-n", "default") is not None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the old PodGroup {group} was not collected in 120 s")
+        time.sleep(1)
+    return uid, time.monotonic()  # looking starts once the old PodGroup is gone
+
+
 ORDERS: dict[str, Callable[[Rig], tuple[str, float]]] = {
     "pod-before-nodes": pod_before_nodes,
     "nodes-first": nodes_first,
@@ -237,6 +292,10 @@ ORDERS: dict[str, Callable[[Rig], tuple[str, float]]] = {
     "podgroup-after-pod": podgroup_after_pod,
     "restart-while-pending": restart_while_pending,
     "killed-while-pending": killed_while_pending,
+    "killed-with-leader-election": killed_with_leader_election,
+    "two-processes-overlapping": two_processes_overlapping,
+    "podgroup-deleted-while-pending": podgroup_deleted_while_pending,
+    "reapplied-with-old-annotation": reapplied_with_old_annotation,
     "recreated-while-down": recreated_while_down,
     "recreated-while-running": recreated_while_running,
 }

@@ -1,5 +1,6 @@
 """A pod no node can take is told why, on its PodGroup, its own condition and its own event, also when it is made
-again under the same name in a PodGroup already told (a pod deleted and re-applied, a Job's replacement pod).
+again under the same name in a PodGroup already told (a pod deleted and re-applied, a Job's replacement pod), and
+when its PodGroup is deleted while it waits.
 
 Before: the pods were told only when the PodGroup's condition changed, and events were named by the pod's name and
 message alone, so the second pod got no `PodScheduled=False` condition and its event already existed (for the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kai_scheduler.store.interface import NotFound
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup
 
 JSON = dict[str, Any]
@@ -57,3 +59,25 @@ def test_a_pod_too_large_for_every_node_is_told_and_so_is_the_same_pod_made_agai
     second = clean.create(pod("big", gpus=16, group="e2e-big"))
     assert second["metadata"]["uid"] != first["metadata"]["uid"]
     clean.wait("the pod made again is told too", lambda: _told(clean, "big", "e2e-big"), timeout=30)
+
+
+def test_a_pending_pod_whose_podgroup_is_deleted_is_grouped_and_told_again(clean: Cluster) -> None:
+    """The pod grouper's PodGroup of a pending pod deleted (by hand; the garbage collector does the same to a pod
+    made again from a saved manifest naming the old pod's): before, nothing grouped the pod again until it
+    changed, and the scheduler, which schedules PodGroups, said nothing more of it."""
+    clean.create(pod("orphan", gpus=16))
+
+    def group() -> str:
+        annotations = clean.store.get("pods", "orphan", NAMESPACE)["metadata"].get("annotations") or {}
+        return str(annotations.get("pod-group-name", ""))
+
+    clean.wait("the pod grouped and told", lambda: bool(group()) and _told(clean, "orphan", group()), timeout=30)
+    clean.store.delete("podgroups", group(), NAMESPACE)
+
+    def told_again() -> bool:
+        try:
+            return _condition(clean, group()) is not None
+        except NotFound:
+            return False
+
+    clean.wait("a PodGroup for the pod again, with the condition", told_again, timeout=30)
