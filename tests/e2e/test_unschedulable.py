@@ -9,12 +9,14 @@ first pod's uid): `kubectl describe pod` showed it nothing.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kai_scheduler.store.interface import NotFound
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup
 
 JSON = dict[str, Any]
+WRITTEN = (("pods", "big"), ("podgroups", "e2e-big"))
 
 
 def _condition(clean: Cluster, name: str) -> JSON | None:
@@ -53,6 +55,10 @@ def test_a_pod_too_large_for_every_node_is_told_and_so_is_the_same_pod_made_agai
     condition = _condition(clean, "e2e-big")
     assert condition is not None
     assert "the task requests 16 GPUs; the largest node has 8 GPUs" in [r["message"] for r in condition["reasons"]]
+    # Told once: the cycles that follow (several a second while anything changes) write neither object again.
+    versions = [clean.store.get(r, n, NAMESPACE)["metadata"]["resourceVersion"] for r, n in WRITTEN]
+    time.sleep(3)
+    assert [clean.store.get(r, n, NAMESPACE)["metadata"]["resourceVersion"] for r, n in WRITTEN] == versions
 
     clean.store.delete("pods", "big", NAMESPACE, grace_period_seconds=0)
     clean.wait("the first pod gone", lambda: not clean.pods("e2e=true"))
