@@ -261,3 +261,60 @@ def test_writer_threads_leave_the_grouper_state_to_the_reconciling_thread() -> N
 
 class Forbidden(StoreError):
     reason = "Forbidden"
+
+
+def test_a_pod_whose_podgroup_is_deleted_is_grouped_again() -> None:
+    """The PodGroup of a pending pod deleted (by hand, or by the garbage collector): the pod is grouped again in
+    the next reconcile, though it did not change, instead of waiting without a PodGroup (and so without any
+    word from the scheduler) until it does."""
+    c = Cluster()
+    c.add(bare_pod("p", labels={constants.LABEL_QUEUE: "team-a"}))
+    c.group()
+    group = c.podgroup_of("p")["metadata"]["name"]
+    c.store.delete("podgroups", group, "default")
+    outcome = c.group()
+    assert outcome.created == [f"default/{group}"]
+    assert c.podgroup_of("p")["spec"]["queue"] == "team-a"
+    again = c.group()
+    assert (again.created, again.updated, again.labelled) == ([], [], [])
+
+
+def test_a_pod_remade_from_a_saved_manifest_is_grouped_once_the_old_podgroup_goes() -> None:
+    """`kubectl get pod -o yaml` applied again after the pod was deleted: the new pod names the old pod's
+    PodGroup (kept: it exists), which the garbage collector then removes; the pod gets its own."""
+    c = Cluster()
+    c.add(bare_pod("p", labels={constants.LABEL_QUEUE: "team-a"}))
+    c.group()
+    saved = c.pod("p")
+    old = c.podgroup_of("p")["metadata"]["name"]
+    c.store.delete("pods", "p", "default")
+    c.add(
+        bare_pod(
+            "p",
+            labels={constants.LABEL_QUEUE: "team-a"},
+            annotations={constants.ANNOTATION_POD_GROUP_NAME: old},
+        )
+    )
+    c.group()
+    assert c.podgroup_of("p")["metadata"]["name"] == old  # named by the pod, and there: the pod joins it
+    c.store.delete("podgroups", old, "default")  # the garbage collector: its owner, the old pod, is gone
+    c.group()
+    new = c.podgroup_of("p")
+    assert new["metadata"]["name"] != old and c.pod("p")["metadata"]["uid"] != saved["metadata"]["uid"]
+    assert new["metadata"]["name"].endswith(c.pod("p")["metadata"]["uid"])
+
+
+def test_pods_deleted_with_their_podgroup_are_not_read_again() -> None:
+    """A job deleted with its pods: the PodGroup's deletion reads nothing for pods already gone."""
+    c = Cluster()
+    c.add(bare_pod("p", labels={constants.LABEL_QUEUE: "team-a"}))
+    c.group()
+    group = c.podgroup_of("p")["metadata"]["name"]
+    c.store.delete("pods", "p", "default")
+    c.group()
+    c.store.delete("podgroups", group, "default")
+    calls: list[str] = []
+    real = c.store.get
+    c.store.get = lambda *a, **k: calls.append("get") or real(*a, **k)  # type: ignore[method-assign]
+    outcome = c.group()
+    assert (outcome.created, calls) == ([], [])

@@ -31,6 +31,9 @@ class Pod:
     nominated_node_name: str = ""
     resource_claims: tuple[dra.PodClaim, ...] = ()  # spec.resourceClaims
     claim_statuses: dict[str, str] = field(default_factory=dict)  # pod claim → ResourceClaim made from its template
+    # The message of its `PodScheduled=False` condition of reason Unschedulable (None: it has none): what the
+    # scheduler last told the pod, compared before telling it again.
+    unschedulable_message: str | None = None
 
     @property
     def name(self) -> str:
@@ -76,6 +79,7 @@ class Pod:
             nominated_node_name=r.str("status.nominatedNodeName"),
             resource_claims=dra.pod_claims(r),
             claim_statuses=dra.pod_claim_statuses(r),
+            unschedulable_message=unschedulable_message(r.get("status.conditions")),
         )
 
     def to_dict(self) -> JSON:
@@ -111,6 +115,15 @@ class Pod:
         if self.claim_statuses:
             status["resourceClaimStatuses"] = [
                 {"name": n, "resourceClaimName": c} for n, c in sorted(self.claim_statuses.items())
+            ]
+        if self.unschedulable_message is not None:
+            status["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": self.unschedulable_message,
+                }
             ]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": self.meta.to_dict(), "spec": spec, "status": status}
 
@@ -166,7 +179,25 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
         nominated_node_name=nominated or "",
         resource_claims=dra.pod_claims(r) if spec.get("resourceClaims") is not None else (),
         claim_statuses=dra.pod_claim_statuses(r) if status.get("resourceClaimStatuses") is not None else {},
+        unschedulable_message=unschedulable_message(status.get("conditions")),
     )
+
+
+def unschedulable_message(conditions: object) -> str | None:
+    """The message of the `PodScheduled=False` condition of reason Unschedulable in `status.conditions` (None
+    when there is none). Conditions are written by others too: one not shaped as expected is passed over."""
+    if type(conditions) is not list:
+        return None
+    for c in conditions:
+        if (
+            type(c) is dict
+            and c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == "Unschedulable"
+        ):
+            message = c.get("message")
+            return message if type(message) is str else ""
+    return None
 
 
 def _or(value: str | None, default: str) -> str:

@@ -1,7 +1,9 @@
 """The pod grouper component: pods in, PodGroups and pod annotations out (KAI `podgrouper/pod_controller.go`).
 
 `PodGrouper.reconcile()` handles the pods that changed since the last call (all pods the first time, and
-after a watch fell too far behind), in name order. For each pod with the KAI scheduler name that is not
+after a watch fell too far behind), and the live pods whose `pod-group-name` names a PodGroup deleted since (read
+again: a pending pod whose PodGroup went would otherwise wait with none, and the scheduler would say nothing of
+it, until it changed), in name order. For each pod with the KAI scheduler name that is not
 terminating or finished:
 
 1. Skip it when it or any owner is annotated `kai.scheduler/skip-podgrouper: "true"`, or it has no owner and
@@ -102,6 +104,12 @@ class PodGrouper:
         self._owners = OwnerCache(store)
         self.retries = Retries()
         self._refused: dict[str, JSON] = {}  # pod key → the pod whose writes were refused, to try again
+        # Which pods name which PodGroup (`pod-group-name`), from the pod watch: when a PodGroup is deleted while
+        # its pods live on (by hand, or by the garbage collector for a pod made again from a saved manifest that
+        # names the old pod's), those pods are grouped again; the pod watch alone would never bring them back.
+        self._members: dict[tuple[str, str], set[str]] = {}
+        self._member_of: dict[str, tuple[str, str]] = {}
+        self._gone_groups: list[tuple[str, str]] = []
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -109,6 +117,7 @@ class PodGrouper:
         reads = _Reads(self.store, self._groups, self._classes, self._owners)
         outcome = GroupOutcome()
         pods = self._changed_pods()
+        self._orphans(pods)
         for key in self.retries.due():
             if key not in pods and key in self._refused:
                 pods[key] = self._refused[key]
@@ -174,6 +183,7 @@ class PodGrouper:
             namespace, _, name = key.rpartition("/")
             if obj is None:
                 self._groups.pop((namespace, name), None)
+                self._gone_groups.append((namespace, name))
             else:
                 self._groups[(namespace, name)] = obj
         for key, obj in self._class_feed.poll():
@@ -197,8 +207,10 @@ class PodGrouper:
                         self._reported.pop(key, None)
                         self._refused.pop(key, None)
                         self.retries.forget(key)
+                        self._index(key, None)
                     elif event.type != "BOOKMARK":
                         changed[key] = event.object
+                        self._index(key, event.object)
                 return changed
             except Gone:
                 log.info("pod watch expired, relisting")
@@ -210,7 +222,49 @@ class PodGrouper:
         for key in [k for k in self._refused if k not in present]:
             del self._refused[key]
             self.retries.forget(key)
+        self._members, self._member_of = {}, {}
+        for key, pod in present.items():
+            self._index(key, pod)
         return present
+
+    def _index(self, key: str, pod: JSON | None) -> None:
+        """Record which PodGroup the pod names (None: the pod is gone)."""
+        old = self._member_of.pop(key, None)
+        if old is not None:
+            members = self._members[old]
+            members.discard(key)
+            if not members:
+                del self._members[old]
+        meta = (pod or {}).get("metadata") or {}
+        name = (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME)
+        if pod is not None and isinstance(name, str) and name:
+            group = (meta.get("namespace", ""), name)
+            self._member_of[key] = group
+            self._members.setdefault(group, set()).add(key)
+
+    def _orphans(self, pods: dict[str, JSON]) -> None:
+        """Add to `pods` the live pods that name a PodGroup deleted since the last call, read again (one GET per
+        pod, only when a PodGroup goes): they are grouped as a pod naming a missing PodGroup is."""
+        gone, self._gone_groups = self._gone_groups, []
+        for group in gone:
+            if group in self._groups:  # made again since
+                continue
+            for key in sorted(self._members.get(group, ())):
+                self._written.pop(key, None)  # our last patch of it named the PodGroup that is gone
+                if key in pods:
+                    continue
+                namespace, _, name = key.rpartition("/")
+                try:
+                    pod = self.store.get("pods", name, namespace)
+                except NotFound:
+                    continue
+                except StoreError as err:
+                    log.warning(
+                        "pod of a deleted PodGroup not read; it is grouped when it changes",
+                        extra={"pod": key, "podgroup": f"{group[0]}/{group[1]}", "reason": str(err)},
+                    )
+                    continue
+                pods[key] = pod
 
     def _plan(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
         """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing."""

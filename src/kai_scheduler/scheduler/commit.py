@@ -222,7 +222,10 @@ class Committer:
         self._try(f"annotate PodGroup {job.key}", lambda: self.store.patch("podgroups", job.name, job.namespace, patch))
 
     def unschedulable(self, job: JobInfo, reasons: list[Reject], now: float) -> None:
-        """Set the PodGroup condition and the pods' PodScheduled=False, unless they already say the same."""
+        """Set the PodGroup condition and the pods' PodScheduled=False (with an event), each unless it already
+        says the same. The pods are compared one by one, not through the PodGroup: a pod that joined a job
+        already told (a Job's replacement pod), or whose writes were lost when the scheduler stopped after the
+        PodGroup's, is told too."""
         pairs = _dedupe([(r.reason, r.message) for r in reasons])
         current = next((c for c in job.podgroup.scheduling_conditions if c.node_pool == self.node_pool), None)
         if current is None or current.reasons != pairs:
@@ -234,9 +237,10 @@ class Committer:
                 f"condition on PodGroup {job.key}",
                 lambda: self.store.patch("podgroups", job.name, job.namespace, patch, "status"),
             )
-            if job.podgroup.mark_unschedulable:
-                message = "; ".join(m for _, m in pairs)
-                for task in job.pending_tasks():
+        if job.podgroup.mark_unschedulable:
+            message = "; ".join(m for _, m in pairs)
+            for task in job.pending_tasks():
+                if task.pod.unschedulable_message != message:
                     self._pod_unschedulable(task, message)
 
     def schedulable(self, job: JobInfo) -> None:
@@ -267,7 +271,9 @@ class Committer:
 
     def _event(self, ref: JSON, kind: str, reason: str, message: str) -> None:
         namespace = ref.get("namespace") or "default"
-        digest = zlib.crc32(f"{ref['name']}|{reason}|{message}".encode())
+        # Named by what it says, so that saying it again is AlreadyExists, and by the object's uid: a pod made
+        # again under the same name gets its own event (`kubectl describe` shows the events of its uid only).
+        digest = zlib.crc32(f"{ref['name']}|{ref.get('uid', '')}|{reason}|{message}".encode())
         name = f"{ref['name']}.{reason.lower()}.{digest:08x}"
         stamp = format_time(self.clock.now())
         event = {
