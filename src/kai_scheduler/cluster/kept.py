@@ -694,6 +694,7 @@ def _recharge(model: Model, names: set[str]) -> None:
         charged += [(node, (e := pods[k]).info, e.placement) for k in sorted(pods)]
     charge_nodes(a, charged)
     a.refresh()
+    a.stamp(rows)
 
 
 def _skey(key: Key) -> str:

@@ -4,6 +4,9 @@ memo to each snapshot it builds; elsewhere every session starts empty).
 - `Learned`: the shape of every task the last session saw, by task record. A session looks up the records
   that are new (a changed pod makes a new record) and drops the ones gone, instead of deriving the shape of
   every pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks.
+- `Rows`: per node row, its per-device free fractions and its class, under the row's stamp
+  (`NodeArrays.stamps`, new whenever the row's tasks or ledgers change): a session open derives only the rows
+  whose stamp moved since.
 - `Table`: for one set of shapes and device slots, the classes of measure inputs met so far (a node's
   per-device free fractions, free CPU and memory, and the shapes it is eligible for, bit for bit), each with its
   `F_n(m)` per shape, and per task signature and class the `F_n(m)` per shape after such a task lands (for a
@@ -139,11 +142,36 @@ class Table:
 
 
 @dataclass(slots=True, eq=False)
+class Rows:
+    """Per node row, what a session open derives from it, under the row's stamp (`NodeArrays.stamps`): its
+    per-device free fractions (`state.node_free`) and its class in `table`. A row whose stamp is the one kept
+    has the same inputs bit for bit (same node, tasks, GPU groups and ledgers), so only the other rows are
+    derived again; a new table (other shapes, or full) classes every row again."""
+
+    stamps: npt.NDArray[np.int64]  # (nodes,): the stamp each row was derived at (0: never)
+    free: Floats  # (nodes, slots)
+    classes: npt.NDArray[np.intp]  # (nodes,): class in `table`
+    table: Table | None = None
+
+    @classmethod
+    def empty(cls, nodes: int, slots: int) -> Rows:
+        return cls(np.zeros(nodes, dtype=np.int64), np.zeros((nodes, slots)), np.zeros(nodes, dtype=np.intp))
+
+
+@dataclass(slots=True, eq=False)
 class Memory:
-    """gpufrag's memo: the learned shapes and the table of the last shapes."""
+    """gpufrag's memo: the learned shapes, the table of the last shapes and the node rows of the last session."""
 
     learned: Learned = field(default_factory=Learned)
     table: Table | None = None
+    rows: Rows | None = None
+
+    def rows_for(self, nodes: int, slots: int) -> Rows:
+        """The kept rows for this many nodes and device slots, or new ones (nothing derived yet)."""
+        rows = self.rows
+        if rows is None or rows.free.shape != (nodes, slots):
+            rows = self.rows = Rows.empty(nodes, slots)
+        return rows
 
     def table_for(self, keys: tuple[shapes.ShapeKey, ...], slots: int) -> Table:
         """The table of these shapes and slots: the kept one, or a new one (other shapes, or full)."""
