@@ -197,6 +197,6 @@ def test_learned_counts_follow_the_task_records_seen(draws: list[list[int]]) -> 
     records = [pb.task(snap, f"t{i}") for i in range(12)]
     learned = memory.Learned()
     for draw in draws:
-        tasks = list({id(records[i]): records[i] for i in draw}.values())
-        want = Counter(shapes.fields(t, snap.max_gpu_memory) for t in tasks)
+        tasks = {str(records[i].uid): records[i] for i in draw}
+        want = Counter(shapes.fields(t, snap.max_gpu_memory) for t in tasks.values())
         assert learned.counts_of(tasks, snap.max_gpu_memory) == want

@@ -117,7 +117,9 @@ class GpuFrag(PluginBase):
         self._arrays = snap.arrays
         kept = memory.of(snap.plugin_memo, f"{self.name}/{self.max_shapes}/{self.weigh_by}/{self.given is None}")
         weighted = self.given or shapes.heaviest(
-            kept.learned.counts_of(snap.tasks.values(), snap.max_gpu_memory), self.max_shapes, self.weigh_by
+            kept.learned.counts_of(snap.tasks, snap.max_gpu_memory, snap.task_log, snap.task_mark),
+            self.max_shapes,
+            self.weigh_by,
         )
         keys = tuple(k for k, _ in weighted)
         self._shapes = shapes.to_shapes(weighted)
