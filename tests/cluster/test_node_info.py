@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kai_scheduler.cluster.node_info import NodeInfo
+from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.resources import CPU, GPU, MEMORY, PODS
-from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.cluster.snapshot import Snapshot, TaskLog
 from tests import builders as b
 
 S = PodStatus
@@ -219,3 +219,42 @@ def test_shared_gpu_fit() -> None:
     node.remove_task(f2, Placement(S.RUNNING, "n", ("g1",)))
     node.add_task(f2, Placement(S.RELEASING, "n", ("g1",)))
     assert [g.id for g in node.shared_gpu_fit(f3)] == ["g1"]
+
+
+def test_a_row_changed_by_a_task_gets_a_new_stamp_and_a_copy_keeps_them() -> None:
+    """`NodeArrays.stamps`: adding or removing a task (whole or shared), and `charge_nodes`, give the row a
+    stamp no row had; a copy keeps the stamps; new arrays start new ones."""
+    snap = _snapshot()
+    node, a = _node(snap), snap.arrays
+    seen = set(a.stamps.tolist())
+    kept = a.copy()
+    assert kept.stamps.tolist() == a.stamps.tolist()
+    for task, placement in (
+        (b.task(snap, "t"), Placement(S.RUNNING, "n")),
+        (b.task(snap, "f1"), Placement(S.RUNNING, "n", ("g1",))),
+        (b.task(snap, "f2"), Placement(S.RUNNING, "n", ("g1",))),  # joins a group: no whole-GPU change
+    ):
+        node.add_task(task, placement)
+        assert int(a.stamps[node.row]) not in seen
+        seen.add(int(a.stamps[node.row]))
+        node.remove_task(task, placement)
+        assert int(a.stamps[node.row]) not in seen
+        seen.add(int(a.stamps[node.row]))
+    charge_nodes(a, [(node, b.task(snap, "u"), Placement(S.RUNNING, "n"))])
+    assert int(a.stamps[node.row]) not in seen
+    assert kept.stamps.tolist() != a.stamps.tolist()
+    assert not set(_snapshot().arrays.stamps.tolist()) & (seen | set(a.stamps.tolist()))
+
+
+def test_a_task_log_answers_only_what_it_reaches() -> None:
+    log = TaskLog()
+    log.add(["a", "b"], limit=10)
+    mark = log.end
+    log.add(["c"], limit=10)
+    assert log.since(mark, log.end) == ["c"]
+    assert log.since(0, mark) == ["a", "b"]
+    assert log.since(log.end, mark) is None  # a mark past the snapshot's end
+    assert log.since(0, log.end + 1) is None  # an end the log has not reached
+    log.add([str(i) for i in range(20)], limit=10)  # drops the older entries
+    assert log.since(mark, log.end) is None
+    assert log.since(log.start, log.end) == log.uids

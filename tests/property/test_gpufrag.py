@@ -5,14 +5,18 @@ and every fractional task on as many groups as it asks devices."""
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 
 import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from kai_scheduler.api import constants
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.queue import Queue
+from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.resources import CPU, GPU, MEMORY
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.config import DEFAULT_PLUGINS
@@ -197,6 +201,137 @@ def test_learned_counts_follow_the_task_records_seen(draws: list[list[int]]) -> 
     records = [pb.task(snap, f"t{i}") for i in range(12)]
     learned = memory.Learned()
     for draw in draws:
-        tasks = list({id(records[i]): records[i] for i in draw}.values())
-        want = Counter(shapes.fields(t, snap.max_gpu_memory) for t in tasks)
+        tasks = {str(records[i].uid): records[i] for i in draw}
+        want = Counter(shapes.fields(t, snap.max_gpu_memory) for t in tasks.values())
         assert learned.counts_of(tasks, snap.max_gpu_memory) == want
+
+
+# --- what a session open keeps (node rows, learned shapes) across kept builds against a fresh session ---------
+
+_CHANGE = st.tuples(st.sampled_from(["run", "stop", "arrive", "leave"]), st.integers(0, 11), st.integers(0, 11))
+
+
+@SETTINGS
+@example(  # a shared GPU filled, then a sharer gone: its node's row and class move
+    node_kinds=[6, 6], task_kinds=[9], builds=[[("run", 0, 9), ("run", 0, 9)], [("stop", 0, 0)]], placements=[]
+)
+@given(
+    node_kinds=st.lists(st.integers(0, len(_NODE_KINDS) - 1), min_size=1, max_size=10),
+    task_kinds=st.lists(st.integers(0, len(_TASK_KINDS) - 1), min_size=1, max_size=6),
+    builds=st.lists(st.lists(_CHANGE, max_size=5), min_size=2, max_size=5),
+    placements=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 11)), max_size=4),
+)
+def test_open_kept_across_kept_builds_equals_a_fresh_session(
+    node_kinds: list[int],
+    task_kinds: list[int],
+    builds: list[list[tuple[str, int, int]]],
+    placements: list[tuple[int, int]],
+) -> None:
+    """Builds of one kept model (`snapshot.Memo`), with running and pending pods added and removed between them
+    and each session placing tasks it does not commit: every session opened on the kept snapshot (its node
+    rows, classes and learned shapes partly kept) has the node state, shape weights, fragmentation and scores
+    of a session on a snapshot built from nothing with an empty memo."""
+    nodes, pods = _cluster(node_kinds, task_kinds, [])
+    params, memo = snapshots.SnapshotParams(now=0), snapshots.Memo()
+    running: list[Pod] = []
+    made, kept_builds = 0, 0
+    for changes in builds:
+        for what, at, kind in changes:
+            gpus, fraction, cpu, mem = _TASK_KINDS[kind % len(_TASK_KINDS)]
+            made += 1
+            if what == "run":
+                labels = {"runai-gpu-group": f"x{made}"} if fraction else None
+                on = f"n{at % len(nodes)}"
+                pod = pb.pod(f"x{made}", gpus=gpus, fraction=fraction, cpu=cpu, memory=mem, node=on, labels=labels)
+                running.append(pod)
+            elif what == "stop" and running:
+                running.pop(at % len(running))
+            elif what == "arrive":
+                pods.append(pb.pod(f"w{made}", gpus=gpus, fraction=fraction, cpu=cpu, memory=mem))
+            elif what == "leave" and len(pods) > len(task_kinds):  # one of the arrived, never p0…
+                pods.pop(len(task_kinds) + at % (len(pods) - len(task_kinds)))
+        objects = _objects(nodes, [*pods, *running])
+        before = memo.model
+        snap = snapshots.build(objects, params, memo)
+        kept_builds += memo.model is before and before is not None
+        plugin, fresh = GpuFrag.from_args({}), GpuFrag.from_args({})
+        ssn = pb.session(snap, plugin)
+        fresh_ssn = pb.session(snapshots.build(objects, params), fresh)
+        every = np.arange(len(nodes), dtype=np.intp)
+        for name in ("cpu", "memory", "devices", "per_device", "weight"):
+            assert np.array_equal(getattr(plugin._shapes, name), getattr(fresh._shapes, name)), f"shapes' {name}"
+        assert np.array_equal(plugin._free, fresh._free), "kept node rows differ from fresh ones"
+        assert np.array_equal(plugin._free, state.matrix(snap, plugin._free.shape[1]))
+        assert np.array_equal(plugin.before(every), fresh.before(every)), "kept fragmentation differs"
+        for row in range(len(nodes)):  # a kept class holds rows of the same measure inputs
+            same = plugin._class == plugin._class[row]
+            assert (plugin._free[same] == plugin._free[row]).all()
+            assert (snap.arrays.free[same][:, (CPU, MEMORY)] == snap.arrays.free[row, (CPU, MEMORY)]).all()
+        for i in range(len(task_kinds)):
+            mine, theirs = pb.task(ssn, f"p{i}"), pb.task(fresh_ssn, f"p{i}")
+            assert np.array_equal(plugin.growth(mine, every), fresh.growth(theirs, every)), f"p{i} scored"
+        stmt = ssn.statement()
+        for which, at in placements:  # moves the next build puts back
+            task = pb.task(ssn, f"p{which % len(task_kinds)}")
+            finite = np.flatnonzero(np.isfinite(plugin.growth(task, every)))
+            if task.is_pending and finite.size:
+                node = snap.nodes[int(finite[at % finite.size])].name
+                stmt.allocate(task, node, (f"g-new-{len(stmt.operations)}",) if task.gpu.is_shared else ())
+        for each in (ssn, fresh_ssn):
+            each.release()
+        del snap, ssn, fresh_ssn, plugin, fresh, stmt  # nobody holds the snapshot: the model is kept
+        gc.collect()
+    assert kept_builds == len(builds) - 1, "the model was not kept: nothing kept was tested"
+
+
+def _objects(nodes: list[Node], pods: list[Pod]) -> snapshots.ClusterObjects:
+    """As `pb.snapshot` builds them: a queue and a PodGroup per pod group the pods name."""
+    groups = {}
+    for p in pods:
+        name = p.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME, "")
+        if name:
+            groups.setdefault(name, pb.podgroup(name, queue=pb.QUEUE))
+    queue = Queue.from_dict({"metadata": {"name": pb.QUEUE}, "spec": {}})
+    return snapshots.ClusterObjects(nodes=nodes, pods=list(pods), podgroups=list(groups.values()), queues=[queue])
+
+
+@SETTINGS
+@given(draws=st.lists(st.lists(st.integers(0, 11), max_size=12), min_size=1, max_size=6), skip=st.booleans())
+def test_learned_counts_follow_a_task_log(draws: list[list[int]], skip: bool) -> None:
+    """With a `TaskLog`, `memory.Learned` looks only at the uids logged since its mark and counts as a fresh pass
+    would; a mark the log does not reach (`skip`: the log dropped it) makes it match every record."""
+    kinds = [_TASK_KINDS[i % len(_TASK_KINDS)] for i in range(12)]
+    pods = [pb.pod(f"t{i}", gpus=g, fraction=f, cpu=c, memory=m) for i, (g, f, c, m) in enumerate(kinds)]
+    snap = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=pods)
+    records = [pb.task(snap, f"t{i}") for i in range(12)]
+    learned, log, tasks = memory.Learned(), snapshots.TaskLog(), {}
+    for draw in draws:
+        now = {str(records[i].uid): records[i] for i in draw}
+        log.add(sorted(now.keys() ^ tasks.keys()), limit=1 << 20)
+        if skip:
+            log.add(["dropped"] * 4, limit=2)  # the log drops what this reader had not read
+        tasks = now
+        want = Counter(shapes.fields(t, snap.max_gpu_memory) for t in tasks.values())
+        assert learned.counts_of(tasks, snap.max_gpu_memory, log, log.end) == want
+
+
+def test_learned_counts_read_only_the_logged_uids() -> None:
+    """A record changed without being logged is not looked at (the log is what makes the open cost what
+    changed); one logged is."""
+    pods = [pb.pod(f"t{i}", gpus=1 if i else 0) for i in range(3)]
+    snap = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=pods)
+    tasks = {str(t.uid): t for t in snap.tasks.values()}
+    learned, log = memory.Learned(), snapshots.TaskLog()
+    learned.counts_of(tasks, snap.max_gpu_memory, log, log.end)
+    other = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=[pb.pod("t0", gpus=2)])
+    swapped = dict(tasks)
+    uid = next(iter(other.tasks.values())).uid
+    assert str(uid) in swapped  # the same pod, another record asking 2 GPUs
+    record = swapped[str(uid)] = next(iter(other.tasks.values()))
+    two = shapes.fields(record, snap.max_gpu_memory)
+    assert learned.counts_of(swapped, snap.max_gpu_memory, log, log.end)[two] == 0
+    log.add([str(uid)], limit=100)
+    assert learned.counts_of(swapped, snap.max_gpu_memory, log, log.end)[two] == 1
+    assert learned.counts_of(swapped, snap.max_gpu_memory) == Counter(
+        shapes.fields(t, snap.max_gpu_memory) for t in swapped.values()
+    )

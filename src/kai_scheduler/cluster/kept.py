@@ -115,6 +115,7 @@ class Model:
     queue_problems: dict[Key, tuple[str, s.Problem]] = field(default_factory=dict)  # job key → (uid, problem)
     bulk: bool = False  # a build from nothing: keys arrive in order, appended
     task_changes: dict[Key, tuple[str, str]] = field(default_factory=dict)  # key → (uid removed, uid added)
+    task_log: s.TaskLog = field(default_factory=s.TaskLog)  # the uids of `task_changes`, build after build
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
     stale_watch: set[str] = field(default_factory=set)
@@ -192,6 +193,8 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         max_gpu_memory=model.max_gpu_memory,
         node_memo=pooled.memo,
         plugin_memo=memo.plugins,
+        task_log=model.task_log,
+        task_mark=model.task_log.end,
         waiting=waiting,
         touched=model.touched,
         written=model.written,
@@ -549,6 +552,10 @@ def _settle(model: Model, params: s.SnapshotParams) -> None:
         _recharge(model, model.dirty_nodes)
         model.dirty_nodes.clear()
     changes = model.task_changes
+    if changes:
+        model.task_log.add(
+            (uid for pair in changes.values() for uid in pair if uid), limit=2 * len(model.task_keys) + 1024
+        )
     if changes and all(before == after for before, after in changes.values()):
         for k in changes:  # the same tasks, new records: each keeps its place
             e = model.by_key[k]
@@ -694,6 +701,7 @@ def _recharge(model: Model, names: set[str]) -> None:
         charged += [(node, (e := pods[k]).info, e.placement) for k in sorted(pods)]
     charge_nodes(a, charged)
     a.refresh()
+    a.stamp(rows)
 
 
 def _skey(key: Key) -> str:

@@ -15,6 +15,8 @@ releasing when every sharer is releasing, or against releasing when the group wa
 from __future__ import annotations
 
 import enum
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -46,6 +48,10 @@ class NodeArrays:
     # what they took beyond the releasing amount comes out of idle.
     free_now: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     shared_free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))  # MiB, see NodeInfo
+    # Per row, a number no other content of a row had: a row changed by a task (`refresh(row)`, `charge_nodes`,
+    # `stamp`) gets a new one, and a copy keeps them. Equal stamps mean equal rows, tasks and GPU groups
+    # included, in any copy of any build, so what a plugin derives from a row may be kept under its stamp.
+    stamps: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @classmethod
     def empty(cls, n_nodes: int, n_resources: int) -> NodeArrays:
@@ -66,6 +72,7 @@ class NodeArrays:
             ledger(),
             ledger(),
             np.full(n_nodes, -1.0),
+            _new_stamps(n_nodes),
         )
 
     def copy(self) -> NodeArrays:
@@ -78,6 +85,12 @@ class NodeArrays:
         idle, releasing = self.idle[where], self.releasing[where]
         self.free[where] = idle + releasing
         self.free_now[where] = np.maximum(idle + np.minimum(releasing, 0.0), 0.0)
+        if row is not None:
+            self.stamps[row] = next(_STAMPS)
+
+    def stamp(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> None:
+        """New stamps for `rows` (their ledgers, tasks or GPU groups changed)."""
+        self.stamps[rows] = _new_stamps(len(rows))
 
     def non_allocated(self) -> npt.NDArray[np.float64]:
         """Idle + releasing: what a task may take now or once releasing pods are gone (read-only view)."""
@@ -330,6 +343,13 @@ class NodeInfo:
         return int(self.arrays.used[self.row][PODS])
 
 
+_STAMPS = itertools.count(1)
+
+
+def _new_stamps(count: int) -> npt.NDArray[np.int64]:
+    return np.fromiter(itertools.islice(_STAMPS, count), dtype=np.int64, count=count)
+
+
 def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Placement]]) -> None:
     """`node.add_task(task, placement)` for each, in order, with the ledgers written a column at a time.
 
@@ -360,6 +380,7 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
     for node, task, placement in sorted(mig_tasks, key=lambda c: not (c[2].mig or str(c[1].uid) in c[0]._mig_last)):
         node._take_mig(task, placement)
     arrays.refresh()
+    arrays.stamp(np.unique(rows))
 
 
 def _charge(placement: Placement) -> PodStatus:

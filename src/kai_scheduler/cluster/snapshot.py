@@ -112,6 +112,34 @@ class SnapshotParams:
     all_pools: bool = False
 
 
+@dataclass(slots=True, eq=False)
+class TaskLog:
+    """A kept model's record of the uids whose task records changed (new, replaced or gone), in order. A reader
+    that derived something from `tasks` at one `end` finds what changed since in `since` (None: not known)."""
+
+    uids: list[str] = field(default_factory=list)
+    start: int = 0  # the position of uids[0]: older entries were dropped
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.uids)
+
+    def add(self, uids: Iterable[str], limit: int) -> None:
+        """Log `uids`; past `limit` entries the older half is dropped."""
+        self.uids.extend(uids)
+        if len(self.uids) > limit:
+            drop = len(self.uids) - limit // 2
+            del self.uids[:drop]
+            self.start += drop
+
+    def since(self, mark: int, end: int) -> list[str] | None:
+        """The uids logged from `mark` to `end` (a snapshot's `task_mark`); None when the log does not reach
+        back to `mark` or `mark` is past `end`."""
+        if mark < self.start or mark > end or end > self.end:
+            return None
+        return self.uids[mark - self.start : end - self.start]
+
+
 @dataclass(slots=True, eq=False, weakref_slot=True)
 class Snapshot:
     now: float
@@ -162,6 +190,10 @@ class Snapshot:
     # same dict (`Memo.plugins`), a build without a memo an empty one. A plugin checks what it finds against the
     # snapshot it is given (another snapshot may have been built in between, or the model from nothing).
     plugin_memo: dict[str, object] = field(default_factory=dict)
+    # A kept model's log of changed task records and its end at this build: `tasks` is the log's `tasks` at
+    # `task_mark` (None: a build without a kept model).
+    task_log: TaskLog | None = None
+    task_mark: int = 0
 
     def dra_state(self) -> DraState:
         """The DRA devices and claims of this cycle, built on first use (a session changes them)."""

@@ -1,9 +1,13 @@
 """What gpufrag keeps from one session to the next, in the snapshot's `plugin_memo` (a kept model hands the same
 memo to each snapshot it builds; elsewhere every session starts empty).
 
-- `Learned`: the shape of every task the last session saw, by task record. A session looks up the records
-  that are new (a changed pod makes a new record) and drops the ones gone, instead of deriving the shape of
-  every pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks.
+- `Learned`: the shape of every task the last session saw, by uid with the record it was derived from. A
+  session looks at the uids the kept model logged as changed since (`Snapshot.task_log`; without that log, or
+  when it does not reach back, every record is matched by identity) instead of deriving the shape of every
+  pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks.
+- `Rows`: per node row, its per-device free fractions and its class, under the row's stamp
+  (`NodeArrays.stamps`, new whenever the row's tasks or ledgers change): a session open derives only the rows
+  whose stamp moved since.
 - `Table`: for one set of shapes and device slots, the classes of measure inputs met so far (a node's
   per-device free fractions, free CPU and memory, and the shapes it is eligible for, bit for bit), each with its
   `F_n(m)` per shape, and per task signature and class the `F_n(m)` per shape after such a task lands (for a
@@ -20,13 +24,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.snapshot import TaskLog
 from kai_scheduler.plugins.gpufrag import shapes
 from kai_scheduler.plugins.gpufrag.measure import Bools, Floats
 
@@ -37,37 +42,55 @@ Signature = tuple[object, ...]
 
 @dataclass(slots=True, eq=False)
 class Learned:
-    """Each task record's shape fields (`shapes.fields`), and how many tasks have each."""
+    """Each task record's shape fields (`shapes.fields`) by uid, and how many tasks have each."""
 
     max_gpu_memory: float = math.nan  # the fields size a gpu-memory ask against it
-    tasks: dict[int, tuple[PodInfo, shapes.Fields]] = field(default_factory=dict)  # id → (record held, fields)
+    tasks: dict[str, tuple[PodInfo, shapes.Fields]] = field(default_factory=dict)  # uid → (record held, fields)
     counts: Counter[shapes.Fields] = field(default_factory=Counter)
+    log: TaskLog | None = None  # `tasks` is the log's at `mark` (None: not known)
+    mark: int = 0
 
-    def counts_of(self, tasks: Collection[PodInfo], max_gpu_memory: float) -> Counter[shapes.Fields]:
-        """The shape counts of `tasks` (the counter is kept: read it, do not change it)."""
+    def counts_of(
+        self, tasks: Mapping[str, PodInfo], max_gpu_memory: float, log: TaskLog | None = None, mark: int = 0
+    ) -> Counter[shapes.Fields]:
+        """The shape counts of `tasks` (by uid; the counter is kept: read it, do not change it). With the kept
+        model's `log` of changed records and `tasks`' `mark` in it, only the uids logged since are looked at;
+        otherwise every record is matched against the kept one by identity."""
         if max_gpu_memory != self.max_gpu_memory:
-            self.max_gpu_memory, self.tasks, self.counts = max_gpu_memory, {}, Counter()
+            self.max_gpu_memory, self.tasks, self.counts, self.log = max_gpu_memory, {}, Counter(), None
+        changed = log.since(self.mark, mark) if log is not None and log is self.log else None
+        if changed is not None:
+            for uid in changed:
+                self._update(uid, tasks.get(uid))
+        elif 2 * sum(1 for uid, t in tasks.items() if (e := self.tasks.get(uid)) is None or e[0] is not t) > len(
+            tasks
+        ):  # mostly new records (a model built anew): count afresh
+            self.tasks = {uid: (t, shapes.fields(t, self.max_gpu_memory)) for uid, t in tasks.items()}
+            self.counts = Counter(f for _, f in self.tasks.values())
+        else:
+            for uid, task in tasks.items():
+                self._update(uid, task)
+            if len(self.tasks) != len(tasks):
+                for uid in self.tasks.keys() - tasks.keys():
+                    self._update(uid, None)
+        self.log, self.mark = log, mark
+        return self.counts
+
+    def _update(self, uid: str, task: PodInfo | None) -> None:
+        """Count `task` (None: gone) for `uid` instead of the record kept, if that is another."""
         kept, counts = self.tasks, self.counts
-        current = set(map(id, tasks))
-        new = current - kept.keys()
-        if 2 * len(new) > len(current):  # mostly new records (a model built anew): count afresh
-            derived = [(t, shapes.fields(t, max_gpu_memory)) for t in tasks]
-            self.tasks = {id(entry[0]): entry for entry in derived}
-            self.counts = Counter(f for _, f in derived)
-            return self.counts
-        gone = kept.keys() - current if len(kept) + len(new) != len(current) else ()
-        for key in gone:
-            fields = kept.pop(key)[1]
-            counts[fields] -= 1
-            if not counts[fields]:
-                del counts[fields]
-        if new:
-            for task in tasks:
-                if id(task) in new:
-                    fields = shapes.fields(task, max_gpu_memory)
-                    kept[id(task)] = (task, fields)
-                    counts[fields] += 1
-        return counts
+        entry = kept.get(uid)
+        if entry is not None and entry[0] is task:
+            return
+        if entry is not None:
+            del kept[uid]
+            counts[entry[1]] -= 1
+            if not counts[entry[1]]:
+                del counts[entry[1]]
+        if task is not None:
+            fields = shapes.fields(task, self.max_gpu_memory)
+            kept[uid] = (task, fields)
+            counts[fields] += 1
 
 
 @dataclass(slots=True, eq=False)
@@ -139,11 +162,36 @@ class Table:
 
 
 @dataclass(slots=True, eq=False)
+class Rows:
+    """Per node row, what a session open derives from it, under the row's stamp (`NodeArrays.stamps`): its
+    per-device free fractions (`state.node_free`) and its class in `table`. A row whose stamp is the one kept
+    has the same inputs bit for bit (same node, tasks, GPU groups and ledgers), so only the other rows are
+    derived again; a new table (other shapes, or full) classes every row again."""
+
+    stamps: npt.NDArray[np.int64]  # (nodes,): the stamp each row was derived at (0: never)
+    free: Floats  # (nodes, slots)
+    classes: npt.NDArray[np.intp]  # (nodes,): class in `table`
+    table: Table | None = None
+
+    @classmethod
+    def empty(cls, nodes: int, slots: int) -> Rows:
+        return cls(np.zeros(nodes, dtype=np.int64), np.zeros((nodes, slots)), np.zeros(nodes, dtype=np.intp))
+
+
+@dataclass(slots=True, eq=False)
 class Memory:
-    """gpufrag's memo: the learned shapes and the table of the last shapes."""
+    """gpufrag's memo: the learned shapes, the table of the last shapes and the node rows of the last session."""
 
     learned: Learned = field(default_factory=Learned)
     table: Table | None = None
+    rows: Rows | None = None
+
+    def rows_for(self, nodes: int, slots: int) -> Rows:
+        """The kept rows for this many nodes and device slots, or new ones (nothing derived yet)."""
+        rows = self.rows
+        if rows is None or rows.free.shape != (nodes, slots):
+            rows = self.rows = Rows.empty(nodes, slots)
+        return rows
 
     def table_for(self, keys: tuple[shapes.ShapeKey, ...], slots: int) -> Table:
         """The table of these shapes and slots: the kept one, or a new one (other shapes, or full)."""

@@ -23,9 +23,11 @@ shapes in a fixed order), so values are computed once per class of nodes and kep
 class; a placement moves its node to the class of its new inputs (task events, and the snapshot's version for
 moves no event reported). Per session, a class's expected fragmentation and, per task signature (its CPU,
 memory and GPU ask), its growth are one number each, computed the first time a task meets the class. Across
-sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only new task records are looked at)
-and, while the shapes are the same, each class's per-shape fragmentation and, per signature, the per-shape
-fragmentation after such a task lands: a session weighs them with its own weights. Decisions are the same as
+sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only the task records the kept model
+logged as changed, `Snapshot.task_log`, are looked at), each node row's free fractions and class under the
+row's stamp (`NodeArrays.stamps`: only rows whose stamp moved are derived again) and, while the shapes are the
+same, each class's per-shape fragmentation and, per signature, the per-shape fragmentation after such a task
+lands: a session weighs them with its own weights. Decisions are the same as
 computing everything afresh, whatever was kept (tests/property/test_gpufrag.py checks it).
 
 Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
@@ -117,26 +119,53 @@ class GpuFrag(PluginBase):
         self._arrays = snap.arrays
         kept = memory.of(snap.plugin_memo, f"{self.name}/{self.max_shapes}/{self.weigh_by}/{self.given is None}")
         weighted = self.given or shapes.heaviest(
-            kept.learned.counts_of(snap.tasks.values(), snap.max_gpu_memory), self.max_shapes, self.weigh_by
+            kept.learned.counts_of(snap.tasks, snap.max_gpu_memory, snap.task_log, snap.task_mark),
+            self.max_shapes,
+            self.weigh_by,
         )
         keys = tuple(k for k, _ in weighted)
         self._shapes = shapes.to_shapes(weighted)
         self._eligible = shapes.eligibility(keys, snap.nodes)
         self._eligible_bits = None if self._eligible is None else np.packbits(self._eligible, axis=1)
-        self._free = state.matrix(snap)
-        self._table = kept.table_for(keys, self._free.shape[1])
-        self._before = _grown(None, len(self._table.ids))
+        self._table = self._open_rows(kept, keys)
         self._dirty, self._rows, self._version = set(), {}, snap.version
-        self._class = np.zeros(len(snap.nodes), dtype=np.intp)
         self._scores = {}
-        self._seen = np.zeros((len(snap.nodes), len(_WATCHED) + 1))
-        self._classify(np.arange(len(snap.nodes), dtype=np.intp))
         ssn.add(points.NODE_ORDER, self.node_order)
         ssn.add(points.GPU_ORDER, self.gpu_order)
         ssn.add(points.ON_ALLOCATE, self.task_changed)
         ssn.add(points.ON_DEALLOCATE, self.task_changed)
 
     # --- keeping the node state -------------------------------------------------------------------------
+
+    def _open_rows(self, kept: memory.Memory, keys: tuple[shapes.ShapeKey, ...]) -> memory.Table:
+        """`_free` and `_class` of every row: the kept ones where the row's stamp is the one they were derived
+        at, derived again elsewhere (and kept for the next session); the session works on copies."""
+        snap, arrays = self._snapshot, self._arrays
+        count, slots = len(snap.nodes), state.width(snap)
+        rows = kept.rows_for(count, slots)
+        table = kept.table_for(keys, slots)
+        moved = np.flatnonzero(rows.stamps != arrays.stamps)
+        if 2 * moved.size > count:
+            rows.free[:] = state.matrix(snap, slots)
+        else:
+            for row in moved.tolist():
+                rows.free[row] = state.node_free(snap.nodes[row], slots)
+        if rows.table is not table:
+            rows.table, moved = table, np.arange(count, dtype=np.intp)
+        rows.stamps[:] = arrays.stamps
+        self._free, self._class = rows.free.copy(), rows.classes.copy()
+        self._table = table
+        self._before = _grown(None, len(table.ids))
+        self._seen = np.zeros((count, len(_WATCHED) + 1))
+        self._classify(moved)
+        rows.classes[moved] = self._class[moved]
+        self._seen = self._watch(slice(None))
+        if count:
+            classes = np.unique(self._class)
+            todo = classes[np.isnan(self._before[classes])]
+            if todo.size:
+                self._before[todo] = measure.weigh(table.per_shape[todo], self._shapes.weight)
+        return table
 
     def task_changed(self, task: PodInfo) -> None:
         """ON_ALLOCATE / ON_DEALLOCATE: the task's node (now, or where it was allocated) is recomputed on use."""
