@@ -95,6 +95,20 @@ def test_a_held_lease_is_not_taken_until_it_expires_as_observed_locally(store: M
     assert not a.step()  # a comes back: b holds a valid lease
 
 
+def test_a_standby_says_once_whose_lease_it_waits_for(
+    store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = elector(store, clock, "a"), elector(store, clock, "b")
+    a.step()
+    with caplog.at_level("INFO", logger="kai_scheduler.runtime.leader"):
+        for _ in range(3):
+            b.step()
+            clock.advance(2)
+            a.step()
+    waits = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting for the lease")]
+    assert waits == ["waiting for the lease: a holds it; taken over if not renewed within 15s"]
+
+
 def test_renewals_reset_the_observed_time(store: MemoryStore, clock: ManualClock) -> None:
     a, b = elector(store, clock, "a"), elector(store, clock, "b")
     a.step()

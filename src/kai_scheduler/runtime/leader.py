@@ -82,6 +82,7 @@ class LeaderElector:
         self._renewed_at: float | None = None  # local time of our last successful write while leader
         self.reachable = False  # the last attempt got an answer from the store
         self._last_failure = ""  # the error of the failing attempts, logged once while it repeats
+        self._waiting_on = ""  # the other holder this candidate last said it waits for
         self._lock = threading.Lock()
 
     @property
@@ -165,7 +166,14 @@ class LeaderElector:
         holder = spec.get("holderIdentity") or ""
         duration = _seconds(spec.get("leaseDurationSeconds"), self.config.lease_duration)
         if holder and holder != self.identity and self._observed_at + duration > now:
+            if holder != self._waiting_on:  # said once per holder: a standby otherwise waits in silence
+                self._waiting_on = holder
+                log.info(
+                    f"waiting for the lease: {holder} holds it; taken over if not renewed within {duration:g}s",
+                    extra={"lease": self._key(), "identity": self.identity, "holder": holder},
+                )
             return False  # held by another, not expired
+        self._waiting_on = ""
         transitions = int(spec.get("leaseTransitions") or 0)
         acquired = spec.get("acquireTime") if holder == self.identity else format_micro_time(now)
         lease["spec"] = {
