@@ -798,6 +798,18 @@ REJECTS = [
     ),
     pytest.param(
         "Pod",
+        _notes(gpu_memory="20Gi"),
+        "Pod ns/p metadata.annotations.gpu-memory: want a positive number of MiB, got '20Gi' (20Gi is 20480 MiB)",
+        id="gpu-memory as a byte quantity",
+    ),
+    pytest.param(
+        "Pod",
+        _notes(gpu_memory="20G"),
+        "Pod ns/p metadata.annotations.gpu-memory: want a positive number of MiB, got '20G' (20G is about 19073 MiB)",
+        id="gpu-memory as a decimal byte quantity",
+    ),
+    pytest.param(
+        "Pod",
         {
             **_requests({"nvidia.com/gpu": "1"}),
             "metadata": {"name": "p", "namespace": "ns", "annotations": {"gpu-fraction": "0.5"}},

@@ -7,6 +7,7 @@ from typing import Any
 
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.fields import Reader, plain_quantity
+from kai_scheduler.api.quantity import QuantityError, to_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +167,7 @@ def gpu_request(r: Reader, requests: dict[str, float], annotations: dict[str, st
         except ValueError:
             memory = 0
         if memory <= 0:
-            raise r.error(f"{path}.gpu-memory", f"want a positive number of MiB, got {mem_raw!r}")
+            raise r.error(f"{path}.gpu-memory", f"want a positive number of MiB, got {mem_raw!r}{_as_mib(mem_raw)}")
         return GpuRequest(memory_mib=memory, num_devices=num_devices)
     if whole or instances:
         return GpuRequest(whole=int(whole), mig=instances)
@@ -187,3 +188,16 @@ def _mig_instances(r: Reader, requests: dict[str, float]) -> tuple[tuple[str, in
             raise r.error(field, f"MIG instance count {amount:g} is not a whole number")
         out.append((profile.name, int(amount)))
     return tuple(out)
+
+
+def _as_mib(raw: object) -> str:
+    """A hint for a gpu-memory written as a byte quantity ('20Gi' → ' (20Gi is 20480 MiB)'), else nothing."""
+    if not isinstance(raw, str) or raw.strip().isdigit():
+        return ""
+    try:
+        mib = to_bytes(raw) / 2**20
+    except QuantityError:
+        return ""
+    if mib < 1:
+        return ""
+    return f" ({raw} is {int(mib)} MiB)" if mib == int(mib) else f" ({raw} is about {int(mib)} MiB)"
