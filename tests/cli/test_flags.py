@@ -7,6 +7,7 @@ in a configuration file and on the components' command line alike.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -180,3 +181,15 @@ def test_the_binder_takes_its_reservation_flags() -> None:
     assert options.runtime_class_name == ""  # given empty: the reservation pods name no RuntimeClass
     defaults = components._binder_options(cli.parser().parse_args(["binder"]))
     assert defaults.runtime_class_name == "nvidia" and defaults.resource_reservation_allocation_timeout == 40.0
+
+
+@pytest.mark.parametrize("command", ["admission", "scheduler", "binder", "podgrouper", "controllers", "run"])
+def test_the_components_value_flags_name_what_they_take(command: str) -> None:
+    """A value flag shows a metavar such as NAME, NS, DURATION, not argparse's upper-cased flag name."""
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    derived = [
+        a.option_strings[-1]
+        for a in sub.choices[command]._actions
+        if a.option_strings and a.nargs != 0 and a.metavar is None
+    ]
+    assert derived == []

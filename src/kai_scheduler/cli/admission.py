@@ -32,7 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "CA written into the webhook configurations.",
     )
     connection.add_flags(p, qps=_QPS, burst=_BURST)
-    p.add_argument("--listen-address", default=":8080", help="health and metrics address (default :8080)")
+    p.add_argument(
+        "--listen-address", default=":8080", metavar="ADDR", help="health and metrics address (default :8080)"
+    )
     p.add_argument(
         "--webhook-port",
         default=str(defaults.DEFAULT_PORT),
@@ -41,30 +43,38 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument(
         "--cert-dir",
+        metavar="DIR",
         default="",
         help="directory with tls.crt and tls.key to serve (default: self-managed certificates)",
     )
     p.add_argument(
-        "--namespace", default=None, help="namespace of the service and Secret (default: the pod's, else kai-scheduler)"
+        "--namespace",
+        default=None,
+        metavar="NS",
+        help="namespace of the service and Secret (default: the pod's, else kai-scheduler)",
     )
     p.add_argument(
         "--service-name",
+        metavar="NAME",
         default=defaults.DEFAULT_SERVICE_NAME,
         help=f"webhook Service name (default {defaults.DEFAULT_SERVICE_NAME})",
     )
     p.add_argument(
         "--secret-name",
+        metavar="NAME",
         default=defaults.DEFAULT_SECRET_NAME,
         help=f"Secret holding the self-managed certificate (default {defaults.DEFAULT_SECRET_NAME})",
     )
     p.add_argument(
         "--webhook-configuration-name",
+        metavar="NAME",
         default=defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME,
         help="name of the Validating/MutatingWebhookConfiguration to inject the CA into "
         f"(default {defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME})",
     )
     p.add_argument(
         "--scheduler-name",
+        metavar="NAME",
         default=constants.DEFAULT_SCHEDULER_NAME,
         help=f"only pods with this schedulerName are handled (default {constants.DEFAULT_SCHEDULER_NAME})",
     )
@@ -86,11 +96,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument(
         "--runtime-class-name",
+        metavar="NAME",
         default=defaults.DEFAULT_RUNTIME_CLASS_NAME,
         help="runtime class set on fractional pods that have none; empty = off (default nvidia)",
     )
     p.add_argument(
         "--queue-label-key",
+        metavar="KEY",
         default=constants.DEFAULT_QUEUE_LABEL_KEY,
         help=f"label naming a pod's queue (default {constants.DEFAULT_QUEUE_LABEL_KEY})",
     )
@@ -109,13 +121,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "serves the webhooks (replicas that rotate the certificate at once agree through the Secret)",
     )
     ignored.add_argument("--leader-elect", nargs="?", const="true", metavar="BOOL")
-    for flag in (
-        "--leader-elect-namespace",
-        "--leader-elect-lease-duration",
-        "--leader-elect-renew-deadline",
-        "--leader-elect-retry-period",
-    ):
-        ignored.add_argument(flag, metavar="VALUE")
+    ignored.add_argument("--leader-elect-namespace", metavar="NS")
+    for flag in ("--leader-elect-lease-duration", "--leader-elect-renew-deadline", "--leader-elect-retry-period"):
+        ignored.add_argument(flag, metavar="DURATION")
     p.set_defaults(run=run)
 
 
