@@ -7,6 +7,9 @@ the cycle goes on with the rest. Any other exception reaching `kai` is a bug: a 
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class UserError(ValueError):
     """Input the user can fix (a file, a flag, an object): its str() is one readable line.
@@ -34,3 +37,10 @@ class ObjectError(UserError):
         where = f"{self.source}: " if self.source else ""
         field = f" {self.field}:" if self.field else ":"
         return f"{where}{self.kind} {self.name}{field} {self.message}"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean X?)` for the closest near miss of `name` among `known`, else empty: the hint every
+    "unknown name" error carries (a field, an action or plugin, a job)."""
+    hint = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {hint[0]}?)" if hint else ""

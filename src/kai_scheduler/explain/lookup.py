@@ -8,12 +8,11 @@ is an error that lists them.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants
-from kai_scheduler.api.errors import UserError
+from kai_scheduler.api.errors import UserError, did_you_mean
 from kai_scheduler.cluster.snapshot import ClusterObjects, SnapshotParams
 from kai_scheduler.store.cache import DRA_RESOURCES, SCHEDULER_RESOURCES, ObjectCache
 from kai_scheduler.store.interface import NotFound, StoreError
@@ -116,8 +115,7 @@ def _guess(objects: ClusterObjects, ref: JobRef) -> str:
     names = {g.name for g in objects.podgroups if _in(g.meta.namespace, ref)}
     names |= {p.name for p in objects.pods if _in(p.namespace, ref)}
     names |= {m["workload"] for n in list(names) if (m := _WORKLOAD_PODGROUP.fullmatch(n))}
-    hint = difflib.get_close_matches(ref.name, sorted(names), n=1)
-    return f" (did you mean {hint[0]}?)" if hint else ""
+    return did_you_mean(ref.name, names)
 
 
 def _in(namespace: str, ref: JobRef) -> bool:

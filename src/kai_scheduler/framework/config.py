@@ -9,14 +9,13 @@ works unchanged.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kai_scheduler.api import constants, duration
 from kai_scheduler.api.booleans import parse_bool
-from kai_scheduler.api.errors import UserError
+from kai_scheduler.api.errors import UserError, did_you_mean
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 
@@ -177,7 +176,8 @@ def _actions(raw: Any, known: set[str]) -> tuple[str, ...]:
     for name in names:
         if name not in known:
             raise ConfigError(
-                f"config actions: unknown action {name!r}{_guess(name, known)}; known: {', '.join(sorted(known))}",
+                f"config actions: unknown action {name!r}{did_you_mean(name, known)}; "
+                f"known: {', '.join(sorted(known))}",
                 ("actions",),
             )
     return names
@@ -205,7 +205,8 @@ def _tiers(raw: Any, known: set[str], kai: set[str]) -> tuple[tuple[tuple[Plugin
                     ignored.append(name)
                     continue
                 raise ConfigError(
-                    f"{where}.name: unknown plugin {name!r}{_guess(name, known)}; known: {', '.join(sorted(known))}",
+                    f"{where}.name: unknown plugin {name!r}{did_you_mean(name, known)}; "
+                    f"known: {', '.join(sorted(known))}",
                     ("tiers", i, "plugins", j, "name"),
                 )
             args = p.get("arguments") or {}
@@ -216,12 +217,6 @@ def _tiers(raw: Any, known: set[str], kai: set[str]) -> tuple[tuple[tuple[Plugin
             plugins.append(PluginConfig(name, {str(k): str(v) for k, v in args.items()}))
         tiers.append(tuple(plugins))
     return tuple(tiers), tuple(dict.fromkeys(ignored))
-
-
-def _guess(name: str, known: set[str]) -> str:
-    """` (did you mean X?)` for a near miss of a known name, else empty."""
-    hint = difflib.get_close_matches(name, sorted(known), n=1)
-    return f" (did you mean {hint[0]}?)" if hint else ""
 
 
 def _depths(raw: Any, known: set[str]) -> dict[str, int]:

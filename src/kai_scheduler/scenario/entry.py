@@ -7,14 +7,13 @@ ObjectError naming the entry (`job train-1`), the field path (`tasks[2].gpus`) a
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kai_scheduler.api import duration, quantity
-from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.errors import ObjectError, did_you_mean
 from kai_scheduler.scenario.source import Lines, located
 
 
@@ -75,8 +74,7 @@ class Entry:
         for key in self.data:
             if key in known:
                 continue
-            hint = difflib.get_close_matches(str(key), list(known), n=1)
-            guess = f" (did you mean {hint[0]}?)" if hint else ""
+            guess = did_you_mean(str(key), known)
             raise self.error(str(key), f"unknown field{guess}; known fields: {', '.join(sorted(known))}")
 
     def child(self, key: str, known: Collection[str]) -> Entry | None:
