@@ -70,15 +70,9 @@ class Bar:
             return
         self._last = wall
         now = replay.engine.now
-        recorder = replay.recorder
-        ratio = recorder.allocated / recorder.total_gpus if recorder.total_gpus else 0.0
-        jobs = replay.workload
+        alloc, jobs = _cluster_now(replay)
         self._progress.update(
-            self._task,
-            completed=min(now, self.horizon),
-            clock=format_duration(round(now)),
-            alloc=f"{100 * ratio:.0f} %",
-            jobs=f"{jobs.done}/{len(jobs.jobs)} done, {jobs.pending} pending",
+            self._task, completed=min(now, self.horizon), clock=format_duration(round(now)), alloc=alloc, jobs=jobs
         )
 
     def _line(self, replay: Replay) -> None:
@@ -90,13 +84,18 @@ class Bar:
         if wall < PLAIN_AFTER:
             return
         self._tenths = tenths
-        recorder = replay.recorder
-        ratio = recorder.allocated / recorder.total_gpus if recorder.total_gpus else 0.0
-        jobs = replay.workload
+        alloc, jobs = _cluster_now(replay)
         print(
             f"{self.label}: virtual time {describe_duration(now)} of about {describe_duration(self.horizon)}, "
-            f"GPUs {100 * ratio:.0f} % allocated, "
-            f"jobs {jobs.done}/{len(jobs.jobs)} done, {jobs.pending} pending ({wall:.0f}s)",
+            f"GPUs {alloc} allocated, jobs {jobs} ({wall:.0f}s)",
             file=self.stream or sys.stderr,
             flush=True,
         )
+
+
+def _cluster_now(replay: Replay) -> tuple[str, str]:
+    """The share of GPUs allocated ("42 %") and the jobs' progress ("3/10 done, 2 pending"), for both forms."""
+    recorder = replay.recorder
+    ratio = recorder.allocated / recorder.total_gpus if recorder.total_gpus else 0.0
+    jobs = replay.workload
+    return f"{100 * ratio:.0f} %", f"{jobs.done}/{len(jobs.jobs)} done, {jobs.pending} pending"
