@@ -192,7 +192,7 @@ def _mig_instances(r: Reader, requests: dict[str, float]) -> tuple[tuple[str, in
 
 def _as_mib(raw: object) -> str:
     """A hint for a gpu-memory written as a byte quantity ('20Gi' → ' (20Gi is 20480 MiB)'), else nothing."""
-    if not isinstance(raw, str) or raw.strip().isdigit():
+    if not isinstance(raw, str):
         return ""
     try:
         mib = to_bytes(raw) / 2**20
