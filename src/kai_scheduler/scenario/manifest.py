@@ -19,12 +19,10 @@ from kai_scheduler.scenario.entry import Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, MANIFEST_KINDS, JobMeta, Scenario
 from kai_scheduler.scenario.source import ScenarioError
 
-KIND_ORDER = MANIFEST_KINDS
-
 
 def build(where: Where, docs: list[Any]) -> Scenario:
     """The manifest's objects in kind order (file order within a kind), its PodGroups as jobs."""
-    by_kind: dict[str, list[JSON]] = {kind: [] for kind in KIND_ORDER}
+    by_kind: dict[str, list[JSON]] = {kind: [] for kind in MANIFEST_KINDS}
     ignored: set[str] = set()
     for raw in _items(where, docs):
         kind = raw.get("kind")
@@ -37,7 +35,7 @@ def build(where: Where, docs: list[Any]) -> Scenario:
         meta.parse(built)
         by_kind[kind].append(built.obj)
     _check_references(where, by_kind)
-    objects = [obj for kind in KIND_ORDER for obj in by_kind[kind]]
+    objects = [obj for kind in MANIFEST_KINDS for obj in by_kind[kind]]
     return Scenario(
         name=PurePath(where.source).stem,
         now=_latest_creation(objects),
