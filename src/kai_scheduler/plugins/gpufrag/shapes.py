@@ -45,11 +45,6 @@ class ShapeKey:
     constraint: Constraint = NO_CONSTRAINT
 
 
-def of_task(task: PodInfo, max_gpu_memory: float) -> ShapeKey:
-    """The shape of one task."""
-    return ShapeKey(*fields(task, max_gpu_memory))
-
-
 def fields(task: PodInfo, max_gpu_memory: float) -> Fields:
     """The fields of a task's `ShapeKey`."""
     gpu = task.gpu
