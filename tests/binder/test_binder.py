@@ -266,3 +266,59 @@ def test_a_request_whose_pod_is_already_on_its_node_is_finished_as_succeeded() -
     version = _version(store)
     assert binder.reconcile().bound == []
     assert _version(store) == version
+
+
+def _events(store: MemoryStore) -> list[JSON]:
+    return sorted(store.list("events", b.NAMESPACE)[0], key=lambda e: str(e["reason"]))
+
+
+def _owned_by(request: JSON, pod: JSON) -> JSON:
+    meta = pod["metadata"]
+    request["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"], "controller": False}
+    ]
+    return request
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_bound_pod_gets_a_bound_event_of_its_uid(concurrency: int) -> None:
+    """As KAI's binder (§8.1): `Normal Bound` on the pod, named by the pod's uid from the BindRequest's owner
+    reference (kubectl describe shows only the events of the pod's uid); by the status threads too."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    pods = [b.pod(name) for name in ("p", "q")]
+    store.add_many([b.node("n1"), *pods, *(_owned_by(b.bind_request(p["metadata"]["name"], "n1"), p) for p in pods)])
+    binder = Binder(store, clock, events=True, concurrency=concurrency)
+    assert binder.reconcile().bound == ["ns/p", "ns/q"]
+    deadline = time.monotonic() + 5
+    while len(_events(store)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # with concurrency the status and the event are written in the background
+    events = sorted(_events(store), key=lambda e: str(e["involvedObject"]["name"]))
+    assert [(e["type"], e["reason"], e["involvedObject"]["name"]) for e in events] == [
+        ("Normal", "Bound", "p"),
+        ("Normal", "Bound", "q"),
+    ]
+    assert events[0]["message"] == "Pod ns/p bound to node n1"
+    assert events[0]["involvedObject"]["uid"] == pods[0]["metadata"]["uid"]
+    assert events[0]["source"] == {"component": "binder"}
+
+
+def test_a_failed_bind_is_a_binding_error_event_with_the_reason() -> None:
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    pod = b.pod("p")
+    store.add_many([pod, _owned_by(b.bind_request("p", "ghost"), pod)])
+    Binder(store, clock, events=True).reconcile()
+    [event] = _events(store)
+    assert (event["type"], event["reason"]) == ("Warning", "BindingError")
+    assert event["message"].startswith("Failed to bind pod ns/p to node ghost: ")
+    assert "ghost" in event["message"][len("Failed to bind pod ns/p to node ghost: ") :]
+    assert event["involvedObject"]["uid"] == pod["metadata"]["uid"]
+
+
+def test_without_events_the_binder_writes_none() -> None:
+    """The embedded cluster and the simulator bind without events (each would be one more write per pod)."""
+    store, _, binder = _cluster(b.node("n1"), b.pod("p"), b.bind_request("p", "n1"), b.pod("q"))
+    store.create(b.bind_request("q", "ghost"))
+    binder.reconcile()
+    assert _events(store) == []

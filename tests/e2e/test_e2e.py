@@ -39,6 +39,25 @@ def test_a_job_is_grouped_placed_bound_and_run(clean: Cluster) -> None:
         assert event.get("lastTimestamp") and event.get("firstTimestamp") and event.get("count") == 1, event
 
 
+def test_a_bound_pod_has_the_binders_bound_event_after_the_schedulers_scheduled(clean: Cluster) -> None:
+    """`kubectl describe pod` of a placed pod, as a KAI user reads it: the scheduler's `Scheduled` and the binder's
+    `Normal Bound` (KAI's binder, §8.1), both of the pod's uid; the binder creates it as its own ServiceAccount
+    (a missing `events` create in its ClusterRole fails the test through the `clean` fixture)."""
+    made = clean.create(pod("bound-event", labels={"app": "bound-event"}))
+    uid = made["metadata"]["uid"]
+
+    def reasons() -> dict[str, dict[str, object]]:
+        events, _ = clean.store.list("events", NAMESPACE)
+        mine = [e for e in events if e["involvedObject"].get("uid") == uid]
+        return {str(e["reason"]): e for e in mine}
+
+    clean.wait("the Scheduled and Bound events of the pod", lambda: {"Scheduled", "Bound"} <= set(reasons()))
+    bound = reasons()["Bound"]
+    assert bound["type"] == "Normal" and bound["source"] == {"component": "binder"}, bound
+    node = clean.bound("app=bound-event")[0]["spec"]["nodeName"]
+    assert bound["message"] == f"Pod {NAMESPACE}/bound-event bound to node {node}", bound
+
+
 def test_a_gang_is_placed_whole_or_not_at_all(clean: Cluster) -> None:
     """A gang of five 8-GPU pods on four 8-GPU nodes: none is bound, and the PodGroup says why; with
     minMember lowered to four the four are bound together."""

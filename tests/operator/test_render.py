@@ -3,6 +3,7 @@ rule, and one golden config.yaml."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 
 from kai_scheduler.admission.operator import parse_shard
 from kai_scheduler.api import kaiconfig
+from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.framework.shard_config import render as render_config
 from kai_scheduler.operator import render
 from kai_scheduler.scheduler.scheduler import load_config
@@ -215,3 +217,47 @@ def test_the_config_sets_the_shared_components() -> None:
         "kai-controllers",
         "kai-admission",
     }
+
+
+def _controllers_container(cfg: kaiconfig.Config) -> tuple[int, dict[str, Any]]:
+    objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
+    deployment = objects[("deployments", "kai-controllers")]
+    return deployment["spec"]["replicas"], deployment["spec"]["template"]["spec"]["containers"][0]["resources"]
+
+
+def test_kais_queue_and_podgroup_controller_sections_set_the_controllers_component() -> None:
+    """A KAI user's Config names `queueController` and `podGroupController` (BEHAVIOR §1.5); here both are the
+    `controllers` component: the larger replica count, the resources added up."""
+    cfg = kaiconfig.Config.from_dict(
+        config(
+            queueController={"replicas": 1, "service": {"resources": {"requests": {"cpu": "100m", "memory": "1Gi"}}}},
+            podGroupController={"replicas": 2, "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}},
+        )
+    )
+    replicas, resources = _controllers_container(cfg)
+    assert replicas == 2
+    assert resources["requests"] == {"cpu": "350m", "memory": "1536Mi"}
+
+
+def test_resources_under_a_components_service_as_kai_writes_them() -> None:
+    cfg = kaiconfig.Config.from_dict(config(binder={"service": {"resources": {"limits": {"cpu": "2"}}}}))
+    objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
+    container = objects[("deployments", "kai-binder")]["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["cpu"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        (
+            {"binder": {"service": {"image": {"tag": "x"}}}},
+            "spec.binder.service.image: unknown field; known: resources",
+        ),
+        ({"queueController": {"replicas": -1}}, "spec.queueController.replicas: expected an integer of at least 0"),
+        ({"podGroupController": {"sidecar": 1}}, "spec.podGroupController.sidecar: unknown field; known: replicas, "),
+        ({"binder": {"service": "big"}}, "spec.binder.service: expected an object, got 'big'"),
+    ],
+)
+def test_what_is_not_implemented_under_kais_sections_is_refused_by_name(section: dict[str, Any], message: str) -> None:
+    with pytest.raises(ObjectError, match=re.escape(message)):
+        kaiconfig.Config.from_dict(config(**section))

@@ -4,6 +4,11 @@ components the operator runs (BEHAVIOR.md §1.5).
 Each field this project implements is one row of `FIELDS`: its path in `spec`, its type, and the install value
 it sets (`install/values.py` holds the defaults; the operator renders the components with the same builders as
 `kai manifests`). A field that is not in the table, or of the wrong type, is an `ObjectError` naming it.
+
+KAI's `queueController` and `podGroupController` sections are one component here, `controllers` (so is this
+project's own `controllers` section): the replicas of the sections that set them give the larger count, and their
+resources add up (one process does the work of KAI's two). A component's `resources` may also be written where
+KAI's Config has them, under its `service` (`spec.binder.service.resources`).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, quantity
 from kai_scheduler.api.duration import DurationError, parse_duration
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
@@ -39,6 +44,8 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "binder.maxConcurrentReconciles": ("positive", "binder.maxConcurrentReconciles"),
     "podGrouper.replicas": ("count", "podgrouper.replicas"),
     "controllers.replicas": ("count", "controllers.replicas"),
+    "queueController.replicas": ("count", "controllers.replicas"),
+    "podGroupController.replicas": ("count", "controllers.replicas"),
     "admission.replicas": ("count", "admission.replicas"),
     "admission.gpuSharingEnabled": ("bool", "admission.gpuSharingEnabled"),
 }
@@ -48,6 +55,8 @@ RESOURCE_SECTIONS: Final = {
     "binder": "binder",
     "podGrouper": "podgrouper",
     "controllers": "controllers",
+    "queueController": "controllers",
+    "podGroupController": "controllers",
     "admission": "admission",
 }
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
@@ -77,11 +86,19 @@ def _walk(r: Reader, node: dict[str, Any], prefix: str, out: dict[str, Any]) -> 
         path = f"{prefix}{key}"
         if path in FIELDS:
             kind, target = FIELDS[path]
-            out[target] = _typed(r, f"spec.{path}", kind, value)
+            typed = _typed(r, f"spec.{path}", kind, value)
+            out[target] = max(out[target], typed) if kind == "count" and target in out else typed
         elif prefix == "" and key not in {p.split(".")[0] for p in FIELDS}:
             raise r.error(f"spec.{path}", f"unknown section; known: {', '.join(_sections())}")
         elif key == "resources" and prefix[:-1] in RESOURCE_SECTIONS:
             _resources(r, f"spec.{path}", value, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+        elif key == "service" and prefix[:-1] in RESOURCE_SECTIONS:
+            if not isinstance(value, dict):
+                raise r.error(f"spec.{path}", f"expected an object, got {value!r}")
+            for name, inner in value.items():
+                if name != "resources":
+                    raise r.error(f"spec.{path}.{name}", "unknown field; known: resources")
+                _resources(r, f"spec.{path}.resources", inner, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
         elif isinstance(value, dict) and any(p.startswith(f"{path}.") for p in FIELDS):
             _walk(r, value, f"{path}.", out)
         else:
@@ -95,7 +112,7 @@ def _sections() -> list[str]:
 def _known_under(prefix: str) -> list[str]:
     names = {p[len(prefix) :].split(".")[0] for p in FIELDS if p.startswith(prefix)}
     if prefix[:-1] in RESOURCE_SECTIONS:
-        names.add("resources")
+        names.update(("resources", "service"))
     return sorted(names)
 
 
@@ -137,5 +154,10 @@ def _resources(r: Reader, path: str, value: Any, target: str, out: dict[str, Any
         for resource, amount in amounts.items():
             if resource not in ("cpu", "memory"):
                 raise r.error(f"{where}.{resource}", "unknown resource; known: cpu, memory")
-            r.quantity(f"{where}.{resource}", amount)  # parses, or names the field
-            out[f"{target}.{bound}.{resource}"] = str(amount)
+            parsed = r.quantity(f"{where}.{resource}", amount)  # parses, or names the field
+            key = f"{target}.{bound}.{resource}"
+            if key in out:  # a second section of the same component (queueController and podGroupController)
+                parsed += r.quantity(f"{where}.{resource}", out[key])
+                out[key] = quantity.format_cpu(parsed) if resource == "cpu" else quantity.format_memory(parsed)
+            else:
+                out[key] = str(amount)

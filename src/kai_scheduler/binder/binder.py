@@ -7,9 +7,10 @@ reserve each GPU group of a shared-GPU pod (`reservation`: create or reuse its r
 of groups with no pods left are collected on every sync) and fill its shared-GPU ConfigMaps
 (`shared_gpu_configmaps`), bind through the `pods/binding` subresource, label a
 shared-GPU pod with its GPU group, and record the outcome
-in the BindRequest status. A failure sets phase Failed with the reason and counts `failedAttempts`; with a
-`backoffLimit` above the attempts made, the request is retried after 2^attempts seconds. The binder deletes
-nothing it did not create.
+in the BindRequest status and, with `events` (the component against an API server), as an event on the pod:
+`Normal Bound` or `Warning BindingError` with the reason (KAI's binder, §8.1; `kubectl describe pod` shows them).
+A failure sets phase Failed with the reason and counts `failedAttempts`; with a `backoffLimit` above the attempts
+made, the request is retried after 2^attempts seconds. The binder deletes nothing it did not create.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.binder import claims, reservation, shared_gpu_configmaps
+from kai_scheduler.store import events
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 
@@ -56,6 +58,7 @@ class Binder:
         *,
         collect_every: float = 0.0,
         concurrency: int = 1,
+        events: bool = False,
     ) -> None:
         if concurrency < 1:
             raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
@@ -64,6 +67,7 @@ class Binder:
         self.reservations = reservation.Reservations(store, clock, reservations)
         self.collect_every = collect_every
         self.concurrency = concurrency
+        self.events = events
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind") if concurrency > 1 else None
         self._statuses = (
             ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind-status") if concurrency > 1 else None
@@ -166,6 +170,7 @@ class Binder:
         outcome.bound.append(key)
         if self._statuses is None:
             self._status(br, "Succeeded", "", br.failed_attempts)
+            self._event(br, "Normal", "Bound", f"Pod {key} bound to node {br.selected_node}")
             return
         with self._settling_lock:
             self._settling.add(request)
@@ -177,6 +182,18 @@ class Binder:
         finally:
             with self._settling_lock:
                 self._settling.discard(request)
+        key = f"{br.meta.namespace}/{br.pod_name}"
+        self._event(br, "Normal", "Bound", f"Pod {key} bound to node {br.selected_node}")
+
+    def _event(self, br: BindRequest, kind: str, reason: str, message: str) -> None:
+        """An event on the BindRequest's pod, named by the pod's uid (the BindRequest's owner reference)."""
+        if not self.events:
+            return
+        ref = {"kind": "Pod", "namespace": br.meta.namespace, "name": br.pod_name}
+        uid = next((o.uid for o in br.meta.owner_references if o.kind == "Pod" and o.name == br.pod_name), "")
+        if uid:
+            ref["uid"] = uid
+        events.record(self.store, events.event(ref, kind, reason, message, component="binder", now=self.clock.now()))
 
     def _bound_here(self, br: BindRequest) -> bool:
         """Whether the pod is bound to the node this request selected (read only when a binding conflicts)."""
@@ -198,6 +215,7 @@ class Binder:
         attempts = br.failed_attempts + 1
         self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
         self._status(br, "Failed", reason, attempts)
+        self._event(br, "Warning", "BindingError", f"Failed to bind pod {key} to node {br.selected_node}: {reason}")
         outcome.failed.append((key, reason))
         log.warning(f"bind failed: {reason}", extra={"pod": key, "attempts": attempts})
 

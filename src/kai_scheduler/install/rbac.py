@@ -107,6 +107,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([""], ["configmaps"], ["create", "patch"]),  # binder/shared_gpu_configmaps.py
         rule([RESOURCE], ["resourceclaims"], READ),  # binder/claims.py: allocation and reservedFor
         rule([RESOURCE], ["resourceclaims/status"], ["update", "patch"]),
+        EVENTS,  # Bound / BindingError on the pod
     ],
     # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched.
     "podgrouper": [

@@ -149,6 +149,7 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
         ),
         collect_every=RESERVATION_COLLECT_SECONDS,
         concurrency=options.max_concurrent_reconciles,
+        events=True,
     )
     return Component(
         "binder",

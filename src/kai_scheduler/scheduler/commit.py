@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,14 +29,13 @@ from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.statement import Op, Operation
-from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError
+from kai_scheduler.store import events
+from kai_scheduler.store.interface import JSON, ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BACKLOG = 2000  # background writes (start annotations, events) waiting at most, with writer threads
-_event_failures_reported: set[str] = set()  # reasons an event write failed for, logged once per process
-_event_failures_lock = threading.Lock()  # events may be written by several threads
 
 
 class Committer:
@@ -270,28 +268,10 @@ class Committer:
         self._event({"kind": kind, "namespace": namespace, "name": name}, "Warning", reason, message)
 
     def _event(self, ref: JSON, kind: str, reason: str, message: str) -> None:
-        namespace = ref.get("namespace") or "default"
-        # Named by what it says, so that saying it again is AlreadyExists, and by the object's uid: a pod made
-        # again under the same name gets its own event (`kubectl describe` shows the events of its uid only).
-        digest = zlib.crc32(f"{ref['name']}|{ref.get('uid', '')}|{reason}|{message}".encode())
-        name = f"{ref['name']}.{reason.lower()}.{digest:08x}"
-        stamp = format_time(self.clock.now())
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": ref,
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "source": {"component": constants.DEFAULT_SCHEDULER_NAME},
-            # As client-go's recorder: without them `kubectl get events` shows LAST SEEN <unknown> and
-            # `--sort-by=.lastTimestamp` puts these events first.
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        self._background(self._create_event, event)
+        body = events.event(
+            ref, kind, reason, message, component=constants.DEFAULT_SCHEDULER_NAME, now=self.clock.now()
+        )
+        self._background(events.record, self.store, body)
 
     def _background(self, write: Callable[..., None], *args: Any) -> None:
         """`write(*args)` by the background threads (at once without them)."""
@@ -304,18 +284,6 @@ class Committer:
                 if error is not None:
                     log.error(f"background write failed: {type(error).__name__}: {error}")
             self._backlog.append(self._later.submit(write, *args))
-
-    def _create_event(self, event: JSON) -> None:
-        try:
-            self.store.create(event)
-        except AlreadyExists:  # the same event already exists: nothing new to say
-            pass
-        except StoreError as err:
-            with _event_failures_lock:
-                first = err.reason not in _event_failures_reported
-                _event_failures_reported.add(err.reason)
-            if first:
-                log.warning(f"event not recorded (said once per reason): {err}", extra={"reason": err.reason})
 
 
 def _call(write: Callable[[], None]) -> None:
