@@ -425,7 +425,9 @@ def _put_back(model: Model) -> None:
     # in `Snapshot.written`. Every other job still has its PodGroup's.
     for uid in model.stale_watch | model.written:
         job = model.jobs.get(uid)
-        g = None if job is None else model.group_by_skey.get(job.podgroup.meta.key)
+        if job is None:
+            continue
+        g = model.group_by_skey.get(job.podgroup.meta.key)
         if g is not None and g.job is job and job.stale_since != g.record.stale_since:
             job.stale_since = g.record.stale_since
     model.written.clear()
