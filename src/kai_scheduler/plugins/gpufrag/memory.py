@@ -4,7 +4,8 @@ memo to each snapshot it builds; elsewhere every session starts empty).
 - `Learned`: the shape of every task the last session saw, by uid with the record it was derived from. A
   session looks at the uids the kept model logged as changed since (`Snapshot.task_log`; without that log, or
   when it does not reach back, every record is matched by identity) instead of deriving the shape of every
-  pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks.
+  pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks. Their ranking
+  (`Ranking`, `shapes.heaviest`'s order) is kept sorted and moved for the shapes whose counts changed.
 - `Rows`: per node row, its per-device free fractions and its class, under the row's stamp
   (`NodeArrays.stamps`, new whenever the row's tasks or ledgers change): a session open derives only the rows
   whose stamp moved since.
@@ -12,8 +13,9 @@ memo to each snapshot it builds; elsewhere every session starts empty).
   per-device free fractions, free CPU and memory, and the shapes it is eligible for, bit for bit), each with its
   `F_n(m)` per shape, and per task signature and class the `F_n(m)` per shape after such a task lands (for a
   task on one shared device: after it takes each device that holds it). These depend on the inputs and the
-  shapes alone, not on the shapes' weights, so they stay true while the workload's popularity moves; a session
-  weighs them with its weights (`measure.weigh`, the same sums as a fresh computation).
+  shapes alone, not on the shapes' weights nor their rank, so they stay true while the workload's popularity
+  moves: the columns are the shapes in `shapes.order`, and a session takes them in its rank order and weighs
+  them with its weights (`measure.weigh`, the same sums as a fresh computation).
 
 Everything here is a function of what it is keyed by, so a memo shared by snapshots built in any order gives the
 same values as a fresh computation. A table holds at most `LIMIT` rows of per-shape values; the next session

@@ -25,10 +25,13 @@ moves no event reported). Per session, a class's expected fragmentation and, per
 memory and GPU ask), its growth are one number each, computed the first time a task meets the class. Across
 sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only the task records the kept model
 logged as changed, `Snapshot.task_log`, are looked at), each node row's free fractions and class under the
-row's stamp (`NodeArrays.stamps`: only rows whose stamp moved are derived again) and, while the shapes are the
-same, each class's per-shape fragmentation and, per signature, the per-shape fragmentation after such a task
-lands: a session weighs them with its own weights. Decisions are the same as
-computing everything afresh, whatever was kept (tests/property/test_gpufrag.py checks it).
+row's stamp (`NodeArrays.stamps`: only rows whose stamp moved are derived again) and, while the set of shapes is
+the same, each class's per-shape fragmentation and, per signature, the per-shape fragmentation after such a task
+lands: a session weighs them with its own weights. The learned shapes' ranking is kept too and moved for the
+shapes whose counts changed; a new ranking of the same shapes keeps the table, whose columns are the shapes in
+`shapes.order`, and a session weighs the columns taken in its rank order (`_weigh`: the same sums, bit for bit).
+Decisions are the same as computing everything afresh, whatever was kept (tests/property/test_gpufrag.py checks
+it).
 
 Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
 (learned shapes weigh their task count, `tasks`, FGD's popularity and the default; or `gpus`, that count times
