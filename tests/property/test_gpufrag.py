@@ -20,7 +20,7 @@ from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.resources import CPU, GPU, MEMORY
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.config import DEFAULT_PLUGINS
-from kai_scheduler.plugins.gpufrag import memory, shapes, state
+from kai_scheduler.plugins.gpufrag import measure, memory, shapes, state
 from kai_scheduler.plugins.gpufrag.plugin import GpuFrag
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim.embedded import EmbeddedCluster
@@ -183,7 +183,8 @@ def test_values_kept_across_sessions_equal_a_fresh_session(
     kept_snapshot, fresh_snapshot = pb.snapshot(nodes=nodes, pods=pods), pb.snapshot(nodes=nodes, pods=pods)
     kept_snapshot.plugin_memo = memo
     kept_ssn, fresh_ssn = pb.session(kept_snapshot, later), pb.session(fresh_snapshot, fresh)
-    assert np.array_equal(later._shapes.weight, fresh._shapes.weight)
+    assert np.array_equal(later._weight, fresh._weight)
+    assert np.array_equal(_ranked(later, "per_device"), _ranked(fresh, "per_device"))
     assert np.array_equal(later.before(every), fresh.before(every))
     for i in range(len(task_kinds)):
         kept = later.growth(pb.task(kept_ssn, f"p{i}"), every)
@@ -258,8 +259,9 @@ def test_open_kept_across_kept_builds_equals_a_fresh_session(
         ssn = pb.session(snap, plugin)
         fresh_ssn = pb.session(snapshots.build(objects, params), fresh)
         every = np.arange(len(nodes), dtype=np.intp)
-        for name in ("cpu", "memory", "devices", "per_device", "weight"):
-            assert np.array_equal(getattr(plugin._shapes, name), getattr(fresh._shapes, name)), f"shapes' {name}"
+        for name in ("cpu", "memory", "devices", "per_device"):
+            assert np.array_equal(_ranked(plugin, name), _ranked(fresh, name)), f"shapes' {name}"
+        assert np.array_equal(plugin._weight, fresh._weight), "shapes' weights"
         assert np.array_equal(plugin._free, fresh._free), "kept node rows differ from fresh ones"
         assert np.array_equal(plugin._free, state.matrix(snap, plugin._free.shape[1]))
         assert np.array_equal(plugin.before(every), fresh.before(every)), "kept fragmentation differs"
@@ -282,6 +284,12 @@ def test_open_kept_across_kept_builds_equals_a_fresh_session(
         del snap, ssn, fresh_ssn, plugin, fresh, stmt  # nobody holds the snapshot: the model is kept
         gc.collect()
     assert kept_builds == len(builds) - 1, "the model was not kept: nothing kept was tested"
+
+
+def _ranked(plugin: GpuFrag, name: str) -> np.ndarray:
+    """A field of the session's shapes in their rank order (the table's columns are in shape order)."""
+    values: np.ndarray = getattr(plugin._shapes, name)
+    return values if plugin._perm is None else values[plugin._perm]
 
 
 def _objects(nodes: list[Node], pods: list[Pod]) -> snapshots.ClusterObjects:
@@ -335,3 +343,80 @@ def test_learned_counts_read_only_the_logged_uids() -> None:
     assert learned.counts_of(swapped, snap.max_gpu_memory) == Counter(
         shapes.fields(t, snap.max_gpu_memory) for t in swapped.values()
     )
+
+
+# --- the kept ranking of learned shapes, and one table for every ranking of the same shapes ------------------
+
+
+@SETTINGS
+@given(
+    draws=st.lists(st.lists(st.integers(0, 23), max_size=24), min_size=1, max_size=8),
+    weighings=st.lists(st.sampled_from(shapes.WEIGHINGS), min_size=1, max_size=8),
+    limit=st.sampled_from([1, 2, 5, 64]),
+)
+def test_kept_ranking_equals_ranking_every_shape(draws: list[list[int]], weighings: list[str], limit: int) -> None:
+    """`memory.Learned.heaviest`, moving only the shapes whose counts changed in a kept order, gives what
+    `shapes.heaviest` gives from the counts (weights, ties by shape), whatever records came and went before
+    and however the weighing changed between reads."""
+    kinds = [_TASK_KINDS[i % len(_TASK_KINDS)] for i in range(24)]
+    pods = [pb.pod(f"t{i}", gpus=g, fraction=f, cpu=c, memory=m) for i, (g, f, c, m) in enumerate(kinds)]
+    snap = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=pods)
+    records = [pb.task(snap, f"t{i}") for i in range(24)]
+    learned = memory.Learned()
+    for n, draw in enumerate(draws):
+        weigh_by = weighings[n % len(weighings)]
+        counts = learned.counts_of({str(records[i].uid): records[i] for i in draw}, snap.max_gpu_memory)
+        assert learned.heaviest(limit, weigh_by) == shapes.heaviest(counts, limit, weigh_by)
+
+
+_GIVEN = ["1", "0.5", "8", "0", "0.25x2", "2"]
+
+
+@SETTINGS
+@given(
+    node_kinds=st.lists(st.integers(0, len(_NODE_KINDS) - 1), min_size=1, max_size=10),
+    task_kinds=st.lists(st.integers(0, len(_TASK_KINDS) - 1), min_size=1, max_size=6),
+    running=st.lists(st.tuples(st.integers(0, 11), st.integers(0, len(_TASK_KINDS) - 1)), max_size=6),
+    first=st.permutations(range(len(_GIVEN))),
+    then=st.permutations(range(len(_GIVEN))),
+    weights=st.lists(st.integers(1, 9), min_size=2 * len(_GIVEN), max_size=2 * len(_GIVEN)),
+)
+def test_a_new_ranking_of_the_same_shapes_keeps_the_table_and_weighs_in_rank_order(
+    node_kinds: list[int],
+    task_kinds: list[int],
+    running: list[tuple[int, int]],
+    first: list[int],
+    then: list[int],
+    weights: list[int],
+) -> None:
+    """The same shapes in another order and with other weights (as learned shapes move in rank) keep the kept
+    table (its classes and per-shape values); the session's fragmentation is bit for bit the measure weighed
+    over the shapes in rank order, and its scores are those of a session with an empty memo."""
+    nodes, pods = _cluster(node_kinds, task_kinds, running)
+    texts = [
+        ", ".join(f"{_GIVEN[i]}:{weights[n + k]}" for k, i in enumerate(order)) for n, order in ((0, first), (6, then))
+    ]
+    earlier = GpuFrag.from_args({"shapes": texts[0]})
+    ssn = pb.session(pb.snapshot(nodes=nodes, pods=pods), earlier)
+    memo = ssn.snapshot.plugin_memo
+    table = earlier._table
+    later, fresh = GpuFrag.from_args({"shapes": texts[1]}), GpuFrag.from_args({"shapes": texts[1]})
+    kept_snapshot, fresh_snapshot = pb.snapshot(nodes=nodes, pods=pods), pb.snapshot(nodes=nodes, pods=pods)
+    kept_snapshot.plugin_memo = memo
+    kept_ssn, fresh_ssn = pb.session(kept_snapshot, later), pb.session(fresh_snapshot, fresh)
+    assert later._table is table, "a new ranking of the same shapes made a new table"
+    every = np.arange(len(nodes), dtype=np.intp)
+    ranked = shapes.to_shapes(shapes.parse(texts[1]))
+    snap = kept_ssn.snapshot
+    assert later._eligible is None, "given shapes may run on every node"
+    want = measure.expected(
+        ranked,
+        state.matrix(snap, later._free.shape[1]),
+        snap.arrays.free[:, CPU],
+        snap.arrays.free[:, MEMORY],
+    )
+    assert np.array_equal(later.before(every), want), "weighed otherwise than in rank order"
+    assert np.array_equal(later.before(every), fresh.before(every))
+    for i in range(len(task_kinds)):
+        kept = later.growth(pb.task(kept_ssn, f"p{i}"), every)
+        assert np.array_equal(kept, fresh.growth(pb.task(fresh_ssn, f"p{i}"), every)), f"p{i} scored"

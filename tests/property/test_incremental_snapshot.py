@@ -198,7 +198,9 @@ def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, in
         elif what == "relabel":
             store.patch("pods", name, b.NAMESPACE, {"metadata": {"labels": {constants.LABEL_SUBGROUP_NAME: "x"}}})
         elif what == "podgroup":
-            store.patch("podgroups", f"g{i % 3}", b.NAMESPACE, {"spec": {"minMember": gpus + 1}})
+            grace = "soon" if shared else "1m"  # a PodGroup with a warning (a problem of the snapshot), or without
+            spec = {"minMember": gpus + 1, "stalenessGracePeriod": grace}
+            store.patch("podgroups", f"g{i % 3}", b.NAMESPACE, {"spec": spec})
         elif what == "cordon":
             store.patch("nodes", node, "", {"spec": {"unschedulable": shared}})
     except StoreError:
@@ -315,7 +317,10 @@ def _random_session(snap: snapshots.Snapshot, steps: list[tuple[str, int, str]])
                 stmt, marks = ssn.statement(), [0]
         except ValueError:
             pass
-    snap.jobs[tasks[0].job_uid].stale_since = b.NOW  # as stalegangeviction marks a job
+    for job in snap.stale_candidates():  # as stalegangeviction marks and clears jobs
+        job.stale_since = b.NOW if job.stale_since is None else None
+    snap.written.add(tasks[0].job_uid)  # any other job whose stale timestamp a reader sets is named in `written`
+    snap.jobs[tasks[0].job_uid].stale_since = b.NOW - 1
     ssn.release()
 
 

@@ -103,6 +103,7 @@ class Model:
     timed: set[Key] = field(default_factory=set)  # placements that depend on the time
     pod_problems: dict[Key, s.Problem] = field(default_factory=dict)
     groups: dict[int, _Group] = field(default_factory=dict)
+    warned: set[int] = field(default_factory=set)  # keys of `groups` whose PodGroups carry warnings
     group_by_skey: dict[str, _Group] = field(default_factory=dict)
     job_keys: list[Key] = field(default_factory=list)  # sorted: the order of `jobs`
     job_of: dict[str, JobInfo] = field(default_factory=dict)  # PodGroup key → its job in `jobs`
@@ -142,12 +143,6 @@ class Model:
 def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> s.Snapshot:
     problems = list(objects.problems)
     problems += [s.Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
-    problems += [
-        s.Problem("PodGroup", pg.meta.key, "InvalidField", w)
-        for pg in objects.podgroups
-        if pg.warnings
-        for w in pg.warnings
-    ]
     pooled = s._pooled_nodes(objects.nodes, params, memo)
     queue_problems: list[s.Problem] = []
     queues = s._queue_tree(objects.queues, queue_problems)
@@ -168,6 +163,10 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     if model is None:
         model = memo.model = _fresh(objects, params, memo, pooled, signature, queues, labels)
     model.marks = dict(objects.marks)
+    if model.warned:  # PodGroups with warnings, in the objects' order (none: no pass over every PodGroup)
+        problems += [
+            s.Problem("PodGroup", pg.meta.key, "InvalidField", w) for pg in objects.podgroups for w in pg.warnings
+        ]
     problems += queue_problems
     problems += [model.pod_problems[k] for k in sorted(model.pod_problems)]
     problems += [model.group_problems[k] for k in sorted(model.group_problems)]
@@ -421,12 +420,19 @@ def _put_back(model: Model) -> None:
             info.placement, info.memory_portion = e.placement, e.portion
             if e.node:
                 dirty.add(e.node)
+    # Stale timestamps: stalegangeviction sets them on the snapshot's stale candidates only (the jobs watched at
+    # the last build and those a session moved tasks of, which `written` holds); any other writer names the job
+    # in `Snapshot.written`. Every other job still has its PodGroup's.
+    for uid in model.stale_watch | model.written:
+        job = model.jobs.get(uid)
+        if job is None:
+            continue
+        g = model.group_by_skey.get(job.podgroup.meta.key)
+        if g is not None and g.job is job and job.stale_since != g.record.stale_since:
+            job.stale_since = g.record.stale_since
     model.written.clear()
     dirty |= model.touched
     model.touched.clear()
-    for g in model.groups.values():
-        if g.job is not None and g.job.stale_since != g.record.stale_since:
-            g.job.stale_since = g.record.stale_since
 
 
 def _written(model: Model) -> Iterable[_Pod]:
@@ -531,6 +537,8 @@ def _unlink(model: Model, e: _Pod) -> None:
 def _link_group(model: Model, pg: PodGroup, records: dict[str, s._GroupRecord]) -> None:
     g = _Group((pg.meta.namespace, pg.name), pg.meta.key, s._group_record(pg, records))
     model.groups[id(pg)] = g
+    if pg.warnings:
+        model.warned.add(id(pg))
     model.group_by_skey[g.skey] = g
     model.dirty_groups.add(g.skey)
 
@@ -538,6 +546,7 @@ def _link_group(model: Model, pg: PodGroup, records: dict[str, s._GroupRecord]) 
 def _unlink_group(model: Model, g: _Group) -> None:
     """Its job stays in `jobs` until the PodGroup's key is rebuilt: a new version of it takes the same place."""
     del model.groups[id(g.record.podgroup)]
+    model.warned.discard(id(g.record.podgroup))
     if model.group_by_skey.get(g.skey) is g:
         del model.group_by_skey[g.skey]
     model.dirty_groups.add(g.skey)

@@ -169,7 +169,9 @@ class Snapshot:
     waiting: list[JobInfo] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # nodes a session moved tasks on (a kept model redoes them)
     # Jobs some of whose task records were changed in place (placement or GPU-memory portion): by `move`, by
-    # GPU sharing's choice of a portion, by `show`; a kept model puts back their tasks only.
+    # GPU sharing's choice of a portion, by `show`; a kept model puts back their tasks only. A job's stale
+    # timestamp may be changed on `stale_candidates()` (as stalegangeviction does) or on a job named here: a kept
+    # model puts back those only.
     written: set[str] = field(default_factory=set)
     # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (a kept model keeps the list);
     # None: found by a pass over every pod (`podaffinity.anti_affine_pods`).

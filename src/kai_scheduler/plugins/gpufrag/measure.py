@@ -52,17 +52,23 @@ class Shapes:
         arrays = [np.asarray(v, dtype=np.float64).reshape(-1) for v in (cpu, memory, devices, per_device, weight)]
         if len({a.size for a in arrays}) != 1:
             raise ValueError("shape arrays differ in length")
-        w = arrays[4]
-        if (w < 0).any() or not np.isfinite(w).all():
-            raise ValueError("shape weights must be finite and not negative")
-        total = w.sum()
-        w = w / total if total > 0 else np.full(w.size, 1.0 / max(w.size, 1))
+        w = normalized(arrays[4])
         per = np.where(arrays[2] > 0, arrays[3], 0.0)
         levels, level_of = np.unique(per, return_inverse=True)
         return cls(arrays[0], arrays[1], arrays[2], per, w, levels, level_of.reshape(-1))
 
     def __len__(self) -> int:
         return int(self.weight.size)
+
+
+def normalized(weight: object) -> Floats:
+    """Weights scaled to sum to 1 (all zero: every one alike); ValueError for a negative or infinite one."""
+    w = np.asarray(weight, dtype=np.float64).reshape(-1)
+    if (w < 0).any() or not np.isfinite(w).all():
+        raise ValueError("shape weights must be finite and not negative")
+    total = w.sum()
+    out: Floats = w / total if total > 0 else np.full(w.size, 1.0 / max(w.size, 1))
+    return out
 
 
 def per_shape(

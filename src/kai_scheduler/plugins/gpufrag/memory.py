@@ -4,7 +4,8 @@ memo to each snapshot it builds; elsewhere every session starts empty).
 - `Learned`: the shape of every task the last session saw, by uid with the record it was derived from. A
   session looks at the uids the kept model logged as changed since (`Snapshot.task_log`; without that log, or
   when it does not reach back, every record is matched by identity) instead of deriving the shape of every
-  pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks.
+  pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks. Their ranking
+  (`Ranking`, `shapes.heaviest`'s order) is kept sorted and moved for the shapes whose counts changed.
 - `Rows`: per node row, its per-device free fractions and its class, under the row's stamp
   (`NodeArrays.stamps`, new whenever the row's tasks or ledgers change): a session open derives only the rows
   whose stamp moved since.
@@ -12,8 +13,9 @@ memo to each snapshot it builds; elsewhere every session starts empty).
   per-device free fractions, free CPU and memory, and the shapes it is eligible for, bit for bit), each with its
   `F_n(m)` per shape, and per task signature and class the `F_n(m)` per shape after such a task lands (for a
   task on one shared device: after it takes each device that holds it). These depend on the inputs and the
-  shapes alone, not on the shapes' weights, so they stay true while the workload's popularity moves; a session
-  weighs them with its weights (`measure.weigh`, the same sums as a fresh computation).
+  shapes alone, not on the shapes' weights nor their rank, so they stay true while the workload's popularity
+  moves: the columns are the shapes in `shapes.order`, and a session takes them in its rank order and weighs
+  them with its weights (`measure.weigh`, the same sums as a fresh computation).
 
 Everything here is a function of what it is keyed by, so a memo shared by snapshots built in any order gives the
 same values as a fresh computation. A table holds at most `LIMIT` rows of per-shape values; the next session
@@ -22,6 +24,7 @@ past that starts a new one.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -33,7 +36,7 @@ import numpy.typing as npt
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.snapshot import TaskLog
 from kai_scheduler.plugins.gpufrag import shapes
-from kai_scheduler.plugins.gpufrag.measure import Bools, Floats
+from kai_scheduler.plugins.gpufrag.measure import Bools, Floats, Shapes
 
 LIMIT = 1 << 16  # rows of per-shape values past which a table is dropped: 32 MiB at 64 shapes (twice in capacity)
 
@@ -49,6 +52,22 @@ class Learned:
     counts: Counter[shapes.Fields] = field(default_factory=Counter)
     log: TaskLog | None = None  # `tasks` is the log's at `mark` (None: not known)
     mark: int = 0
+    moved: set[shapes.Fields] = field(default_factory=set)  # fields whose count changed since `ranking` looked
+    ranking: Ranking | None = None  # None: rank every shape again
+
+    def heaviest(self, limit: int, weigh_by: str) -> list[tuple[shapes.ShapeKey, float]]:
+        """`shapes.heaviest(counts, limit, weigh_by)` of the counts as last read, from a ranking kept in order
+        and moved for the fields whose count changed since (not every shape sorted again)."""
+        ranking = self.ranking
+        if ranking is None or ranking.weigh_by != weigh_by:
+            ranking = self.ranking = Ranking(weigh_by)
+            self.moved = set(self.counts)
+        for f in self.moved:
+            if not ranking.set(f, self.counts.get(f, 0)):  # two shapes that rank alike (not met): sort them all
+                self.ranking = None
+                return shapes.heaviest(self.counts, limit, weigh_by)
+        self.moved.clear()
+        return ranking.top(limit)
 
     def counts_of(
         self, tasks: Mapping[str, PodInfo], max_gpu_memory: float, log: TaskLog | None = None, mark: int = 0
@@ -58,6 +77,7 @@ class Learned:
         otherwise every record is matched against the kept one by identity."""
         if max_gpu_memory != self.max_gpu_memory:
             self.max_gpu_memory, self.tasks, self.counts, self.log = max_gpu_memory, {}, Counter(), None
+            self.moved, self.ranking = set(), None
         changed = log.since(self.mark, mark) if log is not None and log is self.log else None
         if changed is not None:
             for uid in changed:
@@ -67,6 +87,7 @@ class Learned:
         ):  # mostly new records (a model built anew): count afresh
             self.tasks = {uid: (t, shapes.fields(t, self.max_gpu_memory)) for uid, t in tasks.items()}
             self.counts = Counter(f for _, f in self.tasks.values())
+            self.moved, self.ranking = set(), None
         else:
             for uid, task in tasks.items():
                 self._update(uid, task)
@@ -87,10 +108,50 @@ class Learned:
             counts[entry[1]] -= 1
             if not counts[entry[1]]:
                 del counts[entry[1]]
+            self.moved.add(entry[1])
         if task is not None:
             fields = shapes.fields(task, self.max_gpu_memory)
             kept[uid] = (task, fields)
             counts[fields] += 1
+            self.moved.add(fields)
+
+
+@dataclass(slots=True, eq=False)
+class Ranking:
+    """Shapes in `shapes.heaviest`'s order, kept sorted as their counts move: each by its rank key (minus its
+    weight, then `shapes.order`)."""
+
+    weigh_by: str
+    ranks: list[tuple[object, ...]] = field(default_factory=list)  # rank keys, ascending: heaviest first
+    rank_of: dict[shapes.Fields, tuple[object, ...]] = field(default_factory=dict)
+    at: dict[tuple[object, ...], tuple[shapes.ShapeKey, float]] = field(default_factory=dict)  # rank key → entry
+    order_of: dict[shapes.Fields, tuple[object, ...]] = field(default_factory=dict)  # `shapes.order`, kept
+
+    def set(self, f: shapes.Fields, count: int) -> bool:
+        """Rank `f` for `count` tasks (0: drop it); False when another shape has the same rank key (their order
+        would be the counter's, which a sorted list does not keep)."""
+        old = self.rank_of.pop(f, None)
+        if old is not None:
+            del self.ranks[bisect.bisect_left(self.ranks, old)]
+            del self.at[old]
+        if count <= 0:
+            self.order_of.pop(f, None)
+            return True
+        order = self.order_of.get(f)
+        if order is None:
+            order = self.order_of[f] = shapes.order(f)
+        weight = shapes.weight(f, count, self.weigh_by)
+        key = (-weight, *order)
+        if key in self.at:
+            return False
+        bisect.insort(self.ranks, key)
+        self.rank_of[f] = key
+        self.at[key] = (shapes.ShapeKey(*f), weight)
+        return True
+
+    def top(self, limit: int) -> list[tuple[shapes.ShapeKey, float]]:
+        at = self.at
+        return [at[key] for key in self.ranks[:limit]]
 
 
 @dataclass(slots=True, eq=False)
@@ -133,14 +194,16 @@ class After:
 class Table:
     """Classes of measure inputs and their per-shape values, for the shapes `keys` over `slots` devices."""
 
-    keys: tuple[shapes.ShapeKey, ...]
+    keys: tuple[shapes.ShapeKey, ...]  # distinct, in `shapes.order`: the columns of the per-shape values
     slots: int
+    shapes: Shapes = field(init=False)  # `keys` as arrays (their weights play no part here)
     ids: dict[bytes, int] = field(default_factory=dict)  # measure inputs → class
     per_shape: Floats = field(init=False)  # (classes, M): `F_n(m)` now
     after: dict[Signature, After] = field(default_factory=dict)
     rows: int = 0  # rows of per-shape values held (classes, and signatures' choices)
 
     def __post_init__(self) -> None:
+        self.shapes = shapes.to_shapes([(k, 1.0) for k in self.keys])
         self.per_shape = np.zeros((0, len(self.keys)))
 
     def grow(self, count: int) -> None:
@@ -185,6 +248,22 @@ class Memory:
     learned: Learned = field(default_factory=Learned)
     table: Table | None = None
     rows: Rows | None = None
+    ranked: tuple[shapes.ShapeKey, ...] = ()  # the shapes of the last `columns_for`, and what it gave
+    columns: tuple[tuple[shapes.ShapeKey, ...], npt.NDArray[np.intp] | None] = ((), None)
+
+    def columns_for(
+        self, keys: tuple[shapes.ShapeKey, ...]
+    ) -> tuple[tuple[shapes.ShapeKey, ...], npt.NDArray[np.intp] | None]:
+        """The table columns of shapes `keys` (ranked by weight): the distinct ones in `shapes.order`, so that a
+        new ranking of the same shapes keeps its table; and per shape of `keys` its column (None: the same
+        order). A session weighs `values[..., perm]`: the columns in `keys`' order, the sums as before."""
+        if keys != self.ranked:
+            columns = tuple(sorted(dict.fromkeys(keys), key=_order))
+            index = {k: i for i, k in enumerate(columns)}
+            perm = np.array([index[k] for k in keys], dtype=np.intp)
+            same = columns == keys
+            self.ranked, self.columns = keys, (columns, None if same else perm)
+        return self.columns
 
     def rows_for(self, nodes: int, slots: int) -> Rows:
         """The kept rows for this many nodes and device slots, or new ones (nothing derived yet)."""
@@ -199,6 +278,10 @@ class Memory:
         if table is None or table.keys != keys or table.slots != slots or table.rows > LIMIT:
             table = self.table = Table(keys, slots)
         return table
+
+
+def _order(key: shapes.ShapeKey) -> tuple[float, float, int, float, str]:
+    return shapes.order((key.cpu, key.memory, key.devices, key.per_device, key.constraint))
 
 
 def of(memo: dict[str, object], name: str) -> Memory:

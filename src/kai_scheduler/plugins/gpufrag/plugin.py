@@ -25,10 +25,13 @@ moves no event reported). Per session, a class's expected fragmentation and, per
 memory and GPU ask), its growth are one number each, computed the first time a task meets the class. Across
 sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only the task records the kept model
 logged as changed, `Snapshot.task_log`, are looked at), each node row's free fractions and class under the
-row's stamp (`NodeArrays.stamps`: only rows whose stamp moved are derived again) and, while the shapes are the
-same, each class's per-shape fragmentation and, per signature, the per-shape fragmentation after such a task
-lands: a session weighs them with its own weights. Decisions are the same as
-computing everything afresh, whatever was kept (tests/property/test_gpufrag.py checks it).
+row's stamp (`NodeArrays.stamps`: only rows whose stamp moved are derived again) and, while the set of shapes is
+the same, each class's per-shape fragmentation and, per signature, the per-shape fragmentation after such a task
+lands: a session weighs them with its own weights. The learned shapes' ranking is kept too and moved for the
+shapes whose counts changed; a new ranking of the same shapes keeps the table, whose columns are the shapes in
+`shapes.order`, and a session weighs the columns taken in its rank order (`_weigh`: the same sums, bit for bit).
+Decisions are the same as computing everything afresh, whatever was kept (tests/property/test_gpufrag.py checks
+it).
 
 Arguments: `shapes` (see `shapes`; default: learned), `maxShapes` (learned shapes kept, default 64), `weighBy`
 (learned shapes weigh their task count, `tasks`, FGD's popularity and the default; or `gpus`, that count times
@@ -65,8 +68,10 @@ class GpuFrag(PluginBase):
     name = "gpufrag"
     _snapshot: Snapshot
     _arrays: NodeArrays
-    _shapes: Shapes
-    _eligible: Bools | None  # (nodes, shapes), None: every node
+    _shapes: Shapes  # the table's columns: the distinct shapes in `shapes.order`
+    _perm: npt.NDArray[np.intp] | None  # per shape by weight, its column (None: the same order)
+    _weight: Floats  # per shape by weight, its normalised weight
+    _eligible: Bools | None  # (nodes, columns), None: every node
     _eligible_bits: npt.NDArray[np.uint8] | None  # the same packed in bits, part of a row's class key
     _free: Floats  # (nodes, slots): per-device free fractions
     _dirty: set[int]  # rows whose tasks changed since `_free` and `_class` were computed
@@ -118,16 +123,16 @@ class GpuFrag(PluginBase):
         snap = self._snapshot = ssn.snapshot
         self._arrays = snap.arrays
         kept = memory.of(snap.plugin_memo, f"{self.name}/{self.max_shapes}/{self.weigh_by}/{self.given is None}")
-        weighted = self.given or shapes.heaviest(
-            kept.learned.counts_of(snap.tasks, snap.max_gpu_memory, snap.task_log, snap.task_mark),
-            self.max_shapes,
-            self.weigh_by,
-        )
-        keys = tuple(k for k, _ in weighted)
-        self._shapes = shapes.to_shapes(weighted)
-        self._eligible = shapes.eligibility(keys, snap.nodes)
+        if self.given is not None:
+            weighted = self.given
+        else:
+            kept.learned.counts_of(snap.tasks, snap.max_gpu_memory, snap.task_log, snap.task_mark)
+            weighted = kept.learned.heaviest(self.max_shapes, self.weigh_by)
+        columns, self._perm = kept.columns_for(tuple(k for k, _ in weighted))
+        self._weight = measure.normalized([w for _, w in weighted])
+        self._eligible = shapes.eligibility(columns, snap.nodes)
         self._eligible_bits = None if self._eligible is None else np.packbits(self._eligible, axis=1)
-        self._table = self._open_rows(kept, keys)
+        self._table = self._open_rows(kept, columns)
         self._dirty, self._rows, self._version = set(), {}, snap.version
         self._scores = {}
         ssn.add(points.NODE_ORDER, self.node_order)
@@ -144,6 +149,7 @@ class GpuFrag(PluginBase):
         count, slots = len(snap.nodes), state.width(snap)
         rows = kept.rows_for(count, slots)
         table = kept.table_for(keys, slots)
+        self._shapes = table.shapes
         moved = np.flatnonzero(rows.stamps != arrays.stamps)
         if 2 * moved.size > count:
             rows.free[:] = state.matrix(snap, slots)
@@ -160,11 +166,12 @@ class GpuFrag(PluginBase):
         self._classify(moved)
         rows.classes[moved] = self._class[moved]
         self._seen = self._watch(slice(None))
-        if count:
-            classes = np.unique(self._class)
-            todo = classes[np.isnan(self._before[classes])]
+        if count:  # the classes of the rows (a mask over the classes: cheaper than sorting the rows' classes)
+            present = np.zeros(self._before.size, dtype=bool)
+            present[self._class] = True
+            todo = np.flatnonzero(present & np.isnan(self._before))
             if todo.size:
-                self._before[todo] = measure.weigh(table.per_shape[todo], self._shapes.weight)
+                self._before[todo] = self._weigh(table.per_shape[todo])
         return table
 
     def task_changed(self, task: PodInfo) -> None:
@@ -218,7 +225,7 @@ class GpuFrag(PluginBase):
         if self._before.size <= found:
             self._before = _grown(self._before, found + 1)
         if np.isnan(self._before[found]):
-            self._before[found] = measure.weigh(table.per_shape[found], self._shapes.weight)
+            self._before[found] = self._weigh(table.per_shape[found])
 
     def _watch(self, rows: slice | npt.NDArray[np.intp]) -> Floats:
         """What a move changes on a row: its free CPU, memory and GPU and the room in its shared GPUs."""
@@ -263,7 +270,7 @@ class GpuFrag(PluginBase):
         todo = np.isnan(self._before[ids])
         if todo.any():
             classes = np.unique(ids[todo])
-            self._before[classes] = measure.weigh(table.per_shape[classes], self._shapes.weight)
+            self._before[classes] = self._weigh(table.per_shape[classes])
 
     def before(self, rows: npt.NDArray[np.intp] | int) -> Floats:
         """The expected fragmentation of `rows` now (their classes')."""
@@ -294,7 +301,13 @@ class GpuFrag(PluginBase):
             memory_free = np.expand_dims(memory_free, tuple(range(1, 1 + extra)))
             if eligible is not None:
                 eligible = np.expand_dims(eligible, tuple(range(1, 1 + extra)))
-        return measure.expected(self._shapes, free, cpu_free, memory_free, eligible)
+        if len(self._shapes) == 0:
+            return np.zeros(np.shape(cpu_free))
+        return self._weigh(measure.per_shape(self._shapes, free, cpu_free, memory_free, eligible))
+
+    def _weigh(self, values: Floats) -> Floats:
+        """`measure.weigh` of per-column values (…, columns) with this session's weights, in their order."""
+        return measure.weigh(values if self._perm is None else values[..., self._perm], self._weight)
 
     # --- scoring ----------------------------------------------------------------------------------------
 
@@ -359,11 +372,11 @@ class GpuFrag(PluginBase):
             index = after.local[classes]
         ok = after.ok[index]
         if ok.shape[1] == 1:
-            least = np.where(ok[:, 0], measure.weigh(after.values[index, 0], self._shapes.weight), np.inf)
+            least = np.where(ok[:, 0], self._weigh(after.values[index, 0]), np.inf)
         else:  # weigh the devices that hold the task only
             pair_row, pair_way = np.nonzero(ok)
             weighed = np.full(ok.shape, np.inf)
-            weighed[pair_row, pair_way] = measure.weigh(after.values[index[pair_row], pair_way], self._shapes.weight)
+            weighed[pair_row, pair_way] = self._weigh(after.values[index[pair_row], pair_way])
             least = weighed.min(axis=1)
         out: Floats = least - self._before[classes]
         return out

@@ -78,15 +78,17 @@ def learned(
 
 def heaviest(counts: Mapping[Fields, int], limit: int, weigh_by: str = TASKS) -> list[tuple[ShapeKey, float]]:
     """`learned` from the number of tasks of each shape."""
-    if weigh_by == GPUS:
-        weighed = [(float(n) * max(f[2] * f[3], NO_GPU_WEIGHT), f) for f, n in counts.items()]
-    else:
-        weighed = [(float(n), f) for f, n in counts.items()]
-    ranked = sorted(weighed, key=lambda wf: (-wf[0], *_order(wf[1])))
+    weighed = [(weight(f, n, weigh_by), f) for f, n in counts.items()]
+    ranked = sorted(weighed, key=lambda wf: (-wf[0], *order(wf[1])))
     return [(ShapeKey(*f), w) for w, f in ranked[:limit]]
 
 
-def _order(f: Fields) -> tuple[float, float, int, float, str]:
+def weight(f: Fields, count: int, weigh_by: str) -> float:
+    """The weight of `count` tasks of shape `f` (see `learned`)."""
+    return float(count) * max(f[2] * f[3], NO_GPU_WEIGHT) if weigh_by == GPUS else float(count)
+
+
+def order(f: Fields) -> tuple[float, float, int, float, str]:
     """Ties between shapes of one weight: by GPU per device, CPU, devices, memory, then constraints."""
     return f[3], f[0], f[2], f[1], repr(f[4])
 
