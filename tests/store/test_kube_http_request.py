@@ -49,7 +49,9 @@ def library_request(t: Transport, path: str, query: list[tuple[str, str]], conte
 def test_the_target_and_headers_are_the_client_librarys(
     host: str, content_type: str | None, query: list[tuple[str, str]]
 ) -> None:
-    configuration = Configuration(host=host, api_key={"authorization": "abc"}, api_key_prefix={"authorization": "Bearer"})
+    configuration = Configuration(
+        host=host, api_key={"authorization": "abc"}, api_key_prefix={"authorization": "Bearer"}
+    )
     t = transport(configuration)
     t.api_client.cookie = "session=1"
     path = "/api/v1/namespaces/team-a/pods/p%201"
