@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes.client import ApiClient, Configuration
 
+from kai_scheduler.store import kube_http
 from kai_scheduler.store.kube import KubeStore
 from kai_scheduler.store.kube_http import JSON_TYPE, MERGE_PATCH_TYPE, Limits, RateLimiter, RealTiming, Transport
 from tests.store.conftest import KUBE_TEST_OPTIONS, MakeStore
@@ -114,3 +116,45 @@ def test_a_closed_pool_is_looked_up_again(kube_server: MockApiServer) -> None:
         assert store.transport._pool is not first
     finally:
         store.close()
+
+
+class _Socket:
+    """Records each write the connection makes."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+
+    def settimeout(self, timeout: float | None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _written(conn: Any, method: str, body: bytes | None) -> list[bytes]:
+    sock = _Socket()
+    conn.sock = sock
+    conn.request(method, "/api/v1/namespaces/a/pods/p", body=body, headers={"Accept": JSON_TYPE})
+    if hasattr(conn, "flush_held"):
+        conn.flush_held()  # what getresponse does first
+    return sock.writes
+
+
+@pytest.mark.parametrize("body", [b'{"metadata":{"labels":{"a":"b"}}}', None])
+def test_a_request_goes_out_in_one_write_with_the_same_bytes(body: bytes | None) -> None:
+    plain = _written(urllib3.connection.HTTPConnection("127.0.0.1", 1), "PATCH" if body else "GET", body)
+    one = _written(kube_http._OneWriteHTTPConnection("127.0.0.1", 1), "PATCH" if body else "GET", body)
+    assert len(plain) == (2 if body else 1)
+    assert one == [b"".join(plain)]
+
+
+def test_the_transport_pool_makes_one_write_connections(kube_server: MockApiServer, make_store: MakeStore) -> None:
+    store = make_store()
+    store.list("pods")
+    pool = store.transport._pool
+    assert pool is not None and pool.ConnectionCls is kube_http._OneWriteHTTPConnection
+    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
+    assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"

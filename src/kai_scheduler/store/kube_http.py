@@ -17,6 +17,7 @@ errors with the server's message, so a component sees NotFound or Conflict which
 from __future__ import annotations
 
 import functools
+import http.client
 import logging
 import os
 import threading
@@ -381,10 +382,66 @@ class Transport:
         if pool is None or pool.pool is None or self._pool_manager is not manager:  # none yet, or closed
             pool = self._pool = manager.connection_from_url(self._origin)
             self._pool_manager = manager
+            one_write = _ONE_WRITE.get(pool.ConnectionCls)
+            if one_write is not None:
+                pool.ConnectionCls = one_write  # the connections it makes from now on
         return pool
 
     def close(self) -> None:
         self.api_client.close()
+
+
+class _OneWrite(http.client.HTTPConnection):
+    """Sends a request's head and its body in one write: urllib3 sends the head when the headers end and the body
+    after it, two TLS records and two system calls for every write request. The head is held until the body (or,
+    with none, the wait for the answer) and goes with it; what goes on the wire is the same bytes."""
+
+    _held: bytes = b""
+
+    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
+        if message_body is not None:
+            super()._send_output(message_body, encode_chunked=encode_chunked)  # type: ignore[misc]  # http.client's own
+            return
+        self._buffer.extend((b"", b""))  # type: ignore[attr-defined]  # http.client's own, as its _send_output
+        head = b"\r\n".join(self._buffer)  # type: ignore[attr-defined]
+        del self._buffer[:]  # type: ignore[attr-defined]
+        self._held = head
+
+    def send(self, data: Any) -> None:
+        held, self._held = self._held, b""
+        if held and isinstance(data, bytes | bytearray):
+            super().send(held + bytes(data))
+            return
+        if held:
+            super().send(held)
+        super().send(data)
+
+    def flush_held(self) -> None:
+        held, self._held = self._held, b""
+        if held:
+            super().send(held)
+
+    def close(self) -> None:
+        self._held = b""
+        super().close()
+
+
+class _OneWriteHTTPConnection(_OneWrite, urllib3.connection.HTTPConnection):
+    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
+        self.flush_held()
+        return super().getresponse()
+
+
+class _OneWriteHTTPSConnection(_OneWrite, urllib3.connection.HTTPSConnection):
+    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
+        self.flush_held()
+        return super().getresponse()
+
+
+_ONE_WRITE: Final[dict[type[Any], type[Any]]] = {
+    urllib3.connection.HTTPConnection: _OneWriteHTTPConnection,
+    urllib3.connection.HTTPSConnection: _OneWriteHTTPSConnection,
+}
 
 
 def encode(body: Any) -> bytes:
