@@ -17,8 +17,9 @@ kube-scheduler keeps the row's (e.g. `--qps default --kai-qps 100 --kai-burst 30
 at its default 50/100); the row is labelled `default (kai 100/300)`.
 
 Printed: pods/s from the first create to the last bind, p50/p99 create-to-bound, CPU-seconds of each process
-(the API server and etcd too), the ratio to kube-scheduler at the same setting, and for `kai` the median and
-p99 of each stage (create → PodGroup → BindRequest → bound → Running) as a watch in this process saw them.
+(the API server and etcd too) and the same per pod in milliseconds (from /proc, during the fill), the ratio to
+kube-scheduler at the same setting, and for `kai` the median and p99 of each stage (create → PodGroup →
+BindRequest → bound → Running) as a watch in this process saw them.
 
 `--gang 4` submits the pods as gangs of four: by default each gang is a batch Job (suspended, so no Job
 controller acts on it) carrying `kai.scheduler/batch-min-member: 4`, its pods owned by it, and the podgrouper
@@ -244,6 +245,7 @@ def run(
                 if timeline.gaps(a, b)
             },
             "started": started,
+            "pods": pods,
         }
     finally:
         processes.stop_all()
@@ -425,6 +427,14 @@ def _print_row(setting: str, scheduler: str, r: dict[str, Any]) -> None:
         flush=True,
     )
     print("#   API requests per pod: " + ", ".join(f"{k} {v:.2f}" for k, v in r["requests"].items()), flush=True)
+    per_pod = {k: 1000 * v / r["pods"] for k, v in r["cpu"].items()}
+    ours = sum(per_pod.get(c, 0.0) for c in (*COMPONENTS, "kube-scheduler"))
+    print(
+        "#   CPU ms per pod: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in per_pod.items())
+        + f"; scheduler side in all {ours:.2f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

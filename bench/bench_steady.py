@@ -3,7 +3,8 @@
 Most cycles of a production scheduler change little: thousands of pods run, a few wait. This times one
 cycle of the default actions on N nodes × 8 GPUs running P one-pod jobs (CPU only), in 10 queues, with
 (a) nothing pending, (b) one job no node can ever hold (a 9-GPU pod), which allocate, reclaim, preempt
-and consolidation all look at, and (c) one running pod changed (a label) before each cycle. Prints the CPU
+and consolidation all look at, (c) one running pod changed (a label) before each cycle, and (d) one node's status
+heartbeat (its Ready condition's timestamp, as a kubelet writes it) before each cycle. Prints the CPU
 seconds (`time.process_time`, as the box is shared) of the snapshot, of the whole cycle, and the wall seconds
 of each action, median of 5 cycles in one process. Each cycle's result is dropped at once, as the scheduler's
 loop does: a kept result would make the next build start from nothing (see `cluster.kept`).
@@ -42,7 +43,7 @@ def cluster(nodes: int, running: int, pending_gpus: int) -> list[dict[str, objec
     return objs
 
 
-def measure(nodes: int, running: int, pending_gpus: int, change: bool) -> dict[str, float]:
+def measure(nodes: int, running: int, pending_gpus: int, change: bool, heartbeat: bool = False) -> dict[str, float]:
     clock = ManualClock(w.EPOCH)
     store = MemoryStore(clock)
     store.add_many(cluster(nodes, running, pending_gpus))
@@ -52,16 +53,26 @@ def measure(nodes: int, running: int, pending_gpus: int, change: bool) -> dict[s
     for i in range(5):
         if change:
             store.patch("pods", f"r{i}-0", "bench", {"metadata": {"labels": {"touched": str(i)}}})
+        if heartbeat:
+            beat(store, f"n{i:04d}", i)
         started = time.process_time()
         with collector.paused():  # as inside a cycle
             scheduler.snapshot()
         snapshot = time.process_time() - started
         if change:  # the cycle itself sees the change
             store.patch("pods", f"r{i}-0", "bench", {"metadata": {"labels": {"touched": f"{i}b"}}})
+        if heartbeat:  # the cycle itself sees another one
+            beat(store, f"n{i + 1:04d}", i)
         started = time.process_time()
         actions = scheduler.run_once().action_seconds  # the result is not kept: the next build reuses its model
         rows.append({"snapshot": snapshot, **actions, "cycle": time.process_time() - started})
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+
+
+def beat(store: MemoryStore, node: str, second: int) -> None:
+    """A kubelet's node status heartbeat: the Ready condition again, with a new timestamp."""
+    condition = {"type": "Ready", "status": "True", "lastHeartbeatTime": f"2026-01-01T00:00:{second:02d}Z"}
+    store.patch("nodes", node, "", {"status": {"conditions": [condition]}}, "status")
 
 
 def main() -> None:
@@ -72,8 +83,13 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    cases = {"nothing pending": (0, False), "one job no node can hold": (9, False), "one pod changed": (0, True)}
-    results = {name: measure(args.nodes, args.running, gpus, change) for name, (gpus, change) in cases.items()}
+    cases = {
+        "nothing pending": (0, False, False),
+        "one job no node can hold": (9, False, False),
+        "one pod changed": (0, True, False),
+        "a node's status heartbeat": (0, False, True),
+    }
+    results = {name: measure(args.nodes, args.running, *case) for name, case in cases.items()}
     columns = list(next(iter(results.values())))
     table = Table(title=f"steady-state cycle, CPU seconds: {args.nodes} nodes x 8 GPUs, {args.running:,} running pods")
     table.add_column("case")

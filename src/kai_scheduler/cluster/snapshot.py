@@ -324,7 +324,8 @@ class _GroupRecord:
 
 @dataclass(slots=True, eq=False)
 class _NodesRecord:
-    """The pool's nodes in name order and their fresh ledgers, while the cache hands the same node objects."""
+    """The pool's nodes in name order and their fresh ledgers, while the cache hands the same node objects (or later
+    versions of them that differ in their resourceVersion alone: `_same_but_version`)."""
 
     given: list[Node]
     pool: tuple[str, str, bool]
@@ -470,16 +471,29 @@ def _in_pool(nodes: list[Node], params: SnapshotParams) -> list[Node]:
 def _pooled_nodes(given: list[Node], params: SnapshotParams, memo: Memo) -> _NodesRecord:
     pool = (params.node_pool_label_key, params.partition_label_value, params.all_pools)
     kept = memo.nodes
-    if (
-        kept is not None
-        and kept.pool == pool
-        and len(kept.given) == len(given)
-        and all(map(operator.is_, kept.given, given))
-    ):
-        return kept
+    if kept is not None and kept.pool == pool and len(kept.given) == len(given):
+        if all(map(operator.is_, kept.given, given)):
+            return kept
+        if all(map(_same_but_version, kept.given, given)):
+            # Only their resourceVersions moved (a kubelet's status heartbeat): the nodes kept are the same nodes,
+            # and the model built on them stays. The next look compares with these objects.
+            kept.given = list(given)
+            return kept
     nodes = _in_pool(sorted(given, key=lambda n: n.name), params)
     memo.nodes = _NodesRecord(list(given), pool, nodes, {r for n in nodes for r in n.allocatable})
     return memo.nodes
+
+
+def _same_but_version(kept: Node, given: Node) -> bool:
+    """The same object, or a later version of it that differs in nothing but its resourceVersion: every field the
+    scheduler reads (labels, annotations, taints, allocatable, capacity, readiness, cordon) is equal."""
+    if kept is given:
+        return True
+    if kept.meta.uid != given.meta.uid or kept.meta.resource_version == given.meta.resource_version:
+        return kept == given
+    return kept == dataclasses.replace(
+        given, meta=dataclasses.replace(given.meta, resource_version=kept.meta.resource_version)
+    )
 
 
 def _node_arrays(pooled: _NodesRecord, axis: ResourceAxis) -> tuple[NodeArrays, list[NodeInfo]]:

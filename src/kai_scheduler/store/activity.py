@@ -2,7 +2,8 @@
 
 A component that runs every period can instead run soon after something it reads changed: it notes `mark()`
 before its step and afterwards waits (`wait_for`) until one of its resources has moved past that mark or the
-period is over. The store's watch readers call `note(resource)` for every object event they buffer.
+period is over. The store's watch readers call `note(resource)` for the object events they buffer, once per batch
+of events that arrived together.
 """
 
 from __future__ import annotations

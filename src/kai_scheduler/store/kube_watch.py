@@ -67,7 +67,7 @@ class WatchStream:
     ) -> None:
         self.path = path
         self.what = what or f"watch {path}"  # names the stream in errors and log lines: "watch Pod"
-        self._on_event = on_event  # told of every object event buffered (not bookmarks)
+        self._on_event = on_event  # told of the object events (not bookmarks) buffered, once per batch
         self.position = since  # the version of the last event handed to a caller
         self._transport = transport
         self._settings = settings
@@ -196,11 +196,11 @@ class WatchStream:
             response.shutdown()
         received, complete = 0, False
         try:
-            for line in _lines(response):
+            for lines in _batches(response):
                 if self._closed.is_set():
                     break
-                self._since = self._receive(line, self._since)
-                received += 1
+                self._receive(lines)
+                received += len(lines)
             else:
                 complete = True
         finally:
@@ -211,8 +211,22 @@ class WatchStream:
                 response.close()
         return received
 
-    def _receive(self, line: bytes, since: str) -> str:
-        """Buffer one event line; return the version it moves the stream to."""
+    def _receive(self, lines: list[bytes]) -> None:
+        """Buffer the events of the lines that arrived together, under one lock and with one wake-up of the caller
+        and of the store's activity; `self._since` moves to the last one buffered. A line that is an error (or
+        not JSON) raises once the events before it are buffered."""
+        events: list[WatchEvent] = []
+        try:
+            for line in lines:
+                event = self._decode(line)
+                if event is not None:
+                    events.append(event)
+        finally:
+            if events:
+                self._buffer(events)
+
+    def _decode(self, line: bytes) -> WatchEvent | None:
+        """One event line as an event (None: malformed, skipped with a warning); raises on an ERROR event."""
         try:
             doc = orjson.loads(line)
             kind, obj = doc["type"], doc["object"]
@@ -224,17 +238,25 @@ class WatchStream:
         metadata = obj.get("metadata") if isinstance(obj, dict) else None
         if kind not in _EVENT_TYPES or not isinstance(metadata, dict) or "resourceVersion" not in metadata:
             log.warning("%s: skipping a malformed event %r", self.what, line[:200])
-            return since
+            return None
         if self._settings.strip_managed_fields:
             metadata.pop("managedFields", None)
+        return WatchEvent(kind, obj)
+
+    def _buffer(self, events: list[WatchEvent]) -> None:
+        """Append the events (as many as fit under `max_buffered`; then Gone) and wake the caller once."""
         with self._cond:
-            if len(self._events) >= self._settings.max_buffered:
-                raise Gone(f"{self.what}: over {self._settings.max_buffered} events not taken; relist")
-            self._events.append(WatchEvent(kind, obj))
-            self._cond.notify_all()
-        if self._on_event is not None and kind != "BOOKMARK":
-            self._on_event()
-        return str(metadata["resourceVersion"])
+            room = self._settings.max_buffered - len(self._events)
+            taken = events[: max(room, 0)]
+            self._events.extend(taken)
+            if taken:
+                self._cond.notify_all()
+        if taken:
+            self._since = str(taken[-1].object["metadata"]["resourceVersion"])
+            if self._on_event is not None and any(e.type != "BOOKMARK" for e in taken):
+                self._on_event()
+        if len(taken) < len(events):
+            raise Gone(f"{self.what}: over {self._settings.max_buffered} events not taken; relist")
 
     def _fail(self, err: StoreError) -> None:
         log.info("%s ended: %s", self.what, err)
@@ -243,8 +265,9 @@ class WatchStream:
             self._cond.notify_all()
 
 
-def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """The newline-separated JSON events of a watch body, as the chunks arrive."""
+def _batches(response: urllib3.BaseHTTPResponse) -> Iterator[list[bytes]]:
+    """The newline-separated JSON events of a watch body, as the chunks arrive: the complete lines of each chunk
+    together (never an empty list)."""
     chunks: Iterator[bytes] = response.read_chunked() if response.chunked else iter(lambda: response.read1(65536), b"")
     pending = b""
     for chunk in chunks:
@@ -252,8 +275,8 @@ def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
         if b"\n" not in pending:
             continue
         *complete, pending = pending.split(b"\n")
-        for line in complete:
-            if line.strip():
-                yield line
+        lines = [line for line in complete if line.strip()]
+        if lines:
+            yield lines
     if pending.strip():
-        yield pending
+        yield [pending]

@@ -1,0 +1,160 @@
+"""`Transport.request`: the request target and headers it builds itself are the client library's, byte for byte.
+
+The transport no longer runs the `kubernetes` client's generic `param_serialize` (and urllib3's URL parsing and
+pool lookup) on every request; what reaches the API server must not change for it: the same target, the same
+headers in the same order, the bearer token after the refresh hook ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import urllib3
+from kubernetes.client import ApiClient, Configuration
+
+from kai_scheduler.store import kube_http
+from kai_scheduler.store.kube import KubeStore
+from kai_scheduler.store.kube_http import JSON_TYPE, MERGE_PATCH_TYPE, Limits, RateLimiter, RealTiming, Transport
+from tests.store.conftest import KUBE_TEST_OPTIONS, MakeStore
+from tests.store.mock_apiserver import MockApiServer
+
+QUERIES: list[list[tuple[str, str]]] = [
+    [],
+    [("limit", "500")],
+    [("limit", "500"), ("continue", "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTJ9+/=")],
+    [("labelSelector", "a=b,c in (x,y),!d"), ("limit", "1")],
+    [("watch", "true"), ("resourceVersion", "123"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", "300")],
+    [("fieldSelector", "spec.nodeName=n-1"), ("labelSelector", "kai.scheduler/queue=team a")],
+]
+
+
+def transport(configuration: Configuration) -> Transport:
+    client = ApiClient(configuration)
+    client.user_agent = "kai-scheduler"
+    return Transport(client, RateLimiter(0, 0, RealTiming()), RealTiming(), Limits(0, 0, 1, 1))
+
+
+def library_request(t: Transport, path: str, query: list[tuple[str, str]], content_type: str | None) -> Any:
+    headers = {"Accept": JSON_TYPE}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    _, url, headers, _, _ = t.api_client.param_serialize(
+        "GET", path, query_params=list(query), header_params=headers, auth_settings=["BearerToken"]
+    )
+    return url, list(headers.items())
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("content_type", [None, MERGE_PATCH_TYPE])
+@pytest.mark.parametrize("host", ["https://127.0.0.1:6443", "https://rancher.example/k8s/clusters/c-1"])
+def test_the_target_and_headers_are_the_client_librarys(
+    host: str, content_type: str | None, query: list[tuple[str, str]]
+) -> None:
+    configuration = Configuration(
+        host=host, api_key={"authorization": "abc"}, api_key_prefix={"authorization": "Bearer"}
+    )
+    t = transport(configuration)
+    t.api_client.cookie = "session=1"
+    path = "/api/v1/namespaces/team-a/pods/p%201"
+    target, headers = t.request(path, query, content_type)
+    url, want_headers = library_request(t, path, query, content_type)
+    assert f"{t._origin}{target}" == url
+    assert list(headers.items()) == want_headers
+    assert headers["authorization"] == "Bearer abc"
+
+
+def test_the_refresh_hook_runs_before_every_request() -> None:
+    """Exec plugins and rotating service-account tokens refresh the token in the hook: each request carries the
+    token as the hook left it."""
+    tokens = iter(["t1", "t2"])
+
+    def refresh(configuration: Configuration) -> None:
+        configuration.api_key["authorization"] = next(tokens)
+
+    configuration = Configuration(host="https://127.0.0.1:6443", api_key={"authorization": "t0"})
+    configuration.refresh_api_key_hook = refresh
+    t = transport(configuration)
+    assert t.request("/api/v1/pods", [], None)[1]["authorization"] == "t1"
+    assert t.request("/api/v1/pods", [], None)[1]["authorization"] == "t2"
+
+
+def test_no_token_no_authorization_header() -> None:
+    t = transport(Configuration(host="https://127.0.0.1:6443"))
+    assert "authorization" not in t.request("/api/v1/pods", [], None)[1]
+
+
+def test_requests_reach_the_server_as_sent(kube_server: MockApiServer, make_store: MakeStore) -> None:
+    """Through the transport's own pool: path, query and headers as the server sees them."""
+    store = make_store()
+    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team-a"}})
+    store.list("pods", "team-a", "a=b,c in (x,y)")
+    store.patch("configmaps", "c", "team-a", {"metadata": {"labels": {"x": "y"}}})
+    seen = [r for r in kube_server.requests if r.method in ("POST", "PATCH") or "labelSelector" in r.query]
+    assert [(r.method, r.path) for r in seen] == [
+        ("POST", "/api/v1/namespaces/team-a/configmaps"),
+        ("GET", "/api/v1/namespaces/team-a/pods"),
+        ("PATCH", "/api/v1/namespaces/team-a/configmaps/c"),
+    ]
+    assert seen[1].query["labelSelector"] == "a=b,c in (x,y)"
+    lowered = {k.lower(): v for k, v in seen[2].headers.items()}
+    assert lowered["content-type"] == MERGE_PATCH_TYPE
+    assert lowered["user-agent"] == KUBE_TEST_OPTIONS.user_agent
+
+
+def test_a_closed_pool_is_looked_up_again(kube_server: MockApiServer) -> None:
+    """A pool closed and dropped by its manager (the client closed): the next request takes the manager's pool for
+    the host again rather than failing on the closed one."""
+    store = KubeStore(ApiClient(Configuration(host=kube_server.url)), KUBE_TEST_OPTIONS)
+    try:
+        store.list("pods")
+        first = store.transport._pool
+        assert first is not None
+        first.close()
+        store.transport.api_client.rest_client.pool_manager.clear()
+        store.list("pods")
+        assert store.transport._pool is not first
+    finally:
+        store.close()
+
+
+class _Socket:
+    """Records each write the connection makes."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+
+    def settimeout(self, timeout: float | None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _written(conn: Any, method: str, body: bytes | None) -> list[bytes]:
+    sock = _Socket()
+    conn.sock = sock
+    conn.request(method, "/api/v1/namespaces/a/pods/p", body=body, headers={"Accept": JSON_TYPE})
+    if hasattr(conn, "flush_held"):
+        conn.flush_held()  # what getresponse does first
+    return sock.writes
+
+
+@pytest.mark.parametrize("body", [b'{"metadata":{"labels":{"a":"b"}}}', None])
+def test_a_request_goes_out_in_one_write_with_the_same_bytes(body: bytes | None) -> None:
+    plain = _written(urllib3.connection.HTTPConnection("127.0.0.1", 1), "PATCH" if body else "GET", body)
+    one = _written(kube_http._OneWriteHTTPConnection("127.0.0.1", 1), "PATCH" if body else "GET", body)
+    assert len(plain) == (2 if body else 1)
+    assert one == [b"".join(plain)]
+
+
+def test_the_transport_pool_makes_one_write_connections(kube_server: MockApiServer, make_store: MakeStore) -> None:
+    store = make_store()
+    store.list("pods")
+    pool = store.transport._pool
+    assert pool is not None and pool.ConnectionCls is kube_http._OneWriteHTTPConnection
+    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
+    assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"
