@@ -298,7 +298,9 @@ def _nominated(cluster: Any, names: list[str]) -> dict[str, str | None]:
 
 
 @pytest.mark.parametrize("gpus", [4, 1], ids=["a node each", "both on one node"])
-def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(gpus: int) -> None:
+def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
+    gpus: int, caplog: pytest.LogCaptureFixture
+) -> None:
     """A 2-pod Job (minMember 1, as the podgrouper groups a Job) reclaims: reclaim pipelines one pod per pass
     and both claim their nodes. While the victims terminate, allocate serves the claims first; a pipelined
     elastic job was not put back (KAI), so only the first pod was placed again and the commit cleared the
@@ -311,6 +313,7 @@ def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(gpus: i
     pods = ["train-0", "train-1"]
     results = [cluster.cycle()]
     claimed: dict[str, str | None] = {}
+    caplog.set_level(logging.DEBUG, logger="kai_scheduler.actions.allocate")
     for _ in range(9):
         now = _nominated(cluster, pods)
         if claimed and all(claimed.values()):
@@ -322,6 +325,11 @@ def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(gpus: i
     assert sum(r.evictions for r in results) == 2 * gpus
     bound = {t.name: t.node for t in cluster.view().tasks.values() if t.name in pods and t.status.label == "Running"}
     assert bound == claimed
+    # served once per claim: not taken up again by the unclaimed jobs' pass once both are placed
+    again = [
+        r for r in caplog.records if r.getMessage() == "job not placed" and vars(r)["job"] == f"{b.NAMESPACE}/train"
+    ]
+    assert not again, [vars(r)["reasons"] for r in again]
 
 
 def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplog: pytest.LogCaptureFixture) -> None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -51,6 +53,7 @@ class Seen:
     nominated: str
     phase: str
     deleting: bool
+    finalizers: int
     owner: str  # manager/operation/subresource@time of the managedFields entry owning status.nominatedNodeName
     last: str  # the newest managedFields entry (what the write that made this version was, most likely)
 
@@ -102,6 +105,7 @@ def _seen(kind: str, pod: dict[str, Any]) -> Seen:
         status.get("nominatedNodeName", ""),
         status.get("phase", ""),
         bool(meta.get("deletionTimestamp")),
+        len(meta.get("finalizers") or []),
         owner,
         last,
     )
@@ -220,6 +224,22 @@ def run(rounds: int, grace: int, sizes: list[int], logs: Path) -> int:
                         f"nominated={s.nominated or '-':16} {s.phase} {'deleting ' if s.deleting else ''}"
                         f"nnn-owner={s.owner or '-'} newest={s.last}"
                     )
+            with open(logs / f"round-{k}-pods.jsonl", "w", encoding="utf-8") as out:
+                for s in watcher.seen[first:]:
+                    out.write(json.dumps({**dataclasses.asdict(s), "at": round(s.at - begun, 2)}) + "\n")
+            victims: dict[str, list[Seen]] = {}
+            for s in watcher.seen[first:]:
+                if s.name in evicted:
+                    victims.setdefault(s.name, []).append(s)
+            print("  team-a pods evicted: node, seen terminating, gone (+s from the round's start)")
+            for name, h in sorted(victims.items(), key=lambda item: item[1][0].at):
+                deleting = next((x.at - begun for x in h if x.deleting), None)
+                gone = next((x.at - begun for x in h if x.kind == "DELETED"), None)
+                print(
+                    f"    {name} {h[0].node or '-'} terminating +{deleting or 0:.1f}s "
+                    f"gone {'+' + format(gone, '.1f') + 's' if gone is not None else 'not yet'} "
+                    f"finalizers {h[-1].finalizers}"
+                )
             claims = [
                 line
                 for line in processes.log_of("scheduler").splitlines()

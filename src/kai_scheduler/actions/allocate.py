@@ -32,9 +32,9 @@ class Allocate:
         ready = candidates(ssn)
         first = ssn.config.flags.pipelined_claims
         claimed = [job for job in ready if first and _claims(job)]
+        others = [job for job in ready if not (first and _claims(job))]  # before the claimed are placed
         depth = ssn.config.queue_depth_per_action.get(NAME)
         self._allocate(ssn, JobOrderByQueues(ssn, claimed, depth=depth), claims=True)
-        others = [job for job in ready if not (first and _claims(job))]
         self._allocate(ssn, JobOrderByQueues(ssn, others, depth=depth), claims=False)
 
     def _allocate(self, ssn: Session, jobs: JobOrderByQueues, *, claims: bool) -> None:
