@@ -74,7 +74,7 @@ class PodWatch:
             try:
                 if not rv:
                     listed = api.list_namespaced_pod(self.namespace)
-                    rv = listed.metadata.resource_version
+                    rv = str(listed.metadata.resource_version) if listed.metadata is not None else ""
                     self._ready.set()
                 for event in watch.Watch().stream(
                     api.list_namespaced_pod, self.namespace, resource_version=rv, timeout_seconds=2

@@ -23,92 +23,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import itertools
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests import realkube
 from tests.e2e import harness, serviceaccounts
+from tests.e2e.podwatch import PodWatch, Seen, lost_nominations
 from tests.loopback import free_port
 
 NAMESPACE = "nomlost"
 PREFIX = "nomlost-node"
-
-
-@dataclass
-class Seen:
-    at: float
-    kind: str  # ADDED / MODIFIED / DELETED
-    name: str
-    rv: str
-    node: str
-    nominated: str
-    phase: str
-    deleting: bool
-    finalizers: int
-    owner: str  # manager/operation/subresource@time of the managedFields entry owning status.nominatedNodeName
-    last: str  # the newest managedFields entry (what the write that made this version was, most likely)
-
-
-@dataclass
-class Watcher:
-    kubeconfig: str
-    seen: list[Seen] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def run(self) -> None:
-        from kubernetes import client, config, watch
-
-        api = client.CoreV1Api(config.new_client_from_config(config_file=self.kubeconfig))
-        rv = api.list_namespaced_pod(NAMESPACE).metadata.resource_version
-        while not self.stop.is_set():
-            w = watch.Watch()
-            try:
-                for event in w.stream(
-                    api.list_namespaced_pod, NAMESPACE, resource_version=rv, timeout_seconds=5, _preload_content=True
-                ):
-                    pod = event["raw_object"]
-                    rv = pod["metadata"]["resourceVersion"]
-                    self.seen.append(_seen(event["type"], pod))
-                    if self.stop.is_set():
-                        break
-            except Exception as err:  # a broken watch is restarted from the last version
-                print(f"watch restarted: {err}", file=sys.stderr)
-                time.sleep(0.2)
-
-
-def _seen(kind: str, pod: dict[str, Any]) -> Seen:
-    meta, status, spec = pod["metadata"], pod.get("status", {}), pod.get("spec", {})
-    owner, last = "", ""
-    newest = ""
-    for entry in meta.get("managedFields") or []:
-        what = f"{entry.get('manager')}/{entry.get('operation')}/{entry.get('subresource', '')}@{entry.get('time')}"
-        fields = (entry.get("fieldsV1") or {}).get("f:status") or {}
-        if "f:nominatedNodeName" in fields:
-            owner = what
-        if (entry.get("time") or "") >= newest:
-            newest, last = entry.get("time") or "", what
-    return Seen(
-        time.time(),
-        kind,
-        meta["name"],
-        meta["resourceVersion"],
-        spec.get("nodeName", ""),
-        status.get("nominatedNodeName", ""),
-        status.get("phase", ""),
-        bool(meta.get("deletionTimestamp")),
-        len(meta.get("finalizers") or []),
-        owner,
-        last,
-    )
 
 
 def _job(name: str, queue: str, pods: int, gpus: int, grace: int) -> dict[str, Any]:
@@ -136,21 +66,12 @@ def _job(name: str, queue: str, pods: int, gpus: int, grace: int) -> dict[str, A
     }
 
 
-def _lost(history: list[Seen]) -> list[tuple[Seen, Seen]]:
-    """(before, after) pairs where a pending, unbound pod's nomination disappeared."""
-    out = []
-    for before, after in itertools.pairwise(history):
-        if before.nominated and not after.nominated and not after.node and after.kind != "DELETED":
-            out.append((before, after))
-    return out
-
-
 def run(rounds: int, grace: int, sizes: list[int], logs: Path) -> int:
     run_dir = Path(os.environ.get("KAI_KUBE_RUN", "/tmp/kube-nomlost"))
     env = {**os.environ, "KAI_KUBE_RUN": str(run_dir)}
     script = str(realkube.script())
     processes: harness.Processes | None = None
-    watcher: Watcher | None = None
+    stack = contextlib.ExitStack()
     failures = 0
     try:
         started = subprocess.run(
@@ -186,9 +107,7 @@ def run(rounds: int, grace: int, sizes: list[int], logs: Path) -> int:
         )
         store.create(harness.queue("team-a", gpu_quota=0))
         store.create(harness.queue("team-b", gpu_quota=16))
-        watcher = Watcher(kubeconfig)
-        thread = threading.Thread(target=watcher.run, daemon=True)
-        thread.start()
+        watcher = stack.enter_context(PodWatch(kubeconfig, NAMESPACE))
         for k in range(rounds):
             gpus = sizes[k % len(sizes)]
             first = len(watcher.seen)
@@ -209,7 +128,7 @@ def run(rounds: int, grace: int, sizes: list[int], logs: Path) -> int:
                     history.setdefault(s.name, []).append(s)
                 elif s.name.startswith(f"a-{k}-") and s.deleting:
                     evicted.add(s.name)
-            lost = {name: _lost(h) for name, h in history.items()}
+            lost = {name: lost_nominations(h) for name, h in history.items()}
             bad = [name for name, pairs in lost.items() if pairs]
             failures += bool(bad)
             print(
@@ -255,8 +174,7 @@ def run(rounds: int, grace: int, sizes: list[int], logs: Path) -> int:
                         store.delete(resource, obj["metadata"]["name"], NAMESPACE)
         return 1 if failures else 0
     finally:
-        if watcher is not None:
-            watcher.stop.set()
+        stack.close()
         if processes is not None:
             processes.stop_all()
         subprocess.run([script, "stop"], env=env, capture_output=True, timeout=60, check=False)
