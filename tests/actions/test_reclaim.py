@@ -334,7 +334,8 @@ def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
 
 def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplog: pytest.LogCaptureFixture) -> None:
     """Four pods of an elastic job claim n1, which has room for two: allocate serves the claims in turn, binds
-    two, and clears the claims of the two that no longer fit, with a log line naming the pod, the node and why."""
+    two, and clears the claims of the two that no longer fit, with log lines naming the job not placed again and
+    why, and each pod whose claim is cleared, its node and why."""
     objects = [
         b.node("n1", gpus=2),
         v.queue("team-a", gpu_quota=4),
@@ -344,7 +345,7 @@ def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplo
         if obj["kind"] == "Pod":
             obj["status"] = {"phase": "Pending", "nominatedNodeName": "n1"}
     cluster = v.cluster(objects, config={"actions": "allocate"})
-    with caplog.at_level(logging.INFO, logger="kai_scheduler.scheduler.commit"):
+    with caplog.at_level(logging.INFO, logger="kai_scheduler"):
         result = cluster.cycle()
     assert sorted(op.task.name for op in result.operations if op.op is Op.ALLOCATE) == ["big-0", "big-1"]
     assert _nominated(cluster, [f"big-{i}" for i in range(2, 4)]) == {"big-2": None, "big-3": None}
@@ -352,6 +353,9 @@ def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplo
     fields = [vars(r) for r in cleared]
     assert sorted(f["pod"] for f in fields) == [f"{b.NAMESPACE}/big-2", f"{b.NAMESPACE}/big-3"]
     assert all(f["node"] == "n1" and "GPU" in f["reason"] for f in fields), [f["reason"] for f in fields]
+    tried = [vars(r) for r in caplog.records if r.getMessage() == "claimed job not placed again"]
+    assert [t["job"] for t in tried] == [f"{b.NAMESPACE}/big"]
+    assert any("GPU" in reason for reason in tried[0]["reasons"]), tried[0]["reasons"]
 
 
 def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:

@@ -45,7 +45,12 @@ class Allocate:
             if not outcome.placed:
                 stmt.discard()
                 _explain(ssn, job)
-                if log.isEnabledFor(logging.DEBUG):
+                if claims:  # the why of the `claim cleared` lines the commit writes unless another action places it
+                    log.info(
+                        "claimed job not placed again",
+                        extra={"job": job.key, "reasons": [r.message for r in ssn.job_fit_errors.get(job.uid, [])]},
+                    )
+                elif log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "job not placed",
                         extra={
