@@ -7,6 +7,7 @@ cannot: cycle-by-cycle counts, store writes (evictions, events, annotations, con
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Any
 
 import pytest
@@ -274,6 +275,87 @@ def test_a_claim_that_lapsed_is_cleared() -> None:
     assert [
         cluster.store.get("pods", f"big-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") for i in range(4)
     ] == [None] * 4
+
+
+def _borrowed_by_team_a(*, nodes: int = 4, gpus: int = 4, grace: int = 0) -> list[JSON]:
+    """team-a (deserved 0) runs a one-GPU job on every GPU of `nodes` nodes; team-b deserves them all. With a
+    `grace` an evicted team-a pod stays terminating (Releasing) that many seconds, its grace period, as on a real
+    cluster (a Job's pods: 30 s); the embedded kubelet otherwise removes it before the next cycle."""
+    objects = [b.node(f"n{i}", gpus=gpus) for i in range(nodes)]
+    objects += [v.queue("team-a", gpu_quota=0), v.queue("team-b", gpu_quota=nodes * gpus)]
+    for i in range(nodes * gpus):
+        objects += v.job(f"a{i}", queue="team-a", node=f"n{i // gpus}", created=b.NOW - 3600 + i)
+    for obj in objects:
+        if grace and obj["kind"] == "Pod":
+            obj["spec"]["terminationGracePeriodSeconds"] = grace
+            # gone at its deletionTimestamp (eviction + grace), as a kubelet does
+            obj["metadata"].setdefault("annotations", {})[constants.ANNOTATION_FAKE_TERMINATES_AFTER] = "0s"
+    return objects
+
+
+def _nominated(cluster: Any, names: list[str]) -> dict[str, str | None]:
+    return {n: cluster.store.get("pods", n, b.NAMESPACE)["status"].get("nominatedNodeName") for n in names}
+
+
+@pytest.mark.parametrize("gpus", [4, 1], ids=["a node each", "both on one node"])
+def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
+    gpus: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 2-pod Job (minMember 1, as the podgrouper groups a Job) reclaims: reclaim pipelines one pod per pass
+    and both claim their nodes. While the victims terminate, allocate serves the claims first; a pipelined
+    elastic job was not put back (KAI), so only the first pod was placed again and the commit cleared the
+    second's claim as lapsed; reclaim then evicted again for it, on another node, every other cycle (16 team-a
+    pods evicted for 8 GPUs, found on a real control plane, tests/e2e/repro_nomlost.py). Now both claims hold
+    until the pods bind on their nodes, and only what they need is evicted."""
+    objects = _borrowed_by_team_a(grace=5)
+    objects += v.job("train", queue="team-b", pods=2, gpus=gpus, min_member=1)
+    cluster = v.cluster(objects)
+    pods = ["train-0", "train-1"]
+    results = [cluster.cycle()]
+    claimed: dict[str, str | None] = {}
+    caplog.set_level(logging.DEBUG, logger="kai_scheduler.actions.allocate")
+    for _ in range(9):
+        now = _nominated(cluster, pods)
+        if claimed and all(claimed.values()):
+            assert now == claimed, "a claim changed or was cleared while its victims were terminating"
+        claimed = now
+        cluster.between_cycles()
+        results.append(cluster.cycle())
+    assert all(claimed.values())
+    assert sum(r.evictions for r in results) == 2 * gpus
+    bound = {t.name: t.node for t in cluster.view().tasks.values() if t.name in pods and t.status.label == "Running"}
+    assert bound == claimed
+    # served once per claim: not taken up again by the unclaimed jobs' pass once both are placed
+    again = [
+        r for r in caplog.records if r.getMessage() == "job not placed" and vars(r)["job"] == f"{b.NAMESPACE}/train"
+    ]
+    assert not again, [vars(r)["reasons"] for r in again]
+
+
+def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplog: pytest.LogCaptureFixture) -> None:
+    """Four pods of an elastic job claim n1, which has room for two: allocate serves the claims in turn, binds
+    two, and clears the claims of the two that no longer fit, with log lines naming the job not placed again and
+    why, and each pod whose claim is cleared, its node and why."""
+    objects = [
+        b.node("n1", gpus=2),
+        v.queue("team-a", gpu_quota=4),
+        *v.job("big", queue="team-a", pods=4, min_member=1),
+    ]
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            obj["status"] = {"phase": "Pending", "nominatedNodeName": "n1"}
+    cluster = v.cluster(objects, config={"actions": "allocate"})
+    with caplog.at_level(logging.INFO, logger="kai_scheduler"):
+        result = cluster.cycle()
+    assert sorted(op.task.name for op in result.operations if op.op is Op.ALLOCATE) == ["big-0", "big-1"]
+    assert _nominated(cluster, [f"big-{i}" for i in range(2, 4)]) == {"big-2": None, "big-3": None}
+    cleared = [r for r in caplog.records if r.getMessage().startswith("claim cleared")]
+    fields = [vars(r) for r in cleared]
+    assert sorted(f["pod"] for f in fields) == [f"{b.NAMESPACE}/big-2", f"{b.NAMESPACE}/big-3"]
+    assert all(f["node"] == "n1" and "GPU" in f["reason"] for f in fields), [f["reason"] for f in fields]
+    tried = [vars(r) for r in caplog.records if r.getMessage() == "claimed job not placed again"]
+    assert [t["job"] for t in tried] == [f"{b.NAMESPACE}/big"]
+    assert any("GPU" in reason for reason in tried[0]["reasons"]), tried[0]["reasons"]
 
 
 def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:

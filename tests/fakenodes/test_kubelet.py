@@ -153,6 +153,40 @@ def test_an_evicted_pod_goes_after_its_own_grace_period(store: MemoryStore, cloc
     assert store.list("pods")[0] == []
 
 
+class _Recording(MemoryStore):
+    """Records the pod writes in order: ("status", phase) and ("delete", grace period)."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.writes: list[tuple[str, object]] = []
+
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", **kw: Any) -> JSON:
+        if resource == "pods" and subresource == "status":
+            self.writes.append(("status", patch["status"].get("phase")))
+        return super().patch(resource, name, namespace, patch, subresource, **kw)
+
+    def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
+        if resource == "pods":
+            self.writes.append(("delete", grace_period_seconds))
+        super().delete(resource, name, namespace, grace_period_seconds)
+
+
+def test_an_evicted_pod_is_failed_before_it_goes(clock: ManualClock) -> None:
+    """As a kubelet: the killed pod's terminal phase is written, then it is deleted. A Job's pod keeps the Job
+    controller's job-tracking finalizer until its phase is terminal; without the phase, evicted Job pods stayed
+    terminating on a real control plane until the scheduler counted them stuck (2 minutes)."""
+    store = _Recording(clock)
+    fleet.ensure(store, build_nodes(FleetSpec(count=2), clock.now()))
+    store.create({**pod("p"), "spec": {**pod("p")["spec"], "terminationGracePeriodSeconds": 10}})
+    kubelet = FakeKubelet(store, clock, NODES)
+    kubelet.step()
+    store.evict("team", "p")
+    clock.advance(10)
+    kubelet.step()
+    assert store.writes == [("status", "Running"), ("status", "Failed"), ("delete", 0)]
+    assert store.list("pods")[0] == []
+
+
 def test_a_bad_duration_is_logged_once_and_the_pod_runs_on(
     store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:

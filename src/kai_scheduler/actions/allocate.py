@@ -6,7 +6,9 @@
    KAI's order; see docs/configuration.md).
 2. For each popped job, open a statement and place its next tasks (gang minimum, or one elastic task).
 3. Commit on success, and put the job back if it still has pending tasks so its next pod competes again;
-   discard on failure, keeping the fit errors for the job's status.
+   discard on failure, keeping the fit errors for the job's status. A job that got pipelined is not put back
+   (KAI), except among the claimed jobs while a pending task still carries a claim: every claim is served
+   (placed again, or found not to fit and cleared at commit), not only the job's first.
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ class Allocate:
         ready = candidates(ssn)
         first = ssn.config.flags.pipelined_claims
         claimed = [job for job in ready if first and _claims(job)]
+        others = [job for job in ready if not (first and _claims(job))]  # before the claimed are placed
         depth = ssn.config.queue_depth_per_action.get(NAME)
-        for subset in (claimed, [job for job in ready if not (first and _claims(job))]):
-            self._allocate(ssn, JobOrderByQueues(ssn, subset, depth=depth))
+        self._allocate(ssn, JobOrderByQueues(ssn, claimed, depth=depth), claims=True)
+        self._allocate(ssn, JobOrderByQueues(ssn, others, depth=depth), claims=False)
 
-    def _allocate(self, ssn: Session, jobs: JobOrderByQueues) -> None:
+    def _allocate(self, ssn: Session, jobs: JobOrderByQueues, *, claims: bool) -> None:
         while (job := jobs.pop()) is not None:
             had_allocated = job.active_allocated() > 0
             stmt = ssn.statement()
@@ -42,7 +45,12 @@ class Allocate:
             if not outcome.placed:
                 stmt.discard()
                 _explain(ssn, job)
-                if log.isEnabledFor(logging.DEBUG):
+                if claims:  # the why of the `claim cleared` lines the commit writes unless another action places it
+                    log.info(
+                        "claimed job not placed again",
+                        extra={"job": job.key, "reasons": [r.message for r in ssn.job_fit_errors.get(job.uid, [])]},
+                    )
+                elif log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "job not placed",
                         extra={
@@ -55,7 +63,10 @@ class Allocate:
             ssn.clear_fit_errors(job)
             if not had_allocated and not outcome.pipelined:
                 ssn.record_started(job)
-            if job.has_pending() and not outcome.pipelined:
+            if job.has_pending() and (not outcome.pipelined or (claims and _claims(job))):
+                # A pipelined elastic job stops here (KAI), but not while a task of it still claims a node:
+                # the commit clears the claims of pending tasks not placed, and the reclaim that follows
+                # would evict again for the task whose released resources it just lost.
                 jobs.push(job)
 
 

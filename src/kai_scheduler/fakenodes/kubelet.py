@@ -120,7 +120,7 @@ class FakeKubelet:
         try:
             if view.deletion is not None:
                 if not tracked.removing and lifecycle.removal_due(view.deletion, now):
-                    self._remove(tracked)
+                    self._remove(tracked, now)
             elif tracked.finished:
                 return
             elif tracked.started_at is None:
@@ -157,8 +157,14 @@ class FakeKubelet:
         self.stats.finished += 1
         log.debug("pod finished", extra={"pod": view.key, "node": view.node})
 
-    def _remove(self, tracked: _Tracked) -> None:
+    def _remove(self, tracked: _Tracked, now: float) -> None:
         view = tracked.view
+        if view.phase not in lifecycle.TERMINAL_PHASES:  # a finalizer (a Job's) waits for a terminal phase
+            self._written(
+                self.store.patch(
+                    "pods", view.name, view.namespace, lifecycle.killed_status(view, tracked.started_at, now), "status"
+                )
+            )
         self.store.delete("pods", view.name, view.namespace, grace_period_seconds=0)
         self.stats.writes += 1
         tracked.removing = True

@@ -5,7 +5,10 @@
 - A running pod whose `kai.scheduler/fake-duration` (a Go duration) has elapsed since it started finishes:
   one status write (Succeeded, containers terminated with exit code 0). Without the annotation it runs on.
 - A pod with a deletionTimestamp (deleted or evicted) is removed once that instant (the end of its grace
-  period, as the API server sets it) has passed.
+  period, as the API server sets it) has passed: unless it already ended, first one status write (Failed,
+  containers terminated by the kill), as a kubelet does, then a delete with grace period 0. A Job's pods keep
+  the Job controller's `batch.kubernetes.io/job-tracking` finalizer until their phase is terminal; without the
+  phase they stayed terminating until the scheduler counted them stuck (`stuck-in-releasing-threshold`).
 
 `removal_due` and `awaiting_start` are also the simulator's kubelet's decisions (sim/kubelet.py).
 """
@@ -166,6 +169,22 @@ def succeeded_status(pod: PodView, started: float, now: float) -> JSON:
             "containerStatuses": [
                 _container(n, i, False, {"terminated": _terminated(start, end)}) for n, i in pod.containers
             ],
+        }
+    }
+
+
+def killed_status(pod: PodView, started: float | None, now: float) -> JSON:
+    """The status patch of a deleted pod whose containers were killed (exit 137): Failed, as a kubelet writes it
+    before the pod goes."""
+    start, end = format_time(now if started is None else started), format_time(now)
+    conditions = [_condition(kind, "True", start) for kind in _READY_CONDITIONS[:2]]
+    conditions += [{**_condition(kind, "False", end), "reason": "PodFailed"} for kind in _READY_CONDITIONS[2:]]
+    killed = {"exitCode": 137, "reason": "Error", "startedAt": start, "finishedAt": end}
+    return {
+        "status": {
+            "phase": "Failed",
+            "conditions": conditions,
+            "containerStatuses": [_container(n, i, False, {"terminated": killed}) for n, i in pod.containers],
         }
     }
 

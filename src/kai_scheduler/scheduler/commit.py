@@ -16,7 +16,7 @@ import functools
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -98,12 +98,13 @@ class Committer:
         stale: Sequence[JobInfo] | None = None,
         started: Sequence[str] = (),
         claims: Callable[[PodInfo, str], tuple[ClaimAllocation, ...]] | None = None,
+        fit_errors: Mapping[str, Sequence[Reject]] | None = None,
     ) -> None:
         """Write what the session committed. `pending`: the jobs that may have pending tasks, `stale`: those
         whose stale timestamp may change, in `jobs` order (the snapshot knows them; None = every job);
         `started`: the uids of the jobs it started (their PodGroups get `last-start-timestamp`, written with
         the BindRequests); `claims`: the DRA devices chosen for a task on a node (its BindRequest's
-        `resourceClaimAllocations`)."""
+        `resourceClaimAllocations`); `fit_errors`: why jobs were not placed, by uid (said when a claim is cleared)."""
         evicted_jobs: set[str] = set()
         evicted = {op.task.uid for op in operations if op.op is Op.EVICT}
         binds: list[Callable[[], None]] = []
@@ -131,7 +132,7 @@ class Committer:
         for job in jobs.values() if pending is None else pending:
             for task in job.pending_tasks():
                 if task.pod.nominated_node_name and task.uid not in placed:
-                    self._nominate(task, None)  # the claim lapsed: the pod no longer fits there
+                    self._lapsed(task, job, (fit_errors or {}).get(job.uid, ()))
         for uid in sorted(evicted_jobs):
             if uid in jobs:
                 self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
@@ -144,12 +145,24 @@ class Committer:
         a reclaimer go to it and not to whichever job comes first in queue order (the victims' own, often)."""
         if task.pod.nominated_node_name == (node or ""):
             return
+        if node is not None:
+            log.debug("claim written", extra={"pod": task.key, "node": node})
         self._try(
             f"nominate node on pod {task.key}",
             lambda: self.store.patch(
                 "pods", task.name, task.namespace, {"status": {"nominatedNodeName": node}}, "status"
             ),
         )
+
+    def _lapsed(self, task: PodInfo, job: JobInfo, reasons: Sequence[Reject]) -> None:
+        """Clear the claim of a pending pod this cycle did not place again (pipelined or bound): it no longer
+        fits on the node it claimed, nor anywhere; said at info level with the job's fit errors."""
+        why = "; ".join(dict.fromkeys(r.message for r in reasons)) or "not placed this cycle"
+        log.info(
+            "claim cleared: the pod was not placed again",
+            extra={"pod": task.key, "node": task.pod.nominated_node_name, "job": job.key, "reason": why},
+        )
+        self._nominate(task, None)
 
     def _stale_timestamp(self, job: JobInfo) -> None:
         """Write or clear `kai.scheduler/stale-podgroup-timestamp` where stalegangeviction changed it."""

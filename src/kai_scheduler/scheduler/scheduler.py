@@ -270,6 +270,7 @@ class Scheduler:
             pending=snap.waiting,
             stale=snap.stale_candidates(),
             started=sorted(ssn.started_jobs),
+            fit_errors=ssn.job_fit_errors,
         )
         placed = {op.task.job_uid for op in ssn.committed}
         # Only these jobs get a condition written or cleared; in `jobs` order, as a pass over every job would.
