@@ -31,8 +31,10 @@ class Allocate:
     def execute(self, ssn: Session) -> None:
         ready = candidates(ssn)
         first = ssn.config.flags.pipelined_claims
-        claimed = [job for job in ready if first and _claims(job)]
-        others = [job for job in ready if not (first and _claims(job))]  # before the claimed are placed
+        claimed: list[JobInfo] = []
+        others: list[JobInfo] = []
+        for job in ready:  # split before the claimed are placed: placing them changes what they claim
+            (claimed if first and _claims(job) else others).append(job)
         depth = ssn.config.queue_depth_per_action.get(NAME)
         self._allocate(ssn, JobOrderByQueues(ssn, claimed, depth=depth), claims=True)
         self._allocate(ssn, JobOrderByQueues(ssn, others, depth=depth), claims=False)
