@@ -335,7 +335,8 @@ def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
 def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplog: pytest.LogCaptureFixture) -> None:
     """Four pods of an elastic job claim n1, which has room for two: allocate serves the claims in turn, binds
     two, and clears the claims of the two that no longer fit (each tried: one that does not fit does not stop
-    the next), with log lines naming the job and pod not placed again and why, and each pod whose claim is cleared, its node and why."""
+    the next), with log lines naming the job and pod not placed again and why, and each pod whose claim is
+    cleared, its node and why."""
     objects = [
         b.node("n1", gpus=2),
         v.queue("team-a", gpu_quota=4),
