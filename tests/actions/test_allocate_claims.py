@@ -3,6 +3,7 @@ whatever fails first, and an unclaimed sibling does not take what a claimed pod 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -41,16 +42,22 @@ def _nominated(cluster: Any, name: str) -> str | None:
 
 
 @pytest.mark.parametrize("running", [False, True], ids=["minimum not met", "minimum met"])
-def test_a_claim_that_does_not_fit_does_not_stop_the_jobs_other_claims(running: bool) -> None:
+def test_a_claim_that_does_not_fit_does_not_stop_the_jobs_other_claims(
+    running: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     """big claims n1 for big-0 and n2 for big-1; big-0, first in task order, can no longer be placed anywhere
     (its node selector matches no node). The job used to be discarded at big-0, so big-1 was not tried and the
     commit cleared its claim (and reclaim evicted again for it). Now big-1 is placed on n2."""
     objects = _big({"big-0": "n1", "big-1": "n2"}, pending=2, running=running, nodes=2)
     next(o for o in objects if o["metadata"]["name"] == "big-0")["spec"]["nodeSelector"] = {"pool": "gone"}
     cluster = v.cluster(objects, config={"actions": "allocate"})
-    result = cluster.cycle()
+    with caplog.at_level(logging.INFO, logger="kai_scheduler"):
+        result = cluster.cycle()
     assert _allocated(result) == {"big-1": "n2"}
     assert _nominated(cluster, "big-0") is None  # its claim is cleared: it did not fit
+    cleared = [vars(r) for r in caplog.records if r.getMessage().startswith("claim cleared")]
+    assert [c["pod"] for c in cleared] == [f"{b.NAMESPACE}/big-0"]
+    assert "selector" in cleared[0]["reason"], cleared[0]["reason"]  # why it did not fit, kept past big-1's success
 
 
 @pytest.mark.parametrize("running", [False, True], ids=["minimum not met", "minimum met"])

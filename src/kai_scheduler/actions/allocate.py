@@ -53,7 +53,6 @@ class Allocate:
         handed: list[JobInfo] = []
         while (job := jobs.pop()) is not None:
             had_allocated = job.active_allocated() > 0
-            stmt = ssn.statement()
             claim = None
             if claims and len(following := ssn.tasks_to_allocate(job)) == 1:
                 # One task next (elastic, or the minimum one short): the job's next claim instead, and only claims.
@@ -62,6 +61,7 @@ class Allocate:
                     if job.uid not in stopped:  # its claims are served: its unclaimed pods compete with the others
                         handed.append(job)
                     continue
+            stmt = ssn.statement()
             outcome = allocation.allocate_job(ssn, stmt, job, tasks=None if claim is None else [claim])
             if not outcome.placed:
                 stmt.discard()
@@ -90,7 +90,8 @@ class Allocate:
                     )
                 continue
             stmt.commit()
-            ssn.clear_fit_errors(job)
+            if not (claims and any(t.uid in missed for t in job.pending_tasks())):
+                ssn.clear_fit_errors(job)  # kept for a claim that did not fit: the why of its `claim cleared` line
             if not had_allocated and not outcome.pipelined:
                 ssn.record_started(job)
             if claims and outcome.pipelined:
