@@ -334,8 +334,9 @@ def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
 
 def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplog: pytest.LogCaptureFixture) -> None:
     """Four pods of an elastic job claim n1, which has room for two: allocate serves the claims in turn, binds
-    two, and clears the claims of the two that no longer fit, with log lines naming the job not placed again and
-    why, and each pod whose claim is cleared, its node and why."""
+    two, and clears the claims of the two that no longer fit (each tried: one that does not fit does not stop
+    the next), with log lines naming the job and pod not placed again and why, and each pod whose claim is
+    cleared, its node and why."""
     objects = [
         b.node("n1", gpus=2),
         v.queue("team-a", gpu_quota=4),
@@ -354,8 +355,9 @@ def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplo
     assert sorted(f["pod"] for f in fields) == [f"{b.NAMESPACE}/big-2", f"{b.NAMESPACE}/big-3"]
     assert all(f["node"] == "n1" and "GPU" in f["reason"] for f in fields), [f["reason"] for f in fields]
     tried = [vars(r) for r in caplog.records if r.getMessage() == "claimed job not placed again"]
-    assert [t["job"] for t in tried] == [f"{b.NAMESPACE}/big"]
-    assert any("GPU" in reason for reason in tried[0]["reasons"]), tried[0]["reasons"]
+    # each claim is tried (big-3 too, after big-2 did not fit), and each line names the pod
+    assert [(t["job"], t["pod"]) for t in tried] == [(f"{b.NAMESPACE}/big", f"{b.NAMESPACE}/big-{i}") for i in (2, 3)]
+    assert all(any("GPU" in reason for reason in t["reasons"]) for t in tried), [t["reasons"] for t in tried]
 
 
 def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:

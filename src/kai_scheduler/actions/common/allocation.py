@@ -31,9 +31,13 @@ class Outcome:
     pipelined: bool = False
 
 
-def allocate_job(ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: bool = False) -> Outcome:
-    """Try to place the job's next tasks; on failure the statement is rolled back to where it was."""
-    tasks = ssn.tasks_to_allocate(job)
+def allocate_job(
+    ssn: Session, stmt: Statement, job: JobInfo, *, pipeline_only: bool = False, tasks: list[PodInfo] | None = None
+) -> Outcome:
+    """Try to place the job's next tasks (default: `ssn.tasks_to_allocate`); on failure the statement is rolled
+    back to where it was. The gang check applies to whatever `tasks` are given."""
+    if tasks is None:
+        tasks = ssn.tasks_to_allocate(job)
     if not tasks:
         return Outcome(False)
     ssn.pre_job_allocation(job)
