@@ -159,32 +159,27 @@ def running_status(pod: PodView, now: float) -> JSON:
 
 def succeeded_status(pod: PodView, started: float, now: float) -> JSON:
     """The status patch that ends a pod: every container exited 0."""
-    start, end = format_time(started), format_time(now)
-    conditions = [_condition(kind, "True", start) for kind in _READY_CONDITIONS[:2]]
-    conditions += [{**_condition(kind, "False", end), "reason": "PodCompleted"} for kind in _READY_CONDITIONS[2:]]
-    return {
-        "status": {
-            "phase": "Succeeded",
-            "conditions": conditions,
-            "containerStatuses": [
-                _container(n, i, False, {"terminated": _terminated(start, end)}) for n, i in pod.containers
-            ],
-        }
-    }
+    return _ended(pod, started, now, "Succeeded", "PodCompleted", exit_code=0, reason="Completed")
 
 
 def killed_status(pod: PodView, started: float | None, now: float) -> JSON:
     """The status patch of a deleted pod whose containers were killed (exit 137): Failed, as a kubelet writes it
     before the pod goes."""
-    start, end = format_time(now if started is None else started), format_time(now)
+    return _ended(pod, now if started is None else started, now, "Failed", "PodFailed", exit_code=137, reason="Error")
+
+
+def _ended(
+    pod: PodView, started: float, now: float, phase: str, condition_reason: str, *, exit_code: int, reason: str
+) -> JSON:
+    start, end = format_time(started), format_time(now)
     conditions = [_condition(kind, "True", start) for kind in _READY_CONDITIONS[:2]]
-    conditions += [{**_condition(kind, "False", end), "reason": "PodFailed"} for kind in _READY_CONDITIONS[2:]]
-    killed = {"exitCode": 137, "reason": "Error", "startedAt": start, "finishedAt": end}
+    conditions += [{**_condition(kind, "False", end), "reason": condition_reason} for kind in _READY_CONDITIONS[2:]]
+    terminated = {**_terminated(start, end), "exitCode": exit_code, "reason": reason}
     return {
         "status": {
-            "phase": "Failed",
+            "phase": phase,
             "conditions": conditions,
-            "containerStatuses": [_container(n, i, False, {"terminated": killed}) for n, i in pod.containers],
+            "containerStatuses": [_container(n, i, False, {"terminated": terminated}) for n, i in pod.containers],
         }
     }
 
