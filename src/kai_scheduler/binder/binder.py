@@ -170,7 +170,7 @@ class Binder:
         outcome.bound.append(key)
         if self._statuses is None:
             self._status(br, "Succeeded", "", br.failed_attempts)
-            self._event(br, "Normal", "Bound", f"Pod {key} bound to node {br.selected_node}")
+            self._bound_event(br)
             return
         with self._settling_lock:
             self._settling.add(request)
@@ -182,8 +182,10 @@ class Binder:
         finally:
             with self._settling_lock:
                 self._settling.discard(request)
-        key = f"{br.meta.namespace}/{br.pod_name}"
-        self._event(br, "Normal", "Bound", f"Pod {key} bound to node {br.selected_node}")
+        self._bound_event(br)
+
+    def _bound_event(self, br: BindRequest) -> None:
+        self._event(br, "Normal", "Bound", f"Pod {br.meta.namespace}/{br.pod_name} bound to node {br.selected_node}")
 
     def _event(self, br: BindRequest, kind: str, reason: str, message: str) -> None:
         """An event on the BindRequest's pod, named by the pod's uid (the BindRequest's owner reference)."""
