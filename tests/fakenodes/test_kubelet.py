@@ -143,13 +143,18 @@ def test_a_deleted_pod_goes_once_its_grace_period_has_passed(store: MemoryStore,
     assert kubelet.stats.removed == 1 and kubelet.stats.running == 0
 
 
-def test_an_evicted_pod_goes_after_its_own_grace_period(store: MemoryStore, clock: ManualClock) -> None:
+def _evict_after_grace(store: MemoryStore, clock: ManualClock) -> None:
+    """A running pod with a 10 s grace period is evicted, and the kubelet looks again 10 s later."""
     store.create({**pod("p"), "spec": {**pod("p")["spec"], "terminationGracePeriodSeconds": 10}})
     kubelet = FakeKubelet(store, clock, NODES)
     kubelet.step()
     store.evict("team", "p")
     clock.advance(10)
     kubelet.step()
+
+
+def test_an_evicted_pod_goes_after_its_own_grace_period(store: MemoryStore, clock: ManualClock) -> None:
+    _evict_after_grace(store, clock)
     assert store.list("pods")[0] == []
 
 
@@ -177,12 +182,7 @@ def test_an_evicted_pod_is_failed_before_it_goes(clock: ManualClock) -> None:
     terminating on a real control plane until the scheduler counted them stuck (2 minutes)."""
     store = _Recording(clock)
     fleet.ensure(store, build_nodes(FleetSpec(count=2), clock.now()))
-    store.create({**pod("p"), "spec": {**pod("p")["spec"], "terminationGracePeriodSeconds": 10}})
-    kubelet = FakeKubelet(store, clock, NODES)
-    kubelet.step()
-    store.evict("team", "p")
-    clock.advance(10)
-    kubelet.step()
+    _evict_after_grace(store, clock)
     assert store.writes == [("status", "Running"), ("status", "Failed"), ("delete", 0)]
     assert store.list("pods")[0] == []
 
