@@ -132,16 +132,19 @@ def settings(args: argparse.Namespace) -> Settings:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kai_scheduler.runtime.process import open_store, stop_on_signals
+    from kai_scheduler.runtime.process import cancel_when_stuck, open_store, stop_on_signals
 
     config = settings(args)
     conn = config.connection
     store = open_store(conn.kubeconfig, conn.context, conn.qps, conn.burst, user_agent="kai-fake-nodes")
     stop = threading.Event()
-    with store, stop_on_signals(stop):
+    with store, stop_on_signals(stop), cancel_when_stuck(stop, store):
         try:
             return serve(store, SystemClock(), config, stop)
         except StoreError as err:  # creating or deleting the nodes failed: one line, not a traceback
+            if stop.is_set() and not config.delete_on_exit:  # told to stop while the nodes were being made
+                log.warning("stopped before the nodes were ready", extra={"error": str(err)})
+                return 0
             raise UserError(f"API server: {err}") from None
 
 

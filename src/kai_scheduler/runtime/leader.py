@@ -125,17 +125,20 @@ class LeaderElector:
             self.step()
             stop.wait(self.config.retry_period)
 
-    def release(self) -> None:
-        """Clear the holder if this candidate holds the lease (client-go's ReleaseOnCancel)."""
+    def release(self) -> bool:
+        """Clear the holder if this candidate holds the lease (client-go's ReleaseOnCancel); whether it did.
+
+        The holder becomes "" with a 1 s duration, as client-go writes it: a standby takes the lease at its next
+        attempt (within its retry period) instead of waiting for the lease to expire."""
         if not self.is_leader:
-            return
+            return False
         with self._lock:
             self._renewed_at = None
         try:
             lease = self.store.get("leases", self.name, self.namespace)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.identity:
-                return
+                return False
             now = format_micro_time(self.clock.now())
             lease["spec"] = {
                 **spec,
@@ -145,9 +148,11 @@ class LeaderElector:
                 "renewTime": now,
             }
             self.store.update(lease)
-            log.info("released the lease", extra={"lease": self._key(), "identity": self.identity})
         except StoreError as err:
             log.warning("could not release the lease", extra={"lease": self._key(), "reason": str(err)})
+            return False
+        log.info("released the lease", extra={"lease": self._key(), "identity": self.identity})
+        return True
 
     # --- one attempt ---
 
