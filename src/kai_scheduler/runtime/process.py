@@ -134,10 +134,11 @@ class Process:
             given_up["waiting_for"] = _names(busy)
             given_up["connections_cut"] = self.store.cancel()
             busy = _join(busy, CANCEL_GRACE)
-            self.store.resume()  # for the Lease releases; the runners that ended make no more requests
         stuck = [t for t in self._threads if t in busy]
         if stuck:
             given_up["still_running"] = _names(stuck)
+        elif isinstance(self.store, KubeStore):
+            self.store.resume()  # for the Lease releases: the runners have ended and make no more requests
         released, kept = self._release(can_release=not stuck)
         if kept:
             given_up["leases_kept"] = kept
