@@ -470,7 +470,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if mock.stopping.is_set() or self._client_left():
                     return False
                 time.sleep(_TICK)
-            return True
+            return not self._client_left()
         finally:
             with mock.lock:
                 mock.held -= 1
