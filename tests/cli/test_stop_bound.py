@@ -41,19 +41,22 @@ class Command:
 
 
 def commands(config: str) -> list[Command]:
+    """Each command with its own Lease namespace (none waits for another's Lease) and its loops at their default
+    periods; the electors renew every 100 ms, so that each has a request in flight when the server stalls."""
+
     def component(name: str, *extra: str) -> Command:
         port = closed_port()
-        argv = [name, "--kubeconfig", config, "--listen-address", f"127.0.0.1:{port}", "--leader-elect", *FAST]
-        return Command(name, [*argv, *extra], port)
+        argv = [name, "--kubeconfig", config, "--listen-address", f"127.0.0.1:{port}", "--leader-elect"]
+        return Command(name, [*argv, "--leader-elect-namespace", f"lease-{name}", *FAST, *extra], port)
 
     return [
-        component("run", "--schedule-period", "50ms", "--reconcile-period", "50ms"),
-        component("scheduler", "--schedule-period", "50ms"),
-        component("binder", "--reconcile-period", "50ms"),
-        component("podgrouper", "--reconcile-period", "50ms"),
-        component("controllers", "--reconcile-period", "50ms"),
-        component("node-scale-adjuster", "--reconcile-period", "50ms"),
-        component("operator", "--reconcile-period", "50ms", "--namespace", "kai-scheduler"),
+        component("run"),
+        component("scheduler"),
+        component("binder"),
+        component("podgrouper"),
+        component("controllers"),
+        component("node-scale-adjuster"),
+        component("operator", "--namespace", "kai-scheduler"),
         Command(
             "fake-nodes",
             ["fake-nodes", "--kubeconfig", config, "--count", "2", "--prefix", "stall", "--heartbeat-period", "100ms"],
@@ -112,10 +115,10 @@ def test_every_long_running_command_exits_0_within_the_bound_while_the_api_serve
             for command in commands(config):
                 running[command.name] = (command, spawn(command.argv))
             for name, (command, proc) in running.items():
-                assert eventually(lambda c=command, p=proc: p.poll() is not None or ready(c, memory), timeout=60), (
-                    f"{name} did not become ready"
-                )
-                assert proc.poll() is None, f"{name} ended early: {proc.communicate()[1][-2000:]}"
+                if not eventually(lambda c=command, p=proc: p.poll() is not None or ready(c, memory), timeout=60):
+                    proc.kill()
+                    raise AssertionError(f"{name} did not become ready: {proc.communicate()[1][-3000:]}")
+                assert proc.poll() is None, f"{name} ended early: {proc.communicate()[1][-3000:]}"
             server.stall()
             assert eventually(lambda: server.held >= len(running), timeout=10), "the commands sent no request"
             time.sleep(0.5)  # every loop is now waiting on an answer
@@ -198,19 +201,19 @@ def test_the_watchdog_ends_a_process_whose_shutdown_does_not_end(tmp_path: Path)
 
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-def test_a_clean_stop_is_quick_and_abandons_nothing_when_the_server_answers(signame: str, tmp_path: Path) -> None:
+def test_a_clean_stop_abandons_nothing_and_releases_the_leases_when_the_server_answers(
+    signame: str, tmp_path: Path
+) -> None:
     memory = cluster()
     with MockApiServer(memory) as server:
         command = commands(kubeconfig(tmp_path, server.url))[0]
         proc = spawn(command.argv)
         try:
             assert eventually(lambda: proc.poll() is not None or ready(command, memory), timeout=60)
-            started = time.monotonic()
             proc.send_signal(getattr(signal, signame))
             _, err = proc.communicate(timeout=BOUND)
-            assert time.monotonic() - started < runtime.STEP_GRACE, err[-2000:]
             assert proc.returncode == 0, err[-2000:]
-            assert GAVE_UP not in err
+            assert GAVE_UP not in err, err[-2000:]  # nothing waited out, nothing cut
             assert {lease["spec"]["holderIdentity"] for lease in memory.list("leases")[0]} == {""}
         finally:
             if proc.poll() is None:

@@ -192,7 +192,7 @@ class MockApiServer:
         self._watches: dict[int, Marks] = {}  # open watch → the marks it has acted on
         self._watched = threading.Condition(self.lock)
         self._tokens = itertools.count(1)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.mock = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
@@ -407,6 +407,14 @@ def route(path: str) -> Route:
     if res is None or res.api_version != api_version or (namespace is not None and not res.namespaced) or len(rest) > 3:
         raise HttpError(404, "NotFound", f"the server could not find the requested resource ({path})")
     return Route(res, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that cut its connection (a stopping component cuts what it waits on) is not an error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
