@@ -144,12 +144,15 @@ class Process:
             given_up["leases_kept"] = kept
         self.server.stop()
         if given_up:
-            log.warning(
-                f"shutdown: gave up waiting for the API server after {STEP_GRACE:g}s; in-flight requests "
-                "abandoned (the state is the API server's: the next leader redoes what is missing)"
-                + (f"; Leases not released, they expire after {self._lease_duration():g}s" if kept else ""),
-                extra=given_up,
-            )
+            said = []
+            if "waiting_for" in given_up or "still_running" in given_up:
+                said.append(
+                    f"gave up waiting for the API server after {STEP_GRACE:g}s; in-flight requests abandoned "
+                    "(the state is the API server's: the next leader redoes what is missing)"
+                )
+            if kept:
+                said.append(f"Leases not released, they expire after {self._lease_duration():g}s")
+            log.warning("shutdown: " + "; ".join(said), extra=given_up)
         log.info("stopped", extra={"seconds": round(time.monotonic() - started, 2), "leases_released": released})
 
     def _release(self, *, can_release: bool) -> tuple[list[str], list[str]]:
