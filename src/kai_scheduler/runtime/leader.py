@@ -26,6 +26,7 @@ from typing import Any
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Conflict, NotFound, StoreError
+from kai_scheduler.store.kube import Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +149,9 @@ class LeaderElector:
                 "renewTime": now,
             }
             self.store.update(lease)
-        except StoreError as err:
-            log.warning("could not release the lease", extra={"lease": self._key(), "reason": str(err)})
+        except StoreError as err:  # cut (Cancelled): the shutdown's line already names the lease as kept
+            level = logging.DEBUG if isinstance(err, Cancelled) else logging.WARNING
+            log.log(level, "could not release the lease", extra={"lease": self._key(), "reason": str(err)})
             return False
         log.info("released the lease", extra={"lease": self._key(), "identity": self.identity})
         return True
@@ -229,7 +231,9 @@ class LeaderElector:
         quiet (debug) while the same failure repeats every retry period."""
         self.reachable = False
         text = str(err)
-        if text != self._last_failure:
+        if isinstance(err, Cancelled):  # the process is stopping and says so itself
+            log.debug(f"leader election attempt cut: {text}", extra={"lease": self._key()})
+        elif text != self._last_failure:
             self._last_failure = text
             log.warning(f"leader election attempt failed: {text}", extra={"lease": self._key(), "reason": err.reason})
         else:

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
+from kai_scheduler.store.kube import Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,9 @@ class Runner:
             self.step()
         except PER_OBJECT_ERRORS as err:
             log.warning(f"{self.name}: {err.reason}: {err}", extra={"component": self.name})
+            return self.period
+        except Cancelled as err:  # the process is stopping and says so itself
+            log.debug(f"{self.name}: step cut: {err}", extra={"component": self.name})
             return self.period
         except StoreError as err:
             self._ready = False

@@ -63,6 +63,7 @@ from kai_scheduler.store.kube_http import (
     MERGE_PATCH_TYPE,
     STRATEGIC_MERGE_PATCH_TYPE,
     Cancellation,
+    Cancelled,
     ConfigurationError,
     Limits,
     RateLimiter,
@@ -80,6 +81,7 @@ _Items = list[JSON]
 _Query = list[tuple[str, str]]
 
 __all__ = [
+    "Cancelled",
     "ConfigurationError",
     "EvictionBlocked",
     "KubeOptions",

@@ -73,6 +73,11 @@ class Unavailable(StoreError):
     reason = "ServiceUnavailable"
 
 
+class Cancelled(Unavailable):
+    """The request was cut or refused because its store was cancelled (a process stopping): said once by whoever
+    cancelled, so the loops that see it log it at debug level only."""
+
+
 class ConfigurationError(StoreError):
     """No usable kubeconfig or in-cluster service account: a startup error, not a transient one."""
 
@@ -127,9 +132,9 @@ class Cancellation:
             self._sockets.pop(id(connection), None)
 
     def check(self, what: str) -> None:
-        """Raise Unavailable when cancelled."""
+        """Raise Cancelled (an Unavailable) when cancelled."""
         if self.cancelled.is_set():
-            raise Unavailable(f"{what}: cancelled: the client is shutting down")
+            raise Cancelled(f"{what}: cancelled: the client is shutting down")
 
     def cancel(self) -> int:
         """Refuse new requests and cut the connections; return how many were cut."""
@@ -310,6 +315,7 @@ class Transport:
         try:
             raw = resp.data
         except urllib3.exceptions.HTTPError as err:
+            self.cancellation.check(what)  # cut while the answer was read
             raise Unavailable(f"{what}: reading the answer failed: {err}") from err
         finally:
             resp.release_conn()

@@ -167,7 +167,8 @@ class WatchStream:
             if self._opened:
                 delays = self._delays()
             delay = next(delays)
-            log.warning("%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
+            level = logging.DEBUG if self._transport.cancellation.cancelled.is_set() else logging.WARNING
+            log.log(level, "%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
             timing.sleep(delay, self._closed)
 
     def _delays(self) -> Iterator[float]:
