@@ -25,8 +25,7 @@ from typing import Any
 
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Conflict, NotFound, StoreError
-from kai_scheduler.store.kube import Cancelled
+from kai_scheduler.store.interface import JSON, AlreadyExists, Cancelled, ClusterStore, Conflict, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kai_scheduler.store.activity import Activity
-from kai_scheduler.store.interface import AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
-from kai_scheduler.store.kube import Cancelled
+from kai_scheduler.store.interface import AlreadyExists, Cancelled, Conflict, Gone, Invalid, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 

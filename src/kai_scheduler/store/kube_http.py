@@ -43,6 +43,7 @@ import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 
+from kai_scheduler.store import interface
 from kai_scheduler.store.interface import JSON, AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
 
 log = logging.getLogger(__name__)
@@ -73,9 +74,9 @@ class Unavailable(StoreError):
     reason = "ServiceUnavailable"
 
 
-class Cancelled(Unavailable):
-    """The request was cut or refused because its store was cancelled (a process stopping): said once by whoever
-    cancelled, so the loops that see it log it at debug level only."""
+class Cancelled(Unavailable, interface.Cancelled):
+    """The request was cut or refused because its store was cancelled (a process stopping); an Unavailable too,
+    for the callers that retry those."""
 
 
 class ConfigurationError(StoreError):
