@@ -242,7 +242,8 @@ def test_a_job_in_a_queue_left_out_for_its_missing_parent_is_told_why() -> None:
     expected = [
         {
             "reason": "QueueDoesNotExist",
-            "message": "queue 'lost' is left out of the queue tree: parent queue 'ghost' of queue 'lost' does not exist",
+            "message": "queue 'lost' is left out of the queue tree: "
+            "parent queue 'ghost' of queue 'lost' does not exist",
         }
     ]
     scheduler.run_once()

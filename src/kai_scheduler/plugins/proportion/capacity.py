@@ -33,7 +33,8 @@ def over_limit(chain: Sequence[QueueShare], request: Amounts, plugin: str = PLUG
                 continue
             message = (
                 f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
-                f"({describe(name, held)} allocated, job needs {describe(name, need)}){_unit_hint(name, 'limit', limit)}"
+                f"({describe(name, held)} allocated, job needs {describe(name, need)})"
+                f"{_unit_hint(name, 'limit', limit)}"
             )
             return points.Reject(plugin, constants.REASON_OVER_LIMIT, message)
     return None
