@@ -258,6 +258,21 @@ def test_a_bad_preemptibility_or_delay_is_ignored_and_reported(caplog: pytest.Lo
     assert any("sometimes" in r for r in reasons) and any("soon" in r for r in reasons)
 
 
+def test_a_priority_class_label_naming_no_class_is_reported_and_the_default_used(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server refuses a pod whose spec.priorityClassName names no class, but not a label: a typo there
+    ran the job at the default priority without a word."""
+    c = Cluster()
+    c.add(bare_pod("typo", labels={constants.LABEL_PRIORITY_CLASS: "urgent"}))
+    c.add(bare_pod("known", labels={constants.LABEL_PRIORITY_CLASS: "build"}))
+    c.group()
+    assert spec(c.podgroup_of("typo"))["priorityClassName"] == "train"
+    assert spec(c.podgroup_of("known"))["priorityClassName"] == "build"
+    reasons = [(getattr(r, "pod", ""), getattr(r, "reason", "")) for r in caplog.records]
+    assert reasons == [("default/typo", "label priorityClassName: no PriorityClass 'urgent'; using 'train'")]
+
+
 @pytest.mark.parametrize("on_owner", [pytest.param(False, id="on the pod"), pytest.param(True, id="on an owner")])
 def test_skip_podgrouper_leaves_the_pod_alone(on_owner: bool) -> None:
     c = Cluster(DEPLOYMENT)
