@@ -70,3 +70,11 @@ def test_the_parser_does_not_import_the_web_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_node_pool_is_chosen_for_a_cluster_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "dashboard", write(tmp_path, CLUSTER), "--partition-label-value", "a100")
+    assert (code, err) == (
+        2,
+        "kai: --partition-label-value: only with a cluster (--kubeconfig); a scenario's shards show every pool\n",
+    )
