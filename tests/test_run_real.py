@@ -18,9 +18,11 @@ from tests.e2e import run_real
 
 # Each stand-in run prints three lines with pauses between them, so two runs at once would interleave if their
 # output went straight to the terminal; then it exits with the code its mode is given. argv: the pause and the
-# code of the bare run (and the mock's), then those of the run with controllers.
+# code of the bare run (and the mock's), then those of the run with controllers. SIGINT (the runner's first
+# stop) interrupts it, as it does pytest, even where the test process was started ignoring it (an xdist worker).
 SCRIPT = """
-import os, sys, time
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as pytest's: a pytest-xdist worker ignores SIGINT
 name = os.environ.get("KAI_E2E_CONTROLLERS", "mock")
 pause, code = (sys.argv[2], sys.argv[4]) if name == "1" else (sys.argv[1], sys.argv[3])
 for i in range(3):
