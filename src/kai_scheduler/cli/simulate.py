@@ -220,6 +220,8 @@ def _queue_table(runs: list[replay.Run], labels: list[str]) -> Table:
     run; with --compare a column per run, each cell `allocated / fair share; p50 / p90`."""
     from rich.table import Table
 
+    from kai_scheduler.sim import report
+
     compare = len(runs) > 1
     if compare:
         title = "Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90"
@@ -240,8 +242,8 @@ def _queue_table(runs: list[replay.Run], labels: list[str]) -> Table:
                 continue
             wait = q["wait_seconds"]
             figures = [
-                f"{q['allocated_gpus']:.4g}",
-                f"{q['fair_share_gpus']:.4g}",
+                report.gpus(q["allocated_gpus"]),
+                report.gpus(q["fair_share_gpus"]),
                 describe_duration(wait["p50"]),
                 describe_duration(wait["p90"]),
             ]

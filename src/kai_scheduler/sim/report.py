@@ -78,7 +78,7 @@ def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>kai simulate: {_e(title)}</h1>",
-        f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual seconds from the "
+        f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual time from the "
         "start of the replay; GPUs are devices (a shared pod counts its portion).</p>",
         "<h2>Summary</h2>",
         _summary_table(runs, labels),
@@ -183,6 +183,13 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+def gpus(value: Any) -> str:
+    """GPUs with two decimals, so a column's figures line up ("10.10", "2.57", "8.00"); also the terminal's."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{float(value):,.2f}"
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
     out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
@@ -243,8 +250,9 @@ def _summary_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
 
 def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
     head = ["queue"]
-    for label in labels:
-        head += [f"{label}: allocated", "fair share", "deserved", "wait p50 / p90 / p99"]
+    for label in labels:  # one run: the columns need no run label (the title names the scenario)
+        head += [f"{label}: allocated" if len(runs) > 1 else "allocated", "fair share", "deserved"]
+        head += ["wait p50 / p90 / p99"]
     present = {q for r in runs for q in r.summary.queues}
     tree = plots.queue_tree({**{q: "" for q in present}, **(runs[0].parents if runs else {})})
     rows = []
@@ -255,9 +263,9 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
             wait = q.get("wait_seconds", {})
             deserved = q.get("deserved_gpus")
             row += [
-                _fmt(q.get("allocated_gpus")),
-                _fmt(q.get("fair_share_gpus")),
-                "unlimited" if deserved is not None and deserved < 0 else _fmt(deserved),
+                gpus(q.get("allocated_gpus")),
+                gpus(q.get("fair_share_gpus")),
+                "unlimited" if deserved is not None and deserved < 0 else gpus(deserved),
                 " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99")),
             ]
         rows.append(row)
@@ -282,7 +290,7 @@ def unfinished_line(run: Run) -> str:
     counts = f"{running} running, {len(states) - running} waiting"
     if run.summary.stopped_at is not None:
         return (
-            f"{len(states)} job(s) unfinished when the replay stopped at {_fmt(run.summary.stopped_at, ' s')} "
+            f"{len(states)} job(s) unfinished when the replay stopped at {describe_duration(run.summary.stopped_at)} "
             f"({counts}): a longer --until lets them run"
         )
     return f"{len(states)} job(s) unfinished at the end ({counts}): no duration, or interrupted for good"
