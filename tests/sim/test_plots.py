@@ -85,3 +85,24 @@ def test_the_queue_panels_show_departments_before_their_queues() -> None:
 def test_queue_tree_orders_depth_first() -> None:
     parents = {"b": "", "a": "", "a2": "a", "a1": "a", "a1x": "a1", "orphan": "gone"}
     assert plots.queue_tree(parents) == [("a", 0), ("a1", 1), ("a1x", 2), ("a2", 1), ("b", 0), ("orphan", 0)]
+
+
+def test_waits_and_counts_have_no_axis_below_zero_and_all_zero_waits_say_so() -> None:
+    no_wait = simulate(
+        "name: idle\nnodes:\n- {name: n, gpus: 8}\nqueues:\n- {name: a}\njobs:\n"
+        "- {name: j, queue: a, duration: 60s, template: {gpus: 1}}\n"
+    )
+    fig = plots.waits([no_wait])
+    ax = fig.axes[0]
+    assert ax.get_xlim()[0] > -0.1 and ax.get_xlim()[1] > 0
+    assert any("without waiting" in t.get_text() for t in ax.texts)
+    bottom = plots.allocation([no_wait]).axes[1]
+    assert bottom.get_ylim()[0] == 0  # pending jobs and stranded GPUs: never a negative count on the axis
+
+
+def test_waits_axis_starts_at_zero_and_keeps_the_longest_wait(quickstart: replay.Run) -> None:
+    ax = plots.waits([quickstart]).axes[0]
+    longest = max(j.started - j.submitted for j in quickstart.jobs if j.started is not None and j.submitted is not None)
+    low, high = ax.get_xlim()
+    assert -0.05 * longest <= low <= 0 and high >= longest
+    assert not ax.texts

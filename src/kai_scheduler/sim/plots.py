@@ -119,6 +119,7 @@ def allocation(runs: Sequence[Run]) -> Figure:
     top.legend(loc="lower right", fontsize="small")
     top.grid(alpha=0.3)
     bottom.set_ylabel("count")
+    bottom.set_ylim(bottom=0)  # counts: an all-zero series would otherwise get a symmetric axis below 0
     bottom.set_xlabel(f"virtual time ({unit})")
     bottom.legend(loc="upper right", fontsize="small")
     bottom.grid(alpha=0.3)
@@ -201,11 +202,14 @@ def waits(runs: Sequence[Run]) -> Figure:
     """The share of jobs that started within a given wait: overall per run, and per queue (thin lines)."""
     fig = Figure(figsize=(10, 4))
     ax = fig.subplots()
+    longest, started = 0.0, 0
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
+        waited_all = [j.started - j.submitted for j in run.jobs if j.started is not None and j.submitted is not None]
+        longest, started = max([longest, *waited_all]), started + len(waited_all)
         _ecdf(
             ax,
-            [j.started - j.submitted for j in run.jobs if j.started is not None and j.submitted is not None],
+            waited_all,
             color=color,
             linewidth=2.2,
             label=_legend(runs, run, "all jobs"),
@@ -221,6 +225,11 @@ def waits(runs: Sequence[Run]) -> Figure:
     ax.set_xlabel("wait from submission to all pods running (s)")
     ax.set_ylabel("share of started jobs")
     ax.set_ylim(0, 1.02)
+    span = longest if longest > 0 else 1.0
+    ax.set_xlim(-0.02 * span, 1.05 * span)  # waits are never negative: no axis below 0 (a sliver shows the step)
+    empty = "no job started" if not started else "every job started without waiting (all waits 0 s)"
+    if not started or longest <= 0:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
     return fig
