@@ -106,3 +106,16 @@ def test_waits_axis_starts_at_zero_and_keeps_the_longest_wait(quickstart: replay
     low, high = ax.get_xlim()
     assert -0.05 * longest <= low <= 0 and high >= longest
     assert not ax.texts
+
+
+def test_a_map_whose_nodes_differ_from_its_rows_first_names_its_own_and_white_is_explained() -> None:
+    loaded = sources.load(EXAMPLES / "simulate-autoscaler.yaml")
+    run = replay.Replay(loaded, load_config(loaded.config)).run()
+    assert len({tuple(m.nodes) for m in run.maps}) > 1  # the autoscaler model added and removed a node
+    fig = plots.occupancy(run.maps)
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    for ax, m in zip(axes, run.maps, strict=True):
+        assert [t.get_text() for t in ax.get_yticklabels()] in (list(m.nodes), []), ax.get_title()
+        if tuple(m.nodes) != tuple(run.maps[0].nodes):
+            assert [t.get_text() for t in ax.get_yticklabels()] == list(m.nodes)
+    assert "white: the node has no GPU at that index" in report._occupancy_caption(run)

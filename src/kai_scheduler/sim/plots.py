@@ -264,9 +264,11 @@ def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> Figure:
         ax.set_title(f"t = {describe_duration(m.time)}{why}\n{used:.4g} of {total:g} GPUs in use", fontsize="small")
         _ticks(ax.set_xticks, ax.set_xticklabels, [str(i) for i in range(m.cells.shape[1])], 16)
         ax.set_xlabel("GPU index", fontsize="small")
-        if k % cols == 0:
+        first = shown[k - k % cols]  # the row's first panel, which names its nodes
+        if k % cols == 0 or tuple(m.nodes) != tuple(first.nodes):  # other nodes (the autoscaler's): its own names
             _ticks(ax.set_yticks, ax.set_yticklabels, list(m.nodes), MAX_TICK_LABELS)
-            ax.set_ylabel("node")
+            if k % cols == 0:
+                ax.set_ylabel("node")
         else:
             ax.set_yticks([])
     for ax in axes[len(shown) :]:

@@ -162,7 +162,8 @@ def _occupancy_caption(run: Run) -> str:
     )
     return (
         f"Each GPU of each node {when}, and at peak allocation; a cell is the share of the device in use "
-        "(a shared GPU shows the part its pods hold). Instants past the end of the replay are not shown."
+        "(a shared GPU shows the part its pods hold); white: the node has no GPU at that index. Instants past "
+        "the end of the replay are not shown."
     )
 
 
