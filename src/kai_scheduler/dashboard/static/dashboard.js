@@ -299,7 +299,7 @@ function live() {
 
 async function timeline() {
   const res = await fetch("api/timeline");
-  if (!res.ok) return false;
+  if (!res.ok || res.status === 204) return false;  // 204: a live dashboard, no simulation
   const frames = (await res.json()).frames;
   if (!frames.length) return false;
   state.frames = frames;
