@@ -29,7 +29,9 @@ PLOTS = ("allocation", "queue-shares", "wait-times", "occupancy", "fairness")
 MAX_LISTED = 25
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222;
+padding:0 1em}
+.scroll{overflow-x:auto}
 h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.6em 0} td,th{padding:.25em .8em;border-bottom:1px solid #eee;text-align:right}
 th:first-child,td:first-child{text-align:left} .note{color:#666;font-size:.9em} img{max-width:100%}
@@ -192,9 +194,9 @@ def gpus(value: Any) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    out = ["<div class=scroll><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
     out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
-    return "".join(out) + "</table>"
+    return "".join(out) + "</table></div>"  # a table wider than a phone scrolls by itself, not the page
 
 
 def summary_rows(run: Run) -> list[tuple[str, str]]:
@@ -258,7 +260,7 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
     tree = plots.queue_tree({**{q: "" for q in present}, **(runs[0].parents if runs else {})})
     rows = []
     for name, depth in [(n, d) for n, d in tree if n in present]:
-        row = [f'<span style="padding-left:{1.5 * depth}em">{_e(name)}</span>']
+        row = [f'<span style="padding-left:{1.5 * depth}em;white-space:nowrap">{_e(name)}</span>']
         for run in runs:
             q = run.summary.queues.get(name, {})
             wait = q.get("wait_seconds", {})
@@ -267,7 +269,9 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
                 gpus(q.get("allocated_gpus")),
                 gpus(q.get("fair_share_gpus")),
                 "unlimited" if deserved is not None and deserved < 0 else gpus(deserved),
-                " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99")),
+                "<span style=white-space:nowrap>"
+                + " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99"))
+                + "</span>",
             ]
         rows.append(row)
     note = "<p class=note>GPUs, time-weighted means over the replay.</p>"
