@@ -100,6 +100,8 @@ def test_page_shows_the_schedulers_numbers_reasons_and_live_changes(browser: Any
             assert gpu["deserved"] == pytest.approx(float(share.deserved[2])), name
             assert gpu["requested"] == pytest.approx(float(share.request[2])), name
         assert shown["vision"]["over"] and not shown["nlp"]["over"]
+        tag = browser.find_element(By.CSS_SELECTOR, 'tr[data-queue="vision"] .over-tag').text
+        assert tag.startswith("over quota: GPU"), tag  # the tag names the resources above deserved
         assert shown["vision"]["limit"] == 6
         assert _console_errors(browser) == []  # a live page asks for no timeline it lacks
         browser.save_screenshot(str(tmp_path / "dashboard-overview.png"))
