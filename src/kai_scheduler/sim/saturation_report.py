@@ -86,7 +86,7 @@ def render(runs: Sequence[SaturationRun], labels: Sequence[str]) -> str:
         f"{table}<h2>Unallocated GPUs and fragmentation as demand arrives</h2><figure>"
         f"<img alt='unallocated GPU share and fragmentation against arrived demand' "
         f"src='data:image/png;base64,{image}'><figcaption class=note>Left: the share of GPUs not allocated "
-        "(the dotted line is what a perfect packing leaves: 1 − arrived, down to 0). Right: the expected "
+        "(the dotted line is what a perfect packing leaves: 100 % − arrived, down to 0). Right: the expected "
         "fragmentation, the free GPU capacity the workload's tasks (weighed by how common each shape is) "
         "could not use.</figcaption></figure></body></html>"
     )
@@ -96,7 +96,8 @@ def figure(runs: Sequence[SaturationRun], labels: Sequence[str]) -> Figure:
     fig = Figure(figsize=(11, 4.4))
     left, right = fig.subplots(1, 2)
     top = max((r.points[-1].arrived for r in runs if r.points), default=1.0)
-    left.plot([0, 1, max(top, 1)], [1, 0, 0], ":", color="#999", label="perfect packing")
+    # What a perfect packing leaves, in the runs' unit (% of the cluster's GPUs): 100 − arrived, down to 0.
+    left.plot([0, 100, 100 * max(top, 1)], [100, 0, 0], ":", color="#999", label="perfect packing")
     for i, (label, r) in enumerate(zip(labels, runs, strict=True)):
         xs = [100 * p.arrived for p in r.points]
         color = plots.COLORS[i % len(plots.COLORS)]
