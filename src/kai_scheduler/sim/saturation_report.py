@@ -18,7 +18,9 @@ from kai_scheduler.sim.saturate import FULL, SaturationRun
 
 LEVELS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222;
+padding:0 1em}
+.scroll{overflow-x:auto}
 h1{font-size:1.5em} table{border-collapse:collapse;margin:.6em 0}
 td,th{padding:.25em .8em;border-bottom:1px solid #eee;text-align:right} th:first-child,td:first-child{text-align:left}
 .note{color:#666;font-size:.9em} img{max-width:100%} figure{margin:0}
@@ -72,11 +74,11 @@ def render(runs: Sequence[SaturationRun], labels: Sequence[str]) -> str:
         ["fragmentation at demand 1", *(_percent(r.at(FULL, [p.fragmentation for p in r.points])) for r in runs)]
     )
     table = (
-        "<table><tr>"
+        "<div class=scroll><table><tr>"
         + "".join(f"<th>{html.escape(h)}</th>" for h in head)
         + "</tr>"
         + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-        + "</table>"
+        + "</table></div>"
     )
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {title}</title>"
@@ -107,7 +109,8 @@ def figure(runs: Sequence[SaturationRun], labels: Sequence[str]) -> Figure:
         ax.set_xlabel("demand arrived (% of cluster GPUs)")
         ax.set_ylabel(f"{what} (% of cluster GPUs)")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper right", fontsize="small")
+    left.legend(loc="upper right", fontsize="small")
+    right.legend(loc="lower right", fontsize="small")  # fragmentation grows with demand: the lower right is free
     left.set_ylim(bottom=0)
     right.set_ylim(bottom=0)
     fig.tight_layout()
