@@ -119,7 +119,8 @@ def allocation(runs: Sequence[Run]) -> Figure:
     top.legend(loc="lower right", fontsize="small")
     top.grid(alpha=0.3)
     bottom.set_ylabel("count")
-    bottom.set_ylim(bottom=0)  # counts: an all-zero series would otherwise get a symmetric axis below 0
+    # Counts: from 0, and at least up to 1 (an all-zero series would get an axis of -0.05..0.05, or 0..0.05).
+    bottom.set_ylim(0, max(1.0, bottom.get_ylim()[1]))
     bottom.set_xlabel(f"virtual time ({unit})")
     bottom.legend(loc="upper right", fontsize="small")
     bottom.grid(alpha=0.3)
