@@ -260,7 +260,7 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
     tree = plots.queue_tree({**{q: "" for q in present}, **(runs[0].parents if runs else {})})
     rows = []
     for name, depth in [(n, d) for n, d in tree if n in present]:
-        row = [f'<span style="padding-left:{1.5 * depth}em;white-space:nowrap">{_e(name)}</span>']
+        row = [f'<span style="white-space:nowrap;padding-left:{1.5 * depth}em">{_e(name)}</span>']
         for run in runs:
             q = run.summary.queues.get(name, {})
             wait = q.get("wait_seconds", {})
