@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     saturate.check_unused(args)
     if not args.no_report and importlib.util.find_spec("matplotlib") is None:
         raise UserError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
-    loaded = _load(args)
+    notes: list[str] = []  # what the trace loader says of the replay: on standard error and in the report
+    loaded = _load(args, notes)
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until, occupancy_at=args.occupancy_at)
     if args.dashboard and len(configs) > 1:
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         _print_table(runs)
     out_dir = Path(args.out or Path(DEFAULT_OUT) / Path(args.trace or args.file).stem)
     if not args.no_report:
-        path = report.write(runs, out_dir)
+        path = report.write(runs, out_dir, notes)
         print(f"report: {path}", file=sys.stderr)
     if recording is not None:
         path = recording.write(out_dir / "dashboard.json")
@@ -138,8 +139,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(args: argparse.Namespace) -> Scenario:
+def _load(args: argparse.Namespace, notes: list[str]) -> Scenario:
     from kai_scheduler.sim import sources, trace
+
+    def note(line: str) -> None:
+        print(f"trace: {line}", file=sys.stderr)
+        notes.append(f"trace: {line}")
 
     if args.trace:
         if args.file:
@@ -152,7 +157,7 @@ def _load(args: argparse.Namespace) -> Scenario:
             time_scale=args.time_scale,
             sample=args.sample,
             seed=args.seed,
-            note=lambda line: print(f"trace: {line}", file=sys.stderr),
+            note=note,
         )
     if not args.file:
         raise UserError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")

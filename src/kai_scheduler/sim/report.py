@@ -44,8 +44,9 @@ def label_of(run: Run, index: int) -> str:
     return run.label or (run.name if index == 0 else f"run {index + 1}")
 
 
-def write(runs: Sequence[Run], out: Path) -> Path:
-    """Write the report and data files into `out` (created if needed); return the report's path."""
+def write(runs: Sequence[Run], out: Path, notes: Sequence[str] = ()) -> Path:
+    """Write the report and data files into `out` (created if needed); return the report's path. `notes`: what the
+    command said about its input on standard error (the trace replay's `trace:` line), repeated under the title."""
     out.mkdir(parents=True, exist_ok=True)
     labels = [label_of(r, i) for i, r in enumerate(runs)]
     summary = {label: run.summary.details() for label, run in zip(labels, runs, strict=True)}
@@ -59,7 +60,7 @@ def write(runs: Sequence[Run], out: Path) -> Path:
             writer.writerow(header)
             writer.writerows([_cell(v) for v in row] for row in rows)
     path = out / "report.html"
-    path.write_text(render(runs, labels), encoding="utf-8")
+    path.write_text(render(runs, labels, notes), encoding="utf-8")
     return path
 
 
@@ -71,7 +72,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "run"
 
 
-def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
+def render(runs: Sequence[Run], labels: Sequence[str], notes: Sequence[str] = ()) -> str:
     """The report as one HTML document."""
     from kai_scheduler.sim import plots  # matplotlib: the optional `sim` extra, loaded only for a report
 
@@ -82,6 +83,7 @@ def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
         f"<h1>kai simulate: {_e(title)}</h1>",
         f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual time from the "
         "start of the replay; GPUs are devices (a shared pod counts its portion).</p>",
+        *(f"<p class=note>{_e(note)}</p>" for note in notes),
         "<h2>Summary</h2>",
         _summary_table(runs, labels),
         "<h2>Queues</h2>",
