@@ -116,13 +116,14 @@ def allocation(runs: Sequence[Run]) -> Figure:
             )
     top.set_ylabel("GPUs allocated (%)")
     top.set_ylim(0, 105)
-    top.legend(loc="lower right", fontsize="small")
+    # Legends beside the plots, not over them: any corner of the axes covered some replay's curve.
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
     top.grid(alpha=0.3)
     bottom.set_ylabel("count")
     # Counts: from 0, and at least up to 1 (an all-zero series would get an axis of -0.05..0.05, or 0..0.05).
     bottom.set_ylim(0, max(1.0, bottom.get_ylim()[1]))
     bottom.set_xlabel(f"virtual time ({unit})")
-    bottom.legend(loc="upper right", fontsize="small")
+    bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
     bottom.grid(alpha=0.3)
     return fig
 
