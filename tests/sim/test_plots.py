@@ -103,8 +103,10 @@ def test_waits_and_counts_have_no_axis_below_zero_and_all_zero_waits_say_so() ->
 def test_waits_axis_starts_at_zero_and_keeps_the_longest_wait(quickstart: replay.Run) -> None:
     ax = plots.waits([quickstart]).axes[0]
     longest = max(j.started - j.submitted for j in quickstart.jobs if j.started is not None and j.submitted is not None)
+    assert longest > 120  # the quickstart's longest wait is over two minutes: the axis reads in minutes
+    assert ax.get_xlabel() == "wait from submission to all pods running (minutes)"
     low, high = ax.get_xlim()
-    assert -0.05 * longest <= low <= 0 and high >= longest
+    assert -0.05 * longest / 60 <= low <= 0 and high >= longest / 60
     assert not ax.texts
 
 

@@ -201,34 +201,39 @@ def queue_paths(parents: dict[str, str]) -> dict[str, str]:
 
 
 def waits(runs: Sequence[Run]) -> Figure:
-    """The share of jobs that started within a given wait: overall per run, and per queue (thin lines)."""
+    """The share of jobs that started within a given wait: overall per run, and per queue (thin lines). The wait
+    axis is in the unit its longest wait reads in (seconds, minutes, hours, days), as the time axes are."""
     fig = Figure(figsize=(10, 4))
     ax = fig.subplots()
-    longest, started = 0.0, 0
-    for i, run in enumerate(runs):
-        color = COLORS[i % len(COLORS)]
-        waited_all = [j.started - j.submitted for j in run.jobs if j.started is not None and j.submitted is not None]
-        longest, started = max([longest, *waited_all]), started + len(waited_all)
+
+    def waited(run: Run, queue: str | None = None) -> list[float]:
+        return [
+            j.started - j.submitted
+            for j in run.jobs
+            if j.started is not None and j.submitted is not None and (queue is None or j.meta.queue == queue)
+        ]
+
+    overall = [waited(run) for run in runs]
+    longest = max((w for ws in overall for w in ws), default=0.0)
+    scale, unit = next((size, name) for above, size, name in _UNITS if longest >= above)
+    for i, (run, ws) in enumerate(zip(runs, overall, strict=True)):
         _ecdf(
             ax,
-            waited_all,
-            color=color,
+            [w / scale for w in ws],
+            color=COLORS[i % len(COLORS)],
             linewidth=2.2,
             label=_legend(runs, run, "all jobs"),
         )
         if len(runs) == 1:
             for k, queue in enumerate(sorted({j.meta.queue for j in run.jobs})):
-                waited = [
-                    j.started - j.submitted
-                    for j in run.jobs
-                    if j.meta.queue == queue and j.started is not None and j.submitted is not None
-                ]
-                _ecdf(ax, waited, color=COLORS[(k + 1) % len(COLORS)], linewidth=1, label=queue)
-    ax.set_xlabel("wait from submission to all pods running (s)")
+                scaled = [w / scale for w in waited(run, queue)]
+                _ecdf(ax, scaled, color=COLORS[(k + 1) % len(COLORS)], linewidth=1, label=queue)
+    ax.set_xlabel(f"wait from submission to all pods running ({unit})")
     ax.set_ylabel("share of started jobs")
     ax.set_ylim(0, 1.02)
-    span = longest if longest > 0 else 1.0
+    span = longest / scale if longest > 0 else 1.0
     ax.set_xlim(-0.02 * span, 1.05 * span)  # waits are never negative: no axis below 0 (a sliver shows the step)
+    started = sum(len(ws) for ws in overall)
     empty = "no job started" if not started else "every job started without waiting (all waits 0 s)"
     if not started or longest <= 0:
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
