@@ -114,3 +114,12 @@ def test_a_replay_stopped_at_until_says_when_as_a_duration() -> None:
     run = simulate(SMALL.replace("duration: 60s, replicas: 2", "duration: 2h, replicas: 2"), until=4500.0)
     line = report.unfinished_line(run)
     assert "stopped at 1h15m" in line and "4,500 s" not in line, line
+
+
+def test_percentiles_of_nothing_say_so_in_words() -> None:
+    """A replay without gangs has no gang wait: the summary says so rather than '– / – / –'."""
+    run = simulate(scenario("- {name: one, queue: a, duration: 60s, replicas: 1, template: {gpus: 1}}\n"))
+    rows = dict(report.summary_rows(run))
+    assert run.summary.details()["gang_wait_seconds"]["p50"] is None  # SMALL's jobs: no gang
+    assert rows["gang wait p50 / p90 / p99"] == "no gang job started"
+    assert rows["wait p50 / p90 / p99"].count(" / ") == 2

@@ -236,15 +236,23 @@ def _headline(d: dict[str, Any], jobs: Any, wait: Any, done: Any, gang: Any, cyc
         ("jobs submitted / completed", f"{jobs['submitted']} / {jobs['completed']}"),
         ("jobs never scheduled", str(jobs["never_scheduled"])),
         ("jobs unfinished at the end", str(jobs["unfinished"])),
-        ("wait p50 / p90 / p99", " / ".join(describe_duration(wait[k]) for k in ("p50", "p90", "p99"))),
-        ("completion p50 / p90 / p99", " / ".join(describe_duration(done[k]) for k in ("p50", "p90", "p99"))),
-        ("gang wait p50 / p90 / p99", " / ".join(describe_duration(gang[k]) for k in ("p50", "p90", "p99"))),
+        ("wait p50 / p90 / p99", _waits(wait, "no job started")),
+        ("completion p50 / p90 / p99", _waits(done, "no job completed")),
+        ("gang wait p50 / p90 / p99", _waits(gang, "no gang job started")),
         ("evictions", ", ".join(f"{k} {v}" for k, v in d["evictions"].items()) or "0"),
         ("interrupted runs", str(d["interruptions"])),
         ("scheduler cycles", str(d["cycles"])),
         ("cycle time mean / p99 / max", " / ".join(_fmt(1000 * cycle[k], " ms") for k in ("mean", "p99", "max"))),
         ("replay wall time", describe_duration(d["wall_seconds"])),
     ]
+
+
+def _waits(figures: dict[str, Any], none: str) -> str:
+    """p50 / p90 / p99 as durations; when there is nothing to measure, `none` in words rather than "– / – / –"."""
+    values = [figures.get(k) for k in ("p50", "p90", "p99")]
+    if all(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+        return none
+    return " / ".join(describe_duration(v) for v in values)
 
 
 def _summary_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
