@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, notes: list[str]) -> Scenario:
     from kai_scheduler.sim import sources, trace
 
-    def note(line: str) -> None:
+    def trace_note(line: str) -> None:
         print(f"trace: {line}", file=sys.stderr)
         notes.append(f"trace: {line}")
 
@@ -157,7 +157,7 @@ def _load(args: argparse.Namespace, notes: list[str]) -> Scenario:
             time_scale=args.time_scale,
             sample=args.sample,
             seed=args.seed,
-            note=note,
+            note=trace_note,
         )
     if not args.file:
         raise UserError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
