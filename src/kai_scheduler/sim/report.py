@@ -258,7 +258,12 @@ def _waits(figures: dict[str, Any], none: str) -> str:
 def _summary_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
     columns = [summary_rows(r) for r in runs]
     rows = [[_e(name), *(_e(col[i][1]) for col in columns)] for i, (name, _) in enumerate(columns[0])]
-    return _table(["", *labels], rows)
+    return _table(["", *_heads(labels)], rows)
+
+
+def _heads(labels: Sequence[str]) -> list[str]:
+    """Column heads for the runs: their labels with several, none for one (the title names it already)."""
+    return list(labels) if len(labels) > 1 else ["" for _ in labels]
 
 
 def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
@@ -293,7 +298,10 @@ def _evictions(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
     if not actions:
         return []
     rows = [[_e(a), *(str(r.summary.evictions.get(a, 0)) for r in runs)] for a in actions]
-    return ["<h2>Evictions by action</h2>", _table(["action", *labels], rows)]
+    return [
+        "<h2>Evictions by action</h2>",
+        _table(["action", *(_heads(labels) if len(runs) > 1 else ["evictions"])], rows),
+    ]
 
 
 def unfinished_line(run: Run) -> str:
