@@ -105,6 +105,7 @@ def test_the_queue_table_of_one_run_names_its_columns_plainly_with_gpus_to_two_d
     queues = text[text.index("<h2>Queues</h2>") : text.index("GPUs, time-weighted means")]
     assert "<th>allocated</th>" in queues and f"{run.name}: allocated" not in queues
     assert f"<th>{run.name}</th>" not in text  # the summary's column is not headed by the title again
+    assert "<tr><th></th><th></th></tr>" not in text  # nor by a blank row
     allocated = run.summary.queues["a"]["allocated_gpus"]
     assert f"<td>{allocated:.2f}</td>" in queues
     assert report.gpus(10.1) == "10.10" and report.gpus(2.5) == "2.50" and report.gpus(1234.5) == "1,234.50"

@@ -196,7 +196,8 @@ def gpus(value: Any) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["<div class=scroll><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    heads = "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>" if any(head) else ""  # no blank row
+    out = ["<div class=scroll><table>" + heads]
     out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
     return "".join(out) + "</table></div>"  # a table wider than a phone scrolls by itself, not the page
 
