@@ -80,6 +80,7 @@ def test_the_queue_panels_show_departments_before_their_queues() -> None:
     assert len(rows) == 5
     assert table.index(">product</span>") < table.index(">search</span>") < table.index(">research</span>")
     assert 'padding-left:1.5em">vision' in table
+    assert table.count("a department: no jobs of its own") == 2  # research and product: no "– / – / –"
 
 
 def test_queue_tree_orders_depth_first() -> None:

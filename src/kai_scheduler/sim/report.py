@@ -274,6 +274,7 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
         head += ["wait p50 / p90 / p99"]
     present = {q for r in runs for q in r.summary.queues}
     tree = plots.queue_tree({**{q: "" for q in present}, **(runs[0].parents if runs else {})})
+    departments = set(runs[0].parents.values()) if runs else set()
     rows = []
     for name, depth in [(n, d) for n, d in tree if n in present]:
         row = [f'<span style="white-space:nowrap;padding-left:{1.5 * depth}em">{_e(name)}</span>']
@@ -286,7 +287,7 @@ def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
                 gpus(q.get("fair_share_gpus")),
                 "unlimited" if deserved is not None and deserved < 0 else gpus(deserved),
                 "<span style=white-space:nowrap>"
-                + " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99"))
+                + _waits(wait, "a department: no jobs of its own" if name in departments else "no job started")
                 + "</span>",
             ]
         rows.append(row)
