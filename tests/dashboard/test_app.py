@@ -59,7 +59,7 @@ def test_the_page_and_its_files_are_served_from_the_package_and_nothing_writes(s
         assert _status(port, f"/static/{name}") == 200
     for path in ("/", "/api/state", "/api/stream"):
         assert _status(port, path, "POST") == 405
-    assert _status(port, "/api/timeline") == 404  # no simulation here
+    assert _status(port, "/api/timeline") == 204  # no simulation here: no content, not an error
 
 
 def test_the_stream_sends_each_new_version_within_a_second(server: tuple[Feed, int]) -> None:
