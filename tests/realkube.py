@@ -3,7 +3,7 @@ directory, and always stopped.
 
 `cluster(controllers=...)` starts etcd and kube-apiserver v1.32 on free loopback ports (and with
 `controllers=True` the kube-controller-manager: garbage collector, Job controller, node lifecycle…), yields the
-kubeconfig, and stops the processes by their recorded PIDs when the block ends, however it ends. Each call has
+kubeconfig, and kills the processes by their recorded PIDs when the block ends, however it ends. Each call has
 its own `KAI_KUBE_RUN` (a mktemp directory), so clusters never share state and several can run at once. The
 script is `$KAI_KUBE_CLUSTER_SH`, else `../shared/kube/cluster.sh` next to the repository; `unavailable()` says
 why there is none.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -75,11 +76,27 @@ def cluster(*, controllers: bool = False) -> Iterator[Cluster]:
             raise RuntimeError(f"cluster.sh start failed ({started.returncode}): {started.stderr.strip()[-2000:]}")
         yield Cluster(lines[-1], run, controllers)
     finally:
+        kill(run)
         with contextlib.suppress(subprocess.TimeoutExpired):
             subprocess.run(
                 [str(script()), "stop"], env=env, capture_output=True, timeout=STOP_TIMEOUT, stdin=subprocess.DEVNULL
             )
         shutil.rmtree(run, ignore_errors=True)
+
+
+PROCESSES = ("controller-manager", "apiserver", "etcd")  # cluster.sh's pid files in the run directory
+
+
+def kill(run: Path) -> None:
+    """SIGKILL the cluster's processes by the PIDs recorded in `run`, each only while its command line still names
+    `run` (a PID the system gave to another process since is left alone). The cluster and its data are thrown away,
+    so nothing is owed a graceful shutdown: the API server's takes seconds, and `cluster.sh stop` waits for it.
+    `cluster.sh stop` runs after, for what it does beyond (its pid files)."""
+    for name in PROCESSES:
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((run / f"{name}.pid").read_text().strip())
+            if str(run) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                os.kill(pid, signal.SIGKILL)
 
 
 def kubectl(

@@ -51,6 +51,16 @@ def test_the_timestamp_is_written_once_and_the_gang_evicted_after_the_grace_peri
     )
 
 
+def test_one_running_pod_of_a_stale_gang_is_said_in_the_singular() -> None:
+    objects = broken_gang(stale_since=b.NOW - 61)
+    objects[0] = b.node("n1", gpus=1)
+    objects[-3] = b.pod("gang-1", group="gang", gpus=1, cpu="0", memory="0")  # never started: one pod of four runs
+    cluster = v.cluster(objects, config=CONFIG)
+    cluster.cycle()
+    [event] = v.events(cluster, "Evict")
+    assert event["message"] == "gang ns/gang is stale: 1 of the 4 pods it needs is running, for 1m1s (grace period 1m)"
+
+
 def test_a_gang_that_is_no_longer_stale_has_its_timestamp_cleared() -> None:
     objects = broken_gang(stale_since=b.NOW - 10)
     objects[0] = b.node("n1", gpus=4)  # room for the whole gang: allocate places it, no longer stale

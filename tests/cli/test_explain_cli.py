@@ -40,7 +40,7 @@ def test_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> No
 
 
 ERRORS = [
-    pytest.param(["explain", "nope", QUICKSTART], "no PodGroup or pod named 'nope'", id="an unknown job"),
+    pytest.param(["explain", "nope", QUICKSTART], "no PodGroup, pod or workload named 'nope'", id="an unknown job"),
     pytest.param(["explain", "eval", QUICKSTART, "-n", "elsewhere"], "namespace 'elsewhere' has none", id="unknown ns"),
     pytest.param(["explain", "a/b/c", QUICKSTART], "want NAME or NAMESPACE/NAME", id="a malformed name"),
     pytest.param(["explain", "eval", QUICKSTART, "--kubeconfig", "k"], "not both", id="a file and a cluster"),

@@ -167,7 +167,16 @@ def test_the_queue_tree_does_not_depend_on_input_order() -> None:
     [
         pytest.param("nowhere", "queue 'nowhere' does not exist", id="a queue that does not exist"),
         pytest.param("org", "queue 'org' is not a leaf queue", id="a parent queue"),
-        pytest.param("lost", "queue 'lost' does not exist", id="a queue dropped for its missing parent"),
+        pytest.param(
+            "lost",
+            "queue 'lost' is left out of the queue tree: parent queue 'ghost' of queue 'lost' does not exist",
+            id="a queue dropped for its missing parent",
+        ),
+        pytest.param(
+            "c1",
+            "queue 'c1' is left out of the queue tree: queue 'c1' is in a parent cycle: c1 → c2 → c1",
+            id="a queue dropped for a parent cycle",
+        ),
     ],
 )
 def test_a_job_without_a_usable_queue_gets_a_queue_does_not_exist_problem(queue: str, message: str) -> None:

@@ -59,7 +59,7 @@ def test_the_page_and_its_files_are_served_from_the_package_and_nothing_writes(s
         assert _status(port, f"/static/{name}") == 200
     for path in ("/", "/api/state", "/api/stream"):
         assert _status(port, path, "POST") == 405
-    assert _status(port, "/api/timeline") == 404  # no simulation here
+    assert _status(port, "/api/timeline") == 204  # no simulation here: no content, not an error
 
 
 def test_the_stream_sends_each_new_version_within_a_second(server: tuple[Feed, int]) -> None:
@@ -163,3 +163,54 @@ def test_an_embedded_dashboard_of_a_sharded_scenario_shows_every_pool(tmp_path: 
         doc = served.state()
         assert {q["name"] for q in doc["queues"]} == {"qa", "qu"}
         assert set(doc["nodes"]["name"]) == {"a1", "u1"}
+
+
+def _pooled_cluster() -> MemoryStore:
+    """The dashboard scenario's cluster (no node-pool labels) and a queue of node pool a100."""
+    from kai_scheduler import scenario as scenarios
+
+    store = MemoryStore(ManualClock(1_767_225_600.0))
+    store.add_many(scenarios.loads(CLUSTER, "cluster.yaml").objects)
+    pool = {"kai.scheduler/node-pool": "a100"}
+    spec = {"resources": {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1}}}
+    store.create(
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": "a100-team", "labels": pool},
+            "spec": spec,
+        }
+    )
+    return store
+
+
+def test_a_live_view_of_one_pool_names_the_other_pools_it_leaves_out() -> None:
+    """On a cluster whose nodes are all in pools the default view (objects without the label) is nearly empty:
+    the page says which pools exist and how to show one."""
+    store = _pooled_cluster()
+    feed = Feed()
+    assert LiveSource(store, load_config(None), feed).refresh(force=True)
+    doc = orjson.loads(feed.current()[1])
+    assert "a100-team" not in {q["name"] for q in doc["queues"]}
+    assert doc["notes"] == [
+        "showing the node pool of objects without kai.scheduler/node-pool; other node pools have queues too: "
+        "'a100' (kai dashboard --partition-label-value POOL shows one)"
+    ]
+    pooled = load_config({"flags": {"partition-label-value": "a100"}})
+    assert LiveSource(store, pooled, feed).refresh(force=True)
+    doc = orjson.loads(feed.current()[1])
+    assert [q["name"] for q in doc["queues"]] == ["a100-team"]
+    assert doc["notes"] == [
+        "showing node pool 'a100'; other node pools have queues too: (no kai.scheduler/node-pool) "
+        "(kai dashboard --partition-label-value POOL shows one)"
+    ]
+
+
+def test_a_live_view_of_a_cluster_without_pools_has_no_pool_note() -> None:
+    from kai_scheduler import scenario as scenarios
+
+    store = MemoryStore(ManualClock(1_767_225_600.0))
+    store.add_many(scenarios.loads(CLUSTER, "cluster.yaml").objects)
+    feed = Feed()
+    assert LiveSource(store, load_config(None), feed).refresh(force=True)
+    assert orjson.loads(feed.current()[1])["notes"] == []

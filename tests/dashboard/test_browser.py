@@ -59,11 +59,17 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     for flag in FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, read by _console_errors
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+def _console_errors(browser: Any) -> list[str]:
+    """The browser console's errors since the last call (failed requests included)."""
+    return [str(e["message"]) for e in browser.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def _until(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
@@ -94,7 +100,10 @@ def test_page_shows_the_schedulers_numbers_reasons_and_live_changes(browser: Any
             assert gpu["deserved"] == pytest.approx(float(share.deserved[2])), name
             assert gpu["requested"] == pytest.approx(float(share.request[2])), name
         assert shown["vision"]["over"] and not shown["nlp"]["over"]
+        tag = browser.find_element(By.CSS_SELECTOR, 'tr[data-queue="vision"] .over-tag').text
+        assert tag.startswith("over quota: GPU"), tag  # the tag names the resources above deserved
         assert shown["vision"]["limit"] == 6
+        assert _console_errors(browser) == []  # a live page asks for no timeline it lacks
         browser.save_screenshot(str(tmp_path / "dashboard-overview.png"))
 
         # A click on a queue lists its jobs in order, the pending one with the PodGroup's condition text.

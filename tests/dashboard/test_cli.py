@@ -46,6 +46,16 @@ def test_a_file_that_is_no_recording_is_one_line(capsys: pytest.CaptureFixture[s
     assert err.count("\n") == 1 and "not a dashboard recording: no `frames`" in err
 
 
+def test_a_scenario_with_generators_says_how_to_see_it_in_the_dashboard(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """examples/hierarchical-org.yaml draws its jobs: the dashboard cannot run it, and says what will show it."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "hierarchical-org.yaml"
+    code, _, err = run(capsys, "dashboard", str(example))
+    assert code == 2 and err.count("\n") == 1
+    assert "run `kai simulate FILE` (with --dashboard it records the views for `kai dashboard`)" in err
+
+
 def test_a_cluster_that_cannot_be_read_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     kubeconfig = write(tmp_path, UNREACHABLE_KUBECONFIG, "kubeconfig")
     code, _, err = run(capsys, "dashboard", "--kubeconfig", kubeconfig, "--port", "0")
@@ -70,3 +80,11 @@ def test_the_parser_does_not_import_the_web_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_node_pool_is_chosen_for_a_cluster_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "dashboard", write(tmp_path, CLUSTER), "--partition-label-value", "a100")
+    assert (code, err) == (
+        2,
+        "kai: --partition-label-value: only with a cluster (--kubeconfig); a scenario's shards show every pool\n",
+    )

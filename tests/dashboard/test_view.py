@@ -142,3 +142,27 @@ def test_a_source_publishes_only_when_something_moved() -> None:
     source.step()
     assert source.feed.version == version + 1
     assert "late" in [q["name"] for q in orjson.loads(source.feed.current()[1])["queues"]]
+
+
+def test_idle_gpus_are_not_stranded_when_no_gpu_job_is_pending() -> None:
+    """Yellow means fragmentation: idle GPUs some pending job cannot use. With nothing pending they are just idle
+    (the simulator's idle_unusable_gpus is 0 then too)."""
+    text = """
+name: quiet
+nodes:
+- {name: n, count: 2, gpus: 4, cpu: "32", memory: 256Gi}
+queues:
+- {name: a, resources: {gpu: {quota: 8}}}
+jobs:
+- name: j
+  queue: a
+  tasks:
+  - {name: j-0, status: Running, node: n-0, gpus: 1}
+"""
+    source = EmbeddedSource(cluster(text), Feed(), cycles=2)
+    for _ in range(2):
+        source.step()
+    doc = orjson.loads(source.feed.current()[1])
+    nodes = doc["nodes"]
+    assert sum(c == view.IDLE for cells in nodes["cells"] for c in cells) == 7  # one GPU in use, seven idle
+    assert [f & 2 for f in nodes["flags"]] == [0, 0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.e2e.harness import NAMESPACE, Cluster, gpus_by_node
+from tests.e2e.harness import NAMESPACE, POLL, Cluster, gpus_by_node
 
 CAPACITY = 8.0
 
@@ -44,5 +44,5 @@ def bound_once(cluster: Cluster, prefix: str, count: int, settle: float = 10.0) 
             break
         if time.monotonic() >= deadline:
             break
-        time.sleep(0.5)
+        time.sleep(POLL)
     assert sorted(per_pod.values()) == [1] * count, f"successful BindRequests per pod: {per_pod}"

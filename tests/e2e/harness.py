@@ -33,6 +33,9 @@ COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
 COMPONENT_FLAGS = {"scheduler": ("--queue-access-control",)}
 RESERVATION_NAMESPACE = constants.RESERVATION_NAMESPACE
 NODE_PREFIX = "kai-e2e-node"
+# How often a wait looks again (seconds): what it waits for is mostly a few cycles of the components away, so a
+# short step ends the wait soon after; each look is a list or two on a loopback server.
+POLL = 0.2
 # Kept by cleanup: what the API server or kube-controller-manager put in every namespace.
 KEPT_CONFIGMAPS = ("kube-root-ca.crt",)
 
@@ -157,7 +160,7 @@ class Cluster:
     processes: Processes
     node_prefix: str
 
-    def wait(self, what: str, check: Callable[[], bool], timeout: float = 90.0, every: float = 0.5) -> None:
+    def wait(self, what: str, check: Callable[[], bool], timeout: float = 90.0, every: float = POLL) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if check():
@@ -409,7 +412,7 @@ def _real_cluster_basics(kubeconfig: str, crds: list[dict[str, Any]], *, namespa
         while not _established(extensions.read_custom_resource_definition(name)):
             if time.monotonic() > deadline:
                 raise AssertionError(f"CRD {name} not established after 60 s")
-            time.sleep(0.5)
+            time.sleep(POLL)
 
 
 def _established(crd: Any) -> bool:

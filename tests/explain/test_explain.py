@@ -271,9 +271,12 @@ jobs:
 @pytest.mark.parametrize(
     "job, namespace, words",
     [
-        pytest.param("nope", None, ["no PodGroup or pod named 'nope'"], id="an unknown job"),
+        pytest.param("nope", None, ["no PodGroup, pod or workload named 'nope'"], id="an unknown job"),
         pytest.param(
-            "j-2", "ns-b", ["no PodGroup or pod named 'j-2' in namespace 'ns-b' (did you mean j-0?)"], id="a near miss"
+            "j-2",
+            "ns-b",
+            ["no PodGroup, pod or workload named 'j-2' in namespace 'ns-b' (did you mean j-0?)"],
+            id="a near miss",
         ),
         pytest.param("j", "ns-x", ["namespace 'ns-x' has none"], id="an unknown namespace"),
         pytest.param("j", None, ["several namespaces", "ns-a/j", "ns-b/j", "-n"], id="a name in two namespaces"),

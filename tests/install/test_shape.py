@@ -143,8 +143,9 @@ def test_rbac_is_least_privilege(each_set: tuple[str, list[JSON]]) -> None:
         assert _allows(_rules(objects, "Role", name), "coordination.k8s.io", "leases", "update")
     assert not _allows(_rules(objects, "Role", "kai-admission"), "coordination.k8s.io", "leases", "get")
     for name in ("kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers", "kai-admission"):
-        # the scheduler (scheduler/commit.py) and the binder (Bound, BindingError) write events, each created once
-        writes = name in ("kai-scheduler", "kai-binder")
+        # the scheduler (scheduler/commit.py), the binder (Bound, BindingError) and the pod grouper
+        # (PodGrouperWarning) write events, each created once
+        writes = name in ("kai-scheduler", "kai-binder", "kai-podgrouper")
         assert _allows(_rules(objects, "ClusterRole", name), "", "events", "create") == writes
         assert not _allows(_rules(objects, "ClusterRole", name), "", "events", "patch")
         assert not _allows(_rules(objects, "ClusterRole", name), "", "secrets", "get")

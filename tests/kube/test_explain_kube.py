@@ -93,4 +93,4 @@ def test_without_the_crds_then_with_them_as_a_reader(
     [pool] = data["nodePools"]
     assert pool["nodes"] == 0 and not pool["placeable"]
     code, _, err = _explain(capsys, "missing", "-n", "explain", "--kubeconfig", reader)
-    assert code == 2 and "no PodGroup or pod named 'missing'" in err
+    assert code == 2 and "no PodGroup, pod or workload named 'missing'" in err

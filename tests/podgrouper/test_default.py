@@ -8,7 +8,9 @@ import json
 import pytest
 
 from kai_scheduler.api import constants
-from tests.podgrouper.helpers import Cluster, bare_pod, controller_pod, spec
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.podgrouper.grouper import PodGrouper
+from tests.podgrouper.helpers import NOW, Cluster, bare_pod, controller_pod, spec
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -256,6 +258,45 @@ def test_a_bad_preemptibility_or_delay_is_ignored_and_reported(caplog: pytest.Lo
     assert spec(c.podgroup_of("p")) == {"queue": "default-queue", "minMember": 1, "priorityClassName": "train"}
     reasons = [getattr(r, "reason", "") for r in caplog.records]
     assert any("sometimes" in r for r in reasons) and any("soon" in r for r in reasons)
+
+
+def test_a_priority_class_label_naming_no_class_is_reported_and_the_default_used(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server refuses a pod whose spec.priorityClassName names no class, but not a label: a typo there
+    ran the job at the default priority without a word."""
+    c = Cluster()
+    c.add(bare_pod("typo", labels={constants.LABEL_PRIORITY_CLASS: "urgent"}))
+    c.add(bare_pod("known", labels={constants.LABEL_PRIORITY_CLASS: "build"}))
+    c.group()
+    assert spec(c.podgroup_of("typo"))["priorityClassName"] == "train"
+    assert spec(c.podgroup_of("known"))["priorityClassName"] == "build"
+    reasons = [(getattr(r, "pod", ""), getattr(r, "reason", "")) for r in caplog.records]
+    assert reasons == [("default/typo", "label priorityClassName: no PriorityClass 'urgent'; using 'train'")]
+
+
+def test_with_a_clock_what_was_not_done_as_asked_is_an_event_on_the_pod_once() -> None:
+    """The components' pod grouper (it has a clock) tells the user on the pod, where `kubectl describe` shows it,
+    not only in its own log; once per message, whatever the number of reconciles."""
+    c = Cluster()
+    c.grouper = PodGrouper(c.store, clock=ManualClock(NOW))
+    c.add(bare_pod("typo", labels={constants.LABEL_PRIORITY_CLASS: "urgent"}))
+    c.group()
+    c.store.patch("pods", "typo", "default", {"metadata": {"labels": {"touched": "1"}}})
+    c.group()
+    found = c.store.list("events", "default")[0]
+    uid = c.pod("typo")["metadata"]["uid"]
+    assert sorted((e["type"], e["reason"], e["involvedObject"]["uid"], e["message"]) for e in found) == [
+        ("Warning", "PodGrouperWarning", uid, "label priorityClassName: no PriorityClass 'urgent'; using 'train'"),
+    ]
+    assert {e["source"]["component"] for e in found} == {"podgrouper"}
+
+
+def test_without_a_clock_the_grouper_writes_no_event() -> None:
+    c = Cluster()
+    c.add(bare_pod("typo", labels={constants.LABEL_PRIORITY_CLASS: "urgent"}))
+    c.group()
+    assert c.store.list("events", "default")[0] == []
 
 
 @pytest.mark.parametrize("on_owner", [pytest.param(False, id="on the pod"), pytest.param(True, id="on an owner")])

@@ -103,7 +103,7 @@ def _controllers(store: KubeStore, clock: ManualClock) -> components.Component:
 
 
 def _podgrouper(store: KubeStore, clock: ManualClock) -> components.Component:
-    return components.podgrouper(store, GrouperOptions())
+    return components.podgrouper(store, GrouperOptions(), clock)
 
 
 def _binder(store: KubeStore, clock: ManualClock) -> components.Component:

@@ -246,7 +246,7 @@ REJECTS = [
     pytest.param(
         CLUSTER + "generators:\n- {queue: team-a}\n",
         "bad.yaml:8: scenario top-level generators: read by `kai simulate` only (it draws the jobs): run "
-        "`kai simulate FILE`",
+        "`kai simulate FILE` (with --dashboard it records the views for `kai dashboard`)",
         id="a simulation's generators outside kai simulate name the command that reads them",
     ),
     pytest.param(

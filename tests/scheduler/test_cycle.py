@@ -234,6 +234,30 @@ def test_a_job_in_a_missing_queue_gets_a_queue_does_not_exist_reason() -> None:
     assert condition["reasons"] == [{"reason": "QueueDoesNotExist", "message": "queue 'nowhere' does not exist"}]
 
 
+def test_a_job_in_a_queue_left_out_for_its_missing_parent_is_told_why() -> None:
+    """The queue exists (`kubectl get queues` shows it): the job's reason names the missing parent, not the
+    queue, as missing; the same in the first cycle and in later ones (the kept snapshot)."""
+    lost = b.queue("lost", parent="ghost")
+    store, clock, scheduler = _cluster(lost, b.queue("q"), b.node("n1"), *_gang("j", 1, gpus=1, queue="lost"))
+    expected = [
+        {
+            "reason": "QueueDoesNotExist",
+            "message": "queue 'lost' is left out of the queue tree: "
+            "parent queue 'ghost' of queue 'lost' does not exist",
+        }
+    ]
+    scheduler.run_once()
+    assert _conditions(store, "j")[0]["reasons"] == expected
+    store.create(b.queue("other", parent="ghost"))  # a change of what is left out rebuilds the kept model
+    clock.advance(1)
+    scheduler.run_once()
+    assert _conditions(store, "j")[0]["reasons"] == expected
+    store.create(b.queue("ghost"))
+    clock.advance(1)
+    scheduler.run_once()
+    assert store.get("bindrequests", "j-0", b.NAMESPACE)["spec"]["selectedNode"] == "n1"
+
+
 def test_mark_unschedulable_false_leaves_the_pods_alone() -> None:
     store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=1), *_gang("g", 1, gpus=2, markUnschedulable=False))
     version = _version(store, "pods", "g-0")

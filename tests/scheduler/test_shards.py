@@ -261,3 +261,51 @@ def test_stale_gang_eviction_of_one_shard_never_touches_another_pools_gang() -> 
     assert {op.task.name for op in result.operations if op.op.name == "EVICT"} == {"ga-0"}
     result = _shard(store, clock, "").run_once()
     assert {op.task.name for op in result.operations if op.op.name == "EVICT"} == {"gu-0"}
+
+
+# --- a job naming another pool's queue ----------------------------------------------------------------------------
+
+
+def _reasons(store: MemoryStore, podgroup: str) -> list[JSON]:
+    conditions = store.get("podgroups", podgroup, b.NAMESPACE).get("status", {}).get("schedulingConditions", [])
+    return [r for c in conditions for r in c["reasons"]]
+
+
+def test_a_job_naming_another_pools_queue_is_told_the_queue_is_in_another_pool() -> None:
+    """The shard's cache drops other pools' queues: without their names it said "does not exist" of a queue
+    that `kubectl get queues` shows (a pod of pool a without a queue label lands in the unlabelled
+    default-queue)."""
+    store, clock = _store(*_two_pools(), b.queue("qb", labels=pool("b")))
+    store.add_many(_gang("ju", 1, gpus=1, queue="qu", pool_value="a"))
+    store.add_many(_gang("jb", 1, gpus=1, queue="qb", pool_value="a"))
+    shard = _shard(store, clock, "a")
+    shard.run_once()
+    assert _reasons(store, "ju") == [
+        {
+            "reason": "QueueDoesNotExist",
+            "message": "queue 'qu' is not in node pool 'a', which schedules this job: the queue has no "
+            f"{KEY} label (label the queue and the job alike)",
+        }
+    ]
+    assert _reasons(store, "jb")[0]["message"] == (
+        f"queue 'qb' is not in node pool 'a', which schedules this job: the queue is labelled {KEY}=b "
+        "(label the queue and the job alike)"
+    )
+    # Deleted, the queue no longer exists anywhere; labelled into the pool, the job runs.
+    store.delete("queues", "qb", "")
+    store.patch("queues", "qu", "", {"metadata": {"labels": pool("a")}})
+    clock.advance(1)
+    shard.run_once()
+    assert _reasons(store, "jb") == [{"reason": "QueueDoesNotExist", "message": "queue 'qb' does not exist"}]
+    assert _reasons(store, "ju") == []
+    assert "ju-0" in _bind_requests(store)
+
+
+def test_the_unlabelled_pools_shard_names_a_labelled_queue_so() -> None:
+    store, clock = _store(*_two_pools(), *_gang("ju", 1, gpus=1, queue="qa", pool_value=""))
+    shard = _shard(store, clock, "")
+    shard.run_once()
+    assert _reasons(store, "ju")[0]["message"] == (
+        f"queue 'qa' is not in the node pool of objects without {KEY}, which schedules this job: the queue is "
+        f"labelled {KEY}=a (label the queue and the job alike)"
+    )

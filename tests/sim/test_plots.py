@@ -80,8 +80,45 @@ def test_the_queue_panels_show_departments_before_their_queues() -> None:
     assert len(rows) == 5
     assert table.index(">product</span>") < table.index(">search</span>") < table.index(">research</span>")
     assert 'padding-left:1.5em">vision' in table
+    assert table.count("a department: no jobs of its own") == 2  # research and product: no "– / – / –"
 
 
 def test_queue_tree_orders_depth_first() -> None:
     parents = {"b": "", "a": "", "a2": "a", "a1": "a", "a1x": "a1", "orphan": "gone"}
     assert plots.queue_tree(parents) == [("a", 0), ("a1", 1), ("a1x", 2), ("a2", 1), ("b", 0), ("orphan", 0)]
+
+
+def test_waits_and_counts_have_no_axis_below_zero_and_all_zero_waits_say_so() -> None:
+    no_wait = simulate(
+        "name: idle\nnodes:\n- {name: n, gpus: 8}\nqueues:\n- {name: a}\njobs:\n"
+        "- {name: j, queue: a, duration: 60s, template: {gpus: 1}}\n"
+    )
+    fig = plots.waits([no_wait])
+    ax = fig.axes[0]
+    assert ax.get_xlim()[0] > -0.1 and ax.get_xlim()[1] > 0
+    assert any("without waiting" in t.get_text() for t in ax.texts)
+    bottom = plots.allocation([no_wait]).axes[1]
+    assert bottom.get_ylim() == (0, 1)  # pending jobs and stranded GPUs, all 0: whole counts, none below 0
+
+
+def test_waits_axis_starts_at_zero_and_keeps_the_longest_wait(quickstart: replay.Run) -> None:
+    ax = plots.waits([quickstart]).axes[0]
+    longest = max(j.started - j.submitted for j in quickstart.jobs if j.started is not None and j.submitted is not None)
+    assert longest > 120  # the quickstart's longest wait is over two minutes: the axis reads in minutes
+    assert ax.get_xlabel() == "wait from submission to all pods running (minutes)"
+    low, high = ax.get_xlim()
+    assert -0.05 * longest / 60 <= low <= 0 and high >= longest / 60
+    assert not ax.texts
+
+
+def test_a_map_whose_nodes_differ_from_its_rows_first_names_its_own_and_white_is_explained() -> None:
+    loaded = sources.load(EXAMPLES / "simulate-autoscaler.yaml")
+    run = replay.Replay(loaded, load_config(loaded.config)).run()
+    assert len({tuple(m.nodes) for m in run.maps}) > 1  # the autoscaler model added and removed a node
+    fig = plots.occupancy(run.maps)
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    for ax, m in zip(axes, run.maps, strict=True):
+        assert [t.get_text() for t in ax.get_yticklabels()] in (list(m.nodes), []), ax.get_title()
+        if tuple(m.nodes) != tuple(run.maps[0].nodes):
+            assert [t.get_text() for t in ax.get_yticklabels()] == list(m.nodes)
+    assert "white: the node has no GPU at that index" in report._occupancy_caption(run)

@@ -97,3 +97,31 @@ def test_cli_user_errors_are_one_line(args: list[str], message: str, capsys: pyt
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(message) and "\n" not in err
+
+
+def test_the_queue_table_of_one_run_names_its_columns_plainly_with_gpus_to_two_decimals(tmp_path: Path) -> None:
+    run = simulate(SMALL)
+    text = report.write([run], tmp_path).read_text()
+    queues = text[text.index("<h2>Queues</h2>") : text.index("GPUs, time-weighted means")]
+    assert "<th>allocated</th>" in queues and f"{run.name}: allocated" not in queues
+    assert f"<th>{run.name}</th>" not in text  # the summary's column is not headed by the title again
+    assert "<tr><th></th><th></th></tr>" not in text  # nor by a blank row
+    allocated = run.summary.queues["a"]["allocated_gpus"]
+    assert f"<td>{allocated:.2f}</td>" in queues
+    assert report.gpus(10.1) == "10.10" and report.gpus(2.5) == "2.50" and report.gpus(1234.5) == "1,234.50"
+    assert report.gpus(None) == "–"
+
+
+def test_a_replay_stopped_at_until_says_when_as_a_duration() -> None:
+    run = simulate(SMALL.replace("duration: 60s, replicas: 2", "duration: 2h, replicas: 2"), until=4500.0)
+    line = report.unfinished_line(run)
+    assert "stopped at 1h15m" in line and "4,500 s" not in line, line
+
+
+def test_percentiles_of_nothing_say_so_in_words() -> None:
+    """A replay without gangs has no gang wait: the summary says so rather than '– / – / –'."""
+    run = simulate(scenario("- {name: one, queue: a, duration: 60s, replicas: 1, template: {gpus: 1}}\n"))
+    rows = dict(report.summary_rows(run))
+    assert run.summary.details()["gang_wait_seconds"]["p50"] is None  # SMALL's jobs: no gang
+    assert rows["gang wait p50 / p90 / p99"] == "no gang job started"
+    assert rows["wait p50 / p90 / p99"].count(" / ") == 2

@@ -256,3 +256,16 @@ def test_the_meter_kept_between_points_agrees_with_measuring_every_node(tmp_path
     experiment._meter = types.SimpleNamespace(measure=both)  # type: ignore[assignment]
     run = experiment.run()
     assert len(checked) == run.cycles + 1 and len({c[1] for c in checked}) > 1
+
+
+def test_the_perfect_packing_line_is_drawn_in_the_runs_unit(tmp_path: Path) -> None:
+    """The dotted reference and the runs share the axis in % of the cluster's GPUs: 100 at no demand, 0 from
+    demand 100 % on (it was drawn in ratios, a speck at the origin under the runs' 0–130 %)."""
+    from kai_scheduler.sim import saturation_report
+
+    run = _experiment(tmp_path, 7)
+    left = saturation_report.figure([run], ["a"]).axes[0]
+    reference, drawn = left.lines[0], left.lines[1]
+    assert reference.get_label() == "perfect packing"
+    assert list(reference.get_xdata()[:2]) == [0, 100] and list(reference.get_ydata()) == [100, 0, 0]
+    assert max(reference.get_xdata()) >= max(drawn.get_xdata())

@@ -207,3 +207,16 @@ def test_a_sample_of_the_real_trace_spans_days_not_its_37_days_and_says_it_is_li
     assert len(loaded.jobs) == 500
     assert max(j.submit_at for j in loaded.jobs) < 7 * 86400
     assert "500 of 8152 trace tasks" in notes[0] and "lightly loaded" in notes[0]
+
+
+def test_the_report_repeats_the_trace_line(tmp_path: Path) -> None:
+    """The `trace:` line (how many tasks, over how long, how loaded) is in the HTML report too, so a near-flat
+    allocation plot comes with its reason."""
+    from kai_scheduler.cli import main
+
+    pods, nodes = _write(tmp_path, _pods("p0,1000,1024,1,1000,,LS,Running,0,7200,0"))
+    out = tmp_path / "report"
+    args = ["simulate", "--trace", str(pods), "--nodes", str(nodes), "--no-progress", "--out", str(out)]
+    assert main(args) == 0
+    page = (out / "report.html").read_text()
+    assert "<p class=note>trace: 1 trace tasks arriving over" in page

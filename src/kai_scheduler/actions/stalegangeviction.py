@@ -55,8 +55,8 @@ def evict_gang(ssn: Session, job: JobInfo, grace: float) -> None:
     why = Eviction(
         NAME,
         "",
-        f"gang {job.key} is stale: {running} of the {job.min_available()} pods it needs are "
-        f"running, for {format_duration(round(ssn.now - job.stale_since))} "
+        f"gang {job.key} is stale: {running} of the {job.min_available()} pods it needs "
+        f"{'is' if running == 1 else 'are'} running, for {format_duration(round(ssn.now - job.stale_since))} "
         f"(grace period {format_duration(grace)})",
     )
     stmt = ssn.statement()

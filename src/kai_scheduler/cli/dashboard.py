@@ -42,6 +42,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "(default: a scenario's `config:`, else KAI's defaults)",
     )
     p.add_argument(
+        "--partition-label-value",
+        default=None,
+        metavar="POOL",
+        help="with --kubeconfig: the node pool to show, as its scheduler shard sees it (the value of the "
+        "node-pool label; default: the configuration's, else the objects without the label). See docs/shards.md",
+    )
+    p.add_argument(
         "--period",
         type=float,
         default=None,
@@ -61,6 +68,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> int:
     if args.file and (args.kubeconfig or args.context):
         raise UserError("dashboard: give a FILE or --kubeconfig/--context, not both")
+    if args.file and args.partition_label_value is not None:
+        raise UserError(
+            "--partition-label-value: only with a cluster (--kubeconfig); a scenario's shards show every pool"
+        )
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port: want 0 to 65535, got {args.port}")
     if args.period is not None and args.period <= 0:
@@ -78,7 +89,15 @@ def run(args: argparse.Namespace) -> int:
         target = serve.embedded(args.file, config=args.config, period=args.period or 1.0, cycles=args.cycles)
     else:
         conn = connection.parse(args, qps=QPS, burst=BURST)
-        target = serve.live(conn.kubeconfig, conn.context, conn.qps, conn.burst, config=args.config, period=args.period)
+        target = serve.live(
+            conn.kubeconfig,
+            conn.context,
+            conn.qps,
+            conn.burst,
+            config=args.config,
+            period=args.period,
+            partition=args.partition_label_value,
+        )
     with target:
         server = serve.listen(target, args.address, args.port)
         print(f"dashboard: http://{_host(args.address)}:{server.port}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)

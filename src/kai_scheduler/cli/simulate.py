@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     saturate.check_unused(args)
     if not args.no_report and importlib.util.find_spec("matplotlib") is None:
         raise UserError("the HTML report needs matplotlib: pip install 'kai-scheduler[sim]', or pass --no-report")
-    loaded = _load(args)
+    notes: list[str] = []  # what the trace loader says of the replay: on standard error and in the report
+    loaded = _load(args, notes)
     configs = _configs(args, loaded)
     options = replay.Options(schedule_period=args.schedule_period, until=args.until, occupancy_at=args.occupancy_at)
     if args.dashboard and len(configs) > 1:
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         _print_table(runs)
     out_dir = Path(args.out or Path(DEFAULT_OUT) / Path(args.trace or args.file).stem)
     if not args.no_report:
-        path = report.write(runs, out_dir)
+        path = report.write(runs, out_dir, notes)
         print(f"report: {path}", file=sys.stderr)
     if recording is not None:
         path = recording.write(out_dir / "dashboard.json")
@@ -138,8 +139,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(args: argparse.Namespace) -> Scenario:
+def _load(args: argparse.Namespace, notes: list[str]) -> Scenario:
     from kai_scheduler.sim import sources, trace
+
+    def trace_note(line: str) -> None:
+        print(f"trace: {line}", file=sys.stderr)
+        notes.append(f"trace: {line}")
 
     if args.trace:
         if args.file:
@@ -152,7 +157,7 @@ def _load(args: argparse.Namespace) -> Scenario:
             time_scale=args.time_scale,
             sample=args.sample,
             seed=args.seed,
-            note=lambda line: print(f"trace: {line}", file=sys.stderr),
+            note=trace_note,
         )
     if not args.file:
         raise UserError("simulate: give a scenario FILE, or --trace PODS_CSV --nodes NODES_CSV")
@@ -220,6 +225,8 @@ def _queue_table(runs: list[replay.Run], labels: list[str]) -> Table:
     run; with --compare a column per run, each cell `allocated / fair share; p50 / p90`."""
     from rich.table import Table
 
+    from kai_scheduler.sim import report
+
     compare = len(runs) > 1
     if compare:
         title = "Queues (GPUs, time-weighted): allocated / fair share; wait p50 / p90"
@@ -240,8 +247,8 @@ def _queue_table(runs: list[replay.Run], labels: list[str]) -> Table:
                 continue
             wait = q["wait_seconds"]
             figures = [
-                f"{q['allocated_gpus']:.4g}",
-                f"{q['fair_share_gpus']:.4g}",
+                report.gpus(q["allocated_gpus"]),
+                report.gpus(q["fair_share_gpus"]),
                 describe_duration(wait["p50"]),
                 describe_duration(wait["p90"]),
             ]

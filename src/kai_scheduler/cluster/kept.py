@@ -84,6 +84,7 @@ class Model:
     default_priority: int
     queues: dict[str, QueueInfo]
     namespace_labels: dict[str, Mapping[str, str]]  # queue access control's; in the signature
+    queue_notes: s.QueueNotes  # why a named queue is not in the tree; in the signature
     axis: ResourceAxis
     arrays: NodeArrays
     nodes: list[NodeInfo]
@@ -145,13 +146,16 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     problems += [s.Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
     pooled = s._pooled_nodes(objects.nodes, params, memo)
     queue_problems: list[s.Problem] = []
-    queues = s._queue_tree(objects.queues, queue_problems)
+    left_out: dict[str, str] = {}
+    queues = s._queue_tree(objects.queues, queue_problems, left_out)
+    notes = s.QueueNotes(left_out, objects.other_pool_queues)
     labels = s.namespace_labels(objects, params)
     signature = (
         dataclasses.replace(params, now=0.0),
         tuple(objects.problems),
         tuple((name, q.parent, q.is_leaf) for name, q in queues.items()),
         _access_signature(queues, labels),
+        notes.signature(),
     )
     model = memo.model
     if model is not None and _reusable(model, signature, pooled, objects):
@@ -161,7 +165,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     else:
         model = None
     if model is None:
-        model = memo.model = _fresh(objects, params, memo, pooled, signature, queues, labels)
+        model = memo.model = _fresh(objects, params, memo, pooled, signature, queues, labels, notes)
     model.marks = dict(objects.marks)
     if model.warned:  # PodGroups with warnings, in the objects' order (none: no pass over every PodGroup)
         problems += [
@@ -242,6 +246,7 @@ def _fresh(
     signature: tuple[object, ...],
     queues: dict[str, QueueInfo],
     labels: dict[str, Mapping[str, str]],
+    notes: s.QueueNotes,
 ) -> Model:
     """A model from nothing (new records throughout), reusing what the objects alone yielded before."""
     old = memo.model
@@ -257,6 +262,7 @@ def _fresh(
         default_priority=s._default_priority(objects.priority_classes),
         queues=queues,
         namespace_labels=labels,
+        queue_notes=notes,
         axis=axis,
         arrays=arrays,
         nodes=infos,
@@ -647,13 +653,8 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     if s.watches_staleness(job):
         model.stale_watch.add(uid)
     pg = g.record.podgroup
-    queue = model.queues.get(pg.queue)
-    if queue is None or not queue.is_leaf:
-        why = "does not exist" if queue is None else "is not a leaf queue"
-        model.queue_problems[key] = (
-            uid,
-            s.Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}"),
-        )
+    if (missing := s.queue_problem(pg, model.queues, model.queue_notes, params)) is not None:
+        model.queue_problems[key] = (uid, missing)
     elif (refused := s.access_problem(pg, model.queues, model.namespace_labels, params)) is not None:
         model.queue_problems[key] = (uid, refused)
     if job.unassigned:

@@ -79,6 +79,9 @@ class ClusterObjects:
     problems: list[Problem] = field(default_factory=list)  # objects that failed to parse
     dra: DraObjects = field(default_factory=DraObjects)
     namespaces: list[Namespace] = field(default_factory=list)  # read for queue access control only
+    # Queues of other node pools, name → their node-pool label value ("" for none): left out of the tree, named
+    # only to say why a job of this pool that names one waits (`queue_problem`).
+    other_pool_queues: dict[str, str] = field(default_factory=dict)
     # Where the objects came from, for a kept model to look at what changed only (`kept`): the source's change
     # feed and its marks (per resource of `FED_RESOURCES`) taken with these lists. None: look at every object.
     feed: ChangeFeed | None = None
@@ -372,7 +375,8 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     arrays, node_infos = _node_arrays(pooled, axis)
     by_name = {n.name: n for n in node_infos}
     priorities = _priority_classes(objects.priority_classes)
-    queues = _queue_tree(objects.queues, problems)
+    left_out: dict[str, str] = {}
+    queues = _queue_tree(objects.queues, problems, left_out)
     live_brs, stale_brs = _bind_requests(objects.bind_requests, by_name)
     snap = Snapshot(
         now=params.now,
@@ -397,10 +401,50 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     )
     pods_by_group = _add_pods(snap, objects.pods, problems)
     labels = namespace_labels(objects, params)
-    _add_jobs(snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), labels)
+    notes = QueueNotes(left_out, objects.other_pool_queues)
+    _add_jobs(
+        snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), labels, notes
+    )
     _report_bad_pods(snap, objects.problems)
     snap.dra_objects, snap.dra_memo = objects.dra, dra_memo
     return snap
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNotes:
+    """Why a queue a job names is not in the tree: `left_out` (name → the parent problem that dropped it) and
+    `other_pools` (name → the node-pool label value of a queue of another pool)."""
+
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    other_pools: Mapping[str, str] = field(default_factory=dict)
+
+    def signature(self) -> tuple[object, ...]:
+        return (tuple(sorted(self.left_out.items())), tuple(sorted(self.other_pools.items())))
+
+
+def queue_problem(
+    pg: PodGroup, queues: Mapping[str, QueueInfo], notes: QueueNotes, params: SnapshotParams
+) -> Problem | None:
+    """The PodGroup's `QueueDoesNotExist` problem when its queue is not a leaf of this pool's tree, saying why:
+    missing, left out for its parents, of another node pool (a shard sees only its pool's queues), or not a
+    leaf."""
+    queue = queues.get(pg.queue)
+    if queue is not None and queue.is_leaf:
+        return None
+    if queue is not None:
+        why = "is not a leaf queue"
+    elif pg.queue in notes.left_out:
+        why = f"is left out of the queue tree: {notes.left_out[pg.queue]}"
+    elif pg.queue in notes.other_pools:
+        key, pool = params.node_pool_label_key, params.partition_label_value
+        theirs = (
+            f"is labelled {key}={notes.other_pools[pg.queue]}" if notes.other_pools[pg.queue] else f"has no {key} label"
+        )
+        ours = f"node pool {pool!r}" if pool else f"the node pool of objects without {key}"
+        why = f"is not in {ours}, which schedules this job: the queue {theirs} (label the queue and the job alike)"
+    else:
+        why = "does not exist"
+    return Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}")
 
 
 def namespace_labels(objects: ClusterObjects, params: SnapshotParams) -> dict[str, Mapping[str, str]]:
@@ -453,7 +497,13 @@ def pool_objects(objects: ClusterObjects, params: SnapshotParams) -> ClusterObje
         return objects
     # The change feed names every pool's objects: with some left out, the kept model compares instead.
     marks = {r: m for r, m in objects.marks.items() if r not in ("queues", "podgroups", "bindrequests")}
-    return dataclasses.replace(objects, queues=queues, podgroups=podgroups, bind_requests=brs, marks=marks)
+    others = dict(objects.other_pool_queues)
+    others.update(
+        (q.name, q.meta.labels.get(key, "")) for q in objects.queues if not in_pool(q.meta.labels, key, value)
+    )
+    return dataclasses.replace(
+        objects, queues=queues, podgroups=podgroups, bind_requests=brs, marks=marks, other_pool_queues=others
+    )
 
 
 def pod_in_pool(pod: Pod, params: SnapshotParams) -> bool:
@@ -530,33 +580,30 @@ def _default_priority(classes: list[PriorityClass]) -> int:
     return defaults[0][1] if defaults else constants.DEFAULT_PODGROUP_PRIORITY
 
 
-def _queue_tree(queues: list[Queue], problems: list[Problem]) -> dict[str, QueueInfo]:
+def _queue_tree(
+    queues: list[Queue], problems: list[Problem], left_out: dict[str, str] | None = None
+) -> dict[str, QueueInfo]:
+    """The queue tree; a queue with a missing parent or in a parent cycle is dropped with its subtree, with a
+    problem on the queue, and (into `left_out`, name → why) the reason a job naming it is told."""
     infos = {q.name: QueueInfo.from_queue(q) for q in sorted(queues, key=lambda q: q.name)}
-    dropped: set[str] = set()
+    dropped: dict[str, str] = {}
     for name, q in infos.items():
         seen, cur = [name], q.parent
         while cur:
             if cur not in infos:
-                problems.append(
-                    Problem(
-                        "Queue",
-                        name,
-                        "ParentQueueDoesNotExist",
-                        f"parent queue {cur!r} of queue {seen[-1]!r} does not exist",
-                    )
-                )
-                dropped.add(name)
+                why = f"parent queue {cur!r} of queue {seen[-1]!r} does not exist"
+                problems.append(Problem("Queue", name, "ParentQueueDoesNotExist", why))
+                dropped[name] = why
                 break
             if cur in seen:
-                problems.append(
-                    Problem(
-                        "Queue", name, "QueueCycle", f"queue {name!r} is in a parent cycle: {' → '.join([*seen, cur])}"
-                    )
-                )
-                dropped.add(name)
+                why = f"queue {name!r} is in a parent cycle: {' → '.join([*seen, cur])}"
+                problems.append(Problem("Queue", name, "QueueCycle", why))
+                dropped[name] = why
                 break
             seen.append(cur)
             cur = infos[cur].parent
+    if left_out is not None:
+        left_out.update(dropped)
     kept = {n: q for n, q in infos.items() if n not in dropped}
     for name, q in kept.items():
         if q.parent:
@@ -759,6 +806,7 @@ def _add_jobs(
     problems: list[Problem],
     default_priority: int,
     labels: Mapping[str, Mapping[str, str]],
+    notes: QueueNotes,
 ) -> None:
     for pg in sorted(podgroups, key=lambda g: (g.meta.namespace, g.name)):
         record = _group_record(pg, {})
@@ -770,12 +818,8 @@ def _add_jobs(
             snap.waiting.append(job)
         if watches_staleness(job):
             snap.stale_watch.append(job)
-        queue = snap.queues.get(pg.queue)
-        if queue is None or not queue.is_leaf:
-            why = "does not exist" if queue is None else "is not a leaf queue"
-            snap.job_problems[job.uid] = [
-                Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}")
-            ]
+        if (missing := queue_problem(pg, snap.queues, notes, snap.params)) is not None:
+            snap.job_problems[job.uid] = [missing]
         elif (refused := access_problem(pg, snap.queues, labels, snap.params)) is not None:
             snap.job_problems[job.uid] = [refused]
         if job.unassigned:

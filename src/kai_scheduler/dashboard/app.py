@@ -5,7 +5,8 @@ Read-only: every route is a GET. Routes:
 - `/api/state`: the current document (JSON; 503 with the reason before the first one);
 - `/api/stream`: server-sent events, one `state` event with the whole document per new version, checked
   every STREAM_TICK seconds against the feed in memory (never against the API server);
-- `/api/timeline`: a simulation's recorded frames (404 when the dashboard shows no simulation).
+- `/api/timeline`: a simulation's recorded frames (204 No Content when the dashboard shows no simulation: the
+  page asks on every load, and a 404 would be an error in the browser's console).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def create(feed: Feed, *, timeline: bytes | None = None) -> Starlette:
 
     async def recorded(request: Request) -> Response:
         if timeline is None:
-            return JSONResponse({"error": "this dashboard shows no simulation"}, status_code=404)
+            return Response(status_code=204)  # no simulation: a live page, not an error
         return Response(timeline, media_type="application/json")
 
     return Starlette(

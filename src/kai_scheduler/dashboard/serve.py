@@ -7,6 +7,7 @@ component process (the scheduler's `--dashboard-address`).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -86,10 +87,15 @@ def live(
     *,
     config: str | None = None,
     period: float | None = None,
+    partition: str | None = None,
 ) -> Target:
     """Watch the cluster of `kubeconfig`; the first picture is taken before serving, so a cluster that cannot
-    be read (no server, no rights, no CRDs) is one line at start."""
+    be read (no server, no rights, no CRDs) is one line at start. `partition`: the node pool to show, over the
+    configuration's `partition-label-value`."""
     scheduler_config = _config(config)
+    if partition is not None:
+        flags = dataclasses.replace(scheduler_config.flags, partition_label_value=partition)
+        scheduler_config = dataclasses.replace(scheduler_config, flags=flags)
     store = open_store(kubeconfig, context, qps, burst, user_agent="kai-dashboard")
     feed = Feed()
     source = LiveSource(store, scheduler_config, feed, period=period or LIVE_PERIOD)

@@ -107,12 +107,27 @@ class LiveSource:
                 self.config,
                 decisions=self._decisions.decisions(),
                 source=self.name,
-                notes=self._decisions.notes(),
+                notes=[*self._decisions.notes(), *self._pool_notes()],
             )
             del snap  # the kept model is reused only once nobody holds the snapshot
             self.feed.publish(document)
             self._seen, self._events_moved = versions, False
             return True
+
+    def _pool_notes(self) -> list[str]:
+        """A note naming the other node pools whose queues this view leaves out (it shows one pool, as its
+        scheduler sees it), so an empty page over a cluster whose nodes are all in pools says why."""
+        flags = self.config.flags
+        key, shown = flags.nodepool_label_key, flags.partition_label_value
+        others = sorted({labels.get(key, "") for labels in self._scheduler.cache.dropped("queues").values()})
+        if not others:
+            return []
+        here = f"node pool {shown!r}" if shown else f"the node pool of objects without {key}"
+        names = ", ".join(repr(o) if o else f"(no {key})" for o in others)
+        return [
+            f"showing {here}; other node pools have queues too: {names} "
+            "(kai dashboard --partition-label-value POOL shows one)"
+        ]
 
     def run(self, stop: threading.Event) -> None:
         _loop(stop, self.period, lambda first: self.refresh(force=first), self.feed, self.name)

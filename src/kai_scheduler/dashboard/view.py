@@ -235,11 +235,12 @@ def _cells(snap: Snapshot, node: NodeInfo, queue_index: Mapping[str, int]) -> li
 
 
 def _stranded(snap: Snapshot) -> Any:
-    """Per node row: it has an idle GPU, is schedulable, and no pending GPU task fits there."""
+    """Per node row: it has an idle GPU, is schedulable, and no pending GPU task fits there. With no pending GPU
+    task nothing is stranded (idle is idle), as the simulator's `idle_unusable_gpus` counts it."""
     arrays = snap.arrays
     idle_gpu = arrays.idle[:, GPU] >= 1.0 - tolerance.RESOURCE
-    if not idle_gpu.any():
-        return idle_gpu
+    if not idle_gpu.any() or not any(t.is_pending and t.gpu.is_gpu for t in snap.tasks.values()):
+        return idle_gpu & False
     usable = Fragmentation().usable_nodes(snap)
     return idle_gpu & arrays.schedulable & ~usable
 

@@ -96,9 +96,11 @@ def find(objects: ClusterObjects, ref: JobRef, *, scheduler_name: str) -> str:
     if len(owned) > 1:
         raise JobNotFound(f"workloads named {ref.name!r} have several PodGroups ({', '.join(owned)}): name one of them")
     if ref.namespace is not None and not _namespace_used(objects, ref.namespace):
-        raise JobNotFound(f"no PodGroup or pod named {ref.name!r}: namespace {ref.namespace!r} has none at all")
+        raise JobNotFound(
+            f"no PodGroup, pod or workload named {ref.name!r}: namespace {ref.namespace!r} has none at all"
+        )
     where = f" in namespace {ref.namespace!r}" if ref.namespace is not None else ""
-    raise JobNotFound(f"no PodGroup or pod named {ref.name!r}{where}{_guess(objects, ref)}")
+    raise JobNotFound(f"no PodGroup, pod or workload named {ref.name!r}{where}{_guess(objects, ref)}")
 
 
 # The PodGroup name the podgrouper gives a workload's pods (KAI's `pg-<top owner name>-<top owner uid>`).

@@ -115,6 +115,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["podgroups"], [*READ, "create", "update", "patch"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
         *owner_rules(),
+        EVENTS,  # PodGrouperWarning on a pod not grouped as it asked (grouper._report)
     ],
     # controllers/podgroup_status.py, controllers/queue_status.py, controllers/default_queues.py (get, create).
     "controllers": [

@@ -78,7 +78,7 @@ def podgroup(
         meta=meta,
         queue=queue(ctx, owner),
         min_member=1,
-        priority_class_name=priority_class(ctx, owner, priority_labels),
+        priority_class_name=priority_class(ctx, owner, priority_labels, warnings),
         preemptibility=preemptibility(ctx, owner, warnings),
         topology_constraint=topology(owner),
         preemption_delay=_duration(ctx, owner, constants.ANNOTATION_PREEMPTION_DELAY, warnings),
@@ -105,19 +105,33 @@ def queue(ctx: Context, owner: Obj) -> str:
     return ctx.config.default_queue
 
 
-def priority_class(ctx: Context, owner: Obj, extra_labels: Sequence[str] = ()) -> str:
-    """The first candidate that names an existing PriorityClass, else the top owner kind's default."""
+def priority_class(
+    ctx: Context, owner: Obj, extra_labels: Sequence[str] = (), warnings: list[str] | None = None
+) -> str:
+    """The first candidate that names an existing PriorityClass, else the top owner kind's default. A label
+    naming a class that does not exist is a warning (the API server refuses such a `spec.priorityClassName`
+    itself, but not a label), so a typo does not silently run the job at the default priority."""
     pod = ctx.pod
-    candidates = [owner.labels.get(label, "") for label in extra_labels]
+    candidates = [(f"label {label}", owner.labels.get(label, "")) for label in extra_labels]
     candidates += [
-        owner.labels.get(constants.LABEL_PRIORITY_CLASS, ""),
-        pod.labels.get(constants.LABEL_PRIORITY_CLASS, ""),
-        str(pod.get("spec.priorityClassName") or ""),
+        (f"label {constants.LABEL_PRIORITY_CLASS}", owner.labels.get(constants.LABEL_PRIORITY_CLASS, "")),
+        (f"label {constants.LABEL_PRIORITY_CLASS}", pod.labels.get(constants.LABEL_PRIORITY_CLASS, "")),
+        ("spec.priorityClassName", str(pod.get("spec.priorityClassName") or "")),
     ]
-    for name in candidates:
-        if name and ctx.lookup.priority_class_exists(name):
-            return name
-    return ctx.config.default_priority_class(ctx.top.group_kind)
+    missing: list[str] = []
+    chosen = ""
+    for where, name in candidates:
+        if not name:
+            continue
+        if ctx.lookup.priority_class_exists(name):
+            chosen = name
+            break
+        if (text := f"{where}: no PriorityClass {name!r}") not in missing:  # a bare pod is its own owner
+            missing.append(text)
+    chosen = chosen or ctx.config.default_priority_class(ctx.top.group_kind)
+    if warnings is not None:
+        warnings.extend(f"{m}; using {chosen!r}" for m in missing)
+    return chosen
 
 
 def preemptibility(ctx: Context, owner: Obj, warnings: list[str]) -> str:

@@ -34,10 +34,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, GroupingError, Obj
 from kai_scheduler.podgrouper.owners import OwnerCache
+from kai_scheduler.store import events
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
@@ -82,12 +84,21 @@ class GroupOutcome:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
+EVENT_REASON = "PodGrouperWarning"
+
+
 class PodGrouper:
-    def __init__(self, store: ClusterStore, config: Config | None = None, *, concurrency: int = 1) -> None:
+    def __init__(
+        self, store: ClusterStore, config: Config | None = None, *, concurrency: int = 1, clock: Clock | None = None
+    ) -> None:
+        """`clock`: with one, what the grouper could not do as a pod asked (a bad label or annotation, an owner
+        it cannot group) is also a `Warning PodGrouperWarning` event on the pod, once per message, as well as a
+        log line; without, the log line only."""
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")
         self.store = store
         self.config = config or Config()
+        self.clock = clock
         # Against an API server each pod costs two writes, one round trip each: pods of different PodGroups are
         # written by `concurrency` threads at once (those of one PodGroup in order, by one thread).
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-group") if concurrency > 1 else None
@@ -284,11 +295,11 @@ class PodGrouper:
         except GroupingError as err:
             if chain[-1].partial and current and reads.podgroup(namespace, current, exact=True) is not None:
                 return None  # the owner is not there to read: the PodGroup the pod names stays as it is
-            self._report(key, str(err))
+            self._report(key, str(err), pod)
             outcome.skipped.append((key, str(err)))
             return None
         for warning in grouping.warnings:
-            self._report(key, warning)
+            self._report(key, warning, pod)
         name = grouping.podgroup.name
         if current and current != name and reads.podgroup(namespace, current, exact=True) is not None:
             return None
@@ -341,11 +352,20 @@ class PodGrouper:
         written = self.store.patch("pods", meta["name"], meta.get("namespace", ""), {"metadata": patch})
         return str(written["metadata"].get("resourceVersion", ""))
 
-    def _report(self, key: str, message: str) -> None:
+    def _report(self, key: str, message: str, pod: JSON | None = None) -> None:
+        """Say once per pod and message what could not be done as asked: a log line and, with a clock and the
+        pod (not for the API server's own refusals, which an event write would likely meet too), an event."""
         reported = self._reported.setdefault(key, set())
         if message not in reported:
             reported.add(message)
             log.warning("pod not grouped as asked", extra={"pod": key, "reason": message})
+            if self.clock is not None and pod is not None:
+                meta = pod.get("metadata", {})
+                ref = {"kind": "Pod", "namespace": meta.get("namespace", ""), "name": meta.get("name", "")}
+                if meta.get("uid"):
+                    ref["uid"] = meta["uid"]
+                body = events.event(ref, "Warning", EVENT_REASON, message, component="podgrouper", now=self.clock.now())
+                events.record(self.store, body)
 
 
 def merged_podgroup(existing: JSON, desired: JSON) -> JSON:

@@ -161,7 +161,7 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
     )
 
 
-def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
+def podgrouper(store: ClusterStore, options: GrouperOptions, clock: Clock) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     config = grouping.Config(
         scheduler_name=options.scheduler_name,
@@ -170,7 +170,7 @@ def podgrouper(store: ClusterStore, options: GrouperOptions) -> Component:
         migrate_from=options.migrate_from,
         queue_map=options.queue_map,
     )
-    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS)
+    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock)
     return Component(
         "podgrouper",
         "kai-podgrouper",
@@ -249,7 +249,7 @@ def build(
     builders: dict[str, Callable[[], Component]] = {
         "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),
         "binder": lambda: binder(store, binder_options or BinderOptions(), clock),
-        "podgrouper": lambda: podgrouper(store, grouper_options),
+        "podgrouper": lambda: podgrouper(store, grouper_options, clock),
         "controllers": lambda: controllers(store, grouper_options, registry, clock),
         "node-scale-adjuster": lambda: node_scale_adjuster(
             store, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock

@@ -50,7 +50,11 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     """The scenario's objects in kind order (see Scenario), its jobs and its expectations."""
     top = Entry(where, doc, "scenario", "top-level")
     if SIMULATE_ONLY in doc:
-        raise top.error(SIMULATE_ONLY, "read by `kai simulate` only (it draws the jobs): run `kai simulate FILE`")
+        raise top.error(
+            SIMULATE_ONLY,
+            "read by `kai simulate` only (it draws the jobs): run `kai simulate FILE` "
+            "(with --dashboard it records the views for `kai dashboard`)",
+        )
     top.check_keys(TOP_FIELDS)
     now = _now(top)
     facts = cluster.Cluster()

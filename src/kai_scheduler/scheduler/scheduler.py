@@ -85,7 +85,10 @@ class Scheduler:
         self.clock = clock
         self.usage = usage  # time-based fair share (§5.5): None = off
         self.cache = ObjectCache(
-            store, resources(config.flags), keep=None if whole_cluster else pool_filters(config.flags)
+            store,
+            resources(config.flags),
+            keep=None if whole_cluster else pool_filters(config.flags),
+            remember_dropped=("queues",),  # other pools' queues: named when a job of this pool names one
         )
         # A cache that keeps only this pool's objects needs no second filter in each snapshot (one pass over
         # every PodGroup a cycle, most of a small cycle's cost on a large cluster).
@@ -145,6 +148,10 @@ class Scheduler:
                 templates=self.cache.objects("resourceclaimtemplates"),
             ),
             namespaces=self.cache.objects("namespaces") if self.config.flags.queue_access_control else [],
+            other_pool_queues={
+                name: labels.get(self.config.flags.nodepool_label_key, "")
+                for name, labels in self.cache.dropped("queues").items()
+            },
             feed=self.cache,
             marks={resource: self.cache.mark(resource) for resource in snapshots.FED_RESOURCES},
             problems=[

@@ -116,11 +116,14 @@ def allocation(runs: Sequence[Run]) -> Figure:
             )
     top.set_ylabel("GPUs allocated (%)")
     top.set_ylim(0, 105)
-    top.legend(loc="lower right", fontsize="small")
+    # Legends beside the plots, not over them: any corner of the axes covered some replay's curve.
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
     top.grid(alpha=0.3)
     bottom.set_ylabel("count")
+    # Counts: from 0, and at least up to 1 (an all-zero series would get an axis of -0.05..0.05, or 0..0.05).
+    bottom.set_ylim(0, max(1.0, bottom.get_ylim()[1]))
     bottom.set_xlabel(f"virtual time ({unit})")
-    bottom.legend(loc="upper right", fontsize="small")
+    bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
     bottom.grid(alpha=0.3)
     return fig
 
@@ -198,29 +201,42 @@ def queue_paths(parents: dict[str, str]) -> dict[str, str]:
 
 
 def waits(runs: Sequence[Run]) -> Figure:
-    """The share of jobs that started within a given wait: overall per run, and per queue (thin lines)."""
+    """The share of jobs that started within a given wait: overall per run, and per queue (thin lines). The wait
+    axis is in the unit its longest wait reads in (seconds, minutes, hours, days), as the time axes are."""
     fig = Figure(figsize=(10, 4))
     ax = fig.subplots()
-    for i, run in enumerate(runs):
-        color = COLORS[i % len(COLORS)]
+
+    def waited(run: Run, queue: str | None = None) -> list[float]:
+        return [
+            j.started - j.submitted
+            for j in run.jobs
+            if j.started is not None and j.submitted is not None and (queue is None or j.meta.queue == queue)
+        ]
+
+    overall = [waited(run) for run in runs]
+    longest = max((w for ws in overall for w in ws), default=0.0)
+    scale, unit = next((size, name) for above, size, name in _UNITS if longest >= above)
+    for i, (run, ws) in enumerate(zip(runs, overall, strict=True)):
         _ecdf(
             ax,
-            [j.started - j.submitted for j in run.jobs if j.started is not None and j.submitted is not None],
-            color=color,
+            [w / scale for w in ws],
+            color=COLORS[i % len(COLORS)],
             linewidth=2.2,
             label=_legend(runs, run, "all jobs"),
         )
         if len(runs) == 1:
             for k, queue in enumerate(sorted({j.meta.queue for j in run.jobs})):
-                waited = [
-                    j.started - j.submitted
-                    for j in run.jobs
-                    if j.meta.queue == queue and j.started is not None and j.submitted is not None
-                ]
-                _ecdf(ax, waited, color=COLORS[(k + 1) % len(COLORS)], linewidth=1, label=queue)
-    ax.set_xlabel("wait from submission to all pods running (s)")
+                scaled = [w / scale for w in waited(run, queue)]
+                _ecdf(ax, scaled, color=COLORS[(k + 1) % len(COLORS)], linewidth=1, label=queue)
+    ax.set_xlabel(f"wait from submission to all pods running ({unit})")
     ax.set_ylabel("share of started jobs")
     ax.set_ylim(0, 1.02)
+    span = longest / scale if longest > 0 else 1.0
+    ax.set_xlim(-0.02 * span, 1.05 * span)  # waits are never negative: no axis below 0 (a sliver shows the step)
+    started = sum(len(ws) for ws in overall)
+    empty = "no job started" if not started else "every job started without waiting (all waits 0 s)"
+    if not started or longest <= 0:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
     return fig
@@ -255,9 +271,11 @@ def occupancy(maps: Sequence[occupancy_maps.OccupancyMap]) -> Figure:
         ax.set_title(f"t = {describe_duration(m.time)}{why}\n{used:.4g} of {total:g} GPUs in use", fontsize="small")
         _ticks(ax.set_xticks, ax.set_xticklabels, [str(i) for i in range(m.cells.shape[1])], 16)
         ax.set_xlabel("GPU index", fontsize="small")
-        if k % cols == 0:
+        first = shown[k - k % cols]  # the row's first panel, which names its nodes
+        if k % cols == 0 or tuple(m.nodes) != tuple(first.nodes):  # other nodes (the autoscaler's): its own names
             _ticks(ax.set_yticks, ax.set_yticklabels, list(m.nodes), MAX_TICK_LABELS)
-            ax.set_ylabel("node")
+            if k % cols == 0:
+                ax.set_ylabel("node")
         else:
             ax.set_yticks([])
     for ax in axes[len(shown) :]:

@@ -176,8 +176,11 @@ class Replay:
             self.engine.at(job.meta.submit_at, Kind.ARRIVAL, job.key)
         # What is loaded now (the jobs' objects, the cluster, the parsed nodes) lives as long as the replay:
         # kept out of the collector's full collections, which would otherwise walk it a few times per thousand
-        # cycles for nothing.
-        gc.collect()
+        # cycles for nothing. The young generations are collected first, so the garbage of the loading is not
+        # frozen; the old one is not walked (a full collection walks the whole heap of the process: in a
+        # process that has run other things, a long pause per replay); what garbage it may hold is left to a
+        # full collection after the replay, once unfrozen. The replay decides the same either way.
+        gc.collect(1)
         gc.freeze()
         try:
             self._observe()  # pods of the cluster itself (no job), there from the start

@@ -29,7 +29,9 @@ PLOTS = ("allocation", "queue-shares", "wait-times", "occupancy", "fairness")
 MAX_LISTED = 25
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222;
+padding:0 1em}
+.scroll{overflow-x:auto}
 h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.6em 0} td,th{padding:.25em .8em;border-bottom:1px solid #eee;text-align:right}
 th:first-child,td:first-child{text-align:left} .note{color:#666;font-size:.9em} img{max-width:100%}
@@ -42,8 +44,9 @@ def label_of(run: Run, index: int) -> str:
     return run.label or (run.name if index == 0 else f"run {index + 1}")
 
 
-def write(runs: Sequence[Run], out: Path) -> Path:
-    """Write the report and data files into `out` (created if needed); return the report's path."""
+def write(runs: Sequence[Run], out: Path, notes: Sequence[str] = ()) -> Path:
+    """Write the report and data files into `out` (created if needed); return the report's path. `notes`: what the
+    command said about its input on standard error (the trace replay's `trace:` line), repeated under the title."""
     out.mkdir(parents=True, exist_ok=True)
     labels = [label_of(r, i) for i, r in enumerate(runs)]
     summary = {label: run.summary.details() for label, run in zip(labels, runs, strict=True)}
@@ -57,7 +60,7 @@ def write(runs: Sequence[Run], out: Path) -> Path:
             writer.writerow(header)
             writer.writerows([_cell(v) for v in row] for row in rows)
     path = out / "report.html"
-    path.write_text(render(runs, labels), encoding="utf-8")
+    path.write_text(render(runs, labels, notes), encoding="utf-8")
     return path
 
 
@@ -69,7 +72,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "run"
 
 
-def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
+def render(runs: Sequence[Run], labels: Sequence[str], notes: Sequence[str] = ()) -> str:
     """The report as one HTML document."""
     from kai_scheduler.sim import plots  # matplotlib: the optional `sim` extra, loaded only for a report
 
@@ -78,8 +81,9 @@ def render(runs: Sequence[Run], labels: Sequence[str]) -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {_e(title)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>kai simulate: {_e(title)}</h1>",
-        f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual seconds from the "
+        f"<p class=note>{len(runs)} run(s): {_e(', '.join(labels))}. Times are virtual time from the "
         "start of the replay; GPUs are devices (a shared pod counts its portion).</p>",
+        *(f"<p class=note>{_e(note)}</p>" for note in notes),
         "<h2>Summary</h2>",
         _summary_table(runs, labels),
         "<h2>Queues</h2>",
@@ -162,7 +166,8 @@ def _occupancy_caption(run: Run) -> str:
     )
     return (
         f"Each GPU of each node {when}, and at peak allocation; a cell is the share of the device in use "
-        "(a shared GPU shows the part its pods hold). Instants past the end of the replay are not shown."
+        "(a shared GPU shows the part its pods hold); white: the node has no GPU at that index. Instants past "
+        "the end of the replay are not shown."
     )
 
 
@@ -183,10 +188,18 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+def gpus(value: Any) -> str:
+    """GPUs with two decimals, so a column's figures line up ("10.10", "2.57", "8.00"); also the terminal's."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{float(value):,.2f}"
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    heads = "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>" if any(head) else ""  # no blank row
+    out = ["<div class=scroll><table>" + heads]
     out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
-    return "".join(out) + "</table>"
+    return "".join(out) + "</table></div>"  # a table wider than a phone scrolls by itself, not the page
 
 
 def summary_rows(run: Run) -> list[tuple[str, str]]:
@@ -224,9 +237,9 @@ def _headline(d: dict[str, Any], jobs: Any, wait: Any, done: Any, gang: Any, cyc
         ("jobs submitted / completed", f"{jobs['submitted']} / {jobs['completed']}"),
         ("jobs never scheduled", str(jobs["never_scheduled"])),
         ("jobs unfinished at the end", str(jobs["unfinished"])),
-        ("wait p50 / p90 / p99", " / ".join(describe_duration(wait[k]) for k in ("p50", "p90", "p99"))),
-        ("completion p50 / p90 / p99", " / ".join(describe_duration(done[k]) for k in ("p50", "p90", "p99"))),
-        ("gang wait p50 / p90 / p99", " / ".join(describe_duration(gang[k]) for k in ("p50", "p90", "p99"))),
+        ("wait p50 / p90 / p99", _waits(wait, "no job started")),
+        ("completion p50 / p90 / p99", _waits(done, "no job completed")),
+        ("gang wait p50 / p90 / p99", _waits(gang, "no gang job started")),
         ("evictions", ", ".join(f"{k} {v}" for k, v in d["evictions"].items()) or "0"),
         ("interrupted runs", str(d["interruptions"])),
         ("scheduler cycles", str(d["cycles"])),
@@ -235,30 +248,47 @@ def _headline(d: dict[str, Any], jobs: Any, wait: Any, done: Any, gang: Any, cyc
     ]
 
 
+def _waits(figures: dict[str, Any], none: str) -> str:
+    """p50 / p90 / p99 as durations; when there is nothing to measure, `none` in words rather than "– / – / –"."""
+    values = [figures.get(k) for k in ("p50", "p90", "p99")]
+    if all(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+        return none
+    return " / ".join(describe_duration(v) for v in values)
+
+
 def _summary_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
     columns = [summary_rows(r) for r in runs]
     rows = [[_e(name), *(_e(col[i][1]) for col in columns)] for i, (name, _) in enumerate(columns[0])]
-    return _table(["", *labels], rows)
+    return _table(["", *_heads(labels)], rows)
+
+
+def _heads(labels: Sequence[str]) -> list[str]:
+    """Column heads for the runs: their labels with several, none for one (the title names it already)."""
+    return list(labels) if len(labels) > 1 else ["" for _ in labels]
 
 
 def _queue_table(runs: Sequence[Run], labels: Sequence[str]) -> str:
     head = ["queue"]
-    for label in labels:
-        head += [f"{label}: allocated", "fair share", "deserved", "wait p50 / p90 / p99"]
+    for label in labels:  # one run: the columns need no run label (the title names the scenario)
+        head += [f"{label}: allocated" if len(runs) > 1 else "allocated", "fair share", "deserved"]
+        head += ["wait p50 / p90 / p99"]
     present = {q for r in runs for q in r.summary.queues}
     tree = plots.queue_tree({**{q: "" for q in present}, **(runs[0].parents if runs else {})})
+    departments = set(runs[0].parents.values()) if runs else set()
     rows = []
     for name, depth in [(n, d) for n, d in tree if n in present]:
-        row = [f'<span style="padding-left:{1.5 * depth}em">{_e(name)}</span>']
+        row = [f'<span style="white-space:nowrap;padding-left:{1.5 * depth}em">{_e(name)}</span>']
         for run in runs:
             q = run.summary.queues.get(name, {})
             wait = q.get("wait_seconds", {})
             deserved = q.get("deserved_gpus")
             row += [
-                _fmt(q.get("allocated_gpus")),
-                _fmt(q.get("fair_share_gpus")),
-                "unlimited" if deserved is not None and deserved < 0 else _fmt(deserved),
-                " / ".join(describe_duration(wait.get(k)) for k in ("p50", "p90", "p99")),
+                gpus(q.get("allocated_gpus")),
+                gpus(q.get("fair_share_gpus")),
+                "unlimited" if deserved is not None and deserved < 0 else gpus(deserved),
+                "<span style=white-space:nowrap>"
+                + _waits(wait, "a department: no jobs of its own" if name in departments else "no job started")
+                + "</span>",
             ]
         rows.append(row)
     note = "<p class=note>GPUs, time-weighted means over the replay.</p>"
@@ -270,7 +300,10 @@ def _evictions(runs: Sequence[Run], labels: Sequence[str]) -> list[str]:
     if not actions:
         return []
     rows = [[_e(a), *(str(r.summary.evictions.get(a, 0)) for r in runs)] for a in actions]
-    return ["<h2>Evictions by action</h2>", _table(["action", *labels], rows)]
+    return [
+        "<h2>Evictions by action</h2>",
+        _table(["action", *(_heads(labels) if len(runs) > 1 else ["evictions"])], rows),
+    ]
 
 
 def unfinished_line(run: Run) -> str:
@@ -282,7 +315,7 @@ def unfinished_line(run: Run) -> str:
     counts = f"{running} running, {len(states) - running} waiting"
     if run.summary.stopped_at is not None:
         return (
-            f"{len(states)} job(s) unfinished when the replay stopped at {_fmt(run.summary.stopped_at, ' s')} "
+            f"{len(states)} job(s) unfinished when the replay stopped at {describe_duration(run.summary.stopped_at)} "
             f"({counts}): a longer --until lets them run"
         )
     return f"{len(states)} job(s) unfinished at the end ({counts}): no duration, or interrupted for good"

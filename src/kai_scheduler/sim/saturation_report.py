@@ -18,7 +18,9 @@ from kai_scheduler.sim.saturate import FULL, SaturationRun
 
 LEVELS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222;
+padding:0 1em}
+.scroll{overflow-x:auto}
 h1{font-size:1.5em} table{border-collapse:collapse;margin:.6em 0}
 td,th{padding:.25em .8em;border-bottom:1px solid #eee;text-align:right} th:first-child,td:first-child{text-align:left}
 .note{color:#666;font-size:.9em} img{max-width:100%} figure{margin:0}
@@ -72,11 +74,11 @@ def render(runs: Sequence[SaturationRun], labels: Sequence[str]) -> str:
         ["fragmentation at demand 1", *(_percent(r.at(FULL, [p.fragmentation for p in r.points])) for r in runs)]
     )
     table = (
-        "<table><tr>"
+        "<div class=scroll><table><tr>"
         + "".join(f"<th>{html.escape(h)}</th>" for h in head)
         + "</tr>"
         + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-        + "</table>"
+        + "</table></div>"
     )
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>kai simulate: {title}</title>"
@@ -86,7 +88,7 @@ def render(runs: Sequence[SaturationRun], labels: Sequence[str]) -> str:
         f"{table}<h2>Unallocated GPUs and fragmentation as demand arrives</h2><figure>"
         f"<img alt='unallocated GPU share and fragmentation against arrived demand' "
         f"src='data:image/png;base64,{image}'><figcaption class=note>Left: the share of GPUs not allocated "
-        "(the dotted line is what a perfect packing leaves: 1 − arrived, down to 0). Right: the expected "
+        "(the dotted line is what a perfect packing leaves: 100 % − arrived, down to 0). Right: the expected "
         "fragmentation, the free GPU capacity the workload's tasks (weighed by how common each shape is) "
         "could not use.</figcaption></figure></body></html>"
     )
@@ -96,7 +98,8 @@ def figure(runs: Sequence[SaturationRun], labels: Sequence[str]) -> Figure:
     fig = Figure(figsize=(11, 4.4))
     left, right = fig.subplots(1, 2)
     top = max((r.points[-1].arrived for r in runs if r.points), default=1.0)
-    left.plot([0, 1, max(top, 1)], [1, 0, 0], ":", color="#999", label="perfect packing")
+    # What a perfect packing leaves, in the runs' unit (% of the cluster's GPUs): 100 − arrived, down to 0.
+    left.plot([0, 100, 100 * max(top, 1)], [100, 0, 0], ":", color="#999", label="perfect packing")
     for i, (label, r) in enumerate(zip(labels, runs, strict=True)):
         xs = [100 * p.arrived for p in r.points]
         color = plots.COLORS[i % len(plots.COLORS)]
@@ -106,7 +109,8 @@ def figure(runs: Sequence[SaturationRun], labels: Sequence[str]) -> Figure:
         ax.set_xlabel("demand arrived (% of cluster GPUs)")
         ax.set_ylabel(f"{what} (% of cluster GPUs)")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper right", fontsize="small")
+    left.legend(loc="upper right", fontsize="small")
+    right.legend(loc="lower right", fontsize="small")  # fragmentation grows with demand: the lower right is free
     left.set_ylim(bottom=0)
     right.set_ylim(bottom=0)
     fig.tight_layout()

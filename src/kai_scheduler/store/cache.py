@@ -62,6 +62,7 @@ class _Informer(Generic[T]):
     changed: set[str] = field(default_factory=set)  # keys changed since `ordered` was made
     gone: set[str] = field(default_factory=set)  # keys deleted since the last relist (see `seen`)
     unserved: int = 0  # an optional kind the server does not serve: syncs until it is asked again
+    dropped: dict[str, dict[str, str]] = field(default_factory=dict)  # key → labels of objects `keep` dropped
     # The change log (see `ObjectCache.changed`): the keys put or deleted, in order, since the last relist
     # (`epoch` counts relists); `log_start` is the position of log[0] since then.
     log: list[str] = field(default_factory=list)
@@ -82,9 +83,13 @@ class ObjectCache:
         store: ClusterStore,
         resources: Iterable[str] = SCHEDULER_RESOURCES,
         keep: Mapping[str, Callable[[JSON], bool]] | None = None,
+        remember_dropped: Iterable[str] = (),
     ) -> None:
+        """`remember_dropped`: resources whose dropped objects' names and labels are kept (`dropped`), such as
+        other pools' queues, which a job of this pool may name by mistake."""
         self.store = store
         self._keep = dict(keep or {})
+        self._remember = frozenset(remember_dropped)
         self._informers: dict[str, _Informer[Any]] = {}
         for resource in resources:
             kind = RESOURCES[resource].kind
@@ -109,6 +114,7 @@ class ObjectCache:
                         _logged(informer, key)
                         informer.items.pop(key, None)
                         informer.bad.pop(key, None)
+                        informer.dropped.pop(key, None)
                         informer.changed.add(key)
                         informer.gone.add(key)
                     elif event.type != "BOOKMARK":
@@ -131,7 +137,7 @@ class ObjectCache:
             informer.unserved = OPTIONAL_RETRY
             return
         old = informer.items
-        informer.items, informer.bad = {}, {}
+        informer.items, informer.bad, informer.dropped = {}, {}, {}
         for obj in items:
             key, rv = _key(obj), obj.get("metadata", {}).get("resourceVersion", "")
             if key in old and old[key][0] == rv:
@@ -153,7 +159,11 @@ class ObjectCache:
         if keep is not None and not keep(obj):  # not (or no longer) one of ours: as if deleted
             informer.items.pop(key, None)
             informer.bad.pop(key, None)
+            if informer.resource in self._remember:
+                labels = obj.get("metadata", {}).get("labels")
+                informer.dropped[key] = dict(labels) if isinstance(labels, dict) else {}
             return
+        informer.dropped.pop(key, None)
         rv = obj.get("metadata", {}).get("resourceVersion", "")
         if rv and key in informer.items and informer.items[key][0] == rv:
             return  # the version taken in already (`assume`): parsed once
@@ -229,6 +239,11 @@ class ObjectCache:
     def versions(self) -> tuple[str, ...]:
         """Each resource's last resource version seen: equal tuples mean nothing arrived in between."""
         return tuple(informer.version for informer in self._informers.values())
+
+    def dropped(self, resource: str) -> dict[str, dict[str, str]]:
+        """Key → labels of the objects of `resource` that `keep` dropped and that still exist (only for the
+        resources named in `remember_dropped`)."""
+        return self._informers[resource].dropped
 
     def bad_objects(self) -> list[BadObject]:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]

@@ -28,6 +28,7 @@ import functools
 import http.client
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -83,6 +84,24 @@ class ConfigurationError(StoreError):
     """No usable kubeconfig or in-cluster service account: a startup error, not a transient one."""
 
     reason = "InvalidConfiguration"
+
+
+def unreachable(origin: str, err: urllib3.exceptions.HTTPError) -> str:
+    """One short line for a request that reached no answer: "cannot reach the API server https://h:6443:
+    Connection refused", not urllib3's nest of pool, URL and connection reprs (the retries are its own)."""
+    cause: BaseException = err
+    if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None:
+        cause = err.reason
+    if isinstance(cause, urllib3.exceptions.NewConnectionError):
+        text = str(cause).rsplit("Failed to establish a new connection: ", 1)[-1]
+        text = re.sub(r"^\[Errno -?\d+\] ", "", text)
+    elif isinstance(cause, urllib3.exceptions.ConnectTimeoutError):
+        text = "connection timed out"
+    elif isinstance(cause, urllib3.exceptions.SSLError):
+        text = f"TLS failed: {cause.args[0] if cause.args else cause}"
+    else:
+        text = str(cause)
+    return f"cannot reach the API server {origin}: {text}"
 
 
 class Timing(Protocol):
@@ -424,7 +443,7 @@ class Transport:
             )
         except urllib3.exceptions.HTTPError as err:
             self.cancellation.check(what)  # a cut connection says so, not "connection reset"
-            raise Unavailable(f"{what}: {err}") from err
+            raise Unavailable(f"{what}: {unreachable(self._origin, err)}") from err
 
     def request(self, path: str, query: Query, content_type: str | None) -> tuple[str, dict[str, str]]:
         """The request target (the host's own path prefix, the path, the encoded query) and the headers: the same

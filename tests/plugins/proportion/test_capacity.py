@@ -66,6 +66,26 @@ LIMITS = [
         id="cpu limit",
     ),
     pytest.param(
+        [share("team-a", limit=(16, U, U), allocated=(0, 0, 0))],
+        (2000, 0, 0),
+        "queue team-a would exceed its limit of 0.016 CPU (0 CPU allocated, job needs 2 CPU); "
+        "spec.resources.cpu.limit is in millicores: 16 is 0.016 CPU",
+        id="a CPU limit in cores by mistake is told its unit",
+    ),
+    pytest.param(
+        [share("team-a", limit=(U, 64e6, U), allocated=(0, 0, 0))],
+        (0, 2**30, 0),
+        "queue team-a would exceed its limit of 0.0596Gi memory (0Gi memory allocated, job needs 1Gi memory); "
+        "spec.resources.memory.limit is in megabytes: 64 is 64 MB",
+        id="a memory limit in GiB by mistake is told its unit",
+    ),
+    pytest.param(
+        [share("team-a", limit=(100, U, U), allocated=(0, 0, 0))],
+        (1000, 0, 0),
+        "queue team-a would exceed its limit of 0.1 CPU (0 CPU allocated, job needs 1 CPU)",
+        id="a CPU limit of 100 millicores is plausible: no unit note",
+    ),
+    pytest.param(
         [share("team-a", limit=(U, U, 0.3), allocated=(0, 0, 0.1))],
         (0, 0, 0.2),
         None,
@@ -101,6 +121,13 @@ QUOTAS = [
         "queue org (parent of team-a): non-preemptible jobs may use only its deserved 4 GPUs "
         "(3 GPUs in use, job needs 2 GPUs)",
         id="non-preemptible over an ancestor's quota",
+    ),
+    pytest.param(
+        [share("team-a", deserved=(8, U, U))],
+        (1000, 0, 0),
+        "queue team-a: non-preemptible jobs may use only its deserved 0.008 CPU (0 CPU in use, job needs 1 CPU); "
+        "spec.resources.cpu.quota is in millicores: 8 is 0.008 CPU",
+        id="a CPU quota in cores by mistake is told its unit",
     ),
     pytest.param(
         [share("team-a", deserved=(U, U, U), non_preemptible=(0, 0, 50))],

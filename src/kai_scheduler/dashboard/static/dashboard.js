@@ -101,10 +101,16 @@ function renderQueues(doc) {
   const body = $("#queues tbody");
   const rows = [];
   for (const [q, depth] of queueOrder(doc.queues)) {
-    const over = q.deserved.some((d, r) => d >= 0 && q.allocated[r] > d + 1e-6);
+    // The resources allocated above deserved, named: a queue given a GPU quota only (CPU and memory quota 0)
+    // is over quota in CPU and memory as soon as it runs anything, which the tag should not pass off as GPUs.
+    const overIn = RES.filter((_, r) => q.deserved[r] >= 0 && q.allocated[r] > q.deserved[r] + 1e-6);
+    const over = overIn.length > 0;
     const name = el("td", { class: "name", style: `padding-left:${6 + depth * 16}px` },
       (depth ? "└ " : "") + (q.display || q.name));
-    if (over) name.append(el("span", { class: "over-tag", title: "allocated above deserved", text: "over quota" }));
+    if (over) {
+      name.append(el("span", { class: "over-tag", title: `allocated above deserved in ${overIn.join(", ")}`,
+                               text: `over quota: ${overIn.join(", ")}` }));
+    }
     const tr = el("tr", { "data-queue": q.name, class: q.name === state.selected ? "selected" : "" },
       name, bar(q, 0), bar(q, 1), bar(q, 2));
     if (over) tr.dataset.over = "1";
@@ -299,7 +305,7 @@ function live() {
 
 async function timeline() {
   const res = await fetch("api/timeline");
-  if (!res.ok) return false;
+  if (!res.ok || res.status === 204) return false;  // 204: a live dashboard, no simulation
   const frames = (await res.json()).frames;
   if (!frames.length) return false;
   state.frames = frames;

@@ -34,6 +34,7 @@ def over_limit(chain: Sequence[QueueShare], request: Amounts, plugin: str = PLUG
             message = (
                 f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
                 f"({describe(name, held)} allocated, job needs {describe(name, need)})"
+                f"{_unit_hint(name, 'limit', limit)}"
             )
             return points.Reject(plugin, constants.REASON_OVER_LIMIT, message)
     return None
@@ -55,10 +56,25 @@ def non_preemptible_over_quota(
             message = (
                 f"{_queue(chain, level)}: non-preemptible jobs may use only its deserved "
                 f"{describe(name, deserved)} ({describe(name, held)} in use, "
-                f"job needs {describe(name, need)})"
+                f"job needs {describe(name, need)}){_unit_hint(name, 'quota', deserved)}"
             )
             return points.Reject(plugin, constants.REASON_NON_PREEMPTIBLE_OVER_QUOTA, message)
     return None
+
+
+# Below these a queue's CPU or memory amount was most likely written in the wrong unit (cores or GiB for
+# millicores or megabytes, §1.1): `cpu: {limit: 16}` is 0.016 CPU. The messages then say the unit.
+_SMALL = {"cpu": 100.0, "memory": 100 * 1e6}
+_UNITS = {"cpu": ("millicores", 1.0, "CPU", 1000.0), "memory": ("megabytes", 1e6, "MB", 1e6)}
+
+
+def _unit_hint(name: str, field: str, amount: float) -> str:
+    """ "; spec.resources.cpu.limit is in millicores: 16 is 0.016 CPU" for a suspiciously small CPU or memory
+    amount of a queue, else ""."""
+    if name not in _SMALL or not 0 < amount < _SMALL[name]:
+        return ""
+    unit, crd_scale, shown, shown_scale = _UNITS[name]
+    return f"; spec.resources.{name}.{field} is in {unit}: {amount / crd_scale:g} is {amount / shown_scale:g} {shown}"
 
 
 def _queue(chain: Sequence[QueueShare], level: int) -> str:
