@@ -191,7 +191,10 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
         finally:
             err = children.stop(proc)
         assert proc.returncode == 0, err
-        assert {lease["spec"]["holderIdentity"] for lease in memory.list("leases")[0]} == {""}
+        # Released on the way out; a mock server starved of CPU (this test's, in a loaded pytest worker) may not
+        # answer the release within its bound, and then the process must say so (docs/components.md, Stopping).
+        kept = {lease["metadata"]["name"] for lease in memory.list("leases")[0] if lease["spec"]["holderIdentity"]}
+        assert not kept or ("Leases not released" in err and all(name in err for name in kept)), err
         assert [s["metadata"]["name"] for s in memory.list("secrets")[0]] == ["kai-admission-cert"]
 
 

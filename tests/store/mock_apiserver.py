@@ -16,7 +16,8 @@ module adds what is particular to HTTP, as kube-apiserver does it:
   with field causes, a 500, for the requests matching a method and path), `block_evictions` (a
   PodDisruptionBudget's 429),
   `drop_watches` (cut the connections), `expire_watches` (ERROR 410 on open watches), `fail_watches`
-  (5xx on the next watch requests), `expire_continues`, `send_bookmarks`.
+  (5xx on the next watch requests), `expire_continues`, `send_bookmarks`, `stall` (accept and never answer,
+  as a server starved of CPU or stopped with SIGSTOP, until `resume`).
 
 Run alone (`python -m tests.store.mock_apiserver --load objects.jsonl`) it prints its URL and serves until
 stdin closes; the LIST benchmark uses it so that the server's memory and CPU are not the client's.
@@ -149,6 +150,16 @@ class Faults:
     watch_failure_code: int = 503
     continue_expiries: int = 0
     refusals: list[Refusal] = field(default_factory=list)
+    stalls: list[Stall] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    method: str  # "" = any
+    path: str  # a regular expression searched in the path; "" = any
+
+    def matches(self, method: str, path: str) -> bool:
+        return (not self.method or method == self.method) and (not self.path or re.search(self.path, path) is not None)
 
 
 @dataclass(slots=True)
@@ -176,11 +187,12 @@ class MockApiServer:
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.held = 0  # requests held unanswered by a stall now
         self._marks: list[int] = [0, 0, 0]
         self._watches: dict[int, Marks] = {}  # open watch → the marks it has acted on
         self._watched = threading.Condition(self.lock)
         self._tokens = itertools.count(1)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.mock = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
@@ -247,6 +259,22 @@ class MockApiServer:
         with self.lock:
             self.state.faults.refusals.append(refusal)
         return refusal
+
+    def stall(self, method: str = "", path: str = "") -> None:
+        """Hold the matching requests (all by default) unanswered until `resume`, and, when all are held, send
+        nothing more on open watches: a server that accepts connections and does not answer. A held request
+        whose client went away meanwhile is dropped without being processed (it never reached the server)."""
+        with self.lock:
+            self.state.faults.stalls.append(Stall(method, path))
+
+    def resume(self) -> None:
+        """Answer again: held requests go on (those whose client is still there)."""
+        with self.lock:
+            self.state.faults.stalls.clear()
+
+    def stalled(self, method: str, path: str) -> bool:
+        with self.lock:
+            return any(stall.matches(method, path) for stall in self.state.faults.stalls)
 
     def block_evictions(self, message: str = "The disruption budget pdb needs 2 healthy pods and has 2") -> None:
         with self.lock:
@@ -381,6 +409,14 @@ def route(path: str) -> Route:
     return Route(res, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that cut its connection (a stopping component cuts what it waits on) is not an error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stalls
@@ -412,6 +448,9 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if not self._hold(method, split.path):
+            self.close_connection = True
+            return
         try:
             self.mock.record(method, split.path, query, {k.lower(): v for k, v in self.headers.items()})
             where = route(split.path)
@@ -426,6 +465,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(http.code, orjson.dumps(http.status()))
         else:
             self._send(code, answer if isinstance(answer, bytes) else orjson.dumps(answer))
+
+    def _hold(self, method: str, path: str) -> bool:
+        """Wait while a stall holds this request; False when the client left (or the server stops) meanwhile."""
+        mock = self.mock
+        if not mock.stalled(method, path):
+            return True
+        with mock.lock:
+            mock.held += 1
+        try:
+            while mock.stalled(method, path):
+                if mock.stopping.is_set() or self._client_left():
+                    return False
+                time.sleep(_TICK)
+            return not self._client_left()
+        finally:
+            with mock.lock:
+                mock.held -= 1
 
     def _send(self, code: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(code)
@@ -476,6 +532,9 @@ class _Handler(BaseHTTPRequestHandler):
         deadline = time.monotonic() + timeout
         last_bookmark = time.monotonic()
         while time.monotonic() < deadline and not mock.stopping.is_set() and not self._client_left():
+            if mock.stalled("", ""):  # the whole server stalls: nothing more on the line
+                time.sleep(_TICK)
+                continue
             now = mock.watch_marks()
             if now[DROP] != marks[DROP]:
                 with contextlib.suppress(OSError):

@@ -155,6 +155,7 @@ def test_the_transport_pool_makes_one_write_connections(kube_server: MockApiServ
     store = make_store()
     store.list("pods")
     pool = store.transport._pool
-    assert pool is not None and pool.ConnectionCls is kube_http._OneWriteHTTPConnection
+    assert pool is not None and issubclass(pool.ConnectionCls, kube_http._OneWriteHTTPConnection)
+    assert pool.ConnectionCls.cancellation is store.cancellation  # its sockets are the store's to cut
     store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
     assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"

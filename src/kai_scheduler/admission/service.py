@@ -30,6 +30,8 @@ from kai_scheduler.store.interface import ClusterStore
 
 log = logging.getLogger(__name__)
 
+ROTATOR_JOIN: Final = 1.0  # seconds `stop` waits for a certificate check in flight
+
 DEFAULT_CERT_CHECK_INTERVAL: Final = 600.0
 
 
@@ -102,7 +104,10 @@ class Service:
         if self.server is not None:
             self.server.stop()
         if self._rotator is not None:
-            self._rotator.join()
+            # A certificate check may be waiting on the API server: it is left to end when the store closes.
+            self._rotator.join(ROTATOR_JOIN)
+            if self._rotator.is_alive():
+                log.warning("shutdown: the certificate check in flight was abandoned")
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
 

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 IDLE_WAIT = 0.5  # seconds a step waits for pod events when there are none
 REPORT_EVERY = 10.0  # seconds between progress lines at -v
 RETRY_AFTER = 2.0  # seconds before trying again when the API server cannot be reached
+DELETE_MARGIN = 1.5  # seconds of the shutdown bound kept for closing the store after --delete-on-exit
 
 
 _QPS, _BURST = 1000.0, 2000  # a fleet of fake kubelets writes far more than one component
@@ -132,16 +133,22 @@ def settings(args: argparse.Namespace) -> Settings:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kai_scheduler.runtime.process import open_store, stop_on_signals
+    from kai_scheduler.runtime import process
 
     config = settings(args)
     conn = config.connection
-    store = open_store(conn.kubeconfig, conn.context, conn.qps, conn.burst, user_agent="kai-fake-nodes")
+    store = process.open_store(conn.kubeconfig, conn.context, conn.qps, conn.burst, user_agent="kai-fake-nodes")
     stop = threading.Event()
-    with store, stop_on_signals(stop):
+    # After the signal the loop's step gets the components' grace; deleting the nodes gets what the bound leaves
+    # (docs/components.md, "Stopping"): past it the requests are cut and the command says which failed.
+    grace = process.SHUTDOWN_BOUND - DELETE_MARGIN if config.delete_on_exit else process.STEP_GRACE
+    with store, process.stop_on_signals(stop), process.cancel_when_stuck(stop, store, grace):
         try:
             return serve(store, SystemClock(), config, stop)
         except StoreError as err:  # creating or deleting the nodes failed: one line, not a traceback
+            if stop.is_set() and not config.delete_on_exit:  # told to stop while the nodes were being made
+                log.warning("stopped before the nodes were ready", extra={"error": str(err)})
+                return 0
             raise UserError(f"API server: {err}") from None
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Conflict, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, AlreadyExists, Cancelled, ClusterStore, Conflict, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -125,17 +125,20 @@ class LeaderElector:
             self.step()
             stop.wait(self.config.retry_period)
 
-    def release(self) -> None:
-        """Clear the holder if this candidate holds the lease (client-go's ReleaseOnCancel)."""
+    def release(self) -> bool:
+        """Clear the holder if this candidate holds the lease (client-go's ReleaseOnCancel); whether it did.
+
+        The holder becomes "" with a 1 s duration, as client-go writes it: a standby takes the lease at its next
+        attempt (within its retry period) instead of waiting for the lease to expire."""
         if not self.is_leader:
-            return
+            return False
         with self._lock:
             self._renewed_at = None
         try:
             lease = self.store.get("leases", self.name, self.namespace)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.identity:
-                return
+                return False
             now = format_micro_time(self.clock.now())
             lease["spec"] = {
                 **spec,
@@ -145,9 +148,12 @@ class LeaderElector:
                 "renewTime": now,
             }
             self.store.update(lease)
-            log.info("released the lease", extra={"lease": self._key(), "identity": self.identity})
-        except StoreError as err:
-            log.warning("could not release the lease", extra={"lease": self._key(), "reason": str(err)})
+        except StoreError as err:  # cut (Cancelled): the shutdown's line already names the lease as kept
+            level = logging.DEBUG if isinstance(err, Cancelled) else logging.WARNING
+            log.log(level, "could not release the lease", extra={"lease": self._key(), "reason": str(err)})
+            return False
+        log.info("released the lease", extra={"lease": self._key(), "identity": self.identity})
+        return True
 
     # --- one attempt ---
 
@@ -224,7 +230,9 @@ class LeaderElector:
         quiet (debug) while the same failure repeats every retry period."""
         self.reachable = False
         text = str(err)
-        if text != self._last_failure:
+        if isinstance(err, Cancelled):  # the process is stopping and says so itself
+            log.debug(f"leader election attempt cut: {text}", extra={"lease": self._key()})
+        elif text != self._last_failure:
             self._last_failure = text
             log.warning(f"leader election attempt failed: {text}", extra={"lease": self._key(), "reason": err.reason})
         else:

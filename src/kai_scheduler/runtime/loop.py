@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kai_scheduler.store.activity import Activity
-from kai_scheduler.store.interface import AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
+from kai_scheduler.store.interface import AlreadyExists, Cancelled, Conflict, Gone, Invalid, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,9 @@ class Runner:
             self.step()
         except PER_OBJECT_ERRORS as err:
             log.warning(f"{self.name}: {err.reason}: {err}", extra={"component": self.name})
+            return self.period
+        except Cancelled as err:  # the process is stopping and says so itself
+            log.debug(f"{self.name}: step cut: {err}", extra={"component": self.name})
             return self.period
         except StoreError as err:
             self._ready = False

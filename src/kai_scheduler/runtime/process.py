@@ -2,16 +2,31 @@
 one HealthServer for health, readiness and metrics.
 
 `/readyz` has one check per component (its runner's readiness); `/healthz` one per runner thread (alive).
-Shutdown (the stop Event): the runners finish their current step, then each held Lease is released so a
-successor takes over at once, then the endpoints close.
+
+Shutdown (the stop Event, set by SIGTERM or SIGINT) takes a bounded time whatever the API server does
+(docs/components.md, "Stopping"):
+
+1. the runners and electors get `STEP_GRACE` seconds to finish their current step;
+2. if some are still waiting on the API server, the store's requests in flight are cut (`KubeStore.cancel`) and
+   they get `CANCEL_GRACE` more; what they were writing is abandoned, which is safe because all state lives in
+   the API server: the next leader (or this process restarted) reads it and redoes what is missing;
+3. each Lease this process holds is released (client-go's ReleaseOnCancel) so a standby takes over at once, all
+   together within `RELEASE_TIMEOUT`; never while a runner of ours might still write (then the lease expires);
+4. the endpoints close. What was given up is said in one warning line.
+
+`stop_on_signals` also starts a watchdog: the process ends `SHUTDOWN_BOUND` seconds after the first signal
+whatever is still running, and a second signal ends it at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
@@ -29,6 +44,14 @@ from kai_scheduler.store.kube import ConfigurationError, KubeOptions, KubeStore
 
 log = logging.getLogger(__name__)
 
+# The shutdown's phases (seconds; see the module docstring). Their sum with the endpoints' and the store's close
+# (about 1.5 s) stays under SHUTDOWN_BOUND, itself a third of Kubernetes' default terminationGracePeriodSeconds.
+STEP_GRACE = 3.0
+CANCEL_GRACE = 1.0
+RELEASE_TIMEOUT = 2.0
+SHUTDOWN_BOUND = 10.0
+EXIT_FORCED = 1  # the exit code when the watchdog or a second signal ends the process
+
 
 class Process:
     def __init__(
@@ -45,6 +68,7 @@ class Process:
         identity = default_identity()
         self.electors: dict[str, LeaderElector] = {}
         self.runners: list[Runner] = []
+        self.store = store
         activity = store.activity if isinstance(store, KubeStore) else None
         for component in components:
             elector = None
@@ -100,15 +124,74 @@ class Process:
         return 0
 
     def shutdown(self) -> None:
+        """Stop within a bounded time (see the module docstring); what was given up is one warning line."""
         self.stop.set()
-        for thread in self._threads:
-            thread.join()
-        for thread in self._elector_threads:
-            thread.join()
-        for elector in self.electors.values():
-            elector.release()
+        started = time.monotonic()
+        threads = [*self._threads, *self._elector_threads]
+        busy = _join(threads, STEP_GRACE)
+        given_up: dict[str, object] = {}
+        if busy and isinstance(self.store, KubeStore):
+            given_up["waiting_for"] = _names(busy)
+            given_up["connections_cut"] = self.store.cancel()
+            busy = _join(busy, CANCEL_GRACE)
+        stuck = [t for t in self._threads if t in busy]
+        if stuck:
+            given_up["still_running"] = _names(stuck)
+        elif isinstance(self.store, KubeStore):
+            self.store.resume()  # for the Lease releases: the runners have ended and make no more requests
+        released, kept = self._release(can_release=not stuck)
+        if kept:
+            given_up["leases_kept"] = kept
         self.server.stop()
-        log.info("stopped")
+        if given_up:
+            said = []
+            if "waiting_for" in given_up or "still_running" in given_up:
+                said.append(
+                    f"gave up waiting for the API server after {STEP_GRACE:g}s; in-flight requests abandoned "
+                    "(the state is the API server's: the next leader redoes what is missing)"
+                )
+            if kept:
+                said.append(f"Leases not released, they expire after {self._lease_duration():g}s")
+            log.warning("shutdown: " + "; ".join(said), extra=given_up)
+        log.info("stopped", extra={"seconds": round(time.monotonic() - started, 2), "leases_released": released})
+
+    def _release(self, *, can_release: bool) -> tuple[list[str], list[str]]:
+        """Release every Lease this process leads, at once and within RELEASE_TIMEOUT; (released, not released).
+        Not while a runner may still write (`can_release` False): a successor must not run beside it."""
+        leading = {name: e for name, e in self.electors.items() if e.is_leader}
+        if not leading:
+            return [], []
+        if not can_release:
+            return [], sorted(e.name for e in leading.values())
+        done: dict[str, bool] = {}
+
+        def release(name: str, elector: LeaderElector) -> None:
+            done[name] = elector.release()
+
+        threads = [
+            threading.Thread(target=release, args=(name, e), name=f"kai-{name}-release", daemon=True)
+            for name, e in leading.items()
+        ]
+        for thread in threads:
+            thread.start()
+        _join(threads, RELEASE_TIMEOUT)
+        released = sorted(leading[name].name for name, ok in done.items() if ok)
+        return released, sorted(e.name for e in leading.values() if e.name not in released)
+
+    def _lease_duration(self) -> float:
+        return next(iter(self.electors.values())).config.lease_duration if self.electors else 0.0
+
+
+def _join(threads: Sequence[threading.Thread], timeout: float) -> list[threading.Thread]:
+    """Join the threads within `timeout` seconds in all; those still alive."""
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in threads if t.is_alive()]
+
+
+def _names(threads: Sequence[threading.Thread]) -> list[str]:
+    return [t.name.removeprefix("kai-") for t in threads]
 
 
 def _ready(runner: Runner) -> Callable[[], bool]:
@@ -137,14 +220,22 @@ def open_store(
 
 
 @contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def stop_on_signals(stop: threading.Event, bound: float = SHUTDOWN_BOUND) -> Iterator[None]:
     """While inside, SIGTERM and SIGINT set `stop` (the loops end cleanly) instead of killing or raising; the
-    previous handlers come back after. Off the main thread (where Python takes no handlers) it does nothing."""
+    previous handlers come back after. The first signal also starts a watchdog that ends the process `bound`
+    seconds later if it is still running; a second signal ends it at once (exit code EXIT_FORCED either way).
+    Off the main thread (where Python takes no handlers) it does nothing."""
 
     def handle(signum: int, frame: FrameType | None) -> None:
         del frame
-        log.info("signal received, stopping", extra={"signal": signal.Signals(signum).name})
+        name = signal.Signals(signum).name
+        if stop.is_set():
+            _exit_now(f"shutdown: second {name}: exiting at once")
+        log.info("signal received, stopping", extra={"signal": name, "bound_seconds": bound})
         stop.set()
+        watchdog = threading.Timer(bound, _exit_now, args=(f"shutdown: not done {bound:g}s after {name}: exiting",))
+        watchdog.daemon = True
+        watchdog.start()
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -155,3 +246,42 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def cancel_when_stuck(stop: threading.Event, store: ClusterStore, grace: float = STEP_GRACE) -> Iterator[None]:
+    """For a command that is not a `Process` (`kai fake-nodes`): while inside, once `stop` is set the work gets
+    `grace` seconds to end, then the store's requests in flight are cut (`KubeStore.cancel`), with one warning
+    line, so a loop waiting on an API server that does not answer ends."""
+    if not isinstance(store, KubeStore):
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.25):
+            if done.is_set():
+                return
+        if done.wait(grace):
+            return
+        cut = store.cancel()
+        log.warning(
+            f"shutdown: gave up waiting for the API server after {grace:g}s; in-flight requests abandoned",
+            extra={"connections_cut": cut},
+        )
+
+    thread = threading.Thread(target=watch, name="kai-shutdown-guard", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def _exit_now(message: str) -> None:
+    """End the process at once (no cleanup: threads may be stuck), after saying why on stderr."""
+    with contextlib.suppress(Exception):
+        log.error(message)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    os._exit(EXIT_FORCED)

@@ -14,7 +14,7 @@ import threading
 import zlib
 
 from kai_scheduler.api.fields import format_time
-from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError
+from kai_scheduler.store.interface import JSON, AlreadyExists, Cancelled, ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ def record(store: ClusterStore, body: JSON) -> None:
         store.create(body)
     except AlreadyExists:
         pass
+    except Cancelled as err:  # the process is stopping (and says so once): not a refusal to remember
+        log.debug(f"event not recorded: {err}")
     except StoreError as err:
         with _failures_lock:
             first = err.reason not in _failures_reported

@@ -49,6 +49,13 @@ class StoreError(Exception):
     retry_after: str | None = None
 
 
+class Cancelled(StoreError):
+    """The request was cut, or refused before it went out, because its store was cancelled: the process is
+    stopping and says so once itself (see `KubeStore.cancel`); whoever sees this logs it at debug level."""
+
+    reason = "ServiceUnavailable"
+
+
 class NotFound(StoreError):
     reason = "NotFound"
 

@@ -17,6 +17,8 @@ strip them too; they are large and nothing here reads them).
   (DeleteOptions with gracePeriodSeconds), bind (`pods/binding`), evict (`pods/eviction`, policy/v1).
 - A stale resourceVersion or a second bind is Conflict (409). An eviction that a PodDisruptionBudget
   blocks is `EvictionBlocked`, a Conflict: the pod stays and the caller may try later; it is not retried.
+- `cancel()` cuts every request in flight and refuses new ones (until `resume()`); `close()` does it too, so
+  neither a stopping process nor its watch readers wait for an API server that does not answer.
 - Every request goes through one rate limiter (qps/burst as KAI's flags; event creation through a second one
   of the same size, as client-go's event broadcaster) and 429s are retried honouring
   Retry-After (see `kube_http`); a server that cannot be reached raises `Unavailable`.
@@ -31,6 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -59,6 +62,8 @@ from kai_scheduler.store.interface import (
 from kai_scheduler.store.kube_http import (
     MERGE_PATCH_TYPE,
     STRATEGIC_MERGE_PATCH_TYPE,
+    Cancellation,
+    Cancelled,
     ConfigurationError,
     Limits,
     RateLimiter,
@@ -76,6 +81,7 @@ _Items = list[JSON]
 _Query = list[tuple[str, str]]
 
 __all__ = [
+    "Cancelled",
     "ConfigurationError",
     "EvictionBlocked",
     "KubeOptions",
@@ -88,6 +94,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _LIST_RESTARTS: Final = 3
+CLOSE_TIMEOUT: Final = 1.0  # seconds `close` waits for the watch readers to end once their connections are cut
 
 
 class EvictionBlocked(Conflict):
@@ -132,11 +139,15 @@ class KubeStore:
         timing = timing or RealTiming()
         api_client.user_agent = opts.user_agent
         limits = Limits(opts.max_retries, opts.max_retry_after, opts.connect_timeout, opts.read_timeout)
-        self.limiter = RateLimiter(opts.qps, opts.burst, timing)
-        self.transport = Transport(api_client, self.limiter, timing, limits)
+        self.cancellation = Cancellation()  # shared by both transports: `cancel` cuts every request in flight
+        interrupt = self.cancellation.cancelled
+        self.limiter = RateLimiter(opts.qps, opts.burst, timing, interrupt)
+        self.transport = Transport(api_client, self.limiter, timing, limits, self.cancellation)
         # Events go out under a limiter of their own, as client-go's event broadcaster has its own client: a
         # burst of events never delays a bind or an eviction.
-        self.event_transport = Transport(api_client, RateLimiter(opts.qps, opts.burst, timing), timing, limits)
+        self.event_transport = Transport(
+            api_client, RateLimiter(opts.qps, opts.burst, timing, interrupt), timing, limits, self.cancellation
+        )
         self._watch_settings = WatchSettings(
             opts.watch_timeout_seconds,
             opts.watch_read_margin,
@@ -157,16 +168,31 @@ class KubeStore:
         """A store for the cluster a kubeconfig (or the in-cluster service account) names; see `load_client`."""
         return cls(load_client(kubeconfig, context), options)
 
-    def close(self) -> None:
-        """Stop every watch stream and release the connection pool."""
+    def cancel(self) -> int:
+        """Cut every request in flight (each fails at once with Unavailable) and refuse new ones until `resume`;
+        the number of connections cut. For a process that stops while the API server does not answer."""
+        return self.cancellation.cancel()
+
+    def resume(self) -> None:
+        """Take requests again after `cancel`."""
+        self.cancellation.resume()
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop every watch stream, cut what is still in flight and release the connection pool, within about
+        `timeout` seconds whatever the API server does (a reader that has not ended by then is left to end on
+        its own: the threads are daemons). Closing again does nothing."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             streams = [s for group in self._streams.values() for s in group]
             self._streams.clear()
+        deadline = time.monotonic() + timeout
         for stream in streams:
             stream.close()
+        self.cancellation.cancel()  # a watch still waiting for its answer, and any other request in flight
         for stream in streams:
-            stream.join(timeout=2.0)
+            stream.join(timeout=max(0.0, deadline - time.monotonic()))
         self.transport.close()
         limiter = self.limiter
         if limiter.qps > 0 and limiter.requests:

@@ -13,15 +13,23 @@ burst). A 429 answer, and a 5xx that carries Retry-After, is retried after the d
 bounded number of times (client-go's `checkWait`); a 429 that is a refusal rather than throttling (a pod
 disruption budget blocking an eviction) is left to the caller. Kubernetes `Status` bodies become the store's
 errors with the server's message, so a component sees NotFound or Conflict whichever store it runs on.
+
+A process that stops cannot wait for an API server that does not answer (a read waits up to `read_timeout`, and
+urllib3 retries an idempotent request's read three times). The store's `Cancellation` knows the sockets of its
+connections: `cancel()` shuts them down, so every request in flight fails at once (Unavailable), and refuses new
+requests (and wakes the rate limiter's and Retry-After's sleeps) until `resume()`. Through an HTTP proxy the
+connections are the proxy manager's and cannot be cut; a request there ends by its own timeouts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
 import logging
 import os
 import re
+import socket
 import threading
 import time
 import warnings
@@ -36,6 +44,7 @@ import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 
+from kai_scheduler.store import interface
 from kai_scheduler.store.interface import JSON, AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
 
 log = logging.getLogger(__name__)
@@ -64,6 +73,11 @@ class Unavailable(StoreError):
     """The API server could not be reached, or answered 502/503/504: transient, try again later."""
 
     reason = "ServiceUnavailable"
+
+
+class Cancelled(Unavailable, interface.Cancelled):
+    """The request was cut or refused because its store was cancelled (a process stopping); an Unavailable too,
+    for the callers that retry those."""
 
 
 class ConfigurationError(StoreError):
@@ -113,6 +127,66 @@ class RealTiming:
             time.sleep(seconds)
 
 
+class Cancellation:
+    """The live connections of one store, and whether its requests are cancelled (see the module docstring).
+
+    A connection registers the file descriptor of its socket as soon as the socket exists (before TLS) and
+    drops it when it closes; `cancel` shuts every registered socket down (both directions), which ends a read or
+    a TLS handshake waiting on it at once, and makes new requests and new connections fail until `resume`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: dict[int, int] = {}  # id(connection) → its socket's file descriptor
+        self.cancelled = threading.Event()  # also what the transport's sleeps wait on
+
+    def add(self, connection: object, fd: int) -> None:
+        with self._lock:
+            self._sockets[id(connection)] = fd
+            cut = self.cancelled.is_set()
+        if cut:  # cancelled while it was connecting
+            _shut(fd)
+
+    def drop(self, connection: object) -> None:
+        """Before the connection closes its socket: the descriptor is no longer ours to shut down."""
+        with self._lock:
+            self._sockets.pop(id(connection), None)
+
+    def check(self, what: str) -> None:
+        """Raise Cancelled (an Unavailable) when cancelled."""
+        if self.cancelled.is_set():
+            raise Cancelled(f"{what}: cancelled: the client is shutting down")
+
+    def cancel(self) -> int:
+        """Refuse new requests and cut the connections; return how many were cut."""
+        with self._lock:
+            self.cancelled.set()
+            fds = list(self._sockets.values())
+            # Shut down under the lock: a connection that closes meanwhile waits in `drop`, so its descriptor
+            # cannot be reused by another socket before it is shut down.
+            for fd in fds:
+                _shut(fd)
+        return len(fds)
+
+    def resume(self) -> None:
+        self.cancelled.clear()
+
+    @property
+    def live(self) -> int:
+        with self._lock:
+            return len(self._sockets)
+
+
+def _shut(fd: int) -> None:
+    """Shut a socket down by descriptor (a duplicate shares the connection; an SSL socket's own `shutdown` would
+    drop its TLS state under a thread reading it)."""
+    try:
+        dup = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    with dup, contextlib.suppress(OSError):
+        dup.shutdown(socket.SHUT_RDWR)
+
+
 class RateLimiter:
     """A token bucket shared by every request of one store (client-go's `flowcontrol.NewTokenBucketRateLimiter`).
 
@@ -121,9 +195,10 @@ class RateLimiter:
     spaced 1/qps apart in arrival order instead of waking together. qps <= 0 disables the limit.
     """
 
-    def __init__(self, qps: float, burst: int, timing: Timing) -> None:
+    def __init__(self, qps: float, burst: int, timing: Timing, interrupt: threading.Event | None = None) -> None:
         if qps > 0 and burst < 1:
             raise ValueError(f"burst must be at least 1 when qps > 0, got {burst}")
+        self._interrupt = interrupt  # a wait for a token ends early when it is set (the store is cancelled)
         self.qps = qps
         self.burst = burst
         self._timing = timing
@@ -149,7 +224,7 @@ class RateLimiter:
                 self.waits += 1
                 self.waited += wait
         if wait > 0:
-            self._timing.sleep(wait)
+            self._timing.sleep(wait, self._interrupt)
         return wait
 
 
@@ -222,8 +297,16 @@ RefusalCheck = Callable[[JSON, str], StoreError | None]
 class Transport:
     """Requests to one API server through the client library's pool, rate limited and retried on 429."""
 
-    def __init__(self, api_client: ApiClient, limiter: RateLimiter, timing: Timing, limits: Limits) -> None:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        limiter: RateLimiter,
+        timing: Timing,
+        limits: Limits,
+        cancellation: Cancellation | None = None,
+    ) -> None:
         self.api_client = api_client
+        self.cancellation = cancellation or Cancellation()
         self.limiter = limiter
         self.timing = timing
         self.limits = limits
@@ -252,6 +335,7 @@ class Transport:
         try:
             raw = resp.data
         except urllib3.exceptions.HTTPError as err:
+            self.cancellation.check(what)  # cut while the answer was read
             raise Unavailable(f"{what}: reading the answer failed: {err}") from err
         finally:
             resp.release_conn()
@@ -285,14 +369,17 @@ class Transport:
     ) -> urllib3.BaseHTTPResponse:
         """Send, waiting for the rate limiter before each attempt; retry throttled answers."""
         what = what or f"{method} {path}"
+        cancellation = self.cancellation
         for attempt in range(self.limits.max_retries + 1):
+            cancellation.check(what)
             self.limiter.acquire()
+            cancellation.check(what)
             resp = self._send_once(method, path, query, data, content_type, timeout, what)
             delay = self._retry_delay(resp, attempt, refusal, what)
             if delay is None:
                 return resp
             log.info("%s: HTTP %d, retrying in %.2fs as the server asks", what, resp.status, delay)
-            self.timing.sleep(delay)
+            self.timing.sleep(delay, cancellation.cancelled)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _retry_delay(
@@ -355,6 +442,7 @@ class Transport:
                 assert_same_host=False,
             )
         except urllib3.exceptions.HTTPError as err:
+            self.cancellation.check(what)  # a cut connection says so, not "connection reset"
             raise Unavailable(f"{what}: {unreachable(self._origin, err)}") from err
 
     def request(self, path: str, query: Query, content_type: str | None) -> tuple[str, dict[str, str]]:
@@ -403,8 +491,8 @@ class Transport:
             pool = self._pool = manager.connection_from_url(self._origin)
             self._pool_manager = manager
             one_write = _ONE_WRITE.get(pool.ConnectionCls)
-            if one_write is not None:
-                pool.ConnectionCls = one_write  # the connections it makes from now on
+            if one_write is not None:  # the connections it makes from now on: one write, cut by `cancel`
+                pool.ConnectionCls = type(one_write.__name__, (one_write,), {"cancellation": self.cancellation})
         return pool
 
     def close(self) -> None:
@@ -446,13 +534,43 @@ class _OneWrite(http.client.HTTPConnection):
         super().close()
 
 
-class _OneWriteHTTPConnection(_OneWrite, urllib3.connection.HTTPConnection):
+class _Tracked(urllib3.connection.HTTPConnection):
+    """A connection whose socket its store's `Cancellation` can shut down (set per pool, see `_connection_pool`)."""
+
+    cancellation: Cancellation | None = None
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        if self.cancellation is not None:
+            self.cancellation.add(self, sock.fileno())
+        return sock
+
+    def connect(self) -> None:
+        cancellation = self.cancellation
+        if cancellation is not None and cancellation.cancelled.is_set():
+            raise urllib3.exceptions.NewConnectionError(self, "cancelled: the client is shutting down")
+        try:
+            super().connect()
+        except BaseException:
+            if cancellation is not None:
+                cancellation.drop(self)
+            raise
+        if cancellation is not None and self.sock is not None:
+            cancellation.add(self, self.sock.fileno())  # the TLS socket, when it wraps the first one
+
+    def close(self) -> None:
+        if self.cancellation is not None:
+            self.cancellation.drop(self)
+        super().close()
+
+
+class _OneWriteHTTPConnection(_OneWrite, _Tracked):
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
         self.flush_held()
         return super().getresponse()
 
 
-class _OneWriteHTTPSConnection(_OneWrite, urllib3.connection.HTTPSConnection):
+class _OneWriteHTTPSConnection(_OneWrite, _Tracked, urllib3.connection.HTTPSConnection):
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
         self.flush_held()
         return super().getresponse()

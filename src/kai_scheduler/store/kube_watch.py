@@ -116,7 +116,8 @@ class WatchStream:
         self._closed.set()
         response = self._response
         if response is not None:
-            with contextlib.suppress(OSError):
+            # ValueError: urllib3's answer when the response already let its connection go (the reader is done)
+            with contextlib.suppress(OSError, ValueError):
                 response.shutdown()
         with self._cond:
             self._cond.notify_all()
@@ -166,7 +167,8 @@ class WatchStream:
             if self._opened:
                 delays = self._delays()
             delay = next(delays)
-            log.warning("%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
+            level = logging.DEBUG if self._transport.cancellation.cancelled.is_set() else logging.WARNING
+            log.log(level, "%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
             timing.sleep(delay, self._closed)
 
     def _delays(self) -> Iterator[float]:
@@ -193,7 +195,8 @@ class WatchStream:
             self._answered = True
             self._cond.notify_all()
         if self._closed.is_set():  # closed while the request was on its way: `close` did not see it
-            response.shutdown()
+            with contextlib.suppress(OSError, ValueError):
+                response.shutdown()
         received, complete = 0, False
         try:
             for lines in _batches(response):

@@ -1,0 +1,100 @@
+"""`KubeStore.cancel` and `close` against an API server that does not answer (the mock's `stall`): what is in
+flight fails at once, nothing new goes out until `resume`, the rate limiter's wait ends, and `close` returns
+within its timeout with a watch still waiting for its answer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from kai_scheduler.store.interface import StoreError
+from kai_scheduler.store.kube import CLOSE_TIMEOUT
+from kai_scheduler.store.kube_http import RateLimiter, RealTiming, Unavailable
+from tests.store.conftest import MakeStore
+from tests.store.mock_apiserver import MockApiServer
+
+
+def in_thread(call: Callable[[], object]) -> tuple[threading.Thread, list[BaseException | object]]:
+    """Run `call` in a daemon thread; the list gets its result or its exception."""
+    out: list[BaseException | object] = []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except BaseException as err:
+            out.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def wait_held(server: MockApiServer, count: int = 1) -> None:
+    deadline = time.monotonic() + 10
+    while server.held < count:
+        assert time.monotonic() < deadline, "the request did not reach the server"
+        time.sleep(0.01)
+
+
+def test_cancel_fails_the_requests_in_flight_at_once_and_refuses_new_ones(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    store = make_store()
+    store.list("pods")  # a connection in the pool already: the cut reaches pooled ones too
+    kube_server.stall()
+    get, got = in_thread(lambda: store.list("pods"))
+    update, updated = in_thread(
+        lambda: store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
+    )
+    wait_held(kube_server, 2)
+    started = time.monotonic()
+    assert store.cancel() >= 2
+    get.join(2)
+    update.join(2)
+    assert time.monotonic() - started < 1.0
+    for out in (got, updated):
+        assert len(out) == 1 and isinstance(out[0], Unavailable), out
+        assert "cancelled: the client is shutting down" in str(out[0])
+    with pytest.raises(Unavailable, match="get Pod a/p: cancelled"):
+        store.get("pods", "p", "a")
+    kube_server.resume()
+    store.resume()
+    assert store.list("pods")[0] == []
+    assert not kube_server.memory.list("configmaps")[0]  # the cut create never reached the objects
+
+
+def test_cancel_wakes_a_request_waiting_for_the_rate_limiter() -> None:
+    interrupt = threading.Event()
+    limiter = RateLimiter(0.1, 1, RealTiming(), interrupt)
+    limiter.acquire()  # the burst
+    timer = threading.Timer(0.2, interrupt.set)
+    timer.start()
+    started = time.monotonic()
+    limiter.acquire()  # would wait 10 s
+    assert time.monotonic() - started < 2.0
+    timer.join()
+
+
+def test_close_returns_within_its_timeout_with_a_watch_waiting_for_its_answer(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    store = make_store()
+    version = store.list("pods")[1]
+    kube_server.stall()
+    watcher, out = in_thread(lambda: list(store.watch("pods", version, timeout=30)))
+    wait_held(kube_server)
+    readers = [stream._thread for stream in store._streams["pods"]]  # this store's, waiting for the answer
+    assert readers
+    started = time.monotonic()
+    store.close()
+    assert time.monotonic() - started < CLOSE_TIMEOUT + 0.5
+    for reader in readers:  # its request was cut: it ends (close does not wait past its timeout for it)
+        reader.join(5)
+    assert not any(t.is_alive() for t in readers)
+    watcher.join(CLOSE_TIMEOUT + 1)
+    assert not watcher.is_alive()
+    assert len(out) == 1 and (out[0] == [] or isinstance(out[0], StoreError)), out
+    store.close()  # again: nothing to do
