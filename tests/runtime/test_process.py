@@ -92,11 +92,20 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
         assert cluster.memory.list("podgroups")[0]  # the podgrouper made its PodGroup
         assert eventually(lambda: get(proc.server.port, "/readyz")[0] == 200)
         assert get(proc.server.port, "/healthz") == (200, "ok")
-        code, metrics = get(proc.server.port, "/metrics")
-        assert code == 200
-        assert "kai_e2e_scheduling_latency_milliseconds" in metrics
-        assert 'kai_podgroups_scheduled_by_action_total{action="allocate"} 1.0' in metrics
-        assert "kai_queue_info" in metrics  # the queue controller shares the registry
+        # The binder may bind before the scheduler has ended its cycle and recorded it, and the queue controller
+        # (which shares the registry) writes on its own period: the metrics are looked at until they are there.
+        wanted = [
+            "kai_e2e_scheduling_latency_milliseconds",
+            'kai_podgroups_scheduled_by_action_total{action="allocate"} 1.0',
+            "kai_queue_info",
+        ]
+        scraped: list[tuple[int, str]] = []
+
+        def metrics_in() -> bool:
+            scraped[:] = [get(proc.server.port, "/metrics")]
+            return scraped[0][0] == 200 and all(w in scraped[0][1] for w in wanted)
+
+        assert eventually(metrics_in), [w for w in wanted if w not in scraped[0][1]]
         holders = {
             lease["metadata"]["name"]: lease["spec"]["holderIdentity"]
             for lease in cluster.memory.list("leases", "kai-system")[0]

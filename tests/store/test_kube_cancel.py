@@ -12,7 +12,7 @@ import pytest
 
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.kube import CLOSE_TIMEOUT
-from kai_scheduler.store.kube_http import RateLimiter, RealTiming, Unavailable
+from kai_scheduler.store.kube_http import Cancelled, RateLimiter, RealTiming, Unavailable
 from tests.store.conftest import MakeStore
 from tests.store.mock_apiserver import MockApiServer
 
@@ -98,3 +98,16 @@ def test_close_returns_within_its_timeout_with_a_watch_waiting_for_its_answer(
     assert not watcher.is_alive()
     assert len(out) == 1 and (out[0] == [] or isinstance(out[0], StoreError)), out
     store.close()  # again: nothing to do
+
+
+def test_a_connection_refused_by_the_cancellation_is_cancelled_even_once_the_store_is_resumed(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopping process resumes its store for the Lease releases while its watches may still be reconnecting: a
+    connection the cancellation refused is Cancelled (said at debug level by its loop), not "cannot reach the
+    API server" (a warning), whenever the request looks. Here it looks only after the store was resumed."""
+    store = make_store()  # no connection yet: the request opens one
+    store.cancel()
+    monkeypatch.setattr(store.transport.cancellation, "check", lambda what: None)  # the looks, all after the resume
+    with pytest.raises(Cancelled, match="get Pod a/p: cancelled: the client is shutting down"):
+        store.get("pods", "p", "a")

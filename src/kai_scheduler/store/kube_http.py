@@ -80,6 +80,17 @@ class Cancelled(Unavailable, interface.Cancelled):
     for the callers that retry those."""
 
 
+class _Refused(urllib3.exceptions.NewConnectionError):
+    """A connection not opened because its store was cancelled. Its own type, because the store may be resumed
+    (for the Lease releases of a stopping process) before the request that met it looks whether it was cut."""
+
+
+def _was_cut(err: urllib3.exceptions.HTTPError) -> bool:
+    return isinstance(err, _Refused) or (
+        isinstance(err, urllib3.exceptions.MaxRetryError) and isinstance(err.reason, _Refused)
+    )
+
+
 class ConfigurationError(StoreError):
     """No usable kubeconfig or in-cluster service account: a startup error, not a transient one."""
 
@@ -443,6 +454,8 @@ class Transport:
             )
         except urllib3.exceptions.HTTPError as err:
             self.cancellation.check(what)  # a cut connection says so, not "connection reset"
+            if _was_cut(err):
+                raise Cancelled(f"{what}: cancelled: the client is shutting down") from err
             raise Unavailable(f"{what}: {unreachable(self._origin, err)}") from err
 
     def request(self, path: str, query: Query, content_type: str | None) -> tuple[str, dict[str, str]]:
@@ -548,7 +561,7 @@ class _Tracked(urllib3.connection.HTTPConnection):
     def connect(self) -> None:
         cancellation = self.cancellation
         if cancellation is not None and cancellation.cancelled.is_set():
-            raise urllib3.exceptions.NewConnectionError(self, "cancelled: the client is shutting down")
+            raise _Refused(self, "cancelled: the client is shutting down")
         try:
             super().connect()
         except BaseException:
