@@ -207,18 +207,31 @@ class Cluster:
                 with contextlib.suppress(NotFound):
                     self.store.delete(resource, obj["metadata"]["name"])
 
-        def empty() -> bool:
-            return not any(
-                self._list(r, ns)
-                for r, ns in (
-                    ("pods", NAMESPACE),
-                    ("pods", RESERVATION_NAMESPACE),
-                    ("jobs", NAMESPACE),
-                    ("podgroups", NAMESPACE),
-                )
-            )
+        left: dict[str, list[str]] = {}
 
-        self.wait("the namespace to empty", empty, timeout=60)
+        def empty() -> bool:
+            """Whether nothing is left; what is left is deleted again, since a component may still act on what
+            its cache holds (the pod grouper writes a PodGroup again for a pod it has not seen go)."""
+            left.clear()
+            for resource, namespace in (
+                ("pods", NAMESPACE),
+                ("pods", RESERVATION_NAMESPACE),
+                ("jobs", NAMESPACE),
+                ("podgroups", NAMESPACE),
+            ):
+                for obj in self._list(resource, namespace):
+                    left.setdefault(f"{resource} in {namespace}", []).append(obj["metadata"]["name"])
+                    if resource == "pods":
+                        self._delete_pod(obj)
+                    elif resource == "podgroups":
+                        with contextlib.suppress(NotFound):
+                            self.store.delete(resource, obj["metadata"]["name"], namespace)
+            return not left
+
+        try:
+            self.wait("the namespace to empty", empty, timeout=60)
+        except AssertionError as err:
+            raise AssertionError(f"left: {left}\n{err}") from None
 
     def delete_background(self, resource: str, name: str, namespace: str) -> None:
         """DELETE with propagationPolicy Background: the owner goes at once; its dependents are the caller's."""
