@@ -4,6 +4,7 @@ within its timeout with a watch still waiting for its answer."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -111,3 +112,30 @@ def test_a_connection_refused_by_the_cancellation_is_cancelled_even_once_the_sto
     monkeypatch.setattr(store.transport.cancellation, "check", lambda what: None)  # the looks, all after the resume
     with pytest.raises(Cancelled, match="get Pod a/p: cancelled: the client is shutting down"):
         store.get("pods", "p", "a")
+
+
+def test_a_watch_cut_by_the_cancellation_says_so_at_debug_level_even_once_the_store_is_resumed(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reader decides how loud to be after the request failed: by then a stopping process may have resumed
+    its store for the Lease releases. A Cancelled error is the shutdown's business (one line of its own)."""
+    store = make_store()
+    version = store.list("pods")[1]
+    opened = store.transport.open_stream
+    calls: list[str] = []
+
+    def cut_once(path: str, *args: object, **kwargs: object) -> object:
+        calls.append(path)
+        if len(calls) == 1:
+            raise Cancelled("watch Pod: cancelled: the client is shutting down")  # store not cancelled (resumed)
+        return opened(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store.transport, "open_stream", cut_once)
+    with caplog.at_level(logging.DEBUG, logger="kai_scheduler.store.kube_watch"):
+        list(store.watch("pods", version, timeout=0.2))
+        deadline = time.monotonic() + 10
+        while len(calls) < 2 and time.monotonic() < deadline:  # the reader reconnected after its backoff
+            time.sleep(0.01)
+    broke = [r for r in caplog.records if "broke" in r.getMessage()]
+    assert broke and all(r.levelno == logging.DEBUG for r in broke), [(r.levelname, r.getMessage()) for r in broke]
+    store.close()

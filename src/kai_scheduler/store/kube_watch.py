@@ -30,7 +30,7 @@ from typing import Final
 import orjson
 import urllib3
 
-from kai_scheduler.store.interface import Gone, Invalid, NotFound, StoreError, WatchEvent
+from kai_scheduler.store.interface import Cancelled, Gone, Invalid, NotFound, StoreError, WatchEvent
 from kai_scheduler.store.kube_http import Transport, backoff_delays, error_from_status
 
 log = logging.getLogger(__name__)
@@ -152,6 +152,7 @@ class WatchStream:
         while not self._closed.is_set():
             self._opened = False
             started = timing.now()
+            cut = False
             try:
                 if self._follow() > 0 or timing.now() - started >= _SHORT_WATCH:
                     delays = self._delays()
@@ -162,12 +163,15 @@ class WatchStream:
                 return
             except (StoreError, urllib3.exceptions.HTTPError, OSError) as err:
                 problem = str(err)
+                cut = isinstance(err, Cancelled)
             if self._closed.is_set():
                 return
             if self._opened:
                 delays = self._delays()
             delay = next(delays)
-            level = logging.DEBUG if self._transport.cancellation.cancelled.is_set() else logging.WARNING
+            # Cut by a stopping process: not worth a warning. The error says so even once the store was resumed
+            # (for the Lease releases) before this line.
+            level = logging.DEBUG if cut or self._transport.cancellation.cancelled.is_set() else logging.WARNING
             log.log(level, "%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
             timing.sleep(delay, self._closed)
 
