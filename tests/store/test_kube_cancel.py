@@ -109,7 +109,9 @@ def test_a_connection_refused_by_the_cancellation_is_cancelled_even_once_the_sto
     API server" (a warning), whenever the request looks. Here it looks only after the store was resumed."""
     store = make_store()  # no connection yet: the request opens one
     store.cancel()
-    monkeypatch.setattr(store.transport.cancellation, "check", lambda what: None)  # the looks, all after the resume
+    monkeypatch.setattr(
+        store.transport.cancellation, "check", lambda what, since=None: None
+    )  # the looks, all after the resume
     with pytest.raises(Cancelled, match="get Pod a/p: cancelled: the client is shutting down"):
         store.get("pods", "p", "a")
 
@@ -139,3 +141,23 @@ def test_a_watch_cut_by_the_cancellation_says_so_at_debug_level_even_once_the_st
     broke = [r for r in caplog.records if "broke" in r.getMessage()]
     assert broke and all(r.levelno == logging.DEBUG for r in broke), [(r.levelname, r.getMessage()) for r in broke]
     store.close()
+
+
+def test_a_request_cut_in_flight_is_cancelled_even_if_the_store_is_resumed_before_it_looks(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    """A stopping process cuts, then resumes its store for the Lease releases; a request cut in between is
+    Cancelled (the loops say it at debug level), not "cannot reach the API server" (a warning)."""
+    store = make_store()
+    store.list("pods")
+    kube_server.stall()
+    # A create: urllib3 would retry a cut GET on a new connection once resumed (the next cut or close ends it).
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}}
+    create, created = in_thread(lambda: store.create(config_map))
+    wait_held(kube_server)
+    store.cancel()
+    store.resume()  # at once: the cut request has not looked yet (it waits for the interpreter's lock)
+    create.join(5)
+    kube_server.resume()
+    assert len(created) == 1 and isinstance(created[0], Cancelled), created
+    assert store.list("pods")[0] == []  # resumed: requests go out again

@@ -149,6 +149,7 @@ class Cancellation:
         self._lock = threading.Lock()
         self._sockets: dict[int, int] = {}  # id(connection) → its socket's file descriptor
         self.cancelled = threading.Event()  # also what the transport's sleeps wait on
+        self.cuts = 0  # how many times `cancel` was called: a request that saw another number was cut
 
     def add(self, connection: object, fd: int) -> None:
         with self._lock:
@@ -162,14 +163,17 @@ class Cancellation:
         with self._lock:
             self._sockets.pop(id(connection), None)
 
-    def check(self, what: str) -> None:
-        """Raise Cancelled (an Unavailable) when cancelled."""
-        if self.cancelled.is_set():
+    def check(self, what: str, since: int | None = None) -> None:
+        """Raise Cancelled (an Unavailable) when cancelled, or, with `since` (the `cuts` a request saw when it
+        started), when a cancel came meanwhile: a stopping process may resume its store (for the Lease releases)
+        before a request it cut looks at why it failed."""
+        if self.cancelled.is_set() or (since is not None and self.cuts != since):
             raise Cancelled(f"{what}: cancelled: the client is shutting down")
 
     def cancel(self) -> int:
         """Refuse new requests and cut the connections; return how many were cut."""
         with self._lock:
+            self.cuts += 1
             self.cancelled.set()
             fds = list(self._sockets.values())
             # Shut down under the lock: a connection that closes meanwhile waits in `drop`, so its descriptor
@@ -342,11 +346,12 @@ class Transport:
         the method and path."""
         what = what or f"{method} {path}"
         data = None if body is None else encode(body)
+        since = self.cancellation.cuts
         resp = self.send(method, path, query, data, content_type, self._timeout, refusal, what)
         try:
             raw = resp.data
         except urllib3.exceptions.HTTPError as err:
-            self.cancellation.check(what)  # cut while the answer was read
+            self.cancellation.check(what, since)  # cut while the answer was read
             raise Unavailable(f"{what}: reading the answer failed: {err}") from err
         finally:
             resp.release_conn()
@@ -428,6 +433,7 @@ class Transport:
         what: str,
     ) -> urllib3.BaseHTTPResponse:
         target, headers = self.request(path, query, content_type if data is not None else None)
+        since = self.cancellation.cuts
         try:
             pool = self._connection_pool()
             if pool is None:  # a proxy: its manager decides how the request line is written
@@ -453,7 +459,7 @@ class Transport:
                 assert_same_host=False,
             )
         except urllib3.exceptions.HTTPError as err:
-            self.cancellation.check(what)  # a cut connection says so, not "connection reset"
+            self.cancellation.check(what, since)  # a cut connection says so, not "connection reset"
             if _was_cut(err):
                 raise Cancelled(f"{what}: cancelled: the client is shutting down") from err
             raise Unavailable(f"{what}: {unreachable(self._origin, err)}") from err

@@ -152,7 +152,7 @@ class WatchStream:
         while not self._closed.is_set():
             self._opened = False
             started = timing.now()
-            cut = False
+            cut, cuts = False, self._transport.cancellation.cuts
             try:
                 if self._follow() > 0 or timing.now() - started >= _SHORT_WATCH:
                     delays = self._delays()
@@ -169,9 +169,11 @@ class WatchStream:
             if self._opened:
                 delays = self._delays()
             delay = next(delays)
-            # Cut by a stopping process: not worth a warning. The error says so even once the store was resumed
-            # (for the Lease releases) before this line.
-            level = logging.DEBUG if cut or self._transport.cancellation.cancelled.is_set() else logging.WARNING
+            # Cut by a stopping process: not worth a warning. The error or the cancel count says so even once the
+            # store was resumed (for the Lease releases) before this line.
+            cancellation = self._transport.cancellation
+            cut = cut or cancellation.cuts != cuts or cancellation.cancelled.is_set()
+            level = logging.DEBUG if cut else logging.WARNING
             log.log(level, "%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
             timing.sleep(delay, self._closed)
 
