@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from kai_scheduler.store.interface import Gone, NotFound, StoreError
+from kai_scheduler.store.kube_http import Cancellation
 from kai_scheduler.store.kube_watch import WatchSettings, WatchStream, _batches
 
 
@@ -21,6 +22,8 @@ class _NoServer:
         @staticmethod
         def now() -> float:
             return 0.0
+
+    cancellation = Cancellation()
 
     def open_stream(self, *args: Any, **kwargs: Any) -> Any:
         raise NotFound("watch Pod: the server does not serve it")
