@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -108,10 +109,18 @@ def test_a_connection_refused_by_the_cancellation_is_cancelled_even_once_the_sto
     connection the cancellation refused is Cancelled (said at debug level by its loop), not "cannot reach the
     API server" (a warning), whenever the request looks. Here it looks only after the store was resumed."""
     store = make_store()  # no connection yet: the request opens one
-    store.cancel()
-    monkeypatch.setattr(
-        store.transport.cancellation, "check", lambda what, since=None: None
-    )  # the looks, all after the resume
+    pool = store.transport._connection_pool()
+    assert pool is not None
+    urlopen = pool.urlopen
+
+    def cancelled_while_connecting(*args: Any, **kwargs: Any) -> Any:
+        store.cancel()  # after the request's own checks: its connection is refused
+        try:
+            return urlopen(*args, **kwargs)
+        finally:
+            store.resume()  # before the request looks at why it failed
+
+    monkeypatch.setattr(pool, "urlopen", cancelled_while_connecting)
     with pytest.raises(Cancelled, match="get Pod a/p: cancelled: the client is shutting down"):
         store.get("pods", "p", "a")
 

@@ -80,17 +80,6 @@ class Cancelled(Unavailable, interface.Cancelled):
     for the callers that retry those."""
 
 
-class _Refused(urllib3.exceptions.NewConnectionError):
-    """A connection not opened because its store was cancelled. Its own type, because the store may be resumed
-    (for the Lease releases of a stopping process) before the request that met it looks whether it was cut."""
-
-
-def _was_cut(err: urllib3.exceptions.HTTPError) -> bool:
-    return isinstance(err, _Refused) or (
-        isinstance(err, urllib3.exceptions.MaxRetryError) and isinstance(err.reason, _Refused)
-    )
-
-
 class ConfigurationError(StoreError):
     """No usable kubeconfig or in-cluster service account: a startup error, not a transient one."""
 
@@ -163,11 +152,11 @@ class Cancellation:
         with self._lock:
             self._sockets.pop(id(connection), None)
 
-    def check(self, what: str, since: int | None = None) -> None:
-        """Raise Cancelled (an Unavailable) when cancelled, or, with `since` (the `cuts` a request saw when it
-        started), when a cancel came meanwhile: a stopping process may resume its store (for the Lease releases)
-        before a request it cut looks at why it failed."""
-        if self.cancelled.is_set() or (since is not None and self.cuts != since):
+    def check(self, what: str, since: int) -> None:
+        """Raise Cancelled (an Unavailable) when cancelled, or when a cancel came since the request started (its
+        `since`, the `cuts` it saw then): a stopping process may resume its store (for the Lease releases) before
+        a request it cut, or refused a connection, looks at why it failed."""
+        if self.cancelled.is_set() or self.cuts != since:
             raise Cancelled(f"{what}: cancelled: the client is shutting down")
 
     def cancel(self) -> int:
@@ -347,7 +336,7 @@ class Transport:
         what = what or f"{method} {path}"
         data = None if body is None else encode(body)
         since = self.cancellation.cuts
-        resp = self.send(method, path, query, data, content_type, self._timeout, refusal, what)
+        resp = self.send(method, path, query, data, content_type, self._timeout, refusal, what, since=since)
         try:
             raw = resp.data
         except urllib3.exceptions.HTTPError as err:
@@ -382,15 +371,20 @@ class Transport:
         timeout: urllib3.Timeout,
         refusal: RefusalCheck | None,
         what: str = "",
+        *,
+        since: int | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """Send, waiting for the rate limiter before each attempt; retry throttled answers."""
+        """Send, waiting for the rate limiter before each attempt; retry throttled answers. `since`: the
+        cancellation's `cuts` when the request started (default: now); a cancel after it makes it Cancelled."""
         what = what or f"{method} {path}"
         cancellation = self.cancellation
+        if since is None:
+            since = cancellation.cuts
         for attempt in range(self.limits.max_retries + 1):
-            cancellation.check(what)
+            cancellation.check(what, since)
             self.limiter.acquire()
-            cancellation.check(what)
-            resp = self._send_once(method, path, query, data, content_type, timeout, what)
+            cancellation.check(what, since)
+            resp = self._send_once(method, path, query, data, content_type, timeout, what, since)
             delay = self._retry_delay(resp, attempt, refusal, what)
             if delay is None:
                 return resp
@@ -431,9 +425,9 @@ class Transport:
         content_type: str,
         timeout: urllib3.Timeout,
         what: str,
+        since: int,
     ) -> urllib3.BaseHTTPResponse:
         target, headers = self.request(path, query, content_type if data is not None else None)
-        since = self.cancellation.cuts
         try:
             pool = self._connection_pool()
             if pool is None:  # a proxy: its manager decides how the request line is written
@@ -459,9 +453,7 @@ class Transport:
                 assert_same_host=False,
             )
         except urllib3.exceptions.HTTPError as err:
-            self.cancellation.check(what, since)  # a cut connection says so, not "connection reset"
-            if _was_cut(err):
-                raise Cancelled(f"{what}: cancelled: the client is shutting down") from err
+            self.cancellation.check(what, since)  # a cut or refused connection says so, not "connection reset"
             raise Unavailable(f"{what}: {unreachable(self._origin, err)}") from err
 
     def request(self, path: str, query: Query, content_type: str | None) -> tuple[str, dict[str, str]]:
@@ -567,7 +559,7 @@ class _Tracked(urllib3.connection.HTTPConnection):
     def connect(self) -> None:
         cancellation = self.cancellation
         if cancellation is not None and cancellation.cancelled.is_set():
-            raise _Refused(self, "cancelled: the client is shutting down")
+            raise urllib3.exceptions.NewConnectionError(self, "cancelled: the client is shutting down")
         try:
             super().connect()
         except BaseException:
