@@ -62,18 +62,20 @@ def non_preemptible_over_quota(
     return None
 
 
-# Below these a queue's CPU or memory amount was most likely written in the wrong unit (cores or GiB for
-# millicores or megabytes, §1.1): `cpu: {limit: 16}` is 0.016 CPU. The messages then say the unit.
-_SMALL = {"cpu": 100.0, "memory": 100 * 1e6}
-_UNITS = {"cpu": ("millicores", 1.0, "CPU", 1000.0), "memory": ("megabytes", 1e6, "MB", 1e6)}
+# Below its threshold a queue's CPU or memory amount was most likely written in the wrong unit (cores or GiB for
+# millicores or megabytes, §1.1): `cpu: {limit: 16}` is 0.016 CPU. The messages then say the unit. Per resource:
+# (threshold, the CRD's unit, its scale, the unit shown, its scale), amounts as the queue shares hold them.
+_UNITS = {"cpu": (100.0, "millicores", 1.0, "CPU", 1000.0), "memory": (100 * 1e6, "megabytes", 1e6, "MB", 1e6)}
 
 
 def _unit_hint(name: str, field: str, amount: float) -> str:
     """ "; spec.resources.cpu.limit is in millicores: 16 is 0.016 CPU" for a suspiciously small CPU or memory
     amount of a queue, else ""."""
-    if name not in _SMALL or not 0 < amount < _SMALL[name]:
+    if name not in _UNITS:
         return ""
-    unit, crd_scale, shown, shown_scale = _UNITS[name]
+    small, unit, crd_scale, shown, shown_scale = _UNITS[name]
+    if not 0 < amount < small:
+        return ""
     return f"; spec.resources.{name}.{field} is in {unit}: {amount / crd_scale:g} is {amount / shown_scale:g} {shown}"
 
 
