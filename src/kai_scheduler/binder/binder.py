@@ -191,10 +191,8 @@ class Binder:
         """An event on the BindRequest's pod, named by the pod's uid (the BindRequest's owner reference)."""
         if not self.events:
             return
-        ref = {"kind": "Pod", "namespace": br.meta.namespace, "name": br.pod_name}
         uid = next((o.uid for o in br.meta.owner_references if o.kind == "Pod" and o.name == br.pod_name), "")
-        if uid:
-            ref["uid"] = uid
+        ref = events.pod_ref(br.meta.namespace, br.pod_name, uid)
         events.record(self.store, events.event(ref, kind, reason, message, component="binder", now=self.clock.now()))
 
     def _bound_here(self, br: BindRequest) -> bool:

@@ -361,9 +361,7 @@ class PodGrouper:
             log.warning("pod not grouped as asked", extra={"pod": key, "reason": message})
             if self.clock is not None and pod is not None:
                 meta = pod.get("metadata", {})
-                ref = {"kind": "Pod", "namespace": meta.get("namespace", ""), "name": meta.get("name", "")}
-                if meta.get("uid"):
-                    ref["uid"] = meta["uid"]
+                ref = events.pod_ref(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
                 body = events.event(ref, "Warning", EVENT_REASON, message, component="podgrouper", now=self.clock.now())
                 events.record(self.store, body)
 

@@ -304,7 +304,7 @@ def _call(write: Callable[[], None]) -> None:
 
 
 def _pod_ref(task: PodInfo) -> JSON:
-    return {"kind": "Pod", "namespace": task.namespace, "name": task.name, "uid": str(task.uid)}
+    return events.pod_ref(task.namespace, task.name, str(task.uid))
 
 
 def _same_time(text: str, seconds: float | None) -> bool:

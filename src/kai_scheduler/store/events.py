@@ -22,6 +22,14 @@ _failures_reported: set[str] = set()  # reasons an event write failed for, logge
 _failures_lock = threading.Lock()  # events are written by several threads
 
 
+def pod_ref(namespace: str, name: str, uid: str = "") -> JSON:
+    """The `involvedObject` of an event about a pod; the uid only when known (kubectl matches by it when given)."""
+    ref: JSON = {"kind": "Pod", "namespace": namespace, "name": name}
+    if uid:
+        ref["uid"] = uid
+    return ref
+
+
 def event(ref: JSON, kind: str, reason: str, message: str, *, component: str, now: float) -> JSON:
     """The Event about `ref` ({kind, namespace, name, uid}); `kind` is Normal or Warning; `now` in epoch seconds."""
     namespace = ref.get("namespace") or "default"
