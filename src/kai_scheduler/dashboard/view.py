@@ -240,7 +240,7 @@ def _stranded(snap: Snapshot) -> Any:
     arrays = snap.arrays
     idle_gpu = arrays.idle[:, GPU] >= 1.0 - tolerance.RESOURCE
     if not idle_gpu.any() or not any(t.is_pending and t.gpu.is_gpu for t in snap.tasks.values()):
-        return idle_gpu & False
+        return np.zeros_like(idle_gpu)
     usable = Fragmentation().usable_nodes(snap)
     return idle_gpu & arrays.schedulable & ~usable
 
