@@ -88,13 +88,7 @@ def ready(command: Command, memory: MemoryStore) -> bool:
 def stop_and_time(proc: subprocess.Popen[str], limit: float) -> tuple[float, str]:
     """SIGTERM; the seconds until it exited and its stderr. Killed (and failing) past `limit`."""
     started = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    try:
-        _, err = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(f"still running {limit:g}s after SIGTERM: {err[-3000:]}") from None
+    err = children.stop(proc, limit)
     return time.monotonic() - started, err
 
 
