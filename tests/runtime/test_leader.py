@@ -133,6 +133,27 @@ def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline(store: Memo
     assert not a.is_leader
 
 
+def test_a_leader_cut_off_for_longer_than_the_deadline_says_once_it_lost_then_that_it_leads_again(
+    store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server down for longer than the renew deadline: the deadline passes between two attempts (each
+    fails), and the loss is said all the same, once; back, the leader says it leads again."""
+    link = Partitioned(store)
+    a = elector(link, clock, "a")
+    a.step()
+    link.down = True
+    with caplog.at_level("INFO", logger="kai_scheduler.runtime.leader"):
+        for _ in range(10):  # every retry period, 20 s in all
+            clock.advance(2)
+            a.step()
+        assert not a.is_leader
+        link.down = False
+        clock.advance(2)
+        assert a.step()
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("lost", "became"))]
+    assert said == ["lost leadership: the lease was not renewed within the renew deadline", "became leader"]
+
+
 def test_a_conflicting_write_means_someone_else_won(store: MemoryStore, clock: ManualClock) -> None:
     a, b = elector(store, clock, "a"), elector(store, clock, "b")
     a.step()
