@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.runtime.leader import LeaderConfig, LeaderElector, format_micro_time
+from kai_scheduler.runtime.process import LeaderStatus
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.kube_http import Unavailable
 from kai_scheduler.store.memory import MemoryStore
@@ -245,3 +247,18 @@ def test_two_candidates_are_never_both_leader(moves: list[tuple[int, str, int]])
         assert len(leaders) <= 1, leaders
         if leaders and not links[int(leaders[0][1:])].down:
             assert lease(store)["holderIdentity"] == leaders[0]
+
+
+def test_the_leader_status_gauge_says_1_for_the_leader_and_0_for_a_standby(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    a, b = elector(store, clock, "a"), elector(store, clock, "b")
+    a.step()
+    b.step()
+    scraped = {}
+    for who, candidate in (("a", a), ("b", b)):
+        registry = CollectorRegistry()
+        registry.register(LeaderStatus({"scheduler": candidate}))
+        scraped[who] = generate_latest(registry).decode()
+    assert f'leader_election_master_status{{name="{NAME}"}} 1.0' in scraped["a"]
+    assert f'leader_election_master_status{{name="{NAME}"}} 0.0' in scraped["b"]

@@ -98,6 +98,11 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
             "kai_e2e_scheduling_latency_milliseconds",
             'kai_podgroups_scheduled_by_action_total{action="allocate"} 1.0',
             "kai_queue_info",
+            # Which replica leads, per Lease, and what the process costs (as the Go components export them).
+            'leader_election_master_status{name="kai-scheduler"} 1.0',
+            'leader_election_master_status{name="kai-binder"} 1.0',
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
         ]
         scraped: list[tuple[int, str]] = []
 
