@@ -111,6 +111,7 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
             return scraped[0][0] == 200 and all(w in scraped[0][1] for w in wanted)
 
         assert eventually(metrics_in), [w for w in wanted if w not in scraped[0][1]]
+        assert "_created" not in scraped[0][1], "the Python client's _created series, which KAI's metrics lack"
         holders = {
             lease["metadata"]["name"]: lease["spec"]["holderIdentity"]
             for lease in cluster.memory.list("leases", "kai-system")[0]

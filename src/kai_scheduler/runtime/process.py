@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
-from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -120,6 +120,9 @@ class Process:
         # (client_golang's process collector), and with leader election which replica leads (controller-runtime's
         # leader_election_master_status), so a scrape of every replica says which one is working.
         ProcessCollector(registry=registry)
+        # No `…_created` series beside each counter and histogram (the Python client's addition; KAI's have none):
+        # they doubled the scrape and their HELP lines read as metrics of their own.
+        disable_created_metrics()
         if self.electors:
             registry.register(LeaderStatus(self.electors))
 
