@@ -122,7 +122,7 @@ class Process:
         ProcessCollector(registry=registry)
         # No `…_created` series beside each counter and histogram (the Python client's addition; KAI's have none):
         # they doubled the scrape and their HELP lines read as metrics of their own.
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # the client leaves it unannotated
         if self.electors:
             registry.register(LeaderStatus(self.electors))
 
