@@ -243,7 +243,10 @@ FIT_ERRORS = [
     pytest.param(
         [b.queue("q"), b.node("n1", gpus=4, ready=False), b.node("n2", gpus=1), *_gang("g", 1, gpus=2)],
         [
-            ("Unschedulable", "needs 1 node with 2 GPUs free, 0 have them"),
+            (
+                "Unschedulable",
+                "needs 1 node with 2 GPUs free, 0 have them (1 more has them but is not ready or cordoned)",
+            ),
             (
                 "Unschedulable",
                 "task g-0: 0/2 nodes are available: 1 node(s) were not ready, 1 insufficient nvidia.com/gpu",

@@ -12,6 +12,7 @@ from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder import reservation
 from kai_scheduler.binder.binder import Binder
+from kai_scheduler.store.interface import NotFound
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
 
@@ -211,3 +212,29 @@ def test_a_collection_reads_the_pods_watch_not_a_list() -> None:
     for _ in range(3):
         binder.reconcile()
     assert listed == []
+
+
+class _NoReservationNamespace(MemoryStore):
+    """A cluster whose reservation namespace does not exist: the API server answers NotFound to a pod created there."""
+
+    def create(self, obj: JSON, *, shared: bool = False) -> JSON:
+        if obj.get("kind") == "Pod" and obj["metadata"].get("namespace") == NS:
+            raise NotFound(f'create Pod {NS}/{obj["metadata"]["name"]}: namespaces "{NS}" not found')
+        return super().create(obj, shared=shared)
+
+
+def test_a_missing_reservation_namespace_fails_the_bind_with_the_reason_and_is_retried() -> None:
+    """Not the silence of a pod gone: the request says why it is stuck, and binds once the namespace exists."""
+    clock = ManualClock(b.NOW)
+    store = _NoReservationNamespace(clock)
+    request = _fraction_request("p", "n1", ["g1"])
+    request["spec"]["backoffLimit"] = 3
+    store.add_many([b.node("n1", gpus=4), b.pod("p", fraction=0.5), request])
+    binder = Binder(store, clock, reservation.ReservationConfig(assign_indices=True))
+    outcome = binder.reconcile()
+    assert [key for key, _ in outcome.failed] == ["ns/p"]
+    status = store.get("bindrequests", "p", b.NAMESPACE)["status"]
+    assert status["phase"] == "Failed" and f'namespaces "{NS}" not found' in status["reason"]
+    store.__class__ = MemoryStore  # the namespace is created
+    clock.advance(1)
+    assert binder.reconcile().bound == ["ns/p"]

@@ -212,6 +212,8 @@ def test_other_schedulers_pods_consume_node_resources_and_count_in_other_usage()
 def test_our_pod_on_a_node_outside_the_snapshot_is_a_problem() -> None:
     snap = _snap(b.pod("p", node="gone"), b.pod("theirs", node="gone", scheduler="default-scheduler"))
     assert [(p.kind, p.key, p.reason) for p in snap.problems] == [("Pod", "ns/p", "NodeDoesNotExist")]
+    # A deleted node leaves its pods behind until the pod garbage collector removes them: not only another pool.
+    assert snap.problems[0].message == "pod is on node 'gone', which does not exist or is not in this node pool"
 
 
 def test_nodes_of_another_node_pool_are_left_out() -> None:

@@ -312,3 +312,27 @@ def test_pods_with_malformed_binding_fields_are_ignored(store: MemoryStore, cloc
     kubelet = FakeKubelet(store, clock, NODES)
     kubelet.step()
     assert status(store, "good")["phase"] == "Running"
+
+
+def test_a_heartbeat_that_keeps_failing_is_said_once_and_once_more_when_it_works_again(
+    store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node deleted by hand: its status write fails at every beat (NotFound). One warning, not one per beat."""
+    beat = Heartbeat(store, clock, NODES)
+    beat.beat()
+    [node] = [n for n in store.list("nodes")[0] if n["metadata"]["name"] == NODES[1]]
+    store.delete("nodes", NODES[1])
+    with caplog.at_level(logging.INFO, logger="kai_scheduler.fakenodes.heartbeat"):
+        for _ in range(20):
+            clock.advance(60)
+            beat.beat()
+        failed = [r for r in caplog.records if r.getMessage().startswith("node heartbeat failed")]
+        assert [(r.levelname, r.__dict__["node"], r.__dict__["heartbeat"]) for r in failed] == [
+            ("WARNING", NODES[1], "status")
+        ]
+        node["metadata"].pop("resourceVersion", None)
+        store.create(node)
+        clock.advance(60)
+        beat.beat()
+    again = [r.__dict__["node"] for r in caplog.records if r.getMessage() == "node heartbeat works again"]
+    assert again == [NODES[1]]

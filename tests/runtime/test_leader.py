@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.runtime.leader import LeaderConfig, LeaderElector, format_micro_time
+from kai_scheduler.runtime.process import LeaderStatus
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.kube_http import Unavailable
 from kai_scheduler.store.memory import MemoryStore
@@ -133,6 +135,27 @@ def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline(store: Memo
     assert not a.is_leader
 
 
+def test_a_leader_cut_off_for_longer_than_the_deadline_says_once_it_lost_then_that_it_leads_again(
+    store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server down for longer than the renew deadline: the deadline passes between two attempts (each
+    fails), and the loss is said all the same, once; back, the leader says it leads again."""
+    link = Partitioned(store)
+    a = elector(link, clock, "a")
+    a.step()
+    link.down = True
+    with caplog.at_level("INFO", logger="kai_scheduler.runtime.leader"):
+        for _ in range(10):  # every retry period, 20 s in all
+            clock.advance(2)
+            a.step()
+        assert not a.is_leader
+        link.down = False
+        clock.advance(2)
+        assert a.step()
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("lost", "became"))]
+    assert said == ["lost leadership: the lease was not renewed within the renew deadline", "became leader"]
+
+
 def test_a_conflicting_write_means_someone_else_won(store: MemoryStore, clock: ManualClock) -> None:
     a, b = elector(store, clock, "a"), elector(store, clock, "b")
     a.step()
@@ -224,3 +247,18 @@ def test_two_candidates_are_never_both_leader(moves: list[tuple[int, str, int]])
         assert len(leaders) <= 1, leaders
         if leaders and not links[int(leaders[0][1:])].down:
             assert lease(store)["holderIdentity"] == leaders[0]
+
+
+def test_the_leader_status_gauge_says_1_for_the_leader_and_0_for_a_standby(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    a, b = elector(store, clock, "a"), elector(store, clock, "b")
+    a.step()
+    b.step()
+    scraped = {}
+    for who, candidate in (("a", a), ("b", b)):
+        registry = CollectorRegistry()
+        registry.register(LeaderStatus({"scheduler": candidate}))
+        scraped[who] = generate_latest(registry).decode()
+    assert f'leader_election_master_status{{name="{NAME}"}} 1.0' in scraped["a"]
+    assert f'leader_election_master_status{{name="{NAME}"}} 0.0' in scraped["b"]

@@ -98,6 +98,11 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
             "kai_e2e_scheduling_latency_milliseconds",
             'kai_podgroups_scheduled_by_action_total{action="allocate"} 1.0',
             "kai_queue_info",
+            # Which replica leads, per Lease, and what the process costs (as the Go components export them).
+            'leader_election_master_status{name="kai-scheduler"} 1.0',
+            'leader_election_master_status{name="kai-binder"} 1.0',
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
         ]
         scraped: list[tuple[int, str]] = []
 
@@ -106,6 +111,7 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
             return scraped[0][0] == 200 and all(w in scraped[0][1] for w in wanted)
 
         assert eventually(metrics_in), [w for w in wanted if w not in scraped[0][1]]
+        assert "_created" not in scraped[0][1], "the Python client's _created series, which KAI's metrics lack"
         holders = {
             lease["metadata"]["name"]: lease["spec"]["holderIdentity"]
             for lease in cluster.memory.list("leases", "kai-system")[0]

@@ -4,6 +4,7 @@ the running configuration kept."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 
@@ -84,3 +85,32 @@ def test_the_watcher_sees_content_changes_only(tmp_path: Path) -> None:
 )
 def test_each_node_pool_has_its_own_scheduler_lease(partition: str, lease: str) -> None:
     assert components.scheduler_lease(partition) == lease
+
+
+def test_the_configuration_a_replica_runs_is_one_line_at_start_and_at_each_reload(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a rolling change of the ConfigMap an operator compares the replicas' lines: the file's digest (as
+    `sha256sum` prints it, 12 digits) and the actions it runs."""
+    conf = tmp_path / "config.yaml"
+    conf.write_text('actions: "allocate, reclaim"\n')
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    with caplog.at_level(logging.INFO, logger="kai_scheduler.runtime.components"):
+        step = components.scheduler(store, SchedulerOptions(scheduler_conf=str(conf)), CollectorRegistry(), clock).step
+        [started] = [r for r in caplog.records if r.getMessage() == "scheduler configuration"]
+        conf.write_text('actions: "allocate"\n')
+        step()
+    [reloaded] = [r for r in caplog.records if r.getMessage() == "scheduler configuration reloaded"]
+    assert started.__dict__["sha256"] == hashlib.sha256(b'actions: "allocate, reclaim"\n').hexdigest()[:12]
+    assert started.__dict__["actions"] == ["allocate", "reclaim"] and started.__dict__["file"] == str(conf)
+    assert reloaded.__dict__["sha256"] == hashlib.sha256(b'actions: "allocate"\n').hexdigest()[:12]
+    assert reloaded.__dict__["actions"] == ["allocate"]
+
+
+def test_without_a_file_the_line_says_the_defaults_run(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock(b.NOW)
+    with caplog.at_level(logging.INFO, logger="kai_scheduler.runtime.components"):
+        components.scheduler(MemoryStore(clock), SchedulerOptions(), CollectorRegistry(), clock)
+    [started] = [r for r in caplog.records if r.getMessage() == "scheduler configuration"]
+    assert started.__dict__["file"] == "(none: KAI's defaults)" and "consolidation" in started.__dict__["actions"]

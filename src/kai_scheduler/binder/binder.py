@@ -32,6 +32,12 @@ from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound
 log = logging.getLogger(__name__)
 
 
+class PreBindFailed(Exception):
+    """Something a bind needs besides the pod was not found (a ResourceClaim, the reservation namespace)."""
+
+    reason = "NotFound"
+
+
 @dataclass(slots=True)
 class BindOutcome:
     bound: list[str] = field(default_factory=list)  # pod keys
@@ -134,11 +140,18 @@ class Binder:
                 pod = self.store.get("pods", br.pod_name, ns)
                 if pod.get("spec", {}).get("nodeName"):
                     raise Conflict(f"pod {key} is already bound")
-                if br.resource_claim_allocations:  # DRA before GPU sharing, as KAI's PreBind order
-                    reserved = claims.reserve(self.store, br, pod)
+                try:
+                    if br.resource_claim_allocations:  # DRA before GPU sharing, as KAI's PreBind order
+                        reserved = claims.reserve(self.store, br, pod)
+                    if br.selected_gpu_groups:
+                        indices = self.reservations.reserve(br, pod)
+                        shared_gpu_configmaps.write(self.store, pod, br, indices)
+                except NotFound as err:
+                    # Not the pod (read just above) but what binding it needs: a claim, the reservation namespace
+                    # (`--resource-reservation-namespace` missing or deleted). A failure to say and retry, not a
+                    # request to drop silently as for a pod that is gone.
+                    raise PreBindFailed(str(err)) from err
                 if br.selected_gpu_groups:
-                    indices = self.reservations.reserve(br, pod)
-                    shared_gpu_configmaps.write(self.store, pod, br, indices)
                     self._label_gpu_groups(ns, br)
             try:
                 if br.received_resource_type == "MigInstance":
@@ -162,7 +175,7 @@ class Binder:
             return
         except reservation.ReservationPending:
             return
-        except (StoreError, reservation.ReservationFailed) as err:
+        except (StoreError, reservation.ReservationFailed, PreBindFailed) as err:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
             return
         request = f"{ns}/{br.meta.name}"

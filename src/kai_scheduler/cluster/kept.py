@@ -480,7 +480,7 @@ def _enter(
                     "Pod",
                     skey,
                     "NodeDoesNotExist",
-                    f"pod is on node {placement.node!r}, which is not in this node pool",
+                    s.node_missing(placement.node),
                 )
             return e
         if placement.gpu_groups:

@@ -506,6 +506,12 @@ def pool_objects(objects: ClusterObjects, params: SnapshotParams) -> ClusterObje
     )
 
 
+def node_missing(node: str) -> str:
+    """Why a pod of ours on `node` is a problem when the snapshot has no such node: it was deleted (its pods
+    remain until the pod garbage collector removes them), or it is in another node pool."""
+    return f"pod is on node {node!r}, which does not exist or is not in this node pool"
+
+
 def pod_in_pool(pod: Pod, params: SnapshotParams) -> bool:
     """Whether a pod is this pool's by its own node-pool label (the scheduler writes it at bind, §8.1)."""
     return in_pool(pod.meta.labels, params.node_pool_label_key, params.partition_label_value)
@@ -740,7 +746,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
                             "Pod",
                             pod.meta.key,
                             "NodeDoesNotExist",
-                            f"pod is on node {placement.node!r}, which is not in this node pool",
+                            node_missing(placement.node),
                         )
                     )
                 continue

@@ -3,7 +3,8 @@
 As the kubelet does: a Lease per node in `kube-node-lease` (holderIdentity = the node, leaseDurationSeconds
 40, owned by the Node so that it goes with it) renewed every `lease_period`, and the Ready condition's
 `lastHeartbeatTime` refreshed every `status_period` (a real kubelet: 5 minutes when nothing changes; the lease
-is what the controller watches). A failed write is logged and tried again at the next beat. A not-ready or
+is what the controller watches). A failed write is tried again at the next beat; it is logged once per node,
+heartbeat and kind of failure, and once more when it works again. A not-ready or
 unreachable taint found on a node at a status refresh is cleared (see `fleet.clear_condition_taints`).
 """
 
@@ -51,6 +52,7 @@ class Heartbeat:
         self._status_due: dict[str, float] = {}
         self._ready_since: dict[str, float] = {}
         self._lease_exists: set[str] = set()
+        self._failing: dict[tuple[str, str], str] = {}  # (node, heartbeat) → the reason it fails with, said once
         self.writes = 0
 
     def beat(self) -> None:
@@ -66,8 +68,18 @@ class Heartbeat:
         try:
             write(node, now)
         except StoreError as err:
-            log.warning("node heartbeat failed", extra={"node": node, "heartbeat": what, "error": str(err)})
+            # Once per node, heartbeat and kind of failure, until it works again: a failed write is retried at
+            # every beat, so a node deleted by hand or a server down was hundreds of lines a minute.
+            level = logging.DEBUG if self._failing.get((node, what)) == err.reason else logging.WARNING
+            self._failing[(node, what)] = err.reason
+            log.log(
+                level,
+                "node heartbeat failed; retried at every beat, said again once it works or fails otherwise",
+                extra={"node": node, "heartbeat": what, "error": str(err)},
+            )
             return False
+        if self._failing.pop((node, what), None) is not None:
+            log.info("node heartbeat works again", extra={"node": node, "heartbeat": what})
         self.writes += 1
         return True
 

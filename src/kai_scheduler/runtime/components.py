@@ -76,6 +76,17 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
     core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
     watcher = config_file.Watcher(options.scheduler_conf) if options.scheduler_conf else None
+    # Which configuration this replica runs, once at start (and again at each reload): after a rolling change of
+    # the ConfigMap an operator compares the replicas' lines.
+    log.info(
+        "scheduler configuration",
+        extra={
+            "file": options.scheduler_conf or "(none: KAI's defaults)",
+            "sha256": watcher.digest if watcher is not None else "",
+            "actions": list(config.actions),
+            "plugins": len(config.plugins()),
+        },
+    )
 
     def reload() -> None:
         nonlocal core, config
@@ -93,7 +104,13 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
             core = Scheduler(store, new, clock, usage_source(new, clock, offline=False), writers=WRITERS)
         config = new
         log.info(
-            "scheduler configuration reloaded", extra={"file": options.scheduler_conf, "actions": list(new.actions)}
+            "scheduler configuration reloaded",
+            extra={
+                "file": options.scheduler_conf,
+                "sha256": watcher.digest if watcher is not None else "",
+                "actions": list(new.actions),
+                "plugins": len(new.plugins()),
+            },
         )
 
     def step() -> None:

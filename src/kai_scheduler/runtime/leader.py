@@ -98,25 +98,32 @@ class LeaderElector:
 
     def step(self) -> bool:
         """One attempt to acquire or renew; return whether this candidate is leader afterwards."""
-        was_leader = self.is_leader
+        self._notice_lapse()  # the deadline may have passed since the last step, while no attempt was made
         acquired = self._try_acquire_or_renew()
         if self.reachable:
             self._last_failure = ""
         if acquired:
             with self._lock:
-                self._renewed_at = self.clock.now()
+                was_leader, self._renewed_at = self._renewed_at is not None, self.clock.now()
             if not was_leader:
                 log.info("became leader", extra={"lease": self._key(), "identity": self.identity})
             return True
-        if was_leader and not self.is_leader:
+        self._notice_lapse()
+        return self.is_leader
+
+    def _notice_lapse(self) -> None:
+        """Say once that leadership was lost when the last renewal is older than the renew deadline (`is_leader`
+        turned false by itself, between two attempts or during one), and forget it."""
+        with self._lock:
+            renewed = self._renewed_at
+            lapsed = renewed is not None and self.clock.now() - renewed >= self.config.renew_deadline
+            if lapsed:
+                self._renewed_at = None
+        if lapsed:
             log.warning(
                 "lost leadership: the lease was not renewed within the renew deadline",
                 extra={"lease": self._key(), "identity": self.identity},
             )
-        if not self.is_leader:
-            with self._lock:
-                self._renewed_at = None
-        return self.is_leader
 
     def run(self, stop: threading.Event) -> None:
         """Acquire and renew every retry period until `stop` is set. The caller releases the lease once the

@@ -30,7 +30,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import UserError
@@ -51,6 +53,24 @@ CANCEL_GRACE = 1.0
 RELEASE_TIMEOUT = 2.0
 SHUTDOWN_BOUND = 10.0
 EXIT_FORCED = 1  # the exit code when the watchdog or a second signal ends the process
+
+
+class LeaderStatus(Collector):
+    """`leader_election_master_status{name=LEASE}`: 1 while this process leads the Lease, else 0 (controller-runtime's
+    gauge, read at each scrape)."""
+
+    def __init__(self, electors: dict[str, LeaderElector]) -> None:
+        self.electors = electors
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "leader_election_master_status",
+            "Gauge of if the reporter is master of the lease (1) or a standby (0)",
+            labels=["name"],
+        )
+        for elector in self.electors.values():
+            family.add_metric([elector.name], 1.0 if elector.is_leader else 0.0)
+        yield family
 
 
 class Process:
@@ -96,6 +116,15 @@ class Process:
             )
         self._threads: list[threading.Thread] = []
         self._elector_threads: list[threading.Thread] = []
+        # What the Go components export beside their own metrics: the process's CPU seconds, memory and open files
+        # (client_golang's process collector), and with leader election which replica leads (controller-runtime's
+        # leader_election_master_status), so a scrape of every replica says which one is working.
+        ProcessCollector(registry=registry)
+        # No `…_created` series beside each counter and histogram (the Python client's addition; KAI's have none):
+        # they doubled the scrape and their HELP lines read as metrics of their own.
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # the client leaves it unannotated
+        if self.electors:
+            registry.register(LeaderStatus(self.electors))
 
     def start(self) -> None:
         try:

@@ -86,6 +86,12 @@ class Watcher:
         except OSError:
             return ""  # missing for now (a volume being updated): a change once it is back
 
+    @property
+    def digest(self) -> str:
+        """The first 12 hex digits of the SHA-256 of the content last seen ("" when it could not be read): what
+        the scheduler's configuration lines carry, so replicas can be compared (`sha256sum config.yaml`)."""
+        return self._seen[:12]
+
     def changed(self) -> bool:
         """Whether the content differs from the last call's (or the start's); an unreadable file is no change."""
         digest = self._digest()

@@ -67,6 +67,7 @@ from kai_scheduler.store.kube_http import (
     ConfigurationError,
     Limits,
     RateLimiter,
+    Reachability,
     RealTiming,
     Throttled,
     Timing,
@@ -142,11 +143,18 @@ class KubeStore:
         self.cancellation = Cancellation()  # shared by both transports: `cancel` cuts every request in flight
         interrupt = self.cancellation.cancelled
         self.limiter = RateLimiter(opts.qps, opts.burst, timing, interrupt)
-        self.transport = Transport(api_client, self.limiter, timing, limits, self.cancellation)
+        # Shared too: one line when the server stops answering and one when it answers again, for the process.
+        self.reachability = Reachability(timing)
+        self.transport = Transport(api_client, self.limiter, timing, limits, self.cancellation, self.reachability)
         # Events go out under a limiter of their own, as client-go's event broadcaster has its own client: a
         # burst of events never delays a bind or an eviction.
         self.event_transport = Transport(
-            api_client, RateLimiter(opts.qps, opts.burst, timing, interrupt), timing, limits, self.cancellation
+            api_client,
+            RateLimiter(opts.qps, opts.burst, timing, interrupt),
+            timing,
+            limits,
+            self.cancellation,
+            self.reachability,
         )
         self._watch_settings = WatchSettings(
             opts.watch_timeout_seconds,

@@ -180,6 +180,47 @@ class Cancellation:
             return len(self._sockets)
 
 
+class Reachability:
+    """Whether the API server answers, as the requests of one store see it, said in two lines per outage instead
+    of one per failed request or watch: a warning when a request first reaches no answer (`failed`), and a warning
+    when one gets an answer again (`answered`), with how long it was unreachable and how many requests failed
+    meanwhile. Both are warnings, so the default log level shows the end of what it shows the start of. While it
+    is `down`, the watches retry quietly (debug): this line says it for all of them."""
+
+    def __init__(self, timing: Timing) -> None:
+        self._timing = timing
+        self._lock = threading.Lock()
+        self._since: float | None = None  # when the first request of the outage failed
+        self._failed = 0  # requests failed since then
+
+    @property
+    def down(self) -> bool:
+        return self._since is not None
+
+    def failed(self, text: str) -> None:
+        with self._lock:
+            first = self._since is None
+            if first:
+                self._since = self._timing.now()
+            self._failed += 1
+        if first:
+            log.warning(f"API server unreachable: {text}; every request and watch retries until it answers")
+
+    def answered(self) -> None:
+        if self._since is None:  # the usual case, without the lock
+            return
+        with self._lock:
+            since, failed = self._since, self._failed
+            self._since, self._failed = None, 0
+        if since is not None:
+            seconds = self._timing.now() - since
+            log.warning(
+                f"API server reachable again after {seconds:.1f}s unreachable; {failed} requests failed meanwhile "
+                "(the watches resume or relist)",
+                extra={"unreachable_seconds": round(seconds, 1), "failed_requests": failed},
+            )
+
+
 def _shut(fd: int) -> None:
     """Shut a socket down by descriptor (a duplicate shares the connection; an SSL socket's own `shutdown` would
     drop its TLS state under a thread reading it)."""
@@ -308,9 +349,11 @@ class Transport:
         timing: Timing,
         limits: Limits,
         cancellation: Cancellation | None = None,
+        reachability: Reachability | None = None,
     ) -> None:
         self.api_client = api_client
         self.cancellation = cancellation or Cancellation()
+        self.reachability = reachability or Reachability(timing)
         self.limiter = limiter
         self.timing = timing
         self.limits = limits
@@ -431,7 +474,7 @@ class Transport:
         try:
             pool = self._connection_pool()
             if pool is None:  # a proxy: its manager decides how the request line is written
-                return self.api_client.rest_client.pool_manager.request(
+                resp = self.api_client.rest_client.pool_manager.request(
                     method,
                     f"{self._origin}{target}",
                     body=data,
@@ -440,21 +483,27 @@ class Transport:
                     preload_content=False,
                     retries=_URLLIB3_RETRIES,
                 )
-            # What PoolManager.urlopen does after parsing the URL and looking its pool up, done once per transport.
-            return pool.urlopen(
-                method,
-                target,
-                body=data,
-                headers=headers,
-                timeout=timeout,
-                preload_content=False,
-                retries=_URLLIB3_RETRIES,
-                redirect=False,
-                assert_same_host=False,
-            )
+            else:
+                # What PoolManager.urlopen does after parsing the URL and looking its pool up, done once per
+                # transport.
+                resp = pool.urlopen(
+                    method,
+                    target,
+                    body=data,
+                    headers=headers,
+                    timeout=timeout,
+                    preload_content=False,
+                    retries=_URLLIB3_RETRIES,
+                    redirect=False,
+                    assert_same_host=False,
+                )
         except urllib3.exceptions.HTTPError as err:
             self.cancellation.check(what, since)  # a cut or refused connection says so, not "connection reset"
-            raise Unavailable(f"{what}: {unreachable(self._origin, err)}") from err
+            text = unreachable(self._origin, err)
+            self.reachability.failed(text)
+            raise Unavailable(f"{what}: {text}") from err
+        self.reachability.answered()
+        return resp
 
     def request(self, path: str, query: Query, content_type: str | None) -> tuple[str, dict[str, str]]:
         """The request target (the host's own path prefix, the path, the encoded query) and the headers: the same

@@ -166,14 +166,22 @@ class WatchStream:
                 cut = isinstance(err, Cancelled)
             if self._closed.is_set():
                 return
-            if self._opened:
+            opened = self._opened
+            if opened:
                 delays = self._delays()
             delay = next(delays)
             # Cut by a stopping process: not worth a warning. The error or the cancel count says so even once the
             # store was resumed (for the Lease releases) before this line.
             cancellation = self._transport.cancellation
             cut = cut or cancellation.cuts != cuts or cancellation.cancelled.is_set()
-            level = logging.DEBUG if cut else logging.WARNING
+            # While the server is known unreachable the store said so in one line (kube_http.Reachability): each
+            # watch's attempts are not worth one more each. An open watch that broke is news, not yet a problem.
+            if cut or self._transport.reachability.down:
+                level = logging.DEBUG
+            elif opened:
+                level = logging.INFO
+            else:
+                level = logging.WARNING
             log.log(level, "%s broke (%s); reconnecting in %.2fs", self.what, problem, delay)
             timing.sleep(delay, self._closed)
 

@@ -158,7 +158,8 @@ def gang_summary(ssn: Session, job: JobInfo) -> str:
         return ""
     need = min(len(pending), max(job.min_available() - job.active_allocated(), 1))
     free = ssn.snapshot.arrays.non_allocated()
-    fits = (free >= first.request - tolerance.RESOURCE).all(axis=1) & ssn.snapshot.arrays.schedulable
+    roomy = (free >= first.request - tolerance.RESOURCE).all(axis=1)
+    fits = roomy & ssn.snapshot.arrays.schedulable
     gpus = first.request[GPU]
     if gpus:
         what = describe("gpu", gpus)
@@ -169,4 +170,13 @@ def gang_summary(ssn: Session, job: JobInfo) -> str:
     have = int(fits.sum())
     if have >= need:
         return ""
-    return f"needs {need} node{'s' if need != 1 else ''} with {what} free, {have} {'has' if have == 1 else 'have'} them"
+    summary = (
+        f"needs {need} node{'s' if need != 1 else ''} with {what} free, {have} {'has' if have == 1 else 'have'} them"
+    )
+    # Nodes with the room but not Ready or cordoned: said, or "0 have them" reads as a full cluster when its
+    # nodes are down (the kubelets stopped, a network partition) and their GPUs idle.
+    idle = int((roomy & ~ssn.snapshot.arrays.schedulable).sum())
+    if idle:
+        verbs = ("has", "is") if idle == 1 else ("have", "are")
+        summary += f" ({idle} more {verbs[0]} them but {verbs[1]} not ready or cordoned)"
+    return summary
