@@ -9,7 +9,7 @@ import pytest
 
 from kai_scheduler.store.interface import JSON
 from tests.e2e import harness
-from tests.e2e.checks import never_over_committed
+from tests.e2e.checks import at_most, hold, never_over_committed
 from tests.e2e.harness import NAMESPACE, RESERVATION_NAMESPACE, Cluster, pod, podgroup
 
 
@@ -463,3 +463,213 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
         "js-driver-0-0": "driver-replica-0",
     }
     wl.wait("every pod bound", lambda: len(wl.bound("e2e=true")) == total)
+
+
+def _reasons(group: JSON) -> list[str]:
+    conditions = (group.get("status") or {}).get("schedulingConditions") or []
+    return [r.get("message", "") for c in conditions for r in c.get("reasons") or []]
+
+
+def test_a_ray_gang_too_big_for_the_cluster_runs_nothing_and_says_why(wl: Cluster) -> None:
+    """A RayCluster of a head and 4 workers of 8 GPUs each (40 GPUs on 32): none of its pods is placed, not even the
+    head, and its PodGroup says what it lacks."""
+    ray = wl.create(
+        _custom("ray.io/v1", "RayCluster", "huge", _ray_cluster_spec([{"groupName": "gpu", "replicas": 4}]))
+    )
+    _ray_pods(wl, ray, "huge", {"gpu": 4}, gpus=8)
+    wl.wait("the gang grouped", lambda: _grouped(wl, "wl=huge", 5))
+    wl.wait("its PodGroup says why", lambda: any("needs" in r for r in _reasons(_group_of(wl, "huge-head"))))
+    assert any("needs 5 nodes with 8 GPUs free" in r for r in _reasons(_group_of(wl, "huge-head"))), _reasons(
+        _group_of(wl, "huge-head")
+    )
+    hold(2, lambda: at_most(wl, "wl=huge", 0))
+
+
+def test_scaling_a_workload_updates_its_podgroup_and_deleting_it_collects_it(wl: Cluster) -> None:
+    """More Ray workers (replicas 2 → 3 and the third pod), a LeaderWorkerSet's second group (replicas 1 → 2) and
+    an MPIJob's launcher once its workers run (WaitForWorkersReady): each PodGroup follows, as KAI's does, and
+    everything is placed. With a garbage collector, deleting the owners takes their PodGroups (owner references)."""
+    groups = [{"groupName": "w", "replicas": 2}]
+    ray = wl.create(_custom("ray.io/v1", "RayCluster", "grow", _ray_cluster_spec(groups)))
+    _ray_pods(wl, ray, "grow", {"w": 2})
+    lws = wl.create(
+        _custom(
+            "leaderworkerset.x-k8s.io/v1",
+            "LeaderWorkerSet",
+            "lw",
+            {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": TEMPLATE}},
+        )
+    )
+    _lws_pods(wl, lws, 0, 2)
+    mpi = wl.create(
+        _custom(
+            "kubeflow.org/v2beta1",
+            "MPIJob",
+            "mw",
+            {
+                "launcherCreationPolicy": "WaitForWorkersReady",
+                "mpiReplicaSpecs": _replicas({"Launcher": 1, "Worker": 2}),
+            },
+        )
+    )
+    _kubeflow_pods(wl, mpi, {"Worker": 2})
+    wl.wait("the first pods bound", lambda: len(wl.bound("e2e=true")) == 3 + 2 + 2)
+    assert _shape(_group_of(wl, "grow-head"))["subGroups"] == {"head": 1, "w": 2}
+    assert _shape(_group_of(wl, "mw-worker-0"))["minMember"] == 2
+
+    wl.store.patch("rayclusters", "grow", NAMESPACE, {"spec": {"workerGroupSpecs": [{**groups[0], "replicas": 3}]}})
+    _owned(wl, "grow-w-2", ray, {"ray.io/node-type": "worker", "ray.io/group": "w"})
+    wl.store.patch("leaderworkersets", "lw", NAMESPACE, {"spec": {"replicas": 2}})
+    _lws_pods(wl, lws, 1, 2)
+    _kubeflow_pods(wl, mpi, {"Launcher": 1})
+    wl.wait("the new pods bound", lambda: len(wl.bound("e2e=true")) == 4 + 4 + 3)
+    assert _shape(_group_of(wl, "grow-head"))["subGroups"] == {"head": 1, "w": 3}
+    assert _group_of(wl, "lw-1")["metadata"]["name"] == f"pg-lw-{lws['metadata']['uid']}-group-1"
+    assert _shape(_group_of(wl, "mw-launcher-0"))["minMember"] == 3
+
+    if not harness.controllers_running():
+        return  # no garbage collector: `clean` deletes what is left
+    names = {_group_of(wl, p)["metadata"]["name"] for p in ("grow-head", "lw-0", "lw-1", "mw-worker-0")}
+    for resource, name in (("rayclusters", "grow"), ("leaderworkersets", "lw"), ("mpijobs", "mw")):
+        wl.delete_background(resource, name, NAMESPACE)
+    wl.wait(
+        "the PodGroups collected",
+        lambda: not names & {g["metadata"]["name"] for g in wl.store.list("podgroups", NAMESPACE)[0]},
+        timeout=30,
+    )
+    wl.wait("the pods collected", lambda: not wl.pods("e2e=true"), timeout=30)
+
+
+def _warnings(cluster: Cluster, pod_name: str) -> list[str]:
+    return [
+        e["message"]
+        for e in cluster.store.list("events", NAMESPACE)[0]
+        if e.get("involvedObject", {}).get("name") == pod_name and e.get("reason") == "PodGrouperWarning"
+    ]
+
+
+def test_workload_mistakes_are_one_line_on_the_pod(wl: Cluster) -> None:
+    """A PyTorchJob whose minAvailable exceeds its replicas, a JobSet whose min-member annotation is not a number, a
+    pod labelled for another queue than its owner: each pod gets one Warning event saying so, and nothing
+    crashes (a good workload beside them is placed)."""
+    short = wl.create(
+        _custom(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            "short",
+            {
+                "runPolicy": {"schedulingPolicy": {"minAvailable": 5}},
+                "pytorchReplicaSpecs": _replicas({"Master": 1, "Worker": 2}),
+            },
+        )
+    )
+    _kubeflow_pods(wl, short, {"Master": 1, "Worker": 2})
+    _jobset(wl, "jsbad", {"w": (1, 1)})
+    wl.store.patch(
+        "jobsets", "jsbad", NAMESPACE, {"metadata": {"annotations": {"kai.scheduler/batch-min-member": "two"}}}
+    )
+    _owned(
+        wl,
+        "jsbad-w-0-1",
+        wl.store.get("jobs", "jsbad-w-0", NAMESPACE),
+        {
+            "jobset.sigs.k8s.io/replicatedjob-name": "w",
+            "jobset.sigs.k8s.io/job-index": "0",
+        },
+        controller=False,
+    )
+    job = wl.create(harness.suspended_job("qjob", QUEUE))
+    wl.create(pod("qjob-0", queue="default-queue", owner=job, labels={"wl": "qjob"}))
+    wl.wait("the three told", lambda: all(_warnings(wl, p) for p in ("short-master-0", "jsbad-w-0-1", "qjob-0")))
+    assert _warnings(wl, "short-master-0") == [
+        f"PyTorchJob {NAMESPACE}/short spec.runPolicy.schedulingPolicy.minAvailable: 5 is more than the 3 replicas "
+        "of the job; it will not start until that many pods exist"
+    ]
+    assert _warnings(wl, "jsbad-w-0-1") == [
+        f"JobSet {NAMESPACE}/jsbad annotation kai.scheduler/batch-min-member: want an integer of at least 0, got "
+        "'two'; ignored"
+    ]
+    assert _warnings(wl, "qjob-0") == [
+        f"pod label kai.scheduler/queue: 'default-queue' differs from its Job qjob's '{QUEUE}'; the Job's is used"
+    ]
+    assert _shape(_group_of(wl, "qjob-0"))["queue"] == QUEUE
+    wl.wait("the good job bound", lambda: len(wl.bound("wl=qjob")) == 1)
+    assert wl.bound("wl=short") == []
+
+
+def _pod_template(app: str) -> JSON:
+    return {
+        "metadata": {"labels": {"e2e": "true", "wl": app, "kai.scheduler/queue": QUEUE}},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "main", "image": "busybox", "resources": {"limits": {harness.GPU: "1"}}}],
+        },
+    }
+
+
+@pytest.mark.skipif(
+    not harness.controllers_running(),
+    reason="needs kube-controller-manager's Deployment, StatefulSet, Job controllers (KAI_E2E_CONTROLLERS=1)",
+)
+def test_deployments_statefulsets_and_cronjob_runs_of_the_real_controllers(wl: Cluster) -> None:
+    """Pods of the real controllers: a Deployment gets one `inference` PodGroup per pod (owned by the pod) and one
+    more when scaled 2 → 3; a StatefulSet one PodGroup of minMember 1 for all its pods; a CronJob's run (a Job it
+    owns, as `kubectl create job --from=cronjob/…` makes) a PodGroup of that Job, named after it."""
+    selector = {"matchLabels": {"wl": "web"}}
+    wl.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": NAMESPACE, "labels": {"e2e": "true"}},
+            "spec": {"replicas": 2, "selector": selector, "template": _pod_template("web")},
+        }
+    )
+    sts = wl.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": NAMESPACE, "labels": {"e2e": "true"}},
+            "spec": {
+                "replicas": 2,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"wl": "db"}},
+                "template": _pod_template("db"),
+            },
+        }
+    )
+    job_template = {"spec": {"template": {**_pod_template("cron"), "spec": {**_pod_template("cron")["spec"]}}}}
+    job_template["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    cron = wl.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "nightly", "namespace": NAMESPACE, "labels": {"e2e": "true"}},
+            "spec": {"schedule": "0 3 * * *", "jobTemplate": job_template},
+        }
+    )
+    run = wl.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "nightly-manual", "namespace": NAMESPACE, "ownerReferences": [_reference(cron)]},
+            "spec": job_template["spec"],
+        }
+    )
+    wl.wait("web, db and the cron run bound", lambda: len(wl.bound("e2e=true")) == 5)
+    web = [p["metadata"]["name"] for p in wl.pods("wl=web")]
+    for name in web:
+        group = _group_of(wl, name)
+        uid = wl.store.get("pods", name, NAMESPACE)["metadata"]["uid"]
+        assert group["metadata"]["name"] == f"pg-{name}-{uid}"
+        assert group["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+        assert _shape(group) == {"minMember": 1, "queue": QUEUE, "priorityClassName": "inference"}
+    assert {_group_of(wl, f"db-{i}")["metadata"]["name"] for i in range(2)} == {f"pg-db-{sts['metadata']['uid']}"}
+    assert _shape(_group_of(wl, "db-0")) == {"minMember": 1, "queue": QUEUE, "priorityClassName": "train"}
+    cron_pod = wl.pods("wl=cron")[0]["metadata"]["name"]
+    assert _group_of(wl, cron_pod)["metadata"]["name"] == f"pg-nightly-manual-{run['metadata']['uid']}"
+
+    wl.store.patch("deployments", "web", NAMESPACE, {"spec": {"replicas": 3}})
+    wl.wait("the third web pod bound in a PodGroup of its own", lambda: len(wl.bound("wl=web")) == 3)
+    assert len({_group_of(wl, p["metadata"]["name"])["metadata"]["name"] for p in wl.pods("wl=web")}) == 3
