@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kai_scheduler.api import constants
 from kai_scheduler.api.fields import JSON
 from tests.builders import node
@@ -136,6 +138,43 @@ def test_with_leader_ready_the_unscheduled_leader_starts_alone() -> None:
     c.store.bind("serving", "vllm-0", "gpu-1")
     outcome = c.group()
     assert outcome.updated == [f"serving/{pg_name}"]
+    assert spec(c.store.get("podgroups", pg_name, "serving"))["subGroups"] == [
+        {"name": "leader", "minMember": 1},
+        {"name": "workers", "minMember": 3},
+    ]
+    assert c.subgroup_of("vllm-0", "serving") == "leader"
+
+
+@pytest.mark.parametrize("chain", [True, False], ids=["workers owned through the leader", "workers owned by the LWS"])
+def test_with_leader_ready_workers_made_before_the_leader_is_placed_agree_with_it(chain: bool) -> None:
+    """Workers that exist while the leader is not yet placed (LWS makes them after it; a user's restart policy or a
+    hand-made pod may not) compute the same PodGroup as the leader: the leader alone. They were computing the whole
+    group, so the PodGroup flipped with each pod grouped and the leader, in no subgroup, was never placed. They
+    keep their `workers` label and join the gang once the leader is placed."""
+    c = Cluster(LWS.replace("  replicas: 2\n", "  replicas: 1\n  startupPolicy: LeaderReady\n"))
+    c.add(node("gpu-1"))
+    lws = c.owner("leaderworkersets", "vllm", "serving")
+    if chain:
+        make_groups(c, lws, 4)
+    else:
+        labels = {constants.LABEL_LWS_NAME: "vllm", constants.LABEL_LWS_GROUP_INDEX: "0"}
+        for index in range(4):
+            pod_labels = {**labels, constants.LABEL_LWS_WORKER_INDEX: str(index)}
+            c.add(controller_pod("vllm-0" + (f"-{index}" if index else ""), lws, labels=pod_labels))
+    c.group()
+    pg_name = f"pg-vllm-{lws['metadata']['uid']}-group-0"
+    assert spec(c.store.get("podgroups", pg_name, "serving")) == {
+        "queue": "inference",
+        "minMember": 1,
+        "priorityClassName": "train",
+    }
+    for index in (1, 2, 3):
+        c.store.patch("pods", f"vllm-0-{index}", "serving", {"metadata": {"labels": {"touched": "1"}}})
+    assert c.group().updated == []  # no flip
+    assert c.subgroup_of("vllm-0", "serving") is None
+    assert [c.subgroup_of(f"vllm-0-{i}", "serving") for i in (1, 2, 3)] == ["workers"] * 3
+    c.store.bind("serving", "vllm-0", "gpu-1")
+    assert c.group().updated == [f"serving/{pg_name}"]
     assert spec(c.store.get("podgroups", pg_name, "serving"))["subGroups"] == [
         {"name": "leader", "minMember": 1},
         {"name": "workers", "minMember": 3},
