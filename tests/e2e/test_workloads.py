@@ -673,3 +673,21 @@ def test_deployments_statefulsets_and_cronjob_runs_of_the_real_controllers(wl: C
     wl.store.patch("deployments", "web", NAMESPACE, {"spec": {"replicas": 3}})
     wl.wait("the third web pod bound in a PodGroup of its own", lambda: len(wl.bound("wl=web")) == 3)
     assert len({_group_of(wl, p["metadata"]["name"])["metadata"]["name"] for p in wl.pods("wl=web")}) == 3
+
+
+def test_a_leader_ready_group_whose_worker_comes_early_is_placed(wl: Cluster) -> None:
+    """A LeaderWorkerSet with `startupPolicy: LeaderReady` whose worker pod exists before its leader is placed: the
+    leader is placed alone first, then the worker with the whole group (the two pods used to compute different
+    PodGroups, and the leader was left in no subgroup, never placed, without a word)."""
+    lws = wl.create(
+        _custom(
+            "leaderworkerset.x-k8s.io/v1",
+            "LeaderWorkerSet",
+            "lr",
+            {"replicas": 1, "startupPolicy": "LeaderReady", "leaderWorkerTemplate": {"size": 2}},
+        )
+    )
+    _lws_pods(wl, lws, 0, 2)
+    wl.wait("the leader and its worker bound", lambda: len(wl.bound("wl=lr")) == 2, timeout=30)
+    assert _shape(_group_of(wl, "lr-0"))["subGroups"] == {"leader": 1, "workers": 1}
+    assert (_subgroup(wl, "lr-0"), _subgroup(wl, "lr-0-1")) == ("leader", "workers")
