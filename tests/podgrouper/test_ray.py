@@ -175,3 +175,16 @@ def test_a_ray_cluster_without_a_head_group_is_not_grouped() -> None:
     c.add(controller_pod("p", c.owner("rayclusters", "raycluster-gpu", "ray")))
     outcome = c.group()
     assert c.podgroups() == [] and "headGroupSpec" in outcome.skipped[0][1]
+
+
+def test_a_raycluster_v1alpha1_is_read_alike() -> None:
+    """KubeRay's older API version (BEHAVIOR.md §8.2: ray.io v1 and v1alpha1): its pods were skipped with
+    'spec.headGroupSpec: missing', the owner being a kind the store did not serve, known by its reference only."""
+    c = Cluster(RAYCLUSTER.replace("ray.io/v1\n", "ray.io/v1alpha1\n"))
+    rc = c.owner("rayclusters.v1alpha1", "raycluster-gpu", "ray")
+    assert rc["apiVersion"] == "ray.io/v1alpha1"
+    c.add(controller_pod("head", rc, gpus=0, labels=ray_labels("raycluster-gpu", "head", "headgroup")))
+    outcome = c.group()
+    assert outcome.skipped == []
+    assert [sg["name"] for sg in spec(c.podgroup_of("head", "ray"))["subGroups"]] == ["head", "gpu-group", "cpu-group"]
+    assert c.subgroup_of("head", "ray") == "head"
