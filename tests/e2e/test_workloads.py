@@ -313,9 +313,10 @@ def _jobset(cluster: Cluster, name: str, jobs: dict[str, tuple[int, int]], **spe
 
 def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
     """TFJob, elastic PyTorchJob, MPIJob (with and without WaitForWorkersReady), RayCluster, RayJob,
-    LeaderWorkerSet, JobSet (AnyOrder and InOrder), Notebook, Knative Service and Argo Workflow, their pods made as
-    their operators make them: each PodGroup has the name, minimum, subgroups and priority of BEHAVIOR.md §8.2
-    (the table of docs/kai-users.md), each pod its subgroup, and every gang is placed."""
+    LeaderWorkerSet, JobSet (AnyOrder and InOrder), Notebook, Knative Service, Argo Workflow and Spark driver and
+    executors, their pods made as their operators make them: each PodGroup has the name, minimum, subgroups and
+    priority of BEHAVIOR.md §8.2 (the table of docs/kai-users.md), each pod its subgroup, and every gang is
+    placed."""
     tf = wl.create(
         _custom("kubeflow.org/v1", "TFJob", "tf", {"tfReplicaSpecs": _replicas({"Chief": 1, "PS": 1, "Worker": 2})})
     )
@@ -410,7 +411,12 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
     for i in range(2):
         _owned(wl, f"wf-step-{i}", workflow, {"workflows.argoproj.io/workflow": "wf"})
 
-    total = 4 + 4 + 3 + 2 + 6 + 3 + 6 + 5 + 2 + 1 + 2 + 2
+    spark = {"spark-app-selector": "spark-0123abcd", "spark-app-name": "etl"}
+    driver = wl.create(pod("etl-driver", queue=QUEUE, labels={**spark, "spark-role": "driver", "wl": "spark"}))
+    for i in range(2):
+        _owned(wl, f"etl-exec-{i}", driver, {**spark, "spark-role": "executor"})
+
+    total = 4 + 4 + 3 + 2 + 6 + 3 + 6 + 5 + 2 + 1 + 2 + 2 + 3
     wl.wait("every pod grouped", lambda: _grouped(wl, "e2e=true", total))
     base = {"queue": QUEUE, "priorityClassName": "train"}
     uid = {o["metadata"]["name"]: o["metadata"]["uid"] for o in (tf, elastic, mpi, waiting, ray, rayjob, lws)}
@@ -447,6 +453,9 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
         ),
         "nb-0": (f"pg-nb-{uid['nb']}", {**base, "minMember": 1, "priorityClassName": "build"}),
     }
+    # Spark (spark-submit, no operator): the executors' owner is the driver pod, so all share its PodGroup.
+    for pod_name in ("etl-driver", "etl-exec-1"):
+        want[pod_name] = (f"pg-etl-driver-{driver['metadata']['uid']}", {**base, "minMember": 1})
     for pod_name in ("ksvc-00001-0", "wf-step-0"):
         pod_uid = wl.store.get("pods", pod_name, NAMESPACE)["metadata"]["uid"]
         priority = "inference" if pod_name.startswith("ksvc") else "train"
