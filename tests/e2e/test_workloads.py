@@ -497,7 +497,8 @@ def test_a_ray_gang_too_big_for_the_cluster_runs_nothing_and_says_why(wl: Cluste
 def test_scaling_a_workload_updates_its_podgroup_and_deleting_it_collects_it(wl: Cluster) -> None:
     """More Ray workers (replicas 2 → 3 and the third pod), a LeaderWorkerSet's second group (replicas 1 → 2) and
     an MPIJob's launcher once its workers run (WaitForWorkersReady): each PodGroup follows, as KAI's does, and
-    everything is placed. With a garbage collector, deleting the owners takes their PodGroups (owner references)."""
+    everything is placed. Fewer Ray workers again: the PodGroup follows the spec without waiting for a pod. With a
+    garbage collector, deleting the owners takes their PodGroups (owner references)."""
     groups = [{"groupName": "w", "replicas": 2}]
     ray = wl.create(_custom("ray.io/v1", "RayCluster", "grow", _ray_cluster_spec(groups)))
     _ray_pods(wl, ray, "grow", {"w": 2})
@@ -535,6 +536,16 @@ def test_scaling_a_workload_updates_its_podgroup_and_deleting_it_collects_it(wl:
     assert _shape(_group_of(wl, "grow-head"))["subGroups"] == {"head": 1, "w": 3}
     assert _group_of(wl, "lw-1")["metadata"]["name"] == f"pg-lw-{lws['metadata']['uid']}-group-1"
     assert _shape(_group_of(wl, "mw-launcher-0"))["minMember"] == 3
+
+    # Scaled down as KubeRay does it: the spec, then a pod deleted; no remaining pod changes. The PodGroup follows
+    # the spec at once (it kept 3, and the running cluster was evicted as a stale gang a minute later).
+    wl.store.patch("rayclusters", "grow", NAMESPACE, {"spec": {"workerGroupSpecs": groups}})
+    wl.store.delete("pods", "grow-w-2", NAMESPACE, grace_period_seconds=0)
+    wl.wait(
+        "the Ray PodGroup down to 2 workers",
+        lambda: _shape(_group_of(wl, "grow-head"))["subGroups"] == {"head": 1, "w": 2},
+        timeout=10,
+    )
 
     if not harness.controllers_running():
         return  # no garbage collector: `clean` deletes what is left
