@@ -187,3 +187,20 @@ def test_a_pod_without_a_group_index_is_not_grouped() -> None:
     c.add(controller_pod("stray", c.owner("leaderworkersets", "vllm", "serving")))
     outcome = c.group()
     assert c.podgroups() == [] and constants.LABEL_LWS_GROUP_INDEX in outcome.skipped[0][1]
+
+
+def test_the_podgroup_of_a_deleted_leaderworkerset_is_left_as_it_is_while_its_pods_go() -> None:
+    """Deleting an LWS: until the garbage collector takes its pods, a pod that changes (terminating, status) was
+    grouped from the owner's reference alone (no size: 1), the PodGroup lost its subgroups and the scheduler told
+    `SubGroupDoesNotExist` for the pods still labelled leader and workers. It now stays as it was."""
+    c = Cluster(LWS)
+    lws = c.owner("leaderworkersets", "vllm", "serving")
+    make_groups(c, lws, 4)
+    c.group()
+    name = f"pg-vllm-{lws['metadata']['uid']}-group-0"
+    before = c.store.get("podgroups", name, "serving")["spec"]
+    c.store.delete("leaderworkersets", "vllm", "serving")
+    c.store.patch("pods", "vllm-0-1", "serving", {"metadata": {"labels": {"touched": "1"}}})
+    outcome = c.group()
+    assert outcome.updated == [] and outcome.skipped == []
+    assert c.store.get("podgroups", name, "serving")["spec"] == before

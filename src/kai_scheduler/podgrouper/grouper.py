@@ -19,10 +19,10 @@ that is not terminating or finished:
    labels) is kept. Then annotate the pod with `pod-group-name` and label it with its subgroup, only when
    they differ.
 
-A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, unless its
-owner could not be read at all (gone, or absent from a `kubectl get … -o yaml` snapshot that `kai schedule` loads)
-and the PodGroup the pod already names exists: that PodGroup then stays, without a word. So are owner
-fields that were ignored. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
+A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, and so are owner
+fields that were ignored. A pod whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml`
+snapshot that `kai schedule` loads) while the PodGroup the pod already names exists is not grouped again: that
+PodGroup stays, without a word. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
 reported the same way (one line naming the object) and the pod is handled again after a backoff
 (`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
@@ -329,6 +329,12 @@ class PodGrouper:
             return None
         chain = _chain(pod, reads)
         if any(o.annotations.get(constants.ANNOTATION_SKIP_PODGROUPER) == "true" for o in chain[1:]):
+            return None
+        top = chain[-1]
+        gone = top.partial and (top.api_version, top.kind) in GVK_TO_PLURAL
+        if gone and current and reads.podgroup(namespace, current, exact=True) is not None:
+            # The owner is gone (being deleted, its pods with it) or absent from a loaded snapshot: grouped from its
+            # reference alone, an LWS group or a JobSet lost its subgroups while its pods went.
             return None
         try:
             grouping = hub.group(Context(chain, self.config, reads))
