@@ -659,8 +659,9 @@ def test_deployments_statefulsets_and_cronjob_runs_of_the_real_controllers(wl: C
             },
         }
     )
-    job_template = {"spec": {"template": {**_pod_template("cron"), "spec": {**_pod_template("cron")["spec"]}}}}
-    job_template["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    run_pod = _pod_template("cron")
+    run_pod["spec"]["restartPolicy"] = "Never"
+    job_template = {"spec": {"template": run_pod}}
     cron = wl.create(
         {
             "apiVersion": "batch/v1",
