@@ -364,3 +364,32 @@ def test_a_kept_model_follows_namespace_labels_and_queue_access_changes() -> Non
     assert snapshots.build(objects, _params(True), memo).job_problems
     objects.queues = b.objects(_access_objects(allowed=["ns"])).queues
     assert snapshots.build(objects, _params(True), memo).job_problems == {}
+
+
+@pytest.mark.parametrize(
+    "subgroups, message",
+    [
+        pytest.param(
+            {"a-0": "a", "b-0": "b"},
+            "pods name subgroups that the PodGroup does not declare: b",
+            id="a subgroup the PodGroup does not declare",
+        ),
+        pytest.param(
+            {"a-0": "a", "x-0": "", "x-1": ""},
+            f"pods without a {constants.LABEL_SUBGROUP_NAME} label in a PodGroup with subgroups: x-0, x-1",
+            id="no subgroup label in a PodGroup with subgroups (was 'does not declare: ')",
+        ),
+        pytest.param(
+            {"b-0": "b", "x-0": ""},
+            "pods name subgroups that the PodGroup does not declare: b; "
+            f"pods without a {constants.LABEL_SUBGROUP_NAME} label in a PodGroup with subgroups: x-0",
+            id="both",
+        ),
+    ],
+)
+def test_pods_in_no_subgroup_are_a_problem_naming_them(subgroups: dict[str, str], message: str) -> None:
+    snap = _snap(
+        b.podgroup("j", min_member=None, sub_groups=[{"name": "a", "minMember": 1}]),
+        *(b.pod(name, group="j", subgroup=subgroup) for name, subgroup in subgroups.items()),
+    )
+    assert [(p.key, p.reason, p.message) for p in snap.problems] == [("ns/j", "SubGroupDoesNotExist", message)]

@@ -38,6 +38,26 @@ NODE_PREFIX = "kai-e2e-node"
 POLL = 0.2
 # Kept by cleanup: what the API server or kube-controller-manager put in every namespace.
 KEPT_CONFIGMAPS = ("kube-root-ca.crt",)
+# The workload kinds a test may submit (test_workloads.py; the CRDs in fixtures/), owners before what they own.
+WORKLOAD_RESOURCES = (
+    "jobs",
+    "pytorchjobs",
+    "tfjobs",
+    "mpijobs",
+    "notebooks",
+    "rayjobs",
+    "rayclusters",
+    "leaderworkersets",
+    "jobsets",
+    "services.serving.knative.dev",
+    "configurations",
+    "revisions",
+    "workflows",
+    "cronjobs",
+    "deployments",
+    "replicasets",
+    "statefulsets",
+)
 
 
 def controllers_running() -> bool:
@@ -186,11 +206,12 @@ class Cluster:
         return self.store.create(obj)
 
     def delete_everything_submitted(self) -> None:
-        """Leave the cluster as before the test, with or without a garbage collector: the workloads first, with
-        background propagation (a foreground deletion would wait forever where no garbage collector runs), then
-        their pods explicitly (no garbage collector may remove them), the reservation pods, PodGroups,
-        BindRequests, shared-GPU ConfigMaps, and the cluster-scoped objects a test labelled e2e=true."""
-        for resource in ("jobs", "pytorchjobs"):
+        """Leave the cluster as before the test, with or without a garbage collector: the workloads first (each
+        kind of WORKLOAD_RESOURCES the cluster serves), with background propagation (a foreground deletion would
+        wait forever where no garbage collector runs), then their pods explicitly (no garbage collector may remove
+        them), the reservation pods, PodGroups, BindRequests, shared-GPU ConfigMaps, and the cluster-scoped objects
+        a test labelled e2e=true."""
+        for resource in WORKLOAD_RESOURCES:
             for obj in self._list(resource, NAMESPACE):
                 self.delete_background(resource, obj["metadata"]["name"], NAMESPACE)
         for namespace in (NAMESPACE, RESERVATION_NAMESPACE):

@@ -181,6 +181,37 @@ spec: {{template: {{spec: {{schedulerName: kai-scheduler, restartPolicy: Never,
 
 
 @pytest.mark.parametrize(
+    "owner_queue, pod_queue, events",
+    [
+        pytest.param(
+            "team-b",
+            "team-a",
+            ["pod label kai.scheduler/queue: 'team-a' differs from its Job train's 'team-b'; the Job's is used"],
+            id="differing: said on the pod",
+        ),
+        pytest.param("team-b", "team-b", [], id="the same: nothing"),
+        pytest.param("", "team-a", [], id="on the pod only: nothing"),
+    ],
+)
+def test_a_pod_queue_label_other_than_its_owners_is_said(owner_queue: str, pod_queue: str, events: list[str]) -> None:
+    """The owner's queue wins (KAI); a user who labelled the pod for another queue is told which one ran it."""
+    c = Cluster()
+    c.grouper = PodGrouper(c.store, clock=ManualClock(NOW))
+    labels = {constants.LABEL_QUEUE: owner_queue} if owner_queue else {}
+    c.apply(f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: train, namespace: default, uid: 11111111-0000-4000-8000-000000000009, labels: {json.dumps(labels)}}}
+spec: {{template: {{spec: {{schedulerName: kai-scheduler, restartPolicy: Never,
+                          containers: [{{name: c, image: x}}]}}}}}}
+""")
+    c.add(controller_pod("train-x", c.owner("jobs", "train"), labels={constants.LABEL_QUEUE: pod_queue}))
+    c.group()
+    assert spec(c.podgroup_of("train-x"))["queue"] == (owner_queue or pod_queue)
+    assert [e["message"] for e in c.store.list("events", "default")[0]] == events
+
+
+@pytest.mark.parametrize(
     "owner_label, pod_label, pod_class, want",
     [
         pytest.param("build", "", "inference", "build", id="the owner's priorityClassName label comes first"),

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
+from kai_scheduler import cli
+from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import JSON
+from kai_scheduler.cli import components as cli_components
 from kai_scheduler.podgrouper.context import Config
-from tests.podgrouper.helpers import Cluster, controller_pod, spec
+from kai_scheduler.runtime import components
+from tests.podgrouper.helpers import NOW, Cluster, controller_pod, spec
 
 SERVICE = """
 apiVersion: serving.knative.dev/v1
@@ -101,3 +107,22 @@ def test_with_gang_scheduling_a_revision_is_one_gang_of_min_scale() -> None:
     assert spec(pg) == {"queue": "inference", "minMember": 3, "priorityClassName": "inference"}
     assert pg["metadata"]["ownerReferences"][0]["kind"] == "Revision"
     assert pg["metadata"]["labels"] == {"kai.scheduler/queue": "inference"}  # the Service's
+
+
+@pytest.mark.parametrize(
+    "command, flags, groups",
+    [
+        pytest.param("podgrouper", [], 3, id="default: one per pod"),
+        pytest.param("podgrouper", ["--knative-gang-schedule"], 1, id="kai podgrouper --knative-gang-schedule"),
+        pytest.param("podgrouper", ["--knative-gang-schedule=false"], 3, id="=false"),
+        pytest.param("run", ["--knative-gang-schedule=true"], 1, id="kai run --knative-gang-schedule=true"),
+    ],
+)
+def test_the_knative_gang_schedule_flag_reaches_the_pod_grouper(command: str, flags: list[str], groups: int) -> None:
+    """Gang scheduling of Knative Revisions was in the grouper's Config but no flag set it: the components always
+    grouped Knative pods one per pod."""
+    c = Cluster(SERVICE)
+    c.add(*pods(c))
+    options = cli_components._grouper_options(cli.parser().parse_args([command, *flags]))
+    components.podgrouper(c.store, options, ManualClock(NOW)).step()
+    assert len(c.podgroups("apps")) == groups

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kai_scheduler.api import constants
-from tests.podgrouper.helpers import Cluster, controller_pod, spec
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.podgrouper.grouper import PodGrouper
+from tests.podgrouper.helpers import NOW, Cluster, controller_pod, spec
 
 PYTORCHJOB = """
 apiVersion: kubeflow.org/v1
@@ -318,3 +320,70 @@ spec:
     c.add(controller_pod("job-worker-0", c.owner(plural, "job", "team-a")))
     c.group()
     assert spec(c.podgroup_of("job-worker-0", "team-a"))["minMember"] == want
+
+
+@pytest.mark.parametrize(
+    "manifest, plural, name, namespace, field, minimum, total",
+    [
+        pytest.param(
+            PYTORCHJOB.replace("spec:\n", "spec:\n  runPolicy: {schedulingPolicy: {minAvailable: 9}}\n", 1),
+            "pytorchjobs",
+            "bert-finetune",
+            "team-a",
+            "spec.runPolicy.schedulingPolicy.minAvailable",
+            9,
+            4,
+            id="PyTorchJob minAvailable",
+        ),
+        pytest.param(
+            ELASTIC.replace("minReplicas: 2", "minReplicas: 6"),
+            "pytorchjobs",
+            "elastic-imagenet",
+            "team-a",
+            "spec.elasticPolicy.minReplicas",
+            6,
+            4,
+            id="PyTorchJob elastic minReplicas",
+        ),
+        pytest.param(
+            TFJOB.replace("spec:\n", "spec:\n  runPolicy: {schedulingPolicy: {minAvailable: 5}}\n", 1),
+            "tfjobs",
+            "mnist",
+            "team-b",
+            "spec.runPolicy.schedulingPolicy.minAvailable",
+            5,
+            4,
+            id="TFJob minAvailable",
+        ),
+    ],
+)
+def test_a_minimum_above_the_replicas_is_kept_and_said_on_the_pod(
+    manifest: str, plural: str, name: str, namespace: str, field: str, minimum: int, total: int
+) -> None:
+    """A gang minimum the job's replicas can never reach: kept as KAI keeps it (the job waits), and said once on
+    the pod as a Warning event, since the scheduler is silent about a gang still short of pods."""
+    c = Cluster(manifest)
+    c.grouper = PodGrouper(c.store, clock=ManualClock(NOW))
+    job = c.owner(plural, name, namespace)
+    c.add(controller_pod(f"{name}-worker-0", job, labels=kubeflow_labels(name, "worker", 0)))
+    c.group()
+    c.group()
+    pg = spec(c.podgroup_of(f"{name}-worker-0", namespace))
+    assert pg.get("minMember") or sum(sg["minMember"] for sg in pg["subGroups"]) == minimum
+    events = [(e["reason"], e["message"]) for e in c.store.list("events", namespace)[0]]
+    assert events == [
+        (
+            "PodGrouperWarning",
+            f"{job['kind']} {namespace}/{name} {field}: {minimum} is more than the {total} replicas of the job; "
+            "it will not start until that many pods exist",
+        )
+    ]
+
+
+def test_a_minimum_within_the_replicas_says_nothing() -> None:
+    c = Cluster(ELASTIC)
+    c.grouper = PodGrouper(c.store, clock=ManualClock(NOW))
+    job = c.owner("pytorchjobs", "elastic-imagenet", "team-a")
+    c.add(controller_pod("w-0", job, labels=kubeflow_labels("elastic-imagenet", "worker", 0)))
+    c.group()
+    assert c.store.list("events", "team-a")[0] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kai_scheduler.api import constants
 from kai_scheduler.api.fields import JSON
 from tests.builders import node
@@ -143,8 +145,62 @@ def test_with_leader_ready_the_unscheduled_leader_starts_alone() -> None:
     assert c.subgroup_of("vllm-0", "serving") == "leader"
 
 
+@pytest.mark.parametrize("chain", [True, False], ids=["workers owned through the leader", "workers owned by the LWS"])
+def test_with_leader_ready_workers_made_before_the_leader_is_placed_agree_with_it(chain: bool) -> None:
+    """Workers that exist while the leader is not yet placed (LWS makes them after it; a user's restart policy or a
+    hand-made pod may not) compute the same PodGroup as the leader: the leader alone. They were computing the whole
+    group, so the PodGroup flipped with each pod grouped and the leader, in no subgroup, was never placed. They
+    keep their `workers` label and join the gang once the leader is placed."""
+    c = Cluster(LWS.replace("  replicas: 2\n", "  replicas: 1\n  startupPolicy: LeaderReady\n"))
+    c.add(node("gpu-1"))
+    lws = c.owner("leaderworkersets", "vllm", "serving")
+    if chain:
+        make_groups(c, lws, 4)
+    else:
+        labels = {constants.LABEL_LWS_NAME: "vllm", constants.LABEL_LWS_GROUP_INDEX: "0"}
+        for index in range(4):
+            pod_labels = {**labels, constants.LABEL_LWS_WORKER_INDEX: str(index)}
+            c.add(controller_pod("vllm-0" + (f"-{index}" if index else ""), lws, labels=pod_labels))
+    c.group()
+    pg_name = f"pg-vllm-{lws['metadata']['uid']}-group-0"
+    assert spec(c.store.get("podgroups", pg_name, "serving")) == {
+        "queue": "inference",
+        "minMember": 1,
+        "priorityClassName": "train",
+    }
+    for index in (1, 2, 3):
+        c.store.patch("pods", f"vllm-0-{index}", "serving", {"metadata": {"labels": {"touched": "1"}}})
+    assert c.group().updated == []  # no flip
+    assert c.subgroup_of("vllm-0", "serving") is None
+    assert [c.subgroup_of(f"vllm-0-{i}", "serving") for i in (1, 2, 3)] == ["workers"] * 3
+    c.store.bind("serving", "vllm-0", "gpu-1")
+    assert c.group().updated == [f"serving/{pg_name}"]
+    assert spec(c.store.get("podgroups", pg_name, "serving"))["subGroups"] == [
+        {"name": "leader", "minMember": 1},
+        {"name": "workers", "minMember": 3},
+    ]
+    assert c.subgroup_of("vllm-0", "serving") == "leader"
+
+
 def test_a_pod_without_a_group_index_is_not_grouped() -> None:
     c = Cluster(LWS)
     c.add(controller_pod("stray", c.owner("leaderworkersets", "vllm", "serving")))
     outcome = c.group()
     assert c.podgroups() == [] and constants.LABEL_LWS_GROUP_INDEX in outcome.skipped[0][1]
+
+
+def test_the_podgroup_of_a_deleted_leaderworkerset_is_left_as_it_is_while_its_pods_go() -> None:
+    """Deleting an LWS: until the garbage collector takes its pods, a pod that changes (terminating, status) was
+    grouped from the owner's reference alone (no size: 1), the PodGroup lost its subgroups and the scheduler told
+    `SubGroupDoesNotExist` for the pods still labelled leader and workers. It now stays as it was."""
+    c = Cluster(LWS)
+    lws = c.owner("leaderworkersets", "vllm", "serving")
+    make_groups(c, lws, 4)
+    c.group()
+    name = f"pg-vllm-{lws['metadata']['uid']}-group-0"
+    before = c.store.get("podgroups", name, "serving")["spec"]
+    c.store.delete("leaderworkersets", "vllm", "serving")
+    c.store.patch("pods", "vllm-0-1", "serving", {"metadata": {"labels": {"touched": "1"}}})
+    outcome = c.group()
+    assert outcome.updated == [] and outcome.skipped == []
+    assert c.store.get("podgroups", name, "serving")["spec"] == before

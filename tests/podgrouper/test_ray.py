@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kai_scheduler.api import constants
 from tests.podgrouper.helpers import Cluster, controller_pod, spec
 
@@ -175,3 +177,43 @@ def test_a_ray_cluster_without_a_head_group_is_not_grouped() -> None:
     c.add(controller_pod("p", c.owner("rayclusters", "raycluster-gpu", "ray")))
     outcome = c.group()
     assert c.podgroups() == [] and "headGroupSpec" in outcome.skipped[0][1]
+
+
+def test_a_raycluster_v1alpha1_is_read_alike() -> None:
+    """KubeRay's older API version (BEHAVIOR.md §8.2: ray.io v1 and v1alpha1): its pods were skipped with
+    'spec.headGroupSpec: missing', the owner being a kind the store did not serve, known by its reference only."""
+    c = Cluster(RAYCLUSTER.replace("ray.io/v1\n", "ray.io/v1alpha1\n"))
+    rc = c.owner("rayclusters.v1alpha1", "raycluster-gpu", "ray")
+    assert rc["apiVersion"] == "ray.io/v1alpha1"
+    c.add(controller_pod("head", rc, gpus=0, labels=ray_labels("raycluster-gpu", "head", "headgroup")))
+    outcome = c.group()
+    assert outcome.skipped == []
+    assert [sg["name"] for sg in spec(c.podgroup_of("head", "ray"))["subGroups"]] == ["head", "gpu-group", "cpu-group"]
+    assert c.subgroup_of("head", "ray") == "head"
+
+
+@pytest.mark.parametrize("grace", [None, 30], ids=["pod deleted at once", "pod terminating"])
+def test_a_scaled_down_raycluster_has_its_minimum_lowered_before_any_pod_changes(grace: int | None) -> None:
+    """KubeRay scales a worker group down by changing `replicas` and deleting a pod; no remaining pod changes. The
+    PodGroup kept the old minimum, so the running cluster was short of it and evicted as a stale gang after its
+    grace period. An owner's spec change now has one of its pods grouped again (a live one: the terminating pod
+    is passed over, as it is not grouped)."""
+    c = Cluster(RAYCLUSTER)
+    rc = c.owner("rayclusters", "raycluster-gpu", "ray")
+    c.add(controller_pod("head", rc, gpus=0, labels=ray_labels("raycluster-gpu", "head", "headgroup")))
+    c.add(
+        *(controller_pod(f"cpu-{i}", rc, labels=ray_labels("raycluster-gpu", "worker", "cpu-group")) for i in range(3))
+    )
+    c.group()
+    name = c.podgroup_of("head", "ray")["metadata"]["name"]
+    cpu = [sg for sg in spec(c.podgroup_of("head", "ray"))["subGroups"] if sg["name"] == "cpu-group"]
+    assert cpu == [{"name": "cpu-group", "minMember": 3}]
+    groups = rc["spec"]["workerGroupSpecs"]
+    groups[1]["replicas"] = 2
+    c.store.patch("rayclusters", "raycluster-gpu", "ray", {"spec": {"workerGroupSpecs": groups}})
+    c.store.delete("pods", "cpu-2", "ray", grace_period_seconds=grace)
+    assert c.group().updated == [f"ray/{name}"]
+    cpu = [sg for sg in spec(c.podgroup_of("head", "ray"))["subGroups"] if sg["name"] == "cpu-group"]
+    assert cpu == [{"name": "cpu-group", "minMember": 2}]
+    c.store.patch("rayclusters", "raycluster-gpu", "ray", {"status": {"state": "ready"}})
+    assert c.group().updated == []  # a status update is no change of the workload

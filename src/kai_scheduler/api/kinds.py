@@ -65,7 +65,8 @@ RESOURCES: dict[str, Resource] = {
             "mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", False
         ),
         # Workload owners, read unstructured by the podgrouper (BEHAVIOR.md §8.2); their CRDs need not be
-        # installed unless used. MPIJob: "mpijobs" is the MPI Operator's v2beta1, "mpijobs.v1" Kubeflow's v1.
+        # installed unless used. MPIJob: "mpijobs" is the MPI Operator's v2beta1, "mpijobs.v1" Kubeflow's v1; Ray's
+        # v1alpha1 (older KubeRay) beside its v1.
         Resource("jobs", "batch/v1", "Job", True),
         Resource("cronjobs", "batch/v1", "CronJob", True),
         Resource("deployments", "apps/v1", "Deployment", True),
@@ -82,6 +83,9 @@ RESOURCES: dict[str, Resource] = {
         Resource("rayclusters", "ray.io/v1", "RayCluster", True),
         Resource("rayjobs", "ray.io/v1", "RayJob", True),
         Resource("rayservices", "ray.io/v1", "RayService", True),
+        Resource("rayclusters.v1alpha1", "ray.io/v1alpha1", "RayCluster", True),
+        Resource("rayjobs.v1alpha1", "ray.io/v1alpha1", "RayJob", True),
+        Resource("rayservices.v1alpha1", "ray.io/v1alpha1", "RayService", True),
         Resource("jobsets", "jobset.x-k8s.io/v1alpha2", "JobSet", True),
         Resource("leaderworkersets", "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True),
         # Volcano's PodGroup, read by the podgrouper when it migrates Volcano workloads (its minMember and queue).

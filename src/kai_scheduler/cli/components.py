@@ -97,6 +97,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             _run_period,
             _controller_flags,
             _migration_flags,
+            _knative_flag,
             _admission_flag,
             _run_scale_adjuster_flags,
             _dashboard_flag,
@@ -239,6 +240,17 @@ def _grouper_flags(p: Parser) -> None:
         "label key of node pools (the queue of a `project` label is <project>-<pool>)",
     )
     _migration_flags(p)
+    _knative_flag(p)
+
+
+def _knative_flag(p: Parser) -> None:
+    _bool(
+        p,
+        "--knative-gang-schedule",
+        False,
+        "pod grouper: the pods of a Knative Revision as one gang, minMember its autoscaling.knative.dev/min-scale, "
+        "instead of one PodGroup per pod",
+    )
 
 
 def _migration_flags(p: Parser) -> None:
@@ -502,6 +514,7 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         migrate_from=_migrate_from(getattr(args, "migrate_from", None)),
         queue_map=_queue_map(getattr(args, "queue_map", None)),
         create_default_queues=_boolean(args, "create_default_queues", defaults.create_default_queues),
+        knative_gang_schedule=_boolean(args, "knative_gang_schedule", defaults.knative_gang_schedule),
     )
 
 

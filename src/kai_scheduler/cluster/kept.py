@@ -658,13 +658,7 @@ def _rebuild_job(model: Model, skey: str, params: s.SnapshotParams) -> None:
     elif (refused := s.access_problem(pg, model.queues, model.namespace_labels, params)) is not None:
         model.queue_problems[key] = (uid, refused)
     if job.unassigned:
-        names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
-        model.group_problems[key] = s.Problem(
-            "PodGroup",
-            pg.meta.key,
-            "SubGroupDoesNotExist",
-            f"pods name subgroups that the PodGroup does not declare: {names}",
-        )
+        model.group_problems[key] = s.unassigned_problem(pg, job)
 
 
 def _forget(model: Model, skey: str, key: Key, old: JobInfo, *, keep_place: bool) -> None:

@@ -829,15 +829,23 @@ def _add_jobs(
         elif (refused := access_problem(pg, snap.queues, labels, snap.params)) is not None:
             snap.job_problems[job.uid] = [refused]
         if job.unassigned:
-            names = ", ".join(sorted({t.subgroup for t in job.unassigned}))
-            problems.append(
-                Problem(
-                    "PodGroup",
-                    pg.meta.key,
-                    "SubGroupDoesNotExist",
-                    f"pods name subgroups that the PodGroup does not declare: {names}",
-                )
-            )
+            problems.append(unassigned_problem(pg, job))
+
+
+def unassigned_problem(pg: PodGroup, job: JobInfo) -> Problem:
+    """The problem of a job whose pods are in no subgroup: pods naming subgroups the PodGroup does not declare, and
+    pods naming none where the PodGroup has subgroups (their pod grouper did not label them, or the user's pods
+    of a hand-written PodGroup lack the label); neither kind is scheduled."""
+    named = sorted({t.subgroup for t in job.unassigned if t.subgroup})
+    unnamed = sorted(t.name for t in job.unassigned if not t.subgroup)
+    parts = []
+    if named:
+        parts.append(f"pods name subgroups that the PodGroup does not declare: {', '.join(named)}")
+    if unnamed:
+        parts.append(
+            f"pods without a {constants.LABEL_SUBGROUP_NAME} label in a PodGroup with subgroups: {', '.join(unnamed)}"
+        )
+    return Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist", "; ".join(parts))
 
 
 def _job(

@@ -155,6 +155,9 @@ podgrouper:
   replicas: 1
   # --reconcile-period: time between passes over new and changed pods.
   reconcilePeriod: 0.5s
+  # --knative-gang-schedule: the pods of a Knative Revision as one gang (minMember its
+  # autoscaling.knative.dev/min-scale) instead of one PodGroup per pod.
+  knativeGangSchedule: false
   resources:
     requests:
       cpu: 100m

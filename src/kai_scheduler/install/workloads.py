@@ -66,6 +66,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("scheduler-name", "global.schedulerName"),
         ("queue-label-key", "global.queueLabelKey"),
         ("nodepool-label-key", "global.nodePoolLabelKey"),
+        ("knative-gang-schedule", "podgrouper.knativeGangSchedule"),
     ),
     "controllers": (
         ("reconcile-period", "controllers.reconcilePeriod"),

@@ -2,7 +2,8 @@
 
 - name `pg-<owner>-<owner uid>`; the owner's labels and annotations are copied to the PodGroup (but
   kubectl's last-applied-configuration), with `kai.scheduler/top-owner-metadata` naming the top owner;
-- queue: the owner's queue label, else the pod's, else the `project` label (`<project>-<node pool>` when
+- queue: the owner's queue label, else the pod's (a pod labelled for another queue than its owner is a
+  warning), else the `project` label (`<project>-<node pool>` when
   the pod carries the node-pool label), else `default-queue`;
 - priority class: the first of the owner's `priorityClassName` label, the pod's, and `pod.spec.priorityClassName`
   that names an existing PriorityClass, else the kind's default (`train`; written even if no such class exists);
@@ -76,7 +77,7 @@ def podgroup(
     )
     return PodGroup(
         meta=meta,
-        queue=queue(ctx, owner),
+        queue=queue(ctx, owner, warnings),
         min_member=1,
         priority_class_name=priority_class(ctx, owner, priority_labels, warnings),
         preemptibility=preemptibility(ctx, owner, warnings),
@@ -93,8 +94,16 @@ def top_owner_metadata(top: Obj) -> str:
     return json.dumps(fields, separators=(",", ":"))
 
 
-def queue(ctx: Context, owner: Obj) -> str:
+def queue(ctx: Context, owner: Obj, warnings: list[str] | None = None) -> str:
+    """The owner's queue label wins over the pod's (KAI); a pod labelled for another queue than its owner is a
+    warning, since its user most likely meant the pod's."""
     key = ctx.config.queue_label_key
+    mine, pods = owner.labels.get(key), ctx.pod.labels.get(key)
+    if mine and pods and mine != pods and warnings is not None:
+        warnings.append(
+            f"pod label {key}: {pods!r} differs from its {owner.kind} {owner.name}'s {mine!r}; "
+            f"the {owner.kind}'s is used"
+        )
     for labels in (owner.labels, ctx.pod.labels):
         if labels.get(key):
             return labels[key]

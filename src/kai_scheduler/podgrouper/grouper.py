@@ -1,10 +1,11 @@
 """The pod grouper component: pods in, PodGroups and pod annotations out (KAI `podgrouper/pod_controller.go`).
 
 `PodGrouper.reconcile()` handles the pods that changed since the last call (all pods the first time, and
-after a watch fell too far behind), and the live pods whose `pod-group-name` names a PodGroup deleted since (read
+after a watch fell too far behind), the live pods whose `pod-group-name` names a PodGroup deleted since (read
 again: a pending pod whose PodGroup went would otherwise wait with none, and the scheduler would say nothing of
-it, until it changed), in name order. For each pod with the KAI scheduler name that is not
-terminating or finished:
+it, until it changed), and one pod of each PodGroup whose owner changed its spec, labels or annotations (read
+again: the PodGroup follows a scaled workload at once), in name order. For each pod with the KAI scheduler name
+that is not terminating or finished:
 
 1. Skip it when it or any owner is annotated `kai.scheduler/skip-podgrouper: "true"`, or it has no owner and
    its `pod-group-name` names an existing PodGroup (membership the user manages).
@@ -18,10 +19,10 @@ terminating or finished:
    labels) is kept. Then annotate the pod with `pod-group-name` and label it with its subgroup, only when
    they differ.
 
-A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, unless its
-owner could not be read at all (gone, or absent from a `kubectl get … -o yaml` snapshot that `kai schedule` loads)
-and the PodGroup the pod already names exists: that PodGroup then stays, without a word. So are owner
-fields that were ignored. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
+A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, and so are owner
+fields that were ignored. A pod whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml`
+snapshot that `kai schedule` loads) while the PodGroup the pod already names exists is not grouped again: that
+PodGroup stays, without a word. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
 reported the same way (one line naming the object) and the pod is handled again after a backoff
 (`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
@@ -56,6 +57,7 @@ from kai_scheduler.store.retries import Retries
 log = logging.getLogger(__name__)
 
 MAX_OWNER_DEPTH = 16
+_OWNER_CHANGE_TRIES = 3  # pods of a changed owner's PodGroup looked at to find a live one to group again
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # PodGroup spec fields the grouper computes; any other (markUnschedulable, schedulingBackoff) is the user's.
 OWNED_SPEC_FIELDS = frozenset(
@@ -121,6 +123,7 @@ class PodGrouper:
         self._members: dict[tuple[str, str], set[str]] = {}
         self._member_of: dict[str, tuple[str, str]] = {}
         self._gone_groups: list[tuple[str, str]] = []
+        self._changed_owners: set[str] = set()  # uids of owners whose spec, labels or annotations changed
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -129,6 +132,7 @@ class PodGrouper:
         outcome = GroupOutcome()
         pods = self._changed_pods()
         self._orphans(pods)
+        self._owner_changes(pods)
         for key in self.retries.due():
             if key not in pods and key in self._refused:
                 pods[key] = self._refused[key]
@@ -202,7 +206,10 @@ class PodGrouper:
                 self._classes.discard(key)
             else:
                 self._classes.add(key)
-        self._owners.refresh()
+        for owner in self._owners.refresh():
+            uid = (owner.get("metadata") or {}).get("uid")
+            if uid:
+                self._changed_owners.add(uid)
 
     def _changed_pods(self) -> dict[str, JSON]:
         if self._listed:
@@ -277,6 +284,39 @@ class PodGrouper:
                     continue
                 pods[key] = pod
 
+    def _owner_changes(self, pods: dict[str, JSON]) -> None:
+        """Add to `pods` one live pod of each PodGroup owned by an owner that changed since the last call (read
+        unless the pod changed too; one going away is passed over): the PodGroup follows its owner's spec at once.
+        Without this, a RayCluster scaled from 3 workers to 2 kept a minimum of 3 until one of its pods changed,
+        and was evicted as a stale gang first."""
+        changed, self._changed_owners = self._changed_owners, set()
+        if not changed:
+            return
+        for group, obj in sorted(self._groups.items()):
+            refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+            if not any(isinstance(r, dict) and r.get("uid") in changed for r in refs):
+                continue
+            members = sorted(self._members.get(group, ()), key=lambda k: (k not in pods, k))
+            for key in members[:_OWNER_CHANGE_TRIES]:  # those already at hand first
+                pod = pods.get(key)
+                if pod is None:
+                    namespace, _, name = key.rpartition("/")
+                    try:
+                        pod = self.store.get("pods", name, namespace)
+                    except NotFound:
+                        continue
+                    except StoreError as err:
+                        log.warning(
+                            "pod of a changed owner not read; its PodGroup follows when a pod changes",
+                            extra={"pod": key, "podgroup": f"{group[0]}/{group[1]}", "reason": str(err)},
+                        )
+                        break
+                if not self._wants(pod):  # going (a scaled-down pod): it would not be grouped
+                    continue
+                self._written.pop(key, None)  # grouped again even if our own last patch is all that changed it
+                pods[key] = pod
+                break
+
     def _plan(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
         """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing."""
         meta = pod.get("metadata", {})
@@ -289,6 +329,12 @@ class PodGrouper:
             return None
         chain = _chain(pod, reads)
         if any(o.annotations.get(constants.ANNOTATION_SKIP_PODGROUPER) == "true" for o in chain[1:]):
+            return None
+        top = chain[-1]
+        gone = top.partial and (top.api_version, top.kind) in GVK_TO_PLURAL
+        if gone and current and reads.podgroup(namespace, current, exact=True) is not None:
+            # The owner is gone (being deleted, its pods with it) or absent from a loaded snapshot: grouped from its
+            # reference alone, an LWS group or a JobSet lost its subgroups while its pods went.
             return None
         try:
             grouping = hub.group(Context(chain, self.config, reads))

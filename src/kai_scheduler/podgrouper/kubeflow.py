@@ -1,7 +1,8 @@
 """Kubeflow groupers (KAI `plugins/kubeflow`): PyTorchJob, TFJob, XGBoostJob, JAXJob, MPIJob.
 
 All read `spec.<kind>ReplicaSpecs` (`{Master: {replicas, template}, Worker: …}`, replicas default 1):
-minMember = `spec.runPolicy.schedulingPolicy.minAvailable`, else the sum of all replicas.
+minMember = `spec.runPolicy.schedulingPolicy.minAvailable`, else the sum of all replicas. A minimum above the
+sum is kept (the job waits for pods its operator never makes) and said once on the pod (`PodGrouperWarning`).
 
 - PyTorchJob: an elastic job's `spec.elasticPolicy.minReplicas` is the minimum unless `minAvailable` is set.
   SubGroups `master` (the Master replicas) and `worker` (the rest of the minimum); a Worker template annotated
@@ -37,11 +38,7 @@ def pytorch(ctx: Context) -> Grouping:
     top = ctx.top
     grouping = default.group(ctx)
     specs, replicas = _replica_specs(top, field)
-    min_available = read_int(top, "spec.runPolicy.schedulingPolicy.minAvailable")
-    if min_available is None:
-        min_available = read_int(top, "spec.elasticPolicy.minReplicas")
-    if min_available is None:
-        min_available = sum(replicas.values())
+    min_available = _minimum(top, replicas, grouping.warnings, elastic=True)
     masters = replicas.get(MASTER, 0)
     subgroups: list[SubGroup] = []
     if MASTER in specs:
@@ -132,9 +129,30 @@ def _flat(ctx: Context, field: str) -> Grouping:
     top = ctx.top
     grouping = default.group(ctx)
     _, replicas = _replica_specs(top, field)
-    min_available = read_int(top, "spec.runPolicy.schedulingPolicy.minAvailable")
-    grouping.podgroup.min_member = sum(replicas.values()) if min_available is None else min_available
+    grouping.podgroup.min_member = _minimum(top, replicas, grouping.warnings)
     return grouping
+
+
+MIN_AVAILABLE, ELASTIC_MIN = "spec.runPolicy.schedulingPolicy.minAvailable", "spec.elasticPolicy.minReplicas"
+
+
+def _minimum(top: Obj, replicas: dict[str, int], warnings: list[str], *, elastic: bool = False) -> int:
+    """The gang minimum: `minAvailable`, else (PyTorchJob) the elastic `minReplicas`, else all replicas. A
+    minimum above the replicas the job declares is kept, as KAI keeps it, with a warning: the gang cannot start
+    until that many pods exist, which its operator never creates, and the scheduler says nothing of a gang
+    still short of pods."""
+    total = sum(replicas.values())
+    for path in (MIN_AVAILABLE, ELASTIC_MIN) if elastic else (MIN_AVAILABLE,):
+        minimum = read_int(top, path)
+        if minimum is None:
+            continue
+        if minimum > total:
+            warnings.append(
+                f"{top.kind} {top.namespace}/{top.name} {path}: {minimum} is more than the {total} replicas of "
+                "the job; it will not start until that many pods exist"
+            )
+        return minimum
+    return total
 
 
 def _replica_specs(top: Obj, field: str) -> tuple[dict[str, JSON], dict[str, int]]:

@@ -8,7 +8,8 @@ reconcile, applies what the watches delivered.
 An owner the copies lack, or hold under another uid than the reference names, may only be newer than the
 watch (a Job created just before its pods): it is read from the store, and kept until the watch catches up.
 A kind that cannot be listed (its CRD is not installed, or RBAC grants `get` alone) is read by name each
-time, as before.
+time, as before. `refresh()` also says which watched owners changed their spec, labels or annotations, so that
+their PodGroups are computed again without waiting for one of their pods to change.
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ class OwnerCache:
         self._objects: dict[str, dict[tuple[str, str], JSON]] = {}
         self._unwatched: set[str] = set()
 
-    def refresh(self) -> None:
+    def refresh(self) -> list[JSON]:
         """Apply what every started watch delivered since the last refresh (a store error goes to the caller,
-        as the grouper's other watches' do)."""
+        as the grouper's other watches' do); return the owners that changed what a grouping reads of them: their
+        spec, labels or annotations. Status updates, which operators write often, and
+        owners seen for the first time are not changes."""
+        changed: list[JSON] = []
         for plural, feed in self._feeds.items():
-            self._apply(plural, feed.poll())
+            changed += self._apply(plural, feed.poll())
+        return changed
 
     def get(self, plural: str, namespace: str, name: str, uid: str = "") -> JSON | None:
         """The owner `plural` `namespace/name` (None: not found), with `uid` if one is given and it exists."""
@@ -60,17 +65,29 @@ class OwnerCache:
         self._objects[plural] = {}
         self._apply(plural, changes)
 
-    def _apply(self, plural: str, changes: list[tuple[str, JSON | None]]) -> None:
+    def _apply(self, plural: str, changes: list[tuple[str, JSON | None]]) -> list[JSON]:
         objects = self._objects[plural]
+        changed: list[JSON] = []
         for key, obj in changes:
             namespace, _, name = key.rpartition("/")
             if obj is None:
                 objects.pop((namespace, name), None)
-            else:
-                objects[(namespace, name)] = obj
+                continue
+            old = objects.get((namespace, name))
+            if old is not None and _grouped_part(old) != _grouped_part(obj):
+                changed.append(obj)
+            objects[(namespace, name)] = obj
+        return changed
 
     def _read(self, plural: str, namespace: str, name: str) -> JSON | None:
         try:
             return self.store.get(plural, name, namespace)
         except NotFound:
             return None
+
+
+def _grouped_part(obj: JSON) -> tuple[object, ...]:
+    """What of an owner its grouping may read: its uid, spec, labels and annotations (the spec itself, not
+    `metadata.generation`, which the embedded store does not keep for every kind)."""
+    meta = obj.get("metadata") or {}
+    return meta.get("uid"), obj.get("spec"), meta.get("labels"), meta.get("annotations")

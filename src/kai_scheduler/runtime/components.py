@@ -186,6 +186,7 @@ def podgrouper(store: ClusterStore, options: GrouperOptions, clock: Clock) -> Co
         node_pool_label_key=options.node_pool_label_key,
         migrate_from=options.migrate_from,
         queue_map=options.queue_map,
+        knative_gang_schedule=options.knative_gang_schedule,
     )
     grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock)
     return Component(

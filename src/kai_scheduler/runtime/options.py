@@ -67,6 +67,7 @@ class GrouperOptions:
     migrate_from: frozenset[str] = frozenset()  # "volcano", "yunikorn": group their pods (podgrouper/foreign)
     queue_map: Mapping[str, str] = field(default_factory=dict)  # their queue names → ours
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing
+    knative_gang_schedule: bool = False  # the grouper's: a Knative Revision's pods one gang of min-scale pods
 
 
 @dataclass(frozen=True, slots=True)
