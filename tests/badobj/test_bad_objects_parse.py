@@ -54,6 +54,12 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             "want a positive number of MiB",
             id="a gpu-memory annotation past int64 (was OverflowError in its hint)",
         ),
+        pytest.param(
+            _set(b.device_class(), "spec|selectors|0|cel", "abc"),
+            "spec.selectors[0]",
+            "expected a selector with a cel expression",
+            id="a DeviceClass selector whose cel is a string (was AttributeError)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_is_an_object_error(obj: JSON, field: str, words: str) -> None:

@@ -397,9 +397,9 @@ def _selectors_dict(expressions: tuple[str, ...]) -> list[JSON]:
 def _selectors(r: Reader, path: str) -> tuple[str, ...]:
     out = []
     for i, raw in enumerate(r.list(path)):
-        expression = raw.get("cel", {}).get("expression") if isinstance(raw, dict) else None
         if not isinstance(raw, dict) or not isinstance(raw.get("cel"), dict):
             raise r.error(f"{path}[{i}]", f"expected a selector with a cel expression, got {raw!r}")
+        expression = raw["cel"].get("expression")
         if not isinstance(expression, str) or not expression.strip():
             raise r.error(f"{path}[{i}].cel.expression", "missing expression")
         out.append(expression)
