@@ -60,6 +60,12 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             "expected a selector with a cel expression",
             id="a DeviceClass selector whose cel is a string (was AttributeError)",
         ),
+        pytest.param(
+            _set(b.claim("c", allocated=[("p", "d")]), "status|allocation|devices|results", 1),
+            "status.allocation.devices.results",
+            "expected a list of device results",
+            id="a ResourceClaim whose allocation results is a number (was TypeError)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_is_an_object_error(obj: JSON, field: str, words: str) -> None:

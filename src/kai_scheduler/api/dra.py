@@ -200,6 +200,8 @@ class Allocation:
             raise r.error(path, f"expected an allocation, got {raw!r}")
         devices = raw.get("devices") or {}
         results = devices.get("results") if isinstance(devices, dict) else None
+        if results is not None and not isinstance(results, list):
+            raise r.error(f"{path}.devices.results", f"expected a list of device results, got {results!r}")
         out = []
         for i, item in enumerate(results or []):
             where = f"{path}.devices.results[{i}]"
