@@ -66,6 +66,12 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             "expected a list of device results",
             id="a ResourceClaim whose allocation results is a number (was TypeError)",
         ),
+        pytest.param(
+            _set(b.node("n", taints=["a=b:NoSchedule"]), "spec|taints|0|effect", []),
+            "spec.taints[0].effect",
+            "unknown effect []",
+            id="a taint effect that is a list (was TypeError: unhashable)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_is_an_object_error(obj: JSON, field: str, words: str) -> None:

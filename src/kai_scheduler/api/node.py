@@ -40,7 +40,7 @@ class Node:
             if not isinstance(t, dict) or not isinstance(t.get("key"), str):
                 raise r.error(f"spec.taints[{i}].key", "missing taint key")
             effect = t.get("effect", "NoSchedule")
-            if effect not in _TAINT_EFFECTS:
+            if not isinstance(effect, str) or effect not in _TAINT_EFFECTS:
                 raise r.error(f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
             taints.append(Taint(t["key"], str(t.get("value") or ""), effect))
         ready = True
