@@ -72,6 +72,12 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             "unknown effect []",
             id="a taint effect that is a list (was TypeError: unhashable)",
         ),
+        pytest.param(
+            _set(_pod(node_affinity=[b.term(b.expr("k", "In", "v"))]), f"{AFFINITY}|matchExpressions|0|operator", {}),
+            f"{AFFINITY.replace('|', '.').replace('.0', '[0]')}.matchExpressions[0].operator",
+            "unknown operator {}",
+            id="a selector operator that is a mapping (was TypeError: unhashable)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_is_an_object_error(obj: JSON, field: str, words: str) -> None:

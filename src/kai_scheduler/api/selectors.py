@@ -105,7 +105,7 @@ def parse_requirement(raw: Any, kind: str, name: str, path: str, operators: set[
     key, op, values = raw.get("key"), raw.get("operator"), raw.get("values") or []
     if not isinstance(key, str) or not key:
         raise ObjectError(kind, name, f"{path}.key", "missing label key")
-    if op not in operators:
+    if not isinstance(op, str) or op not in operators:
         raise ObjectError(kind, name, f"{path}.operator", f"unknown operator {op!r}; want one of {sorted(operators)}")
     if not isinstance(values, list) or not all(isinstance(v, str | int) for v in values):
         raise ObjectError(kind, name, f"{path}.values", f"expected a list of strings, got {values!r}")
