@@ -78,6 +78,12 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             "unknown operator {}",
             id="a selector operator that is a mapping (was TypeError: unhashable)",
         ),
+        pytest.param(
+            _set(_pod(node_affinity=[b.term(b.expr("k", "In", "v"))]), f"{AFFINITY}|matchFields", 3),
+            f"{AFFINITY.replace('|', '.').replace('.0', '[0]')}.matchFields",
+            "expected a list",
+            id="a node selector term's matchFields that is a number (was TypeError)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_is_an_object_error(obj: JSON, field: str, words: str) -> None:

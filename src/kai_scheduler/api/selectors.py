@@ -145,6 +145,9 @@ def parse_node_selector_terms(raw: Any, kind: str, name: str, path: str) -> tupl
             raise ObjectError(kind, name, f"{path}[{i}]", f"expected a term, got {term!r}")
         exprs = term.get("matchExpressions") or []
         fields = term.get("matchFields") or []
+        for key, value in (("matchExpressions", exprs), ("matchFields", fields)):
+            if not isinstance(value, list):
+                raise ObjectError(kind, name, f"{path}[{i}].{key}", f"expected a list, got {value!r}")
         terms.append(
             NodeSelectorTerm(
                 tuple(
