@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants, quantity, selectors
+from kai_scheduler.api import constants, mig, quantity, selectors
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.selectors import Taint
@@ -48,6 +48,12 @@ class Node:
             if isinstance(cond, dict) and cond.get("type") == "Ready":
                 ready = cond.get("status") == "True"
         allocatable = r.resources("status.allocatable")
+        for name, count in allocatable.items():
+            if mig.is_mig_resource(name) and count > mig.MAX_NODE_INSTANCES:
+                raise r.error(
+                    f"status.allocatable.{name}",
+                    f"{quantity.format_count(count)} MIG instances; a node has at most {mig.MAX_NODE_INSTANCES}",
+                )
         return cls(
             meta=meta,
             allocatable=allocatable,
