@@ -120,6 +120,13 @@ def _index(kind: str, name: str) -> int:
             "2Gi",
             id="a node with 2Gi MIG instances of a profile (was MemoryError: a slot per instance)",
         ),
+        pytest.param(
+            "Node",
+            "gpu-0",
+            ("metadata", "labels", "nvidia.com/gpu.memory"),
+            "-Inf",
+            id="a gpu.memory label of -Inf (was OverflowError in every cycle)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_leaves_the_cycle_going(

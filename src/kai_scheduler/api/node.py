@@ -93,7 +93,9 @@ def _gpu_memory_mib(raw: str | None) -> int | None:
         return None
     try:
         value = int(float(raw))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, NaN, ±Inf: as if unlabelled
+        return None
+    if value < 0:
         return None
     if value >= 1024 * 1024:
         value //= 1024 * 1024
