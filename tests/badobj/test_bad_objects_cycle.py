@@ -127,6 +127,13 @@ def _index(kind: str, name: str) -> int:
             "-Inf",
             id="a gpu.memory label of -Inf (was OverflowError in every cycle)",
         ),
+        pytest.param(
+            "Node",
+            "gpu-0",
+            ("status", "allocatable", "nvidia.com/gpu"),
+            "1e400",
+            id="a GPU count of 1e400 (was OverflowError placing a fraction)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_leaves_the_cycle_going(
