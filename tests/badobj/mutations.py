@@ -143,6 +143,33 @@ def mutations(obj: JSON, values: tuple[Any, ...] = BAD_VALUES) -> list[Mutation]
     return out
 
 
+def typed_mutations(obj: JSON) -> list[Mutation]:
+    """The changes a strictly typed schema lets through (a core kind's): each field set only to bad values of its
+    own JSON type, or removed; and the annotations and labels read, added with bad strings."""
+    out = []
+    for path in paths(obj):
+        current = _at(obj, path)
+        same = [v for v in BAD_VALUES if _json_type(v) == _json_type(current) and not isinstance(v, dict | list)]
+        out.extend(Mutation(path, v) for v in (*same, REMOVE))
+    for where, keys in KEYS.get(obj.get("kind", ""), {}).items():
+        out.extend(Mutation(("metadata", where, key), v) for key in keys for v in BAD_STRINGS)
+    return out
+
+
+def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
+    for key in path:
+        obj = obj[key]
+    return obj
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
 def apply(obj: JSON, mutation: Mutation) -> JSON:
     out = copy.deepcopy(obj)
     node: Any = out
