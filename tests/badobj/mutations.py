@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, crd_manifests
+from tests.api import test_crds
 
 JSON = dict[str, Any]
 REMOVE = object()  # the key removed (or the list item dropped)
@@ -154,6 +155,23 @@ def typed_mutations(obj: JSON) -> list[Mutation]:
     for where, keys in KEYS.get(obj.get("kind", ""), {}).items():
         out.extend(Mutation(("metadata", where, key), v) for key in keys for v in BAD_STRINGS)
     return out
+
+
+CORE_KINDS = frozenset({"Pod", "Node", "Namespace", "PriorityClass", "Job", "Deployment", "ReplicaSet", "StatefulSet"})
+
+
+def server_mutations(obj: JSON) -> list[Mutation]:
+    """The changes an API server would store: for a kind this project ships a CRD of, those its schema admits
+    (`tests/api/test_crds.violations`); for a core kind, `typed_mutations`; for another project's CRD (a
+    Kubeflow, Ray, LeaderWorkerSet or JobSet owner, whose schema varies by version), every change."""
+    kind = obj.get("kind", "")
+    if kind in CORE_KINDS:
+        return typed_mutations(obj)
+    try:
+        schema = crd_manifests.crd_for(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    except KeyError:
+        return mutations(obj)
+    return [mu for mu in mutations(obj) if not test_crds.violations(schema, apply(obj, mu))]
 
 
 def _at(obj: Any, path: tuple[str | int, ...]) -> Any:

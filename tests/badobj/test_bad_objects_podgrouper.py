@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,8 +21,16 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.store.memory import MemoryStore
 from tests.badobj import mutations as m
-from tests.podgrouper import test_batch, test_default, test_grouper, test_jobset, test_kubeflow, test_lws
-from tests.podgrouper import test_notebook, test_ray
+from tests.podgrouper import (
+    test_batch,
+    test_default,
+    test_grouper,
+    test_jobset,
+    test_kubeflow,
+    test_lws,
+    test_notebook,
+    test_ray,
+)
 from tests.podgrouper.helpers import NOW, controller_pod
 
 JSON = dict[str, Any]
@@ -112,7 +121,7 @@ def check(index: int, mutation: m.Mutation) -> None:
 
 
 # Pods are a core kind the API server types strictly; owners' CRDs may hold anything.
-MUTATIONS = [m.typed_mutations(o) if o["kind"] == "Pod" else m.mutations(o) for o in OBJECTS]
+MUTATIONS = [m.server_mutations(o) for o in OBJECTS]
 CHANGES = st.integers(0, len(OBJECTS) - 1).flatmap(lambda i: st.tuples(st.just(i), st.sampled_from(MUTATIONS[i])))
 
 
@@ -126,3 +135,36 @@ def test_every_pod_of_the_fuzzed_owners_is_grouped() -> None:
     groups, skipped, _ = run(OBJECTS)
     assert skipped == []
     assert len(groups) == len(OWNERS)
+
+
+def _index(kind: str) -> int:
+    return next(i for i, o in enumerate(OBJECTS) if o["kind"] == kind)
+
+
+@pytest.mark.parametrize(
+    "index, path, value, told",
+    [
+        pytest.param(
+            _index("PyTorchJob"),
+            ("spec", "pytorchReplicaSpecs", "Worker", "replicas"),
+            1e30,
+            "spec.pytorchReplicaSpecs.Worker.replicas: must be at most 2147483647, got 1e+30",
+            id="replicas past int32 (was a PodGroup the store refused: 'object is not JSON', every retry)",
+        ),
+        pytest.param(
+            _index("Job"),
+            ("metadata", "annotations", constants.ANNOTATION_BATCH_MIN_MEMBER),
+            "9" * 40,
+            "want an integer from 0 to 2147483647, got '999999999999999999999999999999999999...; ignored",
+            id="a batch-min-member annotation past int32 (likewise)",
+        ),
+    ],
+)
+def test_a_bad_count_found_by_fuzzing_is_told_on_the_pod(
+    index: int, path: tuple[str | int, ...], value: Any, told: str
+) -> None:
+    mutation = m.Mutation(path, value)
+    check(index, mutation)
+    _, _, events = run([*OBJECTS[:index], m.apply(OBJECTS[index], mutation), *OBJECTS[index + 1 :]])
+    messages = [e["message"] for e in events if e["reason"] == "PodGrouperWarning"]
+    assert any(told in message for message in messages), messages
