@@ -141,6 +141,10 @@ def _index(kind: str) -> int:
     return next(i for i, o in enumerate(OBJECTS) if o["kind"] == kind)
 
 
+def _segmented() -> int:
+    return next(i for i, o in enumerate(OBJECTS) if o["metadata"]["name"] == "llm-pretrain")
+
+
 @pytest.mark.parametrize(
     "index, path, value, told",
     [
@@ -157,6 +161,20 @@ def _index(kind: str) -> int:
             "9" * 40,
             "want an integer from 0 to 2147483647, got '999999999999999999999999999999999999...; ignored",
             id="a batch-min-member annotation past int32 (likewise)",
+        ),
+        pytest.param(
+            _index("JobSet"),
+            ("spec", "replicatedJobs", 1, "replicas"),
+            2_000_000_000,
+            "spec.replicatedJobs[1].replicas: makes 2000000001 subgroups; a PodGroup has at most 4096",
+            id="a JobSet of 2e9 replicas (was a subgroup per replica: the grouper never returned)",
+        ),
+        pytest.param(
+            _segmented(),
+            ("spec", "pytorchReplicaSpecs", "Worker", "replicas"),
+            2_000_000_000,
+            "Worker replicas (2000000000 in segments of 2): makes 1000000000 subgroups; a PodGroup has at most 4096",
+            id="a segmented PyTorchJob of 2e9 workers (was a subgroup per segment: the grouper never returned)",
         ),
     ],
 )

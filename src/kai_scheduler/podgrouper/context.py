@@ -179,6 +179,15 @@ def _strings(value: Any) -> dict[str, str]:
 
 # Replica counts, sizes and indexes are int32 in Kubernetes (and a PodGroup's minMember with them).
 INT32_MAX = 2**31 - 1
+# Subgroups one PodGroup may get (a leaf per JobSet replica, per segment): a workload past this is a typo of a
+# count (replicas: 2000000000), and its PodGroup would be too large for the API server to store.
+MAX_SUBGROUPS = 4096
+
+
+def check_subgroups(where: str, count: int) -> None:
+    """GroupingError, naming the owner field at `where`, when a workload would get more than MAX_SUBGROUPS."""
+    if count > MAX_SUBGROUPS:
+        raise GroupingError(f"{where}: makes {count} subgroups; a PodGroup has at most {MAX_SUBGROUPS}")
 
 
 def read_int(obj: Obj, path: str, default: int | None = None, *, minimum: int = 0) -> int | None:

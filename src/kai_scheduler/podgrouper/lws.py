@@ -44,7 +44,7 @@ def group(ctx: Context) -> Grouping:
     )
     pg.min_member = None
     if seg is not None:
-        pg.sub_groups = tuple(segments.sub_groups(seg, size, size))
+        pg.sub_groups = tuple(segments.sub_groups(seg, size, size, where=f"{where} spec.leaderWorkerTemplate.size"))
         grouping.subgroup = segments.name("", seg.index(worker_index))
     else:
         pg.sub_groups = (SubGroup(LEADER, min_member=1), SubGroup(WORKERS, min_member=size - 1))
