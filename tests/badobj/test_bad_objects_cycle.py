@@ -140,3 +140,23 @@ def test_a_bad_field_found_by_fuzzing_leaves_the_cycle_going(
     kind: str, name: str, path: tuple[str, ...], value: str
 ) -> None:
     check(_index(kind, name), m.Mutation(path, value))
+
+
+def test_a_pod_on_a_refused_node_is_told_the_nodes_error() -> None:
+    """Found on a real cluster: a node refused for a bad field left the pods running on it told that the node
+    'is not in this node pool', with no word of the node's error."""
+    index = _index("Node", "gpu-1")
+    bad = m.apply(GOOD[index], m.Mutation(("status", "allocatable", "cpu"), "lots"))
+    outcome = run([*GOOD[:index], bad, *GOOD[index + 1 :]])
+    [told] = [e[4] for e in outcome.events if e[1:4] == ("NodeDoesNotExist", "Pod", "run")]
+    assert told == (
+        "pod is on node 'gpu-1', which the scheduler refused: "
+        "Node gpu-1 status.allocatable.cpu: invalid quantity 'lots'"
+    )
+
+
+def test_a_pod_on_a_node_that_is_not_there_is_told_so() -> None:
+    index = _index("Node", "gpu-1")
+    outcome = run([*GOOD[:index], *GOOD[index + 1 :]])
+    [told] = [e[4] for e in outcome.events if e[1:4] == ("NodeDoesNotExist", "Pod", "run")]
+    assert told == "pod is on node 'gpu-1', which is not in this node pool"

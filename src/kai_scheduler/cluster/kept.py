@@ -476,12 +476,7 @@ def _enter(
         node = model.node_by_name.get(placement.node)
         if node is None:
             if ours and s.pod_in_pool(pod, params):
-                e.problem = s.Problem(
-                    "Pod",
-                    skey,
-                    "NodeDoesNotExist",
-                    f"pod is on node {placement.node!r}, which is not in this node pool",
-                )
+                e.problem = s.missing_node(skey, placement.node)
             return e
         if placement.gpu_groups:
             info.memory_portion = e.portion = (

@@ -63,6 +63,15 @@ class Problem:
     reason: str
     message: str
     pod_group: str = ""  # a bad pod's pod-group-name annotation: its PodGroup is told why the pod is missing
+    node: str = ""  # a NodeDoesNotExist problem's node: when the node was refused, the pod is told why
+
+
+def missing_node(key: str, node: str) -> Problem:
+    """A pod of ours on a node this snapshot does not have (gone, or of another pool; `_report_bad_pods` says
+    so when the node is there but refused)."""
+    return Problem(
+        "Pod", key, "NodeDoesNotExist", f"pod is on node {node!r}, which is not in this node pool", node=node
+    )
 
 
 @dataclass(slots=True)
@@ -735,14 +744,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
             node = snap.node_by_name.get(placement.node)
             if node is None:
                 if ours and pod_in_pool(pod, snap.params):
-                    problems.append(
-                        Problem(
-                            "Pod",
-                            pod.meta.key,
-                            "NodeDoesNotExist",
-                            f"pod is on node {placement.node!r}, which is not in this node pool",
-                        )
-                    )
+                    problems.append(missing_node(pod.meta.key, placement.node))
                 continue
             if placement.gpu_groups:
                 info.memory_portion = gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
@@ -760,7 +762,16 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
 
 def _report_bad_pods(snap: Snapshot, problems: list[Problem]) -> None:
     """A pod that failed to parse (e.g. gpu-fraction "1.5") is missing from its PodGroup: the job is held with
-    the pod's error as its reason (`PodSchedulingErrors`), instead of silently waiting short of a pod."""
+    the pod's error as its reason (`PodSchedulingErrors`), instead of silently waiting short of a pod. A pod on
+    a node that failed to parse is told the node's error rather than that the node is not there."""
+    refused = {p.key: p.message for p in problems if p.kind == "Node"}
+    if refused:
+        snap.problems = [
+            dataclasses.replace(p, message=f"pod is on node {p.node!r}, which the scheduler refused: {refused[p.node]}")
+            if p.reason == "NodeDoesNotExist" and p.node in refused
+            else p
+            for p in snap.problems
+        ]
     bad: dict[str, list[Problem]] = {}
     for p in problems:
         if p.kind == "Pod" and p.pod_group:
