@@ -16,6 +16,7 @@ from kai_scheduler.admission.operator import parse_shard
 from kai_scheduler.api import kaiconfig
 from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.operator import render
+from kai_scheduler.scheduler.scheduler import load_config
 from tests.badobj import mutations as m
 
 JSON = dict[str, Any]
@@ -103,3 +104,33 @@ def test_a_config_count_past_int32_is_refused_naming_the_field() -> None:
     bad = m.apply(CONFIG, m.Mutation(("spec", "binder", "replicas"), 10**30))
     with pytest.raises(ObjectError, match=r"^Config kai-config spec.binder.replicas: expected an integer of at most"):
         kaiconfig.Config.from_dict(bad)
+
+
+SCHEDULER_CONFIG: JSON = yaml.safe_load("""
+actions: "allocate, consolidation, reclaim, preempt, stalegangeviction"
+tiers:
+- plugins:
+  - name: predicates
+  - name: proportion
+    arguments: {kValue: "1.5"}
+  - name: priority
+  - name: nodeplacement
+    arguments: {gpu: binpack, cpu: spread}
+  - name: minruntime
+    arguments: {defaultPreemptMinRuntime: 10m, defaultReclaimMinRuntime: 5m}
+  - name: topology
+queueDepthPerAction: {allocate: 25}
+usageDBConfig: {clientType: prometheus, connectionString: "http://p:9090", usageParams: {windowSize: 1h}}
+scenarioSearchBudgets: {maxJobSearchDuration: 1m}
+""")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(m.mutations(SCHEDULER_CONFIG, m.BAD_VALUES + m.YAML_ONLY)))
+def test_a_scheduler_config_with_one_bad_field_is_one_line_or_loaded(mutation: m.Mutation) -> None:
+    """The scheduler's ConfigMap (`config.yaml`, also `kai schedule --config`): refused at load in one line
+    (a reload keeps the running configuration, docs/components.md), never anything else."""
+    try:
+        load_config(m.apply(SCHEDULER_CONFIG, mutation))
+    except UserError as err:
+        assert "\n" not in str(err), str(err)
