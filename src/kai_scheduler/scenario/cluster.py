@@ -262,7 +262,9 @@ def _queue_resources(e: Entry) -> JSON:
                 unlimited = "" if key == "overQuotaWeight" else " (or -1 for unlimited)"
                 message = f"negative quantity {written.data[key]!r}; want at least 0{unlimited}"
                 raise written.error(key, message)
-            values[key] = int(value) if value.is_integer() else value
+            # Whole numbers as integers, as a user writes them; one past int64 (1e30) stays a float: JSON (and
+            # the API server) holds no larger integer.
+            values[key] = int(value) if value.is_integer() and abs(value) < 2**63 else value
         out[name] = values
     return out
 
