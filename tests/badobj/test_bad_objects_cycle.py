@@ -160,3 +160,18 @@ def test_a_pod_on_a_node_that_is_not_there_is_told_so() -> None:
     outcome = run([*GOOD[:index], *GOOD[index + 1 :]])
     [told] = [e[4] for e in outcome.events if e[1:4] == ("NodeDoesNotExist", "Pod", "run")]
     assert told == "pod is on node 'gpu-1', which is not in this node pool"
+
+
+def test_a_job_in_a_refused_queue_is_told_the_queues_error() -> None:
+    """Found writing the docs: a job whose queue was refused for a bad field was told the queue 'does not exist'."""
+    index = _index("Queue", "other")
+    bad = m.apply(GOOD[index], m.Mutation(("spec", "priority"), "abc"))
+    outcome = run([*GOOD[:index], bad, *GOOD[index + 1 :]])
+    podgroup = outcome.store.get("podgroups", "tree", b.NAMESPACE)
+    [condition] = podgroup["status"]["schedulingConditions"]
+    assert condition["reasons"] == [
+        {
+            "reason": "QueueDoesNotExist",
+            "message": "queue 'other' is invalid: Queue other spec.priority: expected an integer, got 'abc'",
+        }
+    ]

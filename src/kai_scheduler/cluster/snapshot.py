@@ -410,7 +410,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     )
     pods_by_group = _add_pods(snap, objects.pods, problems)
     labels = namespace_labels(objects, params)
-    notes = QueueNotes(left_out, objects.other_pool_queues)
+    notes = QueueNotes(left_out, objects.other_pool_queues, refused_queues(objects.problems))
     _add_jobs(
         snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), labels, notes
     )
@@ -426,9 +426,19 @@ class QueueNotes:
 
     left_out: Mapping[str, str] = field(default_factory=dict)
     other_pools: Mapping[str, str] = field(default_factory=dict)
+    invalid: Mapping[str, str] = field(default_factory=dict)  # name → the parse error of a queue the cache refused
 
     def signature(self) -> tuple[object, ...]:
-        return (tuple(sorted(self.left_out.items())), tuple(sorted(self.other_pools.items())))
+        return (
+            tuple(sorted(self.left_out.items())),
+            tuple(sorted(self.other_pools.items())),
+            tuple(sorted(self.invalid.items())),
+        )
+
+
+def refused_queues(problems: Iterable[Problem]) -> dict[str, str]:
+    """The queues that failed to parse (name → their error), for the jobs that name them."""
+    return {p.key: p.message for p in problems if p.kind == "Queue" and p.reason == "InvalidObject"}
 
 
 def queue_problem(
@@ -442,6 +452,8 @@ def queue_problem(
         return None
     if queue is not None:
         why = "is not a leaf queue"
+    elif pg.queue in notes.invalid:
+        why = f"is invalid: {notes.invalid[pg.queue]}"
     elif pg.queue in notes.left_out:
         why = f"is left out of the queue tree: {notes.left_out[pg.queue]}"
     elif pg.queue in notes.other_pools:
