@@ -53,9 +53,25 @@ def test_a_scenario_with_one_bad_field_runs_or_is_one_line(mutation: m.Mutation,
             1e30,
             id="a queue limit of 1e30 (was exit 70: an integer past int64 the store refused)",
         ),
+        pytest.param(
+            ("nodes", 0, "count"),
+            1e30,
+            id="a node count of 1e30 (was a name per node: the memory ran out)",
+        ),
+        pytest.param(
+            ("nodes", 0, "count"),
+            10**30,
+            id="a node count past int64 (likewise)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_runs_or_is_one_line(
     path: tuple[str | int, ...], value: Any, tmp_path: Path
 ) -> None:
     check(m.Mutation(path, value), tmp_path / "scenario.yaml")
+
+
+def test_a_count_too_large_is_one_line_naming_it(tmp_path: Path) -> None:
+    code, err = schedule(m.apply(QUICKSTART, m.Mutation(("nodes", 0, "count"), 1e30)), tmp_path / "s.yaml")
+    assert code == 2
+    assert err.strip().endswith("node gpu-node count: must be at most 100000, got 1e+30"), err

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, priorityclass
 from kai_scheduler.scenario import dra, meta, mig
-from kai_scheduler.scenario.entry import Entry
+from kai_scheduler.scenario.entry import MAX_OBJECTS, Entry
 from kai_scheduler.scenario.model import JSON
 
 NODE_FIELDS = (
@@ -139,7 +139,7 @@ def nodes(top: Entry, cluster: Cluster, now: float) -> list[meta.Built]:
     out = []
     for e in top.named_items("nodes", "node"):
         e.check_keys(NODE_FIELDS)
-        count = e.integer("count", minimum=0)
+        count = e.integer("count", minimum=0, maximum=MAX_OBJECTS)
         names = [e.name] if count is None else [f"{e.name}-{i}" for i in range(count)]
         resources, derived = _node_resources(e)
         for name in names:
@@ -157,7 +157,7 @@ def nodes(top: Entry, cluster: Cluster, now: float) -> list[meta.Built]:
 
 def _node_resources(e: Entry) -> tuple[dict[str, str], dict[str, str]]:
     """The node's allocatable resources and the GPU labels derived from them."""
-    gpus = e.integer("gpus", 0, minimum=0) or 0
+    gpus = e.integer("gpus", 0, minimum=0, maximum=MAX_OBJECTS) or 0
     gpu_memory = e.integer("gpuMemory", minimum=0)
     resources = {
         constants.RESOURCE_CPU: e.quantity("cpu", DEFAULT_NODE_CPU) or DEFAULT_NODE_CPU,

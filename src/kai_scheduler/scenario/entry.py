@@ -16,6 +16,11 @@ from kai_scheduler.api import duration, quantity
 from kai_scheduler.api.errors import ObjectError, did_you_mean
 from kai_scheduler.scenario.source import Lines, located
 
+INT32_MAX = 2**31 - 1  # Kubernetes' integers (replicas, minMember, priorities) are int32
+# Objects one count in a file may make (nodes, pods of a job, devices): a typo (count: 1e30) is told, not run
+# until the memory is gone.
+MAX_OBJECTS = 100_000
+
 
 @dataclass(frozen=True, slots=True)
 class Where:
@@ -153,7 +158,11 @@ class Entry:
             raise self.error(key, f"must be at least {minimum:g}, got {value!r}")
         return number
 
-    def integer(self, key: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+    def integer(
+        self, key: str, default: int | None = None, *, minimum: int | None = None, maximum: int = INT32_MAX
+    ) -> int | None:
+        """An integer (a whole float is one) from `minimum` to `maximum`: int32 unless the caller says less (a
+        count of objects to make: MAX_OBJECTS)."""
         value = self.data.get(key)
         if value is None:
             return default
@@ -163,6 +172,8 @@ class Entry:
             raise self.error(key, f"expected an integer, got {value!r}")
         if minimum is not None and value < minimum:
             raise self.error(key, f"must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise self.error(key, f"must be at most {maximum}, got {value:g}")
         return value
 
     def quantity(self, key: str, default: str | None = None) -> str | None:
