@@ -63,6 +63,21 @@ def test_a_scenario_with_one_bad_field_runs_or_is_one_line(mutation: m.Mutation,
             10**30,
             id="a node count past int64 (likewise)",
         ),
+        pytest.param(
+            ("jobs", 0, "minMember"),
+            1e30,
+            id="a minMember of 1e30 (was exit 70: an integer past int64 the store refused)",
+        ),
+        pytest.param(
+            ("jobs", 0, "createdAt"),
+            "9" * 40,
+            id="a job created 1e39 minutes ago (was exit 70: OverflowError, timestamp out of range)",
+        ),
+        pytest.param(
+            ("queues", 0, "createdAt"),
+            10**400,
+            id="a queue created at an integer no float holds (was exit 70: OverflowError)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_runs_or_is_one_line(

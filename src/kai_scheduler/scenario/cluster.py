@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, priorityclass
 from kai_scheduler.scenario import dra, meta, mig
-from kai_scheduler.scenario.entry import MAX_OBJECTS, Entry
+from kai_scheduler.scenario.entry import MAX_OBJECTS, MAX_QUEUE_CREATED_SECONDS, Entry
 from kai_scheduler.scenario.model import JSON
 
 NODE_FIELDS = (
@@ -233,7 +233,7 @@ def _queue(e: Entry, now: float) -> JSON:
             raise e.error("allowedNamespaces", f"item {i}: expected a namespace name, got {name!r}")
     if allowed:
         spec["allowedNamespaces"] = list(allowed)
-    created_at = e.number("createdAt", 0.0, minimum=0) or 0.0
+    created_at = e.number("createdAt", 0.0, minimum=0, maximum=MAX_QUEUE_CREATED_SECONDS) or 0.0
     return {
         "apiVersion": constants.QUEUE_API_VERSION,
         "kind": "Queue",

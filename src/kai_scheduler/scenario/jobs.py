@@ -14,7 +14,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.scenario import dra, meta
 from kai_scheduler.scenario.cluster import Cluster
-from kai_scheduler.scenario.entry import MAX_OBJECTS, Entry
+from kai_scheduler.scenario.entry import MAX_JOB_AGE_MINUTES, MAX_OBJECTS, Entry
 from kai_scheduler.scenario.model import JSON, JobMeta
 from kai_scheduler.scenario.tasks import TASK_FIELDS, TEMPLATE_FIELDS, JobFacts, TaskSpec, read_task, render
 
@@ -151,7 +151,7 @@ def _facts(e: Entry, cluster: Cluster, name: str, namespace: str, now: float) ->
     owner = None
     if owner_entry is not None:
         owner = meta.owner_reference(owner_entry.required_text("kind"), owner_entry.text("apiVersion"), namespace, name)
-    created = now - 60.0 * (e.number("createdAt", 0.0, minimum=0) or 0.0)
+    created = now - 60.0 * (e.number("createdAt", 0.0, minimum=0, maximum=MAX_JOB_AGE_MINUTES) or 0.0)
     sub_groups = frozenset(sg.required_text("name") for sg in e.items("subGroups"))
     return JobFacts(
         name,
