@@ -100,7 +100,7 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             _set(b.node("n"), "status|allocatable|cpu", "1e400"),
             "status.allocatable.cpu",
             "quantity '1e400' is too large",
-            id="a CPU quantity past int64 (was OverflowError)",
+            id="a CPU quantity of 1e400 (was OverflowError)",
         ),
         pytest.param(
             _set(b.node("n"), "status|allocatable|memory", "9" * 40),
@@ -118,7 +118,7 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             _set(_pod(), "metadata|annotations|gpu-memory", "1e400"),
             "metadata.annotations.gpu-memory",
             "want a positive number of MiB",
-            id="a gpu-memory annotation past int64 (was OverflowError in its hint)",
+            id="a gpu-memory annotation of 1e400 (was OverflowError in its hint)",
         ),
         pytest.param(
             _set(b.device_class(), "spec|selectors|0|cel", "abc"),

@@ -61,17 +61,17 @@ class QuantityError(UserError):
     """A string that is not a Kubernetes quantity."""
 
 
-# Kubernetes keeps a quantity's value in an int64: anything larger (say "1e400") is no amount of anything, and
-# converting it to a float would be infinite.
-LIMIT = Decimal(2**63)
+# Past this a quantity is no amount of anything (a typo: "1e400", 40 digits), and converting it to a float could be
+# infinite; far above any resource (and the "9Ei" a user may write), far below a float's range.
+LIMIT = Decimal("1e30")
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
     """Return the exact value of a Kubernetes quantity; raise QuantityError if it is not one, or is larger in
-    magnitude than an int64 holds."""
+    magnitude than LIMIT."""
     amount = _parse(value)
     if abs(amount) > LIMIT:
-        raise QuantityError(f"quantity {_short(value)} is too large (at most 2^63)")
+        raise QuantityError(f"quantity {_short(value)} is too large (at most 1e30)")
     return amount
 
 
@@ -105,7 +105,7 @@ def _parse(value: str | int | float) -> Decimal:
         return base * _DECIMAL[suffix]
     exponent = int(suffix[1:])
     if exponent > 100:  # far past LIMIT whatever the digits (and past what Decimal scales without overflow)
-        raise QuantityError(f"quantity {_short(value)} is too large (at most 2^63)")
+        raise QuantityError(f"quantity {_short(value)} is too large (at most 1e30)")
     return base.scaleb(max(exponent, -100))  # below 1e-100 every unit rounds the same (and Decimal underflows)
 
 
