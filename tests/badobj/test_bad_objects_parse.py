@@ -150,6 +150,24 @@ AFFINITY = "spec|affinity|nodeAffinity|requiredDuringSchedulingIgnoredDuringExec
             "expected a list",
             id="a node selector term's matchFields that is a number (was TypeError)",
         ),
+        pytest.param(
+            _set(_pod(), "spec", "1e400"),
+            "spec",
+            "expected a mapping, got '1e400'",
+            id="a pod whose spec is a string (was read as an empty spec: AttributeError in kai schedule's grouper)",
+        ),
+        pytest.param(
+            _set(b.queue("q"), "spec", -1),
+            "spec",
+            "expected a mapping, got -1",
+            id="a queue whose spec is a number (likewise)",
+        ),
+        pytest.param(
+            _set(_pod(), "status", ["a"]),
+            "status",
+            "expected a mapping, got ['a']",
+            id="a pod whose status is a list (likewise)",
+        ),
     ],
 )
 def test_a_bad_field_found_by_fuzzing_is_an_object_error(obj: JSON, field: str, words: str) -> None:
