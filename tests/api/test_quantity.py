@@ -153,3 +153,11 @@ def test_every_suggested_spelling_is_a_quantity(written: str) -> None:
     if hint:
         for proposal in hint.removeprefix(" (did you mean ").removesuffix("?)").split(" or "):
             parse_quantity(proposal)
+
+
+def test_a_quantity_past_1e30_is_refused_and_9ei_is_not() -> None:
+    """9Ei (past int64) is a quantity Kubernetes reads; 1e400 and 40 digits are typos that were OverflowErrors."""
+    assert parse_quantity("9Ei") == 9 * 2**60
+    for text in ("1e400", "9" * 40, "1e31"):
+        with pytest.raises(QuantityError, match="is too large"):
+            parse_quantity(text)

@@ -776,3 +776,15 @@ def test_one_merge_serves_both_patch_kinds(strategic: bool, want: JSON) -> None:
     merged = strategic_merge_patch(CONDITIONS, patch) if strategic else merge_patch(CONDITIONS, patch)
     assert merged["status"]["conditions"] == want
     assert CONDITIONS["status"]["conditions"][0]["status"] == "False"  # the target is never mutated
+
+
+@pytest.mark.parametrize("selector", ["role=worker", "role", "!role", "role notin (worker)"])
+def test_an_object_whose_labels_are_not_a_mapping_matches_as_unlabelled(memory: MemoryStore, selector: str) -> None:
+    """Found by tests/badobj: a pod of a file with `labels: abc` made every selector list raise AttributeError."""
+    memory.create(pod("odd"))
+    memory.patch("pods", "odd", "team-a", {"metadata": {"labels": "abc"}})
+    memory.create(pod("w", labels={"role": "worker"}))
+    unlabelled = label_index.parse_selector(selector)
+    assert unlabelled is not None
+    want = ["odd"] * unlabelled.matches({}) + ["w"] * unlabelled.matches({"role": "worker"})
+    assert [o["metadata"]["name"] for o in memory.list("pods", None, selector)[0]] == want

@@ -200,6 +200,8 @@ class Allocation:
             raise r.error(path, f"expected an allocation, got {raw!r}")
         devices = raw.get("devices") or {}
         results = devices.get("results") if isinstance(devices, dict) else None
+        if results is not None and not isinstance(results, list):
+            raise r.error(f"{path}.devices.results", f"expected a list of device results, got {results!r}")
         out = []
         for i, item in enumerate(results or []):
             where = f"{path}.devices.results[{i}]"
@@ -397,9 +399,9 @@ def _selectors_dict(expressions: tuple[str, ...]) -> list[JSON]:
 def _selectors(r: Reader, path: str) -> tuple[str, ...]:
     out = []
     for i, raw in enumerate(r.list(path)):
-        expression = raw.get("cel", {}).get("expression") if isinstance(raw, dict) else None
         if not isinstance(raw, dict) or not isinstance(raw.get("cel"), dict):
             raise r.error(f"{path}[{i}]", f"expected a selector with a cel expression, got {raw!r}")
+        expression = raw["cel"].get("expression")
         if not isinstance(expression, str) or not expression.strip():
             raise r.error(f"{path}[{i}].cel.expression", "missing expression")
         out.append(expression)

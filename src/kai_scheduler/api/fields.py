@@ -38,6 +38,10 @@ class Reader:
             raise ObjectError(kind, "?", "", f"expected an object, got {type(data).__name__}")
         self.data = data
         self.kind = kind
+        for section in _SECTIONS:  # a spec of "abc" is no empty spec (a file may hold it; the API server not)
+            value = data.get(section)
+            if value is not None and type(value) is not dict and not isinstance(value, Mapping):
+                raise self.error(section, f"expected a mapping, got {_short(value)}")
 
     @property
     def name(self) -> builtins.str:
@@ -160,6 +164,14 @@ class Reader:
     def resources(self, path: builtins.str) -> builtins.dict[builtins.str, builtins.float]:
         """A ResourceList: cpu in millicores, memory in bytes, everything else in units."""
         return {name: self.quantity(f"{path}.{name}", value) for name, value in self.map(path).items()}
+
+
+_SECTIONS = ("metadata", "spec", "status")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 @functools.lru_cache(maxsize=1024)

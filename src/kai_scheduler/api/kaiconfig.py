@@ -116,6 +116,10 @@ def _known_under(prefix: str) -> list[str]:
     return sorted(names)
 
 
+# Replica counts and concurrencies become int32 fields and flags of the rendered Deployments.
+INT32_MAX = 2**31 - 1
+
+
 def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
     if kind == "bool":
         if not isinstance(value, bool):
@@ -125,6 +129,8 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
         least = 0 if kind == "count" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise r.error(path, f"expected an integer of at least {least}, got {value!r}")
+        if value > INT32_MAX:
+            raise r.error(path, f"expected an integer of at most {INT32_MAX}, got {value}")
         return value
     if not isinstance(value, str) or not value:
         raise r.error(path, f"expected a non-empty string, got {value!r}")

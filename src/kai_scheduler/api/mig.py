@@ -47,6 +47,11 @@ def parse_profile(name: str) -> Profile | None:
     return Profile(name, int(m["slices"]), int(m["gb"]))
 
 
+# MIG instances of one profile a node may list: the scheduler tracks each instance (an A100 or H100 has at most 7,
+# a node at most a few dozen GPUs), so a count past this is a broken node object, not a large node.
+MAX_NODE_INSTANCES: Final = 4096
+
+
 def is_mig_resource(resource: str) -> bool:
     return resource.startswith(RESOURCE_PREFIX)
 

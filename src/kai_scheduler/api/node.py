@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants, quantity, selectors
+from kai_scheduler.api import constants, mig, quantity, selectors
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.selectors import Taint
@@ -40,7 +40,7 @@ class Node:
             if not isinstance(t, dict) or not isinstance(t.get("key"), str):
                 raise r.error(f"spec.taints[{i}].key", "missing taint key")
             effect = t.get("effect", "NoSchedule")
-            if effect not in _TAINT_EFFECTS:
+            if not isinstance(effect, str) or effect not in _TAINT_EFFECTS:
                 raise r.error(f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
             taints.append(Taint(t["key"], str(t.get("value") or ""), effect))
         ready = True
@@ -48,6 +48,12 @@ class Node:
             if isinstance(cond, dict) and cond.get("type") == "Ready":
                 ready = cond.get("status") == "True"
         allocatable = r.resources("status.allocatable")
+        for name, count in allocatable.items():
+            if mig.is_mig_resource(name) and count > mig.MAX_NODE_INSTANCES:
+                raise r.error(
+                    f"status.allocatable.{name}",
+                    f"{quantity.format_count(count)} MIG instances; a node has at most {mig.MAX_NODE_INSTANCES}",
+                )
         return cls(
             meta=meta,
             allocatable=allocatable,
@@ -87,7 +93,9 @@ def _gpu_memory_mib(raw: str | None) -> int | None:
         return None
     try:
         value = int(float(raw))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, NaN, ±Inf: as if unlabelled
+        return None
+    if value < 0:
         return None
     if value >= 1024 * 1024:
         value //= 1024 * 1024

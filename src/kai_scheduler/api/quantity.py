@@ -61,8 +61,26 @@ class QuantityError(UserError):
     """A string that is not a Kubernetes quantity."""
 
 
+# Past this a quantity is no amount of anything (a typo: "1e400", 40 digits), and converting it to a float could be
+# infinite; far above any resource (and the "9Ei" a user may write), far below a float's range.
+LIMIT = Decimal("1e30")
+
+
 def parse_quantity(value: str | int | float) -> Decimal:
-    """Return the exact value of a Kubernetes quantity; raise QuantityError if it is not one."""
+    """Return the exact value of a Kubernetes quantity; raise QuantityError if it is not one, or is larger in
+    magnitude than LIMIT."""
+    amount = _parse(value)
+    if abs(amount) > LIMIT:
+        raise QuantityError(f"quantity {_short(value)} is too large (at most 1e30)")
+    return amount
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _parse(value: str | int | float) -> Decimal:
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}")
     if isinstance(value, int):
@@ -85,7 +103,10 @@ def parse_quantity(value: str | int | float) -> Decimal:
         return base * _BINARY[suffix]
     if suffix in _DECIMAL:
         return base * _DECIMAL[suffix]
-    return base.scaleb(int(suffix[1:]))
+    exponent = int(suffix[1:])
+    if exponent > 100:  # far past LIMIT whatever the digits (and past what Decimal scales without overflow)
+        raise QuantityError(f"quantity {_short(value)} is too large (at most 1e30)")
+    return base.scaleb(max(exponent, -100))  # below 1e-100 every unit rounds the same (and Decimal underflows)
 
 
 def to_millicores(value: str | int | float) -> int:

@@ -105,7 +105,7 @@ def parse_requirement(raw: Any, kind: str, name: str, path: str, operators: set[
     key, op, values = raw.get("key"), raw.get("operator"), raw.get("values") or []
     if not isinstance(key, str) or not key:
         raise ObjectError(kind, name, f"{path}.key", "missing label key")
-    if op not in operators:
+    if not isinstance(op, str) or op not in operators:
         raise ObjectError(kind, name, f"{path}.operator", f"unknown operator {op!r}; want one of {sorted(operators)}")
     if not isinstance(values, list) or not all(isinstance(v, str | int) for v in values):
         raise ObjectError(kind, name, f"{path}.values", f"expected a list of strings, got {values!r}")
@@ -145,6 +145,9 @@ def parse_node_selector_terms(raw: Any, kind: str, name: str, path: str) -> tupl
             raise ObjectError(kind, name, f"{path}[{i}]", f"expected a term, got {term!r}")
         exprs = term.get("matchExpressions") or []
         fields = term.get("matchFields") or []
+        for key, value in (("matchExpressions", exprs), ("matchFields", fields)):
+            if not isinstance(value, list):
+                raise ObjectError(kind, name, f"{path}[{i}].{key}", f"expected a list, got {value!r}")
         terms.append(
             NodeSelectorTerm(
                 tuple(

@@ -148,7 +148,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     queue_problems: list[s.Problem] = []
     left_out: dict[str, str] = {}
     queues = s._queue_tree(objects.queues, queue_problems, left_out)
-    notes = s.QueueNotes(left_out, objects.other_pool_queues)
+    notes = s.QueueNotes(left_out, objects.other_pool_queues, s.refused_queues(objects.problems))
     labels = s.namespace_labels(objects, params)
     signature = (
         dataclasses.replace(params, now=0.0),
@@ -476,12 +476,7 @@ def _enter(
         node = model.node_by_name.get(placement.node)
         if node is None:
             if ours and s.pod_in_pool(pod, params):
-                e.problem = s.Problem(
-                    "Pod",
-                    skey,
-                    "NodeDoesNotExist",
-                    s.node_missing(placement.node),
-                )
+                e.problem = s.missing_node(skey, placement.node)
             return e
         if placement.gpu_groups:
             info.memory_portion = e.portion = (

@@ -63,6 +63,20 @@ class Problem:
     reason: str
     message: str
     pod_group: str = ""  # a bad pod's pod-group-name annotation: its PodGroup is told why the pod is missing
+    node: str = ""  # a NodeDoesNotExist problem's node: when the node was refused, the pod is told why
+
+
+def missing_node(key: str, node: str) -> Problem:
+    """A pod of ours on a node this snapshot does not have: the node was deleted (its pods remain until the pod
+    garbage collector removes them), or it is in another node pool (`_report_bad_pods` says so when the node is
+    there but refused)."""
+    return Problem(
+        "Pod",
+        key,
+        "NodeDoesNotExist",
+        f"pod is on node {node!r}, which does not exist or is not in this node pool",
+        node=node,
+    )
 
 
 @dataclass(slots=True)
@@ -401,7 +415,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     )
     pods_by_group = _add_pods(snap, objects.pods, problems)
     labels = namespace_labels(objects, params)
-    notes = QueueNotes(left_out, objects.other_pool_queues)
+    notes = QueueNotes(left_out, objects.other_pool_queues, refused_queues(objects.problems))
     _add_jobs(
         snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), labels, notes
     )
@@ -417,9 +431,19 @@ class QueueNotes:
 
     left_out: Mapping[str, str] = field(default_factory=dict)
     other_pools: Mapping[str, str] = field(default_factory=dict)
+    invalid: Mapping[str, str] = field(default_factory=dict)  # name → the parse error of a queue the cache refused
 
     def signature(self) -> tuple[object, ...]:
-        return (tuple(sorted(self.left_out.items())), tuple(sorted(self.other_pools.items())))
+        return (
+            tuple(sorted(self.left_out.items())),
+            tuple(sorted(self.other_pools.items())),
+            tuple(sorted(self.invalid.items())),
+        )
+
+
+def refused_queues(problems: Iterable[Problem]) -> dict[str, str]:
+    """The queues that failed to parse (name → their error), for the jobs that name them."""
+    return {p.key: p.message for p in problems if p.kind == "Queue" and p.reason == "InvalidObject"}
 
 
 def queue_problem(
@@ -433,6 +457,8 @@ def queue_problem(
         return None
     if queue is not None:
         why = "is not a leaf queue"
+    elif pg.queue in notes.invalid:
+        why = f"is invalid: {notes.invalid[pg.queue]}"
     elif pg.queue in notes.left_out:
         why = f"is left out of the queue tree: {notes.left_out[pg.queue]}"
     elif pg.queue in notes.other_pools:
@@ -504,12 +530,6 @@ def pool_objects(objects: ClusterObjects, params: SnapshotParams) -> ClusterObje
     return dataclasses.replace(
         objects, queues=queues, podgroups=podgroups, bind_requests=brs, marks=marks, other_pool_queues=others
     )
-
-
-def node_missing(node: str) -> str:
-    """Why a pod of ours on `node` is a problem when the snapshot has no such node: it was deleted (its pods
-    remain until the pod garbage collector removes them), or it is in another node pool."""
-    return f"pod is on node {node!r}, which does not exist or is not in this node pool"
 
 
 def pod_in_pool(pod: Pod, params: SnapshotParams) -> bool:
@@ -741,14 +761,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
             node = snap.node_by_name.get(placement.node)
             if node is None:
                 if ours and pod_in_pool(pod, snap.params):
-                    problems.append(
-                        Problem(
-                            "Pod",
-                            pod.meta.key,
-                            "NodeDoesNotExist",
-                            node_missing(placement.node),
-                        )
-                    )
+                    problems.append(missing_node(pod.meta.key, placement.node))
                 continue
             if placement.gpu_groups:
                 info.memory_portion = gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
@@ -766,7 +779,16 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
 
 def _report_bad_pods(snap: Snapshot, problems: list[Problem]) -> None:
     """A pod that failed to parse (e.g. gpu-fraction "1.5") is missing from its PodGroup: the job is held with
-    the pod's error as its reason (`PodSchedulingErrors`), instead of silently waiting short of a pod."""
+    the pod's error as its reason (`PodSchedulingErrors`), instead of silently waiting short of a pod. A pod on
+    a node that failed to parse is told the node's error rather than that the node is not there."""
+    refused = {p.key: p.message for p in problems if p.kind == "Node"}
+    if refused:
+        snap.problems = [
+            dataclasses.replace(p, message=f"pod is on node {p.node!r}, which the scheduler refused: {refused[p.node]}")
+            if p.reason == "NodeDoesNotExist" and p.node in refused
+            else p
+            for p in snap.problems
+        ]
     bad: dict[str, list[Problem]] = {}
     for p in problems:
         if p.kind == "Pod" and p.pod_group:

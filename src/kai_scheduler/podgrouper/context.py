@@ -177,14 +177,30 @@ def _strings(value: Any) -> dict[str, str]:
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
+# Replica counts, sizes and indexes are int32 in Kubernetes (and a PodGroup's minMember with them).
+INT32_MAX = 2**31 - 1
+# Subgroups one PodGroup may get (a leaf per JobSet replica, per segment): a workload past this is a typo of a
+# count (replicas: 2000000000), and its PodGroup would be too large for the API server to store.
+MAX_SUBGROUPS = 4096
+
+
+def check_subgroups(where: str, count: int) -> None:
+    """GroupingError, naming the owner field at `where`, when a workload would get more than MAX_SUBGROUPS."""
+    if count > MAX_SUBGROUPS:
+        raise GroupingError(f"{where}: makes {count} subgroups; a PodGroup has at most {MAX_SUBGROUPS}")
+
+
 def read_int(obj: Obj, path: str, default: int | None = None, *, minimum: int = 0) -> int | None:
-    """An integer field of an owner, at least `minimum`; GroupingError names the object and the field."""
+    """An integer field of an owner, at least `minimum` and at most INT32_MAX; GroupingError names the object and
+    the field."""
     try:
         value = obj.reader().int(path, default)
     except ValueError as err:
         raise GroupingError(str(err)) from None
     if value is not None and value < minimum:
         raise GroupingError(f"{obj.kind} {obj.namespace}/{obj.name} {path}: must be at least {minimum}, got {value}")
+    if value is not None and value > INT32_MAX:
+        raise GroupingError(f"{obj.kind} {obj.namespace}/{obj.name} {path}: must be at most {INT32_MAX}, got {value:g}")
     return value
 
 
@@ -202,6 +218,11 @@ def read_list(obj: Obj, path: str) -> list[Any]:
         raise GroupingError(str(err)) from None
 
 
+def _short(value: str) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 def annotation_int(
     annotations: Mapping[str, str], key: str, where: str, warnings: list[str], *, minimum: int = 0
 ) -> int | None:
@@ -213,8 +234,10 @@ def annotation_int(
         value = int(raw.strip())
     except ValueError:
         value = None
-    if value is None or value < minimum:
-        warnings.append(f"{where} annotation {key}: want an integer of at least {minimum}, got {raw!r}; ignored")
+    if value is None or not minimum <= value <= INT32_MAX:
+        warnings.append(
+            f"{where} annotation {key}: want an integer from {minimum} to {INT32_MAX}, got {_short(raw)}; ignored"
+        )
         return None
     return value
 

@@ -18,6 +18,7 @@ from kai_scheduler.podgrouper.context import (
     Grouping,
     GroupingError,
     annotation_int,
+    check_subgroups,
     read_int,
     read_list,
     template_annotations,
@@ -37,6 +38,7 @@ def group(ctx: Context) -> Grouping:
     if not replicated:
         raise GroupingError(f"{where} spec.replicatedJobs: no replicated jobs")
     subgroups: list[SubGroup] = []
+    total = 0
     for i, rj in enumerate(replicated):
         at = f"spec.replicatedJobs[{i}]"
         name = rj.get("name") if isinstance(rj, dict) else None
@@ -50,6 +52,8 @@ def group(ctx: Context) -> Grouping:
         if replicas == 0:
             subgroups.append(SubGroup(name, min_member=0))
             continue
+        total += replicas
+        check_subgroups(f"{where} {at}.replicas", total)
         subgroups.append(SubGroup(name, min_sub_group=replicas))
         leaf_min = parallelism if override is None else override
         subgroups += [SubGroup(replica_name(name, r), min_member=leaf_min, parent=name) for r in range(replicas)]

@@ -58,7 +58,12 @@ def pytorch(ctx: Context) -> Grouping:
         else:
             subgroups.append(SubGroup(WORKER_SUBGROUP))
             subgroups += segments.sub_groups(
-                seg, replicas[WORKER], worker_min, prefix=WORKER_SUBGROUP, parent=WORKER_SUBGROUP
+                seg,
+                replicas[WORKER],
+                worker_min,
+                where=f"{top.kind} {top.namespace}/{top.name} {WORKER} replicas",
+                prefix=WORKER_SUBGROUP,
+                parent=WORKER_SUBGROUP,
             )
     pg = grouping.podgroup
     pg.min_member = None

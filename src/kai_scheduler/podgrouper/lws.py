@@ -43,7 +43,7 @@ def group(ctx: Context) -> Grouping:
         warnings,
     )
     if seg is not None:
-        sub_groups = tuple(segments.sub_groups(seg, size, size))
+        sub_groups = tuple(segments.sub_groups(seg, size, size, where=f"{where} spec.leaderWorkerTemplate.size"))
         grouping.subgroup = segments.name("", seg.index(worker_index))
     else:
         sub_groups = (SubGroup(LEADER, min_member=1), SubGroup(WORKERS, min_member=size - 1))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.podgroup import SubGroup, TopologyConstraint
-from kai_scheduler.podgrouper.context import annotation_int
+from kai_scheduler.podgrouper.context import annotation_int, check_subgroups
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +45,13 @@ def name(prefix: str, segment: int) -> str:
 
 
 def sub_groups(
-    segments: Segments, replicas: int, min_member: int, *, prefix: str = "", parent: str | None = None
+    segments: Segments, replicas: int, min_member: int, *, where: str, prefix: str = "", parent: str | None = None
 ) -> list[SubGroup]:
-    """The leaf SubGroups of `replicas` pods cut into segments, in index order."""
+    """The leaf SubGroups of `replicas` pods cut into segments, in index order; GroupingError naming `where` (the
+    owner and its replica count) when they would be more than MAX_SUBGROUPS."""
     out = []
     count = -(-replicas // segments.size)
+    check_subgroups(f"{where} ({replicas} in segments of {segments.size})", count)
     for i in range(count):
         first = i * segments.size
         size = min(segments.size, replicas - first)

@@ -13,7 +13,7 @@ from typing import Any
 
 from kai_scheduler.api import fields
 from kai_scheduler.scenario import autoscaler, cluster, dra, expect, jobs, meta
-from kai_scheduler.scenario.entry import Entry, Where
+from kai_scheduler.scenario.entry import MAX_OBJECTS, Entry, Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, Scenario, Shard
 from kai_scheduler.scenario.source import line_map
 
@@ -94,7 +94,7 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     return Scenario(
         name=top.text("name", PurePath(where.source).stem),
         now=now,
-        cycles=top.integer("cycles", minimum=1),
+        cycles=top.integer("cycles", minimum=1, maximum=MAX_OBJECTS),
         config=config,
         config_lines=line_map(config, where.lines),
         objects=[copy.deepcopy(item.obj) for item in objects],  # no nested dict shared between objects

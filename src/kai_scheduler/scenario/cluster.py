@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants, priorityclass
 from kai_scheduler.scenario import dra, meta, mig
-from kai_scheduler.scenario.entry import Entry
+from kai_scheduler.scenario.entry import MAX_OBJECTS, MAX_QUEUE_CREATED_SECONDS, Entry
 from kai_scheduler.scenario.model import JSON
 
 NODE_FIELDS = (
@@ -139,7 +139,7 @@ def nodes(top: Entry, cluster: Cluster, now: float) -> list[meta.Built]:
     out = []
     for e in top.named_items("nodes", "node"):
         e.check_keys(NODE_FIELDS)
-        count = e.integer("count", minimum=0)
+        count = e.integer("count", minimum=0, maximum=MAX_OBJECTS)
         names = [e.name] if count is None else [f"{e.name}-{i}" for i in range(count)]
         resources, derived = _node_resources(e)
         for name in names:
@@ -157,7 +157,7 @@ def nodes(top: Entry, cluster: Cluster, now: float) -> list[meta.Built]:
 
 def _node_resources(e: Entry) -> tuple[dict[str, str], dict[str, str]]:
     """The node's allocatable resources and the GPU labels derived from them."""
-    gpus = e.integer("gpus", 0, minimum=0) or 0
+    gpus = e.integer("gpus", 0, minimum=0, maximum=MAX_OBJECTS) or 0
     gpu_memory = e.integer("gpuMemory", minimum=0)
     resources = {
         constants.RESOURCE_CPU: e.quantity("cpu", DEFAULT_NODE_CPU) or DEFAULT_NODE_CPU,
@@ -233,7 +233,7 @@ def _queue(e: Entry, now: float) -> JSON:
             raise e.error("allowedNamespaces", f"item {i}: expected a namespace name, got {name!r}")
     if allowed:
         spec["allowedNamespaces"] = list(allowed)
-    created_at = e.number("createdAt", 0.0, minimum=0) or 0.0
+    created_at = e.number("createdAt", 0.0, minimum=0, maximum=MAX_QUEUE_CREATED_SECONDS) or 0.0
     return {
         "apiVersion": constants.QUEUE_API_VERSION,
         "kind": "Queue",
@@ -262,7 +262,9 @@ def _queue_resources(e: Entry) -> JSON:
                 unlimited = "" if key == "overQuotaWeight" else " (or -1 for unlimited)"
                 message = f"negative quantity {written.data[key]!r}; want at least 0{unlimited}"
                 raise written.error(key, message)
-            values[key] = int(value) if value.is_integer() else value
+            # Whole numbers as integers, as a user writes them; one past int64 (1e30) stays a float: JSON (and
+            # the API server) holds no larger integer.
+            values[key] = int(value) if value.is_integer() and abs(value) < 2**63 else value
         out[name] = values
     return out
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from kai_scheduler.api import constants, dra
 from kai_scheduler.scenario import meta
-from kai_scheduler.scenario.entry import Entry
+from kai_scheduler.scenario.entry import MAX_OBJECTS, Entry
 from kai_scheduler.scenario.model import JSON
 
 DEVICE_CLASS_FIELDS = ("name", "selectors")
@@ -80,7 +80,7 @@ def _request(name: str, device_class: str, count: int, mode: str, selectors: lis
 
 def node_devices(e: Entry, name: str, gpu_memory_mib: int | None, facts: DraFacts) -> JSON | None:
     """The node's ResourceSlice (`draGpus`, `draDevices`), or None when it publishes no device."""
-    gpus = e.integer("draGpus", 0, minimum=0) or 0
+    gpus = e.integer("draGpus", 0, minimum=0, maximum=MAX_OBJECTS) or 0
     devices: list[JSON] = []
     taken: list[tuple[str, str, str]] = []
     for i in range(gpus):
@@ -223,7 +223,7 @@ def _claim_spec(e: Entry, request_name: str) -> JSON:
     mode = e.text("allocationMode", "ExactCount")
     if mode not in dra.ALLOCATION_MODES:
         raise e.error("allocationMode", f"unknown mode {mode!r}; want ExactCount or All")
-    count = e.integer("count", 1, minimum=1) or 1
+    count = e.integer("count", 1, minimum=1, maximum=MAX_OBJECTS) or 1
     request = _request(request_name, e.text("deviceClass", dra.GPU_DRIVER), count, mode, _selectors(e, "selectors"))
     return {"devices": {"requests": [request]}}
 
@@ -231,7 +231,7 @@ def _claim_spec(e: Entry, request_name: str) -> JSON:
 def task_claims(e: Entry) -> tuple[ClaimSpec, ...]:
     """A task's claims: `draGpus: N` (one claim `gpu` of N GPUs) and the `claims` listed."""
     out = []
-    gpus = e.integer("draGpus", 0, minimum=0) or 0
+    gpus = e.integer("draGpus", 0, minimum=0, maximum=MAX_OBJECTS) or 0
     if gpus:
         out.append(ClaimSpec("gpu", count=gpus))
     for i, raw in enumerate(e.mappings("claims")):
@@ -254,7 +254,7 @@ def task_claims(e: Entry) -> tuple[ClaimSpec, ...]:
             ClaimSpec(
                 name,
                 device_class=c.text("deviceClass", dra.GPU_DRIVER),
-                count=c.integer("count", 1, minimum=1) or 1,
+                count=c.integer("count", 1, minimum=1, maximum=MAX_OBJECTS) or 1,
                 mode=mode,
                 selectors=tuple(selectors),
             )

@@ -16,6 +16,14 @@ from kai_scheduler.api import duration, quantity
 from kai_scheduler.api.errors import ObjectError, did_you_mean
 from kai_scheduler.scenario.source import Lines, located
 
+INT32_MAX = 2**31 - 1  # Kubernetes' integers (replicas, minMember, priorities) are int32
+# Objects one count in a file may make (nodes, pods of a job, devices): a typo (count: 1e30) is told, not run
+# until the memory is gone.
+MAX_OBJECTS = 100_000
+# A job's `createdAt` (minutes before now) and a queue's (seconds): past these a time is out of any calendar.
+MAX_JOB_AGE_MINUTES = 10_000_000.0  # about 19 years
+MAX_QUEUE_CREATED_SECONDS = 10_000_000_000.0  # the year 2286
+
 
 @dataclass(frozen=True, slots=True)
 class Where:
@@ -136,24 +144,30 @@ class Entry:
             raise self.error(key, f"expected true or false, got {value!r}")
         return value
 
-    def number(self, key: str, default: float | None = None, *, minimum: float | None = None) -> float | None:
-        """A number (a numeric string is accepted); below `minimum` is an error."""
+    def number(
+        self, key: str, default: float | None = None, *, minimum: float | None = None, maximum: float | None = None
+    ) -> float | None:
+        """A number (a numeric string is accepted); below `minimum` or above `maximum` is an error."""
         value = self.data.get(key)
         if value is None:
             return default
-        number: float | None = float(value) if _is_number(value) else None
-        if isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                number = None
+        try:
+            number: float | None = float(value) if _is_number(value) or isinstance(value, str) else None
+        except (ValueError, OverflowError):  # not a number, or an integer past what a float holds
+            number = None
         if number is None or not math.isfinite(number):
             raise self.error(key, f"expected a number, got {value!r}")
         if minimum is not None and number < minimum:
             raise self.error(key, f"must be at least {minimum:g}, got {value!r}")
+        if maximum is not None and number > maximum:
+            raise self.error(key, f"must be at most {maximum:g}, got {number:g}")
         return number
 
-    def integer(self, key: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+    def integer(
+        self, key: str, default: int | None = None, *, minimum: int | None = None, maximum: int = INT32_MAX
+    ) -> int | None:
+        """An integer (a whole float is one) from `minimum` to `maximum`: int32 unless the caller says less (a
+        count of objects to make: MAX_OBJECTS)."""
         value = self.data.get(key)
         if value is None:
             return default
@@ -163,6 +177,8 @@ class Entry:
             raise self.error(key, f"expected an integer, got {value!r}")
         if minimum is not None and value < minimum:
             raise self.error(key, f"must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise self.error(key, f"must be at most {maximum}, got {value:g}")
         return value
 
     def quantity(self, key: str, default: str | None = None) -> str | None:

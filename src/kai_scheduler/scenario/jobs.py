@@ -14,7 +14,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.scenario import dra, meta
 from kai_scheduler.scenario.cluster import Cluster
-from kai_scheduler.scenario.entry import Entry
+from kai_scheduler.scenario.entry import MAX_JOB_AGE_MINUTES, MAX_OBJECTS, Entry
 from kai_scheduler.scenario.model import JSON, JobMeta
 from kai_scheduler.scenario.tasks import TASK_FIELDS, TEMPLATE_FIELDS, JobFacts, TaskSpec, read_task, render
 
@@ -69,7 +69,7 @@ def build(top: Entry, cluster: Cluster, now: float) -> Jobs:
     pod_keys: dict[str, str] = {}
     for e in top.named_items("jobs", "job", unique=False):
         e.check_keys(JOB_FIELDS)
-        count = e.integer("count", minimum=0)
+        count = e.integer("count", minimum=0, maximum=MAX_OBJECTS)
         names = [e.name] if count is None else [f"{e.name}-{i}" for i in range(count)]
         namespace = e.text("namespace", DEFAULT_NAMESPACE)
         spec, facts = _podgroup_spec(e, cluster), _facts(e, cluster, e.name, namespace, now)
@@ -151,7 +151,7 @@ def _facts(e: Entry, cluster: Cluster, name: str, namespace: str, now: float) ->
     owner = None
     if owner_entry is not None:
         owner = meta.owner_reference(owner_entry.required_text("kind"), owner_entry.text("apiVersion"), namespace, name)
-    created = now - 60.0 * (e.number("createdAt", 0.0, minimum=0) or 0.0)
+    created = now - 60.0 * (e.number("createdAt", 0.0, minimum=0, maximum=MAX_JOB_AGE_MINUTES) or 0.0)
     sub_groups = frozenset(sg.required_text("name") for sg in e.items("subGroups"))
     return JobFacts(
         name,
@@ -194,7 +194,7 @@ def _tasks(e: Entry, sub_groups: frozenset[str], cluster: Cluster) -> list[TaskS
             specs.append(read_task(t, t.text("name"), i, sub_groups, nodes))
         return specs
     template = e.child("template", TEMPLATE_FIELDS) or Entry(e.where, {}, e.kind, e.name, "template")
-    replicas = e.integer("replicas", 1 if e.has("template") else 0, minimum=0) or 0
+    replicas = e.integer("replicas", 1 if e.has("template") else 0, minimum=0, maximum=MAX_OBJECTS) or 0
     spec = read_task(template, "", 0, sub_groups, nodes)
     return [dataclasses.replace(spec, index=i) for i in range(replicas)]
 

@@ -33,6 +33,11 @@ def build(where: Where, docs: list[Any]) -> Scenario:
             continue
         built = meta.Built(copy.deepcopy(_with_defaults(raw)), where.at(raw))  # YAML aliases share nodes
         meta.parse(built)
+        huge = _integer_past_int64(built.obj)
+        if huge is not None:
+            names = built.obj["metadata"]
+            name = f"{names['namespace']}/{names['name']}" if names.get("namespace") else str(names["name"])
+            raise _error(where, raw, kind, name, huge, "an integer past int64, which no Kubernetes object holds")
         by_kind[kind].append(built.obj)
     _check_references(where, by_kind)
     objects = [obj for kind in MANIFEST_KINDS for obj in by_kind[kind]]
@@ -44,6 +49,22 @@ def build(where: Where, docs: list[Any]) -> Scenario:
         source=where.source,
         ignored_kinds=tuple(sorted(ignored)),
     )
+
+
+INT64 = 2**63
+
+
+def _integer_past_int64(value: Any, path: str = "") -> str | None:
+    """The path of the first integer of `value` outside int64 (YAML reads any), None if there is none: the
+    store, as the API server, holds none, in fields the scheduler reads or not."""
+    if isinstance(value, int) and not -INT64 <= value < INT64:
+        return path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _integer_past_int64(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def _items(where: Where, docs: list[Any]) -> list[dict[str, Any]]:

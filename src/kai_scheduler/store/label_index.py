@@ -33,8 +33,9 @@ def _required_label_keys(selector: LabelSelector) -> list[str]:
 
 
 def labels_of(obj: JSON) -> dict[str, str]:
-    labels: dict[str, str] = obj["metadata"].get("labels") or {}
-    return labels
+    """The object's labels; labels that are not a mapping (a file may hold anything) match as none."""
+    labels = obj["metadata"].get("labels")
+    return labels if isinstance(labels, dict) else {}
 
 
 _NO_KEYS: Final[frozenset[Key]] = frozenset()

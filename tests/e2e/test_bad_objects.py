@@ -1,0 +1,52 @@
+"""Bad objects the API server accepts, among good ones, on a real API server: the good pod is bound, each bad
+object carries one `Warning InvalidObject` event naming it and its field, and every component lives on
+(tests/badobj has the same rule for every field of every kind, over the in-memory store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.harness import NAMESPACE, Cluster, pod
+
+JSON = dict[str, Any]
+
+
+def _bad_tree() -> JSON:
+    """A PodGroup whose subgroup names a parent that is not there (the CRD cannot say so)."""
+    return {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "e2e-bad-tree", "namespace": NAMESPACE, "labels": {"e2e": "true"}},
+        "spec": {"queue": "default-queue", "subGroups": [{"name": "a", "minMember": 1, "parent": "missing"}]},
+    }
+
+
+def _invalid(clean: Cluster, kind: str, name: str) -> list[str]:
+    events, _ = clean.store.list("events", NAMESPACE)
+    return [
+        str(e.get("message"))
+        for e in events
+        if e.get("reason") == "InvalidObject"
+        and (e.get("involvedObject") or {}).get("kind") == kind
+        and (e.get("involvedObject") or {}).get("name") == name
+    ]
+
+
+def test_bad_objects_are_told_on_themselves_and_the_good_pod_is_bound(clean: Cluster) -> None:
+    clean.create(_bad_tree())
+    clean.create(pod("bad-tree-0", group="e2e-bad-tree"))
+    clean.create(pod("bad-fraction", gpus=0, annotations={"gpu-fraction": "1.5"}))
+    clean.create(pod("good", gpus=1))
+    clean.wait("the good pod bound", lambda: [p["metadata"]["name"] for p in clean.bound("e2e=true")] == ["good"])
+    clean.wait(
+        "each bad object told",
+        lambda: bool(_invalid(clean, "Pod", "bad-fraction")) and bool(_invalid(clean, "PodGroup", "e2e-bad-tree")),
+        timeout=30,
+    )
+    assert _invalid(clean, "Pod", "bad-fraction") == [
+        f"Pod {NAMESPACE}/bad-fraction metadata.annotations.gpu-fraction: want a number in (0, 1], got '1.5'"
+    ]
+    assert _invalid(clean, "PodGroup", "e2e-bad-tree") == [
+        f"PodGroup {NAMESPACE}/e2e-bad-tree spec.subGroups[0].parent: no subgroup named 'missing'"
+    ]
+    assert all(code is None for code in clean.processes.alive().values()), clean.processes.log_tail()
