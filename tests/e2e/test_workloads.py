@@ -606,7 +606,7 @@ def test_workload_mistakes_are_one_line_on_the_pod(wl: Cluster) -> None:
         "of the job; it will not start until that many pods exist"
     ]
     assert _warnings(wl, "jsbad-w-0-1") == [
-        f"JobSet {NAMESPACE}/jsbad annotation kai.scheduler/batch-min-member: want an integer of at least 0, got "
+        f"JobSet {NAMESPACE}/jsbad annotation kai.scheduler/batch-min-member: want an integer from 0 to 2147483647, got "
         "'two'; ignored"
     ]
     assert _warnings(wl, "qjob-0") == [
