@@ -74,15 +74,21 @@ def answers(store: KubeStore) -> bool:
     return True
 
 
+DOWN = 3.0  # seconds without a server: every process has requests in that window (the leases renew every 0.5 s)
+
+
 def restart_apiserver(cluster: realkube.Cluster) -> None:
-    """SIGKILL the API server (what is in flight is lost, as in a crash) and start it again with the same
-    arguments and etcd; its new pid goes where cluster.sh keeps it, so the cluster's teardown stops it."""
+    """SIGKILL the API server (what is in flight is lost, as in a crash), leave it down for `DOWN` seconds and start
+    it again with the same arguments and etcd; its new pid goes where cluster.sh keeps it, so the cluster's teardown
+    stops it. Without the pause the new server listened within about a second, and a process starved of CPU on a
+    loaded box could miss the outage altogether (no request failed, so nothing to say)."""
     pid_file = cluster.run / "apiserver.pid"
     pid = int(pid_file.read_text().strip())
     argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
     os.kill(pid, signal.SIGKILL)
     while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
         time.sleep(0.05)
+    time.sleep(DOWN)
     out = open(cluster.run / "logs" / "apiserver.log", "ab")  # noqa: SIM115 - the child owns it
     proc = children.spawn(argv, stdout=out, stderr=out)
     pid_file.write_text(f"{proc.pid}\n")
