@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kai_scheduler.api import constants
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound, StoreError, resource_named
 from kai_scheduler.store.kube import KubeOptions, KubeStore, object_path
-from tests import children
+from tests import children, realkube
 from tests.loopback import free_port, write_kubeconfig
 
 NAMESPACE = "kai-e2e"
@@ -67,6 +69,21 @@ def controllers_running() -> bool:
 
 def real_server() -> bool:
     return kubeconfig_from_env() is not None
+
+
+KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"  # `python -c KAI …` runs the CLI
+
+
+def own_cluster(why_bare: str) -> Iterator[realkube.Cluster]:
+    """A module fixture's body: a cluster of the test's own (its server may be stopped or killed without the suite's
+    shared cluster losing its), in the bare mode only (`why_bare` says why the controllers do not matter)."""
+    if controllers_running():
+        pytest.skip(f"{why_bare}: run once, in the bare mode")
+    why = realkube.unavailable()
+    if why:
+        pytest.skip(why)
+    with realkube.cluster() as cluster:
+        yield cluster
 
 
 @dataclass

@@ -27,7 +27,6 @@ from tests import children, realkube
 from tests.e2e import harness
 from tests.loopback import free_port
 
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 NS = harness.NAMESPACE
 GPUS = 4  # per fake node; two nodes
 
@@ -38,20 +37,14 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def own() -> Iterator[realkube.Cluster]:
-    if os.environ.get("KAI_E2E_CONTROLLERS") == "1":
-        pytest.skip("the restart does not depend on the controllers: run once, in the bare mode")
-    why = realkube.unavailable()
-    if why:
-        pytest.skip(why)
-    with realkube.cluster() as cluster:
-        yield cluster
+    yield from harness.own_cluster("the restart does not depend on the controllers")
 
 
 def kai(kubeconfig: str, log: Path, *argv: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
     out = open(log, "ab")  # noqa: SIM115 - the child owns it
     return children.spawn(
-        [sys.executable, "-c", KAI, "-v", *argv, "--kubeconfig", kubeconfig], env=env, stdout=out, stderr=out
+        [sys.executable, "-c", harness.KAI, "-v", *argv, "--kubeconfig", kubeconfig], env=env, stdout=out, stderr=out
     )
 
 

@@ -29,7 +29,6 @@ from tests.e2e import harness
 from tests.loopback import free_port
 
 NAMESPACE = "stop-bound"
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 GAVE_UP = "shutdown: gave up waiting for the API server"
 
 pytestmark = pytest.mark.skipif(
@@ -39,13 +38,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def own() -> Iterator[realkube.Cluster]:
-    if os.environ.get("KAI_E2E_CONTROLLERS") == "1":
-        pytest.skip("the stop does not depend on the controllers: run once, in the bare mode")
-    why = realkube.unavailable()
-    if why:
-        pytest.skip(why)
-    with realkube.cluster() as cluster:
-        yield cluster
+    yield from harness.own_cluster("the stop does not depend on the controllers")
 
 
 def spawn(kubeconfig: str, port: int) -> subprocess.Popen[str]:
@@ -55,7 +48,11 @@ def spawn(kubeconfig: str, port: int) -> subprocess.Popen[str]:
     ]
     env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
     return children.spawn(
-        [sys.executable, "-c", KAI, "-v", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", harness.KAI, "-v", *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

@@ -217,6 +217,10 @@ def _owned(cluster: Cluster, name: str, owner: JSON, labels: dict[str, str], *, 
     return cluster.create(obj)
 
 
+def _names_group(cluster: Cluster, pod_name: str) -> bool:
+    return bool(cluster.store.get("pods", pod_name, NAMESPACE)["metadata"].get("annotations", {}).get("pod-group-name"))
+
+
 def _group_of(cluster: Cluster, pod_name: str) -> JSON:
     name = cluster.store.get("pods", pod_name, NAMESPACE)["metadata"].get("annotations", {}).get("pod-group-name")
     assert name, f"pod {pod_name} names no PodGroup"
@@ -606,12 +610,14 @@ def test_workload_mistakes_are_one_line_on_the_pod(wl: Cluster) -> None:
         "of the job; it will not start until that many pods exist"
     ]
     assert _warnings(wl, "jsbad-w-0-1") == [
-        f"JobSet {NAMESPACE}/jsbad annotation kai.scheduler/batch-min-member: want an integer from 0 to 2147483647, got "
-        "'two'; ignored"
+        f"JobSet {NAMESPACE}/jsbad annotation kai.scheduler/batch-min-member: want an integer from 0 to 2147483647, "
+        "got 'two'; ignored"
     ]
     assert _warnings(wl, "qjob-0") == [
         f"pod label kai.scheduler/queue: 'default-queue' differs from its Job qjob's '{QUEUE}'; the Job's is used"
     ]
+    # The warning event may come before the pod's pod-group-name patch.
+    wl.wait("qjob-0 grouped", lambda: _names_group(wl, "qjob-0"))
     assert _shape(_group_of(wl, "qjob-0"))["queue"] == QUEUE
     wl.wait("the good job bound", lambda: len(wl.bound("wl=qjob")) == 1)
     assert wl.bound("wl=short") == []
