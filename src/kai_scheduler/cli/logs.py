@@ -25,7 +25,9 @@ def fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class TextFormatter(logging.Formatter):
-    converter = time.gmtime  # the time of `%(asctime)s` in UTC
+    @staticmethod
+    def converter(seconds: float | None) -> time.struct_time:  # `%(asctime)s` in UTC
+        return time.gmtime(seconds)
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s.%(msecs)03dZ %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")

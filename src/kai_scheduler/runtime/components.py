@@ -19,8 +19,8 @@ from kai_scheduler.api.errors import UserError
 from kai_scheduler.binder import binder as binders
 from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
-from kai_scheduler.controllers.default_queues import DefaultQueues
 from kai_scheduler.controllers import podgroup_status
+from kai_scheduler.controllers.default_queues import DefaultQueues
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework import config as configs
