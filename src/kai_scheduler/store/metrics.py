@@ -38,7 +38,7 @@ RECONCILE_BUCKETS = (
     50.0, 60.0,
 )  # fmt: skip
 # client-go's work queue histograms: prometheus.ExponentialBuckets(10e-9, 10, 12), 10 ns … 1000 s.
-WORKQUEUE_BUCKETS = tuple(1e-8 * 10.0**i for i in range(12))
+WORKQUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
 # client-go v0.32 (component-base) `rest_client_request_duration_seconds`.
 REQUEST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 
