@@ -147,8 +147,10 @@ class PodGrouper:
                 pods[key] = self._refused[key]
         plans: list[_Plan] = []
         refused: set[str] = set()
+        # The work queue of the `pod` controller: the pods of this scheduler that changed, not by our own patch.
         work = self.work
-        work.add(sorted(pods))
+        taken = {key for key, pod in pods.items() if not self._ignored(key, pod)}
+        work.add(sorted(taken))
         for key in sorted(pods):
             began = work.now()
             try:
@@ -164,7 +166,7 @@ class PodGrouper:
             if plan is not None:
                 plan.planning = work.now() - began
                 plans.append(plan)
-            else:  # nothing to write: its reconcile was the planning
+            elif key in taken:  # nothing to write: its reconcile was the planning
                 work.done(work.start(key, work.now() - began))
         by_group: dict[tuple[str, str], list[_Plan]] = {}
         for plan in plans:
@@ -345,7 +347,7 @@ class PodGrouper:
     def _plan(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
         """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing."""
         meta = pod.get("metadata", {})
-        if self._written.get(key) == meta.get("resourceVersion") or not self._wants(pod):
+        if self._ignored(key, pod):
             return None
         annotations = meta.get("annotations") or {}
         current = annotations.get(constants.ANNOTATION_POD_GROUP_NAME)
@@ -375,6 +377,10 @@ class PodGrouper:
         if current and current != name and reads.podgroup(namespace, current, exact=True) is not None:
             return None
         return _Plan(key, pod, grouping.podgroup, grouping.subgroup)
+
+    def _ignored(self, key: str, pod: JSON) -> bool:
+        """Not this grouper's to look at: changed only by our own patch, or not a pod it groups."""
+        return self._written.get(key) == pod.get("metadata", {}).get("resourceVersion") or not self._wants(pod)
 
     def _wants(self, pod: JSON) -> bool:
         meta, spec = pod.get("metadata", {}), pod.get("spec") or {}
