@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import calendar
 import logging
+import re
+import time
+from typing import Any
 
 import orjson
 
@@ -13,19 +17,42 @@ def _record(**extra: object) -> logging.LogRecord:
     record = logging.LogRecord(
         "kai_scheduler.scheduler.commit", logging.WARNING, __file__, 1, "write failed", None, None
     )
+    record.created, record.msecs = AT, 214.0  # 2026-11-27T14:03:07.214Z
     record.__dict__.update(extra)
     return record
+
+
+AT = 1795788187.214
+STAMP = "2026-11-27T14:03:07.214Z"
 
 
 def test_text_lines_end_with_the_fields_quoted_where_needed() -> None:
     line = TextFormatter().format(_record(what="create BindRequest ns/p", reason="Conflict", attempts=2))
     assert line == (
-        'WARNING kai_scheduler.scheduler.commit: write failed what="create BindRequest ns/p" reason=Conflict attempts=2'
+        f"{STAMP} WARNING kai_scheduler.scheduler.commit: write failed "
+        'what="create BindRequest ns/p" reason=Conflict attempts=2'
     )
 
 
 def test_a_line_without_fields_is_just_the_message() -> None:
-    assert TextFormatter().format(_record()) == "WARNING kai_scheduler.scheduler.commit: write failed"
+    assert TextFormatter().format(_record()) == f"{STAMP} WARNING kai_scheduler.scheduler.commit: write failed"
+
+
+def test_a_text_line_starts_with_the_utc_time_in_milliseconds_whatever_the_local_zone(monkeypatch: Any) -> None:
+    """As klog and zap: ISO 8601, UTC, milliseconds, first on the line; a process run on a laptop (no container
+    runtime adding a time) still says when. The local zone must not leak in."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        record = logging.LogRecord("kai_scheduler.binder", logging.INFO, __file__, 1, "bound", None, None)
+        line = TextFormatter().format(record)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    stamp, _, rest = line.partition(" ")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), line
+    assert rest == "INFO kai_scheduler.binder: bound"
+    assert abs(calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) - record.created) < 1.5
 
 
 def test_json_lines_hold_level_logger_message_and_fields() -> None:

@@ -97,6 +97,7 @@ class Processes:
     kubeconfigs: dict[str, str] = field(default_factory=dict)
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     read_up_to: dict[str, int] = field(default_factory=dict)  # log name -> bytes already seen by refusals()
+    ports: dict[str, int] = field(default_factory=dict)  # component name -> its --listen-address port
 
     def start(self, name: str, *args: str, kubeconfig: str = "") -> None:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
@@ -113,10 +114,11 @@ class Processes:
 
     def start_component(self, component: str, *flags: str, name: str = "") -> None:
         """Start a component with the suite's flags for it (COMPONENT_FLAGS) and `flags`."""
+        port = self.ports[name or component] = free_port()
         self.start(
             name or component,
             component,
-            f"--listen-address=127.0.0.1:{free_port()}",
+            f"--listen-address=127.0.0.1:{port}",
             *COMPONENT_FLAGS.get(component, ()),
             *flags,
             kubeconfig=self.kubeconfigs.get(component, ""),

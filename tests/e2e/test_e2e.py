@@ -5,6 +5,11 @@
 
 from __future__ import annotations
 
+import re
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.e2e.checks import at_most, hold, never_over_committed
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup, queue, suspended_job
 
@@ -153,3 +158,30 @@ def test_a_stale_gang_is_evicted_after_its_grace_period(clean: Cluster) -> None:
 
 def _assert_equal(got: list[int], want: list[int]) -> None:
     assert got == want, f"bound per gang {got}, expected {want}"
+
+
+def test_the_binders_controller_metrics_count_the_bind_and_its_lines_start_with_the_time(clean: Cluster) -> None:
+    """What an SRE's controller-runtime dashboard reads from the binder: a bind is one successful reconcile of the
+    `bindrequest` controller, its requests are counted by code and method; its text log lines start with the
+    time (a process run outside a container runtime has nothing else adding it)."""
+    port = clean.processes.ports["binder"]
+
+    def sample(name: str, labels: dict[str, str]) -> float:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+        )
+
+    success = {"controller": "bindrequest", "result": "success"}
+    before = sample("controller_runtime_reconcile_total", success)
+    clean.create(pod("metrics-bind", labels={"app": "metrics-bind"}))
+    clean.wait("the pod bound", lambda: len(clean.bound("app=metrics-bind")) == 1)
+    clean.wait("the bind counted", lambda: sample("controller_runtime_reconcile_total", success) >= before + 1)
+    assert sample("rest_client_requests_total", {"code": "200", "method": "GET"}) > 0
+    assert sample("workqueue_adds_total", {"name": "bindrequest"}) >= 1
+    first = clean.processes.log_of("binder").splitlines()[0]
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (INFO|WARNING|ERROR|DEBUG) ", first), first

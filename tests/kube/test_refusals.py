@@ -88,7 +88,7 @@ def test_a_write_rbac_refuses_is_one_line_and_the_component_goes_on(
         time.sleep(2.0)  # more reconciles: the same refusal is not said again
     lines = refused()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("WARNING ") and "Forbidden" in lines[0] and "forbidden" in lines[0]
+    assert lines[0].partition(" ")[2].startswith("WARNING ") and "Forbidden" in lines[0] and "forbidden" in lines[0]
     assert components.alive("controllers")
 
 

@@ -25,11 +25,14 @@ from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.binder import claims, reservation, shared_gpu_configmaps
-from kai_scheduler.store import events
+from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 
 log = logging.getLogger(__name__)
+
+
+CONTROLLER = "bindrequest"  # KAI's binder controller, in the `controller` label of controller-runtime's series
 
 
 class PreBindFailed(Exception):
@@ -65,6 +68,7 @@ class Binder:
         collect_every: float = 0.0,
         concurrency: int = 1,
         events: bool = False,
+        work: metrics.Controller | None = None,
     ) -> None:
         if concurrency < 1:
             raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
@@ -84,6 +88,8 @@ class Binder:
         self._open: dict[str, BindRequest] = {}  # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
         self._collected_at: float | None = None
+        # controller-runtime's series of KAI's `bindrequest` controller: a reconcile is one BindRequest taken up.
+        self.work = work or metrics.Controller(CONTROLLER, concurrency)
 
     def reconcile(self) -> BindOutcome:
         """Process every open BindRequest once, in name order; the store is watched, not listed each time."""
@@ -97,6 +103,7 @@ class Binder:
             if (br.phase == "Failed" and br.is_failed) or self._retry_at.get(pod_key, 0.0) > self.clock.now():
                 continue
             due.append((br, pod_key))
+        self.work.add(f"{br.meta.namespace}/{br.meta.name}" for br, _ in due)
         parallel = [(br, key) for br, key in due if not br.selected_gpu_groups] if self._pool else []
         if self._pool is not None and len(parallel) > 1:
             list(self._pool.map(lambda item: self._bind(item[0], item[1], outcome), parallel))
@@ -131,8 +138,19 @@ class Binder:
             self.reservations.collect(g for br in self._open.values() for g in br.selected_gpu_groups)
 
     def _bind(self, br: BindRequest, key: str, outcome: BindOutcome) -> None:
+        """One reconcile: bind, counted with its result (`work`)."""
+        item = self.work.start(f"{br.meta.namespace}/{br.meta.name}")
+        result = "error"
+        try:
+            result = self._bind_once(br, key, outcome)
+        finally:
+            self.work.done(item, result)
+
+    def _bind_once(self, br: BindRequest, key: str, outcome: BindOutcome) -> str:
         """Bind; the pod is read only when its GPUs are shared (the reservation copies its tolerations): for the
-        others the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less."""
+        others the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less. The
+        reconcile's result: `success` (bound, or nothing to do), `error` (failed, or bound by someone else),
+        `requeue_after` (a reservation pod still waiting for its GPU)."""
         ns = br.meta.namespace
         reserved: list[claims.Reserved] = []
         try:
@@ -172,22 +190,24 @@ class Binder:
                 self._status(br, "Succeeded", "", br.failed_attempts)
             elif isinstance(err, Conflict):  # bound by someone else meanwhile (a pod gone is no news)
                 log.warning(f"BindRequest {ns}/{br.meta.name} not bound: {err}", extra={"reason": err.reason})
-            return
+                return "error"
+            return "success"
         except reservation.ReservationPending:
-            return
+            return "requeue_after"
         except (StoreError, reservation.ReservationFailed, PreBindFailed) as err:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
-            return
+            return "error"
         request = f"{ns}/{br.meta.name}"
         self._open.pop(request, None)
         outcome.bound.append(key)
         if self._statuses is None:
             self._status(br, "Succeeded", "", br.failed_attempts)
             self._bound_event(br)
-            return
+            return "success"
         with self._settling_lock:
             self._settling.add(request)
         self._statuses.submit(self._settle, br, request)
+        return "success"
 
     def _settle(self, br: BindRequest, request: str) -> None:
         try:
@@ -227,6 +247,8 @@ class Binder:
     def _failed(self, br: BindRequest, key: str, reason: str, outcome: BindOutcome) -> None:
         attempts = br.failed_attempts + 1
         self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
+        if br.backoff_limit is not None and attempts < br.backoff_limit:
+            self.work.retry()  # taken up again after the backoff
         self._status(br, "Failed", reason, attempts)
         self._event(br, "Warning", "BindingError", f"Failed to bind pod {key} to node {br.selected_node}: {reason}")
         outcome.failed.append((key, reason))

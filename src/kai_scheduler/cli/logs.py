@@ -1,14 +1,17 @@
 """Log lines for people and for log pipelines: the message, then the record's structured fields.
 
 Code logs `log.warning("write failed", extra={"what": ..., "reason": ...})`; `text` renders that as
-`WARNING kai_scheduler.scheduler.commit: write failed what="..." reason=Conflict`, `json` as one JSON object a
-line (time, level, logger, msg, and the fields), which Kubernetes log collectors parse as is.
+`2026-11-27T14:03:07.214Z WARNING kai_scheduler.scheduler.commit: write failed what="..." reason=Conflict` (the
+time in UTC with milliseconds first, as klog and zap start their lines, so that a process run outside a container
+runtime's log collection still says when), `json` as one JSON object a line (time, level, logger, msg, and the
+fields), which Kubernetes log collectors parse as is.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from typing import Any
 
 import orjson
@@ -22,8 +25,12 @@ def fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class TextFormatter(logging.Formatter):
+    @staticmethod
+    def converter(seconds: float | None) -> time.struct_time:  # `%(asctime)s` in UTC
+        return time.gmtime(seconds)
+
     def __init__(self) -> None:
-        super().__init__("%(levelname)s %(name)s: %(message)s")
+        super().__init__("%(asctime)s.%(msecs)03dZ %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     store = connect(process_options)
     try:
         stop = threading.Event()
-        process = Process([operator(store, options, clock)], store, process_options, registry, clock, stop)
+        process = Process([operator(store, options, clock, registry)], store, process_options, registry, clock, stop)
         with stop_on_signals(stop):
             return process.run()
     finally:

@@ -30,11 +30,14 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.resources import GpuRequest
 from kai_scheduler.controllers import amounts, claim_gpus
 from kai_scheduler.controllers.amounts import Amounts
+from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
+
+CONTROLLER = "podgroup"  # in the `controller` label of controller-runtime's series
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _NOT_SUMMED = frozenset({constants.RESOURCE_PODS, constants.RESOURCE_GPU})
@@ -57,9 +60,13 @@ class _Group:
 
 
 class PodGroupStatusController:
-    def __init__(self, store: ClusterStore, retries: Retries | None = None) -> None:
+    def __init__(
+        self, store: ClusterStore, retries: Retries | None = None, work: metrics.Controller | None = None
+    ) -> None:
         self.store = store
         self.retries = retries or Retries()
+        # controller-runtime's series of KAI's `podgroup` controller: a reconcile is one PodGroup's status.
+        self.work = work or metrics.Controller(CONTROLLER)
         self._pod_changes = Changes(store, "pods")
         self._group_changes = Changes(store, "podgroups")
         self._class_changes = Changes(store, "priorityclasses")
@@ -104,11 +111,23 @@ class PodGroupStatusController:
                 dirty.add(key)
         dirty.update(self.retries.due())
         written = []
+        work = self.work
+        work.add(sorted(dirty))
         for key in sorted(dirty):
-            if key not in self._groups:
-                self.retries.forget(key)
-            elif self._write(key):
-                written.append(key)
+            item = work.start(key)
+            try:
+                if key not in self._groups:
+                    self.retries.forget(key)
+                elif self._write(key):
+                    written.append(key)
+            except BaseException:
+                work.done(item, "error")
+                raise
+            if key in self.retries:  # refused: written again after a backoff
+                work.retry()
+                work.done(item, "error")
+            else:
+                work.done(item)
         return written
 
     def status_of(self, key: str) -> JSON:

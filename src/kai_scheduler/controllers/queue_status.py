@@ -26,11 +26,14 @@ from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.queue import UNLIMITED, Queue
 from kai_scheduler.controllers import amounts
 from kai_scheduler.controllers.amounts import Amounts
+from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
+
+CONTROLLER = "queue"  # in the `controller` label of controller-runtime's series
 
 FIELDS = ("allocated", "allocatedNonPreemptible", "requested")
 LABELS = ("queue_name", "queue_metadata_name", "queue_display_name")
@@ -114,6 +117,8 @@ class QueueStatusController:
         self.retries = retries or Retries()  # queues whose status write was refused: written again later
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = QueueMetrics(self.registry)
+        # controller-runtime's series of KAI's `queue` controller: a reconcile is one Queue's status and gauges.
+        self.work = metrics.controller(registry, CONTROLLER)
         self._queue_changes = Changes(store, "queues")
         self._group_changes = Changes(store, "podgroups")
         self._queues: dict[str, JSON] = {}
@@ -161,11 +166,24 @@ class QueueStatusController:
             affected = self._with_ancestors(dirty) | due
         totals = {name: figures for name, figures in self._totals.items() if name not in affected}
         written = []
-        for name in sorted(affected & self._queues.keys()):
-            figures = self._total(name, self._children_of, totals, set())
-            if self._write(name, self._children_of.get(name, []), figures):
-                written.append(name)
-            self._set_metrics(name, figures[0])
+        work = self.work
+        names = sorted(affected & self._queues.keys())
+        work.add(names)
+        for name in names:
+            item = work.start(name)
+            try:
+                figures = self._total(name, self._children_of, totals, set())
+                if self._write(name, self._children_of.get(name, []), figures):
+                    written.append(name)
+                self._set_metrics(name, figures[0])
+            except BaseException:
+                work.done(item, "error")
+                raise
+            if name in self.retries:  # refused: written again after a backoff
+                work.retry()
+                work.done(item, "error")
+            else:
+                work.done(item)
         self._totals = {name: totals[name] for name in self._queues if name in totals}
         return written
 

@@ -11,18 +11,24 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
+from prometheus_client import CollectorRegistry
+
 from kai_scheduler.api import kaiconfig, schedulingshard
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.operator.reconciler import Reconciler
 from kai_scheduler.runtime.components import Component
 from kai_scheduler.runtime.options import FALLBACK_NAMESPACE
+from kai_scheduler.store import metrics
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound, StoreError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SHARD: Final = "default"
 LEASE: Final = "kai-operator"
+# In the `controller` label of controller-runtime's series: one pass over the Config and every SchedulingShard is
+# one reconcile (KAI's operator has a `config` and a `schedulingshard` controller; here one pass does both).
+CONTROLLER: Final = "config"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +83,26 @@ class Defaults:
         self.done = True
 
 
-def operator(store: ClusterStore, options: OperatorOptions, clock: Clock) -> Component:
+def operator(
+    store: ClusterStore, options: OperatorOptions, clock: Clock, registry: CollectorRegistry | None = None
+) -> Component:
+    """`registry`: where controller-runtime's series of its passes are exported (None: nowhere)."""
     if options.reconcile_period <= 0:
         raise UserError(f"--reconcile-period: must be positive, got {options.reconcile_period}s")
     reconciler = Reconciler(store, options.namespace, clock, image=options.image)
     made = Defaults(store) if options.create_defaults else None
+    work = metrics.controller(registry, CONTROLLER)
 
     def step() -> None:
         if made is not None:
             made.ensure()
-        reconciler.reconcile()
+        item = work.start(kaiconfig.NAME)
+        try:
+            reconciler.reconcile()
+        except BaseException:
+            work.done(item, "error")
+            raise
+        work.done(item)
 
     return Component(
         "operator",

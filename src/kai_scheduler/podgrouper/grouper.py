@@ -40,7 +40,7 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, GroupingError, Obj
 from kai_scheduler.podgrouper.owners import OwnerCache
-from kai_scheduler.store import events
+from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
@@ -87,20 +87,29 @@ class GroupOutcome:
 
 
 EVENT_REASON = "PodGrouperWarning"
+CONTROLLER = "pod"  # KAI's pod grouper controller, in the `controller` label of controller-runtime's series
 
 
 class PodGrouper:
     def __init__(
-        self, store: ClusterStore, config: Config | None = None, *, concurrency: int = 1, clock: Clock | None = None
+        self,
+        store: ClusterStore,
+        config: Config | None = None,
+        *,
+        concurrency: int = 1,
+        clock: Clock | None = None,
+        work: metrics.Controller | None = None,
     ) -> None:
         """`clock`: with one, what the grouper could not do as a pod asked (a bad label or annotation, an owner
         it cannot group) is also a `Warning PodGrouperWarning` event on the pod, once per message, as well as a
-        log line; without, the log line only."""
+        log line; without, the log line only. `work`: where its reconciles are counted (controller-runtime's
+        series of the `pod` controller: a reconcile is one pod planned and written)."""
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")
         self.store = store
         self.config = config or Config()
         self.clock = clock
+        self.work = work or metrics.Controller(CONTROLLER, concurrency)
         # Against an API server each pod costs two writes, one round trip each: pods of different PodGroups are
         # written by `concurrency` threads at once (those of one PodGroup in order, by one thread).
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-group") if concurrency > 1 else None
@@ -138,15 +147,27 @@ class PodGrouper:
                 pods[key] = self._refused[key]
         plans: list[_Plan] = []
         refused: set[str] = set()
+        # The work queue of the `pod` controller: the pods of this scheduler that changed, not by our own patch.
+        work = self.work
+        taken = {key for key, pod in pods.items() if not self._ignored(key, pod)}
+        work.add(sorted(taken))
         for key in sorted(pods):
+            began = work.now()
             try:
                 plan = self._plan(key, pods[key], reads, outcome)
             except StoreError as err:
                 self._refuse(key, err, outcome)
                 refused.add(key)
+                work.done(work.start(key, work.now() - began), "error")
                 continue
+            except Exception:
+                work.done(work.start(key, work.now() - began), "error")
+                raise
             if plan is not None:
+                plan.planning = work.now() - began
                 plans.append(plan)
+            elif key in taken:  # nothing to write: its reconcile was the planning
+                work.done(work.start(key, work.now() - began))
         by_group: dict[tuple[str, str], list[_Plan]] = {}
         for plan in plans:
             by_group.setdefault((plan.group.meta.namespace, plan.group.meta.name), []).append(plan)
@@ -171,6 +192,7 @@ class PodGrouper:
             if key in refused:
                 self._refused[key] = pods[key]
                 self.retries.failed(key)
+                work.retry()
             elif key in self._refused:
                 del self._refused[key]
                 self.retries.succeeded(key)
@@ -180,6 +202,7 @@ class PodGrouper:
         """Write the plans in order; run by the writer threads, so it changes nothing but the plans (and the
         reads' PodGroup copies, one key per thread)."""
         for plan in plans:
+            item = self.work.start(plan.key, plan.planning)
             try:
                 self._apply(plan.group, reads, plan.outcome)
                 plan.version = self._label(plan.pod, plan.group.meta.name, plan.subgroup)
@@ -187,6 +210,10 @@ class PodGrouper:
                     plan.outcome.labelled.append(plan.key)
             except StoreError as err:
                 plan.error = err
+            except BaseException:
+                self.work.done(item, "error")
+                raise
+            self.work.done(item, "success" if plan.error is None else "error")
 
     def _refuse(self, key: str, err: StoreError, outcome: GroupOutcome) -> None:
         """The API server refused a read or write of this pod's grouping: say so once; it is tried again."""
@@ -320,7 +347,7 @@ class PodGrouper:
     def _plan(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
         """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing."""
         meta = pod.get("metadata", {})
-        if self._written.get(key) == meta.get("resourceVersion") or not self._wants(pod):
+        if self._ignored(key, pod):
             return None
         annotations = meta.get("annotations") or {}
         current = annotations.get(constants.ANNOTATION_POD_GROUP_NAME)
@@ -350,6 +377,10 @@ class PodGrouper:
         if current and current != name and reads.podgroup(namespace, current, exact=True) is not None:
             return None
         return _Plan(key, pod, grouping.podgroup, grouping.subgroup)
+
+    def _ignored(self, key: str, pod: JSON) -> bool:
+        """Not this grouper's to look at: changed only by our own patch, or not a pod it groups."""
+        return self._written.get(key) == pod.get("metadata", {}).get("resourceVersion") or not self._wants(pod)
 
     def _wants(self, pod: JSON) -> bool:
         meta, spec = pod.get("metadata", {}), pod.get("spec") or {}
@@ -443,6 +474,7 @@ class _Plan:
     outcome: GroupOutcome = field(default_factory=GroupOutcome)
     version: str | None = None  # the pod's resourceVersion after our patch (None: not patched)
     error: StoreError | None = None  # the API server refused a write: the pod is handled again later
+    planning: float = 0.0  # seconds its planning took (part of its reconcile)
 
 
 class _Reads:

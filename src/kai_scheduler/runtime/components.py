@@ -16,20 +16,24 @@ from prometheus_client import CollectorRegistry
 
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import UserError
+from kai_scheduler.binder import binder as binders
 from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.reservation import ReservationConfig
+from kai_scheduler.controllers import podgroup_status
 from kai_scheduler.controllers.default_queues import DefaultQueues
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.framework import config as configs
 from kai_scheduler.nodescaleadjuster.adjuster import NodeScaleAdjuster
 from kai_scheduler.podgrouper import context as grouping
+from kai_scheduler.podgrouper import grouper as grouping_controller
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ScaleAdjusterOptions, SchedulerOptions
 from kai_scheduler.scheduler import config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
+from kai_scheduler.store import metrics
 from kai_scheduler.store.interface import ClusterStore
 
 log = logging.getLogger(__name__)
@@ -152,7 +156,9 @@ GROUPER_WRITERS = 20
 RESERVATION_COLLECT_SECONDS = 10.0  # each collection is three LISTs against the API server
 
 
-def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Component:
+def binder(
+    store: ClusterStore, options: BinderOptions, clock: Clock, registry: CollectorRegistry | None = None
+) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     _positive("--resource-reservation-allocation-timeout", options.resource_reservation_allocation_timeout)
     core = Binder(
@@ -167,6 +173,7 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
         collect_every=RESERVATION_COLLECT_SECONDS,
         concurrency=options.max_concurrent_reconciles,
         events=True,
+        work=metrics.controller(registry, binders.CONTROLLER, options.max_concurrent_reconciles),
     )
     return Component(
         "binder",
@@ -178,7 +185,9 @@ def binder(store: ClusterStore, options: BinderOptions, clock: Clock) -> Compone
     )
 
 
-def podgrouper(store: ClusterStore, options: GrouperOptions, clock: Clock) -> Component:
+def podgrouper(
+    store: ClusterStore, options: GrouperOptions, clock: Clock, registry: CollectorRegistry | None = None
+) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     config = grouping.Config(
         scheduler_name=options.scheduler_name,
@@ -188,7 +197,8 @@ def podgrouper(store: ClusterStore, options: GrouperOptions, clock: Clock) -> Co
         queue_map=options.queue_map,
         knative_gang_schedule=options.knative_gang_schedule,
     )
-    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock)
+    work = metrics.controller(registry, grouping_controller.CONTROLLER, GROUPER_WRITERS)
+    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock, work=work)
     return Component(
         "podgrouper",
         "kai-podgrouper",
@@ -204,7 +214,7 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
     Queue status controller (which sums PodGroup statuses)."""
     _positive("--reconcile-period", options.reconcile_period)
     defaults = DefaultQueues(store, clock) if options.create_default_queues else None
-    podgroups = PodGroupStatusController(store)
+    podgroups = PodGroupStatusController(store, work=metrics.controller(registry, podgroup_status.CONTROLLER))
     queues = QueueStatusController(store, registry)
 
     def step() -> None:
@@ -266,8 +276,8 @@ def build(
     grouper_options = grouper_options or GrouperOptions()
     builders: dict[str, Callable[[], Component]] = {
         "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),
-        "binder": lambda: binder(store, binder_options or BinderOptions(), clock),
-        "podgrouper": lambda: podgrouper(store, grouper_options, clock),
+        "binder": lambda: binder(store, binder_options or BinderOptions(), clock, registry),
+        "podgrouper": lambda: podgrouper(store, grouper_options, clock, registry),
         "controllers": lambda: controllers(store, grouper_options, registry, clock),
         "node-scale-adjuster": lambda: node_scale_adjuster(
             store, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock

@@ -125,6 +125,9 @@ class Process:
         disable_created_metrics()  # type: ignore[no-untyped-call]  # the client leaves it unannotated
         if self.electors:
             registry.register(LeaderStatus(self.electors))
+        # client-go's rest_client_* series of the store's requests (docs/components.md, "Controller metrics").
+        if isinstance(store, KubeStore):
+            registry.register(store.requests)
 
     def start(self) -> None:
         try:

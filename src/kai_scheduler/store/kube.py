@@ -146,6 +146,7 @@ class KubeStore:
         # Shared too: one line when the server stops answering and one when it answers again, for the process.
         self.reachability = Reachability(timing)
         self.transport = Transport(api_client, self.limiter, timing, limits, self.cancellation, self.reachability)
+        self.requests = self.transport.requests  # rest_client_* of both transports (docs/components.md)
         # Events go out under a limiter of their own, as client-go's event broadcaster has its own client: a
         # burst of events never delays a bind or an eviction.
         self.event_transport = Transport(
@@ -155,6 +156,7 @@ class KubeStore:
             limits,
             self.cancellation,
             self.reachability,
+            self.requests,
         )
         self._watch_settings = WatchSettings(
             opts.watch_timeout_seconds,

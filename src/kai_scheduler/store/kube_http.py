@@ -46,6 +46,7 @@ from kubernetes.client import ApiClient, Configuration
 
 from kai_scheduler.store import interface
 from kai_scheduler.store.interface import JSON, AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError
+from kai_scheduler.store.metrics import Requests
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +351,7 @@ class Transport:
         limits: Limits,
         cancellation: Cancellation | None = None,
         reachability: Reachability | None = None,
+        requests: Requests | None = None,
     ) -> None:
         self.api_client = api_client
         self.cancellation = cancellation or Cancellation()
@@ -360,6 +362,8 @@ class Transport:
         self._timeout = urllib3.Timeout(connect=limits.connect_timeout, read=limits.read_timeout)
         self._pool: urllib3.HTTPConnectionPool | None = None
         self._pool_manager: urllib3.PoolManager | None = None
+        # client-go's rest_client_* series: every attempt counted with its status and timed to its headers.
+        self.requests = requests or Requests(urllib3.util.parse_url(self._origin).netloc or self._origin)
 
     def call(
         self,
@@ -471,6 +475,7 @@ class Transport:
         since: int,
     ) -> urllib3.BaseHTTPResponse:
         target, headers = self.request(path, query, content_type if data is not None else None)
+        started = time.perf_counter()
         try:
             pool = self._connection_pool()
             if pool is None:  # a proxy: its manager decides how the request line is written
@@ -498,10 +503,12 @@ class Transport:
                     assert_same_host=False,
                 )
         except urllib3.exceptions.HTTPError as err:
+            self.requests.record(method, 0, time.perf_counter() - started)
             self.cancellation.check(what, since)  # a cut or refused connection says so, not "connection reset"
             text = unreachable(self._origin, err)
             self.reachability.failed(text)
             raise Unavailable(f"{what}: {text}") from err
+        self.requests.record(method, resp.status, time.perf_counter() - started)
         self.reachability.answered()
         return resp
 

@@ -1,0 +1,105 @@
+"""What client-go's request series cost the store's request path: `python bench/bench_request_metrics.py`.
+
+Two figures, in the client's own CPU seconds (`time.process_time`; the machine may be shared):
+
+- `record`: `Requests.record` alone (one count and one histogram observation, as each attempt makes), when the
+  store has it (skipped on a tree without `kai_scheduler.store.metrics`);
+- `GET`: one small GET through `KubeStore.transport.call` to the mock API server (tests/store/mock_apiserver.py,
+  in its own process so its CPU is not counted) over loopback, with whatever the transport records per request.
+
+Run it on a tree before and after a change to the request path and compare the `GET` lines; the `record` line
+is the part of it that the series add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def serve() -> tuple[subprocess.Popen[str], str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.store.mock_apiserver"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    url = server.stdout.readline().strip()
+    if not url.startswith("http://127.0.0.1:"):
+        server.kill()
+        raise SystemExit(f"the mock API server did not start: {url!r}")
+    return server, url
+
+
+def record_cost(n: int) -> float | None:
+    """CPU µs of one `Requests.record`; None where the store has no request series."""
+    try:
+        from kai_scheduler.store.metrics import Requests
+    except ImportError:
+        return None
+    requests = Requests("127.0.0.1:6443")
+    verbs = ("GET", "PATCH", "POST", "GET")
+    start = time.process_time()
+    for i in range(n):
+        requests.record(verbs[i & 3], 200, 0.0012)
+    return (time.process_time() - start) / n * 1e6
+
+
+def get_cost(url: str, n: int) -> float:
+    """CPU µs of one small GET (a Namespace that is not there: a 404 Status, decoded by the store)."""
+    from kubernetes.client import ApiClient, Configuration
+
+    from kai_scheduler.store.kube import KubeOptions, KubeStore
+
+    with KubeStore(ApiClient(Configuration(host=url)), KubeOptions(qps=0, burst=1)) as store:
+        for _ in range(50):  # connections made, code warmed
+            store.transport.send(
+                "GET", "/api/v1/namespaces/x", (), None, "application/json", store.transport._timeout, None
+            ).release_conn()
+        start = time.process_time()
+        for _ in range(n):
+            store.transport.send(
+                "GET", "/api/v1/namespaces/x", (), None, "application/json", store.transport._timeout, None
+            ).release_conn()
+        return (time.process_time() - start) / n * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    server, url = serve()
+    try:
+        gets = [get_cost(url, args.requests) for _ in range(args.repeat)]
+    finally:
+        server.kill()
+        server.wait()
+    records = [record_cost(200_000) for _ in range(args.repeat)]
+    print(f"{'what':<10} {'median CPU µs':>14} {'min':>8} {'max':>8}")
+    print(f"{'GET':<10} {statistics.median(gets):>14.1f} {min(gets):>8.1f} {max(gets):>8.1f}")
+    if records[0] is None:
+        print(f"{'record':<10} {'(none here)':>14}")
+    else:
+        values = [r for r in records if r is not None]
+        print(f"{'record':<10} {statistics.median(values):>14.2f} {min(values):>8.2f} {max(values):>8.2f}")
+    print(f"load average {os.getloadavg()[0]:.1f} (the box may be shared)")
+
+
+if __name__ == "__main__":
+    main()
