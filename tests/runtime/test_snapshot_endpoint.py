@@ -105,6 +105,10 @@ def test_the_snapshot_of_the_live_scheduler_replays_to_the_same_decisions(
     capsys.readouterr()
     assert main(["snapshot-tool", "--filename", str(zipped), "-o", "json", "--no-progress"]) == 0
     assert decisions(json.loads(capsys.readouterr().out)) == decisions(original)
+    # `kai explain` reads it as it reads a manifest.
+    assert main(["explain", "notebook", str(zipped), "-o", "json"]) == 0
+    explained = json.loads(capsys.readouterr().out)
+    assert explained["job"] == "default/notebook" and explained["state"] == "pending"
 
 
 def test_without_the_snapshot_plugin_the_path_is_404_and_port_0_serves_nothing(
