@@ -88,10 +88,10 @@ def _check_flag(p: argparse.ArgumentParser) -> None:
 def _snapshot_tool(args: argparse.Namespace) -> int:
     import logging
 
-    from kai_scheduler.cli import logs
-
     wanted = logging.DEBUG if args.verbosity >= 5 else logging.INFO if args.verbosity >= 4 else logging.WARNING
-    logs.configure(min(wanted, logging.getLogger().level), getattr(args, "log_format", "text"))
+    root = logging.getLogger()  # `kai` configured its handler already: the level is what -v would have set
+    if args.verbose == 0 or wanted < root.level:
+        root.setLevel(wanted)
     args.file, args.check = args.filename, False
     return run(args)
 
