@@ -6,7 +6,8 @@ the reason and keeps its objects.
 The test plays two parts a cluster would: the kubelet's ConfigMap volume (it writes the shard ConfigMap's
 `config.yaml` to the scheduler's --scheduler-conf file whenever the ConfigMap changes), and the Deployment's pod
 (it runs `kai` with the args of the rendered Deployment, only --listen-address, --plugin-server-port and
---scheduler-conf pointed at this machine). The operator runs as its own ServiceAccount with the RBAC of `kai manifests --operator`.
+--scheduler-conf pointed at this machine). The operator runs as its own ServiceAccount with the RBAC of
+`kai manifests --operator`.
 Pods of this test name the shard's own schedulerName (a shard `args` entry), so the suite's scheduler leaves them
 alone and the shard's scheduler places nothing else.
 """
