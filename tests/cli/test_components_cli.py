@@ -47,6 +47,7 @@ SCHEDULER = [
     "--default-staleness-grace-period",
     "--stuck-in-releasing-threshold",
     "--metrics-namespace",
+    "--plugin-server-port",
 ]
 BINDER = [
     "--reconcile-period",
@@ -96,6 +97,7 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         "(default kai)",
         "(default 16)",
         "(default 2m)",
+        "(default 8081)",
     ):
         assert default in text, default
     assert "(default 0.2s)" in " ".join(help_text("binder", capsys).split())
@@ -113,6 +115,8 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         ),
         (["run", "--leader-elect-lease-duration", "1"], "kai: --leader-elect-lease-duration: invalid duration"),
         (["scheduler", "--detailed-fit-errors=maybe"], "kai: --detailed-fit-errors: invalid boolean 'maybe'"),
+        (["scheduler", "--plugin-server-port", "http"], "kai: --plugin-server-port: invalid value 'http'"),
+        (["run", "--plugin-server-port", "70000"], "kai: --plugin-server-port: want 0 (off) to 65535, got 70000"),
         (["podgrouper", "--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
         (["scheduler", "--max-consolidation-preemptees", "1.5"], "kai: --max-consolidation-preemptees: invalid value"),
         (

@@ -98,6 +98,7 @@ class Processes:
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     read_up_to: dict[str, int] = field(default_factory=dict)  # log name -> bytes already seen by refusals()
     ports: dict[str, int] = field(default_factory=dict)  # component name -> its --listen-address port
+    plugin_ports: dict[str, int] = field(default_factory=dict)  # process name -> its --plugin-server-port
 
     def start(self, name: str, *args: str, kubeconfig: str = "") -> None:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
@@ -113,13 +114,19 @@ class Processes:
         self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
     def start_component(self, component: str, *flags: str, name: str = "") -> None:
-        """Start a component with the suite's flags for it (COMPONENT_FLAGS) and `flags`."""
+        """Start a component with the suite's flags for it (COMPONENT_FLAGS) and `flags`. A scheduler gets a free
+        --plugin-server-port of its own (in `plugin_ports`) unless `flags` name one: KAI's 8081 is for one alone."""
+        extra: tuple[str, ...] = ()
+        if component in ("scheduler", "run") and not any(f.startswith("--plugin-server-port") for f in flags):
+            self.plugin_ports[name or component] = free_port()
+            extra = (f"--plugin-server-port={self.plugin_ports[name or component]}",)
         port = self.ports[name or component] = free_port()
         self.start(
             name or component,
             component,
             f"--listen-address=127.0.0.1:{port}",
             *COMPONENT_FLAGS.get(component, ()),
+            *extra,
             *flags,
             kubeconfig=self.kubeconfigs.get(component, ""),
         )

@@ -5,8 +5,9 @@ the reason and keeps its objects.
 
 The test plays two parts a cluster would: the kubelet's ConfigMap volume (it writes the shard ConfigMap's
 `config.yaml` to the scheduler's --scheduler-conf file whenever the ConfigMap changes), and the Deployment's pod
-(it runs `kai` with the args of the rendered Deployment, only --listen-address and --scheduler-conf pointed at this
-machine). The operator runs as its own ServiceAccount with the RBAC of `kai manifests --operator`.
+(it runs `kai` with the args of the rendered Deployment, only --listen-address, --plugin-server-port and
+--scheduler-conf pointed at this machine). The operator runs as its own ServiceAccount with the RBAC of
+`kai manifests --operator`.
 Pods of this test name the shard's own schedulerName (a shard `args` entry), so the suite's scheduler leaves them
 alone and the shard's scheduler places nothing else.
 """
@@ -144,6 +145,8 @@ def test_the_operator_renders_two_shards_and_a_strategy_change_moves_the_next_po
             if a.startswith("--listen-address=")
             else f"--scheduler-conf={conf}"
             if a.startswith("--scheduler-conf=")
+            else f"--plugin-server-port={free_port()}"
+            if a.startswith("--plugin-server-port=")
             else a
             for a in _args(clean.store.get("deployments", "kai-scheduler-e2e-op-a", OPERATOR_NAMESPACE))
         ]

@@ -106,3 +106,17 @@ def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[
     assert sorted(rendered) == sorted(expected)
     for key, obj in expected.items():
         assert rendered[key] == obj, key
+
+
+def test_the_plugin_server_port_is_a_flag_and_a_container_port_also_when_off() -> None:
+    for value, port in ((8081, 8081), (9000, 9000), (0, 8081)):
+        deployments = [
+            d
+            for d in _helm_render({"scheduler.pluginServerPort": value, "operator.enabled": False})
+            if d["kind"] == "Deployment"
+        ]
+        (scheduler,) = [d for d in deployments if d["metadata"]["name"] == "kai-scheduler"]
+        container = scheduler["spec"]["template"]["spec"]["containers"][0]
+        assert f"--plugin-server-port={value}" in container["args"]
+        declared = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert declared == {"metrics": 8080, "plugin-server": port}

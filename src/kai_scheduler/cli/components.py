@@ -24,6 +24,7 @@ from kai_scheduler.cli import connection
 from kai_scheduler.framework.config import FIXED_FLAGS, ConfigError, Flags, check_supported
 from kai_scheduler.runtime.leader import LeaderConfig
 from kai_scheduler.runtime.options import (
+    PLUGIN_SERVER_PORT,
     BinderOptions,
     GrouperOptions,
     ProcessOptions,
@@ -171,6 +172,15 @@ def _scheduler_flags(p: Parser) -> None:
         help="scheduler configuration (KAI's config.yaml, or its ConfigMap) (default: KAI's defaults)",
     )
     _value(p, "--metrics-namespace", "kai", "prefix of the scheduler's metric names", "NAME")
+    _value(
+        p,
+        "--plugin-server-port",
+        str(PLUGIN_SERVER_PORT),
+        "port of the plugin server, on the interface of --listen-address: GET /get-snapshot answers snapshot.zip "
+        "(the scheduler's view, replayed by `kai schedule snapshot.zip`) when the snapshot plugin is configured; "
+        "0 = off",
+        "PORT",
+    )
     for field in dataclasses.fields(Flags):
         flag, default = "--" + field.name.replace("_", "-"), getattr(Flags(), field.name)
         help_text = _FLAG_HELP.get(field.name, field.name.replace("_", " "))
@@ -485,8 +495,14 @@ def _scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
         check_supported(dataclasses.replace(Flags(), **flags), spelling="--{}")
     except ConfigError as err:
         raise UserError(str(err)) from None
+    port = _number(args, "plugin_server_port", PLUGIN_SERVER_PORT, int)
+    if not 0 <= port <= 65535:
+        raise UserError(f"--plugin-server-port: want 0 (off) to 65535, got {port}")
     return SchedulerOptions(
-        scheduler_conf=args.scheduler_conf, flags=flags, metrics_namespace=args.metrics_namespace or "kai"
+        scheduler_conf=args.scheduler_conf,
+        flags=flags,
+        metrics_namespace=args.metrics_namespace or "kai",
+        plugin_server_port=port,
     )
 
 

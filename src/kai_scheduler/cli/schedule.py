@@ -1,4 +1,5 @@
-"""`kai schedule FILE`: run scheduling cycles on a scenario or manifest at one instant, print the decisions."""
+"""`kai schedule FILE`: run scheduling cycles on a scenario, manifest or scheduler snapshot at one instant, print
+the decisions. `kai snapshot-tool --filename snapshot.zip` is the same under the name and flags of KAI's tool."""
 
 from __future__ import annotations
 
@@ -20,11 +21,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser(
         "schedule",
         help="run scheduling cycles on a scenario or manifest and print the decisions",
-        description="Load FILE (a scenario, see docs/scenario-reference.md, or Kubernetes manifests), run the "
+        description="Load FILE (a scenario, see docs/scenario-reference.md, Kubernetes manifests, or a scheduler's "
+        "snapshot.zip from its /get-snapshot, with the configuration and flags it ran with), run the "
         "scheduler on the embedded cluster and print, per task, its status before and after and its "
         "node; per queue, deserved, fair share, allocated and requested; per unplaced job, the reason.",
     )
-    p.add_argument("file", help="scenario file or Kubernetes manifest (YAML)")
+    p.add_argument("file", help="scenario file or Kubernetes manifest (YAML), or snapshot.zip")
+    _run_flags(p)
+    p.set_defaults(run=run)
+    tool = sub.add_parser(
+        "snapshot-tool",
+        help="replay a scheduler's snapshot.zip (KAI's snapshot-tool): `kai schedule snapshot.zip`",
+        description="Replay the snapshot.zip a scheduler serves at /get-snapshot (the snapshot plugin, on "
+        "--plugin-server-port): its objects on the embedded cluster, with the configuration and flags it holds. "
+        "KAI's cmd/snapshot-tool by name and flags; the same as `kai schedule FILE`.",
+    )
+    tool.add_argument("--filename", required=True, metavar="FILE", help="the snapshot.zip to replay")
+    tool.add_argument(
+        "--verbosity",
+        type=int,
+        default=4,
+        metavar="N",
+        help="log level as KAI's: 4 and over info, 5 and over debug, less than 4 warnings only (default 4)",
+    )
+    _run_flags(tool, check=False)
+    tool.set_defaults(run=_snapshot_tool)
+
+
+def _run_flags(p: argparse.ArgumentParser, *, check: bool = True) -> None:
     p.add_argument(
         "--cycles",
         type=int,
@@ -32,16 +56,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="scheduling cycles to run (default: the file's `cycles`, else 1); the binder and "
         "kubelet act between cycles",
     )
-    p.add_argument(
-        "--check",
-        action="store_true",
-        help="check the file's `expect:` block: exit 0, or 1 with one line per mismatch on standard "
-        "error; without --output, print no tables and an OK line on success",
-    )
+    if check:
+        _check_flag(p)
     p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default=None, help=OUTPUT_HELP)
     p.add_argument(
         "--config",
-        help="scheduler configuration file (KAI's config.yaml or its ConfigMap); replaces the file's `config:`",
+        help="scheduler configuration file (KAI's config.yaml or its ConfigMap); replaces the file's `config:` "
+        "(a snapshot's configuration)",
     )
     p.add_argument(
         "--explain",
@@ -53,7 +74,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         action="store_true",
         help="print nothing on standard error about the steps (loading, cycles, the report) that take over a second",
     )
-    p.set_defaults(run=run)
+
+
+def _check_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check the file's `expect:` block: exit 0, or 1 with one line per mismatch on standard "
+        "error; without --output, print no tables and an OK line on success",
+    )
+
+
+def _snapshot_tool(args: argparse.Namespace) -> int:
+    import logging
+
+    wanted = logging.DEBUG if args.verbosity >= 5 else logging.INFO if args.verbosity >= 4 else logging.WARNING
+    root = logging.getLogger()  # `kai` configured its handler already: the level is what -v would have set
+    if args.verbose == 0 or wanted < root.level:
+        root.setLevel(wanted)
+    args.file, args.check = args.filename, False
+    return run(args)
 
 
 def run(args: argparse.Namespace) -> int:

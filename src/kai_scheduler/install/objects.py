@@ -18,6 +18,7 @@ STATIC_ONLY = "!operator.enabled"
 OPERATOR_ONLY = "operator.enabled"
 PART_OF = "kai-scheduler"
 LISTEN_PORT = 8080
+PLUGIN_SERVER_PORT = 8081  # the scheduler's --plugin-server-port by default (KAI's)
 ADMISSION_SERVICE = "kai-admission"
 WEBHOOK_CONFIGURATION = "kai-admission"
 CONFIG_MAP = "kai-scheduler-config"

@@ -96,6 +96,10 @@ scheduler:
   # reach it with `kubectl port-forward -n kai-scheduler deploy/kai-scheduler 8090` (static install; with the operator,
   # the SchedulingShard's spec.args.dashboard-address sets it, on deploy/kai-scheduler-default).
   dashboardAddress: ""
+  # --plugin-server-port: GET /get-snapshot (the snapshot plugin) answers the scheduler's snapshot.zip here, on
+  # every interface (0 = off): `kubectl port-forward -n kai-scheduler deploy/kai-scheduler 8081`, then
+  # `curl -o snapshot.zip localhost:8081/get-snapshot` and `kai schedule snapshot.zip` (docs/components.md).
+  pluginServerPort: 8081
   resources:
     requests:
       cpu: 250m

@@ -20,6 +20,7 @@ from kai_scheduler.install.objects import (
     OPERATOR,
     OPERATOR_ONLY,
     OPTIONAL,
+    PLUGIN_SERVER_PORT,
     STATIC_ONLY,
     WEBHOOK_CONFIGURATION,
     InstallObject,
@@ -52,6 +53,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("queue-access-control", "global.queueAccessControl"),
         ("metrics-namespace", "scheduler.metricsNamespace"),
         ("dashboard-address", "scheduler.dashboardAddress"),
+        ("plugin-server-port", "scheduler.pluginServerPort"),
     ),
     "binder": (
         ("reconcile-period", "binder.reconcilePeriod"),
@@ -177,6 +179,12 @@ def deployment(src: Source, component: str, instance: Instance | None = None) ->
     if component == "scheduler":
         container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
         volumes.append({"name": "config", "configMap": {"name": instance.config_map if instance else CONFIG_MAP}})
+    if component == "scheduler":  # a declaration only: with the port 0 (off) nothing listens on KAI's default
+        plugin_port = src.computed(
+            lambda v: v["scheduler"]["pluginServerPort"] or PLUGIN_SERVER_PORT,
+            f"int .Values.scheduler.pluginServerPort | default {PLUGIN_SERVER_PORT}",
+        )
+        container["ports"].append({"name": "plugin-server", "containerPort": plugin_port, "protocol": "TCP"})
     if component == "admission":
         container["ports"].append(
             {"name": "webhook", "containerPort": src.value("admission.webhookPort"), "protocol": "TCP"}

@@ -21,6 +21,7 @@ from kai_scheduler.plugins import (
     nominatednode,
     priority,
     resourcetype,
+    snapshot,
     subgrouporder,
     taskorder,
 )
@@ -51,6 +52,7 @@ BUILDERS: Mapping[str, Builder] = {
     "topology": topology.Topology.from_args,
     "minruntime": minruntime.MinRuntime.from_args,
     "dynamicresources": dynamicresources.DynamicResources.from_args,
+    "snapshot": snapshot.Snapshot.from_args,
 }
 
 # Plugins KAI ships that this scheduler does not implement: accepted in a configuration and ignored, so a KAI
@@ -58,7 +60,6 @@ BUILDERS: Mapping[str, Builder] = {
 KAI_PLUGINS = frozenset(
     {
         "podaffinity",
-        "snapshot",
         "sg-nodelocalgreedy",
         "sg-multinodegang",
         "numa",

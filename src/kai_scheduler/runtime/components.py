@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
@@ -28,8 +28,9 @@ from kai_scheduler.nodescaleadjuster.adjuster import NodeScaleAdjuster
 from kai_scheduler.podgrouper import context as grouping
 from kai_scheduler.podgrouper import grouper as grouping_controller
 from kai_scheduler.podgrouper.grouper import PodGrouper
+from kai_scheduler.runtime.http import Endpoint, Reply
 from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ScaleAdjusterOptions, SchedulerOptions
-from kai_scheduler.scheduler import config_file
+from kai_scheduler.scheduler import capture, config_file
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
@@ -53,6 +54,9 @@ class Component:
     # last one ended; see runtime.loop.
     triggers: tuple[str, ...] = ()
     min_gap: float = 0.0
+    # GET endpoints served on the plugin server at `plugin_port` (0: none served), as KAI's plugins register them.
+    endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
+    plugin_port: int = 0
 
 
 def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
@@ -75,6 +79,8 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
     file is logged and the running configuration kept; new flags or usageDBConfig in it start a fresh scheduler
     core, anything else is taken in place)."""
     config = scheduler_config(options)
+    if not 0 <= options.plugin_server_port <= 65535:
+        raise UserError(f"--plugin-server-port: want 0 (off) to 65535, got {options.plugin_server_port}")
     if config.flags.schedule_period <= 0:
         raise UserError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
     core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
@@ -122,6 +128,17 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
             reload()
         metrics.record(core.run_once())
 
+    def get_snapshot() -> Reply:
+        """The `snapshot` plugin's endpoint: the running configuration decides whether it is there."""
+        current = core
+        if not capture.enabled(current.config):
+            return Reply(404, b"404 page not found: the snapshot plugin is not in the scheduler configuration\n")
+        data = capture.snapshot_zip(current)
+        if data is None:
+            return Reply(503, b"no scheduling cycle has run yet (a standby replica, or starting): nothing to capture\n")
+        log.info("snapshot served", extra={"bytes": len(data)})
+        return Reply(200, data, "application/zip", {"Content-Disposition": "attachment; filename=snapshot.zip"})
+
     return Component(
         "scheduler",
         scheduler_lease(config.flags.partition_label_value),
@@ -129,7 +146,12 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         step,
         triggers=scheduler_resources(config.flags),
         min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
+        endpoints={SNAPSHOT_PATH: get_snapshot},
+        plugin_port=options.plugin_server_port,
     )
+
+
+SNAPSHOT_PATH = "/get-snapshot"
 
 
 def scheduler_lease(partition: str) -> str:

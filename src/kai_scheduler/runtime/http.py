@@ -5,6 +5,7 @@
 - `/metrics`: the registry in the Prometheus text format.
 
 A check that raises counts as failing. The server answers from a daemon thread, one thread per request.
+`PluginServer` is the scheduler's other server (`--plugin-server-port`), for the endpoints of its plugins.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -130,5 +132,86 @@ def _handler(owner: HealthServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+    return Handler
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What an endpoint of a `PluginServer` answers."""
+
+    code: int
+    body: bytes
+    content_type: str = "text/plain; charset=utf-8"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+Endpoint = Callable[[], Reply]
+
+
+class PluginServer:
+    """KAI's plugin server (`--plugin-server-port`): the GET endpoints plugins register (the `snapshot` plugin's
+    `/get-snapshot`), each answered from a daemon thread, one thread per request; any other path is 404. An
+    endpoint that raises answers 500 with the error in one line (and the traceback at debug level)."""
+
+    def __init__(self, host: str, port: int, endpoints: Mapping[str, Endpoint]) -> None:
+        self._bind = (host, port)
+        self.endpoints = dict(endpoints)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Bind and serve in a daemon thread; OSError if the address cannot be bound."""
+        if self._server is not None:
+            return
+        server_class = _IPv6Server if ":" in self._bind[0] else ThreadingHTTPServer
+        server = server_class(self._bind, _plugin_handler(self))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="plugin-server", daemon=True)
+        self._thread.start()
+        log.info(
+            "serving plugin endpoints",
+            extra={"address": f"{self._bind[0]}:{self.port}", "paths": sorted(self.endpoints)},
+        )
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+    @property
+    def port(self) -> int:
+        return self._bind[1] if self._server is None else int(self._server.server_address[1])
+
+
+def _plugin_handler(owner: PluginServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("http " + format, *args)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            endpoint = owner.endpoints.get(path)
+            if endpoint is None:
+                reply = Reply(404, b"404 page not found\n")
+            else:
+                try:
+                    reply = endpoint()
+                except Exception as err:  # one bad request never takes the server (or the scheduler) down
+                    log.debug("plugin endpoint raised", exc_info=True, extra={"path": path})
+                    log.error(f"{path}: {type(err).__name__}: {err}", extra={"path": path})
+                    reply = Reply(500, f"{path}: {type(err).__name__}: {err}\n".encode())
+            self.send_response(reply.code)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(reply.body)
 
     return Handler

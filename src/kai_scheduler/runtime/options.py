@@ -38,12 +38,17 @@ class ProcessOptions:
     leader: LeaderConfig = field(default_factory=LeaderConfig)
 
 
+PLUGIN_SERVER_PORT = 8081
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerOptions:
     scheduler_conf: str | None = None
     # `Flags` fields given on the command line (underscore names, typed values); they override the file's.
     flags: Mapping[str, Any] = field(default_factory=dict)
     metrics_namespace: str = "kai"
+    # KAI's plugin server (/get-snapshot); 0 = off. The command line's default is KAI's 8081 (PLUGIN_SERVER_PORT).
+    plugin_server_port: int = 0
 
 
 @dataclass(frozen=True, slots=True)

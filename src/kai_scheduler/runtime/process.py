@@ -37,7 +37,7 @@ from prometheus_client.registry import Collector
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.runtime.components import Component
-from kai_scheduler.runtime.http import HealthServer
+from kai_scheduler.runtime.http import Endpoint, HealthServer, PluginServer, parse_address
 from kai_scheduler.runtime.leader import LeaderElector, default_identity
 from kai_scheduler.runtime.loop import Runner
 from kai_scheduler.runtime.options import ProcessOptions
@@ -85,6 +85,13 @@ class Process:
     ) -> None:
         self.stop = stop or threading.Event()
         self.server = HealthServer(options.listen_address, registry)
+        # KAI's plugin server, on the interface of --listen-address: one per port the components ask for.
+        host = parse_address(options.listen_address)[0]
+        by_port: dict[int, dict[str, Endpoint]] = {}
+        for component in components:
+            if component.plugin_port and component.endpoints:
+                by_port.setdefault(component.plugin_port, {}).update(component.endpoints)
+        self.plugin_servers = [PluginServer(host, port, endpoints) for port, endpoints in by_port.items()]
         identity = default_identity()
         self.electors: dict[str, LeaderElector] = {}
         self.runners: list[Runner] = []
@@ -134,6 +141,14 @@ class Process:
             self.server.start()
         except OSError as err:
             raise UserError(f"--listen-address: cannot listen: {err.strerror or err}") from None
+        for plugin_server in self.plugin_servers:
+            try:
+                plugin_server.start()
+            except OSError as err:  # as KAI: the scheduler goes on without its debugging endpoints
+                log.error(
+                    f"--plugin-server-port: cannot listen on port {plugin_server.port}: {err.strerror or err}; "
+                    f"serving no {', '.join(sorted(plugin_server.endpoints))}",
+                )
         for runner in self.runners:
             thread = threading.Thread(target=runner.run, name=f"kai-{runner.name}", daemon=True)
             self.server.add_readiness(runner.name, _ready(runner))
@@ -175,6 +190,8 @@ class Process:
         if kept:
             given_up["leases_kept"] = kept
         self.server.stop()
+        for plugin_server in self.plugin_servers:
+            plugin_server.stop()
         if given_up:
             said = []
             if "waiting_for" in given_up or "still_running" in given_up:

@@ -1,6 +1,7 @@
 """Load a scenario file or a Kubernetes manifest: `load(path)` and `loads(text, source)`.
 
-Which form a file is follows from its top level: one mapping with nodes, queues or jobs is a scenario;
+A zip is a scheduler snapshot (`scenario.snapshot_zip`). Which form a text file is follows from its top
+level: one mapping with nodes, queues or jobs is a scenario;
 otherwise every document must be a Kubernetes object or a `List` of them. Every bad input raises an
 ObjectError (a whole-file problem: its subclass ScenarioError) whose str() is one line starting with the
 file, and the line where known:
@@ -11,15 +12,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kai_scheduler.scenario import build, manifest
+from kai_scheduler.scenario import build, manifest, snapshot_zip
 from kai_scheduler.scenario.entry import Where
 from kai_scheduler.scenario.model import Scenario
 from kai_scheduler.scenario.source import ScenarioError, parse_documents
 
 
 def load(path: str | Path) -> Scenario:
-    """Read and load the file at `path`; a missing or unreadable file is a ScenarioError."""
-    return loads(read_text(path), str(path))
+    """Read and load the file at `path`; a missing or unreadable file is a ScenarioError. A zip is a scheduler
+    snapshot (`snapshot.zip` of the `snapshot` plugin's `/get-snapshot`), recognised by its first bytes."""
+    source = str(path)
+    data = _read(path)
+    if snapshot_zip.is_snapshot(data):
+        return snapshot_zip.load(data, source)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(source, f"not UTF-8 text (byte {err.start}), nor a snapshot zip") from None
+    return loads(text, source)
+
+
+def _read(path: str | Path) -> bytes:
+    source = str(path)
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ScenarioError(source, "no such file") from None
+    except IsADirectoryError:
+        raise ScenarioError(source, "is a directory, not a scenario file") from None
+    except OSError as err:
+        raise ScenarioError(source, f"cannot read: {err.strerror or err}") from None
 
 
 def read_text(path: str | Path) -> str:

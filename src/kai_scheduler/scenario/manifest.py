@@ -20,8 +20,10 @@ from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, MANIFEST_KINDS, JobM
 from kai_scheduler.scenario.source import ScenarioError
 
 
-def build(where: Where, docs: list[Any]) -> Scenario:
-    """The manifest's objects in kind order (file order within a kind), its PodGroups as jobs."""
+def build(where: Where, docs: list[Any], *, check_references: bool = True) -> Scenario:
+    """The manifest's objects in kind order (file order within a kind), its PodGroups as jobs. Without
+    `check_references` (a scheduler's snapshot: a cluster as it was) a PodGroup may name a queue that is not
+    there, a pod a node: the scheduler reports such objects, as it does in the cluster."""
     by_kind: dict[str, list[JSON]] = {kind: [] for kind in MANIFEST_KINDS}
     ignored: set[str] = set()
     for raw in _items(where, docs):
@@ -39,7 +41,8 @@ def build(where: Where, docs: list[Any]) -> Scenario:
             name = f"{names['namespace']}/{names['name']}" if names.get("namespace") else str(names["name"])
             raise _error(where, raw, kind, name, huge, "an integer past int64, which no Kubernetes object holds")
         by_kind[kind].append(built.obj)
-    _check_references(where, by_kind)
+    if check_references:
+        _check_references(where, by_kind)
     objects = [obj for kind in MANIFEST_KINDS for obj in by_kind[kind]]
     return Scenario(
         name=PurePath(where.source).stem,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 
@@ -112,6 +113,10 @@ class Scheduler:
         self._reported: set[tuple[str, str, str]] = set()
         self._unseen: list[str] = []  # BindRequests this scheduler wrote that its cache has not seen yet
         self._memo = snapshots.Memo()  # what unchanged objects yielded in earlier snapshots
+        # Held while the cache changes (a sync, an own write taken in) and while another thread copies its
+        # references (`held`, for /get-snapshot): that thread sees the cache between two syncs, as a cycle does.
+        self.cache_lock = threading.Lock()
+        self.synced = False  # whether a cycle has synced the cache (a standby's cache is empty)
 
     def reconfigure(self, config: configs.SchedulerConfig) -> None:
         """Run the next cycles with `config` (actions, plugins and their arguments, depths, budgets); its flags
@@ -124,12 +129,25 @@ class Scheduler:
     def snapshot(self, *, all_pools: bool = False) -> snapshots.Snapshot:
         """The cycle's snapshot of this scheduler's pool; `all_pools` (with `whole_cluster`): every pool at once,
         a view of a sharded cluster, not one to schedule on."""
-        self.cache.sync()
+        self._sync()
         self._await_own_bind_requests()
         params = self.snapshot_params()
         if all_pools:
             params = dataclasses.replace(params, all_pools=True)
         return snapshots.build(self.cluster_objects(), params, self._memo)
+
+    def _sync(self) -> None:
+        with self.cache_lock:
+            self.cache.sync()
+            self.synced = True
+
+    def held(self) -> dict[str, list[tuple[str, object]]] | None:
+        """Every resource's (key, object) pairs in the cache as the last sync left it, or None before the first
+        sync. Only references are copied under the lock: a sync waits no longer than that."""
+        with self.cache_lock:
+            if not self.synced:
+                return None
+            return {resource: self.cache.held(resource) for resource in self.cache.resources}
 
     def cluster_objects(self) -> snapshots.ClusterObjects:
         """The cache's typed objects as they are (no sync), with the objects that failed to parse as problems."""
@@ -184,7 +202,8 @@ class Scheduler:
         adds them to its informer store: the next cycle sees their GPUs taken without waiting for the watch."""
         self._unseen = []
         for obj in created:
-            self.cache.assume("bindrequests", obj)
+            with self.cache_lock:
+                self.cache.assume("bindrequests", obj)
             meta = obj.get("metadata", {})
             self._unseen.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
 
@@ -199,7 +218,7 @@ class Scheduler:
         deadline = time.monotonic() + OWN_WRITES_WAIT
         while unseen and time.monotonic() < deadline:
             time.sleep(0.005)
-            self.cache.sync()
+            self._sync()
             unseen = [key for key in unseen if not self.cache.seen("bindrequests", key)]
         if unseen:
             log.warning(

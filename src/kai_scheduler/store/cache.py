@@ -206,6 +206,16 @@ class ObjectCache:
         informer.changed.clear()
         return list(informer.ordered)
 
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The resources this cache lists and watches, in sync order."""
+        return tuple(self._informers)
+
+    def held(self, resource: str) -> list[tuple[str, Any]]:
+        """(key, parsed object) of every object of `resource` held now, unordered: references copied, nothing
+        parsed or sorted (a reader on another thread holds the owner's lock only this long)."""
+        return [(key, item[1]) for key, item in self._informers[resource].items.items()]
+
     def mark(self, resource: str) -> Mark:
         """Where the change log of `resource` stands now (give it to `changed` later)."""
         informer = self._informers[resource]
