@@ -170,6 +170,7 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
                 kubeconfig(tmp_path, server.url),
                 "--listen-address",
                 f"127.0.0.1:{port}",
+                "--plugin-server-port=0",
                 "--schedule-period",
                 "50ms",
                 "--reconcile-period",

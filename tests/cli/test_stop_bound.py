@@ -31,6 +31,7 @@ KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 BOUND = runtime.SHUTDOWN_BOUND
 GAVE_UP = "shutdown: gave up waiting for the API server"
 FAST = ["--leader-elect-retry-period", "100ms"]
+NO_PLUGIN_SERVER = "--plugin-server-port=0"  # KAI's 8081 is not ours to take in a test
 
 
 @dataclass
@@ -50,8 +51,8 @@ def commands(config: str) -> list[Command]:
         return Command(name, [*argv, "--leader-elect-namespace", f"lease-{name}", *FAST, *extra], port)
 
     return [
-        component("run"),
-        component("scheduler"),
+        component("run", NO_PLUGIN_SERVER),
+        component("scheduler", NO_PLUGIN_SERVER),
         component("binder"),
         component("podgrouper"),
         component("controllers"),

@@ -45,6 +45,7 @@ def test_the_scheduler_serves_the_dashboard_behind_its_flag(tmp_path: Path) -> N
                 kubeconfig(tmp_path, server.url),
                 "--listen-address",
                 f"127.0.0.1:{closed_port()}",
+                "--plugin-server-port=0",
                 "--dashboard-address",
                 f"127.0.0.1:{port}",
                 "--schedule-period",

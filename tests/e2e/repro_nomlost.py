@@ -94,7 +94,13 @@ def run(rounds: int, grace: int, sizes: list[int], logs: Path) -> int:
         for component in harness.COMPONENTS:
             if component == "scheduler":  # -vv: the decisions and the claims written and cleared
                 listen = f"--listen-address=127.0.0.1:{free_port()}"
-                args = ("-v", "scheduler", listen, *harness.COMPONENT_FLAGS["scheduler"])
+                args = (
+                    "-v",
+                    "scheduler",
+                    listen,
+                    f"--plugin-server-port={free_port()}",
+                    *harness.COMPONENT_FLAGS["scheduler"],
+                )
                 processes.start("scheduler", *args, kubeconfig=processes.kubeconfigs["scheduler"])
             else:
                 processes.start_component(component)

@@ -57,7 +57,7 @@ class Rig:
         )
 
     def start_run(self, *flags: str) -> None:
-        self.start("run", "-v", "run", "--listen-address", "127.0.0.1:0", *flags)
+        self.start("run", "-v", "run", "--listen-address", "127.0.0.1:0", "--plugin-server-port=0", *flags)
 
     def start_nodes(self) -> None:
         self.start("nodes", "fake-nodes", "--count", "4", "--gpus", "8", "--delete-on-exit")

@@ -109,7 +109,7 @@ def test_an_api_server_restart_mid_binding_loses_nothing_binds_nothing_twice_and
     run = kai(
         own.kubeconfig,
         log,
-        *("run", "--listen-address", f"127.0.0.1:{free_port()}", "--leader-elect"),
+        *("run", "--listen-address", f"127.0.0.1:{free_port()}", "--plugin-server-port=0", "--leader-elect"),
         *("--leader-elect-namespace", NS, "--leader-elect-retry-period", "500ms"),
     )
     try:

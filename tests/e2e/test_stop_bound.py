@@ -43,7 +43,7 @@ def own() -> Iterator[realkube.Cluster]:
 
 def spawn(kubeconfig: str, port: int) -> subprocess.Popen[str]:
     argv = [
-        *("run", "--kubeconfig", kubeconfig, "--listen-address", f"127.0.0.1:{port}"),
+        *("run", "--kubeconfig", kubeconfig, "--listen-address", f"127.0.0.1:{port}", "--plugin-server-port=0"),
         *("--leader-elect", "--leader-elect-namespace", NAMESPACE, "--leader-elect-retry-period", "200ms"),
     ]
     env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}

@@ -296,8 +296,9 @@ def test_the_default_install_is_the_operator_and_what_it_renders_runs_a_pod(
 
 def _local(args: list[str]) -> list[str]:
     """A container's args for a process on this machine: `Components.start` gives the listen address, and the
-    webhook gets a free port in place of the pod's 9443."""
+    webhook and the scheduler's plugin server get free ports in place of the pod's 9443 and 8081."""
     out = [a for a in args if not a.startswith("--listen-address=")]
+    out = [f"--plugin-server-port={free_port()}" if a.startswith("--plugin-server-port=") else a for a in out]
     return [f"--webhook-port={free_port()}" if a.startswith("--webhook-port=") else a for a in out]
 
 

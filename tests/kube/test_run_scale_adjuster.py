@@ -47,6 +47,7 @@ def test_kai_run_with_the_adjuster_makes_a_scaling_pod_under_its_own_lease(
         "run",
         own.kubeconfig,
         "run",
+        "--plugin-server-port=0",
         "--node-scale-adjuster",
         "--cool-down-seconds=5",
         "--leader-elect",
