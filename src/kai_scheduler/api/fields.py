@@ -63,23 +63,36 @@ class Reader:
         container's requests read as none). `lenient` reads only what may be wrong without harm (a display
         field, a condition others write)."""
         node: Any = self.data
-        segments = _segments(path)
-        last = len(segments) - 1
-        for i, (name, index) in enumerate(segments):
+        for name, index in _segments(path):
+            if type(node) is not dict and not isinstance(node, Mapping):  # the exact-type test is the fast path
+                raise self._wrong_type(path)
             node = node.get(name)
             if node is None:
                 return default
             if index >= 0:
                 if type(node) is not builtins.list and not isinstance(node, builtins.list):
-                    raise self.error(_prefix(segments, i, with_index=False), f"expected a list, got {_short(node)}")
+                    raise self._wrong_type(path)
                 if index >= len(node):
                     return default
                 node = node[index]
                 if node is None:
                     return default
-            if i < last and type(node) is not dict and not isinstance(node, Mapping):  # exact type: the fast path
-                raise self.error(_prefix(segments, i, with_index=True), f"expected a mapping, got {_short(node)}")
         return node
+
+    def _wrong_type(self, path: builtins.str) -> ObjectError:
+        """The error for the field on the way to `path` that is there but of the wrong type (walked again: only
+        a bad object pays for finding which)."""
+        node: Any = self.data
+        segments = _segments(path)
+        for i, (name, index) in enumerate(segments):
+            if not isinstance(node, Mapping):
+                return self.error(_prefix(segments, i - 1, with_index=True), f"expected a mapping, got {_short(node)}")
+            node = node.get(name)
+            if index >= 0:
+                if not isinstance(node, builtins.list):
+                    return self.error(_prefix(segments, i, with_index=False), f"expected a list, got {_short(node)}")
+                node = node[index] if index < len(node) else None
+        raise AssertionError(f"no field of the wrong type on the way to {path}")  # pragma: no cover
 
     def lenient(self, path: builtins.str, default: Any = None) -> Any:
         """`get`, but a field on the way of the wrong type gives `default`: for fields whose absence changes
