@@ -175,3 +175,59 @@ def test_a_bad_field_found_by_fuzzing_is_an_object_error(obj: JSON, field: str, 
         PARSERS[obj["kind"]](obj)
     assert caught.value.field == field
     assert words in caught.value.message
+
+
+# Mappings and lists on the way to what the scheduler reads: one of the wrong type is refused naming it, not read
+# as absent (which would change what is scheduled: a container's `resources: [a]` read as requesting nothing).
+# The fields kept lenient, each with the reason in the parser: the scheduler's own record of what it told a
+# PodGroup, read only to tell it again when it changed.
+LENIENT: frozenset[tuple[str, str]] = frozenset({("PodGroup", "status.schedulingConditions")})
+WRONG_TYPES: tuple[Any, ...] = ("abc", 3, ["a"], {"a": 1})
+
+
+def _json_container(value: Any) -> str:
+    return "mapping" if isinstance(value, dict) else "list" if isinstance(value, list) else "scalar"
+
+
+def _field(path: tuple[str | int, ...]) -> str:
+    return ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
+
+
+@pytest.mark.parametrize("obj", OBJECTS, ids=[f"{o['kind']} {o['metadata']['name']}" for o in OBJECTS])
+def test_a_nested_mapping_or_list_of_the_wrong_type_is_refused_naming_it(obj: JSON) -> None:
+    checked = 0
+    for path in m.paths(obj):
+        current = m._at(obj, path)
+        if not isinstance(current, dict | list) or (obj["kind"], _field(path)) in LENIENT:
+            continue
+        for value in WRONG_TYPES:
+            if _json_container(value) == _json_container(current):
+                continue
+            with pytest.raises(ObjectError) as caught:
+                PARSERS[obj["kind"]](m.apply(obj, m.Mutation(path, value)))
+            field = caught.value.field  # the field itself, one below it, or the list item holding it
+            assert field.startswith(_field(path)) or _field(path).startswith(field), (path, value, str(caught.value))
+            checked += 1
+    assert checked or not any(isinstance(m._at(obj, p), dict | list) for p in m.paths(obj))
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        pytest.param("spec|containers|0|resources", ["a"], id="resources a list"),
+        pytest.param("spec|containers|0|resources", "nvidia.com/gpu: 2", id="resources a string"),
+        pytest.param("spec|containers|0", "gpu", id="the container a string"),
+    ],
+)
+def test_a_gpu_pod_whose_requests_cannot_be_read_is_refused_not_read_as_asking_for_none(path: str, value: Any) -> None:
+    obj = _set(b.pod("p", gpus=2), path, value)
+    with pytest.raises(ObjectError) as caught:
+        PARSERS["Pod"](obj)
+    assert caught.value.field == path.replace("|", ".").replace(".0", "[0]")
+    assert "expected a" in caught.value.message
+
+
+def test_the_lenient_podgroup_status_record_is_passed_over() -> None:
+    obj = _set(b.podgroup("pg"), "status", {"schedulingConditions": [{"nodePool": "default", "reasons": "abc"}, 3]})
+    parsed = PARSERS["PodGroup"](obj)
+    assert [c.reasons for c in parsed.scheduling_conditions] == [[]]

@@ -170,6 +170,13 @@ def _segmented() -> int:
             id="a JobSet of 2e9 replicas (was a subgroup per replica: the grouper never returned)",
         ),
         pytest.param(
+            _index("JobSet"),
+            ("spec", "startupPolicy"),
+            "InOrder",
+            "JobSet llm/pretrain spec.startupPolicy: expected a mapping, got 'InOrder'",
+            id="a JobSet startupPolicy that is a string (was read as no policy: AnyOrder)",
+        ),
+        pytest.param(
             _segmented(),
             ("spec", "pytorchReplicaSpecs", "Worker", "replicas"),
             2_000_000_000,

@@ -199,7 +199,9 @@ class Allocation:
         if not isinstance(raw, dict):
             raise r.error(path, f"expected an allocation, got {raw!r}")
         devices = raw.get("devices") or {}
-        results = devices.get("results") if isinstance(devices, dict) else None
+        if not isinstance(devices, dict):  # read as none, the claim would count as allocated to no device
+            raise r.error(f"{path}.devices", f"expected a mapping, got {devices!r}")
+        results = devices.get("results")
         if results is not None and not isinstance(results, list):
             raise r.error(f"{path}.devices.results", f"expected a list of device results, got {results!r}")
         out = []
@@ -212,7 +214,7 @@ class Allocation:
                 raise r.error(where, "request, driver, pool and device must all be set")
             out.append(DeviceResult(*(str(v) for v in values)))
         selector = raw.get("nodeSelector")
-        config = devices.get("config") if isinstance(devices, dict) else None
+        config = devices.get("config")
         if config is not None and not (isinstance(config, list) and all(isinstance(c, dict) for c in config)):
             raise r.error(f"{path}.devices.config", f"expected a list of configurations, got {config!r}")
         return cls(tuple(out), selector if isinstance(selector, dict) else None, tuple(config or ()))

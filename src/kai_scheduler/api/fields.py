@@ -55,19 +55,52 @@ class Reader:
         return ObjectError(self.kind, self.name, path, message)
 
     def get(self, path: builtins.str, default: Any = None) -> Any:
-        """The value at a dotted path; `name[i]` segments index lists ("spec.containers[0].resources")."""
+        """The value at a dotted path; `name[i]` segments index lists ("spec.containers[0].resources").
+
+        A field that is absent (or null), on the way or at the end, gives `default`; so does an index past the end
+        of its list. A field on the way that is there but of the wrong type (`spec.affinity: abc`,
+        `resources: [a]`) is an ObjectError naming it: read as absent, it would change what is scheduled (a
+        container's requests read as none). `lenient` reads only what may be wrong without harm (a display
+        field, a condition others write)."""
         node: Any = self.data
         for name, index in _segments(path):
             if type(node) is not dict and not isinstance(node, Mapping):  # the exact-type test is the fast path
-                return default
+                raise self._wrong_type(path)
             node = node.get(name)
-            if index >= 0:
-                if not isinstance(node, builtins.list) or index >= len(node):
-                    return default
-                node = node[index]
             if node is None:
                 return default
+            if index >= 0:
+                if type(node) is not builtins.list and not isinstance(node, builtins.list):
+                    raise self._wrong_type(path)
+                if index >= len(node):
+                    return default
+                node = node[index]
+                if node is None:
+                    return default
         return node
+
+    def _wrong_type(self, path: builtins.str) -> ObjectError:
+        """The error for the field on the way to `path` that is there but of the wrong type (walked again: only
+        a bad object pays for finding which)."""
+        node: Any = self.data
+        segments = _segments(path)
+        for i, (name, index) in enumerate(segments):
+            if not isinstance(node, Mapping):
+                return self.error(_prefix(segments, i - 1, with_index=True), f"expected a mapping, got {_short(node)}")
+            node = node.get(name)
+            if index >= 0:
+                if not isinstance(node, builtins.list):
+                    return self.error(_prefix(segments, i, with_index=False), f"expected a list, got {_short(node)}")
+                node = node[index] if index < len(node) else None
+        raise AssertionError(f"no field of the wrong type on the way to {path}")  # pragma: no cover
+
+    def lenient(self, path: builtins.str, default: Any = None) -> Any:
+        """`get`, but a field on the way of the wrong type gives `default`: for fields whose absence changes
+        nothing that is scheduled (the caller says why)."""
+        try:
+            return self.get(path, default)
+        except ObjectError:
+            return default
 
     def str(self, path: builtins.str, default: builtins.str = "") -> builtins.str:
         value = self.get(path)
@@ -172,6 +205,14 @@ _SECTIONS = ("metadata", "spec", "status")
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _prefix(segments: tuple[tuple[str, int], ...], upto: int, *, with_index: bool) -> str:
+    """The dotted path of `segments[: upto + 1]` as written in messages (`spec.containers[0].resources`)."""
+    parts = [f"{n}[{i}]" if i >= 0 else n for n, i in segments[:upto]]
+    name, index = segments[upto]
+    parts.append(f"{name}[{index}]" if with_index and index >= 0 else name)
+    return ".".join(parts)
 
 
 @functools.lru_cache(maxsize=1024)

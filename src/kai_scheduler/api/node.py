@@ -44,8 +44,10 @@ class Node:
                 raise r.error(f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
             taints.append(Taint(t["key"], str(t.get("value") or ""), effect))
         ready = True
-        for cond in r.list("status.conditions"):
-            if isinstance(cond, dict) and cond.get("type") == "Ready":
+        for i, cond in enumerate(r.list("status.conditions")):
+            if not isinstance(cond, dict):  # read as no condition, an unreadable Ready would count the node ready
+                raise r.error(f"status.conditions[{i}]", f"expected a condition, got {cond!r}")
+            if cond.get("type") == "Ready":
                 ready = cond.get("status") == "True"
         allocatable = r.resources("status.allocatable")
         for name, count in allocatable.items():

@@ -106,9 +106,17 @@ class PodGroup:
             raise r.error("spec.minSubGroup", "minMember and minSubGroup are mutually exclusive")
         backoff = r.int("spec.schedulingBackoff", -1)
         conditions = []
-        for i, c in enumerate(r.list("status.schedulingConditions")):
+        # The scheduler's own record of what it told the PodGroup, read only to tell it again when it changed: a
+        # condition or reason not shaped as written is passed over (lenient; nothing scheduled depends on it).
+        raw_conditions = r.lenient("status.schedulingConditions")
+        for i, c in enumerate(raw_conditions if isinstance(raw_conditions, list) else []):
             if isinstance(c, dict):
-                reasons = [(str(x.get("reason", "")), str(x.get("message", ""))) for x in c.get("reasons") or []]
+                raw_reasons = c.get("reasons")
+                reasons = [
+                    (str(x.get("reason", "")), str(x.get("message", "")))
+                    for x in (raw_reasons if isinstance(raw_reasons, list) else [])
+                    if isinstance(x, dict)
+                ]
                 conditions.append(
                     SchedulingCondition(
                         str(c.get("nodePool", "")),

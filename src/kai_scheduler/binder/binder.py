@@ -30,6 +30,7 @@ from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 
 log = logging.getLogger(__name__)
+_INT32_MAX = 2**31 - 1  # failedAttempts is an int32
 
 
 CONTROLLER = "bindrequest"  # KAI's binder controller, in the `controller` label of controller-runtime's series
@@ -87,6 +88,7 @@ class Binder:
         self._requests = Changes(store, "bindrequests")
         self._open: dict[str, BindRequest] = {}  # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
+        self._told: dict[str, str] = {}  # a refused BindRequest's key → the error it was told (once per message)
         self._collected_at: float | None = None
         # controller-runtime's series of KAI's `bindrequest` controller: a reconcile is one BindRequest taken up.
         self.work = work or metrics.Controller(CONTROLLER, concurrency)
@@ -117,13 +119,15 @@ class Binder:
     def _track(self, key: str, raw: JSON | None) -> None:
         if raw is None:
             self._open.pop(key, None)
+            self._told.pop(key, None)
             return
         try:
             br = BindRequest.from_dict(raw)
         except ObjectError as err:
             self._open.pop(key, None)
-            log.warning("bad BindRequest skipped", extra={"reason": str(err)})
+            self._refused(key, raw, err)
             return
+        self._told.pop(key, None)
         with self._settling_lock:
             settling = key in self._settling
         if br.phase == "Succeeded" or br.meta.deletion_timestamp is not None or settling:
@@ -228,6 +232,50 @@ class Binder:
         ref = events.pod_ref(br.meta.namespace, br.pod_name, uid)
         events.record(self.store, events.event(ref, kind, reason, message, component="binder", now=self.clock.now()))
 
+    def _refused(self, key: str, raw: JSON, err: ObjectError) -> None:
+        """A BindRequest the binder cannot read is told so as a failed bind is (§8.1), once per message: phase
+        Failed with the error as its reason (the scheduler then takes the pod as unbound again) and a `Warning
+        BindingError` event on its pod; one too broken to name its pod gets the event on itself. One already
+        Succeeded, or being deleted, is only logged: its bind is done or undone."""
+        message = str(err)
+        if self._told.get(key) == message:
+            return
+        self._told[key] = message
+        log.warning("bad BindRequest skipped", extra={"reason": message})
+        meta, spec, status = (_section(raw, s) for s in ("metadata", "spec", "status"))
+        if status.get("phase") == "Succeeded" or meta.get("deletionTimestamp") is not None:
+            return
+        namespace, _, name = key.rpartition("/")
+        attempts = status.get("failedAttempts")
+        attempts = attempts if type(attempts) is int and 0 <= attempts < _INT32_MAX else 0
+        pod = spec.get("podName")
+        if status.get("phase") != "Failed" or status.get("reason") != message:
+            # As a failed attempt: a request whose status alone was bad now reads as Failed and, below its backoff
+            # limit, is retried after 2^attempts seconds like any other.
+            if type(pod) is str and pod:
+                self._retry_at[f"{namespace}/{pod}"] = self.clock.now() + 2.0**attempts
+            self._write_status(namespace, name, {"phase": "Failed", "reason": message, "failedAttempts": attempts + 1})
+        if not self.events:
+            return
+        if type(pod) is str and pod:
+            refs = meta.get("ownerReferences")
+            uid = next(
+                (
+                    str(o.get("uid") or "")
+                    for o in (refs if isinstance(refs, list) else [])
+                    if isinstance(o, dict) and o.get("kind") == "Pod" and o.get("name") == pod
+                ),
+                "",
+            )
+            ref = events.pod_ref(namespace, pod, uid)
+            text = f"Failed to bind pod {namespace}/{pod}: {message}"
+        else:
+            ref = {"apiVersion": constants.BINDREQUEST_API_VERSION, "kind": "BindRequest", "namespace": namespace}
+            ref["name"] = name
+            text = f"Failed to bind: {message}"
+        body = events.event(ref, "Warning", "BindingError", text, component="binder", now=self.clock.now())
+        events.record(self.store, body)
+
     def _bound_here(self, br: BindRequest) -> bool:
         """Whether the pod is bound to the node this request selected (read only when a binding conflicts)."""
         try:
@@ -255,8 +303,20 @@ class Binder:
         log.warning(f"bind failed: {reason}", extra={"pod": key, "attempts": attempts})
 
     def _status(self, br: BindRequest, phase: str, reason: str, attempts: int) -> None:
-        status = {"phase": phase, "reason": reason, "failedAttempts": attempts}
+        self._write_status(
+            br.meta.namespace, br.meta.name, {"phase": phase, "reason": reason, "failedAttempts": attempts}
+        )
+
+    def _write_status(self, namespace: str, name: str, status: JSON) -> None:
         try:
-            self.store.patch("bindrequests", br.meta.name, br.meta.namespace, {"status": status}, "status")
+            self.store.patch("bindrequests", name, namespace, {"status": status}, "status")
+        except NotFound:
+            pass  # deleted meanwhile: nothing left to tell
         except StoreError as err:
             log.warning(f"BindRequest status not written: {err}", extra={"reason": err.reason})
+
+
+def _section(raw: JSON, name: str) -> JSON:
+    """`raw[name]` if it is a mapping, else empty (a refused object is read only for what it can still say)."""
+    value = raw.get(name)
+    return value if isinstance(value, dict) else {}

@@ -133,7 +133,12 @@ class Obj:
         return OwnerReference(self.api_version, self.kind, self.name, self.uid)
 
     def get(self, path: str, default: Any = None) -> Any:
-        return self.reader().get(path, default)
+        """The field at `path` (`default` if absent); a field on the way of the wrong type is a GroupingError
+        naming it (the pod is skipped and told, as for any owner field the grouper cannot read)."""
+        try:
+            return self.reader().get(path, default)
+        except ValueError as err:
+            raise GroupingError(str(err)) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,6 +208,8 @@ class Entry:
             except duration.DurationError:
                 message = f'expected a Go duration such as "90s" or "10m", got {value!r}'
                 raise self.error(key, message) from None
+        if not math.isfinite(seconds):  # YAML's .nan or .inf: no time is that long
+            raise self.error(key, f"expected a finite duration, got {value!r}")
         if seconds < 0 and not allow_negative:
             raise self.error(key, f"must not be negative, got {value!r}")
         return seconds, text

@@ -24,6 +24,7 @@ from kai_scheduler.api import bindrequest, constants, mig
 from kai_scheduler.api.bindrequest import ClaimAllocation
 from kai_scheduler.api.clock import Clock, SystemClock
 from kai_scheduler.api.fields import format_time, parse_time
+from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import SchedulingCondition
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
@@ -252,7 +253,7 @@ class Committer:
             message = "; ".join(m for _, m in pairs)
             for task in job.pending_tasks():
                 if task.pod.unschedulable_message != message:
-                    self._pod_unschedulable(task, message)
+                    self._pod_unschedulable(task.pod, message)
 
     def schedulable(self, job: JobInfo) -> None:
         """Clear this node pool's unschedulable condition from a job that got placed."""
@@ -266,15 +267,24 @@ class Committer:
                 ),
             )
 
-    def _pod_unschedulable(self, task: PodInfo, message: str) -> None:
+    def refused_podgroup(self, pods: Sequence[Pod], message: str) -> None:
+        """Tell the pending pods of a PodGroup the scheduler refused (it is not a job, so `unschedulable` never
+        sees them) why they wait: a `PodScheduled=False` condition and a `Warning Unschedulable` event with
+        `message`, each pod once per message (the condition it carries is compared, as for any pod told)."""
+        for pod in pods:
+            if pod.unschedulable_message != message:
+                self._pod_unschedulable(pod, message)
+
+    def _pod_unschedulable(self, pod: Pod, message: str) -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
         self._try(
-            f"condition on pod {task.key}",
+            f"condition on pod {pod.meta.key}",
             lambda: self.store.patch(
-                "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status", strategic=True
+                "pods", pod.name, pod.namespace, {"status": {"conditions": [condition]}}, "status", strategic=True
             ),
         )
-        self._event(_pod_ref(task), "Warning", "Unschedulable", message)
+        ref = events.pod_ref(pod.namespace, pod.name, pod.meta.uid or pod.meta.key)
+        self._event(ref, "Warning", constants.REASON_UNSCHEDULABLE, message)
 
     def problem(self, kind: str, key: str, reason: str, message: str) -> None:
         namespace, _, name = key.rpartition("/")

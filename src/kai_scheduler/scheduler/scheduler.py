@@ -20,6 +20,7 @@ from kai_scheduler.actions.common import budget
 from kai_scheduler.actions.registry import ACTIONS
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
+from kai_scheduler.api.pod import Pod
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.dra import DraObjects
 from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
@@ -318,6 +319,24 @@ class Scheduler:
                     "bad object skipped", extra={"kind": problem.kind, "object": problem.key, "reason": problem.message}
                 )
                 c.problem(problem.kind, problem.key, problem.reason, problem.message)
+        self._tell_pods_of_refused_podgroups(snap.problems)
+
+    def _tell_pods_of_refused_podgroups(self, problems: list[snapshots.Problem]) -> None:
+        """The pending pods of ours that name a PodGroup the scheduler refused are no job's tasks: without this
+        only the PodGroup would say why they wait, and `kubectl describe pod` is where a user looks first."""
+        refused = {p.key: p.message for p in problems if p.kind == "PodGroup" and p.reason == "InvalidObject"}
+        if not refused:
+            return
+        waiting: dict[str, list[Pod]] = {}
+        name = self.config.flags.scheduler_name
+        for pod in self.cache.objects("pods"):
+            group = pod.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME)
+            key = f"{pod.namespace}/{group}"
+            if group and key in refused and pod.scheduler_name == name and pod.phase == "Pending" and not pod.node_name:
+                waiting.setdefault(key, []).append(pod)
+        for key, pods in sorted(waiting.items()):
+            group = key.rpartition("/")[2]
+            self.committer.refused_podgroup(pods, f"podgroup {group!r} is invalid: {refused[key]}")
 
 
 def usage_source(config: configs.SchedulerConfig, clock: Clock, *, offline: bool) -> UsageSource | None:

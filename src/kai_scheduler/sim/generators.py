@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from kai_scheduler.api.duration import DurationError, parse_duration
-from kai_scheduler.scenario.entry import Entry, Where
+from kai_scheduler.scenario.entry import MAX_OBJECTS, Entry, Where
 
 GENERATOR_FIELDS = (
     "name",
@@ -102,21 +102,32 @@ def _generate(e: Entry, rng: np.random.Generator) -> list[dict[str, Any]]:
     now = start
     while count is None or len(out) < count:
         if out:
-            now += interval(rng)
+            now += _finite(e, "arrival", interval(rng))
         if until is not None and now > until:
             break
+        if len(out) == MAX_OBJECTS:  # `until` far off, arrivals close together: the jobs would fill the memory
+            raise e.error(
+                "until", f"makes more than {MAX_OBJECTS} jobs; set a count, an earlier until or a longer interval"
+            )
         job: dict[str, Any] = {
             "name": f"{e.name}-{len(out)}",
             "queue": queue,
             "submitAt": round(now, 3),
             **passed,
-            "replicas": max(1, round(replicas(rng))),
-            "template": {**template, **({"gpus": _gpus(gpus(rng))} if drawn_gpus else {})},
+            "replicas": max(1, round(_finite(e, "replicas", replicas(rng)))),
+            "template": {**template, **({"gpus": _gpus(_finite(e, "gpus", gpus(rng)))} if drawn_gpus else {})},
         }
         if run is not None:
-            job["duration"] = round(max(0.0, run(rng)), 3)
+            job["duration"] = round(max(0.0, _finite(e, "duration", run(rng))), 3)
         out.append(job)
     return out
+
+
+def _finite(e: Entry, key: str, value: float) -> float:
+    """A drawn value; one past what a float holds (a lognormal of sigma 1000) is an error naming the field."""
+    if not math.isfinite(value):
+        raise e.error(key, f"drew {value:g}: the distribution's parameters are too large")
+    return value
 
 
 def _gpus(value: float) -> float | int:
@@ -171,7 +182,7 @@ def _distribution(d: Entry, name: str, duration: bool) -> Draw:
     if name == "choice":
         values = [_item(d, "values", i, v, duration) for i, v in enumerate(d.sequence("values"))]
         weights = [_item(d, "weights", i, w, False) for i, w in enumerate(d.sequence("weights"))] or [1.0] * len(values)
-        if not values or len(weights) != len(values) or sum(weights) <= 0:
+        if not values or len(weights) != len(values) or not 0 < sum(weights) < math.inf:
             raise d.error("weights", "want as many non-negative weights as values, not all zero")
         p = np.asarray(weights) / sum(weights)
         return lambda rng: float(values[int(rng.choice(len(values), p=p))])
@@ -195,7 +206,7 @@ def _param(d: Entry, key: str, duration: bool) -> float:
 
 def _item(d: Entry, key: str, i: int, value: Any, duration: bool) -> float:
     """One element of `values`/`weights`: a non-negative number, or (durations) a Go duration."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 and math.isfinite(value):
         return float(value)
     if duration and isinstance(value, str):
         try:

@@ -21,8 +21,11 @@ Read where they lie (../shared/traces/alibaba-gpu-v2023/); never copied. Mapping
 at once against the cluster's GPUs (the openb cluster is sized for the whole trace at once, so a replay in
 time loads it lightly).
 
-A bad file is a `TraceError` naming `file:line:column`: a missing column, a field that is not a number, a
-negative amount or run time.
+A bad file is a `TraceError` naming `file:line:column`: a missing column (in the header, or a row shorter than
+it), a field that is not a number (`abc`, `NaN`, `inf`), a negative amount or run time, a number past its
+column's bound (`BOUNDS`; a count that is not whole), an empty name or one a row before had; a file with no
+rows. Bad rows are not skipped: a replay of part of the file would not be the trace. A UTF-8 byte order mark is
+read as nothing; a header in one column that holds `;` or a tab is said to use the wrong delimiter.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from kai_scheduler.api.duration import describe_duration
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.scenario import Scenario
 from kai_scheduler.scenario import build as scenario_build
-from kai_scheduler.scenario.entry import Where
+from kai_scheduler.scenario.entry import MAX_OBJECTS, Where
 from kai_scheduler.scenario.source import Lines
 
 GPU_MODEL_LABEL = "nvidia.com/gpu.product"
@@ -69,6 +72,19 @@ POD_COLUMNS = (
 )
 POD_OPTIONAL = ("gpu_spec", "qos", "pod_phase")
 DEFAULT_QUEUE = "default"
+# The most each number column may hold: far above the trace's own figures (cpu_milli 128000, memory_mib 1048576,
+# 8 GPUs, times below 1.3e7 s), and below what would overflow a quantity or a count of devices (MAX_OBJECTS).
+BOUNDS: dict[str, float] = {
+    "cpu_milli": 1e9,  # a million cores
+    "memory_mib": 1e12,  # an exbibyte
+    "num_gpu": MAX_OBJECTS,
+    "gpu": MAX_OBJECTS,
+    "gpu_milli": 1000,  # thousandths of one GPU
+    "creation_time": 1e10,  # seconds: three centuries
+    "deletion_time": 1e10,
+    "scheduled_time": 1e10,
+}
+WHOLE = frozenset({"num_gpu", "gpu"})
 LIGHT_LOAD_PERCENT = 5.0  # below this peak share of the cluster's GPUs, the note says the replay is light
 
 
@@ -147,11 +163,12 @@ def _gpus(task: Task) -> float:
 def read_nodes(path: str | Path) -> list[dict[str, Any]]:
     """Scenario node entries, one per CSV row."""
     out = []
+    names: dict[str, int] = {}
     for row in _rows(path, NODE_COLUMNS, ()):
         gpus = int(row.number("gpu"))
         model = row.text("model")
         node: dict[str, Any] = {
-            "name": row.text("sn"),
+            "name": row.name("sn", names),
             "gpus": gpus,
             "cpu": _milli(row.number("cpu_milli")),
             "memory": _mib(row.number("memory_mib")),
@@ -166,6 +183,7 @@ def read_nodes(path: str | Path) -> list[dict[str, Any]]:
 
 def read_tasks(path: str | Path) -> list[Task]:
     out = []
+    names: dict[str, int] = {}
     for row in _rows(path, POD_COLUMNS, POD_OPTIONAL):
         created, deleted = row.number("creation_time"), row.number("deletion_time")
         scheduled = row.number("scheduled_time", empty=math.nan)
@@ -176,7 +194,7 @@ def read_tasks(path: str | Path) -> list[Task]:
         spec = tuple(dict.fromkeys(m for m in row.text("gpu_spec").split("|") if m))
         out.append(
             Task(
-                name=row.text("name"),
+                name=row.name("name", names),
                 cpu_milli=row.number("cpu_milli"),
                 memory_mib=row.number("memory_mib"),
                 num_gpu=int(row.number("num_gpu")),
@@ -250,10 +268,11 @@ def _sample(tasks: list[Task], sample: float | None, seed: int) -> list[Task]:
 class _Row:
     """One CSV row, read by column name; errors cite file:line:column."""
 
-    __slots__ = ("columns", "line", "path", "values")
+    __slots__ = ("columns", "line", "path", "values", "width")
 
-    def __init__(self, path: str, line: int, columns: dict[str, int], values: list[str]) -> None:
+    def __init__(self, path: str, line: int, columns: dict[str, int], values: list[str], width: int) -> None:
         self.path, self.line, self.columns, self.values = path, line, columns, values
+        self.width = width  # the header's number of fields
 
     def error(self, column: str, message: str) -> TraceError:
         return TraceError(f"{self.path}:{self.line}:{self.columns[column] + 1}: {column}: {message}")
@@ -262,25 +281,53 @@ class _Row:
         index = self.columns.get(column)
         return self.values[index].strip() if index is not None and index < len(self.values) else ""
 
+    def present(self, column: str) -> None:
+        """A TraceError when the row ends before `column` (a required column)."""
+        if self.columns[column] >= len(self.values):
+            raise self.error(column, f"missing: the row has {len(self.values)} of the header's {self.width} fields")
+
+    def name(self, column: str, seen: dict[str, int]) -> str:
+        """A non-empty name no row before had (`seen`: name → its line, updated)."""
+        self.present(column)
+        value = self.text(column)
+        if not value:
+            raise self.error(column, "empty name")
+        if value in seen:
+            raise self.error(column, f"{value!r} is also the name on line {seen[value]}")
+        seen[value] = self.line
+        return value
+
     def number(self, column: str, *, empty: float | None = None) -> float:
+        self.present(column)
         raw = self.text(column)
         if not raw and empty is not None:
             return empty
         try:
             value = float(raw)
         except ValueError:
-            raise self.error(column, f"expected a number, got {raw!r}") from None
+            raise self.error(column, f"expected a number, got {_short(raw)}") from None
         if not math.isfinite(value):
-            raise self.error(column, f"expected a number, got {raw!r}")
+            raise self.error(column, f"expected a number, got {_short(raw)}")
         if value < 0:
-            raise self.error(column, f"must not be negative, got {raw}")
+            raise self.error(column, f"must not be negative, got {_short(raw)}")
+        bound = BOUNDS.get(column)
+        if bound is not None and value > bound:
+            raise self.error(column, f"must be at most {bound:g}, got {_short(raw)}")
+        if column in WHOLE and not value.is_integer():
+            raise self.error(column, f"expected a whole number, got {_short(raw)}")
         return value
+
+
+def _short(raw: str) -> str:
+    text = repr(raw)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _rows(path: str | Path, required: tuple[str, ...], optional: tuple[str, ...]) -> Iterator[_Row]:
     source = str(path)
     try:
-        f = open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed below, rows are streamed
+        # utf-8-sig: a byte order mark (spreadsheets write one) is no part of the first column's name
+        f = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed below, rows are streamed
     except FileNotFoundError:
         raise TraceError(f"{source}: no such file") from None
     except OSError as err:
@@ -296,11 +343,18 @@ def _rows(path: str | Path, required: tuple[str, ...], optional: tuple[str, ...]
         columns = {name: i for i, name in enumerate(header)}
         missing = [c for c in required if c not in columns]
         if missing:
-            raise TraceError(f"{source}:1: missing column {missing[0]!r} (have: {', '.join(header)})")
+            have = _short(", ".join(header)) if len(header) > 1 else _short(header[0] if header else "")
+            other = next((d for d in (";", "\t", "|") if len(header) == 1 and d in header[0]), None)
+            hint = f": the columns are separated by {other!r}, not commas" if other else ""
+            raise TraceError(f"{source}:1: missing column {missing[0]!r} (have: {have}){hint}")
         known = {c: columns[c] for c in (*required, *optional) if c in columns}
+        rows = 0
         try:
             for values in reader:
                 if values:
-                    yield _Row(source, reader.line_num, known, values)
+                    rows += 1
+                    yield _Row(source, reader.line_num, known, values, len(header))
         except (csv.Error, UnicodeDecodeError) as err:
             raise TraceError(f"{source}:{reader.line_num}: not a CSV file: {err}") from None
+        if not rows:
+            raise TraceError(f"{source}:1: a header and no rows: nothing to replay")
