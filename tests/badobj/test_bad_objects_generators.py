@@ -6,6 +6,7 @@ never a traceback, never a run that does not return. The table keeps each case t
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from kai_scheduler import cli
 from tests.badobj import mutations as m
 
 JSON = dict[str, Any]
+BOUND = 60.0  # seconds: a run here takes well under one
 
 
 def _simulate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
@@ -60,9 +62,25 @@ GENERATOR_CHANGES = [
 
 
 def _run_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: JSON) -> tuple[int, list[str]]:
+    """`kai simulate` on `doc`, failing (not hanging) if it does not return within BOUND seconds: a generator that
+    never stops making jobs is one of the cases. The run is left on a daemon thread then."""
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    return _simulate(capsys, str(path))
+    done: list[tuple[int, list[str]] | BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(_simulate(capsys, str(path)))
+        except BaseException as err:  # handed to the test's thread
+            done.append(err)
+
+    thread = threading.Thread(target=run, name="kai simulate", daemon=True)
+    thread.start()
+    thread.join(BOUND)
+    assert done, f"kai simulate did not return within {BOUND}s"
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return done[0]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
