@@ -35,35 +35,33 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class HealthServer:
-    def __init__(self, address: str, registry: CollectorRegistry) -> None:
-        self._bind = parse_address(address)
-        self.registry = registry
-        self._readiness: dict[str, Check] = {}
-        self._liveness: dict[str, Check] = {}
-        self._lock = threading.Lock()
+class _Served:
+    """A server answering from a daemon thread, one thread per request: bound by `start`, closed by `stop`."""
+
+    _thread_name = "http-server"
+
+    def __init__(self, bind: tuple[str, int]) -> None:
+        self._bind = bind
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    def add_readiness(self, name: str, check: Check) -> None:
-        with self._lock:
-            self._readiness[name] = check
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
 
-    def add_liveness(self, name: str, check: Check) -> None:
-        with self._lock:
-            self._liveness[name] = check
+    def _started(self) -> None:
+        """Say what is served, once bound."""
 
     def start(self) -> None:
         """Bind and serve in a daemon thread; OSError if the address cannot be bound."""
         if self._server is not None:
             return
         server_class = _IPv6Server if ":" in self._bind[0] else ThreadingHTTPServer
-        server = server_class(self._bind, _handler(self))
+        server = server_class(self._bind, self._handler())
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="health-server", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, name=self._thread_name, daemon=True)
         self._thread.start()
-        log.info("serving health and metrics", extra={"address": f"{self._bind[0]}:{self.port}"})
+        self._started()
 
     def stop(self) -> None:
         server, self._server = self._server, None
@@ -77,9 +75,32 @@ class HealthServer:
     @property
     def port(self) -> int:
         """The bound port (the one chosen by the system when the address asked for port 0)."""
-        if self._server is None:
-            return self._bind[1]
-        return int(self._server.server_address[1])
+        return self._bind[1] if self._server is None else int(self._server.server_address[1])
+
+
+class HealthServer(_Served):
+    _thread_name = "health-server"
+
+    def __init__(self, address: str, registry: CollectorRegistry) -> None:
+        super().__init__(parse_address(address))
+        self.registry = registry
+        self._readiness: dict[str, Check] = {}
+        self._liveness: dict[str, Check] = {}
+        self._lock = threading.Lock()
+
+    def add_readiness(self, name: str, check: Check) -> None:
+        with self._lock:
+            self._readiness[name] = check
+
+    def add_liveness(self, name: str, check: Check) -> None:
+        with self._lock:
+            self._liveness[name] = check
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler(self)
+
+    def _started(self) -> None:
+        log.info("serving health and metrics", extra={"address": f"{self._bind[0]}:{self.port}"})
 
     def failing(self, kind: str) -> list[str]:
         """The names of the failing "readiness" or "liveness" checks, sorted."""
@@ -149,44 +170,25 @@ class Reply:
 Endpoint = Callable[[], Reply]
 
 
-class PluginServer:
+class PluginServer(_Served):
     """KAI's plugin server (`--plugin-server-port`): the GET endpoints plugins register (the `snapshot` plugin's
     `/get-snapshot`), each answered from a daemon thread, one thread per request; any other path is 404. An
     endpoint that raises answers 500 with the error in one line (and the traceback at debug level)."""
 
-    def __init__(self, host: str, port: int, endpoints: Mapping[str, Endpoint]) -> None:
-        self._bind = (host, port)
-        self.endpoints = dict(endpoints)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+    _thread_name = "plugin-server"
 
-    def start(self) -> None:
-        """Bind and serve in a daemon thread; OSError if the address cannot be bound."""
-        if self._server is not None:
-            return
-        server_class = _IPv6Server if ":" in self._bind[0] else ThreadingHTTPServer
-        server = server_class(self._bind, _plugin_handler(self))
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="plugin-server", daemon=True)
-        self._thread.start()
+    def __init__(self, host: str, port: int, endpoints: Mapping[str, Endpoint]) -> None:
+        super().__init__((host, port))
+        self.endpoints = dict(endpoints)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _plugin_handler(self)
+
+    def _started(self) -> None:
         log.info(
             "serving plugin endpoints",
             extra={"address": f"{self._bind[0]}:{self.port}", "paths": sorted(self.endpoints)},
         )
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-
-    @property
-    def port(self) -> int:
-        return self._bind[1] if self._server is None else int(self._server.server_address[1])
 
 
 def _plugin_handler(owner: PluginServer) -> type[BaseHTTPRequestHandler]:
