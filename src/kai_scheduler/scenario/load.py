@@ -45,18 +45,14 @@ def _read(path: str | Path) -> bytes:
 
 
 def read_text(path: str | Path) -> str:
-    """The file's text; a missing, unreadable or non-UTF-8 file is a one-line ScenarioError."""
-    source = str(path)
+    """The file's text (newlines as `Path.read_text` gives them); a missing, unreadable or non-UTF-8 file is a
+    one-line ScenarioError."""
+    raw = _read(path)
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(source, "no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(source, "is a directory, not a scenario file") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ScenarioError(source, f"not UTF-8 text (byte {err.start})") from None
-    except OSError as err:
-        raise ScenarioError(source, f"cannot read: {err.strerror or err}") from None
+        raise ScenarioError(str(path), f"not UTF-8 text (byte {err.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def loads(text: str, source: str = "<string>") -> Scenario:
