@@ -143,12 +143,8 @@ class Binder:
 
     def _bind(self, br: BindRequest, key: str, outcome: BindOutcome) -> None:
         """One reconcile: bind, counted with its result (`work`)."""
-        item = self.work.start(f"{br.meta.namespace}/{br.meta.name}")
-        result = "error"
-        try:
-            result = self._bind_once(br, key, outcome)
-        finally:
-            self.work.done(item, result)
+        with self.work.reconcile(f"{br.meta.namespace}/{br.meta.name}") as reconcile:
+            reconcile.result = self._bind_once(br, key, outcome)
 
     def _bind_once(self, br: BindRequest, key: str, outcome: BindOutcome) -> str:
         """Bind; the pod is read only when its GPUs are shared (the reservation copies its tolerations): for the

@@ -114,20 +114,13 @@ class PodGroupStatusController:
         work = self.work
         work.add(sorted(dirty))
         for key in sorted(dirty):
-            item = work.start(key)
-            try:
+            with work.reconcile(key) as reconcile:
                 if key not in self._groups:
                     self.retries.forget(key)
                 elif self._write(key):
                     written.append(key)
-            except BaseException:
-                work.done(item, "error")
-                raise
-            if key in self.retries:  # refused: written again after a backoff
-                work.retry()
-                work.done(item, "error")
-            else:
-                work.done(item)
+                if key in self.retries:  # refused: written again after a backoff
+                    reconcile.retry()
         return written
 
     def status_of(self, key: str) -> JSON:

@@ -170,20 +170,13 @@ class QueueStatusController:
         names = sorted(affected & self._queues.keys())
         work.add(names)
         for name in names:
-            item = work.start(name)
-            try:
+            with work.reconcile(name) as reconcile:
                 figures = self._total(name, self._children_of, totals, set())
                 if self._write(name, self._children_of.get(name, []), figures):
                     written.append(name)
                 self._set_metrics(name, figures[0])
-            except BaseException:
-                work.done(item, "error")
-                raise
-            if name in self.retries:  # refused: written again after a backoff
-                work.retry()
-                work.done(item, "error")
-            else:
-                work.done(item)
+                if name in self.retries:  # refused: written again after a backoff
+                    reconcile.retry()
         self._totals = {name: totals[name] for name in self._queues if name in totals}
         return written
 

@@ -96,13 +96,8 @@ def operator(
     def step() -> None:
         if made is not None:
             made.ensure()
-        item = work.start(kaiconfig.NAME)
-        try:
+        with work.reconcile(kaiconfig.NAME):
             reconciler.reconcile()
-        except BaseException:
-            work.done(item, "error")
-            raise
-        work.done(item)
 
     return Component(
         "operator",

@@ -23,6 +23,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -73,6 +74,21 @@ class Item:
 
     key: str
     started: float
+
+
+class Reconcile:
+    """The result a `Controller.reconcile` block reports."""
+
+    __slots__ = ("_controller", "result")
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+        self.result = "success"
+
+    def retry(self) -> None:
+        """The key failed and will be taken up again after a backoff: an error, and one retry."""
+        self._controller.retry()
+        self.result = "error"
 
 
 class Controller:
@@ -135,6 +151,19 @@ class Controller:
         """A key failed and will be taken up again after a backoff (client-go's AddRateLimited)."""
         with self._lock:
             self.retries += 1
+
+    @contextmanager
+    def reconcile(self, key: str) -> Iterator[Reconcile]:
+        """Count the block as the reconcile of `key`: `error` if it raises, else the result it set on the
+        `Reconcile` it is given (`success` unless it says otherwise)."""
+        outcome = Reconcile(self)
+        item = self.start(key)
+        try:
+            yield outcome
+        except BaseException:
+            self.done(item, "error")
+            raise
+        self.done(item, outcome.result)
 
     def forget(self, keys: Iterable[str]) -> None:
         """Keys that were added but will not be worked on in this pass (gone, or not due after all)."""
