@@ -167,6 +167,20 @@ def parse(
     )
 
 
+def optional_sections(
+    queue_depth_per_action: Mapping[str, int],
+    usage_db_config: Mapping[str, Any],
+    scenario_search_budgets: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The optional sections of a config.yaml, as `parse` reads them; an empty one is left out."""
+    sections = {
+        "queueDepthPerAction": queue_depth_per_action,
+        "usageDBConfig": usage_db_config,
+        "scenarioSearchBudgets": scenario_search_budgets,
+    }
+    return {key: dict(value) for key, value in sections.items() if value}
+
+
 def _actions(raw: Any, known: set[str]) -> tuple[str, ...]:
     if raw is None:
         return tuple(a for a in DEFAULT_ACTIONS if a in known)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from kai_scheduler.api.schedulingshard import BINPACK, ShardSpec
-from kai_scheduler.framework.config import Flags
+from kai_scheduler.framework.config import Flags, optional_sections
 
 PLUGIN_PRIORITIES: Final[dict[str, int]] = {
     "predicates": 1900,
@@ -98,17 +98,11 @@ def render(spec: ShardSpec) -> dict[str, Any]:
         actions["consolidation"].enabled = False
     for name, action in spec.actions.items():
         _override(actions, name, action.enabled, action.priority)
-    out: dict[str, Any] = {
+    return {
         "actions": ", ".join(_ordered(actions)),
         "tiers": [{"plugins": [_plugin(name, plugins[name]) for name in _ordered(plugins)]}],
+        **optional_sections(spec.queue_depth_per_action, spec.usage_db_config, spec.scenario_search_budgets),
     }
-    if spec.queue_depth_per_action:
-        out["queueDepthPerAction"] = dict(spec.queue_depth_per_action)
-    if spec.usage_db_config:
-        out["usageDBConfig"] = dict(spec.usage_db_config)
-    if spec.scenario_search_budgets:
-        out["scenarioSearchBudgets"] = dict(spec.scenario_search_budgets)
-    return out
 
 
 def _default_plugins(spec: ShardSpec) -> dict[str, _Entry]:

@@ -46,14 +46,13 @@ def config_json(config: configs.SchedulerConfig) -> dict[str, Any]:
         if not tiers:
             tiers.append({"plugins": []})
         tiers[-1]["plugins"].extend({"name": name} for name in config.ignored_plugins)
-    out: dict[str, Any] = {"actions": ", ".join(config.actions), "tiers": tiers}
-    if config.queue_depth_per_action:
-        out["queueDepthPerAction"] = dict(config.queue_depth_per_action)
-    if config.usage_db_config:
-        out["usageDBConfig"] = dict(config.usage_db_config)
-    if config.scenario_search_budgets:
-        out["scenarioSearchBudgets"] = dict(config.scenario_search_budgets)
-    return out
+    return {
+        "actions": ", ".join(config.actions),
+        "tiers": tiers,
+        **configs.optional_sections(
+            config.queue_depth_per_action, config.usage_db_config, config.scenario_search_budgets
+        ),
+    }
 
 
 def _plugin(name: str, arguments: Any) -> dict[str, Any]:
