@@ -186,9 +186,19 @@ def serve(pods: int, workdir: Path) -> tuple[subprocess.Popen[str], str, float]:
             line = orjson.dumps(make_pod(i))
             total += len(line)
             out.write(line + b"\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    server, url = start_mock_apiserver("--load", str(path))
+    return server, url, total / pods
+
+
+def start_mock_apiserver(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """tests/store/mock_apiserver.py in a process of its own (its CPU and memory not counted here), this tree's
+    code first on its path; return it and its URL."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.mock_apiserver", "--load", str(path)],
+        [sys.executable, "-m", "tests.store.mock_apiserver", *args],
         cwd=ROOT,
         env=env,
         stdin=subprocess.PIPE,
@@ -200,7 +210,7 @@ def serve(pods: int, workdir: Path) -> tuple[subprocess.Popen[str], str, float]:
     if not url.startswith("http://127.0.0.1:"):
         server.kill()
         raise SystemExit(f"the mock API server did not start: {url!r}")
-    return server, url, total / pods
+    return server, url
 
 
 def warm_up(url: str) -> None:

@@ -16,34 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-
-def serve() -> tuple[subprocess.Popen[str], str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.mock_apiserver"],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    url = server.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        server.kill()
-        raise SystemExit(f"the mock API server did not start: {url!r}")
-    return server, url
+from bench_kube_list import start_mock_apiserver  # noqa: E402
 
 
 def record_cost(n: int) -> float | None:
@@ -84,7 +65,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    server, url = serve()
+    server, url = start_mock_apiserver()
     try:
         gets = [get_cost(url, args.requests) for _ in range(args.repeat)]
     finally:
