@@ -28,7 +28,23 @@ DEFAULT_PRIORITY_CLASSES: Mapping[GroupKind, str] = {
 
 
 class GroupingError(UserError):
-    """An owner object the grouper cannot read (a missing or malformed field); the pod is skipped."""
+    """An owner object the grouper cannot read (a missing or malformed field); the pod is skipped.
+
+    `awaited`: the object (plural, namespace, name) whose appearance or change may make the pod groupable (a
+    Grove pod's PodGang, malformed or not there yet): the pod is looked at again when it appears or changes,
+    without waiting for the pod itself to change."""
+
+    awaited: tuple[str, str, str] | None = None
+
+
+class NotReady(GroupingError):
+    """An object the pod's grouping needs is not there yet (or does not name the pod yet): the pod is left
+    ungrouped, rather than put in a gang guessed without it, and looked at again when that object, `plural`
+    `namespace/name`, appears or changes (or the pod changes)."""
+
+    def __init__(self, message: str, plural: str, namespace: str, name: str) -> None:
+        super().__init__(message)
+        self.awaited = (plural, namespace, name)
 
 
 @dataclass(frozen=True, slots=True)

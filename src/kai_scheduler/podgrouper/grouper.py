@@ -20,7 +20,9 @@ that is not terminating or finished:
    they differ.
 
 A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, and so are owner
-fields that were ignored. A pod whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml`
+fields that were ignored. A pod whose grouping needs an object that is not there yet (a Grove pod's PodGang,
+`context.NotReady`) is left ungrouped, reported once, and looked at again as soon as the owner watches see that
+object appear or change (and after a backoff, 1 s … 60 s, where its kind is not watched). A pod whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml`
 snapshot that `kai schedule` loads) while the PodGroup the pod already names exists is not grouped again: that
 PodGroup stays, without a word. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
 reported the same way (one line naming the object) and the pod is handled again after a backoff
@@ -133,6 +135,12 @@ class PodGrouper:
         self._member_of: dict[str, tuple[str, str]] = {}
         self._gone_groups: list[tuple[str, str]] = []
         self._changed_owners: set[str] = set()  # uids of owners whose spec, labels or annotations changed
+        # Pods left ungrouped until an object their grouping needs exists or is fixed (`GroupingError.awaited`: a
+        # Grove pod's PodGang): pod key → that object (plural, namespace, name). Looked at again when the object appears or changes, and
+        # after a backoff (1 s … 60 s) in case its kind is not watched.
+        self._waiting: dict[str, tuple[str, str, str]] = {}
+        self._wait_retries = Retries()
+        self._touched: set[tuple[str, str, str]] = set()
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -141,6 +149,7 @@ class PodGrouper:
         outcome = GroupOutcome()
         pods = self._changed_pods()
         self._orphans(pods)
+        self._awaited(pods)
         self._owner_changes(pods)
         for key in self.retries.due():
             if key not in pods and key in self._refused:
@@ -237,6 +246,7 @@ class PodGrouper:
             uid = (owner.get("metadata") or {}).get("uid")
             if uid:
                 self._changed_owners.add(uid)
+        self._touched |= self._owners.touched()
 
     def _changed_pods(self) -> dict[str, JSON]:
         if self._listed:
@@ -253,6 +263,7 @@ class PodGrouper:
                         self._refused.pop(key, None)
                         self.retries.forget(key)
                         self._index(key, None)
+                        self._stop_waiting(key)
                     elif event.type != "BOOKMARK":
                         changed[key] = event.object
                         self._index(key, event.object)
@@ -267,6 +278,8 @@ class PodGrouper:
         for key in [k for k in self._refused if k not in present]:
             del self._refused[key]
             self.retries.forget(key)
+        for key in [k for k in self._waiting if k not in present]:
+            self._stop_waiting(key)
         self._members, self._member_of = {}, {}
         for key, pod in present.items():
             self._index(key, pod)
@@ -310,6 +323,33 @@ class PodGrouper:
                     )
                     continue
                 pods[key] = pod
+
+    def _awaited(self, pods: dict[str, JSON]) -> None:
+        """Add to `pods` the waiting pods whose awaited object appeared or changed since the last call, or whose
+        backoff has passed (read again, one GET each)."""
+        touched, self._touched = self._touched, set()
+        due = self._wait_retries.due()
+        for key, awaited in sorted(self._waiting.items()):
+            if key in pods or (awaited not in touched and key not in due):
+                continue
+            namespace, _, name = key.rpartition("/")
+            try:
+                pod = self.store.get("pods", name, namespace)
+            except NotFound:
+                self._stop_waiting(key)
+                continue
+            except StoreError as err:
+                self._wait_retries.failed(key)
+                log.info("waiting pod not read; tried again later", extra={"pod": key, "reason": str(err)})
+                continue
+            if self._wants(pod):
+                pods[key] = pod
+            else:  # going, finished or skipped since: nothing to wait for
+                self._stop_waiting(key)
+
+    def _stop_waiting(self, key: str) -> None:
+        self._waiting.pop(key, None)
+        self._wait_retries.forget(key)
 
     def _owner_changes(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` one live pod of each PodGroup owned by an owner that changed since the last call (read
@@ -366,11 +406,15 @@ class PodGrouper:
         try:
             grouping = hub.group(Context(chain, self.config, reads))
         except GroupingError as err:
-            if chain[-1].partial and current and reads.podgroup(namespace, current, exact=True) is not None:
+            if err.awaited is not None:  # looked at again when that object appears or changes
+                self._waiting[key] = err.awaited
+                self._wait_retries.failed(key)
+            elif chain[-1].partial and current and reads.podgroup(namespace, current, exact=True) is not None:
                 return None  # the owner is not there to read: the PodGroup the pod names stays as it is
             self._report(key, str(err), pod)
             outcome.skipped.append((key, str(err)))
             return None
+        self._stop_waiting(key)
         for warning in grouping.warnings:
             self._report(key, warning, pod)
         name = grouping.podgroup.name
