@@ -99,7 +99,7 @@ def grove_cluster(*, gang: JSON | None = None, pods: bool = True, clock: bool = 
                 "metadata": {
                     "name": f"llm-0-{clique}",
                     "namespace": NS,
-                    "ownerReferences": [_ref(pcs)],
+                    "ownerReferences": [reference(pcs)],
                 },
                 "spec": {"replicas": count},
             }
@@ -116,7 +116,7 @@ def grove_pod(name: str, clique: JSON, gang: str = "llm-0") -> JSON:
     return controller_pod(name, clique, labels=labels)
 
 
-def _ref(owner: JSON) -> JSON:
+def reference(owner: JSON) -> JSON:
     meta = owner["metadata"]
     return {
         "apiVersion": owner["apiVersion"],
@@ -232,7 +232,7 @@ def test_a_pack_constraint_without_a_topology_name_is_a_warning_and_ignored() ->
         {
             "apiVersion": "grove.io/v1alpha1",
             "kind": "PodClique",
-            "metadata": {"name": "llm-0-decode", "namespace": NS, "ownerReferences": [_ref(pcs)]},
+            "metadata": {"name": "llm-0-decode", "namespace": NS, "ownerReferences": [reference(pcs)]},
         }
     )
     c.add(grove_pod("llm-0-decode-0", clique))
@@ -296,7 +296,7 @@ def test_both_names_of_the_set_and_a_dynamo_graph_above_it_get_the_grove_grouper
         {
             "apiVersion": "grove.io/v1alpha1",
             "kind": "PodClique",
-            "metadata": {"name": "llm-0-prefill", "namespace": NS, "ownerReferences": [_ref(top)]},
+            "metadata": {"name": "llm-0-prefill", "namespace": NS, "ownerReferences": [reference(top)]},
         }
     )
     c.add(grove_pod("llm-0-prefill-0", clique))
@@ -326,14 +326,14 @@ def test_a_pod_under_a_scaling_group_is_grouped_by_its_podgang() -> None:
         {
             "apiVersion": "grove.io/v1alpha1",
             "kind": "PodCliqueScalingGroup",
-            "metadata": {"name": "llm-0-workers", "namespace": NS, "ownerReferences": [_ref(pcs)]},
+            "metadata": {"name": "llm-0-workers", "namespace": NS, "ownerReferences": [reference(pcs)]},
         }
     )
     clique = c.store.create(
         {
             "apiVersion": "grove.io/v1alpha1",
             "kind": "PodClique",
-            "metadata": {"name": "llm-0-workers-0-decode", "namespace": NS, "ownerReferences": [_ref(pcsg)]},
+            "metadata": {"name": "llm-0-workers-0-decode", "namespace": NS, "ownerReferences": [reference(pcsg)]},
         }
     )
     c.add(grove_pod("llm-0-workers-0-decode-0", clique))

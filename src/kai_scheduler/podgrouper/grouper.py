@@ -586,11 +586,12 @@ def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:
     namespace = chain[0].namespace
     seen = {chain[0].uid}
     while len(chain) <= MAX_OWNER_DEPTH:
-        refs = [r for r in chain[-1].meta.get("ownerReferences") or () if isinstance(r, dict)]
+        raw = chain[-1].meta.get("ownerReferences")
+        refs = [r for r in raw if isinstance(r, dict)] if isinstance(raw, list) else []
         if not refs:
             break
         ref = next((r for r in refs if r.get("controller")), refs[0])
-        if ref.get("uid") in seen:
+        if str(ref.get("uid")) in seen:
             break
         owner = reads.owner(ref, namespace)
         chain.append(owner)
