@@ -20,12 +20,13 @@ that is not terminating or finished:
    they differ.
 
 A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, and so are owner
-fields that were ignored. A pod whose grouping needs an object that is not there yet (a Grove pod's PodGang,
-`context.NotReady`) is left ungrouped, reported once, and looked at again as soon as the owner watches see that
-object appear or change (and after a backoff, 1 s … 60 s, where its kind is not watched). A pod whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml`
-snapshot that `kai schedule` loads) while the PodGroup the pod already names exists is not grouped again: that
-PodGroup stays, without a word. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
-reported the same way (one line naming the object) and the pod is handled again after a backoff
+fields that were ignored. A pod whose grouping needs an object that is not there yet or is malformed (a Grove
+pod's PodGang: `GroupingError.awaited`) is left ungrouped, reported once, and looked at again as soon as the owner
+watches see that object appear or change (and after a backoff, 1 s … 60 s, where its kind is not watched). A pod
+whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml` snapshot that `kai schedule`
+loads) while the PodGroup the pod already names exists is not grouped again: that PodGroup stays, without a word.
+A write the API server refuses (RBAC, an invalid field, throttling, a server error) is reported the same way (one
+line naming the object) and the pod is handled again after a backoff
 (`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
 
@@ -136,8 +137,8 @@ class PodGrouper:
         self._gone_groups: list[tuple[str, str]] = []
         self._changed_owners: set[str] = set()  # uids of owners whose spec, labels or annotations changed
         # Pods left ungrouped until an object their grouping needs exists or is fixed (`GroupingError.awaited`: a
-        # Grove pod's PodGang): pod key → that object (plural, namespace, name). Looked at again when the object appears or changes, and
-        # after a backoff (1 s … 60 s) in case its kind is not watched.
+        # Grove pod's PodGang): pod key → that object (plural, namespace, name). Looked at again when the object
+        # appears or changes, and after a backoff (1 s … 60 s) in case its kind is not watched.
         self._waiting: dict[str, tuple[str, str, str]] = {}
         self._wait_retries = Retries()
         self._touched: set[tuple[str, str, str]] = set()
