@@ -524,3 +524,24 @@ def test_a_malformed_podgang_fixed_groups_its_pods() -> None:
     c.store.patch("podgangs", "llm-0", NS, {"spec": {"podgroups": podgang()["spec"]["podgroups"]}})
     assert c.group().skipped == []  # no pod changed: the PodGang's fix is enough
     assert spec(c.podgroup_of("llm-0-prefill-0", NS))["minMember"] == 3
+
+
+def test_the_podgang_is_read_once_per_reconcile_not_once_per_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grouping a gang's n pods reads its PodGang once (n reads of n podReferences each was quadratic: a 500-pod
+    gang cost 1.5 ms of CPU per pod, against 0.07 for a Job's pods)."""
+    from kai_scheduler.podgrouper import grove
+
+    reads: list[str] = []
+    real = grove._read
+
+    def counted(gang: Any, topology: str, base: Any) -> Any:
+        reads.append(gang.name)
+        return real(gang, topology, base)
+
+    monkeypatch.setattr(grove, "_read", counted)
+    c = grove_cluster()
+    assert len(c.group().labelled) == 6
+    assert reads == ["llm-0"]
+    c.store.patch("podgangs", "llm-0", NS, {"metadata": {"labels": {"new": "label"}}})
+    c.group()  # the PodGang changed: read again, once
+    assert reads == ["llm-0", "llm-0"]

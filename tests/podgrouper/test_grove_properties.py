@@ -4,8 +4,8 @@ else the root), and every referenced pod joins the podgroup that lists it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +19,7 @@ from kai_scheduler.podgrouper.context import Config, Context, Obj
 from tests.podgrouper.test_grove import NS, PCS_UID, reference
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 PCS: JSON = {
     "apiVersion": "grove.io/v1alpha1",
     "kind": "PodCliqueSet",
@@ -44,6 +45,9 @@ class Lookup:
 
     def read(self, plural: str, namespace: str, name: str) -> JSON | None:
         return self.gang if (plural, namespace, name) == ("podgangs", NS, "svc-0") else None
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        return make()  # each pod computes it anew: the pods must still agree
 
 
 def _pack(required: str, preferred: str) -> JSON:

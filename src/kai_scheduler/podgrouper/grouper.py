@@ -33,9 +33,10 @@ line naming the object) and the pod is handled again after a backoff
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
@@ -58,6 +59,7 @@ from kai_scheduler.store.interface import (
 from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_OWNER_DEPTH = 16
 _OWNER_CHANGE_TRIES = 3  # pods of a changed owner's PodGroup looked at to find a live one to group again
@@ -538,6 +540,7 @@ class _Reads:
         self._owners: dict[tuple[str, str, str], JSON | None] = {}
         self._podgroups = groups
         self._classes = classes
+        self._once: dict[Hashable, Any] = {}
 
     def owner(self, ref: Mapping[str, object], namespace: str) -> Obj:
         """The owner a reference names, or what the reference says (unserved kind, gone, or another uid)."""
@@ -579,6 +582,12 @@ class _Reads:
             return self._owner_cache.get(plural, namespace, name)
         except StoreError:  # the kind is not installed, or the server is away: as if absent
             return None
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        if key not in self._once:
+            self._once[key] = make()
+        value: T = self._once[key]
+        return value
 
 
 def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.podgroup import SubGroup, TopologyConstraint
@@ -85,26 +86,79 @@ def _group(ctx: Context) -> Grouping:
             gang_name,
         )
     gang = Obj(raw)
-    where = f"PodGang {gang.namespace}/{gang.name}"
     warnings: list[str] = []
     pg = default.podgroup(ctx, warnings, owner=gang)
-    priority = _str(gang, "spec.priorityClassName")
-    if priority:
-        if not ctx.lookup.priority_class_exists(priority):
-            warnings.append(f"{where} spec.priorityClassName: no PriorityClass {priority!r}; used as given")
-        pg.priority_class_name = priority
     topology = pg.topology_constraint.topology or ctx.top.annotations.get(constants.ANNOTATION_TOPOLOGY, "")
-    pg.topology_constraint = (
-        _constraint(gang, "spec.topologyConstraint", topology, pg.topology_constraint, warnings) or TopologyConstraint()
+    # What the PodGang says is the same for each of its pods: read once per reconcile, not once per pod (a gang of
+    # n pods would cost n² reads of its podReferences).
+    key = (
+        "grove",
+        gang.namespace,
+        gang.name,
+        gang.uid,
+        gang.meta.get("resourceVersion"),
+        topology,
+        pg.topology_constraint,
     )
+    parsed = ctx.lookup.once(key, lambda: _parse(gang, topology, pg.topology_constraint))
+    if isinstance(parsed, GroupingError):
+        raise parsed
+    warnings += parsed.warnings
+    if parsed.priority:
+        if not ctx.lookup.priority_class_exists(parsed.priority):
+            warnings.append(
+                f"PodGang {gang.namespace}/{gang.name} spec.priorityClassName: no PriorityClass "
+                f"{parsed.priority!r}; used as given"
+            )
+        pg.priority_class_name = parsed.priority
+    mine = parsed.members.get(pod.name, "")
+    if not mine:
+        raise GangNotReady(
+            f"{where_pod}: waits until its PodGang {gang.namespace}/{gang.name} lists it in a podgroup's podReferences",
+            PODGANGS,
+            gang.namespace,
+            gang.name,
+        )
+    pg.topology_constraint = parsed.constraint
+    pg.min_member = parsed.min_member
+    pg.min_sub_group = None
+    pg.sub_groups = parsed.sub_groups
+    return Grouping(pg, subgroup=mine, warnings=warnings)
 
+
+@dataclass(frozen=True, slots=True)
+class _Gang:
+    """What a PodGang says, whichever of its pods asks: the PodGroup's constraint, minimum and subgroups, the
+    podgroup of each referenced pod (by name), its priority class, and the fields ignored."""
+
+    constraint: TopologyConstraint
+    min_member: int
+    sub_groups: tuple[SubGroup, ...]
+    members: dict[str, str]
+    priority: str
+    warnings: tuple[str, ...]
+
+
+def _parse(gang: Obj, topology: str, base: TopologyConstraint) -> _Gang | GroupingError:
+    """The PodGang read, or the GroupingError naming its first bad field (kept, as a value, for every pod)."""
+    try:
+        return _read(gang, topology, base)
+    except GroupingError as err:
+        return err
+
+
+def _read(gang: Obj, topology: str, base: TopologyConstraint) -> _Gang:
+    where = f"PodGang {gang.namespace}/{gang.name}"
+    warnings: list[str] = []
+    priority = _str(gang, "spec.priorityClassName")
+    constraint = _constraint(gang, "spec.topologyConstraint", topology, base, warnings) or TopologyConstraint()
     podgroups = read_list(gang, "spec.podgroups")
     if not podgroups:
         raise GroupingError(f"{where} spec.podgroups: no podgroups")
     check_subgroups(f"{where} spec.podgroups", len(podgroups))
     names: dict[str, int] = {}
     leaves: list[SubGroup] = []
-    mine = ""
+    members: dict[str, str] = {}
     total = 0
     for i, item in enumerate(podgroups):
         at = f"spec.podgroups[{i}]"
@@ -127,27 +181,22 @@ def _group(ctx: Context) -> Grouping:
                 raise GroupingError(
                     f"{where} {ref_at}.namespace: {namespace!r} is not the PodGang's namespace {gang.namespace!r}"
                 )
-            if not _str(gang, f"{ref_at}.name"):
+            pod_name = _str(gang, f"{ref_at}.name")
+            if not pod_name:
                 raise GroupingError(f"{where} {ref_at}.name: missing pod name")
-            if ref["name"] == pod.name and not mine:
-                mine = name
-        constraint = _constraint(gang, f"{at}.topologyConstraint", topology, None, warnings)
-        leaves.append(SubGroup(name, min_member=minimum, topology_constraint=constraint))
+            members.setdefault(pod_name, name)
+        leaves.append(
+            SubGroup(
+                name,
+                min_member=minimum,
+                topology_constraint=_constraint(gang, f"{at}.topologyConstraint", topology, None, warnings),
+            )
+        )
     if total > INT32_MAX:
         raise GroupingError(f"{where} spec.podgroups: minReplicas add up to {total}, more than {INT32_MAX}")
     parents, parent_of = _parents(gang, where, names, topology, warnings)
-    subgroups = [*parents, *(dataclasses.replace(sg, parent=parent_of.get(sg.name)) for sg in leaves)]
-    if not mine:
-        raise GangNotReady(
-            f"{where_pod}: waits until its PodGang {gang.namespace}/{gang.name} lists it in a podgroup's podReferences",
-            PODGANGS,
-            gang.namespace,
-            gang.name,
-        )
-    pg.min_member = total
-    pg.min_sub_group = None
-    pg.sub_groups = tuple(subgroups)
-    return Grouping(pg, subgroup=mine, warnings=warnings)
+    subgroups = (*parents, *(dataclasses.replace(sg, parent=parent_of.get(sg.name)) for sg in leaves))
+    return _Gang(constraint, total, subgroups, members, priority, tuple(warnings))
 
 
 def _parents(
