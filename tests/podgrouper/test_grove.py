@@ -457,6 +457,12 @@ BAD = [
         "spec.podgroups[1].name: podgroup 'llm-0-prefill' is also spec.podgroups[0]",
         id="a name used twice",
     ),
+    pytest.param(
+        "spec.podgroups.1.podReferences.0.name",
+        "llm-0-prefill-1",
+        "spec.podgroups[1].podReferences[0].name: pod 'llm-0-prefill-1' is also in podgroup 'llm-0-prefill'",
+        id="a pod in two podgroups",
+    ),
     pytest.param("spec.podgroups", {"a": 1}, "spec.podgroups: expected a list, got {'a': 1}", id="podgroups a map"),
     pytest.param("spec.podgroups", [], "spec.podgroups: no podgroups", id="no podgroups"),
     pytest.param(

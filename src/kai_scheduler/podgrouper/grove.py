@@ -48,7 +48,6 @@ from kai_scheduler.podgrouper.context import (
 
 PODGANG_LABEL = "grove.io/podgang"
 PODGANGS = "podgangs"  # the PodGang's resource (api/kinds.py)
-PODGANG_API_VERSION = "scheduler.grove.io/v1alpha1"
 # A SubGroup's name is the value of the pod's `kai.scheduler/subgroup-name` label: a label value.
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 
@@ -184,7 +183,11 @@ def _read(gang: Obj, topology: str, base: TopologyConstraint) -> _Gang:
             pod_name = _str(gang, f"{ref_at}.name")
             if not pod_name:
                 raise GroupingError(f"{where} {ref_at}.name: missing pod name")
-            members.setdefault(pod_name, name)
+            if pod_name in members:
+                raise GroupingError(
+                    f"{where} {ref_at}.name: pod {pod_name!r} is also in podgroup {members[pod_name]!r}"
+                )
+            members[pod_name] = name
         leaves.append(
             SubGroup(
                 name,
