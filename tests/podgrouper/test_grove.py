@@ -8,11 +8,15 @@ import logging
 from typing import Any
 
 import pytest
+import yaml
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, priorityclass
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.podgrouper.grouper import PodGrouper
+from kai_scheduler.store.interface import NotFound
+from kai_scheduler.store.memory import MemoryStore
 from tests.podgrouper.helpers import NOW, Cluster, controller_pod, spec
+from tests.podgrouper.test_grouper import JOB
 
 JSON = dict[str, Any]
 NS = "inference"
@@ -551,3 +555,51 @@ def test_the_podgang_is_read_once_per_reconcile_not_once_per_pod(monkeypatch: py
     c.store.patch("podgangs", "llm-0", NS, {"metadata": {"labels": {"new": "label"}}})
     c.group()  # the PodGang changed: read again, once
     assert reads == ["llm-0", "llm-0"]
+
+
+class _NoGrove(MemoryStore):
+    """A cluster whose API server does not serve PodGangs (Grove's CRDs not installed)."""
+
+    def _refuse(self, resource: str) -> None:
+        if resource == "podgangs":
+            raise NotFound(f"the server could not find the requested resource ({resource})")
+
+    def get(self, resource: str, name: str, namespace: str = "", *, shared: bool = False) -> JSON:
+        self._refuse(resource)
+        return super().get(resource, name, namespace, shared=shared)
+
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Any = None, *, shared: bool = False
+    ) -> tuple[list[JSON], str]:
+        self._refuse(resource)
+        return super().list(resource, namespace, selector, shared=shared)
+
+
+def test_podgangs_are_not_read_without_grove_pods_nor_an_error_where_they_are_not_served(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    c = Cluster()
+    c.store = _NoGrove(ManualClock(NOW))
+    c.grouper = PodGrouper(c.store, clock=ManualClock(NOW))
+    c.store.add_many(pc.to_dict() for pc in priorityclass.shipped())
+    job = c.store.create(yaml.safe_load(JOB))
+    c.add(controller_pod("plain-0", job))
+    c.group()
+    assert "podgangs" not in c.grouper._owners._feeds and "podgangs" not in c.grouper._owners._unwatched
+    pcs = c.store.create(yaml.safe_load(PCS))
+    clique = c.store.create(
+        {
+            "apiVersion": "grove.io/v1alpha1",
+            "kind": "PodClique",
+            "metadata": {"name": "llm-0-decode", "namespace": NS, "ownerReferences": [reference(pcs)]},
+        }
+    )
+    c.add(grove_pod("llm-0-decode-0", clique))
+    skipped = [k for _ in range(3) for k, _ in c.group().skipped]
+    assert skipped == [f"{NS}/llm-0-decode-0"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert sum(r.getMessage() == "owner kind not watched, read by name" for r in caplog.records) == 1
+    assert [r.reason for r in caplog.records if r.levelno == logging.WARNING] == [  # type: ignore[attr-defined]
+        f"pod {NS}/llm-0-decode-0: waits for its PodGang {NS}/llm-0 (grove.io/podgang label), which does not exist yet"
+    ]
