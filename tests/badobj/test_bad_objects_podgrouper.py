@@ -25,6 +25,7 @@ from tests.podgrouper import (
     test_batch,
     test_default,
     test_grouper,
+    test_grove,
     test_jobset,
     test_kubeflow,
     test_lws,
@@ -65,11 +66,31 @@ def _owners() -> list[JSON]:
     return out
 
 
+def _grove() -> list[JSON]:
+    """A Grove workload: its PodCliqueSet, a PodClique it owns, the clique's pod and the PodGang naming the pod."""
+    pcs = yaml.safe_load(test_grove.PCS)
+    clique = {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodClique",
+        "metadata": {
+            "name": "llm-0-decode",
+            "namespace": test_grove.NS,
+            "uid": "6f1e2d3c-0003-4b5a-9c8d-7e6f5a4b3c2d",
+            "ownerReferences": [test_grove.reference(pcs)],
+        },
+        "spec": {"replicas": 4},
+    }
+    return [pcs, clique, test_grove.podgang(), test_grove.grove_pod("llm-0-decode-0", clique)]
+
+
 OWNERS = _owners()
 OBJECTS = [
-    obj
-    for i, owner in enumerate(OWNERS)
-    for obj in (owner, controller_pod(f"pod-{i}", owner, labels=POD_LABELS.get(owner["kind"], {})))
+    *(
+        obj
+        for i, owner in enumerate(OWNERS)
+        for obj in (owner, controller_pod(f"pod-{i}", owner, labels=POD_LABELS.get(owner["kind"], {})))
+    ),
+    *_grove(),
 ]
 
 
@@ -100,8 +121,8 @@ def _good() -> dict[str, JSON]:
 
 
 def _pod_key(index: int) -> str:
-    """The key of the pod of the owner (or the pod) at `index`."""
-    pod = OBJECTS[index if OBJECTS[index]["kind"] == "Pod" else index + 1]
+    """The key of the pod of the owner (or the pod) at `index`: the first pod from there on."""
+    pod = next(o for o in OBJECTS[index:] if o["kind"] == "Pod")
     return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
@@ -134,7 +155,7 @@ def test_one_bad_owner_never_stops_the_grouper_nor_regroups_the_other_pods(chang
 def test_every_pod_of_the_fuzzed_owners_is_grouped() -> None:
     groups, skipped, _ = run(OBJECTS)
     assert skipped == []
-    assert len(groups) == len(OWNERS)
+    assert len(groups) == sum(o["kind"] == "Pod" for o in OBJECTS)
 
 
 def _index(kind: str) -> int:
@@ -183,6 +204,34 @@ def _segmented() -> int:
             "Worker replicas (2000000000 in segments of 2): makes 1000000000 subgroups; a PodGroup has at most 4096",
             id="a segmented PyTorchJob of 2e9 workers (was a subgroup per segment: the grouper never returned)",
         ),
+        pytest.param(
+            _index("PodGang"),
+            ("spec", "podgroups", 1, "minReplicas"),
+            -1,
+            "PodGang inference/llm-0 spec.podgroups[1].minReplicas: must be at least 0, got -1",
+            id="a PodGang's negative minReplicas",
+        ),
+        pytest.param(
+            _index("PodGang"),
+            ("spec", "podgroups", 1, "podReferences", 0, "namespace"),
+            "default",
+            "PodGang inference/llm-0 spec.podgroups[1].podReferences[0].namespace: 'default' is not the PodGang's",
+            id="a PodGang referencing a pod of another namespace",
+        ),
+        pytest.param(
+            _index("PodGang"),
+            ("spec", "podgroups", 0, "name"),
+            "llm-0-decode",
+            "PodGang inference/llm-0 spec.podgroups[1].name: podgroup 'llm-0-decode' is also spec.podgroups[0]",
+            id="a PodGang naming two podgroups alike",
+        ),
+        pytest.param(
+            _index("PodGang"),
+            ("spec", "podgroups", 1, "minReplicas"),
+            3e9,
+            "PodGang inference/llm-0 spec.podgroups[1].minReplicas: must be at most 2147483647",
+            id="a PodGang's minReplicas past int32",
+        ),
     ],
 )
 def test_a_bad_count_found_by_fuzzing_is_told_on_the_pod(
@@ -193,3 +242,18 @@ def test_a_bad_count_found_by_fuzzing_is_told_on_the_pod(
     _, _, events = run([*OBJECTS[:index], m.apply(OBJECTS[index], mutation), *OBJECTS[index + 1 :]])
     messages = [e["message"] for e in events if e["reason"] == "PodGrouperWarning"]
     assert any(told in message for message in messages), messages
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        pytest.param(
+            ("metadata", "ownerReferences"), 5, id="references not a list (was a TypeError: the grouper stopped)"
+        ),
+        pytest.param(("metadata", "ownerReferences", 0, "uid"), ["x"], id="a reference's uid a list (likewise)"),
+    ],
+)
+def test_an_owner_of_an_owner_with_bad_references_stops_nothing(path: tuple[str | int, ...], value: Any) -> None:
+    """An owner below the top (a Grove PodClique) whose own owner references are malformed, as a file loaded by
+    `kai schedule` may hold them: the pod is grouped by what can be read, the others as before."""
+    check(_index("PodClique"), m.Mutation(path, value))

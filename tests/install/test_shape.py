@@ -134,6 +134,10 @@ def test_rbac_is_least_privilege(each_set: tuple[str, list[JSON]]) -> None:
     assert _allows(podgrouper, "batch", "jobs", "get")
     assert _allows(podgrouper, "batch", "jobs", "watch")  # owners are watched, as KAI's informers do
     assert _allows(podgrouper, "scheduling.run.ai", "podgroups", "create")
+    for verb in ("get", "list", "watch"):  # the Grove grouper reads PodGangs and walks PodClique → PodCliqueSet
+        assert _allows(podgrouper, "scheduler.grove.io", "podgangs", verb)
+        assert _allows(podgrouper, "grove.io", "podcliques", verb)
+    assert not _allows(podgrouper, "scheduler.grove.io", "podgangs", "update")
     assert not _allows(podgrouper, "", "configmaps", "get")
     controllers = _rules(objects, "ClusterRole", "kai-controllers")
     assert _allows(controllers, "scheduling.run.ai", "queues/status", "patch")

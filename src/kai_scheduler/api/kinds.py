@@ -94,6 +94,13 @@ RESOURCES: dict[str, Resource] = {
         Resource("configurations", "serving.knative.dev/v1", "Configuration", True),
         Resource("revisions", "serving.knative.dev/v1", "Revision", True),
         Resource("workflows", "argoproj.io/v1alpha1", "Workflow", True),
+        # Grove (NVIDIA's API for multi-node inference): the owner chain of its pods (PodClique [→
+        # PodCliqueScalingGroup] → PodCliqueSet, or the older PodGangSet), and the PodGang its pods are grouped by.
+        Resource("podcliquesets", "grove.io/v1alpha1", "PodCliqueSet", True),
+        Resource("podgangsets", "grove.io/v1alpha1", "PodGangSet", True),
+        Resource("podcliques", "grove.io/v1alpha1", "PodClique", True),
+        Resource("podcliquescalinggroups", "grove.io/v1alpha1", "PodCliqueScalingGroup", True),
+        Resource("podgangs", "scheduler.grove.io/v1alpha1", "PodGang", True),
     )
 }
 # A kind's first listed resource: what an object that names no apiVersion is taken to be.

@@ -32,7 +32,8 @@ SCHEDULING = "scheduling.run.ai"
 KAI = "kai.scheduler"
 
 # Kinds of the store that are not workload owners; every other kind in RESOURCES is one the podgrouper may
-# meet as a pod's owner and lists and watches (`podgrouper.owners`; by name where it may not list).
+# meet as a pod's owner, or reads to group one (Grove's PodGang, Volcano's PodGroup), and lists and watches
+# (`podgrouper.owners`; by name where it may not list).
 _NOT_OWNERS = {
     "nodes",
     "services",

@@ -5,7 +5,8 @@
 - `context`: what a grouper is given (the pod, its owner chain read unstructured, configuration, lookups).
 - `default`: the default grouper (queue, priority, preemptibility, topology, delays from labels and
   annotations; minMember 1) that every other grouper starts from, plus the per-pod Deployment grouper.
-- One module per workload family: `batch`, `kubeflow`, `ray`, `jobset`, `lws`, `knative`, `notebook`.
+- One module per workload family: `batch`, `kubeflow`, `ray`, `jobset`, `lws`, `knative`, `notebook`,
+  `grove`.
 
 Groupers are pure functions of their context: no I/O beyond the context's lookups, no scheduling policy.
 """

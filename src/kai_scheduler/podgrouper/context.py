@@ -7,9 +7,9 @@ It returns a `Grouping`: the PodGroup the workload should have and the subgroup 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.errors import UserError
@@ -18,6 +18,7 @@ from kai_scheduler.api.meta import OwnerReference
 from kai_scheduler.api.podgroup import PodGroup
 
 GroupKind = tuple[str, str]  # (API group, Kind); "" is the core group
+T = TypeVar("T")
 
 # Default priority class per top-owner kind (BEHAVIOR.md §2); every other kind gets `train`.
 DEFAULT_PRIORITY_CLASSES: Mapping[GroupKind, str] = {
@@ -28,7 +29,23 @@ DEFAULT_PRIORITY_CLASSES: Mapping[GroupKind, str] = {
 
 
 class GroupingError(UserError):
-    """An owner object the grouper cannot read (a missing or malformed field); the pod is skipped."""
+    """An owner object the grouper cannot read (a missing or malformed field); the pod is skipped.
+
+    `awaited`: the object (plural, namespace, name) whose appearance or change may make the pod groupable (a
+    Grove pod's PodGang, malformed or not there yet): the pod is looked at again when it appears or changes,
+    without waiting for the pod itself to change."""
+
+    awaited: tuple[str, str, str] | None = None
+
+
+class NotReady(GroupingError):
+    """An object the pod's grouping needs is not there yet (or does not name the pod yet): the pod is left
+    ungrouped, rather than put in a gang guessed without it, and looked at again when that object, `plural`
+    `namespace/name`, appears or changes (or the pod changes)."""
+
+    def __init__(self, message: str, plural: str, namespace: str, name: str) -> None:
+        super().__init__(message)
+        self.awaited = (plural, namespace, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +80,11 @@ class Lookup(Protocol):
 
     def read(self, plural: str, namespace: str, name: str) -> JSON | None:
         """An object of a served kind by name (None: absent, or the kind is not installed)."""
+        ...
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        """`make()`, computed once per reconcile for `key`: what a grouper reads of an object many pods share (a
+        PodGang), so that grouping its n pods does not read it n times. The key names the object's version."""
         ...
 
 

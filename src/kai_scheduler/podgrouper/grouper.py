@@ -20,19 +20,23 @@ that is not terminating or finished:
    they differ.
 
 A pod whose owner cannot be grouped (a malformed field) is skipped and reported once per message, and so are owner
-fields that were ignored. A pod whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml`
-snapshot that `kai schedule` loads) while the PodGroup the pod already names exists is not grouped again: that
-PodGroup stays, without a word. A write the API server refuses (RBAC, an invalid field, throttling, a server error) is
-reported the same way (one line naming the object) and the pod is handled again after a backoff
+fields that were ignored. A pod whose grouping needs an object that is not there yet or is malformed (a Grove
+pod's PodGang: `GroupingError.awaited`) is left ungrouped, reported once, and looked at again as soon as the owner
+watches see that object appear or change (and after a backoff, 1 s … 60 s, where its kind is not watched). A pod
+whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml` snapshot that `kai schedule`
+loads) while the PodGroup the pod already names exists is not grouped again: that PodGroup stays, without a word.
+A write the API server refuses (RBAC, an invalid field, throttling, a server error) is reported the same way (one
+line naming the object) and the pod is handled again after a backoff
 (`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import Clock
@@ -55,6 +59,7 @@ from kai_scheduler.store.interface import (
 from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_OWNER_DEPTH = 16
 _OWNER_CHANGE_TRIES = 3  # pods of a changed owner's PodGroup looked at to find a live one to group again
@@ -133,6 +138,12 @@ class PodGrouper:
         self._member_of: dict[str, tuple[str, str]] = {}
         self._gone_groups: list[tuple[str, str]] = []
         self._changed_owners: set[str] = set()  # uids of owners whose spec, labels or annotations changed
+        # Pods left ungrouped until an object their grouping needs exists or is fixed (`GroupingError.awaited`: a
+        # Grove pod's PodGang): pod key → that object (plural, namespace, name). Looked at again when the object
+        # appears or changes, and after a backoff (1 s … 60 s) in case its kind is not watched.
+        self._waiting: dict[str, tuple[str, str, str]] = {}
+        self._wait_retries = Retries()
+        self._touched: set[tuple[str, str, str]] = set()
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -141,6 +152,7 @@ class PodGrouper:
         outcome = GroupOutcome()
         pods = self._changed_pods()
         self._orphans(pods)
+        self._awaited(pods)
         self._owner_changes(pods)
         for key in self.retries.due():
             if key not in pods and key in self._refused:
@@ -237,6 +249,7 @@ class PodGrouper:
             uid = (owner.get("metadata") or {}).get("uid")
             if uid:
                 self._changed_owners.add(uid)
+        self._touched |= self._owners.touched()
 
     def _changed_pods(self) -> dict[str, JSON]:
         if self._listed:
@@ -253,6 +266,7 @@ class PodGrouper:
                         self._refused.pop(key, None)
                         self.retries.forget(key)
                         self._index(key, None)
+                        self._stop_waiting(key)
                     elif event.type != "BOOKMARK":
                         changed[key] = event.object
                         self._index(key, event.object)
@@ -267,6 +281,8 @@ class PodGrouper:
         for key in [k for k in self._refused if k not in present]:
             del self._refused[key]
             self.retries.forget(key)
+        for key in [k for k in self._waiting if k not in present]:
+            self._stop_waiting(key)
         self._members, self._member_of = {}, {}
         for key, pod in present.items():
             self._index(key, pod)
@@ -310,6 +326,33 @@ class PodGrouper:
                     )
                     continue
                 pods[key] = pod
+
+    def _awaited(self, pods: dict[str, JSON]) -> None:
+        """Add to `pods` the waiting pods whose awaited object appeared or changed since the last call, or whose
+        backoff has passed (read again, one GET each)."""
+        touched, self._touched = self._touched, set()
+        due = self._wait_retries.due()
+        for key, awaited in sorted(self._waiting.items()):
+            if key in pods or (awaited not in touched and key not in due):
+                continue
+            namespace, _, name = key.rpartition("/")
+            try:
+                pod = self.store.get("pods", name, namespace)
+            except NotFound:
+                self._stop_waiting(key)
+                continue
+            except StoreError as err:
+                self._wait_retries.failed(key)
+                log.info("waiting pod not read; tried again later", extra={"pod": key, "reason": str(err)})
+                continue
+            if self._wants(pod):
+                pods[key] = pod
+            else:  # going, finished or skipped since: nothing to wait for
+                self._stop_waiting(key)
+
+    def _stop_waiting(self, key: str) -> None:
+        self._waiting.pop(key, None)
+        self._wait_retries.forget(key)
 
     def _owner_changes(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` one live pod of each PodGroup owned by an owner that changed since the last call (read
@@ -366,11 +409,15 @@ class PodGrouper:
         try:
             grouping = hub.group(Context(chain, self.config, reads))
         except GroupingError as err:
-            if chain[-1].partial and current and reads.podgroup(namespace, current, exact=True) is not None:
+            if err.awaited is not None:  # looked at again when that object appears or changes
+                self._waiting[key] = err.awaited
+                self._wait_retries.failed(key)
+            elif chain[-1].partial and current and reads.podgroup(namespace, current, exact=True) is not None:
                 return None  # the owner is not there to read: the PodGroup the pod names stays as it is
             self._report(key, str(err), pod)
             outcome.skipped.append((key, str(err)))
             return None
+        self._stop_waiting(key)
         for warning in grouping.warnings:
             self._report(key, warning, pod)
         name = grouping.podgroup.name
@@ -493,6 +540,7 @@ class _Reads:
         self._owners: dict[tuple[str, str, str], JSON | None] = {}
         self._podgroups = groups
         self._classes = classes
+        self._once: dict[Hashable, Any] = {}
 
     def owner(self, ref: Mapping[str, object], namespace: str) -> Obj:
         """The owner a reference names, or what the reference says (unserved kind, gone, or another uid)."""
@@ -535,6 +583,12 @@ class _Reads:
         except StoreError:  # the kind is not installed, or the server is away: as if absent
             return None
 
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        if key not in self._once:
+            self._once[key] = make()
+        value: T = self._once[key]
+        return value
+
 
 def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:
     """The pod and its owners up to the top, following controller references (else the first reference)."""
@@ -542,11 +596,12 @@ def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:
     namespace = chain[0].namespace
     seen = {chain[0].uid}
     while len(chain) <= MAX_OWNER_DEPTH:
-        refs = [r for r in chain[-1].meta.get("ownerReferences") or () if isinstance(r, dict)]
+        raw = chain[-1].meta.get("ownerReferences")
+        refs = [r for r in raw if isinstance(r, dict)] if isinstance(raw, list) else []
         if not refs:
             break
         ref = next((r for r in refs if r.get("controller")), refs[0])
-        if ref.get("uid") in seen:
+        if str(ref.get("uid")) in seen:
             break
         owner = reads.owner(ref, namespace)
         chain.append(owner)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from kai_scheduler.podgrouper import batch, default, foreign, jobset, knative, kubeflow, lws, notebook, ray
+from kai_scheduler.podgrouper import batch, default, foreign, grove, jobset, knative, kubeflow, lws, notebook, ray
 from kai_scheduler.podgrouper.context import Context, Grouping, GroupKind
 
 Grouper = Callable[[Context], Grouping]
@@ -35,6 +35,8 @@ GROUPERS: Mapping[GroupKind, Grouper] = {
     ("jobset.x-k8s.io", "JobSet"): jobset.group,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): lws.group,
     ("serving.knative.dev", "Service"): knative.group,
+    ("grove.io", "PodCliqueSet"): grove.group,
+    ("grove.io", "PodGangSet"): grove.group,
 }
 
 SKIP_TOP_OWNER: frozenset[GroupKind] = frozenset(

@@ -28,6 +28,7 @@ class OwnerCache:
         self._feeds: dict[str, Changes] = {}
         self._objects: dict[str, dict[tuple[str, str], JSON]] = {}
         self._unwatched: set[str] = set()
+        self._touched: set[tuple[str, str, str]] = set()
 
     def refresh(self) -> list[JSON]:
         """Apply what every started watch delivered since the last refresh (a store error goes to the caller,
@@ -38,6 +39,12 @@ class OwnerCache:
         for plural, feed in self._feeds.items():
             changed += self._apply(plural, feed.poll())
         return changed
+
+    def touched(self) -> set[tuple[str, str, str]]:
+        """The watched owners, as (plural, namespace, name), that appeared or changed what a grouping reads of
+        them since the last call: pods waiting for one of them (`context.NotReady`) are looked at again."""
+        touched, self._touched = self._touched, set()
+        return touched
 
     def get(self, plural: str, namespace: str, name: str, uid: str = "") -> JSON | None:
         """The owner `plural` `namespace/name` (None: not found), with `uid` if one is given and it exists."""
@@ -74,6 +81,8 @@ class OwnerCache:
                 objects.pop((namespace, name), None)
                 continue
             old = objects.get((namespace, name))
+            if old is None or _grouped_part(old) != _grouped_part(obj):
+                self._touched.add((plural, namespace, name))
             if old is not None and _grouped_part(old) != _grouped_part(obj):
                 changed.append(obj)
             objects[(namespace, name)] = obj
