@@ -115,7 +115,18 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         ),
         (["run", "--leader-elect-lease-duration", "1"], "kai: --leader-elect-lease-duration: invalid duration"),
         (["scheduler", "--detailed-fit-errors=maybe"], "kai: --detailed-fit-errors: invalid boolean 'maybe'"),
-        (["scheduler", "--plugin-server-port", "http"], "kai: --plugin-server-port: invalid value 'http'"),
+        (
+            ["scheduler", "--plugin-server-port", "http"],
+            "kai: --plugin-server-port: invalid value 'http': want an integer",
+        ),
+        (
+            ["node-scale-adjuster", "--cool-down-seconds", "soon"],
+            "kai: --cool-down-seconds: invalid value 'soon': want a number",
+        ),
+        (
+            ["scheduler", "--detailed-fit-errors=2"],
+            "kai: --detailed-fit-errors: invalid boolean '2': want true or false",
+        ),
         (["run", "--plugin-server-port", "70000"], "kai: --plugin-server-port: want 0 (off) to 65535, got 70000"),
         (["podgrouper", "--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
         (["scheduler", "--max-consolidation-preemptees", "1.5"], "kai: --max-consolidation-preemptees: invalid value"),
