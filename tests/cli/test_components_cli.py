@@ -3,9 +3,7 @@ SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -57,7 +55,6 @@ BINDER = [
     "--resource-reservation-allocation-timeout",
     "--runtime-class-name",
 ]
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key", "--nodepool-label-key"]
 
 
@@ -170,12 +167,8 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
     conf.write_text("apiVersion: v1\nkind: ConfigMap\ndata:\n  config.yaml: |\n    actions: allocate\n")
     port = closed_port()
     with MockApiServer(memory) as server:
-        env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
-        proc = children.spawn(
+        proc = children.spawn_kai(
             [
-                sys.executable,
-                "-c",
-                KAI,
                 "run",
                 "--kubeconfig",
                 kubeconfig(tmp_path, server.url),
@@ -194,7 +187,6 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
                 "--admission",
                 f"--webhook-port={closed_port()}",
             ],
-            env=env,
             stderr=subprocess.PIPE,
             text=True,
         )
