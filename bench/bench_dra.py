@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import print_table, run_cases, time_cycle
+from cases import ALLOCATE_COLUMNS, allocate_cells, allocate_figures, print_table, run_cases, time_cycle
 
 NODES, QUEUES, GANGS = 1000, 20, [4] * 2000
 DRA = "resource.k8s.io/v1beta1"
@@ -115,16 +115,7 @@ def run_case(name: str) -> dict[str, float]:
 
     objects = _dra_cluster() if name == "dra" else workloads.cluster(NODES, QUEUES, GANGS)
     cycle = time_cycle(objects, "allocate")
-    return {
-        "pods": float(sum(GANGS)),
-        "binds": float(cycle.result.binds),
-        "parse_s": cycle.parse_s,
-        "snapshot_s": cycle.snapshot_s,
-        "allocate_s": cycle.result.action_seconds.get("allocate", 0.0),
-        "cycle_s": cycle.cycle_s,
-        "cycle_cpu_s": cycle.cycle_cpu_s,
-        "peak_gib": cycle.peak_gib,
-    }
+    return allocate_figures(cycle, sum(GANGS))
 
 
 def main() -> None:
@@ -133,12 +124,7 @@ def main() -> None:
         return
     base = results.get("nvidia.com/gpu")
     columns = (
-        "pods",
-        "binds",
-        "parse s",
-        "snapshot s",
-        "allocate s",
-        "cycle s",
+        *ALLOCATE_COLUMNS,
         "cycle CPU s",
         "allocate / gpu",
         "CPU / gpu",
@@ -149,12 +135,7 @@ def main() -> None:
         ratio = f"{r['allocate_s'] / base['allocate_s']:.2f}x (≤ {TARGET:g}x)" if base else "-"
         cpu_ratio = f"{r['cycle_cpu_s'] / base['cycle_cpu_s']:.2f}x" if base else "-"
         rows[name] = (
-            f"{r['pods']:.0f}",
-            f"{r['binds']:.0f}",
-            f"{r['parse_s']:.2f}",
-            f"{r['snapshot_s']:.2f}",
-            f"{r['allocate_s']:.2f}",
-            f"{r['cycle_s']:.2f}",
+            *allocate_cells(r),
             f"{r['cycle_cpu_s']:.2f}",
             ratio,
             cpu_ratio,

@@ -4,7 +4,8 @@
 child it prints `run_case(NAME)` as one JSON line and returns None; otherwise it runs the chosen cases, each
 as `python SCRIPT --case NAME` (so its peak memory is its own), and returns their results by name, in order.
 `time_cycle(objects, actions)` times one scheduling cycle of a fresh scheduler over an in-memory store;
-`print_table` prints each case's description, then the figures as a table.
+`allocate_figures` and `allocate_cells` are an allocate cycle's figures and their first cells in a table (under
+`ALLOCATE_COLUMNS`); `print_table` prints each case's description, then the figures as a table.
 """
 
 from __future__ import annotations
@@ -79,6 +80,36 @@ def time_cycle(objects: Iterable[dict[str, Any]], actions: str) -> Cycle:
     cycle_s, cycle_cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     return Cycle(snap, result, parse_s, snapshot_s, cycle_s, peak_gib, cycle_cpu_s)
+
+
+ALLOCATE_COLUMNS = ("pods", "binds", "parse s", "snapshot s", "allocate s", "cycle s")
+
+
+def allocate_figures(cycle: Cycle, pods: int) -> Result:
+    """An allocate cycle's figures, as a case's child process prints them: seconds (wall, and the cycle's CPU),
+    peak GiB, pods and binds."""
+    return {
+        "pods": float(pods),
+        "binds": float(cycle.result.binds),
+        "parse_s": cycle.parse_s,
+        "snapshot_s": cycle.snapshot_s,
+        "allocate_s": cycle.result.action_seconds.get("allocate", 0.0),
+        "cycle_s": cycle.cycle_s,
+        "cycle_cpu_s": cycle.cycle_cpu_s,
+        "peak_gib": cycle.peak_gib,
+    }
+
+
+def allocate_cells(figures: Result) -> tuple[str, ...]:
+    """The cells of `ALLOCATE_COLUMNS` for `allocate_figures`."""
+    return (
+        f"{figures['pods']:.0f}",
+        f"{figures['binds']:.0f}",
+        f"{figures['parse_s']:.2f}",
+        f"{figures['snapshot_s']:.2f}",
+        f"{figures['allocate_s']:.2f}",
+        f"{figures['cycle_s']:.2f}",
+    )
 
 
 def print_table(

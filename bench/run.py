@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import print_table, run_cases, time_cycle
+from cases import ALLOCATE_COLUMNS, allocate_cells, allocate_figures, print_table, run_cases, time_cycle
 
 CASES = {
     "allocate-1k": dict(
@@ -42,15 +42,9 @@ def run_case(name: str) -> dict[str, float]:
     sizes = workloads.mixed_gang_sizes(int(gangs.split(":")[1])) if isinstance(gangs, str) else gangs
     cycle = time_cycle(workloads.cluster(int(case["nodes"]), int(case["queues"]), sizes), "allocate")
     return {
-        "pods": float(sum(sizes)),
+        **allocate_figures(cycle, sum(sizes)),
         "jobs": float(len(sizes)),
         "nodes": float(len(cycle.snapshot.nodes)),
-        "parse_s": cycle.parse_s,
-        "snapshot_s": cycle.snapshot_s,
-        "allocate_s": cycle.result.action_seconds.get("allocate", 0.0),
-        "cycle_s": cycle.cycle_s,
-        "binds": float(cycle.result.binds),
-        "peak_gib": cycle.peak_gib,
     }
 
 
@@ -58,15 +52,10 @@ def main() -> None:
     results = run_cases(__file__, __doc__, CASES, run_case)
     if results is None:
         return
-    columns = ("pods", "binds", "parse s", "snapshot s", "allocate s", "cycle s", "target s", "peak GiB", "target GiB")
+    columns = (*ALLOCATE_COLUMNS, "target s", "peak GiB", "target GiB")
     rows = {
         name: (
-            f"{r['pods']:.0f}",
-            f"{r['binds']:.0f}",
-            f"{r['parse_s']:.2f}",
-            f"{r['snapshot_s']:.2f}",
-            f"{r['allocate_s']:.2f}",
-            f"{r['cycle_s']:.2f}",
+            *allocate_cells(r),
             f"{CASES[name]['target_s']}",
             f"{r['peak_gib']:.2f}",
             str(CASES[name]["target_gib"] or "-"),

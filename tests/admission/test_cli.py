@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import base64
-import os
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -136,9 +134,6 @@ def test_bare_boolean_flag_means_true() -> None:
     assert admission.service_options(args).pod.block_nvidia_visible_devices
 
 
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
-
-
 def ready(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
@@ -154,11 +149,8 @@ def test_kai_admission_serves_over_a_mock_api_server_and_exits_0_on_sigterm(tmp_
     health, webhook = free_port(), free_port()
     with MockApiServer(memory) as server:
         write_kubeconfig(config, server.url)
-        proc = children.spawn(
+        proc = children.spawn_kai(
             [
-                sys.executable,
-                "-c",
-                KAI,
                 "admission",
                 "--kubeconfig",
                 str(config),
@@ -169,7 +161,6 @@ def test_kai_admission_serves_over_a_mock_api_server_and_exits_0_on_sigterm(tmp_
                 "--webhook-port",
                 str(webhook),
             ],
-            env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
             stderr=subprocess.PIPE,
             text=True,
         )

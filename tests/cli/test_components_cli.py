@@ -3,9 +3,7 @@ SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -57,7 +55,6 @@ BINDER = [
     "--resource-reservation-allocation-timeout",
     "--runtime-class-name",
 ]
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key", "--nodepool-label-key"]
 
 
@@ -115,7 +112,18 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         ),
         (["run", "--leader-elect-lease-duration", "1"], "kai: --leader-elect-lease-duration: invalid duration"),
         (["scheduler", "--detailed-fit-errors=maybe"], "kai: --detailed-fit-errors: invalid boolean 'maybe'"),
-        (["scheduler", "--plugin-server-port", "http"], "kai: --plugin-server-port: invalid value 'http'"),
+        (
+            ["scheduler", "--plugin-server-port", "http"],
+            "kai: --plugin-server-port: invalid value 'http': want an integer",
+        ),
+        (
+            ["node-scale-adjuster", "--cool-down-seconds", "soon"],
+            "kai: --cool-down-seconds: invalid value 'soon': want a number",
+        ),
+        (
+            ["scheduler", "--detailed-fit-errors=2"],
+            "kai: --detailed-fit-errors: invalid boolean '2': want true or false",
+        ),
         (["run", "--plugin-server-port", "70000"], "kai: --plugin-server-port: want 0 (off) to 65535, got 70000"),
         (["podgrouper", "--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
         (["scheduler", "--max-consolidation-preemptees", "1.5"], "kai: --max-consolidation-preemptees: invalid value"),
@@ -159,12 +167,8 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
     conf.write_text("apiVersion: v1\nkind: ConfigMap\ndata:\n  config.yaml: |\n    actions: allocate\n")
     port = closed_port()
     with MockApiServer(memory) as server:
-        env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
-        proc = children.spawn(
+        proc = children.spawn_kai(
             [
-                sys.executable,
-                "-c",
-                KAI,
                 "run",
                 "--kubeconfig",
                 kubeconfig(tmp_path, server.url),
@@ -183,7 +187,6 @@ def test_kai_run_binds_a_pod_serves_webhooks_and_readyz_and_exits_0_on_sigterm(t
                 "--admission",
                 f"--webhook-port={closed_port()}",
             ],
-            env=env,
             stderr=subprocess.PIPE,
             text=True,
         )

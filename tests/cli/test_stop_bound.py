@@ -8,7 +8,6 @@ STEP_GRACE seconds when it stops), and are killed in a `finally` whatever happen
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -27,7 +26,6 @@ from tests.builders import node, queue
 from tests.runtime.test_process import closed_port, eventually, get, kubeconfig, pending_pod
 from tests.store.mock_apiserver import MockApiServer
 
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 BOUND = runtime.SHUTDOWN_BOUND
 GAVE_UP = "shutdown: gave up waiting for the API server"
 FAST = ["--leader-elect-retry-period", "100ms"]
@@ -67,14 +65,7 @@ def commands(config: str) -> list[Command]:
 
 
 def spawn(argv: list[str]) -> subprocess.Popen[str]:
-    env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
-    return children.spawn(
-        [sys.executable, "-c", KAI, "-v", *argv],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return children.spawn_kai(["-v", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def ready(command: Command, memory: MemoryStore) -> bool:

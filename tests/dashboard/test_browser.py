@@ -9,7 +9,6 @@ it runs as root).
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,24 +17,10 @@ from typing import Any
 import pytest
 
 from kai_scheduler.dashboard import view
+from tests import chromium
 from tests.dashboard import serving
 from tests.dashboard.scenarios import CLUSTER
 
-CHROMIUM = shutil.which("chromium")
-DRIVER = shutil.which("chromedriver")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1400,1100",
-    "--hide-scrollbars",
-)
 QUEUE_CELLS_JS = """
 const out = {};
 for (const tr of document.querySelectorAll('#queues tbody tr')) {
@@ -49,22 +34,9 @@ return out;
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if CHROMIUM is None or DRIVER is None:
+    if chromium.missing():
         pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, read by _console_errors
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from chromium.browser(tmp_path_factory.mktemp("chromium-profile"), window=(1400, 1100), console=True)
 
 
 def _console_errors(browser: Any) -> list[str]:

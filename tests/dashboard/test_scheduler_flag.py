@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -17,8 +15,6 @@ from tests import children
 from tests.builders import node, queue
 from tests.runtime.test_process import closed_port, eventually, get, kubeconfig
 from tests.store.mock_apiserver import MockApiServer
-
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"
 
 
 def _queues(port: int) -> list[str]:
@@ -34,12 +30,8 @@ def test_the_scheduler_serves_the_dashboard_behind_its_flag(tmp_path: Path) -> N
     memory.add_many([node("n1", gpus=8), queue("q")])
     port = closed_port()
     with MockApiServer(memory) as server:
-        env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
-        proc = children.spawn(
+        proc = children.spawn_kai(
             [
-                sys.executable,
-                "-c",
-                KAI,
                 "scheduler",
                 "--kubeconfig",
                 kubeconfig(tmp_path, server.url),
@@ -51,7 +43,6 @@ def test_the_scheduler_serves_the_dashboard_behind_its_flag(tmp_path: Path) -> N
                 "--schedule-period",
                 "100ms",
             ],
-            env=env,
             stderr=subprocess.PIPE,
             text=True,
         )

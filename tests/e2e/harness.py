@@ -75,9 +75,6 @@ def real_server() -> bool:
     return kubeconfig_from_env() is not None
 
 
-KAI = "import sys; from kai_scheduler.cli import main; sys.exit(main())"  # `python -c KAI …` runs the CLI
-
-
 def own_cluster(why_bare: str) -> Iterator[realkube.Cluster]:
     """A module fixture's body: a cluster of the test's own (its server may be stopped or killed without the suite's
     shared cluster losing its), in the bare mode only (`why_bare` says why the controllers do not matter)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,11 +40,8 @@ def own() -> Iterator[realkube.Cluster]:
 
 
 def kai(kubeconfig: str, log: Path, *argv: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
     out = open(log, "ab")  # noqa: SIM115 - the child owns it
-    return children.spawn(
-        [sys.executable, "-c", harness.KAI, "-v", *argv, "--kubeconfig", kubeconfig], env=env, stdout=out, stderr=out
-    )
+    return children.spawn_kai(["-v", *argv, "--kubeconfig", kubeconfig], stdout=out, stderr=out)
 
 
 def wait(what: str, condition: Callable[[], bool], timeout: float, log: Path | None = None) -> float:

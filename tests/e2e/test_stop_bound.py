@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -46,14 +45,7 @@ def spawn(kubeconfig: str, port: int) -> subprocess.Popen[str]:
         *("run", "--kubeconfig", kubeconfig, "--listen-address", f"127.0.0.1:{port}", "--plugin-server-port=0"),
         *("--leader-elect", "--leader-elect-namespace", NAMESPACE, "--leader-elect-retry-period", "200ms"),
     ]
-    env = {**os.environ, "KUBERNETES_SERVICE_HOST": ""}
-    return children.spawn(
-        [sys.executable, "-c", harness.KAI, "-v", *argv],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return children.spawn_kai(["-v", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def ready(port: int) -> bool:

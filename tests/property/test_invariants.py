@@ -15,7 +15,6 @@ minSubGroup), some ask for GPU fractions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim.embedded import EmbeddedCluster
 from tests import builders as b
+from tests.property.drawn import Cluster
 
 JSON = dict[str, Any]
 EPS = 1e-6
@@ -48,15 +48,6 @@ PRIORITY_CLASSES: list[JSON] = [
     for n, v in constants.SHIPPED_PRIORITY_CLASSES
 ]
 COUNTED = ALLOCATED | PodStatus.PIPELINED  # what a queue is charged for during a session
-
-
-@dataclass(frozen=True)
-class Cluster:
-    objects: list[JSON]
-    description: str
-
-    def __repr__(self) -> str:
-        return self.description
 
 
 @st.composite

@@ -13,7 +13,6 @@ requests, multi-device fractions or whole GPUs, with a random required and prefe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +25,7 @@ from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim.embedded import EmbeddedCluster
 from tests import builders as b
+from tests.property.drawn import Cluster
 
 JSON = dict[str, Any]
 EPS = 1e-6
@@ -49,15 +49,6 @@ TOPOLOGY: JSON = {
         ]
     },
 }
-
-
-@dataclass(frozen=True)
-class Cluster:
-    objects: list[JSON]
-    description: str
-
-    def __repr__(self) -> str:
-        return self.description
 
 
 @st.composite

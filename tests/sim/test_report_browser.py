@@ -8,7 +8,6 @@ test is skipped on a developer's machine and fails in CI, where `make test` must
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,24 +15,9 @@ from typing import Any
 import pytest
 
 from kai_scheduler.cli import main
+from tests import chromium
 from tests.sim.test_plots import TREE
 
-CHROMIUM = shutil.which("chromium")
-DRIVER = shutil.which("chromedriver")
-# Chromium as root, headless, touching no network and no profile of its own.
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1280,900",
-    "--hide-scrollbars",
-)
 TITLES = [
     "Cluster allocation over time",
     "Per-queue share vs fair share",
@@ -54,23 +38,11 @@ return Array.from(document.images).map(img => {
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if CHROMIUM is None or DRIVER is None:
+    if chromium.missing():
         if os.environ.get("CI"):
             pytest.fail("chromium and chromedriver are not installed: `make test` installs them (as root)")
         pytest.skip("chromium and chromedriver are not installed (`make test` installs them as root)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from chromium.browser(tmp_path_factory.mktemp("chromium-profile"), window=(1280, 900))
 
 
 def _report(tmp_path: Path, *args: str) -> Path:

@@ -14,10 +14,8 @@
 from __future__ import annotations
 
 from kai_scheduler.actions.common import budget, preemptors, solver
-from kai_scheduler.actions.common.scenario import ScenarioOutcome
 from kai_scheduler.api import constants
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
@@ -32,14 +30,8 @@ class Preempt:
         self.timer = timer
 
     def execute(self, ssn: Session) -> None:
-        preemptors.run(
-            ssn,
-            NAME,
-            self.timer,
-            preemptors.candidates(ssn, NAME),
-            may_act=may_preempt,
-            search_for=lambda job, pool: search(ssn, job, pool),
-            signature_scope=lambda job: job.queue,
+        preemptors.run_per_queue(
+            ssn, NAME, self.timer, may_act=may_preempt, search_for=lambda job, pool: search(ssn, job, pool)
         )
 
 
@@ -62,18 +54,9 @@ def is_lower_in_queue(preemptor: JobInfo, victim: JobInfo) -> bool:
 def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSearch | None:
     """Victims: same queue, strictly lower priority, passing PREEMPT_VICTIM_FILTER; None if there are none."""
     eligible = [v for v in pool if is_lower_in_queue(job, v) and ssn.is_victim(points.PREEMPT_VICTIM_FILTER, job, v)]
-    if not eligible:
-        return None
-    return solver.VictimSearch(
-        NAME,
-        eligible,
-        lambda victim: _eviction(job, victim),
-        lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome),
+    return preemptors.validated_search(
+        ssn, NAME, eligible, points.PREEMPT_VALIDATOR, lambda victim: _eviction(job, victim)
     )
-
-
-def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:
-    return ssn.validate(points.PREEMPT_VALIDATOR, preemptor, tasks, outcome)
 
 
 def _eviction(preemptor: JobInfo, victim: JobInfo) -> Eviction:

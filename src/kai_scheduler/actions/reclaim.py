@@ -14,9 +14,7 @@
 from __future__ import annotations
 
 from kai_scheduler.actions.common import budget, preemptors, solver
-from kai_scheduler.actions.common.scenario import ScenarioOutcome
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
@@ -31,14 +29,8 @@ class Reclaim:
         self.timer = timer
 
     def execute(self, ssn: Session) -> None:
-        preemptors.run(
-            ssn,
-            NAME,
-            self.timer,
-            preemptors.candidates(ssn, NAME),
-            may_act=may_reclaim,
-            search_for=lambda job, pool: search(ssn, job, pool),
-            signature_scope=lambda job: job.queue,
+        preemptors.run_per_queue(
+            ssn, NAME, self.timer, may_act=may_reclaim, search_for=lambda job, pool: search(ssn, job, pool)
         )
 
 
@@ -53,18 +45,9 @@ def may_reclaim(ssn: Session, job: JobInfo) -> bool:
 def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSearch | None:
     """Victims: other queues' jobs passing RECLAIM_VICTIM_FILTER; None if there are none."""
     eligible = [v for v in pool if v.queue != job.queue and ssn.is_victim(points.RECLAIM_VICTIM_FILTER, job, v)]
-    if not eligible:
-        return None
-    return solver.VictimSearch(
-        NAME,
-        eligible,
-        lambda victim: _eviction(ssn, job, victim),
-        lambda preemptor, tasks, outcome: _validate(ssn, preemptor, tasks, outcome),
+    return preemptors.validated_search(
+        ssn, NAME, eligible, points.RECLAIM_VALIDATOR, lambda victim: _eviction(ssn, job, victim)
     )
-
-
-def _validate(ssn: Session, preemptor: JobInfo, tasks: list[PodInfo], outcome: ScenarioOutcome) -> points.Reject | None:
-    return ssn.validate(points.RECLAIM_VALIDATOR, preemptor, tasks, outcome)
 
 
 def _eviction(ssn: Session, reclaimer: JobInfo, victim: JobInfo) -> Eviction:

@@ -11,7 +11,7 @@ operator applies the same checks to what gets in while the webhook is off.
 from __future__ import annotations
 
 from kai_scheduler.actions.registry import ACTIONS
-from kai_scheduler.admission.review import Review, Verdict, allow, deny
+from kai_scheduler.admission.review import Review, Verdict, allow, written
 from kai_scheduler.api import kaiconfig, schedulingshard
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.framework.config import ConfigError
@@ -43,20 +43,10 @@ def parse_shard(obj: dict[str, object]) -> schedulingshard.SchedulingShard:
 
 
 def validate_shard(review: Review) -> Verdict:
-    if review.operation not in ("CREATE", "UPDATE"):
-        return allow()
-    try:
-        parse_shard(review.object)
-    except ObjectError as err:
-        return deny(str(err))
-    return allow()
+    shard = written(review, parse_shard)
+    return shard if isinstance(shard, Verdict) else allow()
 
 
 def validate_config(review: Review) -> Verdict:
-    if review.operation not in ("CREATE", "UPDATE"):
-        return allow()
-    try:
-        kaiconfig.Config.from_dict(review.object)
-    except ObjectError as err:
-        return deny(str(err))
-    return allow()
+    config = written(review, kaiconfig.Config.from_dict)
+    return config if isinstance(config, Verdict) else allow()

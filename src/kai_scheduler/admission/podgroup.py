@@ -20,7 +20,7 @@ With access control on (`--queue-access-control`, not KAI's), `spec.queue` must 
 from __future__ import annotations
 
 from kai_scheduler.admission import access
-from kai_scheduler.admission.review import Review, Verdict, allow, deny
+from kai_scheduler.admission.review import Review, Verdict, allow, deny, written
 from kai_scheduler.api import PodGroup, Topology
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.podgroup import TopologyConstraint
@@ -28,12 +28,9 @@ from kai_scheduler.store.interface import ClusterStore, NotFound, StoreError
 
 
 def validate(review: Review, store: ClusterStore | None = None, *, access_control: bool = False) -> Verdict:
-    if review.operation not in ("CREATE", "UPDATE"):
-        return allow()
-    try:
-        pg = PodGroup.from_dict(review.object)
-    except ObjectError as err:
-        return deny(str(err))
+    pg = written(review, PodGroup.from_dict)
+    if isinstance(pg, Verdict):
+        return pg
     where = f"PodGroup {pg.meta.key}"
     warnings: list[str] = list(pg.warnings)
     children: dict[str | None, int] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kai_scheduler.admission.review import JSON, Review, Verdict, allow, deny
+from kai_scheduler.admission.review import JSON, Review, Verdict, allow, deny, written
 from kai_scheduler.api import Queue
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.queue import QUEUE_RESOURCES, UNLIMITED
@@ -24,12 +24,9 @@ from kai_scheduler.store.interface import ClusterStore, NotFound, StoreError
 def validate(review: Review, store: ClusterStore | None = None) -> Verdict:
     if review.operation == "DELETE":
         return _validate_delete(review)
-    if review.operation not in ("CREATE", "UPDATE"):
-        return allow()
-    try:
-        queue = Queue.from_dict(review.object)
-    except ObjectError as err:
-        return deny(str(err))
+    queue = written(review, Queue.from_dict)
+    if isinstance(queue, Verdict):
+        return queue
     where = f"Queue {queue.name}"
     spec: Any = review.object.get("spec") or {}
     if not isinstance(spec.get("resources"), dict):

@@ -8,10 +8,13 @@ with its message); everything else gets an AdmissionReview response with the req
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
+
+from kai_scheduler.api.errors import ObjectError
 
 JSON = dict[str, Any]
 
@@ -66,6 +69,21 @@ def allow(*, patch: list[JSON] | None = None, warnings: tuple[str, ...] | list[s
 
 def deny(message: str, *, code: int = CODE_DENIED, warnings: tuple[str, ...] | list[str] = ()) -> Verdict:
     return Verdict(False, message=message, code=code, warnings=tuple(warnings))
+
+
+T = TypeVar("T")
+
+
+def written(review: Review, parse: Callable[[JSON], T]) -> T | Verdict:
+    """What a validating webhook checks: the object CREATE or UPDATE writes, parsed by `parse`. Otherwise the
+    verdict to answer: allowed for any other operation, denied with the parse error (the object and the field)
+    for an object that does not parse."""
+    if review.operation not in ("CREATE", "UPDATE"):
+        return allow()
+    try:
+        return parse(review.object)
+    except ObjectError as err:
+        return deny(str(err))
 
 
 def decode(body: bytes) -> Review:

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kai_scheduler.admission.review import Review, Verdict, allow, deny
+from kai_scheduler.admission.review import Review, Verdict, allow, deny, written
 from kai_scheduler.api import Topology
-from kai_scheduler.api.errors import ObjectError
 
 
 def validate(review: Review) -> Verdict:
-    if review.operation not in ("CREATE", "UPDATE"):
-        return allow()
-    try:
-        topology = Topology.from_dict(review.object)
-    except ObjectError as err:
-        return deny(str(err))
+    topology = written(review, Topology.from_dict)
+    if isinstance(topology, Verdict):
+        return topology
     where = f"Topology {topology.meta.name}"
     labels = [lv.node_label for lv in topology.levels]
     for i, lv in enumerate(topology.levels):

@@ -16,6 +16,17 @@ class OwnerReference:
     uid: str
     controller: bool = False
 
+    @classmethod
+    def from_dict(cls, ref: dict[str, Any]) -> OwnerReference:
+        """An ownerReferences entry (an object); absent fields read as empty (controller: false)."""
+        return cls(
+            str(ref.get("apiVersion", "")),
+            str(ref.get("kind", "")),
+            str(ref.get("name", "")),
+            str(ref.get("uid", "")),
+            bool(ref.get("controller", False)),
+        )
+
 
 @dataclass(slots=True, kw_only=True)
 class ObjectMeta:
@@ -54,15 +65,7 @@ class ObjectMeta:
         for i, ref in enumerate(r.list("metadata.ownerReferences")):
             if not isinstance(ref, dict):
                 raise r.error(f"metadata.ownerReferences[{i}]", f"expected an object, got {ref!r}")
-            owners.append(
-                OwnerReference(
-                    str(ref.get("apiVersion", "")),
-                    str(ref.get("kind", "")),
-                    str(ref.get("name", "")),
-                    str(ref.get("uid", "")),
-                    bool(ref.get("controller", False)),
-                )
-            )
+            owners.append(OwnerReference.from_dict(ref))
         return cls(
             name=name,
             namespace=r.str("metadata.namespace"),
@@ -119,16 +122,7 @@ def _read_plain(meta: dict[str, Any]) -> ObjectMeta | None:
     if refs is not None:
         if type(refs) is not list or any(type(ref) is not dict for ref in refs):
             return None
-        owners = tuple(
-            OwnerReference(
-                str(ref.get("apiVersion", "")),
-                str(ref.get("kind", "")),
-                str(ref.get("name", "")),
-                str(ref.get("uid", "")),
-                bool(ref.get("controller", False)),
-            )
-            for ref in refs
-        )
+        owners = tuple(OwnerReference.from_dict(ref) for ref in refs)
     created, deleted = meta.get("creationTimestamp"), meta.get("deletionTimestamp")
     try:
         created_at = None if created is None else parse_time(created)

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from kai_scheduler.admission import defaults
 from kai_scheduler.api import constants
-from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import connection
 
@@ -127,13 +126,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(run=run)
 
 
-def _boolean(flag: str, text: str) -> bool:
-    value = parse_bool(text)
-    if value is not None:
-        return value
-    raise UserError(f"{flag}: invalid boolean {text!r}: want true or false")
-
-
+_boolean = connection.boolean
 _number = connection.number
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from kai_scheduler.api import constants
-from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.binder import reservation
@@ -602,21 +601,14 @@ def _boolean(args: argparse.Namespace, dest: str, default: bool) -> bool:
     text = getattr(args, dest, None)
     if text is None:
         return default
-    value = parse_bool(text)
-    if value is not None:
-        return value
-    raise UserError(f"{_flag(dest)}: invalid boolean {text!r}: want true or false")
+    return connection.boolean(_flag(dest), text)
 
 
-def _number(args: argparse.Namespace, dest: str, default: Any, kind: Callable[[str], Any]) -> Any:
+def _number(args: argparse.Namespace, dest: str, default: Any, kind: type[int] | type[float]) -> Any:
     text = getattr(args, dest, None)
     if text is None:
         return default
-    try:
-        return kind(text)
-    except ValueError:
-        want = "an integer" if kind is int else "a number"
-        raise UserError(f"{_flag(dest)}: invalid value {text!r}: want {want}") from None
+    return connection.number(_flag(dest), text, kind)
 
 
 # Shared with the other long-running commands (`kai operator`).

@@ -1,10 +1,12 @@
-"""The API-server connection flags of the commands that talk to a cluster: one definition, one help text."""
+"""The API-server connection flags of the commands that talk to a cluster: one definition, one help text; and the
+readers of a number or boolean flag's text that the components' commands share."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
 
+from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.api.errors import UserError
 
 # The order of store.kube_http.load_config: in a pod and with neither flag given, the service account.
@@ -47,3 +49,11 @@ def number(flag: str, text: str, kind: type[int] | type[float]) -> float:
     except ValueError:
         want = "an integer" if kind is int else "a number"
         raise UserError(f"{flag}: invalid value {text!r}: want {want}") from None
+
+
+def boolean(flag: str, text: str) -> bool:
+    """A boolean flag's text (true/false, as Go's strconv.ParseBool takes them); a UserError naming the flag."""
+    value = parse_bool(text)
+    if value is not None:
+        return value
+    raise UserError(f"{flag}: invalid boolean {text!r}: want true or false")

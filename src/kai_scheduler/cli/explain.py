@@ -71,11 +71,7 @@ def _from_file(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Explana
     loaded = scenarios.load(args.file)
     if (note := loaded.skipped_note()) is not None:
         print(f"kai: {note}", file=sys.stderr)
-    source = (
-        config_file.read(args.config)
-        if args.config
-        else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines)
-    )
+    source = config_file.of_scenario(loaded, args.config)
     config = config_file.load(source)
     cluster = EmbeddedCluster(loaded.objects, config, now=loaded.now)
     pools = {c.flags.partition_label_value: c for _, c in shard_configs(loaded.shards, source)}

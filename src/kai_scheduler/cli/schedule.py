@@ -111,11 +111,7 @@ def run(args: argparse.Namespace) -> int:
         loaded = scenarios.load(args.file)
     if (note := loaded.skipped_note()) is not None:
         print(f"kai: {note}", file=sys.stderr)
-    source = (
-        config_file.read(args.config)
-        if args.config
-        else config_file.ConfigSource(loaded.config, args.file, loaded.config_lines)
-    )
+    source = config_file.of_scenario(loaded, args.config)
     config = config_file.load(source)
     shards = shard_configs(loaded.shards, source)
     cycles = args.cycles if args.cycles is not None else (loaded.cycles or 1)

@@ -177,9 +177,7 @@ def _configs(args: argparse.Namespace, loaded: Scenario) -> list[tuple[str, Conf
         if args.config:
             raise UserError("--compare replaces --config: give one or the other")
         return list(zip(_compare_labels(args.compare), (config_file.read(path) for path in args.compare), strict=True))
-    if args.config:
-        return [("", config_file.read(args.config))]
-    return [("", config_file.ConfigSource(loaded.config, loaded.source, loaded.config_lines))]
+    return [("", config_file.of_scenario(loaded, args.config))]
 
 
 def _compare_labels(paths: list[str]) -> list[str]:

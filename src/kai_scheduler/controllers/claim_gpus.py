@@ -22,6 +22,7 @@ from kai_scheduler.api import dra
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.cluster import dra as dra_model
+from kai_scheduler.controllers import status_write
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound
 
@@ -55,7 +56,7 @@ class ClaimGpus:
         self._claims: dict[str, dra.ResourceClaim] = {}
         self._templates: dict[str, dra.ResourceClaimTemplate] = {}
         self._gpus: set[tuple[str, str, str]] = set()  # (driver, pool, device) of the GPUs published
-        self._reported: set[tuple[str, str]] = set()
+        self._problems = status_write.Problems(log, "DRA object not counted")
 
     def poll(self) -> bool:
         """Take in what changed; True when something did."""
@@ -106,9 +107,7 @@ class ClaimGpus:
         try:
             return parse(raw)
         except ObjectError as err:
-            if (key, str(err)) not in self._reported:
-                self._reported.add((key, str(err)))
-                log.warning("DRA object not counted", extra={"object": key, "reason": str(err)})
+            self._problems.report(key, str(err))
             return None
 
     def figures(self, pods: Mapping[str, DraPod]) -> Figures:

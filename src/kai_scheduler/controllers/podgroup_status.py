@@ -28,11 +28,11 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.resources import GpuRequest
-from kai_scheduler.controllers import amounts, claim_gpus
+from kai_scheduler.controllers import amounts, claim_gpus, status_write
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class PodGroupStatusController:
         # A pod's requests are fixed at creation (its containers' resources and GPU annotations): parsed once per
         # pod uid, not once per change (binding, start, status).
         self._parsed: dict[str, tuple[str, tuple[dict[str, float], GpuRequest]]] = {}
-        self._reported: set[tuple[str, str]] = set()
+        self._problems = status_write.Problems(log, "PodGroup status not computed as asked")
         self._claims = claim_gpus.ClaimGpus(store)
         self._dra_pods: dict[str, claim_gpus.DraPod] = {}  # members with DRA claims
         self._dra_dirty = False
@@ -218,7 +218,7 @@ class PodGroupStatusController:
         try:
             pod = Pod.from_dict(raw)
         except ObjectError as err:
-            self._report(key, str(err))
+            self._problems.report(key, str(err))
             return None
         self._parsed[key] = (uid, (pod.requests, pod.gpu))
         return pod.requests, pod.gpu
@@ -243,24 +243,21 @@ class PodGroupStatusController:
             self.retries.succeeded(key)
             return False
         meta = group["metadata"]
-        patch = {"status": {"resourcesStatus": amounts.replacing(have, want)}}
-        try:
-            self._groups[key] = self.store.patch("podgroups", meta["name"], meta.get("namespace", ""), patch, "status")
-        except NotFound:
-            self._groups.pop(key, None)
-            self.retries.forget(key)
+        written = status_write.patch_status(
+            self.store,
+            "podgroups",
+            key,
+            meta.get("namespace", ""),
+            meta["name"],
+            {"resourcesStatus": amounts.replacing(have, want)},
+            retries=self.retries,
+            problems=self._problems,
+            gone=lambda: self._groups.pop(key, None),
+        )
+        if written is None:
             return False
-        except StoreError as err:
-            self.retries.failed(key)
-            self._report(key, f"{err.reason}: {err}")
-            return False
-        self.retries.succeeded(key)
+        self._groups[key] = written
         return True
-
-    def _report(self, key: str, message: str) -> None:
-        if (key, message) not in self._reported:
-            self._reported.add((key, message))
-            log.warning("PodGroup status not computed as asked", extra={"object": key, "reason": message})
 
 
 def _received_portion(br: JSON) -> float | None:

@@ -24,11 +24,11 @@ from prometheus_client import CollectorRegistry, Gauge
 from kai_scheduler.api import constants
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.queue import UNLIMITED, Queue
-from kai_scheduler.controllers import amounts
+from kai_scheduler.controllers import amounts, status_write
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class QueueStatusController:
         self._totals: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
         self._children_of: dict[str, list[str]] = {}
         self._parsed: dict[str, tuple[JSON, Queue | None]] = {}  # name → (the spec it was parsed from, queue)
-        self._reported: set[tuple[str, str]] = set()
+        self._problems = status_write.Problems(log, "Queue status not computed as asked")
 
     def reconcile(self) -> list[str]:
         """Bring every queue's status and metrics up to date after what changed; return the queues written.
@@ -247,16 +247,12 @@ class QueueStatusController:
         if not patch:
             self.retries.succeeded(name)
             return False
-        try:
-            self._queues[name] = self.store.patch("queues", name, "", {"status": patch}, "status")
-        except NotFound:
-            self.retries.forget(name)
+        written = status_write.patch_status(
+            self.store, "queues", name, "", name, patch, retries=self.retries, problems=self._problems
+        )
+        if written is None:
             return False
-        except StoreError as err:
-            self.retries.failed(name)
-            self._report(name, f"{err.reason}: {err}")
-            return False
-        self.retries.succeeded(name)
+        self._queues[name] = written
         return True
 
     def _set_metrics(self, name: str, allocated: Amounts) -> None:
@@ -266,7 +262,7 @@ class QueueStatusController:
             try:
                 cached = (raw.get("spec") or {}, Queue.from_dict(raw))
             except ObjectError as err:
-                self._report(name, str(err))
+                self._problems.report(name, str(err))
                 cached = (raw.get("spec") or {}, None)
             self._parsed[name] = cached
         queue = cached[1]
@@ -274,11 +270,6 @@ class QueueStatusController:
             self.metrics.remove(name)
         else:
             self.metrics.set(queue, allocated)
-
-    def _report(self, key: str, message: str) -> None:
-        if (key, message) not in self._reported:
-            self._reported.add((key, message))
-            log.warning("Queue status not computed as asked", extra={"object": key, "reason": message})
 
 
 def _scaled(quota: float, factor: float) -> float:

@@ -130,9 +130,7 @@ def embedded(path: str, *, config: str | None = None, period: float = 1.0, cycle
     from kai_scheduler.sim.shards import shard_configs
 
     loaded = scenarios.load(path)
-    source_config = (
-        config_file.read(config) if config else config_file.ConfigSource(loaded.config, path, loaded.config_lines)
-    )
+    source_config = config_file.of_scenario(loaded, config)
     shards = shard_configs(loaded.shards, source_config)  # a sharded scenario: every pool, each its scheduler
     cluster = EmbeddedCluster(loaded.objects, config_file.load(source_config), now=loaded.now, shards=shards)
     feed = Feed()

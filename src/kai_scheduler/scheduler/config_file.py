@@ -14,6 +14,7 @@ from typing import Any
 
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.scenario.load import read_text
+from kai_scheduler.scenario.model import Scenario
 from kai_scheduler.scenario.source import ScenarioError, line_map, line_of, located, parse_documents
 from kai_scheduler.scheduler.scheduler import load_config
 
@@ -45,6 +46,14 @@ def read(path: str) -> ConfigSource:
     if isinstance(inner, dict) and "config.yaml" in inner:  # a ConfigMap as kubectl prints it
         return _embedded(path, inner, lines)
     return ConfigSource(data, path, line_map(data, lines))
+
+
+def of_scenario(scenario: Scenario, override: str | None) -> ConfigSource:
+    """The configuration a run on `scenario` uses: the file `override` names (`--config`), else the scenario's own
+    `config:` block, located in the scenario's file."""
+    if override:
+        return read(override)
+    return ConfigSource(scenario.config, scenario.source, scenario.config_lines)
 
 
 def _embedded(path: str, data: dict[str, Any], lines: Any) -> ConfigSource:

@@ -20,6 +20,7 @@ from kai_scheduler.api.duration import format_duration
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.framework import points
 from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Eviction
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,40 @@ def run(
             if debug:
                 log.debug("action ends: its search budget is spent", extra={"action": action})
             return
+
+
+def run_per_queue(
+    ssn: Session, action: str, timer: budget.Timer | None, *, may_act: MayAct, search_for: SearchFor
+) -> None:
+    """Reclaim's and preempt's loop: `run` over every candidate, a failed job remembered for its own queue."""
+    run(
+        ssn,
+        action,
+        timer,
+        candidates(ssn, action),
+        may_act=may_act,
+        search_for=search_for,
+        signature_scope=lambda job: job.queue,
+    )
+
+
+def validated_search(
+    ssn: Session,
+    action: str,
+    eligible: list[JobInfo],
+    validator: points.ExtensionPoint[points.ScenarioValidator],
+    eviction: Callable[[JobInfo], Eviction],
+) -> solver.VictimSearch | None:
+    """A search over the `eligible` victims whose scenarios the session's `validator` point checks (reclaim's and
+    preempt's); None when there is no victim."""
+    if not eligible:
+        return None
+    return solver.VictimSearch(
+        action,
+        eligible,
+        eviction,
+        lambda preemptor, tasks, outcome: ssn.validate(validator, preemptor, tasks, outcome),
+    )
 
 
 def _victim_pool(ssn: Session, jobs: Iterable[JobInfo]) -> list[JobInfo]:

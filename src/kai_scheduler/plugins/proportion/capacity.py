@@ -8,7 +8,7 @@ deliberately no fair-share cap here: a preemptible job may take any free capacit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kai_scheduler.api import constants
 from kai_scheduler.cluster import tolerance
@@ -26,18 +26,16 @@ def over_limit(chain: Sequence[QueueShare], request: Amounts, plugin: str = PLUG
     """`OverLimit` if, on some level of `chain` (leaf → root), allocated + request would exceed the limit.
 
     Resources with limit -1 and resources the job does not request are skipped."""
-    for level, share in enumerate(chain):
-        for r, name in enumerate(QUEUE_NAMES):
-            need, limit, held = float(request[r]), float(share.limit[r]), float(share.allocated[r])
-            if limit == UNLIMITED or need <= 0 or held + need <= limit + tolerance.SHARE:
-                continue
-            message = (
-                f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
-                f"({describe(name, held)} allocated, job needs {describe(name, need)})"
-                f"{_unit_hint(name, 'limit', limit)}"
-            )
-            return points.Reject(plugin, constants.REASON_OVER_LIMIT, message)
-    return None
+    excess = _first_excess(chain, request, bound=lambda share: share.limit, held=lambda share: share.allocated)
+    if excess is None:
+        return None
+    level, name, need, limit, held = excess
+    message = (
+        f"{_queue(chain, level)} would exceed its limit of {describe(name, limit)} "
+        f"({describe(name, held)} allocated, job needs {describe(name, need)})"
+        f"{_unit_hint(name, 'limit', limit)}"
+    )
+    return points.Reject(plugin, constants.REASON_OVER_LIMIT, message)
 
 
 def non_preemptible_over_quota(
@@ -47,18 +45,37 @@ def non_preemptible_over_quota(
 
     Only resources the job requests are checked (a job cannot push a resource it does not use over quota);
     deserved -1 is unlimited."""
+    excess = _first_excess(
+        chain, request, bound=lambda share: share.deserved, held=lambda share: share.allocated_non_preemptible
+    )
+    if excess is None:
+        return None
+    level, name, need, deserved, held = excess
+    message = (
+        f"{_queue(chain, level)}: non-preemptible jobs may use only its deserved "
+        f"{describe(name, deserved)} ({describe(name, held)} in use, "
+        f"job needs {describe(name, need)}){_unit_hint(name, 'quota', deserved)}"
+    )
+    return points.Reject(plugin, constants.REASON_NON_PREEMPTIBLE_OVER_QUOTA, message)
+
+
+def _first_excess(
+    chain: Sequence[QueueShare],
+    request: Amounts,
+    *,
+    bound: Callable[[QueueShare], Vector],
+    held: Callable[[QueueShare], Vector],
+) -> tuple[int, str, float, float, float] | None:
+    """The first level of `chain` and resource (cpu, memory, gpu order) where held + request passes the bound
+    (beyond tolerance), as (level, resource name, need, bound, held); a bound of -1 and resources the job does
+    not request are skipped. None when nothing passes."""
     for level, share in enumerate(chain):
+        bounds, holds = bound(share), held(share)
         for r, name in enumerate(QUEUE_NAMES):
-            need, deserved = float(request[r]), float(share.deserved[r])
-            held = float(share.allocated_non_preemptible[r])
-            if deserved == UNLIMITED or need <= 0 or held + need <= deserved + tolerance.SHARE:
+            need, limit, have = float(request[r]), float(bounds[r]), float(holds[r])
+            if limit == UNLIMITED or need <= 0 or have + need <= limit + tolerance.SHARE:
                 continue
-            message = (
-                f"{_queue(chain, level)}: non-preemptible jobs may use only its deserved "
-                f"{describe(name, deserved)} ({describe(name, held)} in use, "
-                f"job needs {describe(name, need)}){_unit_hint(name, 'quota', deserved)}"
-            )
-            return points.Reject(plugin, constants.REASON_NON_PREEMPTIBLE_OVER_QUOTA, message)
+            return level, name, need, limit, have
     return None
 
 

@@ -1,0 +1,116 @@
+"""The status controllers' writes, PodGroup and Queue alike: a refused write is logged once per object and
+reason and tried again after a backoff until it goes through; a write to an object that is gone is dropped."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
+from kai_scheduler.controllers.queue_status import QueueStatusController
+from kai_scheduler.store.interface import NotFound, StoreError
+from kai_scheduler.store.memory import MemoryStore
+from kai_scheduler.store.retries import Retries
+from tests.builders import NAMESPACE, NOW, node, pod, podgroup, queue
+
+
+class Forbidden(StoreError):
+    reason = "Forbidden"
+
+
+@dataclass(frozen=True)
+class Kind:
+    resource: str
+    key: str  # the object whose status is written
+    logger: str
+    message: str
+    make: Callable[[MemoryStore], Any]
+    status: Callable[[MemoryStore], Any]
+
+
+KINDS = {
+    "podgroup": Kind(
+        "podgroups",
+        f"{NAMESPACE}/g",
+        "kai_scheduler.controllers.podgroup_status",
+        "PodGroup status not computed as asked",
+        PodGroupStatusController,
+        lambda store: (store.get("podgroups", "g", NAMESPACE).get("status") or {}).get("resourcesStatus"),
+    ),
+    "queue": Kind(
+        "queues",
+        "team",
+        "kai_scheduler.controllers.queue_status",
+        "Queue status not computed as asked",
+        QueueStatusController,
+        lambda store: store.get("queues", "team").get("status"),
+    ),
+}
+
+
+def _cluster() -> MemoryStore:
+    store = MemoryStore(ManualClock(NOW))
+    store.add_many([node("n1"), queue("team"), podgroup("g", queue="team"), pod("p0", group="g", gpus=1, node="n1")])
+    return store
+
+
+def _refusing(store: MemoryStore, resource: str, error: StoreError) -> list[int]:
+    """Make `store` refuse every status write to `resource` with `error`; the list counts the refusals."""
+    refused: list[int] = []
+    real = store.patch
+
+    def patch(kind: str, *args: Any, **kwargs: Any) -> Any:
+        if kind == resource:
+            refused.append(1)
+            raise error
+        return real(kind, *args, **kwargs)
+
+    store.patch = patch  # type: ignore[method-assign,assignment]
+    return refused
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_refused_write_is_logged_once_and_retried_after_a_backoff(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    k = KINDS[kind]
+    store, clock = _cluster(), [0.0]
+    retries = Retries(now=lambda: clock[0])
+    controller = k.make(store)
+    controller.retries = retries  # a clock of the test's (an empty Retries given to the constructor is falsy)
+    real = store.patch
+    refused = _refusing(store, k.resource, Forbidden("patch: forbidden"))
+    with caplog.at_level(logging.WARNING, logger=k.logger):
+        controller.reconcile()
+        assert k.key in retries and len(refused) == 1
+        controller.reconcile()  # not due yet: no write
+        assert len(refused) == 1
+        clock[0] = 1.0  # the first backoff passed: written again, refused again, not logged again
+        controller.reconcile()
+        assert len(refused) == 2 and k.key in retries
+    lines = [(r.name, r.getMessage(), r.__dict__["object"], r.__dict__["reason"]) for r in caplog.records]
+    assert lines == [(k.logger, k.message, k.key, "Forbidden: patch: forbidden")]
+    store.patch = real  # type: ignore[method-assign]
+    clock[0] = 3.0  # the second backoff (2 s) passed: the write goes through
+    assert k.key in controller.reconcile() and k.key not in retries
+    assert k.status(store)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_write_to_an_object_gone_is_dropped(kind: str, caplog: pytest.LogCaptureFixture) -> None:
+    k = KINDS[kind]
+    store, clock = _cluster(), [0.0]
+    retries = Retries(now=lambda: clock[0])
+    controller = k.make(store)
+    controller.retries = retries  # a clock of the test's (an empty Retries given to the constructor is falsy)
+    refused = _refusing(store, k.resource, NotFound("gone"))
+    with caplog.at_level(logging.WARNING, logger=k.logger):
+        assert k.key not in controller.reconcile()
+        clock[0] = 120.0
+        controller.reconcile()
+    assert k.key not in retries and len(refused) == 1 and caplog.records == []
