@@ -29,7 +29,7 @@ class Kind:
     key: str  # the object whose status is written
     logger: str
     message: str
-    make: Callable[[MemoryStore], Any]
+    make: Callable[[MemoryStore, Retries], Any]
     status: Callable[[MemoryStore], Any]
 
 
@@ -39,7 +39,7 @@ KINDS = {
         f"{NAMESPACE}/g",
         "kai_scheduler.controllers.podgroup_status",
         "PodGroup status not computed as asked",
-        PodGroupStatusController,
+        lambda store, retries: PodGroupStatusController(store, retries=retries),
         lambda store: (store.get("podgroups", "g", NAMESPACE).get("status") or {}).get("resourcesStatus"),
     ),
     "queue": Kind(
@@ -47,7 +47,7 @@ KINDS = {
         "team",
         "kai_scheduler.controllers.queue_status",
         "Queue status not computed as asked",
-        QueueStatusController,
+        lambda store, retries: QueueStatusController(store, retries=retries),
         lambda store: store.get("queues", "team").get("status"),
     ),
 }
@@ -81,8 +81,7 @@ def test_a_refused_write_is_logged_once_and_retried_after_a_backoff(
     k = KINDS[kind]
     store, clock = _cluster(), [0.0]
     retries = Retries(now=lambda: clock[0])
-    controller = k.make(store)
-    controller.retries = retries  # a clock of the test's (an empty Retries given to the constructor is falsy)
+    controller = k.make(store, retries)  # a clock of the test's: an empty Retries given is the one used
     real = store.patch
     refused = _refusing(store, k.resource, Forbidden("patch: forbidden"))
     with caplog.at_level(logging.WARNING, logger=k.logger):
@@ -106,8 +105,7 @@ def test_a_write_to_an_object_gone_is_dropped(kind: str, caplog: pytest.LogCaptu
     k = KINDS[kind]
     store, clock = _cluster(), [0.0]
     retries = Retries(now=lambda: clock[0])
-    controller = k.make(store)
-    controller.retries = retries  # a clock of the test's (an empty Retries given to the constructor is falsy)
+    controller = k.make(store, retries)  # a clock of the test's: an empty Retries given is the one used
     refused = _refusing(store, k.resource, NotFound("gone"))
     with caplog.at_level(logging.WARNING, logger=k.logger):
         assert k.key not in controller.reconcile()

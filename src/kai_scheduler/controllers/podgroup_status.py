@@ -64,7 +64,7 @@ class PodGroupStatusController:
         self, store: ClusterStore, retries: Retries | None = None, work: metrics.Controller | None = None
     ) -> None:
         self.store = store
-        self.retries = retries or Retries()
+        self.retries = retries if retries is not None else Retries()
         # controller-runtime's series of KAI's `podgroup` controller: a reconcile is one PodGroup's status.
         self.work = work or metrics.Controller(CONTROLLER)
         self._pod_changes = Changes(store, "pods")

@@ -114,7 +114,8 @@ class QueueStatusController:
         self, store: ClusterStore, registry: CollectorRegistry | None = None, retries: Retries | None = None
     ) -> None:
         self.store = store
-        self.retries = retries or Retries()  # queues whose status write was refused: written again later
+        # queues whose status write was refused: written again later
+        self.retries = retries if retries is not None else Retries()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = QueueMetrics(self.registry)
         # controller-runtime's series of KAI's `queue` controller: a reconcile is one Queue's status and gauges.
