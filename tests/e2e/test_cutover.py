@@ -38,6 +38,11 @@ GROUP = "3f6c1a52-8d0e-4b7a-9c11-0f5e2d7a4b90"  # the GPU group KAI's scheduler 
 RESERVATION = f"gpu-reservation-{NODE_PREFIX}-1-x7k2q"  # KAI names it by node and a random suffix (assumed)
 PREFIX_A = "cut-frac-a-2x9bq4m"  # runai/shared-gpu-configmap, as KAI's admission webhook set it
 PREFIX_B = "cut-frac-b-7hk5wq2"
+# A second group, on node 0: KAI's binder made its reservation pod (the device plugin gave it index 3) and stopped
+# before binding the in-flight fractional pod that selected it.
+GROUP_2 = "9d2e7b14-5a60-4c3f-8e21-6b7a0c9f3d58"
+RESERVATION_2 = f"gpu-reservation-{NODE_PREFIX}-0-m4r8t"
+PREFIX_C = "cut-frac-inflight-q2w6z9x"
 NODE = [f"{NODE_PREFIX}-{i}" for i in range(4)]
 CPU_PER_POD, MEM_PER_POD = "100m", "64Mi"  # what harness.pod requests
 
@@ -136,7 +141,7 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
         "pods", dep_pod["metadata"]["name"], NAMESPACE, {"metadata": {"annotations": {"pod-group-name": pgs["dep"]}}}
     )
     # Half a GPU on node 1, behind KAI's reservation pod for GPU group GROUP (index 0).
-    store.create(_reservation_pod())
+    store.create(_reservation_pod(RESERVATION, GROUP, NODE[1], "0"))
     frac = _running_pod(
         cluster,
         "cut-frac-a",
@@ -176,6 +181,12 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     # In team B, waiting: a pod whose BindRequest KAI's scheduler created and its binder never bound (node 2) ...
     inflight = _pending_pod(cluster, "cut-inflight", gpus=1, queue_name=TEAM_B, node_selector=NODE[2])
     _bind_request(cluster, inflight, NODE[2])
+    # ... a fractional one whose BindRequest selected a new GPU group on node 0, its reservation pod made ...
+    store.create(_reservation_pod(RESERVATION_2, GROUP_2, NODE[0], "3"))
+    frac_inflight = _pending_pod(
+        cluster, "cut-frac-inflight", gpus=0.5, queue_name=TEAM_B, annotations={"runai/shared-gpu-configmap": PREFIX_C}
+    )
+    _bind_request(cluster, frac_inflight, NODE[0], groups=[GROUP_2])
     # ... one whose BindRequest failed (backoffLimit unset, as the scheduler creates it; §8.1 item 4) ...
     failed = _pending_pod(cluster, "cut-failed", gpus=1, queue_name=TEAM_B, node_selector=NODE[3])
     _bind_request(
@@ -228,13 +239,13 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     )
     for i in (0, 1):
         _pending_pod(cluster, f"cut-gang-{i}", gpus=3, queue_name=TEAM_B, group=pgs["gang"], owner=gang)
-    for name in ("cut-inflight", "cut-failed", "cut-pipe"):
+    for name in ("cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe"):
         pg = _podgroup(cluster, _pod(cluster, name), min_member=1, queue_name=TEAM_B, priority="train", running=False)
         pgs[name] = pg
         store.patch("pods", name, NAMESPACE, {"metadata": {"annotations": {"pod-group-name": pg}}})
 
     statuses = _write_statuses(cluster, pgs)
-    pods = [*running, "cut-inflight", "cut-failed", "cut-pipe", "cut-gang-0", "cut-gang-1"]
+    pods = [*running, "cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe", "cut-gang-0", "cut-gang-1"]
     return {"pods": pods, "running": running, "pgs": pgs, "statuses": statuses}
 
 
@@ -254,7 +265,13 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
         }
         cluster.store.patch("podgroups", pgs[what], NAMESPACE, {"status": {"resourcesStatus": status}}, "status")
         written[pgs[what]] = status
-    b_requested = {"cut-inflight": (1, 1), "cut-failed": (1, 1), "cut-pipe": (1, 1), "gang": (2, 6)}
+    b_requested = {
+        "cut-inflight": (1, 1),
+        "cut-frac-inflight": (1, 0.5),
+        "cut-failed": (1, 1),
+        "cut-pipe": (1, 1),
+        "gang": (2, 6),
+    }
     for what, (count, gpus) in b_requested.items():
         status = {"allocated": {}, "requested": _amounts(count, gpus), "allocatedNonPreemptible": {}}
         cluster.store.patch("podgroups", pgs[what], NAMESPACE, {"status": {"resourcesStatus": status}}, "status")
@@ -263,12 +280,12 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
         "allocatedNonPreemptible": _amounts(2, 6.5),
         "requested": _amounts(8, 25.5),
     }
-    team_b: JSON = {"allocated": {}, "allocatedNonPreemptible": {}, "requested": _amounts(5, 9)}
+    team_b: JSON = {"allocated": {}, "allocatedNonPreemptible": {}, "requested": _amounts(6, 9.5)}
     org: JSON = {
         "childQueues": [TEAM_A, TEAM_B],
         "allocated": _amounts(8, 25.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(13, 34.5),
+        "requested": _amounts(14, 35),
     }
     for name, status in ((TEAM_A, team_a), (TEAM_B, team_b), (ORG, org)):
         cluster.store.patch("queues", name, "", {"status": status}, "status")
@@ -365,8 +382,9 @@ def _pending_pod(
     group: str = "",
     owner: JSON | None = None,
     node_selector: str = "",
+    annotations: dict[str, str] | None = None,
 ) -> JSON:
-    obj = pod(name, gpus=gpus, queue=queue_name, group=group)
+    obj = pod(name, gpus=gpus, queue=queue_name, group=group, annotations=annotations)
     if owner is not None:
         obj["metadata"]["ownerReferences"] = [{**_owner_ref(owner), "controller": False}]
     if node_selector:
@@ -405,19 +423,19 @@ def _bind_request(
         cluster.store.patch("bindrequests", br["metadata"]["name"], NAMESPACE, {"status": status}, "status")
 
 
-def _reservation_pod() -> JSON:
-    """KAI's binder's reservation pod of GROUP on node 1, after it reported the GPU index it was given (§6)."""
+def _reservation_pod(name: str, group: str, node: str, index: str) -> JSON:
+    """KAI's binder's reservation pod of `group` on `node`, after it reported the GPU index it was given (§6)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": RESERVATION,
+            "name": name,
             "namespace": RESERVATION_NAMESPACE,
-            "labels": {"app": "kai-resource-reservation", "runai-gpu-group": GROUP},
-            "annotations": {"karpenter.sh/do-not-disrupt": "true", "run.ai/reserve_for_gpu_index": "0"},
+            "labels": {"app": "kai-resource-reservation", "runai-gpu-group": group},
+            "annotations": {"karpenter.sh/do-not-disrupt": "true", "run.ai/reserve_for_gpu_index": index},
         },
         "spec": {
-            "nodeName": NODE[1],
+            "nodeName": node,
             "runtimeClassName": "nvidia",
             "terminationGracePeriodSeconds": 0,
             "automountServiceAccountToken": False,
@@ -510,6 +528,7 @@ def _check_taken_over(
     started: float,
 ) -> None:
     cluster.wait("the in-flight BindRequest bound", lambda: _bound_to(cluster, "cut-inflight") == NODE[2])
+    cluster.wait("the in-flight fractional pod bound", lambda: _bound_to(cluster, "cut-frac-inflight") == NODE[0])
     cluster.wait("the pod of the failed BindRequest bound", lambda: _bound_to(cluster, "cut-failed") == NODE[3])
     cluster.wait("the pipelined pod bound", lambda: _bound_to(cluster, "cut-pipe") == NODE[3])
 
@@ -530,9 +549,13 @@ def _check_taken_over(
 
     hold(10.0, unchanged)  # a few cycles of the scheduler (1 s each) and the controllers
     requests = _bind_requests(cluster)
-    for name in [*kai["running"], "cut-inflight", "cut-failed"]:
+    for name in [*kai["running"], "cut-inflight", "cut-frac-inflight", "cut-failed"]:
         assert [phase for _, phase in requests.get(name, [])] == ["Succeeded"], f"BindRequests of {name}: {requests}"
-    for name in [*kai["running"], "cut-inflight"]:  # KAI's own requests, bound by the binder: not made again
+    for name in [
+        *kai["running"],
+        "cut-inflight",
+        "cut-frac-inflight",
+    ]:  # KAI's own requests, bound by the binder: not made again
         assert requests[name][0][0] == kai["requests"][name][0][0], f"{name}'s BindRequest was made again"
     # §8.1 item 4: the failed request (no backoffLimit) is dropped and the pod placed again by a new one.
     assert requests["cut-failed"][0][0] != kai["requests"]["cut-failed"][0][0], "the failed BindRequest was kept"
@@ -543,7 +566,12 @@ def _check_taken_over(
             assert pg["metadata"]["annotations"].get(key) == was, f"{name}: {key} {was} -> {pg['metadata']}"
     _same_statuses(cluster, kai["statuses"])
     reservations = cluster.store.list("pods", RESERVATION_NAMESPACE)[0]
-    assert [p["metadata"]["name"] for p in reservations] == [RESERVATION], "KAI's reservation pod is not kept alone"
+    names = sorted(p["metadata"]["name"] for p in reservations)
+    assert names == sorted([RESERVATION, RESERVATION_2]), f"reservation pods {names}: KAI's are not kept alone"
+    frac = _pod(cluster, "cut-frac-inflight")
+    assert (frac["metadata"].get("labels") or {}).get("runai-gpu-group") == GROUP_2, frac["metadata"]
+    configmap = cluster.store.get("configmaps", f"{PREFIX_C}-shared-gpu-0", NAMESPACE)
+    assert (configmap.get("data") or {}).get("NVIDIA_VISIBLE_DEVICES") == "3", configmap
     configmap = cluster.store.get("configmaps", f"{PREFIX_A}-shared-gpu-0", NAMESPACE)
     assert configmap.get("data") == {"NVIDIA_VISIBLE_DEVICES": "0", "RUNAI_NUM_OF_GPUS": "0.5"}, configmap
 
@@ -576,21 +604,18 @@ def _same_statuses(cluster: Cluster, written: dict[str, JSON]) -> None:
 def _check_new_work(cluster: Cluster, kai: dict[str, Any], started: float) -> None:
     store = cluster.store
     # The other half of the shared GPU: same node, same group, same reservation pod and its index.
-    store.create(
-        pod(
-            "cut-frac-b",
-            gpus=0.5,
-            queue=TEAM_A,
-            labels={"app": "cut-new"},
-            annotations={"runai/shared-gpu-configmap": PREFIX_B},
-        )
-    )
+    # On node 1 (node 0's shared GPU, half used too, would do as well): beside KAI's running half.
+    frac_b = pod("cut-frac-b", gpus=0.5, queue=TEAM_A, labels={"app": "cut-new"})
+    frac_b["metadata"]["annotations"]["runai/shared-gpu-configmap"] = PREFIX_B
+    frac_b["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE[1]}
+    store.create(frac_b)
     cluster.wait("the new fractional pod bound", lambda: _bound_to(cluster, "cut-frac-b") != "")
     frac_b = _pod(cluster, "cut-frac-b")
     assert frac_b["spec"]["nodeName"] == NODE[1], f"the new half-GPU pod went to {frac_b['spec']['nodeName']}"
     assert (frac_b["metadata"].get("labels") or {}).get("runai-gpu-group") == GROUP, frac_b["metadata"].get("labels")
     reservations = store.list("pods", RESERVATION_NAMESPACE)[0]
-    assert [p["metadata"]["name"] for p in reservations] == [RESERVATION], [p["metadata"]["name"] for p in reservations]
+    names = sorted(p["metadata"]["name"] for p in reservations)
+    assert names == sorted([RESERVATION, RESERVATION_2]), f"reservation pods {names}: a second one for the shared GPU"
     configmap = store.get("configmaps", f"{PREFIX_B}-shared-gpu-0", NAMESPACE)
     assert (configmap.get("data") or {}).get("NVIDIA_VISIBLE_DEVICES") == "0", configmap
 
@@ -650,7 +675,9 @@ def _bound_to(cluster: Cluster, name: str) -> str:
 def _running(cluster: Cluster, names: list[str]) -> bool:
     pods = {p["metadata"]["name"]: p for p in cluster.pods()}
     pods |= {p["metadata"]["name"]: p for p in cluster.store.list("pods", RESERVATION_NAMESPACE)[0]}
-    return all((pods.get(n) or {}).get("status", {}).get("phase") == "Running" for n in [*names, RESERVATION])
+    return all(
+        (pods.get(n) or {}).get("status", {}).get("phase") == "Running" for n in [*names, RESERVATION, RESERVATION_2]
+    )
 
 
 def _podgroups(cluster: Cluster) -> dict[str, JSON]:
