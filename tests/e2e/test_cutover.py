@@ -3,14 +3,18 @@
 The suite's components are stopped; the test writes, object by object, what KAI's components leave behind on a
 running cluster (BEHAVIOR.md §1, §2, §6, §8): queues with their status, PodGroups as KAI's pod grouper names and
 fills them (a batch Job, a PyTorchJob gang, a Deployment's pod, a fractional pod), running pods with KAI's
-annotations and labels and their Succeeded BindRequests, a GPU shared through a reservation pod with its index and
-the shared-GPU ConfigMaps, a BindRequest not yet bound, a failed one, a pipelined pod, and a pending gang with
-KAI's `UnschedulableOnNodePool` condition. Then this project's components start, and:
+annotations and labels and their Succeeded BindRequests (one bound before KAI's binder wrote its status), a GPU
+shared through a reservation pod with its index and the shared-GPU ConfigMaps, BindRequests not yet bound (one of
+a fractional pod whose reservation pod KAI's binder had made), a failed one, a pipelined pod, and a pending gang
+with KAI's `UnschedulableOnNodePool` condition. Then this project's components start, and:
 
-- no PodGroup is created or renamed, no pod is regrouped, the PodGroups' specs stay as KAI wrote them;
-- no pod is evicted (no Evict event in the first cycles) and none moves;
-- the in-flight BindRequest is bound, once, on its node; the failed one is dropped and its pod placed again (§8.1);
-- the statuses the controllers write are KAI's (queue and PodGroup `resourcesStatus`);
+- no PodGroup is created or renamed, no pod is regrouped, the PodGroups' specs stay as KAI wrote them (but a root
+  `minMember` beside subgroups, see `_gang_spec`);
+- no pod is evicted (no Evict event) and none moves; the running pods' BindRequests are KAI's, all Succeeded;
+- the in-flight BindRequests are bound, once, on their node (and GPU group); the failed one is dropped and its pod
+  placed again with a new one (§8.1 item 4);
+- the statuses the controllers write are KAI's (queue and PodGroup `resourcesStatus`), and so are the PodGroups'
+  `last-start-timestamp`s;
 - a new fractional pod gets the other half of the shared GPU: same GPU group, same reservation pod, its index;
 - a whole-GPU pod is never given the GPU the reservation pod holds;
 - the pending gang is placed once room appears, and its condition is cleared.
@@ -167,7 +171,12 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
         _running_pod(
             cluster, f"cut-block-{i}", gpus=6, node=NODE[2 + i], queue_name=TEAM_A, group=pgs["block"], owner=blocker
         )
+    # A bare pod KAI's binder bound on node 2 and stopped before writing its BindRequest's status.
+    bound = _running_pod(cluster, "cut-bound", gpus=1, node=NODE[2], queue_name=TEAM_A, group="", bind_status={})
+    pgs["bound"] = _podgroup(cluster, bound, min_member=1, queue_name=TEAM_A, priority="train", running=True)
+    store.patch("pods", "cut-bound", NAMESPACE, {"metadata": {"annotations": {"pod-group-name": pgs["bound"]}}})
     running += [
+        "cut-bound",
         "cut-job-0",
         "cut-ptj-master-0",
         "cut-ptj-worker-1",
@@ -253,8 +262,8 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
     """KAI's podgroup controller's resourcesStatus and its queue controller's status (§8.4); the PodGroups' by
     name."""
     written: dict[str, JSON] = {}
-    a_gpu = {"job": 1, "ptj": 6, "dep": 6, "frac": 0.5, "block": 12}
-    a_pods = {"job": 1, "ptj": 3, "dep": 1, "frac": 1, "block": 2}
+    a_gpu = {"job": 1, "ptj": 6, "dep": 6, "frac": 0.5, "block": 12, "bound": 1}
+    a_pods = {"job": 1, "ptj": 3, "dep": 1, "frac": 1, "block": 2, "bound": 1}
     non_preemptible = ("dep", "frac")
     for what in a_gpu:
         held = _amounts(a_pods[what], a_gpu[what])
@@ -276,16 +285,16 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
         status = {"allocated": {}, "requested": _amounts(count, gpus), "allocatedNonPreemptible": {}}
         cluster.store.patch("podgroups", pgs[what], NAMESPACE, {"status": {"resourcesStatus": status}}, "status")
     team_a: JSON = {
-        "allocated": _amounts(8, 25.5),
+        "allocated": _amounts(9, 26.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(8, 25.5),
+        "requested": _amounts(9, 26.5),
     }
     team_b: JSON = {"allocated": {}, "allocatedNonPreemptible": {}, "requested": _amounts(6, 9.5)}
     org: JSON = {
         "childQueues": [TEAM_A, TEAM_B],
-        "allocated": _amounts(8, 25.5),
+        "allocated": _amounts(9, 26.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(14, 35),
+        "requested": _amounts(15, 36),
     }
     for name, status in ((TEAM_A, team_a), (TEAM_B, team_b), (ORG, org)):
         cluster.store.patch("queues", name, "", {"status": status}, "status")
@@ -358,6 +367,7 @@ def _running_pod(
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
     priority_class: str = "",
+    bind_status: JSON | None = None,
 ) -> JSON:
     """A pod KAI placed and bound: on its node, `received-resource-type` written by KAI's binder, with its
     Succeeded BindRequest (same name, owned by the pod)."""
@@ -369,7 +379,8 @@ def _running_pod(
         obj["metadata"]["ownerReferences"] = [{**_owner_ref(owner), "controller": controller}]
     obj["spec"]["nodeName"] = node
     created = cluster.store.create(obj)
-    _bind_request(cluster, created, node, status={"phase": "Succeeded"}, groups=[GROUP] if gpus != int(gpus) else [])
+    status = {"phase": "Succeeded"} if bind_status is None else bind_status
+    _bind_request(cluster, created, node, status=status, groups=[GROUP] if gpus != int(gpus) else [])
     return created
 
 
@@ -580,9 +591,9 @@ def _same_statuses(cluster: Cluster, written: dict[str, JSON]) -> None:
     """The controllers' statuses equal KAI's, as quantities, for what did not change since (team A's queue and
     the PodGroups of its running jobs)."""
     want_a = {
-        "allocated": _amounts(8, 25.5),
+        "allocated": _amounts(9, 26.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(8, 25.5),
+        "requested": _amounts(9, 26.5),
     }
 
     def same() -> bool:
