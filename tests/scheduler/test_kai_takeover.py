@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
@@ -116,3 +119,40 @@ def test_scheduling_backoff_honours_kais_condition() -> None:
         ]
     )
     assert _bind_requests(store) == []
+
+
+_POOLS = st.sampled_from(["", "default", "pool-a", "pool-b"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pools=st.lists(_POOLS, max_size=4), fits=st.booleans())
+def test_the_unlabelled_pools_scheduler_keeps_one_condition_of_its_own_and_every_other_pools(
+    pools: list[str], fits: bool
+) -> None:
+    """Whatever conditions a PodGroup carries (KAI's `default`, this project's "", other pools', repeated): after a
+    cycle of the unlabelled pool's scheduler none of `default` or "" is left beside its own, at most one is its
+    own (none when the job was placed), and the other pools' are kept as they were, in their order."""
+    conditions = []
+    for i, pool in enumerate(pools):
+        condition = _kais_condition(f"said by {pool or 'us'} ({i})")
+        condition["nodePool"] = pool
+        conditions.append(condition)
+    pg = b.podgroup("gang", min_member=2)
+    pg["status"] = {"schedulingConditions": conditions}
+    store = _run(
+        [
+            b.queue("q"),
+            b.node("n1", gpus=8 if fits else 2),
+            pg,
+            b.pod("gang-0", group="gang", gpus=4),
+            b.pod("gang-1", group="gang", gpus=4),
+        ]
+    )
+    after = _conditions(store, "gang")
+    others = [c for c in conditions if c["nodePool"] not in ("", "default")]
+    if fits:
+        assert _bind_requests(store) == ["gang-0", "gang-1"]
+        assert after == others
+    else:
+        assert [c for c in after if c["nodePool"] not in ("", "default")] == others
+        assert [c["nodePool"] for c in after if c["nodePool"] in ("", "default")] == [""]
