@@ -29,7 +29,7 @@ import json
 import time
 from typing import Any
 
-from kai_scheduler.api.fields import format_time
+from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.store.interface import JSON, NotFound
 from tests.e2e import harness
@@ -85,8 +85,10 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     store = cluster.store
     for q in (
         queue(ORG, gpu_quota=32),
-        queue(TEAM_A, gpu_quota=32, parent=ORG),
-        queue(TEAM_B, gpu_quota=0, parent=ORG),
+        # Team A is given exactly what it holds: a queue counted above its quota (a shared GPU counted twice, a
+        # reservation pod charged to it) would be reclaimed from by team B, which waits below its own.
+        queue(TEAM_A, gpu_quota=26.5, parent=ORG),
+        queue(TEAM_B, gpu_quota=5.5, parent=ORG),
     ):
         store.create(q)
     pods: list[str] = []
@@ -210,7 +212,7 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
         {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": "cut-pipe.pipelined.kai", "namespace": NAMESPACE},
+            "metadata": {"name": f"cut-pipe.{pipelined['metadata']['uid'][:8]}", "namespace": NAMESPACE},
             "involvedObject": _ref(pipelined),
             "reason": "Pipelined",
             "message": f"pod {NAMESPACE}/cut-pipe is pipelined to node {NODE[3]}",
@@ -555,7 +557,7 @@ def _check_taken_over(
         for name, node in nodes_of.items():
             obj = _pod(cluster, name)
             assert obj["spec"].get("nodeName") == node and not obj["metadata"].get("deletionTimestamp"), name
-        evictions = _evictions(cluster)
+        evictions = _evictions(cluster, started)
         assert not evictions, f"pods evicted after the cutover: {evictions}"
 
     hold(10.0, unchanged)  # a few cycles of the scheduler (1 s each) and the controllers
@@ -614,9 +616,10 @@ def _same_statuses(cluster: Cluster, written: dict[str, JSON]) -> None:
 
 def _check_new_work(cluster: Cluster, kai: dict[str, Any], started: float) -> None:
     store = cluster.store
+
     # The other half of the shared GPU: same node, same group, same reservation pod and its index.
     # On node 1 (node 0's shared GPU, half used too, would do as well): beside KAI's running half.
-    frac_b = pod("cut-frac-b", gpus=0.5, queue=TEAM_A, labels={"app": "cut-new"})
+    frac_b = pod("cut-frac-b", gpus=0.5, queue=TEAM_B, labels={"app": "cut-new"})
     frac_b["metadata"]["annotations"]["runai/shared-gpu-configmap"] = PREFIX_B
     frac_b["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE[1]}
     store.create(frac_b)
@@ -631,10 +634,10 @@ def _check_new_work(cluster: Cluster, kai: dict[str, Any], started: float) -> No
     assert (configmap.get("data") or {}).get("NVIDIA_VISIBLE_DEVICES") == "0", configmap
 
     # Node 1: 6 GPUs of the Deployment's pod + the shared GPU = 7 of 8. One whole GPU is left, not two.
-    two = pod("cut-whole-2", gpus=2, queue=TEAM_A, labels={"app": "cut-new"})
+    two = pod("cut-whole-2", gpus=2, queue=TEAM_B, labels={"app": "cut-new"})
     two["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE[1]}
     store.create(two)
-    one = pod("cut-whole-1", gpus=1, queue=TEAM_A, labels={"app": "cut-new"})
+    one = pod("cut-whole-1", gpus=1, queue=TEAM_B, labels={"app": "cut-new"})
     one["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE[1]}
     store.create(one)
     cluster.wait("a 1-GPU pod bound on node 1", lambda: _bound_to(cluster, "cut-whole-1") == NODE[1])
@@ -643,7 +646,7 @@ def _check_new_work(cluster: Cluster, kai: dict[str, Any], started: float) -> No
         assert _bound_to(cluster, "cut-whole-2") == "", "a 2-GPU pod was given the reservation pod's GPU"
         used = _gpus_on(cluster, NODE[1])
         assert used <= 8, f"node 1 holds {used} GPUs of 8"
-        assert not _evictions(cluster), _evictions(cluster)
+        assert not _evictions(cluster, started), _evictions(cluster, started)
 
     hold(6.0, not_over)
 
@@ -663,7 +666,7 @@ def _check_new_work(cluster: Cluster, kai: dict[str, Any], started: float) -> No
 
     cluster.wait("the gang's UnschedulableOnNodePool condition cleared", cleared, timeout=30)
     assert _bound_to(cluster, "cut-whole-2") == "", "a 2-GPU pod was given the reservation pod's GPU"
-    assert not _evictions(cluster), _evictions(cluster)
+    assert not _evictions(cluster, started), _evictions(cluster, started)
     for node in NODE:
         assert _gpus_on(cluster, node) <= 8, f"{node} holds {_gpus_on(cluster, node)} GPUs of 8"
 
@@ -713,12 +716,15 @@ def _gang_spec(pg: JSON) -> JSON:
     return spec
 
 
-def _evictions(cluster: Cluster) -> list[str]:
+def _evictions(cluster: Cluster, since: float) -> list[str]:
+    """The Evict events of this test's pods (made since `since`: an earlier run's on the same cluster are not)."""
     events = cluster.store.list("events", NAMESPACE)[0]
     return [
         f"{e['involvedObject'].get('name')}: {e.get('message')}"
         for e in events
-        if e.get("reason") == "Evict" and str(e["involvedObject"].get("name", "")).startswith("cut-")
+        if e.get("reason") == "Evict"
+        and str(e["involvedObject"].get("name", "")).startswith("cut-")
+        and parse_time(e["metadata"]["creationTimestamp"]) >= since - 1
     ]
 
 
