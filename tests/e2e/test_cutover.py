@@ -48,6 +48,7 @@ GROUP_2 = "9d2e7b14-5a60-4c3f-8e21-6b7a0c9f3d58"
 RESERVATION_2 = f"gpu-reservation-{NODE_PREFIX}-0-m4r8t"
 PREFIX_C = "cut-frac-inflight-q2w6z9x"
 NODE = [f"{NODE_PREFIX}-{i}" for i in range(4)]
+QUOTA_A = 27.5  # the GPUs team A's running pods hold
 CPU_PER_POD, MEM_PER_POD = "100m", "64Mi"  # what harness.pod requests
 
 
@@ -85,10 +86,11 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     store = cluster.store
     for q in (
         queue(ORG, gpu_quota=32),
-        # Team A is given exactly what it holds: a queue counted above its quota (a shared GPU counted twice, a
-        # reservation pod charged to it) would be reclaimed from by team B, which waits below its own.
-        queue(TEAM_A, gpu_quota=26.5, parent=ORG),
-        queue(TEAM_B, gpu_quota=5.5, parent=ORG),
+        # Team A is given exactly what it holds, team B the rest: were team A counted above what it holds (a
+        # shared GPU counted twice, a reservation pod charged to it), team B's probe pod, below its quota, would
+        # reclaim from it (checked: with team A's quota 1 GPU below what it holds, a team A pod is reclaimed).
+        queue(TEAM_A, gpu_quota=QUOTA_A, parent=ORG),
+        queue(TEAM_B, gpu_quota=32 - QUOTA_A, parent=ORG),
     ):
         store.create(q)
     pods: list[str] = []
@@ -177,7 +179,12 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     bound = _running_pod(cluster, "cut-bound", gpus=1, node=NODE[2], queue_name=TEAM_A, group="", bind_status={})
     pgs["bound"] = _podgroup(cluster, bound, min_member=1, queue_name=TEAM_A, priority="train", running=True)
     store.patch("pods", "cut-bound", NAMESPACE, {"metadata": {"annotations": {"pod-group-name": pgs["bound"]}}})
+    # A 1-GPU pod on node 1, its last whole GPU: no node has a free one (nothing can be moved by consolidation).
+    fill = _running_pod(cluster, "cut-fill", gpus=1, node=NODE[1], queue_name=TEAM_A, group="")
+    pgs["fill"] = _podgroup(cluster, fill, min_member=1, queue_name=TEAM_A, priority="train", running=True)
+    store.patch("pods", "cut-fill", NAMESPACE, {"metadata": {"annotations": {"pod-group-name": pgs["fill"]}}})
     running += [
+        "cut-fill",
         "cut-bound",
         "cut-job-0",
         "cut-ptj-master-0",
@@ -250,13 +257,16 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     )
     for i in (0, 1):
         _pending_pod(cluster, f"cut-gang-{i}", gpus=3, queue_name=TEAM_B, group=pgs["gang"], owner=gang)
-    for name in ("cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe"):
+    # ... and a 1-GPU pod for node 2, where only a reclaim of cut-bound would make room.
+    _pending_pod(cluster, "cut-probe", gpus=1, queue_name=TEAM_B, node_selector=NODE[2])
+    for name in ("cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe", "cut-probe"):
         pg = _podgroup(cluster, _pod(cluster, name), min_member=1, queue_name=TEAM_B, priority="train", running=False)
         pgs[name] = pg
         store.patch("pods", name, NAMESPACE, {"metadata": {"annotations": {"pod-group-name": pg}}})
 
     statuses = _write_statuses(cluster, pgs)
-    pods = [*running, "cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe", "cut-gang-0", "cut-gang-1"]
+    pods = [*running, "cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe", "cut-probe", "cut-gang-0"]
+    pods.append("cut-gang-1")
     return {"pods": pods, "running": running, "pgs": pgs, "statuses": statuses}
 
 
@@ -264,8 +274,8 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
     """KAI's podgroup controller's resourcesStatus and its queue controller's status (§8.4); the PodGroups' by
     name."""
     written: dict[str, JSON] = {}
-    a_gpu = {"job": 1, "ptj": 6, "dep": 6, "frac": 0.5, "block": 12, "bound": 1}
-    a_pods = {"job": 1, "ptj": 3, "dep": 1, "frac": 1, "block": 2, "bound": 1}
+    a_gpu = {"job": 1, "ptj": 6, "dep": 6, "frac": 0.5, "block": 12, "bound": 1, "fill": 1}
+    a_pods = {"job": 1, "ptj": 3, "dep": 1, "frac": 1, "block": 2, "bound": 1, "fill": 1}
     non_preemptible = ("dep", "frac")
     for what in a_gpu:
         held = _amounts(a_pods[what], a_gpu[what])
@@ -281,22 +291,23 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
         "cut-frac-inflight": (1, 0.5),
         "cut-failed": (1, 1),
         "cut-pipe": (1, 1),
+        "cut-probe": (1, 1),
         "gang": (2, 6),
     }
     for what, (count, gpus) in b_requested.items():
         status = {"allocated": {}, "requested": _amounts(count, gpus), "allocatedNonPreemptible": {}}
         cluster.store.patch("podgroups", pgs[what], NAMESPACE, {"status": {"resourcesStatus": status}}, "status")
     team_a: JSON = {
-        "allocated": _amounts(9, 26.5),
+        "allocated": _amounts(10, 27.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(9, 26.5),
+        "requested": _amounts(10, 27.5),
     }
-    team_b: JSON = {"allocated": {}, "allocatedNonPreemptible": {}, "requested": _amounts(6, 9.5)}
+    team_b: JSON = {"allocated": {}, "allocatedNonPreemptible": {}, "requested": _amounts(7, 10.5)}
     org: JSON = {
         "childQueues": [TEAM_A, TEAM_B],
-        "allocated": _amounts(9, 26.5),
+        "allocated": _amounts(10, 27.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(15, 36),
+        "requested": _amounts(17, 38),
     }
     for name, status in ((TEAM_A, team_a), (TEAM_B, team_b), (ORG, org)):
         cluster.store.patch("queues", name, "", {"status": status}, "status")
@@ -555,10 +566,14 @@ def _check_taken_over(
             annotations = _pod(cluster, name)["metadata"].get("annotations") or {}
             assert annotations.get("pod-group-name") == group, f"pod {name} regrouped: {annotations}"
         for name, node in nodes_of.items():
-            obj = _pod(cluster, name)
+            try:
+                obj = _pod(cluster, name)
+            except NotFound:
+                raise AssertionError(f"KAI's running pod {name} is gone after the cutover") from None
             assert obj["spec"].get("nodeName") == node and not obj["metadata"].get("deletionTimestamp"), name
         evictions = _evictions(cluster, started)
         assert not evictions, f"pods evicted after the cutover: {evictions}"
+        assert _bound_to(cluster, "cut-probe") == "", "the probe pod was given room on node 2"
 
     hold(10.0, unchanged)  # a few cycles of the scheduler (1 s each) and the controllers
     requests = _bind_requests(cluster)
@@ -593,9 +608,9 @@ def _same_statuses(cluster: Cluster, written: dict[str, JSON]) -> None:
     """The controllers' statuses equal KAI's, as quantities, for what did not change since (team A's queue and
     the PodGroups of its running jobs)."""
     want_a = {
-        "allocated": _amounts(9, 26.5),
+        "allocated": _amounts(10, 27.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(9, 26.5),
+        "requested": _amounts(10, 27.5),
     }
 
     def same() -> bool:
@@ -616,6 +631,10 @@ def _same_statuses(cluster: Cluster, written: dict[str, JSON]) -> None:
 
 def _check_new_work(cluster: Cluster, kai: dict[str, Any], started: float) -> None:
     store = cluster.store
+    # The probe has shown what it had to; node 1's last whole GPU is freed (its pod ends, as its owner would).
+    for name in ("cut-probe", "cut-fill"):
+        store.delete("pods", name, NAMESPACE, grace_period_seconds=0)
+    cluster.wait("cut-fill gone", lambda: _bound_to(cluster, "cut-fill") == "")
 
     # The other half of the shared GPU: same node, same group, same reservation pod and its index.
     # On node 1 (node 0's shared GPU, half used too, would do as well): beside KAI's running half.
