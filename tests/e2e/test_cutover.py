@@ -201,8 +201,15 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     _bind_request(cluster, inflight, NODE[2])
     # ... a fractional one whose BindRequest selected a new GPU group on node 0, its reservation pod made ...
     store.create(_reservation_pod(RESERVATION_2, GROUP_2, NODE[0], "3"))
+    # (non-preemptible: a preemptible half could be moved by consolidation to node 1's free half, freeing a whole
+    # GPU here for cut-bound and node 2 for the probe below)
     frac_inflight = _pending_pod(
-        cluster, "cut-frac-inflight", gpus=0.5, queue_name=TEAM_B, annotations={"runai/shared-gpu-configmap": PREFIX_C}
+        cluster,
+        "cut-frac-inflight",
+        gpus=0.5,
+        queue_name=TEAM_B,
+        annotations={"runai/shared-gpu-configmap": PREFIX_C},
+        priority_class="build",
     )
     _bind_request(cluster, frac_inflight, NODE[0], groups=[GROUP_2])
     # ... one whose BindRequest failed (backoffLimit unset, as the scheduler creates it; §8.1 item 4) ...
@@ -257,16 +264,14 @@ def _write_kais_state(cluster: Cluster) -> dict[str, Any]:
     )
     for i in (0, 1):
         _pending_pod(cluster, f"cut-gang-{i}", gpus=3, queue_name=TEAM_B, group=pgs["gang"], owner=gang)
-    # ... and a 1-GPU pod for node 2, where only a reclaim of cut-bound would make room.
-    _pending_pod(cluster, "cut-probe", gpus=1, queue_name=TEAM_B, node_selector=NODE[2])
-    for name in ("cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe", "cut-probe"):
-        pg = _podgroup(cluster, _pod(cluster, name), min_member=1, queue_name=TEAM_B, priority="train", running=False)
+    for name in ("cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe"):
+        priority = "build" if name == "cut-frac-inflight" else "train"
+        pg = _podgroup(cluster, _pod(cluster, name), min_member=1, queue_name=TEAM_B, priority=priority, running=False)
         pgs[name] = pg
         store.patch("pods", name, NAMESPACE, {"metadata": {"annotations": {"pod-group-name": pg}}})
 
     statuses = _write_statuses(cluster, pgs)
-    pods = [*running, "cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe", "cut-probe", "cut-gang-0"]
-    pods.append("cut-gang-1")
+    pods = [*running, "cut-inflight", "cut-frac-inflight", "cut-failed", "cut-pipe", "cut-gang-0", "cut-gang-1"]
     return {"pods": pods, "running": running, "pgs": pgs, "statuses": statuses}
 
 
@@ -291,7 +296,6 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
         "cut-frac-inflight": (1, 0.5),
         "cut-failed": (1, 1),
         "cut-pipe": (1, 1),
-        "cut-probe": (1, 1),
         "gang": (2, 6),
     }
     for what, (count, gpus) in b_requested.items():
@@ -302,12 +306,12 @@ def _write_statuses(cluster: Cluster, pgs: dict[str, str]) -> dict[str, JSON]:
         "allocatedNonPreemptible": _amounts(2, 6.5),
         "requested": _amounts(10, 27.5),
     }
-    team_b: JSON = {"allocated": {}, "allocatedNonPreemptible": {}, "requested": _amounts(7, 10.5)}
+    team_b: JSON = {"allocated": {}, "allocatedNonPreemptible": {}, "requested": _amounts(6, 9.5)}
     org: JSON = {
         "childQueues": [TEAM_A, TEAM_B],
         "allocated": _amounts(10, 27.5),
         "allocatedNonPreemptible": _amounts(2, 6.5),
-        "requested": _amounts(17, 38),
+        "requested": _amounts(16, 37),
     }
     for name, status in ((TEAM_A, team_a), (TEAM_B, team_b), (ORG, org)):
         cluster.store.patch("queues", name, "", {"status": status}, "status")
@@ -407,8 +411,9 @@ def _pending_pod(
     owner: JSON | None = None,
     node_selector: str = "",
     annotations: dict[str, str] | None = None,
+    priority_class: str = "",
 ) -> JSON:
-    obj = pod(name, gpus=gpus, queue=queue_name, group=group, annotations=annotations)
+    obj = pod(name, gpus=gpus, queue=queue_name, group=group, annotations=annotations, priority_class=priority_class)
     if owner is not None:
         obj["metadata"]["ownerReferences"] = [{**_owner_ref(owner), "controller": False}]
     if node_selector:
@@ -555,6 +560,16 @@ def _check_taken_over(
     cluster.wait("the in-flight fractional pod bound", lambda: _bound_to(cluster, "cut-frac-inflight") == NODE[0])
     cluster.wait("the pod of the failed BindRequest bound", lambda: _bound_to(cluster, "cut-failed") == NODE[3])
     cluster.wait("the pipelined pod bound", lambda: _bound_to(cluster, "cut-pipe") == NODE[3])
+    # Every node is full now. A 1-GPU pod of team B (below its quota) for node 2, where only a reclaim of cut-bound
+    # would make room: with team A counted as holding no more than its quota, it waits.
+    probe = _pending_pod(cluster, "cut-probe", gpus=1, queue_name=TEAM_B, node_selector=NODE[2])
+    name = f"pg-cut-probe-{probe['metadata']['uid']}"  # a new pod: this project's pod grouper groups it
+    cluster.wait(
+        "the probe grouped",
+        lambda: (_pod(cluster, "cut-probe")["metadata"].get("annotations") or {}).get("pod-group-name") == name,
+    )
+    before[name] = cluster.store.get("podgroups", name, NAMESPACE)
+    groups_of["cut-probe"] = name
 
     def unchanged() -> None:
         after = _podgroups(cluster)
@@ -563,7 +578,10 @@ def _check_taken_over(
             was, now = _gang_spec(before[name]), _gang_spec(pg)
             assert now == was, f"PodGroup {name} spec {before[name]['spec']} -> {pg['spec']}"
         for name, group in groups_of.items():
-            annotations = _pod(cluster, name)["metadata"].get("annotations") or {}
+            try:
+                annotations = _pod(cluster, name)["metadata"].get("annotations") or {}
+            except NotFound:
+                raise AssertionError(f"pod {name} is gone after the cutover") from None
             assert annotations.get("pod-group-name") == group, f"pod {name} regrouped: {annotations}"
         for name, node in nodes_of.items():
             try:
