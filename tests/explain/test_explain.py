@@ -378,3 +378,15 @@ jobs:
     path.write_text(text.replace(", config: {actions: allocate}", ""), encoding="utf-8")
     whole = explain_cli._from_file(args, ref, limits)
     assert whole.next_cycle is not None and [v.action for v in whole.next_cycle.made_room] == ["reclaim"]
+
+
+def test_a_podgroup_backed_off_by_kai_is_told_the_same(tmp_path: Path) -> None:
+    """KAI names the unlabelled pool `default` in its condition: after the switch from KAI, the same PodGroup is
+    backed off and explained with KAI's message (docs/kai-users.md, "Replacing KAI on a running cluster")."""
+    text = (Path(__file__).parent / "backed_off.yaml").read_text(encoding="utf-8")
+    text = text.replace('nodePool: ""', "nodePool: default")
+    assert "nodePool: default" in text
+    ex = _explain(tmp_path, text, "tired-0")
+    [problem] = ex.problems
+    assert "schedulingBackoff is 1" in problem and "(too big)" in problem
+    assert ex.summary.startswith("not considered by the scheduler")

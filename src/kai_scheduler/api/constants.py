@@ -20,6 +20,9 @@ PRIORITYCLASS_API_VERSION: Final = "scheduling.k8s.io/v1"
 DEFAULT_SCHEDULER_NAME: Final = "kai-scheduler"
 DEFAULT_QUEUE_LABEL_KEY: Final = "kai.scheduler/queue"
 DEFAULT_NODE_POOL_LABEL_KEY: Final = "kai.scheduler/node-pool"
+# The name KAI gives the unlabelled node pool (the shard with an empty partitionLabelValue) in what it writes, as
+# `nodePool: default` in a PodGroup's UnschedulableOnNodePool condition.
+DEFAULT_NODE_POOL_NAME: Final = "default"
 DEFAULT_QUEUE_NAME: Final = "default-queue"
 DEFAULT_PARENT_QUEUE_NAME: Final = "default-parent-queue"
 DEFAULT_QUEUE_PRIORITY: Final = 100

@@ -49,6 +49,12 @@ class SchedulingCondition:
     transition_id: str = "0"
     last_transition_time: float | None = None
 
+    def of_pool(self, pool: str) -> bool:
+        """Whether the condition is the one of node pool `pool` ("" the unlabelled pool). KAI names the unlabelled
+        pool `default` in the conditions it writes: after KAI was replaced, that one is the unlabelled pool's too, so
+        it is cleared or replaced rather than left beside this scheduler's for good."""
+        return self.node_pool == pool or (not pool and self.node_pool == constants.DEFAULT_NODE_POOL_NAME)
+
     def to_dict(self) -> JSON:
         out: JSON = {
             "type": constants.CONDITION_UNSCHEDULABLE_ON_NODE_POOL,

@@ -919,9 +919,7 @@ def watches_staleness(job: JobInfo) -> bool:
 
 
 def _backed_off(pg: PodGroup, params: SnapshotParams) -> bool:
-    return pg.scheduling_backoff == 1 and any(
-        c.node_pool == params.partition_label_value for c in pg.scheduling_conditions
-    )
+    return pg.scheduling_backoff == 1 and any(c.of_pool(params.partition_label_value) for c in pg.scheduling_conditions)
 
 
 def _annotation_time(raw: str | None) -> float | None:

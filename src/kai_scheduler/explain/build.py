@@ -187,7 +187,7 @@ def _skipped(objects: snapshots.ClusterObjects, key: str, pool: str, now: float)
         for p in objects.pods
         if p.namespace == pg.meta.namespace and p.meta.annotations.get(constants.ANNOTATION_POD_GROUP_NAME) == pg.name
     )
-    said = [m for c in pg.scheduling_conditions if c.node_pool == pool for _, m in c.reasons if m]
+    said = [m for c in pg.scheduling_conditions if c.of_pool(pool) for _, m in c.reasons if m]
     where = f"node pool {pool!r}" if pool else "the unlabelled node pool"
     problem = (
         f"schedulingBackoff is 1 and the PodGroup was found unschedulable on {where}"

@@ -239,10 +239,10 @@ class Committer:
         already told (a Job's replacement pod), or whose writes were lost when the scheduler stopped after the
         PodGroup's, is told too."""
         pairs = _dedupe([(r.reason, r.message) for r in reasons])
-        current = next((c for c in job.podgroup.scheduling_conditions if c.node_pool == self.node_pool), None)
+        current = next((c for c in job.podgroup.scheduling_conditions if c.of_pool(self.node_pool)), None)
         if current is None or current.reasons != pairs:
             transition = str(int(current.transition_id) + 1) if current and current.transition_id.isdigit() else "0"
-            others = [c.to_dict() for c in job.podgroup.scheduling_conditions if c.node_pool != self.node_pool]
+            others = [c.to_dict() for c in job.podgroup.scheduling_conditions if not c.of_pool(self.node_pool)]
             condition = SchedulingCondition(self.node_pool, pairs, transition, now).to_dict()
             patch = {"status": {"schedulingConditions": [*others, condition]}}
             self._try(
@@ -258,8 +258,8 @@ class Committer:
     def schedulable(self, job: JobInfo) -> None:
         """Clear this node pool's unschedulable condition from a job that got placed."""
         conditions = job.podgroup.scheduling_conditions
-        if any(c.node_pool == self.node_pool for c in conditions):
-            kept = [c.to_dict() for c in conditions if c.node_pool != self.node_pool]
+        if any(c.of_pool(self.node_pool) for c in conditions):
+            kept = [c.to_dict() for c in conditions if not c.of_pool(self.node_pool)]
             self._try(
                 f"condition on PodGroup {job.key}",
                 lambda: self.store.patch(
