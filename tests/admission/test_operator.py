@@ -137,9 +137,10 @@ def test_a_shard_with_kai_names_is_admitted_and_defaults_apply() -> None:
             id="negative replicas",
         ),
         pytest.param(
-            config(binder={"speed": 3}),
-            "Config kai-config spec.binder.speed: unknown field; known: maxConcurrentReconciles, replicas, resources",
-            id="unknown field",
+            config(binder={"replica": 3}),
+            "Config kai-config spec.binder.replica: unknown field (did you mean replicas?); known: "
+            "maxConcurrentReconciles, replicas, resources",
+            id="a typo of a field",
         ),
         pytest.param(
             config(scheduler={"schedulePeriod": "often"}),
@@ -162,6 +163,15 @@ def test_a_bad_config_is_refused_naming_the_field(obj: JSON, want: str) -> None:
     verdict = hook.validate_config(builders.rev(obj))
     assert not verdict.allowed and verdict.message.startswith(want), verdict.message
     assert "\n" not in verdict.message
+
+
+def test_a_field_of_kais_config_not_implemented_here_is_allowed_with_a_warning_naming_it() -> None:
+    verdict = hook.validate_config(builders.rev(config(binder={"speed": 3}, prometheus={"enabled": True})))
+    assert verdict.allowed
+    assert verdict.warnings == (
+        "Config kai-config: not implemented by this project, ignored: spec.binder.speed, spec.prometheus",
+    )
+    assert hook.validate_config(builders.rev(config(binder={"replicas": 2}))).warnings == ()
 
 
 def test_a_config_maps_its_fields_to_install_values() -> None:

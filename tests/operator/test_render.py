@@ -249,15 +249,46 @@ def test_resources_under_a_components_service_as_kai_writes_them() -> None:
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        (
-            {"binder": {"service": {"image": {"tag": "x"}}}},
-            "spec.binder.service.image: unknown field; known: resources",
-        ),
         ({"queueController": {"replicas": -1}}, "spec.queueController.replicas: expected an integer of at least 0"),
-        ({"podGroupController": {"sidecar": 1}}, "spec.podGroupController.sidecar: unknown field; known: replicas, "),
         ({"binder": {"service": "big"}}, "spec.binder.service: expected an object, got 'big'"),
+        (
+            {"binder": {"maxConcurentReconciles": 4}},
+            "spec.binder.maxConcurentReconciles: unknown field (did you mean maxConcurrentReconciles?); known: ",
+        ),
+        (
+            {"binder": {"service": {"resource": {}}}},
+            "spec.binder.service.resource: unknown field (did you mean resources?)",
+        ),
+        ({"schduler": {"replicas": 1}}, "spec.schduler: unknown section; known: admission, binder, global, "),
     ],
 )
-def test_what_is_not_implemented_under_kais_sections_is_refused_by_name(section: dict[str, Any], message: str) -> None:
+def test_a_wrong_type_a_typo_of_a_field_or_a_section_kai_does_not_have_is_refused_by_name(
+    section: dict[str, Any], message: str
+) -> None:
     with pytest.raises(ObjectError, match=re.escape(message)):
         kaiconfig.Config.from_dict(config(**section))
+
+
+def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named() -> None:
+    """A Config written for KAI renders the components: its other fields are accepted, named, not rendered."""
+    cfg = kaiconfig.Config.from_dict(
+        config(
+            prometheus={"enabled": True},
+            binder={"replicas": 3, "service": {"image": {"tag": "x"}}, "resourceReservation": {"namespace": "r"}},
+            podGroupController={"sidecar": 1},
+            **{"global": {"tolerations": [{"key": "k"}], "schedulerName": "kai-scheduler"}},
+        )
+    )
+    assert cfg.ignored == [
+        "spec.prometheus",
+        "spec.binder.service.image",
+        "spec.binder.resourceReservation",
+        "spec.podGroupController.sidecar",
+        "spec.global.tolerations",
+    ]
+    assert cfg.values["binder.replicas"] == 3
+    assert cfg.ignored_message() == (
+        "Config kai-config: not implemented by this project, ignored: spec.prometheus, spec.binder.service.image, "
+        "spec.binder.resourceReservation, spec.podGroupController.sidecar, spec.global.tolerations"
+    )
+    assert kaiconfig.Config.from_dict(config(binder={"replicas": 1})).ignored_message() == ""

@@ -4,7 +4,8 @@
 Create and update. A SchedulingShard must parse (`api.schedulingshard`: placement strategies, durations, a kValue
 not negative, queue depths) naming only plugins, actions and scheduler flags this scheduler knows, with plugin
 `arguments` its plugins accept and a `usageDBConfig` the usage database reads. A Config must be named `kai-config`
-and set only the fields `api.kaiconfig.FIELDS` lists. A refusal is one line naming the object and the field; the
+and set the fields `api.kaiconfig.FIELDS` lists with the right types (a field of KAI's Config not implemented here is
+allowed with a warning naming it). A refusal is one line naming the object and the field; the
 operator applies the same checks to what gets in while the webhook is off.
 """
 
@@ -49,4 +50,6 @@ def validate_shard(review: Review) -> Verdict:
 
 def validate_config(review: Review) -> Verdict:
     config = written(review, kaiconfig.Config.from_dict)
-    return config if isinstance(config, Verdict) else allow()
+    if isinstance(config, Verdict):
+        return config
+    return allow(warnings=[config.ignored_message()] if config.ignored else [])

@@ -3,7 +3,14 @@ components the operator runs (BEHAVIOR.md §1.5).
 
 Each field this project implements is one row of `FIELDS`: its path in `spec`, its type, and the install value
 it sets (`install/values.py` holds the defaults; the operator renders the components with the same builders as
-`kai manifests`). A field that is not in the table, or of the wrong type, is an `ObjectError` naming it.
+`kai manifests`). A field of the table of the wrong type is an `ObjectError` naming it.
+
+A field KAI's Config has and this project does not implement (`prometheus`, a component's `service.image`,
+`global.tolerations`, …) is accepted and ignored, and named in `Config.ignored`: the operator says so in its
+status and the webhook as a warning, as the API server warns of a field a CRD's schema prunes. A Config written
+for KAI then renders the components, not nothing. Refused are a top-level section KAI's Config does not have
+and a field one typo away from one this project implements (`binder.maxConcurentReconciles`), which would
+otherwise be ignored while the user expects it to apply.
 
 KAI's `queueController` and `podGroupController` sections are one component here, `controllers` (so is this
 project's own `controllers` section): the replicas of the sections that set them give the larger count, and their
@@ -13,6 +20,7 @@ KAI's Config has them, under its `service` (`spec.binder.service.resources`).
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -59,6 +67,23 @@ RESOURCE_SECTIONS: Final = {
     "podGroupController": "controllers",
     "admission": "admission",
 }
+# The top-level sections of KAI's Config (BEHAVIOR.md §1.5): those not in FIELDS are accepted and ignored.
+KAI_SECTIONS: Final = frozenset(
+    {
+        "admission",
+        "binder",
+        "global",
+        "nodeScaleAdjuster",
+        "operator",
+        "podGroupController",
+        "podGrouper",
+        "prometheus",
+        "queueController",
+        "scheduler",
+    }
+)
+# How alike an unknown field's name must be to a known one to be taken as its typo (difflib's ratio).
+TYPO_CUTOFF: Final = 0.85
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 LOG_FORMATS: Final = ("text", "json")
 
@@ -69,6 +94,8 @@ class Config:
     generation: int
     # install value path → value, for every field the spec sets.
     values: dict[str, Any] = field(default_factory=dict)
+    # `spec.…` paths of the fields set that this project does not implement (accepted, not rendered).
+    ignored: list[str] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: JSON) -> Config:
@@ -77,36 +104,54 @@ class Config:
         if meta.name != NAME:
             raise r.error("metadata.name", f"the Config is a singleton named {NAME!r}")
         values: dict[str, Any] = {}
-        _walk(r, r.map("spec"), "", values)
-        return cls(meta=meta, generation=r.int("metadata.generation", 0) or 0, values=values)
+        ignored: list[str] = []
+        _walk(r, r.map("spec"), "", values, ignored)
+        return cls(meta=meta, generation=r.int("metadata.generation", 0) or 0, values=values, ignored=ignored)
+
+    def ignored_message(self) -> str:
+        """One line naming the fields set that this project does not implement ("" when there are none)."""
+        if not self.ignored:
+            return ""
+        return f"{KIND} {self.meta.name}: not implemented by this project, ignored: {', '.join(self.ignored)}"
 
 
-def _walk(r: Reader, node: dict[str, Any], prefix: str, out: dict[str, Any]) -> None:
+def _walk(r: Reader, node: dict[str, Any], prefix: str, out: dict[str, Any], ignored: list[str]) -> None:
     for key, value in node.items():
         path = f"{prefix}{key}"
         if path in FIELDS:
             kind, target = FIELDS[path]
             typed = _typed(r, f"spec.{path}", kind, value)
             out[target] = max(out[target], typed) if kind == "count" and target in out else typed
-        elif prefix == "" and key not in {p.split(".")[0] for p in FIELDS}:
-            raise r.error(f"spec.{path}", f"unknown section; known: {', '.join(_sections())}")
+        elif prefix == "" and key not in _sections():
+            if key not in KAI_SECTIONS:
+                raise r.error(f"spec.{path}", f"unknown section; known: {', '.join(sorted(KAI_SECTIONS))}")
+            ignored.append(f"spec.{path}")
         elif key == "resources" and prefix[:-1] in RESOURCE_SECTIONS:
             _resources(r, f"spec.{path}", value, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
         elif key == "service" and prefix[:-1] in RESOURCE_SECTIONS:
             if not isinstance(value, dict):
                 raise r.error(f"spec.{path}", f"expected an object, got {value!r}")
             for name, inner in value.items():
-                if name != "resources":
-                    raise r.error(f"spec.{path}.{name}", "unknown field; known: resources")
-                _resources(r, f"spec.{path}.resources", inner, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+                if name == "resources":
+                    _resources(r, f"spec.{path}.resources", inner, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+                else:
+                    _unknown(r, f"{path}.", name, ["resources"], ignored)
         elif isinstance(value, dict) and any(p.startswith(f"{path}.") for p in FIELDS):
-            _walk(r, value, f"{path}.", out)
+            _walk(r, value, f"{path}.", out, ignored)
         else:
-            raise r.error(f"spec.{path}", f"unknown field; known: {', '.join(_known_under(prefix))}")
+            _unknown(r, prefix, key, _known_under(prefix), ignored)
 
 
-def _sections() -> list[str]:
-    return sorted({p.split(".")[0] for p in FIELDS})
+def _unknown(r: Reader, prefix: str, key: str, known: list[str], ignored: list[str]) -> None:
+    """A field this project does not implement: refused when it looks like a typo of one it does, else ignored."""
+    typo = difflib.get_close_matches(key, known, n=1, cutoff=TYPO_CUTOFF)
+    if typo:
+        raise r.error(f"spec.{prefix}{key}", f"unknown field (did you mean {typo[0]}?); known: {', '.join(known)}")
+    ignored.append(f"spec.{prefix}{key}")
+
+
+def _sections() -> set[str]:
+    return {p.split(".")[0] for p in FIELDS}
 
 
 def _known_under(prefix: str) -> list[str]:

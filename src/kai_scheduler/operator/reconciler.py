@@ -62,6 +62,7 @@ class _Verdict:
 
     reason: str = ""
     message: str = ""
+    note: str = ""  # said with Reconciled=True: what was accepted and not rendered
 
     def fail(self, reason: str, message: str) -> None:
         if not self.reason:
@@ -78,7 +79,7 @@ class Reconciler:
         self.base = render.base_values(namespace, image)
         self._good_config: kaiconfig.Config | None = None  # the last Config that parsed, in this process
         self._memo: dict[str, _Rendered] = {}
-        self._reported_config = ""  # resourceVersion of the bad Config last logged (once per version)
+        self._reported_config = ""  # _spec_version of the Config last warned of (once per spec)
 
     def reconcile(self) -> Outcome:
         outcome = Outcome()
@@ -192,11 +193,17 @@ class Reconciler:
             config = kaiconfig.Config.from_dict(obj)
         except ObjectError as err:
             verdict.fail(INVALID, str(err))
-            version = str(obj["metadata"].get("resourceVersion", ""))
+            version = _spec_version(obj)
             if version != self._reported_config:
                 self._reported_config = version
                 log.warning("invalid Config, keeping the last good rendering", extra={"reason": str(err)})
             return self._good_config
+        if config.ignored:
+            verdict.note = config.ignored_message()
+            version = _spec_version(obj)
+            if version != self._reported_config:
+                self._reported_config = version
+                log.warning("Config fields not implemented, ignored", extra={"fields": config.ignored})
         self._good_config = config
         return config
 
@@ -267,7 +274,12 @@ class Reconciler:
         generation = meta.get("generation", 0)
         ok = not verdict.reason
         wanted = [
-            (RECONCILED, "True" if ok else "False", RECONCILED if ok else verdict.reason, verdict.message),
+            (
+                RECONCILED,
+                "True" if ok else "False",
+                RECONCILED if ok else verdict.reason,
+                verdict.message or verdict.note,
+            ),
             (DEGRADED, "False" if ok else "True", "AsExpected" if ok else verdict.reason, verdict.message),
         ]
         status = obj.get("status") or {}
@@ -297,6 +309,12 @@ class Reconciler:
             pass
         except StoreError as err:
             log.warning("operator could not write a status", extra={"object": meta["name"], "reason": str(err)})
+
+
+def _spec_version(obj: JSON) -> str:
+    """Which spec of the object this is: its uid and generation (a status write leaves both as they are)."""
+    meta = obj["metadata"]
+    return f"{meta.get('uid', '')}/{meta.get('generation', '')}"
 
 
 def _owner(obj: JSON) -> render.Owner:
