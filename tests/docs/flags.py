@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from kai_scheduler import cli
 
@@ -67,3 +68,77 @@ def parse_error(argv: tuple[str, ...]) -> str | None:
     except SystemExit as exit_:
         return err.getvalue().strip() or f"exit {exit_.code}"
     return None
+
+
+# the components docs/components.md's "Every component" table is about
+COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "node-scale-adjuster", "run", "operator")
+
+
+# pages whose title names no `kai` command, and the command their flag tables are about
+PAGE_COMMANDS = {"node-scale-adjuster.md": ("node-scale-adjuster",)}
+
+
+def table_flags(name: str, text: str) -> list[tuple[int, tuple[str, ...], str]]:
+    """(line, commands, flag) of every flag in the first cell of a flag table row (`| `--flag …`, `--other` | …`)
+    of a page. The commands: those its heading names (`### `kai binder``; `Every component`: all of them), else
+    the last one the prose or a code block of its section names, else those of the page's title (or PAGE_COMMANDS)."""
+    found = []
+    title: tuple[str, ...] = PAGE_COMMANDS.get(name, ())
+    heading: tuple[str, ...] = ()
+    prose: tuple[str, ...] = ()
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced:  # a code block's `kai manifests …` names the command as prose does
+            prose = tuple(re.findall(r"^kai ([a-z-]+)", line.strip())) or prose
+        elif line.startswith("#"):
+            named = COMPONENTS if "Every component" in line else tuple(re.findall(r"`kai ([a-z-]+)", line))
+            if line.startswith("# "):
+                title = named or title
+            heading, prose = named, ()
+        elif line.startswith("| `--"):
+            for flag in re.findall(r"`(--[\w-]+\*?)", line.split("|")[1]):
+                found.append((number, heading or prose or title, flag))
+        elif not line.startswith("|"):
+            prose = tuple(re.findall(r"`kai ([a-z-]+)", line))[-1:] or prose
+    return found
+
+
+def _accepts(parser: argparse.ArgumentParser, flag: str) -> bool:
+    if flag.endswith("*"):  # `--leader-elect*`: the flags of that prefix
+        return any(option.startswith(flag[:-1]) for option in _options(parser))
+    return flag in _options(parser)
+
+
+def table_problems(name: str, text: str) -> list[str]:
+    """A flag a table names that its command does not take (each of them, for `Every component`; at least one
+    of them for a heading naming several, such as `kai podgrouper`, `kai controllers`)."""
+    commands = _subcommands(cli.parser())
+    found = []
+    for number, named, flag in table_flags(name, text):
+        if not named:
+            found.append(f"{name}:{number}: {flag}: no `kai COMMAND` in its heading, section or the page's title")
+            continue
+        refusing = [cmd for cmd in named if cmd not in commands or not _accepts(commands[cmd], flag)]
+        if (named == COMPONENTS and refusing) or len(refusing) == len(named):
+            found.append(f"{name}:{number}: {flag}: not a flag of kai {' / kai '.join(refusing)}")
+    return found
+
+
+def undocumented(text: str) -> dict[str, list[str]]:
+    """Per command, the flags its --help lists that the text never names (by any of their option strings)."""
+    named = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", text))
+    found = {}
+    for name, sub in sorted(_subcommands(cli.parser()).items()):
+        missing = [
+            action.option_strings[-1]
+            for action in sub._actions
+            if action.option_strings
+            and action.help != argparse.SUPPRESS
+            and "--help" not in action.option_strings
+            and not named.intersection(action.option_strings)
+        ]
+        if missing:
+            found[name] = missing
+    return found

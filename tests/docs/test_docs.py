@@ -132,3 +132,15 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
     linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)", readme))
     pages = {page.name for page in (commands.ROOT / "docs").glob("*.md")}
     assert pages - linked == set()
+
+
+@pytest.mark.parametrize("page", commands.PAGES, ids=lambda page: page.name)
+def test_every_flag_of_a_flag_table_is_its_commands(page: Path) -> None:
+    """docs' flag tables (`| `--flag` | default | meaning |`) name flags their command takes."""
+    assert flags.table_problems(page.name, page.read_text(encoding="utf-8")) == []
+
+
+def test_every_flag_kai_takes_is_documented() -> None:
+    """Each flag of each command's --help is named somewhere in README.md or docs/ (a flag table, a command)."""
+    text = "".join(page.read_text(encoding="utf-8") for page in commands.PAGES)
+    assert flags.undocumented(text) == {}
