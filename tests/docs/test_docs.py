@@ -21,16 +21,15 @@ from kai_scheduler import cli
 from tests.docs import commands, flags, links
 
 COMMANDS = commands.every()
-# the offline commands that run here: `kai schedule` / `kai explain` of a file the repository holds
-_RUN = frozenset({"schedule", "explain"})
+# the offline commands that run here: `kai schedule` / `kai explain` / `kai migrate` of a file the repository holds
+_RUN = frozenset({"schedule", "explain", "migrate"})
 _REPO_FILE = re.compile(r"^(examples|tests)/\S+\.(yaml|yml|zip)$")
 
 
 def _runnable(command: commands.Command) -> bool:
     argv = command.argv
     return (
-        command.in_block
-        and bool(argv)
+        bool(argv)
         and argv[0] in _RUN
         and any(_REPO_FILE.match(arg) and (commands.ROOT / arg).exists() for arg in argv)
         and "--kubeconfig" not in argv
