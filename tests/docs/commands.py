@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+# the user's pages, and the developers' READMEs (bench figures, the test suite, the e2e suite) they link to
+PAGES = (
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "bench" / "README.md",
+    ROOT / "tests" / "README.md",
+    ROOT / "tests" / "e2e" / "README.md",
+)
 _OPERATORS = frozenset({"|", "||", "&&", ";", ">", ">>", "<", "2>", "2>&1", "&"})
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _MENTION = re.compile(r"(^|[|&;]\s*)kai\s")

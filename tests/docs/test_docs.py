@@ -1,6 +1,7 @@
-"""README.md and docs/*.md say only what is true of `kai`: the commands they show exist and take the flags they
-name, the files and links they point to are there, and the offline commands they show on example files run and
-exit as they say. All in-process (the argparse parsers, `cli.main`), no subprocess.
+"""README.md and docs/*.md (and the READMEs of bench/, tests/ and tests/e2e/) say only what is true of `kai`: the
+commands they show exist and take the flags they name, the files and links they point to are there, and the
+offline commands they show on example files run and exit as they say. All in-process (the argparse parsers,
+`cli.main`), no subprocess.
 
 What is not run here, and why: `kai simulate` (each example replays minutes to hours of virtual time, 3 to 27 s
 apiece on the 2-core box; the trace commands need ../shared/traces and take minutes): their argv is parsed
