@@ -142,3 +142,13 @@ def undocumented(text: str) -> dict[str, list[str]]:
         if missing:
             found[name] = missing
     return found
+
+
+def help_texts() -> list[tuple[str, str]]:
+    """(command, text) of every description and flag help `kai … --help` prints, unwrapped."""
+    top = cli.parser()
+    found = [("kai", top.description or "")]
+    for name, sub in sorted(_subcommands(top).items()):
+        found.append((f"kai {name}", sub.description or ""))
+        found.extend((f"kai {name} {action.option_strings}", action.help or "") for action in sub._actions)
+    return found

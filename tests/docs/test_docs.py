@@ -144,3 +144,15 @@ def test_every_flag_kai_takes_is_documented() -> None:
     """Each flag of each command's --help is named somewhere in README.md or docs/ (a flag table, a command)."""
     text = "".join(page.read_text(encoding="utf-8") for page in commands.PAGES)
     assert flags.undocumented(text) == {}
+
+
+def test_the_files_help_points_to_exist() -> None:
+    """`--help` says "see docs/…": those pages (and example files) are there."""
+    missing = [
+        f"{where}: {name}"
+        for where, text in flags.help_texts()
+        for name in re.findall(r"((?:docs|examples|deploy|bench)/[\w./-]*\w)", text)
+        if not (commands.ROOT / name).exists()
+    ]
+    assert len(flags.help_texts()) > 200
+    assert missing == []
