@@ -33,6 +33,10 @@ def test_a_bad_flag_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], t
         (["schedule"], "kai: the following arguments are required: file (see kai schedule --help)"),
         (["schedul"], "kai: COMMAND: invalid choice: 'schedul' (choose from 'schedule', "),
         (["schedule", "s.yaml", "-o", "xml"], "kai: --output/-o: invalid choice: 'xml' (choose from "),
+        # A flag only by its whole name (no argparse abbreviation of --cycles, --kubeconfig).
+        (["schedule", "s.yaml", "--cycle", "3"], "kai: unrecognized arguments: --cycle 3 (see kai --help)"),
+        (["scheduler", "--kubeconf", "k"], "kai: unrecognized arguments: --kubeconf k (see kai --help)"),
+        (["--verb", "schedule", "s.yaml"], "kai: unrecognized arguments: --verb (see kai --help)"),
     ],
 )
 def test_a_flag_argparse_rejects_is_one_line_and_exit_2(

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import (
@@ -64,7 +64,14 @@ class _Version(argparse.Action):
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, but a bad flag is one line as every other user error (argparse prints its whole usage
     first, which pushes the reason out of a narrow terminal): `kai: --until: expected a duration such as 90s or
-    2h, got '2hours' (see kai simulate --help)`, exit code 2. Subcommands' parsers are of this class too."""
+    2h, got '2hours' (see kai simulate --help)`, exit code 2. Subcommands' parsers are of this class too.
+
+    A flag is taken only by its whole name, as Kubernetes' components take theirs: `--cycle 3` is refused rather
+    than read as `--cycles 3`, so a script that abbreviates does not change meaning when a flag is added."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USER_ERROR, f"kai: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
