@@ -159,3 +159,45 @@ def test_the_transport_pool_makes_one_write_connections(kube_server: MockApiServ
     assert pool.ConnectionCls.cancellation is store.cancellation  # its sockets are the store's to cut
     store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
     assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}
+  name: c
+contexts:
+- context: {cluster: c, user: u}
+  name: x
+current-context: x
+users:
+- name: u
+  user: {token: t0}
+"""
+
+
+@pytest.mark.parametrize("proxy", ["", "http://proxy.example:3128"])
+def test_the_environments_proxy_is_read_once_not_at_every_request(
+    proxy: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refresh hook runs before every request and assigns the host again; the proxy the environment names for
+    it is the one read when the configuration was loaded, and the environment is not scanned again per request."""
+    from kubernetes.client import configuration as client_configuration
+
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    if proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG)
+    client = kube_http.load_client(str(path))
+    assert client.configuration.refresh_api_key_hook is not None  # the hook is kept
+    assert client.configuration.proxy == (proxy or None)
+    scans: list[int] = []
+    real = client_configuration.getproxies
+    monkeypatch.setattr(client_configuration, "getproxies", lambda: scans.append(1) or real())
+    t = Transport(client, RateLimiter(0, 0, RealTiming()), RealTiming(), Limits(0, 0, 1, 1))
+    for _ in range(3):
+        assert t.request("/api/v1/pods", [], None)[1]["authorization"] == "Bearer t0"
+    assert scans == []
+    assert client.configuration.proxy == (proxy or None)

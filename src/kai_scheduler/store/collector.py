@@ -23,3 +23,13 @@ def paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def freeze_startup() -> None:
+    """Move every object made so far (modules, classes, the Kubernetes client's models: about 80,000 in a component
+    process) to the collector's permanent generation, as a long-running process does once it has started: its
+    full collections then walk only what the process made since, not the import-time heap each time (a full
+    collection of that heap alone took 15-50 ms on a 2-core box). The young generations are collected first, so
+    that little start-up garbage is kept for good; objects made later are collected as before."""
+    gc.collect(1)
+    gc.freeze()

@@ -304,6 +304,11 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Ap
         where = "the in-cluster service account" if in_cluster else repr(kubeconfig) if kubeconfig else default
         why = " ".join(str(err).split())  # a YAML error spans several lines
         raise ConfigurationError(f"cannot load the Kubernetes configuration from {where}: {why}") from err
+    # The environment's proxy for the host, resolved once now, as client-go's `http.ProxyFromEnvironment` reads
+    # the environment once per process: the token refresh hook assigns the host again before every request, and
+    # with the proxy still "from the environment" each assignment scanned os.environ again (`getproxies`), all but
+    # 3.5 of the 42 µs a request's target and headers took (bench/README.md, "A second pass"). Same proxy, same hook.
+    configuration.proxy = configuration.proxy
     # Each open watch holds a pooled connection; keep room for them beside the ordinary calls.
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
     if not configuration.verify_ssl:
