@@ -328,6 +328,12 @@ EXAMPLES = {
     "PriorityClass": PRIORITYCLASS,
     "Topology": TOPOLOGY,
     "Namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"team": "a"}}},
+    "PodGang": {
+        "apiVersion": "scheduler.grove.io/v1alpha1",
+        "kind": "PodGang",
+        "metadata": {"name": "llm-0", "namespace": "default", "uid": "g-1"},
+        "spec": {"podgroups": [{"name": "decode", "minReplicas": 1, "podReferences": []}]},
+    },
 }
 
 

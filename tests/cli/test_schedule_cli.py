@@ -201,10 +201,92 @@ def test_a_manifest_of_kinds_it_does_not_read_says_which_were_skipped(
     assert json.loads(out)["tasks"]["ns/p"]["status"] == "Binding"
     assert err.splitlines() == [
         f"kai: {path}: skipped Job: no workload controller runs here to make their pods; read are PriorityClass, "
-        "Topology, Node, Queue, PodGroup, Pod, BindRequest (e.g. `kubectl get nodes,queues,podgroups,pods -A -o yaml`)"
+        "Topology, Node, Queue, PodGroup, PodGang, Pod, BindRequest (e.g. `kubectl get nodes,queues,podgroups,pods -A "
+        "-o yaml`)"
     ]
     _, _, err = _run(capsys, "schedule", _write(tmp_path, GOOD_MANIFEST, "good.yaml"), "-o", "json")
     assert err == ""  # only what was skipped is said
+
+
+def _grove_manifest(gpus_per_decode_pod: int) -> str:
+    """A Grove PodCliqueSet's PodGang (prefill: 2 pods, 1 needed; decode: 2 pods, both needed) and its four
+    pods, labelled with it and owned by the set, on one 8-GPU node."""
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi", "pods": "110"}},
+        },
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": "team"},
+            "spec": {"resources": {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1}}},
+        },
+        {
+            "apiVersion": "scheduler.grove.io/v1alpha1",
+            "kind": "PodGang",
+            "metadata": {
+                "name": "llm-0",
+                "namespace": "ns",
+                "uid": "gang-uid",
+                "labels": {"kai.scheduler/queue": "team"},
+            },
+            "spec": {
+                "podgroups": [
+                    {
+                        "name": clique,
+                        "minReplicas": need,
+                        "podReferences": [{"namespace": "ns", "name": f"llm-0-{clique}-{i}"} for i in range(2)],
+                    }
+                    for clique, need in (("prefill", 1), ("decode", 2))
+                ]
+            },
+        },
+    ]
+    for clique, gpus in (("prefill", 1), ("decode", gpus_per_decode_pod)):
+        for i in range(2):
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"llm-0-{clique}-{i}",
+                        "namespace": "ns",
+                        "labels": {"grove.io/podgang": "llm-0"},
+                        "ownerReferences": [
+                            {"apiVersion": "grove.io/v1alpha1", "kind": "PodCliqueSet", "name": "llm", "uid": "pcs-uid"}
+                        ],
+                    },
+                    "spec": {
+                        "schedulerName": "kai-scheduler",
+                        "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+                    },
+                }
+            )
+    return yaml.safe_dump_all(docs)
+
+
+def test_a_manifest_with_a_grove_podgang_schedules_its_pods_as_one_gang(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The PodGang is read (no Grove operator runs here): the pods are one PodGroup with its minimum, placed whole."""
+    code, out, err = _run(capsys, "schedule", _write(tmp_path, _grove_manifest(3), "grove.yaml"), "-o", "json")
+    assert code == 0, err
+    tasks = json.loads(out)["tasks"]
+    assert {t["job"] for t in tasks.values()} == {"ns/pg-llm-0-gang-uid"}
+    assert {name: t["status"] for name, t in tasks.items()} == {
+        "ns/llm-0-prefill-0": "Binding",
+        "ns/llm-0-prefill-1": "Binding",
+        "ns/llm-0-decode-0": "Binding",
+        "ns/llm-0-decode-1": "Binding",
+    }
+    # Decode pods of 4 GPUs: the gang's minimum (1 prefill + 2 decode pods, 9 GPUs) does not fit 8: nothing placed.
+    code, out, err = _run(capsys, "schedule", _write(tmp_path, _grove_manifest(4), "big.yaml"), "-o", "json")
+    assert code == 0, err
+    assert {t["status"] for t in json.loads(out)["tasks"].values()} == {"Pending"}
+    assert "PodGang" not in err  # read, not skipped
 
 
 def test_zero_cycles_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

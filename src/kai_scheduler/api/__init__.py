@@ -12,6 +12,7 @@ from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.podgang import PodGang
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.api.queue import Queue
@@ -30,6 +31,7 @@ KINDS: dict[str, type[Any]] = {
     "ResourceClaim": ResourceClaim,
     "ResourceClaimTemplate": ResourceClaimTemplate,
     "Namespace": Namespace,
+    "PodGang": PodGang,
 }
 
 # Parsers by Kind: Kubernetes JSON → typed object (raises ObjectError).
@@ -44,6 +46,7 @@ __all__ = [
     "Node",
     "ObjectError",
     "Pod",
+    "PodGang",
     "PodGroup",
     "PriorityClass",
     "Queue",

@@ -92,7 +92,8 @@ class Shard:
 
 
 # The kinds a manifest's objects are read of, in the order they are loaded; others are skipped (`ignored_kinds`).
-MANIFEST_KINDS = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "Pod", "BindRequest")
+# Grove's PodGang is read too: the pod grouper groups its pods by it (there is no Grove operator here to make pods).
+MANIFEST_KINDS = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "PodGang", "Pod", "BindRequest")
 
 
 @dataclass(frozen=True, slots=True)
