@@ -15,7 +15,7 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.store.interface import NotFound
 from kai_scheduler.store.memory import MemoryStore
-from tests.podgrouper.helpers import NOW, Cluster, controller_pod, spec
+from tests.podgrouper.helpers import NOW, Cluster, controller_pod, reference, spec
 from tests.podgrouper.test_grouper import JOB
 
 JSON = dict[str, Any]
@@ -118,17 +118,6 @@ def grove_cluster(*, gang: JSON | None = None, pods: bool = True, clock: bool = 
 def grove_pod(name: str, clique: JSON, gang: str = "llm-0") -> JSON:
     labels = {"grove.io/podgang": gang, "grove.io/podclique": clique["metadata"]["name"]} if gang else {}
     return controller_pod(name, clique, labels=labels)
-
-
-def reference(owner: JSON) -> JSON:
-    meta = owner["metadata"]
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-    }
 
 
 def _warnings(c: Cluster, pod: str) -> list[str]:
