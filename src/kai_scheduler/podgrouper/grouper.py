@@ -386,7 +386,16 @@ class PodGrouper:
                 break
 
     def _plan(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
-        """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing."""
+        """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing. A pod that
+        waited for an object stops waiting unless its grouping still awaits one, however the planning ends."""
+        waited = self._waiting.pop(key, None)
+        try:
+            return self._planned(key, pod, reads, outcome)
+        finally:
+            if waited is not None and key not in self._waiting:
+                self._wait_retries.forget(key)
+
+    def _planned(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
         meta = pod.get("metadata", {})
         if self._ignored(key, pod):
             return None
@@ -415,7 +424,6 @@ class PodGrouper:
             self._report(key, str(err), pod)
             outcome.skipped.append((key, str(err)))
             return None
-        self._stop_waiting(key)
         for warning in grouping.warnings:
             self._report(key, warning, pod)
         name = grouping.podgroup.name
