@@ -7,7 +7,6 @@ in a configuration file and on the components' command line alike.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import re
@@ -21,6 +20,7 @@ from kai_scheduler.cli import components
 from kai_scheduler.framework.config import FIXED_FLAGS, Flags
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim import replay, sources
+from tests.docs.flags import subcommands
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kai_scheduler"
 
@@ -186,10 +186,9 @@ def test_the_binder_takes_its_reservation_flags() -> None:
 @pytest.mark.parametrize("command", ["admission", "scheduler", "binder", "podgrouper", "controllers", "run"])
 def test_the_components_value_flags_name_what_they_take(command: str) -> None:
     """A value flag shows a metavar such as NAME, NS, DURATION, not argparse's upper-cased flag name."""
-    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
     derived = [
         a.option_strings[-1]
-        for a in sub.choices[command]._actions
+        for a in subcommands(cli.parser())[command]._actions
         if a.option_strings and a.nargs != 0 and a.metavar is None
     ]
     assert derived == []

@@ -8,7 +8,8 @@ import re
 from kai_scheduler import cli
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser of each command of `parser` (`kai`'s: `cli.parser()`)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -29,7 +30,7 @@ def problems(argv: tuple[str, ...]) -> list[str]:
     does not take), empty if it is. Placeholders (FILE, JOB, `…`) and values are not judged, only names: a flag
     must be written in full (argparse would take an abbreviation, the docs should not show one)."""
     top = cli.parser()
-    commands = _subcommands(top)
+    commands = subcommands(top)
     top_options = _options(top)
     rest = list(argv)
     while rest and rest[0].startswith("-"):  # kai -v --log-format json COMMAND
@@ -114,7 +115,7 @@ def _accepts(parser: argparse.ArgumentParser, flag: str) -> bool:
 def table_problems(name: str, text: str) -> list[str]:
     """A flag a table names that its command does not take (each of them, for `Every component`; at least one
     of them for a heading naming several, such as `kai podgrouper`, `kai controllers`)."""
-    commands = _subcommands(cli.parser())
+    commands = subcommands(cli.parser())
     found = []
     for number, named, flag in table_flags(name, text):
         if not named:
@@ -130,7 +131,7 @@ def undocumented(text: str) -> dict[str, list[str]]:
     """Per command, the flags its --help lists that the text never names (by any of their option strings)."""
     named = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", text))
     found = {}
-    for name, sub in sorted(_subcommands(cli.parser()).items()):
+    for name, sub in sorted(subcommands(cli.parser()).items()):
         missing = [
             action.option_strings[-1]
             for action in sub._actions
@@ -148,7 +149,7 @@ def help_texts() -> list[tuple[str, str]]:
     """(command, text) of every description and flag help `kai … --help` prints, unwrapped."""
     top = cli.parser()
     found = [("kai", top.description or "")]
-    for name, sub in sorted(_subcommands(top).items()):
+    for name, sub in sorted(subcommands(top).items()):
         found.append((f"kai {name}", sub.description or ""))
         found.extend((f"kai {name} {action.option_strings}", action.help or "") for action in sub._actions)
     return found

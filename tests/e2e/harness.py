@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from kai_scheduler.api import constants
+from kai_scheduler.fakenodes.nodes import LABEL_RACK
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound, StoreError, resource_named
 from kai_scheduler.store.kube import KubeOptions, KubeStore, object_path
 from tests import children, realkube
@@ -372,6 +373,40 @@ def pod(
     if priority_class:
         spec["priorityClassName"] = priority_class
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def owner_reference(owner: JSON, *, controller: bool = True) -> JSON:
+    """A reference to `owner` as its operator writes one in what it makes (a controller reference unless
+    `controller=False`)."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": False,
+    }
+
+
+def subgroup_of(cluster: Cluster, pod_name: str) -> str:
+    """The SubGroup the pod grouper put the pod in (its `kai.scheduler/subgroup-name` label; "" for none)."""
+    labels = cluster.store.get("pods", pod_name, NAMESPACE)["metadata"].get("labels") or {}
+    return str(labels.get("kai.scheduler/subgroup-name", ""))
+
+
+def grouper_warnings(cluster: Cluster, pod_name: str) -> list[str]:
+    """The messages of the pod grouper's `PodGrouperWarning` events on the pod."""
+    return [
+        e["message"]
+        for e in cluster.store.list("events", NAMESPACE)[0]
+        if e.get("involvedObject", {}).get("name") == pod_name and e.get("reason") == "PodGrouperWarning"
+    ]
+
+
+def rack_of(cluster: Cluster, node: str) -> Any:
+    """The node's rack label (`kai fake-nodes --rack-size`)."""
+    return cluster.store.get("nodes", node)["metadata"]["labels"].get(LABEL_RACK)
 
 
 def podgroup(

@@ -13,7 +13,7 @@ import pytest
 from kai_scheduler.store.interface import JSON
 from tests.e2e import harness
 from tests.e2e.checks import at_most, hold, never_over_committed
-from tests.e2e.harness import NAMESPACE, Cluster, pod
+from tests.e2e.harness import NAMESPACE, Cluster, grouper_warnings, owner_reference, pod, rack_of, subgroup_of
 
 QUEUE = "e2e-grove"
 TOPOLOGY = "e2e-grove-racks"
@@ -44,23 +44,11 @@ def grove(clean: Cluster, grove_crds: None) -> Cluster:
     return clean
 
 
-def _reference(owner: JSON) -> JSON:
-    meta = owner["metadata"]
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": False,
-    }
-
-
 def _grove_object(kind: str, name: str, spec: JSON, owner: JSON | None = None, **meta: Any) -> JSON:
     group = "scheduler.grove.io" if kind == "PodGang" else "grove.io"
     metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": {"e2e": "true"}, **meta}
     if owner is not None:
-        metadata["ownerReferences"] = [_reference(owner)]
+        metadata["ownerReferences"] = [owner_reference(owner)]
     return {"apiVersion": f"{group}/v1alpha1", "kind": kind, "metadata": metadata, "spec": spec}
 
 
@@ -80,7 +68,7 @@ def _service(cluster: Cluster, name: str, cliques: dict[str, tuple[int, int]]) -
                 queue=QUEUE,
                 labels={"grove.io/podgang": f"{name}-0", "grove.io/podclique": f"{name}-0-{clique}", "wl": name},
             )
-            obj["metadata"]["ownerReferences"] = [_reference(owner)]
+            obj["metadata"]["ownerReferences"] = [owner_reference(owner)]
             obj["spec"]["schedulingGates"] = [{"name": GATE}]
             cluster.create(obj)
             names.append(obj["metadata"]["name"])
@@ -114,23 +102,6 @@ def _annotation(cluster: Cluster, pod_name: str) -> str:
     return str(annotations.get("pod-group-name", ""))
 
 
-def _subgroup(cluster: Cluster, pod_name: str) -> str:
-    labels = cluster.store.get("pods", pod_name, NAMESPACE)["metadata"].get("labels") or {}
-    return str(labels.get("kai.scheduler/subgroup-name", ""))
-
-
-def _warnings(cluster: Cluster, pod_name: str) -> list[str]:
-    return [
-        e["message"]
-        for e in cluster.store.list("events", NAMESPACE)[0]
-        if e.get("involvedObject", {}).get("name") == pod_name and e.get("reason") == "PodGrouperWarning"
-    ]
-
-
-def _rack(cluster: Cluster, node: str) -> Any:
-    return cluster.store.get("nodes", node)["metadata"]["labels"].get(RACK)
-
-
 DISAGG = {"prefill": (2, 1), "decode": (4, 2)}  # pods, GPUs each
 
 
@@ -141,15 +112,15 @@ def test_a_grove_podgang_is_one_gang_placed_whole_and_collected_with_its_podgang
     placed once Grove lifts the gates, decode in one rack. A second service needing 32 GPUs while 10 are used gets
     none placed. With a garbage collector, deleting the PodGang collects its PodGroup."""
     names = _service(grove, "llm", DISAGG)
-    grove.wait("the pods told they wait for their PodGang", lambda: all(_warnings(grove, n) for n in names))
-    assert _warnings(grove, "llm-0-decode-0") == [
+    grove.wait("the pods told they wait for their PodGang", lambda: all(grouper_warnings(grove, n) for n in names))
+    assert grouper_warnings(grove, "llm-0-decode-0") == [
         f"pod {NAMESPACE}/llm-0-decode-0: waits for its PodGang {NAMESPACE}/llm-0 (grove.io/podgang label), which "
         "does not exist yet"
     ]
 
     def waiting_quietly() -> None:
         assert all(not _annotation(grove, n) for n in names), "a pod was grouped without its PodGang"
-        assert all(len(_warnings(grove, n)) == 1 for n in names), {n: _warnings(grove, n) for n in names}
+        assert all(len(grouper_warnings(grove, n)) == 1 for n in names), {n: grouper_warnings(grove, n) for n in names}
 
     hold(2, waiting_quietly)
 
@@ -192,13 +163,13 @@ def test_a_grove_podgang_is_one_gang_placed_whole_and_collected_with_its_podgang
     ]
     grove.wait(
         "each pod in its clique's subgroup",
-        lambda: all(_subgroup(grove, n) == n.rsplit("-", 1)[0] for n in names),
+        lambda: all(subgroup_of(grove, n) == n.rsplit("-", 1)[0] for n in names),
     )
     hold(1, lambda: at_most(grove, "wl=llm", 0))  # gated: Grove has not let them go yet
     _lift_gates(grove, names)
     grove.wait("the whole gang bound", lambda: len(grove.bound("wl=llm")) == 6)
     decode_racks = {
-        _rack(grove, p["spec"]["nodeName"]) for p in grove.bound("wl=llm") if "-decode-" in p["metadata"]["name"]
+        rack_of(grove, p["spec"]["nodeName"]) for p in grove.bound("wl=llm") if "-decode-" in p["metadata"]["name"]
     }
     assert len(decode_racks) == 1, decode_racks
 
@@ -227,7 +198,7 @@ def test_a_malformed_podgang_is_one_line_on_each_pod_and_grouped_once_fixed(grov
     names = _service(grove, "bad", cliques)
     grove.create(_podgang("bad", cliques, {"decode": -1}))
     told = f"PodGang {NAMESPACE}/bad-0 spec.podgroups[0].minReplicas: must be at least 0, got -1"
-    grove.wait("the pods told", lambda: all(told in _warnings(grove, n) for n in names))
+    grove.wait("the pods told", lambda: all(told in grouper_warnings(grove, n) for n in names))
     assert all(not _annotation(grove, n) for n in names)
     grove.store.patch("podgangs", "bad-0", NAMESPACE, {"spec": _podgang("bad", cliques, {"decode": 2})["spec"]})
     grove.wait("the pods grouped once the PodGang is fixed", lambda: all(_annotation(grove, n) for n in names))

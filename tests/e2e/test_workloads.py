@@ -10,7 +10,17 @@ import pytest
 from kai_scheduler.store.interface import JSON
 from tests.e2e import harness
 from tests.e2e.checks import at_most, hold, never_over_committed
-from tests.e2e.harness import NAMESPACE, RESERVATION_NAMESPACE, Cluster, pod, podgroup
+from tests.e2e.harness import (
+    NAMESPACE,
+    RESERVATION_NAMESPACE,
+    Cluster,
+    grouper_warnings,
+    owner_reference,
+    pod,
+    podgroup,
+    rack_of,
+    subgroup_of,
+)
 
 
 def _phases(cluster: Cluster, selector: str) -> list[str]:
@@ -154,12 +164,8 @@ def test_a_topology_constrained_gang_stays_in_one_rack(clean: Cluster) -> None:
     for i in range(2):
         clean.create(pod(f"racked-{i}", gpus=8, group="racked", labels={"app": "racked"}))
     clean.wait("the gang bound", lambda: len(clean.bound("app=racked")) == 2)
-    racks = {_rack(clean, p["spec"]["nodeName"]) for p in clean.bound("app=racked")}
-    assert len(racks) == 1 and racks != {_rack(clean, clean.bound("app=filler")[0]["spec"]["nodeName"])}, racks
-
-
-def _rack(cluster: Cluster, node: str) -> Any:
-    return cluster.store.get("nodes", node)["metadata"]["labels"].get("kai.scheduler/rack")
+    racks = {rack_of(clean, p["spec"]["nodeName"]) for p in clean.bound("app=racked")}
+    assert len(racks) == 1 and racks != {rack_of(clean, clean.bound("app=filler")[0]["spec"]["nodeName"])}, racks
 
 
 # Every kind of KAI's pod grouper table (BEHAVIOR.md §8.2) on the API server. No operator runs: each test creates
@@ -197,23 +203,11 @@ def _custom(api_version: str, kind: str, name: str, spec: JSON, **meta: Any) -> 
     }
 
 
-def _reference(owner: JSON, *, controller: bool = True) -> JSON:
-    meta = owner["metadata"]
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": controller,
-        "blockOwnerDeletion": False,
-    }
-
-
 def _owned(cluster: Cluster, name: str, owner: JSON, labels: dict[str, str], *, gpus: float = 0, **kw: Any) -> JSON:
     """A pod of `owner`, as its operator makes it (a controller reference unless `controller=False`)."""
     controller = kw.pop("controller", True)
     obj = pod(name, gpus=gpus, queue=QUEUE, labels={"wl": owner["metadata"]["name"], **labels}, **kw)
-    obj["metadata"]["ownerReferences"] = [_reference(owner, controller=controller)]
+    obj["metadata"]["ownerReferences"] = [owner_reference(owner, controller=controller)]
     return cluster.create(obj)
 
 
@@ -244,11 +238,6 @@ def _shape(group: JSON) -> JSON:
             for s in spec["subGroups"]
         }
     return out
-
-
-def _subgroup(cluster: Cluster, pod_name: str) -> str:
-    labels = cluster.store.get("pods", pod_name, NAMESPACE)["metadata"].get("labels") or {}
-    return str(labels.get("kai.scheduler/subgroup-name", ""))
 
 
 def _kubeflow_pods(cluster: Cluster, job: JSON, replicas: dict[str, int], **kw: Any) -> None:
@@ -308,7 +297,7 @@ def _jobset(cluster: Cluster, name: str, jobs: dict[str, tuple[int, int]], **spe
             }
             job = harness.suspended_job(f"{name}-{rj}-{index}", QUEUE)
             job["metadata"]["labels"].update(marks)
-            job["metadata"]["ownerReferences"] = [_reference(jobset)]
+            job["metadata"]["ownerReferences"] = [owner_reference(jobset)]
             job = cluster.create(job)
             for i in range(p):
                 _owned(cluster, f"{name}-{rj}-{index}-{i}", job, marks, controller=False)
@@ -374,7 +363,7 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
         )
     )
     rj_cluster = _custom("ray.io/v1", "RayCluster", "rj-raycluster", rayjob["spec"]["rayClusterSpec"])
-    rj_cluster["metadata"]["ownerReferences"] = [_reference(rayjob)]
+    rj_cluster["metadata"]["ownerReferences"] = [owner_reference(rayjob)]
     _ray_pods(wl, wl.create(rj_cluster), "rj", {"w": 2})
     lws = wl.create(
         _custom(
@@ -393,7 +382,7 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
         {
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
-            "metadata": {"name": "nb", "namespace": NAMESPACE, "ownerReferences": [_reference(notebook)]},
+            "metadata": {"name": "nb", "namespace": NAMESPACE, "ownerReferences": [owner_reference(notebook)]},
             "spec": {
                 "replicas": 0,
                 "serviceName": "nb",
@@ -405,9 +394,9 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
     _owned(wl, "nb-0", statefulset, {"notebook-name": "nb"}, controller=False)
     service = wl.create(_custom("serving.knative.dev/v1", "Service", "ksvc", {"template": TEMPLATE}))
     configuration = _custom("serving.knative.dev/v1", "Configuration", "ksvc", {})
-    configuration["metadata"]["ownerReferences"] = [_reference(service)]
+    configuration["metadata"]["ownerReferences"] = [owner_reference(service)]
     revision = _custom("serving.knative.dev/v1", "Revision", "ksvc-00001", {})
-    revision["metadata"]["ownerReferences"] = [_reference(wl.create(configuration))]
+    revision["metadata"]["ownerReferences"] = [owner_reference(wl.create(configuration))]
     revision = wl.create(revision)
     for i in range(2):
         _owned(wl, f"ksvc-00001-{i}", revision, {"serving.knative.dev/revision": "ksvc-00001"})
@@ -466,7 +455,7 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
         want[pod_name] = (f"pg-{pod_name}-{pod_uid}", {**base, "minMember": 1, "priorityClassName": priority})
     got = {p: (_group_of(wl, p)["metadata"]["name"], _shape(_group_of(wl, p))) for p in want}
     assert got == want
-    subgroups = {p: _subgroup(wl, p) for p in ("rc-head", "rc-tpu-1", "rj-w-0", "lws-0", "lws-0-2", "js-driver-0-0")}
+    subgroups = {p: subgroup_of(wl, p) for p in ("rc-head", "rc-tpu-1", "rj-w-0", "lws-0", "lws-0-2", "js-driver-0-0")}
     assert subgroups == {
         "rc-head": "head",
         "rc-tpu-1": "tpu",
@@ -564,14 +553,6 @@ def test_scaling_a_workload_updates_its_podgroup_and_deleting_it_collects_it(wl:
     wl.wait("the pods collected", lambda: not wl.pods("e2e=true"), timeout=30)
 
 
-def _warnings(cluster: Cluster, pod_name: str) -> list[str]:
-    return [
-        e["message"]
-        for e in cluster.store.list("events", NAMESPACE)[0]
-        if e.get("involvedObject", {}).get("name") == pod_name and e.get("reason") == "PodGrouperWarning"
-    ]
-
-
 def test_workload_mistakes_are_one_line_on_the_pod(wl: Cluster) -> None:
     """A PyTorchJob whose minAvailable exceeds its replicas, a JobSet whose min-member annotation is not a number, a
     pod labelled for another queue than its owner: each pod gets one Warning event saying so, and nothing
@@ -604,16 +585,16 @@ def test_workload_mistakes_are_one_line_on_the_pod(wl: Cluster) -> None:
     )
     job = wl.create(harness.suspended_job("qjob", QUEUE))
     wl.create(pod("qjob-0", queue="default-queue", owner=job, labels={"wl": "qjob"}))
-    wl.wait("the three told", lambda: all(_warnings(wl, p) for p in ("short-master-0", "jsbad-w-0-1", "qjob-0")))
-    assert _warnings(wl, "short-master-0") == [
+    wl.wait("the three told", lambda: all(grouper_warnings(wl, p) for p in ("short-master-0", "jsbad-w-0-1", "qjob-0")))
+    assert grouper_warnings(wl, "short-master-0") == [
         f"PyTorchJob {NAMESPACE}/short spec.runPolicy.schedulingPolicy.minAvailable: 5 is more than the 3 replicas "
         "of the job; it will not start until that many pods exist"
     ]
-    assert _warnings(wl, "jsbad-w-0-1") == [
+    assert grouper_warnings(wl, "jsbad-w-0-1") == [
         f"JobSet {NAMESPACE}/jsbad annotation kai.scheduler/batch-min-member: want an integer from 0 to 2147483647, "
         "got 'two'; ignored"
     ]
-    assert _warnings(wl, "qjob-0") == [
+    assert grouper_warnings(wl, "qjob-0") == [
         f"pod label kai.scheduler/queue: 'default-queue' differs from its Job qjob's '{QUEUE}'; the Job's is used"
     ]
     # The warning event may come before the pod's pod-group-name patch.
@@ -680,7 +661,7 @@ def test_deployments_statefulsets_and_cronjob_runs_of_the_real_controllers(wl: C
         {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {"name": "nightly-manual", "namespace": NAMESPACE, "ownerReferences": [_reference(cron)]},
+            "metadata": {"name": "nightly-manual", "namespace": NAMESPACE, "ownerReferences": [owner_reference(cron)]},
             "spec": job_template["spec"],
         }
     )
@@ -717,4 +698,4 @@ def test_a_leader_ready_group_whose_worker_comes_early_is_placed(wl: Cluster) ->
     _lws_pods(wl, lws, 0, 2)
     wl.wait("the leader and its worker bound", lambda: len(wl.bound("wl=lr")) == 2, timeout=30)
     assert _shape(_group_of(wl, "lr-0"))["subGroups"] == {"leader": 1, "workers": 1}
-    assert (_subgroup(wl, "lr-0"), _subgroup(wl, "lr-0-1")) == ("leader", "workers")
+    assert (subgroup_of(wl, "lr-0"), subgroup_of(wl, "lr-0-1")) == ("leader", "workers")

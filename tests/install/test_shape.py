@@ -6,8 +6,6 @@ whose component Deployments, Services and scheduler ConfigMap are checked here."
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from kai_scheduler import cli
@@ -16,6 +14,7 @@ from kai_scheduler.api.crd_manifests import load_crds
 from kai_scheduler.install import values as install_values
 from kai_scheduler.operator import render
 from kai_scheduler.scheduler.scheduler import load_config
+from tests.docs.flags import subcommands
 from tests.install.conftest import JSON, by_name, of_kind
 
 CLUSTER_SCOPED = {
@@ -281,15 +280,9 @@ def test_webhooks_leave_the_ca_bundle_to_the_admission_component(each_set: tuple
     assert resources == ["pods", "queues", "podgroups", "topologies", "schedulingshards", "configs"]
 
 
-def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    p = cli.parser()
-    action = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(action.choices)
-
-
 @pytest.mark.parametrize("component", ["scheduler", "binder", "podgrouper", "controllers", "admission"])
 def test_deployment_args_are_accepted_by_the_component_parser(static_set: list[JSON], component: str) -> None:
-    if component not in _subcommands():
+    if component not in subcommands(cli.parser()):
         pytest.skip(f"`kai {component}` is not registered yet")
     args = _container(static_set, component)["args"]
     try:

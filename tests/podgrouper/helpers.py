@@ -70,18 +70,10 @@ def controller_pod(
     priority_class: str = "",
 ) -> JSON:
     """A pod as `owner`'s controller creates it: a controller owner reference, the template's labels."""
-    meta = owner["metadata"]
-    ref = {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    ref = {**reference(owner), "blockOwnerDeletion": True}
     return bare_pod(
         name,
-        meta.get("namespace", "default"),
+        owner["metadata"].get("namespace", "default"),
         labels=labels,
         annotations=annotations,
         gpus=gpus,
@@ -90,6 +82,18 @@ def controller_pod(
         priority_class=priority_class,
         owners=[ref],
     )
+
+
+def reference(owner: JSON) -> JSON:
+    """A controller reference to `owner`."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+    }
 
 
 def bare_pod(

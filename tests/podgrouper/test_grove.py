@@ -15,7 +15,8 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.store.interface import NotFound
 from kai_scheduler.store.memory import MemoryStore
-from tests.podgrouper.helpers import NOW, Cluster, controller_pod, spec
+from kai_scheduler.store.retries import Retries
+from tests.podgrouper.helpers import NOW, Cluster, controller_pod, reference, spec
 from tests.podgrouper.test_grouper import JOB
 
 JSON = dict[str, Any]
@@ -118,17 +119,6 @@ def grove_cluster(*, gang: JSON | None = None, pods: bool = True, clock: bool = 
 def grove_pod(name: str, clique: JSON, gang: str = "llm-0") -> JSON:
     labels = {"grove.io/podgang": gang, "grove.io/podclique": clique["metadata"]["name"]} if gang else {}
     return controller_pod(name, clique, labels=labels)
-
-
-def reference(owner: JSON) -> JSON:
-    meta = owner["metadata"]
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-    }
 
 
 def _warnings(c: Cluster, pod: str) -> list[str]:
@@ -382,6 +372,37 @@ def test_a_pod_waits_for_its_podgang_told_once_and_is_grouped_when_it_appears(ca
     assert outcome.skipped == []
     assert len(c.podgroups(NS)) == 1
     assert c.subgroup_of("llm-0-decode-0", NS) == "llm-0-decode"
+
+
+def test_a_waiting_pod_the_grouper_no_longer_groups_stops_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pod waiting for its PodGang whose clique is then marked skip-podgrouper is not grouped, and not read
+    again at every pass once its backoff has passed (it was: one GET per pod per reconcile, for good)."""
+    now = [0.0]
+    c = grove_cluster(gang={}, clock=True)
+    c.grouper._wait_retries = Retries(lambda: now[0])
+    c.group()
+    patch = {"metadata": {"annotations": {constants.ANNOTATION_SKIP_PODGROUPER: "true"}}}
+    c.store.patch("podcliques", "llm-0-decode", NS, patch)
+    now[0] = 100.0  # every backoff passed
+    reads: list[str] = []
+    get = c.store.get
+
+    def counted(plural: str, name: str, namespace: str = "") -> JSON:
+        if plural == "pods":
+            reads.append(name)
+        return get(plural, name, namespace)
+
+    monkeypatch.setattr(c.store, "get", counted)
+    c.group()
+    assert sorted(reads) == [f"llm-0-{clique}-{i}" for clique, n in sorted(CLIQUES.items()) for i in range(n)]
+    reads.clear()
+    for _ in range(3):
+        c.group()
+    assert reads == []  # the prefill pods wait again (1 s further), the decode pods no longer wait
+    now[0] = 200.0
+    c.group()
+    assert sorted(reads) == ["llm-0-prefill-0", "llm-0-prefill-1"]
+    assert c.podgroups(NS) == []
 
 
 def test_a_pod_the_podgang_does_not_list_yet_waits_until_it_does() -> None:

@@ -16,7 +16,8 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.cluster.job_info import build_tree
 from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, Obj
-from tests.podgrouper.test_grove import NS, PCS_UID, reference
+from tests.podgrouper.helpers import reference
+from tests.podgrouper.test_grove import NS, PCS_UID
 
 JSON = dict[str, Any]
 T = TypeVar("T")

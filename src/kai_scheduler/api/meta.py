@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from kai_scheduler.api.fields import JSON, Reader, format_time, parse_time
+
+# A Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.', starting and ending with a
+# letter or digit.
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def is_label_value(text: str) -> bool:
+    """Whether `text` may be the value of a label (the API server refuses an object whose label is not)."""
+    return _LABEL_VALUE.match(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

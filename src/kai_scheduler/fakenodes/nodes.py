@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import format_time
+from kai_scheduler.api.meta import is_label_value
 from kai_scheduler.api.quantity import QuantityError, near_miss, parse_quantity
 from kai_scheduler.store.interface import JSON
 
@@ -28,7 +29,6 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _LABEL_NAME = re.compile(f"^{_NAME}$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(f"^({_NAME})?$")
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
@@ -201,7 +201,7 @@ def check_label(flag: str, key: str, value: str) -> None:
     prefix, slash, name = key.rpartition("/")
     if not _LABEL_NAME.match(name) or (slash and (not _DNS_SUBDOMAIN.match(prefix) or len(prefix) > 253)):
         raise UserError(f"{flag}: invalid label key {key!r}")
-    if not _LABEL_VALUE.match(value):
+    if not is_label_value(value):
         raise UserError(
             f"{flag}: invalid value {value!r} for label {key!r} (at most 63 characters: "
             "letters, digits, '-', '_', '.', starting and ending with a letter or digit)"

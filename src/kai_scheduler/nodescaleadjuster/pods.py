@@ -11,11 +11,11 @@ The labels are the adjuster's whole state: a restarted adjuster reads them back.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.meta import is_label_value
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.nodescaleadjuster.plan import Constraints, Demand, NewScalingPod, ScalingPod
 
@@ -33,8 +33,6 @@ DEFAULT_COOL_DOWN_SECONDS: Final = 60
 # The scaling pods are left to the default scheduler: it is the one a cluster autoscaler simulates, and ours
 # never places them (docs/node-scale-adjuster.md, "Who schedules the scaling pods").
 SCALING_POD_SCHEDULER: Final = "default-scheduler"
-
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +135,7 @@ def member_labels(members: tuple[Demand, ...] | list[Demand]) -> dict[str, str]:
     out = {}
     for d in members:
         name = d.key.partition("/")[2][:63]
-        out[MEMBER_LABEL_PREFIX + d.uid] = name if _LABEL_VALUE.match(name) else ""
+        out[MEMBER_LABEL_PREFIX + d.uid] = name if is_label_value(name) else ""
     return out
 
 

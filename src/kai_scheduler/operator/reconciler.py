@@ -193,19 +193,23 @@ class Reconciler:
             config = kaiconfig.Config.from_dict(obj)
         except ObjectError as err:
             verdict.fail(INVALID, str(err))
-            version = _spec_version(obj)
-            if version != self._reported_config:
-                self._reported_config = version
+            if self._first_told(obj):
                 log.warning("invalid Config, keeping the last good rendering", extra={"reason": str(err)})
             return self._good_config
         if config.ignored:
             verdict.note = config.ignored_message()
-            version = _spec_version(obj)
-            if version != self._reported_config:
-                self._reported_config = version
+            if self._first_told(obj):
                 log.warning("Config fields not implemented, ignored", extra={"fields": config.ignored})
         self._good_config = config
         return config
+
+    def _first_told(self, obj: JSON) -> bool:
+        """Whether a warning about this spec of the Config is the first (one log line per spec, not per pass)."""
+        version = _spec_version(obj)
+        if version == self._reported_config:
+            return False
+        self._reported_config = version
+        return True
 
     def _managed(self) -> dict[render.Key, JSON]:
         selector = f"{render.LABEL_MANAGED_BY}={render.MANAGER}"

@@ -143,7 +143,6 @@ class PodGrouper:
         # appears or changes, and after a backoff (1 s … 60 s) in case its kind is not watched.
         self._waiting: dict[str, tuple[str, str, str]] = {}
         self._wait_retries = Retries()
-        self._touched: set[tuple[str, str, str]] = set()
 
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
@@ -249,7 +248,6 @@ class PodGrouper:
             uid = (owner.get("metadata") or {}).get("uid")
             if uid:
                 self._changed_owners.add(uid)
-        self._touched |= self._owners.touched()
 
     def _changed_pods(self) -> dict[str, JSON]:
         if self._listed:
@@ -330,7 +328,7 @@ class PodGrouper:
     def _awaited(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` the waiting pods whose awaited object appeared or changed since the last call, or whose
         backoff has passed (read again, one GET each)."""
-        touched, self._touched = self._touched, set()
+        touched = self._owners.touched()
         due = self._wait_retries.due()
         for key, awaited in sorted(self._waiting.items()):
             if key in pods or (awaited not in touched and key not in due):
@@ -388,7 +386,16 @@ class PodGrouper:
                 break
 
     def _plan(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
-        """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing."""
+        """What to write for one pod (None: nothing); reads owners and PodGroups, writes nothing. A pod that
+        waited for an object stops waiting unless its grouping still awaits one, however the planning ends."""
+        waited = self._waiting.pop(key, None)
+        try:
+            return self._planned(key, pod, reads, outcome)
+        finally:
+            if waited is not None and key not in self._waiting:
+                self._wait_retries.forget(key)
+
+    def _planned(self, key: str, pod: JSON, reads: _Reads, outcome: GroupOutcome) -> _Plan | None:
         meta = pod.get("metadata", {})
         if self._ignored(key, pod):
             return None
@@ -417,7 +424,6 @@ class PodGrouper:
             self._report(key, str(err), pod)
             outcome.skipped.append((key, str(err)))
             return None
-        self._stop_waiting(key)
         for warning in grouping.warnings:
             self._report(key, warning, pod)
         name = grouping.podgroup.name

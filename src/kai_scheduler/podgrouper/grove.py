@@ -28,10 +28,10 @@ again when the PodGang appears or changes.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.meta import is_label_value
 from kai_scheduler.api.podgroup import SubGroup, TopologyConstraint
 from kai_scheduler.podgrouper import default
 from kai_scheduler.podgrouper.context import (
@@ -48,8 +48,6 @@ from kai_scheduler.podgrouper.context import (
 
 PODGANG_LABEL = "grove.io/podgang"
 PODGANGS = "podgangs"  # the PodGang's resource (api/kinds.py)
-# A SubGroup's name is the value of the pod's `kai.scheduler/subgroup-name` label: a label value.
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 
 
 class GangNotReady(NotReady):
@@ -260,7 +258,7 @@ def _name(gang: Obj, path: str) -> str:
     name = _str(gang, path)
     if not name:
         raise GroupingError(f"PodGang {gang.namespace}/{gang.name} {path}: missing name")
-    if not _LABEL_VALUE.match(name):
+    if not is_label_value(name):  # a SubGroup's name is the value of the pod's `kai.scheduler/subgroup-name` label
         raise GroupingError(
             f"PodGang {gang.namespace}/{gang.name} {path}: {name!r} is not a label value (at most 63 letters, "
             "digits, '-', '_' or '.', starting and ending with a letter or digit)"

@@ -83,8 +83,8 @@ class OwnerCache:
             old = objects.get((namespace, name))
             if old is None or _grouped_part(old) != _grouped_part(obj):
                 self._touched.add((plural, namespace, name))
-            if old is not None and _grouped_part(old) != _grouped_part(obj):
-                changed.append(obj)
+                if old is not None:
+                    changed.append(obj)
             objects[(namespace, name)] = obj
         return changed
 
