@@ -8,10 +8,11 @@ is not counted.
 
 Metrics (gauges, labels `queue_name` and `queue_metadata_name` (both the Queue's name, as KAI's queue controller
 sets them; the scheduler's `queue_name` is the display name when there is one), `queue_display_name`), prefixed
-with the metrics namespace (default `kai`): `kai_queue_info` (1), `kai_queue_deserved_gpus`, `kai_queue_quota_cpu_cores`,
-`kai_queue_quota_memory_bytes` (the spec's quotas; -1 = unlimited stays -1), `kai_queue_allocated_gpus`,
-`kai_queue_allocated_cpu_cores`, `kai_queue_allocated_memory_bytes`. They live in the `CollectorRegistry`
-given (a private one if none): never the process-wide default, so tests and simulations do not collide.
+with the metrics namespace (default `kai`): `kai_queue_info` (1), `kai_queue_deserved_gpus`,
+`kai_queue_quota_cpu_cores`, `kai_queue_quota_memory_bytes` (the spec's quotas; -1 = unlimited stays -1),
+`kai_queue_allocated_gpus`, `kai_queue_allocated_cpu_cores`, `kai_queue_allocated_memory_bytes`. They live in
+the `CollectorRegistry` given (a private one if none): never the process-wide default, so tests and simulations
+do not collide.
 """
 
 from __future__ import annotations
