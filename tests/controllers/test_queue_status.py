@@ -113,7 +113,8 @@ def test_queue_metrics() -> None:
         with_status(podgroup("g", queue="team-a"), {"cpu": "2500m", "memory": "2Gi", "nvidia.com/gpu": "1.5"}),
     )
     ctl.reconcile()
-    labels = {"queue_name": "Team A", "queue_metadata_name": "team-a", "queue_display_name": "Team A"}
+    # KAI's queue controller: queue_name is the Queue's name, whatever its display name
+    labels = {"queue_name": "team-a", "queue_metadata_name": "team-a", "queue_display_name": "Team A"}
 
     def value(metric: str, which: dict[str, str] = labels) -> float | None:
         return registry.get_sample_value(metric, which)

@@ -96,7 +96,7 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
         # (which shares the registry) writes on its own period: the metrics are looked at until they are there.
         wanted = [
             "kai_e2e_scheduling_latency_milliseconds",
-            'kai_podgroups_scheduled_by_action_total{action="allocate"} 1.0',
+            'kai_podgroups_scheduled_by_action{action="allocate"} 1.0',
             "kai_queue_info",
             # Which replica leads, per Lease, and what the process costs (as the Go components export them).
             'leader_election_master_status{name="kai-scheduler"} 1.0',

@@ -6,11 +6,13 @@ PodGroups' `status.resourcesStatus` (PodGroups whose `spec.queue` names it) plus
 A queue whose parent does not exist is a root of its own. A parent cycle is broken where it closes: that edge
 is not counted.
 
-Metrics (gauges, labels `queue_name` (the display name, else the name), `queue_metadata_name`,
-`queue_display_name`): `kai_queue_info` (1), `kai_queue_deserved_gpus`, `kai_queue_quota_cpu_cores`,
-`kai_queue_quota_memory_bytes` (the spec's quotas; -1 = unlimited stays -1), `kai_queue_allocated_gpus`,
-`kai_queue_allocated_cpu_cores`, `kai_queue_allocated_memory_bytes`. They live in the `CollectorRegistry`
-given (a private one if none): never the process-wide default, so tests and simulations do not collide.
+Metrics (gauges, labels `queue_name` and `queue_metadata_name` (both the Queue's name, as KAI's queue controller
+sets them; the scheduler's `queue_name` is the display name when there is one), `queue_display_name`), prefixed
+with the metrics namespace (default `kai`): `kai_queue_info` (1), `kai_queue_deserved_gpus`,
+`kai_queue_quota_cpu_cores`, `kai_queue_quota_memory_bytes` (the spec's quotas; -1 = unlimited stays -1),
+`kai_queue_allocated_gpus`, `kai_queue_allocated_cpu_cores`, `kai_queue_allocated_memory_bytes`. They live in
+the `CollectorRegistry` given (a private one if none): never the process-wide default, so tests and simulations
+do not collide.
 """
 
 from __future__ import annotations
@@ -49,24 +51,24 @@ class _GroupFigures:
 class QueueMetrics:
     """The kai_queue_* gauges of one registry; one label set per queue."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, namespace: str = "kai") -> None:
         def gauge(name: str, doc: str) -> Gauge:
-            return Gauge(name, doc, LABELS, registry=registry)
+            return Gauge(name, doc, LABELS, namespace=namespace, registry=registry)
 
-        self.info = gauge("kai_queue_info", "Queues known to the queue controller (always 1)")
-        self.deserved_gpus = gauge("kai_queue_deserved_gpus", "GPU quota of the queue (-1: unlimited)")
-        self.quota_cpu = gauge("kai_queue_quota_cpu_cores", "CPU quota of the queue in cores (-1: unlimited)")
-        self.quota_memory = gauge("kai_queue_quota_memory_bytes", "Memory quota of the queue in bytes (-1: unlimited)")
-        self.allocated_gpus = gauge("kai_queue_allocated_gpus", "GPUs allocated to the queue and its children")
-        self.allocated_cpu = gauge("kai_queue_allocated_cpu_cores", "CPU cores allocated to the queue and its children")
+        self.info = gauge("queue_info", "Queues known to the queue controller (always 1)")
+        self.deserved_gpus = gauge("queue_deserved_gpus", "GPU quota of the queue (-1: unlimited)")
+        self.quota_cpu = gauge("queue_quota_cpu_cores", "CPU quota of the queue in cores (-1: unlimited)")
+        self.quota_memory = gauge("queue_quota_memory_bytes", "Memory quota of the queue in bytes (-1: unlimited)")
+        self.allocated_gpus = gauge("queue_allocated_gpus", "GPUs allocated to the queue and its children")
+        self.allocated_cpu = gauge("queue_allocated_cpu_cores", "CPU cores allocated to the queue and its children")
         self.allocated_memory = gauge(
-            "kai_queue_allocated_memory_bytes", "Memory bytes allocated to the queue and its children"
+            "queue_allocated_memory_bytes", "Memory bytes allocated to the queue and its children"
         )
         self._labels: dict[str, tuple[str, str, str]] = {}
         self._last: dict[str, tuple[object, ...]] = {}  # what each queue's gauges were last set from
 
     def set(self, queue: Queue, allocated: Amounts) -> None:
-        labels = (queue.display_name or queue.name, queue.name, queue.display_name)
+        labels = (queue.name, queue.name, queue.display_name)
         figures = (
             queue,
             *(
@@ -111,13 +113,17 @@ class QueueMetrics:
 
 class QueueStatusController:
     def __init__(
-        self, store: ClusterStore, registry: CollectorRegistry | None = None, retries: Retries | None = None
+        self,
+        store: ClusterStore,
+        registry: CollectorRegistry | None = None,
+        retries: Retries | None = None,
+        metrics_namespace: str = "kai",
     ) -> None:
         self.store = store
         # queues whose status write was refused: written again later
         self.retries = retries if retries is not None else Retries()
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.metrics = QueueMetrics(self.registry)
+        self.metrics = QueueMetrics(self.registry, metrics_namespace)
         # controller-runtime's series of KAI's `queue` controller: a reconcile is one Queue's status and gauges.
         self.work = metrics.controller(registry, CONTROLLER)
         self._queue_changes = Changes(store, "queues")

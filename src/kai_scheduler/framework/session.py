@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -101,16 +102,26 @@ class Session:
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
-    def open(self) -> None:
-        """Let every plugin register its callbacks, in configured order."""
+    def open(self) -> dict[str, float]:
+        """Let every plugin register its callbacks, in configured order; return the seconds each plugin took
+        (KAI's `plugin_scheduling_latency_milliseconds`: a measurement, never an input to a decision)."""
+        seconds: dict[str, float] = {}
         for plugin in self.plugins:
             self._registering = plugin.name
+            started = time.perf_counter()
             plugin.on_session_open(self)
+            seconds[plugin.name] = time.perf_counter() - started
         self._registering = ""
+        return seconds
 
-    def close(self) -> None:
+    def close(self) -> dict[str, float]:
+        """Let every plugin finish, in configured order; return the seconds each plugin took."""
+        seconds: dict[str, float] = {}
         for plugin in self.plugins:
+            started = time.perf_counter()
             plugin.on_session_close(self)
+            seconds[plugin.name] = time.perf_counter() - started
+        return seconds
 
     def release(self) -> None:
         """Break the reference cycles among the session, its plugins and their callbacks once the cycle is

@@ -85,6 +85,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         raise UserError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
     core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
+    metrics.configure(config)
     watcher = config_file.Watcher(options.scheduler_conf) if options.scheduler_conf else None
     # Which configuration this replica runs, once at start (and again at each reload): after a rolling change of
     # the ConfigMap an operator compares the replicas' lines.
@@ -113,6 +114,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         else:
             core = Scheduler(store, new, clock, usage_source(new, clock, offline=False), writers=WRITERS)
         config = new
+        metrics.configure(new)
         log.info(
             "scheduler configuration reloaded",
             extra={

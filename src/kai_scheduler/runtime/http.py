@@ -2,7 +2,7 @@
 
 - `/healthz`: 200 "ok" while every liveness check passes; otherwise 500 naming the failing checks.
 - `/readyz`: 200 "ok" while every readiness check passes; otherwise 503 listing the failing checks.
-- `/metrics`: the registry in the Prometheus text format.
+- `/metrics`: the registry in the Prometheus text format (`store.exposition`: KAI's Go counter names kept).
 
 A check that raises counts as failing. The server answers from a daemon thread, one thread per request.
 `PluginServer` is the scheduler's other server (`--plugin-server-port`), for the endpoints of its plugins.
@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from kai_scheduler.api.errors import UserError
+from kai_scheduler.store import exposition
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class HealthServer(_Served):
         return sorted(name for name, check in checks.items() if not _passes(name, check))
 
     def metrics(self) -> bytes:
-        return generate_latest(self.registry)
+        return exposition.text(self.registry)
 
 
 class _IPv6Server(ThreadingHTTPServer):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -66,6 +67,7 @@ class Committer:
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
         self.created_bind_requests: list[JSON] = []  # each BindRequest written, as the server answered
+        self.bind_seconds: list[float] = []  # how long each bind took to write (the task_bind_latency metric)
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
         self._later = ThreadPoolExecutor(writers, thread_name_prefix="kai-later") if writers > 1 else None
         self._backlog: deque[Future[None]] = deque()
@@ -195,6 +197,11 @@ class Committer:
             self._event(_pod_ref(task), "Normal", "Evict", why.message)
 
     def _bind(self, op: Operation, claims: tuple[ClaimAllocation, ...] = ()) -> None:
+        started = time.perf_counter()
+        self._write_bind(op, claims)
+        self.bind_seconds.append(time.perf_counter() - started)
+
+    def _write_bind(self, op: Operation, claims: tuple[ClaimAllocation, ...]) -> None:
         task = op.task
         shared = task.gpu.is_shared
         portion = task.gpu.fraction or task.memory_portion

@@ -24,6 +24,10 @@ class CycleResult:
     open_session_seconds: float = 0.0
     close_session_seconds: float = 0.0
     action_ends: dict[str, int] = field(default_factory=dict)  # action → end index of its `operations`
+    # "OnSessionOpen" / "OnSessionClose" → plugin → seconds it took
+    plugin_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
+    bind_seconds: list[float] = field(default_factory=list)  # each BindRequest's writing (KAI's cache.Bind)
+    usage_query_seconds: list[float] = field(default_factory=list)  # usage fetches that came in since the last cycle
 
     @property
     def snapshot(self) -> Snapshot:

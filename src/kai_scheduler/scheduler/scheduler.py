@@ -86,6 +86,7 @@ class Scheduler:
         self.config = config
         self.clock = clock
         self.usage = usage  # time-based fair share (§5.5): None = off
+        self._usage_fetched_at: float | None = None  # the usage fetch the last cycle read (a new one is timed)
         self.cache = ObjectCache(
             store,
             resources(config.flags),
@@ -243,12 +244,17 @@ class Scheduler:
     def _cycle(self) -> CycleResult:
         started = time.perf_counter()
         snap = self.snapshot()
+        queried: list[float] = []
         if self.usage is not None:
-            snap.queue_usage = {q: np.array(v) for q, v in self.usage.usage(snap.now).by_queue.items()}
+            usage = self.usage.usage(snap.now)
+            snap.queue_usage = {q: np.array(v) for q, v in usage.by_queue.items()}
+            if usage.fetched_at != self._usage_fetched_at and usage.query_seconds is not None:
+                queried.append(usage.query_seconds)
+            self._usage_fetched_at = usage.fetched_at
         plugins = [registry.build(p.name, p.arguments) for p in self.config.plugins()]
         ssn = Session(snap, self.config, plugins)
         t_open = time.perf_counter()
-        ssn.open()
+        plugin_open = ssn.open()
         open_seconds = time.perf_counter() - t_open
         timings: dict[str, float] = {}
         ends: dict[str, int] = {}
@@ -258,10 +264,11 @@ class Scheduler:
             timings[action.name] = time.perf_counter() - t0
             ends[action.name] = len(ssn.committed)
         t_close = time.perf_counter()
-        ssn.close()
+        plugin_close = ssn.close()
         close_seconds = time.perf_counter() - t_close
         self.committer.errors = []
         self.committer.created_bind_requests = []
+        self.committer.bind_seconds = []
         self._commit(ssn)
         self._take_in_own_bind_requests(self.committer.created_bind_requests)
         shares = _shares(ssn)
@@ -281,6 +288,9 @@ class Scheduler:
             open_session_seconds=open_seconds,
             close_session_seconds=close_seconds,
             action_ends=ends,
+            plugin_seconds={"OnSessionOpen": plugin_open, "OnSessionClose": plugin_close},
+            bind_seconds=list(self.committer.bind_seconds),
+            usage_query_seconds=queried,
         )
         ssn.release()
         return result

@@ -20,6 +20,7 @@ class QueueUsage:
 
     by_queue: Mapping[str, UsageVector] = field(default_factory=dict)
     fetched_at: float | None = None
+    query_seconds: float | None = None  # how long the fetch's queries took (a usage database's; None: none asked)
 
 
 class UsageSource(Protocol):

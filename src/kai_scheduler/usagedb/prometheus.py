@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -114,6 +115,7 @@ class PrometheusUsage:
 
     def fetch(self, now: float) -> QueueUsage:
         """Query capacity and allocation of every resource at `now`; UsageFetchError on any failure."""
+        started = time.perf_counter()
         per_queue: dict[str, list[float]] = {}
         for r, (allocation, capacity_metric) in enumerate(self.params.extra.metrics()):
             capacity = sum(self._query(capacity_metric, now).values())
@@ -121,7 +123,8 @@ class PrometheusUsage:
                 continue
             for queue, amount in self._query(allocation, now, by_queue=True).items():
                 per_queue.setdefault(queue, [0.0, 0.0, 0.0])[r] = amount / capacity
-        return QueueUsage({q: (v[0], v[1], v[2]) for q, v in sorted(per_queue.items())}, now)
+        by_queue = {q: (v[0], v[1], v[2]) for q, v in sorted(per_queue.items())}
+        return QueueUsage(by_queue, now, query_seconds=time.perf_counter() - started)
 
     def query_text(self, metric: str, now: float) -> str:
         """The PromQL for one metric: instant `sum_over_time` (sliding) or the decayed series (range)."""
