@@ -100,11 +100,6 @@ JSON = dict[str, Any]
             id="a verbosity that is not a level",
         ),
         pytest.param(
-            {"args": {"restrict-node-scheduling": "true"}},
-            "SchedulingShard s spec.args.restrict-node-scheduling: only false is supported (any node may be used",
-            id="a flag this scheduler takes only at its default",
-        ),
-        pytest.param(
             {"args": {"v": ["4"]}},
             "SchedulingShard s spec.args.v: expected a flag value, got ['4']",
             id="an arg that is not a value",
@@ -229,12 +224,12 @@ def test_a_config_enabling_prometheus_is_allowed_with_a_warning_that_none_is_dep
 
 def test_a_shards_args_kai_has_and_this_scheduler_does_not_are_allowed_with_a_warning_naming_them() -> None:
     """KAI's operator drops an arg its scheduler has no flag for; here it is dropped too, and said."""
-    spec = {"args": {"enable-profiler": "true", "pyroscope-address": "http://p:4040", "leader-elect": "true"}}
-    verdict = hook.validate_shard(builders.rev(shard("s", **spec)))
+    args = {"enable-profiler": "true", "pyroscope-address": "http://p:4040", "leader-elect": "true"}
+    verdict = hook.validate_shard(builders.rev(shard("s", args={**args, "detailed-fit-errors": "true"})))
     assert verdict.allowed
     assert verdict.warnings == (
-        "SchedulingShard s: not implemented by this project, ignored: spec.args.enable-profiler, "
-        "spec.args.pyroscope-address",
+        "SchedulingShard s: not implemented by this project, ignored: spec.args.detailed-fit-errors, "
+        "spec.args.enable-profiler, spec.args.pyroscope-address",
     )
     assert hook.validate_shard(builders.rev(shard("s", args={"leader-elect": "true"}))).warnings == ()
 
