@@ -62,6 +62,7 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "podGroupController.replicas": ("count", "controllers.replicas"),
     "admission.replicas": ("count", "admission.replicas"),
     "admission.gpuSharingEnabled": ("bool", "admission.gpuSharingEnabled"),
+    "admission.gpuSharing": ("bool", "admission.gpuSharingEnabled"),  # KAI's name of it
 }
 # spec path → type of the settings the operator itself reads (`Config.prometheus`), not install values.
 SETTINGS: Final[dict[str, str]] = {
@@ -190,13 +191,14 @@ def _walk(r: Reader, node: dict[str, Any], prefix: str, out: dict[str, Any], ign
                 raise r.error(f"spec.{path}", f"unknown section; known: {', '.join(sorted(KAI_SECTIONS))}")
             ignored.append(f"spec.{path}")
         elif key == "resources" and prefix[:-1] in RESOURCE_SECTIONS:
-            _resources(r, f"spec.{path}", value, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+            _resources(r, f"spec.{path}", value, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out, ignored)
         elif key == "service" and prefix[:-1] in RESOURCE_SECTIONS:
             if not isinstance(value, dict):
                 raise r.error(f"spec.{path}", f"expected an object, got {value!r}")
             for name, inner in value.items():
                 if name == "resources":
-                    _resources(r, f"spec.{path}.resources", inner, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+                    target = f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources"
+                    _resources(r, f"spec.{path}.resources", inner, target, out, ignored)
                 else:
                     _unknown(r, f"{path}.", name, ["resources"], ignored)
         elif isinstance(value, dict) and any(p.startswith(f"{path}.") for p in (*FIELDS, *SETTINGS)):
@@ -258,18 +260,25 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
     return value
 
 
-def _resources(r: Reader, path: str, value: Any, target: str, out: dict[str, Any]) -> None:
+def _resources(r: Reader, path: str, value: Any, target: str, out: dict[str, Any], ignored: list[str]) -> None:
+    """A container's `requests` and `limits` of cpu and memory; its `claims` and other resources (KAI's Config takes a
+    whole ResourceRequirements) are ignored and named."""
     if not isinstance(value, dict):
         raise r.error(path, f"expected requests and limits, got {value!r}")
     for bound, amounts in value.items():
         where = f"{path}.{bound}"
+        if bound == "claims":
+            ignored.append(where)
+            continue
         if bound not in ("requests", "limits"):
-            raise r.error(where, "unknown field; known: limits, requests")
+            raise r.error(where, "unknown field; known: claims, limits, requests")
         if not isinstance(amounts, dict):
             raise r.error(where, f"expected cpu and memory, got {amounts!r}")
         for resource, amount in amounts.items():
             if resource not in ("cpu", "memory"):
-                raise r.error(f"{where}.{resource}", "unknown resource; known: cpu, memory")
+                r.quantity(f"{where}.{resource}", amount)  # still a quantity, as the API server checks it
+                ignored.append(f"{where}.{resource}")
+                continue
             parsed = r.quantity(f"{where}.{resource}", amount)  # parses, or names the field
             key = f"{target}.{bound}.{resource}"
             if key in out:  # a second section of the same component (queueController and podGroupController)

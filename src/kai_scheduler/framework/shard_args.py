@@ -12,9 +12,9 @@ after the flags it generates for every arg its scheduler's flag set defines, and
   `--log-format=json` (false: text);
 - a name one typo away from a flag taken here is refused (the user means it to apply);
 - any other name (KAI's profiler and Pyroscope flags, `version`, `resource-reservation-app-label`, its worker
-  node label keys, or a name KAI's scheduler does not have either) is accepted, ignored, and named in `ignored`.
-
-A flag of `FIXED_FLAGS` may only be given its default, as in the scheduler's own command line.
+  node label keys, or a name KAI's scheduler does not have either) is accepted, ignored, and named in `ignored`;
+  so is a flag of `FIXED_FLAGS` set to other than its default (`detailed-fit-errors: "true"`, as KAI's docs
+  suggest for diagnosis): the scheduler takes only the default, which then applies.
 """
 
 from __future__ import annotations
@@ -93,7 +93,11 @@ def resolve(args: Mapping[str, str]) -> ShardArgs:
             command.append(f"--log-format={'json' if _bool(written, value) else 'text'}")
         elif name in SCHEDULER_FLAGS or name in RENAMED:
             flag = RENAMED.get(name, name)
-            scheduler.append(f"--{flag}={_checked(written, flag, value)}")
+            checked = _checked(written, flag, value)
+            if _is_fixed_away(flag, checked):
+                ignored.append(written)
+            else:
+                scheduler.append(f"--{flag}={checked}")
         else:
             typo = difflib.get_close_matches(name, [*SCHEDULER_FLAGS, *RENAMED], n=1, cutoff=TYPO_CUTOFF)
             if typo:
@@ -105,12 +109,7 @@ def resolve(args: Mapping[str, str]) -> ShardArgs:
 def _checked(written: str, flag: str, value: str) -> str:
     kind = SCHEDULER_FLAGS[flag]
     if kind == "bool":
-        parsed = _bool(written, value)
-        fixed = flag.replace("-", "_")
-        default = getattr(Flags(), fixed, None)
-        if fixed in FIXED_FLAGS and parsed != default:
-            raise ArgError(written, f"only {str(default).lower()} is supported ({FIXED_FLAGS[fixed]})")
-        return "true" if parsed else "false"
+        return "true" if _bool(written, value) else "false"
     if kind == "int":
         try:
             return str(int(value.strip()))
@@ -122,6 +121,12 @@ def _checked(written: str, flag: str, value: str) -> str:
         except duration.DurationError as err:
             raise ArgError(written, str(err)) from None
     return value
+
+
+def _is_fixed_away(flag: str, value: str) -> bool:
+    """A flag this scheduler takes only at its default (`FIXED_FLAGS`), set to another value."""
+    name = flag.replace("-", "_")
+    return name in FIXED_FLAGS and value != str(getattr(Flags(), name)).lower()
 
 
 def _bool(written: str, value: str) -> bool:
