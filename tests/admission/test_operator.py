@@ -74,9 +74,45 @@ JSON = dict[str, Any]
             id="bad search budget",
         ),
         pytest.param(
-            {"args": {"no-such-flag": "1"}},
-            "SchedulingShard s spec.args.no-such-flag: unknown scheduler flag 'no-such-flag'",
-            id="unknown scheduler flag",
+            {"args": {"max-consolidation-preemptes": "8"}},
+            "SchedulingShard s spec.args.max-consolidation-preemptes: unknown scheduler flag (did you mean "
+            "max-consolidation-preemptees?)",
+            id="a typo of a scheduler flag",
+        ),
+        pytest.param(
+            {"args": {"max-consolidation-preemptees": "lots"}},
+            "SchedulingShard s spec.args.max-consolidation-preemptees: expected an integer, got 'lots'",
+            id="a scheduler flag's bad integer",
+        ),
+        pytest.param(
+            {"args": {"leader-elect": "maybe"}},
+            "SchedulingShard s spec.args.leader-elect: expected true or false, got 'maybe'",
+            id="a scheduler flag's bad boolean",
+        ),
+        pytest.param(
+            {"args": {"schedule-period": "often"}},
+            "SchedulingShard s spec.args.schedule-period: invalid duration 'often'",
+            id="a scheduler flag's bad duration",
+        ),
+        pytest.param(
+            {"args": {"v": "loud"}},
+            "SchedulingShard s spec.args.v: expected a verbosity level (an integer), got 'loud'",
+            id="a verbosity that is not a level",
+        ),
+        pytest.param(
+            {"args": {"v": ["4"]}},
+            "SchedulingShard s spec.args.v: expected a flag value, got ['4']",
+            id="an arg that is not a value",
+        ),
+        pytest.param(
+            {"goMemLimit": "lots"},
+            "SchedulingShard s spec.goMemLimit: ",
+            id="memory limit not a quantity",
+        ),
+        pytest.param(
+            {"goMemLimit": 0},
+            "SchedulingShard s spec.goMemLimit: must be above zero, got 0",
+            id="memory limit zero",
         ),
         pytest.param(
             {"usageDBConfig": {"clientType": "influx"}},
@@ -116,7 +152,7 @@ def test_a_shard_with_kai_names_is_admitted_and_defaults_apply() -> None:
     )
     assert parsed.spec.k_value == 1.0 and parsed.spec.go_mem_limit_ratio == 0.9
     assert parsed.spec.placement.gpu == parsed.spec.placement.cpu == "binpack"
-    assert parsed.spec.args == {"allow-consolidating-reclaim": "false"}
+    assert hook.shard_args_of(parsed).scheduler == ("--allow-consolidating-reclaim=false",)
     assert hook.validate_shard(builders.rev(shard("s", kValue=2.5))).allowed
 
 
@@ -166,12 +202,47 @@ def test_a_bad_config_is_refused_naming_the_field(obj: JSON, want: str) -> None:
 
 
 def test_a_field_of_kais_config_not_implemented_here_is_allowed_with_a_warning_naming_it() -> None:
-    verdict = hook.validate_config(builders.rev(config(binder={"speed": 3}, prometheus={"enabled": True})))
+    verdict = hook.validate_config(builders.rev(config(binder={"speed": 3}, prometheus={"retentionPeriod": "2w"})))
     assert verdict.allowed
     assert verdict.warnings == (
-        "Config kai-config: not implemented by this project, ignored: spec.binder.speed, spec.prometheus",
+        "Config kai-config: not implemented by this project, ignored: spec.binder.speed, "
+        "spec.prometheus.retentionPeriod",
     )
     assert hook.validate_config(builders.rev(config(binder={"replicas": 2}))).warnings == ()
+
+
+def test_a_config_enabling_prometheus_is_allowed_with_a_warning_that_none_is_deployed() -> None:
+    verdict = hook.validate_config(builders.rev(config(prometheus={"enabled": True, "instanceName": "usage"})))
+    assert verdict.allowed
+    assert verdict.warnings == (
+        "Config kai-config spec.prometheus.enabled: the operator renders the Service usage-prometheus for a "
+        "Prometheus named 'usage' and does not deploy one (see docs/operator.md)",
+    )
+    external = config(prometheus={"enabled": False, "externalPrometheusUrl": "http://tsdb:9090"})
+    assert hook.validate_config(builders.rev(external)).warnings == ()
+
+
+def test_a_shards_args_kai_has_and_this_scheduler_does_not_are_allowed_with_a_warning_naming_them() -> None:
+    """KAI's operator drops an arg its scheduler has no flag for; here it is dropped too, and said."""
+    args = {"enable-profiler": "true", "pyroscope-address": "http://p:4040", "leader-elect": "true"}
+    verdict = hook.validate_shard(builders.rev(shard("s", args={**args, "detailed-fit-errors": "true"})))
+    assert verdict.allowed
+    assert verdict.warnings == (
+        "SchedulingShard s: not implemented by this project, ignored: spec.args.detailed-fit-errors, "
+        "spec.args.enable-profiler, spec.args.pyroscope-address",
+    )
+    assert hook.validate_shard(builders.rev(shard("s", args={"leader-elect": "true"}))).warnings == ()
+
+
+def test_a_prometheus_usage_database_without_a_connection_string_is_admitted() -> None:
+    """The shard's webhook cannot see the Config, whose Prometheus the operator fills in; the rest is checked."""
+    assert hook.validate_shard(builders.rev(shard("s", usageDBConfig={"clientType": "prometheus"}))).allowed
+    bad = shard("s", usageDBConfig={"clientType": "prometheus", "usageParams": {"windowSize": "ever"}})
+    verdict = hook.validate_shard(builders.rev(bad))
+    assert not verdict.allowed
+    assert verdict.message.startswith(
+        "SchedulingShard s spec.usageDBConfig: config usageDBConfig.usageParams.windowSize"
+    )
 
 
 def test_a_config_maps_its_fields_to_install_values() -> None:

@@ -273,14 +273,14 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
     """A Config written for KAI renders the components: its other fields are accepted, named, not rendered."""
     cfg = kaiconfig.Config.from_dict(
         config(
-            prometheus={"enabled": True},
+            prometheus={"enabled": True, "storageSize": "30Gi"},
             binder={"replicas": 3, "service": {"image": {"tag": "x"}}, "resourceReservation": {"namespace": "r"}},
             podGroupController={"sidecar": 1},
             **{"global": {"tolerations": [{"key": "k"}], "schedulerName": "kai-scheduler"}},
         )
     )
     assert cfg.ignored == [
-        "spec.prometheus",
+        "spec.prometheus.storageSize",
         "spec.binder.service.image",
         "spec.binder.resourceReservation",
         "spec.podGroupController.sidecar",
@@ -288,7 +288,8 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
     ]
     assert cfg.values["binder.replicas"] == 3
     assert cfg.ignored_message() == (
-        "Config kai-config: not implemented by this project, ignored: spec.prometheus, spec.binder.service.image, "
+        "Config kai-config: not implemented by this project, ignored: spec.prometheus.storageSize, "
+        "spec.binder.service.image, "
         "spec.binder.resourceReservation, spec.podGroupController.sidecar, spec.global.tolerations"
     )
     assert kaiconfig.Config.from_dict(config(binder={"replicas": 1})).ignored_message() == ""

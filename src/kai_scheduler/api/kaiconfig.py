@@ -12,6 +12,10 @@ for KAI then renders the components, not nothing. Refused are a top-level sectio
 and a field one typo away from one this project implements (`binder.maxConcurentReconciles`), which would
 otherwise be ignored while the user expects it to apply.
 
+`namespace` is where the components are rendered (KAI's `spec.namespace`; unset: the operator's `--namespace`).
+`prometheus.enabled`, `.externalPrometheusUrl` and `.instanceName` are the operator's own settings
+(`Config.prometheus`): they give a shard's prometheus usage database its default address, as KAI's operator does.
+
 KAI's `queueController` and `podGroupController` sections are one component here, `controllers` (so is this
 project's own `controllers` section): the replicas of the sections that set them give the larger count, and their
 resources add up (one process does the work of KAI's two). A component's `resources` may also be written where
@@ -21,6 +25,7 @@ KAI's Config has them, under its `service` (`spec.binder.service.resources`).
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -36,6 +41,7 @@ NAME: Final = "kai-config"  # the singleton the operator reads; any other name i
 # spec path → (type, install value path). Types: "str", "count" (integer ≥ 0), "positive" (integer ≥ 1),
 # "bool", "duration" (a Go duration string > 0), "quantity" (a string such as "500m", "1Gi").
 FIELDS: Final[dict[str, tuple[str, str]]] = {
+    "namespace": ("namespace", "namespace.name"),
     "global.schedulerName": ("str", "global.schedulerName"),
     "global.queueLabelKey": ("str", "global.queueLabelKey"),
     "global.nodePoolLabelKey": ("str", "global.nodePoolLabelKey"),
@@ -56,6 +62,13 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "podGroupController.replicas": ("count", "controllers.replicas"),
     "admission.replicas": ("count", "admission.replicas"),
     "admission.gpuSharingEnabled": ("bool", "admission.gpuSharingEnabled"),
+    "admission.gpuSharing": ("bool", "admission.gpuSharingEnabled"),  # KAI's name of it
+}
+# spec path → type of the settings the operator itself reads (`Config.prometheus`), not install values.
+SETTINGS: Final[dict[str, str]] = {
+    "prometheus.enabled": "bool",
+    "prometheus.externalPrometheusUrl": "str",
+    "prometheus.instanceName": "str",
 }
 # Sections whose `resources` ({requests, limits} × {cpu, memory}) set the component's container resources.
 RESOURCE_SECTIONS: Final = {
@@ -73,7 +86,9 @@ KAI_SECTIONS: Final = frozenset(
         "admission",
         "binder",
         "global",
+        "namespace",
         "nodeScaleAdjuster",
+        "numaPlacementExporter",
         "operator",
         "podGroupController",
         "podGrouper",
@@ -86,6 +101,33 @@ KAI_SECTIONS: Final = frozenset(
 TYPO_CUTOFF: Final = 0.85
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 LOG_FORMATS: Final = ("text", "json")
+NAMESPACE: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a DNS-1123 label
+# KAI's Prometheus (pkg/apis/kai/v1/prometheus, pkg/operator/operands/prometheus): the instance's default name, the
+# Service in front of it and its port; a shard's usage database reads from the Service.
+PROMETHEUS_INSTANCE: Final = "prometheus"
+USAGE_PROMETHEUS_SERVICE: Final = "usage-prometheus"
+PROMETHEUS_PORT: Final = 9090
+
+
+@dataclass(frozen=True, slots=True)
+class Prometheus:
+    """`spec.prometheus` as far as this project reads it."""
+
+    enabled: bool = False
+    external_url: str = ""
+    instance_name: str = PROMETHEUS_INSTANCE
+
+    @property
+    def serves_usage(self) -> bool:
+        """KAI renders the `usage-prometheus` Service: its own Prometheus is on, not an external one."""
+        return self.enabled and not self.external_url
+
+    def usage_db_url(self, namespace: str) -> str:
+        """The connection string a shard's prometheus usage database gets when it has none ("" when none applies):
+        KAI's operator takes its own Prometheus' Service when enabled, else the external URL."""
+        if self.enabled:
+            return f"http://{USAGE_PROMETHEUS_SERVICE}.{namespace}.svc.cluster.local:{PROMETHEUS_PORT}"
+        return self.external_url
 
 
 @dataclass(slots=True, kw_only=True)
@@ -96,6 +138,7 @@ class Config:
     values: dict[str, Any] = field(default_factory=dict)
     # `spec.…` paths of the fields set that this project does not implement (accepted, not rendered).
     ignored: list[str] = field(default_factory=list)
+    prometheus: Prometheus = Prometheus()
 
     @classmethod
     def from_dict(cls, data: JSON) -> Config:
@@ -106,7 +149,26 @@ class Config:
         values: dict[str, Any] = {}
         ignored: list[str] = []
         _walk(r, r.map("spec"), "", values, ignored)
-        return cls(meta=meta, generation=r.int("metadata.generation", 0) or 0, values=values, ignored=ignored)
+        settings = {path: values.pop(path) for path in SETTINGS if path in values}
+        prometheus = Prometheus(
+            enabled=settings.get("prometheus.enabled", False),
+            external_url=settings.get("prometheus.externalPrometheusUrl", ""),
+            instance_name=settings.get("prometheus.instanceName", PROMETHEUS_INSTANCE),
+        )
+        generation = r.int("metadata.generation", 0) or 0
+        return cls(meta=meta, generation=generation, values=values, ignored=ignored, prometheus=prometheus)
+
+    def warnings(self) -> list[str]:
+        """What the webhook warns of and the operator's Reconciled condition says: the fields set that are not
+        implemented, and that the Prometheus this Config enables is not deployed here."""
+        out = [self.ignored_message()] if self.ignored else []
+        if self.prometheus.serves_usage:
+            out.append(
+                f"{KIND} {self.meta.name} spec.prometheus.enabled: the operator renders the Service "
+                f"{USAGE_PROMETHEUS_SERVICE} for a Prometheus named {self.prometheus.instance_name!r} and does not "
+                "deploy one (see docs/operator.md)"
+            )
+        return out
 
     def ignored_message(self) -> str:
         """One line naming the fields set that this project does not implement ("" when there are none)."""
@@ -122,21 +184,24 @@ def _walk(r: Reader, node: dict[str, Any], prefix: str, out: dict[str, Any], ign
             kind, target = FIELDS[path]
             typed = _typed(r, f"spec.{path}", kind, value)
             out[target] = max(out[target], typed) if kind == "count" and target in out else typed
+        elif path in SETTINGS:
+            out[path] = _typed(r, f"spec.{path}", SETTINGS[path], value)  # popped into Config.prometheus
         elif prefix == "" and key not in _sections():
             if key not in KAI_SECTIONS:
                 raise r.error(f"spec.{path}", f"unknown section; known: {', '.join(sorted(KAI_SECTIONS))}")
             ignored.append(f"spec.{path}")
         elif key == "resources" and prefix[:-1] in RESOURCE_SECTIONS:
-            _resources(r, f"spec.{path}", value, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+            _resources(r, f"spec.{path}", value, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out, ignored)
         elif key == "service" and prefix[:-1] in RESOURCE_SECTIONS:
             if not isinstance(value, dict):
                 raise r.error(f"spec.{path}", f"expected an object, got {value!r}")
             for name, inner in value.items():
                 if name == "resources":
-                    _resources(r, f"spec.{path}.resources", inner, f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources", out)
+                    target = f"{RESOURCE_SECTIONS[prefix[:-1]]}.resources"
+                    _resources(r, f"spec.{path}.resources", inner, target, out, ignored)
                 else:
                     _unknown(r, f"{path}.", name, ["resources"], ignored)
-        elif isinstance(value, dict) and any(p.startswith(f"{path}.") for p in FIELDS):
+        elif isinstance(value, dict) and any(p.startswith(f"{path}.") for p in (*FIELDS, *SETTINGS)):
             _walk(r, value, f"{path}.", out, ignored)
         else:
             _unknown(r, prefix, key, _known_under(prefix), ignored)
@@ -151,11 +216,11 @@ def _unknown(r: Reader, prefix: str, key: str, known: list[str], ignored: list[s
 
 
 def _sections() -> set[str]:
-    return {p.split(".")[0] for p in FIELDS}
+    return {p.split(".")[0] for p in (*FIELDS, *SETTINGS)}
 
 
 def _known_under(prefix: str) -> list[str]:
-    names = {p[len(prefix) :].split(".")[0] for p in FIELDS if p.startswith(prefix)}
+    names = {p[len(prefix) :].split(".")[0] for p in (*FIELDS, *SETTINGS) if p.startswith(prefix)}
     if prefix[:-1] in RESOURCE_SECTIONS:
         names.update(("resources", "service"))
     return sorted(names)
@@ -179,6 +244,8 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
         return value
     if not isinstance(value, str) or not value:
         raise r.error(path, f"expected a non-empty string, got {value!r}")
+    if kind == "namespace" and not NAMESPACE.fullmatch(value):
+        raise r.error(path, f"expected a namespace name (lower-case letters, digits and '-'), got {value!r}")
     if kind == "duration":
         try:
             seconds = parse_duration(value)
@@ -193,18 +260,25 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
     return value
 
 
-def _resources(r: Reader, path: str, value: Any, target: str, out: dict[str, Any]) -> None:
+def _resources(r: Reader, path: str, value: Any, target: str, out: dict[str, Any], ignored: list[str]) -> None:
+    """A container's `requests` and `limits` of cpu and memory; its `claims` and other resources (KAI's Config takes a
+    whole ResourceRequirements) are ignored and named."""
     if not isinstance(value, dict):
         raise r.error(path, f"expected requests and limits, got {value!r}")
     for bound, amounts in value.items():
         where = f"{path}.{bound}"
+        if bound == "claims":
+            ignored.append(where)
+            continue
         if bound not in ("requests", "limits"):
-            raise r.error(where, "unknown field; known: limits, requests")
+            raise r.error(where, "unknown field; known: claims, limits, requests")
         if not isinstance(amounts, dict):
             raise r.error(where, f"expected cpu and memory, got {amounts!r}")
         for resource, amount in amounts.items():
             if resource not in ("cpu", "memory"):
-                raise r.error(f"{where}.{resource}", "unknown resource; known: cpu, memory")
+                r.quantity(f"{where}.{resource}", amount)  # still a quantity, as the API server checks it
+                ignored.append(f"{where}.{resource}")
+                continue
             parsed = r.quantity(f"{where}.{resource}", amount)  # parses, or names the field
             key = f"{target}.{bound}.{resource}"
             if key in out:  # a second section of the same component (queueController and podGroupController)

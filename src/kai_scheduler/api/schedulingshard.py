@@ -4,7 +4,8 @@ The operator renders each shard into a scheduler ConfigMap and Deployment (`fram
 configuration). `SchedulingShard.from_dict` checks every field it reads and raises an `ObjectError` naming the
 field: an unparsable duration, a negative kValue, a bad placement strategy, a plugin or action name the caller
 does not know (`known_plugins` / `known_actions`: the api layer knows no plugin, so the admission webhook and
-the operator pass the registries' names). Defaults are KAI's.
+the operator pass the registries' names). `args` are kept as written (`framework.shard_args` says what each
+becomes). Defaults are KAI's.
 """
 
 from __future__ import annotations
@@ -96,7 +97,6 @@ class SchedulingShard:
         *,
         known_plugins: Collection[str] | None = None,
         known_actions: Collection[str] | None = None,
-        known_args: Collection[str] | None = None,
     ) -> SchedulingShard:
         """Parse and check a SchedulingShard; the `known_*` names, when given, are all a shard may name."""
         r = Reader(data, KIND)
@@ -120,9 +120,9 @@ class SchedulingShard:
             scenario_search_budgets=_budgets(r),
             plugins=_plugins(r, known_plugins),
             actions=_actions(r, known_actions),
-            args=_args(r, known_args),
+            args=_args(r),
             go_mem_limit_ratio=_ratio(r),
-            go_mem_limit=r.str("spec.goMemLimit"),
+            go_mem_limit=_go_mem_limit(r),
         )
         return cls(meta=meta, generation=r.int("metadata.generation", 0) or 0, spec=spec)
 
@@ -271,13 +271,22 @@ def _actions(r: Reader, known: Collection[str] | None) -> dict[str, ActionOverri
     return out
 
 
-def _args(r: Reader, known: Collection[str] | None) -> dict[str, str]:
+def _args(r: Reader) -> dict[str, str]:
+    """The args as written, values as strings (KAI's map of strings; the caller decides what each becomes)."""
     out = {}
     for key, value in r.map("spec.args").items():
-        path = f"spec.args.{key}"
-        flag = str(key).removeprefix("--")
-        _known(r, path, "scheduler flag", flag, known)
         if not isinstance(value, str | int | float | bool):
-            raise r.error(path, f"expected a flag value, got {value!r}")
-        out[flag] = str(value).lower() if isinstance(value, bool) else str(value)
+            raise r.error(f"spec.args.{key}", f"expected a flag value, got {value!r}")
+        out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
+
+
+def _go_mem_limit(r: Reader) -> str:
+    """A Kubernetes quantity above zero (KAI's `goMemLimit`), as written; "" when unset."""
+    value = r.get("spec.goMemLimit")
+    if value is None:
+        return ""
+    amount = r.quantity("spec.goMemLimit", value)
+    if amount <= 0:
+        raise r.error("spec.goMemLimit", f"must be above zero, got {value!r}")
+    return str(value)

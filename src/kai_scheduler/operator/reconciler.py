@@ -1,5 +1,5 @@
 """The operator's reconcile: the Config `kai-config` and every SchedulingShard into Deployments, Services and
-scheduler ConfigMaps in the operator's namespace (KAI `pkg/operator`, BEHAVIOR.md §1.5).
+scheduler ConfigMaps in the Config's `spec.namespace`, else the operator's (KAI `pkg/operator`, BEHAVIOR.md §1.5).
 
 One pass (`reconcile`):
 1. Read the Config and the shards; check each as the admission webhook does. A bad one (the webhook was off)
@@ -10,7 +10,8 @@ One pass (`reconcile`):
 3. Create what is missing; replace only an object whose hash differs (so a change of one shard rewrites that
    shard's objects and nothing else; its pod template carries the hash of its config.yaml, so only its Deployment
    rolls); delete the operator's objects (label `app.kubernetes.io/managed-by: kai-operator`) of shards that no
-   longer exist.
+   longer exist, and those left in another namespace (the operator's own, or the one rendered into before) when
+   the Config's namespace changed.
 4. Write each CR's status conditions (Reconciled, Degraded; observedGeneration) when they changed.
 
 A failing write is logged and reported on the CR it belongs to; the pass goes on with the rest.
@@ -22,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kai_scheduler.admission.operator import parse_shard
+from kai_scheduler.admission.operator import ignored_message, parse_shard
 from kai_scheduler.api import kaiconfig
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
@@ -43,7 +44,8 @@ DUPLICATE: Final = "DuplicatePartition"
 CONFIG_INVALID: Final = "ConfigInvalid"
 
 
-# A shard's memo: (uid, resourceVersion, hash of the values) it was made for, the shard, its objects, its problem.
+# A shard's memo: (uid, resourceVersion, hash of the values and usage DB address) it was made for, the shard, its
+# objects, its problem.
 _Rendered = tuple[tuple[str, str, str], SchedulingShard | None, dict[render.Key, JSON] | None, str]
 
 
@@ -80,6 +82,7 @@ class Reconciler:
         self._good_config: kaiconfig.Config | None = None  # the last Config that parsed, in this process
         self._memo: dict[str, _Rendered] = {}
         self._reported_config = ""  # _spec_version of the Config last warned of (once per spec)
+        self._rendered_into = namespace  # the namespace of the last pass that rendered
 
     def reconcile(self) -> Outcome:
         outcome = Outcome()
@@ -89,15 +92,20 @@ class Reconciler:
         config = self._read_config(config_obj, config_verdict)
         values = render.with_config(self.base, config) if config is not None or config_obj is None else None
         owner = _owner(config_obj) if config_obj is not None else None
+        namespace = str(values["namespace"]["name"]) if values is not None else self._rendered_into
+        prometheus = config.prometheus if config is not None else kaiconfig.Prometheus()
 
         verdicts = {str(o["metadata"]["name"]): _Verdict() for o in shards}
-        desired, held = self._render_shards(shards, values, verdicts, config_verdict)
+        usage_db_url = prometheus.usage_db_url(namespace)
+        desired, held = self._render_shards(shards, values, usage_db_url, verdicts, config_verdict)
         if values is not None:
-            desired.update(render.shared_objects(values, owner))
+            desired.update(render.shared_objects(values, owner, prometheus))
 
-        existing = self._managed()
-        failures = self._apply(desired, existing, outcome)
-        self._delete(existing, desired, held, values, outcome)
+        existing, elsewhere = self._managed(namespace)
+        failures = self._apply(desired, existing, namespace, outcome)
+        self._delete([*((k[0], o) for k, o in existing.items()), *elsewhere], desired, held, values, outcome)
+        if values is not None:
+            self._rendered_into = namespace
         for key, message in failures.items():
             shard_name = desired[key]["metadata"]["labels"].get(render.LABEL_SHARD)
             target = verdicts.get(shard_name) if shard_name else config_verdict
@@ -122,6 +130,7 @@ class Reconciler:
         self,
         shards: list[JSON],
         values: install_values.Values | None,
+        usage_db_url: str,
         verdicts: dict[str, _Verdict],
         config_verdict: _Verdict,
     ) -> tuple[dict[render.Key, JSON], set[str]]:
@@ -132,7 +141,7 @@ class Reconciler:
         desired: dict[render.Key, JSON] = {}
         held: set[str] = set()
         partitions: dict[str, str] = {}
-        values_key = render.digest(values) if values is not None else ""
+        values_key = f"{render.digest(values)}/{usage_db_url}" if values is not None else ""
         memo: dict[str, _Rendered] = {}
         for obj in shards:
             meta = obj["metadata"]
@@ -143,7 +152,7 @@ class Reconciler:
             if cached is not None and cached[0] == key:
                 _, shard, objects, problem = cached
             else:
-                shard, objects, problem = self._render_shard(obj, values)
+                shard, objects, problem = self._render_shard(obj, values, usage_db_url)
             memo[name] = (key, shard, objects, problem)
             if problem:
                 verdict.fail(INVALID, problem)
@@ -155,6 +164,7 @@ class Reconciler:
             if verdict.reason or objects is None or shard is None:
                 held.add(name)
                 continue
+            verdict.note = ignored_message(shard)
             partitions[shard.spec.partition_label_value] = name
             desired.update(objects)
         self._memo = memo
@@ -162,7 +172,7 @@ class Reconciler:
 
     @staticmethod
     def _render_shard(
-        obj: JSON, values: install_values.Values | None
+        obj: JSON, values: install_values.Values | None, usage_db_url: str
     ) -> tuple[SchedulingShard | None, dict[render.Key, JSON] | None, str]:
         """The shard, its objects (None without values) and what is wrong with it ("" if nothing)."""
         try:
@@ -173,7 +183,7 @@ class Reconciler:
         if values is None:
             return shard, None, ""
         try:
-            return shard, render.shard_objects(values, shard, _owner(obj)), ""
+            return shard, render.shard_objects(values, shard, _owner(obj), usage_db_url=usage_db_url), ""
         except UserError as err:
             return shard, None, str(err)
 
@@ -196,10 +206,12 @@ class Reconciler:
             if self._first_told(obj):
                 log.warning("invalid Config, keeping the last good rendering", extra={"reason": str(err)})
             return self._good_config
-        if config.ignored:
-            verdict.note = config.ignored_message()
+        warnings = config.warnings()
+        if warnings:
+            verdict.note = "; ".join(warnings)
             if self._first_told(obj):
-                log.warning("Config fields not implemented, ignored", extra={"fields": config.ignored})
+                for line in warnings:
+                    log.warning(line)
         self._good_config = config
         return config
 
@@ -211,18 +223,27 @@ class Reconciler:
         self._reported_config = version
         return True
 
-    def _managed(self) -> dict[render.Key, JSON]:
+    def _managed(self, namespace: str) -> tuple[dict[render.Key, JSON], list[tuple[str, JSON]]]:
+        """The operator's objects in `namespace` by key, and those in the other namespaces it rendered into (a
+        namespace it may not read there is passed over: its objects stay)."""
         selector = f"{render.LABEL_MANAGED_BY}={render.MANAGER}"
-        out = {}
+        here = {}
         for resource in RESOURCES:
-            for obj in self.store.list(resource, self.namespace, selector)[0]:
-                out[(resource, str(obj["metadata"]["name"]))] = obj
-        return out
+            for obj in self.store.list(resource, namespace, selector)[0]:
+                here[(resource, str(obj["metadata"]["name"]))] = obj
+        elsewhere: list[tuple[str, JSON]] = []
+        for other in sorted({self.namespace, self._rendered_into} - {namespace}):
+            try:
+                for resource in RESOURCES:
+                    elsewhere += [(resource, obj) for obj in self.store.list(resource, other, selector)[0]]
+            except StoreError as err:
+                log.warning("operator could not list its objects", extra={"namespace": other, "reason": str(err)})
+        return here, elsewhere
 
     # --- writing ---
 
     def _apply(
-        self, desired: dict[render.Key, JSON], existing: dict[render.Key, JSON], outcome: Outcome
+        self, desired: dict[render.Key, JSON], existing: dict[render.Key, JSON], namespace: str, outcome: Outcome
     ) -> dict[render.Key, str]:
         """Create or replace what differs; the failures by key."""
         failures: dict[render.Key, str] = {}
@@ -240,7 +261,7 @@ class Reconciler:
                         outcome.created.append(name)
                         continue
                     except AlreadyExists:  # there, but not labelled as ours (a static install): take it over
-                        stored = self.store.get(key[0], key[1], self.namespace)
+                        stored = self.store.get(key[0], key[1], namespace)
                 self.store.update(_replacing(body, stored))
                 outcome.updated.append(name)
             except StoreError as err:
@@ -250,22 +271,25 @@ class Reconciler:
 
     def _delete(
         self,
-        existing: dict[render.Key, JSON],
+        existing: list[tuple[str, JSON]],
         desired: dict[render.Key, JSON],
         held: set[str],
         values: install_values.Values | None,
         outcome: Outcome,
     ) -> None:
-        """Delete the operator's objects that are no longer rendered (those of deleted shards, mostly). A held
-        shard keeps its objects; with the Config unreadable nothing is deleted."""
+        """Delete the operator's objects that are no longer rendered (those of deleted shards, mostly, and those
+        of another namespace). A held shard keeps its objects; with the Config unreadable nothing is deleted."""
         if values is None:
             return
-        for key in sorted(existing, key=lambda k: (-RESOURCES.index(k[0]), k[1])):
-            if key in desired or existing[key]["metadata"].get("labels", {}).get(render.LABEL_SHARD) in held:
+        namespace = values["namespace"]["name"]
+        for resource, obj in sorted(existing, key=_deletion_order):
+            meta = obj["metadata"]
+            key, where = (resource, str(meta["name"])), str(meta.get("namespace", ""))
+            if (key in desired and where == namespace) or meta.get("labels", {}).get(render.LABEL_SHARD) in held:
                 continue
-            name = f"{key[0]}/{key[1]}"
+            name = f"{key[0]}/{key[1]}" if where == namespace else f"{key[0]}/{key[1]} in {where}"
             try:
-                self.store.delete(key[0], key[1], self.namespace)
+                self.store.delete(key[0], key[1], where)
                 outcome.deleted.append(name)
             except NotFound:
                 pass
@@ -313,6 +337,12 @@ class Reconciler:
             pass
         except StoreError as err:
             log.warning("operator could not write a status", extra={"object": meta["name"], "reason": str(err)})
+
+
+def _deletion_order(item: tuple[str, JSON]) -> tuple[int, str, str]:
+    """Deployments before Services before ConfigMaps (the reverse of creation), then namespace and name."""
+    resource, meta = item[0], item[1]["metadata"]
+    return (-RESOURCES.index(resource), str(meta.get("namespace", "")), str(meta["name"]))
 
 
 def _spec_version(obj: JSON) -> str:

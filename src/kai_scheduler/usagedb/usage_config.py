@@ -73,6 +73,18 @@ def parse(raw: Mapping[str, Any] | None) -> UsageDBSettings | None:
     return UsageDBSettings(client, url, env, params)
 
 
+def needs_connection(raw: Mapping[str, Any]) -> bool:
+    """Whether `raw` is a prometheus client without a connection string (KAI's operator fills one in)."""
+    if not raw or raw.get("clientType", ClientType.PROMETHEUS.value) != ClientType.PROMETHEUS.value:
+        return False
+    return not (raw.get("connectionString") or raw.get("connectionStringEnvVar"))
+
+
+def with_connection(raw: Mapping[str, Any], url: str) -> Mapping[str, Any]:
+    """`raw` with `url` as its connection string when it needs one, else as it is."""
+    return {**raw, "connectionString": url} if needs_connection(raw) else raw
+
+
 def _params(raw: Mapping[str, Any]) -> UsageParams:
     where = f"{WHERE}.usageParams"
     _check_keys(raw, PARAM_KEYS, where)
