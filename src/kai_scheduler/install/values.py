@@ -338,14 +338,16 @@ def merge(
     prefix: str = "",
     ignored: list[str] | None = None,
     base: Values | None = None,
+    root: Values | None = None,
 ) -> None:
     """Merge `override` into `values` in place; only known keys (this install's or KAI's), each keeping its
     default's type. A null puts the value back to its default, as Helm's does."""
     base = defaults() if base is None else base
+    root = values if root is None else root
     for key, new in override.items():
         path = f"{prefix}{key}"
         if key not in values:
-            _kai(values, path, new, source=source, ignored=ignored)
+            _kai(root, path, new, source=source, ignored=ignored)
             continue
         old = values[key]
         if new is None:
@@ -353,7 +355,7 @@ def merge(
         elif isinstance(old, dict):
             if not isinstance(new, Mapping):
                 raise ValuesError(f"{source}: value {path!r} must be a mapping, got {new!r}")
-            merge(old, new, source=source, prefix=f"{path}.", ignored=ignored, base=base)
+            merge(old, new, source=source, prefix=f"{path}.", ignored=ignored, base=base, root=root)
         else:
             values[key] = coerce(path, old, _empty_is_default(path, new, base), source=source)
 
@@ -361,6 +363,10 @@ def merge(
 def _kai(values: Values, path: str, new: Any, *, source: str, ignored: list[str] | None) -> None:
     """A key this install does not have: KAI's (an alias or an ignored value), or an error naming it."""
     found = kai_values.find(path)
+    if found is None and isinstance(new, Mapping) and new:  # a section KAI has and this install does not
+        for key, inner in new.items():
+            _kai(values, f"{path}.{key}", inner, source=source, ignored=ignored)
+        return
     if found is None:
         raise ValuesError(f"{source}: unknown value {path!r}")
     key, rule = found
