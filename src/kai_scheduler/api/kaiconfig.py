@@ -55,7 +55,8 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "queueController.replicas": ("count", "controllers.replicas"),
     "podGroupController.replicas": ("count", "controllers.replicas"),
     "admission.replicas": ("count", "admission.replicas"),
-    "admission.gpuSharingEnabled": ("bool", "admission.gpuSharingEnabled"),
+    "admission.gpuSharing": ("bool", "global.gpuSharing"),
+    "admission.gpuSharingEnabled": ("bool", "global.gpuSharing"),  # this project's older name of KAI's field
 }
 # Sections whose `resources` ({requests, limits} × {cpu, memory}) set the component's container resources.
 RESOURCE_SECTIONS: Final = {
