@@ -72,9 +72,7 @@ def test_kai_values_file_installs_as_kai_defaults_would(tmp_path: Path) -> None:
     ignored: list[str] = []
     values = resolve(files=[str(path)], ignored=ignored)
     assert install.manifests(values) == install.manifests(install.defaults())
-    assert "global.registry: KAI's value has no effect here: one image runs every component here" in " ".join(
-        ignored
-    )
+    assert "global.registry: KAI's value has no effect here: one image runs every component here" in " ".join(ignored)
 
 
 # (KAI --set, the same thing in this install's own values, what else the static install needs for it to show)

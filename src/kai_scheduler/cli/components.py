@@ -331,7 +331,9 @@ def _admission_flag(p: Parser) -> None:
         "--leader-elect-namespace; see `kai admission` for the other settings)",
     )
     _value(p, "--webhook-port", "9443", "with --admission: the HTTPS port of the webhooks", "PORT")
-    _bool(p, "--gpu-sharing-enabled", False, "with --admission: accept fractional GPU requests (gpu-fraction, gpu-memory)")
+    _bool(
+        p, "--gpu-sharing-enabled", False, "with --admission: accept fractional GPU requests (gpu-fraction, gpu-memory)"
+    )
 
 
 def _dashboard_flag(p: Parser) -> None:

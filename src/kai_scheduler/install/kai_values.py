@@ -134,7 +134,9 @@ RULES: Final[Mapping[str, Rule]] = {
     "scheduler.scenarioSearchBudgets.*": Ignored(_SHARD),
     "scheduler.affinity.*": Ignored(_POD),
     "scheduler.podDisruptionBudget.*": Ignored(_PDB),
-    "scheduler.additionalArgs.*": Ignored("KAI's chart no longer reads it either; the scheduler's flags are scheduler.*"),
+    "scheduler.additionalArgs.*": Ignored(
+        "KAI's chart no longer reads it either; the scheduler's flags are scheduler.*"
+    ),
     "defaultShard.enabled": Ignored("operator.createDefaults creates the Config kai-config and the SchedulingShard"),
     "numaPlacementExporter.*": Ignored("this project has no NUMA placement exporter"),
     # admission
