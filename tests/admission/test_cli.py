@@ -58,7 +58,7 @@ def test_defaults_are_kais() -> None:
         opts.secret_name,
         opts.webhook_configuration_name,
     ) == (9443, "", "ns", "kai-admission", "kai-admission-cert", "kai-admission")
-    assert opts.pod == pod.PodSettings("kai-scheduler", True, False, "nvidia")
+    assert opts.pod == pod.PodSettings("kai-scheduler", False, False, "nvidia")  # GPU sharing off, as KAI's
     process = admission.process_options(args)
     assert (process.listen_address, process.qps, process.burst) == (":8080", 50.0, 300)
 

@@ -9,7 +9,7 @@ from kai_scheduler.api import Pod
 from kai_scheduler.api.errors import ObjectError
 from tests.admission import builders
 
-SETTINGS = podhook.PodSettings()
+SETTINGS = podhook.PodSettings(gpu_sharing_enabled=True)  # GPU sharing on, to check its request forms
 NO_SHARING = podhook.PodSettings(gpu_sharing_enabled=False)
 INIT = [{"name": "init", "image": "i"}]
 TWO = [{"name": "main", "image": "i"}, {"name": "side", "image": "i"}]
@@ -112,6 +112,15 @@ def test_fractions_are_denied_when_sharing_is_disabled(annotations: dict[str, st
     allowed, message = verdict(builders.pod(annotations=annotations), NO_SHARING)
     assert not allowed
     assert "GPU sharing is disabled" in message
+
+
+def test_sharing_is_disabled_by_default_as_in_kai() -> None:
+    allowed, message = verdict(builders.pod(annotations={"gpu-fraction": "0.5"}), podhook.PodSettings())
+    assert (allowed, message) == (
+        False,
+        "Pod team-a/p metadata.annotations.gpu-fraction: GPU sharing is disabled in this cluster; ask for "
+        "whole GPUs with nvidia.com/gpu",
+    )
 
 
 def test_whole_gpus_are_allowed_when_sharing_is_disabled() -> None:

@@ -11,7 +11,7 @@ from kai_scheduler.admission import pod as podhook
 from kai_scheduler.api import shared_gpu
 from tests.admission import builders
 
-SETTINGS = podhook.PodSettings()
+SETTINGS = podhook.PodSettings(gpu_sharing_enabled=True)  # GPU sharing on: fractional pods are wired
 
 
 def fixed() -> str:
@@ -143,7 +143,7 @@ def test_sharing_disabled_skips_the_sharing_mutation() -> None:
     assert gpusharing.ANNOTATION_SHARED_GPU_CONFIGMAP not in out["metadata"]["annotations"]
 
 
-BLOCK = podhook.PodSettings(block_nvidia_visible_devices=True)
+BLOCK = podhook.PodSettings(block_nvidia_visible_devices=True, gpu_sharing_enabled=True)
 
 
 def test_block_visible_devices_on_containers_without_gpus() -> None:

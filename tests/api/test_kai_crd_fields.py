@@ -16,7 +16,7 @@ EVERY_FIELD = Path(__file__).parent / "data" / "kai_config_every_field.yaml"
 def test_a_config_setting_every_field_of_kais_crd_parses_and_names_what_it_ignores() -> None:
     cfg = kaiconfig.Config.from_dict(yaml.safe_load(EVERY_FIELD.read_text()))
     assert cfg.values["namespace.name"] == "kai-system"
-    assert cfg.values["admission.gpuSharingEnabled"] is True  # KAI's admission.gpuSharing
+    assert cfg.values["global.gpuSharing"] is True  # KAI's admission.gpuSharing
     assert cfg.prometheus == kaiconfig.Prometheus(enabled=True, external_url="x", instance_name="x")
     for path in ("spec.global.tolerations", "spec.numaPlacementExporter", "spec.binder.service.resources.claims"):
         assert any(p == path or p.startswith(f"{path}.") for p in cfg.ignored), path

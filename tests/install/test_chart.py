@@ -96,8 +96,23 @@ def _without_helm_annotations(obj: JSON) -> JSON:
         },
         {"operator.replicas": 2, "namespace.name": "gpu-sched", "nodeScaleAdjuster.enabled": True},
         {"operator.enabled": False},
+        {  # KAI's names of values this install has
+            "operator.enabled": False,
+            "global.gpuSharing": True,
+            "global.leaderElection": True,
+            "global.clusterAutoscaling": True,
+            "global.jsonLog": True,
+            "global.imagePullPolicy": "Always",
+            "global.resourceReservation.namespace": "rr",
+            "queuecontroller.resources.requests.cpu": "1",
+            "admission.ports.webhookPort": 9444,
+            "admission.gpuFractionRuntimeClassName": "kata",
+            "nodescaleadjuster.scalingPodNamespace": "scale",
+            "defaultPriorityClasses.enabled": False,
+        },
+        {"operator.replicaCount": 2, "global.jsonLog": False, "global.clusterAutoscaling": True},
     ],
-    ids=["defaults", "static-overrides", "operator-overrides", "static"],
+    ids=["defaults", "static-overrides", "operator-overrides", "static", "kai-static", "kai-operator"],
 )
 def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:
     rendered = {_key(o): _without_helm_annotations(o) for o in _helm_render(overrides)}

@@ -219,6 +219,20 @@ def test_the_config_sets_the_shared_components() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("admission", "flag"),
+    [
+        pytest.param({}, "--gpu-sharing-enabled=false", id="off by default, as KAI's"),
+        pytest.param({"gpuSharing": True}, "--gpu-sharing-enabled=true", id="KAI's field"),
+        pytest.param({"gpuSharingEnabled": True}, "--gpu-sharing-enabled=true", id="older name"),
+    ],
+)
+def test_the_config_switches_gpu_sharing_in_admission(admission: JSON, flag: str) -> None:
+    cfg = kaiconfig.Config.from_dict(config(admission=admission))
+    objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
+    assert flag in objects[("deployments", "kai-admission")]["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
 def _controllers_container(cfg: kaiconfig.Config) -> tuple[int, dict[str, Any]]:
     objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
     deployment = objects[("deployments", "kai-controllers")]

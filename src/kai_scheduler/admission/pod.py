@@ -34,7 +34,7 @@ class PodSettings:
     """The pod webhooks' flags (`kai admission`)."""
 
     scheduler_name: str = constants.DEFAULT_SCHEDULER_NAME
-    gpu_sharing_enabled: bool = True
+    gpu_sharing_enabled: bool = False  # KAI's default (its chart's global.gpuSharing)
     block_nvidia_visible_devices: bool = False
     runtime_class_name: str = DEFAULT_RUNTIME_CLASS_NAME  # "" = do not set a runtime class
     queue_access_control: bool = False  # not KAI's: refuse pods whose queue does not admit their namespace

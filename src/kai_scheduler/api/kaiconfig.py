@@ -61,8 +61,8 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "queueController.replicas": ("count", "controllers.replicas"),
     "podGroupController.replicas": ("count", "controllers.replicas"),
     "admission.replicas": ("count", "admission.replicas"),
-    "admission.gpuSharingEnabled": ("bool", "admission.gpuSharingEnabled"),
-    "admission.gpuSharing": ("bool", "admission.gpuSharingEnabled"),  # KAI's name of it
+    "admission.gpuSharing": ("bool", "global.gpuSharing"),
+    "admission.gpuSharingEnabled": ("bool", "global.gpuSharing"),  # this project's older name of KAI's field
 }
 # spec path → type of the settings the operator itself reads (`Config.prometheus`), not install values.
 SETTINGS: Final[dict[str, str]] = {

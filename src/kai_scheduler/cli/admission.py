@@ -81,9 +81,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--gpu-sharing-enabled",
         nargs="?",
         const="true",
-        default="true",
+        default="false",
         metavar="BOOL",
-        help="accept fractional GPU requests (default true)",
+        help="accept fractional GPU requests (default false, as KAI's)",
     )
     p.add_argument(
         "--block-nvidia-visible-devices",

@@ -331,6 +331,9 @@ def _admission_flag(p: Parser) -> None:
         "--leader-elect-namespace; see `kai admission` for the other settings)",
     )
     _value(p, "--webhook-port", "9443", "with --admission: the HTTPS port of the webhooks", "PORT")
+    _bool(
+        p, "--gpu-sharing-enabled", False, "with --admission: accept fractional GPU requests (gpu-fraction, gpu-memory)"
+    )
 
 
 def _dashboard_flag(p: Parser) -> None:
@@ -403,12 +406,15 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                             scheduler_name=flags.scheduler_name,
                             queue_access_control=flags.queue_access_control,
                             queue_label_key=flags.queue_label_key,
+                            gpu_sharing_enabled=_boolean(args, "gpu_sharing_enabled", False),
                             runtime_class_name=binder_options.runtime_class_name
                             if binder_options
                             else constants.DEFAULT_RUNTIME_CLASS_NAME,
                         )
                         if flags is not None
-                        else admission_pod.PodSettings(),
+                        else admission_pod.PodSettings(
+                            gpu_sharing_enabled=_boolean(args, "gpu_sharing_enabled", False)
+                        ),
                     ),
                     store,
                     registry,

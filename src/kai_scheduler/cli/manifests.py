@@ -19,7 +19,8 @@ def add_parser(sub: Any) -> None:
         "`kai manifests | kubectl apply --server-side -f -`. By default that is KAI's install: the CRDs, RBAC, "
         "webhooks, priority classes and `kai operator`, which creates the Config kai-config and the SchedulingShard "
         "default and renders the scheduler, binder, podgrouper, controllers and admission from them. --static prints "
-        "those components instead, with no operator. Values are the chart's values.yaml.",
+        "those components instead, with no operator. Values are the chart's values.yaml; KAI's chart values are "
+        "accepted too (docs/install.md), a warning naming each one that has no effect here.",
     )
     p.add_argument("--namespace", metavar="NS", help="namespace of the components (value namespace.name)")
     p.add_argument("--image", metavar="REPO:TAG", help="image of the components (image.repository and image.tag)")
@@ -71,8 +72,11 @@ def run(args: argparse.Namespace) -> int:
     sets = list(args.sets)
     if args.static or args.operator:  # the flag wins over --set and -f, as it is the more specific ask
         sets.append(f"operator.enabled={'false' if args.static else 'true'}")
-    values = install.resolve(args.values, sets, namespace=args.namespace, image=args.image)
+    ignored: list[str] = []
+    values = install.resolve(args.values, sets, namespace=args.namespace, image=args.image, ignored=ignored)
     sys.stdout.write(install.stream(install.manifests(values, skip_crds=args.skip_crds)))
+    for note in ignored:
+        print(f"kai manifests: warning: {note}", file=sys.stderr)
     for key in unused(values, skip_crds=args.skip_crds):
         print(f"kai manifests: warning: {key} changes nothing in this install{_why(values, key)}", file=sys.stderr)
     return 0

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kai_scheduler.install import kai_values
 from kai_scheduler.install.source import Source
 
 COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers", "admission", "node-scale-adjuster")
@@ -49,7 +50,9 @@ def chosen(when: str | None, value: Callable[[str], Any]) -> bool:
 
 def helm_condition(when: str) -> str:
     """The Go template condition of a `when`."""
-    return f"not .Values.{when[1:]}" if when.startswith("!") else f".Values.{when}"
+    if when.startswith("!"):
+        return f"not {kai_values.helm_expression(when[1:])}"
+    return kai_values.helm_expression(when)
 
 
 def resource_name(component: str) -> str:

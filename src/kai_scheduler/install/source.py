@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kai_scheduler.install import kai_values
 from kai_scheduler.install.values import Values
 
 
@@ -90,7 +91,7 @@ class Templated:
 
     def value(self, path: str) -> Any:
         default = lookup(self.defaults, path)  # a typo in a builder fails here, at generation time
-        expr = f".Values.{path}"
+        expr = kai_values.helm_expression(path)
         scalar = f"{{{{ {expr} | quote }}}}" if isinstance(default, str) else f"{{{{ {expr} }}}}"
         return self._token(scalar, f"{{{{ {expr} }}}}")
 
@@ -108,5 +109,5 @@ class Templated:
     def optional(self, path: str, key: str, node: Any) -> dict[str, Any]:
         lookup(self.defaults, path)
         marker = f"{CONDITION_PREFIX}{len(self.conditions)}X"
-        self.conditions[marker] = f".Values.{path}"
+        self.conditions[marker] = kai_values.helm_expression(path)
         return {f"{marker}{key}": node}

@@ -7,6 +7,8 @@ is an error naming the key instead of a silently ignored setting.
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 import yaml
 
 from kai_scheduler.api.errors import UserError
+from kai_scheduler.install import kai_values
 
 Values = dict[str, Any]
 
@@ -30,6 +33,7 @@ VERSION = _version()
 VALUES_YAML = f"""\
 # Default values of the kai-scheduler chart. `kai manifests` reads the same file: `--set a.b=c` and `-f FILE`
 # override it there exactly as `helm install --set` / `-f` do here. Every component flag has a value below.
+# KAI's own values (its chart's values.yaml) are accepted too: docs/install.md says what each becomes here.
 
 namespace:
   # Namespace the components, their RBAC and the scheduler configuration live in.
@@ -58,9 +62,15 @@ global:
   burst: 300
   # --log-format (a global `kai` flag): text (message and key=value fields) or json (one object a line).
   logFormat: text
+  # --gpu-sharing-enabled (admission): admit pods asking for a GPU fraction (gpu-fraction / gpu-memory
+  # annotations). Off by default, as KAI's: such a pod is then refused at creation.
+  gpuSharing: false
+  # --leader-elect on every component and the operator even with one replica (it is on anyway above one).
+  leaderElection: false
 
 leaderElection:
-  # --leader-elect is turned on for a component whose replicas is above 1; the lease lives in `namespace.name`.
+  # --leader-elect is turned on for a component whose replicas is above 1 (or with global.leaderElection); the
+  # lease lives in `namespace.name`.
   # --leader-elect-lease-duration / --leader-elect-renew-deadline / --leader-elect-retry-period
   leaseDuration: 15s
   renewDeadline: 10s
@@ -188,8 +198,6 @@ admission:
   webhookPort: 9443
   # --secret-name: Secret holding the webhook certificate; the admission component creates and rotates it.
   secretName: kai-admission-cert
-  # --gpu-sharing-enabled: admit pods asking for a GPU fraction (gpu-fraction / gpu-memory annotations).
-  gpuSharingEnabled: true
   # --block-nvidia-visible-devices: set NVIDIA_VISIBLE_DEVICES=void on containers that asked for no GPU.
   blockNvidiaVisibleDevices: false
   # --runtime-class-name: runtimeClassName given to fractional-GPU pods that have none.
@@ -280,14 +288,23 @@ def defaults() -> Values:
 
 
 def resolve(
-    files: Iterable[str] = (), sets: Iterable[str] = (), *, namespace: str | None = None, image: str | None = None
+    files: Iterable[str] = (),
+    sets: Iterable[str] = (),
+    *,
+    namespace: str | None = None,
+    image: str | None = None,
+    ignored: list[str] | None = None,
 ) -> Values:
-    """Defaults, then each values file, then each `--set`, then the `--namespace` and `--image` shortcuts."""
+    """Defaults, then each values file, then each `--set`, then the `--namespace` and `--image` shortcuts.
+
+    KAI's values are taken as `kai_values` says; each one that changes nothing here is appended to `ignored` as
+    "key: why" (when given)."""
     values = defaults()
+    notes: list[str] = [] if ignored is None else ignored
     for path in files:
-        merge(values, _read(path), source=path)
+        merge(values, _read(path), source=path, ignored=notes)
     for assignment in sets:
-        apply_set(values, assignment)
+        apply_set(values, assignment, ignored=notes)
     if namespace is not None:
         merge(values, {"namespace": {"name": namespace}}, source="--namespace")
     if image is not None:
@@ -313,19 +330,81 @@ def _read(path: str) -> Mapping[str, Any]:
     return loaded
 
 
-def merge(values: Values, override: Mapping[str, Any], *, source: str, prefix: str = "") -> None:
-    """Merge `override` into `values` in place; only known keys, each keeping its default's type."""
+def merge(
+    values: Values,
+    override: Mapping[str, Any],
+    *,
+    source: str,
+    prefix: str = "",
+    ignored: list[str] | None = None,
+    base: Values | None = None,
+    root: Values | None = None,
+) -> None:
+    """Merge `override` into `values` in place; only known keys (this install's or KAI's), each keeping its
+    default's type. A null puts the value back to its default, as Helm's does."""
+    base = defaults() if base is None else base
+    root = values if root is None else root
     for key, new in override.items():
         path = f"{prefix}{key}"
         if key not in values:
-            raise ValuesError(f"{source}: unknown value {path!r}")
+            _kai(root, path, new, source=source, ignored=ignored)
+            continue
         old = values[key]
-        if isinstance(old, dict):
+        if new is None:
+            values[key] = copy.deepcopy(lookup_default(base, path))
+        elif isinstance(old, dict):
             if not isinstance(new, Mapping):
                 raise ValuesError(f"{source}: value {path!r} must be a mapping, got {new!r}")
-            merge(old, new, source=source, prefix=f"{path}.")
+            merge(old, new, source=source, prefix=f"{path}.", ignored=ignored, base=base, root=root)
         else:
-            values[key] = coerce(path, old, new, source=source)
+            values[key] = coerce(path, old, _empty_is_default(path, new, base), source=source)
+
+
+def _kai(values: Values, path: str, new: Any, *, source: str, ignored: list[str] | None) -> None:
+    """A key this install does not have: KAI's (an alias or an ignored value), or an error naming it."""
+    found = kai_values.find(path)
+    if found is None and isinstance(new, Mapping) and new:  # a section KAI has and this install does not
+        for key, inner in new.items():
+            _kai(values, f"{path}.{key}", inner, source=source, ignored=ignored)
+        return
+    if found is None:
+        raise ValuesError(f"{source}: unknown value {path!r}")
+    key, rule = found
+    if isinstance(rule, kai_values.Ignored):
+        if ignored is not None and _is_set(new):
+            ignored.append(f"{path}: KAI's value has no effect here: {rule.reason}")
+        return
+    value = rule.convert(new) if rule.convert is not None else new
+    target = rule.target + _INDEX.sub("", path)[len(key) :]  # a key under a mapping alias keeps its tail
+    *parents, last = target.split(".")
+    merge(values, _nested([*parents, last], value), source=f"{source} ({path})", ignored=ignored)
+
+
+def _nested(keys: list[str], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for key in reversed(keys):
+        out = {key: out}
+    return dict(out)
+
+
+def _is_set(value: Any) -> bool:
+    """Whether a value says anything: an empty map or list (KAI's defaults of optional settings) does not."""
+    return value is not None and value != {} and value != []
+
+
+def lookup_default(base: Values, path: str) -> Any:
+    node: Any = base
+    for key in path.split("."):
+        node = node[key]
+    return node
+
+
+# Values KAI leaves empty to mean "the default" (its Config then defaults them).
+_EMPTY_MEANS_DEFAULT = frozenset({"global.nodePoolLabelKey"})
+
+
+def _empty_is_default(path: str, new: Any, base: Values) -> Any:
+    return lookup_default(base, path) if new == "" and path in _EMPTY_MEANS_DEFAULT else new
 
 
 def coerce(path: str, default: Any, new: Any, *, source: str) -> Any:
@@ -348,8 +427,12 @@ def coerce(path: str, default: Any, new: Any, *, source: str) -> Any:
     raise ValuesError(f"{where} cannot be set")
 
 
-def apply_set(values: Values, assignment: str) -> None:
-    """`a.b=c`: the key must exist; `c` is read as the type of the value it replaces."""
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def apply_set(values: Values, assignment: str, *, ignored: list[str] | None = None) -> None:
+    """`a.b=c`: the key must exist (here or in KAI's values); `c` is read as the type of the value it replaces,
+    and `null` puts it back to its default, as with Helm."""
     path, sep, raw = assignment.partition("=")
     if not sep or not path:
         raise ValuesError(f"--set {assignment!r}: expected KEY=VALUE")
@@ -357,19 +440,28 @@ def apply_set(values: Values, assignment: str) -> None:
     node: Any = values
     for i, key in enumerate(keys):
         if not isinstance(node, dict) or key not in node:
+            if kai_values.find(path) is not None:
+                _kai(values, path, _scalar(raw), source="--set", ignored=ignored)
+                return
             raise ValuesError(f"--set {path}: unknown value {'.'.join(keys[: i + 1])!r}")
         if i < len(keys) - 1:
             node = node[key]
     old = node[keys[-1]]
     if isinstance(old, dict):
         raise ValuesError(f"--set {path}: {path!r} is a mapping; set one of its keys")
-    parsed: Any = raw
-    if not isinstance(old, str):
-        try:
-            parsed = yaml.safe_load(raw) if raw else raw
-        except yaml.YAMLError:
-            parsed = raw
-    node[keys[-1]] = coerce(path, old, parsed, source="--set")
+    if raw == "null":
+        node[keys[-1]] = copy.deepcopy(lookup_default(defaults(), path))
+        return
+    parsed: Any = raw if isinstance(old, str) else _scalar(raw)
+    node[keys[-1]] = coerce(path, old, _empty_is_default(path, parsed, defaults()), source="--set")
+
+
+def _scalar(raw: str) -> Any:
+    """A `--set` value as Helm reads it: true/false, numbers and null typed, anything else a string."""
+    try:
+        return yaml.safe_load(raw) if raw else raw
+    except yaml.YAMLError:
+        return raw
 
 
 def split_image(image: str) -> tuple[str, str]:

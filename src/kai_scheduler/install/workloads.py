@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kai_scheduler.install import kai_values
 from kai_scheduler.install.objects import (
     ADMISSION_SERVICE,
     COMPONENTS,
@@ -31,7 +32,7 @@ from kai_scheduler.install.objects import (
     values_key,
     when,
 )
-from kai_scheduler.install.source import Source
+from kai_scheduler.install.source import Source, lookup
 
 # Flags of each component: (flag, values path). Booleans are written --flag=true|false.
 COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -95,7 +96,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("namespace", "namespace.name"),
         ("secret-name", "admission.secretName"),
         ("scheduler-name", "global.schedulerName"),
-        ("gpu-sharing-enabled", "admission.gpuSharingEnabled"),
+        ("gpu-sharing-enabled", "global.gpuSharing"),
         ("block-nvidia-visible-devices", "admission.blockNvidiaVisibleDevices"),
         ("runtime-class-name", "admission.runtimeClassName"),
         ("queue-label-key", "global.queueLabelKey"),
@@ -132,7 +133,13 @@ def args(src: Source, component: str) -> list[str]:
         f"--listen-address=:{LISTEN_PORT}",
         f"--qps={text(src.value('global.qps'))}",
         f"--burst={text(src.value('global.burst'))}",
-        "--leader-elect=" + text(src.computed(lambda v: v[key]["replicas"] > 1, f"gt (int .Values.{replicas}) 1")),
+        "--leader-elect="
+        + text(
+            src.computed(
+                lambda v: v["global"]["leaderElection"] or lookup(v, replicas) > 1,
+                f"or .Values.global.leaderElection (gt (int {kai_values.helm_expression(replicas)}) 1)",
+            )
+        ),
         f"--leader-elect-namespace={text(src.value('namespace.name'))}",
         f"--leader-elect-lease-duration={text(src.value('leaderElection.leaseDuration'))}",
         f"--leader-elect-renew-deadline={text(src.value('leaderElection.renewDeadline'))}",
