@@ -405,4 +405,3 @@ def test_a_victim_whose_queue_sorts_first_lands_first_and_nothing_is_reclaimed()
     same cluster reclaims (the test above)."""
     results = v.cluster(_claim_handed_back(older_pending=True)).run(3)
     assert [r.evictions for r in results] == [0, 0, 0]
-

@@ -7,16 +7,20 @@
    that was the last probe), and keep that statement.
 2. A probe evicts the recorded victims, then pops victim batches one at a time (`victims.VictimQueue`); after
    each, the cheap filters and the generators (`scenario`) propose sub-scenarios to simulate.
-3. A simulation puts back the accumulated victims outside the sub-scenario, pipelines the probe's tasks
-   (pipeline-only, on the feasible nodes), then lets each victim batch re-land (victim jobs in the order they
-   were chosen, a job's pods in task order): in place if its node still has
-   room (it was not needed), else elsewhere, all of a batch or none. A victim left Releasing is evicted; one
-   pipelined elsewhere is moved. The action's validator then accepts or rejects the scenario.
+3. A simulation puts back the accumulated victims outside the sub-scenario, then pops the preemptor and the
+   victim jobs in allocate's queue order (KAI `GetJobsToAllocate`: every job with a pending pod is in the
+   order and skipped when popped), each job ranked by what it is about to place. A victim job popped before the
+   preemptor is placed pipeline-only by node score, as allocate would place it; the preemptor's probe tasks are
+   pipelined on the feasible nodes, and the scenario fails if they do not fit; a victim popped after it lands in
+   place if its node still has room (it was not needed), else elsewhere, all of a batch or none. A victim left
+   Releasing is evicted; one pipelined elsewhere is moved. The action's validator then accepts or rejects the
+   scenario. With the flag `preemptor-placed-first` the probe's tasks are placed first and every victim lands
+   after them (victim jobs in the order they were chosen).
 
-Differences from KAI, on purpose: the probe's tasks are placed before the victims re-land (KAI pops them in
-queue order), and a victim re-lands in place first, so an unneeded victim is never moved. Failed scenarios are
-remembered per job (tasks placed, victims) and not simulated twice. Fit errors the simulations record are
-dropped: the job keeps what allocate said about it.
+Differences from KAI, on purpose: a victim that lands after the preemptor lands in place first, so an unneeded
+victim is never moved, and every evicted pod of a victim tries to land again (KAI: the job's next tasks to
+allocate only). Failed scenarios are remembered per job (tasks placed, victims) and not simulated twice. Fit
+errors the simulations record are dropped: the job keeps what allocate said about it.
 """
 
 from __future__ import annotations
@@ -262,9 +266,7 @@ class _JobSolver:
             self._reland(batch, candidates)
         return True
 
-    def _place_in_queue_order(
-        self, size: int, tasks: list[PodInfo], sub: list[Batch], candidates: points.Mask
-    ) -> bool:
+    def _place_in_queue_order(self, size: int, tasks: list[PodInfo], sub: list[Batch], candidates: points.Mask) -> bool:
         """KAI's order: the preemptor and the victim jobs pop from allocate's queue order (with every other job
         that has a pending task: they are skipped, but while first in their queue they speak for it). A victim
         popped before the preemptor is placed as allocate would place it (by node score), so a victim whose
