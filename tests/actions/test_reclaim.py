@@ -360,11 +360,9 @@ def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplo
     assert all(any("GPU" in reason for reason in t["reasons"]) for t in tried), [t["reasons"] for t in tried]
 
 
-def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:
-    """d2's gang p1 reclaims 2 GPUs from d1 (fair share 5, running 7) and is pipelined. Next cycle the victim's
-    pod is recreated Pending and d1 comes first in queue order: without the claim allocate gave the GPUs back
-    to it and the reclaim repeated every cycle, alternating r1 and r2 (found by a random search over small
-    two-department trees). With the claim, p1 binds in cycle 2 and nothing moves after."""
+def _claim_handed_back(*, older_pending: bool) -> list[JSON]:
+    """d1 (fair share 5) runs 7 GPUs, d2 (fair share 3) runs 1; d2's p1 (2 x 1 GPU) may reclaim; d1 waits with p2.
+    `older_pending`: d2 also waits with p0 (2 x 2 GPUs, older than p1, over d2's fair share)."""
     objects = [
         b.node("n0", gpus=8),
         v.queue("d1", gpu_quota=4, gpu_weight=2),
@@ -375,9 +373,35 @@ def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue() -> None:
     for k, gpus in enumerate([2, 2, 2, 1]):
         objects += v.job(f"r{k}", queue="d1-t0", gpus=gpus, node="n0", created=b.NOW - 3600 + k)
     objects += v.job("r4", queue="d2-t0", gpus=1, node="n0", created=b.NOW - 3596)
-    objects += v.job("p0", queue="d2-t0", pods=2, gpus=2, created=b.NOW - 100)
+    if older_pending:
+        objects += v.job("p0", queue="d2-t0", pods=2, gpus=2, created=b.NOW - 100)
     objects += v.job("p1", queue="d2-t0", pods=2, gpus=1, created=b.NOW - 99)
     objects += v.job("p2", queue="d1-t0", pods=4, gpus=2, created=b.NOW - 98)
-    results = v.cluster(objects).run(6)
+    return objects
+
+
+@pytest.mark.parametrize(
+    "older_pending, flags",
+    [
+        pytest.param(False, {}, id="KAI's order: p1 speaks for d2"),
+        pytest.param(True, {"preemptor-placed-first": True}, id="preemptor placed first"),
+    ],
+)
+def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue(older_pending: bool, flags: JSON) -> None:
+    """d2's gang p1 reclaims 2 GPUs from d1 (fair share 5, running 7) and is pipelined. Next cycle the victim's
+    pod is recreated Pending and d1 comes first in queue order: without the claim allocate gave the GPUs back
+    to it and the reclaim repeated every cycle, alternating r1 and r2 (found by a random search over small
+    two-department trees). With the claim, p1 binds in cycle 2 and nothing moves after."""
+    results = v.cluster(_claim_handed_back(older_pending=older_pending), config={"flags": flags}).run(6)
     assert [r.evictions for r in results] == [1, 0, 0, 0, 0, 0]
     assert sorted(op.task.name for op in results[1].operations if op.op is Op.ALLOCATE) == ["p1-0", "p1-1"]
+
+
+def test_a_victim_whose_queue_sorts_first_lands_first_and_nothing_is_reclaimed() -> None:
+    """KAI's simulation pops the preemptor and the victims in allocate's queue order, the other pending jobs
+    included (KAI `GetJobsToAllocate`): d2's older p0 (4 GPUs) speaks for d2, so d1 (the victim's queue,
+    smaller dominant share with the victim's 2 GPUs) pops first, its victim takes its GPUs back and p1 no longer
+    fits. Allocate would hand the GPUs straight back: no reclaim. With the old rule (preemptor placed first) the
+    same cluster reclaims (the test above)."""
+    results = v.cluster(_claim_handed_back(older_pending=True)).run(3)
+    assert [r.evictions for r in results] == [0, 0, 0]

@@ -186,7 +186,7 @@ def _probe_sizes(objects: list[JSON], job: str, *, victim_queue: str = "q") -> t
 
 def _gang_against(victim_gpus: int, gang: int) -> list[JSON]:
     """A full node of 1-GPU victims (victim_gpus of them) and a pending gang of `gang` 1-GPU pods."""
-    objects = [b.node("n1", gpus=victim_gpus), v.queue("q", gpu_quota=-1), v.queue("p", gpu_quota=-1)]
+    objects = [b.node("n1", gpus=victim_gpus), v.queue("q", gpu_quota=-1), v.queue("p", gpu_quota=-1, priority=200)]
     for i in range(victim_gpus):
         objects += v.job(f"v{i}", queue="q", node="n1")
     return objects + v.job("gang", queue="p", pods=gang)

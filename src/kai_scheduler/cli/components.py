@@ -51,6 +51,8 @@ _FLAG_HELP = {
     "quota (not KAI's rule; off by default)",
     "pipelined_claims": "a pipelined pod claims its node (nominatedNodeName) and allocate serves claimed jobs "
     "first (not KAI's; false: KAI's order)",
+    "preemptor_placed_first": "a victim search's simulation places the preemptor before any victim lands again "
+    "(not KAI's; false: KAI's queue order)",
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",
     "stuck_in_releasing_threshold": "after this a terminating pod counts as stuck in releasing",
     "queue_access_control": "a job whose queue does not admit its namespace (spec.allowedNamespaces, "

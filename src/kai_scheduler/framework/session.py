@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -98,6 +98,8 @@ class Session:
         self.job_key = functools.cmp_to_key(self.compare_jobs)
         self._all_nodes = np.ones(len(snapshot.nodes), dtype=bool)
         self._tasks_to_allocate: dict[str, list[PodInfo]] = {}
+        self._ranked_as: Mapping[str, Sequence[PodInfo]] = {}
+        self.ranking_version = 0  # changes when `ranked_as` does: what ranks a queue's best job may differ
         self._derived: dict[str, tuple[int, Any]] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------------------
@@ -306,6 +308,25 @@ class Session:
         if tasks is None:
             tasks = self._tasks_to_allocate[job.uid] = job.tasks_to_allocate(self.task_key, self.member_key)
         return list(tasks)
+
+    def ranking_tasks(self, job: JobInfo) -> list[PodInfo]:
+        """The tasks whose request ranks `job`'s queue in QUEUE_ORDER: its tasks to allocate, unless a victim
+        simulation names the tasks it is about to place for it (`ranked_as`)."""
+        tasks = self._ranked_as.get(job.uid)
+        return list(tasks) if tasks is not None else self.tasks_to_allocate(job)
+
+    @contextlib.contextmanager
+    def ranked_as(self, tasks: Mapping[str, Sequence[PodInfo]]) -> Iterator[None]:
+        """Inside the block, the jobs named (by uid) are ranked by the given tasks: a victim simulation orders
+        its victims by what they would take back (KAI counts the tasks evicted in the simulation as the job's
+        tasks to allocate) and a probe's preemptor by the tasks it probes."""
+        self._ranked_as = tasks
+        self.ranking_version += 1
+        try:
+            yield
+        finally:
+            self._ranked_as = {}
+            self.ranking_version += 1
 
     def derived(self, name: str, compute: Callable[[], T]) -> T:
         """`compute()`, a value derived from the placements only, remembered under `name` until a task moves

@@ -68,6 +68,7 @@ PARAMS: dict[str, str] = {
     "allow_consolidating_reclaim": "allowConsolidatingReclaim",
     "reclaim_protects_deserved": "reclaimProtectsDeserved",
     "pipelined_claims": "pipelinedClaims",
+    "preemptor_placed_first": "preemptorPlacedFirst",
     "default_staleness_grace_period": "globalDefaultStalenessGracePeriod",
     "stuck_in_releasing_threshold": "stuckInReleasingThreshold",
     "queue_access_control": "queueAccessControl",

@@ -88,10 +88,17 @@ class JobOrderByQueues:
     """Pop jobs in queue-tree order; `push` puts a job back (elastic re-queueing).
 
     `reverse=True` builds the victim order: every comparison reversed (most over-served queue, lowest job first).
-    `depth` caps each leaf's heap (`queueDepthPerAction`)."""
+    `depth` caps each leaf's heap (`queueDepthPerAction`). `ordered=True`: the caller gives each queue's jobs
+    already in job order (they are not sorted again)."""
 
     def __init__(
-        self, ssn: Session, jobs: Iterable[JobInfo], *, reverse: bool = False, depth: int | None = None
+        self,
+        ssn: Session,
+        jobs: Iterable[JobInfo],
+        *,
+        reverse: bool = False,
+        depth: int | None = None,
+        ordered: bool = False,
     ) -> None:
         self.ssn = ssn
         self.reverse = reverse
@@ -105,7 +112,9 @@ class JobOrderByQueues:
             leaf = self._leaf(name)
             if leaf is None:
                 continue
-            entries = sorted(_JobEntry(j, self) for j in queue_jobs)
+            entries = [_JobEntry(j, self) for j in queue_jobs]
+            if not ordered:
+                entries.sort()
             leaf.jobs = entries[:depth] if depth else entries
             leaf._find_first()
         self._heapify(self._root)

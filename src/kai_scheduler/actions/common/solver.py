@@ -7,20 +7,25 @@
    that was the last probe), and keep that statement.
 2. A probe evicts the recorded victims, then pops victim batches one at a time (`victims.VictimQueue`); after
    each, the cheap filters and the generators (`scenario`) propose sub-scenarios to simulate.
-3. A simulation puts back the accumulated victims outside the sub-scenario, pipelines the probe's tasks
-   (pipeline-only, on the feasible nodes), then lets each victim batch re-land (victim jobs in the order they
-   were chosen, a job's pods in task order): in place if its node still has
-   room (it was not needed), else elsewhere, all of a batch or none. A victim left Releasing is evicted; one
-   pipelined elsewhere is moved. The action's validator then accepts or rejects the scenario.
+3. A simulation puts back the accumulated victims outside the sub-scenario, then pops the preemptor and the
+   victim jobs in allocate's queue order (KAI `GetJobsToAllocate`: every job with a pending pod is in the
+   order and skipped when popped), each job ranked by what it is about to place. A victim job popped before the
+   preemptor is placed pipeline-only by node score, as allocate would place it; the preemptor's probe tasks are
+   pipelined on the feasible nodes, and the scenario fails if they do not fit; a victim popped after it lands in
+   place if its node still has room (it was not needed), else elsewhere, all of a batch or none. A victim left
+   Releasing is evicted; one pipelined elsewhere is moved. The action's validator then accepts or rejects the
+   scenario. With the flag `preemptor-placed-first` the probe's tasks are placed first and every victim lands
+   after them (victim jobs in the order they were chosen).
 
-Differences from KAI, on purpose: the probe's tasks are placed before the victims re-land (KAI pops them in
-queue order), and a victim re-lands in place first, so an unneeded victim is never moved. Failed scenarios are
-remembered per job (tasks placed, victims) and not simulated twice. Fit errors the simulations record are
-dropped: the job keeps what allocate said about it.
+Differences from KAI, on purpose: a victim that lands after the preemptor lands in place first, so an unneeded
+victim is never moved, and every evicted pod of a victim tries to land again (KAI: the job's next tasks to
+allocate only). Failed scenarios are remembered per job (tasks placed, victims) and not simulated twice. Fit
+errors the simulations record are dropped: the job keeps what allocate said about it.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +35,7 @@ import numpy as np
 
 from kai_scheduler.actions.common import allocation, gpu_sharing, scenario
 from kai_scheduler.actions.common.budget import JobBudget
+from kai_scheduler.actions.common.job_order import JobOrderByQueues
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
 from kai_scheduler.actions.common.victims import Batch, VictimQueue
 from kai_scheduler.cluster import tolerance
@@ -90,6 +96,8 @@ class _JobSolver:
         self.base_nodes = self._feasible_nodes()
         self.simulations = 0
         self.outcome: ScenarioOutcome | None = None
+        self._waiting: dict[str, dict[str, list[JobInfo]]] | None = None
+        self._sorted_queues: set[str] = set()
 
     def solve(self) -> Solution:
         n = len(self.tasks)
@@ -229,18 +237,107 @@ class _JobSolver:
             if id(batch) not in inside:
                 self._put_back(batch)
         candidates = self._candidates(sub)
-        if not allocation.place_tasks(self.ssn, self.stmt, self.job, tasks, pipeline_only=True, candidates=candidates):
+        if self.ssn.config.flags.preemptor_placed_first:
+            placed = self._place_preemptor_first(size, tasks, sub, candidates)
+        else:
+            placed = self._place_in_queue_order(size, tasks, sub, candidates)
+        if not placed:
             return None
-        if size == len(self.tasks) and not self.job.is_gang_satisfied():
-            return None
-        for batch in self._reland_order(sub):
-            self._reland(batch, candidates)
         outcome = ScenarioOutcome.of(sub)
         if size == len(self.tasks) and not (outcome.victims or outcome.moved):
             return None  # nothing to evict or move: placing the job is allocate's business, not ours
         if self.search.validate(self.job, tasks, outcome) is not None:
             return None
         return outcome
+
+    def _place_preemptor(self, size: int, tasks: list[PodInfo], candidates: points.Mask) -> bool:
+        """The probe's tasks, pipeline-only, on the candidate nodes; the whole job must meet its gang minimum."""
+        if not allocation.place_tasks(self.ssn, self.stmt, self.job, tasks, pipeline_only=True, candidates=candidates):
+            return False
+        return size < len(self.tasks) or self.job.is_gang_satisfied()
+
+    def _place_preemptor_first(
+        self, size: int, tasks: list[PodInfo], sub: list[Batch], candidates: points.Mask
+    ) -> bool:
+        """`preemptor-placed-first`: the probe's tasks first, then every victim lands again, in place if it can."""
+        if not self._place_preemptor(size, tasks, candidates):
+            return False
+        for batch in self._reland_order(sub):
+            self._reland(batch, candidates)
+        return True
+
+    def _place_in_queue_order(self, size: int, tasks: list[PodInfo], sub: list[Batch], candidates: points.Mask) -> bool:
+        """KAI's order: the preemptor and the victim jobs pop from allocate's queue order (with every other job
+        that has a pending task: they are skipped, but while first in their queue they speak for it). A victim
+        popped before the preemptor is placed as allocate would place it (by node score), so a victim whose
+        queue sorts first takes back what it needs and the preemptor may no longer fit; one popped after lands
+        in place first. Each job is ranked by what it is about to place."""
+        batches: dict[str, list[Batch]] = {}
+        for batch in self._reland_order(sub):
+            batches.setdefault(batch.job.uid, []).append(batch)
+        ranking: dict[str, list[PodInfo]] = {uid: [t for b in bs for t in b.tasks] for uid, bs in batches.items()}
+        ranking[self.job.uid] = tasks
+        with self.ssn.ranked_as(ranking):
+            order = self._allocation_order([bs[0].job for bs in batches.values()])
+            waiting = {*batches, self.job.uid}
+            preemptor_placed = False
+            while waiting and (job := order.pop()) is not None:
+                if job.uid not in waiting:
+                    continue
+                waiting.discard(job.uid)
+                if job.uid == self.job.uid:
+                    if not self._place_preemptor(size, tasks, candidates):
+                        return False
+                    preemptor_placed = True
+                    continue
+                for batch in batches[job.uid]:
+                    if preemptor_placed:
+                        self._reland(batch, candidates)
+                    else:
+                        allocation.place_tasks(
+                            self.ssn, self.stmt, batch.job, list(batch.tasks), pipeline_only=True, candidates=candidates
+                        )
+        return preemptor_placed
+
+    def _allocation_order(self, victim_jobs: list[JobInfo]) -> JobOrderByQueues:
+        """The preemptor, `victim_jobs` and the jobs with a pending task, in allocate's queue order (KAI
+        `GetJobsToAllocate`). Only the top-level queues holding the preemptor or a victim are built: what the
+        others pop is skipped and changes no other queue's turn. Within a leaf the pending jobs are sorted once
+        per solve (nothing moves them); the victims, whose order the evictions change, are inserted in it."""
+        victims = {job.uid for job in victim_jobs}
+        by_queue: dict[str, list[JobInfo]] = {}
+        for top in {self._top(job.queue) for job in (self.job, *victim_jobs)}:
+            for queue in self._waiting_by_top().get(top, ()):
+                by_queue[queue] = [j for j in self._waiting_in(queue) if j.uid not in victims]
+        for job in victim_jobs:
+            bisect.insort(by_queue.setdefault(job.queue, []), job, key=self.ssn.job_key)
+        if not any(j is self.job for j in by_queue.get(self.job.queue, ())):
+            bisect.insort(by_queue.setdefault(self.job.queue, []), self.job, key=self.ssn.job_key)
+        return JobOrderByQueues(self.ssn, (j for jobs in by_queue.values() for j in jobs), ordered=True)
+
+    def _waiting_by_top(self) -> dict[str, dict[str, list[JobInfo]]]:
+        """Jobs with a pending task, by top-level queue and leaf queue (computed once per solve)."""
+        if self._waiting is None:
+            self._waiting = {}
+            for job in self.ssn.snapshot.waiting:
+                if job.has_pending():
+                    self._waiting.setdefault(self._top(job.queue), {}).setdefault(job.queue, []).append(job)
+        return self._waiting
+
+    def _waiting_in(self, queue: str) -> list[JobInfo]:
+        """The leaf's jobs with a pending task, in job order (sorted on first use)."""
+        jobs = self._waiting_by_top()[self._top(queue)][queue]
+        if queue not in self._sorted_queues:
+            jobs.sort(key=self.ssn.job_key)
+            self._sorted_queues.add(queue)
+        return jobs
+
+    def _top(self, queue: str) -> str:
+        queues = self.ssn.snapshot.queues
+        info = queues.get(queue)
+        while info is not None and info.parent and info.parent in queues:
+            info = queues[info.parent]
+        return info.name if info is not None else queue
 
     def _reland_order(self, sub: list[Batch]) -> list[Batch]:
         """Victim jobs in the order they were chosen; within a job, its tasks in task order (KAI re-allocates a

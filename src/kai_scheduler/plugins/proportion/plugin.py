@@ -61,6 +61,7 @@ class Proportion(PluginBase):
         self._charged: dict[str, Vector] = {}  # task uid → what its queues were charged
         self._job_requests: dict[str, tuple[float, ...]] = {}  # job uid → request of its tasks to allocate
         self._ranks: dict[str, tuple[JobInfo | None, Rank]] = {}  # queue → (best job, rank)
+        self._ranking_version = 0  # the session's, when the two caches above were filled
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Proportion:
@@ -271,6 +272,7 @@ class Proportion(PluginBase):
         """Rules 1-6 for the queue with `job` as its best job, cached until the queue's allocation changes.
 
         The job-order tree compares the same (queue, best job) pairs many times between two allocations."""
+        self._follow_ranking()
         cached = self._ranks.get(name)
         if cached is not None and cached[0] is job:
             return cached[1]
@@ -279,19 +281,29 @@ class Proportion(PluginBase):
         return rank
 
     def job_request(self, job: JobInfo | None) -> tuple[float, ...] | None:
-        """(cpu, memory, gpu) of the job's tasks to allocate (§3.5), cached until one of its tasks moves."""
+        """(cpu, memory, gpu) of the job's tasks to allocate (§3.5; the session's `ranking_tasks`), cached until
+        one of its tasks moves."""
         if job is None:
             return None
+        self._follow_ranking()
         request = self._job_requests.get(job.uid)
         if request is None:
             ssn = self._session
             total = np.zeros(len(QUEUE_AXIS))
-            for task in ssn.tasks_to_allocate(job):
+            for task in ssn.ranking_tasks(job):
                 total += task.queue_request()
             request = self._job_requests[job.uid] = tuple(total.tolist())
         return request
 
     # --- internals -----------------------------------------------------------------------------------------
+
+    def _follow_ranking(self) -> None:
+        """Forget the requests and ranks computed before the session changed which tasks rank a job."""
+        version = self._session.ranking_version
+        if version != self._ranking_version:
+            self._ranking_version = version
+            self._job_requests.clear()
+            self._ranks.clear()
 
     @property
     def _session(self) -> Session:
