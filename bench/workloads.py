@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, priorityclass
 
 JSON = dict[str, object]
 EPOCH = 1767225600.0
@@ -94,15 +94,7 @@ def job(
 
 
 def priority_classes() -> list[JSON]:
-    return [
-        {
-            "apiVersion": constants.PRIORITYCLASS_API_VERSION,
-            "kind": "PriorityClass",
-            "metadata": {"name": n},
-            "value": v,
-        }
-        for n, v in constants.SHIPPED_PRIORITY_CLASSES
-    ]
+    return [pc.to_dict() for pc in priorityclass.shipped()]
 
 
 def cluster(n_nodes: int, n_queues: int, gang_sizes: list[int], gpus_per_pod: int = 1) -> list[JSON]:

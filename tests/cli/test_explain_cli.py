@@ -9,6 +9,7 @@ import pytest
 
 from tests.cli.invoke import run as _run
 from tests.cli.invoke import write as _write
+from tests.cli.test_schedule_cli import CLASSED_NODE_AND_QUEUE, CLASSED_POD
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "examples" / "quickstart.yaml")
@@ -68,3 +69,13 @@ def test_the_docs_show_what_the_command_prints(capsys: pytest.CaptureFixture[str
     _, out, _ = _run(capsys, "explain", job, QUICKSTART)
     doc = (ROOT / "docs" / "explain.md").read_text(encoding="utf-8")
     assert f"$ kai explain {job} examples/quickstart.yaml\n{out}```" in doc
+
+
+@pytest.mark.parametrize("priority_class, preemptible", [("build", False), ("train", True)])
+def test_a_manifest_pod_is_explained_with_the_shipped_class_it_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, priority_class: str, preemptible: bool
+) -> None:
+    text = CLASSED_NODE_AND_QUEUE % 1 + CLASSED_POD % ("p", priority_class, "", "Pending")
+    code, out, err = _run(capsys, "explain", "p", _write(tmp_path, text, "manifest.yaml"), "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["preemptible"] is preemptible

@@ -486,3 +486,71 @@ def test_every_step_says_what_it_does_once_it_takes_long(
         "kai: preparing the report",
         "kai: writing the result",
     ]
+
+
+# --- the priority classes KAI ships, on a manifest ---------------------------------------------------------------
+
+CLASSED_NODE_AND_QUEUE = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status: {allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "1", pods: "110"}}
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: a}
+spec:
+  resources:
+    gpu: {quota: %d, overQuotaWeight: 1, limit: -1}
+    cpu: {quota: -1, overQuotaWeight: 1, limit: -1}
+    memory: {quota: -1, overQuotaWeight: 1, limit: -1}
+"""
+CLASSED_POD = """\
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, labels: {kai.scheduler/queue: a}}
+spec:
+  schedulerName: kai-scheduler
+  priorityClassName: %s
+  nodeName: "%s"
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: "1"}}}]
+status: {phase: %s}
+"""
+
+
+@pytest.mark.parametrize(
+    "priority_class, new, old",
+    [
+        pytest.param("build", "Pipelined", "Releasing", id="build (100) preempts train (50) in its queue"),
+        pytest.param("train", "Pending", "Running", id="train does not preempt train"),
+    ],
+)
+def test_a_manifest_pod_gets_the_shipped_class_it_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, priority_class: str, new: str, old: str
+) -> None:
+    text = CLASSED_NODE_AND_QUEUE % 1 + CLASSED_POD % ("old", "train", "n", "Running")
+    text += CLASSED_POD % ("new", priority_class, "", "Pending")
+    data = _json(capsys, _write(tmp_path, text, "manifest.yaml"))
+    assert (data["tasks"]["default/new"]["status"], data["tasks"]["default/old"]["status"]) == (new, old)
+
+
+@pytest.mark.parametrize(
+    "priority_class, status",
+    [
+        pytest.param("build", "Pending", id="build is non-preemptible: not over its queue's quota"),
+        pytest.param("build-preemptible", "Binding", id="build-preemptible (75) may go over quota"),
+    ],
+)
+def test_a_shipped_class_gives_kai_preemptibility_offline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, priority_class: str, status: str
+) -> None:
+    text = CLASSED_NODE_AND_QUEUE % 0 + CLASSED_POD % ("p", priority_class, "", "Pending")
+    data = _json(capsys, _write(tmp_path, text, "manifest.yaml"))
+    assert data["tasks"]["default/p"]["status"] == status
+
+
+def test_a_manifest_pod_naming_an_unknown_class_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _write(tmp_path, CLASSED_NODE_AND_QUEUE % 1 + CLASSED_POD % ("p", "gold", "", "Pending"), "manifest.yaml")
+    code, out, err = _run(capsys, "schedule", path)
+    _assert_one_line_error(code, out, err, path, ["Pod default/p", "spec.priorityClassName", "'gold'"])

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, priorityclass
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.resources import CPU, GPU, PODS
@@ -279,8 +279,13 @@ def test_job_priority_and_preemptibility(
 )
 def test_explicit_preemptibility(preemptibility: str, priority_class: str, preemptible: bool) -> None:
     pcs = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
-        for n, v in constants.SHIPPED_PRIORITY_CLASSES
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": pc.name},
+            "value": pc.value,
+        }
+        for pc in priorityclass.SHIPPED
     ]
     snap = _snap(
         *pcs, b.podgroup("j", priority_class=priority_class, preemptibility=preemptibility), b.pod("j-0", group="j")

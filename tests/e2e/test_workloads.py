@@ -127,6 +127,35 @@ def test_a_pytorchjob_gets_master_and_worker_subgroups(clean: Cluster, pytorchjo
     never_over_committed(clean)
 
 
+def test_a_job_pod_on_its_per_pod_podgroup_of_an_older_kai_keeps_it(clean: Cluster) -> None:
+    """Upgrading from a KAI that gave each pod of a Job its own PodGroup (`pg-<pod>-<job uid>`): the pod that has
+    one keeps it, taken over in place (minMember 1, what the pod grouper writes now added: the top owner's
+    metadata), a new pod of the Job joins `pg-<job>-<job uid>`; both run."""
+    job = clean.create(harness.suspended_job("legacy-job", "default-queue"))
+    uid = job["metadata"]["uid"]
+    legacy = podgroup(f"pg-legacy-job-0-{uid}", min_member=1, queue="default-queue")
+    legacy["metadata"]["ownerReferences"] = [owner_reference(job)]
+    clean.create(legacy)
+    clean.create(pod("legacy-job-0", owner=job, group=legacy["metadata"]["name"], labels={"app": "legacy-job"}))
+    clean.create(pod("legacy-job-1", owner=job, labels={"app": "legacy-job"}))
+    clean.wait("both pods Running", lambda: _phases(clean, "app=legacy-job") == ["Running", "Running"])
+    groups = {
+        p["metadata"]["name"]: p["metadata"]["annotations"]["pod-group-name"] for p in clean.pods("app=legacy-job")
+    }
+    assert groups == {"legacy-job-0": legacy["metadata"]["name"], "legacy-job-1": f"pg-legacy-job-{uid}"}
+    mine = [g for g in clean.store.list("podgroups", NAMESPACE)[0] if uid in g["metadata"]["name"]]
+    assert sorted((g["metadata"]["name"], g["spec"]["minMember"]) for g in mine) == [
+        (f"pg-legacy-job-0-{uid}", 1),
+        (f"pg-legacy-job-{uid}", 1),
+    ]
+
+    def taken_over() -> bool:
+        taken = clean.store.get("podgroups", legacy["metadata"]["name"], NAMESPACE)
+        return "legacy-job" in (taken["metadata"].get("annotations") or {}).get("kai.scheduler/top-owner-metadata", "")
+
+    clean.wait("the per-pod PodGroup taken over", taken_over, timeout=20)
+
+
 def test_a_fractional_gpu_pod_gets_a_reservation_pod_and_its_configmap(clean: Cluster) -> None:
     """A pod asking half a GPU (`gpu-fraction: 0.5`; the shared-GPU ConfigMap annotation is set here, as the
     admission webhook would): it is bound beside a reservation pod that holds the whole GPU, and the binder

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kai_scheduler.api import constants
-from tests.podgrouper.helpers import Cluster, controller_pod, spec
+from kai_scheduler.api.fields import JSON
+from tests.podgrouper.helpers import Cluster, controller_pod, reference, spec
 
 GANG_JOB = """
 apiVersion: batch/v1
@@ -115,3 +117,64 @@ def test_a_cronjob_run_is_grouped_by_the_job_it_spawned() -> None:
     top = json.loads(pg["metadata"]["annotations"][constants.ANNOTATION_TOP_OWNER_METADATA])
     assert (top["kind"], top["name"]) == ("CronJob", "nightly-eval")
     assert pg["metadata"]["ownerReferences"][0]["name"] == "nightly-eval-29471040"
+
+
+# Older KAI grouped each pod of a Job on its own, `pg-<pod>-<job uid>`, minMember 1 (KAI `plugins/job`,
+# `calcPodGroupName`: such a PodGroup, when it exists, is kept).
+
+
+def _legacy_podgroup(c: Cluster, pod_name: str, job: JSON, **spec_fields: Any) -> JSON:
+    """The PodGroup an older KAI made for one pod of `job`."""
+    name = f"pg-{pod_name}-{job['metadata']['uid']}"
+    body = {
+        "apiVersion": constants.PODGROUP_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ml", "ownerReferences": [reference(job)]},
+        "spec": {"queue": "team-a", "minMember": 1, "priorityClassName": "train", **spec_fields},
+    }
+    c.add(body)
+    return body
+
+
+def test_a_pod_with_a_per_pod_podgroup_of_an_older_kai_keeps_it() -> None:
+    c = Cluster(GANG_JOB)
+    job = c.owner("jobs", "allreduce", "ml")
+    legacy = _legacy_podgroup(c, "allreduce-0-x0", job, minMember=4)
+    old = controller_pod("allreduce-0-x0", job, gpus=8)
+    old["metadata"]["annotations"] = {constants.ANNOTATION_POD_GROUP_NAME: legacy["metadata"]["name"]}
+    c.add(old, controller_pod("allreduce-1-x1", job, gpus=8))
+    outcome = c.group()
+    assert c.podgroup_of("allreduce-0-x0", "ml")["metadata"]["name"] == legacy["metadata"]["name"]
+    assert spec(c.podgroup_of("allreduce-0-x0", "ml"))["minMember"] == 1  # KAI: a legacy PodGroup is not a gang
+    assert outcome.updated == [f"ml/{legacy['metadata']['name']}"]
+    assert c.podgroup_of("allreduce-1-x1", "ml")["metadata"]["name"] == f"pg-allreduce-{job['metadata']['uid']}"
+    assert spec(c.podgroup_of("allreduce-1-x1", "ml"))["minMember"] == 4
+
+
+def test_an_unannotated_pod_joins_its_existing_per_pod_podgroup() -> None:
+    c = Cluster(GANG_JOB)
+    job = c.owner("jobs", "allreduce", "ml")
+    legacy = _legacy_podgroup(c, "allreduce-0-x0", job)
+    c.add(controller_pod("allreduce-0-x0", job, gpus=8))
+    outcome = c.group()
+    assert outcome.created == []
+    assert c.podgroup_of("allreduce-0-x0", "ml")["metadata"]["name"] == legacy["metadata"]["name"]
+
+
+def test_a_per_pod_podgroup_of_another_job_is_not_taken() -> None:
+    c = Cluster(GANG_JOB)
+    job = c.owner("jobs", "allreduce", "ml")
+    _legacy_podgroup(c, "allreduce-0-x0", {**job, "metadata": {**job["metadata"], "uid": "an-earlier-job"}})
+    c.add(controller_pod("allreduce-0-x0", job, gpus=8))
+    c.group()
+    assert c.podgroup_of("allreduce-0-x0", "ml")["metadata"]["name"] == f"pg-allreduce-{job['metadata']['uid']}"
+
+
+def test_a_cronjob_run_does_not_look_for_per_pod_podgroups() -> None:
+    c = Cluster(CRONJOB)
+    job = c.owner("jobs", "nightly-eval-29471040", "ml")
+    _legacy_podgroup(c, "nightly-eval-29471040-q8z7d", job)
+    c.add(controller_pod("nightly-eval-29471040-q8z7d", job))
+    c.group()
+    pg = c.podgroup_of("nightly-eval-29471040-q8z7d", "ml")
+    assert pg["metadata"]["name"] == f"pg-nightly-eval-29471040-{job['metadata']['uid']}"

@@ -41,6 +41,9 @@ class Lookup:
     def priority_class_exists(self, name: str) -> bool:
         return name in {"train", "inference"}
 
+    def podgroup_exists(self, namespace: str, name: str) -> bool:
+        return False
+
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
         return []
 

@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kai_scheduler.api import constants, quantity
+from kai_scheduler.api import priorityclass, quantity
 from kai_scheduler.cluster.node_info import GroupState
 from kai_scheduler.cluster.pod_status import ALLOCATED, PodStatus
 from kai_scheduler.cluster.resources import GPU, QUEUE_AXIS
@@ -44,8 +44,8 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 PRIORITY_CLASSES: list[JSON] = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
-    for n, v in constants.SHIPPED_PRIORITY_CLASSES
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": pc.name}, "value": pc.value}
+    for pc in priorityclass.SHIPPED
 ]
 COUNTED = ALLOCATED | PodStatus.PIPELINED  # what a queue is charged for during a session
 

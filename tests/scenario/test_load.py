@@ -633,16 +633,27 @@ def test_queue_resources_and_age() -> None:
     assert old["metadata"]["creationTimestamp"] < young["metadata"]["creationTimestamp"]
 
 
-def test_shipped_classes_unless_declared() -> None:
-    shipped = scenario()
-    assert [(o["metadata"]["name"], o["value"]) for o in shipped.objects if o["kind"] == "PriorityClass"] == [
-        ("train", 50),
-        ("build-preemptible", 75),
-        ("build", 100),
-        ("inference", 125),
-    ]
+def classes(loaded: Scenario) -> list[tuple[str, int]]:
+    return [(o["metadata"]["name"], o["value"]) for o in loaded.objects if o["kind"] == "PriorityClass"]
+
+
+def test_shipped_classes_besides_declared() -> None:
+    shipped = [("train", 50), ("build-preemptible", 75), ("build", 100), ("inference", 125)]
+    assert classes(scenario()) == shipped
     declared = scenario("- {name: j, queue: team-a, priority: 9}", "priorityClasses: [{name: low, value: 7}]")
-    assert names(declared, "PriorityClass") == ["low", "priority-9"]
+    assert classes(declared) == [("low", 7), *shipped, ("priority-9", 9)]
+
+
+def test_a_declared_class_wins_over_the_shipped_one() -> None:
+    jobs = "- {name: j, queue: team-a, priorityClassName: build, tasks: [{name: t}]}"
+    loaded = scenario(jobs, "priorityClasses: [{name: build, value: 40}]")
+    assert classes(loaded) == [("build", 40), ("train", 50), ("build-preemptible", 75), ("inference", 125)]
+
+
+def test_a_priority_value_maps_to_a_declared_class_before_a_shipped_one() -> None:
+    loaded = scenario("- {name: j, queue: team-a, priority: 50}", "priorityClasses: [{name: low, value: 50}]")
+    podgroup = next(o for o in loaded.objects if o["kind"] == "PodGroup")
+    assert podgroup["spec"]["priorityClassName"] == "low"
 
 
 def test_objects_in_kind_order_and_deterministic() -> None:
@@ -743,10 +754,13 @@ items:
 """
 
 
+SHIPPED_CLASSES = [("PriorityClass", name) for name in ("train", "build-preemptible", "build", "inference")]
+
+
 def test_multi_document_manifest() -> None:
     s = loads(MULTI_DOC, "snap.yaml")
     kinds = [(o["kind"], o["metadata"]["name"]) for o in s.objects]
-    assert kinds == [("Node", "n"), ("Queue", "q"), ("PodGroup", "pg"), ("Pod", "p")]
+    assert kinds == [*SHIPPED_CLASSES, ("Node", "n"), ("Queue", "q"), ("PodGroup", "pg"), ("Pod", "p")]
     assert s.ignored_kinds == ("ConfigMap",)
     pod = obj(s, "Pod", "p")
     assert pod["metadata"]["namespace"] == "default"
@@ -759,10 +773,34 @@ def test_multi_document_manifest() -> None:
 
 def test_list_manifest() -> None:
     s = loads(LIST, "list.yaml")
-    assert [(o["kind"], o["metadata"]["name"]) for o in s.objects] == [("Topology", "t"), ("Queue", "q")]
+    assert [(o["kind"], o["metadata"]["name"]) for o in s.objects] == [
+        *SHIPPED_CLASSES,
+        ("Topology", "t"),
+        ("Queue", "q"),
+    ]
     assert s.ignored_kinds == ("Deployment",)
     assert s.now == DEFAULT_NOW
     assert obj(s, "Queue", "q")["spec"]["resources"]["gpu"] == {"quota": 1, "overQuotaWeight": 1, "limit": -1}
+
+
+CLASSED_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {schedulerName: kai-scheduler, priorityClassName: build, containers: [{name: c}]}
+"""
+
+
+def test_a_manifest_has_the_shipped_classes() -> None:
+    s = loads(CLASSED_POD, "pods.yaml")
+    assert classes(s) == [("train", 50), ("build-preemptible", 75), ("build", 100), ("inference", 125)]
+    assert obj(s, "PriorityClass", "build")["preemptionPolicy"] == "PreemptLowerPriority"
+
+
+def test_a_class_the_manifest_defines_wins() -> None:
+    own = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: build}\nvalue: 30\n---\n"
+    s = loads(own + CLASSED_POD, "pods.yaml")
+    assert classes(s) == [("build", 30), ("train", 50), ("build-preemptible", 75), ("inference", 125)]
 
 
 def test_load_reads_a_file(tmp_path: Path) -> None:

@@ -261,6 +261,18 @@ REJECTS = [
         id="a manifest object its api parser rejects",
     ),
     pytest.param(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        "spec: {nodeName: b}\n",
+        "bad.yaml:5: Pod default/p spec.nodeName: node 'b' does not exist",
+        id="a manifest pod on a node the file lacks is located at its document",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priorityClassName: gold}\n",
+        "bad.yaml:1: Pod default/p spec.priorityClassName: no PriorityClass 'gold' (the API server refuses such "
+        "a pod); classes: build, build-preemptible, inference, train",
+        id="a manifest pod naming a class neither the file nor KAI's install has",
+    ),
+    pytest.param(
         "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {}\n",
         "bad.yaml:4: Node ? metadata.name: missing name",
         id="a List item without a name",

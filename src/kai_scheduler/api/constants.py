@@ -117,13 +117,8 @@ REASON_QUEUE_DOES_NOT_EXIST: Final = "QueueDoesNotExist"
 REASON_NAMESPACE_NOT_ALLOWED: Final = "NamespaceNotAllowedInQueue"  # queue access control (not KAI's)
 REASON_POD_SCHEDULING_ERRORS: Final = "PodSchedulingErrors"
 
-# --- Priority classes shipped by the chart (§2) ---
-SHIPPED_PRIORITY_CLASSES: Final = (
-    ("train", 50),
-    ("build-preemptible", 75),
-    ("build", 100),
-    ("inference", 125),
-)
+# --- Names of priority classes shipped by the chart (§2; the table with values is `priorityclass.SHIPPED`) ---
 PRIORITY_CLASS_TRAIN: Final = "train"
+PRIORITY_CLASS_BUILD_PREEMPTIBLE: Final = "build-preemptible"
 PRIORITY_CLASS_BUILD: Final = "build"
 PRIORITY_CLASS_INFERENCE: Final = "inference"

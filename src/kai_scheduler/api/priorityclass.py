@@ -1,4 +1,6 @@
-"""PriorityClass (`scheduling.k8s.io/v1`): the value behind a PodGroup's priorityClassName."""
+"""PriorityClass (`scheduling.k8s.io/v1`): the value behind a PodGroup's priorityClassName, and the classes KAI
+ships (its chart's `templates/priorityclasses/`): one table, read by the install that creates them and by the
+offline loaders that give a file the classes a KAI cluster has."""
 
 from __future__ import annotations
 
@@ -33,6 +35,37 @@ class PriorityClass:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Shipped:
+    """A class the install creates. Preemptibility follows from the value: below 100 preemptible (§1.2)."""
+
+    name: str
+    value: int
+    description: str
+
+
+SHIPPED: tuple[Shipped, ...] = (
+    Shipped(constants.PRIORITY_CLASS_TRAIN, 50, "Preemptible training workloads."),
+    Shipped(constants.PRIORITY_CLASS_BUILD_PREEMPTIBLE, 75, "Preemptible interactive workloads."),
+    Shipped(constants.PRIORITY_CLASS_BUILD, 100, "Non-preemptible interactive workloads."),
+    Shipped(constants.PRIORITY_CLASS_INFERENCE, 125, "Non-preemptible inference workloads."),
+)
+SHIPPED_NAMES: frozenset[str] = frozenset(pc.name for pc in SHIPPED)
+
+
+def shipped_object(pc: Shipped, metadata: JSON) -> JSON:
+    """The PriorityClass object of a shipped class, with the caller's `metadata` (which names it)."""
+    return {
+        "apiVersion": constants.PRIORITYCLASS_API_VERSION,
+        "kind": "PriorityClass",
+        "metadata": metadata,
+        "value": pc.value,
+        "globalDefault": False,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "description": pc.description,
+    }
+
+
 def shipped() -> list[PriorityClass]:
     """The four classes the chart installs (§2): train 50, build-preemptible 75, build 100, inference 125."""
-    return [PriorityClass(meta=ObjectMeta(name=n), value=v) for n, v in constants.SHIPPED_PRIORITY_CLASSES]
+    return [PriorityClass(meta=ObjectMeta(name=pc.name), value=pc.value) for pc in SHIPPED]

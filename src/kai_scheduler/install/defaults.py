@@ -6,16 +6,9 @@ a built-in kind and go in the same stream."""
 
 from __future__ import annotations
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import priorityclass
 from kai_scheduler.install.objects import InstallObject, cluster_scoped
 from kai_scheduler.install.source import Source
-
-_DESCRIPTIONS = {
-    "train": "Preemptible training workloads.",
-    "build-preemptible": "Preemptible interactive workloads.",
-    "build": "Non-preemptible interactive workloads.",
-    "inference": "Non-preemptible inference workloads.",
-}
 
 
 def namespaces(src: Source) -> list[InstallObject]:
@@ -49,16 +42,8 @@ def priority_classes() -> list[InstallObject]:
     return [
         InstallObject(
             "priorityclasses",
-            {
-                "apiVersion": constants.PRIORITYCLASS_API_VERSION,
-                "kind": "PriorityClass",
-                "metadata": cluster_scoped(name),
-                "value": value,
-                "globalDefault": False,
-                "preemptionPolicy": "PreemptLowerPriority",
-                "description": _DESCRIPTIONS.get(name, ""),
-            },
+            priorityclass.shipped_object(pc, cluster_scoped(pc.name)),
             when="priorityClasses.create",
         )
-        for name, value in constants.SHIPPED_PRIORITY_CLASSES
+        for pc in priorityclass.SHIPPED
     ]

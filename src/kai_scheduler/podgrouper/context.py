@@ -74,6 +74,10 @@ class Lookup(Protocol):
 
     def priority_class_exists(self, name: str) -> bool: ...
 
+    def podgroup_exists(self, namespace: str, name: str) -> bool:
+        """Whether the PodGroup is in the grouper's watched copy (as KAI's cached client reads it)."""
+        ...
+
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
         """Pods of `namespace` carrying all of `labels`."""
         ...

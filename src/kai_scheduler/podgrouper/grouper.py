@@ -579,6 +579,9 @@ class _Reads:
     def priority_class_exists(self, name: str) -> bool:
         return name in self._classes
 
+    def podgroup_exists(self, namespace: str, name: str) -> bool:
+        return self.podgroup(namespace, name) is not None
+
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         return self.store.list("pods", namespace, selector)[0]

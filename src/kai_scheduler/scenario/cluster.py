@@ -89,12 +89,8 @@ def _priority_class(name: str, value: int, global_default: bool) -> JSON:
 
 
 def priority_classes(top: Entry, cluster: Cluster) -> list[meta.Built]:
-    """The declared classes, or the four shipped ones (§2) when the scenario declares none."""
-    if not top.has("priorityClasses"):
-        shipped = priorityclass.shipped()
-        cluster.class_values.update((pc.meta.name, pc.value) for pc in shipped)
-        where = top.where.source
-        return [meta.Built(_priority_class(pc.meta.name, pc.value, False), where) for pc in shipped]
+    """The declared classes, then each class KAI ships that the scenario does not declare (a declared one of
+    the same name wins), as a KAI install creates them (§2)."""
     out = []
     for e in top.named_items("priorityClasses", "priorityClass"):
         e.check_keys(PRIORITY_CLASS_FIELDS)
@@ -103,7 +99,18 @@ def priority_classes(top: Entry, cluster: Cluster) -> list[meta.Built]:
             raise e.error("value", "missing value")
         cluster.class_values[e.name] = value
         out.append(meta.Built(_priority_class(e.name, value, e.flag("globalDefault")), e.where.at(e.data)))
-    return out
+    shipped = shipped_classes(set(cluster.class_values))
+    cluster.class_values.update((pc["metadata"]["name"], pc["value"]) for pc in shipped)
+    return [*out, *(meta.Built(pc, top.where.source) for pc in shipped)]
+
+
+def shipped_classes(defined: set[str]) -> list[JSON]:
+    """The PriorityClasses KAI ships whose names are not in `defined`, as the install creates them."""
+    return [
+        priorityclass.shipped_object(pc, meta.metadata("PriorityClass", pc.name))
+        for pc in priorityclass.SHIPPED
+        if pc.name not in defined
+    ]
 
 
 def topologies(top: Entry, cluster: Cluster) -> list[meta.Built]:

@@ -3,18 +3,23 @@
 The kinds the scheduler reads are kept as they are, each validated by its api parser; the API server's
 defaults a hand-written manifest may lack are filled in (namespace `default` for namespaced kinds, a
 deterministic uid). Other kinds (Deployments, ConfigMaps…) are skipped and reported in `ignored_kinds`.
+
+A hand-written manifest is read as applied to a cluster KAI is installed in: it has the PriorityClasses KAI
+ships (train, build-preemptible, build, inference) besides those it defines (its own of the same name wins),
+and a pod naming a class that is in neither is refused, as the API server's Priority admission refuses it.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
 from kai_scheduler.api import constants, fields
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.kinds import KIND_TO_PLURAL, RESOURCES
-from kai_scheduler.scenario import meta
+from kai_scheduler.scenario import cluster, meta
 from kai_scheduler.scenario.entry import Where
 from kai_scheduler.scenario.model import DEFAULT_NOW, JSON, MANIFEST_KINDS, JobMeta, Scenario
 from kai_scheduler.scenario.source import ScenarioError
@@ -23,9 +28,11 @@ from kai_scheduler.scenario.source import ScenarioError
 def build(where: Where, docs: list[Any], *, check_references: bool = True) -> Scenario:
     """The manifest's objects in kind order (file order within a kind), its PodGroups as jobs. Without
     `check_references` (a scheduler's snapshot: a cluster as it was) a PodGroup may name a queue that is not
-    there, a pod a node: the scheduler reports such objects, as it does in the cluster."""
+    there, a pod a node or a priority class: the scheduler reports such objects, as it does in the cluster;
+    and no shipped class is added (the snapshot holds the classes its cluster had)."""
     by_kind: dict[str, list[JSON]] = {kind: [] for kind in MANIFEST_KINDS}
     ignored: set[str] = set()
+    located: dict[int, str] = {}  # id of a kept object → `file:line` of the document it came from
     for raw in _items(where, docs):
         kind = raw.get("kind")
         if not isinstance(kind, str) or not kind or not isinstance(raw.get("apiVersion"), str):
@@ -41,8 +48,11 @@ def build(where: Where, docs: list[Any], *, check_references: bool = True) -> Sc
             name = f"{names['namespace']}/{names['name']}" if names.get("namespace") else str(names["name"])
             raise _error(where, raw, kind, name, huge, "an integer past int64, which no Kubernetes object holds")
         by_kind[kind].append(built.obj)
+        located[id(built.obj)] = built.where
     if check_references:
-        _check_references(where, by_kind)
+        defined = {str(pc["metadata"]["name"]) for pc in by_kind["PriorityClass"]}
+        by_kind["PriorityClass"].extend(cluster.shipped_classes(defined))
+        _check_references(Located(where, located), by_kind)
     objects = [obj for kind in MANIFEST_KINDS for obj in by_kind[kind]]
     return Scenario(
         name=PurePath(where.source).stem,
@@ -152,9 +162,22 @@ def _jobs(podgroups: list[JSON], pods: list[JSON]) -> list[JobMeta]:
     return out
 
 
-def _check_references(where: Where, by_kind: dict[str, list[JSON]]) -> None:
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where the kept objects came from: the file, and the line of each object's document."""
+
+    where: Where
+    lines: dict[int, str]
+
+    def at(self, obj: JSON) -> str:
+        return self.lines.get(id(obj), self.where.source)
+
+
+def _check_references(where: Located, by_kind: dict[str, list[JSON]]) -> None:
     """What one object says of another must hold in the file, as it would in a cluster the file describes:
-    queue parents exist and form no cycle, PodGroups name a leaf queue, pods name a node of the file."""
+    queue parents exist and form no cycle, PodGroups name a leaf queue, pods name a node of the file and a
+    PriorityClass of the file or of KAI's install (a PodGroup may name any: the scheduler gives it the default
+    priority, as it does in a cluster)."""
     queues = {q["metadata"]["name"]: q for q in by_kind["Queue"]}
     parents = {name: str((q.get("spec") or {}).get("parentQueue") or "") for name, q in queues.items()}
     for name, q in queues.items():
@@ -176,12 +199,21 @@ def _check_references(where: Where, by_kind: dict[str, list[JSON]]) -> None:
         if queue not in leaves:
             raise _error(where, pg, "PodGroup", key, "spec.queue", f"queue {queue!r} is not a leaf queue")
     nodes = {n["metadata"]["name"] for n in by_kind["Node"]}
+    classes = [str(pc["metadata"]["name"]) for pc in by_kind["PriorityClass"]]
     for pod in by_kind["Pod"]:
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        spec = pod.get("spec") or {}
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        node = str(spec.get("nodeName") or "")
         if node and node not in nodes:
-            key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
             raise _error(where, pod, "Pod", key, "spec.nodeName", f"node {node!r} does not exist")
+        priority_class = str(spec.get("priorityClassName") or "")
+        if priority_class and priority_class not in classes:
+            message = (
+                f"no PriorityClass {priority_class!r} (the API server refuses such a pod); "
+                f"classes: {', '.join(sorted(classes))}"
+            )
+            raise _error(where, pod, "Pod", key, "spec.priorityClassName", message)
 
 
-def _error(where: Where, obj: JSON, kind: str, name: str, field: str, message: str) -> ObjectError:
+def _error(where: Where | Located, obj: JSON, kind: str, name: str, field: str, message: str) -> ObjectError:
     return ObjectError(kind, name, field, message, source=where.at(obj))
