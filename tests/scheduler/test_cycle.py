@@ -136,6 +136,11 @@ def test_a_failed_bind_request_is_replaced() -> None:
 # --- PodGroup status ---------------------------------------------------------------------------------------------
 
 
+GANG_SUMMARY = (
+    "Resources were found for 2 pods while 3 are required for gang scheduling: each pod needs 4 GPUs, 12 GPUs in all"
+)
+
+
 def _waiting_gang() -> list[JSON]:
     return [b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4), *_gang("g", 3, gpus=4)]
 
@@ -151,7 +156,7 @@ def test_an_unschedulable_job_gets_an_unschedulable_on_node_pool_condition() -> 
             "transitionID": "0",
             "lastTransitionTime": NOW_TEXT,
             "reasons": [
-                {"reason": "Unschedulable", "message": "needs 3 nodes with 4 GPUs free, 2 have them"},
+                {"reason": "Unschedulable", "message": GANG_SUMMARY},
                 {
                     "reason": "Unschedulable",
                     "message": "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu",
