@@ -416,16 +416,19 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
     uid.update({o["metadata"]["name"]: o["metadata"]["uid"] for o in (any_order, in_order, notebook)})
     want: dict[str, tuple[str, JSON]] = {
         "tf-chief-0": (f"pg-tf-{uid['tf']}", {**base, "minMember": 4}),
-        "elastic-worker-0": (f"pg-elastic-{uid['elastic']}", {**base, "subGroups": {"worker": 2}}),
+        "elastic-worker-0": (f"pg-elastic-{uid['elastic']}", {**base, "minMember": 2, "subGroups": {"worker": 2}}),
         "mpi-launcher-0": (f"pg-mpi-{uid['mpi']}", {**base, "minMember": 3}),
         "mpiwait-worker-0": (f"pg-mpiwait-{uid['mpiwait']}", {**base, "minMember": 2}),
         "rc-head": (
             f"pg-rc-{uid['rc']}",
-            {**base, "priorityClassName": "build", "subGroups": {"head": 1, "cpu": 1, "tpu": 2}},
+            {**base, "priorityClassName": "build", "minMember": 4, "subGroups": {"head": 1, "cpu": 1, "tpu": 2}},
         ),
-        "rj-head": (f"pg-rj-{uid['rj']}", {**base, "subGroups": {"head": 1, "w": 2}}),
-        "lws-0": (f"pg-lws-{uid['lws']}-group-0", {**base, "subGroups": {"leader": 1, "workers": 2}}),
-        "lws-1-2": (f"pg-lws-{uid['lws']}-group-1", {**base, "subGroups": {"leader": 1, "workers": 2}}),
+        "rj-head": (f"pg-rj-{uid['rj']}", {**base, "minMember": 3, "subGroups": {"head": 1, "w": 2}}),
+        "lws-0": (f"pg-lws-{uid['lws']}-group-0", {**base, "minMember": 3, "subGroups": {"leader": 1, "workers": 2}}),
+        "lws-1-2": (
+            f"pg-lws-{uid['lws']}-group-1",
+            {**base, "minMember": 3, "subGroups": {"leader": 1, "workers": 2}},
+        ),
         "js-workers-1-0": (
             f"pg-js-{uid['js']}",
             {
