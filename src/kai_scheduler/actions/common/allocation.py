@@ -187,7 +187,8 @@ def _room(ssn: Session, task: PodInfo) -> npt.NDArray[np.int64]:
     if not asked.any():
         return np.full(len(free), len(ssn.snapshot.nodes), dtype=np.int64)
     whole = np.floor((free[:, asked] + tolerance.RESOURCE) / task.request[asked])
-    return np.maximum(whole.min(axis=1), 0).astype(np.int64)
+    room: npt.NDArray[np.int64] = np.maximum(whole.min(axis=1), 0).astype(np.int64)
+    return room
 
 
 def _pods_held(ssn: Session, task: PodInfo, room: npt.NDArray[np.int64]) -> int:
