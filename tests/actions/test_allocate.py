@@ -10,15 +10,18 @@ from typing import Any
 import pytest
 
 from kai_scheduler.actions.allocate import Allocate, candidates
+from kai_scheduler.api import constants
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.scheduler.scheduler import load_config
 from tests import builders as b
+from tests.plugins.topology import builders as t
 
 JSON = dict[str, Any]
 S = PodStatus
+FOUND_2_OF_3 = "Resources were found for 2 pods while 3 are required for gang scheduling"
 NO_QUOTA_LIMITS = {"quota": -1, "overQuotaWeight": 1, "limit": -1}
 
 
@@ -92,7 +95,7 @@ def test_a_gang_waits_whole_while_a_smaller_job_fits() -> None:
         ]
     )
     assert [name for name, _, _ in _placed(ssn)] == ["small-0"]
-    assert _errors(ssn, "big")[0] == ("Unschedulable", "needs 3 nodes with 4 GPUs free, 2 have them")
+    assert _errors(ssn, "big")[0] == ("Unschedulable", f"{FOUND_2_OF_3}: each pod needs 4 GPUs, 12 GPUs in all")
 
 
 # --- elastic ---------------------------------------------------------------------------------------------------
@@ -210,7 +213,7 @@ FIT_ERRORS = [
     pytest.param(
         [b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4), *_gang("g", 3, gpus=4)],
         [
-            ("Unschedulable", "needs 3 nodes with 4 GPUs free, 2 have them"),
+            ("Unschedulable", f"{FOUND_2_OF_3}: each pod needs 4 GPUs, 12 GPUs in all"),
             ("Unschedulable", "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu"),
         ],
         id="a gang larger than the free nodes",
@@ -245,7 +248,7 @@ FIT_ERRORS = [
         [
             (
                 "Unschedulable",
-                "needs 1 node with 2 GPUs free, 0 have them (1 more has them but is not ready or cordoned)",
+                "no node has room for a pod of 2 GPUs (room for 2 more on nodes not ready or cordoned)",
             ),
             (
                 "Unschedulable",
@@ -264,12 +267,98 @@ def test_fit_errors(objects: list[JSON], errors: list[tuple[str, str]]) -> None:
     assert _errors(ssn, "g") == errors
 
 
+# --- the gang summary says what the gang really needs ------------------------------------------------------------
+
+
+def _alike(size: int, *, gpus: int, **pod: Any) -> list[JSON]:
+    return [b.podgroup("g", min_member=size), *(b.pod(f"g-{i}", group="g", gpus=gpus, **pod) for i in range(size))]
+
+
+def _apart(key: str) -> JSON:
+    """Each pod repels the job's other pods within a `key` domain."""
+    return b.pod_term(key, app="g")
+
+
+SUMMARIES = [
+    pytest.param(
+        [b.queue("q"), b.node("n1", gpus=2), *_alike(3, gpus=1)],
+        f"{FOUND_2_OF_3}: each pod needs 1 GPU, 3 GPUs in all",
+        id="pods that can share a node need GPUs, not a node each",
+    ),
+    pytest.param(
+        [b.queue("q"), b.node("n1", gpus=1), b.node("n2", gpus=1), *_alike(3, gpus=1)],
+        f"{FOUND_2_OF_3}: each pod needs 1 GPU, 3 GPUs in all",
+        id="pods that can share a node, spread over nodes",
+    ),
+    pytest.param(
+        [b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4), *_alike(3, gpus=4)],
+        f"{FOUND_2_OF_3}: each pod needs 4 GPUs, 12 GPUs in all",
+        id="pods as large as a node",
+    ),
+    pytest.param(
+        [
+            b.queue("q"),
+            b.node("n1", gpus=4),
+            b.node("n2", gpus=4),
+            *_alike(3, gpus=1, labels={"app": "g"}, pod_anti_affinity=[_apart(constants.LABEL_HOSTNAME)]),
+        ],
+        f"{FOUND_2_OF_3}: each pod needs 1 GPU on a node of its own",
+        id="pods with anti-affinity need a node each",
+    ),
+    pytest.param(
+        [
+            b.queue("q"),
+            *(b.node(f"n{i}", gpus=4, labels={"zone": "z1" if i < 3 else "z2"}) for i in range(4)),
+            *_alike(3, gpus=1, labels={"app": "g"}, pod_anti_affinity=[_apart("zone")]),
+        ],
+        f"{FOUND_2_OF_3}: each pod needs 1 GPU in a zone of its own",
+        id="pods with anti-affinity per zone need a zone each",
+    ),
+    pytest.param(
+        [b.queue("q"), b.node("n1", gpus=1), b.node("n2", gpus=4, unschedulable=True), *_alike(3, gpus=1)],
+        "Resources were found for 1 pod while 3 are required for gang scheduling: each pod needs 1 GPU, 3 GPUs in all "
+        "(room for 4 more on nodes not ready or cordoned)",
+        id="room on a cordoned node is said apart",
+    ),
+]
+
+
+@pytest.mark.parametrize("objects, summary", SUMMARIES)
+def test_the_gang_summary_says_what_the_gang_needs(objects: list[JSON], summary: str) -> None:
+    ssn, _ = _run(objects)
+    assert ssn.committed == []
+    assert _errors(ssn, "g")[0] == ("Unschedulable", summary)
+
+
+def test_pods_that_can_share_a_node_fit_on_one() -> None:
+    """The room the summary counts is the room allocate uses: three 1-GPU pods on one node with three free."""
+    ssn, _ = _run([b.queue("q"), b.node("n1", gpus=3), *_alike(3, gpus=1)])
+    assert [node for _, node, _ in _placed(ssn)] == ["n1", "n1", "n1"]
+
+
+def test_no_summary_when_the_room_is_there_but_a_required_topology_domain_is_not() -> None:
+    """Two racks of room for 2 pods each: the cluster holds a gang of 3, no rack does. The summary would be false
+    (the room is there); the topology plugin's reason says what is missing."""
+    objects = [
+        b.queue("q"),
+        t.topology(),
+        *t.nodes(),
+        b.podgroup("g", min_member=3, topologyConstraint=t.constraint(required="rack")),
+        *(b.pod(f"g-{i}", group="g", gpus=4) for i in range(3)),
+    ]
+    ssn, _ = _run(objects)
+    assert ssn.committed == []
+    messages = [message for _, message in _errors(ssn, "g")]
+    assert not any("Resources were found" in m for m in messages), messages
+    assert any("rack" in m for m in messages), messages
+
+
 def test_an_elastic_job_keeps_only_why_its_last_pod_did_not_fit() -> None:
     """Errors of earlier attempts are cleared by each placement; the last failure is what the job shows."""
     ssn, _ = _run([b.queue("q"), b.node("n1", gpus=4), *_gang("e", 5, gpus=1, min_member=1)])
     assert len(_placed(ssn)) == 4
     assert _errors(ssn, "e") == [
-        ("Unschedulable", "needs 1 node with 1 GPU free, 0 have them"),
+        ("Unschedulable", "no node has room for a pod of 1 GPU"),
         ("Unschedulable", "task e-4: 0/1 nodes are available: 1 insufficient nvidia.com/gpu"),
     ]
 

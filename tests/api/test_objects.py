@@ -15,7 +15,7 @@ from kai_scheduler.api import KINDS, PARSERS, ObjectError, constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
-from kai_scheduler.api.podgroup import PodGroup, SubGroup, TopologyConstraint
+from kai_scheduler.api.podgroup import PodGroup, SubGroup, TopologyConstraint, fit_message
 from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.api.queue import Queue, QueueResource
 from kai_scheduler.api.resources import GpuRequest
@@ -962,3 +962,24 @@ def test_pod_requests(spec: JSON, cpu: float, memory: float) -> None:
     assert requests.get("cpu", 0) == cpu
     assert requests.get("memory", 0) == memory
     assert requests["pods"] == 1, "every pod takes one pod slot"
+
+
+FIT_MESSAGES = [
+    pytest.param([], "Unable to schedule podgroup", id="no reason"),
+    pytest.param([("OverLimit", "queue q is full")], "OverLimit: queue q is full.", id="one reason names itself"),
+    pytest.param(
+        [("Unschedulable", "no room."), ("PodSchedulingErrors", "a taint")],
+        "Unable to schedule podgroup: no room. a taint.",
+        id="several reasons: KAI's generic head",
+    ),
+    pytest.param(
+        [("Unschedulable", "a taint"), ("Unschedulable", "no room"), ("Unschedulable", "a taint")],
+        "Unable to schedule podgroup: 2 a taint. no room.",
+        id="a repeated message is counted",
+    ),
+]
+
+
+@pytest.mark.parametrize("reasons, message", FIT_MESSAGES)
+def test_fit_message_words_the_reasons_as_kai(reasons: list[tuple[str, str]], message: str) -> None:
+    assert fit_message(reasons) == message

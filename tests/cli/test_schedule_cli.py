@@ -395,7 +395,9 @@ def test_table_output_names_every_task(capsys: pytest.CaptureFixture[str], tmp_p
 def test_unplaced_jobs_say_why_in_plain_words(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     text = SCENARIO.replace("replicas: 2\n  template: {gpus: 1,", "replicas: 2\n  template: {gpus: 6,")
     data = _json(capsys, _write(tmp_path, text))
-    assert data["unplaced"]["default/j"][0] == "needs 2 nodes with 6 GPUs free, 1 has them"
+    assert data["unplaced"]["default/j"][0] == (
+        "Resources were found for 1 pod while 2 are required for gang scheduling: each pod needs 6 GPUs, 12 GPUs in all"
+    )
 
 
 def test_two_cycles_turn_binding_into_running(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

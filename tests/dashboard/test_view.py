@@ -61,7 +61,8 @@ def test_pending_jobs_come_first_in_order_with_the_podgroup_condition_text(
     gang = nlp[0]
     podgroup = source.cluster.store.get("podgroups", "nlp-gang", "default")
     condition = podgroup["status"]["schedulingConditions"][0]
-    assert gang[9] == "; ".join(r["message"] for r in condition["reasons"])
+    assert condition["nodePool"] == "default"  # the unlabelled pool, named as KAI names it
+    assert gang[9] == "default: " + "; ".join(r["message"] for r in condition["reasons"])
     assert gang[5:8] == [0, 2, 8.0]  # pods running, pods, GPUs asked
     assert 600 <= gang[8] < 700  # created 10 minutes before the first cycle; a few cycles since
 

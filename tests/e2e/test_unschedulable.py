@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kai_scheduler.api.podgroup import fit_message
 from kai_scheduler.store.interface import NotFound
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup
 
@@ -55,6 +56,7 @@ def test_a_pod_too_large_for_every_node_is_told_and_so_is_the_same_pod_made_agai
     condition = _condition(clean, "e2e-big")
     assert condition is not None
     assert "the task requests 16 GPUs; the largest node has 8 GPUs" in [r["message"] for r in condition["reasons"]]
+    _as_kai_writes_it(clean, condition, "e2e-big")
     # Told once: the cycles that follow (several a second while anything changes) write neither object again.
     versions = [clean.store.get(r, n, NAMESPACE)["metadata"]["resourceVersion"] for r, n in WRITTEN]
     time.sleep(3)
@@ -65,6 +67,24 @@ def test_a_pod_too_large_for_every_node_is_told_and_so_is_the_same_pod_made_agai
     second = clean.create(pod("big", gpus=16, group="e2e-big"))
     assert second["metadata"]["uid"] != first["metadata"]["uid"]
     clean.wait("the pod made again is told too", lambda: _told(clean, "big", "e2e-big"), timeout=30)
+
+
+def _as_kai_writes_it(clean: Cluster, condition: JSON, group: str) -> None:
+    """The condition names the unlabelled pool `default` and carries its own reason and one-line message, and the
+    PodGroup has one `Normal Unschedulable` event saying that message, as KAI's status updater writes them."""
+    assert condition["nodePool"] == "default"
+    assert condition["reason"] == "Unschedulable"
+    assert condition["message"] == fit_message([(r["reason"], r["message"]) for r in condition["reasons"]])
+    uid = clean.store.get("podgroups", group, NAMESPACE)["metadata"]["uid"]
+
+    def said() -> list[JSON]:
+        events, _ = clean.store.list("events", NAMESPACE)
+        return [e for e in events if (e.get("involvedObject") or {}).get("uid") == uid]
+
+    clean.wait("the PodGroup's event", lambda: bool(said()), timeout=10)
+    [event] = said()
+    assert (event["type"], event["reason"], event["message"]) == ("Normal", "Unschedulable", condition["message"])
+    assert event["involvedObject"]["kind"] == "PodGroup"
 
 
 def test_a_pending_pod_whose_podgroup_is_deleted_is_grouped_and_told_again(clean: Cluster) -> None:

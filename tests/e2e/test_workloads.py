@@ -445,16 +445,19 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
     uid.update({o["metadata"]["name"]: o["metadata"]["uid"] for o in (any_order, in_order, notebook)})
     want: dict[str, tuple[str, JSON]] = {
         "tf-chief-0": (f"pg-tf-{uid['tf']}", {**base, "minMember": 4}),
-        "elastic-worker-0": (f"pg-elastic-{uid['elastic']}", {**base, "subGroups": {"worker": 2}}),
+        "elastic-worker-0": (f"pg-elastic-{uid['elastic']}", {**base, "minMember": 2, "subGroups": {"worker": 2}}),
         "mpi-launcher-0": (f"pg-mpi-{uid['mpi']}", {**base, "minMember": 3}),
         "mpiwait-worker-0": (f"pg-mpiwait-{uid['mpiwait']}", {**base, "minMember": 2}),
         "rc-head": (
             f"pg-rc-{uid['rc']}",
-            {**base, "priorityClassName": "build", "subGroups": {"head": 1, "cpu": 1, "tpu": 2}},
+            {**base, "priorityClassName": "build", "minMember": 4, "subGroups": {"head": 1, "cpu": 1, "tpu": 2}},
         ),
-        "rj-head": (f"pg-rj-{uid['rj']}", {**base, "subGroups": {"head": 1, "w": 2}}),
-        "lws-0": (f"pg-lws-{uid['lws']}-group-0", {**base, "subGroups": {"leader": 1, "workers": 2}}),
-        "lws-1-2": (f"pg-lws-{uid['lws']}-group-1", {**base, "subGroups": {"leader": 1, "workers": 2}}),
+        "rj-head": (f"pg-rj-{uid['rj']}", {**base, "minMember": 3, "subGroups": {"head": 1, "w": 2}}),
+        "lws-0": (f"pg-lws-{uid['lws']}-group-0", {**base, "minMember": 3, "subGroups": {"leader": 1, "workers": 2}}),
+        "lws-1-2": (
+            f"pg-lws-{uid['lws']}-group-1",
+            {**base, "minMember": 3, "subGroups": {"leader": 1, "workers": 2}},
+        ),
         "js-workers-1-0": (
             f"pg-js-{uid['js']}",
             {
@@ -510,9 +513,10 @@ def test_a_ray_gang_too_big_for_the_cluster_runs_nothing_and_says_why(wl: Cluste
     _ray_pods(wl, ray, "huge", {"gpu": 4}, gpus=8)
     wl.wait("the gang grouped", lambda: _grouped(wl, "wl=huge", 5))
     wl.wait("its PodGroup says why", lambda: any("needs" in r for r in _reasons(_group_of(wl, "huge-head"))))
-    assert any("needs 5 nodes with 8 GPUs free" in r for r in _reasons(_group_of(wl, "huge-head"))), _reasons(
-        _group_of(wl, "huge-head")
-    )
+    assert any(
+        "Resources were found for 4 pods while 5 are required for gang scheduling" in r
+        for r in _reasons(_group_of(wl, "huge-head"))
+    ), _reasons(_group_of(wl, "huge-head"))
     hold(2, lambda: at_most(wl, "wl=huge", 0))
 
 

@@ -171,6 +171,7 @@ def test_a_pytorchjob_with_a_master_and_three_workers() -> None:
     assert spec(pg) == {
         "queue": "team-a",
         "priorityClassName": "train",
+        "minMember": 4,  # the whole gang's, beside the subgroups, as KAI's grouper writes it
         "subGroups": [{"name": "master", "minMember": 1}, {"name": "worker", "minMember": 3}],
     }
     assert c.subgroup_of("bert-finetune-master-0", "team-a") == "master"

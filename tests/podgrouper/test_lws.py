@@ -94,6 +94,7 @@ def test_a_leaderworkerset_of_size_four_with_two_replicas() -> None:
         assert spec(pg) == {
             "queue": "inference",
             "priorityClassName": "train",
+            "minMember": 4,  # the whole group's, beside the subgroups, as KAI's grouper writes it
             "subGroups": [{"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 3}],
         }
         assert c.subgroup_of(f"vllm-{group}", "serving") == "leader"

@@ -127,6 +127,7 @@ def test_a_raycluster_with_two_worker_groups() -> None:
     assert spec(pg) == {
         "queue": "research",
         "priorityClassName": "inference",  # ray.io/priority-class-name
+        "minMember": 6,  # the whole gang's, beside the subgroups, as KAI's grouper writes it
         "subGroups": [
             {"name": "head", "minMember": 1},
             {"name": "gpu-group", "minMember": 2},  # minReplicas 1 × numOfHosts 2

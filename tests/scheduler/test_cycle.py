@@ -136,29 +136,48 @@ def test_a_failed_bind_request_is_replaced() -> None:
 # --- PodGroup status ---------------------------------------------------------------------------------------------
 
 
+GANG_SUMMARY = (
+    "Resources were found for 2 pods while 3 are required for gang scheduling: each pod needs 4 GPUs, 12 GPUs in all"
+)
+
+
 def _waiting_gang() -> list[JSON]:
     return [b.queue("q"), b.node("n1", gpus=4), b.node("n2", gpus=4), *_gang("g", 3, gpus=4)]
 
 
 def test_an_unschedulable_job_gets_an_unschedulable_on_node_pool_condition() -> None:
+    """As KAI writes it: the unlabelled pool named `default`, the first transition 1, the condition's own reason
+    `Unschedulable` and a message of the reasons in one line (KAI's `JobFitErrorsToMessage`), and a `Normal
+    Unschedulable` event on the PodGroup saying the same."""
     store, _, scheduler = _cluster(*_waiting_gang())
     scheduler.run_once()
+    task_reason = "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu"
+    message = f"Unable to schedule podgroup: {GANG_SUMMARY}. {task_reason}."
     assert _conditions(store, "g") == [
         {
             "type": "UnschedulableOnNodePool",
-            "nodePool": "",
+            "nodePool": "default",
             "status": "True",
-            "transitionID": "0",
+            "transitionID": "1",
             "lastTransitionTime": NOW_TEXT,
+            "reason": "Unschedulable",
+            "message": message,
             "reasons": [
-                {"reason": "Unschedulable", "message": "needs 3 nodes with 4 GPUs free, 2 have them"},
-                {
-                    "reason": "Unschedulable",
-                    "message": "task g-2: 0/2 nodes are available: 2 insufficient nvidia.com/gpu",
-                },
+                {"reason": "Unschedulable", "message": GANG_SUMMARY},
+                {"reason": "Unschedulable", "message": task_reason},
             ],
         }
     ]
+    assert ("Normal", "Unschedulable", "PodGroup", "g") in _events(store)
+    [said] = [e for e in store.list("events")[0] if e["involvedObject"]["kind"] == "PodGroup"]
+    assert said["message"] == message
+    assert said["involvedObject"] == {
+        "kind": "PodGroup",
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "namespace": b.NAMESPACE,
+        "name": "g",
+        "uid": "pg-g",
+    }
     pod = store.get("pods", "g-0", b.NAMESPACE)
     assert pod["status"]["conditions"][0] | {"message": ""} == {
         "type": "PodScheduled",
@@ -191,9 +210,67 @@ def test_a_changed_reason_rewrites_the_condition_with_a_new_transition() -> None
     clock.advance(1)
     scheduler.run_once()
     [condition] = _conditions(store, "g")
-    assert condition["transitionID"] == "1"
+    assert condition["transitionID"] == "2"
     assert condition["lastTransitionTime"] == "2026-01-01T00:00:01Z"
     assert condition["reasons"][1]["message"] == "task g-2: 0/3 nodes are available: 3 insufficient nvidia.com/gpu"
+
+
+def test_the_podgroup_is_told_once_per_message_not_every_cycle() -> None:
+    """KAI records the event every cycle and client-go's recorder folds the repeats into one; here the event is
+    written with the condition, when what it says changes."""
+    store, clock, scheduler = _cluster(*_waiting_gang())
+    scheduler.run_once()
+    for _ in range(3):
+        clock.advance(1)
+        scheduler.run_once()
+    told = [e for e in store.list("events")[0] if e["involvedObject"]["kind"] == "PodGroup"]
+    assert len(told) == 1
+    store.create(b.node("n3", gpus=2))
+    clock.advance(1)
+    scheduler.run_once()
+    told = [e for e in store.list("events")[0] if e["involvedObject"]["kind"] == "PodGroup"]
+    assert len(told) == 2, "a new message is a new event"
+
+
+def test_a_job_with_running_pods_keeps_its_condition_but_is_told_by_an_event() -> None:
+    """KAI does not write the condition of a job whose pods run (an elastic job's extras waiting): only the
+    event says why the rest wait."""
+    store, _, scheduler = _cluster(
+        b.queue("q"),
+        b.node("n1", gpus=4),
+        b.podgroup("e", min_member=1),
+        b.pod("e-0", group="e", gpus=4, node="n1"),
+        b.pod("e-1", group="e", gpus=4),
+    )
+    scheduler.run_once()
+    assert _conditions(store, "e") == []
+    assert ("Normal", "Unschedulable", "PodGroup", "e") in _events(store)
+    assert ("Warning", "Unschedulable", "Pod", "e-1") in _events(store)
+
+
+def test_a_job_that_backs_off_is_told_the_node_pool_it_will_not_be_tried_in() -> None:
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=1), *_gang("j", 1, gpus=2, schedulingBackoff=1))
+    scheduler.run_once()
+    [condition] = _conditions(store, "j")
+    assert condition["message"].startswith("Node-Pool 'default': Unable to schedule podgroup: ")
+
+
+def test_another_pools_condition_keeps_what_this_scheduler_does_not_model() -> None:
+    """KAI's `details.queueDetails` (and any field it may add) on another pool's condition survive a rewrite."""
+    other = {
+        "type": "UnschedulableOnNodePool",
+        "nodePool": "pool-b",
+        "status": "True",
+        "transitionID": "2",
+        "reason": "Unschedulable",
+        "message": "OverLimit: full.",
+        "reasons": [{"reason": "OverLimit", "message": "full", "details": {"queueDetails": {"name": "q"}}}],
+    }
+    objects = _waiting_gang()
+    next(o for o in objects if o["kind"] == "PodGroup")["status"] = {"schedulingConditions": [other]}
+    store, _, scheduler = _cluster(*objects)
+    scheduler.run_once()
+    assert _conditions(store, "g")[0] == other
 
 
 def test_the_condition_is_cleared_when_the_job_is_placed() -> None:
@@ -219,7 +296,8 @@ def test_conditions_of_other_node_pools_are_kept() -> None:
     next(o for o in objects if o["kind"] == "PodGroup")["status"] = {"schedulingConditions": [other]}
     store, clock, scheduler = _cluster(*objects)
     scheduler.run_once()
-    assert [c["nodePool"] for c in _conditions(store, "g")] == ["pool-b", ""]
+    assert [c["nodePool"] for c in _conditions(store, "g")] == ["pool-b", "default"]
+    assert _conditions(store, "g")[1]["transitionID"] == "5", "the one after the PodGroup's last condition"
     assert _conditions(store, "g")[0] == other
     store.create(b.node("n3", gpus=4))
     clock.advance(1)

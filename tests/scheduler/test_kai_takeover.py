@@ -1,8 +1,8 @@
 """What NVIDIA's KAI Scheduler wrote, read by this scheduler after it replaced KAI on a running cluster
 (docs/kai-users.md, "Replacing KAI on a running cluster"; the end-to-end check is tests/e2e/test_cutover.py).
 
-KAI names the unlabelled node pool `default` in the `UnschedulableOnNodePool` conditions it writes on PodGroups;
-this scheduler's own name for it is "". A KAI condition must be taken as this pool's: cleared when the job is
+KAI names the unlabelled node pool `default` in the `UnschedulableOnNodePool` conditions it writes on PodGroups, and
+so does this scheduler; an earlier version of it wrote "". Either must be taken as this pool's: cleared when the job is
 placed, replaced (not joined by a second one) when it is still unschedulable, and honoured by
 `schedulingBackoff: 1`.
 """
@@ -83,7 +83,7 @@ def test_kais_condition_is_replaced_not_joined_when_the_gang_still_waits() -> No
     )
     conditions = _conditions(store, "gang")
     assert len(conditions) == 1, conditions
-    assert conditions[0]["nodePool"] == ""
+    assert conditions[0]["nodePool"] == "default"
     assert conditions[0]["transitionID"] == "4"  # the next transition of KAI's
     assert conditions[0]["reasons"][0]["message"] != _kais_condition()["reasons"][0]["message"]
 
@@ -155,4 +155,4 @@ def test_the_unlabelled_pools_scheduler_keeps_one_condition_of_its_own_and_every
         assert after == others
     else:
         assert [c for c in after if c["nodePool"] not in ("", "default")] == others
-        assert [c["nodePool"] for c in after if c["nodePool"] in ("", "default")] == [""]
+        assert [c["nodePool"] for c in after if c["nodePool"] in ("", "default")] == ["default"]

@@ -110,6 +110,7 @@ DEFAULT_RUNTIME_CLASS_NAME: Final = "nvidia"
 # --- PodGroup scheduling condition types and reasons (§1.2) ---
 CONDITION_UNSCHEDULABLE_ON_NODE_POOL: Final = "UnschedulableOnNodePool"
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
+DEFAULT_PODGROUP_ERROR: Final = "Unable to schedule podgroup"  # KAI's condition message head for several reasons
 REASON_NON_PREEMPTIBLE_OVER_QUOTA: Final = "NonPreemptibleOverQuota"
 REASON_OVER_LIMIT: Final = "OverLimit"
 REASON_PREEMPTION_DELAY_NOT_ELAPSED: Final = "PreemptionDelayNotElapsed"

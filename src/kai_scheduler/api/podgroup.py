@@ -46,8 +46,13 @@ class SchedulingCondition:
 
     node_pool: str
     reasons: list[tuple[str, str]]  # (reason, message)
-    transition_id: str = "0"
+    transition_id: str = "1"
     last_transition_time: float | None = None
+    # The condition's own reason and message (deprecated in KAI's API for `reasons`, still written by KAI): the
+    # reasons in one line, as `kubectl describe` and older clients read them.
+    reason: str = ""
+    message: str = ""
+    raw: JSON | None = field(default=None, compare=False, repr=False)  # as read: written back unchanged
 
     def of_pool(self, pool: str) -> bool:
         """Whether the condition is the one of node pool `pool` ("" the unlabelled pool). KAI names the unlabelled
@@ -56,6 +61,8 @@ class SchedulingCondition:
         return self.node_pool == pool or (not pool and self.node_pool == constants.DEFAULT_NODE_POOL_NAME)
 
     def to_dict(self) -> JSON:
+        if self.raw is not None:  # another pool's condition keeps what this scheduler does not model (details)
+            return dict(self.raw)
         out: JSON = {
             "type": constants.CONDITION_UNSCHEDULABLE_ON_NODE_POOL,
             "nodePool": self.node_pool,
@@ -63,9 +70,27 @@ class SchedulingCondition:
             "transitionID": self.transition_id,
             "reasons": [{"reason": reason, "message": message} for reason, message in self.reasons],
         }
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
         if self.last_transition_time is not None:
             out["lastTransitionTime"] = format_time(self.last_transition_time)
         return out
+
+
+def fit_message(reasons: list[tuple[str, str]]) -> str:
+    """The reasons in one line, as KAI's `JobFitErrorsToMessage` words them: the one reason (else `Unable to schedule
+    podgroup`), then each message once, with how many times it was given when more than once."""
+    if not reasons:
+        return constants.DEFAULT_PODGROUP_ERROR
+    head = reasons[0][0] if len(reasons) == 1 else constants.DEFAULT_PODGROUP_ERROR
+    counts: dict[str, int] = {}
+    for _, message in reasons:
+        text = message.rstrip(".")
+        counts[text] = counts.get(text, 0) + 1
+    said = [text if n == 1 else f"{n} {text}" for text, n in counts.items()]
+    return f"{head}: {'. '.join(said)}."
 
 
 @dataclass(slots=True, kw_only=True)
@@ -129,6 +154,9 @@ class PodGroup:
                         reasons,
                         str(c.get("transitionID", "0")),
                         r.time(f"status.schedulingConditions[{i}].lastTransitionTime"),
+                        str(c.get("reason") or ""),
+                        str(c.get("message") or ""),
+                        raw=c,
                     )
                 )
         return cls(

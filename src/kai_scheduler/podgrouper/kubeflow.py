@@ -66,7 +66,7 @@ def pytorch(ctx: Context) -> Grouping:
                 parent=WORKER_SUBGROUP,
             )
     pg = grouping.podgroup
-    pg.min_member = None
+    pg.min_member = min_available  # kept beside the subgroups, as KAI's grouper writes it (the scheduler reads theirs)
     pg.sub_groups = tuple(subgroups)
     grouping.subgroup = _pytorch_subgroup(ctx.pod, seg, grouping.warnings)
     return grouping

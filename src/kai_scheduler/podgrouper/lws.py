@@ -54,7 +54,7 @@ def group(ctx: Context) -> Grouping:
         if worker_index == 0:
             grouping.subgroup = ""
         return grouping
-    pg.min_member = None
+    pg.min_member = size  # the whole group's, as KAI's grouper writes it beside the subgroups
     pg.sub_groups = sub_groups
     return grouping
 

@@ -38,7 +38,7 @@ def group(ctx: Context) -> Grouping:
         replicas = read_int(top, f"{at}.replicas", 0) or 0
         hosts = read_int(top, f"{at}.numOfHosts", 1, minimum=1) or 1
         subgroups.append(SubGroup(name, min_member=(minimum if minimum > 0 else replicas) * hosts))
-    pg.min_member = None
+    pg.min_member = sum(sg.min_member or 0 for sg in subgroups)  # the whole gang's, as KAI's grouper writes it
     pg.sub_groups = tuple(subgroups)
     grouping = Grouping(pg, warnings=warnings)
     labels = ctx.pod.labels

@@ -26,7 +26,7 @@ from kai_scheduler.api.bindrequest import ClaimAllocation
 from kai_scheduler.api.clock import Clock, SystemClock
 from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.pod import Pod
-from kai_scheduler.api.podgroup import SchedulingCondition
+from kai_scheduler.api.podgroup import SchedulingCondition, fit_message
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework.points import Reject
@@ -240,27 +240,53 @@ class Committer:
         patch = {"metadata": {"annotations": {key: format_time(now)}}}
         self._try(f"annotate PodGroup {job.key}", lambda: self.store.patch("podgroups", job.name, job.namespace, patch))
 
+    @property
+    def pool_name(self) -> str:
+        """The node pool's name in what the scheduler writes: the unlabelled pool is `default`, as KAI names it."""
+        return self.node_pool or constants.DEFAULT_NODE_POOL_NAME
+
     def unschedulable(self, job: JobInfo, reasons: list[Reject], now: float) -> None:
-        """Set the PodGroup condition and the pods' PodScheduled=False (with an event), each unless it already
-        says the same. The pods are compared one by one, not through the PodGroup: a pod that joined a job
-        already told (a Job's replacement pod), or whose writes were lost when the scheduler stopped after the
-        PodGroup's, is told too."""
+        """Set the PodGroup condition (with a `Normal Unschedulable` event on the PodGroup, as KAI records one) and
+        the pods' PodScheduled=False (with an event), each unless it already says the same. The pods are compared
+        one by one, not through the PodGroup: a pod that joined a job already told (a Job's replacement pod), or
+        whose writes were lost when the scheduler stopped after the PodGroup's, is told too."""
         pairs = _dedupe([(r.reason, r.message) for r in reasons])
+        message = fit_message(pairs)
+        if job.podgroup.scheduling_backoff == 1:  # KAI names the pool where the job will not be tried again
+            message = f"Node-Pool '{self.pool_name}': {message}"
         current = next((c for c in job.podgroup.scheduling_conditions if c.of_pool(self.node_pool)), None)
-        if current is None or current.reasons != pairs:
-            transition = str(int(current.transition_id) + 1) if current and current.transition_id.isdigit() else "0"
-            others = [c.to_dict() for c in job.podgroup.scheduling_conditions if not c.of_pool(self.node_pool)]
-            condition = SchedulingCondition(self.node_pool, pairs, transition, now).to_dict()
-            patch = {"status": {"schedulingConditions": [*others, condition]}}
-            self._try(
-                f"condition on PodGroup {job.key}",
-                lambda: self.store.patch("podgroups", job.name, job.namespace, patch, "status"),
-            )
+        said = current is not None and (current.node_pool, current.reasons, current.message) == (
+            self.pool_name,
+            pairs,
+            message,
+        )
+        # KAI leaves the condition as it is while pods of the job run (an elastic job's extras waiting); it
+        # records the event all the same.
+        if not said and job.active_allocated() == 0:
+            self._condition(job, pairs, message, now)
+        if not said:
+            self._event(_podgroup_ref(job), "Normal", constants.REASON_UNSCHEDULABLE, message)
         if job.podgroup.mark_unschedulable:
-            message = "; ".join(m for _, m in pairs)
+            told = "; ".join(m for _, m in pairs)
             for task in job.pending_tasks():
-                if task.pod.unschedulable_message != message:
-                    self._pod_unschedulable(task.pod, message)
+                if task.pod.unschedulable_message != told:
+                    self._pod_unschedulable(task.pod, told)
+
+    def _condition(self, job: JobInfo, pairs: list[tuple[str, str]], message: str, now: float) -> None:
+        """Write this pool's `UnschedulableOnNodePool` condition last (KAI's order: the newest at the end), its
+        transition the one after the PodGroup's last condition."""
+        conditions = job.podgroup.scheduling_conditions
+        last = conditions[-1].transition_id if conditions else "0"
+        transition = str(int(last) + 1) if last.isdigit() else "1"
+        others = [c.to_dict() for c in conditions if not c.of_pool(self.node_pool)]
+        condition = SchedulingCondition(
+            self.pool_name, pairs, transition, now, constants.REASON_UNSCHEDULABLE, message
+        ).to_dict()
+        patch = {"status": {"schedulingConditions": [*others, condition]}}
+        self._try(
+            f"condition on PodGroup {job.key}",
+            lambda: self.store.patch("podgroups", job.name, job.namespace, patch, "status"),
+        )
 
     def schedulable(self, job: JobInfo) -> None:
         """Clear this node pool's unschedulable condition from a job that got placed."""
@@ -322,6 +348,15 @@ def _call(write: Callable[[], None]) -> None:
 
 def _pod_ref(task: PodInfo) -> JSON:
     return events.pod_ref(task.namespace, task.name, str(task.uid))
+
+
+def _podgroup_ref(job: JobInfo) -> JSON:
+    meta = job.podgroup.meta
+    ref: JSON = {"kind": "PodGroup", "apiVersion": constants.PODGROUP_API_VERSION, "namespace": meta.namespace}
+    ref["name"] = meta.name
+    if meta.uid:
+        ref["uid"] = meta.uid
+    return ref
 
 
 def _same_time(text: str, seconds: float | None) -> bool:

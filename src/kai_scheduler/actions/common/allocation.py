@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from kai_scheduler.actions.common import gpu_sharing
 from kai_scheduler.api import constants
@@ -148,8 +149,15 @@ def _gpu_groups(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...],
     return gpu_sharing.choose(ssn, task, row)
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
 def gang_summary(ssn: Session, job: JobInfo) -> str:
-    """Plain words for a homogeneous gang that did not fit: "needs 4 nodes with 8 free GPUs, 2 have them"."""
+    """Plain words for a job of alike pods that did not fit, when the free room cannot hold the pods it needs:
+    how many pods the room holds against how many are required (KAI's words), then what each pod asks and
+    whether pods may share a node. Room is counted per node (how many pods each node's free resources hold, one
+    when the pods repel each other there), so pods that can share a node are never said to need a node each.
+    Empty when the room holds them (what stopped the job is in the other reasons)."""
     pending = job.pending_tasks()
     if not pending:
         return ""
@@ -157,26 +165,86 @@ def gang_summary(ssn: Session, job: JobInfo) -> str:
     if any(not np.array_equal(t.request, first.request) for t in pending):
         return ""
     need = min(len(pending), max(job.min_available() - job.active_allocated(), 1))
-    free = ssn.snapshot.arrays.non_allocated()
-    roomy = (free >= first.request - tolerance.RESOURCE).all(axis=1)
-    fits = roomy & ssn.snapshot.arrays.schedulable
-    gpus = first.request[GPU]
-    if gpus:
-        what = describe("gpu", gpus)
-    elif first.gpu.mig:  # MIG instances: what the gang lacks is those, not CPU
-        what = " and ".join(f"{count} MIG {profile}" for profile, count in first.gpu.mig)
-    else:
-        what = describe("cpu", first.request[0])
-    have = int(fits.sum())
+    room = _room(ssn, first)
+    schedulable = ssn.snapshot.arrays.schedulable
+    have = _pods_held(ssn, first, np.where(schedulable, room, 0))
     if have >= need:
         return ""
-    summary = (
-        f"needs {need} node{'s' if need != 1 else ''} with {what} free, {have} {'has' if have == 1 else 'have'} them"
-    )
-    # Nodes with the room but not Ready or cordoned: said, or "0 have them" reads as a full cluster when its
-    # nodes are down (the kubelets stopped, a network partition) and their GPUs idle.
-    idle = int((roomy & ~ssn.snapshot.arrays.schedulable).sum())
+    apart = _repels_itself(first) is not None
+    summary = _requirement(first, need, have, apart)
+    # Room on nodes not Ready or cordoned: said, or "room for 0" reads as a full cluster when its nodes are down
+    # (the kubelets stopped, a network partition) and their GPUs idle.
+    idle = _pods_held(ssn, first, np.where(schedulable, 0, room))
     if idle:
-        verbs = ("has", "is") if idle == 1 else ("have", "are")
-        summary += f" ({idle} more {verbs[0]} them but {verbs[1]} not ready or cordoned)"
+        summary += f" (room for {idle} more on nodes not ready or cordoned)"
     return summary
+
+
+def _room(ssn: Session, task: PodInfo) -> npt.NDArray[np.int64]:
+    """Per node: how many pods of `task`'s request its free (not allocated) resources hold."""
+    free = ssn.snapshot.arrays.non_allocated()
+    asked = task.request > tolerance.RESOURCE
+    if not asked.any():
+        return np.full(len(free), len(ssn.snapshot.nodes), dtype=np.int64)
+    whole = np.floor((free[:, asked] + tolerance.RESOURCE) / task.request[asked])
+    room: npt.NDArray[np.int64] = np.maximum(whole.min(axis=1), 0).astype(np.int64)
+    return room
+
+
+def _pods_held(ssn: Session, task: PodInfo, room: npt.NDArray[np.int64]) -> int:
+    """How many of the pods the room holds; pods that repel each other within a topology key: one per domain."""
+    key = _repels_itself(task)
+    if key is None:
+        return int(room.sum())
+    if key == HOSTNAME:
+        return int(np.minimum(room, 1).sum())
+    domains: set[str] = set()
+    held = 0
+    for node in ssn.snapshot.nodes:
+        value = node.labels.get(key)
+        if room[node.row] <= 0:
+            continue
+        if value is None:  # no domain there: the term does not keep pods apart on it
+            held += int(room[node.row])
+        elif value not in domains:
+            domains.add(value)
+            held += 1
+    return held
+
+
+def _repels_itself(task: PodInfo) -> str | None:
+    """The topology key of a required anti-affinity term that selects the pod's own labels in its namespace
+    (the job's alike pods must then each run in a domain of their own), else None."""
+    pod = task.pod
+    for term in pod.pod_anti_affinity:
+        if (not term.namespaces or pod.namespace in term.namespaces) and term.selector.matches(pod.meta.labels):
+            return term.topology_key
+    return None
+
+
+def _requirement(task: PodInfo, need: int, have: int, apart: bool) -> str:
+    """ "Resources were found for 2 pods while 3 are required for gang scheduling: each pod needs 1 GPU, 3 GPUs
+    in all", or that each pod needs a node (or domain) of its own; for one pod: "no node has room for a pod of
+    2 GPUs"."""
+    each, total = _asks(task, need)
+    key = _repels_itself(task) if apart else None
+    own = "" if key is None else " on a node of its own" if key == HOSTNAME else f" in a {key} of its own"
+    if need == 1:
+        return f"no node has room for a pod of {each}{own}"
+    pods = "pod" if have == 1 else "pods"
+    found = f"Resources were found for {have} {pods} while {need} are required for gang scheduling"
+    return f"{found}: each pod needs {each}{own}" if own else f"{found}: each pod needs {each}, {total} in all"
+
+
+def _asks(task: PodInfo, count: int) -> tuple[str, str]:
+    """What one pod asks of the resource that matters most (GPUs, MIG instances, else CPU), and `count` times it."""
+    gpus = task.request[GPU]
+    if gpus:
+        return describe("gpu", gpus), describe("gpu", gpus * count)
+    if task.gpu.mig:  # MIG instances: what the gang lacks is those, not CPU
+        return _mig(task, 1), _mig(task, count)
+    return describe("cpu", task.request[0]), describe("cpu", task.request[0] * count)
+
+
+def _mig(task: PodInfo, times: int) -> str:
+    return " and ".join(f"{count * times} MIG {profile}" for profile, count in task.gpu.mig)
