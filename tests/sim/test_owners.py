@@ -56,6 +56,7 @@ def specs(groups: list[JSON]) -> list[JSON]:
             [
                 {
                     "queue": "a",
+                    "minMember": 3,
                     "priorityClassName": "train",
                     "subGroups": [{"name": "master", "minMember": 1}, {"name": "worker", "minMember": 2}],
                 }
@@ -72,6 +73,7 @@ def specs(groups: list[JSON]) -> list[JSON]:
             [
                 {
                     "queue": "a",
+                    "minMember": 2,
                     "priorityClassName": "train",
                     "subGroups": [{"name": "head", "minMember": 1}, {"name": "workers", "minMember": 1}],
                 }
@@ -102,6 +104,7 @@ def specs(groups: list[JSON]) -> list[JSON]:
             [
                 {
                     "queue": "a",
+                    "minMember": 3,
                     "priorityClassName": "train",
                     "subGroups": [{"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 2}],
                 }
