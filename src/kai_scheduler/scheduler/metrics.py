@@ -40,7 +40,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.search_stats import SearchStats
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.scheduler.result import CycleResult
-from kai_scheduler.store.exposition import GoCounter
+from kai_scheduler.store.exposition import GoCounter, check_namespace
 
 LATENCY_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # 5 ms … 2560 ms
 SEARCH_BUCKETS = tuple(0.001 * 2**i for i in range(16))  # 1 ms … 32.768 s
@@ -54,6 +54,7 @@ PREEMPT = "preempt"
 
 class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry, namespace: str = "kai", node_pool: str = "") -> None:
+        check_namespace(namespace)
         prefix = f"{namespace}_" if namespace else ""
 
         def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
