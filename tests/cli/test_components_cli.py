@@ -266,12 +266,13 @@ def test_a_component_without_a_scheduler_freezes_its_start_up_heap_before_runnin
     assert (seen[0] > before) is frozen
 
 
-@pytest.mark.parametrize("command", ["controllers", "run"])
+@pytest.mark.parametrize(("command", "namespace"), [("controllers", "team"), ("run", "team"), ("controllers", "")])
 def test_the_queue_controller_s_series_take_the_namespace_and_the_queue_labels_of_the_flags(
-    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    command: str, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """KAI's queue controller flags: `tier` read from the queue, `zone` missing there and given its default; under
-    `kai run` the one --metrics-namespace names the scheduler's series and the queue controller's."""
+    `kai run` the one --metrics-namespace names the scheduler's series and the queue controller's; an empty one
+    prefixes nothing, as in KAI."""
     import gc
 
     from kai_scheduler.runtime import components as builders
@@ -297,7 +298,7 @@ def test_the_queue_controller_s_series_take_the_namespace_and_the_queue_labels_o
                 "--kubeconfig",
                 kubeconfig(tmp_path, server.url),
                 f"--listen-address=127.0.0.1:{closed_port()}",
-                "--metrics-namespace=team",
+                f"--metrics-namespace={namespace}",
                 "--queue-label-to-metric-label=tier=queue_tier",
                 "--queue-label-to-metric-label=zone=queue_zone",
                 "--queue-label-to-default-metric-value=zone=eu",
@@ -309,5 +310,8 @@ def test_the_queue_controller_s_series_take_the_namespace_and_the_queue_labels_o
         gc.unfreeze()
     scrape = exposition.parse(scraped[0])
     labels = {"queue_name": "q", "queue_metadata_name": "q", "queue_display_name": ""}
-    assert scrape.value("team_queue_info", **labels, queue_tier="gold", queue_zone="eu") == 1
+    prefix = f"{namespace}_" if namespace else ""
+    assert scrape.value(f"{prefix}queue_info", **labels, queue_tier="gold", queue_zone="eu") == 1
     assert "kai_queue_info" not in scrape.types
+    if command == "run":
+        assert f"{prefix}e2e_scheduling_latency_milliseconds" in scrape.types
