@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kai_scheduler.api.clock import SystemClock
 from kai_scheduler.cli import main
+from kai_scheduler.store.exposition import text
 from kai_scheduler.store.memory import MemoryStore
 from tests import children
 from tests.builders import node, queue
+from tests.runtime import exposition
 from tests.runtime.test_process import closed_port, eventually, get, kubeconfig, pending_pod
 from tests.store.mock_apiserver import MockApiServer
 
@@ -56,6 +59,7 @@ BINDER = [
     "--runtime-class-name",
 ]
 GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key", "--nodepool-label-key"]
+QUEUE_METRICS = ["--queue-label-to-metric-label", "--queue-label-to-default-metric-value"]
 
 
 def help_text(command: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -71,8 +75,8 @@ def help_text(command: str, capsys: pytest.CaptureFixture[str]) -> str:
         ("scheduler", SCHEDULER),
         ("binder", BINDER),
         ("podgrouper", GROUPER),
-        ("controllers", GROUPER),
-        ("run", SCHEDULER + BINDER),
+        ("controllers", GROUPER + QUEUE_METRICS + ["--metrics-namespace"]),
+        ("run", SCHEDULER + BINDER + QUEUE_METRICS),
     ],
 )
 def test_help_lists_every_flag(command: str, flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,6 +131,20 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         (["run", "--plugin-server-port", "70000"], "kai: --plugin-server-port: want 0 (off) to 65535, got 70000"),
         (["podgrouper", "--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
         (["scheduler", "--max-consolidation-preemptees", "1.5"], "kai: --max-consolidation-preemptees: invalid value"),
+        (
+            ["controllers", "--queue-label-to-metric-label", "tier=queue_tier,zone"],
+            "kai: --queue-label-to-metric-label: invalid map item 'zone': want key=value",
+        ),
+        (
+            ["run", "--queue-label-to-metric-label", "tier=queue-tier"],
+            "kai: --queue-label-to-metric-label: queue label 'tier': 'queue-tier' is not a label name",
+        ),
+        (
+            ["controllers", "--queue-label-to-default-metric-value", "tier"],
+            "kai: --queue-label-to-default-metric-value: invalid map item 'tier': want key=value",
+        ),
+        (["controllers", "--metrics-namespace", "my-team"], "kai: --metrics-namespace: 'my-team' is not a metric name"),
+        (["scheduler", "--metrics-namespace", "9"], "kai: --metrics-namespace: '9' is not a metric name prefix"),
         (
             ["controllers", "--leader-elect", "--leader-elect-renew-deadline", "20s"],
             "kai: --leader-elect-lease-duration: must be longer than --leader-elect-renew-deadline",
@@ -246,3 +264,54 @@ def test_a_component_without_a_scheduler_freezes_its_start_up_heap_before_runnin
         gc.unfreeze()
     assert len(seen) == 1
     assert (seen[0] > before) is frozen
+
+
+@pytest.mark.parametrize(("command", "namespace"), [("controllers", "team"), ("run", "team"), ("controllers", "")])
+def test_the_queue_controller_s_series_take_the_namespace_and_the_queue_labels_of_the_flags(
+    command: str, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KAI's queue controller flags: `tier` read from the queue, `zone` missing there and given its default; under
+    `kai run` the one --metrics-namespace names the scheduler's series and the queue controller's; an empty one
+    prefixes nothing, as in KAI."""
+    import gc
+
+    from kai_scheduler.runtime import components as builders
+    from kai_scheduler.runtime.process import Process
+
+    scraped: list[str] = []
+    original = builders.build
+
+    def build(*args: Any, **options: Any) -> list[builders.Component]:
+        components = original(*args, **options)
+        next(c for c in components if c.name == "controllers").step()
+        scraped.append(text(args[3]).decode())
+        return components
+
+    monkeypatch.setattr(builders, "build", build)
+    monkeypatch.setattr(Process, "run", lambda self: 0)
+    memory = MemoryStore(SystemClock())
+    memory.add_many([queue("q", labels={"tier": "gold"})])
+    try:
+        with MockApiServer(memory) as server:
+            args = [
+                command,
+                "--kubeconfig",
+                kubeconfig(tmp_path, server.url),
+                f"--listen-address=127.0.0.1:{closed_port()}",
+                f"--metrics-namespace={namespace}",
+                "--queue-label-to-metric-label=tier=queue_tier",
+                "--queue-label-to-metric-label=zone=queue_zone",
+                "--queue-label-to-default-metric-value=zone=eu",
+            ]
+            if command == "run":
+                args.append("--plugin-server-port=0")
+            assert main(args) == 0
+    finally:
+        gc.unfreeze()
+    scrape = exposition.parse(scraped[0])
+    labels = {"queue_name": "q", "queue_metadata_name": "q", "queue_display_name": ""}
+    prefix = f"{namespace}_" if namespace else ""
+    assert scrape.value(f"{prefix}queue_info", **labels, queue_tier="gold", queue_zone="eu") == 1
+    assert "kai_queue_info" not in scrape.types
+    if command == "run":
+        assert f"{prefix}e2e_scheduling_latency_milliseconds" in scrape.types

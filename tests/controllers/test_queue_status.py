@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import JSON
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
-from kai_scheduler.controllers.queue_status import QueueStatusController
+from kai_scheduler.controllers.queue_status import LABELS, MetricLabels, QueueStatusController
 from kai_scheduler.store.memory import MemoryStore
 from tests.builders import NAMESPACE, NOW, claim, claim_template, node, pod, podgroup, queue, resource_slice
 
@@ -131,6 +131,48 @@ def test_queue_metrics() -> None:
     store.delete("queues", "open")
     ctl.reconcile()
     assert value("kai_queue_info", open_labels) is None
+
+
+def test_queue_labels_become_metric_labels_as_kai_s_queue_controller_flags_say() -> None:
+    """--queue-label-to-metric-label priority=queue_priority,team=queue_team and
+    --queue-label-to-default-metric-value priority=normal: the labels follow KAI's three, in queue label key order;
+    a queue without the label gets the default, else ""; a label changed on the Queue moves its series."""
+    store = MemoryStore(ManualClock(NOW))
+    store.add_many([queue("a", labels={"priority": "high", "team": "ml", "other": "x"}), queue("b")])
+    registry = CollectorRegistry()
+    extra = MetricLabels({"team": "queue_team", "priority": "queue_priority"}, {"priority": "normal"})
+    ctl = QueueStatusController(store, registry, metric_labels=extra)
+    ctl.reconcile()
+
+    def info(name: str, priority: str, team: str) -> float | None:
+        labels = {"queue_name": name, "queue_metadata_name": name, "queue_display_name": ""}
+        return registry.get_sample_value("kai_queue_info", {**labels, "queue_priority": priority, "queue_team": team})
+
+    assert info("a", "high", "ml") == 1
+    assert info("b", "normal", "") == 1
+    families = {m.name: m for m in registry.collect()}
+    [sample] = [s for s in families["kai_queue_deserved_gpus"].samples if s.labels["queue_name"] == "a"]
+    assert list(sample.labels) == [*LABELS, "queue_priority", "queue_team"]
+    relabelled = store.get("queues", "a")
+    relabelled["metadata"]["labels"]["priority"] = "low"
+    store.update(relabelled)
+    ctl.reconcile()
+    assert info("a", "high", "ml") is None
+    assert info("a", "low", "ml") == 1
+
+
+@pytest.mark.parametrize(
+    ("to_metric", "message"),
+    [
+        ({"team": "queue-team"}, "queue label 'team': 'queue-team' is not a label name"),
+        ({"team": "__team"}, "queue label 'team': '__team' is not a label name"),
+        ({"team": "queue_name"}, "queue label 'team': 'queue_name' is already a label of every queue series"),
+        ({"a": "x", "b": "x"}, "queue label 'b': 'x' is already the metric label of queue label 'a'"),
+    ],
+)
+def test_a_metric_label_prometheus_would_refuse_is_refused(to_metric: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MetricLabels(to_metric)
 
 
 @pytest.mark.parametrize("registries", [1, 2])

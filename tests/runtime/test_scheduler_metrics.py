@@ -39,7 +39,7 @@ def test_an_allocation_is_counted_under_allocate_with_latencies_and_fair_shares(
     registry, result = cycle(b.queue("q"), b.node("n1", gpus=4), b.podgroup("j"), b.pod("j", gpus=2, created=b.NOW))
     assert result.binds == 1
     assert value(registry, "kai_podgroups_scheduled_by_action", action="allocate") == 1
-    assert value(registry, "kai_podgroups_acted_on_by_action", action="allocate") == 1
+    assert value(registry, "kai_podgroups_acted_on_by_action", action="allocate") is None  # victim actions only
     assert value(registry, "kai_podgroups_scheduled_by_action", action="reclaim") is None
     e2e = value(registry, "kai_e2e_scheduling_latency_milliseconds")
     assert e2e is not None and e2e > 0
@@ -80,7 +80,12 @@ def test_reclaim_evictions_are_counted_per_podgroup_and_action() -> None:
         )
         == 1
     )
-    assert value(registry, "kai_podgroups_acted_on_by_action", action="reclaim") == 2
+    assert value(registry, "kai_podgroups_acted_on_by_action", action="reclaim") == 1  # the reclaimer it tried
+    assert value(registry, "kai_scenarios_simulation_by_action", action="reclaim") == 1
+    assert value(registry, "kai_scenario_search_jobs_total", action="reclaim", result="solved", reduced_budget="false")
+    scenarios = {"action": "reclaim", "generator": "NodeLocalGreedy"}
+    assert value(registry, "kai_scenario_search_scenarios_total", **scenarios, state="emitted") == 1
+    assert value(registry, "kai_scenario_search_duration_seconds_count", **scenarios, result="solved") == 1
 
 
 def test_the_namespace_prefixes_every_name_and_gone_queues_lose_their_series() -> None:

@@ -31,6 +31,7 @@ from kai_scheduler.runtime.options import (
     SchedulerOptions,
     in_cluster_namespace,
 )
+from kai_scheduler.store.exposition import check_namespace
 
 Parser = argparse.ArgumentParser
 
@@ -79,7 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         sub,
         "controllers",
         "run the PodGroup and Queue status controllers (and create the default queues)",
-        [_period("0.5s"), _grouper_flags, _controller_flags],
+        [_period("0.5s"), _grouper_flags, _controller_flags, _queue_metrics_namespace_flag],
     )
     _component(
         sub,
@@ -172,7 +173,13 @@ def _scheduler_flags(p: Parser) -> None:
         metavar="PATH",
         help="scheduler configuration (KAI's config.yaml, or its ConfigMap) (default: KAI's defaults)",
     )
-    _value(p, "--metrics-namespace", "kai", "prefix of the scheduler's metric names", "NAME")
+    _value(
+        p,
+        "--metrics-namespace",
+        "kai",
+        "prefix of the scheduler's metric names (under kai run also the queue controller's); empty: none",
+        "NAME",
+    )
     _value(
         p,
         "--plugin-server-port",
@@ -288,6 +295,23 @@ def _controller_flags(p: Parser) -> None:
         "create the queues default-parent-queue and default-queue when "
         "they are missing, retrying until the Queue CRD and the admission webhook allow it",
     )
+    p.add_argument(
+        "--queue-label-to-metric-label",
+        action="append",
+        metavar="KEY=LABEL,...",
+        help="queue controller: add to the kai_queue_* series a metric label LABEL valued by each queue's label KEY "
+        "(repeatable; default none)",
+    )
+    p.add_argument(
+        "--queue-label-to-default-metric-value",
+        action="append",
+        metavar="KEY=VALUE,...",
+        help='queue controller: the metric label\'s value for a queue without the label KEY (repeatable; default "")',
+    )
+
+
+def _queue_metrics_namespace_flag(p: Parser) -> None:
+    _value(p, "--metrics-namespace", "kai", "prefix of the queue controller's metric names; empty: none", "NAME")
 
 
 def _scheduler_name_flag(p: Parser) -> None:
@@ -508,13 +532,18 @@ def _scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
         check_supported(dataclasses.replace(Flags(), **flags), spelling="--{}")
     except ConfigError as err:
         raise UserError(str(err)) from None
+    namespace = _text(args, "metrics_namespace", "kai")
+    try:
+        check_namespace(namespace)
+    except ValueError as err:
+        raise UserError(f"--metrics-namespace: {err}") from None
     port = _number(args, "plugin_server_port", PLUGIN_SERVER_PORT, int)
     if not 0 <= port <= 65535:
         raise UserError(f"--plugin-server-port: want 0 (off) to 65535, got {port}")
     return SchedulerOptions(
         scheduler_conf=args.scheduler_conf,
         flags=flags,
-        metrics_namespace=args.metrics_namespace or "kai",
+        metrics_namespace=namespace,
         plugin_server_port=port,
     )
 
@@ -534,8 +563,10 @@ def _binder_options(args: argparse.Namespace) -> BinderOptions:
 
 
 def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
+    from kai_scheduler.runtime.components import queue_metric_labels
+
     defaults = GrouperOptions()
-    return GrouperOptions(
+    options = GrouperOptions(
         reconcile_period=_duration(args, "reconcile_period", defaults.reconcile_period),
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
         queue_label_key=args.queue_label_key or defaults.queue_label_key,
@@ -544,7 +575,12 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         queue_map=_queue_map(getattr(args, "queue_map", None)),
         create_default_queues=_boolean(args, "create_default_queues", defaults.create_default_queues),
         knative_gang_schedule=_boolean(args, "knative_gang_schedule", defaults.knative_gang_schedule),
+        metrics_namespace=_text(args, "metrics_namespace", defaults.metrics_namespace),
+        queue_label_to_metric_label=_string_map(args, "queue_label_to_metric_label"),
+        queue_label_to_default_metric_value=_string_map(args, "queue_label_to_default_metric_value"),
     )
+    queue_metric_labels(options)  # a bad label fails here, before connecting
+    return options
 
 
 def _scale_adjuster_options(args: argparse.Namespace, name: str) -> ScaleAdjusterOptions:
@@ -595,6 +631,24 @@ def _queue_map(path: str | None) -> dict[str, str]:
     if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in raw.items()):
         raise UserError(f"--queue-map {path}: want a map of their queue name to a KAI Queue name")
     return dict(raw)
+
+
+def _string_map(args: argparse.Namespace, dest: str) -> dict[str, str]:
+    """`key=value,key=value` given once or more (as Go's map flag of KAI's components: later keys win)."""
+    out: dict[str, str] = {}
+    for text in getattr(args, dest, None) or ():
+        for item in text.split(",") if text else ():
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise UserError(f"{_flag(dest)}: invalid map item {item!r}: want key=value")
+            out[key] = value
+    return out
+
+
+def _text(args: argparse.Namespace, dest: str, default: str) -> str:
+    """The flag's value, "" included; the default when not given."""
+    text = getattr(args, dest, None)
+    return default if text is None else str(text)
 
 
 def _flag(dest: str) -> str:

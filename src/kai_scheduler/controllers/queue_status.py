@@ -13,13 +13,19 @@ with the metrics namespace (default `kai`): `kai_queue_info` (1), `kai_queue_des
 `kai_queue_allocated_gpus`, `kai_queue_allocated_cpu_cores`, `kai_queue_allocated_memory_bytes`. They live in
 the `CollectorRegistry` given (a private one if none): never the process-wide default, so tests and simulations
 do not collide.
+
+`MetricLabels` adds labels from the Queue's own labels, as KAI's `--queue-label-to-metric-label` and
+`--queue-label-to-default-metric-value` do: after the three above, one metric label per queue label key (in the
+keys' order), valued by the queue's label, else the key's default, else "". A queue whose labels change gets
+its series under the new values (the old ones go).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -30,6 +36,7 @@ from kai_scheduler.controllers import amounts, status_write
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.exposition import check_label_name, check_namespace
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.retries import Retries
 
@@ -48,12 +55,47 @@ class _GroupFigures:
     figures: tuple[Amounts, Amounts, Amounts]  # as FIELDS
 
 
+@dataclass(frozen=True, slots=True)
+class MetricLabels:
+    """Queue label key → metric label (`to_metric`), and → the value when a queue has no such label (`defaults`)."""
+
+    to_metric: Mapping[str, str] = field(default_factory=dict)
+    defaults: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        taken: dict[str, str] = {}  # metric label → the queue label key it reads
+        for key in sorted(self.to_metric):
+            name = self.to_metric[key]
+            try:
+                check_label_name(name)
+            except ValueError as err:
+                raise ValueError(f"queue label {key!r}: {err}") from None
+            if name in LABELS:
+                raise ValueError(f"queue label {key!r}: {name!r} is already a label of every queue series")
+            if name in taken:
+                raise ValueError(
+                    f"queue label {key!r}: {name!r} is already the metric label of queue label {taken[name]!r}"
+                )
+            taken[name] = key
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.to_metric[key] for key in sorted(self.to_metric))
+
+    def values(self, queue_labels: Mapping[str, str]) -> tuple[str, ...]:
+        return tuple(queue_labels.get(key, self.defaults.get(key, "")) for key in sorted(self.to_metric))
+
+
 class QueueMetrics:
     """The kai_queue_* gauges of one registry; one label set per queue."""
 
-    def __init__(self, registry: CollectorRegistry, namespace: str = "kai") -> None:
+    def __init__(self, registry: CollectorRegistry, namespace: str = "kai", extra: MetricLabels | None = None) -> None:
+        check_namespace(namespace)
+        self.extra = extra if extra is not None else MetricLabels()
+        labels = (*LABELS, *self.extra.names)
+
         def gauge(name: str, doc: str) -> Gauge:
-            return Gauge(name, doc, LABELS, namespace=namespace, registry=registry)
+            return Gauge(name, doc, labels, namespace=namespace, registry=registry)
 
         self.info = gauge("queue_info", "Queues known to the queue controller (always 1)")
         self.deserved_gpus = gauge("queue_deserved_gpus", "GPU quota of the queue (-1: unlimited)")
@@ -64,11 +106,13 @@ class QueueMetrics:
         self.allocated_memory = gauge(
             "queue_allocated_memory_bytes", "Memory bytes allocated to the queue and its children"
         )
-        self._labels: dict[str, tuple[str, str, str]] = {}
+        self._labels: dict[str, tuple[str, ...]] = {}
         self._last: dict[str, tuple[object, ...]] = {}  # what each queue's gauges were last set from
 
-    def set(self, queue: Queue, allocated: Amounts) -> None:
-        labels = (queue.name, queue.name, queue.display_name)
+    def set(self, queue: Queue, allocated: Amounts, queue_labels: Mapping[str, str] | None = None) -> None:
+        """The queue's gauges; `queue_labels`: the Queue's labels as stored (its parsed ones when not given)."""
+        own = queue.meta.labels if queue_labels is None else queue_labels
+        labels = (queue.name, queue.name, queue.display_name, *self.extra.values(own))
         figures = (
             queue,
             *(
@@ -118,12 +162,13 @@ class QueueStatusController:
         registry: CollectorRegistry | None = None,
         retries: Retries | None = None,
         metrics_namespace: str = "kai",
+        metric_labels: MetricLabels | None = None,
     ) -> None:
         self.store = store
         # queues whose status write was refused: written again later
         self.retries = retries if retries is not None else Retries()
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.metrics = QueueMetrics(self.registry, metrics_namespace)
+        self.metrics = QueueMetrics(self.registry, metrics_namespace, metric_labels)
         # controller-runtime's series of KAI's `queue` controller: a reconcile is one Queue's status and gauges.
         self.work = metrics.controller(registry, CONTROLLER)
         self._queue_changes = Changes(store, "queues")
@@ -146,6 +191,7 @@ class QueueStatusController:
         for key, obj in self._group_changes.poll():
             self._group_changed(key, obj, dirty)
         reshaped = False
+        relabelled: set[str] = set()  # queues whose own labels changed while metric labels are read from them
         for name, obj in self._queue_changes.poll():
             old = self._queues.pop(name, None)
             if obj is None:
@@ -156,8 +202,10 @@ class QueueStatusController:
                 continue
             self._queues[name] = obj
             reshaped = reshaped or old is None or old.get("spec") != obj.get("spec")
+            if self.metrics.extra.to_metric and old is not None and _labels(old) != _labels(obj):
+                relabelled.add(name)
         due = self.retries.due() & self._queues.keys()
-        if not dirty and not reshaped and not due:
+        if not dirty and not reshaped and not due and not relabelled:
             return []
         for queue in dirty:
             members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
@@ -170,7 +218,7 @@ class QueueStatusController:
             self._children_of = self._children()
             affected = set(self._queues)
         else:
-            affected = self._with_ancestors(dirty) | due
+            affected = self._with_ancestors(dirty) | due | relabelled
         totals = {name: figures for name, figures in self._totals.items() if name not in affected}
         written = []
         work = self.work
@@ -276,7 +324,12 @@ class QueueStatusController:
         if queue is None:
             self.metrics.remove(name)
         else:
-            self.metrics.set(queue, allocated)
+            self.metrics.set(queue, allocated, _labels(raw))
+
+
+def _labels(queue: JSON) -> Mapping[str, str]:
+    labels = (queue.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
 
 
 def _scaled(quota: float, factor: float) -> float:

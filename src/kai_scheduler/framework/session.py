@@ -21,6 +21,7 @@ from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework import dispatch, fit, points
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.search_stats import SearchStats
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Operation, Statement
 
@@ -90,6 +91,7 @@ class Session:
         self.committed: list[Operation] = []
         self.job_fit_errors: dict[str, list[points.Reject]] = {}
         self.started_jobs: set[str] = set()
+        self.search = SearchStats()  # what the victim actions' scenario search did (metrics read it)
         self._hooks: dict[points.ExtensionPoint[Any], list[tuple[str, Any]]] = {}
         self._calls: dict[points.ExtensionPoint[Any], Callable[..., Any]] = {}
         self._registering = ""

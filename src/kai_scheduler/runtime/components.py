@@ -22,7 +22,7 @@ from kai_scheduler.binder.reservation import ReservationConfig
 from kai_scheduler.controllers import podgroup_status
 from kai_scheduler.controllers.default_queues import DefaultQueues
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
-from kai_scheduler.controllers.queue_status import QueueStatusController
+from kai_scheduler.controllers.queue_status import MetricLabels, QueueStatusController
 from kai_scheduler.framework import config as configs
 from kai_scheduler.nodescaleadjuster.adjuster import NodeScaleAdjuster
 from kai_scheduler.podgrouper import context as grouping
@@ -35,6 +35,7 @@ from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
 from kai_scheduler.store import metrics
+from kai_scheduler.store.exposition import check_namespace
 from kai_scheduler.store.interface import ClusterStore
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,10 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         raise UserError(f"--plugin-server-port: want 0 (off) to 65535, got {options.plugin_server_port}")
     if config.flags.schedule_period <= 0:
         raise UserError(f"--schedule-period: must be positive, got {config.flags.schedule_period}s")
+    try:
+        check_namespace(options.metrics_namespace)
+    except ValueError as err:
+        raise UserError(f"--metrics-namespace: {err}") from None
     core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
     metrics.configure(config)
@@ -239,7 +244,9 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
     _positive("--reconcile-period", options.reconcile_period)
     defaults = DefaultQueues(store, clock) if options.create_default_queues else None
     podgroups = PodGroupStatusController(store, work=metrics.controller(registry, podgroup_status.CONTROLLER))
-    queues = QueueStatusController(store, registry)
+    queues = QueueStatusController(
+        store, registry, metrics_namespace=options.metrics_namespace, metric_labels=queue_metric_labels(options)
+    )
 
     def step() -> None:
         if defaults is not None:
@@ -255,6 +262,18 @@ def controllers(store: ClusterStore, options: GrouperOptions, registry: Collecto
         triggers=("pods", "podgroups", "bindrequests", "priorityclasses", "queues"),
         min_gap=RECONCILE_MIN_GAP,
     )
+
+
+def queue_metric_labels(options: GrouperOptions) -> MetricLabels:
+    """The queue controller's extra metric labels; a bad one is a UserError naming its flag."""
+    try:
+        check_namespace(options.metrics_namespace)
+    except ValueError as err:
+        raise UserError(f"--metrics-namespace: {err}") from None
+    try:
+        return MetricLabels(options.queue_label_to_metric_label, options.queue_label_to_default_metric_value)
+    except ValueError as err:
+        raise UserError(f"--queue-label-to-metric-label: {err}") from None
 
 
 def node_scale_adjuster(

@@ -73,6 +73,11 @@ class GrouperOptions:
     queue_map: Mapping[str, str] = field(default_factory=dict)  # their queue names → ours
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing
     knative_gang_schedule: bool = False  # the grouper's: a Knative Revision's pods one gang of min-scale pods
+    # The queue controller's metrics (KAI's queue controller flags): the namespace prefixing their names, queue label
+    # key → metric label, and queue label key → the value when a queue lacks the label.
+    metrics_namespace: str = "kai"
+    queue_label_to_metric_label: Mapping[str, str] = field(default_factory=dict)
+    queue_label_to_default_metric_value: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,15 @@ Names are prefixed with the metrics namespace (`--metrics-namespace`, default `k
   `Bind`), `usage_query_latency_milliseconds` (registered; observed by the usage database's queries);
 - counters, exposed without `_total` as KAI's Go client does (`store.exposition.GoCounter`):
   `podgroups_scheduled_by_action{action}` (podgroups that got tasks allocated or pipelined by the action),
-  `podgroups_acted_on_by_action{action}` (podgroups any operation of the action touched: placed or evicted;
-  KAI counts the podgroups the action tried, which a cycle's result does not show),
-  `total_preemption_attempts` (podgroups the preempt action placed, where KAI counts them);
-- counter `pod_group_evicted_pods_total{podgroup,namespace,uid,nodepool,action}`;
+  `podgroups_acted_on_by_action{action}` (the preemptors a victim action searched victims for),
+  `total_preemption_attempts` (podgroups the preempt action placed, where KAI counts them),
+  `scenarios_simulation_by_action{action}`, `scenarios_filtered_by_action{action}` (the victim search's
+  scenarios simulated, and accumulated victim sets its cheap filters rejected);
+- counters `pod_group_evicted_pods_total{podgroup,namespace,uid,nodepool,action}`,
+  `scenario_search_jobs_total{action,result,reduced_budget}`, `scenario_search_action_budget_exhausted_total{action}`,
+  `scenario_search_scenarios_total{action,generator,state}`, and the histogram (1 ms … 32.8 s, exponential)
+  `scenario_search_duration_seconds{action,generator,result}`: the victim search as the cycle's session counted
+  it (`framework.search_stats`);
 - gauges of the configured search budgets (seconds): `scenario_search_action_budget_configured_seconds{action}`
   (the victim actions configured), `scenario_search_job_budget_configured_seconds`,
   `scenario_search_generator_budget_configured_seconds{generator}`;
@@ -22,10 +27,6 @@ Names are prefixed with the metrics namespace (`--metrics-namespace`, default `k
   `queue_display_name`): `queue_fair_share_cpu_cores`, `queue_fair_share_memory_gb` (10^9 bytes),
   `queue_fair_share_gpu`, `queue_cpu_usage`, `queue_memory_usage`, `queue_gpu_usage` (the time-based usage of
   §5.5, 0 when it is off); a queue that goes away loses its series.
-
-Not recorded (the victim search does not report them): `scenarios_simulation_by_action`,
-`scenarios_filtered_by_action`, `scenario_search_jobs_total`, `scenario_search_action_budget_exhausted_total`,
-`scenario_search_duration_seconds`, `scenario_search_scenarios_total`.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kai_scheduler.actions.common import budget
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.search_stats import SearchStats
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.scheduler.result import CycleResult
-from kai_scheduler.store.exposition import GoCounter
+from kai_scheduler.store.exposition import GoCounter, check_namespace
 
 LATENCY_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # 5 ms … 2560 ms
+SEARCH_BUCKETS = tuple(0.001 * 2**i for i in range(16))  # 1 ms … 32.768 s
 GIGABYTE = 1e9
 MILLICORES = 1000.0
 _PLACED = (Op.ALLOCATE, Op.PIPELINE)
@@ -51,6 +54,7 @@ PREEMPT = "preempt"
 
 class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry, namespace: str = "kai", node_pool: str = "") -> None:
+        check_namespace(namespace)
         prefix = f"{namespace}_" if namespace else ""
 
         def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
@@ -61,6 +65,9 @@ class SchedulerMetrics:
 
         def go_counter(name: str, doc: str, labels: tuple[str, ...]) -> GoCounter:
             return GoCounter(prefix + name, doc, labels, registry)
+
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
+            return Counter(name, doc, labels, namespace=namespace, registry=registry)
 
         self.node_pool = node_pool
         self.e2e = gauge("e2e_scheduling_latency_milliseconds", "E2e scheduling latency in milliseconds")
@@ -82,15 +89,36 @@ class SchedulerMetrics:
             "usage_query_latency_milliseconds", "Usage database query latency in milliseconds"
         )
         self.scheduled = go_counter("podgroups_scheduled_by_action", "Podgroups scheduled per action", ("action",))
-        self.acted_on = go_counter("podgroups_acted_on_by_action", "Podgroups acted on per action", ("action",))
+        self.acted_on = go_counter("podgroups_acted_on_by_action", "Podgroups tried per action", ("action",))
+        self.simulated = go_counter("scenarios_simulation_by_action", "Scenarios simulated per action", ("action",))
+        self.filtered = go_counter("scenarios_filtered_by_action", "Scenarios filtered per action", ("action",))
         self.preemption_attempts = go_counter("total_preemption_attempts", "Successful preemption attempts", ())
         self.preemption_attempts.inc(amount=0)  # a plain Go counter is exposed from the start, at 0
-        self.evicted = Counter(
+        self.evicted = counter(
             "pod_group_evicted_pods_total",
             "Pods evicted per podgroup",
             ("podgroup", "namespace", "uid", "nodepool", "action"),
+        )
+        self.search_jobs = counter(
+            "scenario_search_jobs_total",
+            "Jobs considered by the scenario search",
+            ("action", "result", "reduced_budget"),
+        )
+        self.search_exhausted = counter(
+            "scenario_search_action_budget_exhausted_total", "Action search budget exhaustions", ("action",)
+        )
+        self.search_scenarios = counter(
+            "scenario_search_scenarios_total",
+            "Scenarios of the scenario search by state",
+            ("action", "generator", "state"),
+        )
+        self.search_seconds = Histogram(
+            "scenario_search_duration_seconds",
+            "Seconds of one generator attempt of the scenario search",
+            ("action", "generator", "result"),
             namespace=namespace,
             registry=registry,
+            buckets=SEARCH_BUCKETS,
         )
         self.action_budget = gauge(
             "scenario_search_action_budget_configured_seconds",
@@ -145,17 +173,31 @@ class SchedulerMetrics:
             self.bind_latency.observe(seconds * 1000)
         for seconds in result.usage_query_seconds:
             self.usage_query_latency.observe(seconds * 1000)
+        self._search(result.search)
         self._queue_gauges(result)
+
+    def _search(self, search: SearchStats) -> None:
+        for action, count in search.tried.items():
+            self.acted_on.inc(action, amount=count)
+        for action, count in search.simulated.items():
+            self.simulated.inc(action, amount=count)
+        for action, count in search.filtered.items():
+            self.filtered.inc(action, amount=count)
+        for (action, outcome, reduced), count in search.jobs.items():
+            self.search_jobs.labels(action, outcome, "true" if reduced else "false").inc(count)
+        for action, count in search.budget_exhausted.items():
+            self.search_exhausted.labels(action).inc(count)
+        for (action, generator, state), count in search.scenarios.items():
+            self.search_scenarios.labels(action, generator, state).inc(count)
+        for action, generator, outcome, seconds in search.attempts:
+            self.search_seconds.labels(action, generator, outcome).observe(seconds)
 
     def _operations(self, result: CycleResult, action: str, ops: list[Operation]) -> None:
         placed = {op.task.job_uid for op in ops if op.op in _PLACED}
-        touched = {op.task.job_uid for op in ops}
         if placed:
             self.scheduled.inc(action, amount=len(placed))
             if action == PREEMPT:
                 self.preemption_attempts.inc(amount=len(placed))
-        if touched:
-            self.acted_on.inc(action, amount=len(touched))
         evicted: dict[tuple[str, str], int] = defaultdict(int)
         for op in ops:
             if op.op is Op.EVICT:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.cluster.snapshot import Problem, Snapshot
 from kai_scheduler.framework.points import Reject
+from kai_scheduler.framework.search_stats import SearchStats
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.framework.statement import Op, Operation
 
@@ -28,6 +29,7 @@ class CycleResult:
     plugin_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
     bind_seconds: list[float] = field(default_factory=list)  # each BindRequest's writing (KAI's cache.Bind)
     usage_query_seconds: list[float] = field(default_factory=list)  # usage fetches that came in since the last cycle
+    search: SearchStats = field(default_factory=SearchStats)  # the victim actions' scenario search
 
     @property
     def snapshot(self) -> Snapshot:

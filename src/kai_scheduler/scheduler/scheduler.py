@@ -291,6 +291,7 @@ class Scheduler:
             plugin_seconds={"OnSessionOpen": plugin_open, "OnSessionClose": plugin_close},
             bind_seconds=list(self.committer.bind_seconds),
             usage_query_seconds=queried,
+            search=ssn.search,
         )
         ssn.release()
         return result

@@ -69,6 +69,7 @@ class Shards:
             close_session_seconds=sum(p.close_session_seconds for p in parts),
         )
         for part in parts:
+            merged.search.add(part.search)
             for action, seconds in part.action_seconds.items():
                 merged.action_seconds[action] = merged.action_seconds.get(action, 0.0) + seconds
         return merged

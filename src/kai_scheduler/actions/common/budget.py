@@ -102,17 +102,19 @@ class ActionBudget:
         if left <= 0 or seconds < self.budgets.min_job:
             self.exhausted = True
             return None
-        return JobBudget(self, Deadline(self.timer, seconds))
+        return JobBudget(self, Deadline(self.timer, seconds), reduced=left < self.budgets.max_job)
 
 
 class JobBudget:
-    """One job's search: its own deadline, and one per generator inside it."""
+    """One job's search: its own deadline, and one per generator inside it. `reduced`: cut below
+    `maxJobSearchDuration` to what the action had left (KAI's `reduced_budget` label)."""
 
-    __slots__ = ("action", "deadline")
+    __slots__ = ("action", "deadline", "reduced")
 
-    def __init__(self, action: ActionBudget, deadline: Deadline) -> None:
+    def __init__(self, action: ActionBudget, deadline: Deadline, *, reduced: bool = False) -> None:
         self.action = action
         self.deadline = deadline
+        self.reduced = reduced
 
     def exhausted(self) -> bool:
         if self.action.deadline.exhausted():

@@ -19,6 +19,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.duration import format_duration
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.framework import points
+from kai_scheduler.framework import search_stats as stats
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 
@@ -67,6 +68,14 @@ def invariant_reject(ssn: Session, job: JobInfo) -> points.Reject | None:
 
 
 MayAct = Callable[[Session, JobInfo], bool]
+# How a job's search ended, as KAI's `scenario_search_jobs_total` labels it: a search that ran out of scenarios
+# (or had no victim to try) has exhausted its generators.
+JOB_RESULT = {
+    solver.Result.SOLVED: stats.SOLVED,
+    solver.Result.UNSOLVED: stats.GENERATORS_EXHAUSTED,
+    solver.Result.EXHAUSTED: stats.DEADLINE_EXHAUSTED,
+    solver.Result.NOT_ATTEMPTED: stats.NOT_ATTEMPTED,
+}
 SearchFor = Callable[[JobInfo, list[JobInfo]], "solver.VictimSearch | None"]
 
 
@@ -85,7 +94,8 @@ def run(
     For each job in queue order that `may_act`: take a job budget (none left: the action ends for this
     cycle), skip it if no easier than a failed job in `signature_scope(job)`, search the victims
     `search_for(job, pool)` offers, commit on success (the pool is then re-ordered without the victims
-    taken), remember the failure otherwise."""
+    taken), remember the failure otherwise. Each job searched for is counted in the session's `search`
+    statistics with how its search ended, as KAI's solver counts it (`JOB_RESULT`)."""
     limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
     action_budget = budget.ActionBudget(limits, action, timer)
     jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(action))
@@ -105,8 +115,10 @@ def run(
                     extra={"action": action, "job": job.key, "scope": scope},
                 )
             continue
+        ssn.search.tried[action] += 1
         job_budget = action_budget.next_job()
         if job_budget is None:
+            ssn.search.job(action, stats.NOT_ATTEMPTED, reduced_budget=False)
             if debug:
                 log.debug("action ends: no job budget left", extra={"action": action, "job": job.key})
             return
@@ -114,6 +126,9 @@ def run(
             pool = _victim_pool(ssn, ssn.snapshot.jobs.values())
         search = search_for(job, pool)
         result = solver.Result.UNSOLVED if search is None else _solve(ssn, job, search, job_budget)
+        ssn.search.job(action, JOB_RESULT[result], reduced_budget=job_budget.reduced)
+        if result is solver.Result.EXHAUSTED and action_budget.exhausted:
+            ssn.search.budget_exhausted[action] += 1
         if debug:
             log.debug(
                 "victim search done",

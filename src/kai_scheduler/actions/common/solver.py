@@ -17,6 +17,14 @@
    scenario. With the flag `preemptor-placed-first` the probe's tasks are placed first and every victim lands
    after them (victim jobs in the order they were chosen).
 
+What the search does is counted in the session's `SearchStats` (`framework.search_stats`), with KAI's states:
+each scenario a generator gives is *emitted*; one already failed for this job is a *duplicate*; else it is
+*simulated*, and *validator_rejected* when the action's validator refuses it; an accumulated victim set the cheap
+filters reject is *filtered*. Each attempt is timed on the budget's timer, from asking the generator for it to
+its result (`solved`, `unsolved`, `validator_rejected`, `duplicate`); when the victims run out, each generator
+still within its budget gets one `generators_exhausted` attempt, timed over the last, empty, look for victims.
+The recorded victims tried again at the start of a probe are a scenario of the generator that found them.
+
 Differences from KAI, on purpose: a victim that lands after the preemptor lands in place first, so an unneeded
 victim is never moved, and every evicted pod of a victim tries to land again (KAI: the job's next tasks to
 allocate only). Failed scenarios are remembered per job (tasks placed, victims) and not simulated twice. Fit
@@ -44,6 +52,7 @@ from kai_scheduler.cluster.node_info import GroupState, NodeInfo
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework import points
+from kai_scheduler.framework import search_stats as stats
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Statement
 
@@ -55,6 +64,7 @@ class Result(enum.Enum):
     SOLVED = "solved"
     UNSOLVED = "unsolved"
     EXHAUSTED = "deadline_exhausted"
+    NOT_ATTEMPTED = "not_attempted"  # no task to allocate
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +106,16 @@ class _JobSolver:
         self.base_nodes = self._feasible_nodes()
         self.simulations = 0
         self.outcome: ScenarioOutcome | None = None
+        self.stats = ssn.search
+        self.timer = budget.action.timer
+        self.found_by = scenario.GENERATORS[0]  # the generator whose scenario the recorded victims came from
         self._waiting: dict[str, dict[str, list[JobInfo]]] | None = None
         self._sorted_queues: set[str] = set()
 
     def solve(self) -> Solution:
         n = len(self.tasks)
         if n == 0:
-            return Solution(Result.UNSOLVED)
+            return Solution(Result.NOT_ATTEMPTED)
         best, kept = self._largest_solvable_prefix(n)
         if best == 0:
             return self._unsolved()
@@ -156,14 +169,19 @@ class _JobSolver:
         accumulated = [self._evict_again(b) for b in self.recorded]
         recorded = len(accumulated)
         generators = Generators(self.ssn, tasks, scenario.fits_one_node(self.ssn, tasks))
-        if accumulated and (found := self._try_all(size, tasks, accumulated, accumulated)) is not None:
-            return found
+        if accumulated:
+            started = self.timer()
+            self.stats.scenario(self.search.action, self.found_by, stats.EMITTED)
+            if (found := self._try_all(size, tasks, accumulated, accumulated, self.found_by, started)) is not None:
+                return found
         queue = VictimQueue(self.ssn, self.search.victims, self.search.eviction, max_jobs=self.search.max_victim_jobs)
         candidates = self._candidates(accumulated)
         worth = False  # the cheap filters only get easier as victims accumulate: once passed, passed
         while not self.budget.exhausted():
+            started = self.timer()
             batch = queue.pop(self.stmt)
             if batch is None:
+                self._generators_exhausted(started)
                 return None
             if log.isEnabledFor(logging.DEBUG):
                 log.debug(
@@ -180,11 +198,18 @@ class _JobSolver:
             self._add_nodes(candidates, batch)
             worth = worth or self._worth_simulating(tasks, generators, accumulated, candidates)
             if not worth:
+                self.stats.filtered[self.search.action] += 1
                 continue
-            for sub in self._sub_scenarios(generators, accumulated, recorded, batch):
-                if (found := self._try_all(size, tasks, accumulated, sub)) is not None:
+            for generator, sub, started in self._sub_scenarios(generators, accumulated, recorded, batch):
+                if (found := self._try_all(size, tasks, accumulated, sub, generator, started)) is not None:
                     return found
         return None
+
+    def _generators_exhausted(self, started: float) -> None:
+        seconds = self.timer() - started
+        for name, deadline in self.deadlines.items():
+            if not deadline.exhausted():
+                self.stats.attempt(self.search.action, name, stats.GENERATORS_EXHAUSTED, seconds)
 
     def _evict_again(self, batch: Batch) -> Batch:
         why = self.search.eviction(batch.job)
@@ -201,37 +226,59 @@ class _JobSolver:
 
     def _sub_scenarios(
         self, generators: Generators, accumulated: list[Batch], recorded: int, latest: Batch
-    ) -> Iterator[list[Batch]]:
+    ) -> Iterator[tuple[str, list[Batch], float]]:
+        """(generator, sub-scenario, when the generator was asked for it) for each sub-scenario to try."""
         for name, proposals in (
             (scenario.NODE_LOCAL_GREEDY, generators.node_local_greedy(accumulated, recorded, latest)),
             (scenario.MULTI_NODE_GANG, generators.multi_node_gang(accumulated, recorded)),
         ):
             deadline = self.deadlines[name]
+            started = self.timer()
             for sub in proposals:
                 if deadline.exhausted() or self.budget.exhausted():
                     break
                 if generators.gpus_fit(accumulated, sub):
-                    yield sub
+                    self.stats.scenario(self.search.action, name, stats.EMITTED)
+                    yield name, sub, started
+                    started = self.timer()
 
     # --- one simulation -------------------------------------------------------------------------------------
 
     def _try_all(
-        self, size: int, tasks: list[PodInfo], accumulated: list[Batch], sub: list[Batch]
+        self,
+        size: int,
+        tasks: list[PodInfo],
+        accumulated: list[Batch],
+        sub: list[Batch],
+        generator: str,
+        started: float,
     ) -> ScenarioOutcome | None:
+        """Simulate `sub` (unless it already failed), counted and timed as `generator`'s attempt."""
+        action = self.search.action
         key = (size, frozenset(uid for b in sub for uid in b.uids))
         if key in self.failed:
+            self.stats.scenario(action, generator, stats.DUPLICATE)
+            self.stats.attempt(action, generator, stats.DUPLICATE, self.timer() - started)
             return None
         self.simulations += 1
+        self.stats.simulated[action] += 1
+        self.stats.scenario(action, generator, stats.SIMULATED)
         checkpoint = self.stmt.checkpoint()
-        outcome = self._simulate(size, tasks, accumulated, sub)
+        outcome, result = self._simulate(size, tasks, accumulated, sub)
+        if result == stats.VALIDATOR_REJECTED:
+            self.stats.scenario(action, generator, stats.VALIDATOR_REJECTED)
+        self.stats.attempt(action, generator, result, self.timer() - started)
         if outcome is None:
             self.stmt.rollback(checkpoint)
             self.failed.add(key)
+        else:
+            self.found_by = generator
         return outcome
 
     def _simulate(
         self, size: int, tasks: list[PodInfo], accumulated: list[Batch], sub: list[Batch]
-    ) -> ScenarioOutcome | None:
+    ) -> tuple[ScenarioOutcome | None, str]:
+        """The scenario's outcome if it works, and its result (`search_stats`: solved, unsolved, rejected)."""
         inside = {id(b) for b in sub}
         for batch in accumulated:
             if id(batch) not in inside:
@@ -242,13 +289,13 @@ class _JobSolver:
         else:
             placed = self._place_in_queue_order(size, tasks, sub, candidates)
         if not placed:
-            return None
+            return None, stats.UNSOLVED
         outcome = ScenarioOutcome.of(sub)
         if size == len(self.tasks) and not (outcome.victims or outcome.moved):
-            return None  # nothing to evict or move: placing the job is allocate's business, not ours
+            return None, stats.UNSOLVED  # nothing to evict or move: placing the job is allocate's business
         if self.search.validate(self.job, tasks, outcome) is not None:
-            return None
-        return outcome
+            return None, stats.VALIDATOR_REJECTED
+        return outcome, stats.SOLVED
 
     def _place_preemptor(self, size: int, tasks: list[PodInfo], candidates: points.Mask) -> bool:
         """The probe's tasks, pipeline-only, on the candidate nodes; the whole job must meet its gang minimum."""
