@@ -303,6 +303,7 @@ def test_gpu_sharing_the_gpu_memory_pod(clean: Cluster) -> None:
 
 
 @pytest.mark.xfail(
+    not controllers_running(),  # with a garbage collector the first pod's PodGroup goes with it, and all is well
     strict=True,
     reason="known bug: a pod deleted and made again under its name with another GPU request, while the first's "
     "PodGroup remains, is never placed (its PodGroup reports the first pod's request)",
@@ -424,6 +425,9 @@ def test_node_pools_a_pod_of_the_gpu_nodes_pool_runs_on_its_nodes_only(
 # --- time-based fair share against a real Prometheus ------------------------------------------------------------
 
 WINDOW = 10  # seconds of usage history the scheduler weighs (KAI's example: 168h)
+# team-a's share of the window's GPU-seconds before team-b submits: at 0.75 (kValue 1) team-b's fair share is 25.6 of
+# 32 GPUs, three 8-GPU pods; plain fair share gives it 16. (A loaded machine may miss a 1 s scrape now and then.)
+USED = 0.75
 TEAM_PODS = 6  # per team: four 8-GPU pods fill the 32 GPUs, two wait (the docs submit ten jobs per team)
 
 
@@ -500,11 +504,18 @@ def test_time_based_fair_share_the_queue_that_used_more_loses_its_gpus_and_gets_
             used = f"sum_over_time(({allocation}{{queue_name='team-a'}})[{WINDOW}s:1s])"
             capacity = f"sum_over_time((vector({gpus}))[{WINDOW}s:1s])"
 
-            def team_a_used_the_window() -> bool:
-                share = prom.value(f"({used}) / ({capacity})")
-                return share is not None and share >= 0.9
+            seen: list[float | None] = []
 
-            clean.wait("Prometheus to hold a window of team-a's usage", team_a_used_the_window, timeout=WINDOW + 20)
+            def team_a_used_the_window() -> bool:
+                seen.append(prom.value(f"({used}) / ({capacity})"))
+                return (seen[-1] or 0.0) >= USED
+
+            try:
+                clean.wait("Prometheus to hold team-a's usage", team_a_used_the_window, timeout=WINDOW + 40)
+            except AssertionError:
+                up = prom.query("up")
+                series = prom.query(f"{allocation}")
+                raise AssertionError(f"team-a's usage {seen[-5:]}, targets {up}, {allocation}: {series}") from None
 
             team_b = _doc(docs, "Pod", "team-b-training-job")
             for i in range(1, TEAM_PODS + 1):
