@@ -68,3 +68,17 @@ browser:
 	else echo "no chromium: the browser test of the report is skipped (apt-get install chromium chromium-driver)"; fi
 
 test: browser
+
+# The time-based fair share conformance test (tests/e2e/test_conformance.py) queries a real Prometheus: Debian's
+# `prometheus` package, installed here when missing and we are root (as in CI); the test starts the binary itself
+# (its own port, storage and scrape config) and stops it. Otherwise that test is skipped and this says how to get it.
+.PHONY: prometheus
+prometheus:
+	@command -v prometheus >/dev/null || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing prometheus (apt-get)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus) \
+			>/dev/null || { echo "apt-get could not install prometheus" >&2; exit 1; }; \
+	else echo "no prometheus: the time-based fair share conformance test is skipped (apt-get install prometheus)"; fi
+
+test: prometheus
