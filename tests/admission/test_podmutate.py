@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from kai_scheduler.admission import gpusharing, podmutate
@@ -18,26 +16,10 @@ def fixed() -> str:
     return "abcdefg"
 
 
-def apply(obj: builders.JSON, patch: list[builders.JSON]) -> builders.JSON:
-    """A minimal RFC 6902 applier for the operations the webhook emits (add/replace/remove of members)."""
-    out = copy.deepcopy(obj)
-    for op in patch:
-        *parents, last = op["path"].lstrip("/").split("/")
-        node = out
-        for part in parents:
-            node = node[part]
-        if op["op"] == "remove":
-            del node[last]
-        else:
-            assert (last in node) == (op["op"] == "replace"), op
-            node[last] = op["value"]
-    return out
-
-
 def mutated(obj: builders.JSON, settings: podhook.PodSettings = SETTINGS, **kw: object) -> builders.JSON:
     v = podmutate.mutate(builders.rev(obj, **kw), settings, fixed)
     assert v.allowed
-    return apply(obj, v.patch)
+    return builders.apply(obj, v.patch)
 
 
 def env(container: builders.JSON) -> dict[str, object]:

@@ -3,7 +3,6 @@ capabilities ConfigMap gets `CUDA_DEVICE_MEMORY_LIMIT` = its node's GPU memory Ã
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any
 
@@ -157,21 +156,10 @@ def test_the_webhooks_env_reads_the_key_the_binder_writes() -> None:
     raw["metadata"]["namespace"] = b.NAMESPACE
     settings = podhook.PodSettings(gpu_sharing_enabled=True, hami_core_enabled=True)
     verdict = podmutate.mutate(admission_builders.rev(raw), settings, lambda: "bcdfghj")
-    pod = _patched(raw, verdict.patch)
+    pod = admission_builders.apply(raw, verdict.patch)
     pod["metadata"]["uid"] = "pod-ns-p"
     [var] = [e for e in pod["spec"]["containers"][0]["env"] if e["name"] == "CUDA_DEVICE_MEMORY_LIMIT"]
     ref = var["valueFrom"]["configMapKeyRef"]
     store = _bind(pod, _request("p", "0.50", ["g1"]))
     assert _capabilities(store, ref["name"])[ref["key"]] == "40960m"
 
-
-def _patched(obj: JSON, patch: list[JSON]) -> JSON:
-    """The webhook's whole-field JSONPatch operations applied (add/replace of a member)."""
-    out = copy.deepcopy(obj)
-    for op in patch:
-        *parents, last = op["path"].lstrip("/").split("/")
-        node = out
-        for part in parents:
-            node = node[part]
-        node[last] = op["value"]
-    return out
