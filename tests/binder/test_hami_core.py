@@ -162,4 +162,3 @@ def test_the_webhooks_env_reads_the_key_the_binder_writes() -> None:
     ref = var["valueFrom"]["configMapKeyRef"]
     store = _bind(pod, _request("p", "0.50", ["g1"]))
     assert _capabilities(store, ref["name"])[ref["key"]] == "40960m"
-
