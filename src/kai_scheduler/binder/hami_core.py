@@ -4,9 +4,9 @@ A fractional pod's limit is the memory of one of its node's GPUs (label `nvidia.
 portion of each device its BindRequest received (`spec.receivedGPU.portion`, two decimals as the scheduler
 writes it), rounded down, written as HAMi-core reads it: MiB with an `m` suffix (`4147m`). One value for the
 container: with `gpu-fraction-num-devices` each device gets the same portion, and HAMi-core applies the limit to
-each device the container sees. A `gpu-memory` pod's portion is its memory over the GPU's, rounded to two
-decimals by the scheduler, so its limit may differ a little from what it asked (4096 MiB on a 15360 MiB GPU is
-0.27, 4147m).
+each device the container sees. A `gpu-memory` pod's portion is the one the scheduler wrote (its memory over a
+GPU's, rounded up to two decimals), so its limit may differ a little from what it asked (4096 MiB on a 15360 MiB
+GPU is 0.27, 4147m).
 
 No limit (None) when the node has no usable label or the portion is not above zero: KAI's plugin then leaves
 the key out and the bind goes on, and so does this one (the env var is optional).
