@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
@@ -91,3 +92,19 @@ def webhook_configuration(kind: str, *names: str) -> JSON:
         "metadata": {"name": "kai-admission"},
         "webhooks": [{"name": n, "clientConfig": {"service": service}} for n in names],
     }
+
+
+def apply(obj: JSON, patch: list[JSON]) -> JSON:
+    """A minimal RFC 6902 applier for the operations the webhook emits (add/replace/remove of members)."""
+    out = copy.deepcopy(obj)
+    for op in patch:
+        *parents, last = op["path"].lstrip("/").split("/")
+        node = out
+        for part in parents:
+            node = node[part]
+        if op["op"] == "remove":
+            del node[last]
+        else:
+            assert (last in node) == (op["op"] == "replace"), op
+            node[last] = op["value"]
+    return out

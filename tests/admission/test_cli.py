@@ -39,6 +39,7 @@ def test_help_lists_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
         "--webhook-configuration-name",
         "--scheduler-name",
         "--gpu-sharing-enabled",
+        "--hami-core-enabled",
         "--block-nvidia-visible-devices",
         "--runtime-class-name",
         "--qps",
@@ -87,6 +88,7 @@ def test_flags_reach_the_pod_settings() -> None:
     [
         (["--gpu-sharing-enabled", "maybe"], "kai: --gpu-sharing-enabled: invalid boolean 'maybe': want true or false"),
         (["--block-nvidia-visible-devices=2"], "kai: --block-nvidia-visible-devices: invalid boolean '2'"),
+        (["--hami-core-enabled=on"], "kai: --hami-core-enabled: invalid boolean 'on'"),
         (["--webhook-port", "70000"], "kai: --webhook-port: want 0 to 65535, got 70000"),
         (["--webhook-port", "https"], "kai: --webhook-port: invalid value 'https': want an integer"),
         (["--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
@@ -127,6 +129,14 @@ def test_the_install_command_line_parses() -> None:
         "kai-admission",
     )
     assert admission.process_options(args).listen_address == ":8080"
+
+
+@pytest.mark.parametrize(
+    "argv, enabled", [([], False), (["--hami-core-enabled"], True), (["--hami-core-enabled=false"], False)]
+)
+def test_hami_core_flag_reaches_the_pod_settings(argv: list[str], enabled: bool) -> None:
+    args = cli.parser().parse_args(["admission", "--namespace", "ns", "--gpu-sharing-enabled", *argv])
+    assert admission.service_options(args).pod.hami_core_enabled is enabled
 
 
 def test_bare_boolean_flag_means_true() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from kai_scheduler.admission import gpusharing, podmutate
@@ -18,26 +16,10 @@ def fixed() -> str:
     return "abcdefg"
 
 
-def apply(obj: builders.JSON, patch: list[builders.JSON]) -> builders.JSON:
-    """A minimal RFC 6902 applier for the operations the webhook emits (add/replace/remove of members)."""
-    out = copy.deepcopy(obj)
-    for op in patch:
-        *parents, last = op["path"].lstrip("/").split("/")
-        node = out
-        for part in parents:
-            node = node[part]
-        if op["op"] == "remove":
-            del node[last]
-        else:
-            assert (last in node) == (op["op"] == "replace"), op
-            node[last] = op["value"]
-    return out
-
-
 def mutated(obj: builders.JSON, settings: podhook.PodSettings = SETTINGS, **kw: object) -> builders.JSON:
     v = podmutate.mutate(builders.rev(obj, **kw), settings, fixed)
     assert v.allowed
-    return apply(obj, v.patch)
+    return builders.apply(obj, v.patch)
 
 
 def env(container: builders.JSON) -> dict[str, object]:
@@ -141,6 +123,80 @@ def test_sharing_disabled_skips_the_sharing_mutation() -> None:
     out = mutated(builders.pod(annotations={"gpu-fraction": "0.5"}), podhook.PodSettings(gpu_sharing_enabled=False))
     assert "env" not in out["spec"]["containers"][0]
     assert gpusharing.ANNOTATION_SHARED_GPU_CONFIGMAP not in out["metadata"]["annotations"]
+
+
+# HAMi-core isolation (KAI's admission plugin `hamicore`, `--hami-core-enabled`).
+HAMI = podhook.PodSettings(gpu_sharing_enabled=True, hami_core_enabled=True)
+
+
+def memory_limit(configmap: str) -> builders.JSON:
+    ref = {"name": configmap, "key": "CUDA_DEVICE_MEMORY_LIMIT", "optional": True}
+    return {"configMapKeyRef": ref}
+
+
+@pytest.mark.parametrize("annotation", [{"gpu-fraction": "0.5"}, {"gpu-memory": "4096"}])
+def test_hami_core_gives_the_fraction_container_its_memory_limit_from_the_capabilities_configmap(
+    annotation: dict[str, str],
+) -> None:
+    out = mutated(builders.pod(name="train-0", annotations=annotation), HAMI)
+    caps = "train-0-abcdefg-shared-gpu-0"
+    assert env(out["spec"]["containers"][0]) == {
+        "NVIDIA_VISIBLE_DEVICES": {"configMapKeyRef": {"name": caps, "key": "NVIDIA_VISIBLE_DEVICES"}},
+        "RUNAI_NUM_OF_GPUS": {"configMapKeyRef": {"name": caps, "key": "RUNAI_NUM_OF_GPUS"}},
+        "CUDA_DEVICE_MEMORY_LIMIT": memory_limit(caps),
+    }
+
+
+def test_hami_core_limits_the_named_container_only() -> None:
+    containers: list[builders.JSON] = [
+        {"name": "sidecar", "image": "i"},
+        {"name": "gpu", "image": "i", "env": [{"name": "CUDA_DEVICE_MEMORY_LIMIT", "value": "80g"}]},
+    ]
+    annotations = {"gpu-fraction": "0.5", "gpu-fraction-container-name": "gpu"}
+    out = mutated(builders.pod(annotations=annotations, containers=containers), HAMI)
+    sidecar, gpu = out["spec"]["containers"]
+    assert "env" not in sidecar
+    assert env(gpu)["CUDA_DEVICE_MEMORY_LIMIT"] == memory_limit("p-abcdefg-shared-gpu-1"), "the user's value replaced"
+    assert [e["name"] for e in gpu["env"]].count("CUDA_DEVICE_MEMORY_LIMIT") == 1
+
+
+def test_hami_core_limits_a_named_init_container_by_its_init_configmap() -> None:
+    obj = builders.pod(annotations={"gpu-fraction": "0.5", "gpu-fraction-container-name": "warm"})
+    obj["spec"]["initContainers"] = [{"name": "warm", "image": "i"}]
+    out = mutated(obj, HAMI)
+    assert env(out["spec"]["initContainers"][0])["CUDA_DEVICE_MEMORY_LIMIT"] == memory_limit(
+        "p-abcdefg-shared-gpu-init-0"
+    )
+    assert "env" not in out["spec"]["containers"][0]
+
+
+def test_hami_core_keeps_a_given_configmap_annotation() -> None:
+    annotations = {"gpu-fraction": "0.5", gpusharing.ANNOTATION_SHARED_GPU_CONFIGMAP: "given"}
+    out = mutated(builders.pod(annotations=annotations), HAMI)
+    assert env(out["spec"]["containers"][0])["CUDA_DEVICE_MEMORY_LIMIT"] == memory_limit("given-shared-gpu-0")
+
+
+@pytest.mark.parametrize(
+    "obj, settings",
+    [
+        pytest.param(builders.pod(gpu="1"), HAMI, id="a whole-GPU pod"),
+        pytest.param(builders.pod(), HAMI, id="a pod without GPUs"),
+        pytest.param(
+            builders.pod(annotations={"gpu-fraction": "0.5"}),
+            podhook.PodSettings(hami_core_enabled=True),
+            id="GPU sharing off (the validator denies the pod)",
+        ),
+        pytest.param(builders.pod(annotations={"gpu-fraction": "0.5"}), SETTINGS, id="hami-core off, the default"),
+    ],
+)
+def test_no_memory_limit(obj: builders.JSON, settings: podhook.PodSettings) -> None:
+    out = mutated(obj, settings)
+    for container in out["spec"]["containers"]:
+        assert "CUDA_DEVICE_MEMORY_LIMIT" not in env(container)
+
+
+def test_hami_core_is_off_by_default() -> None:
+    assert not podhook.PodSettings().hami_core_enabled
 
 
 BLOCK = podhook.PodSettings(block_nvidia_visible_devices=True, gpu_sharing_enabled=True)

@@ -183,6 +183,27 @@ def test_the_binder_takes_its_reservation_flags() -> None:
     assert defaults.runtime_class_name == "nvidia" and defaults.resource_reservation_allocation_timeout == 40.0
 
 
+@pytest.mark.parametrize("command", ["binder", "run"])
+def test_the_binder_takes_hami_core_enabled_off_by_default(command: str) -> None:
+    assert not components._binder_options(cli.parser().parse_args([command])).hami_core_enabled
+    assert components._binder_options(cli.parser().parse_args([command, "--hami-core-enabled"])).hami_core_enabled
+    args = cli.parser().parse_args([command, "--hami-core-enabled=false"])
+    assert not components._binder_options(args).hami_core_enabled
+
+
+def test_kai_run_gives_the_webhooks_the_binders_hami_core_setting() -> None:
+    """Under `kai run --admission` one flag turns on both halves: the webhook's env and the binder's value."""
+    for argv, enabled in ((["run", "--admission"], False), (["run", "--admission", "--hami-core-enabled"], True)):
+        args = cli.parser().parse_args([*argv, "--gpu-sharing-enabled"])
+        binder = components._binder_options(args)
+        settings = components._run_pod_settings(args, components._scheduler_options(args), binder)
+        assert (binder.hami_core_enabled, settings.hami_core_enabled, settings.gpu_sharing_enabled) == (
+            enabled,
+            enabled,
+            True,
+        )
+
+
 @pytest.mark.parametrize("command", ["admission", "scheduler", "binder", "podgrouper", "controllers", "run"])
 def test_the_components_value_flags_name_what_they_take(command: str) -> None:
     """A value flag shows a metavar such as NAME, NS, DURATION, not argparse's upper-cased flag name."""

@@ -211,3 +211,30 @@ def test_leader_election_value_turns_it_on_with_one_replica() -> None:
     assert "--leader-elect=false" in _args(default, "kai-binder")
     operator = install.manifests(resolve(sets=["global.leaderElection=true"]))
     assert "--leader-elect=true" in _args(operator, "kai-operator")
+
+
+def test_hami_core_is_off_by_default_and_kais_documented_install_turns_it_on_in_binder_and_admission() -> None:
+    """KAI's HAMi guide: `--set global.gpuSharing=true --set binder.plugins.hamicore.enabled=true`."""
+    default = install.manifests(resolve(sets=["operator.enabled=false"]))
+    for name in ("kai-binder", "kai-admission"):
+        assert "--hami-core-enabled=false" in _args(default, name)
+    ignored: list[str] = []
+    sets = ["operator.enabled=false", "global.gpuSharing=true", "binder.plugins.hamicore.enabled=true"]
+    on = install.manifests(resolve(sets=sets, ignored=ignored))
+    assert ignored == []
+    for name in ("kai-binder", "kai-admission"):
+        assert "--hami-core-enabled=true" in _args(on, name)
+    assert "--gpu-sharing-enabled=true" in _args(on, "kai-admission")
+
+
+def test_the_binders_other_plugin_settings_are_named_as_having_no_effect() -> None:
+    ignored: list[str] = []
+    values = resolve(
+        sets=["binder.plugins.gpusharing.enabled=false", "binder.plugins.hamicore.priority=10"], ignored=ignored
+    )
+    assert values == install.defaults()
+    assert [line.split(":")[0] for line in ignored] == [
+        "binder.plugins.gpusharing.enabled",
+        "binder.plugins.hamicore.priority",
+    ]
+    assert "other than binder.plugins.hamicore.enabled are fixed here" in ignored[0]

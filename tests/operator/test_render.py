@@ -233,6 +233,27 @@ def test_the_config_switches_gpu_sharing_in_admission(admission: JSON, flag: str
     assert flag in objects[("deployments", "kai-admission")]["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+def _args(cfg: kaiconfig.Config, deployment: str) -> list[str]:
+    objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
+    args: list[str] = objects[("deployments", deployment)]["spec"]["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+@pytest.mark.parametrize(("plugins", "flag"), [({}, "false"), ({"hamicore": {"enabled": True}}, "true")])
+def test_the_configs_binder_plugin_hamicore_switches_the_binder_and_the_webhook(plugins: JSON, flag: str) -> None:
+    """As KAI's operator: `binder.plugins.hamicore.enabled` is the binder's plugin and the admission's flag."""
+    cfg = kaiconfig.Config.from_dict(config(binder={"plugins": plugins}))
+    for deployment in ("kai-binder", "kai-admission"):
+        assert f"--hami-core-enabled={flag}" in _args(cfg, deployment), deployment
+
+
+def test_the_binders_other_plugin_settings_are_ignored_and_named() -> None:
+    plugins = {"hamicore": {"enabled": True, "priority": 50}, "gpusharing": {"enabled": True, "priority": 100}}
+    cfg = kaiconfig.Config.from_dict(config(binder={"plugins": plugins}))
+    assert cfg.values == {"binder.plugins.hamicore.enabled": True}
+    assert cfg.ignored == ["spec.binder.plugins.hamicore.priority", "spec.binder.plugins.gpusharing"]
+
+
 def _controllers_container(cfg: kaiconfig.Config) -> tuple[int, dict[str, Any]]:
     objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
     deployment = objects[("deployments", "kai-controllers")]
@@ -274,6 +295,14 @@ def test_resources_under_a_components_service_as_kai_writes_them() -> None:
             "spec.binder.service.resource: unknown field (did you mean resources?)",
         ),
         ({"schduler": {"replicas": 1}}, "spec.schduler: unknown section; known: admission, binder, global, "),
+        (
+            {"binder": {"plugins": {"hamicore": {"enabled": "yes"}}}},
+            "spec.binder.plugins.hamicore.enabled: expected true or false, got 'yes'",
+        ),
+        (
+            {"binder": {"plugins": {"hamicor": {"enabled": True}}}},
+            "spec.binder.plugins.hamicor: unknown field (did you mean hamicore?)",
+        ),
     ],
 )
 def test_a_wrong_type_a_typo_of_a_field_or_a_section_kai_does_not_have_is_refused_by_name(

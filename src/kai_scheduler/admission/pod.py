@@ -39,6 +39,7 @@ class PodSettings:
     runtime_class_name: str = DEFAULT_RUNTIME_CLASS_NAME  # "" = do not set a runtime class
     queue_access_control: bool = False  # not KAI's: refuse pods whose queue does not admit their namespace
     queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
+    hami_core_enabled: bool = False  # KAI's binder.plugins.hamicore.enabled: CUDA_DEVICE_MEMORY_LIMIT injected
 
 
 def is_kai_pod(obj: JSON, settings: PodSettings) -> bool:

@@ -2,9 +2,11 @@
 
 1. `gpusharing`: a fractional pod's fraction container reads its GPU from the shared-GPU ConfigMaps
    (`gpusharing` module). Skipped while GPU sharing is disabled (the validating webhook rejects the pod).
-2. `deviceaccess` (with `--block-nvidia-visible-devices`): every container that asked for no GPU gets
+2. `hamicore` (with `--hami-core-enabled`): the fraction container's `CUDA_DEVICE_MEMORY_LIMIT` comes from its
+   capabilities ConfigMap, where the binder writes the pod's GPU memory (`hamicore` module).
+3. `deviceaccess` (with `--block-nvidia-visible-devices`): every container that asked for no GPU gets
    `NVIDIA_VISIBLE_DEVICES=void`, so the NVIDIA runtime shows it none.
-3. `runtimeenforcement`: a fractional pod without `spec.runtimeClassName` gets the configured runtime class
+4. `runtimeenforcement`: a fractional pod without `spec.runtimeClassName` gets the configured runtime class
    (`nvidia` by default; an empty setting turns this off).
 
 Only pods with the KAI scheduler name are mutated. A pod the scheduler cannot parse is left alone: the
@@ -17,7 +19,7 @@ from typing import Any, Final
 
 import orjson
 
-from kai_scheduler.admission import gpusharing, pod
+from kai_scheduler.admission import gpusharing, hamicore, pod
 from kai_scheduler.admission.review import JSON, Review, Verdict, allow
 from kai_scheduler.api import constants
 from kai_scheduler.api.errors import ObjectError
@@ -48,6 +50,8 @@ def mutate(
     shared = parsed.gpu.is_shared
     if shared and settings.gpu_sharing_enabled:
         gpusharing.mutate(mutated, suffix)
+        if settings.hami_core_enabled:
+            hamicore.mutate(mutated)
     if settings.block_nvidia_visible_devices:
         _block_device_access(mutated, gpusharing.fraction_container(mutated) if shared else None)
     if shared and settings.runtime_class_name and not mutated["spec"].get("runtimeClassName"):

@@ -56,6 +56,8 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "scheduler.schedulePeriod": ("duration", "scheduler.schedulePeriod"),
     "binder.replicas": ("count", "binder.replicas"),
     "binder.maxConcurrentReconciles": ("positive", "binder.maxConcurrentReconciles"),
+    # KAI's binder plugin hamicore; it also turns on the admission's --hami-core-enabled, as KAI's operator does.
+    "binder.plugins.hamicore.enabled": ("bool", "binder.plugins.hamicore.enabled"),
     "podGrouper.replicas": ("count", "podgrouper.replicas"),
     "controllers.replicas": ("count", "controllers.replicas"),
     "queueController.replicas": ("count", "controllers.replicas"),

@@ -10,7 +10,9 @@ A fractional pod (`gpu-fraction` or `gpu-memory`) learns which GPU it got and it
 - the container's env `NVIDIA_VISIBLE_DEVICES` and `RUNAI_NUM_OF_GPUS` come from the capabilities ConfigMap
   (keys of the same names), and the container gets an `envFrom` of the env-vars ConfigMap;
 - the binder writes both ConfigMaps before the binding: the GPU indices of the pod's reservation pods and the
-  portion, owned by the pod so they go with it.
+  portion, owned by the pod so they go with it;
+- with HAMi-core isolation on (KAI's `hamicore` plugins), the container's env also has `CUDA_DEVICE_MEMORY_LIMIT`
+  from the capabilities ConfigMap (an optional key), which the binder fills with the pod's GPU memory in MiB.
 
 The fraction container is the one named by `gpu-fraction-container-name`, else the first container.
 """
@@ -29,6 +31,9 @@ ANNOTATION_SHARED_GPU_CONFIGMAP: Final = "runai/shared-gpu-configmap"
 ENV_VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
 ENV_NUM_OF_GPUS: Final = "RUNAI_NUM_OF_GPUS"
 ENV_GPU_MEMORY: Final = "RUNAI_GPU_MEMORY_MIB"
+# HAMi-core's per-container GPU memory limit (its libvgpu reads it): with KAI's `hamicore` plugins on, the fraction
+# container's env names this key of its capabilities ConfigMap (optional) and the binder writes it at bind time.
+ENV_CUDA_DEVICE_MEMORY_LIMIT: Final = "CUDA_DEVICE_MEMORY_LIMIT"
 CAPABILITIES_SUFFIX: Final = "shared-gpu"
 ENV_VARS_SUFFIX: Final = "evar"
 MAX_BASE_LENGTH: Final = 40

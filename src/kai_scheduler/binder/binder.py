@@ -5,7 +5,8 @@ it until it changes if the pod is gone or already bound;
 write the DRA claims' allocation and reservation (`claims`, taken back if the binding fails);
 reserve each GPU group of a shared-GPU pod (`reservation`: create or reuse its reservation pod; reservation pods
 of groups with no pods left are collected on every sync) and fill its shared-GPU ConfigMaps
-(`shared_gpu_configmaps`), bind through the `pods/binding` subresource, label a
+(`shared_gpu_configmaps`; with `hami_core`, also the pod's GPU memory limit, read off its node: `hami_core`), bind
+through the `pods/binding` subresource, label a
 shared-GPU pod with its GPU group, and record the outcome
 in the BindRequest status and, with `events` (the component against an API server), as an event on the pod:
 `Normal Bound` or `Warning BindingError` with the reason (KAI's binder, §8.1; `kubectl describe pod` shows them).
@@ -20,11 +21,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants, mig
+from kai_scheduler.api import constants, mig, shared_gpu
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
-from kai_scheduler.binder import claims, reservation, shared_gpu_configmaps
+from kai_scheduler.binder import claims, hami_core, reservation, shared_gpu_configmaps
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
@@ -58,6 +59,9 @@ class Binder:
     With `concurrency` > 1 a bound request's Succeeded status is written by as many threads again in the
     background, so a bind costs its binder thread one round trip, not two; until that status is written the
     request is not taken up again, whatever its watch events say.
+
+    `hami_core`: a shared-GPU pod's capabilities ConfigMap also gets `CUDA_DEVICE_MEMORY_LIMIT` (KAI's binder
+    plugin `hamicore`, `binder.plugins.hamicore.enabled`); each such bind then reads its node once.
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class Binder:
         concurrency: int = 1,
         events: bool = False,
         work: metrics.Controller | None = None,
+        hami_core: bool = False,
     ) -> None:
         if concurrency < 1:
             raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
@@ -79,6 +84,7 @@ class Binder:
         self.collect_every = collect_every
         self.concurrency = concurrency
         self.events = events
+        self.hami_core = hami_core
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind") if concurrency > 1 else None
         self._statuses = (
             ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind-status") if concurrency > 1 else None
@@ -163,7 +169,7 @@ class Binder:
                         reserved = claims.reserve(self.store, br, pod)
                     if br.selected_gpu_groups:
                         indices = self.reservations.reserve(br, pod)
-                        shared_gpu_configmaps.write(self.store, pod, br, indices)
+                        shared_gpu_configmaps.write(self.store, pod, br, indices, self._memory_limit(br, key))
                 except NotFound as err:
                     # Not the pod (read just above) but what binding it needs: a claim, the reservation namespace
                     # (`--resource-reservation-namespace` missing or deleted). A failure to say and retry, not a
@@ -216,6 +222,20 @@ class Binder:
             with self._settling_lock:
                 self._settling.discard(request)
         self._bound_event(br)
+
+    def _memory_limit(self, br: BindRequest, key: str) -> str | None:
+        """With `hami_core`, the `CUDA_DEVICE_MEMORY_LIMIT` of a shared-GPU pod; None when off or not to be told."""
+        if not self.hami_core or br.received_resource_type != hami_core.FRACTION:
+            return None
+        limit = hami_core.memory_limit(self.store.get("nodes", br.selected_node), br)
+        if limit is None:
+            log.warning(
+                f"{shared_gpu.ENV_CUDA_DEVICE_MEMORY_LIMIT} not written for pod {key}: node {br.selected_node} has no "
+                f"{constants.LABEL_GPU_MEMORY} label of a whole number of MiB above 0, or the BindRequest's portion "
+                f"{br.received_gpu_portion:g} is not above 0",
+                extra={"pod": key},
+            )
+        return limit
 
     def _bound_event(self, br: BindRequest) -> None:
         self._event(br, "Normal", "Bound", f"Pod {br.meta.namespace}/{br.pod_name} bound to node {br.selected_node}")

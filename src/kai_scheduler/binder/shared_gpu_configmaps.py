@@ -5,7 +5,8 @@ container's env at them; here they get what is known only now (KAI's binder `gpu
 
 - `<prefix>-shared-gpu-<i>`: `NVIDIA_VISIBLE_DEVICES` = the GPU indices the pod's reservation pods hold, in
   the order of the BindRequest's `selectedGPUGroups`, and `RUNAI_NUM_OF_GPUS` = the portion of each;
-- `<prefix>-shared-gpu-<i>-evar`: `RUNAI_GPU_MEMORY_MIB` when the pod asked for GPU memory.
+- `<prefix>-shared-gpu-<i>-evar`: `RUNAI_GPU_MEMORY_MIB` when the pod asked for GPU memory;
+- with HAMi-core isolation on (`hami_core`), the capabilities ConfigMap also gets `CUDA_DEVICE_MEMORY_LIMIT`.
 
 Both are owned by the pod, so the garbage collector removes them with it. A pod the webhook did not mutate
 (no annotation: the webhook is not installed) has no ConfigMaps to fill and is bound as it is.
@@ -18,8 +19,11 @@ from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore
 
 
-def write(store: ClusterStore, pod: JSON, br: BindRequest, indices: dict[str, str]) -> list[str]:
-    """Create or update the pod's two ConfigMaps; return their names (none when the pod names none)."""
+def write(
+    store: ClusterStore, pod: JSON, br: BindRequest, indices: dict[str, str], memory_limit: str | None = None
+) -> list[str]:
+    """Create or update the pod's two ConfigMaps; return their names (none when the pod names none).
+    `memory_limit`: the `CUDA_DEVICE_MEMORY_LIMIT` to write (`hami_core.memory_limit`), None for none."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     prefix = annotations.get(shared_gpu.ANNOTATION_SHARED_GPU_CONFIGMAP)
@@ -29,6 +33,8 @@ def write(store: ClusterStore, pod: JSON, br: BindRequest, indices: dict[str, st
     key, index = where
     devices = ",".join(indices[group] for group in br.selected_gpu_groups if group in indices)
     capabilities = {shared_gpu.ENV_VISIBLE_DEVICES: devices, shared_gpu.ENV_NUM_OF_GPUS: f"{br.received_gpu_portion:g}"}
+    if memory_limit is not None:
+        capabilities[shared_gpu.ENV_CUDA_DEVICE_MEMORY_LIMIT] = memory_limit
     env_vars = {}
     if constants.ANNOTATION_GPU_MEMORY in annotations:
         env_vars[shared_gpu.ENV_GPU_MEMORY] = str(annotations[constants.ANNOTATION_GPU_MEMORY])

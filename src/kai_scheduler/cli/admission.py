@@ -86,6 +86,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="accept fractional GPU requests (default false, as KAI's)",
     )
     p.add_argument(
+        "--hami-core-enabled",
+        nargs="?",
+        const="true",
+        default="false",
+        metavar="BOOL",
+        help="give a fractional pod's GPU container CUDA_DEVICE_MEMORY_LIMIT from its shared-GPU ConfigMap, for "
+        "HAMi-core to enforce (the binder's --hami-core-enabled writes it; default false, as KAI's)",
+    )
+    p.add_argument(
         "--block-nvidia-visible-devices",
         nargs="?",
         const="true",
@@ -160,6 +169,7 @@ def service_options(args: argparse.Namespace) -> service.Options:
         pod=pod.PodSettings(
             scheduler_name=args.scheduler_name,
             gpu_sharing_enabled=_boolean("--gpu-sharing-enabled", args.gpu_sharing_enabled),
+            hami_core_enabled=_boolean("--hami-core-enabled", args.hami_core_enabled),
             block_nvidia_visible_devices=_boolean("--block-nvidia-visible-devices", args.block_nvidia_visible_devices),
             runtime_class_name=args.runtime_class_name,
             queue_access_control=_boolean("--queue-access-control", args.queue_access_control),

@@ -13,7 +13,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.duration import DurationError, format_duration, parse_duration
@@ -32,6 +32,9 @@ from kai_scheduler.runtime.options import (
     in_cluster_namespace,
 )
 from kai_scheduler.store.exposition import check_namespace
+
+if TYPE_CHECKING:
+    from kai_scheduler.admission import pod as admission_pod
 
 Parser = argparse.ArgumentParser
 
@@ -239,6 +242,14 @@ def _binder_flags(p: Parser) -> None:
         'fractional pods); "" = none',
         "NAME",
     )
+    _bool(
+        p,
+        "--hami-core-enabled",
+        False,
+        "write a shared-GPU pod's CUDA_DEVICE_MEMORY_LIMIT (its node's nvidia.com/gpu.memory times its portion, "
+        "in MiB) into its shared-GPU ConfigMap, for HAMi-core to enforce (KAI's binder plugin hamicore; under "
+        "`kai run --admission`, also the webhook's `kai admission --hami-core-enabled`)",
+    )
 
 
 def _period(default: str) -> Callable[[Parser], None]:
@@ -390,7 +401,6 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         from prometheus_client import CollectorRegistry
 
-        from kai_scheduler.admission import pod as admission_pod
         from kai_scheduler.admission import service as admission_service
         from kai_scheduler.api.clock import SystemClock
         from kai_scheduler.runtime import components as builders
@@ -423,24 +433,11 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
             process = Process(components, store, process_options, registry, clock, stop)
             webhooks = None
             if name == "run" and _boolean(args, "admission", False):
-                flags = builders.scheduler_config(scheduler_options).flags if scheduler_options else None
                 webhooks = admission_service.Service(
                     admission_service.Options(
                         namespace=process_options.leader_elect_namespace,
                         webhook_port=_number(args, "webhook_port", 9443, int),
-                        pod=admission_pod.PodSettings(
-                            scheduler_name=flags.scheduler_name,
-                            queue_access_control=flags.queue_access_control,
-                            queue_label_key=flags.queue_label_key,
-                            gpu_sharing_enabled=_boolean(args, "gpu_sharing_enabled", False),
-                            runtime_class_name=binder_options.runtime_class_name
-                            if binder_options
-                            else constants.DEFAULT_RUNTIME_CLASS_NAME,
-                        )
-                        if flags is not None
-                        else admission_pod.PodSettings(
-                            gpu_sharing_enabled=_boolean(args, "gpu_sharing_enabled", False)
-                        ),
+                        pod=_run_pod_settings(args, scheduler_options, binder_options),
                     ),
                     store,
                     registry,
@@ -462,6 +459,29 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
             store.close()
 
     return run
+
+
+def _run_pod_settings(
+    args: argparse.Namespace, scheduler: SchedulerOptions | None, binder: BinderOptions | None
+) -> admission_pod.PodSettings:
+    """`kai run --admission`: the webhooks take the scheduler's names and the binder's runtime class and
+    `--hami-core-enabled`, so that what the webhook wires and what the binder writes agree."""
+    from kai_scheduler.admission import pod as admission_pod
+    from kai_scheduler.runtime import components as builders
+
+    sharing = _boolean(args, "gpu_sharing_enabled", False)
+    hami_core = binder.hami_core_enabled if binder else False
+    if scheduler is None:
+        return admission_pod.PodSettings(gpu_sharing_enabled=sharing, hami_core_enabled=hami_core)
+    flags = builders.scheduler_config(scheduler).flags
+    return admission_pod.PodSettings(
+        scheduler_name=flags.scheduler_name,
+        queue_access_control=flags.queue_access_control,
+        queue_label_key=flags.queue_label_key,
+        gpu_sharing_enabled=sharing,
+        hami_core_enabled=hami_core,
+        runtime_class_name=binder.runtime_class_name if binder else constants.DEFAULT_RUNTIME_CLASS_NAME,
+    )
 
 
 @contextlib.contextmanager
@@ -559,6 +579,7 @@ def _binder_options(args: argparse.Namespace) -> BinderOptions:
             args, "resource_reservation_allocation_timeout", defaults.resource_reservation_allocation_timeout
         ),
         runtime_class_name=defaults.runtime_class_name if args.runtime_class_name is None else args.runtime_class_name,
+        hami_core_enabled=_boolean(args, "hami_core_enabled", defaults.hami_core_enabled),
     )
 
 

@@ -118,7 +118,9 @@ RULES: Final[Mapping[str, Rule]] = {
     "binder.resourceReservation.runtimeClassName": Alias("binder.runtimeClassName"),  # KAI's GPU-sharing doc
     "binder.ports.*": Ignored(_PORTS),
     "binder.affinity.*": Ignored(_POD),
-    "binder.plugins.*": Ignored("the binder's plugins are fixed here"),
+    "binder.plugins.*": Ignored(
+        "the binder's plugins other than binder.plugins.hamicore.enabled are fixed here (always on, in KAI's order)"
+    ),
     "binder.cdiEnabled": Ignored("GPU sharing does not use CDI device names here"),
     "binder.additionalArgs.*": Ignored("KAI's chart no longer reads it either; the binder's flags are binder.*"),
     # scheduler

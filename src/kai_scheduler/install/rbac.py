@@ -106,6 +106,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([SCHEDULING], ["bindrequests"], READ),
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
         rule([""], ["configmaps"], ["create", "patch"]),  # binder/shared_gpu_configmaps.py
+        rule([""], ["nodes"], ["get"]),  # binder/hami_core.py: the GPU memory label of the pod's node
         rule([RESOURCE], ["resourceclaims"], READ),  # binder/claims.py: allocation and reservedFor
         rule([RESOURCE], ["resourceclaims/status"], ["update", "patch"]),
         EVENTS,  # Bound / BindingError on the pod

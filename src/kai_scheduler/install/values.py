@@ -157,6 +157,13 @@ binder:
   resourceReservationAllocationTimeout: 40s
   # --runtime-class-name: RuntimeClass of the GPU reservation pods ("" = none); the NVIDIA GPU operator installs nvidia.
   runtimeClassName: nvidia
+  # KAI's binder plugins: only hamicore is a setting here (the others are always on, in KAI's order).
+  plugins:
+    hamicore:
+      # --hami-core-enabled (binder and admission): HAMi-core GPU memory isolation of fractional pods. The webhook
+      # gives the fraction container CUDA_DEVICE_MEMORY_LIMIT from its shared-GPU ConfigMap and the binder writes
+      # its GPU memory there (MiB, "4147m"); HAMi-core (kai-resource-isolator) enforces it. Needs global.gpuSharing.
+      enabled: false
   resources:
     requests:
       cpu: 100m

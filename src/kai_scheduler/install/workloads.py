@@ -63,6 +63,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("resource-reservation-pod-image", "binder.resourceReservationPodImage"),
         ("resource-reservation-allocation-timeout", "binder.resourceReservationAllocationTimeout"),
         ("runtime-class-name", "binder.runtimeClassName"),
+        ("hami-core-enabled", "binder.plugins.hamicore.enabled"),
     ),
     "podgrouper": (
         ("reconcile-period", "podgrouper.reconcilePeriod"),
@@ -97,6 +98,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("secret-name", "admission.secretName"),
         ("scheduler-name", "global.schedulerName"),
         ("gpu-sharing-enabled", "global.gpuSharing"),
+        ("hami-core-enabled", "binder.plugins.hamicore.enabled"),
         ("block-nvidia-visible-devices", "admission.blockNvidiaVisibleDevices"),
         ("runtime-class-name", "admission.runtimeClassName"),
         ("queue-label-key", "global.queueLabelKey"),

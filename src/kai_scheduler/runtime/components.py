@@ -203,6 +203,7 @@ def binder(
         concurrency=options.max_concurrent_reconciles,
         events=True,
         work=metrics.controller(registry, binders.CONTROLLER, options.max_concurrent_reconciles),
+        hami_core=options.hami_core_enabled,
     )
     return Component(
         "binder",
