@@ -59,8 +59,9 @@ def test_objects_come_in_apply_order(each_set: tuple[str, list[JSON]]) -> None:
     mode, objects = each_set
     kinds = [o["kind"] for o in objects]
     assert sorted(kinds, key=ORDER.index) == kinds
-    # ServiceMonitor is off by default; the operator install's only ConfigMaps are the ones the operator renders
-    assert set(kinds) == set(ORDER) - ({"ConfigMap"} if mode == "default" else set())
+    # ServiceMonitor is off by default; each install has a ConfigMap (the operator's kai-config-manifest, the static
+    # scheduler's configuration)
+    assert set(kinds) == set(ORDER)
     assert [o for o in objects if o["kind"] == "CustomResourceDefinition"] == load_crds()
 
 
