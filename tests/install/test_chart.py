@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from kai_scheduler import install
-from kai_scheduler.install import kai_config
 from kai_scheduler.cli import main
+from kai_scheduler.install import kai_config
 from kai_scheduler.install.chart import crd_files
 from tests.install.conftest import JSON
 

@@ -56,7 +56,7 @@ def test_every_object_has_api_version_kind_name_and_the_right_scope(each_set: tu
 
 
 def test_objects_come_in_apply_order(each_set: tuple[str, list[JSON]]) -> None:
-    mode, objects = each_set
+    _, objects = each_set
     kinds = [o["kind"] for o in objects]
     assert sorted(kinds, key=ORDER.index) == kinds
     # ServiceMonitor is off by default; each install has a ConfigMap (the operator's kai-config-manifest, the static
