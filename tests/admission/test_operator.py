@@ -175,7 +175,7 @@ def test_a_shard_with_kai_names_is_admitted_and_defaults_apply() -> None:
         pytest.param(
             config(binder={"replica": 3}),
             "Config kai-config spec.binder.replica: unknown field (did you mean replicas?); known: "
-            "maxConcurrentReconciles, plugins, replicas, resources",
+            "maxConcurrentReconciles, plugins, replicas, resourceReservation, resources, service",
             id="a typo of a field",
         ),
         pytest.param(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kai_scheduler import install
+from kai_scheduler.install import kai_config
 from kai_scheduler.operator import render
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound
 from tests.e2e import serviceaccounts
@@ -218,3 +219,126 @@ def test_the_operator_renders_two_shards_and_a_strategy_change_moves_the_next_po
             for obj in clean.store.list(resource, OPERATOR_NAMESPACE, selector)[0]:
                 with contextlib.suppress(NotFound):
                     clean.store.delete(resource, obj["metadata"]["name"], OPERATOR_NAMESPACE)
+
+
+KAI_SHARD = "e2e-op-kai"
+
+
+def _install_configmap(*sets: str) -> JSON:
+    """The ConfigMap kai-config-manifest of `kai manifests --set …` (the Config and default shard of those values)."""
+    values = install.resolve(sets=list(sets))
+    (body,) = [o for o in install.manifests(values, skip_crds=True) if o["metadata"]["name"] == kai_config.CONFIG_MAP]
+    return body
+
+
+def _put(clean: Cluster, body: JSON) -> None:
+    """Create or replace (`kubectl apply` of a changed install)."""
+    try:
+        stored = clean.store.get("configmaps", body["metadata"]["name"], OPERATOR_NAMESPACE)
+    except NotFound:
+        clean.store.create(body)
+        return
+    clean.store.update(
+        {**body, "metadata": {**body["metadata"], "resourceVersion": stored["metadata"]["resourceVersion"]}}
+    )
+
+
+def _has(clean: Cluster, deployment: str, flag: str) -> bool:
+    found = _get(clean, "deployments", deployment)
+    return found is not None and flag in _args(found)
+
+
+def test_the_install_values_and_kais_documented_shard_args_and_config_namespace_reach_the_components(
+    clean: Cluster, tmp_path: Path
+) -> None:
+    """KAI's operator path on the API server: the install's values (`--set global.gpuSharing=true`, the default
+    shard's `scheduler.args`) applied by the operator as the Config kai-config (spec.namespace the install's) and the
+    SchedulingShard default, rendered into the admission's --gpu-sharing-enabled=true and the scheduler's flags; a
+    shard written as KAI documents it (args leader-elect, v) rendered with them; a changed install (a helm upgrade)
+    patched in, a user's change of another field kept."""
+    processes = clean.processes
+    try:
+        _put(
+            clean,
+            _install_configmap("global.gpuSharing=true", "scheduler.args.leader-elect=true", "scheduler.args.v=4"),
+        )
+        clean.create(
+            {
+                "apiVersion": "kai.scheduler/v1",
+                "kind": "SchedulingShard",
+                "metadata": {"name": KAI_SHARD},
+                "spec": {"partitionLabelValue": "e2e-pool-kai", "args": {"leader-elect": "true", "v": "5"}},
+            }
+        )
+        processes.start(
+            "operator",
+            "operator",
+            f"--listen-address=127.0.0.1:{free_port()}",
+            f"--namespace={OPERATOR_NAMESPACE}",
+            "--reconcile-period=500ms",
+            kubeconfig=_operator_kubeconfig(clean, tmp_path),
+        )
+        clean.wait("the install's Config applied", lambda: _get(clean, "configs", "kai-config", "") is not None)
+        config = clean.store.get("configs", "kai-config")
+        assert config["spec"]["namespace"] == OPERATOR_NAMESPACE
+        assert config["spec"]["admission"]["gpuSharing"] is True
+        assert clean.store.get("schedulingshards", "default")["spec"]["args"] == {"leader-elect": "true", "v": "4"}
+
+        clean.wait(
+            "admission rendered with sharing on", lambda: _has(clean, "kai-admission", "--gpu-sharing-enabled=true")
+        )
+        clean.wait(
+            "the default shard rendered", lambda: _get(clean, "deployments", "kai-scheduler-default") is not None
+        )
+        default_args = _args(clean.store.get("deployments", "kai-scheduler-default", OPERATOR_NAMESPACE))
+        assert default_args[:2] == ["--log-format=text", "-v"]  # KAI's v 4: info
+        assert default_args[-1] == "--leader-elect=true"
+        clean.wait("KAI's shard rendered", lambda: _get(clean, "deployments", f"kai-scheduler-{KAI_SHARD}") is not None)
+        kai_args = _args(clean.store.get("deployments", f"kai-scheduler-{KAI_SHARD}", OPERATOR_NAMESPACE))
+        assert kai_args[:2] == ["--log-format=text", "-vv"]  # KAI's v 5: debug
+        assert "--partition-label-value=e2e-pool-kai" in kai_args and kai_args[-1] == "--leader-elect=true"
+        for kind, name in (("configs", "kai-config"), ("schedulingshards", "default"), ("schedulingshards", KAI_SHARD)):
+            clean.wait(
+                f"{name} Reconciled",
+                lambda kind=kind, name=name: _status(clean, kind, name).get("status") == "True",
+            )
+
+        # A user's change, then a changed install: what the install changed is patched in, the user's field stays.
+        clean.store.patch("configs", "kai-config", "", {"spec": {"binder": {"maxConcurrentReconciles": 20}}})
+        _put(clean, _install_configmap("global.gpuSharing=false", "scheduler.args.v=4"))
+        clean.wait(
+            "admission re-rendered with sharing off",
+            lambda: _has(clean, "kai-admission", "--gpu-sharing-enabled=false"),
+        )
+        assert _has(clean, "kai-binder", "--max-concurrent-reconciles=20")
+        assert clean.store.get("schedulingshards", "default")["spec"]["args"] == {"v": "4"}
+        clean.wait(
+            "the default shard's leader election back to the install's",
+            lambda: (
+                _has(clean, "kai-scheduler-default", "--leader-elect=false")
+                and not _has(clean, "kai-scheduler-default", "--leader-elect=true")
+            ),
+        )
+    finally:
+        if "operator" in processes.running:
+            processes.kill("operator")
+        for resource, name in (
+            ("schedulingshards", KAI_SHARD),
+            ("schedulingshards", "default"),
+            ("configs", "kai-config"),
+        ):
+            with contextlib.suppress(NotFound):
+                clean.store.delete(resource, name)
+        with contextlib.suppress(NotFound):
+            clean.store.delete("configmaps", kai_config.CONFIG_MAP, OPERATOR_NAMESPACE)
+        selector = f"{render.LABEL_MANAGED_BY}={render.MANAGER}"
+        for resource in ("deployments", "services", "configmaps"):
+            for obj in clean.store.list(resource, OPERATOR_NAMESPACE, selector)[0]:
+                with contextlib.suppress(NotFound):
+                    clean.store.delete(resource, obj["metadata"]["name"], OPERATOR_NAMESPACE)
+
+
+def _status(clean: Cluster, resource: str, name: str) -> JSON:
+    status = clean.store.get(resource, name).get("status") or {}
+    found = [c for c in status.get("conditions") or [] if c.get("type") == "Reconciled"]
+    return found[0] if found else {}

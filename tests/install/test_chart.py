@@ -13,6 +13,7 @@ import yaml
 
 from kai_scheduler import install
 from kai_scheduler.cli import main
+from kai_scheduler.install import kai_config
 from kai_scheduler.install.chart import crd_files
 from tests.install.conftest import JSON
 
@@ -79,6 +80,14 @@ def _without_helm_annotations(obj: JSON) -> JSON:
     return {**obj, "metadata": meta}
 
 
+def _comparable(obj: JSON) -> JSON:
+    """The object, with the YAML documents of kai-config-manifest parsed: the chart writes their strings quoted and
+    their free-form maps as JSON, `kai manifests` in block style; what the operator reads is the parsed object."""
+    if obj["kind"] != "ConfigMap" or obj["metadata"]["name"] != kai_config.CONFIG_MAP:
+        return obj
+    return {**obj, "data": {k: yaml.safe_load(v) for k, v in obj["data"].items()}}
+
+
 @pytest.mark.parametrize(
     "overrides",
     [
@@ -111,13 +120,44 @@ def _without_helm_annotations(obj: JSON) -> JSON:
             "defaultPriorityClasses.enabled": False,
         },
         {"operator.replicaCount": 2, "global.jsonLog": False, "global.clusterAutoscaling": True},
+        {  # KAI's values that reach the operator through the Config and the default shard it applies
+            "global.gpuSharing": True,
+            "global.jsonLog": True,
+            "global.blockNvidiaVisibleDevices": True,
+            "global.resourceReservation.namespace": "rr",
+            "podgrouper.queueLabelKey": "team",
+            "queuecontroller.resources.limits.cpu": "2",
+            "admission.gpuFractionRuntimeClassName": "",
+            "admission.ports.webhookPort": 9444,
+            "binder.resourceReservation.runtimeClassName": "kata",
+            "scheduler.placementStrategy": "spread",
+            "scheduler.args.leader-elect": True,
+            "scheduler.args.v": 4,
+            "scheduler.plugins.nodeplacement.arguments.gpu": "spread",
+            "scheduler.actions.stalegangeviction.enabled": False,
+            "scheduler.scenarioSearchBudgets.maxJobSearchDuration": "1m",
+            "prometheus.enabled": True,
+            "prometheus.externalPrometheusUrl": "http://prometheus.monitoring:9090",
+            "scheduler.replicas": 2,
+            "namespace.name": "gpu-sched",
+        },
+        {"defaultShard.enabled": False, "scheduler.partitionLabelValue": "pool-a"},
     ],
-    ids=["defaults", "static-overrides", "operator-overrides", "static", "kai-static", "kai-operator"],
+    ids=[
+        "defaults",
+        "static-overrides",
+        "operator-overrides",
+        "static",
+        "kai-static",
+        "kai-operator",
+        "kai-config",
+        "no-default-shard",
+    ],
 )
 def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:
-    rendered = {_key(o): _without_helm_annotations(o) for o in _helm_render(overrides)}
+    rendered = {_key(o): _comparable(_without_helm_annotations(o)) for o in _helm_render(overrides)}
     sets = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in overrides.items()]
-    expected = {_key(o): o for o in install.manifests(install.resolve(sets=sets), skip_crds=True)}
+    expected = {_key(o): _comparable(o) for o in install.manifests(install.resolve(sets=sets), skip_crds=True)}
     assert sorted(rendered) == sorted(expected)
     for key, obj in expected.items():
         assert rendered[key] == obj, key

@@ -40,7 +40,7 @@ def test_the_default_install_has_the_operator_in_place_of_the_components(static_
     objects = operator_set()
     assert names(objects, "Deployment") == {"kai-operator"}
     assert names(objects, "Service") == {"kai-operator-metrics"}
-    assert not of_kind(objects, "ConfigMap")
+    assert names(objects, "ConfigMap") == {"kai-config-manifest"}  # the Config and default shard, for the operator
     for kind in (
         "CustomResourceDefinition",
         "Namespace",

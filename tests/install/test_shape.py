@@ -56,11 +56,12 @@ def test_every_object_has_api_version_kind_name_and_the_right_scope(each_set: tu
 
 
 def test_objects_come_in_apply_order(each_set: tuple[str, list[JSON]]) -> None:
-    mode, objects = each_set
+    _, objects = each_set
     kinds = [o["kind"] for o in objects]
     assert sorted(kinds, key=ORDER.index) == kinds
-    # ServiceMonitor is off by default; the operator install's only ConfigMaps are the ones the operator renders
-    assert set(kinds) == set(ORDER) - ({"ConfigMap"} if mode == "default" else set())
+    # ServiceMonitor is off by default; each install has a ConfigMap (the operator's kai-config-manifest, the static
+    # scheduler's configuration)
+    assert set(kinds) == set(ORDER)
     assert [o for o in objects if o["kind"] == "CustomResourceDefinition"] == load_crds()
 
 

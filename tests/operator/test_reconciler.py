@@ -10,7 +10,7 @@ import pytest
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.operator import render
-from kai_scheduler.operator.component import Defaults
+from kai_scheduler.operator.defaults import Defaults
 from kai_scheduler.operator.reconciler import Reconciler
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
@@ -203,7 +203,7 @@ def test_an_object_of_the_static_install_is_taken_over(store: MemoryStore, opera
 
 def test_the_defaults_are_created_once_when_missing() -> None:
     store = MemoryStore(ManualClock(0.0))
-    made = Defaults(store)
+    made = Defaults(store, NS)
     made.ensure()
     assert store.get("configs", "kai-config")["spec"] == {}
     assert store.get("schedulingshards", "default")["spec"] == {}

@@ -317,7 +317,7 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
     cfg = kaiconfig.Config.from_dict(
         config(
             prometheus={"enabled": True, "storageSize": "30Gi"},
-            binder={"replicas": 3, "service": {"image": {"tag": "x"}}, "resourceReservation": {"namespace": "r"}},
+            binder={"replicas": 3, "service": {"image": {"tag": "x"}}, "resourceReservation": {"appLabel": "r"}},
             podGroupController={"sidecar": 1},
             **{"global": {"tolerations": [{"key": "k"}], "schedulerName": "kai-scheduler"}},
         )
@@ -325,7 +325,7 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
     assert cfg.ignored == [
         "spec.prometheus.storageSize",
         "spec.binder.service.image",
-        "spec.binder.resourceReservation",
+        "spec.binder.resourceReservation.appLabel",
         "spec.podGroupController.sidecar",
         "spec.global.tolerations",
     ]
@@ -333,6 +333,6 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
     assert cfg.ignored_message() == (
         "Config kai-config: not implemented by this project, ignored: spec.prometheus.storageSize, "
         "spec.binder.service.image, "
-        "spec.binder.resourceReservation, spec.podGroupController.sidecar, spec.global.tolerations"
+        "spec.binder.resourceReservation.appLabel, spec.podGroupController.sidecar, spec.global.tolerations"
     )
     assert kaiconfig.Config.from_dict(config(binder={"replicas": 1})).ignored_message() == ""

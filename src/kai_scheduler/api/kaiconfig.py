@@ -38,8 +38,9 @@ KIND: Final = "Config"
 API_VERSION: Final = constants.KAI_V1_API_VERSION
 NAME: Final = "kai-config"  # the singleton the operator reads; any other name is refused
 
-# spec path → (type, install value path). Types: "str", "count" (integer ≥ 0), "positive" (integer ≥ 1),
-# "bool", "duration" (a Go duration string > 0), "quantity" (a string such as "500m", "1Gi").
+# spec path → (type, install value path). Types: "str", "text" (a string, "" allowed), "namespace", "count" (integer
+# ≥ 0), "positive" (integer ≥ 1), "port" (1 to 65535), "bool", "jsonlog" (a bool: json or text), "duration" (a Go
+# duration string > 0).
 FIELDS: Final[dict[str, tuple[str, str]]] = {
     "namespace": ("namespace", "namespace.name"),
     "global.schedulerName": ("str", "global.schedulerName"),
@@ -49,6 +50,7 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "global.qps": ("count", "global.qps"),
     "global.burst": ("positive", "global.burst"),
     "global.logFormat": ("str", "global.logFormat"),
+    "global.jsonLog": ("jsonlog", "global.logFormat"),  # KAI's: true is json, false text
     "global.image.repository": ("str", "image.repository"),
     "global.image.tag": ("str", "image.tag"),
     "global.image.pullPolicy": ("str", "image.pullPolicy"),
@@ -58,6 +60,8 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "binder.maxConcurrentReconciles": ("positive", "binder.maxConcurrentReconciles"),
     # KAI's binder plugin hamicore; it also turns on the admission's --hami-core-enabled, as KAI's operator does.
     "binder.plugins.hamicore.enabled": ("bool", "binder.plugins.hamicore.enabled"),
+    "binder.resourceReservation.namespace": ("namespace", "binder.resourceReservationNamespace"),
+    "binder.resourceReservation.runtimeClassName": ("text", "binder.runtimeClassName"),
     "podGrouper.replicas": ("count", "podgrouper.replicas"),
     "controllers.replicas": ("count", "controllers.replicas"),
     "queueController.replicas": ("count", "controllers.replicas"),
@@ -65,6 +69,10 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "admission.replicas": ("count", "admission.replicas"),
     "admission.gpuSharing": ("bool", "global.gpuSharing"),
     "admission.gpuSharingEnabled": ("bool", "global.gpuSharing"),  # this project's older name of KAI's field
+    "admission.blockNvidiaVisibleDevices": ("bool", "admission.blockNvidiaVisibleDevices"),
+    "admission.gpuFractionRuntimeClassName": ("text", "admission.runtimeClassName"),
+    "admission.gpuPodRuntimeClassName": ("text", "admission.runtimeClassName"),
+    "admission.webhook.targetPort": ("port", "admission.webhookPort"),
 }
 # spec path → type of the settings the operator itself reads (`Config.prometheus`), not install values.
 SETTINGS: Final[dict[str, str]] = {
@@ -233,9 +241,17 @@ INT32_MAX = 2**31 - 1
 
 
 def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
-    if kind == "bool":
+    if kind in ("bool", "jsonlog"):
         if not isinstance(value, bool):
             raise r.error(path, f"expected true or false, got {value!r}")
+        return ("json" if value else "text") if kind == "jsonlog" else value
+    if kind == "port":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+            raise r.error(path, f"expected a port number (1 to 65535), got {value!r}")
+        return value
+    if kind == "text":
+        if not isinstance(value, str):
+            raise r.error(path, f"expected a string, got {value!r}")
         return value
     if kind in ("count", "positive"):
         least = 0 if kind == "count" else 1

@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
 def _why(values: dict[str, Any], key: str) -> str:
     if values["operator"]["enabled"]:
         return (
-            ": the operator renders the components from the Config kai-config and the SchedulingShards "
-            "(set it there, docs/operator.md), or use --static"
+            ": the operator renders the components from the Config kai-config and the SchedulingShard default this "
+            "install renders, which have no field for it (docs/install.md), or use --static"
         )
     section = key.split(".")[0]
     switch = values.get(section, {}).get("enabled") if isinstance(values.get(section), dict) else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from kai_scheduler.install import model, render
+from kai_scheduler.install import kai_config, kai_values, model, render
 from kai_scheduler.install.objects import CATEGORIES, InstallObject, helm_condition
 from kai_scheduler.install.source import Templated
 from kai_scheduler.install.values import VALUES_YAML, VERSION, defaults
@@ -32,6 +32,7 @@ def files() -> dict[str, str]:
     out = {"Chart.yaml": CHART_YAML, "values.yaml": VALUES_YAML}
     for name, text in crd_files().items():
         out[f"crds/{name}"] = text
+    out["templates/_kai-config.tpl"] = HEADER + _kai_config_templates()
     src = Templated(defaults())
     objects = model.build(src)
     for category in CATEGORIES:
@@ -61,6 +62,20 @@ def write(directory: str | Path) -> list[Path]:
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
+
+
+def _kai_config_templates() -> str:
+    """The named templates the ConfigMap kai-config-manifest includes: the Config and the default shard."""
+    src = Templated(defaults())
+    config = render.template(kai_config.config(src), src)
+    src = Templated(defaults())
+    shard = render.template(kai_config.default_shard(src), src)
+    enabled = kai_values.helm_expression("defaultShard.enabled")
+    return (
+        f'{{{{- define "{kai_config.CONFIG_TEMPLATE}" -}}}}\n{config}{{{{- end -}}}}\n'
+        f'{{{{- define "{kai_config.SHARD_TEMPLATE}" -}}}}\n{{{{- if {enabled} }}}}\n{shard}{{{{- end }}}}\n'
+        "{{- end -}}\n"
+    )
 
 
 def _template(obj: InstallObject, src: Templated) -> str:

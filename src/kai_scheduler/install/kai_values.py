@@ -40,14 +40,13 @@ Rule = Alias | Ignored
 
 _IMAGE: Final = "one image runs every component here (image.repository, image.tag, image.pullPolicy)"
 _POD: Final = "the components' pod placement and security settings are fixed here (not rendered)"
-_HOOKS: Final = "this chart has no install hooks: Helm applies crds/ and the operator creates the Config"
+_HOOKS: Final = (
+    "this chart has no install hooks: Helm applies crds/, and the operator applies the Config and the default "
+    "shard rendered into the ConfigMap kai-config-manifest"
+)
 _PDB: Final = "no PodDisruptionBudgets are rendered here"
 _PORTS: Final = "every component serves metrics and probes on :8080 here"
 _ENABLED: Final = "every component is installed here; set its replicas to 0 to stop it"
-_SHARD: Final = (
-    "the scheduler configuration is scheduler.config here (static install) or the SchedulingShard's spec "
-    "(the operator creates the SchedulingShard default with KAI's defaults)"
-)
 
 
 def _json_log(value: Any) -> Any:
@@ -126,20 +125,14 @@ RULES: Final[Mapping[str, Rule]] = {
     # scheduler
     "scheduler.enabled": Ignored(_ENABLED),
     "scheduler.image.*": Ignored(_IMAGE),
-    "scheduler.placementStrategy": Ignored(_SHARD),
     "scheduler.ports.*": Ignored(_PORTS),
-    "scheduler.args.*": Ignored(_SHARD),
     "scheduler.goMemLimitRatio": Ignored("a Go runtime setting"),
     "scheduler.goMemLimit": Ignored("a Go runtime setting"),
-    "scheduler.plugins.*": Ignored(_SHARD),
-    "scheduler.actions.*": Ignored(_SHARD),
-    "scheduler.scenarioSearchBudgets.*": Ignored(_SHARD),
     "scheduler.affinity.*": Ignored(_POD),
     "scheduler.podDisruptionBudget.*": Ignored(_PDB),
     "scheduler.additionalArgs.*": Ignored(
         "KAI's chart no longer reads it either; the scheduler's flags are scheduler.*"
     ),
-    "defaultShard.enabled": Ignored("operator.createDefaults creates the Config kai-config and the SchedulingShard"),
     "numaPlacementExporter.*": Ignored("this project has no NUMA placement exporter"),
     # admission
     "admission.enabled": Ignored(_ENABLED),
@@ -168,7 +161,7 @@ RULES: Final[Mapping[str, Rule]] = {
     "topologyMigration.*": Ignored("Kueue Topologies are not migrated by the install here"),
     "postCleanup.*": Ignored(_HOOKS),
     "defaultPriorityClasses.enabled": Alias("priorityClasses.create"),
-    "prometheus.*": Ignored("usage history comes from scheduler.config's usageDBConfig here (docs/configuration.md)"),
+    "prometheus.*": Ignored("KAI's chart reads only prometheus.enabled and prometheus.externalPrometheusUrl too"),
     "defaultQueue.createDefaultQueue": Alias("defaultQueues.create"),
     "defaultQueue.parentName": Ignored("the default queues are always default-parent-queue and default-queue here"),
     "defaultQueue.childName": Ignored("the default queues are always default-parent-queue and default-queue here"),

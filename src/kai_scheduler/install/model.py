@@ -6,8 +6,10 @@ from typing import Any
 
 import yaml
 
+from kai_scheduler.api import kaiconfig
 from kai_scheduler.api.crd_manifests import load_crds
-from kai_scheduler.install import defaults, rbac, webhooks, workloads
+from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.install import defaults, kai_config, rbac, webhooks, workloads
 from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, OPERATOR, InstallObject, chosen, values_key
 from kai_scheduler.install.source import Concrete, Source, lookup
 from kai_scheduler.install.values import Values, ValuesError
@@ -18,6 +20,7 @@ def build(src: Source) -> list[InstallObject]:
     objects = [
         *defaults.namespaces(src),
         *rbac.build(src),
+        *kai_config.build(src),
         *workloads.build(src),
         *webhooks.build(src),
         *defaults.priority_classes(),
@@ -54,6 +57,7 @@ def check(values: Values) -> None:
         key = values_key(component)
         if lookup(values, f"{key}.replicas") < 0:
             raise ValuesError(f"value '{key}.replicas': must be 0 or more")
+    _check_kai_config(values)
     ratio = lookup(values, "nodeScaleAdjuster.gpuMemoryToFractionRatio")
     try:
         good = 0 < float(ratio) <= 1
@@ -61,3 +65,19 @@ def check(values: Values) -> None:
         good = False
     if not good:
         raise ValuesError(f"value 'nodeScaleAdjuster.gpuMemoryToFractionRatio': want a number in (0, 1], got {ratio!r}")
+
+
+def _check_kai_config(values: Values) -> None:
+    """The Config and the default shard the operator install hands the operator must pass its checks (those of the
+    webhook): a bad one would be refused there, and the operator would keep its defaults."""
+    if not values["operator"]["enabled"]:
+        return
+    from kai_scheduler.admission.operator import parse_shard  # heavy (plugins): only when checking
+
+    config, *shard = kai_config.objects(values)
+    try:
+        kaiconfig.Config.from_dict(config)
+        for obj in shard:
+            parse_shard(obj)
+    except ObjectError as err:
+        raise ValuesError(f"{err} (rendered from the values: docs/install.md)") from None

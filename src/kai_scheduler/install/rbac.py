@@ -148,10 +148,10 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     "node-scale-adjuster": [rule([""], ["pods"], READ)],
 }
 
-# operator/reconciler.py: reads the Config and SchedulingShards (creates the defaults when missing), writes their
-# status; renders into the install namespace only (Role below).
+# operator/reconciler.py: reads the Config and SchedulingShards, writes their status; operator/defaults.py creates and
+# patches the install's Config and default shard; renders into the install namespace only (Role below).
 CLUSTER_RULES[OPERATOR] = [
-    rule([KAI], ["configs", "schedulingshards"], [*READ, "create"]),
+    rule([KAI], ["configs", "schedulingshards"], [*READ, "create", "patch"]),
     rule([KAI], ["configs/status", "schedulingshards/status"], ["update", "patch"]),
 ]
 

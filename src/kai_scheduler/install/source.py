@@ -9,6 +9,7 @@ block.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,6 +33,10 @@ class Source(Protocol):
 
     def optional(self, path: str, key: str, node: Any) -> dict[str, Any]:
         """`{key: node}` when the boolean at `path` is true, else nothing; merge it into a mapping."""
+        ...
+
+    def mapping(self, path: str, *, strings: bool = False) -> Any:
+        """The free-form mapping at `path` as given (`strings`: each value as text, as a map of strings needs)."""
         ...
 
 
@@ -62,6 +67,18 @@ class Concrete:
 
     def optional(self, path: str, key: str, node: Any) -> dict[str, Any]:
         return {key: node} if lookup(self.values, path) else {}
+
+    def mapping(self, path: str, *, strings: bool = False) -> Any:
+        node = lookup(self.values, path)
+        assert isinstance(node, dict)
+        return {k: _text(v) for k, v in node.items()} if strings else copy.deepcopy(node)
+
+
+def _text(value: Any) -> str:
+    """A scalar as Helm's `toString` writes it (booleans lower-case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +122,17 @@ class Templated:
     def computed(self, python: Callable[[Values], Any], helm: str) -> Any:
         del python
         return self._token(f"{{{{ {helm} }}}}", f"{{{{ {helm} }}}}")
+
+    def mapping(self, path: str, *, strings: bool = False) -> Any:
+        """A token for the mapping as JSON, which is YAML's flow style: it stands on one line wherever it lands."""
+        lookup(self.defaults, path)
+        expr = kai_values.helm_expression(path)
+        if strings:
+            text = f"{{{{ $m := dict }}}}{{{{ range $k, $v := {expr} }}}}{{{{ $_ := set $m $k (toString $v) }}}}"
+            text += "{{ end }}{{ toJson $m }}"
+        else:
+            text = f"{{{{ toJson ({expr} | default dict) }}}}"
+        return self._token(text, text)
 
     def optional(self, path: str, key: str, node: Any) -> dict[str, Any]:
         lookup(self.defaults, path)

@@ -11,7 +11,7 @@ import copy
 import re
 from collections.abc import Iterable, Mapping
 from importlib import metadata
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -142,6 +142,16 @@ scheduler:
           cpu: binpack
       - name: minruntime
       - name: topology
+  # The operator install's SchedulingShard `default` (KAI's values; scheduler.config above is the static install's,
+  # the other scheduler values above reach the operator install through the Config where it has a field,
+  # docs/install.md). placementStrategy (binpack or spread) is its spec.placementStrategy for gpu and cpu; args
+  # (KAI's scheduler flags by name: {{leader-elect: "true", v: "4"}}, docs/operator.md), plugins, actions and
+  # scenarioSearchBudgets are copied into its spec as given.
+  placementStrategy: binpack
+  args: {{}}
+  plugins: {{}}
+  actions: {{}}
+  scenarioSearchBudgets: {{}}
 
 binder:
   replicas: 1
@@ -227,15 +237,17 @@ admission:
 operator:
   # Install `kai operator` (the default, as KAI's install): it renders the scheduler of each SchedulingShard
   # (ConfigMap, Deployment, metrics Service) and the binder, podgrouper, controllers and admission from the Config
-  # `kai-config`, with the same builders as this chart, and creates that Config and the SchedulingShard `default`
-  # when missing (createDefaults). The component Deployments, Services and the scheduler ConfigMap are then left out
-  # of the install (RBAC, webhooks and priority classes stay). false: the static install, those objects rendered
-  # here from these values and no operator (`kai manifests --static` sets it).
+  # `kai-config`, with the same builders as this chart. This chart renders that Config and the SchedulingShard
+  # `default` from these values into the ConfigMap kai-config-manifest, and the operator applies them
+  # (createDefaults). The component Deployments, Services and the scheduler ConfigMap are then left out of the
+  # install (RBAC, webhooks and priority classes stay). false: the static install, those objects rendered here from
+  # these values and no operator (`kai manifests --static` sets it).
   enabled: true
   replicas: 1
   # --reconcile-period: time between passes over the Config and the SchedulingShards.
   reconcilePeriod: 1s
-  # --create-defaults: create the Config kai-config and the SchedulingShard default when missing at start.
+  # --create-defaults: apply the Config kai-config and the SchedulingShard default rendered from these values (the
+  # ConfigMap kai-config-manifest): created when missing at start, updated when the install's rendering changes.
   createDefaults: true
   resources:
     requests:
@@ -267,6 +279,17 @@ nodeScaleAdjuster:
     limits:
       cpu: 500m
       memory: 256Mi
+
+defaultShard:
+  # The operator install: the operator applies the SchedulingShard `default` from the scheduler values above (KAI's
+  # value; false: no default shard from the install).
+  enabled: true
+
+prometheus:
+  # The Config's spec.prometheus (KAI's values): with enabled, a shard's prometheus usage database without a
+  # connection string reads from the Service usage-prometheus, or from externalPrometheusUrl (docs/operator.md).
+  enabled: false
+  externalPrometheusUrl: ""
 
 defaultQueues:
   # The controllers component creates default-parent-queue and its child default-queue when they are missing at
@@ -337,6 +360,23 @@ def _read(path: str) -> Mapping[str, Any]:
     return loaded
 
 
+# Free-form mappings (KAI's values for the default SchedulingShard): any keys, taken as given and merged as Helm
+# merges values (a null removes a key).
+FREE_FORM: Final = frozenset(
+    {"scheduler.args", "scheduler.plugins", "scheduler.actions", "scheduler.scenarioSearchBudgets"}
+)
+
+
+def _merge_free(node: dict[str, Any], override: Mapping[str, Any]) -> None:
+    for key, new in override.items():
+        if new is None:
+            node.pop(key, None)
+        elif isinstance(new, Mapping) and isinstance(node.get(key), dict):
+            _merge_free(node[key], new)
+        else:
+            node[key] = copy.deepcopy(dict(new) if isinstance(new, Mapping) else new)
+
+
 def merge(
     values: Values,
     override: Mapping[str, Any],
@@ -359,6 +399,10 @@ def merge(
         old = values[key]
         if new is None:
             values[key] = copy.deepcopy(lookup_default(base, path))
+        elif path in FREE_FORM:
+            if not isinstance(new, Mapping):
+                raise ValuesError(f"{source}: value {path!r} must be a mapping, got {new!r}")
+            _merge_free(old, new)
         elif isinstance(old, dict):
             if not isinstance(new, Mapping):
                 raise ValuesError(f"{source}: value {path!r} must be a mapping, got {new!r}")
@@ -446,6 +490,9 @@ def apply_set(values: Values, assignment: str, *, ignored: list[str] | None = No
     keys = path.split(".")
     node: Any = values
     for i, key in enumerate(keys):
+        if ".".join(keys[:i]) in FREE_FORM:
+            _merge_free(node, _nested(keys[i:], None if raw == "null" else _scalar(raw)))
+            return
         if not isinstance(node, dict) or key not in node:
             if kai_values.find(path) is not None:
                 _kai(values, path, _scalar(raw), source="--set", ignored=ignored)
