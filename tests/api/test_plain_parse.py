@@ -78,6 +78,31 @@ affinity = st.one_of(
             }
         }
     ),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            kind: st.fixed_dictionaries(
+                {
+                    "preferredDuringSchedulingIgnoredDuringExecution": st.lists(
+                        st.one_of(
+                            st.fixed_dictionaries(
+                                {
+                                    "weight": st.one_of(st.integers(0, 101), odd),
+                                    "podAffinityTerm": st.one_of(
+                                        st.just({"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone"}),
+                                        odd,
+                                    ),
+                                }
+                            ),
+                            odd,
+                        ),
+                        max_size=2,
+                    )
+                }
+            )
+            for kind in ("podAffinity", "podAntiAffinity")
+        },
+    ),
 )
 spec = st.fixed_dictionaries(
     {},

@@ -19,6 +19,7 @@ from kai_scheduler.plugins import (
     nodeavailability,
     nodeplacement,
     nominatednode,
+    podaffinity,
     priority,
     resourcetype,
     snapshot,
@@ -44,6 +45,7 @@ BUILDERS: Mapping[str, Builder] = {
     "nodeavailability": nodeavailability.NodeAvailability.from_args,
     "nominatednode": nominatednode.NominatedNode.from_args,
     "resourcetype": resourcetype.ResourceType.from_args,
+    "podaffinity": podaffinity.PodAffinity.from_args,
     "nodeplacement": nodeplacement.NodePlacement.from_args,
     "gpupack": gpupack.GpuPack.from_args,
     "gpuspread": gpuspread.GpuSpread.from_args,
@@ -59,7 +61,6 @@ BUILDERS: Mapping[str, Builder] = {
 # ConfigMap loads unchanged; `kai` reports them.
 KAI_PLUGINS = frozenset(
     {
-        "podaffinity",
         "sg-nodelocalgreedy",
         "sg-multinodegang",
         "numa",
