@@ -64,7 +64,7 @@ class Pod:
         if phase not in PHASES:
             raise r.error("status.phase", f"unknown phase {phase!r}; want one of {', '.join(PHASES)}")
         requests = pod_requests(r)
-        return cls(
+        pod = cls(
             meta=meta,
             phase=phase,
             node_name=r.str("spec.nodeName"),
@@ -73,11 +73,6 @@ class Pod:
             requests=requests,
             gpu=gpu_request(r, requests, meta.annotations),
             node_selector=r.str_map("spec.nodeSelector"),
-            node_affinity=_node_affinity(r),
-            pod_affinity=_affinity_terms(r, "podAffinity"),
-            pod_anti_affinity=_affinity_terms(r, "podAntiAffinity"),
-            preferred_pod_affinity=_preferred_terms(r, "podAffinity"),
-            preferred_pod_anti_affinity=_preferred_terms(r, "podAntiAffinity"),
             tolerations=_tolerations(r),
             scheduling_gated=bool(r.list("spec.schedulingGates")),
             nominated_node_name=r.str("status.nominatedNodeName"),
@@ -85,6 +80,8 @@ class Pod:
             claim_statuses=dra.pod_claim_statuses(r),
             unschedulable_message=unschedulable_message(r.get("status.conditions")),
         )
+        _read_affinity(pod, r)  # last, as the plain path reads it: the same first error either way
+        return pod
 
     def to_dict(self) -> JSON:
         """The pod as Kubernetes JSON. Its containers are written as one container carrying the summed
@@ -173,8 +170,7 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
     if requests is None:
         return None
     meta = ObjectMeta.read(r)
-    affinity = spec.get("affinity")
-    return cls(
+    pod = cls(
         meta=meta,
         phase=phase,
         node_name=_or(spec.get("nodeName"), ""),
@@ -183,11 +179,6 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
         requests=requests,
         gpu=gpu_request(r, requests, meta.annotations),
         node_selector=dict(selector or {}),
-        node_affinity=_node_affinity(r) if affinity is not None else (),
-        pod_affinity=_affinity_terms(r, "podAffinity") if affinity is not None else (),
-        pod_anti_affinity=_affinity_terms(r, "podAntiAffinity") if affinity is not None else (),
-        preferred_pod_affinity=_preferred_terms(r, "podAffinity") if affinity is not None else (),
-        preferred_pod_anti_affinity=_preferred_terms(r, "podAntiAffinity") if affinity is not None else (),
         tolerations=_tolerations(r) if spec.get("tolerations") is not None else (),
         scheduling_gated=bool(r.list("spec.schedulingGates")) if spec.get("schedulingGates") is not None else False,
         nominated_node_name=nominated or "",
@@ -195,6 +186,17 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
         claim_statuses=dra.pod_claim_statuses(r) if status.get("resourceClaimStatuses") is not None else {},
         unschedulable_message=unschedulable_message(status.get("conditions")),
     )
+    if spec.get("affinity") is not None:  # most pods have none: their fields keep the defaults
+        _read_affinity(pod, r)
+    return pod
+
+
+def _read_affinity(pod: Pod, r: Reader) -> None:
+    pod.node_affinity = _node_affinity(r)
+    pod.pod_affinity = _affinity_terms(r, "podAffinity")
+    pod.pod_anti_affinity = _affinity_terms(r, "podAntiAffinity")
+    pod.preferred_pod_affinity = _preferred_terms(r, "podAffinity")
+    pod.preferred_pod_anti_affinity = _preferred_terms(r, "podAntiAffinity")
 
 
 def unschedulable_message(conditions: object) -> str | None:
