@@ -21,6 +21,7 @@ from kai_scheduler.plugins import (
     nominatednode,
     podaffinity,
     priority,
+    reflectjoborder,
     resourcetype,
     snapshot,
     subgrouporder,
@@ -55,6 +56,7 @@ BUILDERS: Mapping[str, Builder] = {
     "minruntime": minruntime.MinRuntime.from_args,
     "dynamicresources": dynamicresources.DynamicResources.from_args,
     "snapshot": snapshot.Snapshot.from_args,
+    "reflectjoborder": reflectjoborder.ReflectJobOrder.from_args,
 }
 
 # Plugins KAI ships that this scheduler does not implement: accepted in a configuration and ignored, so a KAI
@@ -64,7 +66,6 @@ KAI_PLUGINS = frozenset(
         "sg-nodelocalgreedy",
         "sg-multinodegang",
         "numa",
-        "reflectjoborder",
     }
 )
 
