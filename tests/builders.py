@@ -170,6 +170,8 @@ def pod(
     node_affinity: Sequence[JSON] = (),
     pod_affinity: Sequence[JSON] = (),
     pod_anti_affinity: Sequence[JSON] = (),
+    preferred_pod_affinity: Sequence[JSON] = (),
+    preferred_pod_anti_affinity: Sequence[JSON] = (),
     tolerations: Sequence[JSON] = (),
     extended: Mapping[str, str] | None = None,
     claims: Mapping[str, str] | None = None,
@@ -178,7 +180,7 @@ def pod(
     """A one-container pod of PodGroup `group` (default: its own name); Running when given a node.
 
     `node_affinity` takes required node selector terms (`term`), the pod (anti-)affinities required pod terms
-    (`pod_term`); `deleted_at` makes it releasing."""
+    (`pod_term`), the preferred ones weighted terms (`weighted`); `deleted_at` makes it releasing."""
     requests: dict[str, str] = {"cpu": cpu, "memory": memory, **(extended or {})}
     if gpus:
         requests[constants.RESOURCE_GPU] = str(gpus)
@@ -218,9 +220,14 @@ def pod(
         affinity["nodeAffinity"] = {
             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(node_affinity)}
         }
-    for kind, terms in (("podAffinity", pod_affinity), ("podAntiAffinity", pod_anti_affinity)):
+    for kind, terms, preferred in (
+        ("podAffinity", pod_affinity, preferred_pod_affinity),
+        ("podAntiAffinity", pod_anti_affinity, preferred_pod_anti_affinity),
+    ):
         if terms:
-            affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}
+            affinity.setdefault(kind, {})["requiredDuringSchedulingIgnoredDuringExecution"] = list(terms)
+        if preferred:
+            affinity.setdefault(kind, {})["preferredDuringSchedulingIgnoredDuringExecution"] = list(preferred)
     if affinity:
         spec["affinity"] = affinity
     status: JSON = {"phase": phase or ("Running" if node else "Pending")}
@@ -361,6 +368,11 @@ def pod_term(
     """A pod (anti-)affinity term selecting pods by labels within a topology domain."""
     selector: JSON = {"matchLabels": match_labels, "matchExpressions": list(expressions)}
     return {"labelSelector": selector, "topologyKey": topology_key, "namespaces": list(namespaces)}
+
+
+def weighted(weight: int, pod_term: JSON) -> JSON:
+    """A preferred pod (anti-)affinity term: `pod_term` with its weight."""
+    return {"weight": weight, "podAffinityTerm": pod_term}
 
 
 def toleration(key: str = "", *, operator: str = "Equal", value: str = "", effect: str = "") -> JSON:

@@ -103,7 +103,30 @@ POD: JSON = {
                         {"matchExpressions": [{"key": "nvidia.com/gpu.count", "operator": "Gt", "values": ["4"]}]}
                     ]
                 }
-            }
+            },
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 20,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {"app": "dataset-cache"}},
+                            "topologyKey": "topology.kubernetes.io/zone",
+                        },
+                    }
+                ]
+            },
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {"training.kubeflow.org/job-name": "train-1"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                            "namespaces": ["team-a"],
+                        },
+                    }
+                ]
+            },
         },
         "tolerations": [
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
@@ -380,6 +403,13 @@ def test_pod() -> None:
     assert pod.gpu == GpuRequest(whole=4)
     assert pod.node_selector == {"topology/rack": "r1"}
     assert [r.operator for t in pod.node_affinity for r in t.requirements] == ["Gt"]
+    assert [(t.weight, t.term.topology_key, t.term.namespaces) for t in pod.preferred_pod_affinity] == [
+        (20, "topology.kubernetes.io/zone", ())
+    ]
+    assert [(t.weight, t.term.topology_key, t.term.namespaces) for t in pod.preferred_pod_anti_affinity] == [
+        (100, "kubernetes.io/hostname", ("team-a",))
+    ]
+    assert not pod.pod_affinity and not pod.pod_anti_affinity  # preferred terms are no required ones
     assert [(t.key, t.operator, t.effect) for t in pod.tolerations] == [
         ("nvidia.com/gpu", "Exists", "NoSchedule"),
         ("node.kubernetes.io/not-ready", "Exists", "NoExecute"),
@@ -564,8 +594,30 @@ def _queue(**spec: Any) -> JSON:
     return {"metadata": {"name": "q"}, "spec": spec}
 
 
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_SOFT_TERM = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+
 REJECTS = [
     # wrong types
+    pytest.param(
+        "Pod",
+        _pod(spec={"affinity": {"podAffinity": {_PREFERRED: [{"weight": 0, "podAffinityTerm": _SOFT_TERM}]}}}),
+        f"Pod ns/p spec.affinity.podAffinity.{_PREFERRED}[0].weight: expected an integer from 1 to 100, got 0",
+        id="a preferred term's weight is 1 to 100",
+    ),
+    pytest.param(
+        "Pod",
+        _pod(spec={"affinity": {"podAntiAffinity": {_PREFERRED: [{"weight": 5}]}}}),
+        f"Pod ns/p spec.affinity.podAntiAffinity.{_PREFERRED}[0].podAffinityTerm: expected a pod affinity term, "
+        "got None",
+        id="a preferred term needs its podAffinityTerm",
+    ),
+    pytest.param(
+        "Pod",
+        _pod(spec={"affinity": {"podAffinity": {_PREFERRED: [{"weight": 5, "podAffinityTerm": {}}]}}}),
+        f"Pod ns/p spec.affinity.podAffinity.{_PREFERRED}[0].podAffinityTerm.topologyKey: missing topology key",
+        id="a preferred term needs a topology key",
+    ),
     pytest.param(
         "Pod",
         _pod(spec={"nodeName": 5}),

@@ -78,6 +78,31 @@ affinity = st.one_of(
             }
         }
     ),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            kind: st.fixed_dictionaries(
+                {
+                    "preferredDuringSchedulingIgnoredDuringExecution": st.lists(
+                        st.one_of(
+                            st.fixed_dictionaries(
+                                {
+                                    "weight": st.one_of(st.integers(0, 101), odd),
+                                    "podAffinityTerm": st.one_of(
+                                        st.just({"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone"}),
+                                        odd,
+                                    ),
+                                }
+                            ),
+                            odd,
+                        ),
+                        max_size=2,
+                    )
+                }
+            )
+            for kind in ("podAffinity", "podAntiAffinity")
+        },
+    ),
 )
 spec = st.fixed_dictionaries(
     {},
@@ -119,6 +144,7 @@ def _outcome(parse: Any, data: JSON) -> Any:
 @settings(max_examples=600, deadline=None)
 @given(pods)
 @example({"metadata": {"name": "p"}, "spec": {"containers": [], "affinity": 0}})  # falsy, not absent: refused
+@example({"metadata": {"name": "p"}, "spec": {"affinity": 0, "tolerations": [0]}})  # which error comes first
 def test_the_fast_pod_parse_equals_the_checked_one(data: JSON) -> None:
     assert _outcome(Pod.from_dict, data) == _outcome(lambda d: Pod._read_checked(Reader(d, "Pod")), data)
 

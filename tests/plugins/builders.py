@@ -21,7 +21,7 @@ from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Plugin, Session
 from tests import builders
-from tests.builders import NAMESPACE, expr, pod_term, sub_group, task, term, toleration
+from tests.builders import NAMESPACE, expr, pod_term, sub_group, task, term, toleration, weighted
 
 __all__ = [
     "HOSTNAME",
@@ -40,6 +40,7 @@ __all__ = [
     "task",
     "term",
     "toleration",
+    "weighted",
 ]
 
 QUEUE = "q"

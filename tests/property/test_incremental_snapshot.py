@@ -98,6 +98,7 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
         "job_problems": snap.job_problems,
         "queue_charges": _charges(snap),
         "anti_affine": sorted(t.uid for t in podaffinity.anti_affine_pods(snap)),
+        "soft_affine": sorted(t.uid for t in podaffinity.soft_affine_pods(snap)),
         "bind_requests": {k: br.meta.key for k, br in snap.bind_requests.items()},
         "stale_bind_requests": [br.meta.key for br in snap.stale_bind_requests],
         "other_usage": snap.other_usage.tolist(),
@@ -176,6 +177,7 @@ def _apply(store: MemoryStore, clock: ManualClock, step: tuple[str, int, str, in
                     fraction=fraction,
                     cpu=f"{100 + 7 * i}m",
                     pod_anti_affinity=[{"topologyKey": "kubernetes.io/hostname"}] if i % 2 else (),
+                    preferred_pod_affinity=[b.weighted(3, {"topologyKey": "kubernetes.io/hostname"})] if i % 3 else (),
                 )
             )
         elif what == "bind":

@@ -1,5 +1,6 @@
 """`/get-snapshot` of the scheduler component over a mock API server, and the round trip: a cluster's objects →
-the live scheduler → its snapshot.zip → `kai schedule snapshot.zip` decides as `kai schedule` on the objects."""
+the live scheduler → its snapshot.zip → `kai schedule snapshot.zip` decides as `kai schedule` on the objects;
+and the plugin server's other path, `/get-job-order` (the reflectjoborder plugin)."""
 
 from __future__ import annotations
 
@@ -148,3 +149,56 @@ def test_a_taken_port_is_one_error_line_and_the_scheduler_goes_on(
             proc.store.close()
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and errors[0].startswith(f"--plugin-server-port: cannot listen on port {port}"), errors
+
+
+def test_the_reflectjoborder_plugin_serves_the_job_order(read_only_cluster: MockApiServer, tmp_path: Path) -> None:
+    conf = tmp_path / "config.yaml"
+    conf.write_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: proportion\n  - name: priority\n"
+        "  - name: reflectjoborder\n"
+    )
+    port = free_port()
+    proc = scheduler_process(tmp_path, read_only_cluster.url, port, str(conf))
+    proc.start()
+    try:
+        answers: list[tuple[int, bytes, dict[str, str]]] = []
+        assert eventually(lambda: answers.append(fetch(port, "/get-job-order")) or answers[-1][0] == 200), answers[-1]
+        assert fetch(port)[0] == 404  # the snapshot plugin is not configured
+    finally:
+        proc.shutdown()
+        proc.store.close()
+    _, body, headers = answers[-1]
+    assert headers["Content-Type"] == "application/json"
+    order = json.loads(body)
+    # the example's pending jobs; the running train-big and infer are not listed
+    assert {e["id"] for e in order["global_order"]} == {"pretrain", "eval", "notebook"}
+    assert order["queue_order"].keys() == {"team-a", "team-b"}
+    assert sorted(order["global_order"], key=str) == sorted(
+        (e for jobs in order["queue_order"].values() for e in jobs), key=str
+    )
+
+
+def test_without_the_reflectjoborder_plugin_the_job_order_is_404(
+    read_only_cluster: MockApiServer, tmp_path: Path
+) -> None:
+    port = free_port()
+    proc = scheduler_process(tmp_path, read_only_cluster.url, port)  # KAI's fallback plugins: not among them
+    proc.start()
+    try:
+        answers: list[tuple[int, bytes, dict[str, str]]] = []
+        assert eventually(lambda: answers.append(fetch(port, "/get-job-order")) or answers[-1][0] == 404), answers[-1]
+        assert b"the reflectjoborder plugin is not in the scheduler configuration" in answers[-1][1]
+    finally:
+        proc.shutdown()
+        proc.store.close()
+
+
+def test_before_its_first_cycle_the_job_order_is_not_ready(read_only_cluster: MockApiServer, tmp_path: Path) -> None:
+    conf = tmp_path / "config.yaml"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: reflectjoborder\n")
+    proc = scheduler_process(tmp_path, read_only_cluster.url, free_port(), str(conf))  # not started: no cycle
+    try:
+        reply = proc.plugin_servers[0].endpoints["/get-job-order"]()
+        assert (reply.code, reply.body) == (503, b"Job order data not ready\n")
+    finally:
+        proc.store.close()

@@ -41,7 +41,8 @@ REJECTS = [
         job("{gpu: 1}"),
         "bad.yaml:10: job j tasks[0].gpu: unknown field (did you mean gpus?); known fields: annotations, "
         "claims, cpu, draGpus, gpuDevices, gpuGroups, gpuMemory, gpus, labels, memory, mig, name, node, nodeAffinity, "
-        "nodeSelector, podAffinity, podAntiAffinity, status, subGroup, taskPriority, terminatesAfter, tolerations",
+        "nodeSelector, podAffinity, podAntiAffinity, preferredNodeAffinity, preferredPodAffinity, "
+        "preferredPodAntiAffinity, status, subGroup, taskPriority, terminatesAfter, tolerations",
         id="an unknown task field suggests the close one and lists the known",
     ),
     pytest.param(

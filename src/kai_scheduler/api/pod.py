@@ -26,6 +26,8 @@ class Pod:
     node_affinity: tuple[selectors.NodeSelectorTerm, ...] = ()
     pod_affinity: tuple[selectors.PodAffinityTerm, ...] = ()
     pod_anti_affinity: tuple[selectors.PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[selectors.WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[selectors.WeightedPodAffinityTerm, ...] = ()
     tolerations: tuple[selectors.Toleration, ...] = ()
     scheduling_gated: bool = False
     nominated_node_name: str = ""
@@ -62,7 +64,7 @@ class Pod:
         if phase not in PHASES:
             raise r.error("status.phase", f"unknown phase {phase!r}; want one of {', '.join(PHASES)}")
         requests = pod_requests(r)
-        return cls(
+        pod = cls(
             meta=meta,
             phase=phase,
             node_name=r.str("spec.nodeName"),
@@ -71,9 +73,6 @@ class Pod:
             requests=requests,
             gpu=gpu_request(r, requests, meta.annotations),
             node_selector=r.str_map("spec.nodeSelector"),
-            node_affinity=_node_affinity(r),
-            pod_affinity=_affinity_terms(r, "podAffinity"),
-            pod_anti_affinity=_affinity_terms(r, "podAntiAffinity"),
             tolerations=_tolerations(r),
             scheduling_gated=bool(r.list("spec.schedulingGates")),
             nominated_node_name=r.str("status.nominatedNodeName"),
@@ -81,6 +80,8 @@ class Pod:
             claim_statuses=dra.pod_claim_statuses(r),
             unschedulable_message=unschedulable_message(r.get("status.conditions")),
         )
+        _read_affinity(pod, r)  # last, as the plain path reads it: the same first error either way
+        return pod
 
     def to_dict(self) -> JSON:
         """The pod as Kubernetes JSON. Its containers are written as one container carrying the summed
@@ -128,19 +129,27 @@ class Pod:
         return {"apiVersion": "v1", "kind": "Pod", "metadata": self.meta.to_dict(), "spec": spec, "status": status}
 
     def _affinity_dict(self) -> JSON:
-        required = "requiredDuringSchedulingIgnoredDuringExecution"
         out: JSON = {}
         if self.node_affinity:
             terms = [selectors.node_selector_term_dict(t) for t in self.node_affinity]
-            out["nodeAffinity"] = {required: {"nodeSelectorTerms": terms}}
-        if self.pod_affinity:
-            out["podAffinity"] = {required: [selectors.pod_affinity_term_dict(t) for t in self.pod_affinity]}
-        if self.pod_anti_affinity:
-            out["podAntiAffinity"] = {required: [selectors.pod_affinity_term_dict(t) for t in self.pod_anti_affinity]}
+            out["nodeAffinity"] = {_REQUIRED: {"nodeSelectorTerms": terms}}
+        for kind, required, preferred in (
+            ("podAffinity", self.pod_affinity, self.preferred_pod_affinity),
+            ("podAntiAffinity", self.pod_anti_affinity, self.preferred_pod_anti_affinity),
+        ):
+            part: JSON = {}
+            if required:
+                part[_REQUIRED] = [selectors.pod_affinity_term_dict(t) for t in required]
+            if preferred:
+                part[_PREFERRED] = [selectors.weighted_pod_affinity_term_dict(t) for t in preferred]
+            if part:
+                out[kind] = part
         return out
 
 
 _PLAIN_STRINGS = ("nodeName", "schedulerName", "priorityClassName")
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | None:
@@ -161,8 +170,7 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
     if requests is None:
         return None
     meta = ObjectMeta.read(r)
-    affinity = spec.get("affinity")
-    return cls(
+    pod = cls(
         meta=meta,
         phase=phase,
         node_name=_or(spec.get("nodeName"), ""),
@@ -171,9 +179,6 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
         requests=requests,
         gpu=gpu_request(r, requests, meta.annotations),
         node_selector=dict(selector or {}),
-        node_affinity=_node_affinity(r) if affinity is not None else (),
-        pod_affinity=_affinity_terms(r, "podAffinity") if affinity is not None else (),
-        pod_anti_affinity=_affinity_terms(r, "podAntiAffinity") if affinity is not None else (),
         tolerations=_tolerations(r) if spec.get("tolerations") is not None else (),
         scheduling_gated=bool(r.list("spec.schedulingGates")) if spec.get("schedulingGates") is not None else False,
         nominated_node_name=nominated or "",
@@ -181,6 +186,17 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
         claim_statuses=dra.pod_claim_statuses(r) if status.get("resourceClaimStatuses") is not None else {},
         unschedulable_message=unschedulable_message(status.get("conditions")),
     )
+    if spec.get("affinity") is not None:  # most pods have none: their fields keep the defaults
+        _read_affinity(pod, r)
+    return pod
+
+
+def _read_affinity(pod: Pod, r: Reader) -> None:
+    pod.node_affinity = _node_affinity(r)
+    pod.pod_affinity = _affinity_terms(r, "podAffinity")
+    pod.pod_anti_affinity = _affinity_terms(r, "podAntiAffinity")
+    pod.preferred_pod_affinity = _preferred_terms(r, "podAffinity")
+    pod.preferred_pod_anti_affinity = _preferred_terms(r, "podAntiAffinity")
 
 
 def unschedulable_message(conditions: object) -> str | None:
@@ -211,23 +227,42 @@ def _node_affinity(r: Reader) -> tuple[selectors.NodeSelectorTerm, ...]:
 
 
 def _affinity_terms(r: Reader, kind: str) -> tuple[selectors.PodAffinityTerm, ...]:
-    path = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+    path = f"spec.affinity.{kind}.{_REQUIRED}"
     terms = []
     for i, raw in enumerate(r.list(path)):
         if not isinstance(raw, dict):
             raise r.error(f"{path}[{i}]", f"expected a pod affinity term, got {raw!r}")
-        key = raw.get("topologyKey")
-        if not isinstance(key, str) or not key:
-            raise r.error(f"{path}[{i}].topologyKey", "missing topology key")
-        namespaces: Any = raw.get("namespaces") or []
-        terms.append(
-            selectors.PodAffinityTerm(
-                selectors.parse_label_selector(raw.get("labelSelector"), "Pod", r.name, f"{path}[{i}].labelSelector"),
-                key,
-                tuple(str(n) for n in namespaces),
-            )
-        )
+        terms.append(_affinity_term(r, raw, f"{path}[{i}]"))
     return tuple(terms)
+
+
+def _preferred_terms(r: Reader, kind: str) -> tuple[selectors.WeightedPodAffinityTerm, ...]:
+    """The weighted (soft) terms of `kind`; a weight is 1 to 100, as the API server validates it."""
+    path = f"spec.affinity.{kind}.{_PREFERRED}"
+    terms = []
+    for i, raw in enumerate(r.list(path)):
+        if not isinstance(raw, dict):
+            raise r.error(f"{path}[{i}]", f"expected a weighted pod affinity term, got {raw!r}")
+        weight = raw.get("weight")
+        if type(weight) is not int or not 1 <= weight <= 100:
+            raise r.error(f"{path}[{i}].weight", f"expected an integer from 1 to 100, got {weight!r}")
+        term = raw.get("podAffinityTerm")
+        if not isinstance(term, dict):
+            raise r.error(f"{path}[{i}].podAffinityTerm", f"expected a pod affinity term, got {term!r}")
+        terms.append(selectors.WeightedPodAffinityTerm(weight, _affinity_term(r, term, f"{path}[{i}].podAffinityTerm")))
+    return tuple(terms)
+
+
+def _affinity_term(r: Reader, raw: JSON, path: str) -> selectors.PodAffinityTerm:
+    key = raw.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise r.error(f"{path}.topologyKey", "missing topology key")
+    namespaces: Any = raw.get("namespaces") or []
+    return selectors.PodAffinityTerm(
+        selectors.parse_label_selector(raw.get("labelSelector"), "Pod", r.name, f"{path}.labelSelector"),
+        key,
+        tuple(str(n) for n in namespaces),
+    )
 
 
 def _tolerations(r: Reader) -> tuple[selectors.Toleration, ...]:

@@ -99,6 +99,14 @@ class PodAffinityTerm:
     namespaces: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    """A preferred (soft) pod (anti-)affinity term: `weight` (1-100) counts per matching pod in the domain."""
+
+    weight: int
+    term: PodAffinityTerm
+
+
 def parse_requirement(raw: Any, kind: str, name: str, path: str, operators: set[str]) -> Requirement:
     if not isinstance(raw, Mapping):
         raise ObjectError(kind, name, path, f"expected a requirement object, got {raw!r}")
@@ -234,6 +242,10 @@ def pod_affinity_term_dict(t: PodAffinityTerm) -> dict[str, Any]:
     if t.namespaces:
         out["namespaces"] = list(t.namespaces)
     return out
+
+
+def weighted_pod_affinity_term_dict(t: WeightedPodAffinityTerm) -> dict[str, Any]:
+    return {"weight": t.weight, "podAffinityTerm": pod_affinity_term_dict(t.term)}
 
 
 def toleration_dict(t: Toleration) -> dict[str, Any]:

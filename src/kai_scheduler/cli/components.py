@@ -188,8 +188,8 @@ def _scheduler_flags(p: Parser) -> None:
         "--plugin-server-port",
         str(PLUGIN_SERVER_PORT),
         "port of the plugin server, on the interface of --listen-address: GET /get-snapshot answers snapshot.zip "
-        "(the scheduler's view, replayed by `kai schedule snapshot.zip`) when the snapshot plugin is configured; "
-        "0 = off",
+        "(the scheduler's view, replayed by `kai schedule snapshot.zip`) when the snapshot plugin is configured, "
+        "GET /get-job-order the allocate order of pending jobs when the reflectjoborder plugin is; 0 = off",
         "PORT",
     )
     for field in dataclasses.fields(Flags):

@@ -133,6 +133,7 @@ class Model:
     touched: set[str] = field(default_factory=set)  # nodes the last session moved tasks on
     written: set[str] = field(default_factory=set)  # jobs whose task records the last snapshot's users changed
     anti: dict[Key, _Pod] = field(default_factory=dict)  # pods on nodes or in `tasks` with pod anti-affinity
+    soft: dict[Key, _Pod] = field(default_factory=dict)  # the same, with preferred pod (anti-)affinity
     last: weakref.ref[s.Snapshot] | None = None
     # Per build: what the changes reached.
     dirty_nodes: set[str] = field(default_factory=set)
@@ -202,6 +203,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
         touched=model.touched,
         written=model.written,
         anti_affine=[e.info for e in model.anti.values()],
+        soft_affine=[e.info for e in model.soft.values()],
         queue_charges=dict(model.charges),
         stale_watch=[model.jobs[uid] for uid in sorted(model.stale_watch, key=lambda uid: _key_of(model, uid))],
     )
@@ -510,8 +512,12 @@ def _link(model: Model, e: _Pod) -> None:
         model.pod_problems[e.key] = e.problem
     if e.record.pod.meta.deletion_timestamp is not None:
         model.timed.add(e.key)
-    if e.record.pod.pod_anti_affinity and (e.node or e.group):
-        model.anti[e.key] = e
+    pod = e.record.pod
+    if e.node or e.group:
+        if pod.pod_anti_affinity:
+            model.anti[e.key] = e
+        if pod.preferred_pod_affinity or pod.preferred_pod_anti_affinity:
+            model.soft[e.key] = e
 
 
 def _unlink(model: Model, e: _Pod) -> None:
@@ -533,6 +539,7 @@ def _unlink(model: Model, e: _Pod) -> None:
     model.pod_problems.pop(e.key, None)
     model.timed.discard(e.key)
     model.anti.pop(e.key, None)
+    model.soft.pop(e.key, None)
 
 
 def _link_group(model: Model, pg: PodGroup, records: dict[str, s._GroupRecord]) -> None:

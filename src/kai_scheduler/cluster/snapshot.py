@@ -193,6 +193,8 @@ class Snapshot:
     # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (a kept model keeps the list);
     # None: found by a pass over every pod (`podaffinity.anti_affine_pods`).
     anti_affine: list[PodInfo] | None = None
+    # Likewise the pods that declare preferred pod (anti-)affinity (`podaffinity` scores toward them).
+    soft_affine: list[PodInfo] | None = None
     # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)

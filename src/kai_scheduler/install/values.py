@@ -133,6 +133,7 @@ scheduler:
       - name: gpusharingorder
       - name: gpupack
       - name: resourcetype
+      - name: podaffinity
       - name: subgrouporder
       - name: taskorder
       - name: nominatednode

@@ -19,7 +19,9 @@ from kai_scheduler.plugins import (
     nodeavailability,
     nodeplacement,
     nominatednode,
+    podaffinity,
     priority,
+    reflectjoborder,
     resourcetype,
     snapshot,
     subgrouporder,
@@ -44,6 +46,7 @@ BUILDERS: Mapping[str, Builder] = {
     "nodeavailability": nodeavailability.NodeAvailability.from_args,
     "nominatednode": nominatednode.NominatedNode.from_args,
     "resourcetype": resourcetype.ResourceType.from_args,
+    "podaffinity": podaffinity.PodAffinity.from_args,
     "nodeplacement": nodeplacement.NodePlacement.from_args,
     "gpupack": gpupack.GpuPack.from_args,
     "gpuspread": gpuspread.GpuSpread.from_args,
@@ -53,17 +56,16 @@ BUILDERS: Mapping[str, Builder] = {
     "minruntime": minruntime.MinRuntime.from_args,
     "dynamicresources": dynamicresources.DynamicResources.from_args,
     "snapshot": snapshot.Snapshot.from_args,
+    "reflectjoborder": reflectjoborder.ReflectJobOrder.from_args,
 }
 
 # Plugins KAI ships that this scheduler does not implement: accepted in a configuration and ignored, so a KAI
 # ConfigMap loads unchanged; `kai` reports them.
 KAI_PLUGINS = frozenset(
     {
-        "podaffinity",
         "sg-nodelocalgreedy",
         "sg-multinodegang",
         "numa",
-        "reflectjoborder",
     }
 )
 

@@ -31,6 +31,7 @@ from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.runtime.http import Endpoint, Reply
 from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ScaleAdjusterOptions, SchedulerOptions
 from kai_scheduler.scheduler import capture, config_file
+from kai_scheduler.scheduler import job_order as reflected
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
@@ -146,6 +147,16 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         log.info("snapshot served", extra={"bytes": len(data)})
         return Reply(200, data, "application/zip", {"Content-Disposition": "attachment; filename=snapshot.zip"})
 
+    def get_job_order() -> Reply:
+        """The `reflectjoborder` plugin's endpoint: the order allocate took jobs in as the last session opened."""
+        current = core
+        if not reflected.enabled(current.config):
+            return Reply(404, b"404 page not found: the reflectjoborder plugin is not in the scheduler configuration\n")
+        order = current.job_order
+        if order is None:
+            return Reply(503, b"Job order data not ready\n")
+        return Reply(200, reflected.encode(order), "application/json")
+
     return Component(
         "scheduler",
         scheduler_lease(config.flags.partition_label_value),
@@ -153,7 +164,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         step,
         triggers=scheduler_resources(config.flags),
         min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
-        endpoints={SNAPSHOT_PATH: get_snapshot},
+        endpoints={SNAPSHOT_PATH: get_snapshot, reflected.PATH: get_job_order},
         plugin_port=options.plugin_server_port,
     )
 

@@ -48,6 +48,9 @@ TASK_FIELDS = (
     "tolerations",
     "podAffinity",
     "podAntiAffinity",
+    "preferredPodAffinity",
+    "preferredPodAntiAffinity",
+    "preferredNodeAffinity",
     "terminatesAfter",
     "claims",
     "draGpus",
@@ -214,17 +217,28 @@ def _requests(e: Entry, gpus: float) -> dict[str, str]:
 
 
 def _affinity(e: Entry) -> JSON:
-    """nodeAffinity: the requirements of one required term; pod (anti-)affinity: required terms as written."""
+    """nodeAffinity: the requirements of one required term; pod (anti-)affinity: required terms as written;
+    the preferred* fields: weighted terms as written (Kubernetes' preferredDuringScheduling… lists)."""
     out: JSON = {}
     node_terms = e.mappings("nodeAffinity")
     if node_terms:
         term = {"nodeSelectorTerms": [{"matchExpressions": node_terms}]}
-        out["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": term}
-    for key in ("podAffinity", "podAntiAffinity"):
-        terms = e.mappings(key)
-        if terms:
-            out[key] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
+        out["nodeAffinity"] = {_REQUIRED: term}
+    if preferred_node := e.mappings("preferredNodeAffinity"):
+        out.setdefault("nodeAffinity", {})[_PREFERRED] = preferred_node
+    for key, preferred in (("podAffinity", "preferredPodAffinity"), ("podAntiAffinity", "preferredPodAntiAffinity")):
+        part: JSON = {}
+        if terms := e.mappings(key):
+            part[_REQUIRED] = terms
+        if weighted := e.mappings(preferred):
+            part[_PREFERRED] = weighted
+        if part:
+            out[key] = part
     return out
+
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def render(task: TaskSpec, job: JobFacts, name: str, now: float) -> tuple[JSON, JSON | None]:

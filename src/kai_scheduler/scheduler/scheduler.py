@@ -29,6 +29,7 @@ from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.plugins import registry
+from kai_scheduler.scheduler import job_order as reflected
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.store import collector
@@ -119,6 +120,8 @@ class Scheduler:
         # references (`held`, for /get-snapshot): that thread sees the cache between two syncs, as a cycle does.
         self.cache_lock = threading.Lock()
         self.synced = False  # whether a cycle has synced the cache (a standby's cache is empty)
+        # The `reflectjoborder` plugin's order as the last session opened (None: no cycle has run with it).
+        self.job_order: reflected.JobOrder | None = None
 
     def reconfigure(self, config: configs.SchedulerConfig) -> None:
         """Run the next cycles with `config` (actions, plugins and their arguments, depths, budgets); its flags
@@ -255,6 +258,8 @@ class Scheduler:
         ssn = Session(snap, self.config, plugins)
         t_open = time.perf_counter()
         plugin_open = ssn.open()
+        if reflected.enabled(self.config):
+            self.job_order = reflected.reflect(ssn)
         open_seconds = time.perf_counter() - t_open
         timings: dict[str, float] = {}
         ends: dict[str, int] = {}

@@ -2,11 +2,11 @@
 `actions/common/minimal_job_representatives.go`, `--use-scheduling-signatures`).
 
 A job's signature is what constrains *where* its pods may go: node selectors, required node affinity,
-tolerations, pod (anti-)affinity, the priority class, and the topology constraints of the PodGroup and its
-subgroups (this model has no host ports or volumes). Per key (the victim actions key by queue; consolidation by
-action), the smallest job that failed is remembered; a later job with the same signature is skipped unless it
-is easier: fewer tasks to place, or some task smaller in some resource than the failed job's task of the
-same rank (tasks sorted largest first).
+tolerations, pod (anti-)affinity (preferred terms too: KAI hashes the whole affinity), the priority class, and
+the topology constraints of the PodGroup and its subgroups (this model has no host ports or volumes). Per key
+(the victim actions key by queue; consolidation by action), the smallest job that failed is remembered; a later
+job with the same signature is skipped unless it is easier: fewer tasks to place, or some task smaller in some
+resource than the failed job's task of the same rank (tasks sorted largest first).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def signature(job: JobInfo) -> Signature:
                 pod.tolerations,
                 pod.pod_affinity,
                 pod.pod_anti_affinity,
+                pod.preferred_pod_affinity,
+                pod.preferred_pod_anti_affinity,
             )
         )
     podgroup = job.podgroup

@@ -42,6 +42,21 @@ def anti_affine_pods(snapshot: Snapshot) -> list[PodInfo]:
     return list(found.values())
 
 
+def soft_affine_pods(snapshot: Snapshot) -> list[PodInfo]:
+    """The pods of `session_pods` that declare preferred pod (anti-)affinity, in no particular order."""
+    if snapshot.soft_affine is not None:  # kept with the snapshot's model
+        return list(snapshot.soft_affine)
+    found: dict[str, PodInfo] = {}
+    for node in snapshot.nodes:
+        for uid, pod in node.tasks.items():
+            if pod.pod.preferred_pod_affinity or pod.pod.preferred_pod_anti_affinity:
+                found[uid] = pod
+    for uid, pod in snapshot.tasks.items():
+        if pod.pod.preferred_pod_affinity or pod.pod.preferred_pod_anti_affinity:
+            found[uid] = pod
+    return list(found.values())
+
+
 def namespaces_of(term: PodAffinityTerm, owner: PodInfo) -> tuple[str, ...]:
     return term.namespaces or (owner.namespace,)
 
