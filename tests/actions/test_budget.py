@@ -12,6 +12,7 @@ import pytest
 
 from kai_scheduler.actions.common import budget
 from kai_scheduler.framework.config import ConfigError
+from tests.actions import victim_builders as v
 
 JSON = dict[str, Any]
 
@@ -91,6 +92,11 @@ def test_a_negative_budget_is_refused(raw: JSON) -> None:
 def test_a_minimum_job_budget_not_below_the_maximum_is_refused(raw: JSON, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         budget.SearchBudgets.parse(raw)
+
+
+def test_a_minimum_not_below_the_maximum_fails_when_the_configuration_loads() -> None:
+    with pytest.raises(ConfigError, match=r"^config scenarioSearchBudgets\.minJobSearchDuration: must be less than"):
+        v.load_config_for({"scenarioSearchBudgets": {"minJobSearchDuration": "4m"}})
 
 
 def test_a_minimum_under_an_unlimited_job_budget_is_accepted() -> None:
