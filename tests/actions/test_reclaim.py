@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kai_scheduler.actions import reclaim
-from kai_scheduler.actions.common import budget, solver
+from kai_scheduler.actions.common import solver
 from kai_scheduler.api import constants
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.framework.config import ConfigError
@@ -142,51 +142,6 @@ def test_a_spent_action_budget_stops_reclaim() -> None:
     cluster.scheduler.actions.append(action)
     result = cluster.cycle()
     assert result.evictions == 0
-
-
-def test_budgets_parse_go_durations_and_keep_kais_defaults() -> None:
-    limits = budget.SearchBudgets.parse(
-        {"maxActionSearchDuration": {"reclaim": "90s"}, "maxGeneratorSearchDuration": {"NodeLocalGreedy": 5}}
-    )
-    assert limits.for_action("reclaim") == 90.0 and limits.for_action("preempt") == 300.0
-    assert limits.for_generator("NodeLocalGreedy") == 5.0 and limits.for_generator("MultiNodeGang") == 120.0
-    assert (limits.max_job, limits.min_job) == (240.0, 0.0)
-
-
-@pytest.mark.parametrize(
-    "raw, message",
-    [
-        pytest.param({"maxJobSearchDuration": "soon"}, "maxJobSearchDuration: invalid duration", id="a bad duration"),
-        pytest.param({"maxActionBudget": "1m"}, "unknown field", id="an unknown key"),
-        pytest.param({"minJobSearchDuration": -1}, "must not be negative", id="a negative duration"),
-    ],
-)
-def test_bad_budgets_are_configuration_errors(raw: JSON, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        budget.SearchBudgets.parse(raw)
-
-
-class FakeTimer:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_job_and_generator_budgets_follow_the_timer() -> None:
-    timer = FakeTimer()
-    action = budget.ActionBudget(budget.SearchBudgets(min_job=60.0), "reclaim", timer=timer)
-    job = action.next_job()
-    assert job is not None and job.deadline.remaining() == 240.0  # max job budget, within 300 s
-    assert job.generator("NodeLocalGreedy").remaining() == 30.0
-    timer.now = 230.0
-    assert job.generator("MultiNodeGang").remaining() == 10.0  # what the job has left
-    assert not job.exhausted()
-    timer.now = 241.0
-    assert job.exhausted() and not action.exhausted
-    timer.now = 250.0
-    assert action.next_job() is None and action.exhausted  # 50 s left < the 60 s minimum
 
 
 def _attempted(objects: list[JSON], config: JSON) -> list[str]:

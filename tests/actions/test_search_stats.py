@@ -19,17 +19,22 @@ JSON = dict[str, Any]
 GREEDY, GANG = scenario.NODE_LOCAL_GREEDY, scenario.MULTI_NODE_GANG
 
 
-def team_b_on_one_node(*, reclaimer_gpus: int = 1) -> list[JSON]:
-    """team-a deserves 4 of 8 GPUs and wants one pod; team-b runs 8 single-GPU jobs on n1."""
+def team_b_on_one_node(*, reclaimer_gpus: int = 1, reclaimers: int = 1) -> list[JSON]:
+    """team-a deserves 4 of 8 GPUs and has `reclaimers` one-pod jobs; team-b runs 8 single-GPU jobs on n1."""
     objects = [b.node("n1", gpus=8), v.queue("team-a", gpu_quota=4), v.queue("team-b", gpu_quota=4)]
     for i in range(8):
         objects += v.job(f"b{i}", queue="team-b", node="n1", created=b.NOW - 3600 + i)
-    return [*objects, *v.job("train", queue="team-a", gpus=reclaimer_gpus)]
+    for i in range(reclaimers):
+        objects += v.job("train" if i == 0 else f"train{i}", queue="team-a", gpus=reclaimer_gpus, created=b.NOW - i)
+    return objects
 
 
-def reclaimed(objects: list[JSON], timer: budget.Timer | None = None) -> SearchStats:
-    """The search statistics of one cycle that only reclaims (with the budgets on `timer`)."""
-    cluster = v.cluster(objects, config={"actions": "allocate"})
+def reclaimed(objects: list[JSON], timer: budget.Timer | None = None, budgets: JSON | None = None) -> SearchStats:
+    """The search statistics of one cycle that only reclaims (with `budgets` on `timer`)."""
+    config: JSON = {"actions": "allocate"}
+    if budgets is not None:
+        config["scenarioSearchBudgets"] = budgets
+    cluster = v.cluster(objects, config=config)
     cluster.scheduler.actions.append(reclaim.Reclaim(timer=timer))
     return cluster.cycle().search
 
@@ -78,7 +83,6 @@ def test_a_rejected_scenario_offered_again_is_a_duplicate_and_the_generators_end
         "preempt", [low], lambda victim: Eviction("preempt", "", ""), lambda *_: points.Reject("test", "No", "no")
     )
     job_budget = budget.ActionBudget(budget.SearchBudgets(), "preempt").next_job()
-    assert job_budget is not None
     solution = solver.solve(ssn, ssn.statement(), job, search, job_budget)
     assert solution.result is solver.Result.UNSOLVED
     assert ssn.search.scenarios == {
@@ -117,3 +121,41 @@ def test_a_job_when_no_budget_is_left_is_not_attempted() -> None:
     assert stats.tried == {"reclaim": 1}
     assert stats.jobs == {("reclaim", "not_attempted", False): 1}
     assert stats.simulated == {}
+
+
+def test_a_job_given_no_time_ends_the_action() -> None:
+    """The action's 300 s are gone when the first job's budget is taken: not attempted, and the second job is not
+    even considered (KAI's reclaim returns)."""
+    timer = readings(0.0, 400.0)
+    stats = reclaimed(team_b_on_one_node(reclaimers=2), timer=lambda: next(timer))
+    assert stats.tried == {"reclaim": 1}
+    assert stats.jobs == {("reclaim", "not_attempted", False): 1}
+
+
+def test_a_job_that_runs_out_of_its_own_budget_ends_the_action() -> None:
+    """The job's 240 s run out at 250 s while the action still has 50 s: deadline_exhausted, the action ends
+    (KAI stops on any deadline_exhausted), and it is no exhaustion of the action's budget."""
+    timer = readings(0.0, 0.0, 250.0)
+    stats = reclaimed(team_b_on_one_node(reclaimers=2), timer=lambda: next(timer))
+    assert stats.tried == {"reclaim": 1}
+    assert stats.jobs == {("reclaim", "deadline_exhausted", False): 1}
+    assert stats.budget_exhausted == {}
+
+
+def test_an_action_budget_of_0_is_no_limit() -> None:
+    """However late the timer reads, both jobs are searched and solved within the jobs' own 240 s."""
+    timer = readings(0.0, 1e9)
+    budgets = {"maxActionSearchDuration": {"reclaim": "0s"}}
+    stats = reclaimed(team_b_on_one_node(reclaimers=2), timer=lambda: next(timer), budgets=budgets)
+    assert stats.jobs == {("reclaim", "solved", False): 2}
+
+
+def test_the_minimum_job_budget_searches_past_the_action_s_deadline() -> None:
+    """The action has 1 s and the timer reads 100 s from the first job on: each job still gets its 60 s minimum,
+    and one that ends in time lets the next one search (a reduced budget: the action had less than 240 s)."""
+    timer = readings(0.0, 100.0)
+    budgets = {"maxActionSearchDuration": {"reclaim": "1s"}, "minJobSearchDuration": "1m"}
+    stats = reclaimed(team_b_on_one_node(reclaimers=2), timer=lambda: next(timer), budgets=budgets)
+    assert stats.tried == {"reclaim": 2}
+    assert stats.jobs == {("reclaim", "solved", True): 2}
+    assert stats.budget_exhausted == {}

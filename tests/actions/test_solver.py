@@ -177,7 +177,6 @@ def _probe_sizes(objects: list[JSON], job: str, *, victim_queue: str = "q") -> t
     try:
         search = solver.VictimSearch("test", pool, lambda _: WHY, lambda *_: None)
         job_budget = budget.ActionBudget(budget.SearchBudgets(), "test").next_job()
-        assert job_budget is not None
         result = solver.solve(ssn, ssn.statement(), preemptor, search, job_budget).result
     finally:
         solver._JobSolver._probe = original  # type: ignore[method-assign]
@@ -217,7 +216,6 @@ def test_a_failed_search_leaves_the_model_as_it_was() -> None:
     pool = [j for j in victims.victim_order(ssn, ssn.snapshot.jobs.values()) if victims.can_be_victim(j)]
     stmt = ssn.statement()
     job_budget = budget.ActionBudget(budget.SearchBudgets(), "test").next_job()
-    assert job_budget is not None
     search = solver.VictimSearch("test", pool, lambda _: WHY, lambda *_: None)
     assert solver.solve(ssn, stmt, _job(ssn, "gang"), search, job_budget).result is solver.Result.UNSOLVED
     assert stmt.operations == ()
@@ -236,7 +234,6 @@ def test_a_solution_without_any_victim_is_not_the_victim_actions_business() -> N
     ssn = _session(objects)
     pool = [j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)]
     job_budget = budget.ActionBudget(budget.SearchBudgets(), "test").next_job()
-    assert job_budget is not None
     search = solver.VictimSearch("test", pool, lambda _: WHY, lambda *_: None)
     assert solver.solve(ssn, ssn.statement(), _job(ssn, "j"), search, job_budget).result is solver.Result.UNSOLVED
 

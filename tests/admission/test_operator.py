@@ -74,6 +74,24 @@ JSON = dict[str, Any]
             id="bad search budget",
         ),
         pytest.param(
+            {"scenarioSearchBudgets": {"minJobSearchDuration": "1m", "maxJobSearchDuration": "1m"}},
+            "SchedulingShard s spec.scenarioSearchBudgets.minJobSearchDuration: must be less than "
+            "maxJobSearchDuration (1m >= 1m)",
+            id="a minimum job search budget not below the maximum",
+        ),
+        pytest.param(
+            {"scenarioSearchBudgets": {"minJobSearchDuration": "5m"}},
+            "SchedulingShard s spec.scenarioSearchBudgets.minJobSearchDuration: must be less than "
+            "maxJobSearchDuration (5m >= 4m)",
+            id="a minimum job search budget not below the default maximum",
+        ),
+        pytest.param(
+            {"scenarioSearchBudgets": {"maxActionSearchDuration": {"allocate": "1m"}}},
+            "SchedulingShard s spec.scenarioSearchBudgets.maxActionSearchDuration.allocate: not an action key; "
+            "known: default, reclaim, preempt, consolidation",
+            id="a search budget for an action that does not search",
+        ),
+        pytest.param(
             {"args": {"max-consolidation-preemptes": "8"}},
             "SchedulingShard s spec.args.max-consolidation-preemptes: unknown scheduler flag (did you mean "
             "max-consolidation-preemptees?)",

@@ -8,7 +8,8 @@
 3. Search victims among preemptible jobs of the same queue with strictly lower priority that pass
    PREEMPT_VICTIM_FILTER (minruntime), validated by PREEMPT_VALIDATOR, within the search budgets. Queue
    priority plays no role; capacity (limits) still applies while the job is placed in the simulation.
-4. Commit on success; remember the failure otherwise. A spent action budget ends the action for this cycle.
+4. Commit on success; remember the failure otherwise. A job given no search time, or out of it, ends the
+   action for this cycle (`preemptors.run`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@
 3. Search victims among preemptible jobs of other queues that pass RECLAIM_VICTIM_FILTER, validated by
    RECLAIM_VALIDATOR (proportion's §5.3 rules, minruntime), within the search budgets.
 4. Commit the statement on success (victims evicted, moved victims pipelined elsewhere, the job pipelined);
-   remember the failure otherwise. A spent action budget ends the action for this cycle.
+   remember the failure otherwise. A job given no search time, or out of it, ends the action for this cycle
+   (`preemptors.run`).
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ DEFAULT_K_VALUE: Final = 1.0
 DEFAULT_GO_MEM_LIMIT_RATIO: Final = 0.9
 SEARCH_DURATION_MAPS: Final = ("maxActionSearchDuration", "maxGeneratorSearchDuration")
 SEARCH_DURATIONS: Final = ("maxJobSearchDuration", "minJobSearchDuration")
+SEARCH_ACTION_KEYS: Final = ("default", "reclaim", "preempt", "consolidation")
+DEFAULT_MAX_JOB_SEARCH: Final = "4m"
 # A shard's name ends up in its objects' names (`kai-scheduler-<name>-metrics`, a Service: a DNS-1035 label of at
 # most 63 characters) and in a label value.
 NAME: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -203,11 +205,23 @@ def _budgets(r: Reader) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise r.error(path, f"expected a map of name to duration, got {value!r}")
             for name in value:
+                if key == "maxActionSearchDuration" and name not in SEARCH_ACTION_KEYS:
+                    raise r.error(f"{path}.{name}", f"not an action key; known: {', '.join(SEARCH_ACTION_KEYS)}")
                 _duration(r, f"{path}.{name}")
         else:
             known = ", ".join((*SEARCH_DURATION_MAPS, *SEARCH_DURATIONS))
             raise r.error(path, f"unknown field; known: {known}")
+    _job_budgets(r)
     return raw
+
+
+def _job_budgets(r: Reader) -> None:
+    """minJobSearchDuration below a non-zero maxJobSearchDuration (4m when not given), as the scheduler needs."""
+    path = "spec.scenarioSearchBudgets"
+    least = _duration(r, f"{path}.minJobSearchDuration")
+    most = _duration(r, f"{path}.maxJobSearchDuration") or DEFAULT_MAX_JOB_SEARCH
+    if least is not None and parse_duration(most) and parse_duration(least) >= parse_duration(most):
+        raise r.error(f"{path}.minJobSearchDuration", f"must be less than maxJobSearchDuration ({least} >= {most})")
 
 
 def _bool(r: Reader, path: str) -> bool | None:

@@ -124,7 +124,7 @@ def run(
     """Solve in a statement, read what it would do, discard it. (None victims: not solved.)"""
     limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
     job_budget = budget.ActionBudget(limits, search.action).next_job()
-    if job_budget is None:
+    if not job_budget.seconds:
         return solver.Result.EXHAUSTED, None, ()
     stmt = ssn.statement()
     try:

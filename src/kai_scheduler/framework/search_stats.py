@@ -7,7 +7,7 @@ hands it on in the cycle's result, and its metrics read it (actions do not reach
   rejected before any simulation (KAI `scenarios_simulation_by_action`, `scenarios_filtered_by_action`);
 - `jobs[(action, result, reduced_budget)]`: preemptors whose search ended so; `result` is one of `JOB_RESULTS`,
   `reduced_budget` whether the job's budget was cut to what the action had left (`scenario_search_jobs_total`);
-- `budget_exhausted[action]`: searches stopped because the action's budget ran out
+- `budget_exhausted[action]`: job searches that ran out of time once the action's budget had run out too
   (`scenario_search_action_budget_exhausted_total`);
 - `scenarios[(action, generator, state)]`: scenarios by `SCENARIO_STATES` (`scenario_search_scenarios_total`);
 - `attempts`: (action, generator, result, seconds) of each scenario a generator gave, from asking for it to

@@ -91,11 +91,14 @@ def run(
 ) -> None:
     """The victim actions' loop (KAI `reclaim.go` / `preempt.go` / `consolidation.go` share it).
 
-    For each job in queue order that `may_act`: take a job budget (none left: the action ends for this
-    cycle), skip it if no easier than a failed job in `signature_scope(job)`, search the victims
+    For each job in queue order that `may_act`: skip it if no easier than a failed job in
+    `signature_scope(job)`, take a job budget (`budget.ActionBudget.next_job`), search the victims
     `search_for(job, pool)` offers, commit on success (the pool is then re-ordered without the victims
-    taken), remember the failure otherwise. Each job searched for is counted in the session's `search`
-    statistics with how its search ended, as KAI's solver counts it (`JOB_RESULT`)."""
+    taken), remember the failure otherwise. As KAI's actions, the action ends for this cycle when a job gets
+    no time at all (`not_attempted`) or its search runs out of time (`deadline_exhausted`); a job that ends
+    otherwise lets the next one try, even past the action's deadline when `minJobSearchDuration` grants it
+    time. Each job searched for is counted in the session's `search` statistics with how its search ended, as
+    KAI's solver counts it (`JOB_RESULT`)."""
     limits = budget.SearchBudgets.parse(ssn.config.scenario_search_budgets)
     action_budget = budget.ActionBudget(limits, action, timer)
     jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(action))
@@ -117,31 +120,32 @@ def run(
             continue
         ssn.search.tried[action] += 1
         job_budget = action_budget.next_job()
-        if job_budget is None:
+        if not job_budget.seconds:
             ssn.search.job(action, stats.NOT_ATTEMPTED, reduced_budget=False)
             if debug:
-                log.debug("action ends: no job budget left", extra={"action": action, "job": job.key})
+                log.debug("action ends: no search time left for the job", extra={"action": action, "job": job.key})
             return
         if pool is None:
             pool = _victim_pool(ssn, ssn.snapshot.jobs.values())
         search = search_for(job, pool)
         result = solver.Result.UNSOLVED if search is None else _solve(ssn, job, search, job_budget)
-        ssn.search.job(action, JOB_RESULT[result], reduced_budget=job_budget.reduced)
-        if result is solver.Result.EXHAUSTED and action_budget.exhausted:
-            ssn.search.budget_exhausted[action] += 1
+        reduced = job_budget.reduced and result is not solver.Result.NOT_ATTEMPTED
+        ssn.search.job(action, JOB_RESULT[result], reduced_budget=reduced)
         if debug:
             log.debug(
                 "victim search done",
                 extra={"action": action, "job": job.key, "result": result.name, "searched": search is not None},
             )
+        if result is solver.Result.EXHAUSTED:
+            if action_budget.exhausted():
+                ssn.search.budget_exhausted[action] += 1
+            if debug:
+                log.debug("action ends: the job's search ran out of time", extra={"action": action, "job": job.key})
+            return
         if result is solver.Result.SOLVED:
             pool = _victim_pool(ssn, pool)
         else:
             failed.remember(scope, job)
-        if action_budget.exhausted:
-            if debug:
-                log.debug("action ends: its search budget is spent", extra={"action": action})
-            return
 
 
 def run_per_queue(
