@@ -11,6 +11,7 @@ from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.nodeplacement import NodePlacement
+from kai_scheduler.plugins.podaffinity import PodAffinity
 from kai_scheduler.plugins.predicates import plugin as predicates
 from kai_scheduler.plugins.predicates.plugin import Predicates
 from tests.plugins import builders as b
@@ -83,6 +84,18 @@ def test_predicates_keep_their_node_view_and_constraint_masks_across_sessions() 
     assert first.constraint_evaluations == 1
     assert second.constraint_evaluations == 0  # the mask of zone=y was kept with the node view
     assert second._labels is first._labels
+
+
+def test_predicates_and_podaffinity_read_one_set_of_label_columns_per_node_set() -> None:
+    nodes, memo = [node("a", labels={"zone": "x"}), node("b", labels={"zone": "y"})], snapshots.Memo()
+    first, again = build(nodes, [pod("p")], memo), build(nodes, [pod("p"), pod("q")], memo)
+    filters, scores = Predicates(), PodAffinity()
+    Session(first, SchedulerConfig(), [filters]).open()
+    Session(again, SchedulerConfig(), [scores]).open()
+    assert filters._labels is scores._labels is again.node_labels()
+    renewed = build([node("a", labels={"zone": "z"}), nodes[1]], [pod("p")], memo)
+    assert renewed.node_labels() is not first.node_labels()
+    assert renewed.node_labels().column("zone").index == {"z": 0, "y": 1}
 
 
 def test_predicates_see_a_node_cordoned_between_cycles() -> None:

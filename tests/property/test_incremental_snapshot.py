@@ -23,11 +23,10 @@ from hypothesis import strategies as st
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.cluster import kept as kept_model
-from kai_scheduler.cluster import queue_charge
+from kai_scheduler.cluster import pod_affinity, queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
-from kai_scheduler.plugins.predicates import podaffinity
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
 from kai_scheduler.sim import replay, sources
 from kai_scheduler.store.interface import StoreError
@@ -97,8 +96,8 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
         "problems": snap.problems,
         "job_problems": snap.job_problems,
         "queue_charges": _charges(snap),
-        "anti_affine": sorted(t.uid for t in podaffinity.anti_affine_pods(snap)),
-        "soft_affine": sorted(t.uid for t in podaffinity.soft_affine_pods(snap)),
+        "anti_affine": sorted(t.uid for t in pod_affinity.anti_affine_pods(snap)),
+        "soft_affine": sorted(t.uid for t in pod_affinity.soft_affine_pods(snap)),
         "bind_requests": {k: br.meta.key for k, br in snap.bind_requests.items()},
         "stale_bind_requests": [br.meta.key for br in snap.stale_bind_requests],
         "other_usage": snap.other_usage.tolist(),

@@ -43,6 +43,7 @@ from kai_scheduler.cluster.dra import (
 from kai_scheduler.cluster.dra import Owner as DraOwner
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
+from kai_scheduler.cluster.node_labels import LabelColumns
 from kai_scheduler.cluster.node_memo import NodeMemo
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
@@ -191,7 +192,7 @@ class Snapshot:
     # model puts back those only.
     written: set[str] = field(default_factory=set)
     # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (a kept model keeps the list);
-    # None: found by a pass over every pod (`podaffinity.anti_affine_pods`).
+    # None: found by a pass over every pod (`pod_affinity.anti_affine_pods`).
     anti_affine: list[PodInfo] | None = None
     # Likewise the pods that declare preferred pod (anti-)affinity (`podaffinity` scores toward them).
     soft_affine: list[PodInfo] | None = None
@@ -282,6 +283,11 @@ class Snapshot:
             return mask
 
         return self.node_memo.get("snapshot.mig_nodes", compute)
+
+    def node_labels(self) -> LabelColumns:
+        """The nodes' labels as integer-coded columns, kept in the node memo: one per node set, shared by every
+        reader (the predicates' node filters, podaffinity's topology domains)."""
+        return self.node_memo.get("snapshot.node_labels", lambda: LabelColumns([n.node for n in self.nodes]))
 
     def stale_candidates(self) -> list[JobInfo]:
         """The jobs whose staleness or stale timestamp may differ from their PodGroup's now, in `jobs` order;

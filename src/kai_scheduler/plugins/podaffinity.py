@@ -26,14 +26,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from kai_scheduler.api.selectors import WeightedPodAffinityTerm
-from kai_scheduler.cluster.pod_info import PodInfo, PodUID
-from kai_scheduler.cluster.snapshot import Snapshot
-from kai_scheduler.framework import points
-from kai_scheduler.framework.session import Session
-from kai_scheduler.plugins import scores
-from kai_scheduler.plugins.base import PluginBase
-from kai_scheduler.plugins.predicates.labels import LabelColumns
-from kai_scheduler.plugins.predicates.podaffinity import (
+from kai_scheduler.cluster.node_labels import LabelColumns
+from kai_scheduler.cluster.pod_affinity import (
     PodIndex,
     is_on_node,
     matches,
@@ -41,6 +35,12 @@ from kai_scheduler.plugins.predicates.podaffinity import (
     session_pods,
     soft_affine_pods,
 )
+from kai_scheduler.cluster.pod_info import PodInfo, PodUID
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import points
+from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins import scores
+from kai_scheduler.plugins.base import PluginBase
 
 # topology key → domain value → raw score (kube-scheduler's scoreMap)
 TopologyScores = dict[str, dict[str, int]]
@@ -59,9 +59,7 @@ class PodAffinity(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         snapshot = self._snapshot = ssn.snapshot
-        self._labels = snapshot.node_memo.get(
-            "podaffinity.labels", lambda: LabelColumns([n.node for n in snapshot.nodes])
-        )
+        self._labels = snapshot.node_labels()
         self._index = self._soft = self._pending = None
         self._skipped = set()
         ssn.add(points.NODE_PRE_ORDER, self.node_pre_order)

@@ -27,15 +27,8 @@ from kai_scheduler.api.selectors import NodeSelectorTerm, PodAffinityTerm, Taint
 from kai_scheduler.cluster import dra, tolerance
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays
-from kai_scheduler.cluster.pod_info import PodInfo, PodUID
-from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
-from kai_scheduler.cluster.snapshot import Snapshot
-from kai_scheduler.framework import fit, points
-from kai_scheduler.framework.session import Session
-from kai_scheduler.plugins.base import PluginBase
-from kai_scheduler.plugins.predicates.labels import LabelColumns
-from kai_scheduler.plugins.predicates.masks import frozen, none_if_all
-from kai_scheduler.plugins.predicates.podaffinity import (
+from kai_scheduler.cluster.node_labels import LabelColumns
+from kai_scheduler.cluster.pod_affinity import (
     PodIndex,
     anti_affine_pods,
     is_on_node,
@@ -43,6 +36,13 @@ from kai_scheduler.plugins.predicates.podaffinity import (
     namespaces_of,
     session_pods,
 )
+from kai_scheduler.cluster.pod_info import PodInfo, PodUID
+from kai_scheduler.cluster.resources import GPU, PODS, Vector, describe
+from kai_scheduler.cluster.snapshot import Snapshot
+from kai_scheduler.framework import fit, points
+from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.base import PluginBase
+from kai_scheduler.plugins.predicates.masks import frozen, none_if_all
 from kai_scheduler.plugins.predicates.taints import TaintTable
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -92,7 +92,7 @@ class NodeView:
         max_allocatable_eps = max_allocatable + tolerance.RESOURCE
         max_allocatable.flags.writeable = max_allocatable_eps.flags.writeable = False
         return cls(
-            labels=LabelColumns([n.node for n in nodes]),
+            labels=snapshot.node_labels(),
             taints=TaintTable.build(nodes),
             schedulable_ok=none_if_all(np.array([not n.node.unschedulable for n in nodes], dtype=bool)),
             ready_ok=none_if_all(np.array([n.node.ready for n in nodes], dtype=bool)),

@@ -1,4 +1,5 @@
-"""Node labels as integer-coded columns, so a nodeSelector or node-affinity term is a few vector compares."""
+"""Node labels as integer-coded columns, so a nodeSelector, a node-affinity term or a topology key is a few
+vector operations over all nodes (`Snapshot.node_labels`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import numpy.typing as npt
 
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.selectors import Requirement
-from kai_scheduler.framework.points import Mask
 
 Codes = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]  # one boolean per node
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class Column:
 class LabelColumns:
     """Node labels as integer-coded columns, built per key on first use; `metadata.name` for matchFields.
 
-    Depends on the node objects alone, so the predicates keep one per node set across sessions."""
+    Depends on the node objects alone, so the snapshot keeps one per node set across sessions."""
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         self._nodes = nodes

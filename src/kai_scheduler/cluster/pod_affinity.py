@@ -1,4 +1,5 @@
 """Inter-pod (anti-)affinity lookups: the session's pods, indexed by label, and which of them a term selects.
+Read by the predicates' pod (anti-)affinity filters and by podaffinity's preferred-term score.
 
 Only pods that declare (anti-)affinity pay for these: the index is built on first use.
 """
