@@ -1,9 +1,9 @@
 """Action allocate (KAI `actions/allocate/allocate.go`, §3.6).
 
-1. Order the pending, ready jobs through the queue tree; jobs an earlier cycle pipelined (their pods name a
-   `nominatedNodeName`) go first, so the resources released for them are not handed to others (a departure
-   from KAI, which re-orders them with everyone and lets reclaim repeat; `--pipelined-claims=false` restores
-   KAI's order; see docs/configuration.md).
+1. Order the pending, ready jobs through the queue tree, as KAI: a job an earlier cycle pipelined competes
+   with everyone. With `--pipelined-claims` (off by default; not KAI's, see docs/configuration.md) the jobs
+   whose pods name a `nominatedNodeName` (written by the commit for a pipelined pod) go first, so the
+   resources released for them are not handed to others; steps 3 and 4 speak of that claims pass.
 2. For each popped job, open a statement and place its next tasks (gang minimum, or one elastic task).
 3. Commit on success, and put the job back if it still has pending tasks so its next pod competes again;
    discard on failure, keeping the fit errors for the job's status. A job that got pipelined is not put back
