@@ -157,12 +157,14 @@ def test_a_gang_that_needs_any_pipelining_is_pipelined_whole() -> None:
     assert b.task(ssn, "g-0").placement.holds_idle, "the converted task keeps its idle charge on n1"
 
 
-def test_a_pipelined_job_is_not_offered_its_elastic_extras_this_cycle() -> None:
+def test_a_pipelined_elastic_job_is_put_back_for_its_next_pod_as_in_kai() -> None:
+    """KAI pushes a job back while it has pending tasks, pipelined or not (`HasTasksToAllocate`): each elastic pod
+    is pipelined in its own statement onto the GPUs being released."""
     ssn, batches = _run(
         [b.queue("q"), b.node("n1", gpus=4), *_releasing("n1", 4), *_gang("e", 3, gpus=1, min_member=1)]
     )
-    assert batches == [["e-0"]]
-    assert _placed(ssn) == [("e-0", "n1", "Pipelined")]
+    assert batches == [["e-0"], ["e-1"], ["e-2"]]
+    assert _placed(ssn) == [(f"e-{i}", "n1", "Pipelined") for i in range(3)]
 
 
 # --- which jobs are considered ---------------------------------------------------------------------------------

@@ -352,6 +352,27 @@ def test_with_pipelined_claims_every_claim_of_an_elastic_job_holds_while_its_vic
     assert not again, [vars(r)["reasons"] for r in again]
 
 
+@pytest.mark.parametrize("gpus", [4, 1], ids=["a node each", "both on one node"])
+def test_by_default_an_elastic_reclaimer_evicts_only_what_its_pods_need_while_victims_terminate(gpus: int) -> None:
+    """The same 2-pod Job without claims (KAI): no pod names a node, and while the victims terminate each cycle's
+    allocate pipelines the first pod onto the GPUs being released and, the job put back as KAI puts back a job
+    with pending pods, the second pod too, so reclaim does not evict again for it. It used to stop at the first
+    pipelined pod: reclaim then evicted for the second every cycle until the victims were gone (16 team-a pods
+    for 8 GPUs, 6 for 2)."""
+    objects = _borrowed_by_team_a(grace=5)
+    objects += v.job("train", queue="team-b", pods=2, gpus=gpus, min_member=1)
+    cluster = v.cluster(objects)
+    pods = ["train-0", "train-1"]
+    results = [cluster.cycle()]
+    for _ in range(9):
+        assert _nominated(cluster, pods) == dict.fromkeys(pods)
+        cluster.between_cycles()
+        results.append(cluster.cycle())
+    assert sum(r.evictions for r in results) == 2 * gpus, [r.evictions for r in results]
+    running = [t.name for t in cluster.view().tasks.values() if t.name in pods and t.status.label == "Running"]
+    assert sorted(running) == pods
+
+
 def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplog: pytest.LogCaptureFixture) -> None:
     """Four pods of an elastic job claim n1, which has room for two: allocate serves the claims in turn, binds
     two, and clears the claims of the two that no longer fit (each tried: one that does not fit does not stop
