@@ -160,12 +160,14 @@ def test_a_gang_that_needs_any_pipelining_is_pipelined_whole() -> None:
     assert b.task(ssn, "g-0").placement.holds_idle, "the converted task keeps its idle charge on n1"
 
 
-def test_a_pipelined_job_is_not_offered_its_elastic_extras_this_cycle() -> None:
+def test_a_pipelined_elastic_job_is_put_back_for_its_next_pod_as_in_kai() -> None:
+    """KAI pushes a job back while it has pending tasks, pipelined or not (`HasTasksToAllocate`): each elastic pod
+    is pipelined in its own statement onto the GPUs being released."""
     ssn, batches = _run(
         [b.queue("q"), b.node("n1", gpus=4), *_releasing("n1", 4), *_gang("e", 3, gpus=1, min_member=1)]
     )
-    assert batches == [["e-0"]]
-    assert _placed(ssn) == [("e-0", "n1", "Pipelined")]
+    assert batches == [["e-0"], ["e-1"], ["e-2"]]
+    assert _placed(ssn) == [(f"e-{i}", "n1", "Pipelined") for i in range(3)]
 
 
 # --- which jobs are considered ---------------------------------------------------------------------------------
@@ -386,30 +388,33 @@ def _claimed(objects: list[JSON], node: str) -> list[JSON]:
     return objects
 
 
-def test_a_job_pipelined_in_an_earlier_cycle_is_served_before_queue_order() -> None:
+CLAIMS = {"flags": {"pipelined-claims": True}}  # the option (not KAI's) these tests are about
+
+
+def test_with_pipelined_claims_a_job_pipelined_in_an_earlier_cycle_is_served_before_queue_order() -> None:
     """Queue b outranks queue a (higher priority, both starved), so by queue order b's job takes the 4 free GPUs.
-    a's job was pipelined onto n1 last cycle (its pods name n1): it goes first and keeps its claim; without the
-    claim, the GPUs released for a reclaimer went to whoever came first and the reclaim repeated."""
+    a's job was pipelined onto n1 last cycle (its pods name n1): with `pipelined-claims` it goes first and keeps
+    its claim."""
     objects = [b.node("n1", gpus=4), b.queue("a", priority=100, gpu_quota=4), b.queue("b", priority=200, gpu_quota=4)]
     unclaimed = [*objects, *_gang("claimer", 4, gpus=1, queue="a"), *_gang("other", 4, gpus=1, queue="b")]
-    ssn, _ = _run(unclaimed)
+    ssn, _ = _run(unclaimed, load_config(CLAIMS))
     assert {name.rsplit("-", 1)[0] for name, _, _ in _placed(ssn)} == {"other"}
     claimed = [*objects, *_claimed(_gang("claimer", 4, gpus=1, queue="a"), "n1"), *_gang("other", 4, gpus=1, queue="b")]
-    ssn, _ = _run(claimed)
+    ssn, _ = _run(claimed, load_config(CLAIMS))
     assert _placed(ssn) == [(f"claimer-{i}", "n1", "Allocated") for i in range(4)]
 
 
-def test_without_pipelined_claims_queue_order_decides_as_in_kai() -> None:
-    """`pipelined-claims: false` restores KAI's order: the claimed job competes with everyone, and queue b's
-    job, first by queue order, takes the GPUs."""
+def test_by_default_queue_order_decides_as_in_kai() -> None:
+    """KAI's order (the default): the job whose pods name a node competes with everyone, and queue b's job,
+    first by queue order, takes the GPUs."""
     objects = [b.node("n1", gpus=4), b.queue("a", priority=100, gpu_quota=4), b.queue("b", priority=200, gpu_quota=4)]
     claimed = [*objects, *_claimed(_gang("claimer", 4, gpus=1, queue="a"), "n1"), *_gang("other", 4, gpus=1, queue="b")]
-    ssn, _ = _run(claimed, load_config({"flags": {"pipelined-claims": False}}))
+    ssn, _ = _run(claimed)
     assert {name.rsplit("-", 1)[0] for name, _, _ in _placed(ssn)} == {"other"}
 
 
 def test_a_claim_that_no_longer_fits_leaves_the_resources_to_others() -> None:
     objects = [b.node("n1", gpus=4), b.queue("a", priority=100, gpu_quota=4), b.queue("b", priority=200, gpu_quota=4)]
     objects += [*_claimed(_gang("claimer", 8, gpus=1, queue="a"), "n1"), *_gang("other", 4, gpus=1, queue="b")]
-    ssn, _ = _run(objects)
+    ssn, _ = _run(objects, load_config(CLAIMS))
     assert [name for name, _, _ in _placed(ssn)] == [f"other-{i}" for i in range(4)]

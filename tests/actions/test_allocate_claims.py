@@ -1,5 +1,6 @@
-"""The claims pass of allocate (`pipelined-claims`, docs/configuration.md): each claimed pod of a job is tried,
-whatever fails first, and an unclaimed sibling does not take what a claimed pod was waiting for."""
+"""The claims pass of allocate (`pipelined-claims`, off by default, not KAI's; docs/configuration.md): each
+claimed pod of a job is tried, whatever fails first, and an unclaimed sibling does not take what a claimed pod
+was waiting for."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests import builders as b
 from tests.actions import victim_builders as v
 
 JSON = dict[str, Any]
+CLAIMS: JSON = {"actions": "allocate", "flags": {"pipelined-claims": True}}
 
 
 def _big(claims: dict[str, str], *, pending: int, running: bool, nodes: int) -> list[JSON]:
@@ -50,7 +52,7 @@ def test_a_claim_that_does_not_fit_does_not_stop_the_jobs_other_claims(
     commit cleared its claim (and reclaim evicted again for it). Now big-1 is placed on n2."""
     objects = _big({"big-0": "n1", "big-1": "n2"}, pending=2, running=running, nodes=2)
     next(o for o in objects if o["metadata"]["name"] == "big-0")["spec"]["nodeSelector"] = {"pool": "gone"}
-    cluster = v.cluster(objects, config={"actions": "allocate"})
+    cluster = v.cluster(objects, config=CLAIMS)
     with caplog.at_level(logging.INFO, logger="kai_scheduler"):
         result = cluster.cycle()
     assert _allocated(result) == {"big-1": "n2"}
@@ -66,7 +68,7 @@ def test_an_unclaimed_sibling_does_not_take_what_a_claimed_pod_waits_for(running
     job's next task, big-0, on n1, and big-1 lost its claim. Now big-1 gets n1; big-0 competes afterwards with
     the other jobs and finds no room."""
     objects = _big({"big-1": "n1"}, pending=2, running=running, nodes=1)
-    cluster = v.cluster(objects, config={"actions": "allocate"})
+    cluster = v.cluster(objects, config=CLAIMS)
     result = cluster.cycle()
     assert _allocated(result) == {"big-1": "n1"}
 
@@ -74,16 +76,16 @@ def test_an_unclaimed_sibling_does_not_take_what_a_claimed_pod_waits_for(running
 def test_unclaimed_pods_of_a_claimed_job_are_still_placed_after_its_claims() -> None:
     """Once its claims are served, a claimed job's unclaimed pods are placed in the pass of the other jobs."""
     objects = _big({"big-2": "n3"}, pending=3, running=False, nodes=3)
-    cluster = v.cluster(objects, config={"actions": "allocate"})
+    cluster = v.cluster(objects, config=CLAIMS)
     result = cluster.cycle()
     placed = _allocated(result)
     assert placed["big-2"] == "n3"
     assert sorted(placed) == ["big-0", "big-1", "big-2"]
 
 
-def test_without_pipelined_claims_the_next_task_in_task_order_is_placed_as_in_kai() -> None:
-    """`pipelined-claims: false`: no claims pass; the job's next task in task order, big-0, takes the GPU."""
+def test_by_default_the_next_task_in_task_order_is_placed_as_in_kai() -> None:
+    """KAI's allocate (the default): no claims pass; the job's next task in task order, big-0, takes the GPU."""
     objects = _big({"big-1": "n1"}, pending=2, running=False, nodes=1)
-    cluster = v.cluster(objects, config={"actions": "allocate", "flags": {"pipelined-claims": False}})
+    cluster = v.cluster(objects, config={"actions": "allocate"})
     result = cluster.cycle()
     assert _allocated(result) == {"big-0": "n1"}

@@ -192,10 +192,13 @@ def test_a_bad_budget_fails_when_the_configuration_loads() -> None:
         v.load_config_for({"scenarioSearchBudgets": {"maxJobSearchDuration": "soon"}})
 
 
-def test_the_reclaimer_claims_its_node_until_it_binds_there() -> None:
+CLAIMS: JSON = {"pipelined-claims": True}  # the option (not KAI's) the claims tests are about
+
+
+def test_with_pipelined_claims_the_reclaimer_claims_its_node_until_it_binds_there() -> None:
     """Cycle 1 pipelines the gang and writes n1 as each pod's nominatedNodeName; the next cycle serves the claim
     first and binds the gang there; nothing is written to the pods that were already placed."""
-    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim"})
+    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim", "flags": CLAIMS})
     cluster.cycle()
     nominated = {
         i: cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") for i in range(4)
@@ -209,27 +212,44 @@ def test_the_reclaimer_claims_its_node_until_it_binds_there() -> None:
     assert result.evictions == 0
 
 
-def test_without_pipelined_claims_no_node_is_nominated() -> None:
-    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim", "flags": {"pipelined-claims": False}})
+def test_by_default_no_node_is_nominated_and_the_pipelined_event_is_written_as_in_kai() -> None:
+    """KAI writes a pipelined pod's node in a `Pipelined` event only, never as its nominatedNodeName."""
+    cluster = v.cluster(two_teams(), config={"actions": "allocate, reclaim"})
     result = cluster.cycle()
     assert result.evictions == 4
     assert all(
         cluster.store.get("pods", f"train-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") is None
         for i in range(4)
     )
+    pipelined = v.events(cluster, "Pipelined")
+    assert sorted(e["involvedObject"]["name"] for e in pipelined) == [f"train-{i}" for i in range(4)]
+    assert all("node n1" in e["message"] for e in pipelined), [e["message"] for e in pipelined]
 
 
-def test_a_claim_that_lapsed_is_cleared() -> None:
-    """A pod that names a node from an earlier pipeline but fits nowhere now loses the nomination."""
+def _lapsed_claims() -> list[JSON]:
+    """4 pods that name n1 from an earlier pipeline; n1 has room for none of the 4-pod gang now."""
     objects = [b.node("n1", gpus=2), v.queue("team-a", gpu_quota=4), *v.job("big", queue="team-a", pods=4)]
     for obj in objects:
         if obj["kind"] == "Pod":
             obj["status"] = {"phase": "Pending", "nominatedNodeName": "n1"}
-    cluster = v.cluster(objects, config={"actions": "allocate"})
+    return objects
+
+
+@pytest.mark.parametrize(
+    "flags, left",
+    [
+        pytest.param(CLAIMS, None, id="with pipelined claims: cleared"),
+        pytest.param({}, "n1", id="by default: left as is (KAI writes no nomination)"),
+    ],
+)
+def test_a_claim_that_lapsed(flags: JSON, left: str | None) -> None:
+    """A pod that names a node from an earlier pipeline but fits nowhere now loses the nomination when the
+    scheduler writes claims; by default it writes none, so it clears none either."""
+    cluster = v.cluster(_lapsed_claims(), config={"actions": "allocate", "flags": flags})
     cluster.cycle()
     assert [
         cluster.store.get("pods", f"big-{i}", b.NAMESPACE)["status"].get("nominatedNodeName") for i in range(4)
-    ] == [None] * 4
+    ] == [left] * 4
 
 
 def _borrowed_by_team_a(*, nodes: int = 4, gpus: int = 4, grace: int = 0) -> list[JSON]:
@@ -253,7 +273,7 @@ def _nominated(cluster: Any, names: list[str]) -> dict[str, str | None]:
 
 
 @pytest.mark.parametrize("gpus", [4, 1], ids=["a node each", "both on one node"])
-def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
+def test_with_pipelined_claims_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
     gpus: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A 2-pod Job (minMember 1, as the podgrouper groups a Job) reclaims: reclaim pipelines one pod per pass
@@ -264,7 +284,7 @@ def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
     until the pods bind on their nodes, and only what they need is evicted."""
     objects = _borrowed_by_team_a(grace=5)
     objects += v.job("train", queue="team-b", pods=2, gpus=gpus, min_member=1)
-    cluster = v.cluster(objects)
+    cluster = v.cluster(objects, config={"flags": CLAIMS})
     pods = ["train-0", "train-1"]
     results = [cluster.cycle()]
     claimed: dict[str, str | None] = {}
@@ -287,6 +307,27 @@ def test_every_claim_of_an_elastic_job_holds_while_its_victims_terminate(
     assert not again, [vars(r)["reasons"] for r in again]
 
 
+@pytest.mark.parametrize("gpus", [4, 1], ids=["a node each", "both on one node"])
+def test_by_default_an_elastic_reclaimer_evicts_only_what_its_pods_need_while_victims_terminate(gpus: int) -> None:
+    """The same 2-pod Job without claims (KAI): no pod names a node, and while the victims terminate each cycle's
+    allocate pipelines the first pod onto the GPUs being released and, the job put back as KAI puts back a job
+    with pending pods, the second pod too, so reclaim does not evict again for it. It used to stop at the first
+    pipelined pod: reclaim then evicted for the second every cycle until the victims were gone (16 team-a pods
+    for 8 GPUs, 6 for 2)."""
+    objects = _borrowed_by_team_a(grace=5)
+    objects += v.job("train", queue="team-b", pods=2, gpus=gpus, min_member=1)
+    cluster = v.cluster(objects)
+    pods = ["train-0", "train-1"]
+    results = [cluster.cycle()]
+    for _ in range(9):
+        assert _nominated(cluster, pods) == dict.fromkeys(pods)
+        cluster.between_cycles()
+        results.append(cluster.cycle())
+    assert sum(r.evictions for r in results) == 2 * gpus, [r.evictions for r in results]
+    running = [t.name for t in cluster.view().tasks.values() if t.name in pods and t.status.label == "Running"]
+    assert sorted(running) == pods
+
+
 def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplog: pytest.LogCaptureFixture) -> None:
     """Four pods of an elastic job claim n1, which has room for two: allocate serves the claims in turn, binds
     two, and clears the claims of the two that no longer fit (each tried: one that does not fit does not stop
@@ -300,7 +341,7 @@ def test_claims_an_elastic_job_cannot_use_any_more_are_cleared_and_say_why(caplo
     for obj in objects:
         if obj["kind"] == "Pod":
             obj["status"] = {"phase": "Pending", "nominatedNodeName": "n1"}
-    cluster = v.cluster(objects, config={"actions": "allocate"})
+    cluster = v.cluster(objects, config={"actions": "allocate", "flags": CLAIMS})
     with caplog.at_level(logging.INFO, logger="kai_scheduler"):
         result = cluster.cycle()
     assert sorted(op.task.name for op in result.operations if op.op is Op.ALLOCATE) == ["big-0", "big-1"]
@@ -338,18 +379,29 @@ def _claim_handed_back(*, older_pending: bool) -> list[JSON]:
 @pytest.mark.parametrize(
     "older_pending, flags",
     [
-        pytest.param(False, {}, id="KAI's order: p1 speaks for d2"),
-        pytest.param(True, {"preemptor-placed-first": True}, id="preemptor placed first"),
+        pytest.param(False, {}, id="KAI's order, no claims (the default): p1 speaks for d2"),
+        pytest.param(True, {"preemptor-placed-first": True, **CLAIMS}, id="preemptor placed first, with claims"),
     ],
 )
-def test_a_pipelined_claim_is_not_handed_back_to_the_victims_queue(older_pending: bool, flags: JSON) -> None:
+def test_a_pipelined_reclaimer_is_not_handed_back_to_the_victims_queue(older_pending: bool, flags: JSON) -> None:
     """d2's gang p1 reclaims 2 GPUs from d1 (fair share 5, running 7) and is pipelined. Next cycle the victim's
-    pod is recreated Pending and d1 comes first in queue order: without the claim allocate gave the GPUs back
-    to it and the reclaim repeated every cycle, alternating r1 and r2 (found by a random search over small
-    two-department trees). With the claim, p1 binds in cycle 2 and nothing moves after."""
+    pod is recreated Pending. KAI's simulation re-places the victim in allocate's queue order and reclaims only
+    if p1 still fits then, so the next allocate, in the same order, gives p1 the GPUs; with the preemptor placed
+    first the claim keeps them for p1 (without it, the next test). p1 binds in cycle 2 and nothing moves after."""
     results = v.cluster(_claim_handed_back(older_pending=older_pending), config={"flags": flags}).run(6)
     assert [r.evictions for r in results] == [1, 0, 0, 0, 0, 0]
     assert sorted(op.task.name for op in results[1].operations if op.op is Op.ALLOCATE) == ["p1-0", "p1-1"]
+
+
+def test_with_the_preemptor_placed_first_and_no_claims_the_reclaim_repeats() -> None:
+    """Why `pipelined-claims` exists: with the old simulation and no claim, allocate gives the GPUs released for
+    p1 back to d1 and the reclaim repeats every cycle, alternating r2 and r1 (found by a random search over small
+    two-department trees)."""
+    flags = {"preemptor-placed-first": True}
+    results = v.cluster(_claim_handed_back(older_pending=True), config={"flags": flags}).run(6)
+    assert [r.evictions for r in results] == [1] * 6
+    evicted = [sorted(op.task.name for op in r.operations if op.op is Op.EVICT) for r in results]
+    assert evicted == [["r2-0"], ["r1-0"]] * 3
 
 
 def test_a_victim_whose_queue_sorts_first_lands_first_and_nothing_is_reclaimed() -> None:

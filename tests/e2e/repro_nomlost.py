@@ -4,7 +4,8 @@ status.nominatedNodeName while its sibling kept it".
 `python -m tests.e2e.repro_nomlost [--rounds N] [--grace SECONDS] [--gpus-per-pod G ...]` starts a real
 kube-apiserver with kube-controller-manager (`../shared/kube/cluster.sh start --controllers`, run directory
 `$KAI_KUBE_RUN` or /tmp/kube-nomlost, stopped in a `finally`), installs the CRDs and RBAC as the e2e suite does,
-and runs the components (`kai scheduler|binder|podgrouper|controllers -v`, each as its own ServiceAccount) and
+and runs the components (`kai scheduler|binder|podgrouper|controllers -v`, each as its own ServiceAccount; the
+scheduler with `--pipelined-claims=true`, which writes the nominations this watches) and
 `kai fake-nodes --count 4 --gpus 4` as processes. Each round:
 
 1. queue team-a (quota 0) runs a Job of 16 one-GPU pods: it borrows every GPU of the 4 nodes; its pods have
@@ -100,6 +101,7 @@ def run(rounds: int, grace: int, sizes: list[int], logs: Path) -> int:
                     listen,
                     f"--plugin-server-port={free_port()}",
                     *harness.COMPONENT_FLAGS["scheduler"],
+                    "--pipelined-claims=true",  # the claims are what this reproduces (off by default)
                 )
                 processes.start("scheduler", *args, kubeconfig=processes.kubeconfigs["scheduler"])
             else:

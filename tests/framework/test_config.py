@@ -93,6 +93,9 @@ def test_default_flags_are_kais() -> None:
     ) == (16, 60.0, 120.0)
     assert flags.full_hierarchy_fairness and flags.allow_consolidating_reclaim and flags.use_scheduling_signatures
     assert not flags.restrict_node_scheduling and not flags.update_pod_eviction_condition
+    # this scheduler's own options, off: KAI's rules
+    assert not (flags.pipelined_claims or flags.reclaim_protects_deserved or flags.preemptor_placed_first)
+    assert not flags.queue_access_control
 
 
 def test_kais_configmap_example_loads_unchanged() -> None:

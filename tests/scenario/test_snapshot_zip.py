@@ -73,7 +73,7 @@ def test_every_flag_has_a_param_and_they_read_back(tmp_path: Path) -> None:
         max_consolidation_preemptees=3,
         use_scheduling_signatures=False,
         stuck_in_releasing_threshold=30.0,
-        pipelined_claims=False,
+        pipelined_claims=True,
     )
     doc = {"config": {}, "schedulerParams": snapshot_zip.params_json(flags), "rawObjects": {}}
     loaded = scenarios.load(write(tmp_path, zipped(doc)))

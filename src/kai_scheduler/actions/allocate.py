@@ -1,14 +1,14 @@
 """Action allocate (KAI `actions/allocate/allocate.go`, §3.6).
 
-1. Order the pending, ready jobs through the queue tree; jobs an earlier cycle pipelined (their pods name a
-   `nominatedNodeName`) go first, so the resources released for them are not handed to others (a departure
-   from KAI, which re-orders them with everyone and lets reclaim repeat; `--pipelined-claims=false` restores
-   KAI's order; see docs/configuration.md).
+1. Order the pending, ready jobs through the queue tree, as KAI: a job an earlier cycle pipelined competes
+   with everyone. With `--pipelined-claims` (off by default; not KAI's, see docs/configuration.md) the jobs
+   whose pods name a `nominatedNodeName` (written by the commit for a pipelined pod) go first, so the
+   resources released for them are not handed to others; steps 3 and 4 speak of that claims pass.
 2. For each popped job, open a statement and place its next tasks (gang minimum, or one elastic task).
-3. Commit on success, and put the job back if it still has pending tasks so its next pod competes again;
-   discard on failure, keeping the fit errors for the job's status. A job that got pipelined is not put back
-   (KAI), except among the claimed jobs while a pending task still carries a claim: every claim is served
-   (placed again, or found not to fit and cleared at commit), not only the job's first.
+3. Commit on success, and put the job back if it still has pending tasks so its next pod competes again,
+   pipelined or not (KAI `HasTasksToAllocate`); discard on failure, keeping the fit errors for the job's
+   status. Among the claimed jobs, a job that got pipelined is put back while a pending task still carries a
+   claim: every claim is served (placed again, or found not to fit and cleared at commit).
 4. Among the claimed jobs, a job whose next step is one task (elastic, or one short of its minimum) places
    its claimed pods one at a time, in task order, and only those (a minimum of several is placed whole, KAI):
    an unclaimed sibling does not take the resources released for a claimed one, and a claim that does not
@@ -96,10 +96,10 @@ class Allocate:
                 ssn.record_started(job)
             if claims and outcome.pipelined:
                 stopped.add(job.uid)
-            if job.has_pending() and (not outcome.pipelined or (claims and _next_claim(ssn, job, missed))):
-                # A pipelined elastic job stops here (KAI), but not while a task of it still claims a node:
-                # the commit clears the claims of pending tasks not placed, and the reclaim that follows
-                # would evict again for the task whose released resources it just lost.
+            if job.has_pending() and (not claims or not outcome.pipelined or _next_claim(ssn, job, missed)):
+                # Put back while it has pending tasks, pipelined or not (KAI): its next pod may land on other
+                # resources being released, or the reclaim that follows evicts again for it. In the claims pass
+                # a pipelined job comes back only for its claims; its other pods compete in the next pass.
                 jobs.push(job)
         return handed
 

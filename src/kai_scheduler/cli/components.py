@@ -54,7 +54,7 @@ _FLAG_HELP = {
     "reclaim_protects_deserved": "reclaim passes over a victim that would take its queue below its deserved "
     "quota (not KAI's rule; off by default)",
     "pipelined_claims": "a pipelined pod claims its node (nominatedNodeName) and allocate serves claimed jobs "
-    "first (not KAI's; false: KAI's order)",
+    "first (not KAI's; off by default: KAI's order)",
     "preemptor_placed_first": "a victim search's simulation places the preemptor before any victim lands again "
     "(not KAI's; false: KAI's queue order)",
     "default_staleness_grace_period": "how long a gang may run below its minimum before it is evicted",

@@ -93,7 +93,7 @@ class Flags:
     full_hierarchy_fairness: bool = True
     allow_consolidating_reclaim: bool = True
     reclaim_protects_deserved: bool = False  # not KAI's: see docs/configuration.md "Departures from KAI"
-    pipelined_claims: bool = True  # not KAI's: see docs/configuration.md "Departures from KAI"
+    pipelined_claims: bool = False  # true is not KAI's: see docs/configuration.md "Departures from KAI"
     preemptor_placed_first: bool = False  # true is not KAI's: see docs/configuration.md "Departures from KAI"
     default_staleness_grace_period: float = 60.0
     stuck_in_releasing_threshold: float = 120.0

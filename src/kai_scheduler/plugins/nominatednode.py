@@ -1,8 +1,9 @@
 """nominatednode: keep a pipelined claim on its node (§4; KAI `plugins/nominatednode/`).
 
-+NOMINATED_NODE on the node named by the pod's `status.nominatedNodeName`. The scheduler writes that field
-when it pipelines a pod onto resources still being released (reclaim, preempt, allocate); scoring the node
-above every other preference makes the pod land where its victims were evicted for it once they are gone.
++NOMINATED_NODE on the node named by the pod's `status.nominatedNodeName`. With `--pipelined-claims` (off by
+default: KAI writes no such field) the scheduler writes it when it pipelines a pod onto resources still being
+released (reclaim, preempt, allocate); scoring the node above every other preference makes the pod land where
+its victims were evicted for it once they are gone.
 """
 
 from __future__ import annotations

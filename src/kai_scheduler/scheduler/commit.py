@@ -1,7 +1,7 @@
 """Turn a session's committed decisions into store writes (KAI `Statement.Commit` + `CloseSession`, §3.3).
 
-Order: stale BindRequests deleted; evictions; pipelines (the pod stays Pending with the node as its
-`status.nominatedNodeName`, and an event); claims that lapsed cleared; binds (one
+Order: stale BindRequests deleted; evictions; pipelines (the pod stays Pending, with an event, as KAI's; with
+`--pipelined-claims` also the node as its `status.nominatedNodeName`, and claims that lapsed cleared); binds (one
 BindRequest per pod, §1.3); then status: PodGroup annotations (last start / eviction), the
 `UnschedulableOnNodePool` condition with the fit reasons, pod `PodScheduled=False` conditions and events, and
 events on bad objects. Writes that already hold (same condition, same message) are skipped: every API write per
@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -55,7 +55,7 @@ class Committer:
         node_pool: str = "",
         node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY,
         update_eviction_condition: bool = False,
-        nominate: bool = True,
+        nominate: bool = False,
         writers: int = 1,
         clock: Clock | None = None,
     ) -> None:
@@ -116,8 +116,9 @@ class Committer:
                 self._evict(op)
                 evicted_jobs.add(op.task.job_uid)
             elif op.op is Op.PIPELINE:
-                if op.task.uid not in evicted and self.nominate:
-                    self._nominate(op.task, op.after.node)
+                if op.task.uid not in evicted:
+                    if self.nominate:
+                        self._nominate(op.task, op.after.node)
                     self._event(
                         _pod_ref(op.task),
                         "Normal",
@@ -131,11 +132,8 @@ class Committer:
         for uid in started:
             if uid in jobs:
                 self._background(self.started, jobs[uid], now)
-        placed = {op.task.uid for op in operations if op.op in (Op.PIPELINE, Op.ALLOCATE)}
-        for job in jobs.values() if pending is None else pending:
-            for task in job.pending_tasks():
-                if task.pod.nominated_node_name and task.uid not in placed:
-                    self._lapsed(task, job, (fit_errors or {}).get(job.uid, ()))
+        if self.nominate:  # KAI writes no nomination, so it clears none
+            self._clear_lapsed(operations, jobs.values() if pending is None else pending, fit_errors or {})
         for uid in sorted(evicted_jobs):
             if uid in jobs:
                 self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
@@ -156,6 +154,16 @@ class Committer:
                 "pods", task.name, task.namespace, {"status": {"nominatedNodeName": node}}, "status"
             ),
         )
+
+    def _clear_lapsed(
+        self, operations: Sequence[Operation], pending: Iterable[JobInfo], fit_errors: Mapping[str, Sequence[Reject]]
+    ) -> None:
+        """Clear the claims of the pending pods this cycle did not place again."""
+        placed = {op.task.uid for op in operations if op.op in (Op.PIPELINE, Op.ALLOCATE)}
+        for job in pending:
+            for task in job.pending_tasks():
+                if task.pod.nominated_node_name and task.uid not in placed:
+                    self._lapsed(task, job, fit_errors.get(job.uid, ()))
 
     def _lapsed(self, task: PodInfo, job: JobInfo, reasons: Sequence[Reject]) -> None:
         """Clear the claim of a pending pod this cycle did not place again (pipelined or bound): it no longer

@@ -21,8 +21,9 @@ level where their paths from the root differ: the two siblings the rules compare
    - with `--reclaim-protects-deserved` (off by default; not KAI's rule), taking the vector must also not take
      Lv below its deserved quota in a resource the vector holds. KAI checks the strategies only before each
      vector, so a whole gang may cut into the quota: a team over its fair share by 2 loses an 8-GPU gang to
-     give 2. Without pipelined claims the team then took the rest straight back and the two ping-ponged;
-     with the claims (nominatednode) the freed GPUs go to the reclaimer, so KAI's rule is the default;
+     give 2. With the old simulation (`--preemptor-placed-first`) and no pipelined claims the team then took
+     the rest straight back and the two ping-ponged; KAI's simulation, in allocate's queue order, refuses such
+     a reclaim itself, so KAI's rule is the default (docs/configuration.md, "Departures from KAI");
    - saturation: for each level L from the reclaimer's leaf up, a = remaining(L) + R_J; for every sibling S
      of L that lost resources and every resource S lost or J asks for, reject when
      ratio(a, L.fs) > 1, S.fs > 0 and ratio(a, L.fs) x multiplier >= ratio(rem_S, S.fs) — a reclaimer
