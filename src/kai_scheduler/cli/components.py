@@ -31,7 +31,7 @@ from kai_scheduler.runtime.options import (
     SchedulerOptions,
     in_cluster_namespace,
 )
-from kai_scheduler.store.exposition import check_namespace
+from kai_scheduler.store.metric_names import check_namespace
 
 if TYPE_CHECKING:
     from kai_scheduler.admission import pod as admission_pod

@@ -36,8 +36,8 @@ from kai_scheduler.controllers import amounts, status_write
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.exposition import check_label_name, check_namespace
 from kai_scheduler.store.interface import JSON, ClusterStore
+from kai_scheduler.store.metric_names import check_label_name, check_namespace
 from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)

@@ -36,8 +36,8 @@ from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
 from kai_scheduler.store import metrics
-from kai_scheduler.store.exposition import check_namespace
 from kai_scheduler.store.interface import ClusterStore
+from kai_scheduler.store.metric_names import check_namespace
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,8 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.search_stats import SearchStats
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.scheduler.result import CycleResult
-from kai_scheduler.store.exposition import GoCounter, check_namespace
+from kai_scheduler.store.exposition import GoCounter
+from kai_scheduler.store.metric_names import check_namespace
 
 LATENCY_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # 5 ms … 2560 ms
 SEARCH_BUCKETS = tuple(0.001 * 2**i for i in range(16))  # 1 ms … 32.768 s

@@ -4,35 +4,18 @@ The Python client always exposes a counter's samples as `<name>_total` (OpenMetr
 components expose a counter under the name it was registered with, so several of KAI's documented counters
 (`kai_podgroups_scheduled_by_action`, `kai_total_preemption_attempts`) have no `_total`, and dashboards query
 them so. `GoCounter` is such a counter: a collector whose families (`GoCounterFamily`) `text` writes under
-their own name; everything else is written by the client's `generate_latest` unchanged. `check_namespace` and
-`check_label_name` refuse, with a readable reason, the metric name prefixes and label names Prometheus would.
+their own name; everything else is written by the client's `generate_latest` unchanged.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
-
-_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-
-
-def check_namespace(namespace: str) -> None:
-    """A metrics namespace ("" for none) that makes valid metric names, else ValueError."""
-    if namespace and not _METRIC_NAME.fullmatch(namespace):
-        raise ValueError(f"{namespace!r} is not a metric name prefix (letters, digits, _ and :, not first a digit)")
-
-
-def check_label_name(name: str) -> None:
-    """A valid Prometheus label name that is not reserved (`__`), else ValueError."""
-    if not _LABEL_NAME.fullmatch(name) or name.startswith("__"):
-        raise ValueError(f"{name!r} is not a label name (letters, digits and _, not first a digit, not __ first)")
 
 
 class GoCounterFamily(CounterMetricFamily):
