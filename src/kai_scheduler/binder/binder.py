@@ -11,7 +11,10 @@ shared-GPU pod with its GPU group, and record the outcome
 in the BindRequest status and, with `events` (the component against an API server), as an event on the pod:
 `Normal Bound` or `Warning BindingError` with the reason (KAI's binder, §8.1; `kubectl describe pod` shows them).
 A failure sets phase Failed with the reason and counts `failedAttempts`; with a `backoffLimit` above the attempts
-made, the request is retried after 2^attempts seconds. The binder deletes nothing it did not create.
+made, the request is retried after 2^attempts seconds. A retry reads the request from the server first and acts
+on what it holds then, not on the watched copy: the watch may not have brought the Failed status back yet, and
+the scheduler, seeing a final failure, deletes the request and gives its node to another pod.
+The binder deletes nothing it did not create.
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ class Binder:
         self._requests = Changes(store, "bindrequests")
         self._open: dict[str, BindRequest] = {}  # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
+        # Requests this binder has written Failed, whose pod is not settled yet: acted on only as read anew.
+        self._retrying: set[str] = set()
         self._told: dict[str, str] = {}  # a refused BindRequest's key → the error it was told (once per message)
         self._collected_at: float | None = None
         # controller-runtime's series of KAI's `bindrequest` controller: a reconcile is one BindRequest taken up.
@@ -111,6 +116,7 @@ class Binder:
             if (br.phase == "Failed" and br.is_failed) or self._retry_at.get(pod_key, 0.0) > self.clock.now():
                 continue
             due.append((br, pod_key))
+        due = [(current, pod_key) for br, pod_key in due if (current := self._current(br, pod_key)) is not None]
         self.work.add(f"{br.meta.namespace}/{br.meta.name}" for br, _ in due)
         parallel = [(br, key) for br, key in due if not br.selected_gpu_groups] if self._pool else []
         if self._pool is not None and len(parallel) > 1:
@@ -121,6 +127,31 @@ class Binder:
         outcome.bound.sort()
         outcome.failed.sort()
         return outcome
+
+    def _current(self, br: BindRequest, pod_key: str) -> BindRequest | None:
+        """The request to act on: the watched copy on a first attempt; on a retry, the request as the server holds
+        it now (one GET), or None when that leaves nothing to do (gone, Succeeded, failed past its limit).
+
+        The copy may be older than the binder's own Failed status: a watch that falls behind brings it back
+        later than the backoff ends. The scheduler may have seen it meanwhile, deleted the request and given the
+        node to another pod, or written a new request for another node; only the server's copy says so."""
+        request = br.meta.key
+        if request not in self._retrying:
+            return br
+        try:
+            raw = self.store.get("bindrequests", br.meta.name, br.meta.namespace)
+        except NotFound:
+            self._open.pop(request, None)
+            return None
+        except StoreError as err:
+            self._retry_at[pod_key] = self.clock.now() + 2.0**br.failed_attempts
+            log.warning(f"BindRequest {request} not read before its retry: {err}", extra={"reason": err.reason})
+            return None
+        self._track(request, raw)
+        current = self._open.get(request)
+        if current is None or current.is_failed:
+            return None
+        return current
 
     def _track(self, key: str, raw: JSON | None) -> None:
         if raw is None:
@@ -191,6 +222,7 @@ class Binder:
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)
+            self._settled(br, key)
             if isinstance(err, Conflict) and self._bound_here(br):
                 # Bound as asked, by this binder before a restart that lost the status write: finish the record.
                 self._status(br, "Succeeded", "", br.failed_attempts)
@@ -205,6 +237,7 @@ class Binder:
             return "error"
         request = f"{ns}/{br.meta.name}"
         self._open.pop(request, None)
+        self._settled(br, key)
         outcome.bound.append(key)
         if self._statuses is None:
             self._status(br, "Succeeded", "", br.failed_attempts)
@@ -214,6 +247,11 @@ class Binder:
             self._settling.add(request)
         self._statuses.submit(self._settle, br, request)
         return "success"
+
+    def _settled(self, br: BindRequest, pod_key: str) -> None:
+        """The pod is bound or gone: the server refuses any other binding of it, so its retry state can go."""
+        self._retrying.discard(br.meta.key)
+        self._retry_at.pop(pod_key, None)
 
     def _settle(self, br: BindRequest, request: str) -> None:
         try:
@@ -270,6 +308,7 @@ class Binder:
             # limit, is retried after 2^attempts seconds like any other.
             if type(pod) is str and pod:
                 self._retry_at[f"{namespace}/{pod}"] = self.clock.now() + 2.0**attempts
+            self._retrying.add(key)
             self._write_status(namespace, name, {"phase": "Failed", "reason": message, "failedAttempts": attempts + 1})
         if not self.events:
             return
@@ -311,6 +350,7 @@ class Binder:
     def _failed(self, br: BindRequest, key: str, reason: str, outcome: BindOutcome) -> None:
         attempts = br.failed_attempts + 1
         self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
+        self._retrying.add(br.meta.key)
         if br.backoff_limit is not None and attempts < br.backoff_limit:
             self.work.retry()  # taken up again after the backoff
         self._status(br, "Failed", reason, attempts)
