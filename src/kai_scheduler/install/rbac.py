@@ -111,9 +111,11 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([RESOURCE], ["resourceclaims/status"], ["update", "patch"]),
         EVENTS,  # Bound / BindingError on the pod
     ],
-    # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched.
+    # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched; namespaces
+    # watched with --namespace-label-selector (podgrouper/scope.py).
     "podgrouper": [
         rule([""], ["pods"], [*READ, "patch"]),
+        rule([""], ["namespaces"], READ),
         rule([SCHEDULING], ["podgroups"], [*READ, "create", "update", "patch"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
         *owner_rules(),
