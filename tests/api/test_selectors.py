@@ -9,16 +9,16 @@ import pytest
 
 from kai_scheduler.api import ObjectError
 from kai_scheduler.api.selectors import (
-    check_match_labels,
-    format_match_labels,
-    parse_match_labels,
     LabelSelector,
     NodeSelectorTerm,
     Requirement,
     Taint,
     Toleration,
+    check_match_labels,
+    format_match_labels,
     parse_label_selector,
     parse_label_selector_string,
+    parse_match_labels,
     parse_node_selector_terms,
 )
 
