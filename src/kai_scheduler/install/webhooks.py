@@ -25,6 +25,9 @@ VALIDATE_SCHEDULINGSHARD = "/validate-kai-scheduler-v1-schedulingshard"
 VALIDATE_CONFIG = "/validate-kai-scheduler-v1-config"
 
 
+MUTATE_POD_WEBHOOK = "pods.mutate.kai.scheduler"
+VALIDATE_POD_WEBHOOK = "pods.validate.kai.scheduler"
+POD_WEBHOOKS = (MUTATE_POD_WEBHOOK, VALIDATE_POD_WEBHOOK)
 # KAI's selective monitoring: the pod webhooks see only the pods these label maps select (when set).
 SELECTORS = (("global.namespaceLabelSelector", "namespaceSelector"), ("global.podLabelSelector", "objectSelector"))
 
@@ -76,14 +79,14 @@ def build(src: Source) -> list[InstallObject]:
         "apiVersion": ADMISSION_API,
         "kind": "MutatingWebhookConfiguration",
         "metadata": cluster_scoped(WEBHOOK_CONFIGURATION, "admission"),
-        "webhooks": [_pod_webhook(src, "pods.mutate.kai.scheduler", MUTATE_POD, ["CREATE"])],
+        "webhooks": [_pod_webhook(src, MUTATE_POD_WEBHOOK, MUTATE_POD, ["CREATE"])],
     }
     validating = {
         "apiVersion": ADMISSION_API,
         "kind": "ValidatingWebhookConfiguration",
         "metadata": cluster_scoped(WEBHOOK_CONFIGURATION, "admission"),
         "webhooks": [
-            _pod_webhook(src, "pods.validate.kai.scheduler", VALIDATE_POD, ["CREATE", "UPDATE"]),
+            _pod_webhook(src, VALIDATE_POD_WEBHOOK, VALIDATE_POD, ["CREATE", "UPDATE"]),
             _crd_webhook(
                 src,
                 "queues.validate.kai.scheduler",
