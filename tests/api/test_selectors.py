@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -13,8 +14,11 @@ from kai_scheduler.api.selectors import (
     Requirement,
     Taint,
     Toleration,
+    check_match_labels,
+    format_match_labels,
     parse_label_selector,
     parse_label_selector_string,
+    parse_match_labels,
     parse_node_selector_terms,
 )
 
@@ -232,3 +236,34 @@ def test_an_empty_term_matches_every_node() -> None:
 )
 def test_toleration(toleration: Toleration, taint: Taint, tolerated: bool) -> None:
     assert toleration.tolerates(taint) is tolerated
+
+
+@pytest.mark.parametrize(
+    ("labels", "want"),
+    [
+        pytest.param({"app": "batch", "example.com/team": "ml"}, {"app": "batch", "example.com/team": "ml"}, id="keys"),
+        pytest.param({"gpu": True, "n": 3, "empty": ""}, {"gpu": "true", "n": "3", "empty": ""}, id="scalars as text"),
+    ],
+)
+def test_match_labels_take_label_keys_and_values(labels: dict[str, Any], want: dict[str, str]) -> None:
+    assert check_match_labels(labels) == want
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        pytest.param({"Bad_Prefix/app": "x"}, "'Bad_Prefix/app' is not a label key", id="prefix"),
+        pytest.param({"-app": "x"}, "'-app' is not a label key", id="name"),
+        pytest.param({"app": "a b"}, "label app: 'a b' is not a label value", id="value"),
+        pytest.param({"app": {"x": 1}}, "label app: {'x': 1} is not a label value", id="a map"),
+    ],
+)
+def test_bad_match_labels_name_the_label(labels: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_match_labels(labels)
+
+
+def test_the_selector_flags_format_is_key_value_comma_separated_sorted() -> None:
+    assert parse_match_labels(" b=2 , a=1") == {"a": "1", "b": "2"}
+    assert parse_match_labels("") == {}
+    assert format_match_labels({"b": "2", "a": "1"}) == "a=1,b=2"

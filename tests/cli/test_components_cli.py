@@ -59,6 +59,7 @@ BINDER = [
     "--runtime-class-name",
 ]
 GROUPER = ["--reconcile-period", "--scheduler-name", "--queue-label-key", "--nodepool-label-key"]
+SELECTORS = ["--pod-label-selector", "--namespace-label-selector"]
 QUEUE_METRICS = ["--queue-label-to-metric-label", "--queue-label-to-default-metric-value"]
 
 
@@ -74,9 +75,9 @@ def help_text(command: str, capsys: pytest.CaptureFixture[str]) -> str:
     [
         ("scheduler", SCHEDULER),
         ("binder", BINDER),
-        ("podgrouper", GROUPER),
+        ("podgrouper", GROUPER + SELECTORS),
         ("controllers", GROUPER + QUEUE_METRICS + ["--metrics-namespace"]),
-        ("run", SCHEDULER + BINDER + QUEUE_METRICS),
+        ("run", SCHEDULER + BINDER + QUEUE_METRICS + SELECTORS),
     ],
 )
 def test_help_lists_every_flag(command: str, flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,6 +144,12 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
             ["controllers", "--queue-label-to-default-metric-value", "tier"],
             "kai: --queue-label-to-default-metric-value: invalid map item 'tier': want key=value",
         ),
+        (["podgrouper", "--pod-label-selector", "app=batch,web"], "kai: --pod-label-selector: 'web' is not key=value"),
+        (
+            ["run", "--namespace-label-selector", "team=m l"],
+            "kai: --namespace-label-selector: label team: 'm l' is not a label value",
+        ),
+        (["podgrouper", "--pod-label-selector", "=batch"], "kai: --pod-label-selector: '' is not a label key"),
         (["controllers", "--metrics-namespace", "my-team"], "kai: --metrics-namespace: 'my-team' is not a metric name"),
         (["scheduler", "--metrics-namespace", "9"], "kai: --metrics-namespace: '9' is not a metric name prefix"),
         (

@@ -163,6 +163,17 @@ def test_the_podgrouper_component_takes_the_podgrouper_flags(command: str) -> No
     )
 
 
+@pytest.mark.parametrize("command", ["run", "podgrouper"])
+def test_the_podgrouper_takes_kais_selector_flags(command: str) -> None:
+    args = cli.parser().parse_args(
+        [command, "--pod-label-selector", "app=batch, tier=gpu", "--namespace-label-selector", "example.com/team=ml"]
+    )
+    options = components._grouper_options(args)
+    assert options.pod_label_selector == {"app": "batch", "tier": "gpu"}
+    assert options.namespace_label_selector == {"example.com/team": "ml"}
+    assert components._grouper_options(cli.parser().parse_args([command])).pod_label_selector == {}
+
+
 def test_the_binder_takes_its_reservation_flags() -> None:
     args = cli.parser().parse_args(
         [

@@ -142,6 +142,13 @@ def _comparable(obj: JSON) -> JSON:
             "namespace.name": "gpu-sched",
         },
         {"defaultShard.enabled": False, "scheduler.partitionLabelValue": "pool-a"},
+        {  # KAI's selective monitoring, static: the grouper's flags and the pod webhooks' selectors
+            "operator.enabled": False,
+            "global.podLabelSelector.app": "batch",
+            "global.podLabelSelector.gpu": True,
+            "global.namespaceLabelSelector.team": "ml",
+        },
+        {"global.podLabelSelector.app": "batch", "global.namespaceLabelSelector.team": "ml"},
     ],
     ids=[
         "defaults",
@@ -152,6 +159,8 @@ def _comparable(obj: JSON) -> JSON:
         "kai-operator",
         "kai-config",
         "no-default-shard",
+        "selectors-static",
+        "selectors-operator",
     ],
 )
 def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:

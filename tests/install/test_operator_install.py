@@ -96,7 +96,10 @@ def test_the_operator_may_write_what_it_renders_and_read_its_crs() -> None:
     assert {("apps", "deployments"), ("", "services"), ("", "configmaps")} <= granted
     cluster = by_name(objects, "ClusterRole", "kai-operator")
     resources = {r for rule in cluster["rules"] for r in rule["resources"]}
-    assert resources == {"configs", "schedulingshards", "configs/status", "schedulingshards/status"}
+    hooks = {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}  # the pod webhooks' selectors
+    assert resources == {"configs", "schedulingshards", "configs/status", "schedulingshards/status", *hooks}
+    (hook_rule,) = [rule for rule in cluster["rules"] if hooks & set(rule["resources"])]
+    assert (hook_rule["verbs"], hook_rule["resourceNames"]) == (["get", "update"], ["kai-admission"])
 
 
 def test_the_operator_renders_the_static_installs_components_for_the_default_shard(static_set: list[JSON]) -> None:

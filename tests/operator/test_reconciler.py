@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kai_scheduler import install
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.operator import render
 from kai_scheduler.operator.defaults import Defaults
@@ -182,6 +183,74 @@ def test_a_config_change_rewrites_the_shared_components_and_every_shard(
         "deployments/kai-controllers",
         "deployments/kai-admission",
     }
+
+
+def _install_webhooks(store: MemoryStore) -> None:
+    """The install's webhook configurations, as `kai manifests` renders them (no selectors), a caBundle injected."""
+    for obj in install.manifests(install.defaults(), skip_crds=True):
+        if obj["kind"].endswith("WebhookConfiguration"):
+            for hook in obj["webhooks"]:
+                hook["clientConfig"]["caBundle"] = "Q0E="
+            store.create(obj)
+
+
+def _pod_webhook_selectors(store: MemoryStore) -> list[tuple[str, JSON, JSON]]:
+    out = []
+    for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        for hook in store.get(resource, "kai-admission")["webhooks"]:
+            assert hook["clientConfig"]["caBundle"] == "Q0E="  # the rest of the configuration kept
+            if hook["name"].startswith("pods."):
+                out.append((hook["name"], hook.get("namespaceSelector", {}), hook.get("objectSelector", {})))
+            else:
+                assert "objectSelector" not in hook and "namespaceSelector" not in hook
+    return out
+
+
+def test_the_configs_label_selectors_scope_the_pod_webhooks_as_kais_operator_renders_them(
+    store: MemoryStore, operator: Reconciler
+) -> None:
+    _install_webhooks(store)
+    assert not {o for o in operator.reconcile().updated if "webhook" in o}  # the install's match the Config
+    changed = store.get("configs", "kai-config")
+    changed["spec"] = {"global": {"podLabelSelector": {"app": "batch"}, "namespaceLabelSelector": {"team": "ml"}}}
+    store.update(changed)
+    outcome = operator.reconcile()
+    assert {o for o in outcome.updated if "webhook" in o} == {
+        "mutatingwebhookconfigurations/kai-admission",
+        "validatingwebhookconfigurations/kai-admission",
+    }
+    assert "deployments/kai-podgrouper" in outcome.updated
+    scoped = ({"matchLabels": {"team": "ml"}}, {"matchLabels": {"app": "batch"}})
+    assert _pod_webhook_selectors(store) == [
+        ("pods.mutate.kai.scheduler", *scoped),
+        ("pods.validate.kai.scheduler", *scoped),
+    ]
+    assert operator.reconcile().updated == []
+    changed = store.get("configs", "kai-config")
+    changed["spec"] = {}
+    store.update(changed)
+    operator.reconcile()
+    assert [s[1:] for s in _pod_webhook_selectors(store)] == [({}, {}), ({}, {})]
+    assert conditions(store, "configs", "kai-config")["Reconciled"]["status"] == "True"
+
+
+def test_a_refused_webhook_write_is_reported_on_the_config(store: MemoryStore, operator: Reconciler) -> None:
+    _install_webhooks(store)
+    changed = store.get("configs", "kai-config")
+    changed["spec"] = {"global": {"podLabelSelector": {"app": "batch"}}}
+    store.update(changed)
+    real = store.update
+
+    def refuse(obj: JSON) -> JSON:
+        if obj["kind"].endswith("WebhookConfiguration"):
+            raise StoreError("forbidden")
+        return real(obj)
+
+    store.update = refuse  # type: ignore[method-assign]
+    operator.reconcile()
+    c = conditions(store, "configs", "kai-config")["Reconciled"]
+    assert (c["status"], c["reason"]) == ("False", "ApplyFailed")
+    assert c["message"] == "mutatingwebhookconfigurations/kai-admission: forbidden"
 
 
 def test_two_shards_of_one_partition_the_second_is_degraded(store: MemoryStore, operator: Reconciler) -> None:

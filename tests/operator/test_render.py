@@ -247,6 +247,16 @@ def test_the_configs_binder_plugin_hamicore_switches_the_binder_and_the_webhook(
         assert f"--hami-core-enabled={flag}" in _args(cfg, deployment), deployment
 
 
+def test_the_configs_label_selectors_scope_the_pod_grouper_as_kais_operator_does() -> None:
+    selectors = {"podLabelSelector": {"app": "batch"}, "namespaceLabelSelector": {"team": "ml", "env": "prod"}}
+    cfg = kaiconfig.Config.from_dict(config(**{"global": selectors}))
+    assert cfg.ignored == []
+    args = _args(cfg, "kai-podgrouper")
+    assert "--pod-label-selector=app=batch" in args
+    assert "--namespace-label-selector=env=prod,team=ml" in args  # keys sorted: the same rendering every pass
+    assert "--pod-label-selector=" in _args(kaiconfig.Config.from_dict(config()), "kai-podgrouper")
+
+
 def test_the_binders_other_plugin_settings_are_ignored_and_named() -> None:
     plugins = {"hamicore": {"enabled": True, "priority": 50}, "gpusharing": {"enabled": True, "priority": 100}}
     cfg = kaiconfig.Config.from_dict(config(binder={"plugins": plugins}))
@@ -299,6 +309,15 @@ def test_resources_under_a_components_service_as_kai_writes_them() -> None:
             {"binder": {"plugins": {"hamicore": {"enabled": "yes"}}}},
             "spec.binder.plugins.hamicore.enabled: expected true or false, got 'yes'",
         ),
+        (
+            {"global": {"podLabelSelector": {"app": "a b"}}},
+            "spec.global.podLabelSelector: label app: 'a b' is not a label value",
+        ),
+        (
+            {"global": {"namespaceLabelSelector": {"team": 3}}},
+            "spec.global.namespaceLabelSelector: expected a map of label keys to string values, got {'team': 3}",
+        ),
+        ({"global": {"podLabelSelector": "app=batch"}}, "spec.global.podLabelSelector: expected a map of label keys"),
         (
             {"binder": {"plugins": {"hamicor": {"enabled": True}}}},
             "spec.binder.plugins.hamicor: unknown field (did you mean hamicore?)",

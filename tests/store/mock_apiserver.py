@@ -610,7 +610,8 @@ class _WatchFeed:
     def poll(self, wait: float) -> list[JSON]:
         """The events after the last one sent, waiting up to `wait` for one."""
         events = []
-        for event in self.memory.watch(self.where.res.plural, self.version, timeout=wait):
+        # The memory store's selector watch sends what the API server's does (a pod leaving it as DELETED).
+        for event in self.memory.watch(self.where.res.plural, self.version, timeout=wait, selector=self.selector):
             self.version = event.object["metadata"]["resourceVersion"]
             if self._in_scope(event.object):
                 events.append({"type": event.type, "object": event.object})
@@ -627,10 +628,8 @@ class _WatchFeed:
         return [*events, {"type": "BOOKMARK", "object": mark}]
 
     def _in_scope(self, obj: JSON) -> bool:
-        meta = obj["metadata"]
-        if self.where.namespace and meta.get("namespace") != self.where.namespace:
-            return False
-        return self.selector is None or self.selector.matches(meta.get("labels") or {})
+        namespace = self.where.namespace
+        return not namespace or obj["metadata"].get("namespace") == namespace
 
 
 def current_version(memory: MemoryStore) -> str:

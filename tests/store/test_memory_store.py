@@ -523,6 +523,25 @@ def test_watch_yields_the_resource_events_after_a_version_in_order(store: Cluste
     assert [e.type for e in resumed] == ["MODIFIED", "DELETED"]
 
 
+def test_a_watch_with_a_selector_sends_what_comes_in_as_added_and_what_leaves_as_deleted(store: ClusterStore) -> None:
+    store.create(pod("in", labels={"app": "batch"}))
+    _, since = store.list("pods")
+    store.create(pod("out"))
+    store.patch("pods", "in", "team-a", {"metadata": {"labels": {"x": "1"}}})  # still in
+    store.patch("pods", "out", "team-a", {"metadata": {"labels": {"app": "batch"}}})  # comes in
+    store.patch("pods", "in", "team-a", {"metadata": {"labels": {"app": "web"}}})  # leaves
+    store.patch("pods", "in", "team-a", {"metadata": {"labels": {"y": "1"}}})  # still out
+    store.delete("pods", "out", "team-a")
+    events = list(store.watch("pods", since, selector="app=batch"))
+    assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
+        ("MODIFIED", "in"),
+        ("ADDED", "out"),
+        ("DELETED", "in"),
+        ("DELETED", "out"),
+    ]
+    assert events[2].object["metadata"]["labels"]["app"] == "web"  # what it became, as the server sends it
+
+
 def test_watch_from_now_skips_the_past(store: ClusterStore) -> None:
     store.create(pod("old"))
     assert list(store.watch("pods", "")) == []

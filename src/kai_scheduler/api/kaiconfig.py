@@ -33,6 +33,7 @@ from kai_scheduler.api import constants, quantity
 from kai_scheduler.api.duration import DurationError, parse_duration
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
+from kai_scheduler.api.selectors import check_match_labels
 
 KIND: Final = "Config"
 API_VERSION: Final = constants.KAI_V1_API_VERSION
@@ -40,7 +41,7 @@ NAME: Final = "kai-config"  # the singleton the operator reads; any other name i
 
 # spec path → (type, install value path). Types: "str", "text" (a string, "" allowed), "namespace", "count" (integer
 # ≥ 0), "positive" (integer ≥ 1), "port" (1 to 65535), "bool", "jsonlog" (a bool: json or text), "duration" (a Go
-# duration string > 0).
+# duration string > 0), "labels" (a map of label keys to label values).
 FIELDS: Final[dict[str, tuple[str, str]]] = {
     "namespace": ("namespace", "namespace.name"),
     "global.schedulerName": ("str", "global.schedulerName"),
@@ -50,6 +51,9 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "global.qps": ("count", "global.qps"),
     "global.burst": ("positive", "global.burst"),
     "global.logFormat": ("str", "global.logFormat"),
+    # KAI's selective monitoring: the pod grouper's selector flags and the pod webhooks' selectors.
+    "global.podLabelSelector": ("labels", "global.podLabelSelector"),
+    "global.namespaceLabelSelector": ("labels", "global.namespaceLabelSelector"),
     "global.jsonLog": ("jsonlog", "global.logFormat"),  # KAI's: true is json, false text
     "global.image.repository": ("str", "image.repository"),
     "global.image.tag": ("str", "image.tag"),
@@ -249,6 +253,13 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
             raise r.error(path, f"expected a port number (1 to 65535), got {value!r}")
         return value
+    if kind == "labels":
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise r.error(path, f"expected a map of label keys to string values, got {value!r}")
+        try:
+            return check_match_labels(value)
+        except ValueError as err:
+            raise r.error(path, str(err)) from None
     if kind == "text":
         if not isinstance(value, str):
             raise r.error(path, f"expected a string, got {value!r}")

@@ -6,11 +6,13 @@ constraints can key caches (pods with equal constraints share one node mask).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.meta import is_label_value
 
 _SET_OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist"}
 _NODE_OPERATORS = _SET_OPERATORS | {"Gt", "Lt"}
@@ -194,6 +196,52 @@ def parse_label_selector_string(text: str) -> LabelSelector:
         else:
             requirements.append(Requirement(part, "Exists"))
     return LabelSelector(tuple(sorted(labels)), tuple(requirements))
+
+
+# A label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or
+# '.', starting and ending with a letter or digit.
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def check_match_labels(labels: Mapping[str, Any]) -> dict[str, str]:
+    """`labels` as a map of label keys to label values (KAI's `podLabelSelector`, `namespaceLabelSelector`); a
+    ValueError naming the first bad key or value. Scalars are taken as their text, as a Helm `--set` gives them."""
+    out: dict[str, str] = {}
+    for key, value in labels.items():
+        if not isinstance(key, str) or not is_label_key(key):
+            raise ValueError(f"{key!r} is not a label key")
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        if not isinstance(value, (str, int, float)) or not is_label_value(str(value)):
+            raise ValueError(f"label {key}: {value!r} is not a label value")
+        out[key] = str(value)
+    return out
+
+
+def is_label_key(key: str) -> bool:
+    """Whether `key` may be a label's key (`app`, `example.com/team`)."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return False
+    return _LABEL_NAME.fullmatch(name) is not None
+
+
+def parse_match_labels(text: str) -> dict[str, str]:
+    """KAI's selector flags' `key=value,key=value` ("" = none); a ValueError naming the first bad item (KAI's
+    flags drop an item without '=' silently)."""
+    pairs: dict[str, str] = {}
+    for item in text.split(",") if text.strip() else ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{item.strip()!r} is not key=value")
+        pairs[key.strip()] = value.strip()
+    return check_match_labels(pairs)
+
+
+def format_match_labels(labels: Mapping[str, str]) -> str:
+    """The `key=value,key=value` of the selector flags, keys sorted ("" for none)."""
+    return ",".join(f"{key}={labels[key]}" for key in sorted(labels))
 
 
 def _split_selector(text: str) -> list[str]:

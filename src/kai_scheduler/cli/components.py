@@ -77,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         sub,
         "podgrouper",
         "run the pod grouper: PodGroups for the pods of the KAI scheduler",
-        [_period("0.5s"), _grouper_flags],
+        [_period("0.5s"), _grouper_flags, _selector_flags],
     )
     _component(
         sub,
@@ -104,6 +104,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             _controller_flags,
             _migration_flags,
             _knative_flag,
+            _selector_flags,
             _admission_flag,
             _run_scale_adjuster_flags,
             _dashboard_flag,
@@ -279,6 +280,21 @@ def _knative_flag(p: Parser) -> None:
         False,
         "pod grouper: the pods of a Knative Revision as one gang, minMember its autoscaling.knative.dev/min-scale, "
         "instead of one PodGroup per pod",
+    )
+
+
+def _selector_flags(p: Parser) -> None:
+    p.add_argument(
+        "--pod-label-selector",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="pod grouper: group only the pods carrying all these labels (KAI's selective monitoring; default all)",
+    )
+    p.add_argument(
+        "--namespace-label-selector",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="pod grouper: group only the pods of namespaces carrying all these labels (default all)",
     )
 
 
@@ -596,6 +612,8 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         queue_map=_queue_map(getattr(args, "queue_map", None)),
         create_default_queues=_boolean(args, "create_default_queues", defaults.create_default_queues),
         knative_gang_schedule=_boolean(args, "knative_gang_schedule", defaults.knative_gang_schedule),
+        pod_label_selector=_match_labels(args, "pod_label_selector"),
+        namespace_label_selector=_match_labels(args, "namespace_label_selector"),
         metrics_namespace=_text(args, "metrics_namespace", defaults.metrics_namespace),
         queue_label_to_metric_label=_string_map(args, "queue_label_to_metric_label"),
         queue_label_to_default_metric_value=_string_map(args, "queue_label_to_default_metric_value"),
@@ -664,6 +682,16 @@ def _string_map(args: argparse.Namespace, dest: str) -> dict[str, str]:
                 raise UserError(f"{_flag(dest)}: invalid map item {item!r}: want key=value")
             out[key] = value
     return out
+
+
+def _match_labels(args: argparse.Namespace, dest: str) -> dict[str, str]:
+    """KAI's selector flags: `key=value,key=value` (absent or "": none)."""
+    from kai_scheduler.api.selectors import parse_match_labels
+
+    try:
+        return parse_match_labels(getattr(args, dest, None) or "")
+    except ValueError as err:
+        raise UserError(f"{_flag(dest)}: {err}") from None
 
 
 def _text(args: argparse.Namespace, dest: str, default: str) -> str:

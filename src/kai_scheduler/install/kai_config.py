@@ -21,7 +21,7 @@ from kai_scheduler.api import kaiconfig, schedulingshard
 from kai_scheduler.install import render
 from kai_scheduler.install.objects import OPERATOR_ONLY, InstallObject, namespaced
 from kai_scheduler.install.source import Concrete, Source
-from kai_scheduler.install.values import Values
+from kai_scheduler.install.values import LABEL_MAPS, Values
 
 CONFIG_MAP: Final = "kai-config-manifest"  # KAI's name for the ConfigMap its Config deployer reads
 CONFIG_KEY: Final = "kai-config.yaml"
@@ -40,6 +40,8 @@ FIELDS: Final = (
     ("global.qps", "global.qps"),
     ("global.burst", "global.burst"),
     ("global.logFormat", "global.logFormat"),
+    ("global.podLabelSelector", "global.podLabelSelector"),
+    ("global.namespaceLabelSelector", "global.namespaceLabelSelector"),
     ("global.image.repository", "image.repository"),
     ("global.image.tag", "image.tag"),
     ("global.image.pullPolicy", "image.pullPolicy"),
@@ -74,7 +76,7 @@ def config(src: Source) -> dict[str, Any]:
         node = spec
         for key in parents:
             node = node.setdefault(key, {})
-        node[last] = src.tree(path) if path.endswith(".resources") else src.value(path)
+        node[last] = _field(src, path)
     url = src.value("prometheus.externalPrometheusUrl")
     spec["prometheus"].update(src.optional("prometheus.externalPrometheusUrl", "externalPrometheusUrl", url))
     return {
@@ -83,6 +85,14 @@ def config(src: Source) -> dict[str, Any]:
         "metadata": {"name": kaiconfig.NAME},
         "spec": spec,
     }
+
+
+def _field(src: Source, path: str) -> Any:
+    if path.endswith(".resources"):
+        return src.tree(path)
+    if path in LABEL_MAPS:
+        return src.mapping(path, strings=True)
+    return src.value(path)
 
 
 def default_shard(src: Source) -> dict[str, Any]:

@@ -75,8 +75,6 @@ RULES: Final[Mapping[str, Rule]] = {
         _json_log,
         '(ternary "json" (ternary "text" {inner} (eq {key} "false")) (eq {key} "true"))',
     ),
-    "global.namespaceLabelSelector.*": Ignored("the components watch every namespace and pod of the scheduler here"),
-    "global.podLabelSelector.*": Ignored("the components watch every namespace and pod of the scheduler here"),
     "global.vpa.*": Ignored("no VerticalPodAutoscalers are rendered here"),
     "global.resourceReservation.namespace": Alias("binder.resourceReservationNamespace"),
     "global.resourceReservation.serviceAccount": Ignored("the reservation pods run as the namespace's default here"),

@@ -9,10 +9,11 @@ import yaml
 from kai_scheduler.api import kaiconfig
 from kai_scheduler.api.crd_manifests import load_crds
 from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.selectors import check_match_labels
 from kai_scheduler.install import defaults, kai_config, rbac, webhooks, workloads
 from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, OPERATOR, InstallObject, chosen, values_key
 from kai_scheduler.install.source import Concrete, Source, lookup
-from kai_scheduler.install.values import Values, ValuesError
+from kai_scheduler.install.values import LABEL_MAPS, Values, ValuesError
 
 
 def build(src: Source) -> list[InstallObject]:
@@ -57,6 +58,11 @@ def check(values: Values) -> None:
         key = values_key(component)
         if lookup(values, f"{key}.replicas") < 0:
             raise ValuesError(f"value '{key}.replicas': must be 0 or more")
+    for path in LABEL_MAPS:
+        try:
+            check_match_labels(lookup(values, path))
+        except ValueError as err:
+            raise ValuesError(f"value {path!r}: {err}") from None
     _check_kai_config(values)
     ratio = lookup(values, "nodeScaleAdjuster.gpuMemoryToFractionRatio")
     try:

@@ -111,9 +111,11 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([RESOURCE], ["resourceclaims/status"], ["update", "patch"]),
         EVENTS,  # Bound / BindingError on the pod
     ],
-    # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched.
+    # podgrouper/grouper.py: pods watched and annotated, PodGroups created/updated, owners watched; namespaces
+    # watched with --namespace-label-selector (podgrouper/scope.py).
     "podgrouper": [
         rule([""], ["pods"], [*READ, "patch"]),
+        rule([""], ["namespaces"], READ),
         rule([SCHEDULING], ["podgroups"], [*READ, "create", "update", "patch"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
         *owner_rules(),
@@ -149,10 +151,18 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
 }
 
 # operator/reconciler.py: reads the Config and SchedulingShards, writes their status; operator/defaults.py creates and
-# patches the install's Config and default shard; renders into the install namespace only (Role below).
+# patches the install's Config and default shard; renders into the install namespace only (Role below), but for the
+# pod webhooks' selectors.
 CLUSTER_RULES[OPERATOR] = [
     rule([KAI], ["configs", "schedulingshards"], [*READ, "create", "patch"]),
     rule([KAI], ["configs/status", "schedulingshards/status"], ["update", "patch"]),
+    # operator/webhooks.py: the pod webhooks' selectors from the Config (get, then update).
+    rule(
+        ["admissionregistration.k8s.io"],
+        ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+        ["get", "update"],
+        [WEBHOOK_CONFIGURATION],
+    ),
 ]
 
 LEASES = rule(["coordination.k8s.io"], ["leases"], ["get", "create", "update"])

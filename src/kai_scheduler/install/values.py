@@ -67,6 +67,12 @@ global:
   gpuSharing: false
   # --leader-elect on every component and the operator even with one replica (it is on anyway above one).
   leaderElection: false
+  # KAI's selective monitoring: label → value maps (`--set global.podLabelSelector.app=batch`). Only the pods
+  # carrying all of podLabelSelector's labels, in namespaces carrying all of namespaceLabelSelector's, are grouped
+  # (the pod grouper's --pod-label-selector / --namespace-label-selector) and seen by the pod webhooks (their
+  # objectSelector / namespaceSelector). Empty: every pod of the scheduler.
+  podLabelSelector: {{}}
+  namespaceLabelSelector: {{}}
 
 leaderElection:
   # --leader-elect is turned on for a component whose replicas is above 1 (or with global.leaderElection); the
@@ -364,8 +370,17 @@ def _read(path: str) -> Mapping[str, Any]:
 # Free-form mappings (KAI's values for the default SchedulingShard): any keys, taken as given and merged as Helm
 # merges values (a null removes a key).
 FREE_FORM: Final = frozenset(
-    {"scheduler.args", "scheduler.plugins", "scheduler.actions", "scheduler.scenarioSearchBudgets"}
+    {
+        "scheduler.args",
+        "scheduler.plugins",
+        "scheduler.actions",
+        "scheduler.scenarioSearchBudgets",
+        "global.podLabelSelector",
+        "global.namespaceLabelSelector",
+    }
 )
+# Free-form mappings of label keys to label values (checked by `model.check`).
+LABEL_MAPS: Final = ("global.podLabelSelector", "global.namespaceLabelSelector")
 
 
 def _merge_free(node: dict[str, Any], override: Mapping[str, Any]) -> None:
@@ -488,7 +503,7 @@ def apply_set(values: Values, assignment: str, *, ignored: list[str] | None = No
     path, sep, raw = assignment.partition("=")
     if not sep or not path:
         raise ValuesError(f"--set {assignment!r}: expected KEY=VALUE")
-    keys = path.split(".")
+    keys = [key.replace("\\.", ".") for key in re.split(r"(?<!\\)\.", path)]  # Helm's `\.`: a dot in a key
     node: Any = values
     for i, key in enumerate(keys):
         if ".".join(keys[:i]) in FREE_FORM:

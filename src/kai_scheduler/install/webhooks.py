@@ -2,7 +2,9 @@
 
 Both are named `kai-admission`; their caBundle is left empty because the admission component creates its
 certificate and patches the bundle in at run time. The pod webhooks only see pods of the KAI scheduler name
-(matchConditions, Kubernetes 1.28+, optional) and fail open by default; the CRD webhooks fail closed.
+(matchConditions, Kubernetes 1.28+, optional), and with `global.podLabelSelector` / `global.namespaceLabelSelector`
+only the pods those select (objectSelector / namespaceSelector, as KAI's operator renders them); they fail open by
+default. The CRD webhooks fail closed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ VALIDATE_PODGROUP = "/validate-scheduling-run-ai-v2alpha2-podgroup"
 VALIDATE_TOPOLOGY = "/validate-kai-scheduler-v1alpha1-topology"
 VALIDATE_SCHEDULINGSHARD = "/validate-kai-scheduler-v1-schedulingshard"
 VALIDATE_CONFIG = "/validate-kai-scheduler-v1-config"
+
+
+MUTATE_POD_WEBHOOK = "pods.mutate.kai.scheduler"
+VALIDATE_POD_WEBHOOK = "pods.validate.kai.scheduler"
+POD_WEBHOOKS = (MUTATE_POD_WEBHOOK, VALIDATE_POD_WEBHOOK)
+# KAI's selective monitoring: the pod webhooks see only the pods these label maps select (when set).
+SELECTORS = (("global.namespaceLabelSelector", "namespaceSelector"), ("global.podLabelSelector", "objectSelector"))
 
 
 def _client(src: Source, path: str) -> dict[str, Any]:
@@ -53,6 +62,8 @@ def _pod_webhook(src: Source, name: str, path: str, operations: list[str]) -> di
         "expression": f"object.spec.schedulerName == '{src.value('global.schedulerName')}'",
     }
     hook.update(src.optional("admission.matchConditions", "matchConditions", [condition]))
+    for path, key in SELECTORS:
+        hook.update(src.optional(path, key, {"matchLabels": src.mapping(path, strings=True)}))
     return hook
 
 
@@ -68,14 +79,14 @@ def build(src: Source) -> list[InstallObject]:
         "apiVersion": ADMISSION_API,
         "kind": "MutatingWebhookConfiguration",
         "metadata": cluster_scoped(WEBHOOK_CONFIGURATION, "admission"),
-        "webhooks": [_pod_webhook(src, "pods.mutate.kai.scheduler", MUTATE_POD, ["CREATE"])],
+        "webhooks": [_pod_webhook(src, MUTATE_POD_WEBHOOK, MUTATE_POD, ["CREATE"])],
     }
     validating = {
         "apiVersion": ADMISSION_API,
         "kind": "ValidatingWebhookConfiguration",
         "metadata": cluster_scoped(WEBHOOK_CONFIGURATION, "admission"),
         "webhooks": [
-            _pod_webhook(src, "pods.validate.kai.scheduler", VALIDATE_POD, ["CREATE", "UPDATE"]),
+            _pod_webhook(src, VALIDATE_POD_WEBHOOK, VALIDATE_POD, ["CREATE", "UPDATE"]),
             _crd_webhook(
                 src,
                 "queues.validate.kai.scheduler",

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from kai_scheduler.api.selectors import check_match_labels, format_match_labels
 from kai_scheduler.install import kai_values
 from kai_scheduler.install.objects import (
     ADMISSION_SERVICE,
@@ -148,6 +149,8 @@ def args(src: Source, component: str) -> list[str]:
         f"--leader-elect-retry-period={text(src.value('leaderElection.retryPeriod'))}",
     ]
     out += [f"--{flag}={text(src.value(path))}" for flag, path in COMPONENT_FLAGS[component]]
+    if component == "podgrouper":
+        out += [_selector_flag(src, flag, path) for flag, path in SELECTOR_FLAGS]
     if component == "scheduler":
         out.append(f"--scheduler-conf={CONFIG_DIR}/{CONFIG_FILE}")
     if component == "admission":
@@ -155,6 +158,23 @@ def args(src: Source, component: str) -> list[str]:
     if component == OPERATOR:
         out.append(f"--image={src.value('image.repository')}:{src.value('image.tag')}")
     return out
+
+
+# The pod grouper's selective monitoring: a label map value as KAI's `key=value,key=value` flag ("" = none).
+SELECTOR_FLAGS: Final = (
+    ("pod-label-selector", "global.podLabelSelector"),
+    ("namespace-label-selector", "global.namespaceLabelSelector"),
+)
+
+
+def _selector_flag(src: Source, flag: str, path: str) -> str:
+    expr, var = kai_values.helm_expression(path), "$" + flag.replace("-", "_")
+    helm = (
+        f'{var} := list }}}}{{{{ range $k, $v := {expr} }}}}{{{{ {var} = append {var} (printf "%s=%v" $k $v) }}}}'
+        f'{{{{ end }}}}{{{{ join "," {var}'
+    )
+    joined = src.computed(lambda v: format_match_labels(check_match_labels(lookup(v, path))), helm)
+    return f"--{flag}={joined}"
 
 
 def _identity(component: str, instance: Instance | None) -> tuple[str, dict[str, str], dict[str, str]]:

@@ -6,7 +6,8 @@ One pass (`reconcile`):
    gets Reconciled=False / Degraded=True with the reason, and its objects are left as they are: the last good
    rendering stays (a bad Config holds back every object, since all of them are rendered from it; the Config
    last read good in this process is used for the shards meanwhile).
-2. Render what should exist (`operator.render`): each object carries a hash of its rendering in an annotation.
+2. Render what should exist (`operator.render`): each object carries a hash of its rendering in an annotation;
+   set the pod webhooks' selectors from the Config (`operator.webhooks`).
 3. Create what is missing; replace only an object whose hash differs (so a change of one shard rewrites that
    shard's objects and nothing else; its pod template carries the hash of its config.yaml, so only its Deployment
    rolls); delete the operator's objects (label `app.kubernetes.io/managed-by: kai-operator`) of shards that no
@@ -30,7 +31,7 @@ from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.api.fields import format_time
 from kai_scheduler.api.schedulingshard import SchedulingShard
 from kai_scheduler.install import values as install_values
-from kai_scheduler.operator import render
+from kai_scheduler.operator import render, webhooks
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound, StoreError
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,11 @@ class Reconciler:
 
         existing, elsewhere = self._managed(namespace)
         failures = self._apply(desired, existing, namespace, outcome)
+        if values is not None:
+            scoped, failure = webhooks.scope(self.store, values)
+            outcome.updated += scoped
+            if failure:
+                config_verdict.fail(APPLY_FAILED, failure)
         self._delete([*((k[0], o) for k, o in existing.items()), *elsewhere], desired, held, values, outcome)
         if values is not None:
             self._rendered_into = namespace

@@ -64,6 +64,10 @@ class Config:
     # with their queue names mapped by `queue_map` (a name not in it is used as a Queue name).
     migrate_from: frozenset[str] = frozenset()
     queue_map: Mapping[str, str] = field(default_factory=dict)
+    # KAI's selective monitoring (--pod-label-selector, --namespace-label-selector): only the pods carrying every
+    # label of the first, in namespaces carrying every label of the second, are grouped (empty: all).
+    pod_label_selector: Mapping[str, str] = field(default_factory=dict)
+    namespace_label_selector: Mapping[str, str] = field(default_factory=dict)
 
     def default_priority_class(self, kind: GroupKind) -> str:
         return self.priority_classes.get(kind) or DEFAULT_PRIORITY_CLASSES.get(kind, constants.PRIORITY_CLASS_TRAIN)

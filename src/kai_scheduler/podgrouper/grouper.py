@@ -5,7 +5,7 @@ after a watch fell too far behind), the live pods whose `pod-group-name` names a
 again: a pending pod whose PodGroup went would otherwise wait with none, and the scheduler would say nothing of
 it, until it changed), and one pod of each PodGroup whose owner changed its spec, labels or annotations (read
 again: the PodGroup follows a scaled workload at once), in name order. For each pod with the KAI scheduler name
-that is not terminating or finished:
+that is not terminating or finished, and within the pod and namespace label selectors (`scope`):
 
 1. Skip it when it or any owner is annotated `kai.scheduler/skip-podgrouper: "true"`, or it has no owner and
    its `pod-group-name` names an existing PodGroup (membership the user manages).
@@ -44,6 +44,7 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, GroupingError, Obj
 from kai_scheduler.podgrouper.owners import OwnerCache
+from kai_scheduler.podgrouper.scope import Scope
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import (
@@ -129,6 +130,7 @@ class PodGrouper:
         self._class_feed = Changes(store, "priorityclasses")
         self._classes: set[str] = set()
         self._owners = OwnerCache(store)
+        self._scope = Scope(store, self.config.pod_label_selector, self.config.namespace_label_selector)
         self.retries = Retries()
         self._refused: dict[str, JSON] = {}  # pod key → the pod whose writes were refused, to try again
         # Which pods name which PodGroup (`pod-group-name`), from the pod watch: when a PodGroup is deleted while
@@ -150,6 +152,7 @@ class PodGrouper:
         reads = _Reads(self.store, self._groups, self._classes, self._owners)
         outcome = GroupOutcome()
         pods = self._changed_pods()
+        self._entered_scope(pods)
         self._orphans(pods)
         self._awaited(pods)
         self._owner_changes(pods)
@@ -248,12 +251,13 @@ class PodGrouper:
             uid = (owner.get("metadata") or {}).get("uid")
             if uid:
                 self._changed_owners.add(uid)
+        self._scope.refresh()
 
     def _changed_pods(self) -> dict[str, JSON]:
         if self._listed:
             try:
                 changed: dict[str, JSON] = {}
-                for event in self.store.watch("pods", self._version):
+                for event in self.store.watch("pods", self._version, selector=self._scope.pods):
                     meta = event.object.get("metadata", {})
                     self._version = meta.get("resourceVersion", self._version)
                     key = _key(meta)
@@ -271,7 +275,7 @@ class PodGrouper:
                 return changed
             except Gone:
                 log.info("pod watch expired, relisting")
-        pods, self._version = self.store.list("pods")
+        pods, self._version = self.store.list("pods", None, self._scope.pods)
         self._listed = True
         present = {_key(p["metadata"]): p for p in pods}
         self._written = {k: v for k, v in self._written.items() if k in present}
@@ -300,6 +304,20 @@ class PodGrouper:
             group = (meta.get("namespace", ""), name)
             self._member_of[key] = group
             self._members.setdefault(group, set()).add(key)
+
+    def _entered_scope(self, pods: dict[str, JSON]) -> None:
+        """Add to `pods` those of the namespaces that came to match the namespace selector (one LIST each)."""
+        for namespace in self._scope.entered():
+            try:
+                found = self.store.list("pods", namespace, self._scope.pods)[0]
+            except StoreError as err:
+                log.warning(
+                    "pods of a namespace come into scope not listed; each is grouped when it changes",
+                    extra={"namespace": namespace, "reason": str(err)},
+                )
+                continue
+            for pod in found:
+                pods.setdefault(_key(pod["metadata"]), pod)
 
     def _orphans(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` the live pods that name a PodGroup deleted since the last call, read again (one GET per
@@ -441,7 +459,9 @@ class PodGrouper:
             return False
         if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in _TERMINAL_PHASES:
             return False
-        return (meta.get("annotations") or {}).get(constants.ANNOTATION_SKIP_PODGROUPER) != "true"
+        if (meta.get("annotations") or {}).get(constants.ANNOTATION_SKIP_PODGROUPER) == "true":
+            return False
+        return self._scope.covers(pod)
 
     def _apply(self, pg: PodGroup, reads: _Reads, outcome: GroupOutcome) -> None:
         """Create the PodGroup, or update what the grouper owns of it when that changed."""

@@ -237,6 +237,8 @@ def podgrouper(
         migrate_from=options.migrate_from,
         queue_map=options.queue_map,
         knative_gang_schedule=options.knative_gang_schedule,
+        pod_label_selector=options.pod_label_selector,
+        namespace_label_selector=options.namespace_label_selector,
     )
     work = metrics.controller(registry, grouping_controller.CONTROLLER, GROUPER_WRITERS)
     grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock, work=work)

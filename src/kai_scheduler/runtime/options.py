@@ -74,6 +74,9 @@ class GrouperOptions:
     queue_map: Mapping[str, str] = field(default_factory=dict)  # their queue names → ours
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing
     knative_gang_schedule: bool = False  # the grouper's: a Knative Revision's pods one gang of min-scale pods
+    # The grouper's selective monitoring (--pod-label-selector, --namespace-label-selector): label → value.
+    pod_label_selector: Mapping[str, str] = field(default_factory=dict)
+    namespace_label_selector: Mapping[str, str] = field(default_factory=dict)
     # The queue controller's metrics (KAI's queue controller flags): the namespace prefixing their names, queue label
     # key → metric label, and queue label key → the value when a queue lacks the label.
     metrics_namespace: str = "kai"

@@ -122,9 +122,13 @@ class ClusterStore(Protocol):
         """All matching objects (namespace None = all) and the resource version to watch from."""
         ...
 
-    def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
+    def watch(
+        self, resource: str, resource_version: str, timeout: float = 0.0, selector: Selector = None
+    ) -> Iterator[WatchEvent]:
         """Events after `resource_version`, in order; waits up to `timeout` seconds for the first one.
 
+        With a label `selector`, the events of the matching objects only, as the API server sends them: an object
+        that comes to match arrives as ADDED, one that stops matching as DELETED (with its new labels).
         Raises Gone when the version is older than the store's history (the caller relists)."""
         ...
 

@@ -268,8 +268,11 @@ class KubeStore:
                 self._clean(item, res)
         return items, version
 
-    def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
-        """Events after `resource_version` ("" = from now), from a long-running watch (see `kube_watch`).
+    def watch(
+        self, resource: str, resource_version: str, timeout: float = 0.0, selector: Selector = None
+    ) -> Iterator[WatchEvent]:
+        """Events after `resource_version` ("" = from now), from a long-running watch (see `kube_watch`); with a
+        label `selector`, the server's watch of the matching objects (a stream of its own).
 
         Waits up to `timeout` seconds for the first event; a fresh stream also waits (up to `watch_settle`)
         for the server's answer and its backlog. Raises Gone (at the call) when the server no longer has
@@ -277,11 +280,12 @@ class KubeStore:
         res = resource_named(resource)
         if resource_version == "":
             resource_version = self._current_version(res)
-        stream = self._stream(res, resource_version)
+        selector_text = selector_string(selector)
+        stream = self._stream(res, resource_version, selector_text)
         try:
             events = stream.take(timeout, self.options.watch_settle)
         except StoreError:
-            self._forget(res.plural, stream)
+            self._forget(_stream_key(res.plural, selector_text), stream)
             raise
         return iter(events)
 
@@ -291,12 +295,13 @@ class KubeStore:
         )
         return str((page.get("metadata") or {}).get("resourceVersion") or "0")
 
-    def _stream(self, res: Resource, version: str) -> WatchStream:
-        """The open stream at `version`, or a new one (closing the least recently used beyond the cap)."""
+    def _stream(self, res: Resource, version: str, selector: str) -> WatchStream:
+        """The open stream at `version` (of `selector`), or a new one (closing the least recently used beyond the
+        cap)."""
         with self._lock:
             if self._closed:
                 raise StoreError("the store is closed")
-            group = self._streams.setdefault(res.plural, [])
+            group = self._streams.setdefault(_stream_key(res.plural, selector), [])
             for stream in group:
                 if stream.position == version:
                     group.remove(stream)
@@ -307,8 +312,9 @@ class KubeStore:
                 collection_path(res, None),
                 version,
                 self._watch_settings,
-                what=describe("watch", res),
+                what=describe("watch", res) + (f" {selector}" if selector else ""),
                 on_event=functools.partial(self.activity.note, res.plural),
+                selector=selector,
             )
             group.append(stream)
             keep = self.options.watch_streams_per_resource
@@ -429,6 +435,11 @@ class KubeStore:
             if isinstance(meta, dict):
                 meta.pop("managedFields", None)
         return obj
+
+
+def _stream_key(plural: str, selector: str) -> str:
+    """Where the streams of one resource and selector are kept ("pods", "pods?app=x")."""
+    return f"{plural}?{selector}" if selector else plural
 
 
 def describe(verb: str, res: Resource, name: str = "", namespace: str = "", subresource: str = "") -> str:

@@ -64,8 +64,10 @@ class WatchStream:
         *,
         what: str = "",
         on_event: Callable[[], None] | None = None,
+        selector: str = "",
     ) -> None:
         self.path = path
+        self.selector = selector  # a label selector in query form ("" = every object)
         self.what = what or f"watch {path}"  # names the stream in errors and log lines: "watch Pod"
         self._on_event = on_event  # told of the object events (not bookmarks) buffered, once per batch
         self.position = since  # the version of the last event handed to a caller
@@ -199,6 +201,8 @@ class WatchStream:
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", str(settings.timeout_seconds)),
         ]
+        if self.selector:
+            query.append(("labelSelector", self.selector))
         self.requests += 1
         response = self._transport.open_stream(
             self.path, query, settings.timeout_seconds + settings.read_margin, self.what

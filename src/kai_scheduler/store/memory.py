@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -48,6 +48,7 @@ import orjson
 
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import format_time
+from kai_scheduler.api.selectors import LabelSelector
 from kai_scheduler.store import object_rules as rules
 from kai_scheduler.store.interface import (
     JSON,
@@ -81,6 +82,9 @@ class _Event:
     plural: str
     type: EventType
     object: JSON  # the stored dict, never mutated
+    # A MODIFIED event's labels before it (the replaced version's dict, not a copy): whether the object matched a
+    # watch's selector before; None for the other events.
+    labels_before: Mapping[str, str] | None = None
 
 
 _Events = list[_Event]  # spelt once here: inside MemoryStore, `list` is the method
@@ -142,20 +146,27 @@ class MemoryStore:
         return (objects if shared else rules.copy_out(objects)), rv
 
     def watch(
-        self, resource: str, resource_version: str, timeout: float = 0.0, *, shared: bool = False
+        self,
+        resource: str,
+        resource_version: str,
+        timeout: float = 0.0,
+        selector: Selector = None,
+        *,
+        shared: bool = False,
     ) -> Iterator[WatchEvent]:
         """Events of `resource` after `resource_version`, oldest first; one batch, then the iterator ends.
 
         "" means from now (only later events); "0" means from the beginning, which is what `list` returns
         on a store that never changed. With nothing to report, waits up to `timeout` real seconds for the
-        first event. Raises Gone (now, not on iteration) when the history no longer reaches back that far,
-        and Invalid for a version this store never issued. `shared=True`: the events carry the stored objects
-        themselves, which the caller must not change."""
+        first event. With a `selector`, the events of matching objects as the API server sends them (one that comes
+        to match is ADDED, one that stops matching DELETED). Raises Gone (now, not on iteration) when the history no
+        longer reaches back that far, and Invalid for a version this store never issued. `shared=True`: the events
+        carry the stored objects themselves, which the caller must not change."""
         res = resource_named(resource)
         with self._cond:
             since = self._parse_version(resource_version)
             self._events_after(res.plural, since)  # fail fast on Gone
-        return self._stream(res.plural, since, timeout, shared)
+        return self._stream(res.plural, since, timeout, shared, parse_selector(selector))
 
     def changed_by_readers(self) -> _Names:
         """Checking mode: every stored object a reader changed (found when it was replaced or removed, or now);
@@ -422,7 +433,8 @@ class MemoryStore:
             if plural == "bindrequests":
                 self._own(key, stored, adding=True)
         history = self._history[plural]
-        history.append(_Event(self._rv, plural, event_type, stored))
+        before = labels_of(old) if old is not None and event_type == "MODIFIED" else None
+        history.append(_Event(self._rv, plural, event_type, stored, before))
         if len(history) > self._history_size:
             self._compacted_rv[plural] = history.popleft().rv
         self._cond.notify_all()
@@ -476,17 +488,33 @@ class MemoryStore:
         events.reverse()
         return events
 
-    def _stream(self, plural: str, since: int, timeout: float, shared: bool) -> Iterator[WatchEvent]:
+    def _stream(
+        self, plural: str, since: int, timeout: float, shared: bool, selector: LabelSelector | None
+    ) -> Iterator[WatchEvent]:
         with self._cond:
             events = self._events_after(plural, since)
             if not events and timeout > 0:
                 self._cond.wait_for(lambda: bool(self._events_after(plural, since)), timeout)
                 events = self._events_after(plural, since)
-        objects = [event.object for event in events]
+        typed = [(event, event.type) for event in events]
+        if selector is not None:
+            typed = [(event, kind) for event in events if (kind := _seen_as(event, selector)) is not None]
+        objects = [event.object for event, _ in typed]
         if not shared:
             objects = rules.copy_out(objects)
-        for event, obj in zip(events, objects, strict=True):
-            yield WatchEvent(event.type, obj)
+        for (_, kind), obj in zip(typed, objects, strict=True):
+            yield WatchEvent(kind, obj)
+
+
+def _seen_as(event: _Event, selector: LabelSelector) -> EventType | None:
+    """The event's type for a watch with `selector` (None: not sent), as the API server's watch cache decides it."""
+    now = selector.matches(labels_of(event.object))
+    if event.type != "MODIFIED":
+        return event.type if now else None
+    before = event.labels_before is not None and selector.matches(event.labels_before)
+    if now:
+        return "MODIFIED" if before else "ADDED"
+    return "DELETED" if before else None
 
 
 def _resource_of(doc: JSON) -> Resource:

@@ -28,8 +28,10 @@ class SharedReads:
     def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
         return self.store.list(resource, namespace, selector, shared=True)
 
-    def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
-        return self.store.watch(resource, resource_version, timeout, shared=True)
+    def watch(
+        self, resource: str, resource_version: str, timeout: float = 0.0, selector: Selector = None
+    ) -> Iterator[WatchEvent]:
+        return self.store.watch(resource, resource_version, timeout, selector, shared=True)
 
     def create(self, obj: JSON) -> JSON:
         return self.store.create(obj, shared=True)

@@ -14,6 +14,8 @@ spec:
     qps: {{ .Values.global.qps }}
     burst: {{ .Values.global.burst }}
     logFormat: {{ (ternary "json" (ternary "text" .Values.global.logFormat (eq (dig "global" "jsonLog" "" .Values.AsMap | toString) "false")) (eq (dig "global" "jsonLog" "" .Values.AsMap | toString) "true")) | quote }}
+    podLabelSelector: {{ $m := dict }}{{ range $k, $v := .Values.global.podLabelSelector }}{{ $_ := set $m $k (toString $v) }}{{ end }}{{ toJson $m }}
+    namespaceLabelSelector: {{ $m := dict }}{{ range $k, $v := .Values.global.namespaceLabelSelector }}{{ $_ := set $m $k (toString $v) }}{{ end }}{{ toJson $m }}
     image:
       repository: {{ .Values.image.repository | quote }}
       tag: {{ .Values.image.tag | quote }}
