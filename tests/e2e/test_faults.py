@@ -9,6 +9,7 @@ import contextlib
 import time
 
 from kai_scheduler.store.interface import NotFound
+from tests.e2e import invariants
 from tests.e2e.checks import bound_once, never_over_committed
 from tests.e2e.harness import COMPONENTS, Cluster, pod
 
@@ -32,6 +33,7 @@ def test_a_scheduler_killed_mid_work_double_books_nothing_and_loses_nothing(clea
     clean.wait("all 24 pods bound", lambda: len(clean.bound("app=restart")) == 24)
     never_over_committed(clean)
     bound_once(clean, "restart-", 24)
+    invariants.settled(clean)
 
 
 def test_the_whole_stack_killed_mid_work_loses_nothing_and_double_books_nothing(clean: Cluster) -> None:
@@ -50,6 +52,7 @@ def test_the_whole_stack_killed_mid_work_loses_nothing_and_double_books_nothing(
     clean.wait("all 24 pods bound", lambda: len(clean.bound("app=stack")) == 24)
     never_over_committed(clean)
     bound_once(clean, "stack-", 24)
+    invariants.settled(clean)
 
 
 def test_leader_election_the_other_scheduler_takes_over_when_the_leader_is_killed(clean: Cluster) -> None:
