@@ -201,8 +201,8 @@ def test_a_manifest_of_kinds_it_does_not_read_says_which_were_skipped(
     assert json.loads(out)["tasks"]["ns/p"]["status"] == "Binding"
     assert err.splitlines() == [
         f"kai: {path}: skipped Job: no workload controller runs here to make their pods; read are PriorityClass, "
-        "Topology, Node, Queue, PodGroup, PodGang, Pod, BindRequest (e.g. `kubectl get nodes,queues,podgroups,pods -A "
-        "-o yaml`)"
+        "Namespace, Topology, Node, Queue, PodGroup, PodGang, Pod, BindRequest (e.g. `kubectl get "
+        "nodes,queues,podgroups,pods -A -o yaml`)"
     ]
     _, _, err = _run(capsys, "schedule", _write(tmp_path, GOOD_MANIFEST, "good.yaml"), "-o", "json")
     assert err == ""  # only what was skipped is said

@@ -36,8 +36,8 @@ from kai_scheduler.plugins.predicates.labels import LabelColumns
 from kai_scheduler.plugins.predicates.podaffinity import (
     PodIndex,
     is_on_node,
-    matches,
-    namespaces_of,
+    scope_of,
+    selects_task,
     session_pods,
     soft_affine_pods,
 )
@@ -100,10 +100,10 @@ class PodAffinity(PluginBase):
             for sign, terms in ((1, pod.preferred_pod_affinity), (-1, pod.preferred_pod_anti_affinity)):
                 for weighted in terms:
                     term = weighted.term
-                    selected = index.on_node(term.selector, namespaces_of(term, task))
+                    selected = index.on_node(term.selector, scope_of(term, task, self._snapshot))
                     self._add(found, term.topology_key, sign * weighted.weight, selected)
         for (weighted, owner_namespace, sign), owners in self._soft_terms().items():
-            if matches(weighted.term, task, owner_namespace):
+            if selects_task(weighted.term, owner_namespace, task, self._snapshot):
                 on_node = [p for p in owners if is_on_node(p)]
                 self._add(found, weighted.term.topology_key, sign * weighted.weight, on_node)
         return found
