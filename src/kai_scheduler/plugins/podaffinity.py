@@ -11,7 +11,9 @@ domain of that node (kube-scheduler's `processExistingPod`):
 - each on-node pod's preferred affinity terms that select the task: +weight (anti-affinity: -weight).
 
 A domain is the value of the term's `topologyKey` label on the pod's node; nodes without the label are in no
-domain. Required terms of existing pods add nothing: KAI builds the plugin with `hardPodAffinityWeight` 0.
+domain. A term selects pods of the namespaces it covers (`PodAffinityTerm`: `namespaces`, `namespaceSelector`),
+the task's terms over the namespaces that exist, a placed pod's terms by the labels of the task's namespace.
+Required terms of existing pods add nothing: KAI builds the plugin with `hardPodAffinityWeight` 0.
 When no pod adds anything (PreScore's Skip), the task gets no score from this plugin for the rest of the
 session, as KAI remembers the skip by pod.
 

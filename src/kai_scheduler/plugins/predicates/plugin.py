@@ -10,7 +10,8 @@ that removes it. Every check answers for all nodes at once:
 - taints, nodeSelector and required node affinity are static for a session: one set of masks per
   distinct constraint key (selector, affinity terms, tolerations), evaluated once, shared by all its pods;
 - resources: one column comparison per requested resource on idle + releasing (so pipelining is allowed);
-- inter-pod (anti-)affinity only costs pods that declare it, by walking the pods its selector can match.
+- inter-pod (anti-)affinity only costs pods that declare it, by walking the pods its selector can match; a
+  term's namespaceSelector is matched against the snapshot's Namespaces (kube-scheduler's InterPodAffinity).
 """
 
 from __future__ import annotations
