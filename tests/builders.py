@@ -363,11 +363,25 @@ def term(*expressions: JSON, fields: Sequence[JSON] = ()) -> JSON:
 
 
 def pod_term(
-    topology_key: str, *, namespaces: Sequence[str] = (), expressions: Sequence[JSON] = (), **match_labels: str
+    topology_key: str,
+    *,
+    namespaces: Sequence[str] = (),
+    namespace_selector: JSON | None = None,
+    expressions: Sequence[JSON] = (),
+    **match_labels: str,
 ) -> JSON:
-    """A pod (anti-)affinity term selecting pods by labels within a topology domain."""
+    """A pod (anti-)affinity term selecting pods by labels within a topology domain; `namespace_selector` is
+    written as the term's `namespaceSelector` (`{}`: every namespace), None leaves it out."""
     selector: JSON = {"matchLabels": match_labels, "matchExpressions": list(expressions)}
-    return {"labelSelector": selector, "topologyKey": topology_key, "namespaces": list(namespaces)}
+    out: JSON = {"labelSelector": selector, "topologyKey": topology_key, "namespaces": list(namespaces)}
+    if namespace_selector is not None:
+        out["namespaceSelector"] = namespace_selector
+    return out
+
+
+def namespace(name: str, **labels: str) -> JSON:
+    """A Namespace with `labels`."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
 def weighted(weight: int, pod_term: JSON) -> JSON:

@@ -317,6 +317,29 @@ SUMMARIES = [
         id="pods with anti-affinity per zone need a zone each",
     ),
     pytest.param(
+        [
+            b.queue("q"),
+            b.namespace(b.NAMESPACE, team="g"),
+            b.node("n1", gpus=4),
+            b.node("n2", gpus=4),
+            *_alike(
+                3,
+                gpus=1,
+                labels={"app": "g"},
+                pod_anti_affinity=[
+                    b.pod_term(
+                        constants.LABEL_HOSTNAME,
+                        namespaces=["elsewhere"],  # not its own: the selector adds it
+                        namespace_selector={"matchLabels": {"team": "g"}},
+                        app="g",
+                    )
+                ],
+            ),
+        ],
+        f"{FOUND_2_OF_3}: each pod needs 1 GPU on a node of its own",
+        id="pods whose anti-affinity reaches their namespace by its labels need a node each",
+    ),
+    pytest.param(
         [b.queue("q"), b.node("n1", gpus=1), b.node("n2", gpus=4, unschedulable=True), *_alike(3, gpus=1)],
         "Resources were found for 1 pod while 3 are required for gang scheduling: each pod needs 1 GPU, 3 GPUs in all "
         "(room for 4 more on nodes not ready or cordoned)",

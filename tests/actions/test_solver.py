@@ -265,3 +265,21 @@ def test_the_signature_is_the_placement_constraints() -> None:
     ssn = _session([b.node("n1"), v.queue("q"), *a, *c, *d])
     assert signatures.signature(_job(ssn, "a")) == signatures.signature(_job(ssn, "c"))
     assert signatures.signature(_job(ssn, "a")) != signatures.signature(_job(ssn, "d"))
+
+
+def test_the_signature_includes_the_namespace_selector_of_affinity_terms() -> None:
+    """Jobs alike but for the namespaces their anti-affinity terms choose by label do not share failures."""
+    jobs = {}
+    for name, chosen in (("a", {"matchLabels": {"team": "a"}}), ("b", {"matchLabels": {"team": "b"}}), ("c", None)):
+        job = v.job(name, queue="q", pods=1)
+        job[1]["spec"]["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    b.pod_term("kubernetes.io/hostname", namespace_selector=chosen, app="web")
+                ]
+            }
+        }
+        jobs[name] = job
+    ssn = _session([b.node("n1"), v.queue("q"), *jobs["a"], *jobs["b"], *jobs["c"]])
+    found = {name: signatures.signature(_job(ssn, name)) for name in jobs}
+    assert len(set(found.values())) == 3

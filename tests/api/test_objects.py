@@ -19,6 +19,7 @@ from kai_scheduler.api.podgroup import PodGroup, SubGroup, TopologyConstraint, f
 from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.api.queue import Queue, QueueResource
 from kai_scheduler.api.resources import GpuRequest
+from kai_scheduler.api.selectors import LabelSelector
 from kai_scheduler.api.topology import Topology, TopologyLevel
 
 JSON = dict[str, Any]
@@ -111,6 +112,7 @@ POD: JSON = {
                         "podAffinityTerm": {
                             "labelSelector": {"matchLabels": {"app": "dataset-cache"}},
                             "topologyKey": "topology.kubernetes.io/zone",
+                            "namespaceSelector": {},
                         },
                     }
                 ]
@@ -123,6 +125,7 @@ POD: JSON = {
                             "labelSelector": {"matchLabels": {"training.kubeflow.org/job-name": "train-1"}},
                             "topologyKey": "kubernetes.io/hostname",
                             "namespaces": ["team-a"],
+                            "namespaceSelector": {"matchLabels": {"org.example.com/department": "research"}},
                         },
                     }
                 ]
@@ -406,8 +409,12 @@ def test_pod() -> None:
     assert [(t.weight, t.term.topology_key, t.term.namespaces) for t in pod.preferred_pod_affinity] == [
         (20, "topology.kubernetes.io/zone", ())
     ]
+    assert [t.term.namespace_selector for t in pod.preferred_pod_affinity] == [LabelSelector()]  # `{}`: set, empty
     assert [(t.weight, t.term.topology_key, t.term.namespaces) for t in pod.preferred_pod_anti_affinity] == [
         (100, "kubernetes.io/hostname", ("team-a",))
+    ]
+    assert [t.term.namespace_selector for t in pod.preferred_pod_anti_affinity] == [
+        LabelSelector((("org.example.com/department", "research"),))
     ]
     assert not pod.pod_affinity and not pod.pod_anti_affinity  # preferred terms are no required ones
     assert [(t.key, t.operator, t.effect) for t in pod.tolerations] == [
@@ -595,6 +602,7 @@ def _queue(**spec: Any) -> JSON:
 
 
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _SOFT_TERM = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
 
 REJECTS = [
@@ -611,6 +619,13 @@ REJECTS = [
         f"Pod ns/p spec.affinity.podAntiAffinity.{_PREFERRED}[0].podAffinityTerm: expected a pod affinity term, "
         "got None",
         id="a preferred term needs its podAffinityTerm",
+    ),
+    pytest.param(
+        "Pod",
+        _pod(spec={"affinity": {"podAntiAffinity": {_REQUIRED: [{**_SOFT_TERM, "namespaceSelector": ["team-a"]}]}}}),
+        f"Pod ns/p spec.affinity.podAntiAffinity.{_REQUIRED}[0].namespaceSelector: expected a label selector, "
+        "got ['team-a']",
+        id="a namespaceSelector is a label selector",
     ),
     pytest.param(
         "Pod",

@@ -11,6 +11,7 @@ from kai_scheduler.api import ObjectError
 from kai_scheduler.api.selectors import (
     LabelSelector,
     NodeSelectorTerm,
+    PodAffinityTerm,
     Requirement,
     Taint,
     Toleration,
@@ -267,3 +268,61 @@ def test_the_selector_flags_format_is_key_value_comma_separated_sorted() -> None
     assert parse_match_labels(" b=2 , a=1") == {"a": "1", "b": "2"}
     assert parse_match_labels("") == {}
     assert format_match_labels({"b": "2", "a": "1"}) == "a=1,b=2"
+
+
+# --- the namespaces a pod (anti-)affinity term covers ------------------------------------------------------
+
+NAMESPACES = {"web": {"team": "web"}, "web-dev": {"team": "web", "stage": "dev"}, "db": {"team": "db"}, "own": {}}
+TEAM_WEB = LabelSelector((("team", "web"),))
+ANY = LabelSelector()
+
+
+def _term(namespaces: tuple[str, ...] = (), selector: LabelSelector | None = None) -> PodAffinityTerm:
+    return PodAffinityTerm(LabelSelector(), "zone", namespaces, selector)
+
+
+@pytest.mark.parametrize(
+    "term, scope",
+    [
+        pytest.param(_term(), frozenset({"own"}), id="neither namespaces nor selector: the pod's own namespace"),
+        pytest.param(_term(("db",)), frozenset({"db"}), id="namespaces only: those, not the own one"),
+        pytest.param(_term(selector=ANY), None, id="the empty selector: every namespace"),
+        pytest.param(_term(("db",), ANY), None, id="the empty selector with namespaces: still every namespace"),
+        pytest.param(_term(selector=TEAM_WEB), frozenset({"web", "web-dev"}), id="a selector: the matching namespaces"),
+        pytest.param(
+            _term(("db",), TEAM_WEB), frozenset({"db", "web", "web-dev"}), id="selector and namespaces: union"
+        ),
+        pytest.param(
+            _term(selector=LabelSelector((("team", "none"),))), frozenset(), id="a selector matching nothing: none"
+        ),
+        pytest.param(
+            _term(("gone",), TEAM_WEB),
+            frozenset({"gone", "web", "web-dev"}),
+            id="listed namespaces count whether they exist or not",
+        ),
+    ],
+)
+def test_pod_affinity_term_scope(term: PodAffinityTerm, scope: frozenset[str] | None) -> None:
+    assert term.scope("own", NAMESPACES) == scope
+
+
+@pytest.mark.parametrize(
+    "term, namespace, covered",
+    [
+        pytest.param(_term(), "own", True, id="no selector: the own namespace"),
+        pytest.param(_term(), "web", False, id="no selector: not another"),
+        pytest.param(_term(("web",)), "own", False, id="namespaces replace the own one"),
+        pytest.param(_term(selector=TEAM_WEB), "web-dev", True, id="the selector matches the namespace's labels"),
+        pytest.param(_term(selector=TEAM_WEB), "own", False, id="a selector does not add the own namespace"),
+        pytest.param(_term(("db",), TEAM_WEB), "db", True, id="a listed namespace beside a selector"),
+        pytest.param(_term(selector=ANY), "gone", True, id="the empty selector covers even an unknown namespace"),
+        pytest.param(
+            _term(selector=LabelSelector(requirements=(Requirement("team", "DoesNotExist"),))),
+            "gone",
+            True,
+            id="an unknown namespace has no labels",
+        ),
+    ],
+)
+def test_pod_affinity_term_covers(term: PodAffinityTerm, namespace: str, covered: bool) -> None:
+    assert term.covers("own", namespace, NAMESPACES.get(namespace)) is covered

@@ -201,8 +201,8 @@ def test_a_manifest_of_kinds_it_does_not_read_says_which_were_skipped(
     assert json.loads(out)["tasks"]["ns/p"]["status"] == "Binding"
     assert err.splitlines() == [
         f"kai: {path}: skipped Job: no workload controller runs here to make their pods; read are PriorityClass, "
-        "Topology, Node, Queue, PodGroup, PodGang, Pod, BindRequest (e.g. `kubectl get nodes,queues,podgroups,pods -A "
-        "-o yaml`)"
+        "Namespace, Topology, Node, Queue, PodGroup, PodGang, Pod, BindRequest (e.g. `kubectl get "
+        "nodes,queues,podgroups,pods -A -o yaml`)"
     ]
     _, _, err = _run(capsys, "schedule", _write(tmp_path, GOOD_MANIFEST, "good.yaml"), "-o", "json")
     assert err == ""  # only what was skipped is said
@@ -556,3 +556,23 @@ def test_a_manifest_pod_naming_an_unknown_class_is_refused(capsys: pytest.Captur
     path = _write(tmp_path, CLASSED_NODE_AND_QUEUE % 1 + CLASSED_POD % ("p", "gold", "", "Pending"), "manifest.yaml")
     code, out, err = _run(capsys, "schedule", path)
     _assert_one_line_error(code, out, err, path, ["Pod default/p", "spec.priorityClassName", "'gold'"])
+
+
+NAMESPACE_SELECTOR_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "affinity" / "namespace-selector.yaml"
+
+
+def test_a_manifests_namespaces_are_what_a_namespace_selector_matches(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The manifest's Namespace objects carry the labels an affinity term's namespaceSelector matches: with them
+    the api pod keeps off the cache pod's node; without them no namespace matches and binpack picks that node."""
+    text = NAMESPACE_SELECTOR_EXAMPLE.read_text(encoding="utf-8")
+    code, out, _ = _run(capsys, "schedule", str(NAMESPACE_SELECTOR_EXAMPLE), "-o", "json")
+    assert code == 0
+    api = json.loads(out)["tasks"]["team-api/api"]
+    assert (api["status"], api["node"]) == ("Binding", "gpu-1")
+    docs = [d for d in yaml.safe_load_all(text) if d["kind"] != "Namespace"]
+    code, out, _ = _run(capsys, "schedule", _write(tmp_path, yaml.safe_dump_all(docs), "bare.yaml"), "-o", "json")
+    assert code == 0
+    api = json.loads(out)["tasks"]["team-api/api"]
+    assert (api["status"], api["node"]) == ("Binding", "gpu-0")

@@ -12,6 +12,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.fields import JSON
+from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
@@ -29,6 +30,7 @@ __all__ = [
     "QUEUE",
     "expr",
     "names",
+    "namespace",
     "node",
     "pod",
     "pod_term",
@@ -62,6 +64,7 @@ node = _parsed(builders.node, Node.from_dict)
 pod = _parsed(builders.pod, Pod.from_dict)
 podgroup = _parsed(builders.podgroup, PodGroup.from_dict)
 priority_class = _parsed(builders.priority_class, PriorityClass.from_dict)
+namespace = _parsed(builders.namespace, Namespace.from_dict)
 
 
 def snapshot(
@@ -70,6 +73,7 @@ def snapshot(
     pods: Iterable[Pod] = (),
     podgroups: Iterable[PodGroup] = (),
     priority_classes: Iterable[PriorityClass] = (),
+    namespaces: Iterable[Namespace] = (),
 ) -> snapshots.Snapshot:
     """A snapshot at time 0; every pod group the pods name gets a PodGroup (minMember 1) unless given."""
     pod_list, groups = list(pods), {pg.meta.key: pg for pg in podgroups}
@@ -84,6 +88,7 @@ def snapshot(
         podgroups=list(groups.values()),
         queues=[queue],
         priority_classes=list(priority_classes),
+        namespaces=list(namespaces),
     )
     return snapshots.build(objects, snapshots.SnapshotParams(now=0))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.plugins.podaffinity import PodAffinity
@@ -130,6 +131,74 @@ def scores(pods: list[Pod], name: str = "p") -> list[float]:
 )
 def test_raw_score_times_the_k8s_decade(pods: list[Pod], want: list[float]) -> None:
     assert scores(pods) == want
+
+
+TEAM_WEB = {"matchLabels": {"team": "web"}}
+
+
+@pytest.mark.parametrize(
+    "namespaces, pods, want",
+    [
+        pytest.param(
+            [b.namespace("other", team="web")],
+            [
+                pod("web", node="n1", labels=WEB, namespace="other"),
+                pod("p", preferred_pod_affinity=[weighted(10, pod_term("rack", namespace_selector=TEAM_WEB, **WEB))]),
+            ],
+            [10 * K8S, 10 * K8S, 0],
+            id="the task's term selects pods of the namespaces its namespaceSelector matches",
+        ),
+        pytest.param(
+            [b.namespace("other", team="db")],
+            [
+                pod("web", node="n1", labels=WEB, namespace="other"),
+                pod("p", preferred_pod_affinity=[weighted(10, pod_term("rack", namespace_selector=TEAM_WEB, **WEB))]),
+            ],
+            [0, 0, 0],
+            id="a namespaceSelector that matches no namespace selects nothing",
+        ),
+        pytest.param(
+            [],
+            [
+                pod("web", node="n1", labels=WEB, namespace="other"),
+                pod("p", preferred_pod_anti_affinity=[weighted(5, pod_term(HOSTNAME, namespace_selector={}, **WEB))]),
+            ],
+            [-5 * K8S, 0, 0],
+            id="the empty namespaceSelector selects every namespace",
+        ),
+        pytest.param(
+            [b.namespace(b.NAMESPACE, team="web")],
+            [
+                pod(
+                    "guard",
+                    node="n3",
+                    namespace="other",
+                    preferred_pod_affinity=[weighted(7, pod_term("rack", namespace_selector=TEAM_WEB, **WEB))],
+                ),
+                pod("p", labels=WEB),
+            ],
+            [0, 0, 7 * K8S],
+            id="an existing pod's selector is matched against the labels of the task's namespace",
+        ),
+        pytest.param(
+            [],
+            [
+                pod(
+                    "guard",
+                    node="n3",
+                    namespace="other",
+                    preferred_pod_affinity=[weighted(7, pod_term("rack", namespace_selector=TEAM_WEB, **WEB))],
+                ),
+                pod("p", labels=WEB),
+            ],
+            [0, 0, 0],
+            id="an existing pod's selector does not select a task in an unlabelled namespace",
+        ),
+    ],
+)
+def test_namespace_selector(namespaces: list[Namespace], pods: list[Pod], want: list[float]) -> None:
+    ssn = b.session(b.snapshot(nodes=NODES, pods=pods, namespaces=namespaces), PodAffinity())
+    assert [float(s) for s in ssn.node_scores(b.task(ssn, "p"), ssn.all_nodes())] == want
 
 
 def test_a_pod_placed_in_the_session_counts() -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kai_scheduler.api.fields import JSON
+from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.framework import points
@@ -378,6 +379,144 @@ DB = {"app": "db"}
 )
 def test_inter_pod_affinity(pods: list[Pod], want: list[str], removed: dict[str, int]) -> None:
     assert feasible(RACKS, pods) == (want, removed)
+
+
+OTHER_DB = [b.namespace("other", team="db")]  # pods of `other` are chosen by namespaceSelector team=db
+IN_DB = {"matchLabels": {"team": "db"}}
+IN_WEB = {"matchLabels": {"team": "web"}}
+
+
+@pytest.mark.parametrize(
+    "namespaces, pods, want, removed",
+    [
+        pytest.param(
+            OTHER_DB,
+            [
+                pod("db", node="n3", labels=DB, namespace="other"),
+                pod("p", pod_affinity=[pod_term("rack", namespace_selector=IN_DB, app="db")]),
+            ],
+            ["n3"],
+            {predicates.REASON_POD_AFFINITY: 3},
+            id="a namespaceSelector reaches the pods of the namespaces it matches",
+        ),
+        pytest.param(
+            OTHER_DB,
+            [
+                pod("db", node="n3", labels=DB, namespace="other"),
+                pod("p", pod_affinity=[pod_term("rack", namespace_selector=IN_WEB, app="db")]),
+            ],
+            [],
+            {predicates.REASON_POD_AFFINITY: 4},
+            id="a namespaceSelector that matches no namespace reaches no pod",
+        ),
+        pytest.param(
+            [],
+            [
+                pod("db", node="n3", labels=DB, namespace="other"),
+                pod("p", pod_affinity=[pod_term("rack", namespace_selector={}, app="db")]),
+            ],
+            ["n3"],
+            {predicates.REASON_POD_AFFINITY: 3},
+            id="the empty namespaceSelector reaches every namespace",
+        ),
+        pytest.param(
+            OTHER_DB,
+            [
+                pod("db", node="n1", labels=DB),
+                pod("p", pod_affinity=[pod_term("rack", namespace_selector=IN_DB, app="db")]),
+            ],
+            [],
+            {predicates.REASON_POD_AFFINITY: 4},
+            id="a namespaceSelector does not add the pod's own namespace",
+        ),
+        pytest.param(
+            OTHER_DB,
+            [
+                pod("db", node="n1", labels=DB, namespace="listed"),
+                pod("db", node="n3", labels=DB, namespace="other"),
+                pod("p", pod_affinity=[pod_term("rack", namespaces=["listed"], namespace_selector=IN_DB, app="db")]),
+            ],
+            ["n1", "n2", "n3"],
+            {predicates.REASON_POD_AFFINITY: 1},
+            id="namespaces and namespaceSelector: their union",
+        ),
+        pytest.param(
+            [b.namespace(b.NAMESPACE, team="db")],
+            [pod("p", labels=DB, pod_affinity=[pod_term("rack", namespace_selector=IN_DB, app="db")])],
+            ["n1", "n2", "n3"],
+            {predicates.REASON_POD_AFFINITY: 1},
+            id="the first of a self-affine group whose own namespace the selector matches",
+        ),
+        pytest.param(
+            OTHER_DB,
+            [pod("p", labels=DB, pod_affinity=[pod_term("rack", namespace_selector=IN_DB, app="db")])],
+            [],
+            {predicates.REASON_POD_AFFINITY: 4},
+            id="not self-affine when the selector leaves out the pod's own namespace",
+        ),
+        pytest.param(
+            OTHER_DB,
+            [
+                pod("web", node="n1", labels={"app": "web"}, namespace="other"),
+                pod("p", pod_anti_affinity=[pod_term(b.HOSTNAME, namespace_selector=IN_DB, app="web")]),
+            ],
+            ["n2", "n3", "n4"],
+            {predicates.REASON_POD_ANTI_AFFINITY: 1},
+            id="anti-affinity keeps away from the pods of the namespaces the selector matches",
+        ),
+        pytest.param(
+            [b.namespace(b.NAMESPACE, team="web")],
+            [
+                pod(
+                    "guard",
+                    node="n1",
+                    namespace="other",
+                    pod_anti_affinity=[pod_term("rack", namespace_selector=IN_WEB, app="web")],
+                ),
+                pod("p", labels={"app": "web"}),
+            ],
+            ["n3", "n4"],
+            {predicates.REASON_EXISTING_ANTI_AFFINITY: 2},
+            id="an existing pod's selector is matched against the labels of the incoming pod's namespace",
+        ),
+        pytest.param(
+            [b.namespace(b.NAMESPACE, team="db")],
+            [
+                pod(
+                    "guard",
+                    node="n1",
+                    namespace="other",
+                    pod_anti_affinity=[pod_term("rack", namespace_selector=IN_WEB, app="web")],
+                ),
+                pod("p", labels={"app": "web"}),
+            ],
+            ["n1", "n2", "n3", "n4"],
+            {},
+            id="an existing pod's selector that does not match the incoming pod's namespace",
+        ),
+        pytest.param(
+            [],
+            [
+                pod(
+                    "guard",
+                    node="n1",
+                    namespace="other",
+                    pod_anti_affinity=[pod_term("rack", namespace_selector={}, app="web")],
+                ),
+                pod("p", labels={"app": "web"}),
+            ],
+            ["n3", "n4"],
+            {predicates.REASON_EXISTING_ANTI_AFFINITY: 2},
+            id="an existing pod's empty selector covers every namespace",
+        ),
+    ],
+)
+def test_inter_pod_affinity_namespace_selector(
+    namespaces: list[Namespace], pods: list[Pod], want: list[str], removed: dict[str, int]
+) -> None:
+    ssn = b.session(b.snapshot(nodes=RACKS, pods=pods, namespaces=namespaces), Predicates())
+    mask, report = ssn.feasible_nodes(b.task(ssn, "p"))
+    assert (b.names(ssn, mask), dict(report.removed)) == (want, removed)
 
 
 def test_pod_affinity_follows_placements_made_in_the_session() -> None:

@@ -48,8 +48,8 @@ REJECTS = [
     pytest.param(
         "nodez: []\nnodes: []\n",
         "bad.yaml:1: scenario top-level nodez: unknown field (did you mean nodes?); known fields: autoscaler, "
-        "config, cycles, deviceClasses, devicePools, expect, jobs, name, nodes, now, priorityClasses, queues, "
-        "resourceClaims, shards, topologies",
+        "config, cycles, deviceClasses, devicePools, expect, jobs, name, namespaces, nodes, now, priorityClasses, "
+        "queues, resourceClaims, shards, topologies",
         id="an unknown top-level field",
     ),
     pytest.param(

@@ -22,6 +22,7 @@ TABLES = {
     ("Top level", None): (*build.TOP_FIELDS, sources.GENERATORS_KEY),
     ("shards", None): build.SHARD_FIELDS,
     ("priorityClasses", None): cluster.PRIORITY_CLASS_FIELDS,
+    ("namespaces", None): cluster.NAMESPACE_FIELDS,
     ("topologies", None): cluster.TOPOLOGY_FIELDS,
     ("topologies", "Topology levels:"): cluster.TOPOLOGY_LEVEL_FIELDS,
     ("nodes", None): cluster.NODE_FIELDS,

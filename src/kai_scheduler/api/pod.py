@@ -258,10 +258,12 @@ def _affinity_term(r: Reader, raw: JSON, path: str) -> selectors.PodAffinityTerm
     if not isinstance(key, str) or not key:
         raise r.error(f"{path}.topologyKey", "missing topology key")
     namespaces: Any = raw.get("namespaces") or []
+    chosen = raw.get("namespaceSelector")
     return selectors.PodAffinityTerm(
         selectors.parse_label_selector(raw.get("labelSelector"), "Pod", r.name, f"{path}.labelSelector"),
         key,
         tuple(str(n) for n in namespaces),
+        None if chosen is None else selectors.parse_label_selector(chosen, "Pod", r.name, f"{path}.namespaceSelector"),
     )
 
 

@@ -51,6 +51,10 @@ class LabelSelector:
     match_labels: tuple[tuple[str, str], ...] = ()
     requirements: tuple[Requirement, ...] = ()
 
+    @property
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.requirements
+
     def matches(self, labels: Mapping[str, str]) -> bool:
         for key, value in self.match_labels:
             if labels.get(key) != value:
@@ -94,11 +98,41 @@ class Toleration:
         return self.key == taint.key and self.value == taint.value
 
 
+NamespaceScope = frozenset[str] | None  # the namespaces a term covers; None: every namespace
+NO_LABELS: Mapping[str, str] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class PodAffinityTerm:
+    """One pod (anti-)affinity term. It covers the pods of `namespaces` and of the namespaces whose labels
+    `namespace_selector` matches (the empty selector: every namespace); with neither set, of the pod's own
+    namespace (kube-scheduler's `AffinityTerm`)."""
+
     selector: LabelSelector
     topology_key: str
     namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None  # None: not set
+
+    def scope(self, own_namespace: str, namespace_labels: Mapping[str, Mapping[str, str]]) -> NamespaceScope:
+        """The namespaces this term of a pod in `own_namespace` covers, its selector matched against the
+        namespaces that exist (`namespace_labels`, name -> labels), as kube-scheduler merges the selector of the
+        incoming pod's terms into their namespaces; None when the selector is empty (every namespace)."""
+        chosen = self.namespace_selector
+        if chosen is None:
+            return frozenset(self.namespaces or (own_namespace,))
+        if chosen.is_empty:
+            return None
+        matched = (name for name, labels in namespace_labels.items() if chosen.matches(labels))
+        return frozenset((*self.namespaces, *matched))
+
+    def covers(self, own_namespace: str, namespace: str, labels: Mapping[str, str] | None) -> bool:
+        """Whether this term of a pod in `own_namespace` covers a pod in `namespace`, whose labels are `labels`
+        (None: the namespace does not exist, read as no labels), as kube-scheduler matches an existing pod's
+        term against the incoming pod."""
+        chosen = self.namespace_selector
+        if chosen is None:
+            return namespace in (self.namespaces or (own_namespace,))
+        return namespace in self.namespaces or chosen.matches(NO_LABELS if labels is None else labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +323,8 @@ def pod_affinity_term_dict(t: PodAffinityTerm) -> dict[str, Any]:
     out: dict[str, Any] = {"labelSelector": label_selector_dict(t.selector), "topologyKey": t.topology_key}
     if t.namespaces:
         out["namespaces"] = list(t.namespaces)
+    if t.namespace_selector is not None:
+        out["namespaceSelector"] = label_selector_dict(t.namespace_selector)
     return out
 
 

@@ -150,7 +150,7 @@ def build(objects: s.ClusterObjects, params: s.SnapshotParams, memo: s.Memo) -> 
     left_out: dict[str, str] = {}
     queues = s._queue_tree(objects.queues, queue_problems, left_out)
     notes = s.QueueNotes(left_out, objects.other_pool_queues, s.refused_queues(objects.problems))
-    labels = s.namespace_labels(objects, params)
+    labels = s.access_labels(objects, params)
     signature = (
         dataclasses.replace(params, now=0.0),
         tuple(objects.problems),

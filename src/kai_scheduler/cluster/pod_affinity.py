@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kai_scheduler.api.selectors import LabelSelector, PodAffinityTerm
+from kai_scheduler.api.selectors import LabelSelector, NamespaceScope, PodAffinityTerm
 from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
 from kai_scheduler.cluster.snapshot import Snapshot
@@ -58,14 +58,25 @@ def soft_affine_pods(snapshot: Snapshot) -> list[PodInfo]:
     return list(found.values())
 
 
-def namespaces_of(term: PodAffinityTerm, owner: PodInfo) -> tuple[str, ...]:
-    return term.namespaces or (owner.namespace,)
+def scope_of(term: PodAffinityTerm, task: PodInfo, snapshot: Snapshot) -> NamespaceScope:
+    """The namespaces a term of the task being placed covers: its namespaceSelector matched against the
+    snapshot's namespaces once per term, as kube-scheduler's PreFilter merges it into the term's namespaces."""
+    if term.namespace_selector is None:  # most terms: no namespace labels needed
+        return frozenset(term.namespaces or (task.namespace,))
+    return term.scope(task.namespace, snapshot.namespace_labels())
 
 
-def matches(term: PodAffinityTerm, pod: PodInfo, owner_namespace: str) -> bool:
-    """Whether `pod` is one of the pods selected by `term` of a pod in `owner_namespace`."""
-    namespaces = term.namespaces or (owner_namespace,)
-    return pod.namespace in namespaces and term.selector.matches(pod.pod.meta.labels)
+def selects(term: PodAffinityTerm, scope: NamespaceScope, pod: PodInfo) -> bool:
+    """Whether the term of the task being placed, covering `scope`, selects `pod`."""
+    return (scope is None or pod.namespace in scope) and term.selector.matches(pod.pod.meta.labels)
+
+
+def selects_task(term: PodAffinityTerm, owner_namespace: str, task: PodInfo, snapshot: Snapshot) -> bool:
+    """Whether a term of a pod in `owner_namespace` selects the task being placed; a namespaceSelector is
+    matched against the labels of the task's namespace (none when it does not exist), as kube-scheduler matches
+    an existing pod's terms."""
+    labels = None if term.namespace_selector is None else snapshot.namespace_labels().get(task.namespace)
+    return term.covers(owner_namespace, task.namespace, labels) and term.selector.matches(task.pod.meta.labels)
 
 
 def is_on_node(pod: PodInfo) -> bool:
@@ -86,13 +97,16 @@ class PodIndex:
         for key, value in sorted(self._by_label):
             self._values.setdefault(key, []).append(value)
 
-    def on_node(self, selector: LabelSelector, namespaces: tuple[str, ...]) -> list[PodInfo]:
-        """Pods on a node now (including ones placed this session) in `namespaces` that `selector` matches."""
+    def on_node(self, selector: LabelSelector, scope: NamespaceScope) -> list[PodInfo]:
+        """Pods on a node now (including ones placed this session) in `scope` (None: any namespace) that
+        `selector` matches."""
         pods, exact = self._candidates(selector)
         return [
             p
             for p in pods
-            if is_on_node(p) and p.namespace in namespaces and (exact or selector.matches(p.pod.meta.labels))
+            if is_on_node(p)
+            and (scope is None or p.namespace in scope)
+            and (exact or selector.matches(p.pod.meta.labels))
         ]
 
     def _candidates(self, selector: LabelSelector) -> tuple[list[PodInfo], bool]:

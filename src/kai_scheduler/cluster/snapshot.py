@@ -93,7 +93,7 @@ class ClusterObjects:
     topologies: list[Topology] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # objects that failed to parse
     dra: DraObjects = field(default_factory=DraObjects)
-    namespaces: list[Namespace] = field(default_factory=list)  # read for queue access control only
+    namespaces: list[Namespace] = field(default_factory=list)  # their labels: affinity terms, queue access control
     # Queues of other node pools, name → their node-pool label value ("" for none): left out of the tree, named
     # only to say why a job of this pool that names one waits (`queue_problem`).
     other_pool_queues: dict[str, str] = field(default_factory=dict)
@@ -205,6 +205,8 @@ class Snapshot:
     dra_objects: DraObjects = field(default_factory=DraObjects)
     dra_memo: DraMemo = field(default_factory=DraMemo)
     _dra: DraState | None = None
+    namespace_objects: list[Namespace] = field(default_factory=list)
+    _namespace_labels: dict[str, Mapping[str, str]] | None = None
     # Bumped by every `move`: a value derived from the placements (free capacity, a job's elastic band) and
     # stored with the version it was computed at is still true while the version is the same.
     version: int = 0
@@ -216,6 +218,13 @@ class Snapshot:
     # `task_mark` (None: a build without a kept model).
     task_log: TaskLog | None = None
     task_mark: int = 0
+
+    def namespace_labels(self) -> Mapping[str, Mapping[str, str]]:
+        """Each namespace's labels by name, made on first use (only pod affinity terms with a namespace
+        selector read them)."""
+        if self._namespace_labels is None:
+            self._namespace_labels = {ns.name: ns.meta.labels for ns in self.namespace_objects}
+        return self._namespace_labels
 
     def dra_state(self) -> DraState:
         """The DRA devices and claims of this cycle, built on first use (a session changes them)."""
@@ -387,6 +396,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
 
         snap = kept.build(objects, params, memo)
         snap.dra_objects, snap.dra_memo = objects.dra, dra_memo
+        snap.namespace_objects = objects.namespaces
         return snap
     memo = Memo()
     problems = list(objects.problems)
@@ -422,13 +432,14 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
         node_memo=pooled.memo,
     )
     pods_by_group = _add_pods(snap, objects.pods, problems)
-    labels = namespace_labels(objects, params)
+    labels = access_labels(objects, params)
     notes = QueueNotes(left_out, objects.other_pool_queues, refused_queues(objects.problems))
     _add_jobs(
         snap, objects.podgroups, pods_by_group, problems, _default_priority(objects.priority_classes), labels, notes
     )
     _report_bad_pods(snap, objects.problems)
     snap.dra_objects, snap.dra_memo = objects.dra, dra_memo
+    snap.namespace_objects = objects.namespaces
     return snap
 
 
@@ -481,7 +492,7 @@ def queue_problem(
     return Problem("PodGroup", pg.meta.key, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {pg.queue!r} {why}")
 
 
-def namespace_labels(objects: ClusterObjects, params: SnapshotParams) -> dict[str, Mapping[str, str]]:
+def access_labels(objects: ClusterObjects, params: SnapshotParams) -> dict[str, Mapping[str, str]]:
     """Each namespace's labels, when queue access control is on (else empty: nothing reads them)."""
     if not params.queue_access_control:
         return {}

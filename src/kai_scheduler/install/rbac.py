@@ -86,7 +86,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     # store/cache.py SCHEDULER_RESOURCES (informers); scheduler/commit.py writes.
     "scheduler": [
         rule([""], ["nodes"], READ),
-        rule([""], ["namespaces"], READ),  # queue access control: namespace labels
+        rule([""], ["namespaces"], READ),  # namespace labels: affinity namespaceSelector, queue access control
         rule([""], ["pods"], [*READ, "patch"]),  # a shard's node-pool label on the pods it places
         rule([""], ["pods/status"], ["patch"]),  # nominatedNodeName, PodScheduled condition
         rule([""], ["pods/eviction"], ["create"]),

@@ -11,7 +11,9 @@ domain of that node (kube-scheduler's `processExistingPod`):
 - each on-node pod's preferred affinity terms that select the task: +weight (anti-affinity: -weight).
 
 A domain is the value of the term's `topologyKey` label on the pod's node; nodes without the label are in no
-domain. Required terms of existing pods add nothing: KAI builds the plugin with `hardPodAffinityWeight` 0.
+domain. A term selects pods of the namespaces it covers (`PodAffinityTerm`: `namespaces`, `namespaceSelector`),
+the task's terms over the namespaces that exist, a placed pod's terms by the labels of the task's namespace.
+Required terms of existing pods add nothing: KAI builds the plugin with `hardPodAffinityWeight` 0.
 When no pod adds anything (PreScore's Skip), the task gets no score from this plugin for the rest of the
 session, as KAI remembers the skip by pod.
 
@@ -30,8 +32,8 @@ from kai_scheduler.cluster.node_labels import LabelColumns
 from kai_scheduler.cluster.pod_affinity import (
     PodIndex,
     is_on_node,
-    matches,
-    namespaces_of,
+    scope_of,
+    selects_task,
     session_pods,
     soft_affine_pods,
 )
@@ -98,10 +100,10 @@ class PodAffinity(PluginBase):
             for sign, terms in ((1, pod.preferred_pod_affinity), (-1, pod.preferred_pod_anti_affinity)):
                 for weighted in terms:
                     term = weighted.term
-                    selected = index.on_node(term.selector, namespaces_of(term, task))
+                    selected = index.on_node(term.selector, scope_of(term, task, self._snapshot))
                     self._add(found, term.topology_key, sign * weighted.weight, selected)
         for (weighted, owner_namespace, sign), owners in self._soft_terms().items():
-            if matches(weighted.term, task, owner_namespace):
+            if selects_task(weighted.term, owner_namespace, task, self._snapshot):
                 on_node = [p for p in owners if is_on_node(p)]
                 self._add(found, weighted.term.topology_key, sign * weighted.weight, on_node)
         return found

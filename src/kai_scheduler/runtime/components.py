@@ -34,8 +34,8 @@ from kai_scheduler.scheduler import capture, config_file
 from kai_scheduler.scheduler import job_order as reflected
 from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
-from kai_scheduler.scheduler.scheduler import resources as scheduler_resources
 from kai_scheduler.store import metrics
+from kai_scheduler.store.cache import SCHEDULER_RESOURCES
 from kai_scheduler.store.interface import ClusterStore
 from kai_scheduler.store.metric_names import check_namespace
 
@@ -162,7 +162,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         scheduler_lease(config.flags.partition_label_value),
         config.flags.schedule_period,
         step,
-        triggers=scheduler_resources(config.flags),
+        triggers=SCHEDULER_RESOURCES,
         min_gap=min(SCHEDULER_MIN_GAP, config.flags.schedule_period),
         endpoints={SNAPSHOT_PATH: get_snapshot, reflected.PATH: get_job_order},
         plugin_port=options.plugin_server_port,

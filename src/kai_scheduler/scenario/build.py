@@ -23,6 +23,7 @@ TOP_FIELDS = (
     "cycles",
     "config",
     "priorityClasses",
+    "namespaces",
     "topologies",
     "nodes",
     "queues",
@@ -59,6 +60,7 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     now = _now(top)
     facts = cluster.Cluster()
     classes = cluster.priority_classes(top, facts)
+    namespaces = cluster.namespaces(top)
     topologies = cluster.topologies(top, facts)
     nodes = cluster.nodes(top, facts, now)
     queues = cluster.queues(top, facts, now)
@@ -69,6 +71,7 @@ def build(where: Where, doc: dict[str, Any]) -> Scenario:
     objects = [
         *classes,
         *facts.synthesized,
+        *namespaces,
         *topologies,
         *nodes,
         *queues,

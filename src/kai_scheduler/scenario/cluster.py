@@ -1,4 +1,4 @@
-"""Build the cluster half of a scenario: PriorityClasses, Topologies, Nodes and Queues (SCENARIOS.md).
+"""Build the cluster half of a scenario: PriorityClasses, Namespaces, Topologies, Nodes and Queues (SCENARIOS.md).
 
 Each builder returns the Kubernetes objects and the facts the jobs are checked against (node names and GPU
 memory, the queue tree, class values, topology levels), gathered in `Cluster`.
@@ -45,6 +45,7 @@ QUEUE_RESOURCE_FIELDS = ("quota", "overQuotaWeight", "limit")
 QUEUE_RESOURCES = ("gpu", "cpu", "memory")
 PRIORITY_CLASS_FIELDS = ("name", "value", "globalDefault")
 TOPOLOGY_FIELDS = ("name", "levels")
+NAMESPACE_FIELDS = ("name", "labels")
 TOPOLOGY_LEVEL_FIELDS = ("nodeLabel", "alias")
 
 DEFAULT_NODE_CPU = "64"
@@ -111,6 +112,21 @@ def shipped_classes(defined: set[str]) -> list[JSON]:
         for pc in priorityclass.SHIPPED
         if pc.name not in defined
     ]
+
+
+def namespaces(top: Entry) -> list[meta.Built]:
+    """Namespace objects from `{name, labels}`: what a namespaceSelector of a pod (anti-)affinity term (and a
+    queue's access control) matches. A namespace that jobs use but that is not listed has no labels."""
+    out = []
+    for e in top.named_items("namespaces", "namespace"):
+        e.check_keys(NAMESPACE_FIELDS)
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": meta.metadata("Namespace", e.name, labels=e.text_map("labels") or None),
+        }
+        out.append(meta.Built(obj, e.where.at(e.data)))
+    return out
 
 
 def topologies(top: Entry, cluster: Cluster) -> list[meta.Built]:

@@ -93,14 +93,24 @@ class Shard:
 
 # The kinds a manifest's objects are read of, in the order they are loaded; others are skipped (`ignored_kinds`).
 # Grove's PodGang is read too: the pod grouper groups its pods by it (there is no Grove operator here to make pods).
-MANIFEST_KINDS = ("PriorityClass", "Topology", "Node", "Queue", "PodGroup", "PodGang", "Pod", "BindRequest")
+MANIFEST_KINDS = (
+    "PriorityClass",
+    "Namespace",
+    "Topology",
+    "Node",
+    "Queue",
+    "PodGroup",
+    "PodGang",
+    "Pod",
+    "BindRequest",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """A loaded scenario file or Kubernetes manifest.
 
-    `objects` come in a fixed order: priority classes, topologies, nodes, queues, podgroups, pods,
+    `objects` come in a fixed order: priority classes, namespaces, topologies, nodes, queues, podgroups, pods,
     bindrequests (each in file order), with deterministic uids, so two loads are equal. A manifest has no
     `config`, `cycles` or `expect`; its `jobs` are derived from its PodGroups and `ignored_kinds` lists the
     kinds it held that the scheduler does not read.

@@ -33,7 +33,7 @@ from kai_scheduler.scheduler import job_order as reflected
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.store import collector
-from kai_scheduler.store.cache import ACCESS_RESOURCES, SCHEDULER_RESOURCES, ObjectCache
+from kai_scheduler.store.cache import SCHEDULER_RESOURCES, ObjectCache
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.usagedb import factory as usage_factory
 from kai_scheduler.usagedb import usage_config
@@ -90,7 +90,7 @@ class Scheduler:
         self._usage_fetched_at: float | None = None  # the usage fetch the last cycle read (a new one is timed)
         self.cache = ObjectCache(
             store,
-            resources(config.flags),
+            SCHEDULER_RESOURCES,
             keep=None if whole_cluster else pool_filters(config.flags),
             remember_dropped=("queues",),  # other pools' queues: named when a job of this pool names one
         )
@@ -170,7 +170,7 @@ class Scheduler:
                 claims=self.cache.objects("resourceclaims"),
                 templates=self.cache.objects("resourceclaimtemplates"),
             ),
-            namespaces=self.cache.objects("namespaces") if self.config.flags.queue_access_control else [],
+            namespaces=self.cache.objects("namespaces"),
             other_pool_queues={
                 name: labels.get(self.config.flags.nodepool_label_key, "")
                 for name, labels in self.cache.dropped("queues").items()
@@ -388,8 +388,3 @@ def pool_filters(flags: configs.Flags) -> dict[str, Callable[[JSON], bool]]:
         return snapshots.in_pool(labels if isinstance(labels, dict) else {}, key, value)
 
     return dict.fromkeys(POOLED_RESOURCES, keep)
-
-
-def resources(flags: configs.Flags) -> tuple[str, ...]:
-    """What the scheduler's cache lists and watches: namespaces only with queue access control on."""
-    return SCHEDULER_RESOURCES + ACCESS_RESOURCES if flags.queue_access_control else SCHEDULER_RESOURCES

@@ -29,6 +29,7 @@ SCHEDULER_RESOURCES = (
     "bindrequests",
     "priorityclasses",
     "topologies",
+    "namespaces",  # their labels: pod affinity terms' namespaceSelector, queue access control
     *DRA_RESOURCES,
 )
 # Kinds a cluster may not serve (resource.k8s.io/v1beta1 is off by default in Kubernetes 1.32): a list answered
@@ -36,8 +37,6 @@ SCHEDULER_RESOURCES = (
 OPTIONAL_RESOURCES = frozenset(DRA_RESOURCES)
 OPTIONAL_RETRY = 60
 LOG_FLOOR = 4096  # entries an informer's change log keeps at least (see `_logged`)
-# Read too with queue access control on (`--queue-access-control`): the namespaces' labels.
-ACCESS_RESOURCES = ("namespaces",)
 
 
 @dataclass(frozen=True, slots=True)

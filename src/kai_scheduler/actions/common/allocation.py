@@ -9,6 +9,7 @@ on resources still being released it is Pipelined. A gang that needed any pipeli
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,14 +168,14 @@ def gang_summary(ssn: Session, job: JobInfo) -> str:
     need = min(len(pending), max(job.min_available() - job.active_allocated(), 1))
     room = _room(ssn, first)
     schedulable = ssn.snapshot.arrays.schedulable
-    have = _pods_held(ssn, first, np.where(schedulable, room, 0))
+    apart = _repels_itself(first, ssn.snapshot.namespace_labels())
+    have = _pods_held(ssn, apart, np.where(schedulable, room, 0))
     if have >= need:
         return ""
-    apart = _repels_itself(first) is not None
     summary = _requirement(first, need, have, apart)
     # Room on nodes not Ready or cordoned: said, or "room for 0" reads as a full cluster when its nodes are down
     # (the kubelets stopped, a network partition) and their GPUs idle.
-    idle = _pods_held(ssn, first, np.where(schedulable, 0, room))
+    idle = _pods_held(ssn, apart, np.where(schedulable, 0, room))
     if idle:
         summary += f" (room for {idle} more on nodes not ready or cordoned)"
     return summary
@@ -191,9 +192,9 @@ def _room(ssn: Session, task: PodInfo) -> npt.NDArray[np.int64]:
     return room
 
 
-def _pods_held(ssn: Session, task: PodInfo, room: npt.NDArray[np.int64]) -> int:
-    """How many of the pods the room holds; pods that repel each other within a topology key: one per domain."""
-    key = _repels_itself(task)
+def _pods_held(ssn: Session, key: str | None, room: npt.NDArray[np.int64]) -> int:
+    """How many of the pods the room holds; pods that repel each other within topology key `key` (None: they
+    do not): one per domain."""
     if key is None:
         return int(room.sum())
     if key == HOSTNAME:
@@ -212,22 +213,22 @@ def _pods_held(ssn: Session, task: PodInfo, room: npt.NDArray[np.int64]) -> int:
     return held
 
 
-def _repels_itself(task: PodInfo) -> str | None:
+def _repels_itself(task: PodInfo, namespace_labels: Mapping[str, Mapping[str, str]]) -> str | None:
     """The topology key of a required anti-affinity term that selects the pod's own labels in its namespace
     (the job's alike pods must then each run in a domain of their own), else None."""
     pod = task.pod
     for term in pod.pod_anti_affinity:
-        if (not term.namespaces or pod.namespace in term.namespaces) and term.selector.matches(pod.meta.labels):
+        scope = term.scope(pod.namespace, namespace_labels)
+        if (scope is None or pod.namespace in scope) and term.selector.matches(pod.meta.labels):
             return term.topology_key
     return None
 
 
-def _requirement(task: PodInfo, need: int, have: int, apart: bool) -> str:
+def _requirement(task: PodInfo, need: int, have: int, key: str | None) -> str:
     """ "Resources were found for 2 pods while 3 are required for gang scheduling: each pod needs 1 GPU, 3 GPUs
     in all", or that each pod needs a node (or domain) of its own; for one pod: "no node has room for a pod of
     2 GPUs"."""
     each, total = _asks(task, need)
-    key = _repels_itself(task) if apart else None
     own = "" if key is None else " on a node of its own" if key == HOSTNAME else f" in a {key} of its own"
     if need == 1:
         return f"no node has room for a pod of {each}{own}"

@@ -10,7 +10,8 @@ that removes it. Every check answers for all nodes at once:
 - taints, nodeSelector and required node affinity are static for a session: one set of masks per
   distinct constraint key (selector, affinity terms, tolerations), evaluated once, shared by all its pods;
 - resources: one column comparison per requested resource on idle + releasing (so pipelining is allowed);
-- inter-pod (anti-)affinity only costs pods that declare it, by walking the pods its selector can match.
+- inter-pod (anti-)affinity only costs pods that declare it, by walking the pods its selector can match; a
+  term's namespaceSelector is matched against the snapshot's Namespaces (kube-scheduler's InterPodAffinity).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from kai_scheduler.cluster.pod_affinity import (
     PodIndex,
     anti_affine_pods,
     is_on_node,
-    matches,
-    namespaces_of,
+    scope_of,
+    selects,
+    selects_task,
     session_pods,
 )
 from kai_scheduler.cluster.pod_info import PodInfo, PodUID
@@ -306,17 +308,18 @@ class Predicates(PluginBase):
         terms = task.pod.pod_affinity
         if not terms:
             return None
-        first, rest = terms[0], terms[1:]
-        found = self._pod_index().on_node(first.selector, namespaces_of(first, task))
+        scoped = [(term, scope_of(term, task, self._snapshot)) for term in terms]
+        (first, first_scope), rest = scoped[0], scoped[1:]
+        found = self._pod_index().on_node(first.selector, first_scope)
         pods = [p for p in found if p is not task]
         if rest:
-            pods = [p for p in pods if all(matches(t, p, task.namespace) for t in rest)]
+            pods = [p for p in pods if all(selects(t, scope, p) for t, scope in rest)]
         domains = [self._domains(term.topology_key, pods) for term in terms]
         mask = np.ones(len(self._snapshot.nodes), dtype=bool)
         if any(domains):
             for term, values in zip(terms, domains, strict=True):
                 mask &= self._labels.column(term.topology_key).isin(values)
-        elif all(matches(t, task, task.namespace) for t in terms):
+        elif all(selects(t, scope, task) for t, scope in scoped):
             for term in terms:
                 mask &= self._labels.column(term.topology_key).codes >= 0
         else:
@@ -330,7 +333,7 @@ class Predicates(PluginBase):
             return None
         mask = np.ones(len(self._snapshot.nodes), dtype=bool)
         for term in terms:
-            found = self._pod_index().on_node(term.selector, namespaces_of(term, task))
+            found = self._pod_index().on_node(term.selector, scope_of(term, task, self._snapshot))
             pods = [p for p in found if p is not task]
             if values := self._domains(term.topology_key, pods):
                 mask &= ~self._labels.column(term.topology_key).isin(values)
@@ -340,7 +343,7 @@ class Predicates(PluginBase):
         """Symmetry: keep out of the domains of on-node pods whose anti-affinity terms match this task."""
         forbidden: dict[str, set[str]] = {}
         for (term, owner_namespace), owners in self._anti_affine_pods().items():
-            if not matches(term, task, owner_namespace):
+            if not selects_task(term, owner_namespace, task, self._snapshot):
                 continue
             on_node = [p for p in owners if p is not task and is_on_node(p)]
             forbidden.setdefault(term.topology_key, set()).update(self._domains(term.topology_key, on_node))
