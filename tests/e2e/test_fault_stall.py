@@ -18,7 +18,8 @@ from tests.e2e.checks import bound_once, never_over_committed
 from tests.e2e.harness import NAMESPACE, Cluster, pod
 from tests.e2e.test_faults import ELECTION, LEASE_DURATION, LEASE_NAMESPACE
 
-SCHEDULERS = ("scheduler-1", "scheduler-2")
+# Names of their own: a log is appended to per name, and test_faults.py's leader test reads "scheduler-1"'s.
+SCHEDULERS = LEADER, OTHER = ("stalled-scheduler", "other-scheduler")
 RENEW_DEADLINE = 3.0  # ELECTION's --leader-elect-renew-deadline
 STOPPED_FOR = 6.0  # seconds of SIGSTOP: several of the scheduler's 1 s cycles
 
@@ -66,10 +67,10 @@ def test_a_leader_whose_connection_stalls_writes_nothing_after_its_lease_lapsed(
     proxied, proxy = stallproxy.through(admin_or_own, tmp_path)
     processes.kill("scheduler")
     try:
-        processes.start_component("scheduler", *ELECTION, name="scheduler-1", kubeconfig=proxied)
-        clean.wait("scheduler-1 leading", lambda: "became leader" in processes.log_of("scheduler-1"), timeout=30)
-        processes.start_component("scheduler", *ELECTION, name="scheduler-2")
-        clean.wait("scheduler-2 standing by", lambda: "waiting for the lease" in processes.log_of("scheduler-2"))
+        processes.start_component("scheduler", *ELECTION, name=LEADER, kubeconfig=proxied)
+        clean.wait("scheduler-1 leading", lambda: "became leader" in processes.log_of(LEADER), timeout=30)
+        processes.start_component("scheduler", *ELECTION, name=OTHER)
+        clean.wait("scheduler-2 standing by", lambda: "waiting for the lease" in processes.log_of(OTHER))
         for i in range(4):
             clean.create(pod(f"stall-a-{i}", gpus=2, labels={"app": "stall"}))
         clean.wait("the leader's 4 pods bound", lambda: len(clean.bound("app=stall")) == 4)
@@ -80,11 +81,11 @@ def test_a_leader_whose_connection_stalls_writes_nothing_after_its_lease_lapsed(
             clean.create(pod(f"stall-b-{i}", gpus=2, labels={"app": "stall"}))
         clean.wait(
             "scheduler-2 leading",
-            lambda: "became leader" in processes.log_of("scheduler-2"),
+            lambda: "became leader" in processes.log_of(OTHER),
             timeout=LEASE_DURATION + 10,
         )
         took_over = time.monotonic() - stalled
-        lapsed = _lines_after(processes.log_of("scheduler-1"), "lost leadership")
+        lapsed = _lines_after(processes.log_of(LEADER), "lost leadership")
         assert lapsed, "scheduler-1 never said it lost the lease"
         clean.wait("all 12 pods bound by scheduler-2", lambda: len(clean.bound("app=stall")) == 12)
         invariants.settled(clean)
@@ -93,13 +94,12 @@ def test_a_leader_whose_connection_stalls_writes_nothing_after_its_lease_lapsed(
         proxy.resume()
 
         def log_of_1() -> str:
-            return processes.log_of("scheduler-1")
+            return processes.log_of(LEADER)
 
         clean.wait(
             "scheduler-1 seeing scheduler-2 hold the lease",
             lambda: any(
-                "waiting for the lease" in line
-                for line in _lines_after(processes.log_of("scheduler-1"), "lost leadership")
+                "waiting for the lease" in line for line in _lines_after(processes.log_of(LEADER), "lost leadership")
             ),
             timeout=15,
         )
