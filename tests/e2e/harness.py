@@ -115,9 +115,10 @@ class Processes:
         ]
         self.running[name] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
-    def start_component(self, component: str, *flags: str, name: str = "") -> None:
+    def start_component(self, component: str, *flags: str, name: str = "", kubeconfig: str = "") -> None:
         """Start a component with the suite's flags for it (COMPONENT_FLAGS) and `flags`. A scheduler gets a free
-        --plugin-server-port of its own (in `plugin_ports`) unless `flags` name one: KAI's 8081 is for one alone."""
+        --plugin-server-port of its own (in `plugin_ports`) unless `flags` name one: KAI's 8081 is for one alone.
+        `kubeconfig`: instead of the component's own (`kubeconfigs`)."""
         extra: tuple[str, ...] = ()
         if component in ("scheduler", "run") and not any(f.startswith("--plugin-server-port") for f in flags):
             self.plugin_ports[name or component] = free_port()
@@ -130,7 +131,7 @@ class Processes:
             *COMPONENT_FLAGS.get(component, ()),
             *extra,
             *flags,
-            kubeconfig=self.kubeconfigs.get(component, ""),
+            kubeconfig=kubeconfig or self.kubeconfigs.get(component, ""),
         )
 
     def start_fake_nodes(self) -> None:

@@ -28,6 +28,7 @@ from kai_scheduler.nodescaleadjuster.adjuster import NodeScaleAdjuster
 from kai_scheduler.podgrouper import context as grouping
 from kai_scheduler.podgrouper import grouper as grouping_controller
 from kai_scheduler.podgrouper.grouper import PodGrouper
+from kai_scheduler.runtime.fence import Fenced
 from kai_scheduler.runtime.http import Endpoint, Reply
 from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ScaleAdjusterOptions, SchedulerOptions
 from kai_scheduler.scheduler import capture, config_file
@@ -59,6 +60,8 @@ class Component:
     # GET endpoints served on the plugin server at `plugin_port` (0: none served), as KAI's plugins register them.
     endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
     plugin_port: int = 0
+    # The store its writes go through, refused once its lease lapsed (runtime.fence); `build` sets it.
+    fence: Fenced | None = None
 
 
 def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
@@ -331,13 +334,18 @@ def build(
     if unknown:
         raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(known)}")
     grouper_options = grouper_options or GrouperOptions()
-    builders: dict[str, Callable[[], Component]] = {
-        "scheduler": lambda: scheduler(store, scheduler_options or SchedulerOptions(), registry, clock),
-        "binder": lambda: binder(store, binder_options or BinderOptions(), clock, registry),
-        "podgrouper": lambda: podgrouper(store, grouper_options, clock, registry),
-        "controllers": lambda: controllers(store, grouper_options, registry, clock),
-        "node-scale-adjuster": lambda: node_scale_adjuster(
-            store, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock
+    builders: dict[str, Callable[[Fenced], Component]] = {
+        "scheduler": lambda s: scheduler(s, scheduler_options or SchedulerOptions(), registry, clock),
+        "binder": lambda s: binder(s, binder_options or BinderOptions(), clock, registry),
+        "podgrouper": lambda s: podgrouper(s, grouper_options, clock, registry),
+        "controllers": lambda s: controllers(s, grouper_options, registry, clock),
+        "node-scale-adjuster": lambda s: node_scale_adjuster(
+            s, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock
         ),
     }
-    return [builders[name]() for name in known if name in names]
+    built = []
+    for name in known:
+        if name in names:
+            fence = Fenced(store)
+            built.append(dataclasses.replace(builders[name](fence), fence=fence))
+    return built

@@ -9,7 +9,10 @@
 - `release()` on a clean shutdown clears the holder, so the next candidate takes over at once.
 
 `is_leader` is computed against the clock at every call, so a leader whose renewals stall reads as not leader
-from the instant its deadline passes, even before its loop notices. Time comes from an injected `Clock`.
+from the instant its deadline passes, even before its loop notices. `guard` notices it at that instant even
+while an attempt hangs on a stalled connection (client-go bounds each renewal by the renew deadline) and calls
+`on_lapse`, with which the process cuts its requests in flight: a write sent before the lapse and held by the
+network is abandoned instead of landing after another candidate took over. Time comes from an injected `Clock`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import math
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +34,7 @@ from kai_scheduler.store.interface import JSON, AlreadyExists, Cancelled, Cluste
 log = logging.getLogger(__name__)
 
 LEASE_API_VERSION = "coordination.k8s.io/v1"
+GUARD_POLL = 0.1  # seconds: how often `guard` looks at a leadership it does not hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,7 @@ class LeaderElector:
         *,
         identity: str | None = None,
         config: LeaderConfig | None = None,
+        on_lapse: Callable[[], object] | None = None,
     ) -> None:
         self.store = store
         self.namespace = namespace
@@ -77,6 +83,7 @@ class LeaderElector:
         self.identity = identity or default_identity()
         self.config = config or LeaderConfig()
         self.config.validate()
+        self.on_lapse = on_lapse  # called once per lapse, by whichever thread notices it
         self._observed: JSON | None = None  # the lease spec last read or written
         self._observed_at = 0.0  # local time it last changed
         self._renewed_at: float | None = None  # local time of our last successful write while leader
@@ -113,7 +120,7 @@ class LeaderElector:
 
     def _notice_lapse(self) -> None:
         """Say once that leadership was lost when the last renewal is older than the renew deadline (`is_leader`
-        turned false by itself, between two attempts or during one), and forget it."""
+        turned false by itself, between two attempts or during one), forget it and call `on_lapse`."""
         with self._lock:
             renewed = self._renewed_at
             lapsed = renewed is not None and self.clock.now() - renewed >= self.config.renew_deadline
@@ -124,6 +131,20 @@ class LeaderElector:
                 "lost leadership: the lease was not renewed within the renew deadline",
                 extra={"lease": self._key(), "identity": self.identity},
             )
+            if self.on_lapse is not None:
+                self.on_lapse()
+
+    def guard(self, stop: threading.Event) -> None:
+        """Until `stop` is set: wake at each renew deadline and notice a lapse there, whatever `run` is waiting on."""
+        while not stop.is_set():
+            with self._lock:
+                renewed = self._renewed_at
+            wait = GUARD_POLL
+            if renewed is not None:
+                wait = max(wait, renewed + self.config.renew_deadline - self.clock.now())
+            if stop.wait(min(wait, self.config.retry_period)):
+                return
+            self._notice_lapse()
 
     def run(self, stop: threading.Event) -> None:
         """Acquire and renew every retry period until `stop` is set. The caller releases the lease once the

@@ -107,8 +107,11 @@ class Process:
                     clock,
                     identity=identity,
                     config=options.leader,
+                    on_lapse=self._cut_in_flight,
                 )
                 self.electors[component.name] = elector
+                if component.fence is not None:
+                    component.fence.leadership = elector
             self.runners.append(
                 Runner(
                     component.name,
@@ -158,8 +161,20 @@ class Process:
             self._elector_threads.append(
                 threading.Thread(target=elector.run, args=(self.stop,), name=f"kai-{name}-lease", daemon=True)
             )
+            self._elector_threads.append(
+                threading.Thread(target=elector.guard, args=(self.stop,), name=f"kai-{name}-guard", daemon=True)
+            )
         for thread in (*self._elector_threads, *self._threads):
             thread.start()
+
+    def _cut_in_flight(self) -> None:
+        """A lease lapsed: cut every request in flight (writes a stalled connection holds are abandoned, not
+        sent late; the watches reconnect) and take new ones again, which the fenced stores refuse to write."""
+        if self.stop.is_set() or not isinstance(self.store, KubeStore):
+            return  # a shutdown cuts and resumes by itself
+        cut = self.store.cancel()
+        self.store.resume()
+        log.warning("requests in flight cut: a lease lapsed", extra={"connections_cut": cut})
 
     def run(self) -> int:
         """Start, wait for the stop Event, shut down; 0."""
