@@ -19,7 +19,7 @@ from tests.kube.test_refusals import _crds, _queue
 
 READ = ["get", "list", "watch"]
 READ_RULES = [
-    {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": READ},
+    {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": READ},
     {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups", "queues", "bindrequests"], "verbs": READ},
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": READ},
     {"apiGroups": ["kai.scheduler"], "resources": ["topologies"], "verbs": READ},
