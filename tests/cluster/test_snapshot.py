@@ -174,7 +174,8 @@ def test_the_queue_tree_does_not_depend_on_input_order() -> None:
         ),
         pytest.param(
             "c1",
-            "queue 'c1' is left out of the queue tree: queue 'c1' is in a parent cycle (spec.parentQueue): c1 → c2 → c1",
+            "queue 'c1' is left out of the queue tree: "
+            "queue 'c1' is in a parent cycle (spec.parentQueue): c1 → c2 → c1",
             id="a queue dropped for a parent cycle",
         ),
     ],
