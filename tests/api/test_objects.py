@@ -425,6 +425,18 @@ def test_pod() -> None:
     assert not pod.scheduling_gated
 
 
+def test_a_megabyte_annotation_is_quoted_in_part_and_the_error_stays_one_short_line() -> None:
+    pod = copy.deepcopy(POD)
+    del pod["spec"]["containers"][0]["resources"]["limits"][constants.RESOURCE_GPU]
+    pod["metadata"]["annotations"] = {constants.ANNOTATION_GPU_MEMORY: "9" * 2**21}
+    with pytest.raises(ObjectError) as err:
+        Pod.from_dict(pod)
+    line = str(err.value)
+    assert line.startswith("Pod team-a/train-1-worker-0 metadata.annotations.gpu-memory: want a positive number")
+    assert line.endswith(" more characters)") and len(line) < 700 and "\n" not in line
+    assert str(err.value.with_source("pods.yaml")) == f"pods.yaml: {line}"
+
+
 def test_pod_defaults_to_the_default_scheduler() -> None:
     raw = copy.deepcopy(POD)
     del raw["spec"]["schedulerName"]

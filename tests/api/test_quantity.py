@@ -161,3 +161,10 @@ def test_a_quantity_past_1e30_is_refused_and_9ei_is_not() -> None:
     for text in ("1e400", "9" * 40, "1e31"):
         with pytest.raises(QuantityError, match="is too large"):
             parse_quantity(text)
+
+
+@pytest.mark.parametrize("suffix", ["", "Ki", "k", "e3"])
+def test_a_million_digits_are_too_large_not_a_decimal_overflow(suffix: str) -> None:
+    """Past Decimal's exponent range (a 2 MB annotation of nines) scaling raised decimal.Overflow, no QuantityError."""
+    with pytest.raises(QuantityError, match="is too large"):
+        parse_quantity("9" * 2**21 + suffix)

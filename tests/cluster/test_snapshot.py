@@ -152,7 +152,7 @@ def test_problem_messages_name_the_queues() -> None:
     snap = b.snapshot([b.node("n1"), *QUEUES])
     messages = {p.key: p.message for p in snap.problems}
     assert messages["lost"] == "parent queue 'ghost' of queue 'lost' does not exist"
-    assert messages["c1"] == "queue 'c1' is in a parent cycle: c1 → c2 → c1"
+    assert messages["c1"] == "queue 'c1' is in a parent cycle (spec.parentQueue): c1 → c2 → c1"
 
 
 def test_the_queue_tree_does_not_depend_on_input_order() -> None:
@@ -174,7 +174,8 @@ def test_the_queue_tree_does_not_depend_on_input_order() -> None:
         ),
         pytest.param(
             "c1",
-            "queue 'c1' is left out of the queue tree: queue 'c1' is in a parent cycle: c1 → c2 → c1",
+            "queue 'c1' is left out of the queue tree: "
+            "queue 'c1' is in a parent cycle (spec.parentQueue): c1 → c2 → c1",
             id="a queue dropped for a parent cycle",
         ),
     ],

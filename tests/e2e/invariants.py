@@ -98,10 +98,17 @@ def _gangs_split(cluster: Cluster) -> list[str]:
     split = []
     for g in groups:
         name = g["metadata"]["name"]
-        minimum = int(g.get("spec", {}).get("minMember") or 1)
+        minimum = _min_member(g)
         if 0 < bound[name] < minimum:
             split.append(f"{name}: {bound[name]} of minMember {minimum} bound")
     return split
+
+
+def _min_member(group: JSON) -> int:
+    """The PodGroup's minMember; 1 when it is none or no integer (a bad object a test submitted, which the
+    scheduler refuses: none of its pods is bound)."""
+    value = (group.get("spec") or {}).get("minMember")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
 
 
 def _queue_allocations_off(cluster: Cluster) -> list[str]:

@@ -18,6 +18,14 @@ class UserError(ValueError):
     """
 
 
+# The longest message an ObjectError keeps: a value quoted whole could be megabytes (an annotation), and the
+# message goes into log lines and Events.
+MESSAGE_LIMIT = 512
+# Kept whole up to this much longer, so a message bounded once (its tail "… (N more characters)") stays as it is
+# when the error is made again (`with_source`).
+_SLACK = 40
+
+
 class ObjectError(UserError):
     """A Kubernetes object (or scenario entry) with a field the scheduler cannot accept."""
 
@@ -25,7 +33,7 @@ class ObjectError(UserError):
         self.kind = kind
         self.name = name
         self.field = field
-        self.message = message
+        self.message = _bounded(message)
         self.source = source
         super().__init__(str(self))
 
@@ -37,6 +45,12 @@ class ObjectError(UserError):
         where = f"{self.source}: " if self.source else ""
         field = f" {self.field}:" if self.field else ":"
         return f"{where}{self.kind} {self.name}{field} {self.message}"
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MESSAGE_LIMIT + _SLACK:
+        return message
+    return f"{message[:MESSAGE_LIMIT]}… ({len(message) - MESSAGE_LIMIT} more characters)"
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

@@ -99,6 +99,8 @@ def _parse(value: str | int | float) -> Decimal:
         base = Decimal(number)
     except InvalidOperation as err:  # pragma: no cover - the pattern admits only decimals
         raise QuantityError(f"invalid quantity {value!r}") from err
+    if base.adjusted() > 100:  # far past LIMIT; a million digits would overflow Decimal's context on scaling
+        raise QuantityError(f"quantity {_short(value)} is too large (at most 1e30)")
     if suffix in _BINARY:
         return base * _BINARY[suffix]
     if suffix in _DECIMAL:

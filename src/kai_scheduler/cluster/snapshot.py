@@ -641,7 +641,7 @@ def _queue_tree(
                 dropped[name] = why
                 break
             if cur in seen:
-                why = f"queue {name!r} is in a parent cycle: {' → '.join([*seen, cur])}"
+                why = f"queue {name!r} is in a parent cycle (spec.parentQueue): {' → '.join([*seen, cur])}"
                 problems.append(Problem("Queue", name, "QueueCycle", why))
                 dropped[name] = why
                 break
