@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.operator import render
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound
 from kai_scheduler.usagedb.params import ExtraParams
@@ -431,23 +432,29 @@ USED = 0.75
 TEAM_PODS = 6  # per team: four 8-GPU pods fill the 32 GPUs, two wait (the docs submit ten jobs per team)
 
 
-def _cluster_gpus(cluster: Cluster) -> int:
+def _cluster_capacity(cluster: Cluster, resource: str) -> float:
+    """The suite's nodes' capacity of `resource` (GPUs, CPU cores, memory bytes), as kube-state-metrics exports it."""
     nodes = cluster.store.list("nodes")[0]
     return sum(
-        int(n.get("status", {}).get("allocatable", {}).get(GPU, 0))
+        float(parse_quantity(n.get("status", {}).get("capacity", {}).get(resource, 0)))
         for n in nodes
         if n["metadata"]["name"].startswith(NODE_PREFIX)
     )
+
+
+def _cluster_gpus(cluster: Cluster) -> int:
+    return int(_cluster_capacity(cluster, GPU))
 
 
 def _team_gpus(cluster: Cluster, team: str) -> int:
     return 8 * len(_bound(cluster, cluster.pods(f"team={team}")))
 
 
-def _usage_db_config(docs: list[JSON], url: str, gpus: int) -> JSON:
+def _usage_db_config(docs: list[JSON], url: str, cluster: Cluster) -> JSON:
     """The docs' shard `usageDBConfig`, pointed at the test's Prometheus, its times scaled down from a week to
-    seconds (as the oscillation example's "Faster Oscillation" tuning does), and the GPU capacity metric
-    overridden (docs: "Advanced: overriding metrics") to the cluster's GPUs, since no kube-state-metrics runs."""
+    seconds (as the oscillation example's "Faster Oscillation" tuning does), and the capacity metrics overridden
+    (docs: "Advanced: overriding metrics") to the cluster's capacity, since no kube-state-metrics runs (KAI's client
+    fails the whole fetch when any capacity query has no data)."""
     config: JSON = copy.deepcopy(_doc(docs, "SchedulingShard", "default")["spec"]["usageDBConfig"])
     config["connectionString"] = url
     params = config["usageParams"]
@@ -456,7 +463,12 @@ def _usage_db_config(docs: list[JSON], url: str, gpus: int) -> JSON:
         windowSize=f"{WINDOW}s",
         fetchInterval="1s",
         waitTimeout="5s",
-        extraParams={"queryResolution": "1s", "gpuCapacityMetric": f"vector({gpus})"},
+        extraParams={
+            "queryResolution": "1s",
+            "gpuCapacityMetric": f"vector({_cluster_capacity(cluster, GPU):g})",
+            "cpuCapacityMetric": f"vector({_cluster_capacity(cluster, 'cpu'):g})",
+            "memoryCapacityMetric": f"vector({_cluster_capacity(cluster, 'memory'):.0f})",
+        },
     )
     return config
 
@@ -492,7 +504,7 @@ def test_time_based_fair_share_the_queue_that_used_more_loses_its_gpus_and_gets_
     processes = clean.processes
     with prometheus.running([f"127.0.0.1:{processes.ports['controllers']}"], tmp_path / "prometheus") as prom:
         conf = tmp_path / "config.yaml"
-        conf.write_text(yaml.safe_dump({"usageDBConfig": _usage_db_config(docs, prom.url, gpus)}))
+        conf.write_text(yaml.safe_dump({"usageDBConfig": _usage_db_config(docs, prom.url, clean)}))
         with _scheduler_with(clean, conf):
             team_a = _doc(docs, "Pod", "team-a-training-job")
             for i in range(1, TEAM_PODS + 1):
@@ -507,7 +519,8 @@ def test_time_based_fair_share_the_queue_that_used_more_loses_its_gpus_and_gets_
             seen: list[float | None] = []
 
             def team_a_used_the_window() -> bool:
-                seen.append(prom.value(f"({used}) / ({capacity})"))
+                # As KAI's client divides: each queue's series by the one capacity value (label sets differ).
+                seen.append(prom.value(f"({used}) / scalar({capacity})"))
                 return (seen[-1] or 0.0) >= USED
 
             try:
