@@ -303,16 +303,12 @@ def test_gpu_sharing_the_gpu_memory_pod(clean: Cluster) -> None:
     assert (memory.get("annotations") or {}).get("gpu-memory") == "2000", memory
 
 
-@pytest.mark.xfail(
-    not controllers_running(),  # with a garbage collector the first pod's PodGroup goes with it, and all is well
-    strict=True,
-    reason="known bug: a pod deleted and made again under its name with another GPU request, while the first's "
-    "PodGroup remains, is never placed (its PodGroup reports the first pod's request)",
-)
 def test_gpu_sharing_the_gpu_memory_pod_applied_after_deleting_the_fraction_pod_of_the_same_name(
     clean: Cluster,
 ) -> None:
-    """KAI's two examples are both named `gpu-sharing`: a user deletes the first to apply the second."""
+    """KAI's two examples are both named `gpu-sharing`: a user deletes the first to apply the second, at once,
+    before any garbage collector has taken the first pod's BindRequest (named after the pod, as KAI names it): the
+    new pod is placed, and its own BindRequest replaces the first's."""
     docs = _docs("gpu-sharing")
     _apply(clean, _doc(docs, "Pod", "gpu-sharing", 0))
     clean.wait("the half-GPU pod bound", lambda: len(_bound(clean, _named(clean, "gpu-sharing"))) == 1)
@@ -320,6 +316,9 @@ def test_gpu_sharing_the_gpu_memory_pod_applied_after_deleting_the_fraction_pod_
     clean.wait("the half-GPU pod gone", lambda: not _named(clean, "gpu-sharing"))
     _apply(clean, _doc(docs, "Pod", "gpu-sharing", 1))
     clean.wait("the GPU-memory pod bound", lambda: len(_bound(clean, _named(clean, "gpu-sharing"))) == 1, timeout=20)
+    again = clean.store.get("pods", "gpu-sharing", NAMESPACE)["metadata"]
+    request = clean.store.get("bindrequests", "gpu-sharing", NAMESPACE)
+    assert [o["uid"] for o in request["metadata"]["ownerReferences"]] == [again["uid"]], request["metadata"]
 
 
 # --- workload priority ------------------------------------------------------------------------------------------
