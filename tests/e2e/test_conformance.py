@@ -582,8 +582,10 @@ def _get(clean: Cluster, resource: str, name: str, namespace: str) -> JSON | Non
 def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_them(
     clean: Cluster, tmp_path: Path
 ) -> None:
-    """docs/operator: the Config (`spec.namespace: kai-system`), the `default` shard and the advanced `gpu-shard`
-    (its `args` become scheduler flags, its queue depths and minimum runtimes its config). Then the time-based
+    """docs/operator: the Config (`spec.namespace: kai-system`, another namespace than the operator's, where it renders
+    as KAI's operator does: its ClusterRole reaches every namespace), the `default` shard and the advanced `gpu-shard`
+    (its `args` become scheduler flags, its queue depths and minimum runtimes its config), the components'
+    ServiceAccounts beside their Deployments. Then the time-based
     quick setup: `prometheus.enabled` on the Config and `usageDBConfig: {clientType: prometheus}` on the shard
     give the shard's scheduler a usage DB whose connection string the Config fills in."""
     docs = _docs("operator")
@@ -616,8 +618,13 @@ def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_t
         args = clean.store.get("deployments", "kai-scheduler-gpu-shard", target)["spec"]["template"]["spec"][
             "containers"
         ][0]["args"]
-        for flag in ("--leader-elect=true", "--v=3", "--partition-label-value=gpu-nodes"):
-            assert flag in args, (flag, args)
+        # The shard's args come after the install's flags, so they win, as KAI appends them; `v: "3"` is KAI's default
+        # verbosity, at which `kai` logs without a flag (`-v` is KAI's 4, `-vv` its 5: framework/shard_args.py).
+        assert args.index("--leader-elect=true") > args.index("--leader-elect=false"), args
+        assert "--partition-label-value=gpu-nodes" in args and not {"-v", "-vv"} & set(args), args
+        # As KAI's operands do, the components' ServiceAccounts are made beside their Deployments.
+        accounts = {a["metadata"]["name"] for a in clean.store.list("serviceaccounts", target)[0]}
+        assert {f"kai-{c}" for c in ("scheduler", "binder", "podgrouper", "controllers", "admission")} <= accounts
         text = clean.store.get("configmaps", "kai-scheduler-config-gpu-shard", target)["data"]["config.yaml"]
         rendered = yaml.safe_load(text)
         assert rendered["queueDepthPerAction"] == {"preempt": 15, "reclaim": 8, "allocate": 25}, rendered
@@ -643,7 +650,7 @@ def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_t
             with contextlib.suppress(NotFound):
                 clean.store.delete("configs", "kai-config")
         for namespace in (target, OPERATOR_NAMESPACE):
-            for resource in ("deployments", "services", "configmaps"):
+            for resource in ("deployments", "services", "configmaps", "serviceaccounts"):
                 for obj in clean.store.list(resource, namespace, f"{render.LABEL_MANAGED_BY}={render.MANAGER}")[0]:
                     with contextlib.suppress(NotFound):
                         clean.store.delete(resource, obj["metadata"]["name"], namespace)
