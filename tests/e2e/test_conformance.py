@@ -24,6 +24,7 @@ import yaml
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.quantity import parse_quantity
+from kai_scheduler.install import kai_config
 from kai_scheduler.operator import render
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound
 from kai_scheduler.usagedb.params import ExtraParams
@@ -566,6 +567,29 @@ def _operator_kubeconfig(clean: Cluster, tmp_path: Path) -> str:
     return serviceaccounts.token_kubeconfig(admin, "kai-operator", OPERATOR_NAMESPACE, tmp_path / "kubeconfig-operator")
 
 
+def _start_operator(clean: Cluster, tmp_path: Path, create_defaults: bool) -> None:
+    """`kai operator` in the install's namespace, as its ServiceAccount with the install's RBAC on a real server."""
+    clean.processes.start(
+        "operator",
+        "operator",
+        f"--listen-address=127.0.0.1:{free_port()}",
+        f"--namespace={OPERATOR_NAMESPACE}",
+        "--reconcile-period=500ms",
+        f"--create-defaults={str(create_defaults).lower()}",
+        kubeconfig=_operator_kubeconfig(clean, tmp_path),
+    )
+
+
+def _stop_operator_and_remove_its_objects(clean: Cluster, namespaces: tuple[str, ...]) -> None:
+    if "operator" in clean.processes.running:
+        clean.processes.kill("operator")
+    for namespace in namespaces:
+        for resource in ("deployments", "services", "configmaps", "serviceaccounts"):
+            for obj in clean.store.list(resource, namespace, f"{render.LABEL_MANAGED_BY}={render.MANAGER}")[0]:
+                with contextlib.suppress(NotFound):
+                    clean.store.delete(resource, obj["metadata"]["name"], namespace)
+
+
 def _condition(clean: Cluster, resource: str, name: str, kind: str) -> JSON:
     status = clean.store.get(resource, name).get("status") or {}
     found = [c for c in status.get("conditions") or [] if c.get("type") == kind]
@@ -600,15 +624,7 @@ def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_t
         _apply(clean, config)
         for shard in shards:
             _apply(clean, shard)
-        processes.start(
-            "operator",
-            "operator",
-            f"--listen-address=127.0.0.1:{free_port()}",
-            f"--namespace={OPERATOR_NAMESPACE}",
-            "--reconcile-period=500ms",
-            "--create-defaults=false",
-            kubeconfig=_operator_kubeconfig(clean, tmp_path),
-        )
+        _start_operator(clean, tmp_path, create_defaults=False)
         for shard in ("default", "gpu-shard"):
             clean.wait(
                 f"shard {shard} rendered in {target}",
@@ -649,20 +665,19 @@ def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_t
         if made_config:
             with contextlib.suppress(NotFound):
                 clean.store.delete("configs", "kai-config")
-        for namespace in (target, OPERATOR_NAMESPACE):
-            for resource in ("deployments", "services", "configmaps", "serviceaccounts"):
-                for obj in clean.store.list(resource, namespace, f"{render.LABEL_MANAGED_BY}={render.MANAGER}")[0]:
-                    with contextlib.suppress(NotFound):
-                        clean.store.delete(resource, obj["metadata"]["name"], namespace)
+        _stop_operator_and_remove_its_objects(clean, (target, OPERATOR_NAMESPACE))
 
 
 # --- Helm values ------------------------------------------------------------------------------------------------
 
 
-def test_helm_values_kais_documented_values_render_into_the_install(tmp_path: Path) -> None:
+def test_helm_values_kais_documented_values_render_into_the_install(clean: Cluster, tmp_path: Path) -> None:
     """KAI's Helm values as its docs give them (`global.gpuSharing`, `global.jsonLog`, `scheduler.args`,
     `binder.resourceReservation.runtimeClassName`), given to `kai manifests -f`: accepted, and the default
-    SchedulingShard carries `scheduler.args`."""
+    SchedulingShard carries `scheduler.args`. The install carries that shard and the Config in the ConfigMap
+    `kai-config-manifest`, as KAI's chart hands them to its Config deployer, for the operator to apply: that ConfigMap
+    applied to the server, the operator applies the shard with its args and renders its scheduler, reconciled, with
+    the Config's JSON logs (`global.jsonLog`) and the verbosity of `v: "3"` (KAI's default: no `-v` flag)."""
     values = Path(__file__).parent / "fixtures" / "kai-docs" / "helm-values.yaml"
     done = subprocess.run(
         [sys.executable, "-m", "kai_scheduler.cli", "manifests", "-f", str(values)],
@@ -672,5 +687,38 @@ def test_helm_values_kais_documented_values_render_into_the_install(tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr
     objects = [o for o in yaml.safe_load_all(done.stdout) if o]
-    shards = [o for o in objects if o.get("kind") == "SchedulingShard" and o["metadata"]["name"] == "default"]
-    assert shards and shards[0]["spec"].get("args") == {"v": "3"}, shards
+    manifests = [o for o in objects if o.get("kind") == "ConfigMap" and o["metadata"]["name"] == kai_config.CONFIG_MAP]
+    assert manifests, sorted(f"{o.get('kind')}/{o['metadata']['name']}" for o in objects)
+    manifest = manifests[0]
+    shard = yaml.safe_load(manifest["data"][kai_config.SHARD_KEY])
+    assert (shard["kind"], shard["metadata"]["name"]) == ("SchedulingShard", "default"), shard
+    assert shard["spec"].get("args") == {"v": "3"}, shard
+
+    made = [(r, n) for r, n in (("configs", "kai-config"), ("schedulingshards", "default")) if not _exists(clean, r, n)]
+    try:
+        with contextlib.suppress(NotFound):  # left by an interrupted run
+            clean.store.delete("configmaps", kai_config.CONFIG_MAP, OPERATOR_NAMESPACE)
+        clean.create(manifest)
+        _start_operator(clean, tmp_path, create_defaults=True)
+        deployment = "kai-scheduler-default"
+        clean.wait(
+            "the operator to render the default shard's scheduler",
+            lambda: _get(clean, "deployments", deployment, OPERATOR_NAMESPACE) is not None,
+            timeout=30,
+        )
+        assert clean.store.get("schedulingshards", "default")["spec"].get("args") == {"v": "3"}
+        clean.wait(
+            "the default shard reconciled",
+            lambda: _condition(clean, "schedulingshards", "default", "Reconciled").get("status") == "True",
+            timeout=30,
+        )
+        rendered = clean.store.get("deployments", deployment, OPERATOR_NAMESPACE)
+        args = rendered["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert "--log-format=json" in args[: args.index("scheduler")] and not {"-v", "-vv"} & set(args), args
+    finally:
+        _stop_operator_and_remove_its_objects(clean, (OPERATOR_NAMESPACE,))
+        with contextlib.suppress(NotFound):
+            clean.store.delete("configmaps", kai_config.CONFIG_MAP, OPERATOR_NAMESPACE)
+        for resource, name in made:
+            with contextlib.suppress(NotFound):
+                clean.store.delete(resource, name)
