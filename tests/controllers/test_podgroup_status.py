@@ -86,6 +86,25 @@ def test_fractions_count_what_was_received() -> None:
     assert status(store, "share")["requested"]["nvidia.com/gpu"] == "1.05"
 
 
+def test_a_bind_request_of_an_earlier_pod_of_the_same_name_is_not_the_new_pods() -> None:
+    """A half-GPU pod bound, deleted and made again under its name as a gpu-memory pod before the garbage
+    collector took its BindRequest: the new pod has received nothing yet, so its PodGroup asks no GPU."""
+    store, ctl = cluster(podgroup("again"))
+    earlier = store.create(pod("p", group="again", fraction=0.5, node="n1"))
+    br = bind_request("p", "n1", phase="Succeeded")
+    br["spec"].update(receivedResourceType="Fraction", receivedGPU={"count": 1, "portion": "0.50"})
+    br["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": earlier["metadata"]["uid"], "controller": False}
+    ]
+    store.delete("pods", "p", NAMESPACE, grace_period_seconds=0)
+    store.create(br)  # after the deletion: this store collects what a deleted pod owns, as a garbage collector
+    again = pod("p", group="again", annotations={constants.ANNOTATION_GPU_MEMORY: "2000"})
+    again["metadata"]["uid"] = "uid-of-the-new-pod"
+    store.create(again)
+    ctl.reconcile()
+    assert status(store, "again")["requested"]["nvidia.com/gpu"] == "0"
+
+
 def test_status_is_written_only_when_it_changes() -> None:
     store, ctl = cluster(podgroup("a"), podgroup("b"), pod("a-0", group="a", gpus=1), pod("b-0", group="b", gpus=1))
     assert ctl.reconcile() == [f"{NAMESPACE}/a", f"{NAMESPACE}/b"]

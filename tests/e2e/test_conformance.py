@@ -23,6 +23,8 @@ import pytest
 import yaml
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.quantity import parse_quantity
+from kai_scheduler.install import kai_config
 from kai_scheduler.operator import render
 from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound
 from kai_scheduler.usagedb.params import ExtraParams
@@ -302,16 +304,12 @@ def test_gpu_sharing_the_gpu_memory_pod(clean: Cluster) -> None:
     assert (memory.get("annotations") or {}).get("gpu-memory") == "2000", memory
 
 
-@pytest.mark.xfail(
-    not controllers_running(),  # with a garbage collector the first pod's PodGroup goes with it, and all is well
-    strict=True,
-    reason="known bug: a pod deleted and made again under its name with another GPU request, while the first's "
-    "PodGroup remains, is never placed (its PodGroup reports the first pod's request)",
-)
 def test_gpu_sharing_the_gpu_memory_pod_applied_after_deleting_the_fraction_pod_of_the_same_name(
     clean: Cluster,
 ) -> None:
-    """KAI's two examples are both named `gpu-sharing`: a user deletes the first to apply the second."""
+    """KAI's two examples are both named `gpu-sharing`: a user deletes the first to apply the second, at once,
+    before any garbage collector has taken the first pod's BindRequest (named after the pod, as KAI names it): the
+    new pod is placed, and its own BindRequest replaces the first's."""
     docs = _docs("gpu-sharing")
     _apply(clean, _doc(docs, "Pod", "gpu-sharing", 0))
     clean.wait("the half-GPU pod bound", lambda: len(_bound(clean, _named(clean, "gpu-sharing"))) == 1)
@@ -319,6 +317,9 @@ def test_gpu_sharing_the_gpu_memory_pod_applied_after_deleting_the_fraction_pod_
     clean.wait("the half-GPU pod gone", lambda: not _named(clean, "gpu-sharing"))
     _apply(clean, _doc(docs, "Pod", "gpu-sharing", 1))
     clean.wait("the GPU-memory pod bound", lambda: len(_bound(clean, _named(clean, "gpu-sharing"))) == 1, timeout=20)
+    again = clean.store.get("pods", "gpu-sharing", NAMESPACE)["metadata"]
+    request = clean.store.get("bindrequests", "gpu-sharing", NAMESPACE)
+    assert [o["uid"] for o in request["metadata"]["ownerReferences"]] == [again["uid"]], request["metadata"]
 
 
 # --- workload priority ------------------------------------------------------------------------------------------
@@ -431,23 +432,29 @@ USED = 0.75
 TEAM_PODS = 6  # per team: four 8-GPU pods fill the 32 GPUs, two wait (the docs submit ten jobs per team)
 
 
-def _cluster_gpus(cluster: Cluster) -> int:
+def _cluster_capacity(cluster: Cluster, resource: str) -> float:
+    """The suite's nodes' capacity of `resource` (GPUs, CPU cores, memory bytes), as kube-state-metrics exports it."""
     nodes = cluster.store.list("nodes")[0]
     return sum(
-        int(n.get("status", {}).get("allocatable", {}).get(GPU, 0))
+        float(parse_quantity(n.get("status", {}).get("capacity", {}).get(resource, 0)))
         for n in nodes
         if n["metadata"]["name"].startswith(NODE_PREFIX)
     )
+
+
+def _cluster_gpus(cluster: Cluster) -> int:
+    return int(_cluster_capacity(cluster, GPU))
 
 
 def _team_gpus(cluster: Cluster, team: str) -> int:
     return 8 * len(_bound(cluster, cluster.pods(f"team={team}")))
 
 
-def _usage_db_config(docs: list[JSON], url: str, gpus: int) -> JSON:
+def _usage_db_config(docs: list[JSON], url: str, cluster: Cluster) -> JSON:
     """The docs' shard `usageDBConfig`, pointed at the test's Prometheus, its times scaled down from a week to
-    seconds (as the oscillation example's "Faster Oscillation" tuning does), and the GPU capacity metric
-    overridden (docs: "Advanced: overriding metrics") to the cluster's GPUs, since no kube-state-metrics runs."""
+    seconds (as the oscillation example's "Faster Oscillation" tuning does), and the capacity metrics overridden
+    (docs: "Advanced: overriding metrics") to the cluster's capacity, since no kube-state-metrics runs (KAI's client
+    fails the whole fetch when any capacity query has no data)."""
     config: JSON = copy.deepcopy(_doc(docs, "SchedulingShard", "default")["spec"]["usageDBConfig"])
     config["connectionString"] = url
     params = config["usageParams"]
@@ -456,7 +463,12 @@ def _usage_db_config(docs: list[JSON], url: str, gpus: int) -> JSON:
         windowSize=f"{WINDOW}s",
         fetchInterval="1s",
         waitTimeout="5s",
-        extraParams={"queryResolution": "1s", "gpuCapacityMetric": f"vector({gpus})"},
+        extraParams={
+            "queryResolution": "1s",
+            "gpuCapacityMetric": f"vector({_cluster_capacity(cluster, GPU):g})",
+            "cpuCapacityMetric": f"vector({_cluster_capacity(cluster, 'cpu'):g})",
+            "memoryCapacityMetric": f"vector({_cluster_capacity(cluster, 'memory'):.0f})",
+        },
     )
     return config
 
@@ -492,7 +504,7 @@ def test_time_based_fair_share_the_queue_that_used_more_loses_its_gpus_and_gets_
     processes = clean.processes
     with prometheus.running([f"127.0.0.1:{processes.ports['controllers']}"], tmp_path / "prometheus") as prom:
         conf = tmp_path / "config.yaml"
-        conf.write_text(yaml.safe_dump({"usageDBConfig": _usage_db_config(docs, prom.url, gpus)}))
+        conf.write_text(yaml.safe_dump({"usageDBConfig": _usage_db_config(docs, prom.url, clean)}))
         with _scheduler_with(clean, conf):
             team_a = _doc(docs, "Pod", "team-a-training-job")
             for i in range(1, TEAM_PODS + 1):
@@ -507,7 +519,8 @@ def test_time_based_fair_share_the_queue_that_used_more_loses_its_gpus_and_gets_
             seen: list[float | None] = []
 
             def team_a_used_the_window() -> bool:
-                seen.append(prom.value(f"({used}) / ({capacity})"))
+                # As KAI's client divides: each queue's series by the one capacity value (label sets differ).
+                seen.append(prom.value(f"({used}) / scalar({capacity})"))
                 return (seen[-1] or 0.0) >= USED
 
             try:
@@ -554,6 +567,29 @@ def _operator_kubeconfig(clean: Cluster, tmp_path: Path) -> str:
     return serviceaccounts.token_kubeconfig(admin, "kai-operator", OPERATOR_NAMESPACE, tmp_path / "kubeconfig-operator")
 
 
+def _start_operator(clean: Cluster, tmp_path: Path, create_defaults: bool) -> None:
+    """`kai operator` in the install's namespace, as its ServiceAccount with the install's RBAC on a real server."""
+    clean.processes.start(
+        "operator",
+        "operator",
+        f"--listen-address=127.0.0.1:{free_port()}",
+        f"--namespace={OPERATOR_NAMESPACE}",
+        "--reconcile-period=500ms",
+        f"--create-defaults={str(create_defaults).lower()}",
+        kubeconfig=_operator_kubeconfig(clean, tmp_path),
+    )
+
+
+def _stop_operator_and_remove_its_objects(clean: Cluster, namespaces: tuple[str, ...]) -> None:
+    if "operator" in clean.processes.running:
+        clean.processes.kill("operator")
+    for namespace in namespaces:
+        for resource in ("deployments", "services", "configmaps", "serviceaccounts"):
+            for obj in clean.store.list(resource, namespace, f"{render.LABEL_MANAGED_BY}={render.MANAGER}")[0]:
+                with contextlib.suppress(NotFound):
+                    clean.store.delete(resource, obj["metadata"]["name"], namespace)
+
+
 def _condition(clean: Cluster, resource: str, name: str, kind: str) -> JSON:
     status = clean.store.get(resource, name).get("status") or {}
     found = [c for c in status.get("conditions") or [] if c.get("type") == kind]
@@ -570,8 +606,10 @@ def _get(clean: Cluster, resource: str, name: str, namespace: str) -> JSON | Non
 def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_them(
     clean: Cluster, tmp_path: Path
 ) -> None:
-    """docs/operator: the Config (`spec.namespace: kai-system`), the `default` shard and the advanced `gpu-shard`
-    (its `args` become scheduler flags, its queue depths and minimum runtimes its config). Then the time-based
+    """docs/operator: the Config (`spec.namespace: kai-system`, another namespace than the operator's, where it renders
+    as KAI's operator does: its ClusterRole reaches every namespace), the `default` shard and the advanced `gpu-shard`
+    (its `args` become scheduler flags, its queue depths and minimum runtimes its config), the components'
+    ServiceAccounts beside their Deployments. Then the time-based
     quick setup: `prometheus.enabled` on the Config and `usageDBConfig: {clientType: prometheus}` on the shard
     give the shard's scheduler a usage DB whose connection string the Config fills in."""
     docs = _docs("operator")
@@ -586,15 +624,7 @@ def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_t
         _apply(clean, config)
         for shard in shards:
             _apply(clean, shard)
-        processes.start(
-            "operator",
-            "operator",
-            f"--listen-address=127.0.0.1:{free_port()}",
-            f"--namespace={OPERATOR_NAMESPACE}",
-            "--reconcile-period=500ms",
-            "--create-defaults=false",
-            kubeconfig=_operator_kubeconfig(clean, tmp_path),
-        )
+        _start_operator(clean, tmp_path, create_defaults=False)
         for shard in ("default", "gpu-shard"):
             clean.wait(
                 f"shard {shard} rendered in {target}",
@@ -604,8 +634,13 @@ def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_t
         args = clean.store.get("deployments", "kai-scheduler-gpu-shard", target)["spec"]["template"]["spec"][
             "containers"
         ][0]["args"]
-        for flag in ("--leader-elect=true", "--v=3", "--partition-label-value=gpu-nodes"):
-            assert flag in args, (flag, args)
+        # The shard's args come after the install's flags, so they win, as KAI appends them; `v: "3"` is KAI's default
+        # verbosity, at which `kai` logs without a flag (`-v` is KAI's 4, `-vv` its 5: framework/shard_args.py).
+        assert args.index("--leader-elect=true") > args.index("--leader-elect=false"), args
+        assert "--partition-label-value=gpu-nodes" in args and not {"-v", "-vv"} & set(args), args
+        # As KAI's operands do, the components' ServiceAccounts are made beside their Deployments.
+        accounts = {a["metadata"]["name"] for a in clean.store.list("serviceaccounts", target)[0]}
+        assert {f"kai-{c}" for c in ("scheduler", "binder", "podgrouper", "controllers", "admission")} <= accounts
         text = clean.store.get("configmaps", "kai-scheduler-config-gpu-shard", target)["data"]["config.yaml"]
         rendered = yaml.safe_load(text)
         assert rendered["queueDepthPerAction"] == {"preempt": 15, "reclaim": 8, "allocate": 25}, rendered
@@ -630,20 +665,19 @@ def test_operator_the_documented_config_and_shards_are_rendered_as_kai_renders_t
         if made_config:
             with contextlib.suppress(NotFound):
                 clean.store.delete("configs", "kai-config")
-        for namespace in (target, OPERATOR_NAMESPACE):
-            for resource in ("deployments", "services", "configmaps"):
-                for obj in clean.store.list(resource, namespace, f"{render.LABEL_MANAGED_BY}={render.MANAGER}")[0]:
-                    with contextlib.suppress(NotFound):
-                        clean.store.delete(resource, obj["metadata"]["name"], namespace)
+        _stop_operator_and_remove_its_objects(clean, (target, OPERATOR_NAMESPACE))
 
 
 # --- Helm values ------------------------------------------------------------------------------------------------
 
 
-def test_helm_values_kais_documented_values_render_into_the_install(tmp_path: Path) -> None:
+def test_helm_values_kais_documented_values_render_into_the_install(clean: Cluster, tmp_path: Path) -> None:
     """KAI's Helm values as its docs give them (`global.gpuSharing`, `global.jsonLog`, `scheduler.args`,
     `binder.resourceReservation.runtimeClassName`), given to `kai manifests -f`: accepted, and the default
-    SchedulingShard carries `scheduler.args`."""
+    SchedulingShard carries `scheduler.args`. The install carries that shard and the Config in the ConfigMap
+    `kai-config-manifest`, as KAI's chart hands them to its Config deployer, for the operator to apply: that ConfigMap
+    applied to the server, the operator applies the shard with its args and renders its scheduler, reconciled, with
+    the Config's JSON logs (`global.jsonLog`) and the verbosity of `v: "3"` (KAI's default: no `-v` flag)."""
     values = Path(__file__).parent / "fixtures" / "kai-docs" / "helm-values.yaml"
     done = subprocess.run(
         [sys.executable, "-m", "kai_scheduler.cli", "manifests", "-f", str(values)],
@@ -653,5 +687,38 @@ def test_helm_values_kais_documented_values_render_into_the_install(tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr
     objects = [o for o in yaml.safe_load_all(done.stdout) if o]
-    shards = [o for o in objects if o.get("kind") == "SchedulingShard" and o["metadata"]["name"] == "default"]
-    assert shards and shards[0]["spec"].get("args") == {"v": "3"}, shards
+    manifests = [o for o in objects if o.get("kind") == "ConfigMap" and o["metadata"]["name"] == kai_config.CONFIG_MAP]
+    assert manifests, sorted(f"{o.get('kind')}/{o['metadata']['name']}" for o in objects)
+    manifest = manifests[0]
+    shard = yaml.safe_load(manifest["data"][kai_config.SHARD_KEY])
+    assert (shard["kind"], shard["metadata"]["name"]) == ("SchedulingShard", "default"), shard
+    assert shard["spec"].get("args") == {"v": "3"}, shard
+
+    made = [(r, n) for r, n in (("configs", "kai-config"), ("schedulingshards", "default")) if not _exists(clean, r, n)]
+    try:
+        with contextlib.suppress(NotFound):  # left by an interrupted run
+            clean.store.delete("configmaps", kai_config.CONFIG_MAP, OPERATOR_NAMESPACE)
+        clean.create(manifest)
+        _start_operator(clean, tmp_path, create_defaults=True)
+        deployment = "kai-scheduler-default"
+        clean.wait(
+            "the operator to render the default shard's scheduler",
+            lambda: _get(clean, "deployments", deployment, OPERATOR_NAMESPACE) is not None,
+            timeout=30,
+        )
+        assert clean.store.get("schedulingshards", "default")["spec"].get("args") == {"v": "3"}
+        clean.wait(
+            "the default shard reconciled",
+            lambda: _condition(clean, "schedulingshards", "default", "Reconciled").get("status") == "True",
+            timeout=30,
+        )
+        rendered = clean.store.get("deployments", deployment, OPERATOR_NAMESPACE)
+        args = rendered["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert "--log-format=json" in args[: args.index("scheduler")] and not {"-v", "-vv"} & set(args), args
+    finally:
+        _stop_operator_and_remove_its_objects(clean, (OPERATOR_NAMESPACE,))
+        with contextlib.suppress(NotFound):
+            clean.store.delete("configmaps", kai_config.CONFIG_MAP, OPERATOR_NAMESPACE)
+        for resource, name in made:
+            with contextlib.suppress(NotFound):
+                clean.store.delete(resource, name)

@@ -215,7 +215,7 @@ def test_the_operator_renders_two_shards_and_a_strategy_change_moves_the_next_po
             with contextlib.suppress(NotFound):
                 clean.store.delete("configs", "kai-config")
         selector = f"{render.LABEL_MANAGED_BY}={render.MANAGER}"
-        for resource in ("deployments", "services", "configmaps"):
+        for resource in ("deployments", "services", "configmaps", "serviceaccounts"):
             for obj in clean.store.list(resource, OPERATOR_NAMESPACE, selector)[0]:
                 with contextlib.suppress(NotFound):
                     clean.store.delete(resource, obj["metadata"]["name"], OPERATOR_NAMESPACE)
@@ -332,7 +332,7 @@ def test_the_install_values_and_kais_documented_shard_args_and_config_namespace_
         with contextlib.suppress(NotFound):
             clean.store.delete("configmaps", kai_config.CONFIG_MAP, OPERATOR_NAMESPACE)
         selector = f"{render.LABEL_MANAGED_BY}={render.MANAGER}"
-        for resource in ("deployments", "services", "configmaps"):
+        for resource in ("deployments", "services", "configmaps", "serviceaccounts"):
             for obj in clean.store.list(resource, OPERATOR_NAMESPACE, selector)[0]:
                 with contextlib.suppress(NotFound):
                     clean.store.delete(resource, obj["metadata"]["name"], OPERATOR_NAMESPACE)

@@ -89,15 +89,23 @@ def test_the_operator_is_told_its_namespace_and_image() -> None:
         assert flag in args
 
 
-def test_the_operator_may_write_what_it_renders_and_read_its_crs() -> None:
+def test_the_operator_may_write_what_it_renders_in_any_namespace_and_read_its_crs() -> None:
+    """The Config's `spec.namespace` may name any namespace: what the operator renders there is granted
+    cluster-wide, as KAI's ClusterRole grants it; only its leader-election Leases stay in its own namespace."""
     objects = operator_set()
     role = by_name(objects, "Role", "kai-operator")
-    granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
-    assert {("apps", "deployments"), ("", "services"), ("", "configmaps")} <= granted
+    assert {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]} == {
+        ("coordination.k8s.io", "leases")
+    }
     cluster = by_name(objects, "ClusterRole", "kai-operator")
-    resources = {r for rule in cluster["rules"] for r in rule["resources"]}
+    granted = {
+        (g, r): set(rule["verbs"]) for rule in cluster["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+    }
+    writes = {"get", "list", "watch", "create", "update", "patch", "delete"}
+    for rendered in (("apps", "deployments"), ("", "services"), ("", "configmaps"), ("", "serviceaccounts")):
+        assert granted.get(rendered) == writes, rendered
+    assert {r for _, r in granted} >= {"configs", "schedulingshards", "configs/status", "schedulingshards/status"}
     hooks = {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}  # the pod webhooks' selectors
-    assert resources == {"configs", "schedulingshards", "configs/status", "schedulingshards/status", *hooks}
     (hook_rule,) = [rule for rule in cluster["rules"] if hooks & set(rule["resources"])]
     assert (hook_rule["verbs"], hook_rule["resourceNames"]) == (["get", "update"], ["kai-admission"])
 

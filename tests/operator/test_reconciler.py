@@ -12,7 +12,7 @@ from kai_scheduler import install
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.operator import render
 from kai_scheduler.operator.defaults import Defaults
-from kai_scheduler.operator.reconciler import Reconciler
+from kai_scheduler.operator.reconciler import RESOURCES, Reconciler
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests.operator.builders import config, shard
@@ -25,6 +25,7 @@ SHARED = {
     "services/kai-admission",
     *(f"services/kai-{c}-metrics" for c in ("admission", "binder", "controllers", "podgrouper")),
     *(f"deployments/kai-{c}" for c in ("admission", "binder", "controllers", "podgrouper")),
+    *(f"serviceaccounts/kai-{c}" for c in ("scheduler", "admission", "binder", "controllers", "podgrouper")),
 }
 
 
@@ -99,9 +100,7 @@ def test_deleting_a_shard_deletes_its_objects_and_nothing_else(store: MemoryStor
     store.delete("schedulingshards", "b")
     outcome = operator.reconcile()
     assert set(outcome.deleted) == SHARD_B and not outcome.created and not outcome.updated
-    names = {
-        f"{r}/{o['metadata']['name']}" for r in ("configmaps", "services", "deployments") for o in store.list(r, NS)[0]
-    }
+    names = {f"{r}/{o['metadata']['name']}" for r in RESOURCES for o in store.list(r, NS)[0]}
     assert names == SHARD_A | SHARED
 
 
@@ -268,6 +267,30 @@ def test_an_object_of_the_static_install_is_taken_over(store: MemoryStore, opera
     assert "deployments/kai-binder" in outcome.updated
     labels = store.get("deployments", "kai-binder", NS)["metadata"]["labels"]
     assert labels[render.LABEL_MANAGED_BY] == render.MANAGER
+
+
+def test_the_configs_namespace_gets_the_components_accounts_and_the_installs_own_are_left_alone(
+    store: MemoryStore, operator: Reconciler
+) -> None:
+    """As KAI's operands do, the components' ServiceAccounts are rendered beside their Deployments in the Config's
+    namespace; an account already there that is not the operator's (the install's, which its RBAC bindings name) is
+    neither taken over nor, when the Config moves elsewhere, deleted."""
+    install_account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "kai-binder", "namespace": NS},
+    }
+    store.create(install_account)
+    first = operator.reconcile()
+    assert "serviceaccounts/kai-binder" not in first.created + first.updated
+    assert "serviceaccounts/kai-scheduler" in first.created
+    version = store.get("serviceaccounts", "kai-binder", NS)["metadata"]["resourceVersion"]
+    store.patch("configs", "kai-config", "", {"spec": {"namespace": "kai-system"}})
+    moved = operator.reconcile()
+    accounts = {o["metadata"]["name"] for o in store.list("serviceaccounts", "kai-system")[0]}
+    assert accounts == {f"kai-{c}" for c in ("scheduler", "admission", "binder", "controllers", "podgrouper")}
+    assert "serviceaccounts/kai-scheduler in kai-scheduler" in moved.deleted
+    assert store.get("serviceaccounts", "kai-binder", NS)["metadata"]["resourceVersion"] == version
 
 
 def test_the_defaults_are_created_once_when_missing() -> None:

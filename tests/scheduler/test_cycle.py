@@ -133,6 +133,21 @@ def test_a_failed_bind_request_is_replaced() -> None:
     assert "status" not in br and br["spec"]["selectedNode"] == "n1"
 
 
+def test_a_bind_request_left_by_an_earlier_pod_of_the_same_name_is_replaced() -> None:
+    """A pod deleted and made again under its name before the garbage collector took its Succeeded BindRequest
+    (named after the pod): the request is not the new pod's (its owner's uid differs), so the new pod is placed,
+    and its own request replaces the earlier one."""
+    earlier = b.bind_request("j-0", "n1", phase="Succeeded")
+    earlier["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "j-0", "uid": "uid-of-the-earlier-pod", "controller": False}
+    ]
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1", gpus=1), *_gang("j", 1, gpus=1), earlier)
+    assert scheduler.run_once().binds == 1
+    br = store.get("bindrequests", "j-0", b.NAMESPACE)
+    pod_uid = store.get("pods", "j-0", b.NAMESPACE)["metadata"]["uid"]
+    assert [o["uid"] for o in br["metadata"]["ownerReferences"]] == [pod_uid] and "status" not in br
+
+
 # --- PodGroup status ---------------------------------------------------------------------------------------------
 
 

@@ -195,6 +195,34 @@ def test_bad_answers_are_fetch_errors(status: int, body: Any, words: str) -> Non
         server.close()
 
 
+def test_a_capacity_metric_without_data_fails_the_fetch_and_a_zero_capacity_leaves_the_resource_out() -> None:
+    """KAI fails the whole fetch when a capacity query returns no sample (kube-state-metrics missing, say): the
+    last usage is kept and the warning names the query. A capacity of 0 is data: that resource is left out."""
+
+    def no_cpu_exporter(path: str, query: dict[str, str]) -> tuple[int, Any]:
+        if 'resource="cpu"' in query["query"]:
+            return 200, vector()
+        return answers(path, query)
+
+    def zero_cpu(path: str, query: dict[str, str]) -> tuple[int, Any]:
+        if 'resource="cpu"' in query["query"]:
+            return 200, vector(({}, 0.0))
+        return answers(path, query)
+
+    server = FakePrometheus(no_cpu_exporter)
+    try:
+        with pytest.raises(UsageFetchError, match=r'no data for the capacity metric .*resource="cpu"'):
+            _client(server.url).fetch(NOW)
+    finally:
+        server.close()
+    server = FakePrometheus(zero_cpu)
+    try:
+        usage = _client(server.url).fetch(NOW)
+    finally:
+        server.close()
+    assert usage.by_queue["team-a"] == pytest.approx((0.0, 0.0, 0.24))
+
+
 def test_stale_usage_is_used_and_logged(prometheus: FakePrometheus, caplog: pytest.LogCaptureFixture) -> None:
     client = _client(prometheus.url, fetch_interval=60.0, staleness_period=300.0)
     first = client.usage(NOW)

@@ -46,6 +46,19 @@ class BindRequest:
         """Failed past its backoff limit; the scheduler then treats it as absent (§8.1)."""
         return self.phase == "Failed" and (self.backoff_limit is None or self.failed_attempts >= self.backoff_limit)
 
+    @property
+    def pod_uid(self) -> str:
+        """The uid of the pod it was made for (its Pod owner of its pod's name), "" when it names none."""
+        return next(
+            (o.uid for o in self.meta.owner_references if o.kind == "Pod" and o.name == self.pod_name and o.uid), ""
+        )
+
+    def is_for(self, pod_uid: str) -> bool:
+        """Whether it was made for the pod of this uid: a request of an earlier pod of the same name (deleted, its
+        request not yet collected) is not the new pod's. One that names no owner is taken as its pod's."""
+        own = self.pod_uid
+        return not own or not pod_uid or own == pod_uid
+
     @classmethod
     def from_dict(cls, data: JSON) -> BindRequest:
         r = Reader(data, "BindRequest")

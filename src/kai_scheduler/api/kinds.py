@@ -48,6 +48,7 @@ RESOURCES: dict[str, Resource] = {
         Resource("schedulingshards", constants.KAI_V1_API_VERSION, "SchedulingShard", False),
         Resource("configs", constants.KAI_V1_API_VERSION, "Config", False),
         Resource("services", "v1", "Service", True),  # the operator's (metrics and webhook Services)
+        Resource("serviceaccounts", "v1", "ServiceAccount", True),  # the operator's (the components' accounts)
         Resource("leases", "coordination.k8s.io/v1", "Lease", True),
         # Dynamic Resource Allocation (Kubernetes 1.32).
         Resource("deviceclasses", "resource.k8s.io/v1beta1", "DeviceClass", False),

@@ -417,7 +417,7 @@ class DraState:
             state._record(claim.key, claim.allocation.results, users, held=held, owners=owners(users))
         for task in tasks:
             br = bind_requests.get(task.key)
-            if br is None or not br.resource_claim_allocations or task.is_releasing:
+            if br is None or not br.is_for(str(task.uid)) or not br.resource_claim_allocations or task.is_releasing:
                 continue
             names = dict(state.claims_of(task))
             for made in br.resource_claim_allocations:

@@ -669,6 +669,8 @@ def _bind_requests(
 
 
 def _pod_placement(pod: Pod, br: BindRequest | None, params: SnapshotParams) -> Placement:
+    if br is not None and not br.is_for(pod.meta.uid):
+        br = None  # an earlier pod's of the same name: this pod has none yet (the commit replaces it)
     deleting = pod.meta.deletion_timestamp
     if pod.phase in ("Succeeded", "Failed", "Unknown"):
         return Placement(

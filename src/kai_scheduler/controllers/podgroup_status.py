@@ -76,7 +76,8 @@ class PodGroupStatusController:
         self._groups: dict[str, JSON] = {}
         self._class_values: dict[str, int] = {}
         self._global_default: int | None = None
-        self._portions: dict[str, float] = {}  # pod key → GPUs received as a fraction (count × portion)
+        # pod key → (uid of the pod its BindRequest was made for, GPUs received as a fraction: count × portion)
+        self._portions: dict[str, tuple[str, float]] = {}
         self._portion_pods: dict[str, JSON] = {}  # pods whose usage depends on their portion
         # A pod's requests are fixed at creation (its containers' resources and GPU annotations): parsed once per
         # pod uid, not once per change (binding, start, status).
@@ -155,10 +156,10 @@ class PodGroupStatusController:
         namespace = key.partition("/")[0]
         pod_key = f"{namespace}/{(br or {}).get('spec', {}).get('podName') or key.partition('/')[2]}"
         portion = _received_portion(br) if br is not None else None
-        if portion is None:
+        if br is None or portion is None:
             self._portions.pop(pod_key, None)
         else:
-            self._portions[pod_key] = portion
+            self._portions[pod_key] = (_pod_uid(br), portion)
         if pod_key in self._portion_pods:
             self._pod_changed(pod_key, self._portion_pods[pod_key], dirty)
 
@@ -194,7 +195,7 @@ class PodGroupStatusController:
             return None
         pod_requests, gpu = parsed
         requested = {n: v for n, v in pod_requests.items() if n not in _NOT_SUMMED and v}
-        portion = self._portions.get(key)
+        portion = self._portion(key, str(meta.get("uid") or ""))
         if gpu.whole or gpu.mig:
             gpus = float(gpu.whole + gpu.mig_units)
         elif gpu.fraction:
@@ -209,6 +210,14 @@ class PodGroupStatusController:
             if received == "Fraction" and portion is not None:
                 allocated[constants.RESOURCE_GPU] = portion
         return PodUsage(f"{key.partition('/')[0]}/{group}", requested, allocated, needs_portion=gpu.memory_mib > 0)
+
+    def _portion(self, key: str, uid: str) -> float | None:
+        """The GPUs the pod's BindRequest gives it as a fraction; None without one. A request made for an earlier
+        pod of the same name (deleted, its request not yet collected) is not this pod's."""
+        found = self._portions.get(key)
+        if found is None or (found[0] and uid and found[0] != uid):
+            return None
+        return found[1]
 
     def _requests_of(self, key: str, raw: JSON) -> tuple[dict[str, float], GpuRequest] | None:
         uid = str(raw.get("metadata", {}).get("uid", ""))
@@ -270,6 +279,16 @@ def _received_portion(br: JSON) -> float | None:
         return float(received.get("count") or 1) * float(received.get("portion") or 0)
     except (TypeError, ValueError):
         return None
+
+
+def _pod_uid(br: JSON) -> str:
+    """The uid of the pod a BindRequest was made for (its Pod owner of its pod's name), "" when it names none."""
+    name = (br.get("spec") or {}).get("podName")
+    refs = (br.get("metadata") or {}).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, dict) and ref.get("kind") == "Pod" and ref.get("name") == name:
+            return str(ref.get("uid") or "")
+    return ""
 
 
 def _discard(members: dict[str, set[str]], group: str, key: str) -> None:

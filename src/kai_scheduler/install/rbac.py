@@ -37,6 +37,7 @@ KAI = "kai.scheduler"
 _NOT_OWNERS = {
     "nodes",
     "services",
+    "serviceaccounts",
     "schedulingshards",
     "configs",
     "namespaces",
@@ -150,12 +151,17 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
     "node-scale-adjuster": [rule([""], ["pods"], READ)],
 }
 
+WRITE = ["create", "update", "patch", "delete"]
+
 # operator/reconciler.py: reads the Config and SchedulingShards, writes their status; operator/defaults.py creates and
-# patches the install's Config and default shard; renders into the install namespace only (Role below), but for the
-# pod webhooks' selectors.
+# patches the install's Config and default shard. It renders into the Config's `spec.namespace`, any namespace, so
+# what it renders is granted cluster-wide, as KAI's ClusterRole `kai-operator` grants it; and the pod webhooks'
+# selectors.
 CLUSTER_RULES[OPERATOR] = [
     rule([KAI], ["configs", "schedulingshards"], [*READ, "create", "patch"]),
     rule([KAI], ["configs/status", "schedulingshards/status"], ["update", "patch"]),
+    rule(["apps"], ["deployments"], [*READ, *WRITE]),
+    rule([""], ["services", "configmaps", "serviceaccounts"], [*READ, *WRITE]),
     # operator/webhooks.py: the pod webhooks' selectors from the Config (get, then update).
     rule(
         ["admissionregistration.k8s.io"],
@@ -166,7 +172,6 @@ CLUSTER_RULES[OPERATOR] = [
 ]
 
 LEASES = rule(["coordination.k8s.io"], ["leases"], ["get", "create", "update"])
-WRITE = ["create", "update", "patch", "delete"]
 
 # Rules granted in the install namespace only: the Leases of leader election (runtime/leader.py), and the
 # admission component's certificate Secret (admission/certs.py; the admission replicas do not elect a leader).
@@ -176,11 +181,7 @@ NAMESPACE_RULES: dict[str, list[Rule]] = {
     "podgrouper": [LEASES],
     "controllers": [LEASES],
     "admission": [rule([""], ["secrets"], ["get", "create", "update"])],
-    OPERATOR: [
-        LEASES,
-        rule(["apps"], ["deployments"], [*READ, *WRITE]),
-        rule([""], ["services", "configmaps"], [*READ, *WRITE]),
-    ],
+    OPERATOR: [LEASES],
     "node-scale-adjuster": [LEASES],
 }
 

@@ -1,5 +1,7 @@
-"""The operator's reconcile: the Config `kai-config` and every SchedulingShard into Deployments, Services and
-scheduler ConfigMaps in the Config's `spec.namespace`, else the operator's (KAI `pkg/operator`, BEHAVIOR.md §1.5).
+"""The operator's reconcile: the Config `kai-config` and every SchedulingShard into Deployments, Services, scheduler
+ConfigMaps and the components' ServiceAccounts in the Config's `spec.namespace`, else the operator's (KAI
+`pkg/operator`, BEHAVIOR.md §1.5). A ServiceAccount already there and not the operator's (the install's) is left as
+it is.
 
 One pass (`reconcile`):
 1. Read the Config and the shards; check each as the admission webhook does. A bad one (the webhook was off)
@@ -36,7 +38,8 @@ from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, Not
 
 log = logging.getLogger(__name__)
 
-RESOURCES: Final = ("configmaps", "services", "deployments")  # created in this order, deleted in reverse
+# Created in this order, deleted in reverse.
+RESOURCES: Final = ("serviceaccounts", "configmaps", "services", "deployments")
 RECONCILED: Final = "Reconciled"
 DEGRADED: Final = "Degraded"
 INVALID: Final = "InvalidSpec"
@@ -103,6 +106,7 @@ class Reconciler:
             desired.update(render.shared_objects(values, owner, prometheus))
 
         existing, elsewhere = self._managed(namespace)
+        desired = self._without_foreign_accounts(desired, existing, namespace)
         failures = self._apply(desired, existing, namespace, outcome)
         if values is not None:
             scoped, failure = webhooks.scope(self.store, values)
@@ -245,6 +249,21 @@ class Reconciler:
             except StoreError as err:
                 log.warning("operator could not list its objects", extra={"namespace": other, "reason": str(err)})
         return here, elsewhere
+
+    def _without_foreign_accounts(
+        self, desired: dict[render.Key, JSON], existing: dict[render.Key, JSON], namespace: str
+    ) -> dict[render.Key, JSON]:
+        """`desired` without the ServiceAccounts already in `namespace` and not the operator's: those (the install's,
+        which its RBAC bindings name) are used as they are, never taken over, so never deleted by the operator."""
+        missing = [k for k in desired if k[0] == "serviceaccounts" and k not in existing]
+        if not missing:
+            return desired
+        try:
+            there = {str(o["metadata"]["name"]) for o in self.store.list("serviceaccounts", namespace)[0]}
+        except StoreError as err:
+            log.warning("operator could not list ServiceAccounts", extra={"namespace": namespace, "reason": str(err)})
+            there = {k[1] for k in missing}
+        return {k: v for k, v in desired.items() if not (k in missing and k[1] in there)}
 
     # --- writing ---
 

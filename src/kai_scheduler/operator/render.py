@@ -25,6 +25,7 @@ from kai_scheduler.framework import shard_args
 from kai_scheduler.framework.shard_config import render as render_config
 from kai_scheduler.install import values as install_values
 from kai_scheduler.install import workloads
+from kai_scheduler.install.objects import namespaced, resource_name
 from kai_scheduler.install.render import dump
 from kai_scheduler.install.source import Concrete
 from kai_scheduler.scheduler.scheduler import load_config
@@ -35,7 +36,15 @@ MANAGER: Final = "kai-operator"
 LABEL_SHARD: Final = "kai.scheduler/shard"  # on a shard's objects: the SchedulingShard's name
 ANNOTATION_RENDERING_HASH: Final = "kai.scheduler/rendering-hash"  # on each object: hash of its rendering
 ANNOTATION_CONFIG_HASH: Final = "kai.scheduler/config-hash"  # on a shard's pod template: hash of config.yaml
-KINDS: Final = {"Deployment": "deployments", "Service": "services", "ConfigMap": "configmaps"}
+KINDS: Final = {
+    "Deployment": "deployments",
+    "Service": "services",
+    "ConfigMap": "configmaps",
+    "ServiceAccount": "serviceaccounts",
+}
+# The components whose ServiceAccounts the operator renders beside their Deployments, as KAI's operands do: the
+# shards' scheduler and the shared components.
+ACCOUNTS: Final = ("scheduler", *workloads.SHARED)
 
 Key = tuple[str, str]  # (resource, name) in the operator's namespace
 JSON = dict[str, Any]
@@ -147,12 +156,21 @@ def _before_subcommand(deployment: JSON, flags: tuple[str, ...]) -> None:
 def shared_objects(
     values: install_values.Values, owner: Owner | None, prometheus: kaiconfig.Prometheus | None = None
 ) -> dict[Key, JSON]:
-    """The binder's, podgrouper's, controllers' and admission's Deployments and Services, and the Service of the
-    Config's Prometheus when it is on."""
-    bodies = [o.body for o in workloads.shared(Concrete(values))]
+    """The binder's, podgrouper's, controllers' and admission's Deployments and Services, the ServiceAccounts of
+    these and of the scheduler, and the Service of the Config's Prometheus when it is on."""
+    src = Concrete(values)
+    bodies = [*(_service_account(src, c) for c in ACCOUNTS), *(o.body for o in workloads.shared(src))]
     if prometheus is not None and prometheus.serves_usage:
         bodies.append(usage_prometheus_service(values["namespace"]["name"], prometheus.instance_name))
     return _finish(bodies, owner, shard=None)
+
+
+def _service_account(src: Concrete, component: str) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": namespaced(src, resource_name(component), component),
+    }
 
 
 def usage_prometheus_service(namespace: str, instance: str) -> JSON:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from kai_scheduler.api import bindrequest, constants, mig
 from kai_scheduler.api.bindrequest import ClaimAllocation
 from kai_scheduler.api.clock import Clock, SystemClock
+from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import SchedulingCondition, fit_message
@@ -32,7 +33,7 @@ from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.store import events
-from kai_scheduler.store.interface import JSON, ClusterStore, StoreError
+from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -228,12 +229,36 @@ class Committer:
             br.meta.annotations[mig.ANNOTATION_INSTANCES] = mig.format_instances(task.mig_held)
 
         def create() -> None:
-            self.created_bind_requests.append(self.store.create(br.to_dict()))
+            body = br.to_dict()
+            try:
+                made = self.store.create(body)
+            except AlreadyExists:
+                if not self._delete_earlier_pods(task, br.meta.name):
+                    raise
+                made = self.store.create(body)
+            self.created_bind_requests.append(made)
 
         self._try(f"create BindRequest {task.key}", create)
         if self.node_pool and task.pod.meta.labels.get(self.node_pool_label_key) != self.node_pool:
             self._background(self._label_pod, task)  # nothing of the next cycle reads it
         self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")
+
+    def _delete_earlier_pods(self, task: PodInfo, name: str) -> bool:
+        """Delete the BindRequest `name` when it was made for an earlier pod of the task's name (deleted and made
+        again before the garbage collector took the request); whether it was. The request is named after its pod,
+        so the new pod's cannot be created beside it."""
+        try:
+            found = bindrequest.BindRequest.from_dict(self.store.get("bindrequests", name, task.namespace))
+        except ObjectError:
+            return False
+        if found.is_for(task.pod.meta.uid):
+            return False
+        self.store.delete("bindrequests", name, task.namespace)
+        log.info(
+            "BindRequest of an earlier pod of the same name replaced",
+            extra={"pod": task.key, "earlier_pod_uid": found.pod_uid},
+        )
+        return True
 
     def _label_pod(self, task: PodInfo) -> None:
         """Put the node-pool label on a pod this shard placed (KAI's commit does, §8.1): who placed it stays

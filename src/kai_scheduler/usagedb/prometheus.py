@@ -9,7 +9,9 @@ is set:
     sum_over_time(((<allocation metric>) * (D))[<window>s:<resolution>s])
 
 Tumbling and cron windows use range queries of `(<metric>) * (D)` from the window start to now with the
-resolution as step, summing each series' points. Usage = allocation sum / capacity sum, per queue.
+resolution as step, summing each series' points. Usage = allocation sum / capacity sum, per queue. A capacity
+query without data fails the fetch, as in KAI (so every capacity metric must have an exporter); a capacity of 0
+leaves that resource's usage out.
 
 Failures never reach the scheduler: `usage(now)` fetches at most once per fetch interval, each request bounded
 by `usageQueryTimeout`; on failure it logs a warning and answers the last usage it got. Data older than the
@@ -118,13 +120,21 @@ class PrometheusUsage:
         started = time.perf_counter()
         per_queue: dict[str, list[float]] = {}
         for r, (allocation, capacity_metric) in enumerate(self.params.extra.metrics()):
-            capacity = sum(self._query(capacity_metric, now).values())
+            capacity = self._capacity(capacity_metric, now)
             if capacity <= 0:
                 continue
             for queue, amount in self._query(allocation, now, by_queue=True).items():
                 per_queue.setdefault(queue, [0.0, 0.0, 0.0])[r] = amount / capacity
         by_queue = {q: (v[0], v[1], v[2]) for q, v in sorted(per_queue.items())}
         return QueueUsage(by_queue, now, query_seconds=time.perf_counter() - started)
+
+    def _capacity(self, metric: str, now: float) -> float:
+        """The capacity summed over the window; UsageFetchError when the metric has no data, as KAI fails the
+        whole fetch then (a capacity metric without its exporter, kube-state-metrics by default)."""
+        found = self._query(metric, now)
+        if not found:
+            raise UsageFetchError(f"no data for the capacity metric {self.query_text(metric, now)}")
+        return sum(found.values())
 
     def query_text(self, metric: str, now: float) -> str:
         """The PromQL for one metric: instant `sum_over_time` (sliding) or the decayed series (range)."""
