@@ -1,0 +1,202 @@
+"""Faults the API server itself answers with (docs/reliability.md): a watch whose history etcd has compacted
+(410 Gone: relist), API Priority and Fairness throttling (429 with Retry-After: back off, lose no write) and
+bursts of 5xx answers (the mock API server; see the last test).
+
+Run on a real server by `python -m tests.e2e.run_real -k fault_server` (tests/e2e/README.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import urllib3
+
+from kai_scheduler.store.interface import JSON, NotFound, StoreError
+from kai_scheduler.store.kube import KubeOptions, KubeStore
+from tests import children, realkube
+from tests.e2e import harness, invariants, serviceaccounts
+
+NS = harness.NAMESPACE
+real_only = pytest.mark.skipif(not harness.real_server(), reason="needs a real kube-apiserver (tests/e2e/README.md)")
+
+
+# --- 410 Gone: etcd compaction ---
+
+
+@pytest.fixture(scope="module")
+def own() -> Iterator[realkube.Cluster]:
+    if not harness.real_server():
+        pytest.skip("needs a real kube-apiserver and its etcd (tests/e2e/README.md)")
+    yield from harness.own_cluster("compaction does not depend on the controllers")
+
+
+def _argv(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
+
+
+def _flag(argv: list[str], name: str) -> str:
+    for arg in argv:
+        if arg.startswith(f"{name}="):
+            return arg.split("=", 1)[1]
+    index = argv.index(name)
+    return argv[index + 1]
+
+
+def without_watch_cache(cluster: realkube.Cluster, store: KubeStore) -> None:
+    """Restart the API server with `--watch-cache=false`, so that a watch reads etcd's history: with the watch
+    cache on, the server keeps at least 75 s of events of its own, past any compaction of etcd, and only a watch
+    that far behind gets 410. The new pid goes where cluster.sh keeps it, so the cluster's teardown stops it."""
+    pid_file = cluster.run / "apiserver.pid"
+    pid = int(pid_file.read_text().strip())
+    argv = _argv(pid)
+    os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, OSError):
+        while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]:
+            time.sleep(0.05)
+    out = open(cluster.run / "logs" / "apiserver.log", "ab")  # noqa: SIM115 - the child owns it
+    proc = children.spawn([*argv, "--watch-cache=false"], stdout=out, stderr=out)
+    pid_file.write_text(f"{proc.pid}\n")
+    _wait("the API server answering without its watch cache", lambda: _answers(store), 60)
+
+
+def _answers(store: KubeStore) -> bool:
+    try:
+        store.list("namespaces")
+    except StoreError:
+        return False
+    return True
+
+
+def _wait(what: str, condition: Any, timeout: float, log: Path | None = None) -> float:
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log else ""
+            raise AssertionError(f"{what}: not within {timeout:g}s\n{tail}")
+        time.sleep(0.2)
+    return time.monotonic() - started
+
+
+def etcd_url(cluster: realkube.Cluster) -> str:
+    """etcd's client URL, as the API server was told it (cluster.sh puts etcd on a free loopback port)."""
+    pid = int((cluster.run / "apiserver.pid").read_text().strip())
+    return _flag(_argv(pid), "--etcd-servers").split(",")[0]
+
+
+def compact(etcd: str) -> int:
+    """Compact etcd's history up to its current revision (the v3 HTTP/JSON gateway); returns the revision."""
+    http = urllib3.PoolManager()
+    answer = http.request("POST", f"{etcd}/v3/kv/range", json={"key": "AA=="})  # the key "\0": any key will do
+    revision = int(answer.json()["header"]["revision"])
+    done = http.request("POST", f"{etcd}/v3/kv/compaction", json={"revision": str(revision), "physical": True})
+    assert done.status == 200, done.data[:300]
+    return revision
+
+
+def cut_connections(pid: int, server: str) -> int:
+    """Reset the TCP connections of process `pid` to `server` (host:port) from outside (`ss -K`, a socket kill as a
+    network or load balancer reset does); returns how many were cut."""
+    port = server.rsplit(":", 1)[1]
+    listed = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"dport = :{port}"], capture_output=True, text=True, check=True
+    ).stdout
+    local = [line.split()[2] for line in listed.splitlines() if f"pid={pid}," in line]
+    for address in local:
+        subprocess.run(
+            ["ss", "-K", "state", "established", f"sport = :{address.rsplit(':', 1)[1]}", f"dport = :{port}"],
+            capture_output=True,
+            check=True,
+        )
+    return len(local)
+
+
+def _socket_kill_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "resetting a process's connections (ss -K) needs root"
+    try:
+        subprocess.run(["ss", "-V"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "no ss (iproute2) to reset a process's connections"
+    return None
+
+
+def bound(store: KubeStore, prefix: str) -> list[JSON]:
+    pods = store.list("pods", NS, "e2e=true")[0]
+    return [p for p in pods if p["spec"].get("nodeName") and p["metadata"]["name"].startswith(prefix)]
+
+
+GPUS = 4  # per fake node; two nodes
+
+
+def test_a_watch_behind_a_compaction_relists_and_neither_loses_nor_replays_a_decision(
+    own: realkube.Cluster, tmp_path: Path
+) -> None:
+    """`kai run` stopped (SIGSTOP) with its watches open; meanwhile two bound pods are deleted, four pods are
+    submitted, etcd is compacted to its current revision and the stopped process's connections are reset. Once
+    resumed, each watch reconnects from its old resourceVersion, gets 410 Gone and the component relists: the
+    deletions it never saw as events free their GPUs, the four new pods are placed (two of them only there), no
+    pod bound before is bound again, and the log says the relists, without a traceback."""
+    why = _socket_kill_unavailable()
+    if why:
+        pytest.skip(why)
+    store = KubeStore.connect(own.kubeconfig, None, KubeOptions(qps=0))
+    processes = harness.Processes(own.kubeconfig, tmp_path)
+    cluster = harness.Cluster(store, processes, "kai-fake-node")
+    try:
+        without_watch_cache(own, store)
+        harness.install(store, own.kubeconfig, real=True)
+        reservations = harness.RESERVATION_NAMESPACE  # the install's: the binder's reservation pods go there
+        realkube.kubectl(own.kubeconfig, "create", "namespace", reservations, check=True)
+        realkube.kubectl(own.kubeconfig, "create", "serviceaccount", "default", "-n", reservations, check=True)
+        processes.start("fake-nodes", "fake-nodes", "--count", "2", "--gpus", str(GPUS))
+        processes.start_component("run")
+        log = tmp_path / "run.log"
+        _wait("the default queue", lambda: bool(store.list("queues")[0]), 60, log)
+        for i in range(2 * GPUS):  # every GPU taken
+            store.create(harness.pod(f"before-{i}", gpus=1))
+        _wait("the first pods bound", lambda: len(bound(store, "before-")) == 2 * GPUS, 60, log)
+        decided = {r["metadata"]["name"] for r in store.list("bindrequests", NS)[0]}
+
+        run = processes.running["run"]
+        run.send_signal(signal.SIGSTOP)
+        try:
+            for i in range(2):
+                store.delete("pods", f"before-{i}", NS, grace_period_seconds=0)
+            for i in range(4):
+                store.create(harness.pod(f"during-{i}", gpus=0.5))
+            revision = compact(etcd_url(own))
+            server = str(store.transport.api_client.configuration.host).split("//", 1)[1]
+            cut = cut_connections(run.pid, server)
+        finally:
+            run.send_signal(signal.SIGCONT)
+        assert cut > 0, "kai run had no connection to the API server to reset"
+
+        seconds = _wait("the pods of the gap placed", lambda: len(bound(store, "during-")) == 4, 45, log)
+        print(f"\ncompacted at revision {revision}, {cut} connections reset; the gap's 4 pods bound {seconds:.1f}s on")
+        invariants.settled(cluster)
+        requests = store.list("bindrequests", NS)[0]
+        by_pod: dict[str, int] = {}
+        for request in requests:
+            by_pod[request["spec"]["podName"]] = by_pod.get(request["spec"]["podName"], 0) + 1
+        again = {pod: n for pod, n in by_pod.items() if n > 1}
+        assert not again, f"pods decided more than once: {again}"
+        assert decided <= {r["metadata"]["name"] for r in requests}, "a BindRequest of before the gap went"
+        text = log.read_text(errors="replace")
+        relisted = [line for line in text.splitlines() if "watch expired, relisting" in line]
+        assert any("pods" in line for line in relisted), "no relist of the pods:\n" + text[-3000:]
+        expired = [line for line in text.splitlines() if " ended: " in line and "too old" in line]
+        assert expired, "no watch was told its resourceVersion was compacted:\n" + text[-3000:]
+        assert "Traceback" not in text, text[-3000:]
+    finally:
+        processes.stop_all()
+        store.close()
