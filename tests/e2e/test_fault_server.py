@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from kai_scheduler.store.interface import JSON, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, StoreError
 from kai_scheduler.store.kube import KubeOptions, KubeStore
 from tests import children, realkube
 from tests.e2e import harness, invariants, serviceaccounts
@@ -200,3 +200,148 @@ def test_a_watch_behind_a_compaction_relists_and_neither_loses_nor_replays_a_dec
     finally:
         processes.stop_all()
         store.close()
+
+
+# --- 429: API Priority and Fairness ---
+
+LEVEL = "e2e-throttle"  # the PriorityLevelConfiguration and FlowSchema of the components' accounts
+NOISY = "e2e-noisy"  # a ServiceAccount in the same priority level that holds its seats
+HOLDERS = 6  # requests the noisy account keeps waiting on the server (the level has 3 seats)
+THROTTLED_FOR = 10.0  # seconds the level stays after the pods are submitted
+FILL = 8  # one-GPU pods submitted while throttled
+
+
+def priority_level_objects() -> str:
+    """A priority level with a nominal share of 1 (3 seats of the server's 600 beside the default levels'), no
+    borrowing and no queue (Reject: a request finding no free seat gets 429 at once), and a FlowSchema that puts the
+    four components' ServiceAccounts and the noisy one in it, before every default schema but `exempt`."""
+    accounts = [("kai-scheduler", f"kai-{c}") for c in harness.COMPONENTS] + [(NS, NOISY)]
+    subjects = ", ".join(
+        f"{{kind: ServiceAccount, serviceAccount: {{name: {n}, namespace: {ns}}}}}" for ns, n in accounts
+    )
+    return f"""
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {{name: {LEVEL}, labels: {{e2e: "true"}}}}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 1
+    lendablePercent: 0
+    borrowingLimitPercent: 0
+    limitResponse: {{type: Reject}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {{name: {LEVEL}, labels: {{e2e: "true"}}}}
+spec:
+  priorityLevelConfiguration: {{name: {LEVEL}}}
+  matchingPrecedence: 10
+  distinguisherMethod: {{type: ByUser}}
+  rules:
+  - subjects: [{subjects}]
+    resourceRules: [{{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}}]
+    nonResourceRules: [{{verbs: ["*"], nonResourceURLs: ["*"]}}]
+"""
+
+
+class SeatHolders:
+    """Threads of the noisy account that each keep one request waiting on the server: a LIST at a resourceVersion
+    far ahead of the server's, which the API server holds up to 3 s for its cache to catch up (then 504), so while
+    they run the level's seats are taken and the components' requests in it are rejected."""
+
+    def __init__(self, kubeconfig: str, count: int) -> None:
+        self.store = KubeStore.connect(kubeconfig, None, KubeOptions(qps=0, max_retries=0))
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._hold, daemon=True) for _ in range(count)]
+        for thread in self.threads:
+            thread.start()
+
+    def _hold(self) -> None:
+        query = [("resourceVersion", "999999999"), ("resourceVersionMatch", "NotOlderThan"), ("limit", "1")]
+        while not self.stop.is_set():
+            try:
+                self.store.transport.call("GET", f"/api/v1/namespaces/{NS}/configmaps", query=query, what="hold")
+            except StoreError as err:
+                if err.code == 429:  # a seat was free a moment ago and taken again: try again shortly
+                    self.stop.wait(0.05)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.store.cancel()
+        for thread in self.threads:
+            thread.join(5)
+        self.store.close()
+
+
+def throttled(kubeconfig: str) -> bool:
+    """Whether a request of the noisy account is rejected now (the level exists and its seats are held)."""
+    with KubeStore.connect(kubeconfig, None, KubeOptions(qps=0, max_retries=0)) as store:
+        try:
+            store.list("configmaps", NS)
+        except StoreError as err:
+            return err.code == 429
+    return False
+
+
+def rejections(cluster: harness.Cluster) -> dict[str, int]:
+    """429 answers each component has had so far (its `rest_client_requests_total{code="429"}`)."""
+    http = urllib3.PoolManager()
+    out = {}
+    for component in harness.COMPONENTS:
+        text = http.request("GET", f"http://127.0.0.1:{cluster.processes.ports[component]}/metrics").data.decode()
+        out[component] = sum(
+            int(float(line.rsplit(" ", 1)[1]))
+            for line in text.splitlines()
+            if line.startswith("rest_client_requests_total{") and 'code="429"' in line
+        )
+    return out
+
+
+@real_only
+def test_priority_and_fairness_429s_are_waited_out_and_lose_no_write(clean: harness.Cluster, tmp_path: Path) -> None:
+    """The components' ServiceAccounts put in a priority level of 3 seats that a noisy account in it keeps full:
+    their requests get 429 with the Retry-After of API Priority and Fairness while 8 pods are submitted. They wait
+    what the server asks (no busy loop: a few rejections per component, each logged retry delayed by the server's
+    Retry-After), and once the FlowSchema is deleted every pod is bound, once, within capacity."""
+    kubeconfig = harness.kubeconfig_from_env()
+    assert kubeconfig is not None
+    cluster = clean
+    serviceaccounts.bind_account(
+        kubeconfig, NOISY, NS, [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]
+    )
+    noisy = serviceaccounts.token_kubeconfig(kubeconfig, NOISY, NS, tmp_path / "noisy")
+    logs = {c: len(cluster.processes.log_of(c)) for c in harness.COMPONENTS}
+    before = rejections(cluster)
+    holders = SeatHolders(noisy, HOLDERS)
+    applied = False
+    try:
+        realkube.kubectl(kubeconfig, "apply", "-f", "-", stdin=priority_level_objects(), check=True)
+        applied = True
+        cluster.wait("the priority level rejecting requests", lambda: throttled(noisy), timeout=20)
+        started = time.monotonic()
+        for i in range(FILL):
+            cluster.create(harness.pod(f"apf-{i}", gpus=1))
+        time.sleep(THROTTLED_FOR)
+        realkube.kubectl(kubeconfig, "delete", "flowschema,prioritylevelconfiguration", LEVEL, check=True)
+        applied = False
+        window = time.monotonic() - started
+        lifted = time.monotonic()
+        cluster.wait("every pod bound once the FlowSchema is gone", lambda: len(cluster.bound("e2e=true")) == FILL, 45)
+        recovered = time.monotonic() - lifted
+    finally:
+        holders.close()
+        if applied:
+            realkube.kubectl(kubeconfig, "delete", "flowschema,prioritylevelconfiguration", LEVEL)
+    invariants.settled(cluster)
+    after = rejections(cluster)
+    got = {c: after[c] - before[c] for c in harness.COMPONENTS}
+    print(f"\n429s per component over {window:.1f}s throttled: {got}; all {FILL} bound {recovered:.1f}s after lifting")
+    assert sum(got.values()) > 0, "no component was throttled: the priority level did not hold"
+    for component, count in got.items():
+        assert count <= window, f"{component} had {count} 429s in {window:.1f}s: it did not wait as asked"
+    for component, start in logs.items():
+        text = cluster.processes.log_of(component)[start:]
+        assert "Traceback" not in text, text[-3000:]
+        delays = [float(d) for d in re.findall(r"HTTP 429, retrying in ([0-9.]+)s as the server asks", text)]
+        assert all(d >= 1.0 for d in delays), f"{component} retried a 429 sooner than a second: {delays}"
