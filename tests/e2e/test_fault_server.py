@@ -103,21 +103,27 @@ def compact(etcd: str) -> int:
     return revision
 
 
-def cut_connections(pid: int, server: str) -> int:
-    """Reset the TCP connections of process `pid` to `server` (host:port) from outside (`ss -K`, a socket kill as a
-    network or load balancer reset does); returns how many were cut."""
-    port = server.rsplit(":", 1)[1]
+def connections(pid: int, port: str) -> list[str]:
+    """The local ports of the established TCP connections of process `pid` to `port`."""
     listed = subprocess.run(
         ["ss", "-tnpH", "state", "established", f"dport = :{port}"], capture_output=True, text=True, check=True
     ).stdout
-    local = [line.split()[2] for line in listed.splitlines() if f"pid={pid}," in line]
-    for address in local:
+    return [line.split()[2].rsplit(":", 1)[1] for line in listed.splitlines() if f"pid={pid}," in line]
+
+
+def cut_connections(pid: int, server: str) -> tuple[int, int]:
+    """Reset the TCP connections of process `pid` to `server` (host:port) from outside (`ss -K`, a socket kill as a
+    network or load balancer reset does); returns how many there were and how many are left (a kernel without
+    socket destruction leaves them all)."""
+    port = server.rsplit(":", 1)[1]
+    local = connections(pid, port)
+    for source in local:
         subprocess.run(
-            ["ss", "-K", "state", "established", f"sport = :{address.rsplit(':', 1)[1]}", f"dport = :{port}"],
+            ["ss", "-K", "state", "established", f"sport = :{source}", f"dport = :{port}"],
             capture_output=True,
             check=True,
         )
-    return len(local)
+    return len(local), len(connections(pid, port))
 
 
 def _socket_kill_unavailable() -> str | None:
@@ -176,10 +182,12 @@ def test_a_watch_behind_a_compaction_relists_and_neither_loses_nor_replays_a_dec
                 store.create(harness.pod(f"during-{i}", gpus=0.5))
             revision = compact(etcd_url(own))
             server = str(store.transport.api_client.configuration.host).split("//", 1)[1]
-            cut = cut_connections(run.pid, server)
+            cut, left = cut_connections(run.pid, server)
         finally:
             run.send_signal(signal.SIGCONT)
         assert cut > 0, "kai run had no connection to the API server to reset"
+        if left:
+            pytest.skip(f"ss -K reset none of {cut} connections: this kernel cannot destroy sockets")
 
         seconds = _wait("the pods of the gap placed", lambda: len(bound(store, "during-")) == 4, 45, log)
         print(f"\ncompacted at revision {revision}, {cut} connections reset; the gap's 4 pods bound {seconds:.1f}s on")
