@@ -17,9 +17,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests import children
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 180.0  # first use unpacks the binaries (~10 s); then 3–7 s to ready
@@ -97,6 +100,31 @@ def kill(run: Path) -> None:
             pid = int((run / f"{name}.pid").read_text().strip())
             if str(run) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
                 os.kill(pid, signal.SIGKILL)
+
+
+def restart_apiserver(cluster: Cluster, down: float) -> None:
+    """SIGKILL the cluster's API server (what is in flight is lost, as in a crash), leave it down for `down` seconds
+    and start it again with the same arguments and etcd (which keeps the data); its new pid goes where cluster.sh
+    keeps it, so `kill` and `cluster.sh stop` stop it. Without a pause the new server listened within about a
+    second, and a process starved of CPU on a loaded box could miss the outage altogether."""
+    pid_file = cluster.run / "apiserver.pid"
+    pid = int(pid_file.read_text().strip())
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
+    os.kill(pid, signal.SIGKILL)
+    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
+        time.sleep(0.05)
+    time.sleep(down)
+    out = open(cluster.run / "logs" / "apiserver.log", "ab")  # noqa: SIM115 - the child owns it
+    proc = children.spawn(argv, stdout=out, stderr=out)
+    pid_file.write_text(f"{proc.pid}\n")
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (`Z` for a zombie, or when it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return "Z"
 
 
 def kubectl(

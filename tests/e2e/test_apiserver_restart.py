@@ -11,8 +11,6 @@ process to kill); bare mode only (the restart does not depend on the controllers
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -63,31 +61,8 @@ def answers(store: KubeStore) -> bool:
     return True
 
 
-DOWN = 3.0  # seconds without a server: every process has requests in that window (the leases renew every 0.5 s)
-
-
-def restart_apiserver(cluster: realkube.Cluster) -> None:
-    """SIGKILL the API server (what is in flight is lost, as in a crash), leave it down for `DOWN` seconds and start
-    it again with the same arguments and etcd; its new pid goes where cluster.sh keeps it, so the cluster's teardown
-    stops it. Without the pause the new server listened within about a second, and a process starved of CPU on a
-    loaded box could miss the outage altogether (no request failed, so nothing to say)."""
-    pid_file = cluster.run / "apiserver.pid"
-    pid = int(pid_file.read_text().strip())
-    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
-    os.kill(pid, signal.SIGKILL)
-    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
-        time.sleep(0.05)
-    time.sleep(DOWN)
-    out = open(cluster.run / "logs" / "apiserver.log", "ab")  # noqa: SIM115 - the child owns it
-    proc = children.spawn(argv, stdout=out, stderr=out)
-    pid_file.write_text(f"{proc.pid}\n")
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
-    except (OSError, IndexError):
-        return "Z"
+# Seconds without a server: every process has requests in that window (the leases renew every 0.5 s).
+DOWN = 3.0
 
 
 def bound(store: KubeStore) -> list[JSON]:
@@ -115,7 +90,7 @@ def test_an_api_server_restart_mid_binding_loses_nothing_binds_nothing_twice_and
             store.create(pod)
         # Binds in flight: the first pod is bound, the others are being placed and bound when the server dies.
         wait("a first bind", lambda: len(bound(store)) >= 1, 60, log)
-        restart_apiserver(own)
+        realkube.restart_apiserver(own, DOWN)
         wait("the API server answering again", lambda: answers(store), 90)
         back = time.monotonic()
         later = [harness.pod(f"after-{i}", gpus=1) for i in range(GPUS)]
