@@ -183,8 +183,10 @@ class ClusterStore(Protocol):
         """Delete; a pod with a grace period > 0 only gets a deletionTimestamp (it is Releasing) until it ends."""
         ...
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
-        """The `pods/binding` subresource: set spec.nodeName; Conflict if the pod is already bound."""
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
+        """The `pods/binding` subresource: set spec.nodeName; Conflict if the pod is already bound, or if `uid` is
+        given and is not the pod's (the pod was deleted and made again under its name): the Binding's
+        `metadata.uid`, a precondition the API server checks."""
         ...
 
     def evict(self, namespace: str, pod_name: str) -> None:
