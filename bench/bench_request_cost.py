@@ -129,9 +129,9 @@ class _Recorder:
         self.writes.append((f"patch {resource} {subresource}".strip(), copy.deepcopy(patch)))
         return self.inner.patch(resource, name, namespace, patch, subresource, strategic=strategic)  # type: ignore[no-any-return]
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         self.writes.append(("bind", {"pod": pod_name, "node": node_name}))
-        self.inner.bind(namespace, pod_name, node_name)
+        self.inner.bind(namespace, pod_name, node_name, uid)
 
 
 def bench_pod(name: str) -> JSON:

@@ -198,13 +198,13 @@ class SlowBindStore(MemoryStore):
         self._in_flight = 0
         self.most_at_once = 0
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         with self._lock:
             self._in_flight += 1
             self.most_at_once = max(self.most_at_once, self._in_flight)
         time.sleep(0.02)
         try:
-            super().bind(namespace, pod_name, node_name)
+            super().bind(namespace, pod_name, node_name, uid)
         finally:
             with self._lock:
                 self._in_flight -= 1
@@ -225,9 +225,9 @@ class _SlowStatusStore(MemoryStore):
             self.release.wait(10)
         return super().patch(resource, name, namespace, patch, subresource, strategic=strategic)
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         self.binds += 1
-        super().bind(namespace, pod_name, node_name)
+        super().bind(namespace, pod_name, node_name, uid)
 
 
 def test_with_concurrency_a_bind_does_not_wait_for_its_status_nor_is_taken_up_again() -> None:
@@ -322,3 +322,50 @@ def test_without_events_the_binder_writes_none() -> None:
     store.create(b.bind_request("q", "ghost"))
     binder.reconcile()
     assert _events(store) == []
+
+
+class _CountingBinds(MemoryStore):
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.binds: list[str] = []
+
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
+        self.binds.append(uid)
+        super().bind(namespace, pod_name, node_name, uid)
+
+
+def _of_pod(request: JSON, uid: str) -> JSON:
+    """The request as the scheduler makes it: owned by the pod it was made for."""
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": request["spec"]["podName"], "uid": uid, "controller": False}
+    request["metadata"]["ownerReferences"] = [owner]
+    return request
+
+
+def test_the_binding_carries_the_uid_of_the_pod_the_request_was_made_for() -> None:
+    clock = ManualClock(b.NOW)
+    store = _CountingBinds(clock)
+    store.add_many([b.node("n1"), b.pod("p")])
+    uid = store.get("pods", "p", b.NAMESPACE)["metadata"]["uid"]
+    store.create(_of_pod(b.bind_request("p", "n1"), uid))
+    assert Binder(store, clock).reconcile().bound == ["ns/p"]
+    assert store.binds == [uid]
+
+
+def test_a_request_of_an_earlier_pod_of_the_same_name_is_dropped_without_binding_the_new_pod(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pod was deleted and made again under its name before the scheduler replaced the request: the server
+    refuses the binding (the uid), and the binder takes it as the request's pod gone: no retry, no Failed."""
+    clock = ManualClock(b.NOW)
+    store = _CountingBinds(clock)
+    store.add_many([b.node("n1"), b.pod("p"), _of_pod(b.bind_request("p", "n1", backoff_limit=3), "earlier-uid")])
+    binder = Binder(store, clock)
+    with caplog.at_level("INFO", logger="kai_scheduler.binder.binder"):
+        outcome = binder.reconcile()
+    assert outcome.bound == [] and outcome.failed == []
+    assert _node_name(store) == ""
+    assert "status" not in store.get("bindrequests", "p", b.NAMESPACE)  # not Failed: nothing to retry
+    assert "pod ns/p was deleted and made again under its name" in caplog.text
+    clock.advance(60)
+    assert binder.reconcile().bound == []
+    assert store.binds == ["earlier-uid"]  # tried once

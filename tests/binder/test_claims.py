@@ -76,7 +76,7 @@ def test_a_second_pod_for_the_same_device_waits_with_a_reason_naming_its_claim_a
 
 
 class _FailingBind(MemoryStore):
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         raise StoreError("the node went away")
 
 

@@ -64,12 +64,12 @@ class LateView:
         self.requests.append(("delete", resource))
         self.memory.delete(resource, name, namespace, grace_period_seconds)
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         self.requests.append(("bind", "pods"))
         if pod_name == self.fail_pod:
             self.fail_pod = ""
             raise StoreError(f"bind pod {namespace}/{pod_name}: etcdserver: request timed out")
-        self.memory.bind(namespace, pod_name, node_name)
+        self.memory.bind(namespace, pod_name, node_name, uid)
 
     def evict(self, namespace: str, pod_name: str) -> None:
         self.requests.append(("evict", "pods"))

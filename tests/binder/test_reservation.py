@@ -238,3 +238,15 @@ def test_a_missing_reservation_namespace_fails_the_bind_with_the_reason_and_is_r
     store.__class__ = MemoryStore  # the namespace is created
     clock.advance(1)
     assert binder.reconcile().bound == ["ns/p"]
+
+
+def test_a_fractional_request_of_an_earlier_pod_of_the_same_name_leaves_the_new_pod_untouched() -> None:
+    request = _fraction_request("p", "n1", ["g1"])
+    request["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "earlier-uid"}]
+    store, _, binder = _cluster(b.pod("p", fraction=0.5), request)
+    outcome = binder.reconcile()
+    assert outcome.bound == [] and outcome.failed == []
+    got = store.get("pods", "p", b.NAMESPACE)
+    assert "nodeName" not in got["spec"]
+    assert "runai-gpu-group" not in (got["metadata"].get("labels") or {})  # nothing written on the new pod
+    assert _reservations(store) == []

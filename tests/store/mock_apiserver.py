@@ -716,7 +716,8 @@ def _pod_subresource(mock: MockApiServer, where: Route, sub: str, doc: JSON) -> 
         target = doc.get("target") or {}
         if doc.get("kind") != "Binding" or not target.get("name"):
             raise HttpError(400, "BadRequest", "a Binding with a target node name is expected")
-        mock.state.memory.bind(namespace, where.name, str(target["name"]))
+        uid = (doc.get("metadata") or {}).get("uid") or ""
+        mock.state.memory.bind(namespace, where.name, str(target["name"]), str(uid))
         return _success()
     if doc.get("kind") != "Eviction" or doc.get("apiVersion") not in ("policy/v1", "policy/v1beta1"):
         raise HttpError(400, "BadRequest", "a policy/v1 Eviction is expected")

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from kai_scheduler.runtime.fence import Fenced, NotLeading
 from kai_scheduler.store.interface import StoreError
-from kai_scheduler.store.kube import CLOSE_TIMEOUT
+from kai_scheduler.store.kube import CLOSE_TIMEOUT, KubeStore
 from kai_scheduler.store.kube_http import Cancelled, RateLimiter, RealTiming, Unavailable
 from tests.store.conftest import MakeStore
 from tests.store.mock_apiserver import MockApiServer
@@ -171,3 +172,68 @@ def test_a_request_cut_in_flight_is_cancelled_even_if_the_store_is_resumed_befor
     kube_server.resume()
     assert len(created) == 1 and isinstance(created[0], Cancelled), created
     assert store.list("pods")[0] == []  # resumed: requests go out again
+
+
+class _Queued:
+    """The store's pool hands out connections only once `go` is set: a request waits inside urllib3, past the
+    transport's and the fence's checks, as one waiting for a pooled connection does."""
+
+    def __init__(self, store: KubeStore) -> None:
+        pool = store.transport._connection_pool()
+        assert pool is not None
+        self.waiting = threading.Event()
+        self.go = threading.Event()
+        get_conn = pool._get_conn
+
+        def held_get_conn(timeout: float | None = None) -> Any:
+            self.waiting.set()
+            assert self.go.wait(10)
+            return get_conn(timeout)
+
+        pool._get_conn = held_get_conn  # type: ignore[method-assign]
+
+
+def config_map(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "a"}}
+
+
+def test_a_write_queued_before_a_cut_and_sent_after_it_is_refused_at_the_wire(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    """A lease lapse cuts the requests in flight and resumes the store at once; a write that waited for a
+    connection meanwhile is refused when its bytes would go out, not sent late on a fresh connection."""
+    store = make_store()
+    queued = _Queued(store)
+    create, created = in_thread(lambda: store.create(config_map("late")))
+    assert queued.waiting.wait(5)
+    store.cancel()
+    store.resume()
+    queued.go.set()
+    create.join(5)
+    assert len(created) == 1 and isinstance(created[0], Cancelled), created
+    assert not kube_server.memory.list("configmaps")[0]  # never sent
+    assert store.create(config_map("next"))["metadata"]["name"] == "next"  # a new request goes out
+
+
+def test_a_fenced_write_queued_while_leading_and_sent_after_the_lapse_is_refused_at_the_wire(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    """The fence's leadership is checked again when the bytes go out, even before the lapse's cut."""
+    store = make_store()
+    queued = _Queued(store)
+    fenced = Fenced(store)
+    leadership = _Flag()
+    fenced.leadership = leadership
+    create, created = in_thread(lambda: fenced.create(config_map("late")))
+    assert queued.waiting.wait(5)
+    leadership.is_leader = False
+    queued.go.set()
+    create.join(5)
+    assert len(created) == 1 and isinstance(created[0], NotLeading), created
+    assert "create ConfigMap a/late: not sent: this process no longer leads" in str(created[0])
+    assert not kube_server.memory.list("configmaps")[0]
+    assert store.create(config_map("unfenced"))["metadata"]["name"] == "unfenced"  # the store's own writes go
+
+
+class _Flag:
+    is_leader = True

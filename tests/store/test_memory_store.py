@@ -485,6 +485,20 @@ def test_bind_sets_node_name_and_a_second_bind_conflicts(store: ClusterStore) ->
         store.bind("team-a", "p", "node-1")
 
 
+def test_a_bind_with_another_pods_uid_conflicts_and_leaves_the_pod(store: ClusterStore) -> None:
+    """The Binding's uid is a precondition (KAI's binder sends its pod's): a pod deleted and made again under
+    its name is not bound by a request of the first."""
+    store.create(node("node-1"))
+    uid = store.create(pod("p"))["metadata"]["uid"]
+    with pytest.raises(
+        Conflict, match=f"Precondition failed: UID in precondition: earlier-uid, UID in object meta: {uid}"
+    ):
+        store.bind("team-a", "p", "node-1", "earlier-uid")
+    assert "nodeName" not in store.get("pods", "p", "team-a")["spec"]
+    store.bind("team-a", "p", "node-1", uid)
+    assert store.get("pods", "p", "team-a")["spec"]["nodeName"] == "node-1"
+
+
 @pytest.mark.parametrize(
     "pod_name, node_name, error",
     [

@@ -193,6 +193,8 @@ class Binder:
         try:
             if br.selected_gpu_groups or br.resource_claim_allocations:
                 pod = self.store.get("pods", br.pod_name, ns)
+                if not br.is_for(_uid(pod)):
+                    raise NotFound(_replaced(br, key, pod))
                 if pod.get("spec", {}).get("nodeName"):
                     raise Conflict(f"pod {key} is already bound")
                 try:
@@ -215,7 +217,7 @@ class Binder:
                     if instances:
                         annotations[mig.ANNOTATION_INSTANCES] = instances
                     self.store.patch("pods", br.pod_name, ns, {"metadata": {"annotations": annotations}})
-                self.store.bind(ns, br.pod_name, br.selected_node)
+                self.store.bind(ns, br.pod_name, br.selected_node, br.pod_uid)
             except StoreError:
                 claims.release(self.store, reserved)
                 raise
@@ -223,10 +225,16 @@ class Binder:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)
             self._settled(br, key)
-            if isinstance(err, Conflict) and self._bound_here(br):
+            now = self._pod_now(br) if isinstance(err, Conflict) else None
+            if now is not None and not br.is_for(_uid(now)):
+                # The binding's uid is not the pod's: the request's pod is gone, this one is new under its name.
+                log.info(f"BindRequest {ns}/{br.meta.name} dropped: {_replaced(br, key, now)}")
+            elif isinstance(err, NotFound):
+                log.debug(f"BindRequest {ns}/{br.meta.name} dropped: {err}")
+            elif now is not None and now.get("spec", {}).get("nodeName") == br.selected_node:
                 # Bound as asked, by this binder before a restart that lost the status write: finish the record.
                 self._status(br, "Succeeded", "", br.failed_attempts)
-            elif isinstance(err, Conflict):  # bound by someone else meanwhile (a pod gone is no news)
+            else:  # bound by someone else meanwhile (a pod gone is no news)
                 log.warning(f"BindRequest {ns}/{br.meta.name} not bound: {err}", extra={"reason": err.reason})
                 return "error"
             return "success"
@@ -331,13 +339,12 @@ class Binder:
         body = events.event(ref, "Warning", "BindingError", text, component="binder", now=self.clock.now())
         events.record(self.store, body)
 
-    def _bound_here(self, br: BindRequest) -> bool:
-        """Whether the pod is bound to the node this request selected (read only when a binding conflicts)."""
+    def _pod_now(self, br: BindRequest) -> JSON | None:
+        """The request's pod as the server holds it (read only when a binding conflicts); None if unreadable."""
         try:
-            pod = self.store.get("pods", br.pod_name, br.meta.namespace)
+            return self.store.get("pods", br.pod_name, br.meta.namespace)
         except StoreError:
-            return False
-        return bool(pod.get("spec", {}).get("nodeName") == br.selected_node)
+            return None
 
     def _label_gpu_groups(self, namespace: str, br: BindRequest) -> None:
         groups = br.selected_gpu_groups
@@ -376,3 +383,11 @@ def _section(raw: JSON, name: str) -> JSON:
     """`raw[name]` if it is a mapping, else empty (a refused object is read only for what it can still say)."""
     value = raw.get(name)
     return value if isinstance(value, dict) else {}
+
+
+def _uid(pod: JSON) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
+
+
+def _replaced(br: BindRequest, key: str, pod: JSON) -> str:
+    return f"pod {key} was deleted and made again under its name (uid {_uid(pod)}; the request's pod was {br.pod_uid})"

@@ -7,7 +7,9 @@ happens above (once per resource version). Resource kinds are named by their plu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -78,6 +80,29 @@ class Gone(StoreError):
 
 class Invalid(StoreError):
     reason = "Invalid"
+
+
+# The check a store runs just before a request's bytes go out, in the thread that makes the request (a refusal
+# raises): a write may wait for a connection after its caller last looked (`checked_when_sent`).
+_SEND_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("send_check", default=None)
+
+
+@contextmanager
+def checked_when_sent(check: Callable[[], None]) -> Iterator[None]:
+    """Within this block a store that sends over a network runs `check` right before each request goes out (each
+    attempt), so a condition the caller checked first (its leadership) still holds when the bytes are sent."""
+    token = _SEND_CHECK.set(check)
+    try:
+        yield
+    finally:
+        _SEND_CHECK.reset(token)
+
+
+def check_before_sending() -> None:
+    """Run the check of the enclosing `checked_when_sent`, if any."""
+    check = _SEND_CHECK.get()
+    if check is not None:
+        check()
 
 
 def resource_named(plural: str) -> Resource:
@@ -158,8 +183,10 @@ class ClusterStore(Protocol):
         """Delete; a pod with a grace period > 0 only gets a deletionTimestamp (it is Releasing) until it ends."""
         ...
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
-        """The `pods/binding` subresource: set spec.nodeName; Conflict if the pod is already bound."""
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
+        """The `pods/binding` subresource: set spec.nodeName; Conflict if the pod is already bound, or if `uid` is
+        given and is not the pod's (the pod was deleted and made again under its name): the Binding's
+        `metadata.uid`, a precondition the API server checks."""
         ...
 
     def evict(self, namespace: str, pod_name: str) -> None:

@@ -387,12 +387,16 @@ class KubeStore:
             "DELETE", object_path(res, name, namespace), body=body, what=describe("delete", res, name, namespace)
         )
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
-        """POST a v1 Binding to `pods/{name}/binding`; Conflict (409) if the pod is already bound."""
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
+        """POST a v1 Binding to `pods/{name}/binding`; Conflict (409) if the pod is already bound, or is not of
+        `uid` (the server's "Precondition failed: UID in precondition")."""
+        metadata = {"name": pod_name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": pod_name, "namespace": namespace},
+            "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
         path = object_path(RESOURCES["pods"], pod_name, namespace, "binding")

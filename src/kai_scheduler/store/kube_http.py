@@ -24,6 +24,7 @@ connections are the proxy manager's and cannot be cut; a request there ends by i
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import http.client
 import logging
@@ -126,6 +127,11 @@ class RealTiming:
             interrupt.wait(seconds)
         elif seconds > 0:
             time.sleep(seconds)
+
+
+# The request the current thread is sending through a tracked connection: its cancellation, the `cuts` it saw when
+# it started, and its name. The connection checks it when the bytes go out (`_Tracked.send`).
+_SENDING: contextvars.ContextVar[tuple[Cancellation, int, str] | None] = contextvars.ContextVar("sending", default=None)
 
 
 class Cancellation:
@@ -481,6 +487,7 @@ class Transport:
     ) -> urllib3.BaseHTTPResponse:
         target, headers = self.request(path, query, content_type if data is not None else None)
         started = time.perf_counter()
+        sending = _SENDING.set((self.cancellation, since, what))
         try:
             pool = self._connection_pool()
             if pool is None:  # a proxy: its manager decides how the request line is written
@@ -513,6 +520,8 @@ class Transport:
             text = unreachable(self._origin, err)
             self.reachability.failed(text)
             raise Unavailable(f"{what}: {text}") from err
+        finally:
+            _SENDING.reset(sending)
         self.requests.record(method, resp.status, time.perf_counter() - started)
         self.reachability.answered()
         return resp
@@ -629,6 +638,17 @@ class _Tracked(urllib3.connection.HTTPConnection):
             raise
         if cancellation is not None and self.sock is not None:
             cancellation.add(self, self.sock.fileno())  # the TLS socket, when it wraps the first one
+
+    def send(self, data: Any) -> None:
+        """Every write to the socket (http.client's public `send`) first asks whether the request may still go
+        out: not if its store was cancelled since it started (a lapse's cut while it waited for a connection), nor
+        if the caller's own check (`interface.checked_when_sent`: the fence's leadership) refuses it now."""
+        sending = _SENDING.get()
+        if sending is not None:
+            cancellation, since, what = sending
+            cancellation.check(what, since)
+        interface.check_before_sending()
+        super().send(data)
 
     def close(self) -> None:
         if self.cancellation is not None:

@@ -280,13 +280,20 @@ class MemoryStore:
             else:
                 self._remove(res.plural, key, stored)
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         """Set spec.nodeName and the PodScheduled=True condition, as the API server's binding does.
 
-        Conflict if the pod is bound already (to any node); Invalid if the node does not exist."""
+        Conflict if the pod is not of `uid` (when given; checked first, as the server's precondition) or is
+        bound already (to any node); Invalid if the node does not exist."""
         with self._cond:
             key = (namespace, pod_name)
             stored = self._stored("pods", key)
+            actual = (stored.get("metadata") or {}).get("uid")
+            if uid and actual != uid:
+                raise Conflict(
+                    f"cannot bind pod {_show(key)}: Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {actual}"
+                )
             spec = stored.get("spec") or {}
             if spec.get("nodeName"):
                 raise Conflict(f"pod {_show(key)} is already bound to {spec['nodeName']}")

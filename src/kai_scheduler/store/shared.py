@@ -50,8 +50,8 @@ class SharedReads:
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         self.store.delete(resource, name, namespace, grace_period_seconds)
 
-    def bind(self, namespace: str, pod_name: str, node_name: str) -> None:
-        self.store.bind(namespace, pod_name, node_name)
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
+        self.store.bind(namespace, pod_name, node_name, uid)
 
     def evict(self, namespace: str, pod_name: str) -> None:
         self.store.evict(namespace, pod_name)
