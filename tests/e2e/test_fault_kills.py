@@ -236,12 +236,6 @@ def fractional(name: str) -> JSON:
     return admission_builders.apply(obj, verdict.patch)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug, about one run in three: after the restart some fractional pods' PodGroups keep "
-    "status.resourcesStatus.allocated 0 (not rewritten once their pods are bound), so the queue's status.allocated "
-    "stays below its pods' GPUs (invariants.settled: queues' allocations)",
-)
 def test_kai_run_killed_while_making_reservation_pods_binds_each_fractional_pod_once(cluster: Cluster) -> None:
     """16 half-GPU pods on two 8-GPU nodes; `kai run` is SIGKILLed as the binder makes the first GPU reservation
     pods (before their GPU index is reported) and started again. Every fractional pod ends bound once, no shared

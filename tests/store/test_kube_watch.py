@@ -232,3 +232,30 @@ def test_a_throttled_watch_request_is_retried_after_the_servers_delay(
     assert summary(collect(store, version, 1)) == [("ADDED", "p")]
     assert timing.sleeps == [2.0, 2.0]
     assert len(kube_server.watch_requests()) == 3
+
+
+def test_two_callers_watching_from_one_version_at_once_each_get_every_event(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    """Components of one process share the store: after a restart they list at the same version and watch from
+    it at once. Each must get the events after that version, not the ones another caller left it."""
+    store = make_store()
+    _, version = store.list("pods")
+    results: list[list[WatchEvent]] = []
+    lock = threading.Lock()
+
+    def watch_once() -> None:
+        events = list(store.watch("pods", version, timeout=3.0))
+        with lock:
+            results.append(events)
+
+    threads = [threading.Thread(target=watch_once) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)  # both callers waiting for their first event
+    store.create(pod("p0"))
+    eventually(lambda: len(results) >= 1)
+    store.create(pod("p1"))
+    for thread in threads:
+        thread.join(5.0)
+    assert [summary(events)[0] for events in results] == [("ADDED", "p0"), ("ADDED", "p0")]

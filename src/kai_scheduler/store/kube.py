@@ -169,6 +169,9 @@ class KubeStore:
         self.activity = Activity()  # watch events received, for loops that run on change
         self._lock = threading.Lock()
         self._streams: dict[str, _StreamList] = {}  # by resource, least recently used first
+        # Streams a caller is taking from: another caller at the same version gets a stream of its own, else one
+        # would take the events the other was waiting for and move the position past them.
+        self._taking: set[WatchStream] = set()
         self._closed = False
 
     @classmethod
@@ -287,6 +290,9 @@ class KubeStore:
         except StoreError:
             self._forget(_stream_key(res.plural, selector_text), stream)
             raise
+        finally:
+            with self._lock:
+                self._taking.discard(stream)
         return iter(events)
 
     def _current_version(self, res: Resource) -> str:
@@ -296,16 +302,17 @@ class KubeStore:
         return str((page.get("metadata") or {}).get("resourceVersion") or "0")
 
     def _stream(self, res: Resource, version: str, selector: str) -> WatchStream:
-        """The open stream at `version` (of `selector`), or a new one (closing the least recently used beyond the
-        cap)."""
+        """The open stream at `version` (of `selector`) no other caller is taking from, or a new one (closing the
+        least recently used beyond the cap); the caller's until `watch` lets it go."""
         with self._lock:
             if self._closed:
                 raise StoreError("the store is closed")
             group = self._streams.setdefault(_stream_key(res.plural, selector), [])
             for stream in group:
-                if stream.position == version:
+                if stream.position == version and stream not in self._taking:
                     group.remove(stream)
                     group.append(stream)
+                    self._taking.add(stream)
                     return stream
             stream = WatchStream(
                 self.transport,
@@ -317,6 +324,7 @@ class KubeStore:
                 selector=selector,
             )
             group.append(stream)
+            self._taking.add(stream)
             keep = self.options.watch_streams_per_resource
             evicted = group[:-keep]
             del group[:-keep]
