@@ -136,6 +136,14 @@ def token_kubeconfig(
     return str(out)
 
 
+def operator_kubeconfig(admin_kubeconfig: str, namespace: str, path: Path) -> str:
+    """A kubeconfig of the operator's ServiceAccount in `namespace`, with the operator install's RBAC applied."""
+    values = install.defaults()
+    values["operator"]["enabled"] = True
+    install_rbac(admin_kubeconfig, values)
+    return token_kubeconfig(admin_kubeconfig, "kai-operator", namespace, path)
+
+
 def bind_account(admin_kubeconfig: str, account: str, namespace: str, rules: list[dict[str, Any]]) -> None:
     """A ServiceAccount `namespace/account` allowed exactly `rules` cluster-wide (a ClusterRole and binding of the
     same name), for running a component with less than its install RBAC."""

@@ -54,10 +54,7 @@ def _operator_kubeconfig(clean: Cluster, tmp_path: Path) -> str:
     admin = clean.processes.kubeconfig
     if not real_server():
         return admin
-    values = install.defaults()
-    values["operator"]["enabled"] = True
-    serviceaccounts.install_rbac(admin, values)
-    return serviceaccounts.token_kubeconfig(admin, "kai-operator", OPERATOR_NAMESPACE, tmp_path / "kubeconfig-operator")
+    return serviceaccounts.operator_kubeconfig(admin, OPERATOR_NAMESPACE, tmp_path / "kubeconfig-operator")
 
 
 def _scheduler_kubeconfig(clean: Cluster, tmp_path: Path) -> str:
