@@ -205,3 +205,30 @@ def test_a_clean_stop_abandons_nothing_and_releases_the_leases_when_the_server_a
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
+
+
+def test_a_signal_that_interrupts_code_holding_a_lock_the_handling_needs_still_stops(tmp_path: Path) -> None:
+    """The signal lands while the main thread holds a lock that logging the signal needs (here a log handler's
+    own lock; in a process, an Event's condition lock or the like): the stop is set once the lock is free, and the
+    process does not wait for itself forever."""
+    script = tmp_path / "held.py"
+    script.write_text(
+        "import logging, os, signal, threading\n"
+        "from kai_scheduler.runtime.process import stop_on_signals\n"
+        "held = threading.Lock()\n"
+        "class Guarded(logging.Handler):\n"
+        "    def emit(self, record):\n"
+        "        with held:\n"
+        "            pass\n"
+        "logger = logging.getLogger('kai_scheduler')\n"
+        "logger.addHandler(Guarded())\n"
+        "logger.setLevel(logging.INFO)\n"
+        "stop = threading.Event()\n"
+        "with stop_on_signals(stop, bound=30.0):\n"
+        "    with held:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        sum(range(100000))  # bytecodes: a handler in the main thread runs here\n"
+        "    print('stopped' if stop.wait(10) else 'not stopped', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
+    assert done.stdout == "stopped\n", (done.stdout, done.stderr)

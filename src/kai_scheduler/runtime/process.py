@@ -288,28 +288,52 @@ def stop_on_signals(stop: threading.Event, bound: float = SHUTDOWN_BOUND) -> Ite
     """While inside, SIGTERM and SIGINT set `stop` (the loops end cleanly) instead of killing or raising; the
     previous handlers come back after. The first signal also starts a watchdog that ends the process `bound`
     seconds later if it is still running; a second signal ends it at once (exit code EXIT_FORCED either way).
-    Off the main thread (where Python takes no handlers) it does nothing."""
+    Off the main thread (where Python takes no handlers) it does nothing.
 
-    def handle(signum: int, frame: FrameType | None) -> None:
-        del frame
-        name = signal.Signals(signum).name
-        if stop.is_set():
-            _exit_now(f"shutdown: second {name}: exiting at once")
-        log.info("signal received, stopping", extra={"signal": name, "bound_seconds": bound})
-        stop.set()
-        watchdog = threading.Timer(bound, _exit_now, args=(f"shutdown: not done {bound:g}s after {name}: exiting",))
-        watchdog.daemon = True
-        watchdog.start()
-
+    The handler itself only writes the signal's number to a pipe; a thread of its own reads it and does the rest.
+    A Python handler runs in the main thread between two bytecodes of whatever it was doing, and logging, setting
+    an Event or starting a Timer take locks: were the interrupted code holding one of them (an Event's condition
+    lock between `with` and `wait`, a handler's lock), the handler would wait for itself forever and the signal
+    would be lost."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    read_end, write_end = os.pipe()
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        del frame
+        with contextlib.suppress(OSError):
+            os.write(write_end, bytes([signum]))
+
+    def relay() -> None:
+        while True:
+            try:
+                received = os.read(read_end, 1)
+            except OSError:  # closed: the context ended
+                return
+            if not received:
+                return
+            name = signal.Signals(received[0]).name
+            if stop.is_set():
+                _exit_now(f"shutdown: second {name}: exiting at once")
+            log.info("signal received, stopping", extra={"signal": name, "bound_seconds": bound})
+            stop.set()
+            message = f"shutdown: not done {bound:g}s after {name}: exiting"
+            watchdog = threading.Timer(bound, _exit_now, args=(message,))
+            watchdog.daemon = True
+            watchdog.start()
+
+    relaying = threading.Thread(target=relay, name="kai-signals", daemon=True)
+    relaying.start()
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        os.close(write_end)  # the relay reads the end of the pipe and returns
+        relaying.join(1.0)
+        os.close(read_end)
 
 
 @contextlib.contextmanager
