@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test e2e e2e-real lint bench clean constraints
+.PHONY: demo test e2e e2e-real faults lint bench clean constraints
 
 $(BIN)/kai: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ e2e: $(VENV)/.dev          # against a cluster of yours: KAI_E2E_KUBECONFIG=path
 
 e2e-real: $(VENV)/.dev     # against fresh loopback clusters from ../shared/kube, bare and with controllers
 	$(BIN)/python -m tests.e2e.run_real -v
+
+# The slow fault tests (tests/e2e/test_fault_kills.py: the kube-apiserver SIGKILLed during a 200-pod fill, a reclaim
+# and a consolidation; kai run SIGKILLed mid-eviction and mid-reservation-pod), outside `make test`'s time budget.
+faults: $(VENV)/.dev
+	KAI_E2E_SLOW=1 KAI_E2E_SERIAL=1 $(BIN)/python -m tests.e2e.run_real -k test_fault_kills
 
 bench: $(BIN)/kai
 	$(BIN)/python bench/run.py
