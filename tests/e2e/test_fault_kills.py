@@ -158,11 +158,9 @@ def test_api_server_killed_three_times_during_a_fill_of_200_pods(own: realkube.C
     no_traceback(cluster)
 
 
-def test_api_server_killed_while_a_reclaims_evictions_are_in_flight(own: realkube.Cluster, cluster: Cluster) -> None:
-    """Team b fills 16 GPUs (quota 8); team a's gang of 8 (quota 8) reclaims. While b's victims terminate (4 s
-    grace) the API server is killed, down 2 s. Team a's gang ends bound whole, b keeps its 8: no more victims
-    than the reclaim needed, nothing bound twice."""
-    start(cluster, "reclaim-node", 2, *ELECTION)
+def reclaim_in_flight(cluster: Cluster) -> int:
+    """Team b fills 16 GPUs (quota 8 each); team a's gang of 8 reclaims. Returns once b's victims terminate: how
+    many are terminating then."""
     cluster.create(queue("e2e-a", gpu_quota=8))
     cluster.create(queue("e2e-b", gpu_quota=8))
     for i in range(16):
@@ -172,7 +170,15 @@ def test_api_server_killed_while_a_reclaims_evictions_are_in_flight(own: realkub
     for i in range(8):
         cluster.create(pod(f"a-{i}", group="a-gang", queue="e2e-a", labels={"app": "team-a"}))
     cluster.wait("team b's victims terminating", lambda: terminating(cluster, "app=team-b") > 0, timeout=60)
-    in_flight = terminating(cluster, "app=team-b")
+    return terminating(cluster, "app=team-b")
+
+
+def test_api_server_killed_while_a_reclaims_evictions_are_in_flight(own: realkube.Cluster, cluster: Cluster) -> None:
+    """Team b fills 16 GPUs (quota 8); team a's gang of 8 (quota 8) reclaims. While b's victims terminate (4 s
+    grace) the API server is killed, down 2 s. Team a's gang ends bound whole, b keeps its 8: no more victims
+    than the reclaim needed, nothing bound twice."""
+    start(cluster, "reclaim-node", 2, *ELECTION)
+    in_flight = reclaim_in_flight(cluster)
     kill_apiserver(own, cluster, 2.0)
     cluster.wait("team a's gang bound", lambda: bound_count(cluster, "app=team-a") == 8, timeout=60)
     print(f"\n{in_flight} evictions in flight when the API server was killed")
@@ -218,16 +224,7 @@ def test_kai_run_killed_mid_eviction_finishes_the_reclaim_once(cluster: Cluster)
     terminate and started again. The restart sees the evictions as in flight: a's gang bound whole, b keeps its
     8 (no second round of victims), nothing bound twice."""
     start(cluster, "evict-node", 2)
-    cluster.create(queue("e2e-a", gpu_quota=8))
-    cluster.create(queue("e2e-b", gpu_quota=8))
-    for i in range(16):
-        cluster.create(victim(f"b-{i}", queue="e2e-b", labels={"app": "team-b"}))
-    cluster.wait("team b on all 16 GPUs", lambda: bound_count(cluster, "app=team-b") == 16)
-    cluster.create(podgroup("a-gang", min_member=8, queue="e2e-a"))
-    for i in range(8):
-        cluster.create(pod(f"a-{i}", group="a-gang", queue="e2e-a", labels={"app": "team-a"}))
-    cluster.wait("team b's victims terminating", lambda: terminating(cluster, "app=team-b") > 0, timeout=60)
-    in_flight = terminating(cluster, "app=team-b")
+    in_flight = reclaim_in_flight(cluster)
     restart_kai_run(cluster)
     cluster.wait("team a's gang bound", lambda: bound_count(cluster, "app=team-a") == 8, timeout=60)
     print(f"\n{in_flight} evictions in flight when kai run was killed")
