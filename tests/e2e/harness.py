@@ -182,6 +182,14 @@ class Processes:
         proc.kill()
         proc.wait(timeout=30)
 
+    def stop(self, names: list[str]) -> None:
+        """SIGTERM the named processes that still run, last started first, each waited for (30 s)."""
+        for name in reversed(names):
+            proc = self.running.pop(name, None)
+            if proc is not None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=30)
+
     def stop_all(self) -> None:
         for proc in self.running.values():
             proc.send_signal(signal.SIGTERM)
@@ -394,6 +402,18 @@ def subgroup_of(cluster: Cluster, pod_name: str) -> str:
     """The SubGroup the pod grouper put the pod in (its `kai.scheduler/subgroup-name` label; "" for none)."""
     labels = cluster.store.get("pods", pod_name, NAMESPACE)["metadata"].get("labels") or {}
     return str(labels.get("kai.scheduler/subgroup-name", ""))
+
+
+def event_messages(cluster: Cluster, kind: str, name: str, reason: str, namespace: str | None = NAMESPACE) -> list[str]:
+    """The messages of the events of `reason` on the object `kind`/`name` (in `namespace`; None: any)."""
+    events, _ = cluster.store.list("events", namespace)
+    return [
+        str(e.get("message"))
+        for e in events
+        if e.get("reason") == reason
+        and (e.get("involvedObject") or {}).get("kind") == kind
+        and (e.get("involvedObject") or {}).get("name") == name
+    ]
 
 
 def grouper_warnings(cluster: Cluster, pod_name: str) -> list[str]:

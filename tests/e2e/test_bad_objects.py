@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.e2e import harness
 from tests.e2e.harness import NAMESPACE, Cluster, pod
 
 JSON = dict[str, Any]
@@ -24,14 +25,7 @@ def _bad_tree() -> JSON:
 
 
 def _invalid(clean: Cluster, kind: str, name: str, reason: str = "InvalidObject") -> list[str]:
-    events, _ = clean.store.list("events", NAMESPACE)
-    return [
-        str(e.get("message"))
-        for e in events
-        if e.get("reason") == reason
-        and (e.get("involvedObject") or {}).get("kind") == kind
-        and (e.get("involvedObject") or {}).get("name") == name
-    ]
+    return harness.event_messages(clean, kind, name, reason)
 
 
 def test_bad_objects_are_told_on_themselves_and_the_good_pod_is_bound(clean: Cluster) -> None:

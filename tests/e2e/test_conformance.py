@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -376,11 +375,7 @@ def gpu_nodes_pool(clean: Cluster) -> Iterator[Cluster]:
         clean.wait("the pool's node", lambda: _exists(clean, "nodes", POOL_NODE), timeout=60)
         yield clean
     finally:
-        for name in reversed(started):
-            proc = clean.processes.running.pop(name, None)
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=30)
+        clean.processes.stop(started)
         with contextlib.suppress(NotFound):
             clean.store.delete("nodes", POOL_NODE)
 

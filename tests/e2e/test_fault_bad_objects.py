@@ -22,7 +22,7 @@ import pytest
 
 from kai_scheduler.store.interface import Invalid
 from tests.badobj import mutations as m
-from tests.e2e import invariants
+from tests.e2e import harness, invariants
 from tests.e2e.harness import GPU, NAMESPACE, Cluster, pod, podgroup, queue, real_server
 
 JSON = dict[str, Any]
@@ -62,14 +62,7 @@ class Bad:
 
 
 def _events(cluster: Cluster, kind: str, name: str, reason: str) -> list[str]:
-    events, _ = cluster.store.list("events", None)
-    return [
-        str(e.get("message"))
-        for e in events
-        if e.get("reason") == reason
-        and (e.get("involvedObject") or {}).get("kind") == kind
-        and (e.get("involvedObject") or {}).get("name") == name
-    ]
+    return harness.event_messages(cluster, kind, name, reason, namespace=None)
 
 
 def _submit(cluster: Cluster, bad: list[Bad]) -> list[Bad]:

@@ -11,7 +11,6 @@ scaling pod meanwhile: the suite's clusters run no kube-scheduler.
 from __future__ import annotations
 
 import contextlib
-import signal
 from collections.abc import Iterator
 
 import pytest
@@ -47,11 +46,7 @@ def adjuster(clean: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     try:
         yield clean
     finally:
-        for name in (ADJUSTER, "fake-scaled-nodes"):
-            proc = clean.processes.running.pop(name, None)
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=30)
+        clean.processes.stop(["fake-scaled-nodes", ADJUSTER])  # the adjuster first, as started last
         with contextlib.suppress(NotFound):
             clean.store.delete("nodes", ADDED_NODE)
         for sp in _scaling_pods(clean):

@@ -9,7 +9,6 @@ room; each queue's GPUs stay in its pool; both pools make progress.
 from __future__ import annotations
 
 import contextlib
-import signal
 from collections.abc import Iterator
 
 import pytest
@@ -53,11 +52,7 @@ def shards(clean: Cluster) -> Iterator[Cluster]:
         clean.wait("the pools' nodes Ready", lambda: all(_ready(clean, _node(p)) for p in POOLS), timeout=60)
         yield clean
     finally:
-        for name in reversed(started):
-            proc = clean.processes.running.pop(name, None)
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=30)
+        clean.processes.stop(started)
         for p in POOLS:
             with contextlib.suppress(NotFound):
                 clean.store.delete("nodes", _node(p))
