@@ -20,17 +20,18 @@ demo: $(BIN)/kai
 	$(BIN)/kai simulate examples/simulate-quickstart.yaml --no-progress
 
 # The unit suite includes tests/kube (a real kube-apiserver from ../shared/kube, one per pytest worker). The e2e
-# suite runs three times at once (tests/e2e/run_real.py): over the mock API server (faults a real server cannot
-# show) and over a real kube-apiserver twice, bare and with kube-controller-manager (it says why and runs the mock
-# alone without ../shared/kube). The runs wait mostly on their servers: together they take little more than the
-# longest (tests/README.md has the figures). KAI_E2E_SERIAL=1 runs them one after the other.
+# suite runs in three runs at once (tests/e2e/run_real.py), each test once (KAI_E2E_SPLIT=1, tests/e2e/split.py):
+# over the mock API server the faults a real server cannot show, and the rest over a real kube-apiserver, bare or
+# with kube-controller-manager (without ../shared/kube it says why and the mock run takes every test). The runs
+# wait mostly on their servers: together they take little more than the longest (tests/README.md has the figures).
+# KAI_E2E_SERIAL=1 runs them one after the other; `make e2e-real` runs every test in both real modes.
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2
-	KAI_E2E_WITH_MOCK=1 $(BIN)/python -m tests.e2e.run_real
+	KAI_E2E_WITH_MOCK=1 KAI_E2E_SPLIT=1 $(BIN)/python -m tests.e2e.run_real
 
 e2e: $(VENV)/.dev          # against a cluster of yours: KAI_E2E_KUBECONFIG=path (see tests/e2e/README.md)
 	$(BIN)/pytest tests/e2e -v

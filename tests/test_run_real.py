@@ -133,3 +133,28 @@ def test_serial_runs_one_mode_after_the_other(
     assert run_real.main([]) == 4
     (first, _, first_down), (second, second_up, _) = clusters
     assert (first, second) == ("bare", "controllers") and second_up >= first_down
+
+
+@pytest.mark.parametrize("serial", ["0", "1"])
+def test_split_each_run_is_told_its_share_and_without_cluster_sh_the_mock_takes_every_test(
+    clusters: list[tuple[str, float, float]],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    serial: str,
+) -> None:
+    shown = "import os; print('share', os.environ.get('KAI_E2E_CONTROLLERS', 'mock'), os.environ.get('KAI_E2E_RUN'))"
+    monkeypatch.setattr(run_real, "command", lambda args: [sys.executable, "-c", shown])
+    monkeypatch.setenv("KAI_E2E_SERIAL", serial)
+    monkeypatch.setenv("KAI_E2E_WITH_MOCK", "1")
+    monkeypatch.setenv("KAI_E2E_SPLIT", "1")
+    monkeypatch.setenv("KAI_E2E_RUN", "bare")  # the caller's own is never passed on
+    assert run_real.main([]) == 0
+    shares = sorted(line for line in capfd.readouterr().out.splitlines() if line.startswith("share "))
+    assert shares == ["share 0 bare", "share 1 controllers", "share mock mock"]
+    monkeypatch.setattr(realkube, "unavailable", lambda: "no cluster.sh here")
+    assert run_real.main([]) == 0
+    assert [line for line in capfd.readouterr().out.splitlines() if line.startswith("share ")] == ["share mock None"]
+    monkeypatch.delenv("KAI_E2E_SPLIT")
+    monkeypatch.setattr(realkube, "unavailable", lambda: None)
+    assert run_real.main([]) == 0
+    assert "share 0 None" in capfd.readouterr().out

@@ -14,7 +14,7 @@ import pytest
 
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.kube import KubeStore
-from tests.e2e import harness, serviceaccounts
+from tests.e2e import harness, serviceaccounts, split
 
 SKIP_REASON = (
     "e2e suite skipped: set KAI_E2E_KUBECONFIG to a kubeconfig of a disposable cluster "
@@ -22,13 +22,27 @@ SKIP_REASON = (
 )
 
 
+NEEDS_CONTROLLERS = "needs kube-controller-manager (KAI_E2E_CONTROLLERS=1)"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if harness.kubeconfig_from_env() or os.environ.get("KAI_E2E_MOCK") == "1":
+    mine = [item for item in items if "tests/e2e/" in item.nodeid]
+    if not (harness.kubeconfig_from_env() or os.environ.get("KAI_E2E_MOCK") == "1"):
+        for item in mine:
+            item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
         return
-    skip = pytest.mark.skip(reason=SKIP_REASON)
-    for item in items:
-        if "tests/e2e/" in item.nodeid:
-            item.add_marker(skip)
+    for item in mine:
+        if item.get_closest_marker("needs_controllers") and not harness.controllers_running():
+            item.add_marker(pytest.mark.skip(reason=NEEDS_CONTROLLERS))
+    run = os.environ.get("KAI_E2E_RUN")
+    if not run:
+        return
+    if run not in split.RUNS:
+        raise pytest.UsageError(f"KAI_E2E_RUN={run}: expected one of {', '.join(split.RUNS)}")
+    elsewhere = [item for item in mine if split.run_of(item) != run]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = [item for item in items if item not in set(elsewhere)]
 
 
 @pytest.fixture(scope="session")

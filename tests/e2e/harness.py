@@ -479,16 +479,14 @@ def queue(name: str, *, gpu_quota: float, gpu_limit: float = -1, parent: str = "
     }
 
 
+WORKLOAD_CRDS = ("grove-crds.yaml", "pytorchjob-crd.yaml", "workload-crds.yaml")  # minimal CRDs of the operators
+
+
 def load_fixture(name: str) -> list[JSON]:
     import yaml
 
     text = (Path(__file__).parent / "fixtures" / name).read_text(encoding="utf-8")
     return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def apply_crd(kubeconfig: str, crd: JSON) -> None:
-    """Create a CRD unless present and wait until it is established (real server only)."""
-    _real_cluster_basics(kubeconfig, [crd], namespace=False)
 
 
 def install(store: KubeStore, kubeconfig: str, *, real: bool) -> None:
@@ -502,6 +500,10 @@ def install(store: KubeStore, kubeconfig: str, *, real: bool) -> None:
     objects = installer.manifests(installer.defaults())
     if real:
         _real_cluster_basics(kubeconfig, [o for o in objects if o["kind"] == "CustomResourceDefinition"])
+        # The workload operators' CRDs too, now rather than when their tests come: kube-controller-manager's
+        # garbage collector learns of a new resource on its next discovery (every 30 s), and until then it cannot
+        # see an owner of that kind deleted, so the owner's PodGroup would be collected only by chance in time.
+        _real_cluster_basics(kubeconfig, [crd for name in WORKLOAD_CRDS for crd in load_fixture(name)], namespace=False)
     for obj in objects:
         if obj["kind"] in ("PriorityClass",):
             with contextlib.suppress(AlreadyExists):

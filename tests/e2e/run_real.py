@@ -9,7 +9,10 @@ whatever happens), runs `pytest tests/e2e` in it with
     KAI_E2E_CONTROLLERS=1   the same + kube-controller-manager (Job controller, garbage collector, …)
 
 and stops the cluster as soon as that run ends. With `KAI_E2E_WITH_MOCK=1` the suite also runs over the mock API
-server (`KAI_E2E_MOCK=1`, in the run's own process; alone where there is no cluster.sh).
+server (`KAI_E2E_MOCK=1`, in the run's own process; alone where there is no cluster.sh). With `KAI_E2E_SPLIT=1`
+(`make test`) each test runs once, in the run it belongs to (`KAI_E2E_RUN`, tests/e2e/split.py): the mock run
+keeps only the faults a real server cannot show, and the rest is shared between the bare and controllers runs;
+without a real server the mock run takes every test.
 
 The runs go at once: they share nothing (their own API server, ports, components, pytest temporary directories)
 and each waits mostly on its servers, so together they take little more than the longest (tests/README.md has
@@ -49,6 +52,11 @@ def serial() -> bool:
 
 def with_mock() -> bool:
     return os.environ.get("KAI_E2E_WITH_MOCK") == "1"
+
+
+def split() -> bool:
+    """KAI_E2E_SPLIT=1: each test runs once, in the run it belongs to (tests/e2e/split.py), not in every run."""
+    return os.environ.get("KAI_E2E_SPLIT") == "1"
 
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:
@@ -120,15 +128,23 @@ def command(pytest_args: list[str]) -> list[str]:
 
 
 def start(
-    stack: contextlib.ExitStack, name: str, controllers: bool, pytest_args: list[str], *, keep_output: bool
+    stack: contextlib.ExitStack,
+    name: str,
+    controllers: bool,
+    pytest_args: list[str],
+    *,
+    keep_output: bool,
+    share: str | None = None,
 ) -> Run:
     """Start the mode's cluster and its pytest; `Run.finish`, else the caller's stack however it ends, stops both
     (the run first)."""
     started = time.monotonic()
     own = stack.enter_context(contextlib.ExitStack())
     env = dict(os.environ)
-    for each in ("KAI_E2E_MOCK", "KAI_E2E_KUBECONFIG", "KAI_E2E_CONTROLLERS"):
+    for each in ("KAI_E2E_MOCK", "KAI_E2E_KUBECONFIG", "KAI_E2E_CONTROLLERS", "KAI_E2E_RUN"):
         env.pop(each, None)
+    if share is not None:
+        env["KAI_E2E_RUN"] = share
     cluster = None
     if name == MOCK:
         env["KAI_E2E_MOCK"] = "1"
@@ -161,17 +177,21 @@ def wait(run: Run) -> int:
     return run.finish(code)
 
 
-def run_mode(name: str, controllers: bool, pytest_args: list[str]) -> int:
-    """One mode alone, its output live."""
+def run_mode(name: str, controllers: bool, pytest_args: list[str], *, share: str | None = None) -> int:
+    """One mode alone, its output live; with `share`, only the tests of that run (tests/e2e/split.py)."""
     with contextlib.ExitStack() as stack:
-        return wait(start(stack, name, controllers, pytest_args, keep_output=False))
+        return wait(start(stack, name, controllers, pytest_args, keep_output=False, share=share))
 
 
-def run_modes_at_once(modes: tuple[tuple[str, bool], ...], pytest_args: list[str]) -> int:
-    """The modes at once, each on its own cluster; each run's output printed whole when it ends."""
+def run_modes_at_once(modes: tuple[tuple[str, bool], ...], pytest_args: list[str], *, shared: bool = False) -> int:
+    """The modes at once, each on its own cluster; each run's output printed whole when it ends. `shared`: each
+    run keeps only its own tests (tests/e2e/split.py)."""
     codes: dict[str, int] = {}
     with contextlib.ExitStack() as stack:
-        runs = [start(stack, name, controllers, pytest_args, keep_output=True) for name, controllers in modes]
+        runs = [
+            start(stack, name, controllers, pytest_args, keep_output=True, share=name if shared else None)
+            for name, controllers in modes
+        ]
         while len(codes) < len(runs):
             for run in runs:
                 if run.name in codes:
@@ -207,11 +227,12 @@ def _main(argv: list[str]) -> int:
         modes += MODES
     if not modes:
         return 0
+    shared = split() and not why  # without a real server the mock run takes every test
     if not serial():
-        return run_modes_at_once(modes, argv)
+        return run_modes_at_once(modes, argv, shared=shared)
     failed = 0
     for name, controllers in modes:
-        code = run_mode(name, controllers, argv)
+        code = run_mode(name, controllers, argv, share=name if shared else None)
         failed = failed or code
     return failed
 

@@ -23,6 +23,8 @@ from tests.e2e.checks import never_over_committed
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup, queue
 from tests.e2e.podwatch import PodWatch, Seen, lost_nominations
 
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
+
 GRACE = 8  # seconds an evicted team-a pod stays terminating: several scheduling cycles
 
 

@@ -42,6 +42,8 @@ from tests.e2e.harness import (
 )
 from tests.loopback import free_port
 
+pytestmark = pytest.mark.run_in("controllers")  # the Job controller (tests/e2e/split.py)
+
 CLUSTER_SCOPED = ("Queue", "SchedulingShard", "Config")
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 

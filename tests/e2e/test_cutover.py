@@ -29,12 +29,16 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from kai_scheduler.api.fields import format_time, parse_time
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.store.interface import JSON, NotFound
 from tests.e2e import harness
 from tests.e2e.checks import hold
 from tests.e2e.harness import COMPONENTS, NAMESPACE, NODE_PREFIX, RESERVATION_NAMESPACE, Cluster, pod, queue
+
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
 
 GPU = "nvidia.com/gpu"
 ORG, TEAM_A, TEAM_B = "e2e-cut-org", "e2e-cut-a", "e2e-cut-b"
@@ -56,8 +60,6 @@ def test_a_cluster_kai_was_running_is_taken_over_as_it_is(clean: Cluster) -> Non
     processes = clean.processes
     for component in COMPONENTS:
         processes.kill(component)
-    if harness.real_server():
-        harness.apply_crd(processes.kubeconfig, harness.load_fixture("pytorchjob-crd.yaml")[0])
     started = time.time()
     try:
         kai = _write_kais_state(clean)

@@ -18,6 +18,8 @@ from kai_scheduler.store.interface import JSON, StoreError
 from tests.e2e import harness
 from tests.e2e.harness import NAMESPACE, Cluster
 
+pytestmark = pytest.mark.run_in("controllers")  # the garbage collector (tests/e2e/split.py)
+
 DRA = "resource.k8s.io/v1beta1"
 CLASS = "gpu.nvidia.com"
 SLICE = "e2e-dra-slice"

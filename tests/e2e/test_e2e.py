@@ -8,10 +8,13 @@ from __future__ import annotations
 import re
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.checks import at_most, hold, never_over_committed
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup, queue, suspended_job
+
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
 
 
 def test_a_job_is_grouped_placed_bound_and_run(clean: Cluster) -> None:

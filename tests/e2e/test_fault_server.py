@@ -381,6 +381,7 @@ def burst_requests(server: Any, since: float, until: float) -> str:
     return "\n".join(f"{n:4d} {' '.join(key)}" for key, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+@pytest.mark.run_in("mock")
 @pytest.mark.skipif(
     os.environ.get("KAI_E2E_MOCK") != "1",
     reason="5xx bursts are injected by the mock API server (KAI_E2E_MOCK=1); a real one cannot be made to answer them",

@@ -2,7 +2,8 @@
 pods with the `grove.io/podgang` label and a scheduling gate, then the PodGang, then the gates lifted), grouped
 by the pod grouper into one PodGroup per PodGang, placed whole or not at all, and collected with its PodGang.
 
-No Grove operator runs: the CRDs are minimal (fixtures/grove-crds.yaml) and the test plays the operator."""
+No Grove operator runs: the CRDs are minimal (fixtures/grove-crds.yaml, installed with the suite's) and the test plays
+the operator."""
 
 from __future__ import annotations
 
@@ -15,21 +16,16 @@ from tests.e2e import harness
 from tests.e2e.checks import at_most, hold, never_over_committed
 from tests.e2e.harness import NAMESPACE, Cluster, grouper_warnings, owner_reference, pod, rack_of, subgroup_of
 
+pytestmark = pytest.mark.run_in("controllers")  # the garbage collector (tests/e2e/split.py)
+
 QUEUE = "e2e-grove"
 TOPOLOGY = "e2e-grove-racks"
 GATE = "grove.io/podgang-pending-creation"
 RACK = "kai.scheduler/rack"
 
 
-@pytest.fixture(scope="module")
-def grove_crds(cluster: Cluster) -> None:
-    if harness.real_server():
-        for crd in harness.load_fixture("grove-crds.yaml"):
-            harness.apply_crd(cluster.processes.kubeconfig, crd)
-
-
 @pytest.fixture
-def grove(clean: Cluster, grove_crds: None) -> Cluster:
+def grove(clean: Cluster) -> Cluster:
     """A clean cluster with Grove's CRDs, the queue `e2e-grove` (16 GPUs deserved: room for a non-preemptible
     `inference` gang) and a Topology of zones and racks (`kai fake-nodes --rack-size 2`)."""
     clean.create(harness.queue(QUEUE, gpu_quota=16))

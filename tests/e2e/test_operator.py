@@ -18,6 +18,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kai_scheduler import install
 from kai_scheduler.install import kai_config
 from kai_scheduler.operator import render
@@ -25,6 +27,8 @@ from kai_scheduler.store.interface import JSON, AlreadyExists, NotFound
 from tests.e2e import serviceaccounts
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup, real_server
 from tests.loopback import free_port
+
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
 
 OPERATOR_NAMESPACE = "kai-scheduler"
 SCHEDULER_NAME = "kai-e2e-op"

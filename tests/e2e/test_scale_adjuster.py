@@ -22,6 +22,8 @@ from tests.e2e.checks import hold
 from tests.e2e.harness import NAMESPACE, Cluster, pod, real_server
 from tests.loopback import free_port
 
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
+
 ADDED_PREFIX = "kai-e2e-scaled"
 ADDED_NODE = f"{ADDED_PREFIX}-0"
 POOL_LABEL = "kai-e2e/pool"

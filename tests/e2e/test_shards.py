@@ -18,6 +18,8 @@ from kai_scheduler.store.interface import NotFound
 from tests.e2e.checks import hold
 from tests.e2e.harness import NAMESPACE, Cluster, pod, podgroup, queue
 
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
+
 KEY = constants.DEFAULT_NODE_POOL_LABEL_KEY
 POOLS = ("a", "b")
 

@@ -22,15 +22,14 @@ from tests.e2e.harness import (
     subgroup_of,
 )
 
+pytestmark = pytest.mark.run_in("controllers")  # the Job controller, the garbage collector (tests/e2e/split.py)
+
 
 def _phases(cluster: Cluster, selector: str) -> list[str]:
     return sorted(p.get("status", {}).get("phase", "") for p in cluster.pods(selector))
 
 
-@pytest.mark.skipif(
-    not harness.controllers_running(),
-    reason="needs the Job controller of kube-controller-manager (KAI_E2E_CONTROLLERS=1)",
-)
+@pytest.mark.needs_controllers  # the Job controller
 def test_a_job_of_the_job_controller_is_grouped_placed_run_and_succeeds(clean: Cluster) -> None:
     """A plain batch Job: the Job controller makes its two pods, the podgrouper groups them, the scheduler
     places them, the binder binds them, the fake kubelet runs them for 2 s, and the Job completes."""
@@ -73,13 +72,7 @@ def _job_complete(job: JSON) -> bool:
     )
 
 
-@pytest.fixture(scope="module")
-def pytorchjob_crd(cluster: Cluster) -> None:
-    if harness.real_server():
-        harness.apply_crd(cluster.processes.kubeconfig, harness.load_fixture("pytorchjob-crd.yaml")[0])
-
-
-def test_a_pytorchjob_gets_master_and_worker_subgroups(clean: Cluster, pytorchjob_crd: None) -> None:
+def test_a_pytorchjob_gets_master_and_worker_subgroups(clean: Cluster) -> None:
     """A PyTorchJob of one master and three workers (its pods created as its operator would, controlled by it):
     one PodGroup with subgroups master (1) and worker (3), and all four pods bound together."""
     job = clean.create(
@@ -207,15 +200,8 @@ QUEUE = "e2e-wl"
 TEMPLATE: JSON = {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}
 
 
-@pytest.fixture(scope="module")
-def workload_crds(cluster: Cluster) -> None:
-    if harness.real_server():
-        for crd in [*harness.load_fixture("workload-crds.yaml"), *harness.load_fixture("pytorchjob-crd.yaml")]:
-            harness.apply_crd(cluster.processes.kubeconfig, crd)
-
-
 @pytest.fixture
-def wl(clean: Cluster, workload_crds: None) -> Cluster:
+def wl(clean: Cluster) -> Cluster:
     """A clean cluster with the workload CRDs and the queue `e2e-wl` (8 GPUs deserved: room for the
     non-preemptible `inference` and `build` workloads, which may use only what their queue deserves)."""
     clean.create(harness.queue(QUEUE, gpu_quota=8))
@@ -649,10 +635,7 @@ def _pod_template(app: str) -> JSON:
     }
 
 
-@pytest.mark.skipif(
-    not harness.controllers_running(),
-    reason="needs kube-controller-manager's Deployment, StatefulSet, Job controllers (KAI_E2E_CONTROLLERS=1)",
-)
+@pytest.mark.needs_controllers  # the Deployment, StatefulSet, Job and CronJob controllers
 def test_deployments_statefulsets_and_cronjob_runs_of_the_real_controllers(wl: Cluster) -> None:
     """Pods of the real controllers: a Deployment gets one `inference` PodGroup per pod (owned by the pod) and one
     more when scaled 2 → 3; a StatefulSet one PodGroup of minMember 1 for all its pods; a CronJob's run (a Job it
