@@ -9,9 +9,9 @@
 3. The binding, with the uid of the request's pod. If the patch or the binding fails, what the pre-bind steps
    reserved is taken back (KAI's Rollback) and the error goes on to the binder, which records the failure.
 
-A NotFound from a pre-bind step is not the pod's (read just above) but something the bind needs: a claim, the
-reservation namespace (`--resource-reservation-namespace` missing or deleted). It is a failure to record and retry
-(`Missing`), not a pod gone, which the binder drops without a word.
+A NotFound from a pre-bind step is not the pod's (read just above) but something the bind needs: the node
+(`hamicore`), the reservation namespace (`--resource-reservation-namespace` missing or deleted). It is a failure
+to record and retry (`Missing`), not a pod gone, which the binder drops without a word.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound
 
 
 class Missing(PreBindFailed):
-    """Something a bind needs besides the pod was not found (a ResourceClaim, the reservation namespace)."""
+    """Something a bind needs besides the pod was not found (the node, the reservation namespace)."""
 
     reason = "NotFound"
 
