@@ -14,8 +14,9 @@ from kai_scheduler.api import bindrequest
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.meta import ObjectMeta
-from kai_scheduler.binder import hami_core, reservation
+from kai_scheduler.binder import reservation
 from kai_scheduler.binder.binder import Binder
+from kai_scheduler.binder.plugins import hamicore
 from kai_scheduler.cluster.resources import gpu_portion
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
@@ -124,7 +125,7 @@ def test_a_missing_node_fails_the_bind_with_the_reason() -> None:
 def _limit(label: str | None, portion: float, kind: str = "Fraction") -> str | None:
     labels = {} if label is None else {"nvidia.com/gpu.memory": label}
     br = BindRequest.from_dict(_request("p", f"{portion}", ["g1"], kind))
-    return hami_core.memory_limit({"metadata": {"labels": labels}}, br)
+    return hamicore.memory_limit({"metadata": {"labels": labels}}, br)
 
 
 @pytest.mark.parametrize(

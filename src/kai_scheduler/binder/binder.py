@@ -1,15 +1,13 @@
 """The binder component: BindRequest → `pods/binding` (KAI `pkg/binder`, §8.1).
 
-BindRequests are watched (LIST once, then WATCH). For each that is neither Succeeded nor being deleted: skip
-it until it changes if the pod is gone or already bound;
-write the DRA claims' allocation and reservation (`claims`, taken back if the binding fails);
-reserve each GPU group of a shared-GPU pod (`reservation`: create or reuse its reservation pod; reservation pods
-of groups with no pods left are collected on every sync) and fill its shared-GPU ConfigMaps
-(`shared_gpu_configmaps`; with `hami_core`, also the pod's GPU memory limit, read off its node: `hami_core`), bind
-through the `pods/binding` subresource, label a
-shared-GPU pod with its GPU group, and record the outcome
-in the BindRequest status and, with `events` (the component against an API server), as an event on the pod:
-`Normal Bound` or `Warning BindingError` with the reason (KAI's binder, §8.1; `kubectl describe pod` shows them).
+BindRequests are watched (LIST once, then WATCH). Each that is neither Succeeded nor being deleted is bound by
+`binding` (the pod read and checked, the plugins' pre-bind steps in order: `plugins.config`, the bind annotations,
+the binding) and the outcome recorded in the BindRequest status and, with `events` (the component against an API
+server), as an event on the pod: `Normal Bound` or `Warning BindingError` with the reason (KAI's binder, §8.1;
+`kubectl describe pod` shows them). A request whose pod is gone or already bound is skipped until it changes; one
+whose reservation pod waits for its GPU is taken up again at the next pass. Reservation pods of GPU groups with no
+pods left are collected on every sync (`reservation`).
+
 A failure sets phase Failed with the reason and counts `failedAttempts`; with a `backoffLimit` above the attempts
 made, the request is retried after 2^attempts seconds. A retry reads the request from the server first and acts
 on what it holds then, not on the watched copy: the watch may not have brought the Failed status back yet, and
@@ -24,11 +22,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from kai_scheduler.api import constants, mig, shared_gpu
+from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
-from kai_scheduler.binder import claims, hami_core, reservation, shared_gpu_configmaps
+from kai_scheduler.binder import reservation
+from kai_scheduler.binder.binding import Binding, replaced, uid
+from kai_scheduler.binder.plugins import config as plugins
+from kai_scheduler.binder.plugins.interface import PreBindFailed, PreBindPending
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
@@ -38,12 +39,6 @@ _INT32_MAX = 2**31 - 1  # failedAttempts is an int32
 
 
 CONTROLLER = "bindrequest"  # KAI's binder controller, in the `controller` label of controller-runtime's series
-
-
-class PreBindFailed(Exception):
-    """Something a bind needs besides the pod was not found (a ResourceClaim, the reservation namespace)."""
-
-    reason = "NotFound"
 
 
 @dataclass(slots=True)
@@ -63,8 +58,8 @@ class Binder:
     background, so a bind costs its binder thread one round trip, not two; until that status is written the
     request is not taken up again, whatever its watch events say.
 
-    `hami_core`: a shared-GPU pod's capabilities ConfigMap also gets `CUDA_DEVICE_MEMORY_LIMIT` (KAI's binder
-    plugin `hamicore`, `binder.plugins.hamicore.enabled`); each such bind then reads its node once.
+    `hami_core`: the plugin `hamicore` on (`binder.plugins.hamicore.enabled`): a shared-GPU pod's capabilities
+    ConfigMap also gets `CUDA_DEVICE_MEMORY_LIMIT`; each such bind then reads its node once.
     """
 
     def __init__(
@@ -87,7 +82,7 @@ class Binder:
         self.collect_every = collect_every
         self.concurrency = concurrency
         self.events = events
-        self.hami_core = hami_core
+        self.binding = Binding(store, plugins.build(store, self.reservations, hami_core=hami_core))
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind") if concurrency > 1 else None
         self._statuses = (
             ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind-status") if concurrency > 1 else None
@@ -184,51 +179,20 @@ class Binder:
             reconcile.result = self._bind_once(br, key, outcome)
 
     def _bind_once(self, br: BindRequest, key: str, outcome: BindOutcome) -> str:
-        """Bind; the pod is read only when its GPUs are shared (the reservation copies its tolerations): for the
-        others the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less. The
-        reconcile's result: `success` (bound, or nothing to do), `error` (failed, or bound by someone else),
-        `requeue_after` (a reservation pod still waiting for its GPU)."""
+        """Bind (`binding`) and record the outcome. The reconcile's result: `success` (bound, or nothing to do),
+        `error` (failed, or bound by someone else), `requeue_after` (a pre-bind step waiting: a reservation pod
+        still waiting for its GPU)."""
         ns = br.meta.namespace
-        reserved: list[claims.Reserved] = []
         try:
-            if br.selected_gpu_groups or br.resource_claim_allocations:
-                pod = self.store.get("pods", br.pod_name, ns)
-                if not br.is_for(_uid(pod)):
-                    raise NotFound(_replaced(br, key, pod))
-                if pod.get("spec", {}).get("nodeName"):
-                    raise Conflict(f"pod {key} is already bound")
-                try:
-                    if br.resource_claim_allocations:  # DRA before GPU sharing, as KAI's PreBind order
-                        reserved = claims.reserve(self.store, br, pod)
-                    if br.selected_gpu_groups:
-                        indices = self.reservations.reserve(br, pod)
-                        shared_gpu_configmaps.write(self.store, pod, br, indices, self._memory_limit(br, key))
-                except NotFound as err:
-                    # Not the pod (read just above) but what binding it needs: a claim, the reservation namespace
-                    # (`--resource-reservation-namespace` missing or deleted). A failure to say and retry, not a
-                    # request to drop silently as for a pod that is gone.
-                    raise PreBindFailed(str(err)) from err
-                if br.selected_gpu_groups:
-                    self._label_gpu_groups(ns, br)
-            try:
-                if br.received_resource_type == "MigInstance":
-                    annotations = {constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: br.received_resource_type}
-                    instances = br.meta.annotations.get(mig.ANNOTATION_INSTANCES)
-                    if instances:
-                        annotations[mig.ANNOTATION_INSTANCES] = instances
-                    self.store.patch("pods", br.pod_name, ns, {"metadata": {"annotations": annotations}})
-                self.store.bind(ns, br.pod_name, br.selected_node, br.pod_uid)
-            except StoreError:
-                claims.release(self.store, reserved)
-                raise
+            self.binding.bind(br, key)
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)
             self._settled(br, key)
             now = self._pod_now(br) if isinstance(err, Conflict) else None
-            if now is not None and not br.is_for(_uid(now)):
+            if now is not None and not br.is_for(uid(now)):
                 # The binding's uid is not the pod's: the request's pod is gone, this one is new under its name.
-                log.info(f"BindRequest {ns}/{br.meta.name} dropped: {_replaced(br, key, now)}")
+                log.info(f"BindRequest {ns}/{br.meta.name} dropped: {replaced(br, key, now)}")
             elif isinstance(err, NotFound):
                 log.debug(f"BindRequest {ns}/{br.meta.name} dropped: {err}")
             elif now is not None and now.get("spec", {}).get("nodeName") == br.selected_node:
@@ -238,9 +202,9 @@ class Binder:
                 log.warning(f"BindRequest {ns}/{br.meta.name} not bound: {err}", extra={"reason": err.reason})
                 return "error"
             return "success"
-        except reservation.ReservationPending:
+        except PreBindPending:
             return "requeue_after"
-        except (StoreError, reservation.ReservationFailed, PreBindFailed) as err:
+        except (StoreError, PreBindFailed) as err:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
             return "error"
         request = f"{ns}/{br.meta.name}"
@@ -268,20 +232,6 @@ class Binder:
             with self._settling_lock:
                 self._settling.discard(request)
         self._bound_event(br)
-
-    def _memory_limit(self, br: BindRequest, key: str) -> str | None:
-        """With `hami_core`, the `CUDA_DEVICE_MEMORY_LIMIT` of a shared-GPU pod; None when off or not to be told."""
-        if not self.hami_core or br.received_resource_type != hami_core.FRACTION:
-            return None
-        limit = hami_core.memory_limit(self.store.get("nodes", br.selected_node), br)
-        if limit is None:
-            log.warning(
-                f"{shared_gpu.ENV_CUDA_DEVICE_MEMORY_LIMIT} not written for pod {key}: node {br.selected_node} has no "
-                f"{constants.LABEL_GPU_MEMORY} label of a whole number of MiB above 0, or the BindRequest's portion "
-                f"{br.received_gpu_portion:g} is not above 0",
-                extra={"pod": key},
-            )
-        return limit
 
     def _bound_event(self, br: BindRequest) -> None:
         self._event(br, "Normal", "Bound", f"Pod {br.meta.namespace}/{br.pod_name} bound to node {br.selected_node}")
@@ -346,14 +296,6 @@ class Binder:
         except StoreError:
             return None
 
-    def _label_gpu_groups(self, namespace: str, br: BindRequest) -> None:
-        groups = br.selected_gpu_groups
-        labels: dict[str, str] = {constants.LABEL_GPU_GROUP: groups[0]}
-        for group in groups[1:]:
-            labels[f"{constants.LABEL_GPU_GROUP}/{group}"] = group
-        annotations = {constants.ANNOTATION_RECEIVED_RESOURCE_TYPE: br.received_resource_type}
-        self.store.patch("pods", br.pod_name, namespace, {"metadata": {"labels": labels, "annotations": annotations}})
-
     def _failed(self, br: BindRequest, key: str, reason: str, outcome: BindOutcome) -> None:
         attempts = br.failed_attempts + 1
         self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
@@ -383,11 +325,3 @@ def _section(raw: JSON, name: str) -> JSON:
     """`raw[name]` if it is a mapping, else empty (a refused object is read only for what it can still say)."""
     value = raw.get(name)
     return value if isinstance(value, dict) else {}
-
-
-def _uid(pod: JSON) -> str:
-    return str((pod.get("metadata") or {}).get("uid") or "")
-
-
-def _replaced(br: BindRequest, key: str, pod: JSON) -> str:
-    return f"pod {key} was deleted and made again under its name (uid {_uid(pod)}; the request's pod was {br.pod_uid})"

@@ -1,7 +1,8 @@
 """GPU reservation pods: one per GPU group, holding the physical GPU its fractional pods share (§6, §8.1).
 
-KAI `pkg/binder/binding/resourcereservation/resource_reservation.go`. Before a fractional pod is bound, each of
-its BindRequest's `selectedGPUGroups` needs a reservation pod in namespace `kai-resource-reservation`:
+KAI `pkg/binder/binding/resourcereservation/resource_reservation.go`. Before a fractional pod is bound (the
+`gpusharing` plugin's pre-bind step), each of its BindRequest's `selectedGPUGroups` needs a reservation pod in
+namespace `kai-resource-reservation`:
 
 - found by the label `runai-gpu-group=<group>` and reused, or created as `gpu-reservation-<hash(node/group)>`,
   pinned to the node with `spec.nodeName`, requesting `nvidia.com/gpu: 1`, runtime class `nvidia`, labelled
@@ -30,6 +31,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import parse_time
+from kai_scheduler.binder.plugins.interface import PreBindFailed, PreBindPending
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound
 
@@ -44,11 +46,11 @@ DEFAULT_ALLOCATION_TIMEOUT = 40.0  # seconds: --resource-reservation-allocation-
 _TERMINAL = ("Succeeded", "Failed")
 
 
-class ReservationPending(Exception):
+class ReservationPending(PreBindPending):
     """A reservation pod exists but has not reported its GPU index yet: try the bind again later."""
 
 
-class ReservationFailed(Exception):
+class ReservationFailed(PreBindFailed):
     """A GPU group could not be reserved (timeout, or its pod sits on another node); the bind fails."""
 
     reason = "ReservationFailed"

@@ -100,15 +100,15 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         SCHEDULER_EVENTS,
         DRA_READ,
     ],
-    # binder/binder.py and binder/reservation.py (reservation pods are created/deleted in their own namespace).
+    # binder/ (reservation pods are created/deleted in their own namespace: binder/reservation.py).
     "binder": [
         rule([""], ["pods"], [*READ, "patch"]),  # GPU-group label, received-resource-type
         rule([""], ["pods/binding"], ["create"]),
         rule([SCHEDULING], ["bindrequests"], READ),
         rule([SCHEDULING], ["bindrequests/status"], ["patch"]),
-        rule([""], ["configmaps"], ["create", "patch"]),  # binder/shared_gpu_configmaps.py
-        rule([""], ["nodes"], ["get"]),  # binder/hami_core.py: the GPU memory label of the pod's node
-        rule([RESOURCE], ["resourceclaims"], READ),  # binder/claims.py: allocation and reservedFor
+        rule([""], ["configmaps"], ["create", "patch"]),  # binder/plugins/shared_gpu_configmaps.py
+        rule([""], ["nodes"], ["get"]),  # binder/plugins/hamicore.py: the GPU memory label of the pod's node
+        rule([RESOURCE], ["resourceclaims"], READ),  # binder/plugins/dynamicresources.py: allocation and reservedFor
         rule([RESOURCE], ["resourceclaims/status"], ["update", "patch"]),
         EVENTS,  # Bound / BindingError on the pod
     ],

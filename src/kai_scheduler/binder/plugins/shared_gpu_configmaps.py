@@ -1,12 +1,12 @@
-"""The binder's part of GPU sharing: fill a fractional pod's shared-GPU ConfigMaps before it is bound.
+"""The shared-GPU ConfigMaps of a fractional pod, filled by the binder plugin `gpusharing` before it is bound.
 
 The admission webhook named them on the pod (annotation `runai/shared-gpu-configmap`) and pointed the fraction
-container's env at them; here they get what is known only now (KAI's binder `gpusharing` plugin, §6):
+container's env at them; here they get what is known only now (KAI's `common/gpusharingconfigmap`, §6):
 
 - `<prefix>-shared-gpu-<i>`: `NVIDIA_VISIBLE_DEVICES` = the GPU indices the pod's reservation pods hold, in
   the order of the BindRequest's `selectedGPUGroups`, and `RUNAI_NUM_OF_GPUS` = the portion of each;
 - `<prefix>-shared-gpu-<i>-evar`: `RUNAI_GPU_MEMORY_MIB` when the pod asked for GPU memory;
-- with HAMi-core isolation on (`hami_core`), the capabilities ConfigMap also gets `CUDA_DEVICE_MEMORY_LIMIT`.
+- with HAMi-core isolation on (the `hamicore` plugin), the capabilities ConfigMap also gets `CUDA_DEVICE_MEMORY_LIMIT`.
 
 Both are owned by the pod, so the garbage collector removes them with it. A pod the webhook did not mutate
 (no annotation: the webhook is not installed) has no ConfigMaps to fill and is bound as it is.
@@ -23,7 +23,7 @@ def write(
     store: ClusterStore, pod: JSON, br: BindRequest, indices: dict[str, str], memory_limit: str | None = None
 ) -> list[str]:
     """Create or update the pod's two ConfigMaps; return their names (none when the pod names none).
-    `memory_limit`: the `CUDA_DEVICE_MEMORY_LIMIT` to write (`hami_core.memory_limit`), None for none."""
+    `memory_limit`: the `CUDA_DEVICE_MEMORY_LIMIT` to write (`hamicore.HamiCore.limit`), None for none."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     prefix = annotations.get(shared_gpu.ANNOTATION_SHARED_GPU_CONFIGMAP)

@@ -1,4 +1,4 @@
-"""The binder's DRA step (KAI binder plugin `dynamicresources`, §8.1): before the pod binding, write each claim's
+"""The binder plugin `dynamicresources` (KAI's, §8.1): before the pod binding, write each claim's
 `status.allocation` (the devices the scheduler chose, from the BindRequest's `resourceClaimAllocations`) and add
 the pod to its `status.reservedFor`; if the binding then fails, take both back.
 
@@ -9,10 +9,26 @@ BindRequest says is a failed bind, named by the claim.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from kai_scheduler.api import dra
 from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.binder.plugins.interface import BindingState
 from kai_scheduler.store.interface import JSON, ClusterStore, StoreError
+
+
+class DynamicResources:
+    name: Final = "dynamicresources"
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+
+    def is_relevant(self, request: BindRequest) -> bool:
+        return bool(request.resource_claim_allocations)
+
+    def pre_bind(self, state: BindingState) -> None:
+        reserved = reserve(self.store, state.request, state.pod)
+        state.rollbacks.append(lambda: release(self.store, reserved))
 
 
 class ClaimError(StoreError):

@@ -1,0 +1,91 @@
+"""One bind (KAI `pkg/binder/binding`): the plugins' pre-bind steps in order, the bind annotations, the
+`pods/binding`.
+
+1. The pod is read and checked (still the request's pod, not bound yet) when a plugin has work for the request,
+   and the plugins' pre-bind steps run on it in the configured order (`plugins.config`). For the others nothing is
+   read: the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less.
+2. The bind annotations, one patch of the pod when there is anything to write: the labels and annotations the
+   pre-bind steps asked for, and a MIG pod's resource type and instances.
+3. The binding, with the uid of the request's pod. If the patch or the binding fails, what the pre-bind steps
+   reserved is taken back (KAI's Rollback) and the error goes on to the binder, which records the failure.
+
+A NotFound from a pre-bind step is not the pod's (read just above) but something the bind needs: the node
+(`hamicore`), the reservation namespace (`--resource-reservation-namespace` missing or deleted). It is a failure
+to record and retry (`Missing`), not a pod gone, which the binder drops without a word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kai_scheduler.api import constants, mig
+from kai_scheduler.api.bindrequest import BindRequest
+from kai_scheduler.binder.plugins.interface import BindingState, Plugin, PreBindFailed
+from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
+
+
+class Missing(PreBindFailed):
+    """Something a bind needs besides the pod was not found (the node, the reservation namespace)."""
+
+    reason = "NotFound"
+
+
+class Binding:
+    def __init__(self, store: ClusterStore, plugins: Sequence[Plugin]) -> None:
+        self.store = store
+        self.plugins = tuple(plugins)
+
+    def bind(self, br: BindRequest, key: str) -> None:
+        """Bind the request's pod (`key`: namespace/name). Raises NotFound or Conflict when the pod is gone,
+        replaced or already bound; `PreBindPending` to try again later; `PreBindFailed` or a `StoreError` when
+        the bind failed."""
+        state = self._pre_bind(br, key)
+        try:
+            self._annotate(br, state)
+            self.store.bind(br.meta.namespace, br.pod_name, br.selected_node, br.pod_uid)
+        except StoreError:
+            for rollback in state.rollbacks if state is not None else ():
+                rollback()
+            raise
+
+    def _pre_bind(self, br: BindRequest, key: str) -> BindingState | None:
+        relevant = [plugin for plugin in self.plugins if plugin.is_relevant(br)]
+        if not relevant:
+            return None
+        pod = self.store.get("pods", br.pod_name, br.meta.namespace)
+        if not br.is_for(uid(pod)):
+            raise NotFound(replaced(br, key, pod))
+        if pod.get("spec", {}).get("nodeName"):
+            raise Conflict(f"pod {key} is already bound")
+        state = BindingState(br, pod)
+        for plugin in relevant:
+            try:
+                plugin.pre_bind(state)
+            except NotFound as err:
+                raise Missing(str(err)) from err
+        return state
+
+    def _annotate(self, br: BindRequest, state: BindingState | None) -> None:
+        labels = dict(state.labels) if state is not None else {}
+        annotations = dict(state.annotations) if state is not None else {}
+        if br.received_resource_type == "MigInstance":
+            annotations[constants.ANNOTATION_RECEIVED_RESOURCE_TYPE] = br.received_resource_type
+            instances = br.meta.annotations.get(mig.ANNOTATION_INSTANCES)
+            if instances:
+                annotations[mig.ANNOTATION_INSTANCES] = instances
+        meta: JSON = {}
+        if labels:
+            meta["labels"] = labels
+        if annotations:
+            meta["annotations"] = annotations
+        if meta:
+            self.store.patch("pods", br.pod_name, br.meta.namespace, {"metadata": meta})
+
+
+def uid(pod: JSON) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
+
+
+def replaced(br: BindRequest, key: str, pod: JSON) -> str:
+    """Why the request's pod is taken as gone: `pod` is another one, made under its name."""
+    return f"pod {key} was deleted and made again under its name (uid {uid(pod)}; the request's pod was {br.pod_uid})"
