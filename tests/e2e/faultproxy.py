@@ -18,7 +18,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 import urllib3
 import yaml
 
-WRITES = frozenset({"create", "update", "patch", "delete"})
+WRITES = frozenset({"create", "update", "patch", "delete"})  # verbs, as `verb` names them
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "host"})
 REASONS = {410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
 MESSAGES = {
@@ -259,7 +259,7 @@ def _chunks(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
 
 
 def _answer(
-    handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: Any, length: int | None
+    handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: Iterable[bytes], length: int | None
 ) -> None:
     """Send status, headers and body: with a Content-Length when known, else chunk by chunk as it comes."""
     handler.send_response_only(status)
