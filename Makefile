@@ -21,7 +21,7 @@ demo: $(BIN)/kai
 
 # The unit suite includes tests/kube (a real kube-apiserver from ../shared/kube, one per pytest worker). The e2e
 # suite runs in three runs at once (tests/e2e/run_real.py), each test once (KAI_E2E_SPLIT=1, tests/e2e/split.py):
-# over the mock API server the faults a real server cannot show, and the rest over a real kube-apiserver, bare or
+# over the mock API server the tests marked for it, and the rest over a real kube-apiserver, bare or
 # with kube-controller-manager (without ../shared/kube it says why and the mock run takes every test). The runs
 # wait mostly on their servers: together they take little more than the longest (tests/README.md has the figures).
 # KAI_E2E_SERIAL=1 runs them one after the other; `make e2e-real` runs every test in both real modes.

@@ -11,8 +11,8 @@ whatever happens), runs `pytest tests/e2e` in it with
 and stops the cluster as soon as that run ends. With `KAI_E2E_WITH_MOCK=1` the suite also runs over the mock API
 server (`KAI_E2E_MOCK=1`, in the run's own process; alone where there is no cluster.sh). With `KAI_E2E_SPLIT=1`
 (`make test`) each test runs once, in the run it belongs to (`KAI_E2E_RUN`, tests/e2e/split.py): the mock run
-keeps only the faults a real server cannot show, and the rest is shared between the bare and controllers runs;
-without a real server the mock run takes every test.
+keeps only the tests marked for it, and the rest is shared between the bare and controllers runs; without a real
+server the mock run takes every test.
 
 The runs go at once: they share nothing (their own API server, ports, components, pytest temporary directories)
 and each waits mostly on its servers, so together they take little more than the longest (tests/README.md has

@@ -8,10 +8,14 @@ from __future__ import annotations
 import contextlib
 import time
 
+import pytest
+
 from kai_scheduler.store.interface import NotFound
 from tests.e2e import invariants
 from tests.e2e.checks import bound_once, never_over_committed
 from tests.e2e.harness import COMPONENTS, Cluster, pod
+
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
 
 LEASE_NAMESPACE = "kai-scheduler"  # the components' default --leader-elect-namespace outside a pod
 LEASE_DURATION = 4.0

@@ -11,7 +11,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.harness import NAMESPACE, NODE_PREFIX, Cluster, pod
+
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
 
 
 def test_curl_the_schedulers_snapshot_and_replay_it(clean: Cluster, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from kai_scheduler.fakenodes.heartbeat import Heartbeat, HeartbeatConfig
 from kai_scheduler.fakenodes.kubelet import FakeKubelet
 from kai_scheduler.fakenodes.lifecycle import ANNOTATION_FAKE_DURATION, ANNOTATION_GPU_INDEX
 from kai_scheduler.fakenodes.nodes import FleetSpec, build_nodes
-from kai_scheduler.store.interface import JSON, NotFound
+from kai_scheduler.store.interface import JSON, NotFound, StoreError
 from kai_scheduler.store.memory import MemoryStore
 
 NOW = parse_time("2026-01-01T00:00:00Z")
@@ -185,6 +185,42 @@ def test_an_evicted_pod_is_failed_before_it_goes(clock: ManualClock) -> None:
     _evict_after_grace(store, clock)
     assert store.writes == [("status", "Running"), ("status", "Failed"), ("delete", 0)]
     assert store.list("pods")[0] == []
+
+
+class _Refusing(_Recording):
+    """Refuses the pods' status writes with 500 while `refusing` (recording each attempt)."""
+
+    refusing = True
+
+    def patch(self, resource: str, name: str, namespace: str, patch: JSON, subresource: str = "", **kw: Any) -> JSON:
+        if self.refusing and subresource == "status":
+            self.writes.append(("refused", patch["status"].get("phase")))
+            raise StoreError(
+                f"patch pod {namespace}/{name} status: Internal error occurred: etcdserver: leader changed"
+            )
+        return super().patch(resource, name, namespace, patch, subresource, **kw)
+
+
+def test_a_refused_pod_write_is_made_again_after_a_backoff_not_at_every_step(clock: ManualClock) -> None:
+    """Steps come at every pod change: a status write the API server refused is made again 1, 2, 4 … s later
+    (store/retries.py), not at each of them, a busy loop while the server refuses."""
+    store = _Refusing(clock)
+    fleet.ensure(store, build_nodes(FleetSpec(count=2), clock.now()))
+    store.create(pod("p"))
+    kubelet = FakeKubelet(store, clock, NODES)
+    for _ in range(5):
+        kubelet.step()
+    clock.advance(1.0)
+    for _ in range(5):
+        kubelet.step()
+    assert store.writes == [("refused", "Running"), ("refused", "Running")]
+    store.refusing = False
+    clock.advance(1.0)
+    kubelet.step()
+    assert store.writes[-1] == ("refused", "Running")  # 2 s after the second refusal, not 1
+    clock.advance(1.0)
+    kubelet.step()
+    assert store.writes[-1] == ("status", "Running") and status(store, "p")["phase"] == "Running"
 
 
 def test_a_bad_duration_is_logged_once_and_the_pod_runs_on(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from kai_scheduler.runtime.loop import Backoff, Runner
+from kai_scheduler.runtime.loop import Backoff, Outcome, Runner
 from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import Conflict, StoreError
 from kai_scheduler.store.kube_http import Throttled, Unavailable
@@ -85,6 +85,17 @@ def test_transient_errors_back_off_then_success_resets_and_marks_ready(caplog: p
     assert step.calls == 6
     assert sum("retrying in" in m for m in caplog.messages) == 4
     assert all("\n" not in m for m in caplog.messages)
+
+
+def test_a_throttled_step_waits_at_least_the_retry_after_the_store_gave_up_on() -> None:
+    """The store retries a 429 as the server asks, a few times; past those the step fails, and its backoff (1 s
+    first) is not shorter than the server's Retry-After."""
+    stop = threading.Event()
+    throttled = Throttled("list Pod: Too many requests (gave up after 5 retries)")
+    throttled.retry_after = "3"
+    waits = Waits(stop, 3)
+    runner(Script(throttled, Throttled("no Retry-After"), None), stop, waits).run()
+    assert waits.delays == [3.0, 2.0, 1.0]
 
 
 def test_not_ready_before_the_first_success() -> None:
@@ -176,6 +187,24 @@ def test_a_change_to_a_trigger_starts_the_next_step_after_the_minimum_gap_not_th
     assert not thread.is_alive() and len(times) == 3
     assert 0.05 <= times[1] - times[0] < 10  # woken by the change during the first step, after the gap
     assert noted <= times[2] < noted + 10  # woken by the later change, not after the 30 s period
+
+
+def test_after_a_step_whose_writes_were_refused_a_change_does_not_start_the_next_before_the_period() -> None:
+    """A step that made its writes with some refused (it makes them again next time) waits the full period
+    before the next, however soon a change comes: while the API server refuses, a refused write is made again
+    once a period, not on every change of a busy cluster (the scheduler re-sent each failed BindRequest every
+    0.1 to 0.3 s through a burst of 500s). The step after one whose writes all went is started by a change again."""
+    stop = threading.Event()
+    activity = Activity()
+    outcomes = [Outcome.WRITES_REFUSED, Outcome.WRITES_REFUSED, None]
+
+    def step() -> object:
+        activity.note("pods")  # changes keep coming
+        return outcomes.pop(0) if outcomes else None
+
+    waits = Waits(stop, 4)
+    Runner("scheduler", step, 1.0, stop, wait=waits, activity=activity, triggers=("pods",), min_gap=0.1).run()
+    assert waits.delays == [1.0, 1.0, 0.1, 0.1]
 
 
 def test_changes_to_other_resources_do_not_start_a_step() -> None:

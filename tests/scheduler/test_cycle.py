@@ -16,6 +16,7 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.framework.statement import Eviction
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
+from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
 
@@ -92,6 +93,33 @@ def test_a_scheduled_event_is_written_for_each_bind() -> None:
     store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 2, gpus=1))
     scheduler.run_once()
     assert _events(store) == [("Normal", "Scheduled", "Pod", "j-0"), ("Normal", "Scheduled", "Pod", "j-1")]
+
+
+class _RefusingStore(MemoryStore):
+    """An API server that answers every BindRequest create with 500 (an etcd leader change)."""
+
+    def create(self, obj: JSON) -> JSON:
+        if obj.get("kind") == "BindRequest":
+            err = StoreError("create BindRequest: Internal error occurred: etcdserver: leader changed")
+            err.code, err.reason = 500, "InternalError"
+            raise err
+        return super().create(obj)
+
+
+def test_a_refused_bind_request_tells_no_scheduled_event_nor_labels_the_pod_and_the_cycle_says_it_was_refused() -> None:
+    """As KAI's `Bind`: the pod is told `Scheduled` and gets its node-pool label only once its BindRequest is
+    written. A refused one is a write error of the cycle (its runner then waits its period before the next)."""
+    key = "example.com/pool"
+    clock = ManualClock(b.NOW)
+    store = _RefusingStore(clock)
+    store.add_many([b.queue("q", labels={key: "a"}), b.node("n1", labels={key: "a"})])
+    store.add_many([b.podgroup("j", queue="q", labels={key: "a"}), b.pod("j-0", group="j", gpus=1)])
+    raw = {"flags": {"partition-label-value": "a", "nodepool-label-key": key}}
+    result = Scheduler(store, load_config(raw), clock).run_once()
+    assert result.binds == 1 and len(result.write_errors) == 1
+    assert "leader changed" in result.write_errors[0]
+    assert ("Normal", "Scheduled", "Pod", "j-0") not in _events(store)
+    assert key not in (store.get("pods", "j-0", b.NAMESPACE)["metadata"].get("labels") or {})
 
 
 def test_events_carry_the_time_and_count_kubectl_shows() -> None:

@@ -234,6 +234,21 @@ def test_a_throttled_watch_request_is_retried_after_the_servers_delay(
     assert len(kube_server.watch_requests()) == 3
 
 
+def test_a_watch_request_throttled_past_the_stores_retries_waits_the_servers_delay_before_the_next(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    """Once the store gives up on a 429 (its retries spent), the watch's own backoff (0.5 s) is not shorter than the
+    Retry-After the server gave: the next request waits what the server asked."""
+    timing = FakeTiming()
+    store = make_store(timing, qps=0, max_retries=1, watch_backoff_initial=0.5)
+    _, version = store.list("pods")
+    store.create(pod("p"))
+    kube_server.throttle(3, retry_after="2", watches=True)
+    assert summary(collect(store, version, 1)) == [("ADDED", "p")]
+    assert timing.sleeps == [2.0, 2.0, 2.0]  # the store's retry, the watch's wait after it gave up, the store's
+    assert len(kube_server.watch_requests()) == 4
+
+
 def test_two_callers_watching_from_one_version_at_once_each_get_every_event(
     kube_server: MockApiServer, make_store: MakeStore
 ) -> None:

@@ -6,9 +6,11 @@ remove the terminating ones whose grace period has passed. A pod costs two write
 write to start, one to finish) plus the removal of a deleted one; a GPU reservation pod one more, the GPU
 index its "device plugin" gives it (the lowest index no other reservation pod on the node holds).
 
-State is kept per pod uid and only moves forward, so a stale watch event never starts a pod twice. After a
-restart, pods found Running keep their `startTime` and finish on time. A pod whose fields cannot be read is
-logged once and skipped; a bad `kai.scheduler/fake-duration` is logged once and the pod runs until deleted.
+A write the API server refuses is made again 1, 2, 4 … s later (`store/retries.py`), not at every step: a step
+comes at every pod change. State is kept per pod uid and only moves forward, so a stale watch event never starts
+a pod twice. After a restart, pods found Running keep their `startTime` and finish on time. A pod whose fields
+cannot be read is logged once and skipped; a bad `kai.scheduler/fake-duration` is logged once and the pod runs
+until deleted.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kai_scheduler.fakenodes import lifecycle
 from kai_scheduler.fakenodes.heartbeat import Heartbeat
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.retries import Retries
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,7 @@ class FakeKubelet:
         self._feed = Changes(store, "pods")
         self._pods: dict[str, _Tracked] = {}
         self._bad: dict[str, str] = {}  # unreadable pods: key → the message logged
+        self._retries = Retries(clock.now)  # pods whose last write was refused: acted on again after a backoff
 
     def step(self, timeout: float = 0.0) -> KubeletStats:
         """One round: changes (waiting up to `timeout` for the first), heartbeats, then pod actions."""
@@ -68,8 +72,10 @@ class FakeKubelet:
         if self.heartbeat is not None:
             self.heartbeat.beat()
         now = self.clock.now()
+        due = self._retries.due()
         for key in sorted(self._pods):
-            self._act(key, now)
+            if key not in self._retries or key in due:
+                self._act(key, now)
         self.stats.running = sum(
             1 for t in self._pods.values() if t.started_at is not None and not t.finished and not t.removing
         )
@@ -83,6 +89,7 @@ class FakeKubelet:
         if obj is None or not isinstance(node, str) or node not in self.nodes:
             self._pods.pop(key, None)
             self._bad.pop(key, None)
+            self._retries.forget(key)
             return
         try:
             view = lifecycle.read_pod(obj)
@@ -129,8 +136,12 @@ class FakeKubelet:
                 self._finish(tracked, now)
         except NotFound:
             self._pods.pop(key, None)
-        except StoreError as err:  # tried again next step
-            log.warning("pod write failed", extra={"pod": key, "error": str(err)})
+            self._retries.forget(key)
+        except StoreError as err:
+            delay = self._retries.failed(key)
+            log.warning("pod write failed", extra={"pod": key, "error": str(err), "retry_in": delay})
+        else:
+            self._retries.succeeded(key)
 
     def _start(self, tracked: _Tracked, now: float) -> None:
         view = tracked.view

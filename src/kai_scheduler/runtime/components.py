@@ -30,6 +30,7 @@ from kai_scheduler.podgrouper import grouper as grouping_controller
 from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.runtime.fence import Fenced
 from kai_scheduler.runtime.http import Endpoint, Reply
+from kai_scheduler.runtime.loop import Outcome
 from kai_scheduler.runtime.options import BinderOptions, GrouperOptions, ScaleAdjusterOptions, SchedulerOptions
 from kai_scheduler.scheduler import capture, config_file
 from kai_scheduler.scheduler import job_order as reflected
@@ -134,10 +135,12 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
             },
         )
 
-    def step() -> None:
+    def step() -> Outcome | None:
         if watcher is not None and watcher.changed():
             reload()
-        metrics.record(core.run_once())
+        result = core.run_once()
+        metrics.record(result)
+        return Outcome.WRITES_REFUSED if result.write_errors else None
 
     def get_snapshot() -> Reply:
         """The `snapshot` plugin's endpoint: the running configuration decides whether it is there."""

@@ -4,8 +4,8 @@
   ready when its elector reaches the API server.
 - A transient error (the API server unreachable or throttling, or any store error that is not about one
   object: a 403 from RBAC, a 500) logs one line with the server's reason and the request it refused, marks the
-  component not ready and retries after an exponential backoff (1s, 2s, 4s … 60s); the first success marks it
-  ready and resets the backoff.
+  component not ready and retries after an exponential backoff (1s, 2s, 4s … 60s; never sooner than the
+  Retry-After of a 429 the store gave up retrying); the first success marks it ready and resets the backoff.
 - A store error about one object (NotFound, Conflict, …) that escapes the step is one warning line; the next
   period retries. Any other exception is one error line (the traceback at debug level); the loop goes on.
 - Waiting happens on the stop Event, so setting it (SIGTERM, SIGINT) ends the loop within one wait.
@@ -13,10 +13,14 @@
   and the resources its step reads (`triggers`) starts the next step as soon as one of them changed (any
   time since the last step began), but never sooner than `min_gap` after the last one ended. The period stays
   the longest wait, so time-driven work still runs on an idle cluster.
+- A step that returns `Outcome.WRITES_REFUSED` (the API server refused some of its writes; it went on with the
+  others and its next run makes them again) is followed by its full period, however soon a change comes: a refused
+  write is made again once a period, as in KAI, not on every change of a busy cluster while the server refuses.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from collections.abc import Callable
@@ -25,6 +29,7 @@ from typing import Protocol
 
 from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import AlreadyExists, Cancelled, Conflict, Gone, Invalid, NotFound, StoreError
+from kai_scheduler.store.kube_http import parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +38,14 @@ PER_OBJECT_ERRORS = (NotFound, AlreadyExists, Conflict, Gone, Invalid)
 _STOP_CHECK = 0.25  # a runner waiting for a change looks at the stop Event this often
 
 Wait = Callable[[float], bool]  # wait up to `seconds`; True when the loop must stop
+
+
+class Outcome(enum.Enum):
+    """What a step may return to its runner (anything else, None included, is a step that did all it had to)."""
+
+    # The API server refused some of the step's writes; it went on with the others, and its next run makes them
+    # again.
+    WRITES_REFUSED = "writes refused"
 
 
 class Leadership(Protocol):
@@ -89,6 +102,7 @@ class Runner:
         self.min_gap = min_gap
         self.steps = 0  # successful steps, for tests and logs
         self._ready = False
+        self._refused = False  # the last step returned Outcome.WRITES_REFUSED
 
     @property
     def ready(self) -> bool:
@@ -105,7 +119,7 @@ class Runner:
             else:
                 mark = self.activity.mark() if self.activity is not None else 0
                 delay = self.tick()
-                if self.activity is not None and self.backoff.failures == 0:
+                if self.activity is not None and self.backoff.failures == 0 and not self._refused:
                     stopped = self._wait_for_change(self.activity, mark, delay)
                 else:
                     stopped = self.wait(delay)
@@ -131,8 +145,9 @@ class Runner:
 
     def tick(self) -> float:
         """Run the step once; return how long to wait before the next one."""
+        self._refused = False
         try:
-            self.step()
+            self._refused = self.step() is Outcome.WRITES_REFUSED
         except PER_OBJECT_ERRORS as err:
             log.warning(f"{self.name}: {err.reason}: {err}", extra={"component": self.name})
             return self.period
@@ -142,6 +157,8 @@ class Runner:
         except StoreError as err:
             self._ready = False
             delay = self.backoff.next()
+            if err.retry_after is not None:  # a 429 the store retried as asked, then gave up on: not sooner
+                delay = max(delay, min(parse_retry_after(err.retry_after), self.backoff.maximum))
             log.warning(
                 f"{self.name}: {err.reason}, retrying in {delay:g}s: {err}",
                 extra={"component": self.name, "reason": err.reason, "retry_in": delay},

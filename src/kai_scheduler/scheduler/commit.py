@@ -6,7 +6,8 @@ BindRequest per pod, §1.3); then status: PodGroup annotations (last start / evi
 `UnschedulableOnNodePool` condition with the fit reasons, pod `PodScheduled=False` conditions and events, and
 events on bad objects. Writes that already hold (same condition, same message) are skipped: every API write per
 pod counts. A failed write (the API server refused it: RBAC, a conflict, an invalid field, throttling) is one
-warning line naming the object and the server's reason, and the rest go on. An event that cannot be created
+warning line naming the object and the server's reason, and the rest go on; a pod whose BindRequest was refused
+gets neither its `Scheduled` event nor its node-pool label (KAI's `Bind`). An event that cannot be created
 is said once per reason for the process (events are best effort; one that exists already is not a failure).
 """
 
@@ -82,12 +83,15 @@ class Committer:
             for item in items:
                 write(item)
 
-    def _try(self, what: str, write: Callable[[], object]) -> None:
+    def _try(self, what: str, write: Callable[[], object]) -> bool:
+        """Whether the write was made; a refused one is a warning line and one of the cycle's `errors`."""
         try:
             write()
         except StoreError as err:
             self.errors.append(f"{what}: {err.reason}: {err}")
             log.warning(f"write failed: {err}", extra={"what": what, "reason": err.reason})
+            return False
+        return True
 
     def delete_bind_request(self, namespace: str, name: str) -> None:
         self._try(f"delete BindRequest {namespace}/{name}", lambda: self.store.delete("bindrequests", name, namespace))
@@ -238,7 +242,8 @@ class Committer:
                 made = self.store.create(body)
             self.created_bind_requests.append(made)
 
-        self._try(f"create BindRequest {task.key}", create)
+        if not self._try(f"create BindRequest {task.key}", create):
+            return  # as KAI's Bind: neither the label nor the `Scheduled` event for a pod its request did not reach
         if self.node_pool and task.pod.meta.labels.get(self.node_pool_label_key) != self.node_pool:
             self._background(self._label_pod, task)  # nothing of the next cycle reads it
         self._event(_pod_ref(task), "Normal", "Scheduled", f"assigned {task.key} to {op.after.node}")

@@ -7,7 +7,8 @@ buffered and moves the stream's position to the last version handed over. A call
 that position (as `ObjectCache` does) reuses the stream; any other version opens a new one.
 
 The reader reconnects from the last version it received when the server ends the request (timeoutSeconds)
-or the connection breaks, after exponential backoff for failures. BOOKMARK events are passed on: they move
+or the connection breaks, after exponential backoff for failures (never sooner than the Retry-After of a 429
+the store gave up retrying). BOOKMARK events are passed on: they move
 the version forward without an object change. `410 Gone`, as an HTTP status or an ERROR event, ends the
 stream: the caller gets Gone after the events received before it, and relists.
 
@@ -31,7 +32,7 @@ import orjson
 import urllib3
 
 from kai_scheduler.store.interface import Cancelled, Gone, Invalid, NotFound, StoreError, WatchEvent
-from kai_scheduler.store.kube_http import Transport, backoff_delays, error_from_status
+from kai_scheduler.store.kube_http import Transport, backoff_delays, error_from_status, parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,7 @@ class WatchStream:
             self._opened = False
             started = timing.now()
             cut, cuts = False, self._transport.cancellation.cuts
+            asked = 0.0  # the Retry-After of the answer that ended the attempt
             try:
                 if self._follow() > 0 or timing.now() - started >= _SHORT_WATCH:
                     delays = self._delays()
@@ -166,12 +168,14 @@ class WatchStream:
             except (StoreError, urllib3.exceptions.HTTPError, OSError) as err:
                 problem = str(err)
                 cut = isinstance(err, Cancelled)
+                if isinstance(err, StoreError) and err.retry_after is not None:
+                    asked = min(parse_retry_after(err.retry_after), self._transport.limits.max_retry_after)
             if self._closed.is_set():
                 return
             opened = self._opened
             if opened:
                 delays = self._delays()
-            delay = next(delays)
+            delay = max(next(delays), asked)  # a 429 the store gave up on: not sooner than the server asked
             # Cut by a stopping process: not worth a warning. The error or the cancel count says so even once the
             # store was resumed (for the Lease releases) before this line.
             cancellation = self._transport.cancellation
