@@ -24,6 +24,7 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.dra import DraObjects
 from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
+from kai_scheduler.cluster.snapshot.pools import in_pool
 from kai_scheduler.framework import config as configs
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.session import Session
@@ -385,6 +386,6 @@ def pool_filters(flags: configs.Flags) -> dict[str, Callable[[JSON], bool]]:
 
     def keep(obj: JSON) -> bool:
         labels = (obj.get("metadata") or {}).get("labels")
-        return snapshots.in_pool(labels if isinstance(labels, dict) else {}, key, value)
+        return in_pool(labels if isinstance(labels, dict) else {}, key, value)
 
     return dict.fromkeys(POOLED_RESOURCES, keep)
