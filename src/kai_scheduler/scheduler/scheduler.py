@@ -237,9 +237,9 @@ class Scheduler:
         # A cycle builds a few objects per pod and PodGroup that all live until it ends; with the collector on,
         # those bursts set off full collections over every cached object (a third of an idle cycle on 20,000
         # pods). Cycles the snapshot makes (subgroup trees) are collected once it is back on.
-        # Then the cycle's own garbage, all young, is collected at once: a kept snapshot model is reused only
-        # once nothing holds the last snapshot, and the session's reference cycles (plugins, job orders) would
-        # otherwise hold it until some later collection.
+        # Then the cycle's own garbage, all young, is collected at once: the carried snapshot model is reused
+        # only once nothing holds the last snapshot, and the session's reference cycles (plugins, job orders)
+        # would otherwise hold it until some later collection.
         with collector.paused():
             result = self._cycle()
         gc.collect(0)

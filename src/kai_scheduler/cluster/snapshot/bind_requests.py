@@ -20,7 +20,7 @@ class BindRequestIndex:
 
     live: dict[str, BindRequest] = field(default_factory=dict)  # pod key → its BindRequest
     stale: list[BindRequest] = field(default_factory=list)  # failed, or naming a node that is not there
-    indexed: bool = False  # False: not kept, every request is looked at (`classify_all`)
+    indexed: bool = False  # False: not indexed, every request is looked at (`classify_all`)
     by_key: dict[str, BindRequest] = field(default_factory=dict)  # by the request's own key
     by_pod: dict[str, set[str]] = field(default_factory=dict)  # pod key → keys of the requests naming it
     stale_keys: list[str] = field(default_factory=list)  # keys of `stale`, sorted

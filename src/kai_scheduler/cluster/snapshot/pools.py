@@ -93,15 +93,15 @@ def _pool_members(nodes: list[Node], params: SnapshotParams) -> list[Node]:
     return [n for n in nodes if in_pool(n.meta.labels, key, value)]
 
 
-def _same_but_version(kept: Node, given: Node) -> bool:
+def _same_but_version(old: Node, given: Node) -> bool:
     """The same object, or a later version of it that differs in nothing but its resourceVersion: every field the
     scheduler reads (labels, annotations, taints, allocatable, capacity, readiness, cordon) is equal."""
-    if kept is given:
+    if old is given:
         return True
-    if kept.meta.uid != given.meta.uid or kept.meta.resource_version == given.meta.resource_version:
-        return kept == given
-    return kept == dataclasses.replace(
-        given, meta=dataclasses.replace(given.meta, resource_version=kept.meta.resource_version)
+    if old.meta.uid != given.meta.uid or old.meta.resource_version == given.meta.resource_version:
+        return old == given
+    return old == dataclasses.replace(
+        given, meta=dataclasses.replace(given.meta, resource_version=old.meta.resource_version)
     )
 
 
