@@ -5,7 +5,7 @@ queues: seven GPUs of every node run (1 in 8 stays idle), the other jobs wait. T
 `kai dashboard --kubeconfig` does (`LiveSource` over the store), and the page is opened in headless Chromium:
 
 - first build: the first picture (list, parse, snapshot, session, document) in CPU seconds;
-- rebuild: the picture after one pod changed (the caches and the snapshot's kept model take in one change);
+- rebuild: the picture after one pod changed (the caches and the snapshot's carried model take in one change);
 - document: its size in MB (all jobs and every GPU cell: the page needs nothing else);
 - first paint: from navigation to the end of the first render, in Chromium (target 2 s);
 - update render: the longest render of 5 live updates while the page stays open (the page is busy that

@@ -3,9 +3,9 @@
 The cluster of openb_node_list_all_node.csv (1,523 nodes) is filled with tasks drawn from the default pod list
 until they ask for `--fill` (0.7) of its GPUs (`sim.saturate`, placed under gpupack), then `--pending` (100)
 more tasks arrive. On that state, for each configuration of examples/config/ (gpupack, gpufrag), `--repeat` (5)
-cycles as the scheduler runs them (`Scheduler.run_once`): the kept snapshot, a session opened with its plugins
+cycles as the scheduler runs them (`Scheduler.run_once`): the incremental snapshot, a session opened with its plugins
 and the allocate action placing the pending tasks with the collector paused, nothing written; then the session
-is let go and the young garbage collected, so the next snapshot is the kept model updated in place and gpufrag
+is let go and the young garbage collected, so the next snapshot is the carried model updated in place and gpufrag
 finds what it kept in the snapshot's plugin memo (the learned shapes, the classes of nodes and their per-shape
 values). The first cycle of a policy is its cold one (nothing kept yet, as a scheduler's first cycle); the
 others are warm (a scheduler's next cycles, here on the same state). CPU times (`time.process_time`, so other
@@ -79,7 +79,7 @@ def main() -> int:
             opens.append(t1 - t0)
             allocates.append(t2 - t1)
             placed = len(ssn.committed)
-            del snap, ssn  # as a cycle ends: the next snapshot updates the kept model in place
+            del snap, ssn  # as a cycle ends: the next snapshot updates the carried model in place
             gc.collect()
         warm = range(1, args.repeat)
         rows[policy] = (

@@ -7,7 +7,7 @@ and consolidation all look at, (c) one running pod changed (a label) before each
 heartbeat (its Ready condition's timestamp, as a kubelet writes it) before each cycle. Prints the CPU
 seconds (`time.process_time`, as the box is shared) of the snapshot, of the whole cycle, and the wall seconds
 of each action, median of 5 cycles in one process. Each cycle's result is dropped at once, as the scheduler's
-loop does: a kept result would make the next build start from nothing (see `cluster.kept`).
+loop does: a kept result would make the next build start from nothing (see `cluster.snapshot.incremental`).
 """
 
 from __future__ import annotations

@@ -425,16 +425,16 @@ def test_the_first_cycle_reuses_the_model_of_the_first_snapshot(
     the kept model updated, not a second model built from nothing (a second copy of every job and task).
     The cycles' results let go of their snapshots before the final view (the report reads their decisions),
     so the view updates the model too: one build from nothing in all, the first snapshot's."""
-    from kai_scheduler.cluster import kept
+    from kai_scheduler.cluster.snapshot import incremental
 
     fresh = [0]
-    build = kept._fresh
+    build = incremental.new_model
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         fresh[0] += 1
         return build(*args, **kwargs)
 
-    monkeypatch.setattr(kept, "_fresh", counted)
+    monkeypatch.setattr(incremental, "new_model", counted)
     code, out, err = _run(capsys, "schedule", _write(tmp_path, SCENARIO), "-o", "json")
     assert code == 0, err
     assert {t["status"] for t in json.loads(out)["tasks"].values()} == {"Binding"}

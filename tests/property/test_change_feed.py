@@ -3,7 +3,7 @@
 - The scheduler cache's change log (`ObjectCache.mark` / `changed`): between any two marks it names every key
   whose object changed (or says it does not know), and gives each as the cache has it, over random creates,
   patches and deletes, watches that expire (relists) and a log that drops its older half.
-- `queue_charge.KeptSums`: sums kept per job prefix and redone from the first changed job equal `charge` over
+- `queue_charge.PrefixSums`: sums kept per job prefix and redone from the first changed job equal `charge` over
   every job, bit for bit, over random inserts, removals and replacements anywhere in the queue.
 - The binder's pod-watch indexes (`GroupUse.indices`, `grouped`) equal what listing the reservation namespace
   gives, over random reservation pods created, annotated, deleted gracefully and removed.
@@ -95,7 +95,7 @@ jobs_rows = st.composite(_job)
     st.lists(st.tuples(st.sampled_from(["insert", "remove", "replace"]), st.integers(0, 30), jobs_rows()), max_size=40)
 )
 def test_kept_sums_equal_a_sum_over_every_job(steps: list[tuple[str, int, queue_charge.Rows]]) -> None:
-    sums, jobs = queue_charge.KeptSums(), []
+    sums, jobs = queue_charge.PrefixSums(), []
     for what, at, rows in steps:
         if what == "insert" or not jobs:
             i = at % (len(jobs) + 1)

@@ -278,9 +278,9 @@ def _open_kept_across_kept_builds(
             elif what == "leave" and len(pods) > len(task_kinds):  # one of the arrived, never p0…
                 pods.pop(len(task_kinds) + at % (len(pods) - len(task_kinds)))
         objects = _objects(nodes, [*pods, *running])
-        before = memo.model
+        before = memo.carried
         snap = snapshots.build(objects, params, memo)
-        kept_builds += memo.model is before and before is not None
+        kept_builds += memo.carried is before and before is not None
         plugin, fresh = GpuFrag.from_args({}), GpuFrag.from_args({})
         ssn = pb.session(snap, plugin)
         fresh_ssn = pb.session(snapshots.build(objects, params), fresh)

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
-from kai_scheduler.cluster import kept as kept_model
 from kai_scheduler.cluster import pod_affinity, queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.cluster.snapshot import incremental
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
@@ -127,7 +127,7 @@ def _charges(snap: snapshots.Snapshot) -> dict[str, list[list[float]]]:
 def _checked_builds() -> Iterator[list[int]]:
     """Compare every memo build with a build from nothing of the same objects; yields the count of builds and
     of those that changed a kept model in place."""
-    build, count, update = snapshots.build, [0, 0], kept_model._update
+    build, count, update = snapshots.build, [0, 0], incremental.apply_changes
 
     def counted(*args: Any) -> bool:
         reused = update(*args)
@@ -146,7 +146,7 @@ def _checked_builds() -> Iterator[list[int]]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(snapshots, "build", both)
-        patch.setattr(kept_model, "_update", counted)
+        patch.setattr(incremental, "apply_changes", counted)
         yield count
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kai_scheduler.api.clock import ManualClock
-from kai_scheduler.cluster import kept
+from kai_scheduler.cluster.snapshot import incremental
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
@@ -37,13 +37,13 @@ def cluster() -> tuple[MemoryStore, Scheduler]:
 def fresh_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the kept model's builds from nothing."""
     calls: list[int] = []
-    real = kept._fresh
+    real = incremental.new_model
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(kept, "_fresh", counting)
+    monkeypatch.setattr(incremental, "new_model", counting)
     return calls
 
 

@@ -228,11 +228,11 @@ def test_each_cycle_updates_the_kept_snapshot_rather_than_rebuilding_it(
 ) -> None:
     """The run lets go of each cycle's snapshot, so the next cycle changes the kept model in place: one build
     from nothing in a whole run, not one per arrival."""
-    from kai_scheduler.cluster import kept
+    from kai_scheduler.cluster.snapshot import incremental
 
     fresh = []
-    real = kept._fresh
-    monkeypatch.setattr(kept, "_fresh", lambda *a, **k: fresh.append(1) or real(*a, **k))
+    real = incremental.new_model
+    monkeypatch.setattr(incremental, "new_model", lambda *a, **k: fresh.append(1) or real(*a, **k))
     run = _experiment(tmp_path, 3, per_cycle=1)
     assert run.cycles > 5
     assert len(fresh) == 1

@@ -6,5 +6,6 @@ jobs with their subgroup tree (`job_info`), and the queue tree (`queue_info`); `
 columns. Bad objects become `Problem`s, never exceptions. Nothing here knows of plugins or actions: the
 session (framework layer) changes the model only through `Snapshot.move`, called by statements.
 
-How to read it: `snapshot.py` first (the build steps, in order), then `pod_info.py` and `node_info.py`.
+How to read it: the `snapshot` package first (`snapshot/full.py`: the build steps, in order), then `pod_info.py`
+and `node_info.py`.
 """

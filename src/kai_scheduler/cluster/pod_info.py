@@ -51,7 +51,7 @@ class PodInfo:
     creation: float = 0.0
     memory_portion: float = 0.0  # for a gpu-memory task: its portion of one GPU (set by snapshot/placement)
     mig_held: tuple[tuple[str, int], ...] = ()  # MIG instances (profile, index) it holds on its node
-    # `queue_request()` as last computed, with the portion it was computed for (a kept model passes on the one
+    # `queue_request()` as last computed, with the portion it was computed for (the carried model passes on the one
     # its pod's earlier records computed).
     queue_cache: tuple[float, Vector] | None = field(default=None, repr=False)
 

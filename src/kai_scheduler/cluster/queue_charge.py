@@ -1,7 +1,7 @@
 """What a queue's jobs hold and wait for, on the queue axis (cpu, memory, gpu), as a snapshot was built.
 
-The proportion plugin opens every session from these sums (§5.1). A kept snapshot model keeps them per queue and
-sums again only the queues whose jobs changed; a build from nothing leaves them to the plugin, which sums the
+The proportion plugin opens every session from these sums (§5.1). The carried snapshot model keeps them per queue
+and sums again only the queues whose jobs changed; a build from nothing leaves them to the plugin, which sums the
 same rows in the same order, so both give the same floats.
 """
 
@@ -34,7 +34,7 @@ Rows = tuple[list[Vector], list[Vector], list[Vector]]  # one job's rows: held, 
 
 
 def job_rows(job: JobInfo) -> Rows:
-    """The rows one job adds to its queue's sums, in task order (a kept model keeps them with the job)."""
+    """The rows one job adds to its queue's sums, in task order (the carried model keeps them with the job)."""
     held: list[Vector] = []
     waiting = [t.queue_request() for t in job.tasks if t.status == PodStatus.PENDING]
     for task in (*job.tasks, *job.unassigned):
@@ -62,11 +62,11 @@ def _sum_rows(rows: list[Vector]) -> Vector:
     return total
 
 
-class KeptSums:
-    """One queue's sums kept with their value after each of its jobs, so that a change from the job at index `i`
+class PrefixSums:
+    """One queue's sums with their value after each of its jobs, so that a change from the job at index `i`
     on sums again only the rows from there: the same sequential fold over the same rows, in the same order, as
     `charge`, so the same floats bit for bit (numpy adds the rows of a stacked array along axis 0 one after the
-    other, as `np.cumsum` does). A kept snapshot model holds one per queue; a trace's arrivals change the last
+    other, as `np.cumsum` does). The carried snapshot model holds one per queue; a trace's arrivals change the last
     jobs, so a cycle costs the rows of those jobs, not of the queue's thousands."""
 
     __slots__ = ("_after", "_jobs")

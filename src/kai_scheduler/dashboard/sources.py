@@ -109,7 +109,7 @@ class LiveSource:
                 source=self.name,
                 notes=[*self._decisions.notes(), *self._pool_notes()],
             )
-            del snap  # the kept model is reused only once nobody holds the snapshot
+            del snap  # the carried model is reused only once nobody holds the snapshot
             self.feed.publish(document)
             self._seen, self._events_moved = versions, False
             return True

@@ -129,8 +129,8 @@ class Session:
 
     def release(self) -> None:
         """Break the reference cycles among the session, its plugins and their callbacks once the cycle is
-        over, so that reference counting frees them, and the snapshot as soon as its last reader drops it: a
-        kept snapshot model is reused only then (`cluster.kept`)."""
+        over, so that reference counting frees them, and the snapshot as soon as its last reader drops it: the
+        carried snapshot model is changed in place only then (`cluster.snapshot.incremental`)."""
         self._hooks.clear()
         self._calls.clear()
         self.plugins.clear()

@@ -39,7 +39,7 @@ class CycleResult:
         return self.held
 
     def release(self) -> None:
-        """Let go of the snapshot, keeping the decisions: a kept snapshot model is then updated in place by the
+        """Let go of the snapshot, keeping the decisions: the carried snapshot model is then updated in place by the
         next build instead of built again beside it (a report that reads only the decisions, as `kai schedule`'s)."""
         self.held = None
 

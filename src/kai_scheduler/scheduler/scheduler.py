@@ -24,6 +24,7 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.dra import DraObjects
 from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
+from kai_scheduler.cluster.snapshot.pools import in_pool
 from kai_scheduler.framework import config as configs
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.session import Session
@@ -236,9 +237,9 @@ class Scheduler:
         # A cycle builds a few objects per pod and PodGroup that all live until it ends; with the collector on,
         # those bursts set off full collections over every cached object (a third of an idle cycle on 20,000
         # pods). Cycles the snapshot makes (subgroup trees) are collected once it is back on.
-        # Then the cycle's own garbage, all young, is collected at once: a kept snapshot model is reused only
-        # once nothing holds the last snapshot, and the session's reference cycles (plugins, job orders) would
-        # otherwise hold it until some later collection.
+        # Then the cycle's own garbage, all young, is collected at once: the carried snapshot model is reused
+        # only once nothing holds the last snapshot, and the session's reference cycles (plugins, job orders)
+        # would otherwise hold it until some later collection.
         with collector.paused():
             result = self._cycle()
         gc.collect(0)
@@ -385,6 +386,6 @@ def pool_filters(flags: configs.Flags) -> dict[str, Callable[[JSON], bool]]:
 
     def keep(obj: JSON) -> bool:
         labels = (obj.get("metadata") or {}).get("labels")
-        return snapshots.in_pool(labels if isinstance(labels, dict) else {}, key, value)
+        return in_pool(labels if isinstance(labels, dict) else {}, key, value)
 
     return dict.fromkeys(POOLED_RESOURCES, keep)

@@ -1,6 +1,6 @@
 """Scheduler shards side by side over one store, as in a cluster (docs/shards.md): a scenario's `shards:`.
 
-Each shard is a real Scheduler with its own `partition-label-value`, cache and kept snapshot, over the same
+Each shard is a real Scheduler with its own `partition-label-value`, cache and carried snapshot, over the same
 store; a cycle runs them one after the other. What they decided together is one CycleResult: their
 operations, reasons, queue shares (a queue and a job belong to one pool each) and problems, over a snapshot of
 every pool taken after them (`kai schedule`'s report and the simulator's metrics read the whole cluster).

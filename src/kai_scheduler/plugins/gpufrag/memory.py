@@ -1,8 +1,8 @@
-"""What gpufrag keeps from one session to the next, in the snapshot's `plugin_memo` (a kept model hands the same
+"""What gpufrag keeps from one session to the next, in the snapshot's `plugin_memo` (the carried model hands the same
 memo to each snapshot it builds; elsewhere every session starts empty).
 
 - `Learned`: the shape of every task the last session saw, by uid with the record it was derived from. A
-  session looks at the uids the kept model logged as changed since (`Snapshot.task_log`; without that log, or
+  session looks at the uids the carried model logged as changed since (`Snapshot.task_log`; without that log, or
   when it does not reach back, every record is matched by identity) instead of deriving the shape of every
   pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks. Their ranking
   (`Ranking`, `shapes.heaviest`'s order) is kept sorted and moved for the shapes whose counts changed.

@@ -23,7 +23,7 @@ shapes in a fixed order), so values are computed once per class of nodes and kep
 class; a placement moves its node to the class of its new inputs (task events, and the snapshot's version for
 moves no event reported). Per session, a class's expected fragmentation and, per task signature (its CPU,
 memory and GPU ask), its growth are one number each, computed the first time a task meets the class. Across
-sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only the task records the kept model
+sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only the task records the carried model
 logged as changed, `Snapshot.task_log`, are looked at), each node row's free fractions and class under the
 row's stamp (`NodeArrays.stamps`: only rows whose stamp moved are derived again) and, while the set of shapes is
 the same, each class's per-shape fragmentation and, per signature, the per-shape fragmentation after such a task

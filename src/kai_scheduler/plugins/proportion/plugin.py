@@ -125,7 +125,7 @@ class Proportion(PluginBase):
         Allocated = tasks in allocated statuses, and the GPUs DRA claims charge themselves (shared claims, `All`
         requests: `Snapshot.dra_charges`); request = allocated + Pending tasks (`queue_charge`) + what Pending
         tasks' shared claims ask. Jobs of
-        missing or non-leaf queues count nowhere (the snapshot reports them). A kept snapshot has the sums
+        missing or non-leaf queues count nowhere (the snapshot reports them). An incremental snapshot has the sums
         already; else they are made here, from the same rows in the same order. A task deallocated later is
         refunded its `queue_request()`, what it was charged here."""
         leaves = sorted(name for name in self._shares if snapshot.queues[name].is_leaf)

@@ -1,0 +1,172 @@
+"""What the carried model derives from its entries, derived again where a build's changes reached
+(`CarriedModel.reached`): jobs, the ledger rows of nodes, the order of `tasks` and `jobs`, the queues' sums and
+the other schedulers' usage, each as a build from nothing gives it."""
+
+from __future__ import annotations
+
+import bisect
+
+from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
+from kai_scheduler.cluster.pod_info import Placement, PodInfo
+from kai_scheduler.cluster.queue_charge import PrefixSums, job_rows
+from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
+from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
+from kai_scheduler.cluster.snapshot.jobs import backed_off, new_job, unassigned_problem, watches_staleness
+from kai_scheduler.cluster.snapshot.queues import access_problem, queue_problem
+from kai_scheduler.cluster.snapshot.sorted_keys import SortKey, insert_sorted, key_of, remove_sorted, sort_key_of
+
+
+def rederive(model: CarriedModel, params: SnapshotParams) -> None:
+    """Derive again what the changes reached (and empty `model.reached`): jobs, node rows, the snapshot's dicts
+    in their order, the queues' sums, the other schedulers' usage."""
+    reached = model.reached
+    for key in sorted(reached.groups, key=sort_key_of):  # in a build from nothing, keys arrive in order
+        _rebuild_job(model, key, params)
+    reached.groups.clear()
+    if reached.nodes:
+        _recharge(model, reached.nodes)
+        reached.nodes.clear()
+    changes = reached.task_changes
+    if changes:
+        model.task_log.add(
+            (uid for pair in changes.values() for uid in pair if uid), limit=2 * len(model.task_keys) + 1024
+        )
+    if changes and all(before == after for before, after in changes.values()):
+        for k in changes:  # the same tasks, new records: each keeps its place
+            e = model.by_sort_key[k]
+            model.tasks[str(e.info.uid)] = e.info
+    elif changes and not _tasks_appended(model):
+        tasks = {str((e := model.by_sort_key[k]).info.uid): e.info for k in model.task_keys}
+        model.tasks.clear()  # the same dict object: the last snapshot, unread now, held it too
+        model.tasks.update(tasks)
+    changes.clear()
+    added = reached.jobs_added
+    if added and model.job_keys[-len(added) :] != added:  # not all after the others: put them in their place
+        jobs = {(job := model.job_by_group[key_of(k)]).uid: job for k in model.job_keys}
+        model.jobs.clear()
+        model.jobs.update(jobs)
+    added.clear()
+    for queue, first in reached.queues.items():  # summed again from the first job that changed on
+        keys = model.queue_job_keys.get(queue, [])
+        start = bisect.bisect_left(keys, first)
+        sums = model.queue_sums.get(queue) or model.queue_sums.setdefault(queue, PrefixSums())
+        model.queue_charges[queue] = sums.update(start, (model.job_rows[key_of(k)] for k in keys[start:]))
+    reached.queues.clear()
+    if reached.other_usage or model.other_usage is None:
+        usage = model.axis.zeros()
+        for k in model.other_scheduler_pods:
+            usage += model.by_sort_key[k].record.request
+        model.other_usage = usage
+        reached.other_usage = False
+
+
+def _tasks_appended(model: CarriedModel) -> bool:
+    """Change `tasks` in place when that keeps it in key order: tasks removed, tasks replaced by records of the
+    same uid, and new tasks whose keys all come after every other (arrivals named in order, as a trace's
+    are). False, changing nothing, for any other change."""
+    changes = model.reached.task_changes
+    added = sorted(k for k, (before, after) in changes.items() if after and before != after)
+    if any(before and after and before != after for before, after in changes.values()):
+        return False
+    if added and model.task_keys[-len(added) :] != added:
+        return False
+    for k, (before, after) in changes.items():
+        if not after:
+            del model.tasks[before]
+        elif before == after:
+            model.tasks[after] = model.by_sort_key[k].info
+    for k in added:
+        info = model.by_sort_key[k].info
+        model.tasks[str(info.uid)] = info
+    return True
+
+
+def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
+    """The job of PodGroup `key` from its PodGroup and its pods, as a build from nothing makes it."""
+    g = model.group_by_key.get(key)
+    pods = model.group_pods.get(key, {})
+    job = _make_job(model, g, pods, params) if g is not None else None
+    sort_key = g.sort_key if g is not None else sort_key_of(key)
+    old = model.job_by_group.get(key)
+    if old is not None:
+        _forget(model, key, sort_key, old, keep_place=job is not None and job.uid == old.uid)
+    if job is None:
+        for e in pods.values():
+            e.info.job_uid = ""
+        if g is not None:
+            g.job = None
+        return
+    assert g is not None
+    uid = job.uid
+    model.jobs[uid] = job  # a job of the same uid keeps its place in the order
+    model.job_by_group[key] = g.job = job
+    if old is None or old.uid != uid:
+        insert_sorted(model.job_keys, sort_key, appending=model.appending)
+        model.reached.jobs_added.append(sort_key)  # at the end of `jobs`: moved into place by `rederive` if need be
+    insert_sorted(model.queue_job_keys.setdefault(job.queue, []), sort_key, appending=model.appending)
+    _queue_reached(model, job.queue, sort_key)
+    model.job_rows[key] = job_rows(job)
+    for e in pods.values():
+        e.record.queue_cache = e.info.queue_cache
+    if job.has_pending():
+        model.waiting.add(uid)
+    if watches_staleness(job):
+        model.stale_watch.add(uid)
+    pg = g.record.podgroup
+    if (missing := queue_problem(pg, model.queues, model.queue_notes, params)) is not None:
+        model.queue_problems[sort_key] = (uid, missing)
+    elif (refused := access_problem(pg, model.queues, model.namespace_labels, params)) is not None:
+        model.queue_problems[sort_key] = (uid, refused)
+    if job.unassigned:
+        model.group_problems[sort_key] = unassigned_problem(pg, job)
+
+
+def _forget(model: CarriedModel, key: str, sort_key: SortKey, old: JobInfo, *, keep_place: bool) -> None:
+    """Take the old job of PodGroup `key` out of every index; `keep_place`: a job of its uid replaces it."""
+    remove_sorted(model.queue_job_keys[old.queue], sort_key)
+    _queue_reached(model, old.queue, sort_key)
+    del model.job_rows[key]
+    model.waiting.discard(old.uid)
+    model.stale_watch.discard(old.uid)
+    model.queue_problems.pop(sort_key, None)
+    model.group_problems.pop(sort_key, None)
+    del model.job_by_group[key]
+    if not keep_place:
+        del model.jobs[old.uid]
+        remove_sorted(model.job_keys, sort_key)
+
+
+def _queue_reached(model: CarriedModel, queue: str, sort_key: SortKey) -> None:
+    """Note that the queue's sums change from its job `sort_key` on."""
+    first = model.reached.queues.get(queue)
+    if first is None or sort_key < first:
+        model.reached.queues[queue] = sort_key
+
+
+def _make_job(
+    model: CarriedModel, g: CarriedGroup, pods: dict[SortKey, CarriedPod], params: SnapshotParams
+) -> JobInfo | None:
+    pg, record = g.record.podgroup, g.record
+    if backed_off(pg, params):
+        return None
+    ordered = pods.values() if len(pods) < 2 else [pods[k] for k in sorted(pods)]
+    return new_job(pg, record, model.priorities, model.default_priority, [e.info for e in ordered])
+
+
+def _recharge(model: CarriedModel, names: set[str]) -> None:
+    """Recompute the ledger rows, tasks and GPU groups of these nodes from their pods, in pod order."""
+    a, pristine = model.arrays, model.pool_nodes.arrays
+    assert pristine is not None
+    nodes = [model.node_by_name[n] for n in sorted(names) if n in model.node_by_name]
+    rows = [n.row for n in nodes]
+    for ledger in ("idle", "used", "releasing", "shared_free"):
+        getattr(a, ledger)[rows] = getattr(pristine, ledger)[rows]
+    charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
+    for node in nodes:
+        node.clear_tasks()
+        pods = model.node_pods.get(node.name, {})
+        charged += [(node, (e := pods[k]).info, e.placement) for k in sorted(pods)]
+    charge_nodes(a, charged)
+    a.refresh()
+    a.stamp(rows)

@@ -1,0 +1,130 @@
+"""What a PodGroup yields in a snapshot: its record (the timestamps its annotations carry, carried across builds
+while the PodGroup object is the same), its job with priority, preemptibility and the subgroup tree (§1.2), and
+the job's own problems (pods in no subgroup, a scheduling backoff)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kai_scheduler.api import constants
+from kai_scheduler.api.podgroup import PodGroup
+from kai_scheduler.api.priorityclass import PriorityClass
+from kai_scheduler.cluster.job_info import JobInfo, build_tree
+from kai_scheduler.cluster.pod_info import PodInfo
+from kai_scheduler.cluster.snapshot.inputs import Problem, SnapshotParams
+
+
+@dataclass(slots=True, eq=False)
+class GroupRecord:
+    """What one parsed PodGroup yields alone: the times its annotations carry."""
+
+    podgroup: PodGroup
+    last_start: float | None
+    last_eviction: float | None
+    stale_since: float | None
+
+
+def group_record(pg: PodGroup, records: dict[str, GroupRecord]) -> GroupRecord:
+    """The PodGroup's record: the one in `records` while the PodGroup is the same object, else a new one."""
+    record = records.get(pg.meta.key)
+    if record is None or record.podgroup is not pg:
+        annotations = pg.meta.annotations
+        record = GroupRecord(
+            podgroup=pg,
+            last_start=_annotation_time(annotations.get(constants.ANNOTATION_LAST_START_TIMESTAMP)),
+            last_eviction=_annotation_time(annotations.get(constants.ANNOTATION_LAST_EVICTION_TIMESTAMP)),
+            stale_since=_annotation_time(annotations.get(constants.ANNOTATION_STALE_TIMESTAMP)),
+        )
+    return record
+
+
+def priority_values(classes: list[PriorityClass]) -> dict[str, int]:
+    """Each PriorityClass's value by name."""
+    return {pc.meta.name: pc.value for pc in classes}
+
+
+def global_default_priority(classes: list[PriorityClass]) -> int:
+    """A PodGroup without a known class gets the globalDefault class's value, else 50 (§1.2)."""
+    defaults = sorted((pc.meta.name, pc.value) for pc in classes if pc.global_default)
+    return defaults[0][1] if defaults else constants.DEFAULT_PODGROUP_PRIORITY
+
+
+def new_job(
+    pg: PodGroup,
+    record: GroupRecord,
+    priorities: dict[str, int],
+    default_priority: int,
+    tasks: Iterable[PodInfo],
+) -> JobInfo:
+    """The job of a PodGroup with its subgroup tree, its tasks placed on their leaves (a task naming a subgroup
+    the PodGroup does not declare goes to `unassigned`), in the order given."""
+    priority = priorities.get(pg.priority_class_name, default_priority)
+    preemptible = (
+        pg.preemptibility == constants.PREEMPTIBLE
+        if pg.preemptibility
+        else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
+    )
+    root, leaves = build_tree(pg)
+    job = JobInfo(
+        uid=pg.meta.uid or pg.meta.key,
+        name=pg.name,
+        namespace=pg.meta.namespace,
+        podgroup=pg,
+        queue=pg.queue,
+        priority=priority,
+        preemptible=preemptible,
+        creation=pg.meta.creation_timestamp or 0.0,
+        tasks=[],
+        root=root,
+        pod_sets=leaves,
+        last_start=record.last_start,
+        last_eviction=record.last_eviction,
+        stale_since=record.stale_since,
+    )
+    for task in tasks:
+        task.job_uid = job.uid
+        leaf = leaves.get(task.subgroup or ("default" if not pg.sub_groups else ""))
+        if leaf is None:
+            job.unassigned.append(task)
+            continue
+        leaf.tasks.append(task)
+        job.tasks.append(task)
+    return job
+
+
+def unassigned_problem(pg: PodGroup, job: JobInfo) -> Problem:
+    """The problem of a job whose pods are in no subgroup: pods naming subgroups the PodGroup does not declare, and
+    pods naming none where the PodGroup has subgroups (their pod grouper did not label them, or the user's pods
+    of a hand-written PodGroup lack the label); neither kind is scheduled."""
+    named = sorted({t.subgroup for t in job.unassigned if t.subgroup})
+    unnamed = sorted(t.name for t in job.unassigned if not t.subgroup)
+    parts = []
+    if named:
+        parts.append(f"pods name subgroups that the PodGroup does not declare: {', '.join(named)}")
+    if unnamed:
+        parts.append(
+            f"pods without a {constants.LABEL_SUBGROUP_NAME} label in a PodGroup with subgroups: {', '.join(unnamed)}"
+        )
+    return Problem("PodGroup", pg.meta.key, "SubGroupDoesNotExist", "; ".join(parts))
+
+
+def watches_staleness(job: JobInfo) -> bool:
+    """Stale now, or its PodGroup carries a stale timestamp (which may need clearing)."""
+    return job.is_stale() or constants.ANNOTATION_STALE_TIMESTAMP in job.podgroup.meta.annotations
+
+
+def backed_off(pg: PodGroup, params: SnapshotParams) -> bool:
+    """Whether the PodGroup waits out a scheduling backoff in this pool (it is no job of this snapshot)."""
+    return pg.scheduling_backoff == 1 and any(c.of_pool(params.partition_label_value) for c in pg.scheduling_conditions)
+
+
+def _annotation_time(raw: str | None) -> float | None:
+    if not raw:
+        return None
+    from kai_scheduler.api.fields import parse_time
+
+    try:
+        return parse_time(raw)
+    except ValueError:
+        return None
