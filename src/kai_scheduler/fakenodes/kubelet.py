@@ -57,7 +57,7 @@ class FakeKubelet:
         self.nodes = frozenset(nodes)
         self.heartbeat = heartbeat
         self.stats = KubeletStats()
-        self._feed = Changes(store, "pods")
+        self._feed = Changes.of(store, "pods")
         self._pods: dict[str, _Tracked] = {}
         self._bad: dict[str, str] = {}  # unreadable pods: key → the message logged
 
