@@ -26,8 +26,8 @@ watches see that object appear or change (and after a backoff, 1 s … 60 s, whe
 whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml` snapshot that `kai schedule`
 loads) while the PodGroup the pod already names exists is not grouped again: that PodGroup stays, without a word.
 A write the API server refuses (RBAC, an invalid field, throttling, a server error) is reported the same way (one
-line naming the object) and the pod is handled again after a backoff
-(`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
+line naming the object) and the pod is handled again, as the pod informer holds it, after a backoff (its
+`store.workqueue`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from kai_scheduler.store.interface import (
 )
 from kai_scheduler.store.keys import object_key, split_key
 from kai_scheduler.store.retries import Retries
+from kai_scheduler.store.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -142,8 +143,7 @@ class PodGrouper:
         self._pod_informer = informers.informer("pods", self._scope.pods)
         self._pod_informer.add_index(MEMBERS_INDEX, _named_podgroup)
         self._pods = self._pod_informer.subscribe()
-        self.retries = Retries()
-        self._refused: dict[str, JSON] = {}  # pod key → the pod whose writes were refused, to try again
+        self.refused = WorkQueue()  # the pods whose grouping the API server refused, taken again after a backoff
         self._gone_groups: list[tuple[str, str]] = []
         self._changed_owners: set[str] = set()  # uids of owners whose spec, labels or annotations changed
         # Pods left ungrouped until an object their grouping needs exists or is fixed (`GroupingError.awaited`: a
@@ -162,9 +162,30 @@ class PodGrouper:
         self._orphans(pods)
         self._awaited(pods)
         self._owner_changes(pods)
-        for key in self.retries.due():
-            if key not in pods and key in self._refused:
-                pods[key] = self._refused[key]
+        retried = self.refused.take()
+        for key in retried:
+            pod = pods.get(key) or self._pod_informer.get(key)
+            if pod is None:  # gone since: its deletion is in a batch still to come, or was missed by a relist
+                self.refused.forget(key)
+            else:
+                pods[key] = pod
+        try:
+            refused = self._group(pods, reads, outcome)
+        except BaseException:
+            for key in retried:  # still refused as far as anyone knows: due again after a longer backoff
+                if key in pods:
+                    self.refused.retry(key)
+            raise
+        for key in sorted(pods):
+            if key in refused:
+                self.refused.retry(key)
+                self.work.retry()
+            elif key in retried or self.refused.backing_off(key):
+                self.refused.done(key)
+        return outcome
+
+    def _group(self, pods: dict[str, JSON], reads: _Reads, outcome: GroupOutcome) -> set[str]:
+        """Plan every pod's grouping, write the plans; the keys of the pods whose reads or writes were refused."""
         plans: list[_Plan] = []
         refused: set[str] = set()
         # The work queue of the `pod` controller: the pods of this scheduler that changed, not by our own patch.
@@ -208,15 +229,7 @@ class PodGrouper:
             outcome.skipped += plan.outcome.skipped
             if plan.error is not None:
                 refused.add(plan.key)
-        for key in sorted(pods):
-            if key in refused:
-                self._refused[key] = pods[key]
-                self.retries.failed(key)
-                work.retry()
-            elif key in self._refused:
-                del self._refused[key]
-                self.retries.succeeded(key)
-        return outcome
+        return refused
 
     def _write_all(self, plans: list[_Plan], reads: _Reads) -> None:
         """Write the plans in order; run by the writer threads, so it changes nothing but the plans (and the
@@ -265,9 +278,8 @@ class PodGrouper:
             present = {key: pod for key, pod in batch.changes if pod is not None}
             self._written = {k: v for k, v in self._written.items() if k in present}
             self._reported = {k: v for k, v in self._reported.items() if k in present}
-            for key in [k for k in self._refused if k not in present]:
-                del self._refused[key]
-                self.retries.forget(key)
+            for key in self.refused.keys() - present.keys():
+                self.refused.forget(key)
             for key in [k for k in self._waiting if k not in present]:
                 self._stop_waiting(key)
             return present
@@ -277,8 +289,7 @@ class PodGrouper:
                 changed.pop(key, None)
                 self._written.pop(key, None)
                 self._reported.pop(key, None)
-                self._refused.pop(key, None)
-                self.retries.forget(key)
+                self.refused.forget(key)
                 self._stop_waiting(key)
             else:
                 changed[key] = pod
