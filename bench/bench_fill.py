@@ -26,7 +26,9 @@ controller acts on it) carrying `kai.scheduler/batch-min-member: 4`, its pods ow
 makes the PodGroups (the Jobs are created before the timed pods); `--gang-groups submitter` creates the
 PodGroups (minMember 4) before the pods instead, as an operator would, so the podgrouper writes nothing for
 them. `--rate 50` offers the pods at a fixed rate instead of all at once (for the latency at a given load),
-`--kubeconfig` runs once on any other cluster (nothing started or stopped but the components).
+`--kubeconfig` runs once on any other cluster (nothing started or stopped but the components). `--kai-run` starts
+this project's four components as one `kai run` process (one list and watch per resource for all of them) instead
+of one process each; its CPU is the `run` column.
 
 To see where the API server's time goes: `--server-profile PATH` saves its Go CPU profile of the first 30 s of
 each fill (`PATH.kai`, `PATH.kube`), and `--extra-pod-watchers N` adds N clients that watch every pod and do
@@ -64,6 +66,8 @@ from fill_timeline import (  # noqa: E402
 from tests.e2e import harness  # noqa: E402  (the same process harness as the e2e suite)
 
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
+RUN = "run"  # with --kai-run: the four components as one `kai run` process
+SCHEDULER_SIDE = (*COMPONENTS, RUN, "kube-scheduler")  # the processes whose CPU and memory are the scheduler's
 CLUSTER = ROOT.parent / "shared" / "kube" / "cluster.sh"
 
 
@@ -176,6 +180,7 @@ def run(
     extra_watchers: int = 0,
     profile: str = "",
     kai_limits: tuple[int, int] | None = None,
+    kai_run: bool = False,
 ) -> dict[str, Any]:
     store = harness.connect(kubeconfig)
     harness.install(store, kubeconfig, real=True)
@@ -188,7 +193,7 @@ def run(
             limits: tuple[str, ...] = () if qps is None else (f"--qps={qps}", f"--burst={2 * qps}")
             if kai_limits is not None:
                 limits = (f"--qps={kai_limits[0]}", f"--burst={kai_limits[1]}")
-            for component in COMPONENTS:
+            for component in (RUN,) if kai_run else COMPONENTS:
                 processes.start_component(component, *limits)
         else:
             config = kube_scheduler_config(workdir, kubeconfig, qps)
@@ -281,7 +286,7 @@ def _schedulable(store: Any) -> int:
 def _limiter_waits(workdir: Path) -> dict[str, str]:
     """What each component's client rate limiter made it wait, from its shutdown log line."""
     out = {}
-    for component in COMPONENTS:
+    for component in (*COMPONENTS, RUN):
         path = workdir / f"{component}.log"
         if path.exists():
             lines = [line for line in path.read_text(errors="replace").splitlines() if "client rate limiter" in line]
@@ -330,6 +335,11 @@ def main() -> None:
         default=0,
         help="this many more clients watching every pod and doing nothing (what a watcher costs)",
     )
+    parser.add_argument(
+        "--kai-run",
+        action="store_true",
+        help="this project's components as one `kai run` process instead of four",
+    )
     args = parser.parse_args()
     if args.kai_burst is not None and args.kai_qps is None:
         parser.error("--kai-burst needs --kai-qps")
@@ -355,6 +365,7 @@ def main() -> None:
                         "extra_watchers": args.extra_pod_watchers,
                         "profile": args.server_profile,
                         "kai_limits": kai_limits if scheduler == "kai" else None,
+                        "kai_run": args.kai_run,
                     }
                     if args.kubeconfig:
                         result = run(args.kubeconfig, scheduler, server={}, **kwargs)
@@ -370,7 +381,7 @@ def main() -> None:
     what = f"gangs of {args.gang} (PodGroups by the {args.gang_groups})" if args.gang > 1 else "single-GPU pods"
     offered = f", offered at {args.rate:g} pods/s" if args.rate else ""
     table = Table(title=f"{args.pods:,} {what} onto {args.nodes} fake nodes x 8 GPUs{offered}")
-    processes = ["apiserver", "etcd", *COMPONENTS, "kube-scheduler", "fake-nodes"]
+    processes = ["apiserver", "etcd", *COMPONENTS, *([RUN] if args.kai_run else []), "kube-scheduler", "fake-nodes"]
     for col in (
         "QPS",
         "scheduler",
@@ -387,7 +398,7 @@ def main() -> None:
     kube_rate = {s: r["pods_per_second"] for s, sched, r in rows if sched == "kube"}
     for setting, scheduler, r in rows:
         ratio = r["pods_per_second"] / kube_rate[setting] if setting in kube_rate else float("nan")
-        rss = sum(r["rss"].get(n, 0) for n in (*COMPONENTS, "kube-scheduler")) / 2**20
+        rss = sum(r["rss"].get(n, 0) for n in SCHEDULER_SIDE) / 2**20
         table.add_row(
             r["label"],
             scheduler,
@@ -428,7 +439,7 @@ def _print_row(setting: str, scheduler: str, r: dict[str, Any]) -> None:
     )
     print("#   API requests per pod: " + ", ".join(f"{k} {v:.2f}" for k, v in r["requests"].items()), flush=True)
     per_pod = {k: 1000 * v / r["pods"] for k, v in r["cpu"].items()}
-    ours = sum(per_pod.get(c, 0.0) for c in (*COMPONENTS, "kube-scheduler"))
+    ours = sum(per_pod.get(c, 0.0) for c in SCHEDULER_SIDE)
     print(
         "#   CPU ms per pod: "
         + ", ".join(f"{k} {v:.2f}" for k, v in per_pod.items())

@@ -183,6 +183,13 @@ def test_a_watch_behind_a_compaction_relists_and_neither_loses_nor_replays_a_dec
                 store.delete("pods", f"before-{i}", NS, grace_period_seconds=0)
             for i in range(4):
                 store.create(harness.pod(f"during-{i}", gpus=0.5))
+            # Two writes of a kind no component watches after the last pod event: the compaction then removes the
+            # revision after that event too, so the pod watch cannot resume where it stopped even when the server
+            # wrote it the gap's events before its connection was reset (one stream reads them all).
+            for i in range(2):
+                store.create(
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"gap-{i}", "namespace": NS}}
+                )
             revision = compact(etcd_url(own))
             server = str(store.transport.api_client.configuration.host).split("//", 1)[1]
             cut, left = cut_connections(run.pid, server)

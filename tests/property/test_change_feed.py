@@ -24,6 +24,7 @@ from kai_scheduler.binder import reservation
 from kai_scheduler.cluster import queue_charge
 from kai_scheduler.store import cache as cache_module
 from kai_scheduler.store.cache import ObjectCache
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
@@ -120,7 +121,7 @@ reservation_op = st.tuples(st.sampled_from(["create", "index", "terminate", "rem
 def test_the_binders_pod_watch_indexes_equal_a_listing(ops: list[tuple[str, int]]) -> None:
     store = MemoryStore(ManualClock(b.NOW))
     ns = constants.RESERVATION_NAMESPACE
-    use = reservation.GroupUse(store, ns)
+    use = reservation.GroupUse(store, ns, Informers(store))
     for what, i in ops:
         name = f"r{i}"
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,6 +123,25 @@ def test_run_binds_a_pending_pod_end_to_end(cluster: MockApiServer, tmp_path: Pa
         proc.shutdown()
     leases = cluster.memory.list("leases", "kai-system")[0]
     assert {lease["spec"]["holderIdentity"] for lease in leases} == {""}  # released on shutdown
+
+
+def test_run_lists_and_watches_each_resource_once(cluster: MockApiServer, tmp_path: Path) -> None:
+    """Every component reads through the process's shared informers: one LIST and one watch request per resource,
+    however many components read it (pods: the scheduler, the podgrouper, the binder and the PodGroup status)."""
+    proc = process(kubeconfig(tmp_path, cluster.url))
+    proc.start()
+    try:
+        assert eventually(lambda: bool(cluster.memory.get("pods", "p", "team-a")["spec"].get("nodeName")))
+        assert eventually(lambda: all(runner.steps >= 2 for runner in proc.runners))
+    finally:
+        proc.shutdown()
+    watches = Counter(r.path for r in cluster.watch_requests())
+    lists = Counter(r.path for r in cluster.list_requests() if "labelSelector" not in r.query)
+    assert watches["/api/v1/pods"] == 1, watches
+    assert watches["/apis/scheduling.run.ai/v2alpha2/podgroups"] == 1, watches
+    assert watches["/apis/scheduling.run.ai/v1alpha2/bindrequests"] == 1, watches
+    assert set(watches.values()) == {1}, watches
+    assert {path: lists[path] for path in watches} == dict.fromkeys(watches, 1)
 
 
 def test_an_unreachable_api_server_is_not_ready_but_not_fatal(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from kai_scheduler.binder.plugins import config as plugins
 from kai_scheduler.binder.plugins.interface import PreBindFailed, PreBindPending
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,9 @@ class Binder:
 
     `hami_core`: the plugin `hamicore` on (`binder.plugins.hamicore.enabled`): a shared-GPU pod's capabilities
     ConfigMap also gets `CUDA_DEVICE_MEMORY_LIMIT`; each such bind then reads its node once.
+
+    `informers`: the process's shared informers, through which it watches BindRequests and pods (a private set
+    when none is given).
     """
 
     def __init__(
@@ -73,12 +77,14 @@ class Binder:
         events: bool = False,
         work: metrics.Controller | None = None,
         hami_core: bool = False,
+        informers: Informers | None = None,
     ) -> None:
         if concurrency < 1:
             raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
         self.store = store
         self.clock = clock
-        self.reservations = reservation.Reservations(store, clock, reservations)
+        informers = informers or Informers(store)
+        self.reservations = reservation.Reservations(store, clock, reservations, informers)
         self.collect_every = collect_every
         self.concurrency = concurrency
         self.events = events
@@ -89,7 +95,7 @@ class Binder:
         )
         self._settling: set[str] = set()  # requests bound whose Succeeded status is still being written
         self._settling_lock = threading.Lock()
-        self._requests = Changes(store, "bindrequests")
+        self._requests = Changes(informers.informer("bindrequests"))
         self._open: dict[str, BindRequest] = {}  # BindRequests not yet Succeeded, by namespace/name
         self._retry_at: dict[str, float] = {}
         # Requests this binder has written Failed, whose pod is not settled yet: acted on only as read anew.

@@ -33,6 +33,7 @@ from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import parse_time
 from kai_scheduler.binder.plugins.interface import PreBindFailed, PreBindPending
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -66,11 +67,18 @@ class ReservationConfig:
 
 
 class Reservations:
-    def __init__(self, store: ClusterStore, clock: Clock, config: ReservationConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        clock: Clock,
+        config: ReservationConfig | None = None,
+        informers: Informers | None = None,
+    ) -> None:
+        """`informers`: the process's shared informers (a private set when none is given)."""
         self.store = store
         self.clock = clock
         self.config = config or ReservationConfig()
-        self.use = GroupUse(store, self.config.namespace)
+        self.use = GroupUse(store, self.config.namespace, informers or Informers(store))
 
     def reserve(self, br: BindRequest, pod: JSON) -> dict[str, str]:
         """GPU index per selected group, creating or reusing each group's reservation pod on the node.
@@ -205,6 +213,7 @@ class GroupUse:
 
     store: ClusterStore
     namespace: str
+    informers: Informers
     held: Counter[str] = field(default_factory=Counter)  # group → live pods labelled with it
     reservations: dict[str, set[str]] = field(default_factory=dict)  # group → its live reservation pods' names
     unheld: set[str] = field(default_factory=set)
@@ -218,7 +227,7 @@ class GroupUse:
     _group_of: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._pods = Changes(self.store, "pods")
+        self._pods = Changes(self.informers.informer("pods"))
 
     def refresh(self) -> None:
         for key, pod in self._pods.poll():

@@ -24,7 +24,8 @@ from kai_scheduler.api.pod import Pod
 from kai_scheduler.cluster import dra as dra_model
 from kai_scheduler.controllers import status_write
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.interface import JSON, ClusterStore, NotFound
+from kai_scheduler.store.informer import Informers
+from kai_scheduler.store.interface import JSON, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +49,8 @@ Figures = dict[str, tuple[float, float]]  # PodGroup key → (requested GPUs, al
 class ClaimGpus:
     """The DRA objects the PodGroup status reads, kept from their change feeds."""
 
-    def __init__(self, store: ClusterStore) -> None:
-        self.store = store
-        self._changes = {resource: Changes(store, resource) for resource in RESOURCES}
+    def __init__(self, informers: Informers) -> None:
+        self._changes = {resource: Changes(informers.informer(resource)) for resource in RESOURCES}
         self._unserved: dict[str, int] = {}
         self._objects: dict[str, dict[str, JSON]] = {resource: {} for resource in RESOURCES}
         self._claims: dict[str, dra.ResourceClaim] = {}
@@ -61,7 +61,7 @@ class ClaimGpus:
     def poll(self) -> bool:
         """Take in what changed; True when something did."""
         changed = False
-        for resource, changes in list(self._changes.items()):
+        for resource, changes in self._changes.items():
             waiting = self._unserved.get(resource, 0)
             if waiting:
                 self._unserved[resource] = waiting - 1
@@ -70,8 +70,7 @@ class ClaimGpus:
                 polled = changes.poll()
             except NotFound:
                 log.info("resource not served by the cluster; taken as empty", extra={"resource": resource})
-                self._unserved[resource] = RETRY
-                self._changes[resource] = Changes(self.store, resource)  # listed afresh when asked again
+                self._unserved[resource] = RETRY  # then listed afresh
                 continue
             for key, obj in polled:
                 changed = True

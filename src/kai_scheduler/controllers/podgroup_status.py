@@ -32,6 +32,7 @@ from kai_scheduler.controllers import amounts, claim_gpus, status_write
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.retries import Retries
 
@@ -61,16 +62,22 @@ class _Group:
 
 class PodGroupStatusController:
     def __init__(
-        self, store: ClusterStore, retries: Retries | None = None, work: metrics.Controller | None = None
+        self,
+        store: ClusterStore,
+        retries: Retries | None = None,
+        work: metrics.Controller | None = None,
+        informers: Informers | None = None,
     ) -> None:
+        """`informers`: the process's shared informers (a private set when none is given)."""
         self.store = store
+        informers = informers or Informers(store)
         self.retries = retries if retries is not None else Retries()
         # controller-runtime's series of KAI's `podgroup` controller: a reconcile is one PodGroup's status.
         self.work = work or metrics.Controller(CONTROLLER)
-        self._pod_changes = Changes(store, "pods")
-        self._group_changes = Changes(store, "podgroups")
-        self._class_changes = Changes(store, "priorityclasses")
-        self._bind_changes = Changes(store, "bindrequests")
+        self._pod_changes = Changes(informers.informer("pods"))
+        self._group_changes = Changes(informers.informer("podgroups"))
+        self._class_changes = Changes(informers.informer("priorityclasses"))
+        self._bind_changes = Changes(informers.informer("bindrequests"))
         self._usage: dict[str, PodUsage] = {}
         self._members: dict[str, set[str]] = defaultdict(set)
         self._groups: dict[str, JSON] = {}
@@ -83,7 +90,7 @@ class PodGroupStatusController:
         # pod uid, not once per change (binding, start, status).
         self._parsed: dict[str, tuple[str, tuple[dict[str, float], GpuRequest]]] = {}
         self._problems = status_write.Problems(log, "PodGroup status not computed as asked")
-        self._claims = claim_gpus.ClaimGpus(store)
+        self._claims = claim_gpus.ClaimGpus(informers)
         self._dra_pods: dict[str, claim_gpus.DraPod] = {}  # members with DRA claims
         self._dra_dirty = False
         self._dra: claim_gpus.Figures = {}  # PodGroup key → DRA GPUs (requested, allocated)

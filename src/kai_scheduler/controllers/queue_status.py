@@ -36,6 +36,7 @@ from kai_scheduler.controllers import amounts, status_write
 from kai_scheduler.controllers.amounts import Amounts
 from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.metric_names import check_label_name, check_namespace
 from kai_scheduler.store.retries import Retries
@@ -163,7 +164,9 @@ class QueueStatusController:
         retries: Retries | None = None,
         metrics_namespace: str = "kai",
         metric_labels: MetricLabels | None = None,
+        informers: Informers | None = None,
     ) -> None:
+        """`informers`: the process's shared informers (a private set when none is given)."""
         self.store = store
         # queues whose status write was refused: written again later
         self.retries = retries if retries is not None else Retries()
@@ -171,8 +174,9 @@ class QueueStatusController:
         self.metrics = QueueMetrics(self.registry, metrics_namespace, metric_labels)
         # controller-runtime's series of KAI's `queue` controller: a reconcile is one Queue's status and gauges.
         self.work = metrics.controller(registry, CONTROLLER)
-        self._queue_changes = Changes(store, "queues")
-        self._group_changes = Changes(store, "podgroups")
+        informers = informers or Informers(store)
+        self._queue_changes = Changes(informers.informer("queues"))
+        self._group_changes = Changes(informers.informer("podgroups"))
         self._queues: dict[str, JSON] = {}
         self._groups: dict[str, _GroupFigures] = {}
         self._members: dict[str, set[str]] = defaultdict(set)  # queue → its PodGroup keys

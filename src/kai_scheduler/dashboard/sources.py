@@ -36,7 +36,7 @@ class _Decisions:
     """The scheduler's decision events (binds, evictions, pipelined claims), from a watch of events."""
 
     def __init__(self, store: ClusterStore, scheduler_name: str) -> None:
-        self._changes = Changes(store, "events")
+        self._changes = Changes.of(store, "events")
         self._scheduler = scheduler_name
         self._kept: dict[str, view.Decision] = {}
         self.problem = ""

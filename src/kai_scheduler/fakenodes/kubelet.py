@@ -60,7 +60,7 @@ class FakeKubelet:
         self.nodes = frozenset(nodes)
         self.heartbeat = heartbeat
         self.stats = KubeletStats()
-        self._feed = Changes(store, "pods")
+        self._feed = Changes.of(store, "pods")
         self._pods: dict[str, _Tracked] = {}
         self._bad: dict[str, str] = {}  # unreadable pods: key → the message logged
         self._retries = Retries(clock.now)  # pods whose last write was refused: acted on again after a backoff

@@ -21,6 +21,7 @@ from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.nodescaleadjuster import pods
 from kai_scheduler.nodescaleadjuster.plan import Demand, Plan, ScalingPod, plan
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -61,12 +62,14 @@ class NodeScaleAdjuster:
         clock: Clock,
         settings: pods.Settings | None = None,
         registry: CollectorRegistry | None = None,
+        informers: Informers | None = None,
     ) -> None:
+        """`informers`: the process's shared informers (a private set when none is given)."""
         self.store = store
         self.clock = clock
         self.settings = settings or pods.Settings()
         self.settings.check()
-        self._changes = Changes(store, "pods")
+        self._changes = Changes((informers or Informers(store)).informer("pods"))
         self._demands: dict[str, Demand] = {}  # by uid
         self._uid_of: dict[str, str] = {}  # pod key → uid of its demand
         self._scaling: dict[str, ScalingPod] = {}  # by name

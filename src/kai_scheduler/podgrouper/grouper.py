@@ -26,8 +26,8 @@ watches see that object appear or change (and after a backoff, 1 s … 60 s, whe
 whose owner could not be read at all (gone, or absent from a `kubectl get … -o yaml` snapshot that `kai schedule`
 loads) while the PodGroup the pod already names exists is not grouped again: that PodGroup stays, without a word.
 A write the API server refuses (RBAC, an invalid field, throttling, a server error) is reported the same way (one
-line naming the object) and the pod is handled again after a backoff
-(`store.retries`: 1 s, 2 s … 60 s), or sooner when it changes.
+line naming the object) and the pod is handled again, as the pod informer holds it, after a backoff (its
+`store.workqueue`: 1 s, 2 s … 60 s), or sooner when it changes.
 """
 
 from __future__ import annotations
@@ -47,17 +47,19 @@ from kai_scheduler.podgrouper.owners import OwnerCache
 from kai_scheduler.podgrouper.scope import Scope
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
     JSON,
     AlreadyExists,
     ClusterStore,
     Conflict,
-    Gone,
     NotFound,
     StoreError,
 )
+from kai_scheduler.store.keys import object_key, split_key
 from kai_scheduler.store.retries import Retries
+from kai_scheduler.store.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -94,6 +96,7 @@ class GroupOutcome:
 
 EVENT_REASON = "PodGrouperWarning"
 CONTROLLER = "pod"  # KAI's pod grouper controller, in the `controller` label of controller-runtime's series
+MEMBERS_INDEX = "podgrouper.pod-group-name"  # the pod informer's index of pods by the PodGroup they name
 
 
 class PodGrouper:
@@ -105,11 +108,14 @@ class PodGrouper:
         concurrency: int = 1,
         clock: Clock | None = None,
         work: metrics.Controller | None = None,
+        informers: Informers | None = None,
     ) -> None:
         """`clock`: with one, what the grouper could not do as a pod asked (a bad label or annotation, an owner
         it cannot group) is also a `Warning PodGrouperWarning` event on the pod, once per message, as well as a
         log line; without, the log line only. `work`: where its reconciles are counted (controller-runtime's
-        series of the `pod` controller: a reconcile is one pod planned and written)."""
+        series of the `pod` controller: a reconcile is one pod planned and written). `informers`: the process's
+        shared informers, through which it watches pods, PodGroups, priority classes, owners and namespaces (a
+        private set when none is given)."""
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")
         self.store = store
@@ -119,25 +125,25 @@ class PodGrouper:
         # Against an API server each pod costs two writes, one round trip each: pods of different PodGroups are
         # written by `concurrency` threads at once (those of one PodGroup in order, by one thread).
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-group") if concurrency > 1 else None
-        self._version = ""
-        self._listed = False
+        informers = informers or Informers(store)
         self._written: dict[str, str] = {}  # pod key → the resourceVersion our own last patch made
         self._reported: dict[str, set[str]] = {}  # pod key → the messages logged for it (until it goes)
         # PodGroups and priority classes are watched, not read per pod: against an API server each GET
         # would cost one request of the client's QPS for every pod grouped.
-        self._group_feed = Changes(store, "podgroups")
+        self._group_feed = Changes(informers.informer("podgroups"))
         self._groups: dict[tuple[str, str], JSON] = {}
-        self._class_feed = Changes(store, "priorityclasses")
+        self._class_feed = Changes(informers.informer("priorityclasses"))
         self._classes: set[str] = set()
-        self._owners = OwnerCache(store)
-        self._scope = Scope(store, self.config.pod_label_selector, self.config.namespace_label_selector)
-        self.retries = Retries()
-        self._refused: dict[str, JSON] = {}  # pod key → the pod whose writes were refused, to try again
-        # Which pods name which PodGroup (`pod-group-name`), from the pod watch: when a PodGroup is deleted while
-        # its pods live on (by hand, or by the garbage collector for a pod made again from a saved manifest that
-        # names the old pod's), those pods are grouped again; the pod watch alone would never bring them back.
-        self._members: dict[tuple[str, str], set[str]] = {}
-        self._member_of: dict[str, tuple[str, str]] = {}
+        self._owners = OwnerCache(store, informers)
+        self._scope = Scope(store, self.config.pod_label_selector, self.config.namespace_label_selector, informers)
+        # The pods in scope; which pods name which PodGroup (`pod-group-name`) is an index of their informer: when
+        # a PodGroup is deleted while its pods live on (by hand, or by the garbage collector for a pod made again
+        # from a saved manifest that names the old pod's), those pods are grouped again; the pod watch alone would
+        # never bring them back.
+        self._pod_informer = informers.informer("pods", self._scope.pods)
+        self._pod_informer.add_index(MEMBERS_INDEX, _named_podgroup)
+        self._pods = self._pod_informer.subscribe()
+        self.refused = WorkQueue()  # the pods whose grouping the API server refused, taken again after a backoff
         self._gone_groups: list[tuple[str, str]] = []
         self._changed_owners: set[str] = set()  # uids of owners whose spec, labels or annotations changed
         # Pods left ungrouped until an object their grouping needs exists or is fixed (`GroupingError.awaited`: a
@@ -156,9 +162,30 @@ class PodGrouper:
         self._orphans(pods)
         self._awaited(pods)
         self._owner_changes(pods)
-        for key in self.retries.due():
-            if key not in pods and key in self._refused:
-                pods[key] = self._refused[key]
+        retried = self.refused.take()
+        for key in retried:
+            pod = pods.get(key) or self._pod_informer.get(key)
+            if pod is None:  # gone since: its deletion is in a batch still to come, or was missed by a relist
+                self.refused.forget(key)
+            else:
+                pods[key] = pod
+        try:
+            refused = self._group(pods, reads, outcome)
+        except BaseException:
+            for key in retried:  # still refused as far as anyone knows: due again after a longer backoff
+                if key in pods:
+                    self.refused.retry(key)
+            raise
+        for key in sorted(pods):
+            if key in refused:
+                self.refused.retry(key)
+                self.work.retry()
+            elif key in retried or self.refused.backing_off(key):
+                self.refused.done(key)
+        return outcome
+
+    def _group(self, pods: dict[str, JSON], reads: _Reads, outcome: GroupOutcome) -> set[str]:
+        """Plan every pod's grouping, write the plans; the keys of the pods whose reads or writes were refused."""
         plans: list[_Plan] = []
         refused: set[str] = set()
         # The work queue of the `pod` controller: the pods of this scheduler that changed, not by our own patch.
@@ -202,15 +229,7 @@ class PodGrouper:
             outcome.skipped += plan.outcome.skipped
             if plan.error is not None:
                 refused.add(plan.key)
-        for key in sorted(pods):
-            if key in refused:
-                self._refused[key] = pods[key]
-                self.retries.failed(key)
-                work.retry()
-            elif key in self._refused:
-                del self._refused[key]
-                self.retries.succeeded(key)
-        return outcome
+        return refused
 
     def _write_all(self, plans: list[_Plan], reads: _Reads) -> None:
         """Write the plans in order; run by the writer threads, so it changes nothing but the plans (and the
@@ -236,7 +255,7 @@ class PodGrouper:
 
     def _refresh_feeds(self) -> None:
         for key, obj in self._group_feed.poll():
-            namespace, _, name = key.rpartition("/")
+            namespace, name = split_key(key)
             if obj is None:
                 self._groups.pop((namespace, name), None)
                 self._gone_groups.append((namespace, name))
@@ -254,56 +273,31 @@ class PodGrouper:
         self._scope.refresh()
 
     def _changed_pods(self) -> dict[str, JSON]:
-        if self._listed:
-            try:
-                changed: dict[str, JSON] = {}
-                for event in self.store.watch("pods", self._version, selector=self._scope.pods):
-                    meta = event.object.get("metadata", {})
-                    self._version = meta.get("resourceVersion", self._version)
-                    key = _key(meta)
-                    if event.type == "DELETED":
-                        changed.pop(key, None)
-                        self._written.pop(key, None)
-                        self._reported.pop(key, None)
-                        self._refused.pop(key, None)
-                        self.retries.forget(key)
-                        self._index(key, None)
-                        self._stop_waiting(key)
-                    elif event.type != "BOOKMARK":
-                        changed[key] = event.object
-                        self._index(key, event.object)
-                return changed
-            except Gone:
-                log.info("pod watch expired, relisting")
-        pods, self._version = self.store.list("pods", None, self._scope.pods)
-        self._listed = True
-        present = {_key(p["metadata"]): p for p in pods}
-        self._written = {k: v for k, v in self._written.items() if k in present}
-        self._reported = {k: v for k, v in self._reported.items() if k in present}
-        for key in [k for k in self._refused if k not in present]:
-            del self._refused[key]
-            self.retries.forget(key)
-        for key in [k for k in self._waiting if k not in present]:
-            self._stop_waiting(key)
-        self._members, self._member_of = {}, {}
-        for key, pod in present.items():
-            self._index(key, pod)
-        return present
+        batch = self._pods.take()
+        if batch.relisted:
+            present = {key: pod for key, pod in batch.changes if pod is not None}
+            self._written = {k: v for k, v in self._written.items() if k in present}
+            self._reported = {k: v for k, v in self._reported.items() if k in present}
+            for key in self.refused.keys() - present.keys():
+                self.refused.forget(key)
+            for key in [k for k in self._waiting if k not in present]:
+                self._stop_waiting(key)
+            return present
+        changed: dict[str, JSON] = {}
+        for key, pod in batch.changes:
+            if pod is None:
+                changed.pop(key, None)
+                self._written.pop(key, None)
+                self._reported.pop(key, None)
+                self.refused.forget(key)
+                self._stop_waiting(key)
+            else:
+                changed[key] = pod
+        return changed
 
-    def _index(self, key: str, pod: JSON | None) -> None:
-        """Record which PodGroup the pod names (None: the pod is gone)."""
-        old = self._member_of.pop(key, None)
-        if old is not None:
-            members = self._members[old]
-            members.discard(key)
-            if not members:
-                del self._members[old]
-        meta = (pod or {}).get("metadata") or {}
-        name = (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME)
-        if pod is not None and isinstance(name, str) and name:
-            group = (meta.get("namespace", ""), name)
-            self._member_of[key] = group
-            self._members.setdefault(group, set()).add(key)
+    def _members(self, group: tuple[str, str]) -> set[str]:
+        """The keys of the pods whose `pod-group-name` names the PodGroup."""
+        return self._pod_informer.index(MEMBERS_INDEX, f"{group[0]}/{group[1]}")
 
     def _entered_scope(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` those of the namespaces that came to match the namespace selector (one LIST each)."""
@@ -317,7 +311,7 @@ class PodGrouper:
                 )
                 continue
             for pod in found:
-                pods.setdefault(_key(pod["metadata"]), pod)
+                pods.setdefault(object_key(pod), pod)
 
     def _orphans(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` the live pods that name a PodGroup deleted since the last call, read again (one GET per
@@ -326,11 +320,11 @@ class PodGrouper:
         for group in gone:
             if group in self._groups:  # made again since
                 continue
-            for key in sorted(self._members.get(group, ())):
+            for key in sorted(self._members(group)):
                 self._written.pop(key, None)  # our last patch of it named the PodGroup that is gone
                 if key in pods:
                     continue
-                namespace, _, name = key.rpartition("/")
+                namespace, name = split_key(key)
                 try:
                     pod = self.store.get("pods", name, namespace)
                 except NotFound:
@@ -351,7 +345,7 @@ class PodGrouper:
         for key, awaited in sorted(self._waiting.items()):
             if key in pods or (awaited not in touched and key not in due):
                 continue
-            namespace, _, name = key.rpartition("/")
+            namespace, name = split_key(key)
             try:
                 pod = self.store.get("pods", name, namespace)
             except NotFound:
@@ -382,11 +376,11 @@ class PodGrouper:
             refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
             if not any(isinstance(r, dict) and r.get("uid") in changed for r in refs):
                 continue
-            members = sorted(self._members.get(group, ()), key=lambda k: (k not in pods, k))
+            members = sorted(self._members(group), key=lambda k: (k not in pods, k))
             for key in members[:_OWNER_CHANGE_TRIES]:  # those already at hand first
                 pod = pods.get(key)
                 if pod is None:
-                    namespace, _, name = key.rpartition("/")
+                    namespace, name = split_key(key)
                     try:
                         pod = self.store.get("pods", name, namespace)
                     except NotFound:
@@ -640,5 +634,8 @@ def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:
     return tuple(chain)
 
 
-def _key(meta: JSON) -> str:
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+def _named_podgroup(pod: JSON) -> tuple[str, ...]:
+    """The PodGroup key (`namespace/name`) the pod's `pod-group-name` names, if any: the `MEMBERS_INDEX`."""
+    meta = pod.get("metadata") or {}
+    name = (meta.get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME)
+    return (f"{meta.get('namespace', '')}/{name}",) if isinstance(name, str) and name else ()

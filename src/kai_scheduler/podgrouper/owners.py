@@ -17,14 +17,17 @@ from __future__ import annotations
 import logging
 
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.keys import split_key
 
 log = logging.getLogger(__name__)
 
 
 class OwnerCache:
-    def __init__(self, store: ClusterStore) -> None:
+    def __init__(self, store: ClusterStore, informers: Informers | None = None) -> None:
         self.store = store
+        self._informers = informers or Informers(store)
         self._feeds: dict[str, Changes] = {}
         self._objects: dict[str, dict[tuple[str, str], JSON]] = {}
         self._unwatched: set[str] = set()
@@ -61,7 +64,7 @@ class OwnerCache:
         return found
 
     def _start(self, plural: str) -> None:
-        feed = Changes(self.store, plural)
+        feed = Changes(self._informers.informer(plural))
         try:
             changes = feed.poll()
         except StoreError as err:
@@ -76,7 +79,7 @@ class OwnerCache:
         objects = self._objects[plural]
         changed: list[JSON] = []
         for key, obj in changes:
-            namespace, _, name = key.rpartition("/")
+            namespace, name = split_key(key)
             if obj is None:
                 objects.pop((namespace, name), None)
                 continue

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 from kai_scheduler.api.selectors import LabelSelector
 from kai_scheduler.store.changes import Changes
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 
 log = logging.getLogger(__name__)
@@ -28,11 +29,19 @@ def selector_of(labels: Mapping[str, str]) -> LabelSelector | None:
 
 
 class Scope:
-    def __init__(self, store: ClusterStore, pod_labels: Mapping[str, str], namespace_labels: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        pod_labels: Mapping[str, str],
+        namespace_labels: Mapping[str, str],
+        informers: Informers | None = None,
+    ) -> None:
         self.store = store
         self.pods = selector_of(pod_labels)  # passed to the store's pod list and watch
         self._namespaces = selector_of(namespace_labels)
-        self._feed = Changes(store, "namespaces") if self._namespaces is not None else None
+        self._feed = (
+            Changes((informers or Informers(store)).informer("namespaces")) if self._namespaces is not None else None
+        )
         self._labels: dict[str, Mapping[str, str]] = {}  # namespace → its labels, from the watch or a read
         self._polled = False
         self._entered: set[str] = set()

@@ -1,7 +1,9 @@
 """Each component built from its options over one store: a name, a Lease name, a period and a step.
 
 Building reads files and validates configuration but never calls the API server, so a server that is down
-at startup is not a startup error: the first steps fail, and the runner retries them.
+at startup is not a startup error: the first steps fail, and the runner retries them. The components `build`
+makes read the store through one set of shared informers (`store.informer`): `kai run` lists and watches each
+resource once, however many of its components read it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kai_scheduler.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config, usage_source
 from kai_scheduler.store import metrics
 from kai_scheduler.store.cache import SCHEDULER_RESOURCES
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import ClusterStore
 from kai_scheduler.store.metric_names import check_namespace
 
@@ -80,7 +83,13 @@ def scheduler_config(options: SchedulerOptions) -> configs.SchedulerConfig:
     return dataclasses.replace(config, flags=flags)
 
 
-def scheduler(store: ClusterStore, options: SchedulerOptions, registry: CollectorRegistry, clock: Clock) -> Component:
+def scheduler(
+    store: ClusterStore,
+    options: SchedulerOptions,
+    registry: CollectorRegistry,
+    clock: Clock,
+    informers: Informers | None = None,
+) -> Component:
     """The scheduler; with --scheduler-conf it rereads the file between cycles when its content changed (a bad new
     file is logged and the running configuration kept; new flags or usageDBConfig in it start a fresh scheduler
     core, anything else is taken in place)."""
@@ -93,7 +102,13 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         check_namespace(options.metrics_namespace)
     except ValueError as err:
         raise UserError(f"--metrics-namespace: {err}") from None
-    core = Scheduler(store, config, clock, usage_source(config, clock, offline=False), writers=WRITERS)
+    shared = informers if informers is not None else Informers(store)  # a reloaded core's cache reads them too
+
+    def make_core(config: configs.SchedulerConfig) -> Scheduler:
+        usage = usage_source(config, clock, offline=False)
+        return Scheduler(store, config, clock, usage, writers=WRITERS, informers=shared)
+
+    core = make_core(config)
     metrics = SchedulerMetrics(registry, options.metrics_namespace, config.flags.partition_label_value)
     metrics.configure(config)
     watcher = config_file.Watcher(options.scheduler_conf) if options.scheduler_conf else None
@@ -122,7 +137,7 @@ def scheduler(store: ClusterStore, options: SchedulerOptions, registry: Collecto
         if new.flags == config.flags and new.usage_db_config == config.usage_db_config:
             core.reconfigure(new)
         else:
-            core = Scheduler(store, new, clock, usage_source(new, clock, offline=False), writers=WRITERS)
+            core = make_core(new)
         config = new
         metrics.configure(new)
         log.info(
@@ -203,7 +218,11 @@ RESERVATION_COLLECT_SECONDS = 10.0  # each collection is three LISTs against the
 
 
 def binder(
-    store: ClusterStore, options: BinderOptions, clock: Clock, registry: CollectorRegistry | None = None
+    store: ClusterStore,
+    options: BinderOptions,
+    clock: Clock,
+    registry: CollectorRegistry | None = None,
+    informers: Informers | None = None,
 ) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     _positive("--resource-reservation-allocation-timeout", options.resource_reservation_allocation_timeout)
@@ -221,6 +240,7 @@ def binder(
         events=True,
         work=metrics.controller(registry, binders.CONTROLLER, options.max_concurrent_reconciles),
         hami_core=options.hami_core_enabled,
+        informers=informers,
     )
     return Component(
         "binder",
@@ -233,7 +253,11 @@ def binder(
 
 
 def podgrouper(
-    store: ClusterStore, options: GrouperOptions, clock: Clock, registry: CollectorRegistry | None = None
+    store: ClusterStore,
+    options: GrouperOptions,
+    clock: Clock,
+    registry: CollectorRegistry | None = None,
+    informers: Informers | None = None,
 ) -> Component:
     _positive("--reconcile-period", options.reconcile_period)
     config = grouping.Config(
@@ -247,7 +271,7 @@ def podgrouper(
         namespace_label_selector=options.namespace_label_selector,
     )
     work = metrics.controller(registry, grouping_controller.CONTROLLER, GROUPER_WRITERS)
-    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock, work=work)
+    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock, work=work, informers=informers)
     return Component(
         "podgrouper",
         "kai-podgrouper",
@@ -258,14 +282,27 @@ def podgrouper(
     )
 
 
-def controllers(store: ClusterStore, options: GrouperOptions, registry: CollectorRegistry, clock: Clock) -> Component:
+def controllers(
+    store: ClusterStore,
+    options: GrouperOptions,
+    registry: CollectorRegistry,
+    clock: Clock,
+    informers: Informers | None = None,
+) -> Component:
     """The default queues until they exist (`--create-default-queues`), the PodGroup status controller, then the
     Queue status controller (which sums PodGroup statuses)."""
     _positive("--reconcile-period", options.reconcile_period)
     defaults = DefaultQueues(store, clock) if options.create_default_queues else None
-    podgroups = PodGroupStatusController(store, work=metrics.controller(registry, podgroup_status.CONTROLLER))
+    shared = informers if informers is not None else Informers(store)
+    podgroups = PodGroupStatusController(
+        store, work=metrics.controller(registry, podgroup_status.CONTROLLER), informers=shared
+    )
     queues = QueueStatusController(
-        store, registry, metrics_namespace=options.metrics_namespace, metric_labels=queue_metric_labels(options)
+        store,
+        registry,
+        metrics_namespace=options.metrics_namespace,
+        metric_labels=queue_metric_labels(options),
+        informers=shared,
     )
 
     def step() -> None:
@@ -297,12 +334,16 @@ def queue_metric_labels(options: GrouperOptions) -> MetricLabels:
 
 
 def node_scale_adjuster(
-    store: ClusterStore, options: ScaleAdjusterOptions, registry: CollectorRegistry, clock: Clock
+    store: ClusterStore,
+    options: ScaleAdjusterOptions,
+    registry: CollectorRegistry,
+    clock: Clock,
+    informers: Informers | None = None,
 ) -> Component:
     """Scaling pods for unschedulable fractional-GPU pods (KAI `nodescaleadjuster`)."""
     _positive("--reconcile-period", options.reconcile_period)
     try:
-        core = NodeScaleAdjuster(store, clock, options.settings, registry)
+        core = NodeScaleAdjuster(store, clock, options.settings, registry, informers)
     except ValueError as err:
         raise UserError(str(err)) from None
     return Component(
@@ -331,19 +372,21 @@ def build(
     grouper_options: GrouperOptions | None = None,
     scale_adjuster_options: ScaleAdjusterOptions | None = None,
 ) -> list[Component]:
-    """The named components (of `NAMES` and `OPTIONAL`), in that order."""
+    """The named components (of `NAMES` and `OPTIONAL`), in that order, reading `store` through one set of shared
+    informers; each writes through a `Fenced` store of its own."""
     known = (*NAMES, *OPTIONAL)
     unknown = set(names) - set(known)
     if unknown:
         raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(known)}")
     grouper_options = grouper_options or GrouperOptions()
+    informers = Informers(store)
     builders: dict[str, Callable[[Fenced], Component]] = {
-        "scheduler": lambda s: scheduler(s, scheduler_options or SchedulerOptions(), registry, clock),
-        "binder": lambda s: binder(s, binder_options or BinderOptions(), clock, registry),
-        "podgrouper": lambda s: podgrouper(s, grouper_options, clock, registry),
-        "controllers": lambda s: controllers(s, grouper_options, registry, clock),
+        "scheduler": lambda s: scheduler(s, scheduler_options or SchedulerOptions(), registry, clock, informers),
+        "binder": lambda s: binder(s, binder_options or BinderOptions(), clock, registry, informers),
+        "podgrouper": lambda s: podgrouper(s, grouper_options, clock, registry, informers),
+        "controllers": lambda s: controllers(s, grouper_options, registry, clock, informers),
         "node-scale-adjuster": lambda s: node_scale_adjuster(
-            s, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock
+            s, scale_adjuster_options or ScaleAdjusterOptions(), registry, clock, informers
         ),
     }
     built = []

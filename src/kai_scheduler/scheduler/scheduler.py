@@ -35,6 +35,7 @@ from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.result import CycleResult
 from kai_scheduler.store import collector
 from kai_scheduler.store.cache import SCHEDULER_RESOURCES, ObjectCache
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.usagedb import factory as usage_factory
 from kai_scheduler.usagedb import usage_config
@@ -81,9 +82,11 @@ class Scheduler:
         *,
         writers: int = 1,
         whole_cluster: bool = False,
+        informers: Informers | None = None,
     ) -> None:
         """`whole_cluster`: the cache keeps every node pool's objects (a reader that looks across pools, as
-        `kai explain`); a scheduling cycle still sees only its pool (the snapshot filters too)."""
+        `kai explain`); a scheduling cycle still sees only its pool (the snapshot filters too). `informers`: the
+        process's shared informers its cache reads through (a private set when none is given)."""
         self.store = store
         self.config = config
         self.clock = clock
@@ -94,6 +97,7 @@ class Scheduler:
             SCHEDULER_RESOURCES,
             keep=None if whole_cluster else pool_filters(config.flags),
             remember_dropped=("queues",),  # other pools' queues: named when a job of this pool names one
+            informers=informers,
         )
         # A cache that keeps only this pool's objects needs no second filter in each snapshot (one pass over
         # every PodGroup a cycle, most of a small cycle's cost on a large cluster).

@@ -54,7 +54,8 @@ from kai_scheduler.sim.autoscaler import AutoscalerModel, Change
 from kai_scheduler.sim.engine import Engine, Event, Kind, next_tick
 from kai_scheduler.sim.kubelet import Kubelet
 from kai_scheduler.sim.shards import Shards
-from kai_scheduler.store.interface import JSON, Gone, NotFound
+from kai_scheduler.store.informer import Informer
+from kai_scheduler.store.interface import JSON, NotFound
 from kai_scheduler.store.memory import MemoryStore
 
 HISTORY_SIZE = 512  # watch events the store keeps per resource: a watcher walks at most this far back
@@ -148,7 +149,8 @@ class Replay:
             else [(share * self.horizon, f"{name} of horizon") for share, name in QUARTERS]
         )
         self.recorder = metrics.Recorder(total, {q.name: q.parent_queue for q in queues})
-        _, self._rv = self.store.list("pods")
+        self._pods = Informer(self.store, "pods").subscribe()
+        self._pods.take()  # from now on: the pods there already are looked at once the replay runs
         self._running: set[str] = set()
         self._terminating: set[str] = set()
         self._next_cycle: float | None = None
@@ -345,22 +347,17 @@ class Replay:
     def _observe(self) -> None:
         """Drain the pod watch and react as the kubelet and the owners would, until nothing new happens."""
         while True:
-            try:
-                events = list(self.store.watch("pods", self._rv))
-            except Gone:
-                self._resync()
+            batch = self._pods.take()
+            if batch.relisted:
+                self._resync({key: pod for key, pod in batch.changes if pod is not None})
                 continue
-            if not events:
+            if not batch.changes:
                 return
-            for event in events:
-                obj = event.object
-                meta = obj["metadata"]
-                self._rv = meta.get("resourceVersion", self._rv)
-                key = f"{meta.get('namespace', '')}/{meta['name']}"
-                if event.type == "DELETED":
+            for key, pod in batch.changes:
+                if pod is None:
                     self._gone(key)
-                elif event.type != "BOOKMARK":
-                    self._changed(key, obj)
+                else:
+                    self._changed(key, pod)
 
     def _changed(self, key: str, pod: JSON) -> None:
         meta, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
@@ -419,11 +416,8 @@ class Replay:
             if self.workload.pod_gone(key):
                 self._log("recreate", key)
 
-    def _resync(self) -> None:
-        """The watch fell too far behind: list the pods and replay what changed as events."""
-        pods, rv = self.store.list("pods")
-        present = {f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}": p for p in pods}
-        self._rv = rv
+    def _resync(self, present: dict[str, JSON]) -> None:
+        """The watch fell too far behind and the pods were listed again: replay what changed as events."""
         for key in sorted(self._running | self._terminating):
             if key not in present:
                 self._gone(key)

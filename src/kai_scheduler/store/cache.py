@@ -1,8 +1,9 @@
-"""ObjectCache: typed objects kept in step with a ClusterStore by LIST then WATCH (KAI `scheduler/cache`).
+"""ObjectCache: typed objects kept in step with a ClusterStore through shared informers (KAI `scheduler/cache`).
 
 Each object is parsed once per resource version; an object that fails to parse is kept out of the typed view
-and reported (kind, key, message) until a newer version parses. A watch that answers Gone triggers a relist.
-`sync()` is non-blocking: it drains the events that are there and returns.
+and reported (kind, key, message) until a newer version parses. After the informer relisted (a watch answered
+Gone) the typed view is rebuilt from the objects it hands over. `sync()` is non-blocking: it takes in the
+events that are there and returns.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any, Generic, TypeVar
 
 from kai_scheduler.api import PARSERS, ObjectError
 from kai_scheduler.store import collector
-from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, Gone, NotFound
+from kai_scheduler.store.informer import Change, Informers, Subscription
+from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, NotFound
+from kai_scheduler.store.keys import object_key
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,13 +52,16 @@ class BadObject:
 
 
 @dataclass(slots=True)
-class _Informer(Generic[T]):
+class _Typed(Generic[T]):
+    """The parsed view of one resource, fed by its subscription to the shared informer."""
+
     resource: str
     parse: Callable[[JSON], T]
+    subscription: Subscription
     items: dict[str, tuple[str, T]] = field(default_factory=dict)  # key → (resourceVersion, object)
     bad: dict[str, BadObject] = field(default_factory=dict)
     version: str = ""
-    listed: bool = False
+    listed: bool = False  # a first batch was taken in
     ordered: list[Any] | None = None  # the parsed objects in key order (None: sort them again)
     ordered_keys: list[str] = field(default_factory=list)  # their keys
     changed: set[str] = field(default_factory=set)  # keys changed since `ordered` was made
@@ -75,7 +81,9 @@ Mark = tuple[int, int]  # (relists, position in the change log): where an inform
 class ObjectCache:
     """`keep`: per resource, which objects the cache holds (as the server sends them, before parsing); the others
     are dropped as they arrive, as a label-selected informer would (a scheduler shard keeps its node pool's
-    nodes, queues and PodGroups), so nothing later parses, sorts or snapshots them."""
+    nodes, queues and PodGroups), so nothing later parses, sorts or snapshots them. This is the one place the
+    node-pool filter applies: the shared informers under it keep every object, for the components that need all.
+    `informers`: the process's shared informers (a private set when none is given)."""
 
     def __init__(
         self,
@@ -83,75 +91,71 @@ class ObjectCache:
         resources: Iterable[str] = SCHEDULER_RESOURCES,
         keep: Mapping[str, Callable[[JSON], bool]] | None = None,
         remember_dropped: Iterable[str] = (),
+        informers: Informers | None = None,
     ) -> None:
         """`remember_dropped`: resources whose dropped objects' names and labels are kept (`dropped`), such as
         other pools' queues, which a job of this pool may name by mistake."""
         self.store = store
         self._keep = dict(keep or {})
         self._remember = frozenset(remember_dropped)
-        self._informers: dict[str, _Informer[Any]] = {}
+        shared = informers if informers is not None else Informers(store)
+        self._informers: dict[str, _Typed[Any]] = {}
         for resource in resources:
             kind = RESOURCES[resource].kind
-            self._informers[resource] = _Informer(resource, PARSERS[kind])
+            self._informers[resource] = _Typed(resource, PARSERS[kind], shared.subscribe(resource))
         self.reported: set[tuple[str, str, str]] = set()
 
     def sync(self) -> None:
-        """Bring every informer up to date with the store (relist where the watch is too old)."""
+        """Take in what every informer brought since the last sync (after a relist, the whole resource again)."""
         for informer in self._informers.values():
             if informer.unserved:
                 informer.unserved -= 1
                 continue
-            if not informer.listed:
-                self._relist(informer)
-                continue
             try:
-                for event in self.store.watch(informer.resource, informer.version):
-                    obj = event.object
-                    informer.version = obj.get("metadata", {}).get("resourceVersion", informer.version)
-                    if event.type == "DELETED":
-                        key = _key(obj)
+                batch = informer.subscription.take()
+            except NotFound:
+                if informer.resource not in OPTIONAL_RESOURCES:
+                    raise
+                log.info("resource not served by the cluster; taken as empty", extra={"resource": informer.resource})
+                informer.unserved = OPTIONAL_RETRY
+                continue
+            if batch.relisted:
+                self._relist(informer, batch.changes)
+            else:
+                for key, obj in batch.changes:
+                    if obj is None:
                         _logged(informer, key)
                         informer.items.pop(key, None)
                         informer.bad.pop(key, None)
                         informer.dropped.pop(key, None)
                         informer.changed.add(key)
                         informer.gone.add(key)
-                    elif event.type != "BOOKMARK":
+                    else:
                         self._put(informer, obj)
-            except Gone:
-                log.info("watch expired, relisting", extra={"resource": informer.resource})
-                self._relist(informer)
+            informer.version = batch.version
 
-    def _relist(self, informer: _Informer[Any]) -> None:
+    def _relist(self, informer: _Typed[Any], objects: list[Change]) -> None:
         with collector.paused():  # parsing a large list allocates many objects that all stay alive
-            self._relist_all(informer)
+            self._relist_all(informer, objects)
 
-    def _relist_all(self, informer: _Informer[Any]) -> None:
-        try:
-            items, version = self.store.list(informer.resource)
-        except NotFound:
-            if informer.resource not in OPTIONAL_RESOURCES:
-                raise
-            log.info("resource not served by the cluster; taken as empty", extra={"resource": informer.resource})
-            informer.unserved = OPTIONAL_RETRY
-            return
+    def _relist_all(self, informer: _Typed[Any], objects: list[Change]) -> None:
         old = informer.items
         informer.items, informer.bad, informer.dropped = {}, {}, {}
-        for obj in items:
-            key, rv = _key(obj), obj.get("metadata", {}).get("resourceVersion", "")
+        for key, obj in objects:
+            assert obj is not None  # a relisted batch holds objects only
+            rv = obj.get("metadata", {}).get("resourceVersion", "")
             if key in old and old[key][0] == rv:
                 informer.items[key] = old[key]  # unchanged: keep the parsed object
             else:
                 self._put(informer, obj)
-        informer.version = version
         informer.listed = True
         informer.ordered = None
         informer.epoch += 1  # what changed is not known key by key: readers of the change log look at all
         informer.log, informer.log_start = [], 0
         informer.gone = set(old) - set(informer.items) - set(informer.bad)
 
-    def _put(self, informer: _Informer[Any], obj: JSON) -> None:
-        key = _key(obj)
+    def _put(self, informer: _Typed[Any], obj: JSON) -> None:
+        key = object_key(obj)
         informer.changed.add(key)
         _logged(informer, key)  # logged before the keep filter: a dropped object reads as gone
         keep = self._keep.get(informer.resource)
@@ -180,7 +184,7 @@ class ObjectCache:
         (KAI's scheduler adds its BindRequests to its own informer store so): unless the cache has seen the
         key already, in which case the watch's copy is as new or newer."""
         informer = self._informers[resource]
-        if informer.listed and not self.seen(resource, _key(obj)):
+        if informer.listed and not self.seen(resource, object_key(obj)):
             self._put(informer, obj)
 
     def objects(self, resource: str) -> list[Any]:
@@ -258,7 +262,7 @@ class ObjectCache:
         return [b for inf in self._informers.values() for _, b in sorted(inf.bad.items())]
 
 
-def _logged(informer: _Informer[Any], key: str) -> None:
+def _logged(informer: _Typed[Any], key: str) -> None:
     """Append to the change log; past twice the objects (and a floor) its older half is dropped, and a reader
     whose mark falls before what is kept looks at every object instead."""
     log = informer.log
@@ -272,9 +276,3 @@ def _logged(informer: _Informer[Any], key: str) -> None:
 def _annotations(obj: JSON) -> dict[str, str]:
     raw = obj.get("metadata", {}).get("annotations")
     return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-
-
-def _key(obj: JSON) -> str:
-    meta = obj.get("metadata", {})
-    ns = meta.get("namespace", "")
-    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))

@@ -1,66 +1,39 @@
-"""`Changes`: what changed in one resource since the last look, from a LIST then a WATCH of the store.
+"""`Changes`: what changed in one resource since the last look, as (key, object) pairs, from a shared informer.
 
-The first `poll()` lists everything; later ones drain the watch from the version reached. When the store no
-longer has that version (Gone) the resource is listed again and reported as a diff: every object present,
-and a deletion for every key that vanished meanwhile.
+The first `poll()` hands over everything; later ones what the informer's watch brought since. After the informer
+relisted (its watch was Gone), every object present is handed over again, with a deletion for every key that
+vanished meanwhile.
 """
 
 from __future__ import annotations
 
-import logging
-
-from kai_scheduler.store.interface import JSON, ClusterStore, Gone
-
-log = logging.getLogger(__name__)
-
-Change = tuple[str, JSON | None]  # (namespace/name or name, the object; None = deleted)
+from kai_scheduler.store.informer import Change, Informer
+from kai_scheduler.store.interface import ClusterStore
 
 
 class Changes:
-    def __init__(self, store: ClusterStore, resource: str) -> None:
-        self.store = store
-        self.resource = resource
-        self._version = ""
-        self._listed = False
+    def __init__(self, informer: Informer) -> None:
+        self.resource = informer.resource
+        self._subscription = informer.subscribe()
         self._keys: set[str] = set()
 
+    @classmethod
+    def of(cls, store: ClusterStore, resource: str) -> Changes:
+        """Changes from an informer of its own (a command with one reader of the resource)."""
+        return cls(Informer(store, resource))
+
     def poll(self, timeout: float = 0.0) -> list[Change]:
-        """The changes since the last poll, oldest first (one object may appear more than once); after the
-        first poll, waits up to `timeout` seconds for the first event (an idle loop's sleep)."""
-        if self._listed:
-            try:
-                return self._watch(timeout)
-            except Gone:
-                log.info("watch expired, relisting", extra={"resource": self.resource})
-        return self._relist()
-
-    def _watch(self, timeout: float) -> list[Change]:
-        out: list[Change] = []
-        for event in self.store.watch(self.resource, self._version, timeout):
-            meta = event.object.get("metadata", {})
-            self._version = meta.get("resourceVersion", self._version)
-            if event.type == "BOOKMARK":
-                continue
-            key = object_key(event.object)
-            if event.type == "DELETED":
-                self._keys.discard(key)
-                out.append((key, None))
-            else:
-                self._keys.add(key)
-                out.append((key, event.object))
-        return out
-
-    def _relist(self) -> list[Change]:
-        items, self._version = self.store.list(self.resource)
-        self._listed = True
-        present = {object_key(obj): obj for obj in items}
-        out: list[Change] = [(key, None) for key in sorted(self._keys - present.keys())]
-        out += list(present.items())
-        self._keys = set(present)
-        return out
-
-
-def object_key(obj: JSON) -> str:
-    meta = obj.get("metadata", {})
-    namespace = meta.get("namespace", "")
-    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+        """The changes since the last poll, oldest first; after the first poll, waits up to `timeout` seconds for
+        the first event (an idle loop's sleep)."""
+        batch = self._subscription.take(timeout)
+        if not batch.relisted:
+            for key, obj in batch.changes:
+                if obj is None:
+                    self._keys.discard(key)
+                else:
+                    self._keys.add(key)
+            return batch.changes
+        present = {key for key, _ in batch.changes}
+        out: list[Change] = [(key, None) for key in sorted(self._keys - present)]
+        self._keys = present
+        return out + batch.changes

@@ -41,6 +41,10 @@ class Retries:
         now = self._now()
         return {key for key, at in self._at.items() if at <= now}
 
+    def keys(self) -> set[str]:
+        """Every key with a delay, due or not."""
+        return set(self._at)
+
     def __contains__(self, key: object) -> bool:
         return key in self._at
 
