@@ -38,7 +38,7 @@ from kai_scheduler.cluster import snapshot as s
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import ACTIVE_USED
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, BITS
 from kai_scheduler.cluster.queue_charge import KeptSums, QueueCharge, Rows, job_rows
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector, gpu_portion
@@ -474,7 +474,7 @@ def _enter(
     placement = s._placement(record, model.live_brs.get(skey) if ours else None, params)
     info = s._task(record, placement)
     e = _Pod((pod.namespace, pod.name), skey, record, info, placement, record.memory_portion)
-    if placement.status._value_ & _ACTIVE_USED and placement.node:
+    if BITS[placement.status] & _ACTIVE_USED and placement.node:
         node = model.node_by_name.get(placement.node)
         if node is None:
             if ours and s.pod_in_pool(pod, params):
