@@ -10,21 +10,13 @@ check (`interface.checked_when_sent`: the fence's leadership).
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
 
 from kai_scheduler.store import interface
 from kai_scheduler.store.kube_http.cancellation import Cancellation
 
-
-@dataclass(frozen=True, slots=True)
-class Sending:
-    """The request the current thread is sending: its store's cancellation, the `cuts` it saw when it started,
-    and its name."""
-
-    cancellation: Cancellation
-    since: int
-    what: str
-
+# The request the current thread is sending: its store's cancellation, the `cuts` it saw when it started, and its
+# name. A tuple: one is made for every request.
+Sending = tuple[Cancellation, int, str]
 
 # Set by the transport around handing a request to its pool; read by the connection that writes it.
 SENDING: ContextVar[Sending | None] = ContextVar("sending", default=None)
@@ -35,5 +27,6 @@ def check_before_writing() -> None:
     refusal, e.g. the fence's NotLeading)."""
     sending = SENDING.get()
     if sending is not None:
-        sending.cancellation.check(sending.what, sending.since)
+        cancellation, since, what = sending
+        cancellation.check(what, since)
     interface.check_before_sending()

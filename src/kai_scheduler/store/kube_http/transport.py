@@ -165,7 +165,7 @@ class Transport:
     ) -> urllib3.BaseHTTPResponse:
         target, headers = self.request(path, query, content_type if data is not None else None)
         started = time.perf_counter()
-        sending = send_check.SENDING.set(send_check.Sending(self.cancellation, since, what))
+        sending = send_check.SENDING.set((self.cancellation, since, what))
         try:
             pool = self.connections.pool()
             if pool is None:  # a proxy: its manager decides how the request line is written
