@@ -73,7 +73,7 @@ from tests.e2e import harness  # noqa: E402
 
 from kai_scheduler.store.interface import JSON, RESOURCES  # noqa: E402
 from kai_scheduler.store.kube import KubeOptions, KubeStore, collection_path, object_path  # noqa: E402
-from kai_scheduler.store.kube_http import MERGE_PATCH_TYPE  # noqa: E402
+from kai_scheduler.store.kube_http.body import MERGE_PATCH_TYPE  # noqa: E402
 
 JSON_PATCH_TYPE = "application/json-patch+json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"

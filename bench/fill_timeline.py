@@ -208,7 +208,7 @@ def _create_chunk(
 
 def server_requests(kubeconfig: str) -> dict[tuple[str, str], float]:
     """The API server's `apiserver_request_total` by (verb, resource[/subresource]), from its /metrics."""
-    from kai_scheduler.store.kube_http import load_client
+    from kai_scheduler.store.kube_http.config import load_client
 
     client = load_client(kubeconfig)
     _, url, headers, _, _ = client.param_serialize(
@@ -235,7 +235,7 @@ def server_requests(kubeconfig: str) -> dict[tuple[str, str], float]:
 def profile_server(kubeconfig: str, path: str, seconds: int) -> threading.Thread:
     """Fetch the API server's Go CPU profile (`/debug/pprof/profile`, on by default) over the next `seconds`
     into `path`, in a background thread; read it with `go tool pprof`."""
-    from kai_scheduler.store.kube_http import load_client
+    from kai_scheduler.store.kube_http.config import load_client
 
     def fetch() -> None:
         client = load_client(kubeconfig)

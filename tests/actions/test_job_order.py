@@ -7,11 +7,13 @@ row says exactly which queue goes next; the last ones use KAI's default plugins.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import random
 
 import pytest
 
+from kai_scheduler.actions.common import job_order
 from kai_scheduler.actions.common.job_order import JobOrderByQueues
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.queue_info import QueueInfo
@@ -251,3 +253,42 @@ def test_jobs_put_back_meet_the_sorted_ones_in_order() -> None:
     order.push(second)
     order.push(first)
     assert _drain(order) == ["j0", "j1", "j2", "j3", "j4", "j5"]
+
+
+class _Entry:
+    """A heap entry ordered by `key` alone: entries with equal keys show where the heap keeps each."""
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+
+    def __lt__(self, other: _Entry) -> bool:
+        return self.key < other.key
+
+
+def _heaps(seed: int) -> list[_Entry]:
+    rng = random.Random(seed)
+    heap = [_Entry(rng.randrange(6)) for _ in range(rng.randrange(1, 40))]
+    heapq.heapify(heap)
+    return heap
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_queue_heaps_are_changed_as_heapq_changes_them(seed: int) -> None:
+    """A node's heap entry is taken out and put back as heapq's pop and push would move it, entries with equal
+    keys included (their places decide which of two equal queues goes first)."""
+    heap = _heaps(seed)
+    popped, want = list(heap), list(heap)
+    heapq.heappop(want)
+    job_order._remove(popped, popped[0])
+    assert [id(e) for e in popped] == [id(e) for e in want]
+    pushed, want = list(heap), list(heap)
+    entry = _Entry(random.Random(seed).randrange(6))
+    heapq.heappush(want, entry)
+    pushed.append(entry)
+    job_order._move_up(pushed, len(pushed) - 1)
+    assert [id(e) for e in pushed] == [id(e) for e in want]
+    for i in range(len(heap)):  # any entry: the rest stays a heap
+        rest = list(heap)
+        job_order._remove(rest, heap[i])
+        assert sorted(id(e) for e in rest) == sorted(id(e) for e in heap if e is not heap[i])
+        assert all(not rest[k] < rest[(k - 1) // 2] for k in range(1, len(rest)))

@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.cluster.pod_status import BITS, PodStatus
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim.embedded import EmbeddedCluster
@@ -100,7 +100,7 @@ def assert_no_instance_double_booked(snap: Snapshot) -> None:
             capacity = int(node.node.allocatable.get(_resource(profile), 0))
             assert len(slots.holders) == capacity, f"{node.name} {profile}: {len(slots.holders)} != {capacity}"
             for index, holders in enumerate(slots.holders):
-                active = [uid for uid, s in holders.items() if not s._value_ & _RELEASING]
+                active = [uid for uid, s in holders.items() if not BITS[s] & _RELEASING]
                 assert len(active) <= 1, f"{node.name} {profile}/{index} held by {sorted(holders)}"
                 if active and len(holders) > 1:
                     status = holders[active[0]]

@@ -14,7 +14,7 @@ from kai_scheduler.api.fields import parse_time
 from kai_scheduler.runtime.leader import LeaderConfig, LeaderElector, format_micro_time
 from kai_scheduler.runtime.process import LeaderStatus
 from kai_scheduler.store.interface import JSON, ClusterStore
-from kai_scheduler.store.kube_http import Unavailable
+from kai_scheduler.store.kube_http.errors import Unavailable
 from kai_scheduler.store.memory import MemoryStore
 
 START = parse_time("2026-01-01T00:00:00Z")

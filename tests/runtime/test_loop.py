@@ -13,7 +13,7 @@ import pytest
 from kai_scheduler.runtime.loop import Backoff, Outcome, Runner
 from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import Conflict, StoreError
-from kai_scheduler.store.kube_http import Throttled, Unavailable
+from kai_scheduler.store.kube_http.errors import Throttled, Unavailable
 
 
 class Script:

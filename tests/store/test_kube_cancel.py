@@ -4,19 +4,25 @@ within its timeout with a watch still waiting for its answer."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kubernetes.client import ApiClient, Configuration
 
 from kai_scheduler.runtime.fence import Fenced, NotLeading
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.kube import CLOSE_TIMEOUT, KubeStore
-from kai_scheduler.store.kube_http import Cancelled, RateLimiter, RealTiming, Unavailable
-from tests.store.conftest import MakeStore
+from kai_scheduler.store.kube_http.connection import GuardedHTTPConnection
+from kai_scheduler.store.kube_http.errors import Cancelled, Unavailable
+from kai_scheduler.store.kube_http.rate_limit import RateLimiter
+from kai_scheduler.store.kube_http.timing import RealTiming
+from tests.store.conftest import KUBE_TEST_OPTIONS, MakeStore
 from tests.store.mock_apiserver import MockApiServer
 
 
@@ -110,7 +116,7 @@ def test_a_connection_refused_by_the_cancellation_is_cancelled_even_once_the_sto
     connection the cancellation refused is Cancelled (said at debug level by its loop), not "cannot reach the
     API server" (a warning), whenever the request looks. Here it looks only after the store was resumed."""
     store = make_store()  # no connection yet: the request opens one
-    pool = store.transport._connection_pool()
+    pool = store.transport.connections.pool()
     assert pool is not None
     urlopen = pool.urlopen
 
@@ -175,22 +181,22 @@ def test_a_request_cut_in_flight_is_cancelled_even_if_the_store_is_resumed_befor
 
 
 class _Queued:
-    """The store's pool hands out connections only once `go` is set: a request waits inside urllib3, past the
-    transport's and the fence's checks, as one waiting for a pooled connection does."""
+    """The store's pool takes a request only once `go` is set: the request waits there, past the transport's and
+    the fence's checks, as one waiting for its connection (opening it, its TLS handshake) does."""
 
     def __init__(self, store: KubeStore) -> None:
-        pool = store.transport._connection_pool()
+        pool = store.transport.connections.pool()
         assert pool is not None
         self.waiting = threading.Event()
         self.go = threading.Event()
-        get_conn = pool._get_conn
+        urlopen = pool.urlopen
 
-        def held_get_conn(timeout: float | None = None) -> Any:
+        def held_urlopen(*args: Any, **kwargs: Any) -> Any:
             self.waiting.set()
             assert self.go.wait(10)
-            return get_conn(timeout)
+            return urlopen(*args, **kwargs)
 
-        pool._get_conn = held_get_conn  # type: ignore[method-assign]
+        pool.urlopen = held_urlopen  # type: ignore[method-assign]
 
 
 def config_map(name: str) -> dict[str, Any]:
@@ -237,3 +243,53 @@ def test_a_fenced_write_queued_while_leading_and_sent_after_the_lapse_is_refused
 
 class _Flag:
     is_leader = True
+
+
+def test_a_fenced_write_whose_connection_opens_across_the_lapse_is_refused_at_the_wire(
+    kube_server: MockApiServer, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check comes after the connection is open: a write whose connection took past the lapse to open is
+    refused, not sent on it."""
+    store = make_store()  # no connection yet: the write opens one
+    fenced = Fenced(store)
+    leadership = _Flag()
+    fenced.leadership = leadership
+    connecting, go = threading.Event(), threading.Event()
+    connect = GuardedHTTPConnection.connect
+
+    def slow_connect(self: GuardedHTTPConnection) -> None:
+        connecting.set()
+        assert go.wait(10)
+        connect(self)
+
+    monkeypatch.setattr(GuardedHTTPConnection, "connect", slow_connect)
+    create, created = in_thread(lambda: fenced.create(config_map("late")))
+    assert connecting.wait(5)
+    leadership.is_leader = False
+    go.set()
+    create.join(5)
+    assert len(created) == 1 and isinstance(created[0], NotLeading), created
+    assert not kube_server.memory.list("configmaps")[0]
+
+
+def test_cancel_cuts_a_tls_handshake_the_server_does_not_answer() -> None:
+    """A server that accepts the connection and never answers the TLS handshake holds it up to the connect
+    timeout; the socket is the store's to cut from the start of the handshake."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # accepted by the kernel, never answered
+        store = KubeStore(
+            ApiClient(Configuration(host=f"https://127.0.0.1:{listener.getsockname()[1]}")),
+            dataclasses.replace(KUBE_TEST_OPTIONS, connect_timeout=30.0),
+        )
+        try:
+            get, got = in_thread(lambda: store.get("pods", "p", "a"))
+            deadline = time.monotonic() + 10
+            while store.cancellation.live < 1:  # the TLS socket, registered as its handshake starts
+                assert time.monotonic() < deadline, "no handshake started"
+                time.sleep(0.01)
+            started = time.monotonic()
+            assert store.cancel() == 1
+            get.join(5)
+            assert time.monotonic() - started < 2.0
+            assert len(got) == 1 and isinstance(got[0], Cancelled), got
+        finally:
+            store.close()

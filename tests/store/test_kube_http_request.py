@@ -13,9 +13,14 @@ import pytest
 import urllib3
 from kubernetes.client import ApiClient, Configuration
 
-from kai_scheduler.store import kube_http
 from kai_scheduler.store.kube import KubeStore
-from kai_scheduler.store.kube_http import JSON_TYPE, MERGE_PATCH_TYPE, Limits, RateLimiter, RealTiming, Transport
+from kai_scheduler.store.kube_http.body import JSON_TYPE, MERGE_PATCH_TYPE
+from kai_scheduler.store.kube_http.cancellation import Cancellation
+from kai_scheduler.store.kube_http.config import load_client
+from kai_scheduler.store.kube_http.connection import GuardedHTTPConnection
+from kai_scheduler.store.kube_http.rate_limit import RateLimiter
+from kai_scheduler.store.kube_http.timing import RealTiming
+from kai_scheduler.store.kube_http.transport import Limits, Transport
 from tests.store.conftest import KUBE_TEST_OPTIONS, MakeStore
 from tests.store.mock_apiserver import MockApiServer
 
@@ -102,18 +107,18 @@ def test_requests_reach_the_server_as_sent(kube_server: MockApiServer, make_stor
     assert lowered["user-agent"] == KUBE_TEST_OPTIONS.user_agent
 
 
-def test_a_closed_pool_is_looked_up_again(kube_server: MockApiServer) -> None:
-    """A pool closed and dropped by its manager (the client closed): the next request takes the manager's pool for
-    the host again rather than failing on the closed one."""
+def test_a_closed_pool_is_made_again(kube_server: MockApiServer) -> None:
+    """A pool closed (the store's transport closed): the next request makes a new one for the host rather than
+    failing on the closed one."""
     store = KubeStore(ApiClient(Configuration(host=kube_server.url)), KUBE_TEST_OPTIONS)
     try:
         store.list("pods")
-        first = store.transport._pool
+        first = store.transport.connections.pool()
         assert first is not None
-        first.close()
-        store.transport.api_client.rest_client.pool_manager.clear()
+        store.transport.close()
+        assert first.pool is None  # closed
         store.list("pods")
-        assert store.transport._pool is not first
+        assert store.transport.connections.pool() is not first
     finally:
         store.close()
 
@@ -138,15 +143,13 @@ def _written(conn: Any, method: str, body: bytes | None) -> list[bytes]:
     sock = _Socket()
     conn.sock = sock
     conn.request(method, "/api/v1/namespaces/a/pods/p", body=body, headers={"Accept": JSON_TYPE})
-    if hasattr(conn, "flush_held"):
-        conn.flush_held()  # what getresponse does first
     return sock.writes
 
 
 @pytest.mark.parametrize("body", [b'{"metadata":{"labels":{"a":"b"}}}', None])
 def test_a_request_goes_out_in_one_write_with_the_same_bytes(body: bytes | None) -> None:
     plain = _written(urllib3.connection.HTTPConnection("127.0.0.1", 1), "PATCH" if body else "GET", body)
-    one = _written(kube_http._OneWriteHTTPConnection("127.0.0.1", 1), "PATCH" if body else "GET", body)
+    one = _written(GuardedHTTPConnection("127.0.0.1", 1, cancellation=Cancellation()), "PATCH" if body else "GET", body)
     assert len(plain) == (2 if body else 1)
     assert one == [b"".join(plain)]
 
@@ -154,9 +157,10 @@ def test_a_request_goes_out_in_one_write_with_the_same_bytes(body: bytes | None)
 def test_the_transport_pool_makes_one_write_connections(kube_server: MockApiServer, make_store: MakeStore) -> None:
     store = make_store()
     store.list("pods")
-    pool = store.transport._pool
-    assert pool is not None and issubclass(pool.ConnectionCls, kube_http._OneWriteHTTPConnection)
-    assert pool.ConnectionCls.cancellation is store.cancellation  # its sockets are the store's to cut
+    pool = store.transport.connections.pool()
+    assert pool is not None and issubclass(pool.ConnectionCls, GuardedHTTPConnection)
+    assert pool.conn_kw["cancellation"] is store.cancellation  # its sockets are the store's to cut
+    assert store.event_transport.connections is store.transport.connections  # events share the pool
     store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
     assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"
 
@@ -190,7 +194,7 @@ def test_the_environments_proxy_is_read_once_not_at_every_request(
         monkeypatch.setenv("HTTPS_PROXY", proxy)
     path = tmp_path / "kubeconfig"
     path.write_text(KUBECONFIG)
-    client = kube_http.load_client(str(path))
+    client = load_client(str(path))
     assert client.configuration.refresh_api_key_hook is not None  # the hook is kept
     assert client.configuration.proxy == (proxy or None)
     scans: list[int] = []

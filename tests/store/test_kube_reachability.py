@@ -1,17 +1,17 @@
 """An API server that stops answering is said in two lines per process, not one per request and watch
-(kube_http.Reachability): a warning when the first request reaches no answer, a warning when one is answered again."""
+(kube_http.reachability): a warning when the first request reaches no answer, a warning when one is answered again."""
 
 from __future__ import annotations
 
 import pytest
 import urllib3
 
-from kai_scheduler.store.kube_http import Unavailable
+from kai_scheduler.store.kube_http.errors import Unavailable
 from tests.loopback import free_port
 from tests.store.conftest import FakeTiming, MakeStore
 from tests.store.mock_apiserver import MockApiServer
 
-LOGGER = "kai_scheduler.store.kube_http"
+LOGGER = "kai_scheduler.store.kube_http.reachability"
 
 
 def said(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -26,7 +26,7 @@ def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(
     assert store.list("pods")[0] == []
     # The server goes away: every connection is refused (a pool to a port nothing listens on).
     refused = urllib3.HTTPConnectionPool("127.0.0.1", free_port(), retries=False)
-    monkeypatch.setattr(store.transport, "_connection_pool", lambda: refused)
+    monkeypatch.setattr(store.transport.connections, "pool", lambda: refused)
     with caplog.at_level("INFO", logger=LOGGER):
         for _ in range(3):
             with pytest.raises(Unavailable, match="cannot reach the API server"):

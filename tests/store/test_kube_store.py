@@ -28,14 +28,9 @@ from kai_scheduler.store.interface import (
     StoreError,
 )
 from kai_scheduler.store.kube import ConfigurationError, EvictionBlocked, KubeStore, selector_string
-from kai_scheduler.store.kube_http import (
-    RateLimiter,
-    Throttled,
-    Unavailable,
-    backoff_delays,
-    error_from,
-    parse_retry_after,
-)
+from kai_scheduler.store.kube_http.errors import Throttled, Unavailable, error_from
+from kai_scheduler.store.kube_http.rate_limit import RateLimiter
+from kai_scheduler.store.kube_http.retry import backoff_delays, parse_retry_after
 from tests.store.conftest import FakeTiming, MakeStore
 from tests.store.mock_apiserver import MockApiServer
 from tests.store.test_memory_store import bound_pod, pod, podgroup

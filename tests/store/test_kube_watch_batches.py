@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from kai_scheduler.store.interface import Gone, NotFound, StoreError
-from kai_scheduler.store.kube_http import Cancellation
+from kai_scheduler.store.kube_http.cancellation import Cancellation
 from kai_scheduler.store.kube_watch import WatchSettings, WatchStream, _batches
 
 

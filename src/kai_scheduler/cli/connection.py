@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.api.errors import UserError
 
-# The order of store.kube_http.load_config: in a pod and with neither flag given, the service account.
+# The order of store.kube_http.config.load_client: in a pod and with neither flag given, the service account.
 KUBECONFIG_HELP = (
     "kubeconfig file (default: in a pod with neither --kubeconfig nor --context, the in-cluster "
     "service account; otherwise $KUBECONFIG, then ~/.kube/config)"

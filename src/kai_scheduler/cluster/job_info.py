@@ -13,7 +13,7 @@ from typing import Any
 
 from kai_scheduler.api.podgroup import PodGroup, TopologyConstraint
 from kai_scheduler.cluster.pod_info import PodInfo
-from kai_scheduler.cluster.pod_status import ACTIVE_USED, ALIVE, PodStatus, within
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, ALIVE, BITS, PodStatus, within
 
 DEFAULT_POD_SET = "default"
 _SUCCEEDED, _ACTIVE_USED = PodStatus.SUCCEEDED.value, ACTIVE_USED.value
@@ -135,7 +135,7 @@ class JobInfo:
         """§3.11: no Succeeded pods, some pod active-used, and some PodSet below its minimum."""
         used = 0
         for t in self.tasks:  # one pass on the flags' ints: this runs for every job a snapshot builds
-            status = t.placement.status._value_
+            status = BITS[t.placement.status]
             if status == _SUCCEEDED:
                 return False
             if status & _ACTIVE_USED:

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.node import Node
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.cluster.pod_status import BITS, PodStatus
 from kai_scheduler.cluster.resources import GPU, PODS, Vector
 
 # Only Releasing frees capacity (§3.2): a pod stuck in releasing holds its resources as used, since it may
@@ -157,7 +157,7 @@ class MigSlots:
             i
             for i, h in enumerate(self.holders)
             if h
-            and all(s._value_ & _RELEASING for s in h.values())
+            and all(BITS[s] & _RELEASING for s in h.values())
             and not any(s == PodStatus.PIPELINED for s in h.values())
         ]
         order = [*waiting, *free] if status == PodStatus.PIPELINED else free
@@ -288,10 +288,10 @@ class NodeInfo:
         a, row = self.arrays, self.row
         delta = request if sign > 0 else -request
         a.used[row] += delta
-        if status._value_ & _RELEASING:
+        if BITS[status] & _RELEASING:
             a.releasing[row] += delta
             a.idle[row] -= delta
-        elif status._value_ == _PIPELINED:
+        elif BITS[status] == _PIPELINED:
             a.releasing[row] -= delta
         else:
             a.idle[row] -= delta
@@ -360,7 +360,7 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
         return
     rows = np.fromiter((node.row for node, _, _ in charged), dtype=np.int64, count=len(charged))
     requests = np.stack([task.request for _, task, _ in charged])
-    charges = [_charge(placement)._value_ for _, _, placement in charged]
+    charges = [BITS[_charge(placement)] for _, _, placement in charged]
     releasing = np.fromiter((c & _RELEASING != 0 for c in charges), dtype=bool, count=len(charged))
     pipelined = np.fromiter((c == _PIPELINED for c in charges), dtype=bool, count=len(charged))
     np.add.at(arrays.used, rows, requests)

@@ -10,7 +10,7 @@ import numpy as np
 from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.resources import GpuRequest
-from kai_scheduler.cluster.pod_status import ACTIVE_ALLOCATED, ALLOCATED, ON_NODE, RELEASING, PodStatus
+from kai_scheduler.cluster.pod_status import ACTIVE_ALLOCATED, ALLOCATED, BITS, ON_NODE, RELEASING, PodStatus
 from kai_scheduler.cluster.resources import CPU, MEMORY, Vector
 
 PodUID = NewType("PodUID", str)
@@ -70,23 +70,23 @@ class PodInfo:
     # Status tests use the flags' int values: IntFlag arithmetic costs a microsecond per call on hot paths.
     @property
     def is_on_node(self) -> bool:
-        return bool(self.placement.status._value_ & _ON_NODE) and bool(self.placement.node)
+        return bool(BITS[self.placement.status] & _ON_NODE) and bool(self.placement.node)
 
     @property
     def is_active_allocated(self) -> bool:
-        return bool(self.placement.status._value_ & _ACTIVE_ALLOCATED)
+        return bool(BITS[self.placement.status] & _ACTIVE_ALLOCATED)
 
     @property
     def is_allocated(self) -> bool:
-        return bool(self.placement.status._value_ & _ALLOCATED)
+        return bool(BITS[self.placement.status] & _ALLOCATED)
 
     @property
     def is_releasing(self) -> bool:
-        return bool(self.placement.status._value_ & _RELEASING)
+        return bool(BITS[self.placement.status] & _RELEASING)
 
     @property
     def is_pending(self) -> bool:
-        return self.placement.status._value_ == _PENDING
+        return BITS[self.placement.status] == _PENDING
 
     @property
     def gpus_accepted(self) -> float:

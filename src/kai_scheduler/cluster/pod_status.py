@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Final
 
 
 class PodStatus(enum.IntFlag):
@@ -50,8 +51,13 @@ _LABELS = {
 }
 BY_LABEL = {label: status for status, label in _LABELS.items()}
 
+# Every status, and every group above, as its plain int: loops over every pod of a large cluster test statuses with
+# int operations on these (IntFlag's own `&` builds a new flag member each time; `.value` is a property).
+BITS: Final[dict[PodStatus, int]] = {
+    status: int(status) for status in (*PodStatus, ACTIVE_ALLOCATED, ACTIVE_USED, ALIVE, ALLOCATED, RELEASING)
+}
+
 
 def within(status: PodStatus, group: PodStatus) -> bool:
-    """`status & group`, on the plain ints: IntFlag's own `&` builds a new flag member each time, which is
-    most of the cost on loops over every pod of a large cluster."""
-    return bool(status._value_ & group._value_)
+    """`status & group`, on the plain ints (see `BITS`)."""
+    return bool(BITS[status] & BITS[group])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import ALLOCATED, RELEASING, PodStatus, within
+from kai_scheduler.cluster.pod_status import ALLOCATED, BITS, RELEASING, PodStatus, within
 from kai_scheduler.cluster.snapshot import Snapshot
 
 
@@ -185,4 +185,4 @@ _COUNTED = (ALLOCATED | PodStatus.PIPELINED).value
 
 def _counts(placement: Placement) -> bool:
     """Whether a task in this placement counts in its queue's allocation during a session."""
-    return bool(placement.status._value_ & _COUNTED)
+    return bool(BITS[placement.status] & _COUNTED)

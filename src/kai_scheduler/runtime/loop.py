@@ -29,7 +29,7 @@ from typing import Protocol
 
 from kai_scheduler.store.activity import Activity
 from kai_scheduler.store.interface import AlreadyExists, Cancelled, Conflict, Gone, Invalid, NotFound, StoreError
-from kai_scheduler.store.kube_http import parse_retry_after
+from kai_scheduler.store.kube_http.retry import parse_retry_after
 
 log = logging.getLogger(__name__)
 

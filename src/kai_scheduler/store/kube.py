@@ -6,7 +6,7 @@ server leaves them out of list items), and `metadata.managedFields` are dropped 
 strip them too; they are large and nothing here reads them).
 
 - `KubeStore.connect(kubeconfig, context)` configures itself as kubectl or client-go would (a kubeconfig
-  file and context, else the in-cluster service account; see `kube_http.load_client`).
+  file and context, else the in-cluster service account; see `kube_http.config.load_client`).
 - Paths come from `RESOURCES`: core v1 under `/api/v1`, groups under `/apis/{group}/{version}`, with
   `/namespaces/{ns}` for namespaced kinds. A namespaced object without a namespace goes to `default`.
 - `list` pages with `limit` and `continue`; every page of one list shares the first page's resource
@@ -21,7 +21,7 @@ strip them too; they are large and nothing here reads them).
   neither a stopping process nor its watch readers wait for an API server that does not answer.
 - Every request goes through one rate limiter (qps/burst as KAI's flags; event creation through a second one
   of the same size, as client-go's event broadcaster) and 429s are retried honouring
-  Retry-After (see `kube_http`); a server that cannot be reached raises `Unavailable`.
+  Retry-After (see `kube_http.retry`); a server that cannot be reached raises `Unavailable`.
 
 Differences from `MemoryStore` that a component can see: timestamps and uids come from the server (a real
 server overwrites a given uid and creationTimestamp on create), and a real server does not check that a
@@ -59,22 +59,15 @@ from kai_scheduler.store.interface import (
     resource_for,
     resource_named,
 )
-from kai_scheduler.store.kube_http import (
-    MERGE_PATCH_TYPE,
-    STRATEGIC_MERGE_PATCH_TYPE,
-    Cancellation,
-    Cancelled,
-    ConfigurationError,
-    Limits,
-    RateLimiter,
-    Reachability,
-    RealTiming,
-    Throttled,
-    Timing,
-    Transport,
-    Unavailable,
-    load_client,
-)
+from kai_scheduler.store.kube_http.body import MERGE_PATCH_TYPE, STRATEGIC_MERGE_PATCH_TYPE
+from kai_scheduler.store.kube_http.cancellation import Cancellation
+from kai_scheduler.store.kube_http.config import load_client
+from kai_scheduler.store.kube_http.connection import Connections
+from kai_scheduler.store.kube_http.errors import Cancelled, ConfigurationError, Throttled, Unavailable
+from kai_scheduler.store.kube_http.rate_limit import RateLimiter
+from kai_scheduler.store.kube_http.reachability import Reachability
+from kai_scheduler.store.kube_http.timing import RealTiming, Timing
+from kai_scheduler.store.kube_http.transport import Limits, Transport
 from kai_scheduler.store.kube_watch import WatchSettings, WatchStream
 
 _StreamList = list[WatchStream]  # spelt here: inside KubeStore, `list` is the method
@@ -145,7 +138,10 @@ class KubeStore:
         self.limiter = RateLimiter(opts.qps, opts.burst, timing, interrupt)
         # Shared too: one line when the server stops answering and one when it answers again, for the process.
         self.reachability = Reachability(timing)
-        self.transport = Transport(api_client, self.limiter, timing, limits, self.cancellation, self.reachability)
+        connections = Connections(api_client, self.cancellation)  # one pool for both transports
+        self.transport = Transport(
+            api_client, self.limiter, timing, limits, self.cancellation, self.reachability, connections=connections
+        )
         self.requests = self.transport.requests  # rest_client_* of both transports (docs/components.md)
         # Events go out under a limiter of their own, as client-go's event broadcaster has its own client: a
         # burst of events never delays a bind or an eviction.
@@ -157,6 +153,7 @@ class KubeStore:
             self.cancellation,
             self.reachability,
             self.requests,
+            connections,
         )
         self._watch_settings = WatchSettings(
             opts.watch_timeout_seconds,

@@ -32,7 +32,9 @@ import orjson
 import urllib3
 
 from kai_scheduler.store.interface import Cancelled, Gone, Invalid, NotFound, StoreError, WatchEvent
-from kai_scheduler.store.kube_http import Transport, backoff_delays, error_from_status, parse_retry_after
+from kai_scheduler.store.kube_http.errors import error_from_status
+from kai_scheduler.store.kube_http.retry import backoff_delays, parse_retry_after
+from kai_scheduler.store.kube_http.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +182,7 @@ class WatchStream:
             # store was resumed (for the Lease releases) before this line.
             cancellation = self._transport.cancellation
             cut = cut or cancellation.cuts != cuts or cancellation.cancelled.is_set()
-            # While the server is known unreachable the store said so in one line (kube_http.Reachability): each
+            # While the server is known unreachable the store said so in one line (kube_http.reachability): each
             # watch's attempts are not worth one more each. An open watch that broke is news, not yet a problem.
             if cut or self._transport.reachability.down:
                 level = logging.DEBUG

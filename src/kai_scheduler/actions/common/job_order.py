@@ -192,21 +192,53 @@ class JobOrderByQueues:
 
 
 def _remove(heap: list[Any], item: Any) -> None:
+    """Take `item` out of `heap` in O(log n): the last entry fills its slot and moves up or down to its place."""
     for i, entry in enumerate(heap):
         if entry is item:
             last = heap.pop()
             if i < len(heap):
                 heap[i] = last
-                _resift(heap, i)
+                if i > 0 and last < heap[(i - 1) // 2]:
+                    _move_up(heap, i)
+                else:
+                    _move_down(heap, i)
             return
 
 
-def _resift(heap: list[Any], i: int) -> None:
-    """Restore the heap after slot `i` changed, in O(log n) (heapq's own sift helpers)."""
-    if i > 0 and heap[i] < heap[(i - 1) // 2]:
-        heapq._siftdown(heap, 0, i)  # type: ignore[attr-defined]
-    else:
-        heapq._siftup(heap, i)  # type: ignore[attr-defined]
+# The two halves of a heap's re-positioning, step for step as heapq's `heappop` and `heappush` take them (the
+# module keeps them private), so a heap changed here holds its entries as heapq would: with queues that compare
+# equal, which one comes first depends on where each sits.
+
+
+def _move_up(heap: list[Any], pos: int, top: int = 0) -> None:
+    """Move the entry at `pos` towards the root (no higher than `top`) while it is less than its parent."""
+    item = heap[pos]
+    while pos > top:
+        parent = (pos - 1) >> 1
+        if item < heap[parent]:
+            heap[pos] = heap[parent]
+            pos = parent
+            continue
+        break
+    heap[pos] = item
+
+
+def _move_down(heap: list[Any], pos: int) -> None:
+    """Move the entry at `pos` down: the lesser child rises into each slot to a leaf, where the entry goes and
+    then moves up to its place (fewer comparisons than stopping early, as heapq does)."""
+    end = len(heap)
+    start = pos
+    item = heap[pos]
+    child = 2 * pos + 1
+    while child < end:
+        right = child + 1
+        if right < end and not heap[child] < heap[right]:
+            child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = item
+    _move_up(heap, pos, start)
 
 
 def _depth(node: _Node) -> int:

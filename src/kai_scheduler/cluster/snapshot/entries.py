@@ -6,7 +6,7 @@ from __future__ import annotations
 from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
-from kai_scheduler.cluster.pod_status import ACTIVE_USED
+from kai_scheduler.cluster.pod_status import ACTIVE_USED, BITS
 from kai_scheduler.cluster.resources import ResourceAxis, gpu_portion
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
@@ -35,7 +35,7 @@ def pod_entry(
     placement = record_placement(record, model.bind_requests.live.get(key) if ours else None, params)
     info = new_task(record, placement)
     e = CarriedPod((pod.namespace, pod.name), key, record, info, placement, record.memory_portion)
-    if placement.status._value_ & _ACTIVE_USED and placement.node:
+    if BITS[placement.status] & _ACTIVE_USED and placement.node:
         node = model.node_by_name.get(placement.node)
         if node is None:
             if ours and pod_in_pool(pod, params):

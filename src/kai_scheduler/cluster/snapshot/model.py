@@ -22,7 +22,7 @@ from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
 from kai_scheduler.cluster.node_labels import LabelColumns
 from kai_scheduler.cluster.node_memo import NodeMemo
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import ON_NODE, PodStatus
+from kai_scheduler.cluster.pod_status import BITS, ON_NODE, PodStatus
 from kai_scheduler.cluster.queue_charge import QueueCharge
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
@@ -219,13 +219,13 @@ class Snapshot:
         """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
         before = task.placement
         nodes = self.node_by_name
-        if before.status._value_ & _ON_NODE and before.node:
+        if BITS[before.status] & _ON_NODE and before.node:
             nodes[before.node].remove_task(task, before)
             self.touched.add(before.node)
         task.placement = after
         self.version += 1
         self.moved_jobs.add(task.job_uid)
         self.written.add(task.job_uid)
-        if after.status._value_ & _ON_NODE and after.node:
+        if BITS[after.status] & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
             self.touched.add(after.node)

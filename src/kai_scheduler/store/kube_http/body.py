@@ -1,0 +1,32 @@
+"""Request and answer bodies on the wire: JSON through orjson, not the client library's models."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+from kai_scheduler.store.interface import JSON, Invalid, StoreError
+
+JSON_TYPE: Final = "application/json"
+MERGE_PATCH_TYPE: Final = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH_TYPE: Final = "application/strategic-merge-patch+json"
+# Datetimes (PyYAML parses unquoted timestamps) become RFC 3339 strings, as in MemoryStore.
+_DUMP_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
+
+
+def encode(body: Any) -> bytes:
+    try:
+        return orjson.dumps(body, option=_DUMP_OPTIONS)
+    except TypeError as err:  # orjson.JSONEncodeError is a TypeError
+        raise Invalid(f"object is not JSON: {err}") from None
+
+
+def decode(raw: bytes, what: str) -> JSON:
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise StoreError(f"{what}: the API server answered with malformed JSON: {err}") from None
+    if not isinstance(doc, dict):
+        raise StoreError(f"{what}: the API server answered with {type(doc).__name__}, not an object")
+    return doc

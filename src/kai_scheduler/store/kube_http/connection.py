@@ -1,0 +1,168 @@
+"""The connections of a store to its API server: one urllib3 pool, built with the client library's settings.
+
+The pool is urllib3's, with the TLS and socket settings the `kubernetes` client gives the pools of its own
+manager; its connections differ from urllib3's in three ways, each through a public method:
+
+- A request's head and body go out in one write (`request` gathers what urllib3 hands to `send`): urllib3 sends
+  the head when the headers end and the body after it, two TLS records and two system calls for every write.
+  What goes on the wire is the same bytes.
+- Right before that write, `send_check` asks whether the request may still go out (a cancel since it started,
+  the fence's leadership): it may have waited for its connection, or the TLS handshake, past both.
+- Each socket is known to the store's `Cancellation` from when it exists (a TLS socket from the start of its
+  handshake, through the TLS context's `sslsocket_class`) until it closes, so `cancel()` can cut it.
+
+Through a proxy (HTTP or SOCKS) the client library's proxy manager builds each request and owns its connections:
+`Connections.pool` is None and the transport sends through that manager.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from typing import Any
+
+import urllib3
+from kubernetes.client import ApiClient
+from urllib3.poolmanager import SSL_KEYWORDS
+
+from kai_scheduler.store.kube_http import send_check
+from kai_scheduler.store.kube_http.cancellation import Cancellation
+
+
+class GuardedHTTPConnection(urllib3.connection.HTTPConnection):
+    """A connection that writes a request once, checked right before, on a socket its store can cut."""
+
+    def __init__(self, *args: Any, cancellation: Cancellation, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cancellation = cancellation
+        self._gathered: list[bytes] | None = None  # what `send` was handed while a request is being built
+
+    def connect(self) -> None:
+        if self.cancellation.cancelled.is_set():
+            raise urllib3.exceptions.NewConnectionError(self, "cancelled: the client is shutting down")
+        super().connect()
+        self.cancellation.add(self.sock)
+
+    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:
+        if self.sock is None:  # connected first (urllib3 connects a TLS one before), so the check comes after
+            self.connect()
+        self._gathered = []
+        try:
+            super().request(method, url, body, headers, **options)
+            data = b"".join(self._gathered)
+        finally:
+            self._gathered = None
+        send_check.check_before_writing()
+        super().send(data)
+
+    def send(self, data: Any) -> None:
+        """While `request` builds a request, the head and the body's chunks (bytes: the transport's bodies are)
+        are gathered for its one write."""
+        if self._gathered is None:
+            super().send(data)
+        else:
+            self._gathered.append(data)
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.cancellation.drop(self.sock)
+        super().close()
+
+
+class GuardedHTTPSConnection(GuardedHTTPConnection, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _HTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = GuardedHTTPConnection
+
+
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = GuardedHTTPSConnection
+
+
+def split_host(host: str) -> tuple[str, str]:
+    """The configured host as (scheme://host:port, path prefix): a host such as `https://rancher/k8s/clusters/c-1`
+    serves the API under a path, which every request target carries."""
+    parsed = urllib3.util.parse_url(host)
+    origin = f"{parsed.scheme}://{parsed.netloc}" if parsed.scheme and parsed.netloc else host
+    return origin, host[len(origin) :] if host.startswith(origin) else ""
+
+
+class Connections:
+    """The pool of one store's connections to its API server (shared by its transports), made on first use and
+    again after it was closed."""
+
+    def __init__(self, api_client: ApiClient, cancellation: Cancellation) -> None:
+        self.api_client = api_client
+        self.cancellation = cancellation
+        self.origin, self.prefix = split_host(str(api_client.configuration.host))
+        self._lock = threading.Lock()
+        self._pool: urllib3.HTTPConnectionPool | None = None
+        self._manager: urllib3.PoolManager | None = None  # whose settings the pool was made with
+
+    def pool(self) -> urllib3.HTTPConnectionPool | None:
+        """The pool (None through a proxy: the client library's proxy manager then sends each request)."""
+        manager = self.api_client.rest_client.pool_manager
+        if type(manager) is not urllib3.PoolManager:
+            return None
+        pool = self._pool
+        if pool is None or pool.pool is None or self._manager is not manager:  # none yet, closed, or a new client
+            with self._lock:
+                pool = self._pool
+                if pool is None or pool.pool is None or self._manager is not manager:
+                    pool = self._pool = _open_pool(manager, self.origin, self.cancellation)
+                    self._manager = manager
+        return pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+def _open_pool(manager: urllib3.PoolManager, origin: str, cancellation: Cancellation) -> urllib3.HTTPConnectionPool:
+    """A pool for `origin` with the settings the manager gives its own pools (the client library's TLS files,
+    verification, socket options and size), whose connections are guarded and known to `cancellation`."""
+    url = urllib3.util.parse_url(origin)
+    if not url.host:
+        raise urllib3.exceptions.LocationValueError(f"no host in {origin!r}")
+    settings = dict(manager.connection_pool_kw)
+    if url.scheme == "https":
+        settings["ssl_context"] = _tls_context(settings, cancellation)
+        return _HTTPSPool(url.host, url.port or 443, cancellation=cancellation, **settings)
+    for key in SSL_KEYWORDS:  # as the manager leaves them out of a plain-HTTP pool
+        settings.pop(key, None)
+    return _HTTPPool(url.host, url.port or 80, cancellation=cancellation, **settings)
+
+
+def _tls_context(settings: dict[str, Any], cancellation: Cancellation) -> ssl.SSLContext:
+    """The TLS context urllib3 would make for each connection from these settings (it still loads the CA and
+    client certificate files into it), made once, whose sockets `cancellation` knows from their handshake on."""
+    context = urllib3.util.create_urllib3_context(
+        ssl_version=urllib3.util.resolve_ssl_version(settings.get("ssl_version")),
+        ssl_minimum_version=settings.get("ssl_minimum_version"),
+        ssl_maximum_version=settings.get("ssl_maximum_version"),
+        cert_reqs=urllib3.util.resolve_cert_reqs(settings.get("cert_reqs")),
+    )
+    if not any(settings.get(key) for key in ("ca_certs", "ca_cert_dir", "ca_cert_data")):
+        context.load_default_certs()  # as urllib3 does for a context of its own
+    context.sslsocket_class = _tracked_tls_sockets(cancellation)
+    return context
+
+
+def _tracked_tls_sockets(cancellation: Cancellation) -> type[ssl.SSLSocket]:
+    class TrackedSSLSocket(ssl.SSLSocket):
+        """A TLS socket `cancellation` can cut from the start of its handshake (a server that accepted the
+        connection and answers nothing holds a handshake up to the connect timeout) until it closes."""
+
+        def do_handshake(self, block: bool = False) -> None:
+            cancellation.add(self)
+            super().do_handshake(block)
+
+        def close(self) -> None:
+            cancellation.drop(self)
+            super().close()
+
+    return TrackedSSLSocket
