@@ -183,6 +183,11 @@ class ObjectCache:
         if informer.listed and not self.seen(resource, _key(obj)):
             self._put(informer, obj)
 
+    def relist(self, resource: str) -> None:
+        """Have the next `sync` list `resource` again rather than follow its watch: the store may hold objects the
+        watch has not brought (a write of this process whose answer was lost, while the watch reconnects)."""
+        self._informers[resource].listed = False
+
     def objects(self, resource: str) -> list[Any]:
         """The parsed objects of one resource, in key order (a new list; sorted again only after a change)."""
         informer = self._informers[resource]
