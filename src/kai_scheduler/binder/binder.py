@@ -11,7 +11,10 @@ shared-GPU pod with its GPU group, and record the outcome
 in the BindRequest status and, with `events` (the component against an API server), as an event on the pod:
 `Normal Bound` or `Warning BindingError` with the reason (KAI's binder, §8.1; `kubectl describe pod` shows them).
 A failure sets phase Failed with the reason and counts `failedAttempts`; with a `backoffLimit` above the attempts
-made, the request is retried after 2^attempts seconds. A retry reads the request from the server first and acts
+made, the request is retried after 2^attempts seconds. A binding that got no answer (the API server killed
+mid-request) may have been made: the pod is read, and bound to the request's node it is Succeeded; when the pod
+cannot be read either, no status is written (Failed would have the scheduler give the node away) and the request
+is tried again after the backoff. A retry reads the request from the server first and acts
 on what it holds then, not on the watched copy: the watch may not have brought the Failed status back yet, and
 the scheduler, seeing a final failure, deletes the request and gives its node to another pod.
 The binder deletes nothing it did not create.
@@ -31,7 +34,7 @@ from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.binder import claims, hami_core, reservation, shared_gpu_configmaps
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError, may_have_been_done
 
 log = logging.getLogger(__name__)
 _INT32_MAX = 2**31 - 1  # failedAttempts is an int32
@@ -44,6 +47,10 @@ class PreBindFailed(Exception):
     """Something a bind needs besides the pod was not found (a ResourceClaim, the reservation namespace)."""
 
     reason = "NotFound"
+
+
+class BindUnsure(Exception):
+    """The binding's answer was lost and the pod could not be read: whether it is bound is not known."""
 
 
 @dataclass(slots=True)
@@ -218,9 +225,11 @@ class Binder:
                         annotations[mig.ANNOTATION_INSTANCES] = instances
                     self.store.patch("pods", br.pod_name, ns, {"metadata": {"annotations": annotations}})
                 self.store.bind(ns, br.pod_name, br.selected_node, br.pod_uid)
-            except StoreError:
-                claims.release(self.store, reserved)
-                raise
+            except StoreError as err:
+                if not (may_have_been_done(err) and self._bound_after_all(br, err)):
+                    claims.release(self.store, reserved)
+                    raise
+                log.info(f"pod {key} bound to node {br.selected_node}, though the binding's answer was lost: {err}")
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)
@@ -240,6 +249,13 @@ class Binder:
             return "success"
         except reservation.ReservationPending:
             return "requeue_after"
+        except BindUnsure as err:
+            # No Failed status: the scheduler takes a failed request's pod as unbound and gives its GPUs to other
+            # pods, while the binding may stand. Tried again after the backoff, the request read anew.
+            self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
+            self._retrying.add(br.meta.key)
+            log.warning(f"bind outcome unknown, tried again: {err}", extra={"pod": key})
+            return "error"
         except (StoreError, reservation.ReservationFailed, PreBindFailed) as err:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
             return "error"
@@ -255,6 +271,18 @@ class Binder:
             self._settling.add(request)
         self._statuses.submit(self._settle, br, request)
         return "success"
+
+    def _bound_after_all(self, br: BindRequest, err: StoreError) -> bool:
+        """After a binding that failed without an answer (the API server killed mid-request): whether the server
+        bound the pod to the request's node all the same, read from the pod; BindUnsure when it cannot be read
+        (its claims and GPUs stay as they are until the retry knows)."""
+        try:
+            pod = self.store.get("pods", br.pod_name, br.meta.namespace)
+        except NotFound:
+            return False
+        except StoreError as read:
+            raise BindUnsure(f"{err}; the pod could not be read to see whether it was bound: {read}") from err
+        return br.is_for(_uid(pod)) and pod.get("spec", {}).get("nodeName") == br.selected_node
 
     def _settled(self, br: BindRequest, pod_key: str) -> None:
         """The pod is bound or gone: the server refuses any other binding of it, so its retry state can go."""
