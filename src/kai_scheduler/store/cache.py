@@ -1,7 +1,8 @@
 """ObjectCache: typed objects kept in step with a ClusterStore by LIST then WATCH (KAI `scheduler/cache`).
 
 Each object is parsed once per resource version; an object that fails to parse is kept out of the typed view
-and reported (kind, key, message) until a newer version parses. A watch that answers Gone triggers a relist.
+and reported (kind, key, message) until a newer version parses. A watch that answers Gone triggers a relist;
+`relist` asks for one at the next sync (a write of this process whose answer was lost).
 `sync()` is non-blocking: it drains the events that are there and returns.
 """
 
