@@ -10,6 +10,7 @@ import pytest
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder.binder import Binder
+from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
 
@@ -266,6 +267,68 @@ def test_a_request_whose_pod_is_already_on_its_node_is_finished_as_succeeded() -
     version = _version(store)
     assert binder.reconcile().bound == []
     assert _version(store) == version
+
+
+class _NoAnswerStore(MemoryStore):
+    """Each binding goes without an answer (the API server killed as it answers): made when `made`, else never
+    arrived; with `unreadable`, reading a pod fails too (the server still down)."""
+
+    def __init__(self, clock: ManualClock, *, made: bool) -> None:
+        super().__init__(clock)
+        self.made = made
+        self.answers = False
+        self.unreadable = False
+
+    def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
+        if self.answers:
+            return super().bind(namespace, pod_name, node_name, uid)
+        if self.made:
+            super().bind(namespace, pod_name, node_name, uid)
+        raise StoreError(f"bind Pod {namespace}/{pod_name} to node {node_name}: connection reset by peer")
+
+    def get(self, resource: str, name: str, namespace: str = "") -> JSON:
+        if resource == "pods" and self.unreadable:
+            raise StoreError(f"get Pod {namespace}/{name}: connection refused")
+        return super().get(resource, name, namespace)
+
+
+def _no_answer(*, made: bool) -> tuple[_NoAnswerStore, ManualClock, Binder]:
+    clock = ManualClock(b.NOW)
+    store = _NoAnswerStore(clock, made=made)
+    store.add_many([b.node("n1"), b.pod("p", gpus=1), b.bind_request("p", "n1")])
+    return store, clock, Binder(store, clock)
+
+
+def test_a_binding_made_though_its_answer_was_lost_succeeds() -> None:
+    """The pod, read after the binding went unanswered, is on the request's node: Succeeded. A Failed status (final
+    without a backoffLimit) would have the scheduler delete the request and give the pod's GPU to another pod while
+    the pod stays bound there."""
+    store, _, binder = _no_answer(made=True)
+    outcome = binder.reconcile()
+    assert outcome.bound == ["ns/p"] and outcome.failed == []
+    assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 0}
+
+
+def test_a_binding_that_went_unanswered_and_was_not_made_fails_as_before() -> None:
+    store, _, binder = _no_answer(made=False)
+    assert [key for key, _ in binder.reconcile().failed] == ["ns/p"]
+    assert _status(store)["phase"] == "Failed" and _node_name(store) == ""
+
+
+def test_an_unanswered_binding_of_a_pod_that_cannot_be_read_is_tried_again_without_a_status() -> None:
+    """Whether the pod was bound is not known: no Failed status; after the backoff the request is taken up again,
+    and the pod, found on its node, finishes it as Succeeded."""
+    store, clock, binder = _no_answer(made=True)
+    store.unreadable = True
+    outcome = binder.reconcile()
+    assert outcome.bound == [] and outcome.failed == []
+    assert _status(store) == {}
+    store.unreadable, store.answers = False, True
+    assert binder.reconcile().failed == [] and _status(store) == {}, "still within the backoff"
+    clock.advance(1)
+    binder.reconcile()
+    assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 0}
+    assert _node_name(store) == "n1"
 
 
 def _events(store: MemoryStore) -> list[JSON]:

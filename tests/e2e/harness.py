@@ -217,7 +217,15 @@ class Cluster:
     processes: Processes
     node_prefix: str
 
-    def wait(self, what: str, check: Callable[[], bool], timeout: float = 90.0, every: float = POLL) -> None:
+    def wait(
+        self,
+        what: str,
+        check: Callable[[], bool],
+        timeout: float = 90.0,
+        every: float = POLL,
+        explain: Callable[[], str] | None = None,
+    ) -> None:
+        """Until `check()` holds; past `timeout`, fail with the components' last log lines and `explain()`."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if check():
@@ -226,7 +234,8 @@ class Cluster:
             if dead:
                 raise AssertionError(f"processes exited ({dead}) while waiting for {what}\n{self.processes.log_tail()}")
             time.sleep(every)
-        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{self.processes.log_tail()}")
+        found = f"\n{explain()}" if explain is not None else ""
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{found}\n{self.processes.log_tail()}")
 
     def pods(self, selector: str = "") -> list[JSON]:
         items, _ = self.store.list("pods", NAMESPACE, selector or None)

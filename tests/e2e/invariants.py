@@ -8,15 +8,16 @@
 - a queue's `status.allocated` GPUs are the sum of its bound pods' (and its children's).
 
 `settled` waits (bounded) for what converges and then checks everything; the rest are single checks.
+`report` says what they find now, without waiting or failing: for a wait's timeout message.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from kai_scheduler.api import constants
-from kai_scheduler.store.interface import JSON
+from kai_scheduler.store.interface import JSON, StoreError
 from tests.e2e.harness import GPU, NAMESPACE, POLL, Cluster
 
 EPSILON = 1e-6
@@ -144,3 +145,47 @@ def settled(cluster: Cluster, timeout: float = 30.0) -> None:
     assert not _unfinished_requests(cluster), f"BindRequests not Succeeded: {_unfinished_requests(cluster)}"
     assert not _gangs_split(cluster), f"gangs bound in part: {_gangs_split(cluster)}"
     assert not _queue_allocations_off(cluster), f"queues' allocations: {_queue_allocations_off(cluster)}"
+
+
+def report(cluster: Cluster, selector: str) -> str:
+    """What the invariants find now and where the pods of `selector` are, from the API server: bound pods per
+    node, the BindRequests by phase, those naming another node than their pod's and those Failed (with why),
+    then each invariant's complaint, if any. Never raises: it is the message of a wait that timed out, so that
+    the failure says whether pods were over-committed or only slow to bind."""
+    try:
+        return _report(cluster, selector)
+    except StoreError as err:
+        return f"no report: the API server did not answer: {err}"
+
+
+def _report(cluster: Cluster, selector: str) -> str:
+    pods = cluster.pods(selector)
+    bound = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in _live_on_node(pods)}
+    by_node = Counter(bound.values())
+    requests, _ = cluster.store.list("bindrequests", NAMESPACE)
+    phases = Counter((r.get("status") or {}).get("phase") or "no phase" for r in requests)
+    elsewhere = [
+        f"{r['spec']['podName']}: request for {r['spec'].get('selectedNode')}, pod on {bound[r['spec']['podName']]}"
+        for r in requests
+        if r["spec"].get("podName") in bound and r["spec"].get("selectedNode") != bound[r["spec"]["podName"]]
+    ]
+    failed = [
+        f"{r['metadata']['name']} ({r['spec'].get('selectedNode')}): {(r.get('status') or {}).get('reason')}"
+        for r in requests
+        if (r.get("status") or {}).get("phase") == "Failed"
+    ]
+    lines = [
+        f"{len(bound)} of {len(pods)} pods ({selector}) bound; per node: "
+        + ", ".join(f"{node} {count}" for node, count in sorted(by_node.items())),
+        f"BindRequests: {dict(sorted(phases.items()))}",
+        f"BindRequests naming another node than their pod's: {elsewhere}",
+        f"BindRequests Failed: {failed}",
+    ]
+    for check in (gpu_capacity_held, bound_at_most_once):
+        try:
+            check(cluster)
+        except AssertionError as err:
+            lines.append(f"{check.__name__}: {err}")
+    lines.append(f"gangs bound in part: {_gangs_split(cluster)}")
+    lines.append(f"queues' allocations: {_queue_allocations_off(cluster)}")
+    return "\n".join(lines)

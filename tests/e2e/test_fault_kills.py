@@ -152,9 +152,17 @@ def test_api_server_killed_three_times_during_a_fill_of_200_pods(own: realkube.C
     at_kill = at_kill[1:]
     print(f"\nbound when the API server was killed: {at_kill}")
     assert at_kill[-1] < FILL_NODES * 8, f"the fill was over before the last kill: {at_kill}"
-    cluster.wait("160 pods bound", lambda: bound_count(cluster, "app=fill") == FILL_NODES * 8, timeout=60)
+    # At least 160: more is an over-commit, which the invariants then name at once rather than a wait for exactly
+    # 160 timing out. The bound is generous for a loaded machine (an API server there took 13 s to answer again
+    # after its last kill) and is only reached when the fill stalls; the message then says where the pods are.
+    cluster.wait(
+        "160 pods bound",
+        lambda: bound_count(cluster, "app=fill") >= FILL_NODES * 8,
+        timeout=120,
+        explain=lambda: invariants.report(cluster, "app=fill"),
+    )
     invariants.settled(cluster)
-    assert bound_count(cluster, "app=fill") == FILL_NODES * 8
+    assert bound_count(cluster, "app=fill") == FILL_NODES * 8, invariants.report(cluster, "app=fill")
     no_traceback(cluster)
 
 

@@ -571,6 +571,33 @@ def test_a_cycle_waits_for_its_own_bind_requests_before_placing_more() -> None:
     assert [br["metadata"]["name"] for br in store.list("bindrequests")[0]] == ["a-0"]
 
 
+class _AnswerLostStore(_LaggingStore):
+    """Makes each BindRequest asked for, but the answer is lost (the API server killed as it answers): the create
+    raises as if the request had never arrived."""
+
+    def create(self, obj: JSON) -> JSON:
+        made = super().create(obj)
+        if obj.get("kind") == "BindRequest":
+            raise StoreError(f"create BindRequest {obj['metadata']['name']}: connection reset by peer")
+        return made
+
+
+def test_a_bind_request_made_though_its_answer_was_lost_keeps_its_gpus() -> None:
+    """The create of a-0's BindRequest failed, yet the server made it, and the watch (reconnecting after the
+    outage) does not bring it: the next cycle lists the BindRequests again and sees a-0 binding on the GPU. Without
+    that list the cycle saw the GPU free and placed a-0 again; a job placed before a-0 would have taken the GPU, and
+    the binder bound both (the API server killed during a fill: 11 pods bound on an 8-GPU node)."""
+    clock = ManualClock(b.NOW)
+    store = _AnswerLostStore(clock, lag=1_000_000)
+    store.add_many([b.queue("q"), b.node("n1", gpus=1), *_gang("a", 1, gpus=1)])
+    scheduler = Scheduler(store, load_config(None), clock)
+    assert [op.task.name for op in scheduler.run_once().operations] == ["a-0"]
+    store.add_many(_gang("b", 1, gpus=1))
+    clock.advance(1)
+    assert scheduler.run_once().operations == []
+    assert [br["spec"]["podName"] for br in store.list("bindrequests")[0]] == ["a-0"]
+
+
 def test_concurrent_writers_commit_what_one_writer_does() -> None:
     def placed(writers: int) -> list[tuple[str, str]]:
         clock = ManualClock(b.NOW)

@@ -9,7 +9,10 @@ whose reservation pod waits for its GPU is taken up again at the next pass. Rese
 pods left are collected on every sync (`reservation`).
 
 A failure sets phase Failed with the reason and counts `failedAttempts`; with a `backoffLimit` above the attempts
-made, the request is retried after 2^attempts seconds. A retry reads the request from the server first and acts
+made, the request is retried after 2^attempts seconds. A binding that got no answer (the API server killed
+mid-request) may have been made: the pod is read, and bound to the request's node it is Succeeded; when the pod
+cannot be read either, no status is written (Failed would have the scheduler give the node away) and the request
+is tried again after the backoff (`binding.BindUnsure`). A retry reads the request from the server first and acts
 on what it holds then, not on the watched copy: the watch may not have brought the Failed status back yet, and
 the scheduler, seeing a final failure, deletes the request and gives its node to another pod.
 The binder deletes nothing it did not create.
@@ -27,7 +30,7 @@ from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.binder import reservation
-from kai_scheduler.binder.binding import Binding, replaced, uid
+from kai_scheduler.binder.binding import Binding, BindUnsure, replaced, uid
 from kai_scheduler.binder.plugins import config as plugins
 from kai_scheduler.binder.plugins.interface import PreBindFailed, PreBindPending
 from kai_scheduler.store import events, metrics
@@ -210,6 +213,13 @@ class Binder:
             return "success"
         except PreBindPending:
             return "requeue_after"
+        except BindUnsure as err:
+            # No Failed status: the scheduler takes a failed request's pod as unbound and gives its GPUs to other
+            # pods, while the binding may stand. Tried again after the backoff, the request read anew.
+            self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
+            self._retrying.add(br.meta.key)
+            log.warning(f"bind outcome unknown, tried again: {err}", extra={"pod": key})
+            return "error"
         except (StoreError, PreBindFailed) as err:
             self._failed(br, key, f"{err.reason}: {err}", outcome)
             return "error"

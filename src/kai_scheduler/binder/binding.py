@@ -7,7 +7,9 @@
 2. The bind annotations, one patch of the pod when there is anything to write: the labels and annotations the
    pre-bind steps asked for, and a MIG pod's resource type and instances.
 3. The binding, with the uid of the request's pod. If the patch or the binding fails, what the pre-bind steps
-   reserved is taken back (KAI's Rollback) and the error goes on to the binder, which records the failure.
+   reserved is taken back (KAI's Rollback) and the error goes on to the binder, which records the failure. A
+   failure without an answer (the API server killed mid-request) may have been carried out: the pod is read, and
+   bound to the request's node the bind stands; when it cannot be read, `BindUnsure` (nothing taken back).
 
 A NotFound from a pre-bind step is not the pod's (read just above) but something the bind needs: the node
 (`hamicore`), the reservation namespace (`--resource-reservation-namespace` missing or deleted). It is a failure
@@ -16,18 +18,25 @@ to record and retry (`Missing`), not a pod gone, which the binder drops without 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.binder.plugins.interface import BindingState, Plugin, PreBindFailed
-from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError, may_have_been_done
+
+log = logging.getLogger(__name__)
 
 
 class Missing(PreBindFailed):
     """Something a bind needs besides the pod was not found (the node, the reservation namespace)."""
 
     reason = "NotFound"
+
+
+class BindUnsure(Exception):
+    """The binding's answer was lost and the pod could not be read: whether it is bound is not known."""
 
 
 class Binding:
@@ -43,10 +52,24 @@ class Binding:
         try:
             self._annotate(br, state)
             self.store.bind(br.meta.namespace, br.pod_name, br.selected_node, br.pod_uid)
-        except StoreError:
-            for rollback in state.rollbacks if state is not None else ():
-                rollback()
-            raise
+        except StoreError as err:
+            if not (may_have_been_done(err) and self._bound_after_all(br, err)):
+                for rollback in state.rollbacks if state is not None else ():
+                    rollback()
+                raise
+            log.info(f"pod {key} bound to node {br.selected_node}, though the binding's answer was lost: {err}")
+
+    def _bound_after_all(self, br: BindRequest, err: StoreError) -> bool:
+        """After a patch or binding that failed without an answer: whether the server bound the pod to the
+        request's node all the same, read from the pod; BindUnsure when it cannot be read (what the pre-bind steps
+        reserved stays as it is until the retry knows)."""
+        try:
+            pod = self.store.get("pods", br.pod_name, br.meta.namespace)
+        except NotFound:
+            return False
+        except StoreError as read:
+            raise BindUnsure(f"{err}; the pod could not be read to see whether it was bound: {read}") from err
+        return br.is_for(uid(pod)) and pod.get("spec", {}).get("nodeName") == br.selected_node
 
     def _pre_bind(self, br: BindRequest, key: str) -> BindingState | None:
         relevant = [plugin for plugin in self.plugins if plugin.is_relevant(br)]

@@ -34,7 +34,7 @@ from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.store import events
-from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError
+from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError, may_have_been_done
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,6 +69,9 @@ class Committer:
         self.update_eviction_condition = update_eviction_condition
         self.errors: list[str] = []
         self.created_bind_requests: list[JSON] = []  # each BindRequest written, as the server answered
+        # A BindRequest create failed so that the server may hold requests the cache does not: one made though its
+        # answer was lost, or one already there (AlreadyExists) that the watch has not brought yet.
+        self.bind_requests_unsure = False
         self.bind_seconds: list[float] = []  # how long each bind took to write (the task_bind_latency metric)
         self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
         self._later = ThreadPoolExecutor(writers, thread_name_prefix="kai-later") if writers > 1 else None
@@ -235,11 +238,16 @@ class Committer:
         def create() -> None:
             body = br.to_dict()
             try:
-                made = self.store.create(body)
-            except AlreadyExists:
-                if not self._delete_earlier_pods(task, br.meta.name):
-                    raise
-                made = self.store.create(body)
+                try:
+                    made = self.store.create(body)
+                except AlreadyExists:
+                    if not self._delete_earlier_pods(task, br.meta.name):
+                        raise
+                    made = self.store.create(body)
+            except StoreError as err:
+                if isinstance(err, AlreadyExists) or may_have_been_done(err):
+                    self.bind_requests_unsure = True
+                raise
             self.created_bind_requests.append(made)
 
         if not self._try(f"create BindRequest {task.key}", create):

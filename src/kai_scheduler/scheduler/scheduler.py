@@ -217,6 +217,16 @@ class Scheduler:
             meta = obj.get("metadata", {})
             self._unseen.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
 
+    def _relist_bind_requests(self) -> None:
+        """The next cycle lists the BindRequests again before its snapshot. A create whose answer was lost (the API
+        server killed mid-request, a connection cut) may have been made: its GPUs are taken, yet the watch may
+        bring it late or, while it reconnects after an outage, not at all until it relists; a cycle without it
+        would give those GPUs to other pods, and the binder would bind both. Until that list succeeds (the server
+        answers) no cycle runs."""
+        log.info("BindRequests listed again before the next cycle: a create failed, yet the server may hold it")
+        with self.cache_lock:
+            self.cache.relist("bindrequests")
+
     def _await_own_bind_requests(self) -> None:
         """Hold the snapshot until the BindRequests of earlier cycles are back through the watch.
 
@@ -278,9 +288,12 @@ class Scheduler:
         close_seconds = time.perf_counter() - t_close
         self.committer.errors = []
         self.committer.created_bind_requests = []
+        self.committer.bind_requests_unsure = False
         self.committer.bind_seconds = []
         self._commit(ssn)
         self._take_in_own_bind_requests(self.committer.created_bind_requests)
+        if self.committer.bind_requests_unsure:
+            self._relist_bind_requests()
         shares = _shares(ssn)
         if self.usage is not None:
             capacity = snap.total_capacity()[list(QUEUE_AXIS)]

@@ -2,8 +2,8 @@
 
 Each object is parsed once per resource version; an object that fails to parse is kept out of the typed view
 and reported (kind, key, message) until a newer version parses. After the informer relisted (a watch answered
-Gone) the typed view is rebuilt from the objects it hands over. `sync()` is non-blocking: it takes in the
-events that are there and returns.
+Gone, or `relist` asked for it: a write of this process whose answer was lost) the typed view is rebuilt from the
+objects it hands over. `sync()` is non-blocking: it takes in the events that are there and returns.
 """
 
 from __future__ import annotations
@@ -186,6 +186,11 @@ class ObjectCache:
         informer = self._informers[resource]
         if informer.listed and not self.seen(resource, object_key(obj)):
             self._put(informer, obj)
+
+    def relist(self, resource: str) -> None:
+        """Have the next `sync` list `resource` again rather than follow its watch: the store may hold objects the
+        watch has not brought (a write of this process whose answer was lost, while the watch reconnects)."""
+        self._informers[resource].subscription.informer.relist_next()
 
     def objects(self, resource: str) -> list[Any]:
         """The parsed objects of one resource, in key order (a new list; sorted again only after a change)."""

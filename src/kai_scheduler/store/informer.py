@@ -89,6 +89,12 @@ class Informer:
                 log.info("watch expired, relisting", extra={"resource": self.resource})
                 self._relist()
 
+    def relist_next(self) -> None:
+        """Have the next `sync` LIST again instead of following the watch (every subscription then takes the whole
+        resource): the store may hold what the watch has not brought yet."""
+        with self._lock:
+            self.listed = False
+
     # --- the cache ---
 
     def get(self, key: str) -> JSON | None:

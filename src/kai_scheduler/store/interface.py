@@ -82,6 +82,15 @@ class Invalid(StoreError):
     reason = "Invalid"
 
 
+def may_have_been_done(err: StoreError) -> bool:
+    """Whether the write that raised `err` may have been carried out all the same: no answer came (the connection
+    broke once the request was out, a timeout, a cut) or the server failed (5xx) when it may have committed it.
+    An answer that refuses the write (NotFound, AlreadyExists, Conflict, Invalid, any other 4xx) says it was not."""
+    if isinstance(err, (NotFound, AlreadyExists, Conflict, Gone, Invalid)):
+        return False
+    return err.code == 0 or err.code >= 500
+
+
 # The check a store runs just before a request's bytes go out, in the thread that makes the request (a refusal
 # raises): a write may wait for a connection after its caller last looked (`checked_when_sent`).
 _SEND_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("send_check", default=None)
