@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kai_scheduler.store.interface import AlreadyExists, Conflict, Invalid, NotFound, StoreError, may_have_been_done
-from kai_scheduler.store.kube_http import Unavailable, error_from_status
+from kai_scheduler.store.kube_http.errors import Unavailable, error_from_status
 
 
 def _answered(code: int) -> StoreError:
