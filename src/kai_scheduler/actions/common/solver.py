@@ -91,7 +91,7 @@ class Solution:
 
 def solve(ssn: Session, stmt: Statement, job: JobInfo, search: VictimSearch, budget: JobBudget) -> Solution:
     """Find and apply (in `stmt`) victims that let `job`'s next tasks run; on failure `stmt` is as it was."""
-    with ssn.fit_errors_kept():
+    with ssn.provisional_fit_errors():
         ssn.job_solution_start(job)
         return _JobSolver(ssn, stmt, job, search, budget).solve()
 
