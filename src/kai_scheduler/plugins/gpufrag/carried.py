@@ -242,8 +242,9 @@ class Rows:
 
 
 @dataclass(slots=True, eq=False)
-class Memory:
-    """gpufrag's memo: the learned shapes, the table of the last shapes and the node rows of the last session."""
+class Carried:
+    """What gpufrag carries to the next session: the learned shapes, the table of the last shapes and the node rows
+    of the last session."""
 
     learned: Learned = field(default_factory=Learned)
     table: Table | None = None
@@ -284,9 +285,9 @@ def _order(key: shapes.ShapeKey) -> tuple[float, float, int, float, str]:
     return shapes.order((key.cpu, key.memory, key.devices, key.per_device, key.constraint))
 
 
-def of(memo: dict[str, object], name: str) -> Memory:
-    """The `Memory` under `name` in a snapshot's plugin memo (made on first use)."""
+def of(memo: dict[str, object], name: str) -> Carried:
+    """The `Carried` under `name` in a snapshot's plugin memo (made on first use)."""
     found = memo.get(name)
-    if not isinstance(found, Memory):
-        found = memo[name] = Memory()
+    if not isinstance(found, Carried):
+        found = memo[name] = Carried()
     return found
