@@ -33,7 +33,7 @@ from kai_scheduler.api.priorityclass import PriorityClass
 from kai_scheduler.api.queue import Queue, namespace_refusal
 from kai_scheduler.api.topology import Topology
 from kai_scheduler.cluster.dra import (
-    DraMemo,
+    DraDerived,
     DraObjects,
     DraState,
     is_claim_charged,
@@ -44,7 +44,7 @@ from kai_scheduler.cluster.dra import Owner as DraOwner
 from kai_scheduler.cluster.job_info import JobInfo, build_tree
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo, charge_nodes
 from kai_scheduler.cluster.node_labels import LabelColumns
-from kai_scheduler.cluster.node_memo import NodeMemo
+from kai_scheduler.cluster.node_set_values import NodeSetValues
 from kai_scheduler.cluster.pod_info import Placement, PodInfo, PodUID
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, ON_NODE, PodStatus, within
 from kai_scheduler.cluster.queue_charge import QueueCharge
@@ -180,7 +180,7 @@ class Snapshot:
     max_gpu_memory: float
     queue_usage: dict[str, Vector] = field(default_factory=dict)  # time-based usage (§5.5), set by the scheduler
     # Values plugins derive from the node objects alone, shared with the snapshots built from the same nodes.
-    node_memo: NodeMemo = field(default_factory=NodeMemo)
+    node_memo: NodeSetValues = field(default_factory=NodeSetValues)
     # Jobs with a Pending task when the snapshot was built, in `jobs` order. A session never makes a task
     # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
     # during the session is here: the actions look for work among these, not among every job of the cluster.
@@ -203,7 +203,7 @@ class Snapshot:
     # Per queue, what its jobs held and waited for at the build (a kept model's; None: the reader sums them).
     queue_charges: dict[str, QueueCharge] | None = None
     dra_objects: DraObjects = field(default_factory=DraObjects)
-    dra_memo: DraMemo = field(default_factory=DraMemo)
+    dra_memo: DraDerived = field(default_factory=DraDerived)
     _dra: DraState | None = None
     namespace_objects: list[Namespace] = field(default_factory=list)
     _namespace_labels: dict[str, Mapping[str, str]] | None = None
@@ -367,7 +367,7 @@ class _NodesRecord:
     resources: set[str]
     axis: tuple[str, ...] = ()
     arrays: NodeArrays | None = None  # never written: each build works on a copy
-    memo: NodeMemo = field(default_factory=NodeMemo)  # new with the arrays: allocatable is an input
+    memo: NodeSetValues = field(default_factory=NodeSetValues)  # new with the arrays: allocatable is an input
 
 
 @dataclass(slots=True, eq=False)
@@ -376,7 +376,7 @@ class Memo:
 
     nodes: _NodesRecord | None = None
     model: Model | None = None
-    dra: DraMemo = field(default_factory=DraMemo)
+    dra: DraDerived = field(default_factory=DraDerived)
     plugins: dict[str, object] = field(default_factory=dict)  # `Snapshot.plugin_memo`
 
 
@@ -384,7 +384,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     """Build the cycle's snapshot; every problem with an object is collected, never raised. With a `memo`
     from earlier builds, the records of what did not change are kept (`kept`); the result is the same as
     without."""
-    dra_memo = memo.dra if memo is not None else DraMemo()
+    dra_memo = memo.dra if memo is not None else DraDerived()
     nodes, pods = with_device_counts(objects.nodes, objects.pods, objects.dra, dra_memo)
     if nodes is not objects.nodes or pods is not objects.pods:
         # Pods with their claims' GPUs change when a claim does: the feed's pod keys no longer tell what changed.
@@ -604,7 +604,7 @@ def _node_arrays(pooled: _NodesRecord, axis: ResourceAxis) -> tuple[NodeArrays, 
         arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
         arrays.idle[:] = arrays.allocatable
         arrays.refresh()
-        pooled.arrays, pooled.axis, pooled.memo = arrays, axis.names, NodeMemo()
+        pooled.arrays, pooled.axis, pooled.memo = arrays, axis.names, NodeSetValues()
     arrays = pooled.arrays.copy()
     infos = [NodeInfo(name=node.name, node=node, row=row, arrays=arrays) for row, node in enumerate(nodes)]
     return arrays, infos
