@@ -155,15 +155,15 @@ def with_device_counts(
             local[s.node_name] = local.get(s.node_name, 0) + sum(is_gpu_device(s.driver, d) for d in s.devices)
         elif any(is_gpu_device(s.driver, d) for d in s.devices):
             derived.network.append(s)
-    kept_nodes: dict[str, tuple[Node, int, Node]] = {}
-    new_nodes = [_node_with(n, local.get(n.name, 0), derived.nodes, kept_nodes) for n in nodes]
+    nodes_now: dict[str, tuple[Node, int, Node]] = {}
+    new_nodes = [_node_with(n, local.get(n.name, 0), derived.nodes, nodes_now) for n in nodes]
     claims = {c.key: c for c in objects.claims}
     templates = {t.meta.key: t for t in objects.templates}
-    kept_pods: dict[str, tuple[Pod, int, Pod]] = {}
+    pods_now: dict[str, tuple[Pod, int, Pod]] = {}
     new_pods = [
-        _pod_with(p, pod_gpus(p, claims, templates) if p.resource_claims else 0, derived.pods, kept_pods) for p in pods
+        _pod_with(p, pod_gpus(p, claims, templates) if p.resource_claims else 0, derived.pods, pods_now) for p in pods
     ]
-    derived.nodes, derived.pods = kept_nodes, kept_pods  # what is gone is forgotten
+    derived.nodes, derived.pods = nodes_now, pods_now  # what is gone is forgotten
     return new_nodes, new_pods
 
 
@@ -172,13 +172,13 @@ def _node_with(
 ) -> Node:
     if not gpus:
         return node
-    kept = before.get(node.name)
-    if kept is None or kept[0] is not node or kept[1] != gpus:
+    entry = before.get(node.name)
+    if entry is None or entry[0] is not node or entry[1] != gpus:
         allocatable = dict(node.allocatable)
         allocatable[constants.RESOURCE_GPU] = allocatable.get(constants.RESOURCE_GPU, 0.0) + gpus
-        kept = (node, gpus, dataclasses.replace(node, allocatable=allocatable))
-    now[node.name] = kept
-    return kept[2]
+        entry = (node, gpus, dataclasses.replace(node, allocatable=allocatable))
+    now[node.name] = entry
+    return entry[2]
 
 
 def _pod_with(
@@ -187,14 +187,14 @@ def _pod_with(
     if not gpus or pod.gpu.is_shared:
         return pod
     key = pod.meta.key
-    kept = before.get(key)
-    if kept is None or kept[0] is not pod or kept[1] != gpus:
+    entry = before.get(key)
+    if entry is None or entry[0] is not pod or entry[1] != gpus:
         requests = dict(pod.requests)
         whole = int(requests.get(constants.RESOURCE_GPU, 0.0)) + gpus
         requests[constants.RESOURCE_GPU] = float(whole)
-        kept = (pod, gpus, dataclasses.replace(pod, requests=requests, gpu=GpuRequest(whole=whole)))
-    now[key] = kept
-    return kept[2]
+        entry = (pod, gpus, dataclasses.replace(pod, requests=requests, gpu=GpuRequest(whole=whole)))
+    now[key] = entry
+    return entry[2]
 
 
 def current_slices(slices: Iterable[dra.ResourceSlice]) -> list[dra.ResourceSlice]:

@@ -116,10 +116,10 @@ class _JobSolver:
         n = len(self.tasks)
         if n == 0:
             return Solution(Result.NOT_ATTEMPTED)
-        best, kept = self._largest_solvable_prefix(n)
+        best, holds_all = self._largest_solvable_prefix(n)
         if best == 0:
             return self._unsolved()
-        if not kept and not self._probe(n, keep=True):
+        if not holds_all and not self._probe(n, keep=True):
             return self._unsolved()
         return Solution(Result.SOLVED, self.outcome, self.simulations)
 

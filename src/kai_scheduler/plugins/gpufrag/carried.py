@@ -99,19 +99,19 @@ class Learned:
 
     def _update(self, uid: str, task: PodInfo | None) -> None:
         """Count `task` (None: gone) for `uid` instead of the record kept, if that is another."""
-        kept, counts = self.tasks, self.counts
-        entry = kept.get(uid)
+        tasks, counts = self.tasks, self.counts
+        entry = tasks.get(uid)
         if entry is not None and entry[0] is task:
             return
         if entry is not None:
-            del kept[uid]
+            del tasks[uid]
             counts[entry[1]] -= 1
             if not counts[entry[1]]:
                 del counts[entry[1]]
             self.moved.add(entry[1])
         if task is not None:
             fields = shapes.fields(task, self.max_gpu_memory)
-            kept[uid] = (task, fields)
+            tasks[uid] = (task, fields)
             counts[fields] += 1
             self.moved.add(fields)
 
@@ -214,14 +214,14 @@ class Table:
             self.per_shape = out
 
     def after_of(self, signature: Signature, choices: int) -> After:
-        kept = self.after.get(signature)
-        if kept is None:
-            kept = self.after[signature] = After(
+        after = self.after.get(signature)
+        if after is None:
+            after = self.after[signature] = After(
                 np.zeros((0, choices, len(self.keys))),
                 np.zeros((0, choices), dtype=bool),
                 np.zeros(0, dtype=np.intp),
             )
-        return kept
+        return after
 
 
 @dataclass(slots=True, eq=False)
