@@ -18,6 +18,7 @@ from kai_scheduler.install import source, values, workloads
 from kai_scheduler.store.memory import MemoryStore
 from tests import children
 from tests.admission import builders, https
+from tests.cli.invoke import exit_code
 from tests.loopback import eventually, free_port, write_kubeconfig
 from tests.store.mock_apiserver import MockApiServer
 
@@ -89,15 +90,15 @@ def test_flags_reach_the_pod_settings() -> None:
         (["--gpu-sharing-enabled", "maybe"], "kai: --gpu-sharing-enabled: invalid boolean 'maybe': want true or false"),
         (["--block-nvidia-visible-devices=2"], "kai: --block-nvidia-visible-devices: invalid boolean '2'"),
         (["--hami-core-enabled=on"], "kai: --hami-core-enabled: invalid boolean 'on'"),
-        (["--webhook-port", "70000"], "kai: --webhook-port: want 0 to 65535, got 70000"),
-        (["--webhook-port", "https"], "kai: --webhook-port: invalid value 'https': want an integer"),
+        (["--webhook-port", "70000"], "kai: --webhook-addr: want 0 to 65535, got 70000"),
+        (["--webhook-addr", "https"], "kai: --webhook-addr/--webhook-port: invalid value 'https': want an integer"),
         (["--qps", "lots"], "kai: --qps: invalid value 'lots': want a number"),
     ],
 )
 def test_a_bad_flag_value_is_one_line_and_exit_2(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["admission", "--namespace", "ns", *argv]) == 2
+    assert exit_code(["admission", "--namespace", "ns", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message), err
     assert err.count("\n") == 1

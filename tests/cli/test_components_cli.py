@@ -15,6 +15,7 @@ from kai_scheduler.store.exposition import text
 from kai_scheduler.store.memory import MemoryStore
 from tests import children
 from tests.builders import node, queue
+from tests.cli.invoke import exit_code
 from tests.runtime import exposition
 from tests.runtime.test_process import closed_port, eventually, get, kubeconfig, pending_pod
 from tests.store.mock_apiserver import MockApiServer
@@ -161,7 +162,7 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_bad_flag_value_is_one_line_and_exit_2(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
+    assert exit_code(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(message), err
     assert err.count("\n") == 1

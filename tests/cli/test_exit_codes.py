@@ -28,7 +28,7 @@ def test_a_bad_flag_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], t
         ),
         (
             ["schedule", "s.yaml", "--cycles", "abc"],
-            "kai: --cycles: invalid int value: 'abc' (see kai schedule --help)",
+            "kai: --cycles: invalid value 'abc': want an integer (see kai schedule --help)",
         ),
         (["schedule"], "kai: the following arguments are required: file (see kai schedule --help)"),
         (["schedul"], "kai: COMMAND: invalid choice: 'schedul' (choose from 'schedule', "),

@@ -13,6 +13,7 @@ from kai_scheduler.runtime import components
 from kai_scheduler.runtime.options import ScaleAdjusterOptions
 from kai_scheduler.store.memory import MemoryStore
 from tests.builders import NOW, node, pod
+from tests.cli.invoke import exit_code
 
 FLAGS = [
     "--reconcile-period",
@@ -60,7 +61,7 @@ def test_help_lists_the_flags_and_their_defaults(
 def test_a_bad_flag_value_is_one_line_and_exit_2(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
+    assert exit_code(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(message), err
     assert err.count("\n") == 1

@@ -284,16 +284,16 @@ def test_the_session_fits_resources_when_no_predicate_did() -> None:
 # --- what actions record through the session -----------------------------------------------------------
 
 
-def test_fit_errors_recorded_inside_a_kept_block_are_dropped() -> None:
+def test_fit_errors_changed_inside_a_provisional_block_are_undone() -> None:
     ssn = _session()
     a, b_ = _jobs(ssn)
     ssn.record_fit_error(a, _reject("before"))
-    with ssn.fit_errors_kept():
+    with ssn.provisional_fit_errors():
         ssn.record_fit_error(a, _reject("inside"))
         ssn.record_fit_error(b_, _reject("inside"))
         ssn.clear_fit_errors(a)
     assert ssn.job_fit_errors == {a.uid: [_reject("before")]}
-    with pytest.raises(RuntimeError), ssn.fit_errors_kept():
+    with pytest.raises(RuntimeError), ssn.provisional_fit_errors():
         ssn.record_fit_error(b_, _reject("inside"))
         raise RuntimeError
     assert b_.uid not in ssn.job_fit_errors

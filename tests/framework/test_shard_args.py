@@ -8,7 +8,7 @@ from kai_scheduler.cli import parser
 from kai_scheduler.framework import shard_args
 from kai_scheduler.framework.shard_args import ArgError, ShardArgs, resolve
 
-SAMPLES = {"bool": "true", "int": "7", "duration": "90s", "str": "x"}
+SAMPLES = {"bool": "true", "int": "7", "float": "7.5", "duration": "90s", "str": "x"}
 
 
 @pytest.mark.parametrize(
@@ -78,4 +78,4 @@ def test_every_flag_a_shard_may_pass_is_one_kai_scheduler_takes() -> None:
     )
     assert not args.ignored
     parsed = parser().parse_args([*args.command, "scheduler", *args.scheduler])
-    assert (parsed.verbose, parsed.log_format, parsed.qps, parsed.leader_elect_namespace) == (2, "json", "7", "ops")
+    assert (parsed.verbose, parsed.log_format, parsed.qps, parsed.leader_elect_namespace) == (2, "json", 7.5, "ops")

@@ -31,7 +31,7 @@ def test_enabled_it_has_a_deployment_whose_args_the_component_takes() -> None:
     deployment = by_name(objects, "Deployment", NAME)
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--cool-down-seconds=5" in args and "--gpu-memory-to-fraction-ratio=0.25" in args
-    assert "--scaling-pod-namespace=kai-scale-adjust" in args
+    assert "--scale-adjust-namespace=kai-scale-adjust" in args
     parsed = cli.parser().parse_args(args)
     assert parsed.command == "node-scale-adjuster"
     assert by_name(objects, "Namespace", "kai-scale-adjust")

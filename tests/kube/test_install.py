@@ -299,7 +299,7 @@ def _local(args: list[str]) -> list[str]:
     webhook and the scheduler's plugin server get free ports in place of the pod's 9443 and 8081."""
     out = [a for a in args if not a.startswith("--listen-address=")]
     out = [f"--plugin-server-port={free_port()}" if a.startswith("--plugin-server-port=") else a for a in out]
-    return [f"--webhook-port={free_port()}" if a.startswith("--webhook-port=") else a for a in out]
+    return [f"--webhook-addr={free_port()}" if a.startswith("--webhook-addr=") else a for a in out]
 
 
 def _names_in(store: KubeStore, resource: str, namespace: str) -> set[str]:

@@ -69,7 +69,7 @@ def test_the_install_values_reach_the_config_the_shard_and_the_components_flags(
 
     Reconciler(store, NS, ManualClock(0.0)).reconcile()
     admission = args_of(store, "kai-admission")
-    assert "--gpu-sharing-enabled=true" in admission and "--runtime-class-name=kata-fraction" in admission
+    assert "--gpu-sharing-enabled=true" in admission and "--gpu-fraction-runtime-class-name=kata-fraction" in admission
     assert admission[0] == "--log-format=json"
     assert "--hami-core-enabled=true" in admission
     binder = args_of(store, "kai-binder")

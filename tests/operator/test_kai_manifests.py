@@ -78,7 +78,7 @@ def test_a_shards_args_reach_the_schedulers_command_line_as_kai_passes_them() ->
     store, _ = reconciled(config(), shard("a", args=args))
     line = container_args(store, "a")
     parsed = parser().parse_args(line)
-    assert (parsed.max_consolidation_preemptees, parsed.leader_elect_namespace) == ("8", "ops")
+    assert (parsed.max_consolidation_preemptees, parsed.leader_elect_namespace) == (8, "ops")
     assert (parsed.verbose, parsed.log_format) == (2, "json")
     assert not any("version" in arg for arg in line)
     c = conditions(store, "schedulingshards", "a")["Reconciled"]
@@ -91,9 +91,9 @@ def test_a_shards_args_reach_the_schedulers_command_line_as_kai_passes_them() ->
 def test_more_than_one_scheduler_replica_elects_a_leader_whatever_the_args_say() -> None:
     """KAI appends --leader-elect=true after a shard's args when the Config runs more than one replica."""
     store, _ = reconciled(config(scheduler={"replicas": 2}), shard("a", args={"leader-elect": "false"}))
-    assert parser().parse_args(container_args(store, "a")).leader_elect == "true"
+    assert parser().parse_args(container_args(store, "a")).leader_elect is True
     store, _ = reconciled(config(), shard("a", args={"leader-elect": "false"}))
-    assert parser().parse_args(container_args(store, "a")).leader_elect == "false"
+    assert parser().parse_args(container_args(store, "a")).leader_elect is False
 
 
 def test_a_bad_arg_holds_the_shard_back_naming_it() -> None:

@@ -347,8 +347,8 @@ def test_the_default_install_renders_admission_before_its_defaults_can_be_create
     """No deadlock in the default (operator) install: the operator renders the admission component (from the chart's
     defaults) while the webhook that admission serves still refuses the default Config and shard, and creates them
     on a later pass once it admits them; the default shard's scheduler follows."""
-    from kai_scheduler.operator.component import OperatorOptions
     from kai_scheduler.operator.component import operator as operator_component
+    from kai_scheduler.runtime.options import OperatorOptions
 
     store = _WebhookClosed(ManualClock(0.0))
     step = operator_component(store, OperatorOptions(namespace=NS), ManualClock(0.0)).step

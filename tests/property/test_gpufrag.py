@@ -22,7 +22,7 @@ from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.resources import CPU, GPU, MEMORY
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.config import DEFAULT_PLUGINS
-from kai_scheduler.plugins.gpufrag import measure, memory, shapes, state
+from kai_scheduler.plugins.gpufrag import carried, measure, shapes, state
 from kai_scheduler.plugins.gpufrag.plugin import GpuFrag
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim.embedded import EmbeddedCluster
@@ -196,13 +196,13 @@ def test_values_kept_across_sessions_equal_a_fresh_session(
 @SETTINGS
 @given(draws=st.lists(st.lists(st.integers(0, 11), max_size=12), min_size=1, max_size=6))
 def test_learned_counts_follow_the_task_records_seen(draws: list[list[int]]) -> None:
-    """`memory.Learned` counts each set of task records handed to it as a fresh pass over them would, whichever
+    """`carried.Learned` counts each set of task records handed to it as a fresh pass over them would, whichever
     records it met before (records come and go, and a record may be handed again)."""
     kinds = [_TASK_KINDS[i % len(_TASK_KINDS)] for i in range(12)]
     pods = [pb.pod(f"t{i}", gpus=g, fraction=f, cpu=c, memory=m) for i, (g, f, c, m) in enumerate(kinds)]
     snap = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=pods)
     records = [pb.task(snap, f"t{i}") for i in range(12)]
-    learned = memory.Learned()
+    learned = carried.Learned()
     for draw in draws:
         tasks = {str(records[i].uid): records[i] for i in draw}
         want = Counter(shapes.fields(t, snap.max_gpu_memory) for t in tasks.values())
@@ -332,13 +332,13 @@ def _objects(nodes: list[Node], pods: list[Pod]) -> snapshots.ClusterObjects:
 @SETTINGS
 @given(draws=st.lists(st.lists(st.integers(0, 11), max_size=12), min_size=1, max_size=6), skip=st.booleans())
 def test_learned_counts_follow_a_task_log(draws: list[list[int]], skip: bool) -> None:
-    """With a `TaskLog`, `memory.Learned` looks only at the uids logged since its mark and counts as a fresh pass
+    """With a `TaskLog`, `carried.Learned` looks only at the uids logged since its mark and counts as a fresh pass
     would; a mark the log does not reach (`skip`: the log dropped it) makes it match every record."""
     kinds = [_TASK_KINDS[i % len(_TASK_KINDS)] for i in range(12)]
     pods = [pb.pod(f"t{i}", gpus=g, fraction=f, cpu=c, memory=m) for i, (g, f, c, m) in enumerate(kinds)]
     snap = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=pods)
     records = [pb.task(snap, f"t{i}") for i in range(12)]
-    learned, log, tasks = memory.Learned(), snapshots.TaskLog(), {}
+    learned, log, tasks = carried.Learned(), snapshots.TaskLog(), {}
     for draw in draws:
         now = {str(records[i].uid): records[i] for i in draw}
         log.add(sorted(now.keys() ^ tasks.keys()), limit=1 << 20)
@@ -355,7 +355,7 @@ def test_learned_counts_read_only_the_logged_uids() -> None:
     pods = [pb.pod(f"t{i}", gpus=1 if i else 0) for i in range(3)]
     snap = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=pods)
     tasks = {str(t.uid): t for t in snap.tasks.values()}
-    learned, log = memory.Learned(), snapshots.TaskLog()
+    learned, log = carried.Learned(), snapshots.TaskLog()
     learned.counts_of(tasks, snap.max_gpu_memory, log, log.end)
     other = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=[pb.pod("t0", gpus=2)])
     swapped = dict(tasks)
@@ -381,14 +381,14 @@ def test_learned_counts_read_only_the_logged_uids() -> None:
     limit=st.sampled_from([1, 2, 5, 64]),
 )
 def test_kept_ranking_equals_ranking_every_shape(draws: list[list[int]], weighings: list[str], limit: int) -> None:
-    """`memory.Learned.heaviest`, moving only the shapes whose counts changed in a kept order, gives what
+    """`carried.Learned.heaviest`, moving only the shapes whose counts changed in a kept order, gives what
     `shapes.heaviest` gives from the counts (weights, ties by shape), whatever records came and went before
     and however the weighing changed between reads."""
     kinds = [_TASK_KINDS[i % len(_TASK_KINDS)] for i in range(24)]
     pods = [pb.pod(f"t{i}", gpus=g, fraction=f, cpu=c, memory=m) for i, (g, f, c, m) in enumerate(kinds)]
     snap = pb.snapshot(nodes=[pb.node("n0", gpus=1)], pods=pods)
     records = [pb.task(snap, f"t{i}") for i in range(24)]
-    learned = memory.Learned()
+    learned = carried.Learned()
     for n, draw in enumerate(draws):
         weigh_by = weighings[n % len(weighings)]
         counts = learned.counts_of({str(records[i].uid): records[i] for i in draw}, snap.max_gpu_memory)

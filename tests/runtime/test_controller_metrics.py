@@ -10,7 +10,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from kai_scheduler.api.clock import ManualClock
-from kai_scheduler.operator.component import OperatorOptions, operator
+from kai_scheduler.operator.component import operator
+from kai_scheduler.runtime.options import OperatorOptions
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests.builders import NOW

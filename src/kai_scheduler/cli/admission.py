@@ -8,18 +8,15 @@ import threading
 from typing import TYPE_CHECKING
 
 from kai_scheduler.admission import defaults
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, flags
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import connection
+from kai_scheduler.cli import arguments, connection, process_flags
 
 if TYPE_CHECKING:
     from kai_scheduler.admission import service
     from kai_scheduler.runtime import options
 
 log = logging.getLogger(__name__)
-
-
-_QPS, _BURST = 50.0, 300  # the components' defaults (runtime.options.ProcessOptions)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,119 +27,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "serving certificate is self-managed: kept in a Secret, rotated 30 days before expiry, and its "
         "CA written into the webhook configurations.",
     )
-    connection.add_flags(p, qps=_QPS, burst=_BURST)
-    p.add_argument(
-        "--listen-address", default=":8080", metavar="ADDR", help="health and metrics address (default :8080)"
-    )
-    p.add_argument(
-        "--webhook-port",
-        default=str(defaults.DEFAULT_PORT),
-        metavar="PORT",
-        help=f"HTTPS port of the webhooks (default {defaults.DEFAULT_PORT})",
-    )
-    p.add_argument(
-        "--cert-dir",
-        metavar="DIR",
-        default="",
-        help="directory with tls.crt and tls.key to serve (default: self-managed certificates)",
-    )
-    p.add_argument(
-        "--namespace",
-        default=None,
-        metavar="NS",
-        help="namespace of the service and Secret (default: the pod's, else kai-scheduler)",
-    )
-    p.add_argument(
-        "--service-name",
-        metavar="NAME",
-        default=defaults.DEFAULT_SERVICE_NAME,
-        help=f"webhook Service name (default {defaults.DEFAULT_SERVICE_NAME})",
-    )
-    p.add_argument(
-        "--secret-name",
-        metavar="NAME",
-        default=defaults.DEFAULT_SECRET_NAME,
-        help=f"Secret holding the self-managed certificate (default {defaults.DEFAULT_SECRET_NAME})",
-    )
-    p.add_argument(
-        "--webhook-configuration-name",
-        metavar="NAME",
-        default=defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME,
-        help="name of the Validating/MutatingWebhookConfiguration to inject the CA into "
-        f"(default {defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME})",
-    )
-    p.add_argument(
-        "--scheduler-name",
-        metavar="NAME",
-        default=constants.DEFAULT_SCHEDULER_NAME,
-        help=f"only pods with this schedulerName are handled (default {constants.DEFAULT_SCHEDULER_NAME})",
-    )
-    p.add_argument(
-        "--gpu-sharing-enabled",
-        nargs="?",
-        const="true",
-        default="false",
-        metavar="BOOL",
-        help="accept fractional GPU requests (default false, as KAI's)",
-    )
-    p.add_argument(
-        "--hami-core-enabled",
-        nargs="?",
-        const="true",
-        default="false",
-        metavar="BOOL",
-        help="give a fractional pod's GPU container CUDA_DEVICE_MEMORY_LIMIT from its shared-GPU ConfigMap, for "
-        "HAMi-core to enforce (the binder's --hami-core-enabled writes it; default false, as KAI's)",
-    )
-    p.add_argument(
-        "--block-nvidia-visible-devices",
-        nargs="?",
-        const="true",
-        default="false",
-        metavar="BOOL",
-        help="set NVIDIA_VISIBLE_DEVICES=void on containers that ask for no GPU (default false)",
-    )
-    p.add_argument(
-        "--runtime-class-name",
-        metavar="NAME",
-        default=defaults.DEFAULT_RUNTIME_CLASS_NAME,
-        help="runtime class set on fractional pods that have none; empty = off (default nvidia)",
-    )
-    p.add_argument(
-        "--queue-label-key",
-        metavar="KEY",
-        default=constants.DEFAULT_QUEUE_LABEL_KEY,
-        help=f"label naming a pod's queue (default {constants.DEFAULT_QUEUE_LABEL_KEY})",
-    )
-    p.add_argument(
-        "--queue-access-control",
-        nargs="?",
-        const="true",
-        default="false",
-        metavar="BOOL",
-        help="refuse a pod or PodGroup whose queue does not admit its namespace (spec.allowedNamespaces, "
-        "spec.allowedNamespaceSelector; not KAI's, default false)",
-    )
     ignored = p.add_argument_group(
         "leader election",
         "accepted so every component takes the same command line, and ignored: every replica "
         "serves the webhooks (replicas that rotate the certificate at once agree through the Secret)",
     )
-    ignored.add_argument("--leader-elect", nargs="?", const="true", metavar="BOOL")
-    ignored.add_argument("--leader-elect-namespace", metavar="NS")
-    for flag in ("--leader-elect-lease-duration", "--leader-elect-renew-deadline", "--leader-elect-retry-period"):
-        ignored.add_argument(flag, metavar="DURATION")
+    process_flags.add(p, ignored)
+    arguments.add(p, flags.WEBHOOK_ADDR, defaults.DEFAULT_PORT)
+    arguments.add(p, flags.CERT_DIR, "", shown="self-managed certificates")
+    arguments.add(p, flags.NAMESPACE, None, shown=process_flags.NAMESPACE_DEFAULT)
+    arguments.add(p, flags.SERVICE_NAME, defaults.DEFAULT_SERVICE_NAME)
+    arguments.add(p, flags.SECRET_NAME, defaults.DEFAULT_SECRET_NAME)
+    arguments.add(p, flags.WEBHOOK_CONFIGURATION_NAME, defaults.DEFAULT_WEBHOOK_CONFIGURATION_NAME)
+    arguments.add(p, flags.SCHEDULER_NAME, constants.DEFAULT_SCHEDULER_NAME)
+    arguments.add(p, flags.GPU_SHARING_ENABLED, False, shown="false, as KAI's")
+    arguments.add(p, flags.HAMI_CORE_ENABLED, False, shown="false, as KAI's")
+    arguments.add(p, flags.BLOCK_NVIDIA_VISIBLE_DEVICES, False)
+    arguments.add(p, flags.GPU_FRACTION_RUNTIME_CLASS_NAME, defaults.DEFAULT_RUNTIME_CLASS_NAME)
+    arguments.add(p, flags.QUEUE_LABEL_KEY, constants.DEFAULT_QUEUE_LABEL_KEY)
+    arguments.add(p, flags.QUEUE_ACCESS_CONTROL, False)
     p.set_defaults(run=run)
 
 
-_boolean = connection.boolean
-_number = connection.number
-
-
 def process_options(args: argparse.Namespace) -> options.ProcessOptions:
+    """The connection and the health and metrics address (leader election is not the webhooks')."""
     from kai_scheduler.runtime import options
 
-    conn = connection.parse(args, qps=_QPS, burst=_BURST)
+    conn = connection.parse(args)
     return options.ProcessOptions(
         kubeconfig=conn.kubeconfig,
         context=conn.context,
@@ -156,9 +67,9 @@ def service_options(args: argparse.Namespace) -> service.Options:
     from kai_scheduler.admission import pod, service
     from kai_scheduler.runtime import options
 
-    port = int(_number("--webhook-port", args.webhook_port, int))
+    port = args.webhook_addr
     if not 0 <= port <= 65535:
-        raise UserError(f"--webhook-port: want 0 to 65535, got {port}")
+        raise UserError(f"{flags.WEBHOOK_ADDR.option}: want 0 to 65535, got {port}")
     return service.Options(
         webhook_port=port,
         cert_dir=args.cert_dir,
@@ -168,11 +79,11 @@ def service_options(args: argparse.Namespace) -> service.Options:
         webhook_configuration_name=args.webhook_configuration_name,
         pod=pod.PodSettings(
             scheduler_name=args.scheduler_name,
-            gpu_sharing_enabled=_boolean("--gpu-sharing-enabled", args.gpu_sharing_enabled),
-            hami_core_enabled=_boolean("--hami-core-enabled", args.hami_core_enabled),
-            block_nvidia_visible_devices=_boolean("--block-nvidia-visible-devices", args.block_nvidia_visible_devices),
-            runtime_class_name=args.runtime_class_name,
-            queue_access_control=_boolean("--queue-access-control", args.queue_access_control),
+            gpu_sharing_enabled=args.gpu_sharing_enabled,
+            hami_core_enabled=args.hami_core_enabled,
+            block_nvidia_visible_devices=args.block_nvidia_visible_devices,
+            runtime_class_name=args.gpu_fraction_runtime_class_name,
+            queue_access_control=args.queue_access_control,
             queue_label_key=args.queue_label_key,
         ),
     )
@@ -201,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             health.start()
         except OSError as err:
-            raise UserError(f"--listen-address {args.listen_address}: {err.strerror or err}") from None
+            raise UserError(f"{flags.LISTEN_ADDRESS.option} {args.listen_address}: {err.strerror or err}") from None
         log.info("admission webhooks serving", extra={"port": opts.webhook_port, "namespace": opts.namespace})
         with process.stop_on_signals(stop):
             stop.wait()

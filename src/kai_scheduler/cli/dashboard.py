@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kai_scheduler.api import flags
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import connection
+from kai_scheduler.cli import arguments, connection, file_flags
 
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 8090
@@ -28,7 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "evictions. It updates itself within a second of a change and writes nothing to the cluster. "
         "Without FILE it watches the cluster of --kubeconfig; with a scenario FILE it runs the components "
         "over it (embedded); with a simulation's dashboard.json (kai simulate --dashboard) it shows the "
-        "recorded instants along a slider. See docs/dashboard.md.",
+        "recorded instants along a slider. The figures are computed with --config; with --kubeconfig, "
+        "--partition-label-value shows one node pool as its scheduler shard sees it (docs/shards.md). "
+        "See docs/dashboard.md.",
     )
     p.add_argument("file", nargs="?", help="scenario or manifest (YAML), or a simulation's dashboard.json")
     connection.add_flags(p, qps=QPS, burst=BURST)
@@ -36,18 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--address", default=DEFAULT_ADDRESS, help=f"address to listen on (default {DEFAULT_ADDRESS}: this machine)"
     )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
-    p.add_argument(
-        "--config",
-        help="scheduler configuration file (KAI's config.yaml or its ConfigMap) the figures are computed with "
-        "(default: a scenario's `config:`, else KAI's defaults)",
-    )
-    p.add_argument(
-        "--partition-label-value",
-        default=None,
-        metavar="POOL",
-        help="with --kubeconfig: the node pool to show, as its scheduler shard sees it (the value of the "
-        "node-pool label; default: the configuration's, else the objects without the label). See docs/shards.md",
-    )
+    arguments.add(p, file_flags.CONFIG, None, shown="a scenario's `config:`, else KAI's defaults")
+    arguments.add(p, flags.PARTITION_LABEL_VALUE, None, shown="the configuration's, else the objects without the label")
     p.add_argument(
         "--period",
         type=float,
@@ -55,12 +48,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="seconds between two looks at the cluster (default 0.25 live); with a scenario, between two "
         "scheduling cycles (default 1)",
     )
-    p.add_argument(
-        "--cycles",
-        type=int,
-        default=None,
-        help="with a scenario: cycles to run, then keep showing the result (default: the file's `cycles`, "
-        "else without end)",
+    arguments.add(
+        p,
+        file_flags.CYCLES,
+        None,
+        shown="the file's `cycles`, else without end (with a scenario; the result then stays shown)",
     )
     p.set_defaults(run=run)
 
@@ -88,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.file:
         target = serve.embedded(args.file, config=args.config, period=args.period or 1.0, cycles=args.cycles)
     else:
-        conn = connection.parse(args, qps=QPS, burst=BURST)
+        conn = connection.parse(args)
         target = serve.live(
             conn.kubeconfig,
             conn.context,

@@ -7,12 +7,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import connection
+from kai_scheduler.cli import arguments, connection, file_flags
+from kai_scheduler.runtime.options import ProcessOptions
 
 if TYPE_CHECKING:  # the command imports the explain package only when it runs: `kai --help` stays quick
     from kai_scheduler.explain import Explanation, JobRef, Limits
-
-QPS, BURST = 50.0, 300
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,14 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("job", metavar="JOB", help="PodGroup, pod or workload (Job, PyTorchJob…): NAME or NAMESPACE/NAME")
     p.add_argument("file", nargs="?", metavar="FILE", help="scenario file or Kubernetes manifests (YAML)")
     p.add_argument("-n", "--namespace", metavar="NS", help="the job's namespace (default: search them all)")
-    connection.add_flags(p, qps=QPS, burst=BURST)
-    p.add_argument(
-        "--config",
-        metavar="PATH",
-        help="scheduler configuration (KAI's config.yaml or its ConfigMap); default: FILE's `config:`, "
-        "else KAI's defaults",
-    )
-    p.add_argument("--output", "-o", choices=("text", "json"), default="text", help="text (default) or json")
+    rate = ProcessOptions()  # the components'
+    connection.add_flags(p, qps=rate.qps, burst=rate.burst)
+    arguments.add(p, file_flags.CONFIG, None, shown="FILE's `config:`, else KAI's defaults")
+    arguments.add(p, file_flags.OUTPUT, "text", choices=("text", "json"))
     p.add_argument(
         "--nodes", type=int, default=3, metavar="N", help="closest nodes shown per pod shape and node pool (default 3)"
     )
@@ -86,7 +81,7 @@ def _from_cluster(args: argparse.Namespace, ref: JobRef, limits: Limits) -> Expl
     from kai_scheduler.scheduler.scheduler import load_config
 
     config = config_file.load(config_file.read(args.config)) if args.config else load_config(None)
-    conn = connection.parse(args, qps=QPS, burst=BURST)
+    conn = connection.parse(args)
     store = open_store(conn.kubeconfig, conn.context, conn.qps, conn.burst, user_agent="kai-explain")
     try:
         return explain.explain(store, config, SystemClock(), ref, limits)

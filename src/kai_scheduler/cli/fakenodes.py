@@ -119,7 +119,7 @@ def settings(args: argparse.Namespace) -> Settings:
     if period <= 0:
         raise UserError(f"--heartbeat-period: must be positive, got {args.heartbeat_period!r}")
     exit_after = None if args.exit_after is None else _duration("--exit-after", args.exit_after)
-    conn = connection.parse(args, qps=_QPS, burst=_BURST)
+    conn = connection.parse(args)
     if conn.qps < 0 or conn.burst < 1:
         raise UserError(f"--qps/--burst: want qps >= 0 and burst >= 1, got {conn.qps:g} and {conn.burst}")
     return Settings(

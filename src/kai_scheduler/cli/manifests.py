@@ -7,7 +7,9 @@ import sys
 from typing import Any
 
 from kai_scheduler import install
+from kai_scheduler.api import flags
 from kai_scheduler.api.errors import UserError
+from kai_scheduler.cli import arguments
 from kai_scheduler.install.unused import unused
 
 
@@ -22,8 +24,8 @@ def add_parser(sub: Any) -> None:
         "those components instead, with no operator. Values are the chart's values.yaml; KAI's chart values are "
         "accepted too (docs/install.md), a warning naming each one that has no effect here.",
     )
-    p.add_argument("--namespace", metavar="NS", help="namespace of the components (value namespace.name)")
-    p.add_argument("--image", metavar="REPO:TAG", help="image of the components (image.repository and image.tag)")
+    arguments.add(p, flags.NAMESPACE, None, shown="the value namespace.name")
+    arguments.add(p, flags.IMAGE, None, shown="the values image.repository and image.tag")
     p.add_argument(
         "-f",
         "--values",

@@ -6,7 +6,9 @@ import argparse
 import threading
 from typing import Any
 
-from kai_scheduler.cli import components
+from kai_scheduler.api import flags
+from kai_scheduler.cli import arguments, process_flags
+from kai_scheduler.runtime.options import OperatorOptions
 
 DESCRIPTION = (
     "Run the operator: render the Config kai-config and every SchedulingShard (kai.scheduler/v1) into the "
@@ -21,20 +23,12 @@ def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "operator", help="run the operator: Config and SchedulingShards into the components", description=DESCRIPTION
     )
-    components.process_flags(p)
-    components.value_flag(
-        p, "--namespace", "the pod's namespace, else kai-scheduler", "namespace of the components it renders", "NS"
-    )
-    components.value_flag(
-        p, "--image", "the chart's kai-scheduler:<version>", "image of the components it renders", "REPO:TAG"
-    )
-    components.value_flag(p, "--reconcile-period", "1s", "time between reconciles", "DURATION")
-    components.bool_flag(
-        p,
-        "--create-defaults",
-        True,
-        "create the Config kai-config and the SchedulingShard default when they are missing at start",
-    )
+    process_flags.add(p, p)
+    defaults = OperatorOptions()
+    arguments.add(p, flags.NAMESPACE, None, shown=process_flags.NAMESPACE_DEFAULT)
+    arguments.add(p, flags.IMAGE, None, shown="the chart's kai-scheduler:<version>")
+    arguments.add(p, flags.RECONCILE_PERIOD, defaults.reconcile_period)
+    arguments.add(p, flags.CREATE_DEFAULTS, defaults.create_defaults)
     p.set_defaults(run=run)
 
 
@@ -43,19 +37,18 @@ def run(args: argparse.Namespace) -> int:
 
     from kai_scheduler.api.clock import SystemClock
     from kai_scheduler.install.values import split_image
-    from kai_scheduler.operator.component import OperatorOptions, operator
+    from kai_scheduler.operator.component import operator
     from kai_scheduler.runtime.options import in_cluster_namespace
     from kai_scheduler.runtime.process import Process, connect, stop_on_signals
 
-    process_options = components.process_options(args)
-    defaults = OperatorOptions()
+    process_options = process_flags.options(args)
     if args.image:
         split_image(args.image)  # a one-line error for a bad one, before anything starts
     options = OperatorOptions(
         namespace=args.namespace or in_cluster_namespace(),
         image=args.image,
-        reconcile_period=components.duration_flag(args, "reconcile_period", defaults.reconcile_period),
-        create_defaults=components.boolean_flag(args, "create_defaults", defaults.create_defaults),
+        reconcile_period=args.reconcile_period,
+        create_defaults=args.create_defaults,
     )
     registry = CollectorRegistry()
     clock = SystemClock()

@@ -7,13 +7,14 @@ import argparse
 import dataclasses
 import gc
 import sys
+from typing import Final
 
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import phases
+from kai_scheduler.api.flags import SWITCH, Flag
+from kai_scheduler.cli import arguments, file_flags, phases
 
-OUTPUT_HELP = (
-    "table: tables for a person (default); json or yaml: every task by namespace/name with its status "
-    "and node, every queue's shares, the evictions and the counts per cycle"
+EXPLAIN: Final = Flag(
+    "explain", SWITCH, "name, after each reason a job was not placed, the plugin or action that rejected it"
 )
 
 
@@ -24,7 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         description="Load FILE (a scenario, see docs/scenario-reference.md, Kubernetes manifests, or a scheduler's "
         "snapshot.zip from its /get-snapshot, with the configuration and flags it ran with), run the "
         "scheduler on the embedded cluster and print, per task, its status before and after and its "
-        "node; per queue, deserved, fair share, allocated and requested; per unplaced job, the reason.",
+        "node; per queue, deserved, fair share, allocated and requested; per unplaced job, the reason. "
+        "As json or yaml: every task by namespace/name with its status and node, every queue's shares, the "
+        "evictions and the counts per cycle.",
     )
     p.add_argument("file", help="scenario file or Kubernetes manifest (YAML), or snapshot.zip")
     _run_flags(p)
@@ -49,31 +52,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _run_flags(p: argparse.ArgumentParser, *, check: bool = True) -> None:
-    p.add_argument(
-        "--cycles",
-        type=int,
-        default=None,
-        help="scheduling cycles to run (default: the file's `cycles`, else 1); the binder and "
-        "kubelet act between cycles",
-    )
+    arguments.add(p, file_flags.CYCLES, None, shown="the file's `cycles`, else 1")
     if check:
         _check_flag(p)
-    p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default=None, help=OUTPUT_HELP)
-    p.add_argument(
-        "--config",
-        help="scheduler configuration file (KAI's config.yaml or its ConfigMap); replaces the file's `config:` "
-        "(a snapshot's configuration)",
+    arguments.add(
+        p,
+        file_flags.OUTPUT,
+        None,
+        shown="table; with --check, only the check's lines",
+        choices=("table", "json", "yaml"),
     )
-    p.add_argument(
-        "--explain",
-        action="store_true",
-        help="name, after each reason a job was not placed, the plugin or action that rejected it",
+    arguments.add(
+        p, file_flags.CONFIG, None, shown="FILE's `config:` (a snapshot's configuration), else KAI's defaults"
     )
-    p.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="print nothing on standard error about the steps (loading, cycles, the report) that take over a second",
-    )
+    arguments.add(p, EXPLAIN, False)
+    arguments.add(p, file_flags.NO_PROGRESS, False)
 
 
 def _check_flag(p: argparse.ArgumentParser) -> None:

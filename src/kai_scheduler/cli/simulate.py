@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api.duration import DurationError, describe_duration, parse_duration
 from kai_scheduler.api.errors import UserError
-from kai_scheduler.cli import saturate
+from kai_scheduler.cli import arguments, file_flags, saturate
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -33,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="replay a workload over virtual time and report allocation, fairness and waits",
         description="Run the real scheduler and binder on the embedded cluster with a virtual clock: jobs "
         "arrive at submitAt, run their duration once all their pods run, evicted pods come back "
-        "Pending. Writes an HTML report with the series as CSV/JSON.",
+        "Pending. Writes an HTML report with the series as CSV/JSON. With --output json the summary is one JSON "
+        "object (with --compare, one per configuration).",
     )
     p.add_argument("file", nargs="?", help="scenario file (docs/scenario-reference.md), may hold `generators:`")
     p.add_argument("--trace", metavar="PODS_CSV", help="Alibaba openb pod list (instead of FILE)")
@@ -54,18 +55,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument("--until", type=_seconds, default=None, help="stop at this virtual time (e.g. 2h)")
     p.add_argument("--seed", type=int, default=0, help="seed of generators and trace sampling (default 0)")
-    p.add_argument("--config", help="scheduler configuration file (KAI ConfigMap shape); overrides the file's")
+    arguments.add(
+        p,
+        file_flags.CONFIG,
+        None,
+        shown="FILE's `config:`, else KAI's defaults; with --saturate, KAI's plugins and the allocate action alone",
+    )
     p.add_argument(
         "--compare", nargs=2, metavar=("A", "B"), help="replay twice, with configuration files A and B, into one report"
     )
-    p.add_argument(
-        "--output",
-        "-o",
-        choices=("table", "json"),
-        default="table",
-        help="table: the summary for a person (default); json: the summary as one JSON object "
-        "(with --compare, one per configuration)",
-    )
+    arguments.add(p, file_flags.OUTPUT, "table", choices=("table", "json"))
     p.add_argument("--out", default=None, help=f"directory for the report and series (default {DEFAULT_OUT}/<name>)")
     p.add_argument("--no-report", action="store_true", help="write no files; print the summary only")
     p.add_argument(
@@ -81,11 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="comma-separated instants for the node × GPU maps (default: 1/4, 1/2, 3/4 of the "
         "horizon: --until, or when the last job would end if none waited; and peak allocation)",
     )
-    p.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress on standard error (a live bar on a terminal, else a line per tenth of the horizon)",
-    )
+    arguments.add(p, file_flags.NO_PROGRESS, False)
     saturate.add_arguments(p)
     p.set_defaults(run=run)
 

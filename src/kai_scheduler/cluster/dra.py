@@ -121,9 +121,9 @@ class Charge:
 
 
 @dataclass(slots=True)
-class DraMemo:
-    """Kept across cycles: the derived nodes and pods (same objects while their inputs are), the inventory and
-    the selector results."""
+class DraDerived:
+    """What was derived from the DRA objects, reused from cycle to cycle while its inputs are the same: the nodes
+    and pods with their device GPUs (the same objects), the inventory and the selector results."""
 
     nodes: dict[str, tuple[Node, int, Node]] = field(default_factory=dict)
     pods: dict[str, tuple[Pod, int, Pod]] = field(default_factory=dict)
@@ -132,21 +132,21 @@ class DraMemo:
     network: list[dra.ResourceSlice] = field(default_factory=list)  # network-attached slices with GPUs
 
 
-def network_gpus(memo: DraMemo, nodes: Sequence[Node]) -> int:
+def network_gpus(derived: DraDerived, nodes: Sequence[Node]) -> int:
     """The GPUs of the network-attached pools that at least one of `nodes` reaches (counted on no node)."""
     total = 0
-    for s in memo.network:
+    for s in derived.network:
         if s.all_nodes or any(_selects(s, n) for n in nodes):
             total += sum(is_gpu_device(s.driver, d) for d in s.devices)
     return total
 
 
 def with_device_counts(
-    nodes: list[Node], pods: list[Pod], objects: DraObjects, memo: DraMemo
+    nodes: list[Node], pods: list[Pod], objects: DraObjects, derived: DraDerived
 ) -> tuple[list[Node], list[Pod]]:
     """Nodes with their DRA GPUs in `nvidia.com/gpu` allocatable and pods with their claims' GPUs as whole-GPU
     requests; the same objects where nothing is added (and, across cycles, while nothing changed)."""
-    memo.network = []
+    derived.network = []
     if not objects.slices and not objects.claims and not objects.templates:
         return nodes, pods
     local: dict[str, int] = {}
@@ -154,16 +154,16 @@ def with_device_counts(
         if s.node_name:
             local[s.node_name] = local.get(s.node_name, 0) + sum(is_gpu_device(s.driver, d) for d in s.devices)
         elif any(is_gpu_device(s.driver, d) for d in s.devices):
-            memo.network.append(s)
-    kept_nodes: dict[str, tuple[Node, int, Node]] = {}
-    new_nodes = [_node_with(n, local.get(n.name, 0), memo.nodes, kept_nodes) for n in nodes]
+            derived.network.append(s)
+    nodes_now: dict[str, tuple[Node, int, Node]] = {}
+    new_nodes = [_node_with(n, local.get(n.name, 0), derived.nodes, nodes_now) for n in nodes]
     claims = {c.key: c for c in objects.claims}
     templates = {t.meta.key: t for t in objects.templates}
-    kept_pods: dict[str, tuple[Pod, int, Pod]] = {}
+    pods_now: dict[str, tuple[Pod, int, Pod]] = {}
     new_pods = [
-        _pod_with(p, pod_gpus(p, claims, templates) if p.resource_claims else 0, memo.pods, kept_pods) for p in pods
+        _pod_with(p, pod_gpus(p, claims, templates) if p.resource_claims else 0, derived.pods, pods_now) for p in pods
     ]
-    memo.nodes, memo.pods = kept_nodes, kept_pods  # what is gone is forgotten
+    derived.nodes, derived.pods = nodes_now, pods_now  # what is gone is forgotten
     return new_nodes, new_pods
 
 
@@ -172,13 +172,13 @@ def _node_with(
 ) -> Node:
     if not gpus:
         return node
-    kept = before.get(node.name)
-    if kept is None or kept[0] is not node or kept[1] != gpus:
+    entry = before.get(node.name)
+    if entry is None or entry[0] is not node or entry[1] != gpus:
         allocatable = dict(node.allocatable)
         allocatable[constants.RESOURCE_GPU] = allocatable.get(constants.RESOURCE_GPU, 0.0) + gpus
-        kept = (node, gpus, dataclasses.replace(node, allocatable=allocatable))
-    now[node.name] = kept
-    return kept[2]
+        entry = (node, gpus, dataclasses.replace(node, allocatable=allocatable))
+    now[node.name] = entry
+    return entry[2]
 
 
 def _pod_with(
@@ -187,14 +187,14 @@ def _pod_with(
     if not gpus or pod.gpu.is_shared:
         return pod
     key = pod.meta.key
-    kept = before.get(key)
-    if kept is None or kept[0] is not pod or kept[1] != gpus:
+    entry = before.get(key)
+    if entry is None or entry[0] is not pod or entry[1] != gpus:
         requests = dict(pod.requests)
         whole = int(requests.get(constants.RESOURCE_GPU, 0.0)) + gpus
         requests[constants.RESOURCE_GPU] = float(whole)
-        kept = (pod, gpus, dataclasses.replace(pod, requests=requests, gpu=GpuRequest(whole=whole)))
-    now[key] = kept
-    return kept[2]
+        entry = (pod, gpus, dataclasses.replace(pod, requests=requests, gpu=GpuRequest(whole=whole)))
+    now[key] = entry
+    return entry[2]
 
 
 def current_slices(slices: Iterable[dra.ResourceSlice]) -> list[dra.ResourceSlice]:
@@ -377,7 +377,7 @@ class DraState:
     def build(
         cls,
         objects: DraObjects,
-        memo: DraMemo,
+        derived: DraDerived,
         nodes: Sequence[Node],
         tasks: Iterable[PodInfo],
         bind_requests: dict[str, BindRequest],
@@ -386,10 +386,10 @@ class DraState:
         """The cycle's allocations; a claim that holds devices it charges itself is charged to the queue of its
         first user (by uid) that `owner_of` knows."""
         tasks = list(tasks)
-        inventory = memo.inventory
+        inventory = derived.inventory
         if inventory is None or not inventory.same(objects.slices, nodes):
-            inventory = memo.inventory = Inventory.build(objects.slices, nodes)
-        state = cls(inventory, objects, memo.evaluator, len(nodes))
+            inventory = derived.inventory = Inventory.build(objects.slices, nodes)
+        state = cls(inventory, objects, derived.evaluator, len(nodes))
         by_task: dict[str, set[str]] = {}  # claim key → uids of on-node tasks using it, Releasing ones apart
         releasing: dict[str, set[str]] = {}
         for task in tasks:

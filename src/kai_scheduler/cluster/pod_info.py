@@ -110,9 +110,9 @@ class PodInfo:
 
     def queue_request(self) -> Vector:
         """(cpu, memory, gpu) of this task as its queue is charged (read-only; it is kept for the next call)."""
-        kept = self.queue_cache
-        if kept is not None and kept[0] == self.memory_portion:
-            return kept[1]
+        cached = self.queue_cache
+        if cached is not None and cached[0] == self.memory_portion:
+            return cached[1]
         vector = np.array([self.request[CPU], self.request[MEMORY], self.gpus_accepted])
         vector.flags.writeable = False
         self.queue_cache = (self.memory_portion, vector)

@@ -86,12 +86,12 @@ class ResourceClaimController:
             return
         status = claim.get("status") or {}
         users = status.get("reservedFor") or []
-        kept = [u for u in users if u.get("resource") != "pods" or u.get("uid") in live]
-        if len(kept) == len(users) and (kept or "allocation" not in status):
+        live_users = [u for u in users if u.get("resource") != "pods" or u.get("uid") in live]
+        if len(live_users) == len(users) and (live_users or "allocation" not in status):
             return
         new_status = dict(status)
-        if kept:
-            new_status["reservedFor"] = kept
+        if live_users:
+            new_status["reservedFor"] = live_users
         else:
             new_status.pop("reservedFor", None)
             new_status.pop("allocation", None)

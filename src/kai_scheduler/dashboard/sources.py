@@ -38,7 +38,7 @@ class _Decisions:
     def __init__(self, store: ClusterStore, scheduler_name: str) -> None:
         self._changes = Changes.of(store, "events")
         self._scheduler = scheduler_name
-        self._kept: dict[str, view.Decision] = {}
+        self._decisions: dict[str, view.Decision] = {}
         self.problem = ""
 
     def poll(self) -> bool:
@@ -55,13 +55,13 @@ class _Decisions:
         for key, obj in changes:
             decision = view.decision(obj, self._scheduler) if obj is not None else None
             if decision is None:
-                moved = self._kept.pop(key, None) is not None or moved
+                moved = self._decisions.pop(key, None) is not None or moved
             else:
-                self._kept[key] = decision
+                self._decisions[key] = decision
                 moved = True
-        if len(self._kept) > 4 * DECISIONS:  # keep the newest: the page shows DECISIONS
-            newest = sorted(self._kept.items(), key=lambda kv: kv[1].time)[-DECISIONS:]
-            self._kept = dict(newest)
+        if len(self._decisions) > 4 * DECISIONS:  # keep the newest: the page shows DECISIONS
+            newest = sorted(self._decisions.items(), key=lambda kv: kv[1].time)[-DECISIONS:]
+            self._decisions = dict(newest)
         return moved
 
     def notes(self) -> list[str]:
@@ -69,7 +69,7 @@ class _Decisions:
 
     def decisions(self) -> list[view.Decision]:
         """The newest DECISIONS, newest first."""
-        return sorted(self._kept.values(), key=lambda d: (-d.time, d.object))[:DECISIONS]
+        return sorted(self._decisions.values(), key=lambda d: (-d.time, d.object))[:DECISIONS]
 
 
 class LiveSource:

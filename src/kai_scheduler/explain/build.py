@@ -133,7 +133,7 @@ def dry_allocate(ssn: Session, job: JobInfo) -> tuple[bool, tuple[model.Placemen
         return False, (), (model.Reason("allocate", cycle.WAITING),)
     stmt = ssn.statement()
     try:
-        with ssn.fit_errors_kept():
+        with ssn.provisional_fit_errors():
             ssn.clear_fit_errors(job)
             if allocation.allocate_job(ssn, stmt, job).placed:
                 return True, dryrun.placements(job), ()

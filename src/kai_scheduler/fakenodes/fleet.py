@@ -95,12 +95,12 @@ def clear_condition_taints(store: ClusterStore, node: JSON) -> JSON:
     name = node["metadata"]["name"]
     for _ in range(_UNTAINT_ATTEMPTS):
         taints = (node.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if t.get("key") not in CONDITION_TAINT_KEYS]
-        if len(kept) == len(taints):
+        other_taints = [t for t in taints if t.get("key") not in CONDITION_TAINT_KEYS]
+        if len(other_taints) == len(taints):
             return node
         patch = {
             "metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
-            "spec": {"taints": kept or None},
+            "spec": {"taints": other_taints or None},
         }
         try:
             node = store.patch("nodes", name, "", patch)
@@ -111,7 +111,7 @@ def clear_condition_taints(store: ClusterStore, node: JSON) -> JSON:
             "condition taints removed from a ready fake node",
             extra={
                 "node": name,
-                "taints": sorted({str(t.get("key")) for t in taints} - {str(t.get("key")) for t in kept}),
+                "taints": sorted({str(t.get("key")) for t in taints} - {str(t.get("key")) for t in other_taints}),
             },
         )
         return node

@@ -363,8 +363,9 @@ class Session:
             errors.append(reject)
 
     @contextlib.contextmanager
-    def fit_errors_kept(self) -> Iterator[None]:
-        """Fit errors recorded inside the block are dropped on leaving it (a simulated search's own)."""
+    def provisional_fit_errors(self) -> Iterator[None]:
+        """Changes to the fit errors inside the block (recorded or cleared) are undone on leaving it (a simulated
+        search's own)."""
         saved = {uid: list(errors) for uid, errors in self.job_fit_errors.items()}
         try:
             yield

@@ -21,42 +21,25 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Final
 
-from kai_scheduler.api import duration
+from kai_scheduler.api import duration, flags
 from kai_scheduler.api.booleans import parse_bool
 from kai_scheduler.framework.config import FIXED_FLAGS, Flags
 
-# Kinds of values: "bool" (Go's spellings), "int", "duration" (Go syntax), "str".
-_PROCESS_FLAGS: Final[dict[str, str]] = {
-    "leader-elect": "bool",
-    "leader-elect-namespace": "str",
-    "leader-elect-lease-duration": "duration",
-    "leader-elect-renew-deadline": "duration",
-    "leader-elect-retry-period": "duration",
-    "listen-address": "str",
-    "qps": "int",
-    "burst": "int",
-    "scheduler-conf": "str",
-    "metrics-namespace": "str",
-    "plugin-server-port": "int",
-    "dashboard-address": "str",
-}
-
-
-def _kind(default: object) -> str:
-    if isinstance(default, bool):
-        return "bool"
-    if isinstance(default, int):
-        return "int"
-    return "duration" if isinstance(default, float) else "str"
-
-
-# Every flag of `kai scheduler` a shard's args may set, with the kind of its value.
+# Every flag of `kai scheduler` a shard's args may set, with the kind of its value (`api.flags`: "bool" as Go spells
+# it, "int", "float", "duration" in Go syntax, "str"). Not the kubeconfig and context: a shard's pod has its own.
 SCHEDULER_FLAGS: Final[dict[str, str]] = {
-    **{f.name.replace("_", "-"): _kind(getattr(Flags(), f.name)) for f in fields(Flags)},
-    **_PROCESS_FLAGS,
+    flag.name: flag.kind.name
+    for flag in (
+        *flags.SCHEDULING,
+        *flags.LEADER_ELECTION,
+        flags.LISTEN_ADDRESS,
+        flags.QPS,
+        flags.BURST,
+        *flags.SCHEDULER,
+    )
 }
 RENAMED: Final = {"namespace": "leader-elect-namespace"}
 VERBOSITY: Final = "v"
@@ -115,6 +98,11 @@ def _checked(written: str, flag: str, value: str) -> str:
             return str(int(value.strip()))
         except ValueError:
             raise ArgError(written, f"expected an integer, got {value!r}") from None
+    if kind == "float":
+        try:
+            float(value)
+        except ValueError:
+            raise ArgError(written, f"expected a number, got {value!r}") from None
     if kind == "duration":
         try:
             duration.parse_duration(value)

@@ -218,13 +218,13 @@ controllers:
 
 admission:
   replicas: 1
-  # --webhook-port: HTTPS port of the webhooks (the kai-admission Service forwards 443 to it).
+  # --webhook-addr: HTTPS port of the webhooks (the kai-admission Service forwards 443 to it).
   webhookPort: 9443
   # --secret-name: Secret holding the webhook certificate; the admission component creates and rotates it.
   secretName: kai-admission-cert
   # --block-nvidia-visible-devices: set NVIDIA_VISIBLE_DEVICES=void on containers that asked for no GPU.
   blockNvidiaVisibleDevices: false
-  # --runtime-class-name: runtimeClassName given to fractional-GPU pods that have none.
+  # --gpu-fraction-runtime-class-name: runtimeClassName given to fractional-GPU pods that have none.
   runtimeClassName: nvidia
   # failurePolicy of the pod webhooks (Ignore: pods are still admitted while the webhook is down).
   podFailurePolicy: Ignore
@@ -271,7 +271,7 @@ nodeScaleAdjuster:
   replicas: 1
   # --reconcile-period: longest time between passes (a pod change starts one sooner).
   reconcilePeriod: 1s
-  # --scaling-pod-namespace: namespace of the scaling pods (created by the install when enabled).
+  # --scale-adjust-namespace: namespace of the scaling pods (created by the install when enabled).
   scalingPodNamespace: kai-scale-adjust
   # --scaling-pod-image: image of the scaling pods' container (it never needs to run for long).
   scalingPodImage: registry.k8s.io/pause:3.10

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kai_scheduler.api import flags
 from kai_scheduler.api.selectors import check_match_labels, format_match_labels
 from kai_scheduler.install import kai_values
 from kai_scheduler.install.objects import (
@@ -36,74 +37,74 @@ from kai_scheduler.install.objects import (
 from kai_scheduler.install.source import Source, lookup
 
 # Flags of each component: (flag, values path). Booleans are written --flag=true|false.
-COMPONENT_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
+COMPONENT_FLAGS: dict[str, tuple[tuple[flags.Flag[Any], str], ...]] = {
     "scheduler": (
-        ("scheduler-name", "global.schedulerName"),
-        ("schedule-period", "scheduler.schedulePeriod"),
-        ("nodepool-label-key", "global.nodePoolLabelKey"),
-        ("partition-label-value", "scheduler.partitionLabelValue"),
-        ("queue-label-key", "global.queueLabelKey"),
-        ("restrict-node-scheduling", "scheduler.restrictNodeScheduling"),
-        ("max-consolidation-preemptees", "scheduler.maxConsolidationPreemptees"),
-        ("detailed-fit-errors", "scheduler.detailedFitErrors"),
-        ("update-pod-eviction-condition", "scheduler.updatePodEvictionCondition"),
-        ("use-scheduling-signatures", "scheduler.useSchedulingSignatures"),
-        ("full-hierarchy-fairness", "scheduler.fullHierarchyFairness"),
-        ("allow-consolidating-reclaim", "scheduler.allowConsolidatingReclaim"),
-        ("default-staleness-grace-period", "scheduler.defaultStalenessGracePeriod"),
-        ("stuck-in-releasing-threshold", "scheduler.stuckInReleasingThreshold"),
-        ("queue-access-control", "global.queueAccessControl"),
-        ("metrics-namespace", "scheduler.metricsNamespace"),
-        ("dashboard-address", "scheduler.dashboardAddress"),
-        ("plugin-server-port", "scheduler.pluginServerPort"),
+        (flags.SCHEDULER_NAME, "global.schedulerName"),
+        (flags.SCHEDULE_PERIOD, "scheduler.schedulePeriod"),
+        (flags.NODEPOOL_LABEL_KEY, "global.nodePoolLabelKey"),
+        (flags.PARTITION_LABEL_VALUE, "scheduler.partitionLabelValue"),
+        (flags.QUEUE_LABEL_KEY, "global.queueLabelKey"),
+        (flags.RESTRICT_NODE_SCHEDULING, "scheduler.restrictNodeScheduling"),
+        (flags.MAX_CONSOLIDATION_PREEMPTEES, "scheduler.maxConsolidationPreemptees"),
+        (flags.DETAILED_FIT_ERRORS, "scheduler.detailedFitErrors"),
+        (flags.UPDATE_POD_EVICTION_CONDITION, "scheduler.updatePodEvictionCondition"),
+        (flags.USE_SCHEDULING_SIGNATURES, "scheduler.useSchedulingSignatures"),
+        (flags.FULL_HIERARCHY_FAIRNESS, "scheduler.fullHierarchyFairness"),
+        (flags.ALLOW_CONSOLIDATING_RECLAIM, "scheduler.allowConsolidatingReclaim"),
+        (flags.DEFAULT_STALENESS_GRACE_PERIOD, "scheduler.defaultStalenessGracePeriod"),
+        (flags.STUCK_IN_RELEASING_THRESHOLD, "scheduler.stuckInReleasingThreshold"),
+        (flags.QUEUE_ACCESS_CONTROL, "global.queueAccessControl"),
+        (flags.METRICS_NAMESPACE, "scheduler.metricsNamespace"),
+        (flags.DASHBOARD_ADDRESS, "scheduler.dashboardAddress"),
+        (flags.PLUGIN_SERVER_PORT, "scheduler.pluginServerPort"),
     ),
     "binder": (
-        ("reconcile-period", "binder.reconcilePeriod"),
-        ("max-concurrent-reconciles", "binder.maxConcurrentReconciles"),
-        ("resource-reservation-namespace", "binder.resourceReservationNamespace"),
-        ("resource-reservation-pod-image", "binder.resourceReservationPodImage"),
-        ("resource-reservation-allocation-timeout", "binder.resourceReservationAllocationTimeout"),
-        ("runtime-class-name", "binder.runtimeClassName"),
-        ("hami-core-enabled", "binder.plugins.hamicore.enabled"),
+        (flags.RECONCILE_PERIOD, "binder.reconcilePeriod"),
+        (flags.MAX_CONCURRENT_RECONCILES, "binder.maxConcurrentReconciles"),
+        (flags.RESOURCE_RESERVATION_NAMESPACE, "binder.resourceReservationNamespace"),
+        (flags.RESOURCE_RESERVATION_POD_IMAGE, "binder.resourceReservationPodImage"),
+        (flags.RESOURCE_RESERVATION_ALLOCATION_TIMEOUT, "binder.resourceReservationAllocationTimeout"),
+        (flags.RUNTIME_CLASS_NAME, "binder.runtimeClassName"),
+        (flags.HAMI_CORE_ENABLED, "binder.plugins.hamicore.enabled"),
     ),
     "podgrouper": (
-        ("reconcile-period", "podgrouper.reconcilePeriod"),
-        ("scheduler-name", "global.schedulerName"),
-        ("queue-label-key", "global.queueLabelKey"),
-        ("nodepool-label-key", "global.nodePoolLabelKey"),
-        ("knative-gang-schedule", "podgrouper.knativeGangSchedule"),
+        (flags.RECONCILE_PERIOD, "podgrouper.reconcilePeriod"),
+        (flags.SCHEDULER_NAME, "global.schedulerName"),
+        (flags.QUEUE_LABEL_KEY, "global.queueLabelKey"),
+        (flags.NODEPOOL_LABEL_KEY, "global.nodePoolLabelKey"),
+        (flags.KNATIVE_GANG_SCHEDULE, "podgrouper.knativeGangSchedule"),
     ),
     "controllers": (
-        ("reconcile-period", "controllers.reconcilePeriod"),
-        ("scheduler-name", "global.schedulerName"),
-        ("queue-label-key", "global.queueLabelKey"),
-        ("nodepool-label-key", "global.nodePoolLabelKey"),
-        ("create-default-queues", "defaultQueues.create"),
+        (flags.RECONCILE_PERIOD, "controllers.reconcilePeriod"),
+        (flags.SCHEDULER_NAME, "global.schedulerName"),
+        (flags.QUEUE_LABEL_KEY, "global.queueLabelKey"),
+        (flags.NODEPOOL_LABEL_KEY, "global.nodePoolLabelKey"),
+        (flags.CREATE_DEFAULT_QUEUES, "defaultQueues.create"),
     ),
     "operator": (
-        ("reconcile-period", "operator.reconcilePeriod"),
-        ("namespace", "namespace.name"),
-        ("create-defaults", "operator.createDefaults"),
+        (flags.RECONCILE_PERIOD, "operator.reconcilePeriod"),
+        (flags.NAMESPACE, "namespace.name"),
+        (flags.CREATE_DEFAULTS, "operator.createDefaults"),
     ),
     "node-scale-adjuster": (
-        ("reconcile-period", "nodeScaleAdjuster.reconcilePeriod"),
-        ("scheduler-name", "global.schedulerName"),
-        ("scaling-pod-namespace", "nodeScaleAdjuster.scalingPodNamespace"),
-        ("scaling-pod-image", "nodeScaleAdjuster.scalingPodImage"),
-        ("gpu-memory-to-fraction-ratio", "nodeScaleAdjuster.gpuMemoryToFractionRatio"),
-        ("cool-down-seconds", "nodeScaleAdjuster.coolDownSeconds"),
+        (flags.RECONCILE_PERIOD, "nodeScaleAdjuster.reconcilePeriod"),
+        (flags.SCHEDULER_NAME, "global.schedulerName"),
+        (flags.SCALE_ADJUST_NAMESPACE, "nodeScaleAdjuster.scalingPodNamespace"),
+        (flags.SCALING_POD_IMAGE, "nodeScaleAdjuster.scalingPodImage"),
+        (flags.GPU_MEMORY_TO_FRACTION_RATIO, "nodeScaleAdjuster.gpuMemoryToFractionRatio"),
+        (flags.COOL_DOWN_SECONDS, "nodeScaleAdjuster.coolDownSeconds"),
     ),
     "admission": (
-        ("webhook-port", "admission.webhookPort"),
-        ("namespace", "namespace.name"),
-        ("secret-name", "admission.secretName"),
-        ("scheduler-name", "global.schedulerName"),
-        ("gpu-sharing-enabled", "global.gpuSharing"),
-        ("hami-core-enabled", "binder.plugins.hamicore.enabled"),
-        ("block-nvidia-visible-devices", "admission.blockNvidiaVisibleDevices"),
-        ("runtime-class-name", "admission.runtimeClassName"),
-        ("queue-label-key", "global.queueLabelKey"),
-        ("queue-access-control", "global.queueAccessControl"),
+        (flags.WEBHOOK_ADDR, "admission.webhookPort"),
+        (flags.NAMESPACE, "namespace.name"),
+        (flags.SECRET_NAME, "admission.secretName"),
+        (flags.SCHEDULER_NAME, "global.schedulerName"),
+        (flags.GPU_SHARING_ENABLED, "global.gpuSharing"),
+        (flags.HAMI_CORE_ENABLED, "binder.plugins.hamicore.enabled"),
+        (flags.BLOCK_NVIDIA_VISIBLE_DEVICES, "admission.blockNvidiaVisibleDevices"),
+        (flags.GPU_FRACTION_RUNTIME_CLASS_NAME, "admission.runtimeClassName"),
+        (flags.QUEUE_LABEL_KEY, "global.queueLabelKey"),
+        (flags.QUEUE_ACCESS_CONTROL, "global.queueAccessControl"),
     ),
 }
 
@@ -133,48 +134,55 @@ def args(src: Source, component: str) -> list[str]:
     out = [
         f"--log-format={text(src.value('global.logFormat'))}",
         component,
-        f"--listen-address=:{LISTEN_PORT}",
-        f"--qps={text(src.value('global.qps'))}",
-        f"--burst={text(src.value('global.burst'))}",
-        "--leader-elect="
-        + text(
+        _flag(flags.LISTEN_ADDRESS, f":{LISTEN_PORT}"),
+        _flag(flags.QPS, src.value("global.qps")),
+        _flag(flags.BURST, src.value("global.burst")),
+        _flag(
+            flags.LEADER_ELECT,
             src.computed(
                 lambda v: v["global"]["leaderElection"] or lookup(v, replicas) > 1,
                 f"or .Values.global.leaderElection (gt (int {kai_values.helm_expression(replicas)}) 1)",
-            )
+            ),
         ),
-        f"--leader-elect-namespace={text(src.value('namespace.name'))}",
-        f"--leader-elect-lease-duration={text(src.value('leaderElection.leaseDuration'))}",
-        f"--leader-elect-renew-deadline={text(src.value('leaderElection.renewDeadline'))}",
-        f"--leader-elect-retry-period={text(src.value('leaderElection.retryPeriod'))}",
+        _flag(flags.LEADER_ELECT_NAMESPACE, src.value("namespace.name")),
+        _flag(flags.LEADER_ELECT_LEASE_DURATION, src.value("leaderElection.leaseDuration")),
+        _flag(flags.LEADER_ELECT_RENEW_DEADLINE, src.value("leaderElection.renewDeadline")),
+        _flag(flags.LEADER_ELECT_RETRY_PERIOD, src.value("leaderElection.retryPeriod")),
     ]
-    out += [f"--{flag}={text(src.value(path))}" for flag, path in COMPONENT_FLAGS[component]]
+    out += [_flag(flag, src.value(path)) for flag, path in COMPONENT_FLAGS[component]]
     if component == "podgrouper":
         out += [_selector_flag(src, flag, path) for flag, path in SELECTOR_FLAGS]
     if component == "scheduler":
-        out.append(f"--scheduler-conf={CONFIG_DIR}/{CONFIG_FILE}")
+        out.append(_flag(flags.SCHEDULER_CONF, f"{CONFIG_DIR}/{CONFIG_FILE}"))
     if component == "admission":
-        out += [f"--service-name={ADMISSION_SERVICE}", f"--webhook-configuration-name={WEBHOOK_CONFIGURATION}"]
+        out += [
+            _flag(flags.SERVICE_NAME, ADMISSION_SERVICE),
+            _flag(flags.WEBHOOK_CONFIGURATION_NAME, WEBHOOK_CONFIGURATION),
+        ]
     if component == OPERATOR:
-        out.append(f"--image={src.value('image.repository')}:{src.value('image.tag')}")
+        out.append(_flag(flags.IMAGE, f"{src.value('image.repository')}:{src.value('image.tag')}"))
     return out
+
+
+def _flag(flag: flags.Flag[Any], value: Any) -> str:
+    return f"{flag.option}={text(value)}"
 
 
 # The pod grouper's selective monitoring: a label map value as KAI's `key=value,key=value` flag ("" = none).
 SELECTOR_FLAGS: Final = (
-    ("pod-label-selector", "global.podLabelSelector"),
-    ("namespace-label-selector", "global.namespaceLabelSelector"),
+    (flags.POD_LABEL_SELECTOR, "global.podLabelSelector"),
+    (flags.NAMESPACE_LABEL_SELECTOR, "global.namespaceLabelSelector"),
 )
 
 
-def _selector_flag(src: Source, flag: str, path: str) -> str:
-    expr, var = kai_values.helm_expression(path), "$" + flag.replace("-", "_")
+def _selector_flag(src: Source, flag: flags.Flag[str], path: str) -> str:
+    expr, var = kai_values.helm_expression(path), "$" + flag.dest
     helm = (
         f'{var} := list }}}}{{{{ range $k, $v := {expr} }}}}{{{{ {var} = append {var} (printf "%s=%v" $k $v) }}}}'
         f'{{{{ end }}}}{{{{ join "," {var}'
     )
     joined = src.computed(lambda v: format_match_labels(check_match_labels(lookup(v, path))), helm)
-    return f"--{flag}={joined}"
+    return _flag(flag, joined)
 
 
 def _identity(component: str, instance: Instance | None) -> tuple[str, dict[str, str], dict[str, str]]:

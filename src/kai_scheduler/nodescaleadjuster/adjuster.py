@@ -179,7 +179,7 @@ class NodeScaleAdjuster:
             except NotFound as err:
                 log.error(
                     f"node-scale-adjuster: cannot create scaling pods: namespace {self.settings.namespace!r} "
-                    f"(--scaling-pod-namespace) is missing; the install creates it: {err}",
+                    f"(--scale-adjust-namespace) is missing; the install creates it: {err}",
                     extra={"namespace": self.settings.namespace},
                 )
                 break

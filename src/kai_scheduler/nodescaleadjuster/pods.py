@@ -1,6 +1,6 @@
 """The pods the adjuster reads and writes: a demand from a pod's JSON, and a scaling pod's JSON and back.
 
-A scaling pod (in `--scaling-pod-namespace`) carries, besides `app: scaling-pod`:
+A scaling pod (in `--scale-adjust-namespace`) carries, besides `app: scaling-pod`:
 - `kai.scheduler/scaling-pod-group`: the group id (constraints and devices, `plan.group_id`);
 - `scaling-pod.kai.scheduler/<uid>` for each pod it stands for (value: the pod's name where it is a valid
   label value), so `kubectl get pods -n kai-scale-adjust -l scaling-pod.kai.scheduler/<uid>` finds it;
@@ -51,7 +51,7 @@ class Settings:
         if self.cool_down_seconds < 0:
             raise ValueError(f"--cool-down-seconds: must be 0 or more, got {self.cool_down_seconds:g}")
         if not self.namespace:
-            raise ValueError("--scaling-pod-namespace: must not be empty")
+            raise ValueError("--scale-adjust-namespace: must not be empty")
         if not self.image:
             raise ValueError("--scaling-pod-image: must not be empty")
 

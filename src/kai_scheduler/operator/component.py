@@ -7,7 +7,6 @@ cannot be applied in the pass that creates its CRD, so the install hands them to
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Final
 
 from prometheus_client import CollectorRegistry
@@ -18,7 +17,7 @@ from kai_scheduler.api.errors import UserError
 from kai_scheduler.operator.defaults import Defaults
 from kai_scheduler.operator.reconciler import Reconciler
 from kai_scheduler.runtime.components import Component
-from kai_scheduler.runtime.options import FALLBACK_NAMESPACE
+from kai_scheduler.runtime.options import OperatorOptions
 from kai_scheduler.store import metrics
 from kai_scheduler.store.interface import ClusterStore
 
@@ -28,14 +27,6 @@ LEASE: Final = "kai-operator"
 # In the `controller` label of controller-runtime's series: one pass over the Config and every SchedulingShard is
 # one reconcile (KAI's operator has a `config` and a `schedulingshard` controller; here one pass does both).
 CONTROLLER: Final = "config"
-
-
-@dataclass(frozen=True, slots=True)
-class OperatorOptions:
-    namespace: str = FALLBACK_NAMESPACE  # where the components are rendered
-    image: str | None = None  # REPOSITORY:TAG of the components (None: the chart's default)
-    reconcile_period: float = 1.0
-    create_defaults: bool = True
 
 
 def operator(

@@ -84,7 +84,7 @@ class Reconciler:
         self.clock = clock
         self.base = render.base_values(namespace, image)
         self._good_config: kaiconfig.Config | None = None  # the last Config that parsed, in this process
-        self._memo: dict[str, _Rendered] = {}
+        self._rendered_shards: dict[str, _Rendered] = {}  # by name: the last pass's, reused while unchanged
         self._reported_config = ""  # _spec_version of the Config last warned of (once per spec)
         self._rendered_into = namespace  # the namespace of the last pass that rendered
 
@@ -146,24 +146,24 @@ class Reconciler:
     ) -> tuple[dict[render.Key, JSON], set[str]]:
         """The objects of every good shard, and the names of the shards held back (their objects stay as they are).
 
-        Parsing and rendering a shard is memoised on its uid and resourceVersion (and the values rendered from),
-        so an unchanged shard costs nothing after its first pass."""
+        A shard parsed and rendered in the last pass is reused while its uid and resourceVersion (and the values
+        rendered from) are the same, so an unchanged shard costs nothing after its first pass."""
         desired: dict[render.Key, JSON] = {}
         held: set[str] = set()
         partitions: dict[str, str] = {}
         values_key = f"{render.digest(values)}/{usage_db_url}" if values is not None else ""
-        memo: dict[str, _Rendered] = {}
+        rendered: dict[str, _Rendered] = {}
         for obj in shards:
             meta = obj["metadata"]
             name = str(meta["name"])
             verdict = verdicts[name]
             key = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")), values_key)
-            cached = self._memo.get(name)
-            if cached is not None and cached[0] == key:
-                _, shard, objects, problem = cached
+            last = self._rendered_shards.get(name)
+            if last is not None and last[0] == key:
+                _, shard, objects, problem = last
             else:
                 shard, objects, problem = self._render_shard(obj, values, usage_db_url)
-            memo[name] = (key, shard, objects, problem)
+            rendered[name] = (key, shard, objects, problem)
             if problem:
                 verdict.fail(INVALID, problem)
             elif shard is not None and shard.spec.partition_label_value in partitions:
@@ -177,7 +177,7 @@ class Reconciler:
             verdict.note = ignored_message(shard)
             partitions[shard.spec.partition_label_value] = name
             desired.update(objects)
-        self._memo = memo
+        self._rendered_shards = rendered
         return desired, held
 
     @staticmethod

@@ -23,7 +23,7 @@ from kai_scheduler.plugins import (
     priority,
     reflectjoborder,
     resourcetype,
-    snapshot,
+    snapshot_endpoint,
     subgrouporder,
     taskorder,
 )
@@ -55,7 +55,7 @@ BUILDERS: Mapping[str, Builder] = {
     "topology": topology.Topology.from_args,
     "minruntime": minruntime.MinRuntime.from_args,
     "dynamicresources": dynamicresources.DynamicResources.from_args,
-    "snapshot": snapshot.Snapshot.from_args,
+    "snapshot": snapshot_endpoint.SnapshotEndpoint.from_args,
     "reflectjoborder": reflectjoborder.ReflectJobOrder.from_args,
 }
 

@@ -90,3 +90,11 @@ class ScaleAdjusterOptions:
 
     reconcile_period: float = 1.0
     settings: scaling.Settings = field(default_factory=scaling.Settings)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorOptions:
+    namespace: str = FALLBACK_NAMESPACE  # where the components are rendered
+    image: str | None = None  # REPOSITORY:TAG of the components (None: the chart's default)
+    reconcile_period: float = 1.0
+    create_defaults: bool = True

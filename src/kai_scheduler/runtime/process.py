@@ -201,9 +201,9 @@ class Process:
             given_up["still_running"] = _names(stuck)
         elif isinstance(self.store, KubeStore):
             self.store.resume()  # for the Lease releases: the runners have ended and make no more requests
-        released, kept = self._release(can_release=not stuck)
-        if kept:
-            given_up["leases_kept"] = kept
+        released, unreleased = self._release(can_release=not stuck)
+        if unreleased:
+            given_up["leases_kept"] = unreleased
         self.server.stop()
         for plugin_server in self.plugin_servers:
             plugin_server.stop()
@@ -214,7 +214,7 @@ class Process:
                     f"gave up waiting for the API server after {STEP_GRACE:g}s; in-flight requests abandoned "
                     "(the state is the API server's: the next leader redoes what is missing)"
                 )
-            if kept:
+            if unreleased:
                 said.append(f"Leases not released, they expire after {self._lease_duration():g}s")
             log.warning("shutdown: " + "; ".join(said), extra=given_up)
         log.info("stopped", extra={"seconds": round(time.monotonic() - started, 2), "leases_released": released})

@@ -338,11 +338,11 @@ class Committer:
         """Clear this node pool's unschedulable condition from a job that got placed."""
         conditions = job.podgroup.scheduling_conditions
         if any(c.of_pool(self.node_pool) for c in conditions):
-            kept = [c.to_dict() for c in conditions if not c.of_pool(self.node_pool)]
+            other_pools = [c.to_dict() for c in conditions if not c.of_pool(self.node_pool)]
             self._try(
                 f"condition on PodGroup {job.key}",
                 lambda: self.store.patch(
-                    "podgroups", job.name, job.namespace, {"status": {"schedulingConditions": kept}}, "status"
+                    "podgroups", job.name, job.namespace, {"status": {"schedulingConditions": other_pools}}, "status"
                 ),
             )
 

@@ -120,7 +120,7 @@ class Scheduler:
             )
         self._reported: set[tuple[str, str, str]] = set()
         self._unseen: list[str] = []  # BindRequests this scheduler wrote that its cache has not seen yet
-        self._memo = snapshots.Memo()  # what unchanged objects yielded in earlier snapshots
+        self._earlier_builds = snapshots.Memo()  # what unchanged objects yielded in earlier snapshots
         # Held while the cache changes (a sync, an own write taken in) and while another thread copies its
         # references (`held`, for /get-snapshot): that thread sees the cache between two syncs, as a cycle does.
         self.cache_lock = threading.Lock()
@@ -144,7 +144,7 @@ class Scheduler:
         params = self.snapshot_params()
         if all_pools:
             params = dataclasses.replace(params, all_pools=True)
-        return snapshots.build(self.cluster_objects(), params, self._memo)
+        return snapshots.build(self.cluster_objects(), params, self._earlier_builds)
 
     def _sync(self) -> None:
         with self.cache_lock:

@@ -163,8 +163,8 @@ def _busiest(run: Run) -> list[str]:
         weight = max(max(cols["allocated"], default=0.0), max(cols["fair_share"], default=0.0))
         if weight > 0:
             scored[name] = float(np.mean(cols["allocated"]))
-    kept = set(sorted(scored, key=lambda q: (-scored[q], q))[:MAX_QUEUES])
-    order = [name for name, _ in queue_tree(run.parents) if name in kept]
+    shown = set(sorted(scored, key=lambda q: (-scored[q], q))[:MAX_QUEUES])
+    order = [name for name, _ in queue_tree(run.parents) if name in shown]
     return order or sorted(run.series.queues)[:1]
 
 

@@ -91,7 +91,7 @@ class Solution:
 
 def solve(ssn: Session, stmt: Statement, job: JobInfo, search: VictimSearch, budget: JobBudget) -> Solution:
     """Find and apply (in `stmt`) victims that let `job`'s next tasks run; on failure `stmt` is as it was."""
-    with ssn.fit_errors_kept():
+    with ssn.provisional_fit_errors():
         ssn.job_solution_start(job)
         return _JobSolver(ssn, stmt, job, search, budget).solve()
 
@@ -116,10 +116,10 @@ class _JobSolver:
         n = len(self.tasks)
         if n == 0:
             return Solution(Result.NOT_ATTEMPTED)
-        best, kept = self._largest_solvable_prefix(n)
+        best, holds_all = self._largest_solvable_prefix(n)
         if best == 0:
             return self._unsolved()
-        if not kept and not self._probe(n, keep=True):
+        if not holds_all and not self._probe(n, keep=True):
             return self._unsolved()
         return Solution(Result.SOLVED, self.outcome, self.simulations)
 

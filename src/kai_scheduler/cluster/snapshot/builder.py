@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kai_scheduler.cluster.dra import DraMemo, with_device_counts
+from kai_scheduler.cluster.dra import DraDerived, with_device_counts
 from kai_scheduler.cluster.snapshot.full import build_full
 from kai_scheduler.cluster.snapshot.incremental import build_incremental
 from kai_scheduler.cluster.snapshot.inputs import ClusterObjects, SnapshotParams
@@ -19,7 +19,7 @@ def build(objects: ClusterObjects, params: SnapshotParams, memo: Memo | None = N
     """Build the cycle's snapshot; every problem with an object is collected, never raised. With a `memo`
     from earlier builds, the records of what did not change are kept (`incremental`); the result is the same as
     without."""
-    dra_memo = memo.dra if memo is not None else DraMemo()
+    dra_memo = memo.dra if memo is not None else DraDerived()
     nodes, pods = with_device_counts(objects.nodes, objects.pods, objects.dra, dra_memo)
     if nodes is not objects.nodes or pods is not objects.pods:
         # Pods with their claims' GPUs change when a claim does: the feed's pod keys no longer tell what changed.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kai_scheduler.cluster.dra import DraMemo
+from kai_scheduler.cluster.dra import DraDerived
 from kai_scheduler.cluster.snapshot.carried import CarriedModel
 from kai_scheduler.cluster.snapshot.pools import PoolNodes
 
@@ -16,5 +16,5 @@ class Memo:
 
     pool_nodes: PoolNodes | None = None
     carried: CarriedModel | None = None
-    dra: DraMemo = field(default_factory=DraMemo)
+    dra: DraDerived = field(default_factory=DraDerived)
     plugins: dict[str, object] = field(default_factory=dict)

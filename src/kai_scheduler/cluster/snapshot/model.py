@@ -15,12 +15,12 @@ from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.namespace import Namespace
 from kai_scheduler.api.topology import Topology
-from kai_scheduler.cluster.dra import DraMemo, DraObjects, DraState, is_claim_charged, network_gpus
+from kai_scheduler.cluster.dra import DraDerived, DraObjects, DraState, is_claim_charged, network_gpus
 from kai_scheduler.cluster.dra import Owner as DraOwner
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
 from kai_scheduler.cluster.node_labels import LabelColumns
-from kai_scheduler.cluster.node_memo import NodeMemo
+from kai_scheduler.cluster.node_set_values import NodeSetValues
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import BITS, ON_NODE, PodStatus
 from kai_scheduler.cluster.queue_charge import QueueCharge
@@ -84,7 +84,7 @@ class Snapshot:
     max_gpu_memory: float
     queue_usage: dict[str, Vector] = field(default_factory=dict)  # time-based usage (§5.5), set by the scheduler
     # Values plugins derive from the node objects alone, shared with the snapshots built from the same nodes.
-    node_memo: NodeMemo = field(default_factory=NodeMemo)
+    node_memo: NodeSetValues = field(default_factory=NodeSetValues)
     # Jobs with a Pending task when the snapshot was built, in `jobs` order. A session never makes a task
     # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
     # during the session is here: the actions look for work among these, not among every job of the cluster.
@@ -107,7 +107,7 @@ class Snapshot:
     # Per queue, what its jobs held and waited for at the build (the carried model's; None: the reader sums them).
     queue_charges: dict[str, QueueCharge] | None = None
     dra_objects: DraObjects = field(default_factory=DraObjects)
-    dra_memo: DraMemo = field(default_factory=DraMemo)
+    dra_memo: DraDerived = field(default_factory=DraDerived)
     _dra: DraState | None = None
     namespace_objects: list[Namespace] = field(default_factory=list)
     _namespace_labels: dict[str, Mapping[str, str]] | None = None

@@ -13,7 +13,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.cluster.node_info import NodeArrays, NodeInfo
-from kai_scheduler.cluster.node_memo import NodeMemo
+from kai_scheduler.cluster.node_set_values import NodeSetValues
 from kai_scheduler.cluster.resources import ResourceAxis
 from kai_scheduler.cluster.snapshot.inputs import ClusterObjects, SnapshotParams
 
@@ -68,7 +68,7 @@ class PoolNodes:
     resources: set[str]
     axis: tuple[str, ...] = ()
     arrays: NodeArrays | None = None  # never written: each build works on a copy
-    memo: NodeMemo = field(default_factory=NodeMemo)  # new with the arrays: allocatable is an input
+    memo: NodeSetValues = field(default_factory=NodeSetValues)  # new with the arrays: allocatable is an input
 
 
 def pool_nodes(given: list[Node], params: SnapshotParams, last: PoolNodes | None) -> PoolNodes:
@@ -118,7 +118,7 @@ def node_arrays(pool: PoolNodes, axis: ResourceAxis) -> tuple[NodeArrays, list[N
         arrays.gpu_memory[:] = [n.gpu_memory_mib or 0 for n in nodes]
         arrays.idle[:] = arrays.allocatable
         arrays.refresh()
-        pool.arrays, pool.axis, pool.memo = arrays, axis.names, NodeMemo()
+        pool.arrays, pool.axis, pool.memo = arrays, axis.names, NodeSetValues()
     arrays = pool.arrays.copy()
     infos = [NodeInfo(name=node.name, node=node, row=row, arrays=arrays) for row, node in enumerate(nodes)]
     return arrays, infos

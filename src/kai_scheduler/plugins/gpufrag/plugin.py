@@ -23,7 +23,7 @@ shapes in a fixed order), so values are computed once per class of nodes and kep
 class; a placement moves its node to the class of its new inputs (task events, and the snapshot's version for
 moves no event reported). Per session, a class's expected fragmentation and, per task signature (its CPU,
 memory and GPU ask), its growth are one number each, computed the first time a task meets the class. Across
-sessions the snapshot's plugin memo (`memory`) keeps the learned shapes (only the task records the carried model
+sessions the snapshot's plugin memo (`carried`) keeps the learned shapes (only the task records the carried model
 logged as changed, `Snapshot.task_log`, are looked at), each node row's free fractions and class under the
 row's stamp (`NodeArrays.stamps`: only rows whose stamp moved are derived again) and, while the set of shapes is
 the same, each class's per-shape fragmentation and, per signature, the per-shape fragmentation after such a task
@@ -54,7 +54,7 @@ from kai_scheduler.framework import points
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.base import PluginBase
-from kai_scheduler.plugins.gpufrag import measure, memory, shapes, state
+from kai_scheduler.plugins.gpufrag import carried, measure, shapes, state
 from kai_scheduler.plugins.gpufrag.measure import EPS, Bools, Floats, Shapes
 
 FRAGMENTATION: Final = 100.0
@@ -78,7 +78,7 @@ class GpuFrag(PluginBase):
     _rows: dict[str, int]  # task uid → row, for tasks allocated in this session
     _version: int  # the snapshot's version the node state follows (task events included)
     _class: npt.NDArray[np.intp]  # (nodes,): rows of one class have the same measure inputs, bit for bit
-    _table: memory.Table  # classes and per-shape values, kept across sessions
+    _table: carried.Table  # classes and per-shape values, kept across sessions
     _before: Floats  # per class: its expected fragmentation with this session's weights (NaN: not computed)
     _seen: Floats  # (nodes, 4): `_watch` of each row when it was classified
     _scores: dict[tuple[object, ...], Floats]  # task signature → per class: `growth` (NaN: not met yet)
@@ -122,17 +122,17 @@ class GpuFrag(PluginBase):
     def on_session_open(self, ssn: Session) -> None:
         snap = self._snapshot = ssn.snapshot
         self._arrays = snap.arrays
-        kept = memory.of(snap.plugin_memo, f"{self.name}/{self.max_shapes}/{self.weigh_by}/{self.given is None}")
+        across = carried.of(snap.plugin_memo, f"{self.name}/{self.max_shapes}/{self.weigh_by}/{self.given is None}")
         if self.given is not None:
             weighted = self.given
         else:
-            kept.learned.counts_of(snap.tasks, snap.max_gpu_memory, snap.task_log, snap.task_mark)
-            weighted = kept.learned.heaviest(self.max_shapes, self.weigh_by)
-        columns, self._perm = kept.columns_for(tuple(k for k, _ in weighted))
+            across.learned.counts_of(snap.tasks, snap.max_gpu_memory, snap.task_log, snap.task_mark)
+            weighted = across.learned.heaviest(self.max_shapes, self.weigh_by)
+        columns, self._perm = across.columns_for(tuple(k for k, _ in weighted))
         self._weight = measure.normalized([w for _, w in weighted])
         self._eligible = shapes.eligibility(columns, snap.nodes)
         self._eligible_bits = None if self._eligible is None else np.packbits(self._eligible, axis=1)
-        self._table = self._open_rows(kept, columns)
+        self._table = self._open_rows(across, columns)
         self._dirty, self._rows, self._version = set(), {}, snap.version
         self._scores = {}
         ssn.add(points.NODE_ORDER, self.node_order)
@@ -142,13 +142,13 @@ class GpuFrag(PluginBase):
 
     # --- keeping the node state -------------------------------------------------------------------------
 
-    def _open_rows(self, kept: memory.Memory, keys: tuple[shapes.ShapeKey, ...]) -> memory.Table:
+    def _open_rows(self, across: carried.Carried, keys: tuple[shapes.ShapeKey, ...]) -> carried.Table:
         """`_free` and `_class` of every row: the kept ones where the row's stamp is the one they were derived
         at, derived again elsewhere (and kept for the next session); the session works on copies."""
         snap, arrays = self._snapshot, self._arrays
         count, slots = len(snap.nodes), state.width(snap)
-        rows = kept.rows_for(count, slots)
-        table = kept.table_for(keys, slots)
+        rows = across.rows_for(count, slots)
+        table = across.table_for(keys, slots)
         self._shapes = table.shapes
         moved = np.flatnonzero(rows.stamps != arrays.stamps)
         if 2 * moved.size > count:
@@ -338,19 +338,19 @@ class GpuFrag(PluginBase):
         if len(self._shapes) == 0:
             return self.growth_afresh(task, rows)
         signature = _signature(task, self._per_device(task))
-        kept = self._scores.get(signature)
-        if kept is None or kept.size < self._before.size:
-            kept = self._scores[signature] = _grown(kept, self._before.size)
-        out: Floats = kept[classes]
+        by_class = self._scores.get(signature)
+        if by_class is None or by_class.size < self._before.size:
+            by_class = self._scores[signature] = _grown(by_class, self._before.size)
+        out: Floats = by_class[classes]
         missing = np.isnan(out)
         if missing.any():
-            met = np.zeros(kept.size, dtype=bool)
+            met = np.zeros(by_class.size, dtype=bool)
             met[classes[missing]] = True
             new = np.flatnonzero(met)
-            some = np.empty(kept.size, dtype=np.intp)
+            some = np.empty(by_class.size, dtype=np.intp)
             some[classes[missing]] = rows[missing]  # a row of each class (any: they have the same inputs)
-            kept[new] = self._growth_of(task, signature, new, some[new])
-            out = kept[classes]
+            by_class[new] = self._growth_of(task, signature, new, some[new])
+            out = by_class[classes]
         return out
 
     def _growth_of(

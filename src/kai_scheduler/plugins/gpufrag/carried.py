@@ -99,19 +99,19 @@ class Learned:
 
     def _update(self, uid: str, task: PodInfo | None) -> None:
         """Count `task` (None: gone) for `uid` instead of the record kept, if that is another."""
-        kept, counts = self.tasks, self.counts
-        entry = kept.get(uid)
+        tasks, counts = self.tasks, self.counts
+        entry = tasks.get(uid)
         if entry is not None and entry[0] is task:
             return
         if entry is not None:
-            del kept[uid]
+            del tasks[uid]
             counts[entry[1]] -= 1
             if not counts[entry[1]]:
                 del counts[entry[1]]
             self.moved.add(entry[1])
         if task is not None:
             fields = shapes.fields(task, self.max_gpu_memory)
-            kept[uid] = (task, fields)
+            tasks[uid] = (task, fields)
             counts[fields] += 1
             self.moved.add(fields)
 
@@ -214,14 +214,14 @@ class Table:
             self.per_shape = out
 
     def after_of(self, signature: Signature, choices: int) -> After:
-        kept = self.after.get(signature)
-        if kept is None:
-            kept = self.after[signature] = After(
+        after = self.after.get(signature)
+        if after is None:
+            after = self.after[signature] = After(
                 np.zeros((0, choices, len(self.keys))),
                 np.zeros((0, choices), dtype=bool),
                 np.zeros(0, dtype=np.intp),
             )
-        return kept
+        return after
 
 
 @dataclass(slots=True, eq=False)
@@ -242,8 +242,9 @@ class Rows:
 
 
 @dataclass(slots=True, eq=False)
-class Memory:
-    """gpufrag's memo: the learned shapes, the table of the last shapes and the node rows of the last session."""
+class Carried:
+    """What gpufrag carries to the next session: the learned shapes, the table of the last shapes and the node rows
+    of the last session."""
 
     learned: Learned = field(default_factory=Learned)
     table: Table | None = None
@@ -284,9 +285,9 @@ def _order(key: shapes.ShapeKey) -> tuple[float, float, int, float, str]:
     return shapes.order((key.cpu, key.memory, key.devices, key.per_device, key.constraint))
 
 
-def of(memo: dict[str, object], name: str) -> Memory:
-    """The `Memory` under `name` in a snapshot's plugin memo (made on first use)."""
+def of(memo: dict[str, object], name: str) -> Carried:
+    """The `Carried` under `name` in a snapshot's plugin memo (made on first use)."""
     found = memo.get(name)
-    if not isinstance(found, Memory):
-        found = memo[name] = Memory()
+    if not isinstance(found, Carried):
+        found = memo[name] = Carried()
     return found

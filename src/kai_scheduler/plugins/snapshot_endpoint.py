@@ -1,4 +1,5 @@
-"""snapshot: the scheduler's view served as `snapshot.zip` at `/get-snapshot` (§4, §9.2; KAI `plugins/snapshot/`).
+"""The plugin `snapshot` (KAI's name): it turns on the scheduler's `/get-snapshot`, which serves its view as
+`snapshot.zip` (§4, §9.2; KAI `plugins/snapshot/`).
 
 It adds nothing to a session: what it does is outside one. A scheduler whose configuration names it serves
 `GET /get-snapshot` on its plugin server (`--plugin-server-port`), the zip taken from its object cache at request
@@ -11,7 +12,7 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.plugins.base import PluginBase
 
 
-class Snapshot(PluginBase):
+class SnapshotEndpoint(PluginBase):
     name = "snapshot"
 
     def on_session_open(self, ssn: Session) -> None:

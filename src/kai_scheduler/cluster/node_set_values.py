@@ -1,4 +1,4 @@
-"""`NodeMemo`: values derived from the pool's node objects alone, kept from one snapshot to the next.
+"""`NodeSetValues`: values derived from the pool's node objects alone, kept from one snapshot to the next.
 
 A plugin that reads the same thing from every node at each session open (a label parsed per node, taint
 masks, label columns) pays a Python loop over all nodes per cycle, although the nodes rarely change. The
@@ -18,7 +18,7 @@ from typing import TypeVar, cast
 T = TypeVar("T")
 
 
-class NodeMemo:
+class NodeSetValues:
     def __init__(self) -> None:
         self._values: dict[str, object] = {}
 
