@@ -26,7 +26,7 @@ NEEDS_CONTROLLERS = "needs kube-controller-manager (KAI_E2E_CONTROLLERS=1)"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    mine = [item for item in items if "tests/e2e/" in item.nodeid]
+    mine = [item for item in items if item.nodeid.startswith("tests/e2e/")]
     if not (harness.kubeconfig_from_env() or os.environ.get("KAI_E2E_MOCK") == "1"):
         for item in mine:
             item.add_marker(pytest.mark.skip(reason=SKIP_REASON))

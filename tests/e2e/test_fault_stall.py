@@ -12,11 +12,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kai_scheduler.store.interface import JSON, NotFound
 from tests.e2e import invariants, stallproxy
 from tests.e2e.checks import bound_once, never_over_committed
 from tests.e2e.harness import NAMESPACE, Cluster, pod
 from tests.e2e.test_faults import ELECTION, LEASE_DURATION, LEASE_NAMESPACE
+
+pytestmark = pytest.mark.run_in("controllers")  # evens the runs' times (tests/e2e/split.py)
 
 # Names of their own: a log is appended to per name, and test_faults.py's leader test reads "scheduler-1"'s.
 SCHEDULERS = LEADER, OTHER = ("stalled-scheduler", "other-scheduler")
