@@ -117,7 +117,8 @@ class Run:
             sys.stdout.buffer.flush()
         if code not in (0, 5) and self.cluster is not None:
             print(f"--- kube-apiserver log ({self.name}, last lines) ---\n{self.cluster.log('apiserver')}", flush=True)
-        print(f"{self.title}: exit {code} after {time.monotonic() - self.started:.0f} s")
+        said = "no test of its own (exit 5)" if code == 5 else f"exit {code}"
+        print(f"{self.title}: {said} after {time.monotonic() - self.started:.0f} s")
         sys.stdout.flush()
         self.resources.close()  # its cluster stops now, not when the other runs end
         return 0 if code == 5 else code  # 5: nothing collected (a filter matched no test)

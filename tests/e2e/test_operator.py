@@ -311,7 +311,9 @@ def test_the_install_values_and_kais_documented_shard_args_and_config_namespace_
             "admission re-rendered with sharing off",
             lambda: _has(clean, "kai-admission", "--gpu-sharing-enabled=false"),
         )
-        assert _has(clean, "kai-binder", "--max-concurrent-reconciles=20")
+        clean.wait(  # the Config's change reaches the binder's Deployment in a reconcile of its own
+            "the user's binder setting rendered", lambda: _has(clean, "kai-binder", "--max-concurrent-reconciles=20")
+        )
         assert clean.store.get("schedulingshards", "default")["spec"]["args"] == {"v": "4"}
         clean.wait(
             "the default shard's leader election back to the install's",
