@@ -42,7 +42,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     elsewhere = [item for item in mine if split.run_of(item) != run]
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
-        items[:] = [item for item in items if item not in set(elsewhere)]
+        gone = set(elsewhere)
+        items[:] = [item for item in items if item not in gone]
 
 
 @pytest.fixture(scope="session")

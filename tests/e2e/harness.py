@@ -508,11 +508,11 @@ def install(store: KubeStore, kubeconfig: str, *, real: bool) -> None:
 
     objects = installer.manifests(installer.defaults())
     if real:
-        _real_cluster_basics(kubeconfig, [o for o in objects if o["kind"] == "CustomResourceDefinition"])
-        # The workload operators' CRDs too, now rather than when their tests come: kube-controller-manager's
+        # The workload operators' CRDs with KAI's, now rather than when their tests come: kube-controller-manager's
         # garbage collector learns of a new resource on its next discovery (every 30 s), and until then it cannot
         # see an owner of that kind deleted, so the owner's PodGroup would be collected only by chance in time.
-        _real_cluster_basics(kubeconfig, [crd for name in WORKLOAD_CRDS for crd in load_fixture(name)], namespace=False)
+        kai_crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+        _real_cluster_basics(kubeconfig, kai_crds + [crd for name in WORKLOAD_CRDS for crd in load_fixture(name)])
     for obj in objects:
         if obj["kind"] in ("PriorityClass",):
             with contextlib.suppress(AlreadyExists):

@@ -216,8 +216,7 @@ class Binder:
         except BindUnsure as err:
             # No Failed status: the scheduler takes a failed request's pod as unbound and gives its GPUs to other
             # pods, while the binding may stand. Tried again after the backoff, the request read anew.
-            self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
-            self._retrying.add(br.meta.key)
+            self._retry_later(br, key)
             log.warning(f"bind outcome unknown, tried again: {err}", extra={"pod": key})
             return "error"
         except (StoreError, PreBindFailed) as err:
@@ -314,14 +313,19 @@ class Binder:
 
     def _failed(self, br: BindRequest, key: str, reason: str, outcome: BindOutcome) -> None:
         attempts = br.failed_attempts + 1
-        self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
-        self._retrying.add(br.meta.key)
+        self._retry_later(br, key)
         if br.backoff_limit is not None and attempts < br.backoff_limit:
             self.work.retry()  # taken up again after the backoff
         self._status(br, "Failed", reason, attempts)
         self._event(br, "Warning", "BindingError", f"Failed to bind pod {key} to node {br.selected_node}: {reason}")
         outcome.failed.append((key, reason))
         log.warning(f"bind failed: {reason}", extra={"pod": key, "attempts": attempts})
+
+    def _retry_later(self, br: BindRequest, key: str) -> None:
+        """Take the request up again after 2^failedAttempts seconds, read anew from the server first (`key`: its
+        pod's namespace/name)."""
+        self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
+        self._retrying.add(br.meta.key)
 
     def _status(self, br: BindRequest, phase: str, reason: str, attempts: int) -> None:
         self._write_status(
