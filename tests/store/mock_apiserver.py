@@ -175,6 +175,7 @@ class State:
     faults: Faults = field(default_factory=Faults)
     continues: dict[str, _Snapshot] = field(default_factory=dict)
     last_list: tuple[tuple[Any, ...], list[JSON]] | None = None
+    held: int = 0  # requests held unanswered by a stall of this state now
 
 
 class MockApiServer:
@@ -187,7 +188,6 @@ class MockApiServer:
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.held = 0  # requests held unanswered by a stall now
         self._marks: list[int] = [0, 0, 0]
         self._watches: dict[int, Marks] = {}  # open watch → the marks it has acted on
         self._watched = threading.Condition(self.lock)
@@ -222,6 +222,12 @@ class MockApiServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def held(self) -> int:
+        """Requests held unanswered by a stall now (of this test's state: one an earlier test left held is not
+        counted, and it ends at the reset, even if this test stalls again before its handler looks)."""
+        return self.state.held
 
     def reset(self, memory: MemoryStore) -> None:
         """Fresh state for a new test: new objects, no faults, empty request log; open watches end."""
@@ -472,16 +478,17 @@ class _Handler(BaseHTTPRequestHandler):
         if not mock.stalled(method, path):
             return True
         with mock.lock:
-            mock.held += 1
+            state = mock.state
+            state.held += 1
         try:
             while mock.stalled(method, path):
-                if mock.stopping.is_set() or self._client_left():
+                if mock.stopping.is_set() or self._client_left() or mock.state is not state:
                     return False
                 time.sleep(_TICK)
             return not self._client_left()
         finally:
             with mock.lock:
-                mock.held -= 1
+                state.held -= 1
 
     def _send(self, code: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(code)

@@ -95,8 +95,9 @@ def test_close_returns_within_its_timeout_with_a_watch_waiting_for_its_answer(
     kube_server.stall()
     watcher, out = in_thread(lambda: list(store.watch("pods", version, timeout=30)))
     wait_held(kube_server)
-    readers = [stream._thread for stream in store._streams["pods"]]  # this store's, waiting for the answer
-    assert readers
+    with store._lock:  # this store's readers, waiting for the answer
+        readers = [stream._thread for stream in store._streams.get("pods", [])]
+    assert readers, out
     started = time.monotonic()
     store.close()
     assert time.monotonic() - started < CLOSE_TIMEOUT + 0.5
