@@ -15,7 +15,7 @@ from kai_scheduler.binder.binder import Binder
 from kai_scheduler.binder.binding import Binding, Missing
 from kai_scheduler.binder.plugins import config
 from kai_scheduler.binder.plugins.gpusharing import GPUSharing
-from kai_scheduler.binder.plugins.interface import BindingState
+from kai_scheduler.binder.plugins.interface import BindingState, PreBindFailed, PreBindPending
 from kai_scheduler.store.interface import JSON, NotFound, StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
@@ -102,14 +102,39 @@ def test_a_failed_patch_or_binding_takes_back_what_the_steps_did_in_their_order(
     assert seen == ["first on pod-ns-p", "second on pod-ns-p", "first undone", "second undone"]
 
 
-def test_a_failed_step_stops_the_bind_and_leaves_the_earlier_steps_work() -> None:
+@pytest.mark.parametrize("error", [StoreError("no room"), PreBindFailed("no room"), NotFound("no room")])
+def test_a_failed_step_stops_the_bind_and_takes_back_the_earlier_steps_work(error: Exception) -> None:
+    """As KAI rolls back every plugin after a failed bind: claims reserved by `dynamicresources` are not left held
+    for a pod whose GPU sharing step failed."""
     store, seen = _store(), []
-    with pytest.raises(StoreError, match="no room"):
-        Binding(store, [Step("first", seen), Step("second", seen, error=StoreError("no room"))]).bind(
+    steps = [Step("first", seen), Step("second", seen, error=error), Step("third", seen)]
+    with pytest.raises(type(error) if not isinstance(error, NotFound) else Missing, match="no room"):
+        Binding(store, steps).bind(_request(store), "ns/p")
+    assert seen == ["first on pod-ns-p", "second on pod-ns-p", "first undone"]
+    assert store.calls[-1] == "get pods"  # neither patched nor bound
+    assert not store.get("pods", "p", b.NAMESPACE)["spec"].get("nodeName")
+
+
+def test_a_waiting_step_leaves_the_earlier_steps_work_for_the_next_pass() -> None:
+    store, seen = _store(), []
+    with pytest.raises(PreBindPending):
+        Binding(store, [Step("first", seen), Step("second", seen, error=PreBindPending("reservation pod"))]).bind(
             _request(store), "ns/p"
         )
     assert seen == ["first on pod-ns-p", "second on pod-ns-p"]
-    assert not store.get("pods", "p", b.NAMESPACE)["spec"].get("nodeName")
+
+
+def test_an_undo_that_fails_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    store, seen = _store("bind"), []
+
+    class Unlucky(Step):
+        def pre_bind(self, state: BindingState) -> None:
+            state.rollbacks.append(lambda: (_ for _ in ()).throw(StoreError("claim changed")))
+
+    with pytest.raises(StoreError, match="binding refused"):
+        Binding(store, [Unlucky("first", seen), Step("second", seen)]).bind(_request(store), "ns/p")
+    assert seen == ["second on pod-ns-p", "second undone"]
+    assert "taking back a bind step failed: claim changed" in caplog.text
 
 
 def test_a_steps_not_found_is_a_failure_of_the_bind_not_a_pod_gone() -> None:

@@ -6,8 +6,9 @@
    read: the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less.
 2. The bind annotations, one patch of the pod when there is anything to write: the labels and annotations the
    pre-bind steps asked for, and a MIG pod's resource type and instances.
-3. The binding, with the uid of the request's pod. If the patch or the binding fails, what the pre-bind steps
-   reserved is taken back (KAI's Rollback) and the error goes on to the binder, which records the failure. A
+3. The binding, with the uid of the request's pod. If a later pre-bind step, the patch or the binding fails, what
+   the pre-bind steps reserved is taken back (KAI's Rollback) and the error goes on to the binder, which records
+   the failure; a step that waits (`PreBindPending`) leaves the earlier steps' work for the next pass. A
    failure without an answer (the API server killed mid-request) may have been carried out: the pod is read, and
    bound to the request's node the bind stands; when it cannot be read, `BindUnsure` (nothing taken back).
 
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
-from kai_scheduler.binder.plugins.interface import BindingState, Plugin, PreBindFailed
+from kai_scheduler.binder.plugins.interface import BindingState, Plugin, PreBindFailed, PreBindPending
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError, may_have_been_done
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,7 @@ class Binding:
             self.store.bind(br.meta.namespace, br.pod_name, br.selected_node, br.pod_uid)
         except StoreError as err:
             if not (may_have_been_done(err) and self._bound_after_all(br, err)):
-                for rollback in state.rollbacks if state is not None else ():
-                    rollback()
+                take_back(state)
                 raise
             log.info(f"pod {key} bound to node {br.selected_node}, though the binding's answer was lost: {err}")
 
@@ -84,8 +84,14 @@ class Binding:
         for plugin in relevant:
             try:
                 plugin.pre_bind(state)
+            except PreBindPending:
+                raise  # asked again at the next pass: what the earlier steps did stays for it
             except NotFound as err:
+                take_back(state)
                 raise Missing(str(err)) from err
+            except (PreBindFailed, StoreError):
+                take_back(state)
+                raise
         return state
 
     def _annotate(self, br: BindRequest, state: BindingState | None) -> None:
@@ -103,6 +109,18 @@ class Binding:
             meta["annotations"] = annotations
         if meta:
             self.store.patch("pods", br.pod_name, br.meta.namespace, {"metadata": meta})
+
+
+def take_back(state: BindingState | None) -> None:
+    """Undo what the pre-bind steps reserved, in their order (KAI's Rollback after a failed bind). One undo that
+    fails does not stop the others: what it leaves is said, and the owner's controller frees it."""
+    for rollback in state.rollbacks if state is not None else ():
+        try:
+            rollback()
+        except StoreError as err:
+            log.warning(
+                f"pod {state.request.meta.namespace}/{state.request.pod_name}: taking back a bind step failed: {err}"
+            )
 
 
 def uid(pod: JSON) -> str:

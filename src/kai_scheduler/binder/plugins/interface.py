@@ -4,8 +4,9 @@ before the pod binding, on the pod as the bind read it.
 A plugin with no work for a request (`is_relevant` false) is not asked; when none has, the bind reads no pod.
 A pre-bind step tells the bind what else it needs through the `BindingState`: labels and annotations for the pod
 (written in one patch before the binding), and how to take back what it reserved should the binding then fail
-(KAI's `Rollback`, here each step's own undo, run in the plugins' order). A step that fails leaves the earlier
-steps' work in place: the retry takes it up again.
+(KAI's `Rollback`, here each step's own undo, run in the plugins' order). A step that fails has the earlier steps'
+work taken back too, as KAI rolls back every plugin after a failed bind; a step that waits (`PreBindPending`)
+leaves it in place for the next pass.
 """
 
 from __future__ import annotations
