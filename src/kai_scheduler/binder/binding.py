@@ -114,7 +114,9 @@ class Binding:
 def take_back(state: BindingState | None) -> None:
     """Undo what the pre-bind steps reserved, in their order (KAI's Rollback after a failed bind). One undo that
     fails does not stop the others: what it leaves is said, and the owner's controller frees it."""
-    for rollback in state.rollbacks if state is not None else ():
+    if state is None:
+        return
+    for rollback in state.rollbacks:
         try:
             rollback()
         except StoreError as err:
