@@ -30,6 +30,11 @@ them. `--rate 50` offers the pods at a fixed rate instead of all at once (for th
 this project's four components as one `kai run` process (one list and watch per resource for all of them) instead
 of one process each; its CPU is the `run` column.
 
+`--ceiling N` first measures, on a fresh control plane of its own, what each request of KAI's protocol costs the
+API server and etcd (`bench_request_cost.py`'s as-sent requests, N of each kind, two passes), and ends with a table
+of each kai fill against the most pods/s that protocol allows on this box (with the fill's own fake-node CPU per
+pod) and against kube-scheduler's fill at the same setting.
+
 To see where the API server's time goes: `--server-profile PATH` saves its Go CPU profile of the first 30 s of
 each fill (`PATH.kai`, `PATH.kube`), and `--extra-pod-watchers N` adds N clients that watch every pod and do
 nothing (what one more watcher costs the server).
@@ -340,6 +345,14 @@ def main() -> None:
         action="store_true",
         help="this project's components as one `kai run` process instead of four",
     )
+    parser.add_argument(
+        "--ceiling",
+        type=int,
+        default=0,
+        metavar="REQUESTS",
+        help="first measure the protocol's ceiling on this box (bench_request_cost.py's as-sent variant, twice, this "
+        "many requests of each kind) and print each fill against it",
+    )
     args = parser.parse_args()
     if args.kai_burst is not None and args.kai_qps is None:
         parser.error("--kai-burst needs --kai-qps")
@@ -347,6 +360,7 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    sent = _protocol_costs(args.ceiling, args.nodes) if args.ceiling and not args.kubeconfig else None
     rows: list[tuple[str, str, dict[str, Any]]] = []
     for setting in args.qps:
         qps = None if setting == "default" else int(setting)
@@ -427,6 +441,51 @@ def main() -> None:
             ]
             stages.add_row(r["label"], *cells, "; ".join(f"{k}: {v}" for k, v in r["limiter"].items()))
     console.print(stages)
+    if sent is not None:
+        console.print(_against_ceiling(rows, sent))
+
+
+def _protocol_costs(requests: int, nodes: int) -> list[Any]:
+    """The API server's and etcd's CPU per request of KAI's protocol on this box now (two passes)."""
+    import bench_request_cost
+
+    return bench_request_cost.measure(["as-sent"], requests, 16, nodes, repeat=2, idle_seconds=5)["as-sent"]
+
+
+def _against_ceiling(rows: list[tuple[str, str, dict[str, Any]]], sent: list[Any]) -> Any:
+    """Each kai fill against the most pods/s KAI's protocol allows on this box (measured in this run, with the
+    fill's own fake-node CPU per pod), and against kube-scheduler's fill at the same setting."""
+    import statistics
+
+    import bench_request_cost
+    from rich.table import Table
+
+    cores = float(os.cpu_count() or 2)
+    table = Table(title=f"kai's fills against the protocol's ceiling on {cores:g} cores (measured in this run)")
+    columns = ("QPS", "pods/s", "ceiling pods/s", "fill / ceiling", "kube-scheduler pods/s", "kai / kube", "ours ms")
+    for col in columns:
+        table.add_column(col, justify="right")
+    kube = {s: r["pods_per_second"] for s, sched, r in rows if sched == "kube"}
+    for setting, scheduler, r in rows:
+        if scheduler != "kai":
+            continue
+        fake_ms = 1000 * r["cpu"].get("fake-nodes", 0.0) / r["pods"]
+        c = bench_request_cost.ceiling(sent, cores, fake_ms)
+        slow, fast = c.kai_rates
+        rate = r["pods_per_second"]
+        ours = sum(1000 * r["cpu"].get(n, 0.0) / r["pods"] for n in SCHEDULER_SIDE)
+        table.add_row(
+            r["label"],
+            f"{rate:.1f}",
+            f"{slow:.0f}–{fast:.0f}",
+            f"{rate / fast:.2f}–{rate / slow:.2f}",
+            f"{kube[setting]:.1f}" if setting in kube else "",
+            f"{rate / kube[setting]:.2f}" if setting in kube else "",
+            f"{ours:.2f}",
+        )
+    medians = [statistics.median(m[k].per(bench_request_cost.server_of(m[k])) for m in sent) for k in sent[0]]
+    table.caption = f"API server + etcd ms per request, median of each kind: {', '.join(f'{v:.2f}' for v in medians)}"
+    return table
 
 
 def _print_row(setting: str, scheduler: str, r: dict[str, Any]) -> None:

@@ -456,54 +456,106 @@ def per_pod(passes: list[dict[str, Measure]]) -> list[float]:
     return [sum(k.kai[0] * p[k.key].per(server_of(p[k.key])) for k in KINDS) for p in passes]
 
 
+@dataclass(frozen=True)
+class Ceiling:
+    """What KAI's protocol costs the API server and etcd per pod (from the `as-sent` medians), and the most pods/s
+    that allows on `cores` cores with the fake nodes' and the creator's CPU per pod: for any implementation of the
+    protocol (its components' own CPU not counted), and with this project's client for the components' requests."""
+
+    cores: float
+    fake_nodes_ms: float
+    creator_ms: float
+    kai_ms: tuple[float, float]  # API server + etcd per pod, KAI's low and high request counts
+    kube_ms: float  # the same for kube-scheduler's requests
+    client_ms: float  # this project's client for the components' requests (low counts)
+
+    def rate(self, ms: float) -> float:
+        return 1000 * self.cores / (ms + self.fake_nodes_ms + self.creator_ms)
+
+    @property
+    def kai_rates(self) -> tuple[float, float]:
+        """The most pods/s of KAI's protocol at its high and at its low request counts."""
+        return self.rate(self.kai_ms[1]), self.rate(self.kai_ms[0])
+
+    @property
+    def kube_rate(self) -> float:
+        return self.rate(self.kube_ms)
+
+
+def ceiling(sent: list[dict[str, Measure]], cores: float, fake_nodes_ms: float) -> Ceiling:
+    """The ceiling from passes of the `as-sent` variant."""
+    server = {k.key: median_ms([p[k.key] for p in sent], server_of) for k in KINDS}
+    client = {k.key: median_ms([p[k.key] for p in sent], lambda m: m.client) for k in KINDS}
+    return Ceiling(
+        cores=cores,
+        fake_nodes_ms=fake_nodes_ms,
+        creator_ms=client["pod-create"],
+        kai_ms=(sum(k.kai[0] * server[k.key] for k in KINDS), sum(k.kai[1] * server[k.key] for k in KINDS)),
+        kube_ms=sum(k.kube * server[k.key] for k in KINDS),
+        client_ms=sum(k.kai[0] * client[k.key] for k in KINDS if k.sender != "creator"),
+    )
+
+
 def floors(
     results: dict[str, list[dict[str, Measure]]], cores: float, fake_nodes_ms: float, kube_rate: float
 ) -> list[tuple[str, str, str]]:
     """(what, KAI's protocol, kube-scheduler's) rows of the floor table, from the `as-sent` figures (medians)."""
-    sent = results["as-sent"]
-    server = {k.key: median_ms([p[k.key] for p in sent], server_of) for k in KINDS}
-    client = {k.key: median_ms([p[k.key] for p in sent], lambda m: m.client) for k in KINDS}
-    creator = client["pod-create"]
-    kai_low = sum(k.kai[0] * server[k.key] for k in KINDS)
-    kai_high = sum(k.kai[1] * server[k.key] for k in KINDS)
-    kube = sum(k.kube * server[k.key] for k in KINDS)
-    kai_client = sum(k.kai[0] * client[k.key] for k in KINDS if k.sender != "creator")
-    kube_requests = sum(k.kube for k in KINDS)
-    budget = 1000 * cores  # CPU-ms per second
-
-    def rate(ms: float) -> float:
-        return budget / ms
-
-    rows = [
+    c = ceiling(results["as-sent"], cores, fake_nodes_ms)
+    slow, fast = c.kai_rates
+    return [
         (
             "requests per pod (with the fake kubelet's Running)",
             f"{sum(k.kai[0] for k in KINDS):.1f}–{sum(k.kai[1] for k in KINDS):.1f}",
-            f"{kube_requests:g}",
+            f"{sum(k.kube for k in KINDS):g}",
         ),
-        ("API server + etcd CPU per pod", f"{kai_low:.2f}–{kai_high:.2f} ms", f"{kube:.2f} ms"),
+        ("API server + etcd CPU per pod", f"{c.kai_ms[0]:.2f}–{c.kai_ms[1]:.2f} ms", f"{c.kube_ms:.2f} ms"),
         (
             "+ fake nodes + creator per pod",
-            f"{fake_nodes_ms:.2f} + {creator:.2f} ms",
-            f"{fake_nodes_ms:.2f} + {creator:.2f} ms",
+            f"{fake_nodes_ms:.2f} + {c.creator_ms:.2f} ms",
+            f"{fake_nodes_ms:.2f} + {c.creator_ms:.2f} ms",
         ),
         (
             f"most pods/s on {cores:g} cores (any scheduler implementation)",
-            f"{rate(kai_high + fake_nodes_ms + creator):.0f}–{rate(kai_low + fake_nodes_ms + creator):.0f}",
-            f"{rate(kube + fake_nodes_ms + creator):.0f}",
+            f"{slow:.0f}–{fast:.0f}",
+            f"{c.kube_rate:.0f}",
         ),
         (
             "… with this project's client for the components' requests",
-            f"{rate(kai_high + fake_nodes_ms + creator + kai_client):.0f} (client {kai_client:.2f} ms per pod)",
+            f"{c.rate(c.kai_ms[1] + c.client_ms):.0f} (client {c.client_ms:.2f} ms per pod)",
             "",
         ),
         (
             f"against kube-scheduler's measured {kube_rate:g} pods/s (bench_fill.py, QPS 1,000)",
-            f"{rate(kai_high + fake_nodes_ms + creator) / kube_rate:.2f}–"
-            f"{rate(kai_low + fake_nodes_ms + creator) / kube_rate:.2f}×",
+            f"{slow / kube_rate:.2f}–{fast / kube_rate:.2f}×",
             "1×",
         ),
     ]
-    return rows
+
+
+def measure(
+    variants: list[str], requests: int, threads: int, nodes: int, repeat: int, idle_seconds: float
+) -> dict[str, list[dict[str, Measure]]]:
+    """`repeat` interleaved passes of each variant on a fresh control plane (stopped before this returns)."""
+    templates, template_uid = recorded_templates()
+    results: dict[str, list[dict[str, Measure]]] = {}
+    with tempfile.TemporaryDirectory(prefix="kai-bench-request-") as tmp, ControlPlane(Path(tmp) / "kube") as plane:
+        store = KubeStore.connect(plane.kubeconfig, options=KubeOptions(qps=0, user_agent="bench-request-cost"))
+        try:
+            harness.install(store, plane.kubeconfig, real=True)
+            pids = plane.pids()
+            time.sleep(3)
+            idle = idle_rate(pids, idle_seconds)
+            print(f"# idle: API server {idle['apiserver']:.3f}, etcd {idle['etcd']:.3f} CPU-s per s", flush=True)
+            meter = Meter(pids, idle)
+            sender = Sender(store)
+            order = [v for _ in range(repeat) for v in VARIANTS if v in variants]
+            for index, variant in enumerate(order):
+                results.setdefault(variant, []).append(
+                    run_variant(variant, index, requests, nodes, templates, template_uid, sender, meter, threads)
+                )
+        finally:
+            store.close()
+    return results
 
 
 def main() -> None:
@@ -532,27 +584,7 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    templates, template_uid = recorded_templates()
-    results: dict[str, list[dict[str, Measure]]] = {}
-    with tempfile.TemporaryDirectory(prefix="kai-bench-request-") as tmp, ControlPlane(Path(tmp) / "kube") as plane:
-        store = KubeStore.connect(plane.kubeconfig, options=KubeOptions(qps=0, user_agent="bench-request-cost"))
-        try:
-            harness.install(store, plane.kubeconfig, real=True)
-            pids = plane.pids()
-            time.sleep(3)
-            idle = idle_rate(pids, args.idle)
-            print(f"# idle: API server {idle['apiserver']:.3f}, etcd {idle['etcd']:.3f} CPU-s per s", flush=True)
-            meter = Meter(pids, idle)
-            sender = Sender(store)
-            order = [v for _ in range(args.repeat) for v in VARIANTS if v in args.variants]
-            for index, variant in enumerate(order):
-                results.setdefault(variant, []).append(
-                    run_variant(
-                        variant, index, args.requests, args.nodes, templates, template_uid, sender, meter, args.threads
-                    )
-                )
-        finally:
-            store.close()
+    results = measure(args.variants, args.requests, args.threads, args.nodes, args.repeat, args.idle)
 
     console = Console(width=240)
     title = (
