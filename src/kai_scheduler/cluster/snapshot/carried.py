@@ -34,8 +34,7 @@ class CarriedPod:
     key: str  # namespace/name
     record: PodRecord
     info: PodInfo
-    placement: Placement  # as the objects say; a session's moves are put back to it
-    memory_portion: float  # the GPU-memory portion the objects give it
+    placement: Placement  # as the objects say: what its node's ledgers are charged with
     node: str = ""  # charged on this node's ledgers
     pod_group: str = ""  # namespace/podgroup of our pod that belongs in the snapshot's tasks
     other_scheduler: bool = False  # counted in other_usage (another scheduler's active pod)
