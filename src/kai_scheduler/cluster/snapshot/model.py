@@ -64,16 +64,17 @@ class Snapshot:
     waiting: list[JobInfo] = field(default_factory=list)
     # Every change made to the records since the build (the carried model's log, which its next build undoes).
     changes: ChangeLog = field(default_factory=ChangeLog)
-    # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (the carried model keeps the list);
-    # None: found by a pass over every pod (`pod_affinity.anti_affine_pods`).
-    anti_affine: list[PodInfo] | None = None
-    # Likewise the pods that declare preferred pod (anti-)affinity (`podaffinity` scores toward them).
-    soft_affine: list[PodInfo] | None = None
+    # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (a build from nothing lists them
+    # as it makes the records, the carried model keeps the list), and likewise those that declare preferred pod
+    # (anti-)affinity (`podaffinity` scores toward them).
+    anti_affine: list[PodInfo] = field(default_factory=list)
+    soft_affine: list[PodInfo] = field(default_factory=list)
     # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)
-    # Per queue, what its jobs held and waited for at the build (the carried model's; None: the reader sums them).
-    queue_charges: dict[str, QueueCharge] | None = None
+    # Per queue, what its jobs held and waited for at the build (`queue_charge.queue_charges`; the carried model
+    # keeps them and sums again the queues whose jobs changed).
+    queue_charges: dict[str, QueueCharge] = field(default_factory=dict)
     dra_objects: DraObjects = field(default_factory=DraObjects)
     dra_memo: DraDerived = field(default_factory=DraDerived)
     _dra: DraState | None = None
