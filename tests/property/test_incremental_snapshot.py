@@ -319,9 +319,8 @@ def _random_session(snap: snapshots.Snapshot, steps: list[tuple[str, int, str]])
         except ValueError:
             pass
     for job in snap.stale_candidates():  # as stalegangeviction marks and clears jobs
-        job.stale_since = b.NOW if job.stale_since is None else None
-    snap.written.add(tasks[0].job_uid)  # any other job whose stale timestamp a reader sets is named in `written`
-    snap.jobs[tasks[0].job_uid].stale_since = b.NOW - 1
+        snap.set_stale_since(job, b.NOW if job.stale_since is None else None)
+    snap.set_stale_since(snap.jobs[tasks[0].job_uid], b.NOW - 1)  # any job's, through the snapshot's change log
     ssn.release()
 
 

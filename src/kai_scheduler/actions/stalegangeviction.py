@@ -27,14 +27,17 @@ class StaleGangEviction:
 
     def execute(self, ssn: Session) -> None:
         default_grace = ssn.config.flags.default_staleness_grace_period
-        for job in ssn.snapshot.stale_candidates():  # every other job is not stale, with no timestamp
+        snap = ssn.snapshot
+        for job in snap.stale_candidates():  # every other job is not stale, with no timestamp
             if not job.is_stale():
-                job.stale_since = None
+                snap.set_stale_since(job, None)
                 continue
-            if job.stale_since is None:
-                job.stale_since = ssn.now
+            since = job.stale_since
+            if since is None:
+                since = ssn.now
+                snap.set_stale_since(job, since)
             grace = grace_period(job, default_grace)
-            if grace < 0 or ssn.now - job.stale_since < grace:
+            if grace < 0 or ssn.now - since < grace:
                 continue
             evict_gang(ssn, job, grace)
 

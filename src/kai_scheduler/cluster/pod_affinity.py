@@ -28,34 +28,15 @@ def session_pods(snapshot: Snapshot) -> list[PodInfo]:
 
 
 def anti_affine_pods(snapshot: Snapshot) -> list[PodInfo]:
-    """The pods of `session_pods` that declare pod anti-affinity, in no particular order: one pass over the
-    pods without building or sorting the whole set (most clusters have none)."""
-    if snapshot.anti_affine is not None:  # kept with the snapshot's model
-        return list(snapshot.anti_affine)
-    found: dict[str, PodInfo] = {}
-    for node in snapshot.nodes:
-        for uid, pod in node.tasks.items():
-            if pod.pod.pod_anti_affinity:
-                found[uid] = pod
-    for uid, pod in snapshot.tasks.items():
-        if pod.pod.pod_anti_affinity:
-            found[uid] = pod
-    return list(found.values())
+    """The pods of `session_pods` that declare pod anti-affinity, in no particular order (listed by the build:
+    most clusters have none, and no reader walks every pod for them)."""
+    return list(snapshot.anti_affine)
 
 
 def soft_affine_pods(snapshot: Snapshot) -> list[PodInfo]:
-    """The pods of `session_pods` that declare preferred pod (anti-)affinity, in no particular order."""
-    if snapshot.soft_affine is not None:  # kept with the snapshot's model
-        return list(snapshot.soft_affine)
-    found: dict[str, PodInfo] = {}
-    for node in snapshot.nodes:
-        for uid, pod in node.tasks.items():
-            if pod.pod.preferred_pod_affinity or pod.pod.preferred_pod_anti_affinity:
-                found[uid] = pod
-    for uid, pod in snapshot.tasks.items():
-        if pod.pod.preferred_pod_affinity or pod.pod.preferred_pod_anti_affinity:
-            found[uid] = pod
-    return list(found.values())
+    """The pods of `session_pods` that declare preferred pod (anti-)affinity, in no particular order (listed by
+    the build)."""
+    return list(snapshot.soft_affine)
 
 
 def scope_of(term: PodAffinityTerm, task: PodInfo, snapshot: Snapshot) -> NamespaceScope:

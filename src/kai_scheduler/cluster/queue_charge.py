@@ -1,8 +1,9 @@
 """What a queue's jobs hold and wait for, on the queue axis (cpu, memory, gpu), as a snapshot was built.
 
-The proportion plugin opens every session from these sums (§5.1). The carried snapshot model keeps them per queue
-and sums again only the queues whose jobs changed; a build from nothing leaves them to the plugin, which sums the
-same rows in the same order, so both give the same floats.
+The proportion plugin opens every session from these sums (§5.1), which every snapshot hands it
+(`Snapshot.queue_charges`). The carried snapshot model keeps them per queue and sums again only the queues whose
+jobs changed; a build from nothing sums them all (`queue_charges`): the same rows in the same order, so both give
+the same floats.
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ def job_rows(job: JobInfo) -> Rows:
         if task.status in ALLOCATED_STATUSES:
             held.append(task.queue_request())
     return held, [] if job.preemptible else held, waiting
+
+
+def queue_charges(jobs: Iterable[JobInfo]) -> dict[str, QueueCharge]:
+    """Per queue, `charge` of its jobs' rows, in the order of `jobs`."""
+    by_queue: dict[str, list[Rows]] = {}
+    for job in jobs:
+        by_queue.setdefault(job.queue, []).append(job_rows(job))
+    return {queue: charge(rows) for queue, rows in by_queue.items()}
 
 
 def charge(rows: Iterable[Rows]) -> QueueCharge:

@@ -1,8 +1,9 @@
 """Session: one scheduling cycle's whole world (KAI `framework/session.go`).
 
 It holds the snapshot, the plugins' callbacks per extension point (in configured tier order), the decisions
-committed so far and the fit errors collected for the jobs that could not be placed. Actions read and change the
-model only through the session and its statements.
+committed so far and the fit errors collected for the jobs that could not be placed. Actions read the model through
+the session; they move tasks only through its statements, and every change to a record (a move, a GPU-memory
+portion, a stale timestamp) is logged in the snapshot's change log (`Snapshot.changes`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
 """Statement: a transaction over the session's model (KAI `framework/statement.go`, §3.3).
 
-Each operation is a frozen record of the task and its placement before and after. `rollback(cp)` applies the
-inverses newest first and truncates the log; do and undo both fire the allocate/deallocate handlers, so plugin
-state (queue accounting) follows exactly. `commit` hands the log to the session as decisions, in KAI's order:
-evictions, then pipelines, then binds.
+Each operation is a frozen record of the task and its placement before and after. An operation changes the
+model through `Snapshot.move`, which logs the move in the model's change log (`cluster.snapshot.changes`) and
+keeps the node ledgers in step; `rollback(cp)` replays the inverses newest first through the same path (logged
+too: the model's log is the whole history, the statement's only what survives) and truncates the statement's
+operations. Do and undo both fire the allocate/deallocate handlers, so plugin state (queue accounting) follows
+exactly. `commit` hands the operations to the session as decisions, in KAI's order: evictions, then pipelines,
+then binds.
 """
 
 from __future__ import annotations

@@ -272,7 +272,7 @@ class Meter:
         else:
             assert self._schedulable_seen is not None
             changed = (arrays.free != self._free_seen).any(axis=1) | (arrays.schedulable != self._schedulable_seen)
-            for name in snap.touched:
+            for name in snap.changes.moved_nodes():
                 node = snap.node_by_name.get(name)
                 if node is not None:
                     changed[node.row] = True

@@ -37,13 +37,13 @@ def choose(ssn: Session, task: PodInfo, row: int) -> tuple[tuple[str, ...], bool
     """GPU groups for `task` on node `row`, and whether any of them depends on releasing capacity.
 
     A whole-GPU or CPU task needs no group. For a gpu-memory task this also sets `task.memory_portion` to its
-    portion of this node's GPU (§6: ceil(mem / nodeGpuMem × 100) / 100), what its queue is charged."""
+    portion of this node's GPU (§6: ceil(mem / nodeGpuMem × 100) / 100), what its queue is charged, through the
+    snapshot's change log (`Snapshot.set_memory_portion`)."""
     if not task.gpu.is_shared:
         return (), False
     node = ssn.snapshot.nodes[row]
     if task.gpu.memory_mib:
-        ssn.snapshot.written.add(task.job_uid)
-        task.memory_portion = gpu_portion(task.gpu.memory_mib, node.gpu_memory_mib)
+        ssn.snapshot.set_memory_portion(task, gpu_portion(task.gpu.memory_mib, node.gpu_memory_mib))
     candidates = candidates_on(ssn, task, node)
     scores = ssn.gpu_scores(task, row, [c.group for c in candidates])
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])

@@ -3,7 +3,8 @@
 The entry point is `build` (`builder`); the names below are the package's public API. How to read it:
 
 - `inputs`: what a build takes (`ClusterObjects`, `SnapshotParams`) and `Problem`;
-- `model`: the `Snapshot` a build gives, and `TaskLog`;
+- `model`: the `Snapshot` a build gives; `changes`: its change log (`ChangeLog`, the only way its records change)
+  and `TaskLog` (the task records builds replaced);
 - `pools`, `queues`, `pods`, `jobs`: what the node pool, the queues, each pod and each PodGroup yield;
 - `full`: a build from nothing, every record new;
 - `memo`, `carried`, `incremental`, `entries`, `bind_requests`, `derive`, `sorted_keys`: the incremental
@@ -12,8 +13,19 @@ The entry point is `build` (`builder`); the names below are the package's public
 """
 
 from kai_scheduler.cluster.snapshot.builder import build
+from kai_scheduler.cluster.snapshot.changes import ChangeLog, TaskLog
 from kai_scheduler.cluster.snapshot.inputs import FED_RESOURCES, ClusterObjects, Problem, SnapshotParams
 from kai_scheduler.cluster.snapshot.memo import Memo
-from kai_scheduler.cluster.snapshot.model import Snapshot, TaskLog
+from kai_scheduler.cluster.snapshot.model import Snapshot
 
-__all__ = ["FED_RESOURCES", "ClusterObjects", "Memo", "Problem", "Snapshot", "SnapshotParams", "TaskLog", "build"]
+__all__ = [
+    "FED_RESOURCES",
+    "ChangeLog",
+    "ClusterObjects",
+    "Memo",
+    "Problem",
+    "Snapshot",
+    "SnapshotParams",
+    "TaskLog",
+    "build",
+]

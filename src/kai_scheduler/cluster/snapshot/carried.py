@@ -16,9 +16,10 @@ from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, Rows
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis, Vector
 from kai_scheduler.cluster.snapshot.bind_requests import BindRequestIndex
+from kai_scheduler.cluster.snapshot.changes import ChangeLog, TaskLog
 from kai_scheduler.cluster.snapshot.inputs import Problem
 from kai_scheduler.cluster.snapshot.jobs import GroupRecord
-from kai_scheduler.cluster.snapshot.model import Snapshot, TaskLog
+from kai_scheduler.cluster.snapshot.model import Snapshot
 from kai_scheduler.cluster.snapshot.pods import PodRecord
 from kai_scheduler.cluster.snapshot.pools import PoolNodes
 from kai_scheduler.cluster.snapshot.queues import QueueNotes
@@ -33,8 +34,7 @@ class CarriedPod:
     key: str  # namespace/name
     record: PodRecord
     info: PodInfo
-    placement: Placement  # as the objects say; a session's moves are put back to it
-    memory_portion: float  # the GPU-memory portion the objects give it
+    placement: Placement  # as the objects say: what its node's ledgers are charged with
     node: str = ""  # charged on this node's ledgers
     pod_group: str = ""  # namespace/podgroup of our pod that belongs in the snapshot's tasks
     other_scheduler: bool = False  # counted in other_usage (another scheduler's active pod)
@@ -118,9 +118,7 @@ class CarriedModel:
     # With a change feed (`ClusterObjects.feed`): its marks at the last build.
     marks: dict[str, object] = field(default_factory=dict)
     task_log: TaskLog = field(default_factory=TaskLog)  # the uids of `Reached.task_changes`, build after build
-    # What the last snapshot's users changed, put back by the next build.
-    touched: set[str] = field(default_factory=set)  # nodes the last session moved tasks on
-    written: set[str] = field(default_factory=set)  # jobs whose task records the last snapshot's users changed
+    changes: ChangeLog = field(default_factory=ChangeLog)  # what the last snapshot's users changed: undone next build
     last_snapshot: weakref.ref[Snapshot] | None = None
     appending: bool = False  # a build from nothing: keys arrive in order, appended
     reached: Reached = field(default_factory=Reached)

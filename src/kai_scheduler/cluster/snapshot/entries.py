@@ -34,7 +34,7 @@ def pod_entry(
     ours = pod.scheduler_name == params.scheduler_name
     placement = record_placement(record, model.bind_requests.live.get(key) if ours else None, params)
     info = new_task(record, placement)
-    e = CarriedPod((pod.namespace, pod.name), key, record, info, placement, record.memory_portion)
+    e = CarriedPod((pod.namespace, pod.name), key, record, info, placement)
     if BITS[placement.status] & _ACTIVE_USED and placement.node:
         node = model.node_by_name.get(placement.node)
         if node is None:
@@ -42,9 +42,7 @@ def pod_entry(
                 e.problem = missing_node(key, placement.node)
             return e
         if placement.gpu_groups:
-            info.memory_portion = e.memory_portion = (
-                gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
-            )
+            info.memory_portion = gpu_portion(pod.gpu.memory_mib, node.gpu_memory_mib) if pod.gpu.memory_mib else 0
         e.node = node.name
         e.other_scheduler = not ours and pod.namespace != constants.RESERVATION_NAMESPACE
     if ours and record.group:

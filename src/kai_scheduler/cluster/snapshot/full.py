@@ -13,6 +13,7 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, within
+from kai_scheduler.cluster.queue_charge import queue_charges
 from kai_scheduler.cluster.resources import ResourceAxis, gpu_portion
 from kai_scheduler.cluster.snapshot.inputs import ClusterObjects, Problem, SnapshotParams
 from kai_scheduler.cluster.snapshot.jobs import (
@@ -91,6 +92,7 @@ def build_full(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
         labels,
         notes,
     )
+    snap.queue_charges = queue_charges(snap.jobs.values())
     report_bad_pods(snap, objects.problems)
     return snap
 
@@ -105,7 +107,8 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
         ours = pod.scheduler_name == snap.params.scheduler_name
         placement = record_placement(record, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
         info = new_task(record, placement)
-        if within(placement.status, ACTIVE_USED) and placement.node:
+        on_node = within(placement.status, ACTIVE_USED) and bool(placement.node)
+        if on_node:
             node = snap.node_by_name.get(placement.node)
             if node is None:
                 if ours and pod_in_pool(pod, snap.params):
@@ -116,13 +119,23 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
             charged.append((node, info, placement))
             if not ours and pod.namespace != constants.RESERVATION_NAMESPACE:
                 snap.other_usage += record.request
-        if not ours:
-            continue
-        if record.group:
+        in_tasks = ours and bool(record.group)
+        if in_tasks:
             snap.tasks[str(info.uid)] = info
             by_group.setdefault(f"{pod.namespace}/{record.group}", []).append(info)
+        if on_node or in_tasks:
+            _note_affinity(snap, info)
     charge_nodes(snap.arrays, charged)
     return by_group
+
+
+def _note_affinity(snap: Snapshot, info: PodInfo) -> None:
+    """List a pod on a node or among the tasks if it declares pod anti-affinity or preferred pod (anti-)affinity."""
+    pod = info.pod
+    if pod.pod_anti_affinity:
+        snap.anti_affine.append(info)
+    if pod.preferred_pod_affinity or pod.preferred_pod_anti_affinity:
+        snap.soft_affine.append(info)
 
 
 def _add_jobs(

@@ -8,9 +8,10 @@ the memo between builds and is brought up to date in place:
 - objects are matched by identity: the cache replaces an object when its resourceVersion changes, so a pod,
   PodGroup or BindRequest that is not the same object as last time is derived again, with what depends on it
   (its job, the ledger rows of its nodes, the snapshot's dicts: `derive`);
-- what the last session changed is put back as the objects say: placements and GPU portions of tasks, stale
-  timestamps of jobs, and the rows, tasks and GPU groups of the nodes it moved tasks on (recomputed from
-  their tasks in pod order, so the ledgers are bit for bit those of a build from nothing);
+- what the last snapshot's users changed is undone first: the model hands every snapshot its change log
+  (`changes.ChangeLog`: placements and GPU portions of tasks, stale timestamps of jobs, each before and after),
+  whose changes are reverted newest first; the rows, tasks and GPU groups of the nodes its moves reached are
+  recomputed from their tasks in pod order, so the ledgers are bit for bit those of a build from nothing;
 - a change that reaches every record (the node set, the resource axis, the parameters, priority classes, the
   queue tree's shape, objects that failed to parse) starts a model from nothing; the records of what one object
   yields alone (`pods.PodRecord`, `jobs.GroupRecord`, the pool's nodes and their fresh ledgers) still serve then.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
@@ -33,7 +34,7 @@ from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import ResourceAxis
-from kai_scheduler.cluster.snapshot.carried import CarriedModel, CarriedPod
+from kai_scheduler.cluster.snapshot.carried import CarriedModel
 from kai_scheduler.cluster.snapshot.derive import rederive
 from kai_scheduler.cluster.snapshot.entries import (
     count_extended_resources,
@@ -113,8 +114,7 @@ def build_incremental(objects: ClusterObjects, params: SnapshotParams, memo: Mem
         task_log=model.task_log,
         task_mark=model.task_log.end,
         waiting=waiting,
-        touched=model.touched,
-        written=model.written,
+        changes=model.changes,
         anti_affine=[e.info for e in model.anti_affine.values()],
         soft_affine=[e.info for e in model.soft_affine.values()],
         queue_charges=dict(model.queue_charges),
@@ -273,43 +273,9 @@ def _feed_changes(model: CarriedModel, objects: ClusterObjects, resource: str) -
 
 
 def _put_back(model: CarriedModel) -> None:
-    """Undo what the last session (or a reader of the last snapshot) changed in the records."""
-    reached_nodes = model.reached.nodes
-    for e in _written(model):
-        info = e.info
-        if info.placement is not e.placement or info.memory_portion != e.memory_portion:
-            info.placement, info.memory_portion = e.placement, e.memory_portion
-            if e.node:
-                reached_nodes.add(e.node)
-    # Stale timestamps: stalegangeviction sets them on the snapshot's stale candidates only (the jobs watched at
-    # the last build and those a session moved tasks of, which `written` holds); any other writer names the job
-    # in `Snapshot.written`. Every other job still has its PodGroup's.
-    for uid in model.stale_watch | model.written:
-        job = model.jobs.get(uid)
-        if job is None:
-            continue
-        g = model.group_by_key.get(job.podgroup.meta.key)
-        if g is not None and g.job is job and job.stale_since != g.record.stale_since:
-            job.stale_since = g.record.stale_since
-    model.written.clear()
-    reached_nodes |= model.touched
-    model.touched.clear()
-
-
-def _written(model: CarriedModel) -> Iterable[CarriedPod]:
-    """The entries whose records the last snapshot's users may have changed: the tasks of the jobs it says
-    were written (`Snapshot.written`), or every pod when one of those is not a job of the model."""
-    entries: list[CarriedPod] = []
-    for uid in model.written:
-        job = model.jobs.get(uid)
-        if job is None:
-            return model.pods.values()
-        for task in (*job.tasks, *job.unassigned):
-            e = model.by_key.get(task.key)
-            if e is None or e.info is not task:
-                return model.pods.values()
-            entries.append(e)
-    return entries
+    """Undo what the last snapshot's users changed in the records (its change log, newest first); the nodes its
+    moves reached get their rows recomputed."""
+    model.reached.nodes |= model.changes.undo()
 
 
 def _job_sort_key(model: CarriedModel, uid: str) -> SortKey:

@@ -1,11 +1,11 @@
 """`Snapshot`: the cluster as one cycle sees it (KAI `cache/cluster_info`), and what it answers (capacity, DRA
-state and charges, MIG nodes, label columns, stale candidates); `move` is the one writer of placements that keeps
-the node ledgers in step. `TaskLog` is the carried model's log of changed task records, which the snapshot
-hands its readers."""
+state and charges, MIG nodes, label columns, stale candidates). Its records change only through its change log
+(`changes.ChangeLog`): `move` (statements; the node ledgers follow), `show`, `set_memory_portion` and
+`set_stale_since` each log the change they make."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,43 +26,16 @@ from kai_scheduler.cluster.pod_status import BITS, ON_NODE, PodStatus
 from kai_scheduler.cluster.queue_charge import QueueCharge
 from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.cluster.resources import GPU, ResourceAxis, Vector
+from kai_scheduler.cluster.snapshot.changes import ChangeLog, Moved, Portioned, Restamped, Shown, TaskLog
 from kai_scheduler.cluster.snapshot.inputs import Problem, SnapshotParams
 
 _ON_NODE = ON_NODE.value
 
 
-@dataclass(slots=True, eq=False)
-class TaskLog:
-    """The carried model's record of the uids whose task records changed (new, replaced or gone), in order. A reader
-    that derived something from `tasks` at one `end` finds what changed since in `since` (None: not known)."""
-
-    uids: list[str] = field(default_factory=list)
-    start: int = 0  # the position of uids[0]: older entries were dropped
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.uids)
-
-    def add(self, uids: Iterable[str], limit: int) -> None:
-        """Log `uids`; past `limit` entries the older half is dropped."""
-        self.uids.extend(uids)
-        if len(self.uids) > limit:
-            drop = len(self.uids) - limit // 2
-            del self.uids[:drop]
-            self.start += drop
-
-    def since(self, mark: int, end: int) -> list[str] | None:
-        """The uids logged from `mark` to `end` (a snapshot's `task_mark`); None when the log does not reach
-        back to `mark` or `mark` is past `end`."""
-        if mark < self.start or mark > end or end > self.end:
-            return None
-        return self.uids[mark - self.start : end - self.start]
-
-
 @dataclass(slots=True, eq=False, weakref_slot=True)
 class Snapshot:
     """The cluster as one cycle sees it: nodes with their ledgers, tasks, jobs and the queue tree, with the
-    problems found on the way (built by `builder.build`; a session changes it through `move`)."""
+    problems found on the way (built by `builder.build`; whatever changes its records logs it in `changes`)."""
 
     now: float
     params: SnapshotParams
@@ -89,23 +62,19 @@ class Snapshot:
     # Pending (it allocates, pipelines, evicts to Releasing or rolls back), so every job that has a pending task
     # during the session is here: the actions look for work among these, not among every job of the cluster.
     waiting: list[JobInfo] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)  # nodes a session moved tasks on (the carried model redoes them)
-    # Jobs some of whose task records were changed in place (placement or GPU-memory portion): by `move`, by
-    # GPU sharing's choice of a portion, by `show`; the carried model puts back their tasks only. A job's stale
-    # timestamp may be changed on `stale_candidates()` (as stalegangeviction does) or on a job named here: the
-    # carried model puts back those only.
-    written: set[str] = field(default_factory=set)
-    # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (the carried model keeps the list);
-    # None: found by a pass over every pod (`pod_affinity.anti_affine_pods`).
-    anti_affine: list[PodInfo] | None = None
-    # Likewise the pods that declare preferred pod (anti-)affinity (`podaffinity` scores toward them).
-    soft_affine: list[PodInfo] | None = None
+    # Every change made to the records since the build (the carried model's log, which its next build undoes).
+    changes: ChangeLog = field(default_factory=ChangeLog)
+    # The pods on nodes or among `tasks` that declare pod anti-affinity, as built (a build from nothing lists them
+    # as it makes the records, the carried model keeps the list), and likewise those that declare preferred pod
+    # (anti-)affinity (`podaffinity` scores toward them).
+    anti_affine: list[PodInfo] = field(default_factory=list)
+    soft_affine: list[PodInfo] = field(default_factory=list)
     # Jobs stale when the snapshot was built, or whose PodGroup carries a stale timestamp, in `jobs` order; with
     # the jobs a session moved tasks of, these are all the jobs whose staleness can be new (`stale_candidates`).
     stale_watch: list[JobInfo] = field(default_factory=list)
-    moved_jobs: set[str] = field(default_factory=set)
-    # Per queue, what its jobs held and waited for at the build (the carried model's; None: the reader sums them).
-    queue_charges: dict[str, QueueCharge] | None = None
+    # Per queue, what its jobs held and waited for at the build (`queue_charge.queue_charges`; the carried model
+    # keeps them and sums again the queues whose jobs changed).
+    queue_charges: dict[str, QueueCharge] = field(default_factory=dict)
     dra_objects: DraObjects = field(default_factory=DraObjects)
     dra_memo: DraDerived = field(default_factory=DraDerived)
     _dra: DraState | None = None
@@ -118,9 +87,9 @@ class Snapshot:
     # the same dict (`Memo.plugins`), a build without a memo an empty one. A plugin checks what it finds against the
     # snapshot it is given (another snapshot may have been built in between, or the model from nothing).
     plugin_memo: dict[str, object] = field(default_factory=dict)
-    # The carried model's log of changed task records and its end at this build: `tasks` is the log's `tasks` at
-    # `task_mark` (None: a build without a carried model).
-    task_log: TaskLog | None = None
+    # The log of replaced task records and its end at this build: `tasks` is the log's `tasks` at `task_mark`. The
+    # carried model keeps one log build after build; a build from nothing starts its own, empty.
+    task_log: TaskLog = field(default_factory=TaskLog)
     task_mark: int = 0
 
     def namespace_labels(self) -> Mapping[str, Mapping[str, str]]:
@@ -205,15 +174,24 @@ class Snapshot:
     def stale_candidates(self) -> list[JobInfo]:
         """The jobs whose staleness or stale timestamp may differ from their PodGroup's now, in `jobs` order;
         every other job is not stale and has no stale timestamp."""
-        moved = [self.jobs[uid] for uid in self.moved_jobs if uid in self.jobs]
+        moved = [self.jobs[uid] for uid in self.changes.moved_jobs() if uid in self.jobs]
         if not moved:
             return list(self.stale_watch)
         return sorted({id(j): j for j in (*self.stale_watch, *moved)}.values(), key=lambda j: (j.namespace, j.name))
 
     def show(self, task: PodInfo, placement: Placement) -> None:
         """Show `task` at `placement` for a reader of this snapshot, leaving the ledgers as they are."""
-        self.written.add(task.job_uid)
-        task.placement = placement
+        self.changes.record(Shown(task, task.placement, placement))
+
+    def set_memory_portion(self, task: PodInfo, portion: float) -> None:
+        """Size a gpu-memory task's portion of one GPU (GPU sharing, on the node it chose)."""
+        if task.memory_portion != portion:
+            self.changes.record(Portioned(task, task.memory_portion, portion))
+
+    def set_stale_since(self, job: JobInfo, when: float | None) -> None:
+        """Set or clear a job's stale timestamp (stalegangeviction, on `stale_candidates()`)."""
+        if job.stale_since != when:
+            self.changes.record(Restamped(job, job.stale_since, when))
 
     def move(self, task: PodInfo, after: Placement) -> None:
         """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
@@ -221,11 +199,7 @@ class Snapshot:
         nodes = self.node_by_name
         if BITS[before.status] & _ON_NODE and before.node:
             nodes[before.node].remove_task(task, before)
-            self.touched.add(before.node)
-        task.placement = after
+        self.changes.record(Moved(task, before, after))
         self.version += 1
-        self.moved_jobs.add(task.job_uid)
-        self.written.add(task.job_uid)
         if BITS[after.status] & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)
-            self.touched.add(after.node)

@@ -2,9 +2,10 @@
 memo to each snapshot it builds; elsewhere every session starts empty).
 
 - `Learned`: the shape of every task the last session saw, by uid with the record it was derived from. A
-  session looks at the uids the carried model logged as changed since (`Snapshot.task_log`; without that log, or
-  when it does not reach back, every record is matched by identity) instead of deriving the shape of every
-  pod of the cluster again. The counts are those of a fresh pass over the snapshot's tasks. Their ranking
+  session looks at the uids logged as replaced since (`Snapshot.task_log`; when that is another log than the one
+  last read, a build from nothing's, or does not reach back, every record is matched by identity) instead of
+  deriving the shape of every pod of the cluster again. A session's own changes to the records (its change log)
+  leave the shape fields alone. The counts are those of a fresh pass over the snapshot's tasks. Their ranking
   (`Ranking`, `shapes.heaviest`'s order) is kept sorted and moved for the shapes whose counts changed.
 - `Rows`: per node row, its per-device free fractions and its class, under the row's stamp
   (`NodeArrays.stamps`, new whenever the row's tasks or ledgers change): a session open derives only the rows

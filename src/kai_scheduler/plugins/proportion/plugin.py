@@ -124,18 +124,11 @@ class Proportion(PluginBase):
 
         Allocated = tasks in allocated statuses, and the GPUs DRA claims charge themselves (shared claims, `All`
         requests: `Snapshot.dra_charges`); request = allocated + Pending tasks (`queue_charge`) + what Pending
-        tasks' shared claims ask. Jobs of
-        missing or non-leaf queues count nowhere (the snapshot reports them). An incremental snapshot has the sums
-        already; else they are made here, from the same rows in the same order. A task deallocated later is
-        refunded its `queue_request()`, what it was charged here."""
+        tasks' shared claims ask. Jobs of missing or non-leaf queues count nowhere (the snapshot reports them). The
+        sums come with the snapshot (`Snapshot.queue_charges`). A task deallocated later is refunded its
+        `queue_request()`, what it was charged here."""
         leaves = sorted(name for name in self._shares if snapshot.queues[name].is_leaf)
         charges = snapshot.queue_charges
-        if charges is None:
-            jobs: dict[str, list[JobInfo]] = {name: [] for name in leaves}
-            for job in snapshot.jobs.values():
-                if job.queue in jobs:
-                    jobs[job.queue].append(job)
-            charges = {name: queue_charge.charge(map(queue_charge.job_rows, jobs[name])) for name in leaves}
         none = queue_charge.charge(())
         claims = snapshot.dra_charges()
         for name in leaves:
