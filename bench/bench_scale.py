@@ -149,7 +149,7 @@ def _phases(result: Any) -> Figures:
     out = {"open": result.open_session_seconds, "actions": actions}
     out["snapshot+commit"] = result.seconds - actions - result.open_session_seconds - result.close_session_seconds
     for name, seconds in result.action_seconds.items():
-        out[f"action:{name}"] = seconds
+        out[name] = seconds
     return out
 
 
@@ -283,7 +283,7 @@ def print_main(nodes: int, cold: dict[str, float], cycles: dict[str, Any]) -> No
     cols = sorted({k for key in ("steady", "gang", "thousand", "reclaim") for k in cycles[key] if k not in ("cpu",)})
     phases.add_column("cycle")
     for col in cols:
-        phases.add_column(col, justify="right")
+        phases.add_column(col.replace("stalegangeviction", "stalegang"), justify="right")
     for key in ("steady", "gang", "thousand", "reclaim"):
         phases.add_row(key, *(f"{cycles[key].get(c, 0.0):.3f}" for c in cols))
     console.print(phases)

@@ -31,7 +31,7 @@ from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.plugins.base import PluginBase
-from kai_scheduler.plugins.proportion import capacity, division, queue_order, reclaim
+from kai_scheduler.plugins.proportion import capacity, division, opening, queue_order, reclaim
 from kai_scheduler.plugins.proportion.queue_order import QueueState, Rank
 
 
@@ -78,10 +78,19 @@ class Proportion(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
-        self.open_queue_shares(ssn.snapshot)
-        self.charge_running_jobs(ssn.snapshot)
-        self.divide_fair_shares(ssn.snapshot)
-        self.open_queue_states()
+        snapshot = ssn.snapshot
+        keepable = opening.keepable(snapshot, self.usage_by_queue)
+        total = snapshot.total_capacity()[list(QUEUE_AXIS)]
+        last = opening.kept(snapshot, total, self.k_value) if keepable else None
+        if last is not None:
+            self.reopen(last)
+        else:
+            self.open_queue_shares(snapshot)
+            self.charge_running_jobs(snapshot)
+            self.divide_fair_shares(snapshot)
+            self.open_queue_states()
+            if keepable:
+                opening.keep(snapshot, self._total, self.k_value, self._shares, self._states)
         ssn.add(points.QUEUE_ORDER, self.queue_order)
         ssn.add(points.JOB_OVER_CAPACITY, self.job_over_capacity)
         ssn.add(points.PREDICATE, self.gpu_memory_over_capacity)
@@ -170,6 +179,14 @@ class Proportion(PluginBase):
         for name, fair_share in divided.items():
             self._shares[name].fair_share = fair_share.copy()
 
+    def reopen(self, last: opening.Opening) -> None:
+        """The shares and states of an earlier opening on the same inputs, as copies (the session changes them)."""
+        self._total = last.total.copy()
+        self._shares = opening.copy_shares(last.shares)
+        self._states = opening.copy_states(last.states)
+        self._parents = {q.name: q.parent for q in last.queues}
+        self._open_leaf_chains()
+
     def open_queue_states(self) -> None:
         """The plain-float mirror the queue order reads, and each leaf's chain of (share, state) pairs."""
         total = self._total.tolist()
@@ -185,6 +202,9 @@ class Proportion(PluginBase):
                 total=total,
                 allocated=share.allocated.tolist(),
             )
+        self._open_leaf_chains()
+
+    def _open_leaf_chains(self) -> None:
         for name in self._shares:
             if self._queue_info(name).is_leaf:
                 self._leaf_chains[name] = [(s, self._states[s.name]) for s in self.queue_chain(name)]
