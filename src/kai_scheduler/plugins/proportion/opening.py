@@ -82,17 +82,19 @@ def keep(
 
 
 def copy_shares(shares: Mapping[str, QueueShare]) -> dict[str, QueueShare]:
+    """New shares; a session changes only their allocations (`Proportion._account`, `charge_claim`), so those are
+    copied and the vectors the opening set and nothing changes after it are shared."""
     return {
         name: QueueShare(
             name=s.name,
-            deserved=s.deserved.copy(),
-            limit=s.limit.copy(),
-            over_quota_weight=s.over_quota_weight.copy(),
+            deserved=s.deserved,
+            limit=s.limit,
+            over_quota_weight=s.over_quota_weight,
             allocated=s.allocated.copy(),
             allocated_non_preemptible=s.allocated_non_preemptible.copy(),
-            request=s.request.copy(),
-            fair_share=s.fair_share.copy(),
-            usage=s.usage.copy(),
+            request=s.request,
+            fair_share=s.fair_share,
+            usage=s.usage,
         )
         for name, s in shares.items()
     }
