@@ -11,8 +11,8 @@ one leaf in 10); 30,000 running PodGroups holding 140,000 pods:
   GPU), 16 a node, one PodGroup each;
 - the rest CPU-only pods (gangs of the same sizes, 500m and 1Gi a pod) spread over every node.
 
-`free=True` leaves the same number of GPUs free on each whole-GPU node, at least FREE_GPUS in all (one a node
-at 4,000 nodes: room for the new work); `free=False` fills every GPU, so
+`free=True` leaves the same number of GPUs free on each whole-GPU node, at least FREE_GPUS in all where 7 a node
+are enough (one a node at 4,000 nodes: room for the new work); `free=False` fills every GPU, so
 that a job in a queue under its quota can only start by reclaiming others' over-quota GPUs.
 """
 
@@ -55,9 +55,9 @@ def sizes(nodes: int) -> Sizes:
 
 
 def free_per_node(nodes: int) -> int:
-    """GPUs left free on each whole-GPU node by `build(nodes, free=True)`."""
+    """GPUs left free on each whole-GPU node by `build(nodes, free=True)` (at most 7: a node keeps one pod)."""
     whole = nodes - nodes // FRACTION_EVERY
-    return -(-FREE_GPUS // whole)
+    return min(7, -(-FREE_GPUS // whole))
 
 
 def node_name(i: int) -> str:
