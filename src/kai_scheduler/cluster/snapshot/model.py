@@ -114,6 +114,9 @@ class Snapshot:
     # Bumped by every `move`: a value derived from the placements (free capacity, a job's elastic band) and
     # stored with the version it was computed at is still true while the version is the same.
     version: int = 0
+    # Each job's last `move`, as the version it made: a value derived from one job's placements and stored with the
+    # version it was computed at is still true while the job has not moved since.
+    job_moved: dict[str, int] = field(default_factory=dict)
     # What plugins keep from one cycle to the next, by plugin: the carried model hands every snapshot it builds
     # the same dict (`Memo.plugins`), a build without a memo an empty one. A plugin checks what it finds against the
     # snapshot it is given (another snapshot may have been built in between, or the model from nothing).
@@ -224,6 +227,7 @@ class Snapshot:
             self.touched.add(before.node)
         task.placement = after
         self.version += 1
+        self.job_moved[task.job_uid] = self.version
         self.moved_jobs.add(task.job_uid)
         self.written.add(task.job_uid)
         if BITS[after.status] & _ON_NODE and after.node:
