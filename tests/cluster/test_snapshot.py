@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from kai_scheduler.api import constants, priorityclass
+from kai_scheduler.api.queue import Queue
 from kai_scheduler.cluster import snapshot as snapshots
 from kai_scheduler.cluster.pod_status import PodStatus
 from kai_scheduler.cluster.resources import CPU, GPU, PODS
 from kai_scheduler.cluster.snapshot import Problem
+from kai_scheduler.cluster.snapshot.queues import QueueTree
 from tests import builders as b
 
 JSON = dict[str, Any]
@@ -160,6 +162,17 @@ def test_the_queue_tree_does_not_depend_on_input_order() -> None:
     second = b.snapshot([b.node("n1"), *reversed(QUEUES)])
     assert {n: q.children for n, q in first.queues.items()} == {n: q.children for n, q in second.queues.items()}
     assert first.problems == second.problems
+
+
+def test_the_queue_tree_is_carried_while_the_queue_objects_are_the_same() -> None:
+    queues = [Queue.from_dict(q) for q in QUEUES]
+    first = QueueTree.of(queues, None)
+    assert QueueTree.of(list(queues), first) is first
+    assert {p.key for p in first.problems} == {"lost", "lost-child", "c1", "c2", "under-cycle"}
+    replaced = [Queue.from_dict(b.queue("org", gpu_quota=4)), *queues[1:]]
+    renewed = QueueTree.of(replaced, first)
+    assert renewed is not first and renewed.tree["org"].deserved[2] == 4  # (cpu, memory, gpu)
+    assert QueueTree.of(queues[:-1], first) is not first
 
 
 @pytest.mark.parametrize(

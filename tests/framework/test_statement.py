@@ -191,6 +191,19 @@ def test_pipeline_after_evict_on_another_node_is_a_pipeline() -> None:
     assert task.placement == Placement(S.PIPELINED, "n2")
 
 
+def test_a_rolled_back_operation_is_no_longer_the_tasks_last() -> None:
+    ssn = _session()
+    stmt = ssn.statement()
+    task = b.task(ssn, "run-0")
+    stmt.evict(task, WHY)
+    checkpoint = stmt.checkpoint()
+    stmt.pipeline(task, "n2")
+    stmt.rollback(checkpoint)
+    stmt.pipeline(task, "n1")  # after the eviction again: back where it was
+    assert [op.op for op in stmt.operations] == [Op.EVICT, Op.UNEVICT]
+    assert task.placement == Placement(S.RUNNING, "n1")
+
+
 def test_convert_allocated_to_pipelined_keeps_the_idle_charge() -> None:
     ssn = _session()
     stmt = ssn.statement()

@@ -74,6 +74,9 @@ class Statement:
         self._ssn = session
         self._model_move = session.snapshot.move
         self._ops: list[Operation] = []
+        # Each task's operations in this statement, oldest first (keyed by identity, as `_last_op` matches): a
+        # victim search pipelines thousands of tasks, and a scan of every operation for each was quadratic.
+        self._ops_of: dict[int, list[Operation]] = {}
         self._open = True
 
     @property
@@ -123,6 +126,10 @@ class Statement:
         self._check_open()
         while len(self._ops) > checkpoint:
             op = self._ops.pop()
+            of_task = self._ops_of[id(op.task)]
+            of_task.pop()
+            if not of_task:
+                del self._ops_of[id(op.task)]
             if op.task.placement != op.after:
                 raise RuntimeError(f"statement undo of {op.op.value} {op.task.key}: task moved outside the statement")
             self._move(op.task, op.before)
@@ -160,7 +167,9 @@ class Statement:
 
     def _apply(self, kind: Op, task: PodInfo, after: Placement, eviction: Eviction | None = None) -> None:
         self._check_open()
-        self._ops.append(Operation(kind, task, task.placement, after, eviction))
+        op = Operation(kind, task, task.placement, after, eviction)
+        self._ops.append(op)
+        self._ops_of.setdefault(id(task), []).append(op)
         self._move(task, after)
 
     def _move(self, task: PodInfo, after: Placement) -> None:
@@ -173,10 +182,8 @@ class Statement:
             self._ssn.fire_allocate(task)
 
     def _last_op(self, task: PodInfo) -> Operation | None:
-        for op in reversed(self._ops):
-            if op.task is task:
-                return op
-        return None
+        of_task = self._ops_of.get(id(task))
+        return of_task[-1] if of_task else None
 
     def _check_open(self) -> None:
         if not self._open:

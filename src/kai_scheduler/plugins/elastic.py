@@ -21,11 +21,10 @@ class Elastic(PluginBase):
 
     def __init__(self) -> None:
         self._snapshot: Snapshot | None = None
-        self._bands: dict[str, int] = {}
-        self._version = -1
+        self._bands: dict[str, tuple[int, int]] = {}  # job uid → (band, the snapshot's version when counted)
 
     def on_session_open(self, ssn: Session) -> None:
-        self._snapshot, self._bands, self._version = ssn.snapshot, {}, -1
+        self._snapshot, self._bands = ssn.snapshot, {}
         ssn.add(points.JOB_ORDER, self.job_order)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -37,15 +36,17 @@ class Elastic(PluginBase):
         return (left_band > right_band) - (left_band < right_band)
 
     def _band(self, job: JobInfo) -> int:
-        """The job's band, remembered until a task moves: ordering a heap of 100,000 pending jobs compares
-        each several times, and counting its allocated tasks each time was a third of the ordering."""
-        version = self._snapshot.version if self._snapshot is not None else -1
-        if self._version != version or version < 0:
-            self._bands.clear()
-            self._version = version
-        band = self._bands.get(job.uid)
-        if band is None:
-            band = self._bands[job.uid] = _band(job)
+        """The job's band, remembered until one of its tasks moves: ordering a heap of 100,000 pending jobs
+        compares each several times, and counting its allocated tasks each time was a third of the ordering; a
+        victim search moves a task per step, and forgetting every job's band at each move counted them again."""
+        snap = self._snapshot
+        if snap is None:
+            return _band(job)
+        kept = self._bands.get(job.uid)
+        if kept is not None and snap.job_moved.get(job.uid, -1) <= kept[1]:
+            return kept[0]
+        band = _band(job)
+        self._bands[job.uid] = (band, snap.version)
         return band
 
 

@@ -174,7 +174,13 @@ class _JobSolver:
             self.stats.scenario(self.search.action, self.found_by, stats.EMITTED)
             if (found := self._try_all(size, tasks, accumulated, accumulated, self.found_by, started)) is not None:
                 return found
-        queue = VictimQueue(self.ssn, self.search.victims, self.search.eviction, max_jobs=self.search.max_victim_jobs)
+        queue = VictimQueue(
+            self.ssn,
+            self.search.victims,
+            self.search.eviction,
+            max_jobs=self.search.max_victim_jobs,
+            ordered=not accumulated,  # victims evicted again may have changed place in the job order
+        )
         candidates = self._candidates(accumulated)
         worth = False  # the cheap filters only get easier as victims accumulate: once passed, passed
         while not self.budget.exhausted():

@@ -102,7 +102,8 @@ class VictimQueue:
     time, and the next chunk as soon as the last job fed (the frontier, never changed) is popped: every job not
     fed yet orders after the frontier, so the tree pops exactly what it would with every job in it, without
     ordering thousands of victims per probe. `max_jobs` caps how many distinct jobs may give victims
-    (consolidation's preemptee cap); None = no cap."""
+    (consolidation's preemptee cap); None = no cap. `ordered`: nothing moved since `jobs` were put in victim order,
+    so each queue's jobs are in it still and are not sorted again (thousands of comparisons on a large cluster)."""
 
     def __init__(
         self,
@@ -112,6 +113,7 @@ class VictimQueue:
         *,
         max_jobs: int | None = None,
         chunk: int = 32,
+        ordered: bool = False,
     ) -> None:
         self._ssn = ssn
         self._chunk = chunk
@@ -125,7 +127,7 @@ class VictimQueue:
             self._waiting[queue].reverse()  # pop() from the end takes the next in order
         self._frontier: dict[str, str] = {}
         first = [job for queue in sorted(self._waiting) for job in self._take(queue)]
-        self._order = JobOrderByQueues(ssn, first, reverse=True)
+        self._order = JobOrderByQueues(ssn, first, reverse=True, ordered=ordered)
 
     def _take(self, queue: str) -> list[JobInfo]:
         waiting = self._waiting.get(queue, [])

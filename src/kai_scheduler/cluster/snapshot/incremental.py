@@ -50,7 +50,7 @@ from kai_scheduler.cluster.snapshot.memo import Memo
 from kai_scheduler.cluster.snapshot.model import Snapshot
 from kai_scheduler.cluster.snapshot.pods import PodRecord, report_bad_pods
 from kai_scheduler.cluster.snapshot.pools import PoolNodes, labelled_gpu_memory, node_arrays, pool_nodes
-from kai_scheduler.cluster.snapshot.queues import QueueNotes, access_labels, queue_tree, refused_queues
+from kai_scheduler.cluster.snapshot.queues import QueueNotes, QueueTree, access_labels, refused_queues
 from kai_scheduler.cluster.snapshot.sorted_keys import SortKey
 
 
@@ -60,9 +60,8 @@ def build_incremental(objects: ClusterObjects, params: SnapshotParams, memo: Mem
     problems = list(objects.problems)
     problems += [Problem("Queue", q.name, "InvalidField", w) for q in objects.queues for w in q.warnings]
     pool = memo.pool_nodes = pool_nodes(objects.nodes, params, memo.pool_nodes)
-    queue_problems: list[Problem] = []
-    left_out: dict[str, str] = {}
-    queues = queue_tree(objects.queues, queue_problems, left_out)
+    carried_tree = memo.queue_tree = QueueTree.of(objects.queues, memo.queue_tree)
+    queues, queue_problems, left_out = dict(carried_tree.tree), list(carried_tree.problems), dict(carried_tree.left_out)
     notes = QueueNotes(left_out, objects.other_pool_queues, refused_queues(objects.problems))
     labels = access_labels(objects, params)
     signature = (

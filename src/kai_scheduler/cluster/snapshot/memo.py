@@ -7,14 +7,16 @@ from dataclasses import dataclass, field
 from kai_scheduler.cluster.dra import DraDerived
 from kai_scheduler.cluster.snapshot.carried import CarriedModel
 from kai_scheduler.cluster.snapshot.pools import PoolNodes
+from kai_scheduler.cluster.snapshot.queues import QueueTree
 
 
 @dataclass(slots=True, eq=False)
 class Memo:
     """What earlier builds made, kept for the next: the pool's nodes and their ledgers, the carried model
-    (`incremental`), the DRA derivations, and what plugins carry (`Snapshot.plugin_memo`)."""
+    (`incremental`), the DRA derivations, the queue tree, and what plugins carry (`Snapshot.plugin_memo`)."""
 
     pool_nodes: PoolNodes | None = None
     carried: CarriedModel | None = None
     dra: DraDerived = field(default_factory=DraDerived)
     plugins: dict[str, object] = field(default_factory=dict)
+    queue_tree: QueueTree | None = None

@@ -83,6 +83,9 @@ class Snapshot:
     # Bumped by every `move`: a value derived from the placements (free capacity, a job's elastic band) and
     # stored with the version it was computed at is still true while the version is the same.
     version: int = 0
+    # Each job's last `move`, as the version it made: a value derived from one job's placements and stored with the
+    # version it was computed at is still true while the job has not moved since.
+    job_moved: dict[str, int] = field(default_factory=dict)
     # What plugins keep from one cycle to the next, by plugin: the carried model hands every snapshot it builds
     # the same dict (`Memo.plugins`), a build without a memo an empty one. A plugin checks what it finds against the
     # snapshot it is given (another snapshot may have been built in between, or the model from nothing).
@@ -201,5 +204,6 @@ class Snapshot:
             nodes[before.node].remove_task(task, before)
         self.changes.record(Moved(task, before, after))
         self.version += 1
+        self.job_moved[task.job_uid] = self.version
         if BITS[after.status] & _ON_NODE and after.node:
             nodes[after.node].add_task(task, after)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -42,6 +43,28 @@ def queue_tree(
         if q.parent:
             tree[q.parent].children.append(name)
     return tree
+
+
+@dataclass(frozen=True, slots=True)
+class QueueTree:
+    """A queue tree with what made it: the cache's Queue objects, in order (an object stands for its version:
+    the cache makes a new one for every change), and the problems and left-out queues it found."""
+
+    queues: tuple[Queue, ...]
+    tree: dict[str, QueueInfo]
+    problems: tuple[Problem, ...]
+    left_out: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, queues: list[Queue], last: QueueTree | None) -> QueueTree:
+        """The tree of `queues`: `last` again when they are its very objects (most cycles: building every
+        queue's vectors again cost tens of milliseconds a cycle with thousands of queues)."""
+        if last is not None and len(last.queues) == len(queues) and all(map(operator.is_, last.queues, queues)):
+            return last
+        problems: list[Problem] = []
+        left_out: dict[str, str] = {}
+        tree = queue_tree(queues, problems, left_out)
+        return cls(tuple(queues), tree, tuple(problems), tuple(left_out.items()))
 
 
 @dataclass(frozen=True, slots=True)

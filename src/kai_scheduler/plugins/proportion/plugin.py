@@ -31,7 +31,7 @@ from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.plugins.base import PluginBase
-from kai_scheduler.plugins.proportion import capacity, division, queue_order, reclaim
+from kai_scheduler.plugins.proportion import capacity, division, opening, queue_order, reclaim
 from kai_scheduler.plugins.proportion.queue_order import QueueState, Rank
 
 
@@ -78,10 +78,19 @@ class Proportion(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
-        self.open_queue_shares(ssn.snapshot)
-        self.charge_running_jobs(ssn.snapshot)
-        self.divide_fair_shares(ssn.snapshot)
-        self.open_queue_states()
+        snapshot = ssn.snapshot
+        keepable = opening.keepable(snapshot, self.usage_by_queue)
+        total = snapshot.total_capacity()[list(QUEUE_AXIS)]
+        last = opening.kept(snapshot, total, self.k_value) if keepable else None
+        if last is not None:
+            self.reopen(last)
+        else:
+            self.open_queue_shares(snapshot)
+            self.charge_running_jobs(snapshot)
+            self.divide_fair_shares(snapshot)
+            self.open_queue_states()
+            if keepable:
+                opening.keep(snapshot, self._total, self.k_value, self._shares, self._states)
         ssn.add(points.QUEUE_ORDER, self.queue_order)
         ssn.add(points.JOB_OVER_CAPACITY, self.job_over_capacity)
         ssn.add(points.PREDICATE, self.gpu_memory_over_capacity)
@@ -147,10 +156,29 @@ class Proportion(PluginBase):
                 ancestor.request += leaf.request
 
     def divide_fair_shares(self, snapshot: Snapshot) -> None:
-        """Fair share of every queue by hierarchical division of the cluster total (§5.2)."""
+        """Fair share of every queue by hierarchical division of the cluster total (§5.2).
+
+        The division is a pure function of the queues' settings and sums, which most cycles leave as they were:
+        the last result is kept in the snapshot's plugin memo with its inputs, and reused when they are equal
+        (the whole division costs tens of milliseconds with thousands of queues, its inputs' comparison one)."""
         inputs = [self._share_input(snapshot.queues[name], share) for name, share in self._shares.items()]
-        for name, fair_share in division.divide(self._total, inputs, self.k_value).items():
-            self._shares[name].fair_share = fair_share
+        key = _division_key(self._total, inputs, self.k_value)
+        kept = snapshot.plugin_memo.get(_DIVISION_MEMO)
+        if isinstance(kept, tuple) and _same_key(kept[0], key):
+            divided: dict[str, Vector] = kept[1]
+        else:
+            divided = division.divide(self._total, inputs, self.k_value)
+            snapshot.plugin_memo[_DIVISION_MEMO] = (key, divided)
+        for name, fair_share in divided.items():
+            self._shares[name].fair_share = fair_share.copy()
+
+    def reopen(self, last: opening.Opening) -> None:
+        """The shares and states of an earlier opening on the same inputs, as copies (the session changes them)."""
+        self._total = last.total.copy()
+        self._shares = opening.copy_shares(last.shares)
+        self._states = opening.copy_states(last.states)
+        self._parents = {q.name: q.parent for q in last.queues}
+        self._open_leaf_chains()
 
     def open_queue_states(self) -> None:
         """The plain-float mirror the queue order reads, and each leaf's chain of (share, state) pairs."""
@@ -167,6 +195,9 @@ class Proportion(PluginBase):
                 total=total,
                 allocated=share.allocated.tolist(),
             )
+        self._open_leaf_chains()
+
+    def _open_leaf_chains(self) -> None:
         for name in self._shares:
             if self._queue_info(name).is_leaf:
                 self._leaf_chains[name] = [(s, self._states[s.name]) for s in self.queue_chain(name)]
@@ -367,3 +398,18 @@ def _number(arguments: Mapping[str, str], key: str, default: float) -> float:
     if not math.isfinite(value):
         raise ConfigError(f"plugin proportion argument {key}: expected a number, got {raw!r}")
     return value
+
+
+_DIVISION_MEMO = "proportion/division"
+DivisionKey = tuple[tuple[object, ...], np.ndarray]
+
+
+def _division_key(total: Vector, inputs: list[division.ShareInput], k_value: float) -> DivisionKey:
+    """What `division.divide` reads: the queues' identities and places in the tree, and their amounts."""
+    meta = (k_value, *((q.name, q.uid, q.parent, q.priority, q.creation) for q in inputs))
+    amounts = [total] + [np.concatenate((q.deserved, q.limit, q.weight, q.request, q.usage)) for q in inputs]
+    return meta, np.concatenate(amounts)
+
+
+def _same_key(kept: DivisionKey, key: DivisionKey) -> bool:
+    return kept[0] == key[0] and kept[1].shape == key[1].shape and bool(np.array_equal(kept[1], key[1]))

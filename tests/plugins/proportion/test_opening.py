@@ -1,0 +1,72 @@
+"""The proportion plugin's opening, kept in the carried snapshot's plugin memo: reused while the queues and their
+sums are the very objects it was made from, made again when one changes, never changed by a session."""
+
+from __future__ import annotations
+
+from kai_scheduler.api.node import Node
+from kai_scheduler.api.pod import Pod
+from kai_scheduler.cluster import snapshot
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.session import Session
+from kai_scheduler.plugins.proportion import opening
+from kai_scheduler.plugins.proportion.plugin import Proportion
+from tests.plugins.proportion.test_plugin import GPU, pod, podgroup, queue
+
+NODE = Node.from_dict(
+    {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": 8}}}
+)
+QUEUES = [queue("org", gpu_quota=6), queue("team-a", parent="org", gpu_quota=2), queue("team-b", parent="org")]
+GROUPS = [podgroup("run", "team-a"), podgroup("wait", "team-b")]
+
+
+def opened(pods: list[Pod], memo: snapshot.Memo) -> Session:
+    objects = snapshot.ClusterObjects(nodes=[NODE], queues=QUEUES, podgroups=GROUPS, pods=pods)
+    ssn = Session(snapshot.build(objects, snapshot.SnapshotParams(now=0.0), memo), SchedulerConfig(), [Proportion()])
+    ssn.open()
+    return ssn
+
+
+def shares(ssn: Session) -> dict[str, tuple[float, float, float]]:
+    out = {}
+    for name in ("org", "team-a", "team-b"):
+        share = ssn.queue_share(name)
+        assert share is not None
+        out[name] = (float(share.allocated[GPU]), float(share.request[GPU]), float(share.fair_share[GPU]))
+    return out
+
+
+def test_an_unchanged_cluster_reuses_the_opening_as_a_copy() -> None:
+    memo, pods = snapshot.Memo(), [pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)]
+    first = opened(pods, memo)
+    kept = memo.plugins[opening.MEMO_KEY]
+    before = shares(first)
+    first.release()
+    del first  # as a cycle ends: the next build updates the carried model in place
+    again = opened(pods, memo)
+    assert memo.plugins[opening.MEMO_KEY] is kept  # reused, not made again
+    assert shares(again) == before
+    again.statement().allocate(again.snapshot.tasks["wait-0"], "n1")  # the session changes its copy only
+    assert shares(again)["team-b"][0] == 3
+    assert isinstance(kept, opening.Opening)
+    assert float(kept.shares["team-b"].allocated[GPU]) == 0
+    assert kept.states["team-b"].allocated[GPU] == 0
+
+
+def test_a_new_pod_makes_the_opening_again() -> None:
+    memo = snapshot.Memo()
+    first = opened([pod("run-0", "run", gpus=2, node="n1")], memo)
+    kept = memo.plugins[opening.MEMO_KEY]
+    more = opened([pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)], memo)
+    assert memo.plugins[opening.MEMO_KEY] is not kept
+    assert shares(first)["team-b"][1] == 0
+    assert shares(more)["team-b"][1] == 3
+    assert shares(more)["org"][1] == 5
+    fresh = opened([pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)], snapshot.Memo())
+    assert shares(more) == shares(fresh)  # the same as an opening without a memo
+
+
+def test_an_opening_without_carried_sums_is_not_kept() -> None:
+    objects = snapshot.ClusterObjects(nodes=[NODE], queues=QUEUES, podgroups=GROUPS, pods=[])
+    built = snapshot.build(objects, snapshot.SnapshotParams(now=0.0))  # no memo: the plugin sums the jobs itself
+    Session(built, SchedulerConfig(), [Proportion()]).open()
+    assert opening.MEMO_KEY not in built.plugin_memo
