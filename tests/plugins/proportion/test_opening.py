@@ -63,10 +63,3 @@ def test_a_new_pod_makes_the_opening_again() -> None:
     assert shares(more)["org"][1] == 5
     fresh = opened([pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)], snapshot.Memo())
     assert shares(more) == shares(fresh)  # the same as an opening without a memo
-
-
-def test_an_opening_without_carried_sums_is_not_kept() -> None:
-    objects = snapshot.ClusterObjects(nodes=[NODE], queues=QUEUES, podgroups=GROUPS, pods=[])
-    built = snapshot.build(objects, snapshot.SnapshotParams(now=0.0))  # no memo: the plugin sums the jobs itself
-    Session(built, SchedulerConfig(), [Proportion()]).open()
-    assert opening.MEMO_KEY not in built.plugin_memo

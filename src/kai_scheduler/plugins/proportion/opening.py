@@ -40,8 +40,7 @@ class Opening:
     def matches(self, snapshot: Snapshot, total: Vector, k_value: float) -> bool:
         charges = snapshot.queue_charges
         return (
-            charges is not None
-            and k_value == self.k_value
+            k_value == self.k_value
             and tuple(snapshot.queues) == self.names
             and all(map(operator.is_, snapshot.queues.values(), self.queues))
             and tuple(charges) == self.charged
@@ -51,13 +50,8 @@ class Opening:
 
 
 def keepable(snapshot: Snapshot, usage_by_queue: Mapping[str, Vector]) -> bool:
-    """Whether an opening on this snapshot may be kept or reused: sums carried, no usage, no charging claims."""
-    return (
-        snapshot.queue_charges is not None
-        and not usage_by_queue
-        and not snapshot.queue_usage
-        and not snapshot.dra_charges()
-    )
+    """Whether an opening on this snapshot may be kept or reused: no usage, no charging claims."""
+    return not usage_by_queue and not snapshot.queue_usage and not snapshot.dra_charges()
 
 
 def kept(snapshot: Snapshot, total: Vector, k_value: float) -> Opening | None:
@@ -68,7 +62,7 @@ def kept(snapshot: Snapshot, total: Vector, k_value: float) -> Opening | None:
 def keep(
     snapshot: Snapshot, total: Vector, k_value: float, shares: dict[str, QueueShare], states: dict[str, QueueState]
 ) -> None:
-    charges = snapshot.queue_charges or {}
+    charges = snapshot.queue_charges
     snapshot.plugin_memo[MEMO_KEY] = Opening(
         names=tuple(snapshot.queues),
         queues=tuple(snapshot.queues.values()),
