@@ -13,7 +13,8 @@ Over the PodGroup's pods (those whose `pod-group-name` names it) that are neithe
   counts them (`claim_gpus`: per-pod claims' GPUs, `All` requests by their devices, a shared claim once).
 
 Reacts to pod, PodGroup, BindRequest, PriorityClass and DRA (ResourceClaim, ResourceClaimTemplate,
-ResourceSlice) changes; writes a status only when it differs. A status
+ResourceSlice) changes; writes a status only when it differs from the PodGroup's (or from the one last written, while
+the watch brings copies older than that write: `status_write.Written`), at most once per PodGroup and pass. A status
 write the API server refused is logged once (per PodGroup and message) and tried again after a backoff
 (`store.retries`), so a 429 or a 500 does not leave the status stale until the next change.
 """
@@ -90,6 +91,7 @@ class PodGroupStatusController:
         # pod uid, not once per change (binding, start, status).
         self._parsed: dict[str, tuple[str, tuple[dict[str, float], GpuRequest]]] = {}
         self._problems = status_write.Problems(log, "PodGroup status not computed as asked")
+        self._written = status_write.Written()
         self._claims = claim_gpus.ClaimGpus(informers)
         self._dra_pods: dict[str, claim_gpus.DraPod] = {}  # members with DRA claims
         self._dra_dirty = False
@@ -114,6 +116,7 @@ class PodGroupStatusController:
             if obj is None:
                 self._groups.pop(key, None)
                 self.retries.forget(key)
+                self._written.forget(key)
             else:
                 self._groups[key] = obj
                 dirty.add(key)
@@ -254,11 +257,12 @@ class PodGroupStatusController:
     def _write(self, key: str) -> bool:
         group = self._groups[key]
         want = self.status_of(key)
-        have = (group.get("status") or {}).get("resourcesStatus")
+        meta = group["metadata"]
+        uid = str(meta.get("uid") or "")
+        have = self._written.status(key, uid, (group.get("status") or {}).get("resourcesStatus"))
         if have == want:
             self.retries.succeeded(key)
             return False
-        meta = group["metadata"]
         written = status_write.patch_status(
             self.store,
             "podgroups",
@@ -273,6 +277,7 @@ class PodGroupStatusController:
         if written is None:
             return False
         self._groups[key] = written
+        self._written.wrote(key, uid, have, want)
         return True
 
 

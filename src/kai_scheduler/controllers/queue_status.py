@@ -5,6 +5,8 @@ PodGroups' `status.resourcesStatus` (PodGroups whose `spec.queue` names it) plus
 `status.childQueues` = the names of the queues whose `parentQueue` is this queue (sorted; left out when none).
 A queue whose parent does not exist is a root of its own. A parent cycle is broken where it closes: that edge
 is not counted.
+A status is written once per queue and pass, and only when it differs from the queue's (or from the one last
+written, while the watch brings copies older than that write: `status_write.Written`).
 
 Metrics (gauges, labels `queue_name` and `queue_metadata_name` (both the Queue's name, as KAI's queue controller
 sets them; the scheduler's `queue_name` is the display name when there is one), `queue_display_name`), prefixed
@@ -185,6 +187,7 @@ class QueueStatusController:
         self._children_of: dict[str, list[str]] = {}
         self._parsed: dict[str, tuple[JSON, Queue | None]] = {}  # name → (the spec it was parsed from, queue)
         self._problems = status_write.Problems(log, "Queue status not computed as asked")
+        self._written = status_write.Written()
 
     def reconcile(self) -> list[str]:
         """Bring every queue's status and metrics up to date after what changed; return the queues written.
@@ -202,6 +205,7 @@ class QueueStatusController:
                 self.metrics.remove(name)
                 self._parsed.pop(name, None)
                 self.retries.forget(name)
+                self._written.forget(name)
                 reshaped = True
                 continue
             self._queues[name] = obj
@@ -298,7 +302,9 @@ class QueueStatusController:
 
     def _write(self, name: str, children: list[str], figures: tuple[Amounts, Amounts, Amounts]) -> bool:
         queue = self._queues[name]
-        status = queue.get("status") or {}
+        seen = queue.get("status") or {}
+        uid = str((queue.get("metadata") or {}).get("uid") or "")
+        status = self._written.status(name, uid, {f: seen.get(f) for f in (*FIELDS, "childQueues")}) or {}
         want: JSON = {f: amounts.to_resource_list(figures[i]) for i, f in enumerate(FIELDS)}
         patch = {f: amounts.replacing(status.get(f), want[f]) for f in FIELDS if status.get(f) != want[f]}
         if children != (status.get("childQueues") or []):
@@ -312,6 +318,7 @@ class QueueStatusController:
         if written is None:
             return False
         self._queues[name] = written
+        self._written.wrote(name, uid, status, want | {"childQueues": children or None})
         return True
 
     def _set_metrics(self, name: str, allocated: Amounts) -> None:

@@ -1,14 +1,21 @@
-"""What the status controllers share: a problem logged once per object, and a status write kept by `Retries`.
+"""What the status controllers share: a problem logged once per object, a status write kept by `Retries`, and
+what was last written.
 
 Each pass recomputes every object a change reaches, so a problem that lasts (a refused write, an unparsable
 object) would be logged on every pass: `Problems` logs each (object, reason) once. A status write the API server
 refused is due again after a backoff (`store.retries`); one to an object that is gone is dropped.
+
+A copy of an object the watch brings after this controller wrote its status may be older than the write (the
+object changed before the write: another component's annotation, or this controller's own previous status), so
+its status is one the write replaced: `Written` says what the status is then, so that the same status is not
+written again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 from kai_scheduler.store.retries import Retries
@@ -26,6 +33,43 @@ class Problems:
         if (key, reason) not in self._reported:
             self._reported.add((key, reason))
             self._log.warning(self._message, extra={"object": key, "reason": reason})
+
+
+@dataclass(slots=True)
+class _Write:
+    uid: str
+    status: JSON  # what was written
+    replaced: list[JSON | None] = field(default_factory=list)  # the statuses it replaced since the watch last caught up
+
+
+class Written:
+    """The status each object was last given by this controller, until the watch brings a copy that has it."""
+
+    def __init__(self) -> None:
+        self._writes: dict[str, _Write] = {}
+
+    def status(self, key: str, uid: str, seen: JSON | None) -> JSON | None:
+        """The object's status, `seen` on its latest copy: the status last written when that copy holds one the
+        write replaced (the copy is older than the write); `seen` otherwise, and then the write is forgotten (the
+        watch has caught up, or another writer has changed the status since)."""
+        write = self._writes.get(key)
+        if write is None:
+            return seen
+        if write.uid == uid and seen != write.status and any(seen == old for old in write.replaced):
+            return write.status
+        del self._writes[key]
+        return seen
+
+    def wrote(self, key: str, uid: str, replaced: JSON | None, status: JSON) -> None:
+        """`status` written over `replaced`, on the object `key` of `uid`."""
+        write = self._writes.get(key)
+        if write is None or write.uid != uid:
+            write = self._writes[key] = _Write(uid, status)
+        write.status = status
+        write.replaced.append(replaced)
+
+    def forget(self, key: str) -> None:
+        self._writes.pop(key, None)
 
 
 def patch_status(
