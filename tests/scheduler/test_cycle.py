@@ -541,6 +541,43 @@ def test_evictions_are_written_before_binds_and_stamp_the_job() -> None:
     assert ("Normal", "Evict", "Pod", "victim-0") in _events(store)
 
 
+def test_a_podgroups_annotations_of_one_cycle_go_out_in_one_patch() -> None:
+    """A gang that was stale and starts: its start time and the stale timestamp's clearing are one patch, as KAI's
+    status updater sends a PodGroup's annotations."""
+    stale = {constants.ANNOTATION_STALE_TIMESTAMP: NOW_TEXT}
+    store, _, scheduler = _cluster(b.queue("q"), b.node("n1"), *_gang("j", 1, gpus=1, annotations=stale))
+    patches: list[JSON] = []
+    patch = store.patch
+
+    def counted(resource: str, name: str, namespace: str, body: JSON, *args: Any, **kwargs: Any) -> JSON:
+        if resource == "podgroups":
+            patches.append(body)
+        return patch(resource, name, namespace, body, *args, **kwargs)
+
+    store.patch = counted  # type: ignore[method-assign]
+    snap = scheduler.snapshot()
+    ssn = b.session(snap)
+    stmt = ssn.statement()
+    stmt.allocate(b.task(ssn, "j-0"), "n1")
+    stmt.commit()
+    job = snap.jobs[next(iter(snap.jobs))]
+    assert job.stale_since is not None
+    job.stale_since = None  # as stalegangeviction leaves a gang its allocation satisfies
+    Committer(store).apply(ssn.committed, snap.jobs, b.NOW, started=[job.uid])
+    assert patches == [
+        {
+            "metadata": {
+                "annotations": {
+                    constants.ANNOTATION_LAST_START_TIMESTAMP: NOW_TEXT,
+                    constants.ANNOTATION_STALE_TIMESTAMP: None,
+                }
+            }
+        }
+    ]
+    annotations = store.get("podgroups", "j", b.NAMESPACE)["metadata"]["annotations"]
+    assert annotations == {constants.ANNOTATION_LAST_START_TIMESTAMP: NOW_TEXT}
+
+
 class _LaggingStore(MemoryStore):
     """A store whose watch hands over BindRequest events only from the `lag`-th call on: an API server whose
     events arrive after the next cycle has started."""

@@ -2,13 +2,14 @@
 
 Order: stale BindRequests deleted; evictions; pipelines (the pod stays Pending, with an event, as KAI's; with
 `--pipelined-claims` also the node as its `status.nominatedNodeName`, and claims that lapsed cleared); binds (one
-BindRequest per pod, §1.3); then status: PodGroup annotations (last start / eviction), the
-`UnschedulableOnNodePool` condition with the fit reasons, pod `PodScheduled=False` conditions and events, and
-events on bad objects. Writes that already hold (same condition, same message) are skipped: every API write per
-pod counts. A failed write (the API server refused it: RBAC, a conflict, an invalid field, throttling) is one
-warning line naming the object and the server's reason, and the rest go on; a pod whose BindRequest was refused
-gets neither its `Scheduled` event nor its node-pool label (KAI's `Bind`). An event that cannot be created
-is said once per reason for the process (events are best effort; one that exists already is not a failure).
+BindRequest per pod, §1.3); then status: PodGroup annotations (last start / eviction / stale timestamp, one
+patch per PodGroup and cycle), the `UnschedulableOnNodePool` condition with the fit reasons, pod
+`PodScheduled=False` conditions and events, and events on bad objects. Writes that already hold (same condition,
+same message) are skipped: every API write per pod counts. A failed write (the API server refused it: RBAC, a
+conflict, an invalid field, throttling) is one warning line naming the object and the server's reason, and the
+rest go on; a pod whose BindRequest was refused gets neither its `Scheduled` event nor its node-pool label (KAI's
+`Bind`). An event that cannot be created is said once per reason for the process (events are best effort; one
+that exists already is not a failure).
 """
 
 from __future__ import annotations
@@ -137,16 +138,27 @@ class Committer:
                 made = claims(op.task, op.after.node) if claims is not None and op.task.pod.resource_claims else ()
                 binds.append(functools.partial(self._bind, op, made))
         self.each(_call, binds)
+        # Each PodGroup's annotations of the cycle in one patch, as KAI's status updater sends them: the start and
+        # eviction times and the stale timestamp (a gang that was stale and starts gets both of its changes at once).
+        notes: dict[str, tuple[JobInfo, dict[str, str | None]]] = {}
+        stamp = format_time(now)
         for uid in started:
             if uid in jobs:
-                self._background(self.started, jobs[uid], now)
+                notes.setdefault(uid, (jobs[uid], {}))[1][constants.ANNOTATION_LAST_START_TIMESTAMP] = stamp
         if self.nominate:  # KAI writes no nomination, so it clears none
             self._clear_lapsed(operations, jobs.values() if pending is None else pending, fit_errors or {})
         for uid in sorted(evicted_jobs):
             if uid in jobs:
-                self._annotate(jobs[uid], constants.ANNOTATION_LAST_EVICTION_TIMESTAMP, now)
+                notes.setdefault(uid, (jobs[uid], {}))[1][constants.ANNOTATION_LAST_EVICTION_TIMESTAMP] = stamp
         for job in jobs.values() if stale is None else stale:
-            self._stale_timestamp(job)
+            if _stale_changed(job):
+                wanted = None if job.stale_since is None else format_time(job.stale_since)
+                notes.setdefault(job.uid, (job, {}))[1][constants.ANNOTATION_STALE_TIMESTAMP] = wanted
+        for job, said in notes.values():
+            if set(said) == {constants.ANNOTATION_LAST_START_TIMESTAMP}:
+                self._background(self._annotate, job, said)  # the next cycle does not read it
+            else:
+                self._annotate(job, said)
 
     def _nominate(self, task: PodInfo, node: str | None) -> None:
         """Write the pipelined claim as `status.nominatedNodeName` (None clears it): the next cycle's snapshot
@@ -182,16 +194,6 @@ class Committer:
             extra={"pod": task.key, "node": task.pod.nominated_node_name, "job": job.key, "reason": why},
         )
         self._nominate(task, None)
-
-    def _stale_timestamp(self, job: JobInfo) -> None:
-        """Write or clear `kai.scheduler/stale-podgroup-timestamp` where stalegangeviction changed it."""
-        key = constants.ANNOTATION_STALE_TIMESTAMP
-        written = job.podgroup.meta.annotations.get(key)
-        wanted = None if job.stale_since is None else format_time(job.stale_since)
-        if written == wanted or (wanted is not None and written is not None and _same_time(written, job.stale_since)):
-            return
-        patch = {"metadata": {"annotations": {key: wanted}}}
-        self._try(f"annotate PodGroup {job.key}", lambda: self.store.patch("podgroups", job.name, job.namespace, patch))
 
     def _evict(self, op: Operation) -> None:
         task, why = op.task, op.eviction
@@ -279,11 +281,8 @@ class Committer:
         patch = {"metadata": {"labels": {self.node_pool_label_key: self.node_pool}}}
         self._try(f"label pod {task.key}", lambda: self.store.patch("pods", task.name, task.namespace, patch))
 
-    def started(self, job: JobInfo, now: float) -> None:
-        self._annotate(job, constants.ANNOTATION_LAST_START_TIMESTAMP, now)
-
-    def _annotate(self, job: JobInfo, key: str, now: float) -> None:
-        patch = {"metadata": {"annotations": {key: format_time(now)}}}
+    def _annotate(self, job: JobInfo, said: dict[str, str | None]) -> None:
+        patch = {"metadata": {"annotations": said}}
         self._try(f"annotate PodGroup {job.key}", lambda: self.store.patch("podgroups", job.name, job.namespace, patch))
 
     @property
@@ -403,6 +402,15 @@ def _podgroup_ref(job: JobInfo) -> JSON:
     if meta.uid:
         ref["uid"] = meta.uid
     return ref
+
+
+def _stale_changed(job: JobInfo) -> bool:
+    """Whether stalegangeviction changed the job's `kai.scheduler/stale-podgroup-timestamp` (set or cleared)."""
+    written = job.podgroup.meta.annotations.get(constants.ANNOTATION_STALE_TIMESTAMP)
+    wanted = None if job.stale_since is None else format_time(job.stale_since)
+    return not (
+        written == wanted or (wanted is not None and written is not None and _same_time(written, job.stale_since))
+    )
 
 
 def _same_time(text: str, seconds: float | None) -> bool:
