@@ -28,7 +28,9 @@ PodGroups (minMember 4) before the pods instead, as an operator would, so the po
 them. `--rate 50` offers the pods at a fixed rate instead of all at once (for the latency at a given load),
 `--kubeconfig` runs once on any other cluster (nothing started or stopped but the components). `--kai-run` starts
 this project's four components as one `kai run` process (one list and watch per resource for all of them) instead
-of one process each; its CPU is the `run` column.
+of one process each; its CPU is the `run` column. `--kai-profile PATH` (with `--kai-run`) runs it under
+`sample_profile.py`, whose CPU profile of the process's threads goes to PATH (`python bench/sample_profile.py
+report PATH` prints it).
 
 `--ceiling N` first measures, on a fresh control plane of its own, what each request of KAI's protocol costs the
 API server and etcd (`bench_request_cost.py`'s as-sent requests, N of each kind, two passes), and ends with a table
@@ -68,7 +70,9 @@ from fill_timeline import (  # noqa: E402
     profile_server,
     server_requests,
 )
+from tests import children  # noqa: E402
 from tests.e2e import harness  # noqa: E402  (the same process harness as the e2e suite)
+from tests.loopback import free_port  # noqa: E402
 
 COMPONENTS = ("podgrouper", "scheduler", "binder", "controllers")
 RUN = "run"  # with --kai-run: the four components as one `kai run` process
@@ -186,6 +190,7 @@ def run(
     profile: str = "",
     kai_limits: tuple[int, int] | None = None,
     kai_run: bool = False,
+    kai_profile: str = "",
 ) -> dict[str, Any]:
     store = harness.connect(kubeconfig)
     harness.install(store, kubeconfig, real=True)
@@ -199,7 +204,10 @@ def run(
             if kai_limits is not None:
                 limits = (f"--qps={kai_limits[0]}", f"--burst={kai_limits[1]}")
             for component in (RUN,) if kai_run else COMPONENTS:
-                processes.start_component(component, *limits)
+                if kai_profile:
+                    start_through(processes, ["sample_profile.py", kai_profile], component, *limits)
+                else:
+                    processes.start_component(component, *limits)
         else:
             config = kube_scheduler_config(workdir, kubeconfig, qps)
             binary = subprocess.run(
@@ -262,6 +270,28 @@ def run(
         store.close()
     out["limiter"] = _limiter_waits(workdir)
     return out
+
+
+def start_through(processes: harness.Processes, wrapper: list[str], component: str, *flags: str) -> None:
+    """Start a component as `processes.start_component` does, its `kai` command run by the bench script
+    `wrapper[0]` with the arguments `wrapper[1:]` before the command's own (`request_ledger.py`,
+    `sample_profile.py`)."""
+    extra = (f"--plugin-server-port={free_port()}",) if component in ("scheduler", RUN) else ()
+    command = [
+        sys.executable,
+        str(ROOT / "bench" / wrapper[0]),
+        *wrapper[1:],
+        "-v",
+        component,
+        f"--listen-address=127.0.0.1:{free_port()}",
+        *harness.COMPONENT_FLAGS.get(component, ()),
+        *extra,
+        *flags,
+        "--kubeconfig",
+        processes.kubeconfig,
+    ]
+    log = open(processes.logs / f"{component}.log", "ab")  # noqa: SIM115 - the child owns it
+    processes.running[component] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
 
 def start_fake_nodes(processes: harness.Processes, nodes: int, *flags: str) -> None:
@@ -353,6 +383,12 @@ def main() -> None:
         help="first measure the protocol's ceiling on this box (bench_request_cost.py's as-sent variant, twice, this "
         "many requests of each kind) and print each fill against it",
     )
+    parser.add_argument(
+        "--kai-profile",
+        metavar="PATH",
+        default="",
+        help="with --kai-run: sample the process's CPU by stack into PATH (bench/sample_profile.py)",
+    )
     args = parser.parse_args()
     if args.kai_burst is not None and args.kai_qps is None:
         parser.error("--kai-burst needs --kai-qps")
@@ -380,6 +416,7 @@ def main() -> None:
                         "profile": args.server_profile,
                         "kai_limits": kai_limits if scheduler == "kai" else None,
                         "kai_run": args.kai_run,
+                        "kai_profile": args.kai_profile,
                     }
                     if args.kubeconfig:
                         result = run(args.kubeconfig, scheduler, server={}, **kwargs)

@@ -32,21 +32,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_fill import ControlPlane, start_fake_nodes  # noqa: E402
+from bench_fill import ControlPlane, start_fake_nodes, start_through  # noqa: E402
 from fill_timeline import Timeline, create_all  # noqa: E402
 from request_ledger import parse  # noqa: E402
-from tests import children  # noqa: E402
 from tests.e2e import harness  # noqa: E402
-from tests.loopback import free_port  # noqa: E402
 
 NODES = 4
 
-# KAI's requests for the same pod, per pod (j: per job, spread over its pods), from its sources: the podgrouper's
-# PodGroup apply and pod patch; the scheduler's BindRequest, Scheduled event and, in its status updater, one
-# PodGroup update per job and cycle (the annotations as one patch, the status as one update, each only when it
-# changed); the binder's pod annotation patch (received-resource-type), binding, BindRequest status patch, Bound
-# event and pod condition patch; the podgroup controller's status patch and the queue controller's, each when a
-# reconcile finds the status changed (a pod's request appearing and its allocation: up to 2 per pod, fewer when
+# KAI's requests for the same pod, per pod ("1 j": once per job, spread over its pods), from its sources: the
+# podgrouper's PodGroup apply and pod patch; the scheduler's BindRequest, Scheduled event and, in its status
+# updater, one PodGroup update per job and cycle (the annotations as one patch, the status as one update, each only
+# when it changed); the binder's pod annotation patch (received-resource-type), binding, BindRequest status patch,
+# Bound event and pod condition patch; the podgroup controller's status patch and the queue controller's, each when
+# a reconcile finds the status changed (a pod's request appearing and its allocation: up to 2 per pod, fewer when
 # one reconcile sees both).
 KAI = {
     "create podgroups": "1 j",
@@ -59,8 +57,8 @@ KAI = {
     "patch bindrequests/status": "1",
     "create events (Bound)": "1",
     "patch pods/status (Bound condition)": "1",
-    "patch podgroups/status (resourcesStatus)": "1-2 j (≤ 2 per pod)",
-    "patch queues/status": "≤ 2 per queue and pod",
+    "patch podgroups/status (resourcesStatus)": "1 per reconcile that finds it changed (≤ 2 per pod)",
+    "patch queues/status": "the same, per queue and its parents",
 }
 
 
@@ -97,7 +95,7 @@ def _detail(verb: str, resource: str, subresource: str, body: str) -> str:
     keys = [*(meta.get("annotations") or {}), *(meta.get("labels") or {})]
     if subresource == "status":
         status = data.get("status") or {}
-        return ", ".join(sorted(status)) if resource != "bindrequests" else ""
+        return ", ".join(sorted(status)) if resource == "podgroups" else ""
     return ", ".join(k.rpartition("/")[2] for k in keys)
 
 
@@ -121,24 +119,6 @@ class Ledger:
     def quiet_for(self, seconds: float) -> bool:
         lines = [ln for ln in self.lines(time.time() - seconds) if not ln["watch"]]
         return not lines
-
-
-def start_kai_run(processes: harness.Processes, ledger: Path) -> None:
-    log = open(processes.logs / "run.log", "ab")  # noqa: SIM115 - the child owns it
-    command = [
-        sys.executable,
-        str(ROOT / "bench" / "request_ledger.py"),
-        str(ledger),
-        "-v",
-        "run",
-        f"--listen-address=127.0.0.1:{free_port()}",
-        f"--plugin-server-port={free_port()}",
-        "--qps=1000",
-        "--burst=1000",
-        "--kubeconfig",
-        processes.kubeconfig,
-    ]
-    processes.running["run"] = children.spawn(command, stdout=log, stderr=log)
 
 
 def submit(store: Any, kind: str, n: int, kubeconfig: str = "", fill: int = 0) -> list[str]:
@@ -207,7 +187,7 @@ def wait_quiet(ledger: Ledger, quiet: float, timeout: float = 60) -> float:
 
 def measure(rounds: int, quiet: float, show: bool, fill: int) -> dict[str, tuple[Counter[str], int, Counter[str]]]:
     out: dict[str, tuple[Counter[str], int, Counter[str]]] = {}
-    nodes = NODES + -(-fill // 8)
+    nodes = NODES + -(-(fill + (rounds + 1) * 9) // 8)  # room for every pod submitted: 1 GPU each
     with tempfile.TemporaryDirectory(prefix="kai-bench-reqs-") as tmp:
         workdir = Path(tmp)
         with ControlPlane(workdir / "kube") as plane:
@@ -219,7 +199,7 @@ def measure(rounds: int, quiet: float, show: bool, fill: int) -> dict[str, tuple
                 start_fake_nodes(processes, nodes)
                 cluster = harness.Cluster(store, processes, "bench-node")
                 cluster.wait("nodes", lambda: len(store.list("nodes")[0]) >= nodes, timeout=300)
-                start_kai_run(processes, ledger.path)
+                start_through(processes, ["request_ledger.py", str(ledger.path)], "run", "--qps=1000", "--burst=1000")
                 cluster.wait("default queues", lambda: len(store.list("queues")[0]) >= 2, timeout=120)
                 time.sleep(3)
                 wait_quiet(ledger, quiet)
