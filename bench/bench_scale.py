@@ -24,6 +24,11 @@ report for its Go scheduler at 4,000 nodes and 140,000 pods (a whole cycle 2.35-
 then each cycle's wall seconds by phase. With more than one size, a last table gives each figure per size, a
 least-squares line in the number of nodes (`numpy.polyfit`) and the log-log slope (1 = linear); a cycle whose
 changes are of constant size (steady, gang, 1,000 pods, reclaim) growing faster than linear is flagged.
+
+`--backlog 50,100,200` measures instead, at each of `--sizes`, one cycle of the cluster with every GPU taken and
+that many pending one-GPU jobs in the queues most over their quota (`run_backlog`), the usual state of a busy
+cluster: CPU and wall seconds, CPU per pending job, the jobs each victim action searched victims for, the jobs
+placed and the pods evicted.
 """
 
 from __future__ import annotations
@@ -193,6 +198,38 @@ def run_cycles(nodes: int, repeat: int) -> dict[str, Any]:
     return out
 
 
+def run_backlog(nodes: int, backlog: int, repeat: int) -> dict[str, Any]:
+    """One cycle with every GPU taken and `backlog` pending one-GPU jobs in the queues most over their quota
+    (the twelfth of the leaves with the most GPUs over their quota per over-quota weight): the usual state of a
+    busy cluster. What reclaim still takes for them is counted: placed jobs, evicted and moved pods."""
+    import scale_cluster as sc
+
+    from kai_scheduler.cluster.resources import GPU
+
+    cycles = Cycles(nodes)
+    cycles.fill()
+    result = cycles.scheduler.run_once()
+    weight = {sc.leaf_name(i): 1 + i % 3 for i in range(cycles.sizes.queues)}
+    shares = result.queue_shares
+    over = sorted(weight, key=lambda q: -(shares[q].allocated[GPU] - shares[q].deserved[GPU]) / weight[q])
+    over = over[: max(1, len(over) // 12)]
+    result.release()
+
+    def pending(i: int) -> list[dict[str, Any]]:
+        return [o for k in range(backlog) for o in sc.new_gang(f"backlog{i}-{k:04d}", over[k % len(over)], 1, 1)]
+
+    counts: dict[str, float] = {}
+
+    def count(result: Any) -> str:
+        counts.update({f"searched by {action}": n for action, n in result.search.tried.items()})
+        counts["placed"] = len({op.task.job_uid for op in result.operations if op.op.value == "pipeline"
+                                and op.task.job_uid.startswith("uid-pg-backlog")})  # fmt: skip
+        counts["evicted"] = sum(1 for op in result.operations if op.op.value == "evict")
+        return ""
+
+    return {**cycles.time(pending, repeat, count), **counts}
+
+
 # --- the cold start (child process, against the mock API server) ---------------------------------------------
 
 
@@ -325,21 +362,51 @@ def print_scaling(rows: dict[int, dict[str, tuple[float, float]]]) -> None:
     Console(width=170).print(table)
 
 
+def print_backlog(sizes: list[int], backlogs: list[int], repeat: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"a full cluster with a backlog: one cycle (load {os.getloadavg()[0]:.2f})")
+    cols = ("nodes", "pending jobs", "CPU s", "wall s", "CPU ms a job", "actions' wall s", "searched")
+    for col in (*cols, "placed", "evicted"):
+        table.add_column(col, justify="right")
+    for nodes in sizes:
+        for backlog in backlogs:
+            args = ["--child", "backlog", "--nodes", str(nodes), "--pending", str(backlog), "--repeat", str(repeat)]
+            r = _child(args)
+            searched = ", ".join(f"{k.split()[-1]} {v:g}" for k, v in r.items() if k.startswith("searched by"))
+            table.add_row(f"{nodes:,}", str(backlog), f"{r['cpu']:.3f}", f"{r['wall']:.3f}",
+                          f"{r['cpu'] / backlog * 1000:.2f}", f"{r['actions']:.3f}", searched or "-",
+                          f"{r['placed']:g}", f"{r['evicted']:g}")  # fmt: skip
+    Console(width=150).print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,1000,2000,4000", help="node counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--child", choices=("cycles", "cold"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--backlog",
+        help="instead: pending job counts (comma-separated) for one cycle of a full cluster with that backlog",
+    )
+    parser.add_argument("--child", choices=("cycles", "cold", "backlog"), help=argparse.SUPPRESS)
     parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--pending", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "cycles":
         print(json.dumps(run_cycles(args.nodes, args.repeat)))
+        return
+    if args.child == "backlog":
+        print(json.dumps(run_backlog(args.nodes, args.pending, args.repeat)))
         return
     if args.child == "cold":
         print(json.dumps(run_cold(args.url)))
         return
     sizes = sorted(int(n) for n in args.sizes.split(","))
+    if args.backlog:
+        print_backlog(sizes, [int(n) for n in args.backlog.split(",")], args.repeat)
+        return
     rows = {}
     for nodes in sizes:
         cold = cold_start(nodes)

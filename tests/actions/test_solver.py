@@ -238,6 +238,27 @@ def test_a_solution_without_any_victim_is_not_the_victim_actions_business() -> N
     assert solver.solve(ssn, ssn.statement(), _job(ssn, "j"), search, job_budget).result is solver.Result.UNSOLVED
 
 
+def test_a_job_that_fits_as_things_are_is_not_searched() -> None:
+    """Room on releasing GPUs: no scenario is simulated, nothing is evicted or moved."""
+    objects = [
+        b.node("n1", gpus=1),
+        b.node("n2", gpus=1),
+        v.queue("q", gpu_quota=-1),
+        *v.job("gone", queue="q", node="n1"),
+        *v.job("v0", queue="q", node="n2"),
+        *v.job("j", queue="q"),
+    ]
+    ssn = _session(objects)
+    stmt = ssn.statement()
+    stmt.evict(next(t for t in ssn.snapshot.tasks.values() if t.name == "gone-0"), WHY)
+    pool = [_job(ssn, "v0")]
+    job_budget = budget.ActionBudget(budget.SearchBudgets(), "test").next_job()
+    search = solver.VictimSearch("test", pool, lambda _: WHY, lambda *_: None)
+    solution = solver.solve(ssn, stmt, _job(ssn, "j"), search, job_budget)
+    assert (solution.result, solution.simulations) == (solver.Result.UNSOLVED, 0)
+    assert [op.task.name for op in stmt.operations] == ["gone-0"]
+
+
 # --- signatures ------------------------------------------------------------------------------------------------
 
 

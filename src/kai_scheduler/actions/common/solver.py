@@ -25,6 +25,9 @@ its result (`solved`, `unsolved`, `validator_rejected`, `duplicate`); when the v
 still within its budget gets one `generators_exhausted` attempt, timed over the last, empty, look for victims.
 The recorded victims tried again at the start of a probe are a scenario of the generator that found them.
 
+A job whose tasks all fit as things are (on idle or releasing resources, as after an earlier eviction of the
+cycle) is not searched: no victim is evicted or moved for it.
+
 Differences from KAI, on purpose: a victim that lands after the preemptor lands in place first, so an unneeded
 victim is never moved, and every evicted pod of a victim tries to land again (KAI: the job's next tasks to
 allocate only). Failed scenarios are remembered per job (tasks placed, victims) and not simulated twice. Fit
@@ -116,12 +119,25 @@ class _JobSolver:
         n = len(self.tasks)
         if n == 0:
             return Solution(Result.NOT_ATTEMPTED)
+        if self._fits_without_victims():
+            return self._unsolved()
         best, holds_all = self._largest_solvable_prefix(n)
         if best == 0:
             return self._unsolved()
         if not holds_all and not self._probe(n, keep=True):
             return self._unsolved()
         return Solution(Result.SOLVED, self.outcome, self.simulations)
+
+    def _fits_without_victims(self) -> bool:
+        """The whole job fits on idle or releasing resources as things are: no scenario may evict or move for it
+        (placing it is allocate's business, the next cycle's if the room is still releasing)."""
+        checkpoint = self.stmt.checkpoint()
+        fits = allocation.place_tasks(
+            self.ssn, self.stmt, self.job, self.tasks, pipeline_only=True, candidates=self.base_nodes
+        )
+        fits = fits and self.job.is_gang_satisfied()
+        self.stmt.rollback(checkpoint)
+        return fits
 
     def _unsolved(self) -> Solution:
         result = Result.EXHAUSTED if self.budget.exhausted() else Result.UNSOLVED
