@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -262,3 +263,50 @@ def test_the_leader_status_gauge_says_1_for_the_leader_and_0_for_a_standby(
         scraped[who] = generate_latest(registry).decode()
     assert f'leader_election_master_status{{name="{NAME}"}} 1.0' in scraped["a"]
     assert f'leader_election_master_status{{name="{NAME}"}} 0.0' in scraped["b"]
+
+
+class Flaky:
+    """A store whose reads raise an error no branch of the elector expects, `failures` times."""
+
+    def __init__(self, store: ClusterStore, failures: int) -> None:
+        self.store = store
+        self.failures = failures
+
+    def get(self, *args: Any) -> JSON:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("an unexpected error")
+        return self.store.get(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def test_an_attempt_that_raises_what_nobody_expects_does_not_end_the_elections(
+    store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    flaky = Flaky(store, failures=3)
+    candidate = LeaderElector(
+        flaky,
+        NS,
+        NAME,
+        clock,
+        identity="a",
+        config=LeaderConfig(lease_duration=0.3, renew_deadline=0.2, retry_period=0.01),
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=candidate.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not candidate.is_leader and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert candidate.is_leader  # the run went on past the three failed attempts
+        assert thread.is_alive()
+    finally:
+        stop.set()
+        thread.join(5)
+    unexpected = [r for r in caplog.records if "failed unexpectedly" in r.getMessage()]
+    assert len([r for r in unexpected if r.exc_info]) == 1  # one traceback, then quiet while it repeats

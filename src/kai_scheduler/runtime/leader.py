@@ -150,8 +150,25 @@ class LeaderElector:
         """Acquire and renew every retry period until `stop` is set. The caller releases the lease once the
         work it guards has stopped (`release`), so no step runs after another process took over."""
         while not stop.is_set():
-            self.step()
+            try:
+                self.step()
+            except Exception as err:  # the elections outlive any one attempt
+                self._failed_unexpectedly(err)
             stop.wait(self.config.retry_period)
+
+    def _failed_unexpectedly(self, err: Exception) -> None:
+        """An attempt that raised what no branch expects (a bug, a Lease this code cannot read) is a failed one:
+        a leader steps down at its renew deadline as when the server is down (its fence ends its writes), and the
+        next attempt comes after the retry period. The traceback is logged the first time, then one line while
+        the same error repeats."""
+        text = f"{type(err).__name__}: {err}"
+        extra = {"lease": self._key(), "identity": self.identity}
+        if text != self._last_failure:
+            self._last_failure = text
+            log.exception(f"leader election attempt failed unexpectedly: {text}", extra=extra)
+        else:
+            log.debug(f"leader election attempt failed unexpectedly again: {text}", extra=extra)
+        self._notice_lapse()
 
     def release(self) -> bool:
         """Clear the holder if this candidate holds the lease (client-go's ReleaseOnCancel); whether it did.
