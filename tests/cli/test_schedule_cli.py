@@ -190,6 +190,21 @@ def test_a_good_manifest_schedules(capsys: pytest.CaptureFixture[str], tmp_path:
     assert json.loads(out)["tasks"]["ns/p"]["status"] == "Binding"
 
 
+@pytest.mark.parametrize(
+    "meta", ["labels: {kai.scheduler/queue: a}, annotations: null", "labels: null, annotations: {pod-group-name: pg}"]
+)
+def test_a_pod_whose_labels_or_annotations_are_null_is_bound(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, meta: str
+) -> None:
+    """`annotations: null` is valid YAML for no annotations (the API server reads it so); the embedded kubelet once
+    read it as a map once the pod was bound, and the run stopped with an internal error."""
+    pod = POD.replace("annotations: {pod-group-name: pg}}", meta + "}") % ("", "Pending")
+    manifest = NODE + QUEUE % ("a", "") + PODGROUP % "a" + pod
+    code, out, err = _run(capsys, "schedule", _write(tmp_path, manifest, "m.yaml"), "--cycles", "2", "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["tasks"]["ns/p"]["status"] in ("Binding", "Bound", "Running"), out
+
+
 def test_a_manifest_of_kinds_it_does_not_read_says_which_were_skipped(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -103,7 +103,7 @@ class Controller:
         recreated = []
         for key, pod in sorted(self.templates.items()):
             ns, name = pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
-            group = pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME, "")
+            group = (pod["metadata"].get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME, "")
             if f"{ns}/{group}" in self.deleted_groups:
                 continue
             try:
@@ -124,8 +124,8 @@ def pending_copy(pod: JSON) -> JSON:
         for k, v in pod["metadata"].items()
         if k not in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds")
     }
-    labels = {k: v for k, v in meta.get("labels", {}).items() if not k.startswith(constants.LABEL_GPU_GROUP)}
-    annotations = {k: v for k, v in meta.get("annotations", {}).items() if k not in _WRITTEN_AT_BINDING}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if not k.startswith(constants.LABEL_GPU_GROUP)}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in _WRITTEN_AT_BINDING}
     meta["labels"], meta["annotations"] = labels, annotations
     spec = {k: v for k, v in pod.get("spec", {}).items() if k not in ("nodeName", "schedulingGates")}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}

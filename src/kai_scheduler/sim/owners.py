@@ -75,7 +75,7 @@ def emulate(meta: JobMeta, podgroup: JSON | None, pods: list[JSON]) -> list[JSON
     for pod, rewritten in zip(pods, trial, strict=True):
         pod.clear()
         pod.update(rewritten)
-        pod["metadata"].get("annotations", {}).pop(constants.ANNOTATION_POD_GROUP_NAME, None)
+        (pod["metadata"].get("annotations") or {}).pop(constants.ANNOTATION_POD_GROUP_NAME, None)
     return [owner, *extra]
 
 
@@ -86,10 +86,10 @@ def _bare(meta: JobMeta, pods: list[JSON], spec: JSON, min_member: int) -> list[
     pod_meta = pods[0]["metadata"]
     carried = _owner({"apiVersion": "v1", "name": pod_meta["name"], "uid": ""}, meta, spec)["metadata"]
     pod_meta.pop("ownerReferences", None)
-    pod_meta.setdefault("labels", {}).update(carried["labels"])
-    annotations = pod_meta.setdefault("annotations", {})
+    own_map(pod_meta, "labels").update(carried["labels"])
+    annotations = own_map(pod_meta, "annotations")
     annotations.pop(constants.ANNOTATION_POD_GROUP_NAME, None)
-    annotations.update(carried.get("annotations", {}))
+    annotations.update(carried.get("annotations") or {})
     return []
 
 
@@ -126,7 +126,7 @@ def _template(pod: JSON) -> JSON:
 
 
 def _label(pods: list[JSON], index: int, labels: dict[str, str]) -> None:
-    pods[index]["metadata"].setdefault("labels", {}).update(labels)
+    own_map(pods[index]["metadata"], "labels").update(labels)
 
 
 def _job(owner: JSON, pods: list[JSON], m: int) -> bool:
@@ -197,7 +197,7 @@ def _kubeflow(field: str, first: str | None, *, subgroups: bool = False) -> Buil
         if workers or first is None or first == "Launcher":
             specs["Worker"] = {"replicas": len(workers), "template": _template(workers[0] if workers else pods[0])}
         for index, pod in enumerate(workers):
-            pod["metadata"].setdefault("labels", {}).update(
+            own_map(pod["metadata"], "labels").update(
                 {constants.LABEL_KUBEFLOW_REPLICA_TYPE: "worker", constants.LABEL_KUBEFLOW_REPLICA_INDEX: str(index)}
             )
         for pod in pods:
@@ -282,3 +282,11 @@ _BUILDERS: dict[str, Build] = {
     "ReplicaSet": _single,
     "Notebook": _single,
 }
+
+
+def own_map(meta: JSON, key: str) -> JSON:
+    """`meta[key]` to write into: made empty when missing or null (a manifest may say `annotations: null`)."""
+    value = meta.get(key)
+    if value is None:
+        value = meta[key] = {}
+    return value

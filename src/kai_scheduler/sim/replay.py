@@ -385,7 +385,7 @@ class Replay:
         self._running.add(key)
         self._starts += 1
         job = self.workload.job_of(key)
-        queue = job.meta.queue if job else pod["metadata"].get("labels", {}).get(constants.LABEL_QUEUE, "")
+        queue = job.meta.queue if job else (pod["metadata"].get("labels") or {}).get(constants.LABEL_QUEUE, "")
         # A GPU reservation pod holds the device its fractional pods share, whose portions count already.
         if pod["metadata"].get("namespace") != constants.RESERVATION_NAMESPACE:
             self.recorder.pod_on(key, queue, self._gpus(pod))

@@ -151,7 +151,7 @@ def _without_creation_time(obj: JSON) -> JSON:
 
 def _owner_labels(pod: JSON, kind: str, index: int) -> None:
     """The labels the owner's controller puts on replica `index` (kept when the scenario wrote them)."""
-    labels = pod["metadata"].setdefault("labels", {})
+    labels = owners.own_map(pod["metadata"], "labels")
     new: dict[str, str] = {}
     if kind in KUBEFLOW:
         new[constants.LABEL_KUBEFLOW_JOB_ROLE] = KUBEFLOW[kind] if index == 0 else "worker"
@@ -246,7 +246,7 @@ class Workload:
                 self.store.delete("pods", name, ns)
             except NotFound:
                 continue
-            groups.add(pod["metadata"].get("annotations", {}).get(constants.ANNOTATION_POD_GROUP_NAME, ""))
+            groups.add((pod["metadata"].get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME, ""))
         for owner in job.owners:  # and what the garbage collector removes with them: their PodGroups
             with contextlib.suppress(NotFound):
                 plural = resource_for(owner["kind"], owner["apiVersion"]).plural
