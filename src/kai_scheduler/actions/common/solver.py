@@ -132,10 +132,7 @@ class _JobSolver:
         """The whole job fits on idle or releasing resources as things are: no scenario may evict or move for it
         (placing it is allocate's business, the next cycle's if the room is still releasing)."""
         checkpoint = self.stmt.checkpoint()
-        fits = allocation.place_tasks(
-            self.ssn, self.stmt, self.job, self.tasks, pipeline_only=True, candidates=self.base_nodes
-        )
-        fits = fits and self.job.is_gang_satisfied()
+        fits = self._place_preemptor(len(self.tasks), self.tasks, self.base_nodes)
         self.stmt.rollback(checkpoint)
         return fits
 
