@@ -24,8 +24,8 @@ _ON_NODE = ON_NODE.value
 
 
 @dataclass(frozen=True, slots=True)
-class Moved:
-    """A task's placement changed, and the node ledgers with it (`Snapshot.move`)."""
+class Placed:
+    """A task's placement changed (see the two kinds below)."""
 
     task: PodInfo
     before: Placement
@@ -39,18 +39,13 @@ class Moved:
 
 
 @dataclass(frozen=True, slots=True)
-class Shown:
+class Moved(Placed):
+    """A task's placement changed, and the node ledgers with it (`Snapshot.move`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shown(Placed):
     """A task's placement changed for a reader, the ledgers left as they were (`Snapshot.show`)."""
-
-    task: PodInfo
-    before: Placement
-    after: Placement
-
-    def apply(self) -> None:
-        self.task.placement = self.after
-
-    def revert(self) -> None:
-        self.task.placement = self.before
 
 
 @dataclass(frozen=True, slots=True)
