@@ -272,10 +272,12 @@ def run(
     return out
 
 
-def start_through(processes: harness.Processes, wrapper: list[str], component: str, *flags: str) -> None:
+def start_through(
+    processes: harness.Processes, wrapper: list[str], component: str, *flags: str, name: str = ""
+) -> None:
     """Start a component as `processes.start_component` does, its `kai` command run by the bench script
     `wrapper[0]` with the arguments `wrapper[1:]` before the command's own (`request_ledger.py`,
-    `sample_profile.py`)."""
+    `sample_profile.py`, `cycle_log.py`); `name`: the process's name (default the component's)."""
     extra = (f"--plugin-server-port={free_port()}",) if component in ("scheduler", RUN) else ()
     command = [
         sys.executable,
@@ -290,8 +292,8 @@ def start_through(processes: harness.Processes, wrapper: list[str], component: s
         "--kubeconfig",
         processes.kubeconfig,
     ]
-    log = open(processes.logs / f"{component}.log", "ab")  # noqa: SIM115 - the child owns it
-    processes.running[component] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
+    log = open(processes.logs / f"{name or component}.log", "ab")  # noqa: SIM115 - the child owns it
+    processes.running[name or component] = children.spawn(command, stdout=log, stderr=subprocess.STDOUT)
 
 
 def start_fake_nodes(processes: harness.Processes, nodes: int, *flags: str) -> None:

@@ -163,6 +163,8 @@ def create_all(
     if others:  # PodGroups before any of their pods, untimed
         _create_chunk(kubeconfig, [("", obj) for obj in others], threads, 0.0, 0.0)
     pods = [(pod, obj) for pod, obj in items if pod]
+    if not pods:
+        return 0.0
     chunks = [pods[i::processes] for i in range(processes)]
     context = multiprocessing.get_context("spawn")
     with context.Pool(processes) as pool:
