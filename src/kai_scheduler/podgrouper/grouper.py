@@ -47,7 +47,7 @@ from kai_scheduler.podgrouper.owners import OwnerCache
 from kai_scheduler.podgrouper.scope import Scope
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.informer import Informers
+from kai_scheduler.store.informer import NAMESPACE_INDEX, Informers, by_namespace
 from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
     JSON,
@@ -57,7 +57,7 @@ from kai_scheduler.store.interface import (
     NotFound,
     StoreError,
 )
-from kai_scheduler.store.keys import object_key, split_key
+from kai_scheduler.store.keys import split_key
 from kai_scheduler.store.retries import Retries
 from kai_scheduler.store.workqueue import WorkQueue
 
@@ -136,12 +136,13 @@ class PodGrouper:
         self._classes: set[str] = set()
         self._owners = OwnerCache(store, informers)
         self._scope = Scope(store, self.config.pod_label_selector, self.config.namespace_label_selector, informers)
-        # The pods in scope; which pods name which PodGroup (`pod-group-name`) is an index of their informer: when
-        # a PodGroup is deleted while its pods live on (by hand, or by the garbage collector for a pod made again
-        # from a saved manifest that names the old pod's), those pods are grouped again; the pod watch alone would
-        # never bring them back.
-        self._pod_informer = informers.informer("pods", self._scope.pods)
+        # The process's pod informer, the pod selector applied to what it hands over (`scope`); which pods name
+        # which PodGroup (`pod-group-name`) is one of its indexes: when a PodGroup is deleted while its pods live
+        # on (by hand, or by the garbage collector for a pod made again from a saved manifest that names the old
+        # pod's), those pods are grouped again; the pod watch alone would never bring them back.
+        self._pod_informer = informers.informer("pods")
         self._pod_informer.add_index(MEMBERS_INDEX, _named_podgroup)
+        self._pod_informer.add_index(NAMESPACE_INDEX, by_namespace)
         self._pods = self._pod_informer.subscribe()
         self.refused = WorkQueue()  # the pods whose grouping the API server refused, taken again after a backoff
         self._gone_groups: list[tuple[str, str]] = []
@@ -274,8 +275,9 @@ class PodGrouper:
 
     def _changed_pods(self) -> dict[str, JSON]:
         batch = self._pods.take()
+        selected = self._scope.selected
         if batch.relisted:
-            present = {key: pod for key, pod in batch.changes if pod is not None}
+            present = {key: pod for key, pod in batch.changes if pod is not None and selected(pod)}
             self._written = {k: v for k, v in self._written.items() if k in present}
             self._reported = {k: v for k, v in self._reported.items() if k in present}
             for key in self.refused.keys() - present.keys():
@@ -285,7 +287,7 @@ class PodGrouper:
             return present
         changed: dict[str, JSON] = {}
         for key, pod in batch.changes:
-            if pod is None:
+            if pod is None or not selected(pod):  # deleted, or out of the pod selector: as if deleted
                 changed.pop(key, None)
                 self._written.pop(key, None)
                 self._reported.pop(key, None)
@@ -296,22 +298,23 @@ class PodGrouper:
         return changed
 
     def _members(self, group: tuple[str, str]) -> set[str]:
-        """The keys of the pods whose `pod-group-name` names the PodGroup."""
-        return self._pod_informer.index(MEMBERS_INDEX, f"{group[0]}/{group[1]}")
+        """The keys of the pods within the pod selector whose `pod-group-name` names the PodGroup."""
+        return self._selected(self._pod_informer.index(MEMBERS_INDEX, f"{group[0]}/{group[1]}"))
+
+    def _selected(self, keys: set[str]) -> set[str]:
+        """Those of the pod informer's `keys` whose pod is within the pod selector."""
+        if self._scope.pods is None:
+            return keys
+        return {key for key in keys if (pod := self._pod_informer.get(key)) is not None and self._scope.selected(pod)}
 
     def _entered_scope(self, pods: dict[str, JSON]) -> None:
-        """Add to `pods` those of the namespaces that came to match the namespace selector (one LIST each)."""
+        """Add to `pods` those of the namespaces that came to match the namespace selector, from the pod
+        informer's cache (a pod it does not hold yet comes with its watch, and is grouped then)."""
         for namespace in self._scope.entered():
-            try:
-                found = self.store.list("pods", namespace, self._scope.pods)[0]
-            except StoreError as err:
-                log.warning(
-                    "pods of a namespace come into scope not listed; each is grouped when it changes",
-                    extra={"namespace": namespace, "reason": str(err)},
-                )
-                continue
-            for pod in found:
-                pods.setdefault(object_key(pod), pod)
+            for key in self._selected(self._pod_informer.index(NAMESPACE_INDEX, namespace)):
+                pod = self._pod_informer.get(key)
+                if pod is not None:
+                    pods.setdefault(key, pod)
 
     def _orphans(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` the live pods that name a PodGroup deleted since the last call, read again (one GET per

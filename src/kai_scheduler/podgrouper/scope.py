@@ -3,11 +3,13 @@
 `eventFilterFn`).
 
 A pod is in scope when it carries every label of the pod selector and its namespace every label of the namespace
-selector (an empty selector takes all). The pod selector goes to the store with the pod list and watch, so the
-pods outside it never reach the grouper, as KAI's informer cache is built with it. The namespace selector needs the
-namespaces' labels: they are watched (only with a namespace selector), and a namespace the watch has not brought
-yet is read once. A namespace that comes to match has its pods looked at again at once; KAI's event filter lets
-them through on their next change (or its informer's resync).
+selector (an empty selector takes all). The grouper reads pods from the process's one shared pod informer, which
+the scheduler, binder and controllers read too, and applies the pod selector to what it hands over (`selected`): a
+pod leaving the selector is to the grouper as a pod deleted, as to KAI's podgrouper, whose informer cache is built
+with the selector (a second LIST and WATCH of pods in a process that already has one). The namespace selector needs
+the namespaces' labels: they are watched (only with a namespace selector), and a namespace the watch has not
+brought yet is read once. A namespace that comes to match has its pods looked at again at once, from the pod
+informer's cache; KAI's event filter lets them through on their next change (or its informer's resync).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Scope:
         informers: Informers | None = None,
     ) -> None:
         self.store = store
-        self.pods = selector_of(pod_labels)  # passed to the store's pod list and watch
+        self.pods = selector_of(pod_labels)
         self._namespaces = selector_of(namespace_labels)
         self._feed = (
             Changes((informers or Informers(store)).informer("namespaces")) if self._namespaces is not None else None
@@ -66,11 +68,15 @@ class Scope:
         out, self._entered = sorted(self._entered), set()
         return out
 
+    def selected(self, pod: JSON) -> bool:
+        """Whether the pod's labels match the pod selector."""
+        return self.pods is None or self.pods.matches((pod.get("metadata") or {}).get("labels") or {})
+
     def covers(self, pod: JSON) -> bool:
         """Whether the pod is one to group: its labels and its namespace's match."""
-        meta = pod.get("metadata") or {}
-        if self.pods is not None and not self.pods.matches(meta.get("labels") or {}):
+        if not self.selected(pod):
             return False
+        meta = pod.get("metadata") or {}
         return self._namespaces is None or self._matches(self._namespace_labels(str(meta.get("namespace", ""))))
 
     def _namespace_labels(self, name: str) -> Mapping[str, str] | None:

@@ -33,6 +33,12 @@ log = logging.getLogger(__name__)
 
 Change = tuple[str, JSON | None]  # (key, the object; None = deleted)
 IndexFunc = Callable[[JSON], Iterable[str]]  # the values an object is filed under in an index
+NAMESPACE_INDEX = "namespace"  # the index of `by_namespace` (client-go's NamespaceIndex)
+
+
+def by_namespace(obj: JSON) -> tuple[str, ...]:
+    """The object's namespace ("" for a cluster-scoped one): the `NAMESPACE_INDEX`."""
+    return (str((obj.get("metadata") or {}).get("namespace") or ""),)
 
 
 @dataclass(frozen=True, slots=True)
