@@ -155,6 +155,21 @@ def test_a_request_made_anew_after_failures_is_bound_at_once() -> None:
     assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 0}
 
 
+def test_a_bind_that_raises_what_no_step_expects_is_tried_again_after_the_backoff() -> None:
+    _, clock, binder = _cluster(b.node("n1"), b.pod("p"), b.bind_request("p", "n1"))
+    real = binder.binding.bind
+
+    def bug(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    binder.binding.bind = bug  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        binder.reconcile()
+    binder.binding.bind = real  # type: ignore[method-assign]
+    clock.advance(1)
+    assert binder.reconcile().bound == ["ns/p"]
+
+
 def test_a_retry_binds_once_the_node_exists() -> None:
     store, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "n1", backoff_limit=3))
     assert binder.reconcile().failed

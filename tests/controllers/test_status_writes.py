@@ -155,3 +155,17 @@ def test_a_write_that_goes_through_starts_the_backoff_over_and_leaves_no_key_beh
     assert controller.reconcile() == [] and queue.keys() == set(), "taken, nothing to write: finished all the same"
     _grow(store, 3, kind)
     assert k.key in controller.reconcile()
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_write_that_raises_what_no_step_expects_is_made_again_after_the_backoff(kind: str) -> None:
+    k = KINDS[kind]
+    store, clock = _cluster(), [0.0]
+    controller = k.make(store, WorkQueue(now=lambda: clock[0]))
+    real = store.patch
+    _refusing(store, k.resource, RuntimeError("a bug"))  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        controller.reconcile()
+    store.patch = real  # type: ignore[method-assign]
+    clock[0] = 1.0
+    assert k.key in controller.reconcile()

@@ -105,3 +105,14 @@ def test_a_key_again_is_due_at_the_next_take_its_refusals_kept() -> None:
     assert queue.take() == ["a"]
     queue.done("a")
     assert queue.requeues("a") == 0
+
+
+def test_keys_a_pass_left_unfinished_are_retried_not_held_forever() -> None:
+    clock = Clock()
+    queue = WorkQueue(clock)
+    queue.add(["a", "b"])
+    taken = queue.take()
+    queue.done("a")
+    assert queue.retry_unfinished(taken) == ["b"]  # the pass raised before finishing b
+    queue.add(["b"])  # a change makes it due at once, as any retried key
+    assert queue.take() == ["b"]

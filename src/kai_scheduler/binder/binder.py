@@ -127,8 +127,19 @@ class Binder:
             elif key in self._open and not queue.backing_off(key):
                 queue.add([key])
         self._collect()
+        taken = queue.take()
+        try:
+            self._bind_taken(taken, outcome)
+        finally:  # an error none of the steps expects: what it left unfinished is tried again after the backoff
+            queue.retry_unfinished(taken)
+        outcome.bound.sort()
+        outcome.failed.sort()
+        return outcome
+
+    def _bind_taken(self, taken: list[str], outcome: BindOutcome) -> None:
+        queue = self.queue
         due = []
-        for key in queue.take():
+        for key in taken:
             br = self._open.get(key)
             if br is None or (br.phase == "Failed" and br.is_failed):
                 queue.done(key)  # nothing to do until it changes
@@ -143,9 +154,6 @@ class Binder:
             due = [(br, key) for br, key in due if br.selected_gpu_groups]
         for br, pod_key in due:
             self._bind(br, pod_key, outcome)
-        outcome.bound.sort()
-        outcome.failed.sort()
-        return outcome
 
     def _current(self, br: BindRequest) -> BindRequest | None:
         """The request to act on: the watched copy on a first attempt; on a retry, the request as the server holds

@@ -128,14 +128,17 @@ class PodGroupStatusController:
         written = []
         work = self.work
         work.add(due)
-        for key in due:
-            with work.reconcile(key) as reconcile:
-                if key not in self._groups:
-                    queue.forget(key)
-                elif self._write(key):
-                    written.append(key)
-                if queue.backing_off(key):  # refused: written again after a backoff
-                    reconcile.retry()
+        try:
+            for key in due:
+                with work.reconcile(key) as reconcile:
+                    if key not in self._groups:
+                        queue.forget(key)
+                    elif self._write(key):
+                        written.append(key)
+                    if queue.backing_off(key):  # refused: written again after a backoff
+                        reconcile.retry()
+        finally:  # an error no step expects: the PodGroups it left are written again after the backoff
+            queue.retry_unfinished(due)
         return written
 
     def status_of(self, key: str) -> JSON:

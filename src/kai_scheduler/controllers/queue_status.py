@@ -235,14 +235,17 @@ class QueueStatusController:
         written = []
         work = self.work
         work.add(names)
-        for name in names:
-            with work.reconcile(name) as reconcile:
-                figures = self._total(name, self._children_of, totals, set())
-                if self._write(name, self._children_of.get(name, []), figures):
-                    written.append(name)
-                self._set_metrics(name, figures[0])
-                if self.queue.backing_off(name):  # refused: written again after a backoff
-                    reconcile.retry()
+        try:
+            for name in names:
+                with work.reconcile(name) as reconcile:
+                    figures = self._total(name, self._children_of, totals, set())
+                    if self._write(name, self._children_of.get(name, []), figures):
+                        written.append(name)
+                    self._set_metrics(name, figures[0])
+                    if self.queue.backing_off(name):  # refused: written again after a backoff
+                        reconcile.retry()
+        finally:  # an error no step expects: the queues it left are written again after the backoff
+            self.queue.retry_unfinished(names)
         self._totals = {name: totals[name] for name in self._queues if name in totals}
         return written
 

@@ -10,6 +10,8 @@ work in passes and read each key's object from an informer.
   `done(key)`: processed; its back-off starts over. `again(key)`: processed, not finished (a step waits for
   something): due at the next `take`, its count of refusals kept. `forget(key)`: its object went: nothing of it is
   kept. `requeues(key)`: the refusals counted since it was last done (client-go's NumRequeues).
+- `retry_unfinished(keys)`: those of `keys` still being processed are retried, for a pass that ended in an
+  exception before finishing them (else they would never be handed out again).
 
 Safe to use from several threads.
 """
@@ -64,6 +66,15 @@ class WorkQueue:
             self._processing.discard(key)
             self._again.discard(key)
             self._due.add(key)
+
+    def retry_unfinished(self, keys: Iterable[str]) -> list[str]:
+        """Retry those of `keys` still being processed; return them."""
+        with self._lock:
+            unfinished = [key for key in keys if key in self._processing]
+            for key in unfinished:
+                self._backoff.failed(key)
+                self._finish(key)
+            return unfinished
 
     def forget(self, key: str) -> None:
         with self._lock:
