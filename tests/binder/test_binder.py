@@ -130,6 +130,46 @@ def test_a_failed_request_is_retried_after_a_doubling_backoff() -> None:
     assert binder.reconcile().failed == [], "no attempt past the backoff limit"
 
 
+def test_the_backoff_stops_doubling_at_a_minute() -> None:
+    """controller-runtime's per-item rate limiter as KAI's binder sets it: 1 s doubling, at most 60 s."""
+    _, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "ghost", backoff_limit=20))
+    failed_at = []
+    for second in range(190):
+        if binder.reconcile().failed:
+            failed_at.append(second)
+        clock.advance(1)
+    assert failed_at == [0, 1, 3, 7, 15, 31, 63, 123, 183]
+
+
+def test_a_request_made_anew_after_failures_is_bound_at_once() -> None:
+    """The backoff is the request's: the scheduler deleting it and writing a new one of the same name (its pod to be
+    placed again) starts over, the new one bound at its first pass, not after the old one's backoff."""
+    store, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "n1", backoff_limit=5))
+    assert binder.reconcile().failed
+    clock.advance(1)
+    assert binder.reconcile().failed  # the second failure: 2 s of backoff
+    store.delete("bindrequests", "p", b.NAMESPACE)
+    store.create(b.node("n1"))
+    store.create(b.bind_request("p", "n1", backoff_limit=5))
+    assert binder.reconcile().bound == ["ns/p"]
+    assert _status(store) == {"phase": "Succeeded", "reason": "", "failedAttempts": 0}
+
+
+def test_a_bind_that_raises_what_no_step_expects_is_tried_again_after_the_backoff() -> None:
+    _, clock, binder = _cluster(b.node("n1"), b.pod("p"), b.bind_request("p", "n1"))
+    real = binder.binding.bind
+
+    def bug(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    binder.binding.bind = bug  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        binder.reconcile()
+    binder.binding.bind = real  # type: ignore[method-assign]
+    clock.advance(1)
+    assert binder.reconcile().bound == ["ns/p"]
+
+
 def test_a_retry_binds_once_the_node_exists() -> None:
     store, clock, binder = _cluster(b.pod("p"), b.bind_request("p", "n1", backoff_limit=3))
     assert binder.reconcile().failed

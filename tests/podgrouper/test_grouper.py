@@ -68,11 +68,25 @@ def test_a_pod_naming_a_podgroup_the_watch_has_not_shown_yet_keeps_it() -> None:
             "spec": {"queue": "team-a", "minMember": 1},
         }
     )
-    c.grouper._groups.clear()  # as if the PodGroup's watch event had not arrived yet
+    # as if the PodGroup's watch event had not arrived yet: the PodGroup informer is synced by this feed alone
     c.grouper._group_feed.poll = lambda timeout=0.0: []  # type: ignore[method-assign]
     c.add(bare_pod("p", annotations={constants.ANNOTATION_POD_GROUP_NAME: "external"}))
     outcome = c.group()
     assert outcome.created == [] and c.podgroup_of("p")["metadata"]["name"] == "external"
+
+
+def test_a_podgroup_changed_by_another_writer_after_the_groupers_write_is_read_as_the_watch_brings_it() -> None:
+    """The grouper reads its own write of a PodGroup until the watch brings a change of it, then the informer's
+    copy: a field it owns that someone else changed meanwhile is set back when its next pod is grouped."""
+    c = Cluster(JOB)
+    job = c.owner("jobs", "train")
+    c.add(controller_pod("train-a", job))
+    assert len(c.group().created) == 1
+    name = c.podgroup_of("train-a")["metadata"]["name"]
+    c.store.patch("podgroups", name, "default", {"spec": {"minMember": 7}})
+    c.add(controller_pod("train-b", job))
+    assert c.group().updated == [f"default/{name}"]
+    assert c.store.get("podgroups", name, "default")["spec"]["minMember"] == 2
 
 
 def test_pods_that_come_later_join_the_same_podgroup() -> None:

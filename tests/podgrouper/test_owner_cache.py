@@ -6,9 +6,12 @@ from typing import Any
 
 import yaml
 
+from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.podgrouper.owners import OwnerCache
+from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, StoreError
-from tests.podgrouper.helpers import Cluster, controller_pod
+from kai_scheduler.store.memory import MemoryStore
+from tests.podgrouper.helpers import NOW, Cluster, controller_pod
 
 JOB = """
 apiVersion: batch/v1
@@ -88,3 +91,24 @@ def test_a_kind_that_cannot_be_listed_is_read_by_name() -> None:
     found = cache.get("jobs", "default", "train")
     assert found is not None and found["metadata"]["name"] == yaml.safe_load(JOB)["metadata"]["name"]
     cache.refresh()
+
+
+def test_owners_are_the_informers_objects_and_a_change_missed_in_a_relist_is_seen() -> None:
+    """The cache hands out the shared informer's objects (no copy of its own); an owner whose spec changed while
+    its watch was Gone is a changed owner after the relist, as one changed on the watch is."""
+    store = MemoryStore(ManualClock(NOW), history_size=2)
+    informers = Informers(store)
+    job = store.create(yaml.safe_load(JOB))
+    store.create({**yaml.safe_load(JOB), "metadata": {"name": "other", "namespace": "default"}})
+    owners = OwnerCache(store, informers)
+    assert owners.get("jobs", "default", "train") is informers.informer("jobs").get("default/train")
+    owners.refresh()
+    job["spec"]["parallelism"] = 4
+    store.update(job)
+    for value in ("a", "b", "c"):  # status writes, more than the history keeps: the watch is Gone
+        other = store.get("jobs", "other", "default")
+        other["status"] = {"active": value}
+        store.update(other)
+    changed = owners.refresh()
+    assert informers.informer("jobs").relists == 2
+    assert [(o["metadata"]["name"], o["spec"]["parallelism"]) for o in changed] == [("train", 4)]

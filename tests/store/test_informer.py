@@ -183,3 +183,41 @@ def test_bookmarks_move_the_version_only() -> None:
     subscription.take()
     batch = subscription.take()
     assert batch.changes == [] and batch.version == "999" == informer.version
+
+
+def test_each_change_comes_with_the_object_as_the_consumer_last_saw_it() -> None:
+    store = MemoryStore(ManualClock(b.NOW))
+    store.add_many([b.node("n1"), b.node("n2")])
+    relabel(store, "n1", "seen")
+    changes = Changes(Informer(store, "nodes"))
+    assert [(k, before) for k, before, _ in changes.poll_updates()] == [("n1", None), ("n2", None)]
+    for value in ("a", "b"):
+        relabel(store, "n1", value)
+    store.delete("nodes", "n2")
+    store.create(b.node("n2"))
+    store.create(b.node("n3"))
+    updates = [
+        (k, label(before) if before else "-", label(now) if now else "-") for k, before, now in changes.poll_updates()
+    ]
+    assert updates == [("n1", "seen", "b"), ("n2", None, "-"), ("n2", None, None), ("n3", "-", None)]
+
+
+def test_after_a_relist_each_object_comes_with_what_the_consumer_had_seen_not_what_it_missed() -> None:
+    store = Counting(history_size=2)
+    store.add_many([b.node("n1"), b.node("n2")])
+    relabel(store, "n1", "seen")
+    informer = Informer(store, "nodes")
+    slow, fast = Changes(informer), Changes(informer)
+    slow.poll_updates()
+    fast.poll_updates()
+    relabel(store, "n1", "missed")
+    fast.poll_updates()  # the informer takes the change in: pending for the slow reader
+    store.delete("nodes", "n2")
+    for value in ("x", "y", "z"):  # more events than the history keeps: the watch is Gone
+        relabel(store, "n1", value)
+    fast.poll_updates()
+    assert store.lists == 2
+    updates = sorted(
+        (k, label(before) if before else "-", label(now) if now else "-") for k, before, now in slow.poll_updates()
+    )
+    assert updates == [("n1", "seen", "z"), ("n2", None, "-")]

@@ -87,3 +87,32 @@ def test_threads_taking_at_once_never_share_a_key() -> None:
     for thread in threads:
         thread.join()
     assert sorted(k for batch in taken for k in batch) == sorted(keys)
+
+
+def test_a_key_again_is_due_at_the_next_take_its_refusals_kept() -> None:
+    clock = Clock()
+    queue = WorkQueue(clock)
+    queue.add(["a"])
+    queue.take()
+    queue.retry("a")
+    clock.now = 1.0
+    assert queue.take() == ["a"] and queue.requeues("a") == 1
+    queue.again("a")  # a step waits: not a refusal, not a success
+    assert queue.take() == ["a"] and queue.requeues("a") == 1
+    assert queue.retry("a") == 2.0  # the count went on
+    queue.take()
+    clock.now = 3.0
+    assert queue.take() == ["a"]
+    queue.done("a")
+    assert queue.requeues("a") == 0
+
+
+def test_keys_a_pass_left_unfinished_are_retried_not_held_forever() -> None:
+    clock = Clock()
+    queue = WorkQueue(clock)
+    queue.add(["a", "b"])
+    taken = queue.take()
+    queue.done("a")
+    assert queue.retry_unfinished(taken) == ["b"]  # the pass raised before finishing b
+    queue.add(["b"])  # a change makes it due at once, as any retried key
+    assert queue.take() == ["b"]

@@ -8,8 +8,14 @@ server), as an event on the pod: `Normal Bound` or `Warning BindingError` with t
 whose reservation pod waits for its GPU is taken up again at the next pass. Reservation pods of GPU groups with no
 pods left are collected on every sync (`reservation`).
 
+The requests to act on are the keys of a `store.workqueue.WorkQueue`: a request is added when its watch brings it
+open, and one that failed is requeued after the queue's per-request backoff (1 s, 2 s … 60 s, controller-runtime's
+per-item rate limiter as KAI's binder sets it: `--rate-limiter-base-delay` 1, `--rate-limiter-max-delay` 60),
+which starts over once the request is bound or settled. Its own status coming back through the watch does not cut
+a backoff short.
+
 A failure sets phase Failed with the reason and counts `failedAttempts`; with a `backoffLimit` above the attempts
-made, the request is retried after 2^attempts seconds. A binding that got no answer (the API server killed
+made, the request is retried after the backoff. A binding that got no answer (the API server killed
 mid-request) may have been made: the pod is read, and bound to the request's node it is Succeeded; when the pod
 cannot be read either, no status is written (Failed would have the scheduler give the node away) and the request
 is tried again after the backoff (`binding.BindUnsure`). A retry reads the request from the server first and acts
@@ -37,6 +43,7 @@ from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
+from kai_scheduler.store.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 _INT32_MAX = 2**31 - 1  # failedAttempts is an int32
@@ -100,9 +107,9 @@ class Binder:
         self._settling_lock = threading.Lock()
         self._requests = Changes(informers.informer("bindrequests"))
         self._open: dict[str, BindRequest] = {}  # BindRequests not yet Succeeded, by namespace/name
-        self._retry_at: dict[str, float] = {}
-        # Requests this binder has written Failed, whose pod is not settled yet: acted on only as read anew.
-        self._retrying: set[str] = set()
+        # The requests to bind, by namespace/name; one with requeues counted failed (or was left unsure) here and
+        # is acted on only as read anew.
+        self.queue = WorkQueue(clock.now)
         self._told: dict[str, str] = {}  # a refused BindRequest's key → the error it was told (once per message)
         self._collected_at: float | None = None
         # controller-runtime's series of KAI's `bindrequest` controller: a reconcile is one BindRequest taken up.
@@ -111,16 +118,35 @@ class Binder:
     def reconcile(self) -> BindOutcome:
         """Process every open BindRequest once, in name order; the store is watched, not listed each time."""
         outcome = BindOutcome()
+        queue = self.queue
         for key, raw in self._requests.poll():
-            self._track(key, raw)
+            if self._track(key, raw):
+                queue.retry(key)
+            elif raw is None:
+                queue.forget(key)
+            elif key in self._open and not queue.backing_off(key):
+                queue.add([key])
         self._collect()
+        taken = queue.take()
+        try:
+            self._bind_taken(taken, outcome)
+        finally:  # an error none of the steps expects: what it left unfinished is tried again after the backoff
+            queue.retry_unfinished(taken)
+        outcome.bound.sort()
+        outcome.failed.sort()
+        return outcome
+
+    def _bind_taken(self, taken: list[str], outcome: BindOutcome) -> None:
+        queue = self.queue
         due = []
-        for br in [self._open[key] for key in sorted(self._open)]:
-            pod_key = f"{br.meta.namespace}/{br.pod_name}"
-            if (br.phase == "Failed" and br.is_failed) or self._retry_at.get(pod_key, 0.0) > self.clock.now():
+        for key in taken:
+            br = self._open.get(key)
+            if br is None or (br.phase == "Failed" and br.is_failed):
+                queue.done(key)  # nothing to do until it changes
                 continue
-            due.append((br, pod_key))
-        due = [(current, pod_key) for br, pod_key in due if (current := self._current(br, pod_key)) is not None]
+            current = self._current(br)
+            if current is not None:
+                due.append((current, f"{current.meta.namespace}/{current.pod_name}"))
         self.work.add(f"{br.meta.namespace}/{br.meta.name}" for br, _ in due)
         parallel = [(br, key) for br, key in due if not br.selected_gpu_groups] if self._pool else []
         if self._pool is not None and len(parallel) > 1:
@@ -128,46 +154,49 @@ class Binder:
             due = [(br, key) for br, key in due if br.selected_gpu_groups]
         for br, pod_key in due:
             self._bind(br, pod_key, outcome)
-        outcome.bound.sort()
-        outcome.failed.sort()
-        return outcome
 
-    def _current(self, br: BindRequest, pod_key: str) -> BindRequest | None:
+    def _current(self, br: BindRequest) -> BindRequest | None:
         """The request to act on: the watched copy on a first attempt; on a retry, the request as the server holds
-        it now (one GET), or None when that leaves nothing to do (gone, Succeeded, failed past its limit).
+        it now (one GET), or None when that leaves nothing to do (gone, Succeeded, failed past its limit: its key
+        is then done with, or requeued when the read failed).
 
         The copy may be older than the binder's own Failed status: a watch that falls behind brings it back
         later than the backoff ends. The scheduler may have seen it meanwhile, deleted the request and given the
         node to another pod, or written a new request for another node; only the server's copy says so."""
         request = br.meta.key
-        if request not in self._retrying:
+        if self.queue.requeues(request) == 0:
             return br
         try:
             raw = self.store.get("bindrequests", br.meta.name, br.meta.namespace)
         except NotFound:
             self._open.pop(request, None)
+            self.queue.forget(request)
             return None
         except StoreError as err:
-            self._retry_at[pod_key] = self.clock.now() + 2.0**br.failed_attempts
+            self.queue.retry(request)
             log.warning(f"BindRequest {request} not read before its retry: {err}", extra={"reason": err.reason})
             return None
-        self._track(request, raw)
+        if self._track(request, raw):
+            self.queue.retry(request)
+            return None
         current = self._open.get(request)
         if current is None or current.is_failed:
+            self.queue.done(request)
             return None
         return current
 
-    def _track(self, key: str, raw: JSON | None) -> None:
+    def _track(self, key: str, raw: JSON | None) -> bool:
+        """Take in the request's latest copy; True when it could not be read and was written Failed for that
+        (a failed attempt: it is due again after the backoff)."""
         if raw is None:
             self._open.pop(key, None)
             self._told.pop(key, None)
-            return
+            return False
         try:
             br = BindRequest.from_dict(raw)
         except ObjectError as err:
             self._open.pop(key, None)
-            self._refused(key, raw, err)
-            return
+            return self._refused(key, raw, err)
         self._told.pop(key, None)
         with self._settling_lock:
             settling = key in self._settling
@@ -175,6 +204,7 @@ class Binder:
             self._open.pop(key, None)
         else:
             self._open[key] = br
+        return False
 
     def _collect(self) -> None:
         now = self.clock.now()
@@ -197,7 +227,7 @@ class Binder:
         except (NotFound, Conflict) as err:
             # Nothing to do until the request changes (the scheduler deletes or replaces it); not asked again.
             self._open.pop(f"{ns}/{br.meta.name}", None)
-            self._settled(br, key)
+            self._settled(br)
             now = self._pod_now(br) if isinstance(err, Conflict) else None
             if now is not None and not br.is_for(uid(now)):
                 # The binding's uid is not the pod's: the request's pod is gone, this one is new under its name.
@@ -212,11 +242,12 @@ class Binder:
                 return "error"
             return "success"
         except PreBindPending:
+            self.queue.again(br.meta.key)
             return "requeue_after"
         except BindUnsure as err:
             # No Failed status: the scheduler takes a failed request's pod as unbound and gives its GPUs to other
             # pods, while the binding may stand. Tried again after the backoff, the request read anew.
-            self._retry_later(br, key)
+            self.queue.retry(br.meta.key)
             log.warning(f"bind outcome unknown, tried again: {err}", extra={"pod": key})
             return "error"
         except (StoreError, PreBindFailed) as err:
@@ -224,7 +255,7 @@ class Binder:
             return "error"
         request = f"{ns}/{br.meta.name}"
         self._open.pop(request, None)
-        self._settled(br, key)
+        self._settled(br)
         outcome.bound.append(key)
         if self._statuses is None:
             self._status(br, "Succeeded", "", br.failed_attempts)
@@ -235,10 +266,9 @@ class Binder:
         self._statuses.submit(self._settle, br, request)
         return "success"
 
-    def _settled(self, br: BindRequest, pod_key: str) -> None:
-        """The pod is bound or gone: the server refuses any other binding of it, so its retry state can go."""
-        self._retrying.discard(br.meta.key)
-        self._retry_at.pop(pod_key, None)
+    def _settled(self, br: BindRequest) -> None:
+        """The pod is bound or gone: the server refuses any other binding of it, so the request's backoff can go."""
+        self.queue.done(br.meta.key)
 
     def _settle(self, br: BindRequest, request: str) -> None:
         try:
@@ -259,32 +289,34 @@ class Binder:
         ref = events.pod_ref(br.meta.namespace, br.pod_name, uid)
         events.record(self.store, events.event(ref, kind, reason, message, component="binder", now=self.clock.now()))
 
-    def _refused(self, key: str, raw: JSON, err: ObjectError) -> None:
+    def _refused(self, key: str, raw: JSON, err: ObjectError) -> bool:
         """A BindRequest the binder cannot read is told so as a failed bind is (§8.1), once per message: phase
         Failed with the error as its reason (the scheduler then takes the pod as unbound again) and a `Warning
         BindingError` event on its pod; one too broken to name its pod gets the event on itself. One already
-        Succeeded, or being deleted, is only logged: its bind is done or undone."""
+        Succeeded, or being deleted, is only logged: its bind is done or undone. True when the Failed status was
+        written now (a failed attempt, for the caller to requeue)."""
         message = str(err)
         if self._told.get(key) == message:
-            return
+            return False
         self._told[key] = message
         log.warning("bad BindRequest skipped", extra={"reason": message})
         meta, spec, status = (_section(raw, s) for s in ("metadata", "spec", "status"))
         if status.get("phase") == "Succeeded" or meta.get("deletionTimestamp") is not None:
-            return
+            return False
         namespace, _, name = key.rpartition("/")
         attempts = status.get("failedAttempts")
         attempts = attempts if type(attempts) is int and 0 <= attempts < _INT32_MAX else 0
         pod = spec.get("podName")
-        if status.get("phase") != "Failed" or status.get("reason") != message:
-            # As a failed attempt: a request whose status alone was bad now reads as Failed and, below its backoff
-            # limit, is retried after 2^attempts seconds like any other.
-            if type(pod) is str and pod:
-                self._retry_at[f"{namespace}/{pod}"] = self.clock.now() + 2.0**attempts
-            self._retrying.add(key)
+        # As a failed attempt: a request whose status alone was bad now reads as Failed and, below its backoff
+        # limit, is retried after the backoff like any other.
+        failed = status.get("phase") != "Failed" or status.get("reason") != message
+        if failed:
             self._write_status(namespace, name, {"phase": "Failed", "reason": message, "failedAttempts": attempts + 1})
-        if not self.events:
-            return
+        if self.events:
+            self._refused_event(namespace, name, meta, pod, message)
+        return failed
+
+    def _refused_event(self, namespace: str, name: str, meta: JSON, pod: object, message: str) -> None:
         if type(pod) is str and pod:
             refs = meta.get("ownerReferences")
             uid = next(
@@ -312,20 +344,16 @@ class Binder:
             return None
 
     def _failed(self, br: BindRequest, key: str, reason: str, outcome: BindOutcome) -> None:
+        """Failed: written so, and the request requeued after its backoff whatever its limit (a final failure is
+        then read anew and let be: the watch may not have brought the Failed status back when it is next due)."""
         attempts = br.failed_attempts + 1
-        self._retry_later(br, key)
+        self.queue.retry(br.meta.key)
         if br.backoff_limit is not None and attempts < br.backoff_limit:
             self.work.retry()  # taken up again after the backoff
         self._status(br, "Failed", reason, attempts)
         self._event(br, "Warning", "BindingError", f"Failed to bind pod {key} to node {br.selected_node}: {reason}")
         outcome.failed.append((key, reason))
         log.warning(f"bind failed: {reason}", extra={"pod": key, "attempts": attempts})
-
-    def _retry_later(self, br: BindRequest, key: str) -> None:
-        """Take the request up again after 2^failedAttempts seconds, read anew from the server first (`key`: its
-        pod's namespace/name)."""
-        self._retry_at[key] = self.clock.now() + 2.0**br.failed_attempts
-        self._retrying.add(br.meta.key)
 
     def _status(self, br: BindRequest, phase: str, reason: str, attempts: int) -> None:
         self._write_status(

@@ -14,9 +14,10 @@ Over the PodGroup's pods (those whose `pod-group-name` names it) that are neithe
 
 Reacts to pod, PodGroup, BindRequest, PriorityClass and DRA (ResourceClaim, ResourceClaimTemplate,
 ResourceSlice) changes; writes a status only when it differs from the PodGroup's (or from the one last written, while
-the watch brings copies older than that write: `status_write.Written`), at most once per PodGroup and pass. A status
-write the API server refused is logged once (per PodGroup and message) and tried again after a backoff
-(`store.retries`), so a 429 or a 500 does not leave the status stale until the next change.
+the watch brings copies older than that write: `status_write.Written`), at most once per PodGroup and pass: the
+PodGroups a change reaches are the keys of a `store.workqueue.WorkQueue`. A status write the API server refused is
+logged once (per PodGroup and message) and requeued after the key's backoff (1 s doubling to 60 s, reset once
+written), so a 429 or a 500 does not leave the status stale until the next change.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from kai_scheduler.store import metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore
-from kai_scheduler.store.retries import Retries
+from kai_scheduler.store.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +66,15 @@ class PodGroupStatusController:
     def __init__(
         self,
         store: ClusterStore,
-        retries: Retries | None = None,
+        queue: WorkQueue | None = None,
         work: metrics.Controller | None = None,
         informers: Informers | None = None,
     ) -> None:
-        """`informers`: the process's shared informers (a private set when none is given)."""
+        """`informers`: the process's shared informers (a private set when none is given). `queue`: the PodGroups
+        to write (a new one when none is given)."""
         self.store = store
         informers = informers or Informers(store)
-        self.retries = retries if retries is not None else Retries()
+        self.queue = queue if queue is not None else WorkQueue()
         # controller-runtime's series of KAI's `podgroup` controller: a reconcile is one PodGroup's status.
         self.work = work or metrics.Controller(CONTROLLER)
         self._pod_changes = Changes(informers.informer("pods"))
@@ -115,23 +117,28 @@ class PodGroupStatusController:
         for key, obj in self._group_changes.poll():
             if obj is None:
                 self._groups.pop(key, None)
-                self.retries.forget(key)
+                self.queue.forget(key)
                 self._written.forget(key)
             else:
                 self._groups[key] = obj
                 dirty.add(key)
-        dirty.update(self.retries.due())
+        queue = self.queue
+        queue.add(dirty)
+        due = queue.take()
         written = []
         work = self.work
-        work.add(sorted(dirty))
-        for key in sorted(dirty):
-            with work.reconcile(key) as reconcile:
-                if key not in self._groups:
-                    self.retries.forget(key)
-                elif self._write(key):
-                    written.append(key)
-                if key in self.retries:  # refused: written again after a backoff
-                    reconcile.retry()
+        work.add(due)
+        try:
+            for key in due:
+                with work.reconcile(key) as reconcile:
+                    if key not in self._groups:
+                        queue.forget(key)
+                    elif self._write(key):
+                        written.append(key)
+                    if queue.backing_off(key):  # refused: written again after a backoff
+                        reconcile.retry()
+        finally:  # an error no step expects: the PodGroups it left are written again after the backoff
+            queue.retry_unfinished(due)
         return written
 
     def status_of(self, key: str) -> JSON:
@@ -261,7 +268,7 @@ class PodGroupStatusController:
         uid = str(meta.get("uid") or "")
         have = self._written.status(key, uid, (group.get("status") or {}).get("resourcesStatus"))
         if have == want:
-            self.retries.succeeded(key)
+            self.queue.done(key)
             return False
         written = status_write.patch_status(
             self.store,
@@ -270,7 +277,7 @@ class PodGroupStatusController:
             meta.get("namespace", ""),
             meta["name"],
             {"resourcesStatus": amounts.replacing(have, want)},
-            retries=self.retries,
+            queue=self.queue,
             problems=self._problems,
             gone=lambda: self._groups.pop(key, None),
         )

@@ -41,7 +41,7 @@ from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.metric_names import check_label_name, check_namespace
-from kai_scheduler.store.retries import Retries
+from kai_scheduler.store.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -163,15 +163,15 @@ class QueueStatusController:
         self,
         store: ClusterStore,
         registry: CollectorRegistry | None = None,
-        retries: Retries | None = None,
+        queue: WorkQueue | None = None,
         metrics_namespace: str = "kai",
         metric_labels: MetricLabels | None = None,
         informers: Informers | None = None,
     ) -> None:
-        """`informers`: the process's shared informers (a private set when none is given)."""
+        """`informers`: the process's shared informers (a private set when none is given). `queue`: the Queues to
+        write, a refused write requeued after the key's backoff (a new one when none is given)."""
         self.store = store
-        # queues whose status write was refused: written again later
-        self.retries = retries if retries is not None else Retries()
+        self.queue = queue if queue is not None else WorkQueue()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = QueueMetrics(self.registry, metrics_namespace, metric_labels)
         # controller-runtime's series of KAI's `queue` controller: a reconcile is one Queue's status and gauges.
@@ -204,7 +204,7 @@ class QueueStatusController:
             if obj is None:
                 self.metrics.remove(name)
                 self._parsed.pop(name, None)
-                self.retries.forget(name)
+                self.queue.forget(name)
                 self._written.forget(name)
                 reshaped = True
                 continue
@@ -212,9 +212,6 @@ class QueueStatusController:
             reshaped = reshaped or old is None or old.get("spec") != obj.get("spec")
             if self.metrics.extra.to_metric and old is not None and _labels(old) != _labels(obj):
                 relabelled.add(name)
-        due = self.retries.due() & self._queues.keys()
-        if not dirty and not reshaped and not due and not relabelled:
-            return []
         for queue in dirty:
             members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
             self._own[queue] = (
@@ -226,20 +223,29 @@ class QueueStatusController:
             self._children_of = self._children()
             affected = set(self._queues)
         else:
-            affected = self._with_ancestors(dirty) | due | relabelled
-        totals = {name: figures for name, figures in self._totals.items() if name not in affected}
+            affected = self._with_ancestors(dirty) | relabelled
+        self.queue.add(affected & self._queues.keys())
+        names = self.queue.take()  # with those whose backoff is over
+        for name in set(names) - self._queues.keys():
+            self.queue.forget(name)
+        names = [name for name in names if name in self._queues]
+        if not names:
+            return []
+        totals = {name: figures for name, figures in self._totals.items() if name not in names}
         written = []
         work = self.work
-        names = sorted(affected & self._queues.keys())
         work.add(names)
-        for name in names:
-            with work.reconcile(name) as reconcile:
-                figures = self._total(name, self._children_of, totals, set())
-                if self._write(name, self._children_of.get(name, []), figures):
-                    written.append(name)
-                self._set_metrics(name, figures[0])
-                if name in self.retries:  # refused: written again after a backoff
-                    reconcile.retry()
+        try:
+            for name in names:
+                with work.reconcile(name) as reconcile:
+                    figures = self._total(name, self._children_of, totals, set())
+                    if self._write(name, self._children_of.get(name, []), figures):
+                        written.append(name)
+                    self._set_metrics(name, figures[0])
+                    if self.queue.backing_off(name):  # refused: written again after a backoff
+                        reconcile.retry()
+        finally:  # an error no step expects: the queues it left are written again after the backoff
+            self.queue.retry_unfinished(names)
         self._totals = {name: totals[name] for name in self._queues if name in totals}
         return written
 
@@ -310,10 +316,10 @@ class QueueStatusController:
         if children != (status.get("childQueues") or []):
             patch["childQueues"] = children or None
         if not patch:
-            self.retries.succeeded(name)
+            self.queue.done(name)
             return False
         written = status_write.patch_status(
-            self.store, "queues", name, "", name, patch, retries=self.retries, problems=self._problems
+            self.store, "queues", name, "", name, patch, queue=self.queue, problems=self._problems
         )
         if written is None:
             return False

@@ -1,9 +1,9 @@
-"""What the status controllers share: a problem logged once per object, a status write kept by `Retries`, and
-what was last written.
+"""What the status controllers share: a problem logged once per object, a status write whose key is finished in
+the controller's `WorkQueue`, and what was last written.
 
 Each pass recomputes every object a change reaches, so a problem that lasts (a refused write, an unparsable
 object) would be logged on every pass: `Problems` logs each (object, reason) once. A status write the API server
-refused is due again after a backoff (`store.retries`); one to an object that is gone is dropped.
+refused is requeued after its key's backoff (`store.workqueue`); one to an object that is gone is dropped.
 
 A copy of an object the watch brings after this controller wrote its status may be older than the write (the
 object changed before the write: another component's annotation, or this controller's own previous status), so
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
-from kai_scheduler.store.retries import Retries
+from kai_scheduler.store.workqueue import WorkQueue
 
 
 class Problems:
@@ -80,24 +80,24 @@ def patch_status(
     name: str,
     status: JSON,
     *,
-    retries: Retries,
+    queue: WorkQueue,
     problems: Problems,
     gone: Callable[[], object] | None = None,
 ) -> JSON | None:
     """PATCH `status` onto the status subresource of the object `key`; the object written, or None.
 
-    Refused: `key` is due again after a backoff in `retries`, and the refusal reported once. Gone (NotFound):
-    `key` is forgotten and `gone` called. Written: `key` is forgotten by `retries`."""
+    `key` is being processed in `queue`, and is finished here. Refused: requeued after its backoff, and the refusal
+    reported once. Gone (NotFound): forgotten, and `gone` called. Written: done (its backoff starts over)."""
     try:
         written = store.patch(resource, name, namespace, {"status": status}, "status")
     except NotFound:
-        retries.forget(key)
+        queue.forget(key)
         if gone is not None:
             gone()
         return None
     except StoreError as err:
-        retries.failed(key)
+        queue.retry(key)
         problems.report(key, f"{err.reason}: {err}")
         return None
-    retries.succeeded(key)
+    queue.done(key)
     return written

@@ -47,7 +47,7 @@ from kai_scheduler.podgrouper.owners import OwnerCache
 from kai_scheduler.podgrouper.scope import Scope
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
-from kai_scheduler.store.informer import Informers
+from kai_scheduler.store.informer import NAMESPACE_INDEX, Informer, Informers, by_namespace
 from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
     JSON,
@@ -57,7 +57,7 @@ from kai_scheduler.store.interface import (
     NotFound,
     StoreError,
 )
-from kai_scheduler.store.keys import object_key, split_key
+from kai_scheduler.store.keys import split_key
 from kai_scheduler.store.retries import Retries
 from kai_scheduler.store.workqueue import WorkQueue
 
@@ -97,6 +97,7 @@ class GroupOutcome:
 EVENT_REASON = "PodGrouperWarning"
 CONTROLLER = "pod"  # KAI's pod grouper controller, in the `controller` label of controller-runtime's series
 MEMBERS_INDEX = "podgrouper.pod-group-name"  # the pod informer's index of pods by the PodGroup they name
+OWNERS_INDEX = "podgrouper.owner-uid"  # the PodGroup informer's index of PodGroups by their owners' uids
 
 
 class PodGrouper:
@@ -128,20 +129,22 @@ class PodGrouper:
         informers = informers or Informers(store)
         self._written: dict[str, str] = {}  # pod key → the resourceVersion our own last patch made
         self._reported: dict[str, set[str]] = {}  # pod key → the messages logged for it (until it goes)
-        # PodGroups and priority classes are watched, not read per pod: against an API server each GET
-        # would cost one request of the client's QPS for every pod grouped.
-        self._group_feed = Changes(informers.informer("podgroups"))
-        self._groups: dict[tuple[str, str], JSON] = {}
-        self._class_feed = Changes(informers.informer("priorityclasses"))
-        self._classes: set[str] = set()
+        # PodGroups and priority classes are read from the process's informers, not per pod: against an API
+        # server each GET would cost one request of the client's QPS for every pod grouped.
+        podgroups = informers.informer("podgroups")
+        podgroups.add_index(OWNERS_INDEX, _owner_uids)
+        self._podgroups = _PodGroups(podgroups)
+        self._group_feed = Changes(podgroups)  # deletions, and the grouper's own writes coming back
+        self._classes = informers.informer("priorityclasses")
         self._owners = OwnerCache(store, informers)
         self._scope = Scope(store, self.config.pod_label_selector, self.config.namespace_label_selector, informers)
-        # The pods in scope; which pods name which PodGroup (`pod-group-name`) is an index of their informer: when
-        # a PodGroup is deleted while its pods live on (by hand, or by the garbage collector for a pod made again
-        # from a saved manifest that names the old pod's), those pods are grouped again; the pod watch alone would
-        # never bring them back.
-        self._pod_informer = informers.informer("pods", self._scope.pods)
+        # The process's pod informer, the pod selector applied to what it hands over (`scope`); which pods name
+        # which PodGroup (`pod-group-name`) is one of its indexes: when a PodGroup is deleted while its pods live
+        # on (by hand, or by the garbage collector for a pod made again from a saved manifest that names the old
+        # pod's), those pods are grouped again; the pod watch alone would never bring them back.
+        self._pod_informer = informers.informer("pods")
         self._pod_informer.add_index(MEMBERS_INDEX, _named_podgroup)
+        self._pod_informer.add_index(NAMESPACE_INDEX, by_namespace)
         self._pods = self._pod_informer.subscribe()
         self.refused = WorkQueue()  # the pods whose grouping the API server refused, taken again after a backoff
         self._gone_groups: list[tuple[str, str]] = []
@@ -155,7 +158,7 @@ class PodGrouper:
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
         self._refresh_feeds()
-        reads = _Reads(self.store, self._groups, self._classes, self._owners)
+        reads = _Reads(self.store, self._podgroups, self._classes, self._owners)
         outcome = GroupOutcome()
         pods = self._changed_pods()
         self._entered_scope(pods)
@@ -255,17 +258,10 @@ class PodGrouper:
 
     def _refresh_feeds(self) -> None:
         for key, obj in self._group_feed.poll():
-            namespace, name = split_key(key)
+            self._podgroups.seen(key)
             if obj is None:
-                self._groups.pop((namespace, name), None)
-                self._gone_groups.append((namespace, name))
-            else:
-                self._groups[(namespace, name)] = obj
-        for key, obj in self._class_feed.poll():
-            if obj is None:
-                self._classes.discard(key)
-            else:
-                self._classes.add(key)
+                self._gone_groups.append(split_key(key))
+        self._classes.sync()
         for owner in self._owners.refresh():
             uid = (owner.get("metadata") or {}).get("uid")
             if uid:
@@ -274,8 +270,9 @@ class PodGrouper:
 
     def _changed_pods(self) -> dict[str, JSON]:
         batch = self._pods.take()
+        selected = self._scope.selected
         if batch.relisted:
-            present = {key: pod for key, pod in batch.changes if pod is not None}
+            present = {key: pod for key, pod in batch.changes if pod is not None and selected(pod)}
             self._written = {k: v for k, v in self._written.items() if k in present}
             self._reported = {k: v for k, v in self._reported.items() if k in present}
             for key in self.refused.keys() - present.keys():
@@ -285,7 +282,7 @@ class PodGrouper:
             return present
         changed: dict[str, JSON] = {}
         for key, pod in batch.changes:
-            if pod is None:
+            if pod is None or not selected(pod):  # deleted, or out of the pod selector: as if deleted
                 changed.pop(key, None)
                 self._written.pop(key, None)
                 self._reported.pop(key, None)
@@ -296,29 +293,30 @@ class PodGrouper:
         return changed
 
     def _members(self, group: tuple[str, str]) -> set[str]:
-        """The keys of the pods whose `pod-group-name` names the PodGroup."""
-        return self._pod_informer.index(MEMBERS_INDEX, f"{group[0]}/{group[1]}")
+        """The keys of the pods within the pod selector whose `pod-group-name` names the PodGroup."""
+        return self._selected(self._pod_informer.index(MEMBERS_INDEX, f"{group[0]}/{group[1]}"))
+
+    def _selected(self, keys: set[str]) -> set[str]:
+        """Those of the pod informer's `keys` whose pod is within the pod selector."""
+        if self._scope.pods is None:
+            return keys
+        return {key for key in keys if (pod := self._pod_informer.get(key)) is not None and self._scope.selected(pod)}
 
     def _entered_scope(self, pods: dict[str, JSON]) -> None:
-        """Add to `pods` those of the namespaces that came to match the namespace selector (one LIST each)."""
+        """Add to `pods` those of the namespaces that came to match the namespace selector, from the pod
+        informer's cache (a pod it does not hold yet comes with its watch, and is grouped then)."""
         for namespace in self._scope.entered():
-            try:
-                found = self.store.list("pods", namespace, self._scope.pods)[0]
-            except StoreError as err:
-                log.warning(
-                    "pods of a namespace come into scope not listed; each is grouped when it changes",
-                    extra={"namespace": namespace, "reason": str(err)},
-                )
-                continue
-            for pod in found:
-                pods.setdefault(object_key(pod), pod)
+            for key in self._selected(self._pod_informer.index(NAMESPACE_INDEX, namespace)):
+                pod = self._pod_informer.get(key)
+                if pod is not None:
+                    pods.setdefault(key, pod)
 
     def _orphans(self, pods: dict[str, JSON]) -> None:
         """Add to `pods` the live pods that name a PodGroup deleted since the last call, read again (one GET per
         pod, only when a PodGroup goes): they are grouped as a pod naming a missing PodGroup is."""
         gone, self._gone_groups = self._gone_groups, []
         for group in gone:
-            if group in self._groups:  # made again since
+            if self._podgroups.get(f"{group[0]}/{group[1]}") is not None:  # made again since
                 continue
             for key in sorted(self._members(group)):
                 self._written.pop(key, None)  # our last patch of it named the PodGroup that is gone
@@ -372,10 +370,8 @@ class PodGrouper:
         changed, self._changed_owners = self._changed_owners, set()
         if not changed:
             return
-        for group, obj in sorted(self._groups.items()):
-            refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-            if not any(isinstance(r, dict) and r.get("uid") in changed for r in refs):
-                continue
+        for key in sorted(self._podgroups.owned_by(changed)):
+            group = split_key(key)
             members = sorted(self._members(group), key=lambda k: (k not in pods, k))
             for key in members[:_OWNER_CHANGE_TRIES]:  # those already at hand first
                 pod = pods.get(key)
@@ -544,17 +540,42 @@ class _Plan:
     planning: float = 0.0  # seconds its planning took (part of its reconcile)
 
 
+class _PodGroups:
+    """The PodGroups as the grouper reads them: the PodGroup informer's cache, under the grouper's own writes that
+    its watch has not brought back yet (each kept until the watch brings a change of its PodGroup). Written to by
+    the writer threads, one PodGroup per thread."""
+
+    def __init__(self, informer: Informer) -> None:
+        self.informer = informer
+        self._written: dict[str, JSON] = {}
+
+    def get(self, key: str) -> JSON | None:
+        written = self._written.get(key)
+        return written if written is not None else self.informer.get(key)
+
+    def remember(self, key: str, obj: JSON) -> None:
+        self._written[key] = obj
+
+    def seen(self, key: str) -> None:
+        """The watch brought a change of this PodGroup: the informer's copy is read from now on."""
+        self._written.pop(key, None)
+
+    def owned_by(self, uids: set[str]) -> set[str]:
+        """The keys of the PodGroups one of whose owner references names one of `uids`."""
+        keys = {key for uid in uids for key in self.informer.index(OWNERS_INDEX, uid)}
+        keys |= {key for key, obj in list(self._written.items()) if uids.intersection(_owner_uids(obj))}
+        return {key for key in keys if (obj := self.get(key)) is not None and uids.intersection(_owner_uids(obj))}
+
+
 class _Reads:
     """The store reads of one reconcile, each object read at most once; also the groupers' `Lookup`.
 
-    PodGroups, priority classes and owners come from the grouper's watched copies (`groups`, `classes`,
-    `owners`), the PodGroups kept up to date with its own writes too. A PodGroup the copy lacks may only be one
-    the watch has not delivered yet: creating it then answers AlreadyExists and is read; where absence decides
-    what to do (a pod naming an external PodGroup), `exact=True` reads the store."""
+    PodGroups, priority classes and owners come from the process's informers (`groups`, `classes`, `owners`),
+    the PodGroups under the grouper's own writes. A PodGroup the cache lacks may only be one the watch has not
+    delivered yet: creating it then answers AlreadyExists and is read; where absence decides what to do (a pod
+    naming an external PodGroup), `exact=True` reads the store."""
 
-    def __init__(
-        self, store: ClusterStore, groups: dict[tuple[str, str], JSON], classes: set[str], owners: OwnerCache
-    ) -> None:
+    def __init__(self, store: ClusterStore, groups: _PodGroups, classes: Informer, owners: OwnerCache) -> None:
         self.store = store
         self._owner_cache = owners
         self._owners: dict[tuple[str, str, str], JSON | None] = {}
@@ -577,7 +598,7 @@ class _Reads:
         return Obj(obj)
 
     def podgroup(self, namespace: str, name: str, *, exact: bool = False) -> JSON | None:
-        known = self._podgroups.get((namespace, name))
+        known = self._podgroups.get(f"{namespace}/{name}")
         if known is not None or not exact:
             return known
         try:
@@ -588,10 +609,10 @@ class _Reads:
         return found
 
     def remember(self, namespace: str, name: str, obj: JSON) -> None:
-        self._podgroups[(namespace, name)] = obj
+        self._podgroups.remember(f"{namespace}/{name}", obj)
 
     def priority_class_exists(self, name: str) -> bool:
-        return name in self._classes
+        return self._classes.get(name) is not None
 
     def podgroup_exists(self, namespace: str, name: str) -> bool:
         return self.podgroup(namespace, name) is not None
@@ -632,6 +653,14 @@ def _chain(pod: JSON, reads: _Reads) -> tuple[Obj, ...]:
         if owner.partial:
             break
     return tuple(chain)
+
+
+def _owner_uids(obj: JSON) -> tuple[str, ...]:
+    """The uids the object's owner references name: the `OWNERS_INDEX`."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    return tuple(
+        str(r["uid"]) for r in (refs if isinstance(refs, list) else []) if isinstance(r, dict) and r.get("uid")
+    )
 
 
 def _named_podgroup(pod: JSON) -> tuple[str, ...]:

@@ -9,8 +9,10 @@ told what changed since it last looked (client-go's SharedInformer and SharedInf
   subscription gets its share. A single-threaded run (the tests, the simulator) stays deterministic, and with one
   informer per resource a `KubeStore` keeps one watch stream per resource however many components read it.
 - `Subscription`: one consumer's changes since its last `take`, one entry per key: a key changed many times in
-  between is handed over once, as it is now, after a deletion if it was deleted meanwhile. A consumer that does not
-  take (a standby component beside a leading one) so holds at most one entry per object.
+  between is handed over once, as it is now, after a deletion if it was deleted meanwhile, with the object as that
+  consumer last saw it (`Batch.before`, client-go's old object of an update; after a relist too), so a consumer
+  that reacts to what changed in an object keeps no copy of its own. A consumer that does not take (a standby
+  component beside a leading one) so holds at most one entry per object.
 - `Informers`: the informers of one store, one per (resource, label selector); `runtime.components.build` makes one
   for all the components of a process.
 
@@ -23,8 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from kai_scheduler.store.interface import JSON, ClusterStore, Gone, Selector, WatchEvent
 from kai_scheduler.store.keys import object_key
@@ -33,17 +35,25 @@ log = logging.getLogger(__name__)
 
 Change = tuple[str, JSON | None]  # (key, the object; None = deleted)
 IndexFunc = Callable[[JSON], Iterable[str]]  # the values an object is filed under in an index
+NAMESPACE_INDEX = "namespace"  # the index of `by_namespace` (client-go's NamespaceIndex)
+
+
+def by_namespace(obj: JSON) -> tuple[str, ...]:
+    """The object's namespace ("" for a cluster-scoped one): the `NAMESPACE_INDEX`."""
+    return (str((obj.get("metadata") or {}).get("namespace") or ""),)
 
 
 @dataclass(frozen=True, slots=True)
 class Batch:
     """What a subscription takes: `changes` oldest first; when `relisted`, they are every object there is (no
     deletions: the consumer drops what it holds that is not among them). `version`: the informer's resourceVersion,
-    which the batch brings the consumer up to."""
+    which the batch brings the consumer up to. `before`: for the keys changed (or, relisted, present or gone) that
+    the consumer had seen, each object as its last batch left it."""
 
     changes: list[Change]
     relisted: bool
     version: str
+    before: Mapping[str, JSON] = field(default_factory=dict)
 
 
 class Informer:
@@ -132,23 +142,24 @@ class Informer:
         if event.type == "BOOKMARK":
             return
         key = object_key(obj)
+        old = self._items.get(key)
         if event.type == "DELETED":
             self._items.pop(key, None)
             self._refile(key, None)
             for subscription in self._subscriptions:
-                subscription._deleted(key)
+                subscription._deleted(key, old)
         else:
             self._items[key] = obj
             self._refile(key, obj)
             for subscription in self._subscriptions:
-                subscription._changed(key, obj)
+                subscription._changed(key, obj, old)
 
     def _relist(self) -> None:
         if self.selector is None:
             items, version = self.store.list(self.resource)
         else:
             items, version = self.store.list(self.resource, None, self.selector)
-        self._items = {object_key(obj): obj for obj in items}
+        old, self._items = self._items, {object_key(obj): obj for obj in items}
         self.version = version
         self.listed = True
         self.relists += 1
@@ -157,7 +168,7 @@ class Informer:
             for key, obj in self._items.items():
                 self._file(name, key, obj)
         for subscription in self._subscriptions:
-            subscription._relisted()
+            subscription._relisted(old)
 
     def _refile(self, key: str, obj: JSON | None) -> None:
         for name in self._index_funcs:
@@ -184,8 +195,10 @@ class Subscription:
     def __init__(self, informer: Informer) -> None:
         self.informer = informer
         self._whole = True  # the next take hands over every object (the first one, and after a relist)
-        # key → (deleted since the last take, the object now or None): one entry per key, in first-change order
-        self._pending: dict[str, tuple[bool, JSON | None]] = {}
+        # key → (deleted since the last take, the object now or None, the object at the last take or None): one
+        # entry per key, in first-change order
+        self._pending: dict[str, tuple[bool, JSON | None, JSON | None]] = {}
+        self._seen: dict[str, JSON] = {}  # while whole after a relist: what the consumer had seen then
 
     def take(self, timeout: float = 0.0) -> Batch:
         """Sync the informer, then hand over what changed since the last take; with nothing pending, the sync
@@ -195,28 +208,40 @@ class Subscription:
         informer.sync(timeout if idle else 0.0)
         with informer._lock:
             if self._whole:
-                self._whole = False
-                self._pending = {}
-                return Batch(list(informer._items.items()), True, informer.version)
+                seen, self._whole, self._pending, self._seen = self._seen, False, {}, {}
+                return Batch(list(informer._items.items()), True, informer.version, seen)
             changes: list[Change] = []
-            for key, (deleted, obj) in self._pending.items():
+            before: dict[str, JSON] = {}
+            for key, (deleted, obj, last) in self._pending.items():
                 if deleted:
                     changes.append((key, None))
                 if obj is not None:
                     changes.append((key, obj))
+                if last is not None:
+                    before[key] = last
             self._pending = {}
-            return Batch(changes, False, informer.version)
+            return Batch(changes, False, informer.version, before)
 
-    def _changed(self, key: str, obj: JSON) -> None:
+    def _changed(self, key: str, obj: JSON, old: JSON | None) -> None:
         if not self._whole:
-            before = self._pending.get(key)
-            self._pending[key] = (before is not None and before[0], obj)
+            pending = self._pending.get(key)
+            self._pending[key] = (False, obj, old) if pending is None else (pending[0], obj, pending[2])
 
-    def _deleted(self, key: str) -> None:
+    def _deleted(self, key: str, old: JSON | None) -> None:
         if not self._whole:
-            self._pending[key] = (True, None)
+            pending = self._pending.get(key)
+            self._pending[key] = (True, None, old if pending is None else pending[2])
 
-    def _relisted(self) -> None:
+    def _relisted(self, old: dict[str, JSON]) -> None:
+        """`old`: the informer's objects before the relist, those of the keys pending as they changed since."""
+        if not self._whole:  # else what it had seen is kept from the relist before, or it saw nothing yet
+            seen = dict(old)
+            for key, (_, _, last) in self._pending.items():
+                if last is None:
+                    seen.pop(key, None)
+                else:
+                    seen[key] = last
+            self._seen = seen
         self._whole = True
         self._pending = {}
 

@@ -36,6 +36,10 @@ class Retries:
         self._at.pop(key, None)
         self._failures.pop(key, None)
 
+    def failures(self, key: str) -> int:
+        """The refusals counted for the key since it last succeeded (or was forgotten)."""
+        return self._failures.get(key, 0)
+
     def due(self) -> set[str]:
         """The keys whose delay has passed (they stay until they succeed, fail again or are forgotten)."""
         now = self._now()

@@ -6,8 +6,12 @@ work in passes and read each key's object from an informer.
   processed is not handed out again until it is `done`, `retry`d or `forget`-ten, whoever adds it meanwhile (one
   worker per key at a time); added while processed, it is due again once done.
 - `retry(key)`: processed and refused: due again after a back-off that doubles with each refusal of the key (1 s,
-  2 s … 60 s, as `store.retries`). `done(key)`: processed; its back-off starts over. `forget(key)`: its object
-  went: nothing of it is kept.
+  2 s … 60 s, as `store.retries`: controller-runtime's default per-item rate limiter, as KAI's binder sets it).
+  `done(key)`: processed; its back-off starts over. `again(key)`: processed, not finished (a step waits for
+  something): due at the next `take`, its count of refusals kept. `forget(key)`: its object went: nothing of it is
+  kept. `requeues(key)`: the refusals counted since it was last done (client-go's NumRequeues).
+- `retry_unfinished(keys)`: those of `keys` still being processed are retried, for a pass that ended in an
+  exception before finishing them (else they would never be handed out again).
 
 Safe to use from several threads.
 """
@@ -57,6 +61,21 @@ class WorkQueue:
             self._finish(key)
             return delay
 
+    def again(self, key: str) -> None:
+        with self._lock:
+            self._processing.discard(key)
+            self._again.discard(key)
+            self._due.add(key)
+
+    def retry_unfinished(self, keys: Iterable[str]) -> list[str]:
+        """Retry those of `keys` still being processed; return them."""
+        with self._lock:
+            unfinished = [key for key in keys if key in self._processing]
+            for key in unfinished:
+                self._backoff.failed(key)
+                self._finish(key)
+            return unfinished
+
     def forget(self, key: str) -> None:
         with self._lock:
             self._backoff.forget(key)
@@ -72,6 +91,10 @@ class WorkQueue:
     def backing_off(self, key: str) -> bool:
         with self._lock:
             return key in self._backoff
+
+    def requeues(self, key: str) -> int:
+        with self._lock:
+            return self._backoff.failures(key)
 
     def _finish(self, key: str) -> None:
         self._processing.discard(key)
