@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from kai_scheduler.actions.common import budget, scenario, signatures, solver, victims
+from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 from tests import builders as b
@@ -153,6 +157,42 @@ def test_the_preemptee_cap_counts_distinct_jobs() -> None:
 )
 def test_gpus_fit(demands: list[float], free: list[float], want: bool) -> None:
     assert scenario.gpus_fit(demands, np.array(free, dtype=float)) is want
+
+
+def _fit_session(free: list[float], schedulable: list[bool]) -> Any:
+    """What `Generators.accumulated_fit` reads of a session: the nodes' rows and their arrays."""
+    arrays = SimpleNamespace(free=np.zeros((len(free), 4)), schedulable=np.array(schedulable, dtype=bool))
+    arrays.free[:, GPU] = free
+    by_name = {f"n{i}": SimpleNamespace(row=i) for i in range(len(free))}
+    return SimpleNamespace(snapshot=SimpleNamespace(arrays=arrays, node_by_name=by_name))
+
+
+@settings(max_examples=300, deadline=None)
+@example(nodes=[(8.0, True), (8.0, True)], demands=[8.0], steps=[[(0, -1.0)]])
+@example(nodes=[(8.0, True), (8.0, True)], demands=[8.0], steps=[[(1, -1.0)]])
+@given(
+    nodes=st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0, 8.0]), st.booleans()), min_size=1, max_size=12),
+    demands=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 8.0]), max_size=4),
+    steps=st.lists(
+        st.lists(st.tuples(st.integers(0, 11), st.sampled_from([-8.0, -1.0, 0.0, 0.5, 1.0, 8.0])), max_size=3)
+    ),
+)
+def test_accumulated_fit_is_gpus_fit(
+    nodes: list[tuple[float, bool]], demands: list[float], steps: list[list[tuple[int, float]]]
+) -> None:
+    """Judged again from the newest batch's nodes alone, the accumulated fit answers as the fit over every node
+    does, whether free GPUs grow (evictions) or, against the rule, shrink."""
+    ssn = _fit_session([f for f, _ in nodes], [s for _, s in nodes])
+    tasks = [SimpleNamespace(request=np.array([0.0, 0.0, d, 0.0])) for d in demands]
+    generators = scenario.Generators(ssn, tasks, single_node=False)
+    free = ssn.snapshot.arrays.free
+    for changes in [[], *steps]:
+        rows = {row % len(nodes) for row, _ in changes}
+        for row, delta in changes:
+            free[row % len(nodes), GPU] = max(free[row % len(nodes), GPU] + delta, 0.0)
+        batch = SimpleNamespace(nodes=frozenset(f"n{r}" for r in rows))
+        whole = np.where(ssn.snapshot.arrays.schedulable, free[:, GPU], 0.0)
+        assert generators.accumulated_fit(batch) is scenario.gpus_fit(demands, whole)
 
 
 # --- the solver -------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ job's place does not change while it waits, for one comparison per pop instead o
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +89,7 @@ class JobOrderByQueues:
 
     `reverse=True` builds the victim order: every comparison reversed (most over-served queue, lowest job first).
     `depth` caps each leaf's heap (`queueDepthPerAction`). `ordered=True`: the caller gives each queue's jobs
-    already in job order (they are not sorted again)."""
+    already in job order (they are not sorted again), but for the queues named in `unordered`."""
 
     def __init__(
         self,
@@ -99,6 +99,7 @@ class JobOrderByQueues:
         reverse: bool = False,
         depth: int | None = None,
         ordered: bool = False,
+        unordered: Collection[str] = (),
     ) -> None:
         self.ssn = ssn
         self.reverse = reverse
@@ -113,7 +114,7 @@ class JobOrderByQueues:
             if leaf is None:
                 continue
             entries = [_JobEntry(j, self) for j in queue_jobs]
-            if not ordered:
+            if not ordered or name in unordered:
                 entries.sort()
             leaf.jobs = entries[:depth] if depth else entries
             leaf._find_first()
