@@ -130,6 +130,44 @@ def test_feeding_the_victim_queue_in_chunks_pops_the_same_order() -> None:
     assert _pop_all(ssn, 7) == full
 
 
+def _pops(ssn: Session, pool: list[Any], stmt: Any, **options: Any) -> list[tuple[str, ...]]:
+    checkpoint = stmt.checkpoint()
+    queue = victims.VictimQueue(ssn, pool, lambda job: WHY, **options)
+    order = []
+    while (batch := queue.pop(stmt)) is not None:
+        order.append(tuple(t.name for t in batch.tasks))
+    stmt.rollback(checkpoint)
+    return order
+
+
+def test_the_victim_order_sorts_each_queue_alone_and_pops_as_one_sort_of_all() -> None:
+    ssn = _session(_many_victims())
+    jobs = [j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)]
+    pool = victims.victim_order(ssn, jobs)
+    assert [j.queue for j in pool] == sorted(j.queue for j in jobs)
+    for name in "abc":
+        assert [j for j in pool if j.queue == name] == sorted(
+            (j for j in jobs if j.queue == name), key=ssn.job_key, reverse=True
+        )
+    stmt = ssn.statement()
+    assert _pops(ssn, pool, stmt) == _pops(ssn, sorted(jobs, key=ssn.job_key, reverse=True), stmt)
+
+
+def test_a_victim_queue_sorts_again_only_the_queues_of_moved_victims() -> None:
+    """An elastic victim evicted again down to its minimum (a recorded victim) moves in the job order: its
+    queue is sorted again and the pops are those of a queue sorting every leaf; left unsorted, they differ."""
+    ssn = _session(_many_victims())
+    pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
+    elastic = next(j for j in pool if len(j.tasks) == 2)
+    stmt = ssn.statement()
+    for task in victims.tasks_to_evict(ssn, elastic):
+        stmt.evict(task, WHY)
+    every_queue_sorted = _pops(ssn, pool, stmt)
+    assert _pops(ssn, pool, stmt, moved=[elastic]) == every_queue_sorted
+    assert _pops(ssn, pool, stmt, moved=[]) != every_queue_sorted
+    stmt.discard()
+
+
 def test_the_preemptee_cap_counts_distinct_jobs() -> None:
     ssn = _session(_many_victims())
     pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
