@@ -140,19 +140,6 @@ def _pops(ssn: Session, pool: list[Any], stmt: Any, **options: Any) -> list[tupl
     return order
 
 
-def test_the_victim_order_sorts_each_queue_alone_and_pops_as_one_sort_of_all() -> None:
-    ssn = _session(_many_victims())
-    jobs = [j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)]
-    pool = victims.victim_order(ssn, jobs)
-    assert [j.queue for j in pool] == sorted(j.queue for j in jobs)
-    for name in "abc":
-        assert [j for j in pool if j.queue == name] == sorted(
-            (j for j in jobs if j.queue == name), key=ssn.job_key, reverse=True
-        )
-    stmt = ssn.statement()
-    assert _pops(ssn, pool, stmt) == _pops(ssn, sorted(jobs, key=ssn.job_key, reverse=True), stmt)
-
-
 def test_a_victim_queue_sorts_again_only_the_queues_of_moved_victims() -> None:
     """An elastic victim evicted again down to its minimum (a recorded victim) moves in the job order: its
     queue is sorted again and the pops are those of a queue sorting every leaf; left unsorted, they differ."""

@@ -164,11 +164,5 @@ class VictimQueue:
 
 
 def victim_order(ssn: Session, jobs: Iterable[JobInfo]) -> list[JobInfo]:
-    """Jobs in victim order (reversed job order) within each leaf queue, the queues one after another by name;
-    building a victim queue from this order is linear. Only the order within a queue is read (the queue tree
-    orders the queues), so each queue is sorted alone: a sort of n jobs in q queues compares about
-    n·log(n/q) times, not n·log n."""
-    by_queue: dict[str, list[JobInfo]] = {}
-    for job in jobs:
-        by_queue.setdefault(job.queue, []).append(job)
-    return [job for queue in sorted(by_queue) for job in sorted(by_queue[queue], key=ssn.job_key, reverse=True)]
+    """Jobs sorted in victim order (reversed job order); building a victim queue from this order is linear."""
+    return sorted(jobs, key=ssn.job_key, reverse=True)
