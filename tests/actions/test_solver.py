@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from kai_scheduler.actions.common import budget, scenario, signatures, solver, victims
+from kai_scheduler.cluster.resources import GPU
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 from tests import builders as b
@@ -126,6 +130,31 @@ def test_feeding_the_victim_queue_in_chunks_pops_the_same_order() -> None:
     assert _pop_all(ssn, 7) == full
 
 
+def _pops(ssn: Session, pool: list[Any], stmt: Any, **options: Any) -> list[tuple[str, ...]]:
+    checkpoint = stmt.checkpoint()
+    queue = victims.VictimQueue(ssn, pool, lambda job: WHY, **options)
+    order = []
+    while (batch := queue.pop(stmt)) is not None:
+        order.append(tuple(t.name for t in batch.tasks))
+    stmt.rollback(checkpoint)
+    return order
+
+
+def test_a_victim_queue_sorts_again_only_the_queues_of_moved_victims() -> None:
+    """An elastic victim evicted again down to its minimum (a recorded victim) moves in the job order: its
+    queue is sorted again and the pops are those of a queue sorting every leaf; left unsorted, they differ."""
+    ssn = _session(_many_victims())
+    pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
+    elastic = next(j for j in pool if len(j.tasks) == 2)
+    stmt = ssn.statement()
+    for task in victims.tasks_to_evict(ssn, elastic):
+        stmt.evict(task, WHY)
+    every_queue_sorted = _pops(ssn, pool, stmt)
+    assert _pops(ssn, pool, stmt, moved=[elastic]) == every_queue_sorted
+    assert _pops(ssn, pool, stmt, moved=[]) != every_queue_sorted
+    stmt.discard()
+
+
 def test_the_preemptee_cap_counts_distinct_jobs() -> None:
     ssn = _session(_many_victims())
     pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
@@ -153,6 +182,42 @@ def test_the_preemptee_cap_counts_distinct_jobs() -> None:
 )
 def test_gpus_fit(demands: list[float], free: list[float], want: bool) -> None:
     assert scenario.gpus_fit(demands, np.array(free, dtype=float)) is want
+
+
+def _fit_session(free: list[float], schedulable: list[bool]) -> Any:
+    """What `Generators.accumulated_fit` reads of a session: the nodes' rows and their arrays."""
+    arrays = SimpleNamespace(free=np.zeros((len(free), 4)), schedulable=np.array(schedulable, dtype=bool))
+    arrays.free[:, GPU] = free
+    by_name = {f"n{i}": SimpleNamespace(row=i) for i in range(len(free))}
+    return SimpleNamespace(snapshot=SimpleNamespace(arrays=arrays, node_by_name=by_name))
+
+
+@settings(max_examples=300, deadline=None)
+@example(nodes=[(8.0, True), (8.0, True)], demands=[8.0], steps=[[(0, -1.0)]])
+@example(nodes=[(8.0, True), (8.0, True)], demands=[8.0], steps=[[(1, -1.0)]])
+@given(
+    nodes=st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0, 8.0]), st.booleans()), min_size=1, max_size=12),
+    demands=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 8.0]), max_size=4),
+    steps=st.lists(
+        st.lists(st.tuples(st.integers(0, 11), st.sampled_from([-8.0, -1.0, 0.0, 0.5, 1.0, 8.0])), max_size=3)
+    ),
+)
+def test_accumulated_fit_is_gpus_fit(
+    nodes: list[tuple[float, bool]], demands: list[float], steps: list[list[tuple[int, float]]]
+) -> None:
+    """Judged again from the newest batch's nodes alone, the accumulated fit answers as the fit over every node
+    does, whether free GPUs grow (evictions) or, against the rule, shrink."""
+    ssn = _fit_session([f for f, _ in nodes], [s for _, s in nodes])
+    tasks = [SimpleNamespace(request=np.array([0.0, 0.0, d, 0.0])) for d in demands]
+    generators = scenario.Generators(ssn, tasks, single_node=False)
+    free = ssn.snapshot.arrays.free
+    for changes in [[], *steps]:
+        rows = {row % len(nodes) for row, _ in changes}
+        for row, delta in changes:
+            free[row % len(nodes), GPU] = max(free[row % len(nodes), GPU] + delta, 0.0)
+        batch = SimpleNamespace(nodes=frozenset(f"n{r}" for r in rows))
+        whole = np.where(ssn.snapshot.arrays.schedulable, free[:, GPU], 0.0)
+        assert generators.accumulated_fit(batch) is scenario.gpus_fit(demands, whole)
 
 
 # --- the solver -------------------------------------------------------------------------------------------------

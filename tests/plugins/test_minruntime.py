@@ -91,6 +91,19 @@ def test_reclaim_min_runtime_resolution(reclaimer: str, victim: str, method: str
     assert plugin.reclaim_min_runtime(_job(ssn, "r"), _job(ssn, "x")) == want
 
 
+def test_a_reclaim_min_runtime_kept_for_a_queue_pair_is_read_again_in_the_next_session() -> None:
+    """The plugin keeps each (reclaimer queue, victim queue) answer for the session; a queue's min-runtime
+    changed before the next session is read there."""
+    objects = [*_tree(), *v.job("r", queue="a1"), *v.job("x", queue="b1")]
+    plugin = MinRuntime.from_args({})
+    for minutes, want in ((20, 1200.0), (3, 180.0)):
+        objects[2]["spec"]["reclaimMinRuntime"] = f"{minutes}m"  # dept-b
+        ssn = Session(b.snapshot([*v.priority_classes(), *objects]), v.load_config_for({}), [plugin])
+        ssn.open()
+        assert plugin.reclaim_min_runtime(_job(ssn, "r"), _job(ssn, "x")) == want
+        assert plugin.reclaim_min_runtime(_job(ssn, "r"), _job(ssn, "x")) == want
+
+
 @pytest.mark.parametrize(
     "queue_name, default, want",
     [

@@ -44,6 +44,9 @@ class MinRuntime(PluginBase):
         self.reclaim_default = reclaim_default
         self.resolve_method = resolve_method
         self._ssn: Session | None = None
+        # Queues do not change within a session: each (reclaimer queue, victim queue) pair's min-runtime is
+        # resolved once, where filtering every running job for each reclaimer walked the tree per job.
+        self._reclaim_runtimes: dict[tuple[str, str], float] = {}
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Self:
@@ -63,6 +66,7 @@ class MinRuntime(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
+        self._reclaim_runtimes = {}
         ssn.add(points.PREEMPT_VICTIM_FILTER, self.preempt_filter)
         ssn.add(points.RECLAIM_VICTIM_FILTER, self.reclaim_filter)
         ssn.add(points.PREEMPT_VALIDATOR, self.preempt_validator)
@@ -74,7 +78,8 @@ class MinRuntime(PluginBase):
         return is_elastic(victim) or not self.is_protected(victim, self.preempt_min_runtime(victim))
 
     def reclaim_filter(self, reclaimer: JobInfo, victim: JobInfo) -> bool:
-        return is_elastic(victim) or not self.is_protected(victim, self.reclaim_min_runtime(reclaimer, victim))
+        # The cached protection first: the elastic test walks the job's members.
+        return not self.is_protected(victim, self.reclaim_min_runtime(reclaimer, victim)) or is_elastic(victim)
 
     def preempt_validator(
         self, preemptor: JobInfo, tasks: list[PodInfo], scenario: points.VictimScenario
@@ -96,9 +101,13 @@ class MinRuntime(PluginBase):
         return self.preempt_default if found is None else found
 
     def reclaim_min_runtime(self, reclaimer: JobInfo, victim: JobInfo) -> float:
-        start = victim.queue if self.resolve_method == QUEUE else self._lca_child(reclaimer.queue, victim.queue)
-        found = self._walk(start, "reclaim_min_runtime")
-        return self.reclaim_default if found is None else found
+        key = (reclaimer.queue, victim.queue)
+        runtime = self._reclaim_runtimes.get(key)
+        if runtime is None:
+            start = victim.queue if self.resolve_method == QUEUE else self._lca_child(reclaimer.queue, victim.queue)
+            found = self._walk(start, "reclaim_min_runtime")
+            runtime = self._reclaim_runtimes[key] = self.reclaim_default if found is None else found
+        return runtime
 
     def _validate(
         self, scenario: points.VictimScenario, min_runtime: Callable[[JobInfo], float]

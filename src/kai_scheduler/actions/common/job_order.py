@@ -12,7 +12,7 @@ job's place does not change while it waits, for one comparison per pop instead o
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +36,17 @@ class _Node:
     first: _JobEntry | None = None
     children: list[_Node] = field(default_factory=list)
     parent: _Node | None = None
+    leaf: bool = False
 
     def best(self) -> JobInfo | None:
-        if self.queue is not None and self.queue.is_leaf:
-            return self.first.job if self.first is not None else None
-        return self.children[0].best() if self.children else None
+        # A loop down the heads, not a call per level: the queue order asks for both sides' best jobs at every
+        # comparison, a third of a victim search's re-positioning.
+        node = self
+        while not node.leaf:
+            if not node.children:
+                return None
+            node = node.children[0]
+        return node.first.job if node.first is not None else None
 
     def take(self) -> JobInfo:
         """Remove and return a leaf's next job (there is one)."""
@@ -89,7 +95,7 @@ class JobOrderByQueues:
 
     `reverse=True` builds the victim order: every comparison reversed (most over-served queue, lowest job first).
     `depth` caps each leaf's heap (`queueDepthPerAction`). `ordered=True`: the caller gives each queue's jobs
-    already in job order (they are not sorted again)."""
+    already in job order (they are not sorted again), but for the queues named in `unordered`."""
 
     def __init__(
         self,
@@ -99,6 +105,7 @@ class JobOrderByQueues:
         reverse: bool = False,
         depth: int | None = None,
         ordered: bool = False,
+        unordered: Collection[str] = (),
     ) -> None:
         self.ssn = ssn
         self.reverse = reverse
@@ -113,7 +120,7 @@ class JobOrderByQueues:
             if leaf is None:
                 continue
             entries = [_JobEntry(j, self) for j in queue_jobs]
-            if not ordered:
+            if not ordered or name in unordered:
                 entries.sort()
             leaf.jobs = entries[:depth] if depth else entries
             leaf._find_first()
@@ -131,7 +138,7 @@ class JobOrderByQueues:
         node = self._nodes.get(queue.name)
         if node is not None:
             return node
-        node = self._nodes[queue.name] = _Node(queue, self)
+        node = self._nodes[queue.name] = _Node(queue, self, leaf=queue.is_leaf)
         parent = self._node(self.ssn.snapshot.queues[queue.parent]) if queue.parent else self._root
         node.parent = parent
         parent.children.append(node)

@@ -104,6 +104,7 @@ def run(
     jobs = JobOrderByQueues(ssn, pending, depth=ssn.config.queue_depth_per_action.get(action))
     failed = signatures.FailedJobs(ssn, enabled=ssn.config.flags.use_scheduling_signatures)
     pool: list[JobInfo] | None = None  # ordered on first use: a cycle with no preemptor never sorts them
+    stale = False  # a solution moved some of the pool's jobs: re-ordered when the next job searches
     debug = log.isEnabledFor(logging.DEBUG)  # decision logs cost nothing when off
     while (job := jobs.pop()) is not None:
         scope = signature_scope(job)
@@ -127,6 +128,8 @@ def run(
             return
         if pool is None:
             pool = _victim_pool(ssn, ssn.snapshot.jobs.values())
+        elif stale:
+            pool, stale = _victim_pool(ssn, pool), False
         search = search_for(job, pool)
         result = solver.Result.UNSOLVED if search is None else _solve(ssn, job, search, job_budget)
         reduced = job_budget.reduced and result is not solver.Result.NOT_ATTEMPTED
@@ -143,7 +146,7 @@ def run(
                 log.debug("action ends: the job's search ran out of time", extra={"action": action, "job": job.key})
             return
         if result is solver.Result.SOLVED:
-            pool = _victim_pool(ssn, pool)
+            stale = True
         else:
             failed.remember(scope, job)
 

@@ -78,17 +78,34 @@ def gpus_fit(demands: Sequence[float], free_gpus: Floats) -> bool:
 
     Only the k nodes with the most free GPUs can receive one of k demands (each placement lowers one node),
     so the heap holds those."""
-    wanted = sorted((d for d in demands if d > tolerance.RESOURCE), reverse=True)
+    wanted = _wanted(demands)
     if not wanted:
         return True
-    free = free_gpus[free_gpus > tolerance.RESOURCE]
-    if free.size == 0 or float(free.sum()) + tolerance.RESOURCE < sum(wanted):
+    if not _enough(wanted, free_gpus):
         return False
+    free = free_gpus[free_gpus > tolerance.RESOURCE]
     k = len(wanted)
     top = free if free.size <= k else np.partition(free, free.size - k)[free.size - k :]
-    heap = [-float(x) for x in top]
+    return _greedy(wanted, [float(x) for x in top])
+
+
+def _wanted(demands: Sequence[float]) -> list[float]:
+    return sorted((d for d in demands if d > tolerance.RESOURCE), reverse=True)
+
+
+def _enough(wanted: list[float], free_gpus: Floats) -> bool:
+    """Some node has free GPUs, and all of them together cover the demand."""
+    free = free_gpus[free_gpus > tolerance.RESOURCE]
+    return free.size > 0 and float(free.sum()) + tolerance.RESOURCE >= sum(wanted)
+
+
+def _greedy(wanted: list[float], top: list[float]) -> bool:
+    """The greedy placement of `wanted` (largest first) onto `top`, the most free GPUs of as many nodes."""
+    heap = [-x for x in top if x > tolerance.RESOURCE]
     heapq.heapify(heap)
     for need in wanted:
+        if not heap:
+            return False
         most = -heap[0]
         if most + tolerance.RESOURCE < need:
             return False
@@ -134,6 +151,9 @@ class Generators:
         self._ssn = ssn
         self._demand = gpu_demand(tasks)
         self._single_node = single_node
+        self._free: Floats | None = None  # the free GPUs per node the last accumulated fit was judged on
+        self._top: dict[int, float] | None = None  # the rows of the k most free GPUs in it, k demands
+        self._fits = False
 
     def node_local_greedy(self, accumulated: Sequence[Batch], recorded: int, latest: Batch) -> Iterator[list[Batch]]:
         """One scenario per node of the newest batch: the recorded batches and every batch on that node."""
@@ -168,6 +188,45 @@ class Generators:
                 return
             size *= 2
 
+    def accumulated_fit(self, latest: Batch) -> bool:
+        """The GPU greedy fit with every accumulated batch evicted (`gpus_fit(accumulated, accumulated)`), when
+        the only change since the last call is the eviction of `latest`. Only the nodes of `latest` are read
+        again: the answer stands if none of them changed (a CPU-only victim); the k nodes with the most free GPUs
+        are kept up to date as long as free GPUs only grow (evictions), so the greedy runs on them without a
+        pass over every node, and the sum over every node is taken only when the greedy fits."""
+        wanted = _wanted(self._demand)
+        if not wanted:
+            return True
+        arrays = self._ssn.snapshot.arrays
+        if self._free is None:
+            self._free = np.where(arrays.schedulable, arrays.free[:, GPU], 0.0)
+        else:
+            by_name = self._ssn.snapshot.node_by_name
+            changed = False
+            for node in latest.nodes:
+                row = by_name[node].row
+                value = float(arrays.free[row, GPU]) if arrays.schedulable[row] else 0.0
+                old = float(self._free[row])
+                if value == old:
+                    continue
+                changed = True
+                self._free[row] = value
+                if value < old or self._top is None:
+                    self._top = None
+                elif row in self._top or len(self._top) < len(wanted):
+                    self._top[row] = value
+                else:
+                    least = min(self._top, key=self._top.__getitem__)
+                    if value > self._top[least]:
+                        del self._top[least]
+                        self._top[row] = value
+            if not changed:
+                return self._fits
+        if self._top is None:
+            self._top = _most_free(self._free, len(wanted))
+        self._fits = _greedy(wanted, list(self._top.values())) and _enough(wanted, self._free)
+        return self._fits
+
     def gpus_fit(self, accumulated: Sequence[Batch], sub: Sequence[Batch]) -> bool:
         """The GPU greedy fit for `sub` while every accumulated batch is evicted in the model."""
         arrays = self._ssn.snapshot.arrays
@@ -176,6 +235,12 @@ class Generators:
             inside = {id(b) for b in sub}
             free = free - freed_gpus(self._ssn, [b for b in accumulated if id(b) not in inside])
         return gpus_fit(self._demand, free)
+
+
+def _most_free(free_gpus: Floats, k: int) -> dict[int, float]:
+    """The rows of the k largest values (all rows when there are no more) and their values."""
+    rows = np.arange(free_gpus.size) if free_gpus.size <= k else np.argpartition(free_gpus, free_gpus.size - k)[-k:]
+    return {int(r): float(free_gpus[r]) for r in rows}
 
 
 def _with_nodes(accumulated: Sequence[Batch], recorded: int, nodes: set[str]) -> list[Batch]:

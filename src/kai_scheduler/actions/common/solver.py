@@ -192,7 +192,7 @@ class _JobSolver:
             self.search.victims,
             self.search.eviction,
             max_jobs=self.search.max_victim_jobs,
-            ordered=not accumulated,  # victims evicted again may have changed place in the job order
+            moved=[b.job for b in accumulated],  # victims evicted again may have changed place in the job order
         )
         candidates = self._candidates(accumulated)
         worth = False  # the cheap filters only get easier as victims accumulate: once passed, passed
@@ -215,7 +215,7 @@ class _JobSolver:
                 )
             accumulated.append(batch)
             self._add_nodes(candidates, batch)
-            worth = worth or self._worth_simulating(tasks, generators, accumulated, candidates)
+            worth = worth or self._worth_simulating(tasks, generators, batch, candidates)
             if not worth:
                 self.stats.filtered[self.search.action] += 1
                 continue
@@ -237,9 +237,10 @@ class _JobSolver:
         return batch
 
     def _worth_simulating(
-        self, tasks: list[PodInfo], generators: Generators, accumulated: list[Batch], candidates: points.Mask
+        self, tasks: list[PodInfo], generators: Generators, latest: Batch, candidates: points.Mask
     ) -> bool:
-        if not generators.gpus_fit(accumulated, accumulated):
+        """The cheap filters over the accumulated victims, `latest` the one added since the last call."""
+        if not generators.accumulated_fit(latest):
             return False
         return scenario.every_task_has_a_node(self.ssn, tasks, candidates)
 

@@ -102,8 +102,9 @@ class VictimQueue:
     time, and the next chunk as soon as the last job fed (the frontier, never changed) is popped: every job not
     fed yet orders after the frontier, so the tree pops exactly what it would with every job in it, without
     ordering thousands of victims per probe. `max_jobs` caps how many distinct jobs may give victims
-    (consolidation's preemptee cap); None = no cap. `ordered`: nothing moved since `jobs` were put in victim order,
-    so each queue's jobs are in it still and are not sorted again (thousands of comparisons on a large cluster)."""
+    (consolidation's preemptee cap); None = no cap. `moved`: the jobs moved since `jobs` were put in victim
+    order (the job order reads a job's own state alone), so only their queues are sorted again; every other
+    queue's jobs are in order still (thousands of comparisons on a large cluster). None: sort every queue."""
 
     def __init__(
         self,
@@ -113,7 +114,7 @@ class VictimQueue:
         *,
         max_jobs: int | None = None,
         chunk: int = 32,
-        ordered: bool = False,
+        moved: Iterable[JobInfo] | None = None,
     ) -> None:
         self._ssn = ssn
         self._chunk = chunk
@@ -127,7 +128,11 @@ class VictimQueue:
             self._waiting[queue].reverse()  # pop() from the end takes the next in order
         self._frontier: dict[str, str] = {}
         first = [job for queue in sorted(self._waiting) for job in self._take(queue)]
-        self._order = JobOrderByQueues(ssn, first, reverse=True, ordered=ordered)
+        if moved is None:
+            self._order = JobOrderByQueues(ssn, first, reverse=True)
+        else:
+            unordered = frozenset(job.queue for job in moved)
+            self._order = JobOrderByQueues(ssn, first, reverse=True, ordered=True, unordered=unordered)
 
     def _take(self, queue: str) -> list[JobInfo]:
         waiting = self._waiting.get(queue, [])

@@ -208,11 +208,12 @@ class Proportion(PluginBase):
         self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None, right_job: JobInfo | None
     ) -> int:
         """QUEUE_ORDER: rules 1-8 of §3.4 over the queues' current state and their best jobs' requests."""
+        self._follow_ranking()
         return queue_order.compare_ranked(
             self._states[left.name],
-            self.queue_rank(left.name, left_job),
+            self._rank(left.name, left_job),
             self._states[right.name],
-            self.queue_rank(right.name, right_job),
+            self._rank(right.name, right_job),
         )
 
     def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
@@ -297,6 +298,10 @@ class Proportion(PluginBase):
 
         The job-order tree compares the same (queue, best job) pairs many times between two allocations."""
         self._follow_ranking()
+        return self._rank(name, job)
+
+    def _rank(self, name: str, job: JobInfo | None) -> Rank:
+        """`queue_rank` once the ranks follow the session's ranking (the queue order checks that once for two)."""
         cached = self._ranks.get(name)
         if cached is not None and cached[0] is job:
             return cached[1]
