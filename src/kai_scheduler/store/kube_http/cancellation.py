@@ -3,8 +3,8 @@
 A read waits up to the read timeout, and an idempotent request whose answer did not come is tried three more
 times: a stopping process cannot wait for that. The store's `Cancellation` knows the sockets of its connections
 (libcurl's and urllib3's): `cancel()` shuts them down, so every request in flight fails at once (Unavailable), and
-refuses new requests (and wakes the rate limiter's and Retry-After's sleeps) until `resume()`. Through an HTTP proxy the connections are the proxy
-manager's and cannot be cut; a request there ends by its own timeouts.
+refuses new requests (and wakes the rate limiter's and Retry-After's sleeps) until `resume()`. Through an HTTP
+proxy the connections are the proxy manager's and cannot be cut; a request there ends by its own timeouts.
 """
 
 from __future__ import annotations
