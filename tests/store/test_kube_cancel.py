@@ -283,13 +283,16 @@ def test_cancel_cuts_a_tls_handshake_the_server_does_not_answer() -> None:
         try:
             get, got = in_thread(lambda: store.get("pods", "p", "a"))
             deadline = time.monotonic() + 10
-            while store.cancellation.live < 1:  # the TLS socket, registered as its handshake starts
-                assert time.monotonic() < deadline, "no handshake started"
+            while store.cancellation.live < 1:  # the socket, registered before it connects
+                assert time.monotonic() < deadline, "no connection made"
                 time.sleep(0.01)
+            listener.settimeout(10)
+            accepted, _ = listener.accept()  # connected: its handshake waits for an answer
             started = time.monotonic()
             assert store.cancel() == 1
             get.join(5)
             assert time.monotonic() - started < 2.0
             assert len(got) == 1 and isinstance(got[0], Cancelled), got
+            accepted.close()
         finally:
             store.close()
