@@ -14,6 +14,7 @@ is the part of it that the series add.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -51,10 +52,8 @@ def get_cost(url: str, n: int) -> float:
     with KubeStore(ApiClient(Configuration(host=url)), KubeOptions(qps=0, burst=1)) as store:
 
         def get() -> None:
-            try:
+            with contextlib.suppress(NotFound):
                 store.transport.call("GET", "/api/v1/namespaces/x")
-            except NotFound:
-                pass
 
         for _ in range(50):  # connections made, code warmed
             get()
