@@ -26,12 +26,13 @@ from kubernetes.client import ApiClient, Configuration
 
 from kai_scheduler.runtime.fence import NotLeading
 from kai_scheduler.store import interface
+from kai_scheduler.store.kube import KubeStore
 from kai_scheduler.store.kube_http.errors import Unavailable
 from kai_scheduler.store.kube_http.rate_limit import RateLimiter
 from kai_scheduler.store.kube_http.timing import RealTiming
 from kai_scheduler.store.kube_http.transport import Limits, Transport
 from tests.loopback import free_port
-from tests.store.conftest import MakeStore
+from tests.store.conftest import KUBE_TEST_OPTIONS, MakeStore
 from tests.store.mock_apiserver import MockApiServer
 
 
@@ -351,3 +352,32 @@ def test_a_refusal_right_before_sending_on_a_kept_connection_sends_nothing(
         store.create(config_map)
     assert len(kube_server.requests) == sent and not kube_server.memory.list("configmaps")[0]
     assert store.create(config_map)["metadata"]["name"] == "c"  # the next request goes out
+
+
+def test_the_environments_proxy_is_the_client_librarys_to_decide_not_libcurls(
+    kube_server: MockApiServer, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The configuration was made with no proxy: a proxy the environment names later (libcurl reads it at every
+    request) is not used."""
+    store = make_store()
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert store.transport.connections.curl() is not None
+    assert store.list("pods")[0] == []
+
+
+def test_through_a_proxy_the_client_librarys_manager_sends(kube_server: MockApiServer) -> None:
+    """A configured proxy: libcurl is not used; urllib3's proxy manager sends (the mock server takes the proxy's
+    part: it reads the absolute request target as its path)."""
+    configuration = Configuration(host="http://kube.invalid:6443")
+    configuration.proxy = kube_server.url
+    store = KubeStore(ApiClient(configuration), KUBE_TEST_OPTIONS)
+    try:
+        assert store.transport.connections.curl() is None
+        store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
+        assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"
+        assert kube_server.requests[-1].headers["host"] == "kube.invalid:6443"
+    finally:
+        store.close()

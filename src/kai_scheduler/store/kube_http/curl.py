@@ -82,8 +82,11 @@ class Answer:
 
 
 def supports(settings: dict[str, Any]) -> bool:
-    """Whether a pool with these settings (a PoolManager's `connection_pool_kw`) can be sent through libcurl."""
-    return all(value is None or key in _SETTINGS for key, value in settings.items())
+    """Whether a pool with these settings (a PoolManager's `connection_pool_kw`) can be sent through libcurl: an
+    `assert_hostname` naming another host than the URL's is urllib3's alone (the client library's is a bool)."""
+    return all(value is None or key in _SETTINGS for key, value in settings.items()) and isinstance(
+        settings.get("assert_hostname", False), bool
+    )
 
 
 class CurlSender:
@@ -152,10 +155,10 @@ class CurlSender:
             handle.close()
 
     def _take(self) -> _Handle:
-        try:
-            return self._idle.pop()  # atomic: no lock on the hot path
-        except IndexError:
-            return _Handle(self._settings, self.cancellation, self._connect_to)
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _Handle(self._settings, self.cancellation, self._connect_to)
 
     def _give_back(self, handle: _Handle) -> None:
         handle.release()
@@ -179,6 +182,9 @@ class _Handle:
         c = self.curl = pycurl.Curl()
         c.setopt(pycurl.NOSIGNAL, 1)  # threads: no SIGALRM for timeouts
         c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+        # No proxy, whatever the environment says: the client library decided (through a proxy the transport
+        # sends with urllib3), and libcurl would read $https_proxy and $no_proxy its own way.
+        c.setopt(pycurl.PROXY, "")
         c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)  # as urllib3: one request per connection
         c.setopt(pycurl.MAXCONNECTS, 1)
         c.setopt(pycurl.LOW_SPEED_LIMIT, 1)
