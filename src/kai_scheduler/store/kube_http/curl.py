@@ -237,9 +237,12 @@ class _Handle:
 
     def answer(self, before: float) -> Answer:
         c = self.curl
-        status = int(c.getinfo(pycurl.RESPONSE_CODE))
-        retry_after = _header(self.head, b"retry-after:") if status == 429 or status >= 500 else None
-        return Answer(status, b"".join(self.chunks), retry_after, before + c.getinfo(pycurl.STARTTRANSFER_TIME))
+        return Answer(
+            int(c.getinfo(pycurl.RESPONSE_CODE)),
+            b"".join(self.chunks),
+            _header(self.head, b"retry-after:"),
+            before + c.getinfo(pycurl.STARTTRANSFER_TIME),
+        )
 
     def release(self) -> None:
         """Let go of the answer (the handle keeps its options and connection)."""
@@ -304,14 +307,14 @@ def _set_tls(c: pycurl.Curl, settings: dict[str, Any]) -> None:
 
 
 def _header(lines: list[bytes], name: bytes) -> str | None:
-    """The value of a header (`name` lower-case with its colon) in the last answer's head."""
-    value = None
-    for line in lines:
+    """The value of a header (`name` lower-case with its colon) in the last head (after a 100 Continue's)."""
+    size = len(name)
+    for line in reversed(lines):
+        if line[:size].lower() == name:
+            return line[size:].strip().decode("latin-1")
         if line.startswith(b"HTTP/"):
-            value = None  # a new head (after a 100 Continue)
-        elif line[: len(name)].lower() == name:
-            value = line[len(name) :].strip().decode("latin-1")
-    return value
+            break
+    return None
 
 
 def describe(err: pycurl.error, handle: _Handle, timeouts: tuple[float, float]) -> str:
