@@ -93,7 +93,6 @@ class CurlSender:
     """Requests to one origin through reused libcurl handles (see the module docstring); thread-safe."""
 
     def __init__(self, origin: str, settings: dict[str, Any], cancellation: Cancellation) -> None:
-        self.origin = origin
         self.cancellation = cancellation
         self._settings = settings
         url = urllib3.util.parse_url(origin)
