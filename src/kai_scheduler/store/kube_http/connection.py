@@ -5,14 +5,14 @@ files, verification, socket options and size). The requests with a whole answer 
 (half urllib3's CPU per request); the watches, long-lived streams read as they arrive, through urllib3's pool,
 whose connections differ from urllib3's in two ways, each through a public method:
 
-- Right before a request is written, `send_check` asks whether it may still go out (a cancel since it started):
-  it may have waited for its connection, or the TLS handshake, past it.
+- Right before a request is written, `send_check` asks whether it may still go out (a cancel since it started,
+  the fence's leadership): it may have waited for its connection, or the TLS handshake, past both.
 - Each socket is known to the store's `Cancellation` from when it exists (a TLS socket from the start of its
   handshake, through the TLS context's `sslsocket_class`) until it closes, so `cancel()` can cut it.
 
-Through a proxy (HTTP or SOCKS), or with a TLS setting libcurl is not given here (`curl.supports`), the client
-library's manager builds each request and owns its connections: `Connections.curl` and `Connections.pool` are
-None and the transport sends through that manager.
+With a TLS setting libcurl is not given here (`curl.supports`), `Connections.curl` is None and every request
+goes through the pool. Through a proxy (HTTP or SOCKS) the client library's proxy manager builds each request and
+owns its connections: `Connections.curl` and `Connections.pool` are None and the transport sends through it.
 """
 
 from __future__ import annotations
