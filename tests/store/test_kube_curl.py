@@ -381,3 +381,16 @@ def test_through_a_proxy_the_client_librarys_manager_sends(kube_server: MockApiS
         assert kube_server.requests[-1].headers["host"] == "kube.invalid:6443"
     finally:
         store.close()
+
+
+def test_a_tls_setting_libcurl_is_not_given_leaves_the_requests_to_urllib3(kube_server: MockApiServer) -> None:
+    configuration = Configuration(host=kube_server.url)
+    configuration.assert_hostname = "apiserver.example"  # a name to check the certificate for: urllib3's setting
+    store = KubeStore(ApiClient(configuration), KUBE_TEST_OPTIONS)
+    try:
+        assert store.transport.connections.curl() is None
+        store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
+        assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"
+        assert store.transport.connections.pool() is not None
+    finally:
+        store.close()
