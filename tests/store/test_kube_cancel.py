@@ -18,7 +18,6 @@ from kubernetes.client import ApiClient, Configuration
 from kai_scheduler.runtime.fence import Fenced, NotLeading
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.kube import CLOSE_TIMEOUT, KubeStore
-from kai_scheduler.store.kube_http.connection import GuardedHTTPConnection
 from kai_scheduler.store.kube_http.errors import Cancelled, Unavailable
 from kai_scheduler.store.kube_http.rate_limit import RateLimiter
 from kai_scheduler.store.kube_http.timing import RealTiming
@@ -117,18 +116,18 @@ def test_a_connection_refused_by_the_cancellation_is_cancelled_even_once_the_sto
     connection the cancellation refused is Cancelled (said at debug level by its loop), not "cannot reach the
     API server" (a warning), whenever the request looks. Here it looks only after the store was resumed."""
     store = make_store()  # no connection yet: the request opens one
-    pool = store.transport.connections.pool()
-    assert pool is not None
-    urlopen = pool.urlopen
+    sender = store.transport.connections.curl()
+    assert sender is not None
+    send = sender.send
 
     def cancelled_while_connecting(*args: Any, **kwargs: Any) -> Any:
         store.cancel()  # after the request's own checks: its connection is refused
         try:
-            return urlopen(*args, **kwargs)
+            return send(*args, **kwargs)
         finally:
             store.resume()  # before the request looks at why it failed
 
-    monkeypatch.setattr(pool, "urlopen", cancelled_while_connecting)
+    monkeypatch.setattr(sender, "send", cancelled_while_connecting)
     with pytest.raises(Cancelled, match="get Pod a/p: cancelled: the client is shutting down"):
         store.get("pods", "p", "a")
 
@@ -182,22 +181,22 @@ def test_a_request_cut_in_flight_is_cancelled_even_if_the_store_is_resumed_befor
 
 
 class _Queued:
-    """The store's pool takes a request only once `go` is set: the request waits there, past the transport's and
+    """The store's sender takes a request only once `go` is set: the request waits there, past the transport's and
     the fence's checks, as one waiting for its connection (opening it, its TLS handshake) does."""
 
-    def __init__(self, store: KubeStore) -> None:
-        pool = store.transport.connections.pool()
-        assert pool is not None
+    def __init__(self, store: KubeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        sender = store.transport.connections.curl()
+        assert sender is not None
         self.waiting = threading.Event()
         self.go = threading.Event()
-        urlopen = pool.urlopen
+        send = sender.send
 
-        def held_urlopen(*args: Any, **kwargs: Any) -> Any:
+        def held_send(*args: Any, **kwargs: Any) -> Any:
             self.waiting.set()
             assert self.go.wait(10)
-            return urlopen(*args, **kwargs)
+            return send(*args, **kwargs)
 
-        pool.urlopen = held_urlopen  # type: ignore[method-assign]
+        monkeypatch.setattr(sender, "send", held_send)
 
 
 def config_map(name: str) -> dict[str, Any]:
@@ -205,12 +204,12 @@ def config_map(name: str) -> dict[str, Any]:
 
 
 def test_a_write_queued_before_a_cut_and_sent_after_it_is_refused_at_the_wire(
-    kube_server: MockApiServer, make_store: MakeStore
+    kube_server: MockApiServer, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A lease lapse cuts the requests in flight and resumes the store at once; a write that waited for a
     connection meanwhile is refused when its bytes would go out, not sent late on a fresh connection."""
     store = make_store()
-    queued = _Queued(store)
+    queued = _Queued(store, monkeypatch)
     create, created = in_thread(lambda: store.create(config_map("late")))
     assert queued.waiting.wait(5)
     store.cancel()
@@ -223,11 +222,11 @@ def test_a_write_queued_before_a_cut_and_sent_after_it_is_refused_at_the_wire(
 
 
 def test_a_fenced_write_queued_while_leading_and_sent_after_the_lapse_is_refused_at_the_wire(
-    kube_server: MockApiServer, make_store: MakeStore
+    kube_server: MockApiServer, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fence's leadership is checked again when the bytes go out, even before the lapse's cut."""
     store = make_store()
-    queued = _Queued(store)
+    queued = _Queued(store, monkeypatch)
     fenced = Fenced(store)
     leadership = _Flag()
     fenced.leadership = leadership
@@ -256,14 +255,14 @@ def test_a_fenced_write_whose_connection_opens_across_the_lapse_is_refused_at_th
     leadership = _Flag()
     fenced.leadership = leadership
     connecting, go = threading.Event(), threading.Event()
-    connect = GuardedHTTPConnection.connect
+    add_descriptor = store.cancellation.add_descriptor
 
-    def slow_connect(self: GuardedHTTPConnection) -> None:
+    def slow_connect(fd: int) -> bool:  # the socket exists, its connection is not made yet
         connecting.set()
         assert go.wait(10)
-        connect(self)
+        return add_descriptor(fd)
 
-    monkeypatch.setattr(GuardedHTTPConnection, "connect", slow_connect)
+    monkeypatch.setattr(store.cancellation, "add_descriptor", slow_connect)
     create, created = in_thread(lambda: fenced.create(config_map("late")))
     assert connecting.wait(5)
     leadership.is_leader = False
@@ -284,13 +283,16 @@ def test_cancel_cuts_a_tls_handshake_the_server_does_not_answer() -> None:
         try:
             get, got = in_thread(lambda: store.get("pods", "p", "a"))
             deadline = time.monotonic() + 10
-            while store.cancellation.live < 1:  # the TLS socket, registered as its handshake starts
-                assert time.monotonic() < deadline, "no handshake started"
+            while store.cancellation.live < 1:  # the socket, registered before it connects
+                assert time.monotonic() < deadline, "no connection made"
                 time.sleep(0.01)
+            listener.settimeout(10)
+            accepted, _ = listener.accept()  # connected: its handshake waits for an answer
             started = time.monotonic()
             assert store.cancel() == 1
             get.join(5)
             assert time.monotonic() - started < 2.0
             assert len(got) == 1 and isinstance(got[0], Cancelled), got
+            accepted.close()
         finally:
             store.close()

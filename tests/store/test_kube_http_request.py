@@ -10,12 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import urllib3
 from kubernetes.client import ApiClient, Configuration
 
 from kai_scheduler.store.kube import KubeStore
 from kai_scheduler.store.kube_http.body import JSON_TYPE, MERGE_PATCH_TYPE
-from kai_scheduler.store.kube_http.cancellation import Cancellation
 from kai_scheduler.store.kube_http.config import load_client
 from kai_scheduler.store.kube_http.connection import GuardedHTTPConnection
 from kai_scheduler.store.kube_http.rate_limit import RateLimiter
@@ -107,60 +105,35 @@ def test_requests_reach_the_server_as_sent(kube_server: MockApiServer, make_stor
     assert lowered["user-agent"] == KUBE_TEST_OPTIONS.user_agent
 
 
-def test_a_closed_pool_is_made_again(kube_server: MockApiServer) -> None:
-    """A pool closed (the store's transport closed): the next request makes a new one for the host rather than
-    failing on the closed one."""
+def test_closed_connections_are_made_again(kube_server: MockApiServer) -> None:
+    """The store's transport closed: the next request and watch make a new sender and pool for the host rather
+    than failing on the closed ones."""
     store = KubeStore(ApiClient(Configuration(host=kube_server.url)), KUBE_TEST_OPTIONS)
     try:
-        store.list("pods")
-        first = store.transport.connections.pool()
-        assert first is not None
+        version = store.list("pods")[1]
+        assert list(store.watch("pods", version, timeout=0.05)) == []
+        connections = store.transport.connections
+        sender, pool = connections.curl(), connections.pool()
+        assert sender is not None and pool is not None
         store.transport.close()
-        assert first.pool is None  # closed
-        store.list("pods")
-        assert store.transport.connections.pool() is not first
+        assert pool.pool is None  # closed
+        assert store.list("pods")[0] == []
+        assert list(store.watch("pods", version, timeout=0.05)) == []
+        assert connections.curl() is not sender and connections.pool() is not pool
     finally:
         store.close()
 
 
-class _Socket:
-    """Records each write the connection makes."""
-
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-
-    def sendall(self, data: bytes) -> None:
-        self.writes.append(bytes(data))
-
-    def settimeout(self, timeout: float | None) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _written(conn: Any, method: str, body: bytes | None) -> list[bytes]:
-    sock = _Socket()
-    conn.sock = sock
-    conn.request(method, "/api/v1/namespaces/a/pods/p", body=body, headers={"Accept": JSON_TYPE})
-    return sock.writes
-
-
-@pytest.mark.parametrize("body", [b'{"metadata":{"labels":{"a":"b"}}}', None])
-def test_a_request_goes_out_in_one_write_with_the_same_bytes(body: bytes | None) -> None:
-    plain = _written(urllib3.connection.HTTPConnection("127.0.0.1", 1), "PATCH" if body else "GET", body)
-    one = _written(GuardedHTTPConnection("127.0.0.1", 1, cancellation=Cancellation()), "PATCH" if body else "GET", body)
-    assert len(plain) == (2 if body else 1)
-    assert one == [b"".join(plain)]
-
-
-def test_the_transport_pool_makes_one_write_connections(kube_server: MockApiServer, make_store: MakeStore) -> None:
+def test_the_transports_share_the_stores_guarded_connections(kube_server: MockApiServer, make_store: MakeStore) -> None:
     store = make_store()
     store.list("pods")
-    pool = store.transport.connections.pool()
+    connections = store.transport.connections
+    assert store.event_transport.connections is connections  # events share the sender and the pool
+    sender = connections.curl()
+    assert sender is not None and sender.cancellation is store.cancellation  # its sockets are the store's to cut
+    pool = connections.pool()  # the watches'
     assert pool is not None and issubclass(pool.ConnectionCls, GuardedHTTPConnection)
-    assert pool.conn_kw["cancellation"] is store.cancellation  # its sockets are the store's to cut
-    assert store.event_transport.connections is store.transport.connections  # events share the pool
+    assert pool.conn_kw["cancellation"] is store.cancellation
     store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}})
     assert store.get("configmaps", "c", "a")["metadata"]["name"] == "c"
 

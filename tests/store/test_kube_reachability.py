@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import pytest
-import urllib3
 
+from kai_scheduler.store.kube_http.curl import CurlSender
 from kai_scheduler.store.kube_http.errors import Unavailable
 from tests.loopback import free_port
 from tests.store.conftest import FakeTiming, MakeStore
@@ -24,9 +24,9 @@ def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(
     timing = FakeTiming()
     store = make_store(timing)
     assert store.list("pods")[0] == []
-    # The server goes away: every connection is refused (a pool to a port nothing listens on).
-    refused = urllib3.HTTPConnectionPool("127.0.0.1", free_port(), retries=False)
-    monkeypatch.setattr(store.transport.connections, "pool", lambda: refused)
+    # The server goes away: every connection is refused (a sender to a port nothing listens on).
+    refused = CurlSender(f"http://127.0.0.1:{free_port()}", {}, store.cancellation)
+    monkeypatch.setattr(store.transport.connections, "curl", lambda: refused)
     with caplog.at_level("INFO", logger=LOGGER):
         for _ in range(3):
             with pytest.raises(Unavailable, match="cannot reach the API server"):

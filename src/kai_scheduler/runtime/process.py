@@ -290,20 +290,20 @@ def stop_on_signals(stop: threading.Event, bound: float = SHUTDOWN_BOUND) -> Ite
     seconds later if it is still running; a second signal ends it at once (exit code EXIT_FORCED either way).
     Off the main thread (where Python takes no handlers) it does nothing.
 
-    The handler itself only writes the signal's number to a pipe; a thread of its own reads it and does the rest.
-    A Python handler runs in the main thread between two bytecodes of whatever it was doing, and logging, setting
-    an Event or starting a Timer take locks: were the interrupted code holding one of them (an Event's condition
-    lock between `with` and `wait`, a handler's lock), the handler would wait for itself forever and the signal
-    would be lost."""
+    The signal's number goes to a pipe as the signal arrives (Python's wakeup fd, written by its C-level handler);
+    a thread of its own reads it and does the rest. A Python handler would run only in the main thread between two
+    bytecodes of whatever it was doing: not while the main thread waits inside libcurl for an answer (a `kai
+    fake-nodes` step), and logging, setting an Event or starting a Timer take locks: were the interrupted code
+    holding one of them (an Event's condition lock between `with` and `wait`, a handler's lock), the handler would
+    wait for itself forever and the signal would be lost. The Python handler does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)  # as the wakeup fd must be
 
     def handle(signum: int, frame: FrameType | None) -> None:
-        del frame
-        with contextlib.suppress(OSError):
-            os.write(write_end, bytes([signum]))
+        del signum, frame  # the wakeup fd said it
 
     def relay() -> None:
         while True:
@@ -313,6 +313,8 @@ def stop_on_signals(stop: threading.Event, bound: float = SHUTDOWN_BOUND) -> Ite
                 return
             if not received:
                 return
+            if received[0] not in (signal.SIGINT, signal.SIGTERM):  # another handler's signal: not ours
+                continue
             name = signal.Signals(received[0]).name
             if stop.is_set():
                 _exit_now(f"shutdown: second {name}: exiting at once")
@@ -326,9 +328,11 @@ def stop_on_signals(stop: threading.Event, bound: float = SHUTDOWN_BOUND) -> Ite
     relaying = threading.Thread(target=relay, name="kai-signals", daemon=True)
     relaying.start()
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous_wakeup = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     try:
         yield
     finally:
+        signal.set_wakeup_fd(previous_wakeup)
         for sig, old in previous.items():
             signal.signal(sig, old)
         os.close(write_end)  # the relay reads the end of the pipe and returns

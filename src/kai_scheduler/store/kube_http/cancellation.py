@@ -1,10 +1,10 @@
 """Cutting a store's requests in flight, for a process that stops while the API server does not answer.
 
-A read waits up to the read timeout, and urllib3 retries an idempotent request's read three times: a stopping
-process cannot wait for that. The store's `Cancellation` knows the sockets of its connections: `cancel()` shuts
-them down, so every request in flight fails at once (Unavailable), and refuses new requests (and wakes the rate
-limiter's and Retry-After's sleeps) until `resume()`. Through an HTTP proxy the connections are the proxy
-manager's and cannot be cut; a request there ends by its own timeouts.
+A read waits up to the read timeout, and an idempotent request whose answer did not come is tried three more
+times: a stopping process cannot wait for that. The store's `Cancellation` knows the sockets of its connections
+(libcurl's and urllib3's): `cancel()` shuts them down, so every request in flight fails at once (Unavailable), and
+refuses new requests (and wakes the rate limiter's and Retry-After's sleeps) until `resume()`. Through an HTTP
+proxy the connections are the proxy manager's and cannot be cut; a request there ends by its own timeouts.
 """
 
 from __future__ import annotations
@@ -26,14 +26,15 @@ class Cancellation:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sockets: dict[int, int] = {}  # id(socket) → its file descriptor
+        # A Python socket (urllib3's) or a descriptor (libcurl's) → its descriptor.
+        self._sockets: dict[socket.socket | int, int] = {}
         self.cancelled = threading.Event()  # also what the transport's sleeps wait on
         self.cuts = 0  # how many times `cancel` was called: a request that saw another number was cut
 
     def add(self, sock: socket.socket) -> None:
         fd = sock.fileno()
         with self._lock:
-            self._sockets[id(sock)] = fd
+            self._sockets[sock] = fd
             cut = self.cancelled.is_set()
         if cut:  # cancelled while it was connecting
             _shut(fd)
@@ -41,7 +42,22 @@ class Cancellation:
     def drop(self, sock: socket.socket) -> None:
         """Before the socket closes: its descriptor is no longer ours to shut down."""
         with self._lock:
-            self._sockets.pop(id(sock), None)
+            self._sockets.pop(sock, None)
+
+    def add_descriptor(self, fd: int) -> bool:
+        """A socket libcurl made, before it connects: False (not added) when cancelled, as a refused connection.
+        A cancel before it connects cannot cut it (a socket shuts down once connected): the request's last check
+        (`send_check`) refuses it then."""
+        with self._lock:
+            if self.cancelled.is_set():
+                return False
+            self._sockets[fd] = fd
+        return True
+
+    def drop_descriptor(self, fd: int) -> None:
+        """Before libcurl's socket closes."""
+        with self._lock:
+            self._sockets.pop(fd, None)
 
     def check(self, what: str, since: int) -> None:
         """Raise Cancelled (an Unavailable) when cancelled, or when a cancel came since the request started (its

@@ -1,18 +1,18 @@
-"""The connections of a store to its API server: one urllib3 pool, built with the client library's settings.
+"""The connections of a store to its API server: libcurl handles for the requests, a urllib3 pool for the watches.
 
-The pool is urllib3's, with the TLS and socket settings the `kubernetes` client gives the pools of its own
-manager; its connections differ from urllib3's in three ways, each through a public method:
+Both are built with the settings the `kubernetes` client gives the pools of its own urllib3 manager (its TLS
+files, verification, socket options and size). The requests with a whole answer go through `curl.CurlSender`
+(half urllib3's CPU per request); the watches, long-lived streams read as they arrive, through urllib3's pool,
+whose connections differ from urllib3's in two ways, each through a public method:
 
-- A request's head and body go out in one write (`request` gathers what urllib3 hands to `send`): urllib3 sends
-  the head when the headers end and the body after it, two TLS records and two system calls for every write.
-  What goes on the wire is the same bytes.
-- Right before that write, `send_check` asks whether the request may still go out (a cancel since it started,
+- Right before a request is written, `send_check` asks whether it may still go out (a cancel since it started,
   the fence's leadership): it may have waited for its connection, or the TLS handshake, past both.
 - Each socket is known to the store's `Cancellation` from when it exists (a TLS socket from the start of its
   handshake, through the TLS context's `sslsocket_class`) until it closes, so `cancel()` can cut it.
 
-Through a proxy (HTTP or SOCKS) the client library's proxy manager builds each request and owns its connections:
-`Connections.pool` is None and the transport sends through that manager.
+With a TLS setting libcurl is not given here (`curl.supports`), `Connections.curl` is None and every request
+goes through the pool. Through a proxy (HTTP or SOCKS) the client library's proxy manager builds each request and
+owns its connections: `Connections.curl` and `Connections.pool` are None and the transport sends through it.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from urllib3.poolmanager import SSL_KEYWORDS
 
 from kai_scheduler.store.kube_http import send_check
 from kai_scheduler.store.kube_http.cancellation import Cancellation
+from kai_scheduler.store.kube_http.curl import CurlSender, supports
 
 
 class GuardedHTTPConnection(urllib3.connection.HTTPConnection):
-    """A connection that writes a request once, checked right before, on a socket its store can cut."""
+    """A connection checked right before it writes a request, on a socket its store can cut."""
 
     def __init__(self, *args: Any, cancellation: Cancellation, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cancellation = cancellation
-        self._gathered: list[bytes] | None = None  # what `send` was handed while a request is being built
 
     def connect(self) -> None:
         if self.cancellation.cancelled.is_set():
@@ -46,22 +46,8 @@ class GuardedHTTPConnection(urllib3.connection.HTTPConnection):
     def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:
         if self.sock is None:  # connected first (urllib3 connects a TLS one before), so the check comes after
             self.connect()
-        self._gathered = []
-        try:
-            super().request(method, url, body, headers, **options)
-            data = b"".join(self._gathered)
-        finally:
-            self._gathered = None
         send_check.check_before_writing()
-        super().send(data)
-
-    def send(self, data: Any) -> None:
-        """While `request` builds a request, the head and the body's chunks (bytes: the transport's bodies are)
-        are gathered for its one write."""
-        if self._gathered is None:
-            super().send(data)
-        else:
-            self._gathered.append(data)
+        super().request(method, url, body, headers, **options)
 
     def close(self) -> None:
         if self.sock is not None:
@@ -90,8 +76,8 @@ def split_host(host: str) -> tuple[str, str]:
 
 
 class Connections:
-    """The pool of one store's connections to its API server (shared by its transports), made on first use and
-    again after it was closed."""
+    """One store's connections to its API server (shared by its transports): the libcurl sender and the urllib3
+    pool, each made on first use and again after it was closed."""
 
     def __init__(self, api_client: ApiClient, cancellation: Cancellation) -> None:
         self.api_client = api_client
@@ -99,7 +85,25 @@ class Connections:
         self.origin, self.prefix = split_host(str(api_client.configuration.host))
         self._lock = threading.Lock()
         self._pool: urllib3.HTTPConnectionPool | None = None
-        self._manager: urllib3.PoolManager | None = None  # whose settings the pool was made with
+        self._curl: CurlSender | None = None
+        self._manager: urllib3.PoolManager | None = None  # whose settings the sender was made with
+        self._pool_manager: urllib3.PoolManager | None = None  # and the pool
+
+    def curl(self) -> CurlSender | None:
+        """The libcurl sender (None through a proxy, or with TLS settings it does not take)."""
+        manager = self.api_client.rest_client.pool_manager
+        sender = self._curl
+        if sender is not None and self._manager is manager:
+            return sender
+        if type(manager) is not urllib3.PoolManager or not supports(manager.connection_pool_kw):
+            return None
+        with self._lock:
+            if self._curl is None or self._manager is not manager:  # none yet, closed, or a new client
+                if self._curl is not None:
+                    self._curl.close()
+                self._curl = CurlSender(self.origin, dict(manager.connection_pool_kw), self.cancellation)
+                self._manager = manager
+            return self._curl
 
     def pool(self) -> urllib3.HTTPConnectionPool | None:
         """The pool (None through a proxy: the client library's proxy manager then sends each request)."""
@@ -107,19 +111,22 @@ class Connections:
         if type(manager) is not urllib3.PoolManager:
             return None
         pool = self._pool
-        if pool is None or pool.pool is None or self._manager is not manager:  # none yet, closed, or a new client
+        if pool is None or pool.pool is None or self._pool_manager is not manager:  # none yet, closed, a new client
             with self._lock:
                 pool = self._pool
-                if pool is None or pool.pool is None or self._manager is not manager:
+                if pool is None or pool.pool is None or self._pool_manager is not manager:
                     pool = self._pool = _open_pool(manager, self.origin, self.cancellation)
-                    self._manager = manager
+                    self._pool_manager = manager
         return pool
 
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
+            sender, self._curl = self._curl, None
         if pool is not None:
             pool.close()
+        if sender is not None:
+            sender.close()
 
 
 def _open_pool(manager: urllib3.PoolManager, origin: str, cancellation: Cancellation) -> urllib3.HTTPConnectionPool:

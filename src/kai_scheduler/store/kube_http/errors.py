@@ -37,22 +37,34 @@ class ConfigurationError(StoreError):
     reason = "InvalidConfiguration"
 
 
-def unreachable(origin: str, err: urllib3.exceptions.HTTPError) -> str:
+class NoAnswer(Exception):
+    """A request that got no whole answer, in one short line (`str`); `status`: the answer's status when its
+    head came and its body broke off, else 0; `elapsed`: seconds since the request started."""
+
+    def __init__(self, text: str, status: int = 0, elapsed: float = 0.0) -> None:
+        super().__init__(text)
+        self.status, self.elapsed = status, elapsed
+
+
+def unreachable(origin: str, err: urllib3.exceptions.HTTPError | NoAnswer) -> str:
     """One short line for a request that reached no answer: "cannot reach the API server https://h:6443:
     Connection refused", not urllib3's nest of pool, URL and connection reprs (the retries are its own)."""
-    cause: BaseException = err
+    return f"cannot reach the API server {origin}: {err if isinstance(err, NoAnswer) else cause(err)}"
+
+
+def cause(err: urllib3.exceptions.HTTPError) -> str:
+    """Why urllib3 got no answer, in a few words ("Connection refused", "TLS failed: …")."""
+    reason: BaseException = err
     if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None:
-        cause = err.reason
-    if isinstance(cause, urllib3.exceptions.NewConnectionError):
-        text = str(cause).rsplit("Failed to establish a new connection: ", 1)[-1]
-        text = re.sub(r"^\[Errno -?\d+\] ", "", text)
-    elif isinstance(cause, urllib3.exceptions.ConnectTimeoutError):
-        text = "connection timed out"
-    elif isinstance(cause, urllib3.exceptions.SSLError):
-        text = f"TLS failed: {cause.args[0] if cause.args else cause}"
-    else:
-        text = str(cause)
-    return f"cannot reach the API server {origin}: {text}"
+        reason = err.reason
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        text = str(reason).rsplit("Failed to establish a new connection: ", 1)[-1]
+        return re.sub(r"^\[Errno -?\d+\] ", "", text)
+    if isinstance(reason, urllib3.exceptions.ConnectTimeoutError):
+        return "connection timed out"
+    if isinstance(reason, urllib3.exceptions.SSLError):
+        return f"TLS failed: {reason.args[0] if reason.args else reason}"
+    return str(reason)
 
 
 def status_of(raw: bytes) -> JSON:

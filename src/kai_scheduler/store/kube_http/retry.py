@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-import urllib3
-
 from kai_scheduler.store.interface import JSON, StoreError
 from kai_scheduler.store.kube_http.errors import Throttled, error_from, status_of
 
@@ -20,29 +18,28 @@ RefusalCheck = Callable[[JSON, str], StoreError | None]
 
 
 def delay_before_retry(
-    resp: urllib3.BaseHTTPResponse,
+    status: int,
+    retry_after: str | None,
+    read: Callable[[], bytes],
     attempt: int,
     max_retries: int,
     max_retry_after: float,
     refusal: RefusalCheck | None,
     what: str,
 ) -> float | None:
-    """None to hand `resp` to the caller; else the delay before the next attempt (the answer is read). Past
-    `max_retries` the answer's error is raised (Throttled for a 429)."""
-    retry_after = resp.headers.get("Retry-After")
-    if resp.status != 429 and not (resp.status >= 500 and retry_after is not None):
+    """None to hand the answer (its status and Retry-After header) to the caller; else the delay before the next
+    attempt, once the answer's body was read (`read`). Past `max_retries` the answer's error is raised (Throttled
+    for a 429)."""
+    if status != 429 and not (status >= 500 and retry_after is not None):
         return None
-    try:
-        raw = resp.data
-    finally:
-        resp.release_conn()
-    if refusal is not None and resp.status == 429:
+    raw = read()
+    if refusal is not None and status == 429:
         refused = refusal(status_of(raw), what)
         if refused is not None:
             raise refused
     if attempt >= max_retries:
-        err = error_from(resp.status, raw, what, retry_after=retry_after)
-        if resp.status == 429:
+        err = error_from(status, raw, what, retry_after=retry_after)
+        if status == 429:
             throttled = Throttled(f"{err} (gave up after {attempt} retries)")
             throttled.code, throttled.retry_after = err.code, err.retry_after
             raise throttled

@@ -1,15 +1,17 @@
 """`Transport`: requests to one API server, rate limited and retried as the server asks.
 
 Each request's target and headers are the ones the client library's `param_serialize` would make (its default
-headers and the bearer token after the refresh hook), built directly, and go to the store's connection pool
-looked up once: the client's generic serialisation and urllib3's URL parsing per request were a fifth of a
-request's CPU here. Every request, watches included, first takes a token from its `RateLimiter`; a throttled
-answer is retried (`retry`); a request that reaches no answer is Unavailable, Cancelled when its store was
-cancelled since it started.
+headers and the bearer token after the refresh hook), built directly: the client's generic serialisation and
+urllib3's URL parsing per request were a fifth of a request's CPU here. A request with a whole answer (`call`)
+goes through the store's libcurl sender (`curl`), or its urllib3 connections through a proxy; a watch's stream
+(`open_stream`) through urllib3's pool (`connection`). Every request, watches included, first takes a token from
+its `RateLimiter`; a throttled answer is retried (`retry`); a request that reaches no answer is Unavailable,
+Cancelled when its store was cancelled since it started.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -25,7 +27,8 @@ from kai_scheduler.store.kube_http import retry, send_check
 from kai_scheduler.store.kube_http.body import JSON_TYPE, decode, encode
 from kai_scheduler.store.kube_http.cancellation import Cancellation
 from kai_scheduler.store.kube_http.connection import Connections
-from kai_scheduler.store.kube_http.errors import Unavailable, error_from, unreachable
+from kai_scheduler.store.kube_http.curl import Answer
+from kai_scheduler.store.kube_http.errors import NoAnswer, Unavailable, cause, error_from, unreachable
 from kai_scheduler.store.kube_http.rate_limit import RateLimiter
 from kai_scheduler.store.kube_http.reachability import Reachability
 from kai_scheduler.store.kube_http.timing import Timing
@@ -73,6 +76,7 @@ class Transport:
         self.timing = timing
         self.limits = limits
         self._timeout = urllib3.Timeout(connect=limits.connect_timeout, read=limits.read_timeout)
+        self._timeouts = (limits.connect_timeout, limits.read_timeout)
         self._origin, self._prefix = self.connections.origin, self.connections.prefix
         # client-go's rest_client_* series: every attempt counted with its status and timed to its headers.
         self.requests = requests or Requests(urllib3.util.parse_url(self._origin).netloc or self._origin)
@@ -95,113 +99,150 @@ class Transport:
         what = what or f"{method} {path}"
         data = None if body is None else encode(body)
         since = self.cancellation.cuts
-        resp = self.send(method, path, query, data, content_type, self._timeout, refusal, what, since=since)
-        try:
-            raw = resp.data
-        except urllib3.exceptions.HTTPError as err:
-            self.cancellation.check(what, since)  # cut while the answer was read
-            raise Unavailable(f"{what}: reading the answer failed: {err}") from err
-        finally:
-            resp.release_conn()
-        if resp.status >= 300:
-            raise error_from(resp.status, raw, what, retry_after=resp.headers.get("Retry-After"))
-        return decode(raw, what)
+        limits = self.limits
+        for attempt in range(limits.max_retries + 1):
+            self._take_turn(what, since)
+            answer = self._exchange(method, path, query, data, content_type, what, since)
+            status = answer.status
+            delay = retry.delay_before_retry(
+                status,
+                answer.retry_after,
+                answer.read,
+                attempt,
+                limits.max_retries,
+                limits.max_retry_after,
+                refusal,
+                what,
+            )
+            if delay is None:
+                if status >= 300:
+                    raise error_from(status, answer.body, what, retry_after=answer.retry_after)
+                return decode(answer.body, what)
+            self._pause(what, status, delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def open_stream(self, path: str, query: Query, read_timeout: float, what: str = "") -> urllib3.BaseHTTPResponse:
         """A GET whose body the caller reads as it arrives (a watch); an error status raises here."""
         what = what or f"watch {path}"
         timeout = urllib3.Timeout(connect=self.limits.connect_timeout, read=read_timeout)
-        resp = self.send("GET", path, query, None, JSON_TYPE, timeout, None, what)
-        if resp.status >= 300:
-            try:
-                raw = resp.data
-            finally:
-                resp.release_conn()
-            raise error_from(resp.status, raw, what, retry_after=resp.headers.get("Retry-After"))
-        return resp
-
-    def send(
-        self,
-        method: str,
-        path: str,
-        query: Query,
-        data: bytes | None,
-        content_type: str,
-        timeout: urllib3.Timeout,
-        refusal: retry.RefusalCheck | None,
-        what: str = "",
-        *,
-        since: int | None = None,
-    ) -> urllib3.BaseHTTPResponse:
-        """Send, waiting for the rate limiter before each attempt; retry throttled answers. `since`: the
-        cancellation's `cuts` when the request started (default: now); a cancel after it makes it Cancelled."""
-        what = what or f"{method} {path}"
-        cancellation = self.cancellation
-        if since is None:
-            since = cancellation.cuts
+        since = self.cancellation.cuts
         limits = self.limits
         for attempt in range(limits.max_retries + 1):
-            cancellation.check(what, since)
-            self.limiter.acquire()
-            cancellation.check(what, since)
-            resp = self._send_once(method, path, query, data, content_type, timeout, what, since)
-            delay = retry.delay_before_retry(resp, attempt, limits.max_retries, limits.max_retry_after, refusal, what)
+            self._take_turn(what, since)
+            resp = self._open(path, query, timeout, what, since)
+            read = functools.partial(_drain, resp)
+            retry_after = resp.headers.get("Retry-After")
+            delay = retry.delay_before_retry(
+                resp.status, retry_after, read, attempt, limits.max_retries, limits.max_retry_after, None, what
+            )
             if delay is None:
+                if resp.status >= 300:
+                    raise error_from(resp.status, read(), what, retry_after=retry_after)
                 return resp
-            log.info("%s: HTTP %d, retrying in %.2fs as the server asks", what, resp.status, delay)
-            self.timing.sleep(delay, cancellation.cancelled)
+            self._pause(what, resp.status, delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _send_once(
-        self,
-        method: str,
-        path: str,
-        query: Query,
-        data: bytes | None,
-        content_type: str,
-        timeout: urllib3.Timeout,
-        what: str,
-        since: int,
-    ) -> urllib3.BaseHTTPResponse:
+    def _take_turn(self, what: str, since: int) -> None:
+        """Wait for the rate limiter; Cancelled when the store was cancelled before or meanwhile."""
+        self.cancellation.check(what, since)
+        self.limiter.acquire()
+        self.cancellation.check(what, since)
+
+    def _pause(self, what: str, status: int, delay: float) -> None:
+        log.info("%s: HTTP %d, retrying in %.2fs as the server asks", what, status, delay)
+        self.timing.sleep(delay, self.cancellation.cancelled)
+
+    def _exchange(
+        self, method: str, path: str, query: Query, data: bytes | None, content_type: str, what: str, since: int
+    ) -> Answer:
+        """One attempt of a request with a whole answer; a request that got none is Unavailable (Cancelled when a
+        cancel came since the request started)."""
         target, headers = self.request(path, query, content_type if data is not None else None)
-        started = time.perf_counter()
         sending = send_check.SENDING.set((self.cancellation, since, what))
         try:
-            pool = self.connections.pool()
-            if pool is None:  # a proxy: its manager decides how the request line is written
-                resp = self.api_client.rest_client.pool_manager.request(
-                    method,
-                    f"{self._origin}{target}",
-                    body=data,
-                    headers=headers,
-                    timeout=timeout,
-                    preload_content=False,
-                    retries=_URLLIB3_RETRIES,
-                )
+            sender = self.connections.curl()
+            if sender is None:
+                answer = self._exchange_urllib3(method, target, headers, data)
             else:
-                # What PoolManager.urlopen does after parsing the URL and looking its pool up, done once per store.
-                resp = pool.urlopen(
-                    method,
-                    target,
-                    body=data,
-                    headers=headers,
-                    timeout=timeout,
-                    preload_content=False,
-                    retries=_URLLIB3_RETRIES,
-                    redirect=False,
-                    assert_same_host=False,
-                )
-        except urllib3.exceptions.HTTPError as err:
-            self.requests.record(method, 0, time.perf_counter() - started)
+                answer = sender.send(method, target, headers, data, self._timeouts, what, since)
+        except NoAnswer as err:
+            self.requests.record(method, err.status, err.elapsed)
             self.cancellation.check(what, since)  # a cut or refused connection says so, not "connection reset"
+            if err.status:  # the head came: the server answers
+                self.reachability.answered()
+                raise Unavailable(f"{what}: reading the answer failed: {err}") from err
             text = unreachable(self._origin, err)
             self.reachability.failed(text)
             raise Unavailable(f"{what}: {text}") from err
         finally:
             send_check.SENDING.reset(sending)
-        self.requests.record(method, resp.status, time.perf_counter() - started)
+        self.requests.record(method, answer.status, answer.elapsed)
+        self.reachability.answered()
+        return answer
+
+    def _exchange_urllib3(self, method: str, target: str, headers: dict[str, str], data: bytes | None) -> Answer:
+        """Through urllib3 (a proxy, or TLS settings libcurl is not given): the answer read whole."""
+        started = time.perf_counter()
+        try:
+            resp = self._urlopen(method, target, headers, data, self._timeout)
+        except urllib3.exceptions.HTTPError as err:
+            raise NoAnswer(cause(err), 0, time.perf_counter() - started) from err
+        elapsed = time.perf_counter() - started
+        try:
+            body = resp.data
+        except urllib3.exceptions.HTTPError as err:
+            raise NoAnswer(str(err), resp.status, elapsed) from err
+        finally:
+            resp.release_conn()
+        return Answer(resp.status, body, resp.headers.get("Retry-After"), elapsed)
+
+    def _open(
+        self, path: str, query: Query, timeout: urllib3.Timeout, what: str, since: int
+    ) -> urllib3.BaseHTTPResponse:
+        """Send a stream's GET through urllib3; its answer's body is left to read."""
+        target, headers = self.request(path, query, None)
+        started = time.perf_counter()
+        sending = send_check.SENDING.set((self.cancellation, since, what))
+        try:
+            resp = self._urlopen("GET", target, headers, None, timeout)
+        except urllib3.exceptions.HTTPError as err:
+            self.requests.record("GET", 0, time.perf_counter() - started)
+            self.cancellation.check(what, since)
+            text = unreachable(self._origin, err)
+            self.reachability.failed(text)
+            raise Unavailable(f"{what}: {text}") from err
+        finally:
+            send_check.SENDING.reset(sending)
+        self.requests.record("GET", resp.status, time.perf_counter() - started)
         self.reachability.answered()
         return resp
+
+    def _urlopen(
+        self, method: str, target: str, headers: dict[str, str], data: bytes | None, timeout: urllib3.Timeout
+    ) -> urllib3.BaseHTTPResponse:
+        pool = self.connections.pool()
+        if pool is None:  # a proxy: its manager decides how the request line is written
+            return self.api_client.rest_client.pool_manager.request(
+                method,
+                f"{self._origin}{target}",
+                body=data,
+                headers=headers,
+                timeout=timeout,
+                preload_content=False,
+                retries=_URLLIB3_RETRIES,
+            )
+        # What PoolManager.urlopen does after parsing the URL and looking its pool up, done once per store.
+        return pool.urlopen(
+            method,
+            target,
+            body=data,
+            headers=headers,
+            timeout=timeout,
+            preload_content=False,
+            retries=_URLLIB3_RETRIES,
+            redirect=False,
+            assert_same_host=False,
+        )
 
     def request(self, path: str, query: Query, content_type: str | None) -> tuple[str, dict[str, str]]:
         """The request target (the host's own path prefix, the path, the encoded query) and the headers: the same
@@ -225,3 +266,11 @@ class Transport:
     def close(self) -> None:
         self.connections.close()
         self.api_client.close()
+
+
+def _drain(resp: urllib3.BaseHTTPResponse) -> bytes:
+    """A stream's whole body (an error answer's), its connection let go."""
+    try:
+        return resp.data
+    finally:
+        resp.release_conn()
