@@ -17,7 +17,8 @@ ResourceSlice) changes; writes a status only when it differs from the PodGroup's
 the watch brings copies older than that write: `status_write.Written`), at most once per PodGroup and pass: the
 PodGroups a change reaches are the keys of a `store.workqueue.WorkQueue`. A status write the API server refused is
 logged once (per PodGroup and message) and requeued after the key's backoff (1 s doubling to 60 s, reset once
-written), so a 429 or a 500 does not leave the status stale until the next change.
+written), so a 429 or a 500 does not leave the status stale until the next change. A pass computes every status
+first, then its PATCHes go out by `--max-concurrent-reconciles` writer threads at once (`status_write.write_all`).
 """
 
 from __future__ import annotations

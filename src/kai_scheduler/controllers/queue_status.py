@@ -6,7 +6,8 @@ PodGroups' `status.resourcesStatus` (PodGroups whose `spec.queue` names it) plus
 A queue whose parent does not exist is a root of its own. A parent cycle is broken where it closes: that edge
 is not counted.
 A status is written once per queue and pass, and only when it differs from the queue's (or from the one last
-written, while the watch brings copies older than that write: `status_write.Written`).
+written, while the watch brings copies older than that write: `status_write.Written`); a pass computes every
+status first, then its PATCHes go out by the writer threads at once (`status_write.write_all`).
 
 Metrics (gauges, labels `queue_name` and `queue_metadata_name` (both the Queue's name, as KAI's queue controller
 sets them; the scheduler's `queue_name` is the display name when there is one), `queue_display_name`), prefixed
