@@ -77,7 +77,7 @@ def help_text(command: str, capsys: pytest.CaptureFixture[str]) -> str:
         ("scheduler", SCHEDULER),
         ("binder", BINDER),
         ("podgrouper", GROUPER + SELECTORS),
-        ("controllers", GROUPER + QUEUE_METRICS + ["--metrics-namespace"]),
+        ("controllers", GROUPER + QUEUE_METRICS + ["--metrics-namespace", "--max-concurrent-reconciles"]),
         ("run", SCHEDULER + BINDER + QUEUE_METRICS + SELECTORS),
     ],
 )

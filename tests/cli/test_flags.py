@@ -163,6 +163,16 @@ def test_the_podgrouper_component_takes_the_podgrouper_flags(command: str) -> No
     )
 
 
+@pytest.mark.parametrize("command", ["run", "controllers"])
+def test_the_controllers_write_max_concurrent_reconciles_statuses_at_once(command: str) -> None:
+    """One flag: under `kai run` it sets the binder's binds and the controllers' status writes alike."""
+    assert components._grouper_options(cli.parser().parse_args([command])).max_concurrent_reconciles == 10
+    args = cli.parser().parse_args([command, "--max-concurrent-reconciles", "3"])
+    assert components._grouper_options(args).max_concurrent_reconciles == 3
+    if command == "run":
+        assert components._binder_options(args).max_concurrent_reconciles == 3
+
+
 @pytest.mark.parametrize("command", ["run", "podgrouper"])
 def test_the_podgrouper_takes_kais_selector_flags(command: str) -> None:
     args = cli.parser().parse_args(

@@ -61,7 +61,8 @@ def test_every_component_exports_the_controller_and_client_series_and_they_move(
         assert value(scraped, "controller_runtime_reconcile", controller="pod", result="success") >= 1
         assert value(scraped, "controller_runtime_reconcile", controller="podgroup", result="success") >= 1
         assert value(scraped, "controller_runtime_reconcile", controller="bindrequest", result="error") == 0
-        assert value(scraped, "controller_runtime_max_concurrent_reconciles", controller="bindrequest") == 10
+        for controller in ("bindrequest", "podgroup", "queue"):  # KAI's default --max-concurrent-reconciles
+            assert value(scraped, "controller_runtime_max_concurrent_reconciles", controller=controller) == 10
         assert value(scraped, "workqueue_adds", name="bindrequest") >= 1
         host = cluster.url.removeprefix("http://")
         assert scraped["rest_client_requests"][0] == "counter"

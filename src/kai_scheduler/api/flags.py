@@ -263,7 +263,8 @@ SCHEDULER: Final = (SCHEDULER_CONF, METRICS_NAMESPACE, PLUGIN_SERVER_PORT, DASHB
 MAX_CONCURRENT_RECONCILES: Final = Flag(
     "max-concurrent-reconciles",
     INT,
-    "BindRequests of whole-GPU pods bound at once (shared-GPU ones go one at a time)",
+    "reconciles at once: the binder's BindRequests of whole-GPU pods (shared-GPU ones go one at a time), the "
+    "controllers' PodGroup and Queue status writes",
     "N",
 )
 RESOURCE_RESERVATION_NAMESPACE: Final = Flag(

@@ -58,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         sub,
         "controllers",
         "run the PodGroup and Queue status controllers (and create the default queues)",
-        [_period(GrouperOptions()), _grouper_flags, _controller_flags, _metrics_namespace_flag],
+        [_period(GrouperOptions()), _grouper_flags, _controller_flags, _concurrency_flag, _metrics_namespace_flag],
     )
     _component(
         sub,
@@ -117,12 +117,17 @@ def _scheduler_flags(p: Parser) -> None:
 
 def _binder_flags(p: Parser) -> None:
     defaults = BinderOptions()
-    arguments.add(p, flags.MAX_CONCURRENT_RECONCILES, defaults.max_concurrent_reconciles)
+    _concurrency_flag(p)
     arguments.add(p, flags.RESOURCE_RESERVATION_NAMESPACE, defaults.resource_reservation_namespace)
     arguments.add(p, flags.RESOURCE_RESERVATION_POD_IMAGE, defaults.resource_reservation_pod_image)
     arguments.add(p, flags.RESOURCE_RESERVATION_ALLOCATION_TIMEOUT, defaults.resource_reservation_allocation_timeout)
     arguments.add(p, flags.RUNTIME_CLASS_NAME, defaults.runtime_class_name)
     arguments.add(p, flags.HAMI_CORE_ENABLED, defaults.hami_core_enabled)
+
+
+def _concurrency_flag(p: Parser) -> None:
+    """`kai binder`, `kai controllers` and `kai run` (where it sets both): one default."""
+    arguments.add(p, flags.MAX_CONCURRENT_RECONCILES, BinderOptions().max_concurrent_reconciles)
 
 
 def _period(defaults: BinderOptions | GrouperOptions | ScaleAdjusterOptions) -> Callable[[Parser], None]:
@@ -358,6 +363,9 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         migrate_from=_migrate_from(getattr(args, flags.MIGRATE_FROM.dest, None)),
         queue_map=_queue_map(getattr(args, flags.QUEUE_MAP.dest, None)),
         create_default_queues=getattr(args, flags.CREATE_DEFAULT_QUEUES.dest, defaults.create_default_queues),
+        max_concurrent_reconciles=getattr(
+            args, flags.MAX_CONCURRENT_RECONCILES.dest, defaults.max_concurrent_reconciles
+        ),
         knative_gang_schedule=args.knative_gang_schedule,
         pod_label_selector=_match_labels(args, flags.POD_LABEL_SELECTOR),
         namespace_label_selector=_match_labels(args, flags.NAMESPACE_LABEL_SELECTOR),

@@ -17,7 +17,8 @@ ResourceSlice) changes; writes a status only when it differs from the PodGroup's
 the watch brings copies older than that write: `status_write.Written`), at most once per PodGroup and pass: the
 PodGroups a change reaches are the keys of a `store.workqueue.WorkQueue`. A status write the API server refused is
 logged once (per PodGroup and message) and requeued after the key's backoff (1 s doubling to 60 s, reset once
-written), so a 429 or a 500 does not leave the status stale until the next change.
+written), so a 429 or a 500 does not leave the status stale until the next change. A pass computes every status
+first, then its PATCHes go out by `--max-concurrent-reconciles` writer threads at once (`status_write.write_all`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.workqueue import WorkQueue
+from kai_scheduler.store.writers import Writers
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +71,17 @@ class PodGroupStatusController:
         queue: WorkQueue | None = None,
         work: metrics.Controller | None = None,
         informers: Informers | None = None,
+        writers: Writers | None = None,
     ) -> None:
         """`informers`: the process's shared informers (a private set when none is given). `queue`: the PodGroups
-        to write (a new one when none is given)."""
+        to write (a new one when none is given). `writers`: the threads that send the status writes (none given:
+        one at a time, on the caller's thread)."""
         self.store = store
+        self._writers = writers if writers is not None else Writers(1, "kai-status")
         informers = informers or Informers(store)
         self.queue = queue if queue is not None else WorkQueue()
         # controller-runtime's series of KAI's `podgroup` controller: a reconcile is one PodGroup's status.
-        self.work = work or metrics.Controller(CONTROLLER)
+        self.work = work or metrics.Controller(CONTROLLER, self._writers.count)
         self._pod_changes = Changes(informers.informer("pods"))
         self._group_changes = Changes(informers.informer("podgroups"))
         self._class_changes = Changes(informers.informer("priorityclasses"))
@@ -125,21 +130,44 @@ class PodGroupStatusController:
         queue = self.queue
         queue.add(dirty)
         due = queue.take()
-        written = []
         work = self.work
         work.add(due)
+        writes: list[status_write.StatusWrite] = []
         try:
+            # Every status is computed here, from the controller's state at this pass; only the PATCHes go to the
+            # writer threads, and what they answered is taken in on this thread (`status_write.write_all`).
             for key in due:
-                with work.reconcile(key) as reconcile:
+                began = work.now()
+                try:
+                    write = self._plan(key) if key in self._groups else None
+                except BaseException:
+                    work.done(work.start(key, work.now() - began), "error")
+                    raise
+                if write is None:  # nothing to write (or the PodGroup went): its reconcile was the planning
                     if key not in self._groups:
                         queue.forget(key)
-                    elif self._write(key):
-                        written.append(key)
-                    if queue.backing_off(key):  # refused: written again after a backoff
-                        reconcile.retry()
+                    work.done(work.start(key, work.now() - began))
+                else:
+                    write.planning = work.now() - began
+                    writes.append(write)
+            status_write.write_all(
+                self.store,
+                "podgroups",
+                writes,
+                writers=self._writers,
+                work=work,
+                queue=queue,
+                problems=self._problems,
+                written=self._written,
+            )
         finally:  # an error no step expects: the PodGroups it left are written again after the backoff
             queue.retry_unfinished(due)
-        return written
+        for write in writes:
+            if write.gone:
+                self._groups.pop(write.key, None)
+            elif write.written is not None:
+                self._groups[write.key] = write.written
+        return [write.key for write in writes if write.written is not None]
 
     def status_of(self, key: str) -> JSON:
         """The resourcesStatus the group's pods add up to now."""
@@ -261,7 +289,8 @@ class PodGroupStatusController:
             value = self._global_default if self._global_default is not None else constants.DEFAULT_PODGROUP_PRIORITY
         return value >= constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
 
-    def _write(self, key: str) -> bool:
+    def _plan(self, key: str) -> status_write.StatusWrite | None:
+        """The PodGroup's status write; None (the key done) when its status is already the one its pods add up to."""
         group = self._groups[key]
         want = self.status_of(key)
         meta = group["metadata"]
@@ -269,23 +298,16 @@ class PodGroupStatusController:
         have = self._written.status(key, uid, (group.get("status") or {}).get("resourcesStatus"))
         if have == want:
             self.queue.done(key)
-            return False
-        written = status_write.patch_status(
-            self.store,
-            "podgroups",
+            return None
+        return status_write.StatusWrite(
             key,
             meta.get("namespace", ""),
             meta["name"],
+            uid,
             {"resourcesStatus": amounts.replacing(have, want)},
-            queue=self.queue,
-            problems=self._problems,
-            gone=lambda: self._groups.pop(key, None),
+            have,
+            want,
         )
-        if written is None:
-            return False
-        self._groups[key] = written
-        self._written.wrote(key, uid, have, want)
-        return True
 
 
 def _received_portion(br: JSON) -> float | None:

@@ -6,7 +6,8 @@ PodGroups' `status.resourcesStatus` (PodGroups whose `spec.queue` names it) plus
 A queue whose parent does not exist is a root of its own. A parent cycle is broken where it closes: that edge
 is not counted.
 A status is written once per queue and pass, and only when it differs from the queue's (or from the one last
-written, while the watch brings copies older than that write: `status_write.Written`).
+written, while the watch brings copies older than that write: `status_write.Written`); a pass computes every
+status first, then its PATCHes go out by the writer threads at once (`status_write.write_all`).
 
 Metrics (gauges, labels `queue_name` and `queue_metadata_name` (both the Queue's name, as KAI's queue controller
 sets them; the scheduler's `queue_name` is the display name when there is one), `queue_display_name`), prefixed
@@ -42,6 +43,7 @@ from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore
 from kai_scheduler.store.metric_names import check_label_name, check_namespace
 from kai_scheduler.store.workqueue import WorkQueue
+from kai_scheduler.store.writers import Writers
 
 log = logging.getLogger(__name__)
 
@@ -167,15 +169,18 @@ class QueueStatusController:
         metrics_namespace: str = "kai",
         metric_labels: MetricLabels | None = None,
         informers: Informers | None = None,
+        writers: Writers | None = None,
     ) -> None:
         """`informers`: the process's shared informers (a private set when none is given). `queue`: the Queues to
-        write, a refused write requeued after the key's backoff (a new one when none is given)."""
+        write, a refused write requeued after the key's backoff (a new one when none is given). `writers`: the
+        threads that send the status writes (none given: one at a time, on the caller's thread)."""
         self.store = store
+        self._writers = writers if writers is not None else Writers(1, "kai-status")
         self.queue = queue if queue is not None else WorkQueue()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = QueueMetrics(self.registry, metrics_namespace, metric_labels)
         # controller-runtime's series of KAI's `queue` controller: a reconcile is one Queue's status and gauges.
-        self.work = metrics.controller(registry, CONTROLLER)
+        self.work = metrics.controller(registry, CONTROLLER, self._writers.count)
         informers = informers or Informers(store)
         self._queue_changes = Changes(informers.informer("queues"))
         self._group_changes = Changes(informers.informer("podgroups"))
@@ -232,22 +237,44 @@ class QueueStatusController:
         if not names:
             return []
         totals = {name: figures for name, figures in self._totals.items() if name not in names}
-        written = []
         work = self.work
         work.add(names)
+        writes: dict[str, status_write.StatusWrite] = {}
         try:
+            # Every status is computed here, from the controller's state at this pass; only the PATCHes go to the
+            # writer threads, and what they answered is taken in on this thread (`status_write.write_all`).
             for name in names:
-                with work.reconcile(name) as reconcile:
+                began = work.now()
+                try:
                     figures = self._total(name, self._children_of, totals, set())
-                    if self._write(name, self._children_of.get(name, []), figures):
-                        written.append(name)
-                    self._set_metrics(name, figures[0])
-                    if self.queue.backing_off(name):  # refused: written again after a backoff
-                        reconcile.retry()
+                    write = self._plan(name, self._children_of.get(name, []), figures)
+                except BaseException:
+                    work.done(work.start(name, work.now() - began), "error")
+                    raise
+                if write is None:  # nothing to write: its reconcile was the planning
+                    work.done(work.start(name, work.now() - began))
+                else:
+                    write.planning = work.now() - began
+                    writes[name] = write
+            status_write.write_all(
+                self.store,
+                "queues",
+                list(writes.values()),
+                writers=self._writers,
+                work=work,
+                queue=self.queue,
+                problems=self._problems,
+                written=self._written,
+            )
         finally:  # an error no step expects: the queues it left are written again after the backoff
             self.queue.retry_unfinished(names)
+        for name in names:
+            done = writes.get(name)
+            if done is not None and done.written is not None:
+                self._queues[name] = done.written
+            self._set_metrics(name, totals[name][0])
         self._totals = {name: totals[name] for name in self._queues if name in totals}
-        return written
+        return [name for name, write in writes.items() if write.written is not None]
 
     def _with_ancestors(self, queues: set[str]) -> set[str]:
         out: set[str] = set()
@@ -306,7 +333,10 @@ class QueueStatusController:
         totals[name] = figures
         return figures
 
-    def _write(self, name: str, children: list[str], figures: tuple[Amounts, Amounts, Amounts]) -> bool:
+    def _plan(
+        self, name: str, children: list[str], figures: tuple[Amounts, Amounts, Amounts]
+    ) -> status_write.StatusWrite | None:
+        """The queue's status write; None (the key done) when its status already holds these figures and children."""
         queue = self._queues[name]
         seen = queue.get("status") or {}
         uid = str((queue.get("metadata") or {}).get("uid") or "")
@@ -317,15 +347,8 @@ class QueueStatusController:
             patch["childQueues"] = children or None
         if not patch:
             self.queue.done(name)
-            return False
-        written = status_write.patch_status(
-            self.store, "queues", name, "", name, patch, queue=self.queue, problems=self._problems
-        )
-        if written is None:
-            return False
-        self._queues[name] = written
-        self._written.wrote(name, uid, status, want | {"childQueues": children or None})
-        return True
+            return None
+        return status_write.StatusWrite(name, "", name, uid, patch, status, want | {"childQueues": children or None})
 
     def _set_metrics(self, name: str, allocated: Amounts) -> None:
         raw = self._queues[name]

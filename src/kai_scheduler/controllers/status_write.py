@@ -1,5 +1,6 @@
-"""What the status controllers share: a problem logged once per object, a status write whose key is finished in
-the controller's `WorkQueue`, and what was last written.
+"""What the status controllers share: a problem logged once per object, status writes sent by several writer
+threads at once (`store.writers`, `--max-concurrent-reconciles`) whose keys are finished in the controller's
+`WorkQueue`, and what was last written.
 
 Each pass recomputes every object a change reaches, so a problem that lasts (a refused write, an unparsable
 object) would be logged on every pass: `Problems` logs each (object, reason) once. A status write the API server
@@ -14,11 +15,13 @@ written again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kai_scheduler.store import metrics
 from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
 from kai_scheduler.store.workqueue import WorkQueue
+from kai_scheduler.store.writers import Writers
 
 
 class Problems:
@@ -72,32 +75,69 @@ class Written:
         self._writes.pop(key, None)
 
 
-def patch_status(
+@dataclass(slots=True)
+class StatusWrite:
+    """One status PATCH a pass decided on: `status` onto the object `key` (of `uid`), whose status the controller
+    took to be `replaced`, so that it becomes `want` (`Written`). `planning`: seconds the pass spent on the key
+    before (they count in its reconcile time). `written`, `error`: what the API server answered."""
+
+    key: str
+    namespace: str
+    name: str
+    uid: str
+    status: JSON
+    replaced: JSON | None
+    want: JSON
+    planning: float = 0.0
+    written: JSON | None = None
+    error: StoreError | None = None
+
+    @property
+    def gone(self) -> bool:
+        return isinstance(self.error, NotFound)
+
+
+def write_all(
     store: ClusterStore,
     resource: str,
-    key: str,
-    namespace: str,
-    name: str,
-    status: JSON,
+    writes: Sequence[StatusWrite],
     *,
+    writers: Writers,
+    work: metrics.Controller,
     queue: WorkQueue,
     problems: Problems,
-    gone: Callable[[], object] | None = None,
-) -> JSON | None:
-    """PATCH `status` onto the status subresource of the object `key`; the object written, or None.
+    written: Written,
+) -> None:
+    """PATCH every write onto the status subresource of its object, by `writers` at once, each one reconcile of
+    `work`; then, on the caller's thread and in the writes' order, finish each key (being processed in `queue`).
 
-    `key` is being processed in `queue`, and is finished here. Refused: requeued after its backoff, and the refusal
-    reported once. Gone (NotFound): forgotten, and `gone` called. Written: done (its backoff starts over)."""
+    The writer threads only send the PATCH and keep the answer on the write: the controller's own state (its
+    `queue` bookkeeping aside, which is thread-safe) changes on the caller's thread alone. Refused: requeued after
+    its backoff, and the refusal reported once. Gone (NotFound): forgotten. Written: done (its backoff starts
+    over) and recorded in `written`."""
+    writers.map(lambda write: _send(store, resource, write, work), writes)
+    for write in writes:
+        if write.gone:
+            queue.forget(write.key)
+        elif write.error is not None:
+            queue.retry(write.key)
+            problems.report(write.key, f"{write.error.reason}: {write.error}")
+        else:
+            queue.done(write.key)
+            written.wrote(write.key, write.uid, write.replaced, write.want)
+
+
+def _send(store: ClusterStore, resource: str, write: StatusWrite, work: metrics.Controller) -> None:
+    item = work.start(write.key, write.planning)
     try:
-        written = store.patch(resource, name, namespace, {"status": status}, "status")
-    except NotFound:
-        queue.forget(key)
-        if gone is not None:
-            gone()
-        return None
+        write.written = store.patch(resource, write.name, write.namespace, {"status": write.status}, "status")
     except StoreError as err:
-        queue.retry(key)
-        problems.report(key, f"{err.reason}: {err}")
-        return None
-    queue.done(key)
-    return written
+        write.error = err
+    except BaseException:
+        work.done(item, "error")
+        raise
+    if write.error is not None and not write.gone:  # refused: written again after a backoff
+        work.retry()
+        work.done(item, "error")
+    else:
+        work.done(item)

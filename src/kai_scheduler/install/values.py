@@ -208,6 +208,8 @@ controllers:
   replicas: 1
   # --reconcile-period: time between PodGroup and Queue status updates.
   reconcilePeriod: 0.5s
+  # --max-concurrent-reconciles: PodGroup and Queue status writes sent in parallel.
+  maxConcurrentReconciles: 10
   resources:
     requests:
       cpu: 100m

@@ -76,6 +76,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[flags.Flag[Any], str], ...]] = {
     ),
     "controllers": (
         (flags.RECONCILE_PERIOD, "controllers.reconcilePeriod"),
+        (flags.MAX_CONCURRENT_RECONCILES, "controllers.maxConcurrentReconciles"),
         (flags.SCHEDULER_NAME, "global.schedulerName"),
         (flags.QUEUE_LABEL_KEY, "global.queueLabelKey"),
         (flags.NODEPOOL_LABEL_KEY, "global.nodePoolLabelKey"),

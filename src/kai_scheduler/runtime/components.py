@@ -43,6 +43,7 @@ from kai_scheduler.store.cache import SCHEDULER_RESOURCES
 from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import ClusterStore
 from kai_scheduler.store.metric_names import check_namespace
+from kai_scheduler.store.writers import Writers
 
 log = logging.getLogger(__name__)
 
@@ -294,8 +295,16 @@ def controllers(
     _positive("--reconcile-period", options.reconcile_period)
     defaults = DefaultQueues(store, clock) if options.create_default_queues else None
     shared = informers if informers is not None else Informers(store)
+    concurrency = options.max_concurrent_reconciles
+    if concurrency < 1:
+        raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
+    # One pool for both: the Queue pass runs after the PodGroup pass, never beside it.
+    writers = Writers(concurrency, "kai-status")
     podgroups = PodGroupStatusController(
-        store, work=metrics.controller(registry, podgroup_status.CONTROLLER), informers=shared
+        store,
+        work=metrics.controller(registry, podgroup_status.CONTROLLER, concurrency),
+        informers=shared,
+        writers=writers,
     )
     queues = QueueStatusController(
         store,
@@ -303,6 +312,7 @@ def controllers(
         metrics_namespace=options.metrics_namespace,
         metric_labels=queue_metric_labels(options),
         informers=shared,
+        writers=writers,
     )
 
     def step() -> None:

@@ -36,6 +36,7 @@ from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.store import events
 from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError, may_have_been_done
+from kai_scheduler.store.writers import Writers
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -74,18 +75,14 @@ class Committer:
         # answer was lost, or one already there (AlreadyExists) that the watch has not brought yet.
         self.bind_requests_unsure = False
         self.bind_seconds: list[float] = []  # how long each bind took to write (the task_bind_latency metric)
-        self._pool = ThreadPoolExecutor(writers, thread_name_prefix="kai-commit") if writers > 1 else None
+        self._writers = Writers(writers, "kai-commit")
         self._later = ThreadPoolExecutor(writers, thread_name_prefix="kai-later") if writers > 1 else None
         self._backlog: deque[Future[None]] = deque()
         self._backlog_lock = threading.Lock()  # the writer threads hand over events too
 
     def each(self, write: Callable[[T], object], items: Sequence[T]) -> None:
         """`write` for every item: by the writer threads when there are several of both, else in order."""
-        if self._pool is not None and len(items) > 1:
-            list(self._pool.map(write, items))
-        else:
-            for item in items:
-                write(item)
+        self._writers.map(write, items)
 
     def _try(self, what: str, write: Callable[[], object]) -> bool:
         """Whether the write was made; a refused one is a warning line and one of the cycle's `errors`."""
