@@ -43,9 +43,21 @@ def install(ledger_path: str) -> None:
 
     lock = threading.Lock()
     out = open(ledger_path, "a", buffering=1)  # noqa: SIM115 - open for the process's life
-    send_once = transport.Transport._send_once
+    exchange, open_stream = transport.Transport._exchange, transport.Transport._open
 
-    def recorded(
+    def write(method: str, path: str, query: Sequence[tuple[str, str]], status: int, data: bytes | None) -> None:
+        line = {
+            "t": time.time(),
+            "method": method,
+            "path": path,
+            "watch": any(k == "watch" and v not in ("0", "false") for k, v in query),
+            "status": status,
+            "body": (data or b"")[:400].decode(errors="replace"),
+        }
+        with lock:
+            out.write(json.dumps(line) + "\n")
+
+    def exchanged(
         self: transport.Transport,
         method: str,
         path: str,
@@ -55,22 +67,23 @@ def install(ledger_path: str) -> None:
     ) -> Any:
         status = 0
         try:
-            resp = send_once(self, method, path, query, data, *args)
+            answer = exchange(self, method, path, query, data, *args)
+            status = answer.status
+            return answer
+        finally:
+            write(method, path, query, status, data)
+
+    def opened(self: transport.Transport, path: str, query: Sequence[tuple[str, str]], *args: Any) -> Any:
+        status = 0
+        try:
+            resp = open_stream(self, path, query, *args)
             status = resp.status
             return resp
         finally:
-            line = {
-                "t": time.time(),
-                "method": method,
-                "path": path,
-                "watch": any(k == "watch" and v not in ("0", "false") for k, v in query),
-                "status": status,
-                "body": (data or b"")[:400].decode(errors="replace"),
-            }
-            with lock:
-                out.write(json.dumps(line) + "\n")
+            write("GET", path, query, status, None)
 
-    transport.Transport._send_once = recorded  # type: ignore[method-assign]
+    transport.Transport._exchange = exchanged  # type: ignore[method-assign]
+    transport.Transport._open = opened  # type: ignore[method-assign]
 
 
 def main() -> None:
