@@ -48,6 +48,7 @@ import cycle_log  # noqa: E402
 import scale_cluster  # noqa: E402
 from bench_fill import ControlPlane, _schedulable, cpu_seconds, start_through  # noqa: E402
 from bench_memory import memory  # noqa: E402
+from bench_status_pass import podgroups_with_status  # noqa: E402
 from fill_timeline import Timeline, create_all  # noqa: E402
 from tests.e2e import harness  # noqa: E402
 
@@ -223,8 +224,7 @@ class Bench:
         starts changes every PodGroup, so a cycle before the last of them is not steady); the seconds it took."""
         started = time.monotonic()
         while True:
-            listed, _ = self.store.list("podgroups", NAMESPACE)
-            done = sum(1 for g in listed if (g.get("status") or {}).get("resourcesStatus"))
+            done = podgroups_with_status(self.store, NAMESPACE)
             if done >= groups:
                 return time.monotonic() - started
             if time.monotonic() - started > 3600:
@@ -365,20 +365,12 @@ def bound_once_in_pool(bench: Bench, batches: list[str]) -> list[str]:
 # --- the runs ---------------------------------------------------------------------------------------------------
 
 
-def run_whole(nodes: int, workdir: Path) -> JSON:
+def run(nodes: int, workdir: Path, pools: list[str]) -> JSON:
+    """One fresh control plane measured with the cluster as `pools` ([""]: one unlabelled pool, one `kai run`)."""
     with ControlPlane(workdir / "kube") as plane:
         bench = Bench(plane, workdir)
         try:
-            return _measure(bench, nodes, pools=[""])
-        finally:
-            bench.close()
-
-
-def run_shards(nodes: int, workdir: Path) -> JSON:
-    with ControlPlane(workdir / "kube") as plane:
-        bench = Bench(plane, workdir)
-        try:
-            return _measure(bench, nodes, pools=["a", "b"])
+            return _measure(bench, nodes, pools)
         finally:
             bench.close()
 
@@ -502,10 +494,10 @@ def main() -> None:
         base = Path(args.keep_dir or tmp)
         if not args.only_shards:
             (base / "whole").mkdir(parents=True, exist_ok=True)
-            results.append(run_whole(args.nodes, base / "whole"))
+            results.append(run(args.nodes, base / "whole", [""]))
         if args.shards or args.only_shards:
             (base / "shards").mkdir(parents=True, exist_ok=True)
-            results.append(run_shards(args.nodes, base / "shards"))
+            results.append(run(args.nodes, base / "shards", ["a", "b"]))
     for result in results:
         print_result(result)
 

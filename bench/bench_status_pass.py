@@ -35,6 +35,12 @@ from fill_timeline import Timeline, create_all  # noqa: E402
 from tests.e2e import harness  # noqa: E402
 
 
+def podgroups_with_status(store: Any, namespace: str) -> int:
+    """How many PodGroups of `namespace` have the `resourcesStatus` the status controller writes."""
+    listed, _ = store.list("podgroups", namespace)
+    return sum(1 for g in listed if (g.get("status") or {}).get("resourcesStatus"))
+
+
 def workload(groups: int) -> list[tuple[str, dict[str, Any]]]:
     items: list[tuple[str, dict[str, Any]]] = []
     for i in range(groups):
@@ -97,8 +103,7 @@ def run(kubeconfig: str, workdir: Path, groups: int, timeout: float, concurrency
         processes.start_component("controllers", *flags)
         deadline = started + timeout
         while True:
-            listed, _ = store.list("podgroups", harness.NAMESPACE)
-            done = sum(1 for g in listed if (g.get("status") or {}).get("resourcesStatus"))
+            done = podgroups_with_status(store, harness.NAMESPACE)
             if done >= groups:
                 break
             if time.monotonic() > deadline:

@@ -235,12 +235,11 @@ class _Handle:
         return int(self.curl.getinfo(pycurl.RESPONSE_CODE))
 
     def answer(self, before: float) -> Answer:
-        c = self.curl
         return Answer(
-            int(c.getinfo(pycurl.RESPONSE_CODE)),
+            self.status(),
             b"".join(self.chunks),
             _header(self.head, b"retry-after:"),
-            before + c.getinfo(pycurl.STARTTRANSFER_TIME),
+            before + self.curl.getinfo(pycurl.STARTTRANSFER_TIME),
         )
 
     def release(self) -> None:
