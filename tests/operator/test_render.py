@@ -355,3 +355,15 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
         "spec.binder.resourceReservation.appLabel, spec.podGroupController.sidecar, spec.global.tolerations"
     )
     assert kaiconfig.Config.from_dict(config(binder={"replicas": 1})).ignored_message() == ""
+
+
+@pytest.mark.parametrize("section", ["podGroupController", "controllers"])
+def test_max_concurrent_reconciles_of_kais_pod_group_controller_sets_the_controllers_status_writers(
+    section: str,
+) -> None:
+    """KAI's operator passes `podGroupController.maxConcurrentReconciles` as the controller's
+    `--max-concurrent-reconciles`; here the controllers component takes it (both status passes share the writers)."""
+    cfg = kaiconfig.Config.from_dict(config(**{section: {"maxConcurrentReconciles": 3}}))
+    assert cfg.ignored == []
+    assert "--max-concurrent-reconciles=3" in _args(cfg, "kai-controllers")
+    assert "--max-concurrent-reconciles=10" in _args(kaiconfig.Config.from_dict(config()), "kai-controllers")

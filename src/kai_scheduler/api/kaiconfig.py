@@ -68,8 +68,11 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "binder.resourceReservation.runtimeClassName": ("text", "binder.runtimeClassName"),
     "podGrouper.replicas": ("count", "podgrouper.replicas"),
     "controllers.replicas": ("count", "controllers.replicas"),
+    "controllers.maxConcurrentReconciles": ("positive", "controllers.maxConcurrentReconciles"),
     "queueController.replicas": ("count", "controllers.replicas"),
     "podGroupController.replicas": ("count", "controllers.replicas"),
+    # KAI's pod group controller's status writers; the queue controller (one worker in KAI) shares them here.
+    "podGroupController.maxConcurrentReconciles": ("positive", "controllers.maxConcurrentReconciles"),
     "admission.replicas": ("count", "admission.replicas"),
     "admission.gpuSharing": ("bool", "global.gpuSharing"),
     "admission.gpuSharingEnabled": ("bool", "global.gpuSharing"),  # this project's older name of KAI's field

@@ -57,6 +57,7 @@ FIELDS: Final = (
     ("podGrouper.replicas", "podgrouper.replicas"),
     ("podGrouper.service.resources", "podgrouper.resources"),
     ("controllers.replicas", "controllers.replicas"),
+    ("controllers.maxConcurrentReconciles", "controllers.maxConcurrentReconciles"),
     ("controllers.resources", "controllers.resources"),
     ("admission.replicas", "admission.replicas"),
     ("admission.gpuSharing", "global.gpuSharing"),

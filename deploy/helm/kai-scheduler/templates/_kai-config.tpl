@@ -60,6 +60,7 @@ spec:
           memory: {{ .Values.podgrouper.resources.limits.memory | quote }}
   controllers:
     replicas: {{ .Values.controllers.replicas }}
+    maxConcurrentReconciles: {{ .Values.controllers.maxConcurrentReconciles }}
     resources:
       requests:
         cpu: {{ (dig "podgroupcontroller" "resources" "requests" "cpu" (dig "queuecontroller" "resources" "requests" "cpu" .Values.controllers.resources.requests.cpu .Values.AsMap) .Values.AsMap) | quote }}
