@@ -138,7 +138,8 @@ def test_rbac_is_least_privilege(each_set: tuple[str, list[JSON]]) -> None:
         assert _allows(podgrouper, "scheduler.grove.io", "podgangs", verb)
         assert _allows(podgrouper, "grove.io", "podcliques", verb)
     assert not _allows(podgrouper, "scheduler.grove.io", "podgangs", "update")
-    assert not _allows(podgrouper, "", "configmaps", "get")
+    assert _allows(podgrouper, "", "configmaps", "get")  # the default priorities ConfigMap, read by name
+    assert not _allows(podgrouper, "", "configmaps", "list")
     controllers = _rules(objects, "ClusterRole", "kai-controllers")
     assert _allows(controllers, "scheduling.run.ai", "queues/status", "patch")
     assert _allows(controllers, "scheduling.run.ai", "queues", "create")  # the default queues

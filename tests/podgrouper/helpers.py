@@ -3,6 +3,7 @@ controllers create them (`controller_pod`), the shipped priority classes, and on
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,6 +57,17 @@ class Cluster:
 
     def podgroups(self, namespace: str | None = None) -> list[JSON]:
         return self.store.list("podgroups", namespace)[0]
+
+
+def defaults_configmap(namespace: str, name: str, types: list[JSON]) -> JSON:
+    """KAI's default priorities ConfigMap: `data.types` a JSON list of {typeName, group, priorityName,
+    preemptibility}."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"types": json.dumps(types)},
+    }
 
 
 def controller_pod(

@@ -16,6 +16,7 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.cluster.job_info import build_tree
 from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, Obj
+from kai_scheduler.podgrouper.type_defaults import TypeDefaults
 from tests.podgrouper.helpers import reference
 from tests.podgrouper.test_grove import NS, PCS_UID
 
@@ -49,6 +50,9 @@ class Lookup:
 
     def read(self, plural: str, namespace: str, name: str) -> JSON | None:
         return self.gang if (plural, namespace, name) == ("podgangs", NS, "svc-0") else None
+
+    def type_defaults(self) -> TypeDefaults:
+        return {}
 
     def once(self, key: Hashable, make: Callable[[], T]) -> T:
         return make()  # each pod computes it anew: the pods must still agree

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kai_scheduler.podgrouper.context import Config
-from tests.podgrouper.helpers import Cluster, controller_pod, spec
+from tests.podgrouper.helpers import Cluster, controller_pod, defaults_configmap, spec
 
 NOTEBOOK = """
 apiVersion: kubeflow.org/v1beta1
@@ -44,7 +44,9 @@ def test_a_notebook_runs_with_the_build_class() -> None:
 
 
 def test_the_per_kind_default_can_be_configured() -> None:
-    c = Cluster(NOTEBOOK, config=Config(priority_classes={("kubeflow.org", "Notebook"): "build-preemptible"}))
+    config = Config(defaults_configmap_namespace="kai-system", defaults_configmap_name="defaults")
+    c = Cluster(NOTEBOOK, config=config)
+    c.add(defaults_configmap("kai-system", "defaults", [{"typeName": "Notebook", "priorityName": "build-preemptible"}]))
     c.add(controller_pod("alice-jupyter-0", c.owner("statefulsets", "alice-jupyter", "kubeflow-user-alice")))
     c.group()
     assert spec(c.podgroup_of("alice-jupyter-0", "kubeflow-user-alice"))["priorityClassName"] == "build-preemptible"

@@ -317,6 +317,19 @@ KNATIVE_GANG_SCHEDULE: Final = Flag(
     "instead of one PodGroup per pod",
     "BOOL",
 )
+DEFAULT_PRIORITIES_CONFIGMAP_NAME: Final = Flag(
+    "default-priorities-configmap-name",
+    TEXT,
+    "pod grouper: the ConfigMap whose data.types sets a default priority class and preemptibility per workload "
+    "kind (with --default-priorities-configmap-namespace; docs/components.md)",
+    "NAME",
+)
+DEFAULT_PRIORITIES_CONFIGMAP_NAMESPACE: Final = Flag(
+    "default-priorities-configmap-namespace",
+    TEXT,
+    "pod grouper: the namespace of --default-priorities-configmap-name",
+    "NAMESPACE",
+)
 POD_LABEL_SELECTOR: Final = Flag(
     "pod-label-selector",
     TEXT,

@@ -78,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             _run_period,
             _controller_flags,
             _migration_flags,
-            _knative_flag,
+            _grouping_flags,
             _selector_flags,
             _admission_flag,
             _run_scale_adjuster_flags,
@@ -147,11 +147,13 @@ def _grouper_flags(p: Parser) -> None:
     arguments.add(p, flags.QUEUE_LABEL_KEY, defaults.queue_label_key)
     arguments.add(p, flags.NODEPOOL_LABEL_KEY, defaults.node_pool_label_key)
     _migration_flags(p)
-    _knative_flag(p)
+    _grouping_flags(p)
 
 
-def _knative_flag(p: Parser) -> None:
+def _grouping_flags(p: Parser) -> None:
     arguments.add(p, flags.KNATIVE_GANG_SCHEDULE, GrouperOptions().knative_gang_schedule)
+    arguments.add(p, flags.DEFAULT_PRIORITIES_CONFIGMAP_NAME, None, shown="none")
+    arguments.add(p, flags.DEFAULT_PRIORITIES_CONFIGMAP_NAMESPACE, None, shown="none")
 
 
 def _selector_flags(p: Parser) -> None:
@@ -355,6 +357,7 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
     from kai_scheduler.runtime.components import queue_metric_labels
 
     defaults = GrouperOptions()
+    configmap_namespace, configmap_name = _defaults_configmap(args)
     options = GrouperOptions(
         reconcile_period=arguments.given(args.reconcile_period, defaults.reconcile_period),
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
@@ -367,6 +370,8 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
             args, flags.MAX_CONCURRENT_RECONCILES.dest, defaults.max_concurrent_reconciles
         ),
         knative_gang_schedule=args.knative_gang_schedule,
+        defaults_configmap_namespace=configmap_namespace,
+        defaults_configmap_name=configmap_name,
         pod_label_selector=_match_labels(args, flags.POD_LABEL_SELECTOR),
         namespace_label_selector=_match_labels(args, flags.NAMESPACE_LABEL_SELECTOR),
         metrics_namespace=getattr(args, flags.METRICS_NAMESPACE.dest, defaults.metrics_namespace),
@@ -435,6 +440,20 @@ def _string_map(args: argparse.Namespace, flag: flags.Flag[str]) -> dict[str, st
                 raise UserError(f"{flag.option}: invalid map item {item!r}: want key=value")
             out[key] = value
     return out
+
+
+def _defaults_configmap(args: argparse.Namespace) -> tuple[str, str]:
+    """(namespace, name) of the default priorities ConfigMap; both or neither."""
+    name = getattr(args, flags.DEFAULT_PRIORITIES_CONFIGMAP_NAME.dest, None) or ""
+    namespace = getattr(args, flags.DEFAULT_PRIORITIES_CONFIGMAP_NAMESPACE.dest, None) or ""
+    if bool(name) != bool(namespace):
+        given, missing = (
+            (flags.DEFAULT_PRIORITIES_CONFIGMAP_NAME, flags.DEFAULT_PRIORITIES_CONFIGMAP_NAMESPACE)
+            if name
+            else (flags.DEFAULT_PRIORITIES_CONFIGMAP_NAMESPACE, flags.DEFAULT_PRIORITIES_CONFIGMAP_NAME)
+        )
+        raise UserError(f"{given.option} needs {missing.option} too")
+    return namespace, name
 
 
 def _match_labels(args: argparse.Namespace, flag: flags.Flag[str]) -> dict[str, str]:

@@ -119,6 +119,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule([""], ["namespaces"], READ),
         rule([SCHEDULING], ["podgroups"], [*READ, "create", "update", "patch"]),
         rule(["scheduling.k8s.io"], ["priorityclasses"], READ),
+        rule([""], ["configmaps"], ["get"]),  # podgrouper/type_defaults.py: the default priorities ConfigMap
         *owner_rules(),
         EVENTS,  # PodGrouperWarning on a pod not grouped as it asked (grouper._report)
     ],

@@ -73,6 +73,8 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[flags.Flag[Any], str], ...]] = {
         (flags.QUEUE_LABEL_KEY, "global.queueLabelKey"),
         (flags.NODEPOOL_LABEL_KEY, "global.nodePoolLabelKey"),
         (flags.KNATIVE_GANG_SCHEDULE, "podgrouper.knativeGangSchedule"),
+        (flags.DEFAULT_PRIORITIES_CONFIGMAP_NAME, "podgrouper.defaultPrioritiesConfigMapName"),
+        (flags.DEFAULT_PRIORITIES_CONFIGMAP_NAMESPACE, "podgrouper.defaultPrioritiesConfigMapNamespace"),
     ),
     "controllers": (
         (flags.RECONCILE_PERIOD, "controllers.reconcilePeriod"),

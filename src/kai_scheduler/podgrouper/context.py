@@ -16,6 +16,7 @@ from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import JSON, Reader, parse_time
 from kai_scheduler.api.meta import OwnerReference
 from kai_scheduler.api.podgroup import PodGroup
+from kai_scheduler.podgrouper.type_defaults import TypeDefaults
 
 GroupKind = tuple[str, str]  # (API group, Kind); "" is the core group
 T = TypeVar("T")
@@ -56,8 +57,10 @@ class Config:
     queue_label_key: str = constants.DEFAULT_QUEUE_LABEL_KEY
     node_pool_label_key: str = constants.DEFAULT_NODE_POOL_LABEL_KEY
     default_queue: str = constants.DEFAULT_QUEUE_NAME
-    # Per-kind default priority classes (KAI's defaults ConfigMap, `types` key) over DEFAULT_PRIORITY_CLASSES.
-    priority_classes: Mapping[GroupKind, str] = field(default_factory=dict)
+    # KAI's defaults ConfigMap (--default-priorities-configmap-namespace and -name; "" = none): a priority class
+    # and preemptibility per workload kind (`type_defaults`), read through `Lookup.type_defaults`.
+    defaults_configmap_namespace: str = ""
+    defaults_configmap_name: str = ""
     # Knative: one PodGroup per Revision with minMember = min-scale (True), or one per pod (False).
     knative_gang_schedule: bool = False
     # Migration (not KAI's): group pods written for these schedulers ("volcano", "yunikorn") by their markers,
@@ -70,7 +73,7 @@ class Config:
     namespace_label_selector: Mapping[str, str] = field(default_factory=dict)
 
     def default_priority_class(self, kind: GroupKind) -> str:
-        return self.priority_classes.get(kind) or DEFAULT_PRIORITY_CLASSES.get(kind, constants.PRIORITY_CLASS_TRAIN)
+        return DEFAULT_PRIORITY_CLASSES.get(kind, constants.PRIORITY_CLASS_TRAIN)
 
 
 class Lookup(Protocol):
@@ -88,6 +91,11 @@ class Lookup(Protocol):
 
     def read(self, plural: str, namespace: str, name: str) -> JSON | None:
         """An object of a served kind by name (None: absent, or the kind is not installed)."""
+        ...
+
+    def type_defaults(self) -> TypeDefaults:
+        """The defaults ConfigMap's priority class and preemptibility per workload kind (none configured: empty),
+        read once per reconcile."""
         ...
 
     def once(self, key: Hashable, make: Callable[[], T]) -> T:
@@ -173,11 +181,14 @@ class Obj:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """The pod and its owner chain: `chain[0]` is the pod, `chain[-1]` the top owner (the pod if it has none)."""
+    """The pod and its owner chain: `chain[0]` is the pod, `chain[-1]` the top owner (the pod if it has none).
+    The owners cut off above the chain (`below_top`): `skipped`, the outermost first, and `cut`, from the pod up."""
 
     chain: tuple[Obj, ...]
     config: Config
     lookup: Lookup
+    skipped: tuple[Obj, ...] = ()
+    cut: tuple[Obj, ...] = ()
 
     @property
     def pod(self) -> Obj:
@@ -187,9 +198,18 @@ class Context:
     def top(self) -> Obj:
         return self.chain[-1]
 
-    def below_top(self) -> Context:
-        """The same pod with its top owner cut off (a "skip top owner" kind, or CronJob → its Job)."""
-        return Context(self.chain[:-1], self.config, self.lookup)
+    def below_top(self, *, skip: bool = False) -> Context:
+        """The same pod with its top owner cut off: CronJob → its Job, or with `skip` a "skip top owner" kind."""
+        top, rest = self.chain[-1], self.chain[:-1]
+        if skip:
+            return Context(rest, self.config, self.lookup, (*self.skipped, top), self.cut)
+        return Context(rest, self.config, self.lookup, self.skipped, (top, *self.cut))
+
+    def defaulting_owners(self) -> tuple[Obj, ...]:
+        """Whose kind's defaults (`Lookup.type_defaults`) apply, in turn, as KAI's grouper takes them: the skipped
+        top owners first (KAI writes their defaults into their child's labels), then the owners from the pod up;
+        a pod with no owner is its own."""
+        return (*self.skipped, *(self.chain[1:] or (self.pod,)), *self.cut)
 
     def find(self, group: str, kind: str) -> Obj | None:
         """The nearest owner (not the pod) of that group and kind."""

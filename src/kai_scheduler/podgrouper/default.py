@@ -6,8 +6,11 @@
   warning), else the `project` label (`<project>-<node pool>` when
   the pod carries the node-pool label), else `default-queue`;
 - priority class: the first of the owner's `priorityClassName` label, the pod's, and `pod.spec.priorityClassName`
-  that names an existing PriorityClass, else the kind's default (`train`; written even if no such class exists);
-- preemptibility: the owner's or the pod's `kai.scheduler/preemptibility` label (a bad value is ignored);
+  that names an existing PriorityClass, else the defaults ConfigMap's class for the owners' kinds
+  (`type_defaults`, when it names an existing class), else the kind's built-in default (`train`; written even if
+  no such class exists);
+- preemptibility: the owner's or the pod's `kai.scheduler/preemptibility` label (a bad value is ignored), else
+  the defaults ConfigMap's for the owners' kinds;
 - topology constraint from the owner's `kai.scheduler/topology*` annotations;
 - preemption delay and staleness grace period from the owner's or the pod's annotations.
 
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 from kai_scheduler.api import constants, duration
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.podgroup import PodGroup, TopologyConstraint
+from kai_scheduler.podgrouper import type_defaults
 from kai_scheduler.podgrouper.context import Context, Grouping, Obj
 
 PREFIX = "pg"
@@ -137,7 +141,7 @@ def priority_class(
             break
         if (text := f"{where}: no PriorityClass {name!r}") not in missing:  # a bare pod is its own owner
             missing.append(text)
-    chosen = chosen or ctx.config.default_priority_class(ctx.top.group_kind)
+    chosen = chosen or _kind_default_class(ctx) or ctx.config.default_priority_class(ctx.top.group_kind)
     if warnings is not None:
         warnings.extend(f"{m}; using {chosen!r}" for m in missing)
     return chosen
@@ -154,7 +158,22 @@ def preemptibility(ctx: Context, owner: Obj, warnings: list[str]) -> str:
             f"{where} label {constants.LABEL_PREEMPTIBILITY}: unknown value {value!r}; want "
             f"{' or '.join(_PREEMPTIBILITY)}; ignored"
         )
-    return ""
+    return next((d.preemptibility for d in _kind_defaults(ctx) if d.preemptibility), "")
+
+
+def _kind_defaults(ctx: Context) -> list[type_defaults.TypeDefault]:
+    """The defaults ConfigMap's entries for the owners' kinds, in the order they apply."""
+    defaults = ctx.lookup.type_defaults()
+    if not defaults:
+        return []
+    found = (type_defaults.for_kind(defaults, *o.group_kind) for o in ctx.defaulting_owners())
+    return [d for d in found if d is not None]
+
+
+def _kind_default_class(ctx: Context) -> str:
+    """The first of the owners' kind defaults that names an existing PriorityClass ("" if none)."""
+    classes = (d.priority_class for d in _kind_defaults(ctx) if d.priority_class)
+    return next((c for c in classes if ctx.lookup.priority_class_exists(c)), "")
 
 
 def topology(owner: Obj) -> TopologyConstraint:

@@ -45,6 +45,7 @@ from kai_scheduler.podgrouper import hub
 from kai_scheduler.podgrouper.context import Config, Context, GroupingError, Obj
 from kai_scheduler.podgrouper.owners import OwnerCache
 from kai_scheduler.podgrouper.scope import Scope
+from kai_scheduler.podgrouper.type_defaults import Source, TypeDefaults
 from kai_scheduler.store import events, metrics
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.informer import NAMESPACE_INDEX, Informer, Informers, by_namespace
@@ -67,6 +68,7 @@ T = TypeVar("T")
 MAX_OWNER_DEPTH = 16
 _OWNER_CHANGE_TRIES = 3  # pods of a changed owner's PodGroup looked at to find a live one to group again
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_TYPE_DEFAULTS = "type-defaults"  # `_Reads.once` key of the defaults ConfigMap read
 # PodGroup spec fields the grouper computes; any other (markUnschedulable, schedulingBackoff) is the user's.
 OWNED_SPEC_FIELDS = frozenset(
     {
@@ -137,6 +139,8 @@ class PodGrouper:
         self._group_feed = Changes(podgroups)  # deletions, and the grouper's own writes coming back
         self._classes = informers.informer("priorityclasses")
         self._owners = OwnerCache(store, informers)
+        config = self.config
+        self._type_defaults = Source(store, config.defaults_configmap_namespace, config.defaults_configmap_name)
         self._scope = Scope(store, self.config.pod_label_selector, self.config.namespace_label_selector, informers)
         # The process's pod informer, the pod selector applied to what it hands over (`scope`); which pods name
         # which PodGroup (`pod-group-name`) is one of its indexes: when a PodGroup is deleted while its pods live
@@ -158,7 +162,7 @@ class PodGrouper:
     def reconcile(self) -> GroupOutcome:
         """Group every pod that changed since the last call."""
         self._refresh_feeds()
-        reads = _Reads(self.store, self._podgroups, self._classes, self._owners)
+        reads = _Reads(self.store, self._podgroups, self._classes, self._owners, self._type_defaults)
         outcome = GroupOutcome()
         pods = self._changed_pods()
         self._entered_scope(pods)
@@ -575,8 +579,11 @@ class _Reads:
     delivered yet: creating it then answers AlreadyExists and is read; where absence decides what to do (a pod
     naming an external PodGroup), `exact=True` reads the store."""
 
-    def __init__(self, store: ClusterStore, groups: _PodGroups, classes: Informer, owners: OwnerCache) -> None:
+    def __init__(
+        self, store: ClusterStore, groups: _PodGroups, classes: Informer, owners: OwnerCache, defaults: Source
+    ) -> None:
         self.store = store
+        self._defaults = defaults
         self._owner_cache = owners
         self._owners: dict[tuple[str, str, str], JSON | None] = {}
         self._podgroups = groups
@@ -626,6 +633,9 @@ class _Reads:
             return self._owner_cache.get(plural, namespace, name)
         except StoreError:  # the kind is not installed, or the server is away: as if absent
             return None
+
+    def type_defaults(self) -> TypeDefaults:
+        return self.once(_TYPE_DEFAULTS, self._defaults.read)
 
     def once(self, key: Hashable, make: Callable[[], T]) -> T:
         if key not in self._once:

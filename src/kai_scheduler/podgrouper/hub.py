@@ -57,7 +57,7 @@ def group(ctx: Context) -> Grouping:
     if migrated is not None:
         return with_node_pool(migrated, pod.labels, ctx.config.node_pool_label_key)
     while len(ctx.chain) > 1 and ctx.top.group_kind in SKIP_TOP_OWNER:
-        ctx = ctx.below_top()
+        ctx = ctx.below_top(skip=True)
     grouping = GROUPERS.get(ctx.top.group_kind, default.group)(ctx)
     return with_node_pool(grouping, pod.labels, ctx.config.node_pool_label_key)
 

@@ -268,6 +268,8 @@ def podgrouper(
         migrate_from=options.migrate_from,
         queue_map=options.queue_map,
         knative_gang_schedule=options.knative_gang_schedule,
+        defaults_configmap_namespace=options.defaults_configmap_namespace,
+        defaults_configmap_name=options.defaults_configmap_name,
         pod_label_selector=options.pod_label_selector,
         namespace_label_selector=options.namespace_label_selector,
     )

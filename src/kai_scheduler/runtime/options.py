@@ -75,6 +75,9 @@ class GrouperOptions:
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing
     max_concurrent_reconciles: int = 10  # the controllers': PodGroup and Queue status writes sent at once
     knative_gang_schedule: bool = False  # the grouper's: a Knative Revision's pods one gang of min-scale pods
+    # The grouper's default priorities ConfigMap (podgrouper/type_defaults; "" = none).
+    defaults_configmap_namespace: str = ""
+    defaults_configmap_name: str = ""
     # The grouper's selective monitoring (--pod-label-selector, --namespace-label-selector): label → value.
     pod_label_selector: Mapping[str, str] = field(default_factory=dict)
     namespace_label_selector: Mapping[str, str] = field(default_factory=dict)

@@ -50,6 +50,10 @@ spec:
           memory: {{ .Values.binder.resources.limits.memory | quote }}
   podGrouper:
     replicas: {{ .Values.podgrouper.replicas }}
+    args:
+      gangScheduleKnative: {{ .Values.podgrouper.knativeGangSchedule }}
+      defaultPrioritiesConfigMapName: {{ .Values.podgrouper.defaultPrioritiesConfigMapName | quote }}
+      defaultPrioritiesConfigMapNamespace: {{ .Values.podgrouper.defaultPrioritiesConfigMapNamespace | quote }}
     service:
       resources:
         requests:
