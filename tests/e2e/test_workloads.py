@@ -467,10 +467,12 @@ def test_each_workload_kind_gets_the_podgroup_kai_gives_it(wl: Cluster) -> None:
     # Spark (spark-submit, no operator): the executors' owner is the driver pod, so all share its PodGroup.
     for pod_name in ("etl-driver", "etl-exec-1"):
         want[pod_name] = (f"pg-etl-driver-{driver['metadata']['uid']}", {**base, "minMember": 1})
-    for pod_name in ("ksvc-00001-0", "wf-step-0"):
-        pod_uid = wl.store.get("pods", pod_name, NAMESPACE)["metadata"]["uid"]
-        priority = "inference" if pod_name.startswith("ksvc") else "train"
-        want[pod_name] = (f"pg-{pod_name}-{pod_uid}", {**base, "minMember": 1, "priorityClassName": priority})
+    # Knative: one gang per Revision (KAI's default), minMember its min-scale (none here: 1).
+    rev = f"pg-ksvc-00001-{revision['metadata']['uid']}"
+    for pod_name in ("ksvc-00001-0", "ksvc-00001-1"):
+        want[pod_name] = (rev, {**base, "minMember": 1, "priorityClassName": "inference"})
+    pod_uid = wl.store.get("pods", "wf-step-0", NAMESPACE)["metadata"]["uid"]
+    want["wf-step-0"] = (f"pg-wf-step-0-{pod_uid}", {**base, "minMember": 1})
     got = {p: (_group_of(wl, p)["metadata"]["name"], _shape(_group_of(wl, p))) for p in want}
     assert got == want
     subgroups = {p: subgroup_of(wl, p) for p in ("rc-head", "rc-tpu-1", "rj-w-0", "lws-0", "lws-0-2", "js-driver-0-0")}

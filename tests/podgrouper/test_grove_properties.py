@@ -45,6 +45,9 @@ class Lookup:
     def podgroup_exists(self, namespace: str, name: str) -> bool:
         return False
 
+    def podgroup(self, namespace: str, name: str) -> JSON | None:
+        return None
+
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:
         return []
 

@@ -9,6 +9,7 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.api.fields import JSON
 from kai_scheduler.cli import components as cli_components
 from kai_scheduler.podgrouper.context import Config
+from kai_scheduler.podgrouper.grouper import PodGrouper
 from kai_scheduler.runtime import components
 from tests.podgrouper.helpers import NOW, Cluster, controller_pod, spec
 
@@ -87,8 +88,8 @@ def pods(c: Cluster) -> list[JSON]:
     return [controller_pod(f"whisper-00001-deployment-7b9c8d6f5-{s}", rs, labels=POD_LABELS) for s in "abc"]
 
 
-def test_a_knative_service_gets_one_podgroup_per_pod_by_default() -> None:
-    c = Cluster(SERVICE)
+def test_without_gang_scheduling_a_knative_service_gets_one_podgroup_per_pod() -> None:
+    c = Cluster(SERVICE, config=Config(knative_gang_schedule=False))
     c.add(*pods(c))
     c.group()
     groups = c.podgroups("apps")
@@ -98,8 +99,9 @@ def test_a_knative_service_gets_one_podgroup_per_pod_by_default() -> None:
         assert pg["metadata"]["ownerReferences"][0]["kind"] == "Pod"
 
 
-def test_with_gang_scheduling_a_revision_is_one_gang_of_min_scale() -> None:
-    c = Cluster(SERVICE, config=Config(knative_gang_schedule=True))
+def test_by_default_a_revision_is_one_gang_of_min_scale() -> None:
+    """KAI's --knative-gang-schedule defaults to true."""
+    c = Cluster(SERVICE)
     c.add(*pods(c))
     outcome = c.group()
     assert outcome.created == ["apps/pg-whisper-00001-5c6d7e8f-0003-4a9b-8c0d-1e2f3a4b5c6d"]
@@ -109,18 +111,59 @@ def test_with_gang_scheduling_a_revision_is_one_gang_of_min_scale() -> None:
     assert pg["metadata"]["labels"] == {"kai.scheduler/queue": "inference"}  # the Service's
 
 
+def _grouped_per_pod_then_gang_on(c: Cluster, first: list[JSON]) -> Cluster:
+    """`first` grouped one per pod, then the grouper made again with gang scheduling on (an upgrade)."""
+    c.grouper = PodGrouper(c.store, Config(knative_gang_schedule=False))
+    c.add(*first)
+    c.group()
+    c.grouper = PodGrouper(c.store, Config(knative_gang_schedule=True))
+    return c
+
+
+def test_a_revision_grouped_one_per_pod_stays_so_when_gang_scheduling_is_turned_on() -> None:
+    c = Cluster(SERVICE)
+    a, b, new = pods(c)
+    _grouped_per_pod_then_gang_on(c, [a, b])
+    c.add(new)
+    c.group()
+    groups = c.podgroups("apps")
+    assert len(groups) == 3
+    assert {pg["metadata"]["ownerReferences"][0]["kind"] for pg in groups} == {"Pod"}
+
+
+def test_a_revision_with_one_pod_in_a_podgroup_of_its_own_stays_one_per_pod() -> None:
+    c = Cluster(SERVICE)
+    a, b, _ = pods(c)
+    _grouped_per_pod_then_gang_on(c, [a])
+    c.add(b)
+    c.group()
+    assert c.podgroup_of(b["metadata"]["name"], "apps")["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+
+
+def test_a_revision_already_in_a_gang_stays_a_gang() -> None:
+    c = Cluster(SERVICE)
+    a, b, new = pods(c)
+    c.add(a)
+    c.group()
+    c.add(b, new)
+    c.group()
+    groups = c.podgroups("apps")
+    assert len(groups) == 1
+    assert groups[0]["metadata"]["ownerReferences"][0]["kind"] == "Revision"
+
+
 @pytest.mark.parametrize(
     "command, flags, groups",
     [
-        pytest.param("podgrouper", [], 3, id="default: one per pod"),
+        pytest.param("podgrouper", [], 1, id="default: one per Revision"),
         pytest.param("podgrouper", ["--knative-gang-schedule"], 1, id="kai podgrouper --knative-gang-schedule"),
         pytest.param("podgrouper", ["--knative-gang-schedule=false"], 3, id="=false"),
         pytest.param("run", ["--knative-gang-schedule=true"], 1, id="kai run --knative-gang-schedule=true"),
     ],
 )
 def test_the_knative_gang_schedule_flag_reaches_the_pod_grouper(command: str, flags: list[str], groups: int) -> None:
-    """Gang scheduling of Knative Revisions was in the grouper's Config but no flag set it: the components always
-    grouped Knative pods one per pod."""
+    """Gang scheduling of Knative Revisions was in the grouper's Config but no flag set it; the flag's default is
+    KAI's, true."""
     c = Cluster(SERVICE)
     c.add(*pods(c))
     options = cli_components._grouper_options(cli.parser().parse_args([command, *flags]))

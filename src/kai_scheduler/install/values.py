@@ -195,7 +195,7 @@ podgrouper:
   reconcilePeriod: 0.5s
   # --knative-gang-schedule: the pods of a Knative Revision as one gang (minMember its
   # autoscaling.knative.dev/min-scale) instead of one PodGroup per pod.
-  knativeGangSchedule: false
+  knativeGangSchedule: true
   # --default-priorities-configmap-name and -namespace: a ConfigMap whose data.types (a JSON list of
   # {{typeName, group, priorityName, preemptibility}}) sets the default priority class and preemptibility
   # per workload kind; "" for none.

@@ -61,8 +61,8 @@ class Config:
     # and preemptibility per workload kind (`type_defaults`), read through `Lookup.type_defaults`.
     defaults_configmap_namespace: str = ""
     defaults_configmap_name: str = ""
-    # Knative: one PodGroup per Revision with minMember = min-scale (True), or one per pod (False).
-    knative_gang_schedule: bool = False
+    # Knative: one PodGroup per Revision with minMember = min-scale (True, KAI's default), or one per pod (False).
+    knative_gang_schedule: bool = True
     # Migration (not KAI's): group pods written for these schedulers ("volcano", "yunikorn") by their markers,
     # with their queue names mapped by `queue_map` (a name not in it is used as a Queue name).
     migrate_from: frozenset[str] = frozenset()
@@ -83,6 +83,10 @@ class Lookup(Protocol):
 
     def podgroup_exists(self, namespace: str, name: str) -> bool:
         """Whether the PodGroup is in the grouper's watched copy (as KAI's cached client reads it)."""
+        ...
+
+    def podgroup(self, namespace: str, name: str) -> JSON | None:
+        """The PodGroup from the grouper's watched copy (None: not there)."""
         ...
 
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[JSON]:

@@ -1,24 +1,30 @@
 """Knative Service grouper (KAI `plugins/knative`, `serving.knative.dev/v1`).
 
-Without gang scheduling (the default) every pod is its own PodGroup (`pg-<pod>-<uid>`, minMember 1), priority
-class `inference` unless labelled otherwise. With `Config.knative_gang_schedule` the pods of one Revision form
-one PodGroup (`pg-<revision>-<uid>`) with minMember = its `autoscaling.knative.dev/min-scale` annotation
-(default 1; read from the Revision, else from the Service's `spec.template`). Labels, annotations and queue
-come from the Service in both cases.
+With gang scheduling (`Config.knative_gang_schedule`, KAI's default) the pods of one Revision form one PodGroup
+(`pg-<revision>-<uid>`) with minMember = its `autoscaling.knative.dev/min-scale` annotation (default 1; read from
+the Revision, else from the Service's `spec.template`). Without it every pod is its own PodGroup
+(`pg-<pod>-<uid>`, minMember 1). Labels, annotations and queue come from the Service in both cases; the priority
+class is `inference` unless labelled otherwise.
+
+A Revision whose pods were already grouped one per pod (before gang scheduling was turned on) stays so, as KAI's
+grouper keeps it: its pods name more than one PodGroup, or name one that a pod owns. Its running pods are not
+moved into a gang they were never placed as.
 """
 
 from __future__ import annotations
 
 from kai_scheduler.api import constants
 from kai_scheduler.podgrouper import default
-from kai_scheduler.podgrouper.context import Context, Grouping, annotation_int, metadata_strings
+from kai_scheduler.podgrouper.context import Context, Grouping, Obj, annotation_int, metadata_strings
+
+REVISION_LABEL = "serving.knative.dev/revision"
 
 
 def group(ctx: Context) -> Grouping:
-    if not ctx.config.knative_gang_schedule:
+    revision = ctx.find("serving.knative.dev", "Revision")
+    if not ctx.config.knative_gang_schedule or (revision is not None and _grouped_per_pod(ctx, revision)):
         return default.per_pod(ctx)
     top = ctx.top
-    revision = ctx.find("serving.knative.dev", "Revision")
     by = revision or top
     grouping = default.group(ctx)
     pg = grouping.podgroup
@@ -34,3 +40,24 @@ def group(ctx: Context) -> Grouping:
         scale = annotation_int(template, key, f"{top.kind} {top.name} spec.template", grouping.warnings)
     pg.min_member = 1 if scale is None else max(scale, 1)
     return grouping
+
+
+def _grouped_per_pod(ctx: Context, revision: Obj) -> bool:
+    """Whether the Revision's pods are already in PodGroups of their own; read once per reconcile."""
+    return ctx.lookup.once(("knative-per-pod", revision.uid), lambda: _named_per_pod(ctx, revision))
+
+
+def _named_per_pod(ctx: Context, revision: Obj) -> bool:
+    named: set[str] = set()
+    for pod in ctx.lookup.pods(revision.namespace, {REVISION_LABEL: revision.name}):
+        name = ((pod.get("metadata") or {}).get("annotations") or {}).get(constants.ANNOTATION_POD_GROUP_NAME)
+        if not name:
+            continue
+        if name in named:  # two pods in one PodGroup: a gang
+            return False
+        named.add(name)
+    if len(named) != 1:
+        return len(named) > 1
+    podgroup = ctx.lookup.podgroup(revision.namespace, named.pop())
+    owners = ((podgroup or {}).get("metadata") or {}).get("ownerReferences") or []
+    return bool(owners) and isinstance(owners[0], dict) and owners[0].get("kind") == "Pod"

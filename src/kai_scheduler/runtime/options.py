@@ -74,7 +74,7 @@ class GrouperOptions:
     queue_map: Mapping[str, str] = field(default_factory=dict)  # their queue names → ours
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing
     max_concurrent_reconciles: int = 10  # the controllers': PodGroup and Queue status writes sent at once
-    knative_gang_schedule: bool = False  # the grouper's: a Knative Revision's pods one gang of min-scale pods
+    knative_gang_schedule: bool = True  # the grouper's: a Knative Revision's pods one gang of min-scale pods
     # The grouper's default priorities ConfigMap (podgrouper/type_defaults; "" = none).
     defaults_configmap_namespace: str = ""
     defaults_configmap_name: str = ""
