@@ -44,6 +44,7 @@ from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError
 from kai_scheduler.store.workqueue import WorkQueue
+from kai_scheduler.store.writers import Writers
 
 log = logging.getLogger(__name__)
 _INT32_MAX = 2**31 - 1  # failedAttempts is an int32
@@ -99,7 +100,7 @@ class Binder:
         self.concurrency = concurrency
         self.events = events
         self.binding = Binding(store, plugins.build(store, self.reservations, hami_core=hami_core))
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind") if concurrency > 1 else None
+        self._binders = Writers(concurrency, "kai-bind")
         self._statuses = (
             ThreadPoolExecutor(concurrency, thread_name_prefix="kai-bind-status") if concurrency > 1 else None
         )
@@ -148,9 +149,9 @@ class Binder:
             if current is not None:
                 due.append((current, f"{current.meta.namespace}/{current.pod_name}"))
         self.work.add(f"{br.meta.namespace}/{br.meta.name}" for br, _ in due)
-        parallel = [(br, key) for br, key in due if not br.selected_gpu_groups] if self._pool else []
-        if self._pool is not None and len(parallel) > 1:
-            list(self._pool.map(lambda item: self._bind(item[0], item[1], outcome), parallel))
+        parallel = [(br, key) for br, key in due if not br.selected_gpu_groups] if self._binders.count > 1 else []
+        if len(parallel) > 1:
+            self._binders.map(lambda item: self._bind(item[0], item[1], outcome), parallel)
             due = [(br, key) for br, key in due if br.selected_gpu_groups]
         for br, pod_key in due:
             self._bind(br, pod_key, outcome)

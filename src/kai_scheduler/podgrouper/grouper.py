@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -61,6 +60,7 @@ from kai_scheduler.store.interface import (
 from kai_scheduler.store.keys import split_key
 from kai_scheduler.store.retries import Retries
 from kai_scheduler.store.workqueue import WorkQueue
+from kai_scheduler.store.writers import Writers
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -127,7 +127,7 @@ class PodGrouper:
         self.work = work or metrics.Controller(CONTROLLER, concurrency)
         # Against an API server each pod costs two writes, one round trip each: pods of different PodGroups are
         # written by `concurrency` threads at once (those of one PodGroup in order, by one thread).
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="kai-group") if concurrency > 1 else None
+        self._writers = Writers(concurrency, "kai-group")
         informers = informers or Informers(store)
         self._written: dict[str, str] = {}  # pod key → the resourceVersion our own last patch made
         self._reported: dict[str, set[str]] = {}  # pod key → the messages logged for it (until it goes)
@@ -219,8 +219,8 @@ class PodGrouper:
         by_group: dict[tuple[str, str], list[_Plan]] = {}
         for plan in plans:
             by_group.setdefault((plan.group.meta.namespace, plan.group.meta.name), []).append(plan)
-        if self._pool is not None and len(by_group) > 1:
-            list(self._pool.map(lambda group: self._write_all(group, reads), by_group.values()))
+        if self._writers.count > 1 and len(by_group) > 1:
+            self._writers.map(lambda group: self._write_all(group, reads), list(by_group.values()))
         else:
             self._write_all(plans, reads)
         # What the writes did is recorded here, on this thread and in pod order, whatever order the writer

@@ -297,9 +297,7 @@ def controllers(
     _positive("--reconcile-period", options.reconcile_period)
     defaults = DefaultQueues(store, clock) if options.create_default_queues else None
     shared = informers if informers is not None else Informers(store)
-    concurrency = options.max_concurrent_reconciles
-    if concurrency < 1:
-        raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {concurrency}")
+    concurrency = _writers(options.max_concurrent_reconciles)
     # One pool for both: the Queue pass runs after the PodGroup pass, never beside it.
     writers = Writers(concurrency, "kai-status")
     podgroups = PodGroupStatusController(
@@ -371,6 +369,12 @@ def node_scale_adjuster(
 def _positive(flag: str, seconds: float) -> None:
     if seconds <= 0:
         raise UserError(f"{flag}: must be positive, got {seconds}s")
+
+
+def _writers(count: int) -> int:
+    if count < 1:
+        raise UserError(f"--max-concurrent-reconciles: must be at least 1, got {count}")
+    return count
 
 
 def build(
