@@ -16,10 +16,14 @@ from typing import Any
 import pytest
 
 from kai_scheduler import cli
+from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import components
 from kai_scheduler.framework.config import FIXED_FLAGS, Flags
+from kai_scheduler.runtime import components as builders
 from kai_scheduler.scheduler.scheduler import load_config
 from kai_scheduler.sim import replay, sources
+from kai_scheduler.store.memory import MemoryStore
 from tests.docs.flags import subcommands
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kai_scheduler"
@@ -171,6 +175,17 @@ def test_the_controllers_write_max_concurrent_reconciles_statuses_at_once(comman
     assert components._grouper_options(args).max_concurrent_reconciles == 3
     if command == "run":
         assert components._binder_options(args).max_concurrent_reconciles == 3
+    assert components._grouper_options(args).grouper_writers == 20  # the grouper's own default
+
+
+def test_the_podgrouper_sends_max_concurrent_reconciles_writes_at_once() -> None:
+    """KAI's pod grouper flag; here its own default (20) and the controllers' setting untouched."""
+    assert components._grouper_options(cli.parser().parse_args(["podgrouper"])).grouper_writers == 20
+    options = components._grouper_options(cli.parser().parse_args(["podgrouper", "--max-concurrent-reconciles=3"]))
+    assert (options.grouper_writers, options.max_concurrent_reconciles) == (3, 10)
+    none = components._grouper_options(cli.parser().parse_args(["podgrouper", "--max-concurrent-reconciles=0"]))
+    with pytest.raises(UserError, match=r"^--max-concurrent-reconciles: must be at least 1, got 0$"):
+        builders.podgrouper(MemoryStore(ManualClock(0.0)), none, ManualClock(0.0))
 
 
 @pytest.mark.parametrize("command", ["run", "podgrouper"])

@@ -367,3 +367,27 @@ def test_max_concurrent_reconciles_of_kais_pod_group_controller_sets_the_control
     assert cfg.ignored == []
     assert "--max-concurrent-reconciles=3" in _args(cfg, "kai-controllers")
     assert "--max-concurrent-reconciles=10" in _args(kaiconfig.Config.from_dict(config()), "kai-controllers")
+
+
+def test_max_concurrent_reconciles_of_kais_pod_grouper_sets_its_writers() -> None:
+    cfg = kaiconfig.Config.from_dict(config(podGrouper={"maxConcurrentReconciles": 4}))
+    assert cfg.ignored == []
+    assert "--max-concurrent-reconciles=4" in _args(cfg, "kai-podgrouper")
+    assert "--max-concurrent-reconciles=20" in _args(kaiconfig.Config.from_dict(config()), "kai-podgrouper")
+
+
+def test_kais_pod_grouper_args_set_its_flags() -> None:
+    args = {
+        "gangScheduleKnative": False,
+        "defaultPrioritiesConfigMapName": "kind-defaults",
+        "defaultPrioritiesConfigMapNamespace": "kai-scheduler",
+    }
+    cfg = kaiconfig.Config.from_dict(config(podGrouper={"args": args}))
+    assert cfg.ignored == []
+    got = _args(cfg, "kai-podgrouper")
+    assert "--knative-gang-schedule=false" in got
+    assert "--default-priorities-configmap-name=kind-defaults" in got
+    assert "--default-priorities-configmap-namespace=kai-scheduler" in got
+    defaults = _args(kaiconfig.Config.from_dict(config()), "kai-podgrouper")
+    assert "--knative-gang-schedule=true" in defaults
+    assert "--default-priorities-configmap-name=" in defaults

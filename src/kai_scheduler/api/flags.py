@@ -264,7 +264,7 @@ MAX_CONCURRENT_RECONCILES: Final = Flag(
     "max-concurrent-reconciles",
     INT,
     "reconciles at once: the binder's BindRequests of whole-GPU pods (shared-GPU ones go one at a time), the "
-    "controllers' PodGroup and Queue status writes",
+    "controllers' PodGroup and Queue status writes, the pod grouper's PodGroup and pod writes",
     "N",
 )
 RESOURCE_RESERVATION_NAMESPACE: Final = Flag(

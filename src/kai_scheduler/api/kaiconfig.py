@@ -67,6 +67,7 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "binder.resourceReservation.namespace": ("namespace", "binder.resourceReservationNamespace"),
     "binder.resourceReservation.runtimeClassName": ("text", "binder.runtimeClassName"),
     "podGrouper.replicas": ("count", "podgrouper.replicas"),
+    "podGrouper.maxConcurrentReconciles": ("positive", "podgrouper.maxConcurrentReconciles"),
     "podGrouper.args.gangScheduleKnative": ("bool", "podgrouper.knativeGangSchedule"),
     "podGrouper.args.defaultPrioritiesConfigMapName": ("text", "podgrouper.defaultPrioritiesConfigMapName"),
     "podGrouper.args.defaultPrioritiesConfigMapNamespace": ("text", "podgrouper.defaultPrioritiesConfigMapNamespace"),

@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         sub,
         "podgrouper",
         "run the pod grouper: PodGroups for the pods of the KAI scheduler",
-        [_period(GrouperOptions()), _grouper_flags, _selector_flags],
+        [_period(GrouperOptions()), _grouper_flags, _grouper_concurrency_flag, _selector_flags],
     )
     _component(
         sub,
@@ -98,7 +98,7 @@ def _component(sub: Any, name: str, summary: str, groups: list[Callable[[Parser]
     process_flags.add(p, p)
     for group in groups:
         group(p)
-    p.set_defaults(run=_runner(name))
+    p.set_defaults(run=_runner(name), component=name)
 
 
 def _scheduler_flags(p: Parser) -> None:
@@ -128,6 +128,11 @@ def _binder_flags(p: Parser) -> None:
 def _concurrency_flag(p: Parser) -> None:
     """`kai binder`, `kai controllers` and `kai run` (where it sets both): one default."""
     arguments.add(p, flags.MAX_CONCURRENT_RECONCILES, BinderOptions().max_concurrent_reconciles)
+
+
+def _grouper_concurrency_flag(p: Parser) -> None:
+    """`kai podgrouper`'s: its own default (`kai run`'s flag leaves the grouper's writers at that default)."""
+    arguments.add(p, flags.MAX_CONCURRENT_RECONCILES, GrouperOptions().grouper_writers)
 
 
 def _period(defaults: BinderOptions | GrouperOptions | ScaleAdjusterOptions) -> Callable[[Parser], None]:
@@ -358,6 +363,8 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
 
     defaults = GrouperOptions()
     configmap_namespace, configmap_name = _defaults_configmap(args)
+    concurrency = getattr(args, flags.MAX_CONCURRENT_RECONCILES.dest, None)
+    grouper = getattr(args, "component", "") == "podgrouper"
     options = GrouperOptions(
         reconcile_period=arguments.given(args.reconcile_period, defaults.reconcile_period),
         scheduler_name=args.scheduler_name or defaults.scheduler_name,
@@ -366,9 +373,10 @@ def _grouper_options(args: argparse.Namespace) -> GrouperOptions:
         migrate_from=_migrate_from(getattr(args, flags.MIGRATE_FROM.dest, None)),
         queue_map=_queue_map(getattr(args, flags.QUEUE_MAP.dest, None)),
         create_default_queues=getattr(args, flags.CREATE_DEFAULT_QUEUES.dest, defaults.create_default_queues),
-        max_concurrent_reconciles=getattr(
-            args, flags.MAX_CONCURRENT_RECONCILES.dest, defaults.max_concurrent_reconciles
+        max_concurrent_reconciles=(
+            concurrency if concurrency is not None and not grouper else defaults.max_concurrent_reconciles
         ),
+        grouper_writers=concurrency if concurrency is not None and grouper else defaults.grouper_writers,
         knative_gang_schedule=args.knative_gang_schedule,
         defaults_configmap_namespace=configmap_namespace,
         defaults_configmap_name=configmap_name,

@@ -55,6 +55,7 @@ FIELDS: Final = (
     ("binder.plugins.hamicore.enabled", "binder.plugins.hamicore.enabled"),
     ("binder.service.resources", "binder.resources"),
     ("podGrouper.replicas", "podgrouper.replicas"),
+    ("podGrouper.maxConcurrentReconciles", "podgrouper.maxConcurrentReconciles"),
     ("podGrouper.args.gangScheduleKnative", "podgrouper.knativeGangSchedule"),
     ("podGrouper.args.defaultPrioritiesConfigMapName", "podgrouper.defaultPrioritiesConfigMapName"),
     ("podGrouper.args.defaultPrioritiesConfigMapNamespace", "podgrouper.defaultPrioritiesConfigMapNamespace"),

@@ -196,6 +196,9 @@ podgrouper:
   # --knative-gang-schedule: the pods of a Knative Revision as one gang (minMember its
   # autoscaling.knative.dev/min-scale) instead of one PodGroup per pod.
   knativeGangSchedule: true
+  # --max-concurrent-reconciles: PodGroup and pod writes sent at once (KAI's flag; its default is 10, here 20:
+  # each pod is two round trips one after the other, and the grouper is the first stage).
+  maxConcurrentReconciles: 20
   # --default-priorities-configmap-name and -namespace: a ConfigMap whose data.types (a JSON list of
   # {{typeName, group, priorityName, preemptibility}}) sets the default priority class and preemptibility
   # per workload kind; "" for none.

@@ -73,6 +73,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[flags.Flag[Any], str], ...]] = {
         (flags.QUEUE_LABEL_KEY, "global.queueLabelKey"),
         (flags.NODEPOOL_LABEL_KEY, "global.nodePoolLabelKey"),
         (flags.KNATIVE_GANG_SCHEDULE, "podgrouper.knativeGangSchedule"),
+        (flags.MAX_CONCURRENT_RECONCILES, "podgrouper.maxConcurrentReconciles"),
         (flags.DEFAULT_PRIORITIES_CONFIGMAP_NAME, "podgrouper.defaultPrioritiesConfigMapName"),
         (flags.DEFAULT_PRIORITIES_CONFIGMAP_NAMESPACE, "podgrouper.defaultPrioritiesConfigMapNamespace"),
     ),

@@ -210,10 +210,6 @@ RECONCILE_MIN_GAP = 0.02
 # Threads that write at once where a step writes for many objects (the pod grouper's PodGroups and pod
 # annotations, the scheduler's BindRequests): against an API server every write is one round trip.
 WRITERS = 10
-# The pod grouper's writes per pod are two round trips one after the other (the PodGroup, then the pod), and it
-# is the first stage: with the scheduler and binder no longer waiting for their background writes, 10 threads
-# left it the stage where pods queued at 50 pods/s offered on a loaded server (bench/README.md).
-GROUPER_WRITERS = 20
 
 RESERVATION_COLLECT_SECONDS = 10.0  # each collection is three LISTs against the API server
 
@@ -273,8 +269,9 @@ def podgrouper(
         pod_label_selector=options.pod_label_selector,
         namespace_label_selector=options.namespace_label_selector,
     )
-    work = metrics.controller(registry, grouping_controller.CONTROLLER, GROUPER_WRITERS)
-    grouper = PodGrouper(store, config, concurrency=GROUPER_WRITERS, clock=clock, work=work, informers=informers)
+    writers = _writers(options.grouper_writers)
+    work = metrics.controller(registry, grouping_controller.CONTROLLER, writers)
+    grouper = PodGrouper(store, config, concurrency=writers, clock=clock, work=work, informers=informers)
     return Component(
         "podgrouper",
         "kai-podgrouper",

@@ -74,6 +74,10 @@ class GrouperOptions:
     queue_map: Mapping[str, str] = field(default_factory=dict)  # their queue names → ours
     create_default_queues: bool = True  # the controllers': create default-parent-queue/default-queue if missing
     max_concurrent_reconciles: int = 10  # the controllers': PodGroup and Queue status writes sent at once
+    # The grouper's PodGroup and pod writes sent at once (`kai podgrouper --max-concurrent-reconciles`). Each pod
+    # costs two round trips one after the other (the PodGroup, then the pod), and the grouper is the first stage:
+    # with 10 writers it was the stage where pods queued at 50 pods/s offered on a loaded server (bench/README.md).
+    grouper_writers: int = 20
     knative_gang_schedule: bool = True  # the grouper's: a Knative Revision's pods one gang of min-scale pods
     # The grouper's default priorities ConfigMap (podgrouper/type_defaults; "" = none).
     defaults_configmap_namespace: str = ""

@@ -50,6 +50,7 @@ spec:
           memory: {{ .Values.binder.resources.limits.memory | quote }}
   podGrouper:
     replicas: {{ .Values.podgrouper.replicas }}
+    maxConcurrentReconciles: {{ .Values.podgrouper.maxConcurrentReconciles }}
     args:
       gangScheduleKnative: {{ .Values.podgrouper.knativeGangSchedule }}
       defaultPrioritiesConfigMapName: {{ .Values.podgrouper.defaultPrioritiesConfigMapName | quote }}
