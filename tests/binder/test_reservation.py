@@ -57,7 +57,7 @@ def test_a_fractional_bind_creates_the_groups_reservation_pod() -> None:
     assert meta["labels"] == {"app": "kai-resource-reservation", "runai-gpu-group": "g1"}
     assert meta["annotations"][reservation.ANNOTATION_DO_NOT_DISRUPT] == "true"
     assert meta["annotations"][reservation.ANNOTATION_GPU_INDEX] == "0"
-    assert spec["nodeName"] == "n1" and spec["runtimeClassName"] == "nvidia"
+    assert spec["nodeName"] == "n1" and "runtimeClassName" not in spec  # KAI's default: the node's runtime
     assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
     assert spec["tolerations"] == tolerate
     labels = store.get("pods", "p", b.NAMESPACE)["metadata"]["labels"]
@@ -68,10 +68,12 @@ def test_the_reservation_pods_runtime_class_image_are_the_binders_settings() -> 
     clock = ManualClock(b.NOW)
     store = MemoryStore(clock)
     store.add_many([b.node("n1", gpus=4), b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"])])
-    config = reservation.ReservationConfig(runtime_class="", image="registry.local/reserve:1", assign_indices=True)
+    config = reservation.ReservationConfig(
+        runtime_class="nvidia", image="registry.local/reserve:1", assign_indices=True
+    )
     assert Binder(store, clock, config).reconcile().bound == ["ns/p"]
     [made] = _reservations(store)
-    assert "runtimeClassName" not in made["spec"]  # "" = the cluster's default runtime
+    assert made["spec"]["runtimeClassName"] == "nvidia"
     assert made["spec"]["containers"][0]["image"] == "registry.local/reserve:1"
 
 

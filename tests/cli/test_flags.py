@@ -208,15 +208,29 @@ def test_the_binder_takes_its_reservation_flags() -> None:
             "--resource-reservation-allocation-timeout",
             "2m",
             "--runtime-class-name",
-            "",
+            "nvidia",
         ]
     )
     options = components._binder_options(args)
     assert options.resource_reservation_pod_image == "registry.local/reserve:1"
     assert options.resource_reservation_allocation_timeout == 120.0
-    assert options.runtime_class_name == ""  # given empty: the reservation pods name no RuntimeClass
+    assert options.runtime_class_name == "nvidia"
     defaults = components._binder_options(cli.parser().parse_args(["binder"]))
-    assert defaults.runtime_class_name == "nvidia" and defaults.resource_reservation_allocation_timeout == 40.0
+    # KAI's default: the reservation pods name no RuntimeClass (the node's default runtime)
+    assert defaults.runtime_class_name == "" and defaults.resource_reservation_allocation_timeout == 40.0
+
+
+def test_kai_run_gives_fractional_pods_the_webhooks_runtime_class_and_reservation_pods_the_binders() -> None:
+    """KAI's defaults differ: `nvidia` for fractional pods (admission), none for the reservation pods (binder)."""
+    args = cli.parser().parse_args(["run", "--admission"])
+    binder = components._binder_options(args)
+    settings = components._run_pod_settings(args, components._scheduler_options(args), binder)
+    assert (binder.runtime_class_name, settings.runtime_class_name) == ("", "nvidia")
+    argv = ["run", "--admission", "--runtime-class-name=rc", "--gpu-fraction-runtime-class-name=kata"]
+    args = cli.parser().parse_args(argv)
+    binder = components._binder_options(args)
+    settings = components._run_pod_settings(args, components._scheduler_options(args), binder)
+    assert (binder.runtime_class_name, settings.runtime_class_name) == ("rc", "kata")
 
 
 @pytest.mark.parametrize("command", ["binder", "run"])

@@ -88,7 +88,7 @@ ALIASES = [
     ("podgrouper.queueLabelKey=team", "global.queueLabelKey=team", ""),
     ("queuecontroller.resources.requests.cpu=1", "controllers.resources.requests.cpu=1", ""),
     ("podgroupcontroller.resources.requests.cpu=1", "controllers.resources.requests.cpu=1", ""),
-    ("binder.resourceReservation.runtimeClassName=", "binder.runtimeClassName=", ""),
+    ("binder.resourceReservation.runtimeClassName=nvidia", "binder.runtimeClassName=nvidia", ""),
     ("admission.ports.webhookPort=9444", "admission.webhookPort=9444", ""),
     ("admission.gpuFractionRuntimeClassName=kata", "admission.runtimeClassName=kata", ""),
     ("admission.gpuPodRuntimeClassName=kata", "admission.runtimeClassName=kata", ""),

@@ -103,9 +103,11 @@ NON_PREEMPTIBLE: Final = "non-preemptible"
 # --- GPU sharing (§6) ---
 RESERVATION_NAMESPACE: Final = "kai-resource-reservation"
 RESERVATION_APP_LABEL_VALUE: Final = "kai-resource-reservation"
-# The RuntimeClass of fractional-GPU pods (admission) and of the binder's GPU reservation pods; the NVIDIA GPU
-# operator installs it.
+# The RuntimeClass the admission webhook gives fractional-GPU pods; the NVIDIA GPU operator installs it.
 DEFAULT_RUNTIME_CLASS_NAME: Final = "nvidia"
+# The RuntimeClass of the binder's GPU reservation pods: none, the node's default runtime (KAI's default since its
+# admission gives `nvidia` to fractional pods only).
+DEFAULT_RESERVATION_RUNTIME_CLASS_NAME: Final = ""
 
 # --- PodGroup scheduling condition types and reasons (§1.2) ---
 CONDITION_UNSCHEDULABLE_ON_NODE_POOL: Final = "UnschedulableOnNodePool"

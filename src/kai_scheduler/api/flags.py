@@ -285,8 +285,7 @@ RESOURCE_RESERVATION_ALLOCATION_TIMEOUT: Final = Flag(
 RUNTIME_CLASS_NAME: Final = Flag(
     "runtime-class-name",
     TEXT,
-    "RuntimeClass of the GPU reservation pods (under `kai run --admission`, also the one the webhook gives "
-    'fractional pods); "" = none',
+    'RuntimeClass of the GPU reservation pods; "" = none, the node\'s default runtime',
     "NAME",
 )
 HAMI_CORE_ENABLED: Final = Flag(

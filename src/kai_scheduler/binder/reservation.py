@@ -60,7 +60,7 @@ class ReservationFailed(PreBindFailed):
 @dataclass(frozen=True, slots=True)
 class ReservationConfig:
     namespace: str = constants.RESERVATION_NAMESPACE
-    runtime_class: str = constants.DEFAULT_RUNTIME_CLASS_NAME  # "" = the reservation pods name none
+    runtime_class: str = constants.DEFAULT_RESERVATION_RUNTIME_CLASS_NAME  # "" = the reservation pods name none
     image: str = DEFAULT_IMAGE
     allocation_timeout: float = DEFAULT_ALLOCATION_TIMEOUT
     assign_indices: bool = False  # the embedded cluster: the binder stands in for the device plugin

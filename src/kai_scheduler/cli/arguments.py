@@ -25,9 +25,11 @@ def add(
     *,
     shown: str | None = None,
     choices: Sequence[str] | None = None,
+    aliases: bool = True,
 ) -> argparse.Action:
     """Add `flag` to `p`. Its parsed value is `default` when it is not given (None: the command tells "not given"
-    apart, and `shown` says what applies then); `shown` is the default as --help writes it."""
+    apart, and `shown` says what applies then); `shown` is the default as --help writes it. `aliases=False`: the
+    flag's own spelling alone, where an alias is another flag's name in that command."""
     if shown is None and default is not None and flag.kind is not SWITCH:
         shown = flag.kind.show(default)
     help_text = flag.help if shown is None else f"{flag.help} (default {shown})"
@@ -40,7 +42,7 @@ def add(
             options.update(nargs="?", const=True)
         if flag.repeatable:
             options["action"] = "append"
-    action = p.add_argument(*flag.option_strings, **options)
+    action = p.add_argument(*(flag.option_strings if aliases else (flag.option,)), **options)
     _DECLARED[action] = flag
     return action
 

@@ -202,6 +202,8 @@ def _admission_flag(p: Parser) -> None:
     arguments.add(p, flags.ADMISSION, False)
     arguments.add(p, flags.WEBHOOK_ADDR, admission_defaults.DEFAULT_PORT)
     arguments.add(p, flags.GPU_SHARING_ENABLED, False)
+    # Its alias --runtime-class-name is the binder's flag here (the reservation pods').
+    arguments.add(p, flags.GPU_FRACTION_RUNTIME_CLASS_NAME, constants.DEFAULT_RUNTIME_CLASS_NAME, aliases=False)
 
 
 def _dashboard_flag(p: Parser) -> None:
@@ -278,8 +280,8 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
 def _run_pod_settings(
     args: argparse.Namespace, scheduler: SchedulerOptions | None, binder: BinderOptions | None
 ) -> admission_pod.PodSettings:
-    """`kai run --admission`: the webhooks take the scheduler's names and the binder's runtime class and
-    `--hami-core-enabled`, so that what the webhook wires and what the binder writes agree."""
+    """`kai run --admission`: the webhooks take the scheduler's names and the binder's `--hami-core-enabled`, so
+    that what the webhook wires and what the binder writes agree."""
     from kai_scheduler.admission import pod as admission_pod
     from kai_scheduler.runtime import components as builders
 
@@ -294,7 +296,7 @@ def _run_pod_settings(
         queue_label_key=flags.queue_label_key,
         gpu_sharing_enabled=sharing,
         hami_core_enabled=hami_core,
-        runtime_class_name=binder.runtime_class_name if binder else constants.DEFAULT_RUNTIME_CLASS_NAME,
+        runtime_class_name=args.gpu_fraction_runtime_class_name,
     )
 
 

@@ -172,8 +172,9 @@ binder:
   resourceReservationPodImage: ghcr.io/nvidia/kai-scheduler/resource-reservation:latest
   # --resource-reservation-allocation-timeout: how long a reservation pod may take to report its GPU index.
   resourceReservationAllocationTimeout: 40s
-  # --runtime-class-name: RuntimeClass of the GPU reservation pods ("" = none); the NVIDIA GPU operator installs nvidia.
-  runtimeClassName: nvidia
+  # --runtime-class-name: RuntimeClass of the GPU reservation pods ("" = none, the node's default runtime: KAI's
+  # default); set nvidia where the GPUs are reached only through the NVIDIA GPU operator's runtime class.
+  runtimeClassName: ""
   # KAI's binder plugins: only hamicore is a setting here (the others are always on, in KAI's order).
   plugins:
     hamicore:

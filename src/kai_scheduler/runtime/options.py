@@ -58,7 +58,7 @@ class BinderOptions:
     resource_reservation_namespace: str = constants.RESERVATION_NAMESPACE
     resource_reservation_pod_image: str = reservation.DEFAULT_IMAGE
     resource_reservation_allocation_timeout: float = reservation.DEFAULT_ALLOCATION_TIMEOUT
-    runtime_class_name: str = constants.DEFAULT_RUNTIME_CLASS_NAME  # of the reservation pods; "" = none
+    runtime_class_name: str = constants.DEFAULT_RESERVATION_RUNTIME_CLASS_NAME  # of the reservation pods; "" = none
     hami_core_enabled: bool = False  # KAI's binder.plugins.hamicore.enabled: write CUDA_DEVICE_MEMORY_LIMIT
 
 
