@@ -59,6 +59,12 @@ def test_a_fractional_bind_creates_the_groups_reservation_pod() -> None:
     assert meta["annotations"][reservation.ANNOTATION_GPU_INDEX] == "0"
     assert spec["nodeName"] == "n1" and "runtimeClassName" not in spec  # KAI's default: the node's runtime
     assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    # KAI's reservation image reads and patches its own pod, as the ServiceAccount the install makes for it
+    assert spec["serviceAccountName"] == "kai-resource-reservation"
+    assert spec["containers"][0]["env"] == [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+    ]
     assert spec["tolerations"] == tolerate
     labels = store.get("pods", "p", b.NAMESPACE)["metadata"]["labels"]
     assert labels["runai-gpu-group"] == "g1"
@@ -69,11 +75,12 @@ def test_the_reservation_pods_runtime_class_image_are_the_binders_settings() -> 
     store = MemoryStore(clock)
     store.add_many([b.node("n1", gpus=4), b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"])])
     config = reservation.ReservationConfig(
-        runtime_class="nvidia", image="registry.local/reserve:1", assign_indices=True
+        runtime_class="nvidia", image="registry.local/reserve:1", assign_indices=True, service_account=""
     )
     assert Binder(store, clock, config).reconcile().bound == ["ns/p"]
     [made] = _reservations(store)
     assert made["spec"]["runtimeClassName"] == "nvidia"
+    assert "serviceAccountName" not in made["spec"]  # "" = the namespace's default
     assert made["spec"]["containers"][0]["image"] == "registry.local/reserve:1"
 
 

@@ -40,8 +40,9 @@ pytestmark = [
 SHARING = podhook.PodSettings(gpu_sharing_enabled=True)
 # A production deployment's election, its periods short so a test's outage of a few seconds is many renewals.
 ELECTION = ("--leader-elect", "--leader-elect-namespace", NAMESPACE, "--leader-elect-retry-period", "500ms")
-# The binder's reservation pods go in their namespace, which needs a `default` ServiceAccount (no controller-manager
-# makes one) for the API server to admit them.
+# The binder's reservation pods go in their namespace and run as its ServiceAccount `kai-resource-reservation`,
+# which the install makes (the API server refuses a pod naming a missing one); the namespace also needs a `default`
+# ServiceAccount, as no controller-manager makes one.
 RESERVATION_NAMESPACE_YAML = f"""
 apiVersion: v1
 kind: Namespace
@@ -50,6 +51,10 @@ metadata: {{name: {RESERVATION_NAMESPACE}}}
 apiVersion: v1
 kind: ServiceAccount
 metadata: {{name: default, namespace: {RESERVATION_NAMESPACE}}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: kai-resource-reservation, namespace: {RESERVATION_NAMESPACE}}}
 """
 VICTIM_GRACE = 4  # seconds a victim of an eviction takes to terminate: the window in which evictions are in flight
 

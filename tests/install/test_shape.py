@@ -45,7 +45,7 @@ ORDER = [
 COMPONENT_DEPLOYMENTS = {"kai-scheduler", "kai-binder", "kai-podgrouper", "kai-controllers", "kai-admission"}
 DEPLOYMENTS = {"default": {"kai-operator"}, "static": COMPONENT_DEPLOYMENTS}
 # 5 cluster-wide, 5 in the install namespace, 1 for reservation pods; the operator install adds the operator's two
-BINDINGS = {"default": 13, "static": 11}
+BINDINGS = {"default": 14, "static": 12}
 
 
 def test_every_object_has_api_version_kind_name_and_the_right_scope(each_set: tuple[str, list[JSON]]) -> None:
@@ -138,6 +138,13 @@ def test_rbac_is_least_privilege(each_set: tuple[str, list[JSON]]) -> None:
         assert _allows(podgrouper, "scheduler.grove.io", "podgangs", verb)
         assert _allows(podgrouper, "grove.io", "podcliques", verb)
     assert not _allows(podgrouper, "scheduler.grove.io", "podgangs", "update")
+    # the reservation pods' own account patches its pod with its GPU index, in the reservation namespace only
+    account = by_name(objects, "ServiceAccount", "kai-resource-reservation")
+    assert account["metadata"]["namespace"] == "kai-resource-reservation"
+    [binding] = [b for b in of_kind(objects, "RoleBinding") if b["subjects"][0]["name"] == "kai-resource-reservation"]
+    assert binding["metadata"]["namespace"] == "kai-resource-reservation"
+    own_pod = by_name(objects, "Role", binding["roleRef"]["name"])["rules"]
+    assert _allows(own_pod, "", "pods", "patch") and not _allows(own_pod, "", "pods", "create")
     assert _allows(podgrouper, "", "configmaps", "get")  # the default priorities ConfigMap, read by name
     assert not _allows(podgrouper, "", "configmaps", "list")
     controllers = _rules(objects, "ClusterRole", "kai-controllers")

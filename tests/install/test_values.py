@@ -49,7 +49,9 @@ def test_namespace_and_image_shortcuts_reach_every_object(operator: str) -> None
     assert {n["metadata"]["name"] for n in of_kind(objects, "Namespace")} == {"gpu-sched", "kai-resource-reservation"}
     for obj in objects:
         if obj["kind"] in ("Deployment", "ServiceAccount", "Service", "ConfigMap"):
-            assert obj["metadata"]["namespace"] == "gpu-sched"
+            # the reservation pods' ServiceAccount is in theirs
+            reservation = (obj["kind"], obj["metadata"]["name"]) == ("ServiceAccount", "kai-resource-reservation")
+            assert obj["metadata"]["namespace"] == ("kai-resource-reservation" if reservation else "gpu-sched")
     for binding in of_kind(objects, "ClusterRoleBinding"):
         assert binding["subjects"][0]["namespace"] == "gpu-sched"
     hook = by_name(objects, "ValidatingWebhookConfiguration", "kai-admission")["webhooks"][0]

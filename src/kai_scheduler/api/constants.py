@@ -103,6 +103,8 @@ NON_PREEMPTIBLE: Final = "non-preemptible"
 # --- GPU sharing (§6) ---
 RESERVATION_NAMESPACE: Final = "kai-resource-reservation"
 RESERVATION_APP_LABEL_VALUE: Final = "kai-resource-reservation"
+# The ServiceAccount of the reservation pods: the reservation image patches its own pod with its GPU index.
+RESERVATION_SERVICE_ACCOUNT: Final = "kai-resource-reservation"
 # The RuntimeClass the admission webhook gives fractional-GPU pods; the NVIDIA GPU operator installs it.
 DEFAULT_RUNTIME_CLASS_NAME: Final = "nvidia"
 # The RuntimeClass of the binder's GPU reservation pods: none, the node's default runtime (KAI's default since its

@@ -270,6 +270,13 @@ MAX_CONCURRENT_RECONCILES: Final = Flag(
 RESOURCE_RESERVATION_NAMESPACE: Final = Flag(
     "resource-reservation-namespace", TEXT, "namespace of the GPU reservation pods", "NS"
 )
+RESOURCE_RESERVATION_SERVICE_ACCOUNT: Final = Flag(
+    "resource-reservation-service-account",
+    TEXT,
+    "ServiceAccount of the GPU reservation pods, in their namespace: the reservation image patches its own pod "
+    'with its GPU index; "" = the namespace\'s default',
+    "NAME",
+)
 RESOURCE_RESERVATION_POD_IMAGE: Final = Flag(
     "resource-reservation-pod-image",
     TEXT,

@@ -66,6 +66,7 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "binder.plugins.hamicore.enabled": ("bool", "binder.plugins.hamicore.enabled"),
     "binder.resourceReservation.namespace": ("namespace", "binder.resourceReservationNamespace"),
     "binder.resourceReservation.runtimeClassName": ("text", "binder.runtimeClassName"),
+    "binder.resourceReservation.serviceAccountName": ("str", "binder.resourceReservationServiceAccount"),
     "podGrouper.replicas": ("count", "podgrouper.replicas"),
     "podGrouper.maxConcurrentReconciles": ("positive", "podgrouper.maxConcurrentReconciles"),
     "podGrouper.args.gangScheduleKnative": ("bool", "podgrouper.knativeGangSchedule"),

@@ -42,6 +42,8 @@ ANNOTATION_GPU_INDEX = "run.ai/reserve_for_gpu_index"
 ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LABEL_APP = "app"
 CONTAINER_NAME = "resource-reservation"
+
+
 DEFAULT_IMAGE = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest"
 DEFAULT_ALLOCATION_TIMEOUT = 40.0  # seconds: --resource-reservation-allocation-timeout
 _TERMINAL = ("Succeeded", "Failed")
@@ -62,6 +64,7 @@ class ReservationConfig:
     namespace: str = constants.RESERVATION_NAMESPACE
     runtime_class: str = constants.DEFAULT_RESERVATION_RUNTIME_CLASS_NAME  # "" = the reservation pods name none
     image: str = DEFAULT_IMAGE
+    service_account: str = constants.RESERVATION_SERVICE_ACCOUNT  # "" = the namespace's default
     allocation_timeout: float = DEFAULT_ALLOCATION_TIMEOUT
     assign_indices: bool = False  # the embedded cluster: the binder stands in for the device plugin
 
@@ -156,10 +159,14 @@ class Reservations:
                 {
                     "name": CONTAINER_NAME,
                     "image": self.config.image,
+                    "imagePullPolicy": "IfNotPresent",
                     "resources": {"requests": dict(one_gpu), "limits": dict(one_gpu)},
+                    "env": _own_pod_env(),
                 }
             ],
         }
+        if self.config.service_account:
+            spec["serviceAccountName"] = self.config.service_account
         if self.config.runtime_class:
             spec["runtimeClassName"] = self.config.runtime_class
         tolerations = (pod.get("spec") or {}).get("tolerations")
@@ -304,3 +311,9 @@ def _pod_groups(pod: JSON) -> Iterable[str]:
     for key, value in (pod["metadata"].get("labels") or {}).items():
         if key == constants.LABEL_GPU_GROUP or key.startswith(constants.LABEL_GPU_GROUP + "/"):
             yield str(value)
+
+
+def _own_pod_env() -> list[JSON]:
+    """The reservation container's POD_NAME and POD_NAMESPACE: the image patches its own pod with its GPU index."""
+    fields = (("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace"))
+    return [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}} for name, path in fields]

@@ -119,6 +119,7 @@ def _binder_flags(p: Parser) -> None:
     defaults = BinderOptions()
     _concurrency_flag(p)
     arguments.add(p, flags.RESOURCE_RESERVATION_NAMESPACE, defaults.resource_reservation_namespace)
+    arguments.add(p, flags.RESOURCE_RESERVATION_SERVICE_ACCOUNT, defaults.resource_reservation_service_account)
     arguments.add(p, flags.RESOURCE_RESERVATION_POD_IMAGE, defaults.resource_reservation_pod_image)
     arguments.add(p, flags.RESOURCE_RESERVATION_ALLOCATION_TIMEOUT, defaults.resource_reservation_allocation_timeout)
     arguments.add(p, flags.RUNTIME_CLASS_NAME, defaults.runtime_class_name)
@@ -353,6 +354,7 @@ def _binder_options(args: argparse.Namespace) -> BinderOptions:
         reconcile_period=arguments.given(args.reconcile_period, defaults.reconcile_period),
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         resource_reservation_namespace=args.resource_reservation_namespace or defaults.resource_reservation_namespace,
+        resource_reservation_service_account=args.resource_reservation_service_account,
         resource_reservation_pod_image=args.resource_reservation_pod_image or defaults.resource_reservation_pod_image,
         resource_reservation_allocation_timeout=args.resource_reservation_allocation_timeout,
         runtime_class_name=args.runtime_class_name,

@@ -52,6 +52,7 @@ FIELDS: Final = (
     ("binder.maxConcurrentReconciles", "binder.maxConcurrentReconciles"),
     ("binder.resourceReservation.namespace", "binder.resourceReservationNamespace"),
     ("binder.resourceReservation.runtimeClassName", "binder.runtimeClassName"),
+    ("binder.resourceReservation.serviceAccountName", "binder.resourceReservationServiceAccount"),
     ("binder.plugins.hamicore.enabled", "binder.plugins.hamicore.enabled"),
     ("binder.service.resources", "binder.resources"),
     ("podGrouper.replicas", "podgrouper.replicas"),

@@ -77,11 +77,11 @@ RULES: Final[Mapping[str, Rule]] = {
     ),
     "global.vpa.*": Ignored("no VerticalPodAutoscalers are rendered here"),
     "global.resourceReservation.namespace": Alias("binder.resourceReservationNamespace"),
-    "global.resourceReservation.serviceAccount": Ignored("the reservation pods run as the namespace's default here"),
+    "global.resourceReservation.serviceAccount": Alias("binder.resourceReservationServiceAccount"),
     "global.resourceReservation.appLabel": Ignored("the reservation pods' labels are fixed here"),
     "global.resourceReservation.namespaceLabels.*": Ignored("the reservation namespace's labels are fixed here"),
     "global.resourceReservation.createNamespace": Ignored("the install always creates the reservation namespace"),
-    "global.resourceReservation.createServiceAccount": Ignored("the reservation pods need no ServiceAccount here"),
+    "global.resourceReservation.createServiceAccount": Ignored("the install always creates it"),
     # operator
     "operator.image.*": Ignored(_IMAGE),
     "operator.replicaCount": Alias("operator.replicas"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from kai_scheduler.api import constants
 from kai_scheduler.install.objects import (
     COMPONENTS,
     OPERATOR,
@@ -192,6 +193,10 @@ SCALING_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
 
 # The binder's reservation pods live in `binder.resourceReservationNamespace`.
 RESERVATION_RULES = [rule([""], ["pods"], ["create", "delete", "patch"])]
+# The reservation pods' own ServiceAccount (`binder.resourceReservationServiceAccount`): the reservation image
+# reads and patches its own pod with the GPU index it was given (KAI's `kai-resource-reservation` role's verbs).
+RESERVATION_POD_ROLE = constants.RESERVATION_SERVICE_ACCOUNT
+RESERVATION_POD_RULES = [rule([""], ["pods"], ["get", "list", "watch", "patch", "update"])]
 
 
 def build(src: Source) -> list[InstallObject]:
@@ -244,6 +249,19 @@ def build(src: Source) -> list[InstallObject]:
         )
     )
     bindings.append(_object(_binding(src, "RoleBinding", dict(meta), "Role", reservation, account="binder")))
+    accounts.append(_object(_reservation_account(src)))
+    pod_meta = {**meta, "name": RESERVATION_POD_ROLE}
+    roles.append(
+        _object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": dict(pod_meta),
+                "rules": RESERVATION_POD_RULES,
+            }
+        )
+    )
+    bindings.append(_object(_reservation_binding(src, dict(pod_meta))))
     adjuster = "node-scale-adjuster"
     scaling = f"{resource_name(adjuster)}-scaling"
     scaling_meta = {
@@ -281,6 +299,35 @@ def _binding(
         "metadata": meta,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": src.value("namespace.name")}],
+    }
+
+
+def _reservation_account(src: Source) -> dict[str, Any]:
+    namespace = src.value("binder.resourceReservationNamespace")
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": src.value("binder.resourceReservationServiceAccount"),
+            "namespace": namespace,
+            "labels": namespaced_meta(src, RESERVATION_POD_ROLE, "binder")["labels"],
+        },
+        "automountServiceAccountToken": True,
+    }
+
+
+def _reservation_binding(src: Source, meta: dict[str, Any]) -> dict[str, Any]:
+    account = {
+        "kind": "ServiceAccount",
+        "name": src.value("binder.resourceReservationServiceAccount"),
+        "namespace": src.value("binder.resourceReservationNamespace"),
+    }
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": RESERVATION_POD_ROLE},
+        "subjects": [account],
     }
 
 

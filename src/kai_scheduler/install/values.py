@@ -168,6 +168,9 @@ binder:
   maxConcurrentReconciles: 10
   # --resource-reservation-namespace: namespace of the GPU reservation pods (created by the install).
   resourceReservationNamespace: kai-resource-reservation
+  # --resource-reservation-service-account: the reservation pods' ServiceAccount, made in their namespace with a
+  # Role to read and patch their own pod (the reservation image reports its GPU index on it).
+  resourceReservationServiceAccount: kai-resource-reservation
   # --resource-reservation-pod-image: image of the GPU reservation pods (reports the GPU index it was given).
   resourceReservationPodImage: ghcr.io/nvidia/kai-scheduler/resource-reservation:latest
   # --resource-reservation-allocation-timeout: how long a reservation pod may take to report its GPU index.

@@ -62,6 +62,7 @@ COMPONENT_FLAGS: dict[str, tuple[tuple[flags.Flag[Any], str], ...]] = {
         (flags.RECONCILE_PERIOD, "binder.reconcilePeriod"),
         (flags.MAX_CONCURRENT_RECONCILES, "binder.maxConcurrentReconciles"),
         (flags.RESOURCE_RESERVATION_NAMESPACE, "binder.resourceReservationNamespace"),
+        (flags.RESOURCE_RESERVATION_SERVICE_ACCOUNT, "binder.resourceReservationServiceAccount"),
         (flags.RESOURCE_RESERVATION_POD_IMAGE, "binder.resourceReservationPodImage"),
         (flags.RESOURCE_RESERVATION_ALLOCATION_TIMEOUT, "binder.resourceReservationAllocationTimeout"),
         (flags.RUNTIME_CLASS_NAME, "binder.runtimeClassName"),

@@ -230,6 +230,7 @@ def binder(
             namespace=options.resource_reservation_namespace,
             runtime_class=options.runtime_class_name,
             image=options.resource_reservation_pod_image,
+            service_account=options.resource_reservation_service_account,
             allocation_timeout=options.resource_reservation_allocation_timeout,
         ),
         collect_every=RESERVATION_COLLECT_SECONDS,

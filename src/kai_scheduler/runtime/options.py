@@ -56,6 +56,7 @@ class BinderOptions:
     reconcile_period: float = 0.2
     max_concurrent_reconciles: int = 10
     resource_reservation_namespace: str = constants.RESERVATION_NAMESPACE
+    resource_reservation_service_account: str = constants.RESERVATION_SERVICE_ACCOUNT
     resource_reservation_pod_image: str = reservation.DEFAULT_IMAGE
     resource_reservation_allocation_timeout: float = reservation.DEFAULT_ALLOCATION_TIMEOUT
     runtime_class_name: str = constants.DEFAULT_RESERVATION_RUNTIME_CLASS_NAME  # of the reservation pods; "" = none

@@ -37,6 +37,7 @@ spec:
     resourceReservation:
       namespace: {{ (dig "global" "resourceReservation" "namespace" .Values.binder.resourceReservationNamespace .Values.AsMap) | quote }}
       runtimeClassName: {{ (dig "binder" "resourceReservation" "runtimeClassName" .Values.binder.runtimeClassName .Values.AsMap) | quote }}
+      serviceAccountName: {{ (dig "global" "resourceReservation" "serviceAccount" .Values.binder.resourceReservationServiceAccount .Values.AsMap) | quote }}
     plugins:
       hamicore:
         enabled: {{ .Values.binder.plugins.hamicore.enabled }}
