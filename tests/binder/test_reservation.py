@@ -259,3 +259,26 @@ def test_a_fractional_request_of_an_earlier_pod_of_the_same_name_leaves_the_new_
     assert "nodeName" not in got["spec"]
     assert "runai-gpu-group" not in (got["metadata"].get("labels") or {})  # nothing written on the new pod
     assert _reservations(store) == []
+
+
+def test_the_reservation_pods_take_the_resources_and_security_contexts_given() -> None:
+    """KAI's --resource-reservation-pod-resources and -security-context flags: CPU and memory beside the one GPU,
+    which stays the binder's whatever the setting says."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many([b.node("n1", gpus=4), b.pod("p", fraction=0.5), _fraction_request("p", "n1", ["g1"])])
+    config = reservation.ReservationConfig(
+        assign_indices=True,
+        resources={"requests": {"cpu": "10m"}, "limits": {"memory": "64Mi"}},
+        pod_security_context={"runAsNonRoot": True},
+        container_security_context={"allowPrivilegeEscalation": False},
+    )
+    assert Binder(store, clock, config).reconcile().bound == ["ns/p"]
+    [made] = _reservations(store)
+    container = made["spec"]["containers"][0]
+    assert container["resources"] == {
+        "requests": {"cpu": "10m", "nvidia.com/gpu": "1"},
+        "limits": {"memory": "64Mi", "nvidia.com/gpu": "1"},
+    }
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False}
+    assert made["spec"]["securityContext"] == {"runAsNonRoot": True}

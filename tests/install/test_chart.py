@@ -149,6 +149,18 @@ def _comparable(obj: JSON) -> JSON:
             "global.namespaceLabelSelector.team": "ml",
         },
         {"global.podLabelSelector.app": "batch", "global.namespaceLabelSelector.team": "ml"},
+        {  # the reservation pods' additions, KAI's values and this install's; JSON flags of the binder
+            "operator.enabled": False,
+            "global.resourceReservation.serviceAccount": "rr-sa",
+            "binder.resourceReservationPodResources.requests.cpu": "10m",
+            "binder.resourceReservationPodResources.limits.memory": "64Mi",
+            "binder.resourceReservationPodSecurityContext.runAsNonRoot": True,
+            "binder.resourceReservationContainerSecurityContext.allowPrivilegeEscalation": False,
+        },
+        {  # the same through the Config the operator renders the binder from
+            "binder.resourceReservationPodResources.requests.cpu": "10m",
+            "binder.resourceReservationContainerSecurityContext.readOnlyRootFilesystem": True,
+        },
     ],
     ids=[
         "defaults",
@@ -161,6 +173,8 @@ def _comparable(obj: JSON) -> JSON:
         "no-default-shard",
         "selectors-static",
         "selectors-operator",
+        "reservation-pods-static",
+        "reservation-pods-operator",
     ],
 )
 def test_helm_template_yields_the_same_objects_as_kai_manifests(overrides: dict[str, Any]) -> None:

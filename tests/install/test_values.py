@@ -170,3 +170,11 @@ def test_the_log_format_reaches_every_component_and_must_be_known() -> None:
     )
     with pytest.raises(ValuesError, match=r"global\.logFormat.*want text or json"):
         install.manifests(resolve(sets=["global.logFormat=xml"]))
+
+
+def test_a_bad_reservation_pod_quantity_is_a_values_error_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """Caught at `kai manifests`, not when the binder starts with it."""
+    bad = "binder.resourceReservationPodResources.limits.cpu=lots"
+    assert main(["manifests", "--set", bad]) == 2
+    err = capsys.readouterr().err
+    assert err == "kai: value binder.resourceReservationPodResources.limits.cpu: invalid quantity 'lots'\n"

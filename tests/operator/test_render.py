@@ -11,7 +11,7 @@ import yaml
 
 from kai_scheduler.admission.operator import parse_shard
 from kai_scheduler.api import kaiconfig
-from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.framework.shard_config import render as render_config
 from kai_scheduler.operator import render
 from kai_scheduler.scheduler.scheduler import load_config
@@ -391,3 +391,26 @@ def test_kais_pod_grouper_args_set_its_flags() -> None:
     defaults = _args(kaiconfig.Config.from_dict(config()), "kai-podgrouper")
     assert "--knative-gang-schedule=true" in defaults
     assert "--default-priorities-configmap-name=" in defaults
+
+
+def test_kais_reservation_pod_settings_become_the_binders_json_flags() -> None:
+    reservation = {
+        "serviceAccountName": "rr-sa",
+        "podResources": {"requests": {"cpu": "10m"}},
+        "reservationPodSecurityContext": {"runAsNonRoot": True},
+    }
+    cfg = kaiconfig.Config.from_dict(config(binder={"resourceReservation": reservation}))
+    assert cfg.ignored == []
+    got = _args(cfg, "kai-binder")
+    assert "--resource-reservation-service-account=rr-sa" in got
+    assert '--resource-reservation-pod-resources={"requests":{"cpu":"10m"}}' in got
+    assert '--resource-reservation-pod-security-context={"runAsNonRoot":true}' in got
+    assert "--resource-reservation-container-security-context={}" in got
+
+
+def test_a_bad_reservation_pod_quantity_in_the_config_names_its_field() -> None:
+    bad = config(binder={"resourceReservation": {"podResources": {"limits": {"memory": "lots"}}}})
+    with pytest.raises(UserError) as err:
+        kaiconfig.Config.from_dict(bad)
+    assert "binder.resourceReservation.podResources.limits.memory" in str(err.value)
+    assert "invalid quantity 'lots'" in str(err.value)

@@ -277,6 +277,22 @@ RESOURCE_RESERVATION_SERVICE_ACCOUNT: Final = Flag(
     'with its GPU index; "" = the namespace\'s default',
     "NAME",
 )
+RESOURCE_RESERVATION_POD_RESOURCES: Final = Flag(
+    "resource-reservation-pod-resources",
+    TEXT,
+    "JSON ResourceRequirements added to the GPU reservation pods' container: CPU and memory requests and limits "
+    '(its GPU is the binder\'s), e.g. {"requests": {"cpu": "10m", "memory": "32Mi"}}',
+    "JSON",
+)
+RESOURCE_RESERVATION_POD_SECURITY_CONTEXT: Final = Flag(
+    "resource-reservation-pod-security-context", TEXT, "JSON PodSecurityContext of the GPU reservation pods", "JSON"
+)
+RESOURCE_RESERVATION_CONTAINER_SECURITY_CONTEXT: Final = Flag(
+    "resource-reservation-container-security-context",
+    TEXT,
+    "JSON SecurityContext of the GPU reservation pods' container",
+    "JSON",
+)
 RESOURCE_RESERVATION_POD_IMAGE: Final = Flag(
     "resource-reservation-pod-image",
     TEXT,

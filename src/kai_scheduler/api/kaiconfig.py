@@ -29,8 +29,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kai_scheduler.api import constants, quantity
+from kai_scheduler.api import constants, quantity, reservation_pod
 from kai_scheduler.api.duration import DurationError, parse_duration
+from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.selectors import check_match_labels
@@ -41,7 +42,8 @@ NAME: Final = "kai-config"  # the singleton the operator reads; any other name i
 
 # spec path → (type, install value path). Types: "str", "text" (a string, "" allowed), "namespace", "count" (integer
 # ≥ 0), "positive" (integer ≥ 1), "port" (1 to 65535), "bool", "jsonlog" (a bool: json or text), "duration" (a Go
-# duration string > 0), "labels" (a map of label keys to label values).
+# duration string > 0), "labels" (a map of label keys to label values), "resources" (CPU and memory requests and
+# limits, api/reservation_pod), "object" (any mapping, such as a securityContext).
 FIELDS: Final[dict[str, tuple[str, str]]] = {
     "namespace": ("namespace", "namespace.name"),
     "global.schedulerName": ("str", "global.schedulerName"),
@@ -67,6 +69,15 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "binder.resourceReservation.namespace": ("namespace", "binder.resourceReservationNamespace"),
     "binder.resourceReservation.runtimeClassName": ("text", "binder.runtimeClassName"),
     "binder.resourceReservation.serviceAccountName": ("str", "binder.resourceReservationServiceAccount"),
+    "binder.resourceReservation.podResources": ("resources", "binder.resourceReservationPodResources"),
+    "binder.resourceReservation.reservationPodSecurityContext": (
+        "object",
+        "binder.resourceReservationPodSecurityContext",
+    ),
+    "binder.resourceReservation.reservationContainerSecurityContext": (
+        "object",
+        "binder.resourceReservationContainerSecurityContext",
+    ),
     "podGrouper.replicas": ("count", "podgrouper.replicas"),
     "podGrouper.maxConcurrentReconciles": ("positive", "podgrouper.maxConcurrentReconciles"),
     "podGrouper.args.gangScheduleKnative": ("bool", "podgrouper.knativeGangSchedule"),
@@ -268,6 +279,13 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
             return check_match_labels(value)
         except ValueError as err:
             raise r.error(path, str(err)) from None
+    if kind in ("resources", "object"):
+        try:
+            check = reservation_pod.resources if kind == "resources" else reservation_pod.as_object
+            return check(path, value)
+        except UserError as err:  # "<path, or a field under it>: <what is wrong>"
+            where, _, problem = str(err).partition(": ")
+            raise r.error(where, problem) from None
     if kind == "text":
         if not isinstance(value, str):
             raise r.error(path, f"expected a string, got {value!r}")

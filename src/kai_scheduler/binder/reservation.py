@@ -21,11 +21,13 @@ collection costs what changed since the last one, not a LIST of every shared-GPU
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.bindrequest import BindRequest
@@ -65,6 +67,11 @@ class ReservationConfig:
     runtime_class: str = constants.DEFAULT_RESERVATION_RUNTIME_CLASS_NAME  # "" = the reservation pods name none
     image: str = DEFAULT_IMAGE
     service_account: str = constants.RESERVATION_SERVICE_ACCOUNT  # "" = the namespace's default
+    # Added to the pods (api/reservation_pod): CPU and memory requests and limits, the pod's and container's
+    # security contexts.
+    resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    pod_security_context: Mapping[str, Any] = field(default_factory=dict)
+    container_security_context: Mapping[str, Any] = field(default_factory=dict)
     allocation_timeout: float = DEFAULT_ALLOCATION_TIMEOUT
     assign_indices: bool = False  # the embedded cluster: the binder stands in for the device plugin
 
@@ -153,18 +160,19 @@ class Reservations:
             "annotations": {ANNOTATION_DO_NOT_DISRUPT: "true"},
         }
         one_gpu = {constants.RESOURCE_GPU: "1"}
-        spec: JSON = {
-            "nodeName": node,
-            "containers": [
-                {
-                    "name": CONTAINER_NAME,
-                    "image": self.config.image,
-                    "imagePullPolicy": "IfNotPresent",
-                    "resources": {"requests": dict(one_gpu), "limits": dict(one_gpu)},
-                    "env": _own_pod_env(),
-                }
-            ],
+        config = self.config
+        container: JSON = {
+            "name": CONTAINER_NAME,
+            "image": config.image,
+            "imagePullPolicy": "IfNotPresent",
+            "resources": {key: {**config.resources.get(key, {}), **one_gpu} for key in ("limits", "requests")},
+            "env": _own_pod_env(),
         }
+        if config.container_security_context:
+            container["securityContext"] = copy.deepcopy(dict(config.container_security_context))
+        spec: JSON = {"nodeName": node, "containers": [container]}
+        if config.pod_security_context:
+            spec["securityContext"] = copy.deepcopy(dict(config.pod_security_context))
         if self.config.service_account:
             spec["serviceAccountName"] = self.config.service_account
         if self.config.runtime_class:

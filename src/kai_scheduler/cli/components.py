@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.admission import defaults as admission_defaults
-from kai_scheduler.api import constants, flags
+from kai_scheduler.api import constants, flags, reservation_pod
 from kai_scheduler.api.errors import UserError
 from kai_scheduler.cli import arguments, process_flags
 from kai_scheduler.framework.config import FIXED_FLAGS, ConfigError, Flags, check_supported
@@ -121,6 +121,9 @@ def _binder_flags(p: Parser) -> None:
     arguments.add(p, flags.RESOURCE_RESERVATION_NAMESPACE, defaults.resource_reservation_namespace)
     arguments.add(p, flags.RESOURCE_RESERVATION_SERVICE_ACCOUNT, defaults.resource_reservation_service_account)
     arguments.add(p, flags.RESOURCE_RESERVATION_POD_IMAGE, defaults.resource_reservation_pod_image)
+    arguments.add(p, flags.RESOURCE_RESERVATION_POD_RESOURCES, None, shown="none")
+    arguments.add(p, flags.RESOURCE_RESERVATION_POD_SECURITY_CONTEXT, None, shown="none")
+    arguments.add(p, flags.RESOURCE_RESERVATION_CONTAINER_SECURITY_CONTEXT, None, shown="none")
     arguments.add(p, flags.RESOURCE_RESERVATION_ALLOCATION_TIMEOUT, defaults.resource_reservation_allocation_timeout)
     arguments.add(p, flags.RUNTIME_CLASS_NAME, defaults.runtime_class_name)
     arguments.add(p, flags.HAMI_CORE_ENABLED, defaults.hami_core_enabled)
@@ -356,6 +359,14 @@ def _binder_options(args: argparse.Namespace) -> BinderOptions:
         resource_reservation_namespace=args.resource_reservation_namespace or defaults.resource_reservation_namespace,
         resource_reservation_service_account=args.resource_reservation_service_account,
         resource_reservation_pod_image=args.resource_reservation_pod_image or defaults.resource_reservation_pod_image,
+        resource_reservation_pod_resources=reservation_pod.resources(
+            flags.RESOURCE_RESERVATION_POD_RESOURCES.option,
+            _json_flag(args, flags.RESOURCE_RESERVATION_POD_RESOURCES),
+        ),
+        resource_reservation_pod_security_context=_json_flag(args, flags.RESOURCE_RESERVATION_POD_SECURITY_CONTEXT),
+        resource_reservation_container_security_context=_json_flag(
+            args, flags.RESOURCE_RESERVATION_CONTAINER_SECURITY_CONTEXT
+        ),
         resource_reservation_allocation_timeout=args.resource_reservation_allocation_timeout,
         runtime_class_name=args.runtime_class_name,
         hami_core_enabled=args.hami_core_enabled,
@@ -452,6 +463,10 @@ def _string_map(args: argparse.Namespace, flag: flags.Flag[str]) -> dict[str, st
                 raise UserError(f"{flag.option}: invalid map item {item!r}: want key=value")
             out[key] = value
     return out
+
+
+def _json_flag(args: argparse.Namespace, flag: flags.Flag[str]) -> dict[str, Any]:
+    return reservation_pod.from_flag(flag.option, getattr(args, flag.dest, None) or "")
 
 
 def _defaults_configmap(args: argparse.Namespace) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from kai_scheduler.api import kaiconfig, schedulingshard
 from kai_scheduler.install import render
 from kai_scheduler.install.objects import OPERATOR_ONLY, InstallObject, namespaced
 from kai_scheduler.install.source import Concrete, Source
-from kai_scheduler.install.values import LABEL_MAPS, Values
+from kai_scheduler.install.values import FREE_FORM, LABEL_MAPS, Values
 
 CONFIG_MAP: Final = "kai-config-manifest"  # KAI's name for the ConfigMap its Config deployer reads
 CONFIG_KEY: Final = "kai-config.yaml"
@@ -53,6 +53,12 @@ FIELDS: Final = (
     ("binder.resourceReservation.namespace", "binder.resourceReservationNamespace"),
     ("binder.resourceReservation.runtimeClassName", "binder.runtimeClassName"),
     ("binder.resourceReservation.serviceAccountName", "binder.resourceReservationServiceAccount"),
+    ("binder.resourceReservation.podResources", "binder.resourceReservationPodResources"),
+    ("binder.resourceReservation.reservationPodSecurityContext", "binder.resourceReservationPodSecurityContext"),
+    (
+        "binder.resourceReservation.reservationContainerSecurityContext",
+        "binder.resourceReservationContainerSecurityContext",
+    ),
     ("binder.plugins.hamicore.enabled", "binder.plugins.hamicore.enabled"),
     ("binder.service.resources", "binder.resources"),
     ("podGrouper.replicas", "podgrouper.replicas"),
@@ -98,6 +104,8 @@ def _field(src: Source, path: str) -> Any:
         return src.tree(path)
     if path in LABEL_MAPS:
         return src.mapping(path, strings=True)
+    if path in FREE_FORM:
+        return src.mapping(path)
     return src.value(path)
 
 

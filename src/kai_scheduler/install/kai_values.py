@@ -111,7 +111,6 @@ RULES: Final[Mapping[str, Rule]] = {
     "binder.name": Ignored("the binder's name is fixed here (kai-binder)"),
     "binder.image.*": Ignored(_IMAGE),
     "binder.resourceReservationImage.*": Ignored("the reservation pods' image is binder.resourceReservationPodImage"),
-    "binder.resourceReservationPodResources.*": Ignored("the reservation pods' resources are fixed here"),
     "binder.resourceReservation.runtimeClassName": Alias("binder.runtimeClassName"),  # KAI's GPU-sharing doc
     "binder.ports.*": Ignored(_PORTS),
     "binder.affinity.*": Ignored(_POD),

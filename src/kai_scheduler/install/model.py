@@ -6,9 +6,9 @@ from typing import Any
 
 import yaml
 
-from kai_scheduler.api import kaiconfig
+from kai_scheduler.api import kaiconfig, reservation_pod
 from kai_scheduler.api.crd_manifests import load_crds
-from kai_scheduler.api.errors import ObjectError
+from kai_scheduler.api.errors import ObjectError, UserError
 from kai_scheduler.api.selectors import check_match_labels
 from kai_scheduler.install import defaults, kai_config, rbac, webhooks, workloads
 from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, OPERATOR, InstallObject, chosen, values_key
@@ -63,6 +63,11 @@ def check(values: Values) -> None:
             check_match_labels(lookup(values, path))
         except ValueError as err:
             raise ValuesError(f"value {path!r}: {err}") from None
+    try:
+        path = "binder.resourceReservationPodResources"
+        reservation_pod.resources(path, lookup(values, path))
+    except UserError as err:
+        raise ValuesError(f"value {err}") from None
     _check_kai_config(values)
     ratio = lookup(values, "nodeScaleAdjuster.gpuMemoryToFractionRatio")
     try:

@@ -171,6 +171,13 @@ binder:
   # --resource-reservation-service-account: the reservation pods' ServiceAccount, made in their namespace with a
   # Role to read and patch their own pod (the reservation image reports its GPU index on it).
   resourceReservationServiceAccount: kai-resource-reservation
+  # --resource-reservation-pod-resources: CPU and memory requests and limits of the reservation pods' container
+  # (KAI's value), e.g. {{requests: {{cpu: 10m, memory: 32Mi}}}}; its GPU is the binder's.
+  resourceReservationPodResources: {{}}
+  # --resource-reservation-pod-security-context / -container-security-context: the reservation pods' pod and
+  # container securityContext, e.g. for a namespace that enforces the restricted Pod Security Standard.
+  resourceReservationPodSecurityContext: {{}}
+  resourceReservationContainerSecurityContext: {{}}
   # --resource-reservation-pod-image: image of the GPU reservation pods (reports the GPU index it was given).
   resourceReservationPodImage: ghcr.io/nvidia/kai-scheduler/resource-reservation:latest
   # --resource-reservation-allocation-timeout: how long a reservation pod may take to report its GPU index.
@@ -391,6 +398,9 @@ FREE_FORM: Final = frozenset(
         "scheduler.scenarioSearchBudgets",
         "global.podLabelSelector",
         "global.namespaceLabelSelector",
+        "binder.resourceReservationPodResources",
+        "binder.resourceReservationPodSecurityContext",
+        "binder.resourceReservationContainerSecurityContext",
     }
 )
 # Free-form mappings of label keys to label values (checked by `model.check`).

@@ -6,6 +6,7 @@ components of the Config) and `scheduler_shard` (one scheduler per SchedulingSha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -157,6 +158,8 @@ def args(src: Source, component: str) -> list[str]:
     out += [_flag(flag, src.value(path)) for flag, path in COMPONENT_FLAGS[component]]
     if component == "podgrouper":
         out += [_selector_flag(src, flag, path) for flag, path in SELECTOR_FLAGS]
+    if component == "binder":
+        out += [_json_flag(src, flag, path) for flag, path in RESERVATION_POD_FLAGS]
     if component == "scheduler":
         out.append(_flag(flags.SCHEDULER_CONF, f"{CONFIG_DIR}/{CONFIG_FILE}"))
     if component == "admission":
@@ -188,6 +191,22 @@ def _selector_flag(src: Source, flag: flags.Flag[str], path: str) -> str:
     )
     joined = src.computed(lambda v: format_match_labels(check_match_labels(lookup(v, path))), helm)
     return _flag(flag, joined)
+
+
+# The reservation pods' additions: a mapping value as the JSON object the binder's flag takes ("{}": none).
+RESERVATION_POD_FLAGS: Final = (
+    (flags.RESOURCE_RESERVATION_POD_RESOURCES, "binder.resourceReservationPodResources"),
+    (flags.RESOURCE_RESERVATION_POD_SECURITY_CONTEXT, "binder.resourceReservationPodSecurityContext"),
+    (flags.RESOURCE_RESERVATION_CONTAINER_SECURITY_CONTEXT, "binder.resourceReservationContainerSecurityContext"),
+)
+
+
+def _json_flag(src: Source, flag: flags.Flag[str], path: str) -> str:
+    # Helm's `quote` escapes the JSON's quotes for the double-quoted YAML string the flag stands in; the quotes it
+    # adds around it are trimmed (the JSON object itself starts with `{` and ends with `}`).
+    helm = f'toJson ({kai_values.helm_expression(path)} | default dict) | quote | trimAll "\\""'
+    text = src.computed(lambda v: json.dumps(lookup(v, path) or {}, separators=(",", ":"), sort_keys=True), helm)
+    return _flag(flag, text)
 
 
 def _identity(component: str, instance: Instance | None) -> tuple[str, dict[str, str], dict[str, str]]:

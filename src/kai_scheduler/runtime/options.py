@@ -58,6 +58,10 @@ class BinderOptions:
     resource_reservation_namespace: str = constants.RESERVATION_NAMESPACE
     resource_reservation_service_account: str = constants.RESERVATION_SERVICE_ACCOUNT
     resource_reservation_pod_image: str = reservation.DEFAULT_IMAGE
+    # Added to the reservation pods (api/reservation_pod): CPU and memory, the pod's and container's security context.
+    resource_reservation_pod_resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    resource_reservation_pod_security_context: Mapping[str, Any] = field(default_factory=dict)
+    resource_reservation_container_security_context: Mapping[str, Any] = field(default_factory=dict)
     resource_reservation_allocation_timeout: float = reservation.DEFAULT_ALLOCATION_TIMEOUT
     runtime_class_name: str = constants.DEFAULT_RESERVATION_RUNTIME_CLASS_NAME  # of the reservation pods; "" = none
     hami_core_enabled: bool = False  # KAI's binder.plugins.hamicore.enabled: write CUDA_DEVICE_MEMORY_LIMIT

@@ -38,6 +38,9 @@ spec:
       namespace: {{ (dig "global" "resourceReservation" "namespace" .Values.binder.resourceReservationNamespace .Values.AsMap) | quote }}
       runtimeClassName: {{ (dig "binder" "resourceReservation" "runtimeClassName" .Values.binder.runtimeClassName .Values.AsMap) | quote }}
       serviceAccountName: {{ (dig "global" "resourceReservation" "serviceAccount" .Values.binder.resourceReservationServiceAccount .Values.AsMap) | quote }}
+      podResources: {{ toJson (.Values.binder.resourceReservationPodResources | default dict) }}
+      reservationPodSecurityContext: {{ toJson (.Values.binder.resourceReservationPodSecurityContext | default dict) }}
+      reservationContainerSecurityContext: {{ toJson (.Values.binder.resourceReservationContainerSecurityContext | default dict) }}
     plugins:
       hamicore:
         enabled: {{ .Values.binder.plugins.hamicore.enabled }}
