@@ -16,6 +16,7 @@ from kai_scheduler.api import constants, quantity
 from kai_scheduler.api.errors import UserError
 
 RESOURCE_KEYS = ("limits", "requests")
+DROPPED_KEYS = ("claims",)  # a ResourceRequirements field KAI's operator does not pass to its binder either
 
 
 def from_flag(option: str, text: str) -> dict[str, Any]:
@@ -40,9 +41,10 @@ def as_object(where: str, value: Any) -> dict[str, Any]:
 
 def resources(where: str, value: Any) -> dict[str, dict[str, str]]:
     """`{limits: {cpu: 100m, …}, requests: {…}}` with every amount a quantity, as text. The GPU the reservation pod
-    holds is the binder's: a `nvidia.com/gpu` entry is left out, as KAI's binder leaves it."""
+    holds is the binder's: a `nvidia.com/gpu` entry is left out, as KAI's binder leaves it; so are `claims`, as
+    KAI's operator passes only requests and limits."""
     given = as_object(where, value)
-    unknown = sorted(set(given) - set(RESOURCE_KEYS))
+    unknown = sorted(set(given) - set(RESOURCE_KEYS) - set(DROPPED_KEYS))
     if unknown:
         raise UserError(f"{where}: unknown field {unknown[0]!r}; want {' or '.join(RESOURCE_KEYS)}")
     out: dict[str, dict[str, str]] = {}
