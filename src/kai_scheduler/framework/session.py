@@ -182,8 +182,9 @@ class Session:
     def compare_queues(
         self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None, right_job: JobInfo | None
     ) -> int:
+        order = self._calls.get(points.QUEUE_ORDER) or self.call(points.QUEUE_ORDER)
         return (
-            self.call(points.QUEUE_ORDER)(left, right, left_job, right_job)
+            order(left, right, left_job, right_job)
             or _tie(left.creation, right.creation)
             or _tie(left.name, right.name)
         )
