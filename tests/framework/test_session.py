@@ -6,6 +6,7 @@ queues `q1` and `q2`. Plugins here are stand-ins that register the callables of 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -327,3 +328,42 @@ def test_a_derived_value_is_computed_once_until_a_task_moves() -> None:
     stmt.discard()
     assert ssn.derived("x", compute) == 3  # and again after the rollback
     assert ssn.derived("x", compute) == 3
+
+
+# --- the job order as a sort key ------------------------------------------------------------------------
+
+
+def test_job_key_orders_as_compare_jobs_with_the_default_plugins() -> None:
+    """Priority, then elastic band (below, at, above the minimum), then creation (with ties), then uid."""
+    raw: list[dict[str, Any]] = [b.priority_class("low", 10), b.priority_class("high", 100), b.queue("q")]
+    raw += [b.node(f"n{i}") for i in range(4)]
+    for i in range(24):
+        name = f"j{(i * 7) % 24:02d}"
+        raw.append(
+            b.podgroup(name, min_member=1 + i % 3, priority_class=("low", "high")[i % 2], created=b.NOW - 10 * (i % 4))
+        )
+        raw += [b.pod(f"{name}-{k}", group=name, node=f"n{k}", phase="Running") for k in range(i % 4)]
+        raw.append(b.pod(f"{name}-pending", group=name))
+    ssn = b.session(b.snapshot(raw))
+    jobs = list(ssn.snapshot.jobs.values())
+    by_comparison = sorted(jobs, key=functools.cmp_to_key(ssn.compare_jobs))
+    assert isinstance(ssn.job_key(jobs[0]), tuple)  # the keyed path, not the comparison
+    assert [j.name for j in sorted(jobs, key=ssn.job_key)] == [j.name for j in by_comparison]
+    assert len({(j.priority, j.creation) for j in jobs}) < len(jobs)  # ties left to the band and the uid
+
+
+def test_job_key_compares_when_a_job_order_plugin_gives_no_key() -> None:
+    by_name_reversed = _Plugin("p", (points.JOB_ORDER, lambda x, y: (x.name < y.name) - (x.name > y.name)))
+    ssn = _session(by_name_reversed)
+    a, b_ = _jobs(ssn)
+    assert sorted([a, b_], key=ssn.job_key) == [b_, a]  # a is older: a key of the tie-break alone puts it first
+
+
+def test_job_key_is_the_plugins_keys_then_the_tie_break() -> None:
+    def never(left: JobInfo, right: JobInfo) -> int:
+        raise AssertionError("a keyed sort calls no comparison")
+
+    ssn = _session(_Plugin("p", (points.JOB_ORDER, never), (points.JOB_ORDER_KEY, lambda job: -len(job.name))))
+    a, b_ = _jobs(ssn)
+    assert ssn.job_key(a) == (-1, a.creation, a.uid)
+    assert sorted([b_, a], key=ssn.job_key) == [a, b_]

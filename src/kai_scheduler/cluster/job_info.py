@@ -13,10 +13,10 @@ from typing import Any
 
 from kai_scheduler.api.podgroup import PodGroup, TopologyConstraint
 from kai_scheduler.cluster.pod_info import PodInfo
-from kai_scheduler.cluster.pod_status import ACTIVE_USED, ALIVE, BITS, PodStatus, within
+from kai_scheduler.cluster.pod_status import ACTIVE_ALLOCATED, ACTIVE_USED, ALIVE, BITS, PodStatus, within
 
 DEFAULT_POD_SET = "default"
-_SUCCEEDED, _ACTIVE_USED = PodStatus.SUCCEEDED.value, ACTIVE_USED.value
+_SUCCEEDED, _ACTIVE_USED, _ACTIVE_ALLOCATED = PodStatus.SUCCEEDED.value, ACTIVE_USED.value, ACTIVE_ALLOCATED.value
 TaskKey = Callable[[PodInfo], Any]
 MemberKey = Callable[["PodSet | SubGroupSet"], Any]
 
@@ -30,7 +30,11 @@ class PodSet:
     parent: SubGroupSet | None = None
 
     def active_allocated(self) -> int:
-        return sum(1 for t in self.tasks if t.is_active_allocated)
+        count = 0
+        for t in self.tasks:  # the flags' ints, no property per task: the victim pool ranks every running job
+            if BITS[t.placement.status] & _ACTIVE_ALLOCATED:
+                count += 1
+        return count
 
     def active_used(self) -> int:
         return sum(1 for t in self.tasks if within(t.status, ACTIVE_USED))
@@ -117,7 +121,11 @@ class JobInfo:
         return any(t.is_pending for t in self.tasks)
 
     def active_allocated(self) -> int:
-        return sum(1 for t in self.tasks if t.is_active_allocated)
+        count = 0
+        for t in self.tasks:  # the flags' ints, no property per task: the victim pool ranks every running job
+            if BITS[t.placement.status] & _ACTIVE_ALLOCATED:
+                count += 1
+        return count
 
     def is_ready(self) -> bool:
         return self.root.is_ready()

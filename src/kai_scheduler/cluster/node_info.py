@@ -284,18 +284,23 @@ class NodeInfo:
                 best = max(best, total - g.used_memory() + g.releasing_memory())
         self.arrays.shared_free[self.row] = best
 
-    def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
-        a, row = self.arrays, self.row
-        delta = request if sign > 0 else -request
-        a.used[row] += delta
-        if BITS[status] & _RELEASING:
-            a.releasing[row] += delta
-            a.idle[row] -= delta
-        elif BITS[status] == _PIPELINED:
-            a.releasing[row] -= delta
-        else:
-            a.idle[row] -= delta
+    def move_task(self, task: PodInfo, before: Placement, after: Placement) -> bool:
+        """`remove_task(task, before)` then `add_task(task, after)` here, the same sums in the same order with
+        one refresh of the derived row, for a task whose move involves no GPU group or MIG instance (an
+        eviction, its undoing, a victim put back: most moves of a victim search); False, nothing done, else."""
+        if before.gpu_groups or after.gpu_groups or task.gpu.mig:
+            return False
+        a, row, uid = self.arrays, self.row, str(task.uid)
+        _charge_row(a, row, -task.request, _charge(before))
+        self.tasks.pop(uid, None)
+        _charge_row(a, row, task.request, _charge(after))
+        self.tasks[uid] = task
         a.refresh(row)
+        return True
+
+    def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
+        _charge_row(self.arrays, self.row, request if sign > 0 else -request, status)
+        self.arrays.refresh(self.row)
 
     def _group_change(self, group: GpuGroup, task: PodInfo, status: PodStatus, *, adding: bool) -> None:
         before = group.state()
@@ -381,6 +386,18 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
         node._take_mig(task, placement)
     arrays.refresh()
     arrays.stamp(np.unique(rows))
+
+
+def _charge_row(a: NodeArrays, row: int, delta: Vector, status: PodStatus) -> None:
+    """Add `delta` (a request, or its negative) to one row's ledgers as a task in `status` is charged."""
+    a.used[row] += delta
+    if BITS[status] & _RELEASING:
+        a.releasing[row] += delta
+        a.idle[row] -= delta
+    elif BITS[status] == _PIPELINED:
+        a.releasing[row] -= delta
+    else:
+        a.idle[row] -= delta
 
 
 def _charge(placement: Placement) -> PodStatus:

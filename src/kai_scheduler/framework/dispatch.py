@@ -15,6 +15,7 @@ rejection always names the plugin that registered the callable that rejected (as
 | CHAIN | the last argument is a list of items; each callable splits every item (None keeps it) |
 | AND_MASKS | (task, candidates) -> (mask, fitted): the AND of every NodeFilter's mask over a copy of the |
 |  | candidates, stopping once empty; fitted: some filter applied the resource fit itself |
+| TUPLE | the answers of every callable, in order, as a tuple |
 """
 
 from __future__ import annotations
@@ -151,6 +152,15 @@ def _and_masks(hooks: Hooks) -> Callable[..., tuple[points.Mask, bool]]:
     return run
 
 
+def _tuple(hooks: Hooks) -> Callable[..., tuple[Any, ...]]:
+    fns = tuple(fn for _, fn in hooks)
+
+    def run(*args: Any) -> tuple[Any, ...]:
+        return tuple([fn(*args) for fn in fns])
+
+    return run
+
+
 _RULES: dict[Combine, Callable[[Hooks], Callable[..., Any]]] = {
     Combine.FIRST_NONZERO: _first_nonzero,
     Combine.FIRST_REJECT: _first_reject,
@@ -160,6 +170,7 @@ _RULES: dict[Combine, Callable[[Hooks], Callable[..., Any]]] = {
     Combine.SUM: _sum,
     Combine.CHAIN: _chain,
     Combine.AND_MASKS: _and_masks,
+    Combine.TUPLE: _tuple,
 }
 
 # Rules under which a single callable's answer is already the combined answer.

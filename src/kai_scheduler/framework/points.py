@@ -7,6 +7,7 @@ configured tier order through one dispatcher per combination rule (`framework.di
 | point | callable | combine |
 |---|---|---|
 | JOB_ORDER, QUEUE_ORDER, TASK_ORDER, SUBGROUP_ORDER | (l, r) -> int | first non-zero, then the session's tie-break |
+| JOB_ORDER_KEY | (job) -> a value ordered as the plugin's JOB_ORDER orders jobs | the tuple of answers |
 | PRE_PREDICATE | (task, job) -> Reject or None | first rejection |
 | PREDICATE | (task, candidates) -> NodeFilter | AND of masks; each plugin's removals are counted for fit errors |
 | NODE_PRE_ORDER | (task, candidates) -> None | all run |
@@ -57,6 +58,7 @@ class Combine(enum.Enum):
     ALL = "all run"
     CHAIN = "chained"
     FIRST_ANSWER = "first answer"
+    TUPLE = "tuple of answers"
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,6 +96,7 @@ class NodeFilter:
 
 
 JobCompare = Callable[["JobInfo", "JobInfo"], int]
+JobKey = Callable[["JobInfo"], Any]
 QueueCompare = Callable[["QueueInfo", "QueueInfo", "JobInfo | None", "JobInfo | None"], int]
 TaskCompare = Callable[["PodInfo", "PodInfo"], int]
 MemberCompare = Callable[["Member", "Member"], int]
@@ -128,6 +131,7 @@ QueueCharger = Callable[[str, float, bool], None]
 ScenarioValidator = Callable[["JobInfo", "list[PodInfo]", VictimScenario], "Reject | None"]
 
 JOB_ORDER = ExtensionPoint[JobCompare]("jobOrder", Combine.FIRST_NONZERO)
+JOB_ORDER_KEY = ExtensionPoint[JobKey]("jobOrderKey", Combine.TUPLE)
 QUEUE_ORDER = ExtensionPoint[QueueCompare]("queueOrder", Combine.FIRST_NONZERO)
 TASK_ORDER = ExtensionPoint[TaskCompare]("taskOrder", Combine.FIRST_NONZERO)
 SUBGROUP_ORDER = ExtensionPoint[MemberCompare]("subGroupOrder", Combine.FIRST_NONZERO)

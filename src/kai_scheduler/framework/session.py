@@ -98,7 +98,7 @@ class Session:
         self._registering = ""
         self._task_rank: dict[str, int] = {}
         self.member_key = functools.cmp_to_key(self.compare_members)
-        self.job_key = functools.cmp_to_key(self.compare_jobs)
+        self.job_key: Callable[[JobInfo], Any] = functools.cmp_to_key(self.compare_jobs)
         self._all_nodes = np.ones(len(snapshot.nodes), dtype=bool)
         self._tasks_to_allocate: dict[str, list[PodInfo]] = {}
         self._ranked_as: Mapping[str, Sequence[PodInfo]] = {}
@@ -144,6 +144,8 @@ class Session:
         """Register `fn` on `point` for the plugin being opened."""
         self._hooks.setdefault(point, []).append((self._registering or "session", fn))
         self._calls.pop(point, None)
+        if point is points.JOB_ORDER or point is points.JOB_ORDER_KEY:
+            self.job_key = self._job_key()
 
     def hooks(self, point: points.ExtensionPoint[F]) -> list[tuple[str, F]]:
         return self._hooks.get(point, [])
@@ -163,11 +165,26 @@ class Session:
             self.call(points.JOB_ORDER)(left, right) or _tie(left.creation, right.creation) or _tie(left.uid, right.uid)
         )
 
+    def _job_key(self) -> Callable[[JobInfo], Any]:
+        """The sort key of JOB_ORDER. When every plugin on JOB_ORDER gives its order as a key too (JOB_ORDER_KEY,
+        the same plugins in the same order), the tuple of their keys and the tie-break: it orders exactly as
+        `compare_jobs`, and a sort compares tuples without a call into the plugins per comparison (a victim pool
+        of 33,600 jobs cost a tenth of a reclaim cycle that way). Otherwise the comparison itself."""
+        if [name for name, _ in self.hooks(points.JOB_ORDER_KEY)] != [name for name, _ in self.hooks(points.JOB_ORDER)]:
+            return functools.cmp_to_key(self.compare_jobs)
+        keys = self.call(points.JOB_ORDER_KEY)
+
+        def key(job: JobInfo) -> tuple[Any, ...]:
+            return (*keys(job), job.creation, job.uid)
+
+        return key
+
     def compare_queues(
         self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None, right_job: JobInfo | None
     ) -> int:
+        order = self._calls.get(points.QUEUE_ORDER) or self.call(points.QUEUE_ORDER)
         return (
-            self.call(points.QUEUE_ORDER)(left, right, left_job, right_job)
+            order(left, right, left_job, right_job)
             or _tie(left.creation, right.creation)
             or _tie(left.name, right.name)
         )

@@ -26,6 +26,7 @@ class Elastic(PluginBase):
     def on_session_open(self, ssn: Session) -> None:
         self._snapshot, self._bands = ssn.snapshot, {}
         ssn.add(points.JOB_ORDER, self.job_order)
+        ssn.add(points.JOB_ORDER_KEY, self._band)
 
     def on_session_close(self, ssn: Session) -> None:
         self._snapshot, self._bands = None, {}  # a held snapshot would keep its model from being reused

@@ -16,7 +16,12 @@ class Priority(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(points.JOB_ORDER, self.job_order)
+        ssn.add(points.JOB_ORDER_KEY, self.job_order_key)
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Negative when `left` goes first: the higher priority; 0 leaves the tie to the next plugin."""
         return (left.priority < right.priority) - (left.priority > right.priority)
+
+    def job_order_key(self, job: JobInfo) -> int:
+        """JOB_ORDER_KEY: ascending as `job_order` orders (the higher priority first)."""
+        return -job.priority

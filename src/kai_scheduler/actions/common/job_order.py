@@ -76,8 +76,9 @@ class _Node:
 
     def __lt__(self, other: _Node) -> bool:
         assert self.queue is not None and other.queue is not None
-        result = self.tree.ssn.compare_queues(self.queue, other.queue, self.best(), other.best())
-        return (result > 0) if self.tree.reverse else (result < 0)
+        tree = self.tree
+        result = tree.compare_queues(self.queue, other.queue, self.best(), other.best())
+        return (result > 0) if tree.reverse else (result < 0)
 
 
 @dataclass(eq=False)
@@ -109,6 +110,7 @@ class JobOrderByQueues:
     ) -> None:
         self.ssn = ssn
         self.reverse = reverse
+        self.compare_queues = ssn.compare_queues
         self._root = _Node(None, self)
         self._nodes: dict[str, _Node] = {}
         self._dirty: list[_Node] = []

@@ -120,7 +120,7 @@ class VictimQueue:
         self._chunk = chunk
         self._eviction = eviction
         self._max_jobs = max_jobs
-        self.jobs: list[str] = []  # uids of the jobs that gave victims, in order
+        self.jobs: dict[str, None] = {}  # uids of the jobs that gave victims, in order (a dict: asked per pop)
         self._waiting: dict[str, list[JobInfo]] = {}
         for job in jobs:
             self._waiting.setdefault(job.queue, []).append(job)
@@ -155,8 +155,7 @@ class VictimQueue:
             why = self._eviction(job)
             for task in tasks:
                 stmt.evict(task, why)
-            if job.uid not in self.jobs:
-                self.jobs.append(job.uid)
+            self.jobs.setdefault(job.uid)
             if any(is_evictable(t) for t in job.tasks):
                 self._order.push(job)
             return batch

@@ -200,10 +200,14 @@ class Snapshot:
         """Move `task` to `after`: off its old node's ledgers, onto the new node's (statements call this)."""
         before = task.placement
         nodes = self.node_by_name
-        if BITS[before.status] & _ON_NODE and before.node:
+        on_before = bool(BITS[before.status] & _ON_NODE and before.node)
+        on_after = bool(BITS[after.status] & _ON_NODE and after.node)
+        if on_before and on_after and before.node == after.node and nodes[after.node].move_task(task, before, after):
+            on_before = on_after = False  # on the same node, in one pass over its ledgers
+        if on_before:
             nodes[before.node].remove_task(task, before)
         self.changes.record(Moved(task, before, after))
         self.version += 1
         self.job_moved[task.job_uid] = self.version
-        if BITS[after.status] & _ON_NODE and after.node:
+        if on_after:
             nodes[after.node].add_task(task, after)

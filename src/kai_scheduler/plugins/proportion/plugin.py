@@ -207,14 +207,19 @@ class Proportion(PluginBase):
     def queue_order(
         self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None, right_job: JobInfo | None
     ) -> int:
-        """QUEUE_ORDER: rules 1-8 of §3.4 over the queues' current state and their best jobs' requests."""
-        self._follow_ranking()
-        return queue_order.compare_ranked(
-            self._states[left.name],
-            self._rank(left.name, left_job),
-            self._states[right.name],
-            self._rank(right.name, right_job),
-        )
+        """QUEUE_ORDER: rules 1-8 of §3.4 over the queues' current state and their best jobs' requests.
+
+        The hottest comparison of a victim search (each step re-positions queues in the job-order tree): the
+        ranks cached for both sides are looked up here, and only a miss calls `_rank`."""
+        assert self._ssn is not None
+        if self._ssn.ranking_version != self._ranking_version:
+            self._follow_ranking()
+        ranks = self._ranks
+        kept = ranks.get(left.name)
+        left_rank = kept[1] if kept is not None and kept[0] is left_job else self._rank(left.name, left_job)
+        kept = ranks.get(right.name)
+        right_rank = kept[1] if kept is not None and kept[0] is right_job else self._rank(right.name, right_job)
+        return queue_order.compare_ranked(self._states[left.name], left_rank, self._states[right.name], right_rank)
 
     def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
         """JOB_OVER_CAPACITY: the limit check, then (non-preemptible jobs) the quota check, on every level."""
