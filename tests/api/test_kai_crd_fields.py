@@ -18,7 +18,11 @@ def test_a_config_setting_every_field_of_kais_crd_parses_and_names_what_it_ignor
     assert cfg.values["namespace.name"] == "kai-system"
     assert cfg.values["global.gpuSharing"] is True  # KAI's admission.gpuSharing
     assert cfg.prometheus == kaiconfig.Prometheus(enabled=True, external_url="x", instance_name="x")
-    for path in ("spec.global.tolerations", "spec.numaPlacementExporter", "spec.binder.service.resources.claims"):
+    for path in (
+        "spec.global.daemonsetsTolerations",
+        "spec.numaPlacementExporter",
+        "spec.binder.service.resources.claims",
+    ):
         assert any(p == path or p.startswith(f"{path}.") for p in cfg.ignored), path
 
 

@@ -198,3 +198,46 @@ def test_the_plugin_server_port_is_a_flag_and_a_container_port_also_when_off() -
         assert f"--plugin-server-port={value}" in container["args"]
         declared = {p["name"]: p["containerPort"] for p in container["ports"]}
         assert declared == {"metrics": 8080, "plugin-server": port}
+
+
+# KAI's global values of where the components' pods run; lists can only come from a values file.
+PLACEMENT: dict[str, Any] = {
+    "nodeSelector": {"node-role.kubernetes.io/system": "true"},
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoSchedule"}],
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}]
+            }
+        }
+    },
+    "imagePullSecrets": [{"name": "regcred"}],
+    "priorityClassName": "system-cluster-critical",
+}
+
+
+@pytest.mark.parametrize("operator", [False, True], ids=["static", "operator"])
+def test_kais_placement_values_reach_every_deployment_as_helm_renders_them(operator: bool, tmp_path: Path) -> None:
+    """KAI's `global.nodeSelector`, `.tolerations`, `.affinity`, `.imagePullSecrets` and `.priorityClassName`: every
+    component's pod (the operator's too), and the Config the operator renders the components from."""
+    values = {"operator": {"enabled": operator}, "global": PLACEMENT}
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    expected = {_key(o): _comparable(o) for o in install.manifests(install.resolve(files=[str(path)]), skip_crds=True)}
+    flat = {"operator.enabled": operator, **{f"global.{k}": v for k, v in PLACEMENT.items()}}
+    rendered = {_key(o): _comparable(_without_helm_annotations(o)) for o in _helm_render(flat)}
+    assert rendered == expected
+    deployments = [o for o in expected.values() if o["kind"] == "Deployment"]
+    assert len(deployments) == (1 if operator else 5)
+    for d in deployments:
+        spec = d["spec"]["template"]["spec"]
+        assert {k: spec.get(k) for k in PLACEMENT} == PLACEMENT, d["metadata"]["name"]
+    if operator:
+        config = expected[("ConfigMap", "kai-scheduler", kai_config.CONFIG_MAP)]["data"][kai_config.CONFIG_KEY]
+        assert config["spec"]["global"]["additionalImagePullSecrets"] == ["regcred"]
+        assert config["spec"]["global"]["tolerations"] == PLACEMENT["tolerations"]
+
+
+def test_without_placement_values_the_pods_say_nothing_of_it() -> None:
+    for d in (o for o in install.manifests(install.defaults(), skip_crds=True) if o["kind"] == "Deployment"):
+        assert not set(PLACEMENT) & set(d["spec"]["template"]["spec"]), d["metadata"]["name"]

@@ -178,3 +178,14 @@ def test_a_bad_reservation_pod_quantity_is_a_values_error_naming_it(capsys: pyte
     assert main(["manifests", "--set", bad]) == 2
     err = capsys.readouterr().err
     assert err == "kai: value binder.resourceReservationPodResources.limits.cpu: invalid quantity 'lots'\n"
+
+
+def test_a_list_value_is_set_in_a_values_file(tmp_path: Path) -> None:
+    with pytest.raises(ValuesError, match=r"'global\.tolerations' is a list; set it in a values file \(-f\)"):
+        resolve(sets=["global.tolerations=x"])
+    path = tmp_path / "v.yaml"
+    path.write_text("global: {tolerations: {key: x}}\n")
+    with pytest.raises(ValuesError, match=r"value 'global\.tolerations' must be a list"):
+        resolve(files=[str(path)])
+    path.write_text("global: {tolerations: [{key: x, operator: Exists}]}\n")
+    assert resolve(files=[str(path)])["global"]["tolerations"] == [{"key": "x", "operator": "Exists"}]

@@ -130,13 +130,13 @@ def test_a_config_made_before_the_install_keeps_the_fields_the_install_does_not_
             "apiVersion": "kai.scheduler/v1",
             "kind": "Config",
             "metadata": {"name": "kai-config"},
-            "spec": {"global": {"tolerations": [{"key": "k"}]}, "binder": {"replicas": 3}},
+            "spec": {"global": {"daemonsetsTolerations": [{"key": "k"}]}, "binder": {"replicas": 3}},
         }
     )
     install_configmap(store, "global.gpuSharing=true")
     Defaults(store, NS).ensure()
     spec = store.get("configs", "kai-config")["spec"]
-    assert spec["global"]["tolerations"] == [{"key": "k"}]
+    assert spec["global"]["daemonsetsTolerations"] == [{"key": "k"}]
     assert spec["binder"]["replicas"] == 1  # the install's, as `kubectl apply` of it would set it
     assert spec["admission"]["gpuSharing"] is True
 

@@ -150,7 +150,9 @@ def test_a_config_written_for_kai_renders_everything_and_names_what_it_ignores(
 ) -> None:
     """A fresh operator on a cluster KAI ran: the Config's fields not implemented here hold nothing back."""
     store = MemoryStore(ManualClock(1000.0))
-    store.create(config(binder={"replicas": 3}, nodeScaleAdjuster={"enabled": True}, **{"global": {"tolerations": []}}))
+    store.create(
+        config(binder={"replicas": 3}, nodeScaleAdjuster={"enabled": True}, **{"global": {"daemonsetsTolerations": []}})
+    )
     store.create(shard("a", partitionLabelValue="pool-a"))
     fresh = Reconciler(store, NS, ManualClock(1000.0), image="reg/kai:1")
     with caplog.at_level(logging.WARNING, logger="kai_scheduler.operator.reconciler"):
@@ -161,7 +163,8 @@ def test_a_config_written_for_kai_renders_everything_and_names_what_it_ignores(
     c = conditions(store, "configs", "kai-config")
     assert (c["Reconciled"]["status"], c["Reconciled"]["reason"]) == ("True", "Reconciled")
     assert c["Reconciled"]["message"] == (
-        "Config kai-config: not implemented by this project, ignored: spec.nodeScaleAdjuster, spec.global.tolerations"
+        "Config kai-config: not implemented by this project, ignored: spec.nodeScaleAdjuster, "
+        "spec.global.daemonsetsTolerations"
     )
     assert (c["Degraded"]["status"], c["Degraded"]["message"]) == ("False", "")
     assert [r.getMessage() for r in caplog.records] == [c["Reconciled"]["message"]]

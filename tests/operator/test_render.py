@@ -338,7 +338,7 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
             prometheus={"enabled": True, "storageSize": "30Gi"},
             binder={"replicas": 3, "service": {"image": {"tag": "x"}}, "resourceReservation": {"appLabel": "r"}},
             podGroupController={"sidecar": 1},
-            **{"global": {"tolerations": [{"key": "k"}], "schedulerName": "kai-scheduler"}},
+            **{"global": {"daemonsetsTolerations": [{"key": "k"}], "schedulerName": "kai-scheduler"}},
         )
     )
     assert cfg.ignored == [
@@ -346,13 +346,13 @@ def test_what_kais_config_has_and_is_not_implemented_here_is_ignored_and_named()
         "spec.binder.service.image",
         "spec.binder.resourceReservation.appLabel",
         "spec.podGroupController.sidecar",
-        "spec.global.tolerations",
+        "spec.global.daemonsetsTolerations",
     ]
     assert cfg.values["binder.replicas"] == 3
     assert cfg.ignored_message() == (
         "Config kai-config: not implemented by this project, ignored: spec.prometheus.storageSize, "
         "spec.binder.service.image, "
-        "spec.binder.resourceReservation.appLabel, spec.podGroupController.sidecar, spec.global.tolerations"
+        "spec.binder.resourceReservation.appLabel, spec.podGroupController.sidecar, spec.global.daemonsetsTolerations"
     )
     assert kaiconfig.Config.from_dict(config(binder={"replicas": 1})).ignored_message() == ""
 
@@ -414,3 +414,28 @@ def test_a_bad_reservation_pod_quantity_in_the_config_names_its_field() -> None:
         kaiconfig.Config.from_dict(bad)
     assert "binder.resourceReservation.podResources.limits.memory" in str(err.value)
     assert "invalid quantity 'lots'" in str(err.value)
+
+
+def test_kais_global_placement_reaches_the_components_the_operator_renders() -> None:
+    placement = {
+        "nodeSelector": {"node-role.kubernetes.io/system": "true"},
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {"podAntiAffinity": {}},
+        "priorityClassName": "system-cluster-critical",
+        "imagesPullSecret": "regcred",
+        "additionalImagePullSecrets": ["mirror"],
+    }
+    cfg = kaiconfig.Config.from_dict(config(**{"global": placement}))
+    assert cfg.ignored == []
+    objects = render.shared_objects(render.with_config(render.base_values("ns", None), cfg), None)
+    spec = objects[("deployments", "kai-binder")]["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == placement["nodeSelector"]
+    assert spec["tolerations"] == placement["tolerations"]
+    assert spec["affinity"] == placement["affinity"]
+    assert spec["priorityClassName"] == "system-cluster-critical"
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}, {"name": "mirror"}]
+
+
+def test_a_toleration_that_is_not_an_object_names_its_field() -> None:
+    with pytest.raises(ObjectError, match=r"spec\.global\.tolerations: expected a list of objects"):
+        kaiconfig.Config.from_dict(config(**{"global": {"tolerations": ["NoSchedule"]}}))

@@ -43,7 +43,8 @@ NAME: Final = "kai-config"  # the singleton the operator reads; any other name i
 # spec path → (type, install value path). Types: "str", "text" (a string, "" allowed), "namespace", "count" (integer
 # ≥ 0), "positive" (integer ≥ 1), "port" (1 to 65535), "bool", "jsonlog" (a bool: json or text), "duration" (a Go
 # duration string > 0), "labels" (a map of label keys to label values), "resources" (CPU and memory requests and
-# limits, api/reservation_pod), "object" (any mapping, such as a securityContext).
+# limits, api/reservation_pod), "object" (any mapping, such as a securityContext), "list" (a list of objects, such
+# as tolerations), "secret" / "secrets" (a Secret's name / a list of them: the pods' imagePullSecrets).
 FIELDS: Final[dict[str, tuple[str, str]]] = {
     "namespace": ("namespace", "namespace.name"),
     "global.schedulerName": ("str", "global.schedulerName"),
@@ -57,6 +58,13 @@ FIELDS: Final[dict[str, tuple[str, str]]] = {
     "global.podLabelSelector": ("labels", "global.podLabelSelector"),
     "global.namespaceLabelSelector": ("labels", "global.namespaceLabelSelector"),
     "global.jsonLog": ("jsonlog", "global.logFormat"),  # KAI's: true is json, false text
+    # Where the components' pods run (every Deployment the operator renders).
+    "global.nodeSelector": ("labels", "global.nodeSelector"),
+    "global.tolerations": ("list", "global.tolerations"),
+    "global.affinity": ("object", "global.affinity"),
+    "global.priorityClassName": ("text", "global.priorityClassName"),
+    "global.imagesPullSecret": ("secret", "global.imagePullSecrets"),
+    "global.additionalImagePullSecrets": ("secrets", "global.imagePullSecrets"),
     "global.image.repository": ("str", "image.repository"),
     "global.image.tag": ("str", "image.tag"),
     "global.image.pullPolicy": ("str", "image.pullPolicy"),
@@ -216,7 +224,11 @@ def _walk(r: Reader, node: dict[str, Any], prefix: str, out: dict[str, Any], ign
         if path in FIELDS:
             kind, target = FIELDS[path]
             typed = _typed(r, f"spec.{path}", kind, value)
-            out[target] = max(out[target], typed) if kind == "count" and target in out else typed
+            if kind == "count" and target in out:
+                typed = max(out[target], typed)
+            elif isinstance(typed, list) and isinstance(out.get(target), list):  # two fields, one list
+                typed = out[target] + typed
+            out[target] = typed
         elif path in SETTINGS:
             out[path] = _typed(r, f"spec.{path}", SETTINGS[path], value)  # popped into Config.prometheus
         elif prefix == "" and key not in _sections():
@@ -279,6 +291,15 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
             return check_match_labels(value)
         except ValueError as err:
             raise r.error(path, str(err)) from None
+    if kind == "list":
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise r.error(path, f"expected a list of objects, got {value!r}")
+        return value
+    if kind in ("secret", "secrets"):
+        names = [value] if kind == "secret" else value
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise r.error(path, f"expected {'a name' if kind == 'secret' else 'a list of names'}, got {value!r}")
+        return [{"name": n} for n in names if n]
     if kind in ("resources", "object"):
         try:
             check = reservation_pod.resources if kind == "resources" else reservation_pod.as_object

@@ -42,6 +42,11 @@ FIELDS: Final = (
     ("global.logFormat", "global.logFormat"),
     ("global.podLabelSelector", "global.podLabelSelector"),
     ("global.namespaceLabelSelector", "global.namespaceLabelSelector"),
+    ("global.nodeSelector", "global.nodeSelector"),
+    ("global.tolerations", "global.tolerations"),
+    ("global.affinity", "global.affinity"),
+    ("global.priorityClassName", "global.priorityClassName"),
+    ("global.additionalImagePullSecrets", "global.imagePullSecrets"),
     ("global.image.repository", "image.repository"),
     ("global.image.tag", "image.tag"),
     ("global.image.pullPolicy", "image.pullPolicy"),
@@ -102,8 +107,16 @@ def config(src: Source) -> dict[str, Any]:
 def _field(src: Source, path: str) -> Any:
     if path.endswith(".resources"):
         return src.tree(path)
-    if path in LABEL_MAPS:
+    if path in LABEL_MAPS or path == "global.nodeSelector":
         return src.mapping(path, strings=True)
+    if path == "global.imagePullSecrets":  # KAI's Config names the Secrets
+        helm = (
+            "$pull_secrets := list }}{{ range .Values.global.imagePullSecrets }}"
+            "{{ $pull_secrets = append $pull_secrets .name }}{{ end }}{{ toJson $pull_secrets"
+        )
+        return src.computed(lambda v: [s["name"] for s in v["global"]["imagePullSecrets"]], helm)
+    if path in ("global.tolerations", "global.affinity"):
+        return src.mapping(path)
     if path in FREE_FORM:
         return src.mapping(path)
     return src.value(path)

@@ -39,7 +39,7 @@ class Ignored:
 Rule = Alias | Ignored
 
 _IMAGE: Final = "one image runs every component here (image.repository, image.tag, image.pullPolicy)"
-_POD: Final = "the components' pod placement and security settings are fixed here (not rendered)"
+_POD: Final = "the components run with a restricted securityContext of their own here (not rendered)"
 _HOOKS: Final = (
     "this chart has no install hooks: Helm applies crds/, and the operator applies the Config and the default "
     "shard rendered into the ConfigMap kai-config-manifest"
@@ -62,12 +62,7 @@ RULES: Final[Mapping[str, Rule]] = {
     "global.imagePullPolicy": Alias("image.pullPolicy"),
     "global.securityContext.*": Ignored(_POD),
     "global.podSecurityContext.*": Ignored(_POD),
-    "global.imagePullSecrets.*": Ignored(_POD),
-    "global.nodeSelector.*": Ignored(_POD),
-    "global.affinity.*": Ignored(_POD),
     "global.requireDefaultPodAntiAffinityTerm": Ignored(_POD),
-    "global.tolerations.*": Ignored(_POD),
-    "global.priorityClassName": Ignored(_POD),
     "global.clusterAutoscaling": Alias("nodeScaleAdjuster.enabled"),
     "global.blockNvidiaVisibleDevices": Alias("admission.blockNvidiaVisibleDevices"),
     "global.jsonLog": Alias(

@@ -36,7 +36,8 @@ class Source(Protocol):
         ...
 
     def mapping(self, path: str, *, strings: bool = False) -> Any:
-        """The free-form mapping at `path` as given (`strings`: each value as text, as a map of strings needs)."""
+        """The free-form mapping (or list) at `path` as given (`strings`: each value of a mapping as text, as a map
+        of strings needs)."""
         ...
 
 
@@ -70,8 +71,8 @@ class Concrete:
 
     def mapping(self, path: str, *, strings: bool = False) -> Any:
         node = lookup(self.values, path)
-        assert isinstance(node, dict)
-        return {k: _text(v) for k, v in node.items()} if strings else copy.deepcopy(node)
+        assert isinstance(node, dict | list)
+        return {k: _text(v) for k, v in node.items()} if strings and isinstance(node, dict) else copy.deepcopy(node)
 
 
 def _text(value: Any) -> str:
@@ -124,14 +125,15 @@ class Templated:
         return self._token(f"{{{{ {helm} }}}}", f"{{{{ {helm} }}}}")
 
     def mapping(self, path: str, *, strings: bool = False) -> Any:
-        """A token for the mapping as JSON, which is YAML's flow style: it stands on one line wherever it lands."""
-        lookup(self.defaults, path)
+        """A token for the mapping (or list) as JSON, which is YAML's flow style: it stands on one line wherever it
+        lands."""
+        empty = "list" if isinstance(lookup(self.defaults, path), list) else "dict"
         expr = kai_values.helm_expression(path)
         if strings:
             text = f"{{{{ $m := dict }}}}{{{{ range $k, $v := {expr} }}}}{{{{ $_ := set $m $k (toString $v) }}}}"
             text += "{{ end }}{{ toJson $m }}"
         else:
-            text = f"{{{{ toJson ({expr} | default dict) }}}}"
+            text = f"{{{{ toJson ({expr} | default {empty}) }}}}"
         return self._token(text, text)
 
     def optional(self, path: str, key: str, node: Any) -> dict[str, Any]:

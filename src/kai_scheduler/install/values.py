@@ -73,6 +73,14 @@ global:
   # objectSelector / namespaceSelector). Empty: every pod of the scheduler.
   podLabelSelector: {{}}
   namespaceLabelSelector: {{}}
+  # Where the components' pods run, as KAI's global values: every component's Deployment (and the operator's)
+  # gets them, e.g. tolerations of the system nodes' taint, or imagePullSecrets ([{{name: regcred}}]) for a private
+  # registry. Lists are set in a values file (-f); empty: not written.
+  nodeSelector: {{}}
+  tolerations: []
+  affinity: {{}}
+  imagePullSecrets: []
+  priorityClassName: ""
 
 leaderElection:
   # --leader-elect is turned on for a component whose replicas is above 1 (or with global.leaderElection); the
@@ -398,6 +406,8 @@ FREE_FORM: Final = frozenset(
         "scheduler.scenarioSearchBudgets",
         "global.podLabelSelector",
         "global.namespaceLabelSelector",
+        "global.nodeSelector",
+        "global.affinity",
         "binder.resourceReservationPodResources",
         "binder.resourceReservationPodSecurityContext",
         "binder.resourceReservationContainerSecurityContext",
@@ -447,6 +457,10 @@ def merge(
             if not isinstance(new, Mapping):
                 raise ValuesError(f"{source}: value {path!r} must be a mapping, got {new!r}")
             merge(old, new, source=source, prefix=f"{path}.", ignored=ignored, base=base, root=root)
+        elif isinstance(old, list):  # replaced whole, as Helm replaces a list
+            if not isinstance(new, list):
+                raise ValuesError(f"{source}: value {path!r} must be a list, got {new!r}")
+            values[key] = copy.deepcopy(new)
         else:
             values[key] = coerce(path, old, _empty_is_default(path, new, base), source=source)
 
@@ -543,6 +557,8 @@ def apply_set(values: Values, assignment: str, *, ignored: list[str] | None = No
     old = node[keys[-1]]
     if isinstance(old, dict):
         raise ValuesError(f"--set {path}: {path!r} is a mapping; set one of its keys")
+    if isinstance(old, list) and raw != "null":
+        raise ValuesError(f"--set {path}: {path!r} is a list; set it in a values file (-f)")
     if raw == "null":
         node[keys[-1]] = copy.deepcopy(lookup_default(defaults(), path))
         return

@@ -274,12 +274,31 @@ def deployment(src: Source, component: str, instance: Instance | None = None) ->
                         },
                         "containers": [container],
                         "volumes": volumes,
+                        **placement(src),
                     },
                 },
             },
         },
         when=when(component),
     )
+
+
+# KAI's global values of where the components' pods run: pod spec field → value (written only when not empty).
+PLACEMENT: Final = (
+    ("nodeSelector", "global.nodeSelector"),
+    ("tolerations", "global.tolerations"),
+    ("affinity", "global.affinity"),
+    ("imagePullSecrets", "global.imagePullSecrets"),
+)
+
+
+def placement(src: Source) -> dict[str, Any]:
+    """The pod spec fields of KAI's global placement values that are set: every component's, the operator's."""
+    out: dict[str, Any] = {}
+    for key, path in PLACEMENT:
+        out.update(src.optional(path, key, src.mapping(path, strings=key == "nodeSelector")))
+    out.update(src.optional("global.priorityClassName", "priorityClassName", src.value("global.priorityClassName")))
+    return out
 
 
 def metrics_service(src: Source, component: str, instance: Instance | None = None) -> InstallObject:

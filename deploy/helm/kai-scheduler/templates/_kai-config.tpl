@@ -16,6 +16,11 @@ spec:
     logFormat: {{ (ternary "json" (ternary "text" .Values.global.logFormat (eq (dig "global" "jsonLog" "" .Values.AsMap | toString) "false")) (eq (dig "global" "jsonLog" "" .Values.AsMap | toString) "true")) | quote }}
     podLabelSelector: {{ $m := dict }}{{ range $k, $v := .Values.global.podLabelSelector }}{{ $_ := set $m $k (toString $v) }}{{ end }}{{ toJson $m }}
     namespaceLabelSelector: {{ $m := dict }}{{ range $k, $v := .Values.global.namespaceLabelSelector }}{{ $_ := set $m $k (toString $v) }}{{ end }}{{ toJson $m }}
+    nodeSelector: {{ $m := dict }}{{ range $k, $v := .Values.global.nodeSelector }}{{ $_ := set $m $k (toString $v) }}{{ end }}{{ toJson $m }}
+    tolerations: {{ toJson (.Values.global.tolerations | default list) }}
+    affinity: {{ toJson (.Values.global.affinity | default dict) }}
+    priorityClassName: {{ .Values.global.priorityClassName | quote }}
+    additionalImagePullSecrets: {{ $pull_secrets := list }}{{ range .Values.global.imagePullSecrets }}{{ $pull_secrets = append $pull_secrets .name }}{{ end }}{{ toJson $pull_secrets }}
     image:
       repository: {{ .Values.image.repository | quote }}
       tag: {{ .Values.image.tag | quote }}
