@@ -21,7 +21,7 @@ from kai_scheduler.controllers import podgroup_status
 from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
 from kai_scheduler.controllers.queue_status import QueueStatusController
 from kai_scheduler.store import metrics
-from kai_scheduler.store.interface import JSON, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, Cancelled, NotFound, StoreError
 from kai_scheduler.store.memory import MemoryStore
 from kai_scheduler.store.workqueue import WorkQueue
 from kai_scheduler.store.writers import Writers
@@ -198,3 +198,21 @@ def test_statuses_are_those_of_the_controllers_state_at_the_pass() -> None:
     store.barrier = None
     assert controller.reconcile() == [f"{NAMESPACE}/late"]
     assert k.status(store, f"{NAMESPACE}/late")["allocated"]["nvidia.com/gpu"] == "1"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_writes_cut_by_a_stopping_process_are_not_reported_one_by_one(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A SIGTERM with statuses still to write cancels the store: the process says so once; the controller does not
+    warn for each object (4,305 lines at 1,000 nodes before), and keeps them to write."""
+    k = KINDS[kind]
+    store = StatusStore(k.resource)
+    k.cluster(store)
+    work_queue = WorkQueue(now=lambda: 0.0)
+    controller = k.make(store, work_queue, Writers(3, "test-status"), CollectorRegistry())
+    store.refuse = {_name(key): Cancelled("patch: cancelled: the client is shutting down") for key in k.keys}
+    with caplog.at_level(logging.WARNING, logger=k.logger):
+        assert controller.reconcile() == []
+    assert caplog.records == []
+    assert work_queue.keys() == set(k.keys)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.podgrouper.grouper import PodGrouper
-from kai_scheduler.store.interface import JSON, StoreError
+from kai_scheduler.store.interface import JSON, Cancelled, StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests.podgrouper.helpers import NOW, Cluster, bare_pod, controller_pod, spec
 
@@ -275,6 +276,24 @@ def test_writer_threads_leave_the_grouper_state_to_the_reconciling_thread() -> N
 
 class Forbidden(StoreError):
     reason = "Forbidden"
+
+
+def test_pods_cut_by_a_stopping_process_are_not_reported(caplog: pytest.LogCaptureFixture) -> None:
+    """A SIGTERM cancels the store: each pod's write is cut, which is no refusal to warn of pod by pod (the
+    process says it is stopping once); the pods are still tried again."""
+    c = Cluster()
+    c.group()
+
+    def patch(resource: str, name: str, namespace: str, body: JSON, *args: object, **kwargs: object) -> JSON:
+        raise Cancelled(f"patch Pod {namespace}/{name}: cancelled: the client is shutting down")
+
+    c.store.patch = patch  # type: ignore[method-assign,assignment]
+    for i in range(3):
+        c.add(bare_pod(f"p{i}", labels={constants.LABEL_QUEUE: "team-a"}))
+    with caplog.at_level(logging.WARNING):
+        outcome = c.group()
+    assert [k for k, _ in outcome.skipped] == [f"default/p{i}" for i in range(3)]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_a_pod_whose_podgroup_is_deleted_is_grouped_again() -> None:

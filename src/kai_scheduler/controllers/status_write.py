@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kai_scheduler.store import metrics
-from kai_scheduler.store.interface import JSON, ClusterStore, NotFound, StoreError
+from kai_scheduler.store.interface import JSON, Cancelled, ClusterStore, NotFound, StoreError
 from kai_scheduler.store.workqueue import WorkQueue
 from kai_scheduler.store.writers import Writers
 
@@ -121,7 +121,8 @@ def write_all(
             queue.forget(write.key)
         elif write.error is not None:
             queue.retry(write.key)
-            problems.report(write.key, f"{write.error.reason}: {write.error}")
+            if not isinstance(write.error, Cancelled):  # the process is stopping, and says so once itself
+                problems.report(write.key, f"{write.error.reason}: {write.error}")
         else:
             queue.done(write.key)
             written.wrote(write.key, write.uid, write.replaced, write.want)

@@ -52,6 +52,7 @@ from kai_scheduler.store.interface import (
     GVK_TO_PLURAL,
     JSON,
     AlreadyExists,
+    Cancelled,
     ClusterStore,
     Conflict,
     NotFound,
@@ -256,8 +257,10 @@ class PodGrouper:
             self.work.done(item, "success" if plan.error is None else "error")
 
     def _refuse(self, key: str, err: StoreError, outcome: GroupOutcome) -> None:
-        """The API server refused a read or write of this pod's grouping: say so once; it is tried again."""
-        self._report(key, f"{err.reason}: {err}")
+        """The API server refused a read or write of this pod's grouping: say so once; it is tried again. A request
+        cut because the process is stopping is not a refusal (the process says so once itself)."""
+        if not isinstance(err, Cancelled):
+            self._report(key, f"{err.reason}: {err}")
         outcome.skipped.append((key, f"{err.reason}: {err}"))
 
     def _refresh_feeds(self) -> None:
