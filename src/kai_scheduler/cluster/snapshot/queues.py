@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -58,13 +59,27 @@ class QueueTree:
     @classmethod
     def of(cls, queues: list[Queue], last: QueueTree | None) -> QueueTree:
         """The tree of `queues`: `last` again when they are its very objects (most cycles: building every
-        queue's vectors again cost tens of milliseconds a cycle with thousands of queues)."""
-        if last is not None and len(last.queues) == len(queues) and all(map(operator.is_, last.queues, queues)):
-            return last
+        queue's vectors again cost tens of milliseconds a cycle with thousands of queues), or its tree when they
+        differ from its objects only in their resource versions (a status written to a Queue, as the queue
+        controller does after pods start or end: a new object the tree does not read)."""
+        if last is not None and len(last.queues) == len(queues):
+            if all(map(operator.is_, last.queues, queues)):
+                return last
+            if all(a is b or _same_but_version(a, b) for a, b in zip(last.queues, queues, strict=True)):
+                return cls(tuple(queues), last.tree, last.problems, last.left_out)
         problems: list[Problem] = []
         left_out: dict[str, str] = {}
         tree = queue_tree(queues, problems, left_out)
         return cls(tuple(queues), tree, tuple(problems), tuple(left_out.items()))
+
+
+def _same_but_version(old: Queue, new: Queue) -> bool:
+    """Whether two versions of a queue are equal in everything parsed but the resource version."""
+    if old.meta.resource_version == new.meta.resource_version:
+        return old == new
+    return (
+        dataclasses.replace(new, meta=dataclasses.replace(new.meta, resource_version=old.meta.resource_version)) == old
+    )
 
 
 @dataclass(frozen=True, slots=True)
