@@ -35,11 +35,9 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
     if changes and all(before == after for before, after in changes.values()):
         for k in changes:  # the same tasks, new records: each keeps its place
             e = model.by_sort_key[k]
-            model.tasks[str(e.info.uid)] = e.info
+            model.tasks.put(str(e.info.uid), e.info)
     elif changes and not _tasks_appended(model):
-        tasks = {str((e := model.by_sort_key[k]).info.uid): e.info for k in model.task_keys}
-        model.tasks.clear()  # the same dict object: the last snapshot, unread now, held it too
-        model.tasks.update(tasks)
+        _tasks_among(model)
     changes.clear()
     added = reached.jobs_added
     if added and model.job_keys[-len(added) :] != added:  # not all after the others: put them in their place
@@ -73,13 +71,25 @@ def _tasks_appended(model: CarriedModel) -> bool:
         return False
     for k, (before, after) in changes.items():
         if not after:
-            del model.tasks[before]
+            model.tasks.remove(before)
         elif before == after:
-            model.tasks[after] = model.by_sort_key[k].info
+            model.tasks.put(after, model.by_sort_key[k].info)
     for k in added:
         info = model.by_sort_key[k].info
-        model.tasks[str(info.uid)] = info
+        model.tasks.put(str(info.uid), info)
     return True
+
+
+def _tasks_among(model: CarriedModel) -> None:
+    """Any other change of `tasks`: the gone taken out, the new and replaced put in, the order made again only
+    when a reader walks the tasks (`TaskMap`)."""
+    changes = model.reached.task_changes
+    for before, after in changes.values():
+        if before and before != after:
+            model.tasks.remove(before)
+    for k, (_, after) in changes.items():
+        if after:
+            model.tasks.put_among(after, model.by_sort_key[k].info)
 
 
 def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
