@@ -9,7 +9,7 @@ import bisect
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.queue_charge import PrefixSums, job_rows
+from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
 from kai_scheduler.cluster.snapshot.jobs import backed_off, new_job, unassigned_problem, watches_staleness
@@ -49,7 +49,9 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
         keys = model.queue_job_keys.get(queue, [])
         start = bisect.bisect_left(keys, first)
         sums = model.queue_sums.get(queue) or model.queue_sums.setdefault(queue, PrefixSums())
-        model.queue_charges[queue] = sums.update(start, (model.job_rows[key_of(k)] for k in keys[start:]))
+        charge = sums.update(start, (model.job_rows[key_of(k)] for k in keys[start:]))
+        if not _same_charge(model.queue_charges.get(queue), charge):  # else the last object stays: see `_same_charge`
+            model.queue_charges[queue] = charge
     reached.queues.clear()
     if reached.other_usage or model.other_usage is None:
         usage = model.axis.zeros()
@@ -57,6 +59,14 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
             usage += model.by_sort_key[k].record.request
         model.other_usage = usage
         reached.other_usage = False
+
+
+def _same_charge(last: QueueCharge | None, charge: QueueCharge) -> bool:
+    """Whether a queue's sums are bit for bit what they were: a job rebuilt for a change that moves no sum (a
+    PodGroup's status written) then leaves the last QueueCharge object in place, and the proportion plugin, which
+    tells its inputs unchanged by identity, keeps its last opening."""
+    fields = ("allocated", "non_preemptible", "pending")
+    return last is not None and all(getattr(last, f).tobytes() == getattr(charge, f).tobytes() for f in fields)
 
 
 def _tasks_appended(model: CarriedModel) -> bool:
