@@ -188,6 +188,8 @@ def test_the_queue_tree_is_carried_over_new_versions_of_the_same_queues() -> Non
     assert QueueTree.of(statuses, carried) is carried
     changed = [version(QUEUES[0], "3", priority=7), *statuses[1:]]
     assert QueueTree.of(changed, carried).tree["org"].priority == 7
+    labelled = Queue.from_dict({**QUEUES[0], "metadata": {**QUEUES[0]["metadata"], "labels": {"a": "b"}}})
+    assert QueueTree.of([labelled, *statuses[1:]], carried).tree is not first.tree
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.api.queue import Queue, namespace_refusal
 from kai_scheduler.cluster.queue_info import QueueInfo
@@ -75,11 +76,14 @@ class QueueTree:
 
 def _same_but_version(old: Queue, new: Queue) -> bool:
     """Whether two versions of a queue are equal in everything parsed but the resource version."""
-    if old.meta.resource_version == new.meta.resource_version:
-        return old == new
-    return (
-        dataclasses.replace(new, meta=dataclasses.replace(new.meta, resource_version=old.meta.resource_version)) == old
+    a, b = old.meta, new.meta
+    return all(getattr(a, f) == getattr(b, f) for f in _META_BUT_VERSION) and all(
+        getattr(old, f) == getattr(new, f) for f in _QUEUE_BUT_META
     )
+
+
+_META_BUT_VERSION = tuple(f.name for f in dataclasses.fields(ObjectMeta) if f.name != "resource_version")
+_QUEUE_BUT_META = tuple(f.name for f in dataclasses.fields(Queue) if f.name != "meta")
 
 
 @dataclass(frozen=True, slots=True)
