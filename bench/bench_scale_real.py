@@ -14,8 +14,8 @@ zone; stopped once they are Ready, see `Bench.nodes_ready`) and its pods created
    (that first pass is timed too): every cycle's CPU
    (the scheduling thread's clock, `bench/cycle_log.py`), median;
 4. **a new 24-pod one-GPU gang** (required zone) and then **1,000 new one-GPU pods** (one PodGroup each, 1,000
-   queues): the cycles that placed them (CPU and wall), and the time from the first create until every pod is
-   bound (its binding made by the binder);
+   queues): the cycles that placed them (CPU and wall, and their CPU by step: `cycle_log`'s phases), and the time
+   from the first create until every pod is bound (its binding made by the binder);
 5. the peak RSS of `kai run`.
 
 With `--shards` the same cluster is built as two node pools of half the nodes each (`kai.scheduler/node-pool` a
@@ -338,7 +338,18 @@ def submit(bench: Bench, names: list[str], objects: list[JSON], batch: str, expe
             "wall": sum(c["wall"] for c in placing),
             "max_cpu": max((c["cpu"] for c in placing), default=0.0),
             "placed": sum(c["placed"] for c in placing),
+            "phases": _phase_sums(placing),
         }
+    return out
+
+
+def _phase_sums(cycles: list[dict[str, Any]]) -> dict[str, float]:
+    """The cycles' CPU seconds by step (`cycle_log`'s phases), the collections on the scheduling thread as `gc`."""
+    out: dict[str, float] = {}
+    for c in cycles:
+        for phase, seconds in c.get("phases", {}).items():
+            out[phase] = out.get(phase, 0.0) + seconds
+        out["gc"] = out.get("gc", 0.0) + sum(s for _, s in c.get("gc", []))
     return out
 
 
@@ -456,12 +467,14 @@ def print_result(r: JSON) -> None:
         ("every PodGroup's first status written: s after the first cycle", lambda n: f"{r['settle_s']:.0f}", ""),
         ("steady cycle: CPU s (wall s), median", lambda n: _steady(r["steady"][n]), KAI_REPORTED),
         ("new 24-pod gang: placing cycles, CPU s (wall s)", lambda n: _placing(r["gang"]["cycles"][n]), ""),
+        ("  by step: CPU s", lambda n: _steps(r["gang"]["cycles"][n]), ""),
         ("  first create to all bound: s", lambda n: f"{r['gang']['bound']:.1f}", ""),
         (
             f"{r['singles_n']:,} new one-GPU pods: placing cycles, CPU s (wall s)",
             lambda n: _placing(r["singles"]["cycles"][n]),
             "",
         ),
+        ("  by step: CPU s", lambda n: _steps(r["singles"]["cycles"][n]), ""),
         ("  first create to all bound: s", lambda n: f"{r['singles']['bound']:.1f}", ""),
         ("peak RSS of kai run: GiB", lambda n: f"{r['rss'][n] / 2**30:.2f}", ""),
     ]
@@ -480,6 +493,14 @@ def _steady(s: JSON) -> str:
 
 def _placing(c: JSON) -> str:
     return f"{c['cpu']:.3f} ({c['wall']:.3f}) in {c['n']}, the longest {c['max_cpu']:.3f} CPU"
+
+
+def _steps(c: JSON) -> str:
+    """The largest steps of the placing cycles (`cycle_log`'s phases), the others summed."""
+    phases = sorted(c.get("phases", {}).items(), key=lambda kv: -kv[1])
+    shown = [f"{k} {v:.3f}" for k, v in phases[:5]]
+    rest = sum(v for _, v in phases[5:])
+    return ", ".join([*shown, f"other steps {rest:.3f}"]) if phases else "-"
 
 
 def main() -> None:

@@ -175,6 +175,23 @@ def test_the_queue_tree_is_carried_while_the_queue_objects_are_the_same() -> Non
     assert QueueTree.of(queues[:-1], first) is not first
 
 
+def test_the_queue_tree_is_carried_over_new_versions_of_the_same_queues() -> None:
+    def version(q: dict[str, Any], rv: str, **changes: Any) -> Queue:
+        obj = {**q, "metadata": {**q["metadata"], "resourceVersion": rv}, "status": {"allocated": {"gpu": rv}}}
+        obj["spec"] = {**obj["spec"], **changes}
+        return Queue.from_dict(obj)
+
+    first = QueueTree.of([version(q, "1") for q in QUEUES], None)
+    statuses = [version(q, "2") for q in QUEUES]  # a status written to each: new objects, nothing the tree reads
+    carried = QueueTree.of(statuses, first)
+    assert carried.tree is first.tree and carried.queues == tuple(statuses)
+    assert QueueTree.of(statuses, carried) is carried
+    changed = [version(QUEUES[0], "3", priority=7), *statuses[1:]]
+    assert QueueTree.of(changed, carried).tree["org"].priority == 7
+    labelled = Queue.from_dict({**QUEUES[0], "metadata": {**QUEUES[0]["metadata"], "labels": {"a": "b"}}})
+    assert QueueTree.of([labelled, *statuses[1:]], carried).tree is not first.tree
+
+
 @pytest.mark.parametrize(
     "queue, message",
     [

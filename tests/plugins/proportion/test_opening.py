@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.cluster import snapshot
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
@@ -19,8 +20,8 @@ QUEUES = [queue("org", gpu_quota=6), queue("team-a", parent="org", gpu_quota=2),
 GROUPS = [podgroup("run", "team-a"), podgroup("wait", "team-b")]
 
 
-def opened(pods: list[Pod], memo: snapshot.Memo) -> Session:
-    objects = snapshot.ClusterObjects(nodes=[NODE], queues=QUEUES, podgroups=GROUPS, pods=pods)
+def opened(pods: list[Pod], memo: snapshot.Memo, groups: list[PodGroup] = GROUPS) -> Session:
+    objects = snapshot.ClusterObjects(nodes=[NODE], queues=QUEUES, podgroups=groups, pods=pods)
     ssn = Session(snapshot.build(objects, snapshot.SnapshotParams(now=0.0), memo), SchedulerConfig(), [Proportion()])
     ssn.open()
     return ssn
@@ -63,3 +64,24 @@ def test_a_new_pod_makes_the_opening_again() -> None:
     assert shares(more)["org"][1] == 5
     fresh = opened([pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)], snapshot.Memo())
     assert shares(more) == shares(fresh)  # the same as an opening without a memo
+
+
+def test_a_podgroup_status_written_keeps_the_opening() -> None:
+    """A new PodGroup object whose job holds and asks the same (its status written) rebuilds the job, not the
+    queue's sums: the last opening is reused."""
+    memo, pods = snapshot.Memo(), [pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)]
+    first = opened(pods, memo)
+    kept, before = memo.plugins[opening.MEMO_KEY], shares(first)
+    first.release()
+    del first
+    written = PodGroup.from_dict(
+        {
+            "metadata": {"name": "run", "namespace": "ns", "uid": "run", "resourceVersion": "2"},
+            "spec": {"queue": "team-a", "minMember": 1},
+            "status": {"phase": "Running"},
+        }
+    )
+    again = opened(pods, memo, [written, GROUPS[1]])
+    assert again.snapshot.jobs["run"].podgroup is written  # the job was made again from the new object
+    assert memo.plugins[opening.MEMO_KEY] is kept
+    assert shares(again) == before

@@ -5,7 +5,7 @@ reaches. `incremental` brings it up to date; this module holds its data alone.""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kai_scheduler.api.priorityclass import PriorityClass
@@ -24,6 +24,7 @@ from kai_scheduler.cluster.snapshot.pods import PodRecord
 from kai_scheduler.cluster.snapshot.pools import PoolNodes
 from kai_scheduler.cluster.snapshot.queues import QueueNotes
 from kai_scheduler.cluster.snapshot.sorted_keys import SortKey
+from kai_scheduler.cluster.snapshot.task_map import TaskMap
 
 
 @dataclass(slots=True, eq=False)
@@ -90,7 +91,7 @@ class CarriedModel:
     node_pods: dict[str, dict[SortKey, CarriedPod]] = field(default_factory=dict)  # node → the pods charged on it
     group_pods: dict[str, dict[SortKey, CarriedPod]] = field(default_factory=dict)  # PodGroup key → its pods
     task_keys: list[SortKey] = field(default_factory=list)  # sorted: the order of `tasks`
-    tasks: dict[str, PodInfo] = field(default_factory=dict)
+    tasks: TaskMap = field(init=False)  # in the order of `task_keys`
     other_scheduler_pods: list[SortKey] = field(default_factory=list)  # sorted: those `other_usage` sums
     other_usage: Vector | None = None
     deleting: set[SortKey] = field(default_factory=set)  # pods being deleted: their placements depend on the time
@@ -122,3 +123,11 @@ class CarriedModel:
     last_snapshot: weakref.ref[Snapshot] | None = None
     appending: bool = False  # a build from nothing: keys arrive in order, appended
     reached: Reached = field(default_factory=Reached)
+
+    def __post_init__(self) -> None:
+        self.tasks = TaskMap(self._tasks_in_order)
+
+    def _tasks_in_order(self) -> Iterator[tuple[str, PodInfo]]:
+        for k in self.task_keys:
+            info = self.by_sort_key[k].info
+            yield str(info.uid), info

@@ -9,7 +9,7 @@ import bisect
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.queue_charge import PrefixSums, job_rows
+from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
 from kai_scheduler.cluster.snapshot.jobs import backed_off, new_job, unassigned_problem, watches_staleness
@@ -35,11 +35,9 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
     if changes and all(before == after for before, after in changes.values()):
         for k in changes:  # the same tasks, new records: each keeps its place
             e = model.by_sort_key[k]
-            model.tasks[str(e.info.uid)] = e.info
+            model.tasks.put(str(e.info.uid), e.info)
     elif changes and not _tasks_appended(model):
-        tasks = {str((e := model.by_sort_key[k]).info.uid): e.info for k in model.task_keys}
-        model.tasks.clear()  # the same dict object: the last snapshot, unread now, held it too
-        model.tasks.update(tasks)
+        _tasks_among(model)
     changes.clear()
     added = reached.jobs_added
     if added and model.job_keys[-len(added) :] != added:  # not all after the others: put them in their place
@@ -51,7 +49,9 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
         keys = model.queue_job_keys.get(queue, [])
         start = bisect.bisect_left(keys, first)
         sums = model.queue_sums.get(queue) or model.queue_sums.setdefault(queue, PrefixSums())
-        model.queue_charges[queue] = sums.update(start, (model.job_rows[key_of(k)] for k in keys[start:]))
+        charge = sums.update(start, (model.job_rows[key_of(k)] for k in keys[start:]))
+        if not _same_charge(model.queue_charges.get(queue), charge):  # else the last object stays: see `_same_charge`
+            model.queue_charges[queue] = charge
     reached.queues.clear()
     if reached.other_usage or model.other_usage is None:
         usage = model.axis.zeros()
@@ -59,6 +59,14 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
             usage += model.by_sort_key[k].record.request
         model.other_usage = usage
         reached.other_usage = False
+
+
+def _same_charge(last: QueueCharge | None, charge: QueueCharge) -> bool:
+    """Whether a queue's sums are bit for bit what they were: a job rebuilt for a change that moves no sum (a
+    PodGroup's status written) then leaves the last QueueCharge object in place, and the proportion plugin, which
+    tells its inputs unchanged by identity, keeps its last opening."""
+    fields = ("allocated", "non_preemptible", "pending")
+    return last is not None and all(getattr(last, f).tobytes() == getattr(charge, f).tobytes() for f in fields)
 
 
 def _tasks_appended(model: CarriedModel) -> bool:
@@ -73,13 +81,25 @@ def _tasks_appended(model: CarriedModel) -> bool:
         return False
     for k, (before, after) in changes.items():
         if not after:
-            del model.tasks[before]
+            model.tasks.remove(before)
         elif before == after:
-            model.tasks[after] = model.by_sort_key[k].info
+            model.tasks.put(after, model.by_sort_key[k].info)
     for k in added:
         info = model.by_sort_key[k].info
-        model.tasks[str(info.uid)] = info
+        model.tasks.put(str(info.uid), info)
     return True
+
+
+def _tasks_among(model: CarriedModel) -> None:
+    """Any other change of `tasks`: the gone taken out, the new and replaced put in, the order made again only
+    when a reader walks the tasks (`TaskMap`)."""
+    changes = model.reached.task_changes
+    for before, after in changes.values():
+        if before and before != after:
+            model.tasks.remove(before)
+    for k, (_, after) in changes.items():
+        if after:
+            model.tasks.put_among(after, model.by_sort_key[k].info)
 
 
 def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:

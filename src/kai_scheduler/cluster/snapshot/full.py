@@ -59,6 +59,7 @@ def build_full(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
     left_out: dict[str, str] = {}
     queues = queue_tree(objects.queues, problems, left_out)
     live_brs, stale_brs = classify_bind_requests(objects.bind_requests, by_name)
+    tasks: dict[str, PodInfo] = {}
     snap = Snapshot(
         now=params.now,
         params=params,
@@ -66,7 +67,7 @@ def build_full(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
         nodes=node_infos,
         node_by_name=by_name,
         arrays=arrays,
-        tasks={},
+        tasks=tasks,
         jobs={},
         queues=queues,
         priority_classes=priorities,
@@ -80,7 +81,7 @@ def build_full(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
         max_gpu_memory=labelled_gpu_memory(arrays, max),
         node_memo=pool.memo,
     )
-    pods_by_group = _add_pods(snap, objects.pods, problems)
+    pods_by_group = _add_pods(snap, tasks, objects.pods, problems)
     labels = access_labels(objects, params)
     notes = QueueNotes(left_out, objects.other_pool_queues, refused_queues(objects.problems))
     _add_jobs(
@@ -97,8 +98,11 @@ def build_full(objects: ClusterObjects, params: SnapshotParams) -> Snapshot:
     return snap
 
 
-def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[str, list[PodInfo]]:
-    """Create PodInfos, charge on-node pods to their nodes; return our pods by PodGroup key."""
+def _add_pods(
+    snap: Snapshot, tasks: dict[str, PodInfo], pods: list[Pod], problems: list[Problem]
+) -> dict[str, list[PodInfo]]:
+    """Create PodInfos (ours of a PodGroup into `tasks`, the snapshot's), charge on-node pods to their nodes;
+    return our pods by PodGroup key."""
     by_group: dict[str, list[PodInfo]] = {}
     records: dict[str, PodRecord] = {}
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
@@ -121,7 +125,7 @@ def _add_pods(snap: Snapshot, pods: list[Pod], problems: list[Problem]) -> dict[
                 snap.other_usage += record.request
         in_tasks = ours and bool(record.group)
         if in_tasks:
-            snap.tasks[str(info.uid)] = info
+            tasks[str(info.uid)] = info
             by_group.setdefault(f"{pod.namespace}/{record.group}", []).append(info)
         if on_node or in_tasks:
             _note_affinity(snap, info)

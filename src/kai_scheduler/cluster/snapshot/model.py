@@ -43,7 +43,7 @@ class Snapshot:
     nodes: list[NodeInfo]
     node_by_name: dict[str, NodeInfo]
     arrays: NodeArrays
-    tasks: dict[str, PodInfo]
+    tasks: Mapping[str, PodInfo]  # by uid, in the order of their pods' keys
     jobs: dict[str, JobInfo]
     queues: dict[str, QueueInfo]
     priority_classes: dict[str, int]

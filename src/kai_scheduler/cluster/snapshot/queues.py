@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants
+from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.api.queue import Queue, namespace_refusal
 from kai_scheduler.cluster.queue_info import QueueInfo
@@ -58,13 +60,30 @@ class QueueTree:
     @classmethod
     def of(cls, queues: list[Queue], last: QueueTree | None) -> QueueTree:
         """The tree of `queues`: `last` again when they are its very objects (most cycles: building every
-        queue's vectors again cost tens of milliseconds a cycle with thousands of queues)."""
-        if last is not None and len(last.queues) == len(queues) and all(map(operator.is_, last.queues, queues)):
-            return last
+        queue's vectors again cost tens of milliseconds a cycle with thousands of queues), or its tree when they
+        differ from its objects only in their resource versions (a status written to a Queue, as the queue
+        controller does after pods start or end: a new object the tree does not read)."""
+        if last is not None and len(last.queues) == len(queues):
+            if all(map(operator.is_, last.queues, queues)):
+                return last
+            if all(a is b or _same_but_version(a, b) for a, b in zip(last.queues, queues, strict=True)):
+                return cls(tuple(queues), last.tree, last.problems, last.left_out)
         problems: list[Problem] = []
         left_out: dict[str, str] = {}
         tree = queue_tree(queues, problems, left_out)
         return cls(tuple(queues), tree, tuple(problems), tuple(left_out.items()))
+
+
+def _same_but_version(old: Queue, new: Queue) -> bool:
+    """Whether two versions of a queue are equal in everything parsed but the resource version."""
+    a, b = old.meta, new.meta
+    return all(getattr(a, f) == getattr(b, f) for f in _META_BUT_VERSION) and all(
+        getattr(old, f) == getattr(new, f) for f in _QUEUE_BUT_META
+    )
+
+
+_META_BUT_VERSION = tuple(f.name for f in dataclasses.fields(ObjectMeta) if f.name != "resource_version")
+_QUEUE_BUT_META = tuple(f.name for f in dataclasses.fields(Queue) if f.name != "meta")
 
 
 @dataclass(frozen=True, slots=True)
