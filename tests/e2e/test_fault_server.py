@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import urllib3
 
+from kai_scheduler.api import constants
 from kai_scheduler.store.interface import JSON, StoreError
 from kai_scheduler.store.kube import KubeOptions, KubeStore
 from tests import children, realkube
@@ -169,6 +170,9 @@ def test_a_watch_behind_a_compaction_relists_and_neither_loses_nor_replays_a_dec
         reservations = harness.RESERVATION_NAMESPACE  # the install's: the binder's reservation pods go there
         realkube.kubectl(own.kubeconfig, "create", "namespace", reservations, check=True)
         realkube.kubectl(own.kubeconfig, "create", "serviceaccount", "default", "-n", reservations, check=True)
+        # the reservation pods run as the account the install makes (the server refuses them without it)
+        account = constants.RESERVATION_SERVICE_ACCOUNT
+        realkube.kubectl(own.kubeconfig, "create", "serviceaccount", account, "-n", reservations, check=True)
         processes.start("fake-nodes", "fake-nodes", "--count", "2", "--gpus", str(GPUS))
         processes.start_component("run")
         log = tmp_path / "run.log"
