@@ -143,7 +143,8 @@ class FaultProxy:
         with self._lock:
             streams = list(self._streams)
         for stream in streams:
-            with contextlib.suppress(OSError, ValueError):
+            # a watch that ended since (its connection back in the pool: RuntimeError) has nothing left to cut
+            with contextlib.suppress(OSError, ValueError, RuntimeError):
                 stream.shutdown()
         return len(streams)
 
