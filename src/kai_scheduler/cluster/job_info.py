@@ -30,11 +30,7 @@ class PodSet:
     parent: SubGroupSet | None = None
 
     def active_allocated(self) -> int:
-        count = 0
-        for t in self.tasks:  # the flags' ints, no property per task: the victim pool ranks every running job
-            if BITS[t.placement.status] & _ACTIVE_ALLOCATED:
-                count += 1
-        return count
+        return _active_allocated(self.tasks)
 
     def active_used(self) -> int:
         return sum(1 for t in self.tasks if within(t.status, ACTIVE_USED))
@@ -121,11 +117,7 @@ class JobInfo:
         return any(t.is_pending for t in self.tasks)
 
     def active_allocated(self) -> int:
-        count = 0
-        for t in self.tasks:  # the flags' ints, no property per task: the victim pool ranks every running job
-            if BITS[t.placement.status] & _ACTIVE_ALLOCATED:
-                count += 1
-        return count
+        return _active_allocated(self.tasks)
 
     def is_ready(self) -> bool:
         return self.root.is_ready()
@@ -157,6 +149,16 @@ class JobInfo:
     def tasks_to_allocate(self, task_key: TaskKey, member_key: MemberKey) -> list[PodInfo]:
         """§3.5: gang minimums all at once; once satisfied, one elastic task from the first member with one."""
         return _tasks_of(self.root, task_key, member_key)
+
+
+def _active_allocated(tasks: list[PodInfo]) -> int:
+    """How many of `tasks` are active and allocated, read from the status flags' ints (no property per task: the
+    victim pool ranks every running job)."""
+    count = 0
+    for t in tasks:
+        if BITS[t.placement.status] & _ACTIVE_ALLOCATED:
+            count += 1
+    return count
 
 
 def _tasks_of(member: Member, task_key: TaskKey, member_key: MemberKey) -> list[PodInfo]:
