@@ -31,7 +31,6 @@ from typing import Any, Final
 
 from kai_scheduler.api import constants, quantity, reservation_pod
 from kai_scheduler.api.duration import DurationError, parse_duration
-from kai_scheduler.api.errors import UserError
 from kai_scheduler.api.fields import JSON, Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.selectors import check_match_labels
@@ -304,9 +303,8 @@ def _typed(r: Reader, path: str, kind: str, value: Any) -> Any:
         try:
             check = reservation_pod.resources if kind == "resources" else reservation_pod.as_object
             return check(path, value)
-        except UserError as err:  # "<path, or a field under it>: <what is wrong>"
-            where, _, problem = str(err).partition(": ")
-            raise r.error(where, problem) from None
+        except reservation_pod.SettingError as err:
+            raise r.error(err.field, err.problem) from None
     if kind == "text":
         if not isinstance(value, str):
             raise r.error(path, f"expected a string, got {value!r}")

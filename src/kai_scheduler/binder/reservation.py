@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai_scheduler.api import constants
+from kai_scheduler.api import constants, reservation_pod
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import Clock
 from kai_scheduler.api.fields import parse_time
@@ -44,8 +44,6 @@ ANNOTATION_GPU_INDEX = "run.ai/reserve_for_gpu_index"
 ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LABEL_APP = "app"
 CONTAINER_NAME = "resource-reservation"
-
-
 DEFAULT_IMAGE = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest"
 DEFAULT_ALLOCATION_TIMEOUT = 40.0  # seconds: --resource-reservation-allocation-timeout
 _TERMINAL = ("Succeeded", "Failed")
@@ -165,7 +163,7 @@ class Reservations:
             "name": CONTAINER_NAME,
             "image": config.image,
             "imagePullPolicy": "IfNotPresent",
-            "resources": {key: {**config.resources.get(key, {}), **one_gpu} for key in ("limits", "requests")},
+            "resources": {key: {**config.resources.get(key, {}), **one_gpu} for key in reservation_pod.RESOURCE_KEYS},
             "env": _own_pod_env(),
         }
         if config.container_security_context:
@@ -173,10 +171,10 @@ class Reservations:
         spec: JSON = {"nodeName": node, "containers": [container]}
         if config.pod_security_context:
             spec["securityContext"] = copy.deepcopy(dict(config.pod_security_context))
-        if self.config.service_account:
-            spec["serviceAccountName"] = self.config.service_account
-        if self.config.runtime_class:
-            spec["runtimeClassName"] = self.config.runtime_class
+        if config.service_account:
+            spec["serviceAccountName"] = config.service_account
+        if config.runtime_class:
+            spec["runtimeClassName"] = config.runtime_class
         tolerations = (pod.get("spec") or {}).get("tolerations")
         if tolerations:
             spec["tolerations"] = list(tolerations)

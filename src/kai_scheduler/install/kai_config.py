@@ -21,7 +21,7 @@ from kai_scheduler.api import kaiconfig, schedulingshard
 from kai_scheduler.install import render
 from kai_scheduler.install.objects import OPERATOR_ONLY, InstallObject, namespaced
 from kai_scheduler.install.source import Concrete, Source
-from kai_scheduler.install.values import FREE_FORM, LABEL_MAPS, Values
+from kai_scheduler.install.values import FREE_FORM, STRING_MAPS, Values
 
 CONFIG_MAP: Final = "kai-config-manifest"  # KAI's name for the ConfigMap its Config deployer reads
 CONFIG_KEY: Final = "kai-config.yaml"
@@ -107,7 +107,7 @@ def config(src: Source) -> dict[str, Any]:
 def _field(src: Source, path: str) -> Any:
     if path.endswith(".resources"):
         return src.tree(path)
-    if path in LABEL_MAPS or path == "global.nodeSelector":
+    if path in STRING_MAPS:
         return src.mapping(path, strings=True)
     if path == "global.imagePullSecrets":  # KAI's Config names the Secrets
         helm = (
@@ -115,9 +115,7 @@ def _field(src: Source, path: str) -> Any:
             "{{ $pull_secrets = append $pull_secrets .name }}{{ end }}{{ toJson $pull_secrets"
         )
         return src.computed(lambda v: [s["name"] for s in v["global"]["imagePullSecrets"]], helm)
-    if path in ("global.tolerations", "global.affinity"):
-        return src.mapping(path)
-    if path in FREE_FORM:
+    if path in FREE_FORM or path == "global.tolerations":  # a list: not free-form, written whole
         return src.mapping(path)
     return src.value(path)
 

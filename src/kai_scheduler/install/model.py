@@ -8,7 +8,7 @@ import yaml
 
 from kai_scheduler.api import kaiconfig, reservation_pod
 from kai_scheduler.api.crd_manifests import load_crds
-from kai_scheduler.api.errors import ObjectError, UserError
+from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.selectors import check_match_labels
 from kai_scheduler.install import defaults, kai_config, rbac, webhooks, workloads
 from kai_scheduler.install.objects import CATEGORIES, COMPONENTS, OPERATOR, InstallObject, chosen, values_key
@@ -66,7 +66,7 @@ def check(values: Values) -> None:
     try:
         path = "binder.resourceReservationPodResources"
         reservation_pod.resources(path, lookup(values, path))
-    except UserError as err:
+    except reservation_pod.SettingError as err:
         raise ValuesError(f"value {err}") from None
     _check_kai_config(values)
     ratio = lookup(values, "nodeScaleAdjuster.gpuMemoryToFractionRatio")

@@ -415,6 +415,8 @@ FREE_FORM: Final = frozenset(
 )
 # Free-form mappings of label keys to label values (checked by `model.check`).
 LABEL_MAPS: Final = ("global.podLabelSelector", "global.namespaceLabelSelector")
+# Free-form mappings whose values are text wherever they are written (a map of strings in the object).
+STRING_MAPS: Final = (*LABEL_MAPS, "global.nodeSelector")
 
 
 def _merge_free(node: dict[str, Any], override: Mapping[str, Any]) -> None:

@@ -36,6 +36,7 @@ from kai_scheduler.install.objects import (
     when,
 )
 from kai_scheduler.install.source import Source, lookup
+from kai_scheduler.install.values import STRING_MAPS
 
 # Flags of each component: (flag, values path). Booleans are written --flag=true|false.
 COMPONENT_FLAGS: dict[str, tuple[tuple[flags.Flag[Any], str], ...]] = {
@@ -296,7 +297,7 @@ def placement(src: Source) -> dict[str, Any]:
     """The pod spec fields of KAI's global placement values that are set: every component's, the operator's."""
     out: dict[str, Any] = {}
     for key, path in PLACEMENT:
-        out.update(src.optional(path, key, src.mapping(path, strings=key == "nodeSelector")))
+        out.update(src.optional(path, key, src.mapping(path, strings=path in STRING_MAPS)))
     out.update(src.optional("global.priorityClassName", "priorityClassName", src.value("global.priorityClassName")))
     return out
 
