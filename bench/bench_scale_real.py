@@ -6,8 +6,9 @@ node; gangs, subgroups, half-GPU pods, a rack/zone Topology) is loaded into a fr
 kube-apiserver v1.32 from `../shared/kube`), its nodes made by `kai fake-nodes` (8 GPUs, 16 nodes a rack, 512 a
 zone; stopped once they are Ready, see `Bench.nodes_ready`) and its pods created already bound. Then:
 
-1. **the API server's LIST cost, alone**: this process lists nodes, pods, PodGroups and Queues in pages of 500, as
-   `kai run` will; the API server's and etcd's CPU over it, and the wall time;
+1. **the API server's LIST cost, alone**: this process lists nodes, pods, PodGroups and Queues in pages of 500 read
+   from etcd, then again with `resourceVersion=0`, from the API server's watch cache, as `kai run`'s informers list
+   at their start; the API server's and etcd's CPU over each, and the wall time;
 2. **`kai run`'s cold start**: from its start to the end of its first scheduling cycle (its lists, parse, first
    snapshot and cycle), with `kai run`'s CPU and the API server's over the same window, each on its own;
 3. **steady cycles** once the controllers have written every PodGroup's first status and `kai run` is quiet
@@ -257,14 +258,16 @@ class Bench:
 # --- the steps ------------------------------------------------------------------------------------------------
 
 
-def list_cost(bench: Bench) -> JSON:
-    """List what `kai run` lists at its start, in pages of 500: the API server's CPU, this process's and the wall."""
+def list_cost(bench: Bench, *, cached: bool) -> JSON:
+    """List what `kai run` lists at its start: pages of 500 read from etcd, or (`cached`) `resourceVersion=0`, which
+    the API server answers from its watch cache, as `kai run`'s informers list first. The API server's CPU, this
+    process's and the wall."""
     server, own, wall = bench.server_cpu(), time.process_time(), time.perf_counter()
     counts = {}
     store = KubeStore.connect(bench.kubeconfig, options=KubeOptions(qps=0, page_size=500, user_agent="bench-list"))
     try:
         for resource in ("nodes", "pods", "podgroups", "queues", "bindrequests"):
-            counts[resource] = len(store.list(resource)[0])
+            counts[resource] = len(store.list(resource, cached=cached)[0])
     finally:
         store.close()
     return {
@@ -399,8 +402,10 @@ def _measure(bench: Bench, nodes: int, pools: list[str]) -> JSON:
     out["load_s"] = bench.load(objects)
     del objects
     _say(f"loaded in {out['load_s']:.0f} s")
-    out["list"] = list_cost(bench)
+    out["list"] = list_cost(bench, cached=False)
     _say(f"LIST alone: {out['list']}")
+    out["list_cached"] = list_cost(bench, cached=True)
+    _say(f"LIST alone, from the watch cache: {out['list_cached']}")
     names = [f"run-{node_prefix(p)}" for p in pools]
     flags = {
         f"run-{node_prefix(p)}": (
@@ -454,11 +459,16 @@ def print_result(r: JSON) -> None:
     )
     for col in ("figure", *names, "KAI (reported, Go)"):
         table.add_column(col, justify="right")
-    lst = r["list"]
+    lst, cached = r["list"], r["list_cached"]
     rows: list[tuple[str, Callable[[str], str], str]] = [
         (
-            "LIST of everything alone: API server CPU s / client CPU s / wall s",
+            "LIST of everything alone, pages from etcd: API server CPU s / client CPU s / wall s",
             lambda n: f"{lst['server_cpu']:.1f} / {lst['client_cpu']:.1f} / {lst['wall']:.1f}",
+            "",
+        ),
+        (
+            "  the same from the watch cache (resourceVersion=0, as kai run lists)",
+            lambda n: f"{cached['server_cpu']:.1f} / {cached['client_cpu']:.1f} / {cached['wall']:.1f}",
             "",
         ),
         ("cold start to the end of the first cycle: wall s", lambda n: f"{r['cold'][n]['wall']:.1f}", ""),

@@ -82,9 +82,11 @@ class CountingStore(MemoryStore):
         super().__init__(clock)
         self.calls: list[tuple[str, str]] = []
 
-    def list(self, resource: str, namespace: str | None = None, selector: Any = None) -> tuple[list[JSON], str]:
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Any = None, **kw: Any
+    ) -> tuple[list[JSON], str]:
         self.calls.append(("list", resource))
-        return super().list(resource, namespace, selector)
+        return super().list(resource, namespace, selector, **kw)
 
     def get(self, resource: str, name: str, namespace: str = "") -> JSON:
         self.calls.append(("get", resource))

@@ -33,9 +33,11 @@ class LateView:
         self.requests.append(("get", resource))
         return self.memory.get(resource, name, namespace)
 
-    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Selector = None, *, cached: bool = False
+    ) -> tuple[list[JSON], str]:
         self.requests.append(("list", resource))
-        return self.memory.list(resource, namespace, selector)
+        return self.memory.list(resource, namespace, selector, cached=cached)
 
     def watch(self, resource: str, resource_version: str, timeout: float = 0.0) -> Iterator[WatchEvent]:
         if resource == "bindrequests" and self.held:

@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -120,10 +121,12 @@ class Forbidden(StoreError):
 class _NoEvents(MemoryStore):
     """A cluster whose events this reader may not list (a kubeconfig without that right)."""
 
-    def list(self, resource: str, namespace: str | None = None, selector: object = None) -> tuple[list[JSON], str]:
+    def list(
+        self, resource: str, namespace: str | None = None, selector: object = None, **kw: Any
+    ) -> tuple[list[JSON], str]:
         if resource == "events":
             raise Forbidden('events is forbidden: User "viewer" cannot list resource "events"')
-        return super().list(resource, namespace, selector)  # type: ignore[arg-type]
+        return super().list(resource, namespace, selector, **kw)  # type: ignore[arg-type]
 
 
 def test_events_that_cannot_be_read_are_a_note_and_the_rest_is_shown() -> None:

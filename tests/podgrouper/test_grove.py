@@ -590,10 +590,10 @@ class _NoGrove(MemoryStore):
         return super().get(resource, name, namespace, shared=shared)
 
     def list(
-        self, resource: str, namespace: str | None = None, selector: Any = None, *, shared: bool = False
+        self, resource: str, namespace: str | None = None, selector: Any = None, *, shared: bool = False, **kw: Any
     ) -> tuple[list[JSON], str]:
         self._refuse(resource)
-        return super().list(resource, namespace, selector, shared=shared)
+        return super().list(resource, namespace, selector, shared=shared, **kw)
 
 
 def test_podgangs_are_not_read_without_grove_pods_nor_an_error_where_they_are_not_served(

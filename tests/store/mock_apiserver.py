@@ -690,6 +690,8 @@ def _list(mock: MockApiServer, where: Route, query: dict[str, str]) -> bytes:
     """One page of a list; later pages come from the snapshot the first page took (consistent)."""
     limit = int(query.get("limit") or 0)
     token = query.get("continue", "")
+    if token and query.get("resourceVersion", "0") != "0":  # as the API server's storage answers it
+        raise HttpError(400, "BadRequest", "specifying resource version is not allowed when using continue")
     snapshot = mock.take_continue(token) if token else _snapshot(mock, where, query)
     end = snapshot.offset + limit if limit > 0 else len(snapshot.items)
     page = snapshot.items[snapshot.offset : end]

@@ -21,11 +21,15 @@ class Counting(MemoryStore):
     def __init__(self, *, history_size: int = 1000, refuse_lists: int = 0) -> None:
         super().__init__(ManualClock(b.NOW), history_size=history_size)
         self.lists = 0
+        self.cached: list[bool] = []  # each LIST's `cached`
         self.watches = 0
         self.refuse_lists = refuse_lists
 
-    def list(self, resource: str, namespace: str | None = None, selector: Any = None) -> tuple[list[JSON], str]:
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Any = None, **kw: Any
+    ) -> tuple[list[JSON], str]:
         self.lists += 1
+        self.cached.append(kw.get("cached", False))
         if self.refuse_lists:
             self.refuse_lists -= 1
             raise NotFound(f"the server could not find the requested resource ({resource})")
@@ -114,7 +118,7 @@ def test_a_watch_gone_relists_and_every_subscription_gets_the_whole_resource() -
     for value in ("a", "b", "c"):  # more events than the history keeps: the watch is Gone
         relabel(store, "n1", value)
     polled = changes.poll()
-    assert store.lists == 2
+    assert store.cached == [True, False]  # the first list may come from a cache; the relist may not be behind
     assert polled[0] == ("n2", None)  # the deletion the relist found
     assert sorted((k, label(o)) for k, o in polled[1:]) == [("n1", "c"), ("n3", None)]
     again = raw.take()
@@ -131,7 +135,17 @@ def test_a_refused_list_leaves_the_informer_unlisted_and_the_next_take_lists() -
         subscription.take()
     batch = subscription.take()
     assert batch.relisted and [k for k, _ in batch.changes] == ["n1"]
-    assert store.lists == 2
+    assert store.cached == [True, True]  # still the first list
+
+
+def test_a_relist_asked_for_is_not_taken_from_a_cache() -> None:
+    store = Counting()
+    store.add_many([b.node("n1")])
+    informer = Informer(store, "nodes")
+    informer.sync()
+    informer.relist_next()
+    informer.sync()
+    assert store.cached == [True, False]
 
 
 def test_an_index_follows_adds_updates_deletes_and_relists() -> None:

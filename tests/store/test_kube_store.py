@@ -55,6 +55,19 @@ def test_list_pages_through_the_collection_at_one_version(kube_server: MockApiSe
     assert version == kube_server.memory.list("pods")[1]
 
 
+def test_a_cached_list_asks_for_version_0_and_the_pages_after_it_only_for_their_token(
+    kube_server: MockApiServer, make_store: MakeStore
+) -> None:
+    kube_server.memory.add_many([pod(f"p{i}") for i in range(25)])
+    items, version = make_store(page_size=10).list("pods", cached=True)
+    assert len(items) == 25 and version == kube_server.memory.list("pods")[1]
+    pages = kube_server.list_requests()
+    assert [p.query.get("resourceVersion") for p in pages] == ["0", None, None]
+    assert [("continue" in p.query) for p in pages] == [False, True, True]
+    make_store(page_size=10).list("pods")
+    assert "resourceVersion" not in kube_server.list_requests()[3].query  # a list that must be current
+
+
 def test_list_sends_the_selector_and_namespace_with_every_page(
     kube_server: MockApiServer, make_store: MakeStore
 ) -> None:

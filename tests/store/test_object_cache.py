@@ -71,12 +71,14 @@ class _NoDra(MemoryStore):
     served = False
     lists = 0
 
-    def list(self, resource: str, namespace: str | None = None, selector: Any = None) -> tuple[list[JSON], str]:
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Any = None, **kw: Any
+    ) -> tuple[list[JSON], str]:
         if resource.startswith("resourceclaim") or resource in ("deviceclasses", "resourceslices"):
             self.lists += 1
             if not self.served:
                 raise NotFound(f"the server could not find the requested resource ({resource})")
-        return super().list(resource, namespace, selector)
+        return super().list(resource, namespace, selector, **kw)
 
 
 def test_dra_kinds_the_cluster_does_not_serve_read_as_empty_and_are_asked_again_later() -> None:

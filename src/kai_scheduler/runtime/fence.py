@@ -55,8 +55,10 @@ class Fenced:
     def get(self, resource: str, name: str, namespace: str = "") -> JSON:
         return self.store.get(resource, name, namespace)
 
-    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
-        return self.store.list(resource, namespace, selector)
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Selector = None, *, cached: bool = False
+    ) -> tuple[list[JSON], str]:
+        return self.store.list(resource, namespace, selector, cached=cached)
 
     def watch(
         self, resource: str, resource_version: str, timeout: float = 0.0, selector: Selector = None

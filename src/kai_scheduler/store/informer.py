@@ -1,7 +1,8 @@
 """Shared informers: one LIST and WATCH of a resource per process, its objects in a local cache, and each consumer
 told what changed since it last looked (client-go's SharedInformer and SharedInformerFactory).
 
-- `Informer`: lists the resource when first synced, then drains its watch from the last resourceVersion seen
+- `Informer`: lists the resource when first synced (the first time from the server's cache, as client-go's reflector
+  does), then drains its watch from the last resourceVersion seen
   (bookmarks move it too); a watch the store answers Gone (the version was compacted away) relists, and every
   consumer is handed the whole resource again. Its cache holds the objects as the store sent them, by
   `keys.object_key`, with named indexes (`add_index`, `index`).
@@ -155,10 +156,13 @@ class Informer:
                 subscription._changed(key, obj, old)
 
     def _relist(self) -> None:
+        # The first list may come from the server's cache (client-go's reflector lists so); a relist, after Gone or
+        # asked for because the store may hold what the watch has not brought, must not be behind the store.
+        cached = self.relists == 0
         if self.selector is None:
-            items, version = self.store.list(self.resource)
+            items, version = self.store.list(self.resource, cached=cached)
         else:
-            items, version = self.store.list(self.resource, None, self.selector)
+            items, version = self.store.list(self.resource, None, self.selector, cached=cached)
         old, self._items = self._items, {object_key(obj): obj for obj in items}
         self.version = version
         self.listed = True

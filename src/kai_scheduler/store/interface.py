@@ -152,8 +152,14 @@ class ClusterStore(Protocol):
         """The object, or NotFound."""
         ...
 
-    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
-        """All matching objects (namespace None = all) and the resource version to watch from."""
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Selector = None, *, cached: bool = False
+    ) -> tuple[list[JSON], str]:
+        """All matching objects (namespace None = all) and the resource version to watch from.
+
+        `cached=True` lets the store answer from what it keeps in memory, at a version that may be behind its
+        latest write (the API server's watch cache: client-go's reflector lists so the first time); a watch from
+        the returned version brings what came after. Without it the answer holds every write made before it."""
         ...
 
     def watch(

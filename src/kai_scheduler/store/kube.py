@@ -230,10 +230,19 @@ class KubeStore:
         path = object_path(res, name, namespace)
         return self._clean(self.transport.call("GET", path, what=describe("get", res, name, namespace)))
 
-    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
-        """All matching objects, fetched in pages of `page_size`, and the version to watch from."""
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Selector = None, *, cached: bool = False
+    ) -> tuple[list[JSON], str]:
+        """All matching objects, fetched in pages of `page_size`, and the version to watch from.
+
+        `cached`: `resourceVersion=0`, which the API server answers from its watch cache, as client-go's reflector
+        lists first: it costs the server far less than pages read from etcd (bench/README.md, "LIST from the watch
+        cache"). v1.32 sends it whole, ignoring the page size; a server that pages it gets its continue tokens
+        alone, as the API asks."""
         res = resource_named(resource)
         query = [("limit", str(self.options.page_size))]
+        if cached:
+            query.append(("resourceVersion", "0"))
         selector_text = selector_string(selector)
         if selector_text:
             query.append(("labelSelector", selector_text))
@@ -255,9 +264,7 @@ class KubeStore:
         token = ""
         with collector.paused():
             while True:
-                page = self.transport.call(
-                    "GET", path, query=[*query, ("continue", token)] if token else query, what=what
-                )
+                page = self.transport.call("GET", path, query=_next_page(query, token) if token else query, what=what)
                 meta = page.get("metadata") or {}
                 version = version or str(meta.get("resourceVersion") or "")
                 items.extend(page.get("items") or ())
@@ -444,6 +451,11 @@ class KubeStore:
             if isinstance(meta, dict):
                 meta.pop("managedFields", None)
         return obj
+
+
+def _next_page(query: _Query, token: str) -> _Query:
+    """The query of the page after `token`: a continue token carries the version, which may not be given again."""
+    return [*(item for item in query if item[0] != "resourceVersion"), ("continue", token)]
 
 
 def _stream_key(plural: str, selector: str) -> str:

@@ -126,9 +126,16 @@ class MemoryStore:
         return stored if shared else rules.copy_out(stored)
 
     def list(
-        self, resource: str, namespace: str | None = None, selector: Selector = None, *, shared: bool = False
+        self,
+        resource: str,
+        namespace: str | None = None,
+        selector: Selector = None,
+        *,
+        shared: bool = False,
+        cached: bool = False,
     ) -> tuple[list[JSON], str]:
-        """Matching objects sorted by (namespace, name); namespace None or "" means all namespaces.
+        """Matching objects sorted by (namespace, name); namespace None or "" means all namespaces. Always the
+        latest version (`cached` changes nothing: this store is its own cache).
 
         `shared=True`: the stored objects themselves, which the caller must not change."""
         res = resource_named(resource)

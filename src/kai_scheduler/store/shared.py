@@ -25,7 +25,9 @@ class SharedReads:
     def get(self, resource: str, name: str, namespace: str = "") -> JSON:
         return self.store.get(resource, name, namespace, shared=True)
 
-    def list(self, resource: str, namespace: str | None = None, selector: Selector = None) -> tuple[list[JSON], str]:
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Selector = None, *, cached: bool = False
+    ) -> tuple[list[JSON], str]:
         return self.store.list(resource, namespace, selector, shared=True)
 
     def watch(
