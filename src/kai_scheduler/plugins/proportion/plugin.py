@@ -62,6 +62,9 @@ class Proportion(PluginBase):
         self._job_requests: dict[str, tuple[float, ...]] = {}  # job uid → request of its tasks to allocate
         self._ranks: dict[str, tuple[JobInfo | None, Rank]] = {}  # queue → (best job, rank)
         self._ranking_version = 0  # the session's, when the two caches above were filled
+        # (left queue, right queue) → rules 7-8 of the queue order, which read only what a session keeps: queues
+        # of equal rank compare often in a victim search (a third of its comparisons at 4,000 nodes)
+        self._unranked: dict[tuple[str, str], int] = {}
 
     @classmethod
     def from_args(cls, arguments: Mapping[str, str]) -> Proportion:
@@ -78,6 +81,7 @@ class Proportion(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
+        self._unranked = {}
         snapshot = ssn.snapshot
         keepable = opening.keepable(snapshot, self.usage_by_queue)
         total = snapshot.total_capacity()[list(QUEUE_AXIS)]
@@ -210,7 +214,8 @@ class Proportion(PluginBase):
         """QUEUE_ORDER: rules 1-8 of §3.4 over the queues' current state and their best jobs' requests.
 
         The hottest comparison of a victim search (each step re-positions queues in the job-order tree): the
-        ranks cached for both sides are looked up here, and only a miss calls `_rank`."""
+        ranks cached for both sides are looked up here, and only a miss calls `_rank`; rules 7-8 are kept per
+        pair of queues."""
         assert self._ssn is not None
         if self._ssn.ranking_version != self._ranking_version:
             self._follow_ranking()
@@ -219,7 +224,14 @@ class Proportion(PluginBase):
         left_rank = kept[1] if kept is not None and kept[0] is left_job else self._rank(left.name, left_job)
         kept = ranks.get(right.name)
         right_rank = kept[1] if kept is not None and kept[0] is right_job else self._rank(right.name, right_job)
-        return queue_order.compare_ranked(self._states[left.name], left_rank, self._states[right.name], right_rank)
+        if left_rank != right_rank:
+            return -1 if left_rank < right_rank else 1
+        pair = (left.name, right.name)
+        order = self._unranked.get(pair)
+        if order is None:
+            states = self._states
+            order = self._unranked[pair] = queue_order.compare_unranked(states[left.name], states[right.name])
+        return order
 
     def job_over_capacity(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
         """JOB_OVER_CAPACITY: the limit check, then (non-preemptible jobs) the quota check, on every level."""
