@@ -5,8 +5,11 @@ lives in the sibling modules `division` (fair shares), `queue_order` (rules 1-8)
 non-preemptible quota), which take plain data.
 
 Per session it keeps one `QueueShare` per queue (what other code reads through `points.QUEUE_SHARE`) and a
-`QueueState` mirror of it in plain floats for the hot comparison; the allocate/deallocate handlers
-update both, so statement rollbacks restore them exactly.
+`QueueState` mirror of it in plain floats for the hot comparison. The allocate/deallocate handlers add to the
+mirror's `allocated` (the same float additions in the same order as on the share's vector, so it holds the
+same bits) and copy it onto the shares they touched only when something reads a share (`sync_shares`): a
+victim search moves tens of thousands of tasks between two reads, and three numpy additions per queue level
+were most of a move's accounting. Statement rollbacks restore both exactly.
 
 Not supported yet: `--full-hierarchy-fairness=false` (KAI re-parents every queue under a synthetic `default`
 root, §3.1 step 4). Time-based fair share (§5.5): each queue's usage comes from `snapshot.queue_usage`, which
@@ -59,6 +62,7 @@ class Proportion(PluginBase):
         self._parents: dict[str, str] = {}
         self._leaf_chains: dict[str, list[tuple[QueueShare, QueueState]]] = {}
         self._charged: dict[str, Vector] = {}  # task uid → what its queues were charged
+        self._unsynced: dict[str, tuple[QueueShare, QueueState]] = {}  # shares behind their state's `allocated`
         self._job_requests: dict[str, tuple[float, ...]] = {}  # job uid → request of its tasks to allocate
         self._ranks: dict[str, tuple[JobInfo | None, Rank]] = {}  # queue → (best job, rank)
         self._ranking_version = 0  # the session's, when the two caches above were filled
@@ -82,6 +86,7 @@ class Proportion(PluginBase):
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
         self._unranked = {}
+        self._unsynced = {}
         snapshot = ssn.snapshot
         keepable = opening.keepable(snapshot, self.usage_by_queue)
         total = snapshot.total_capacity()[list(QUEUE_AXIS)]
@@ -102,7 +107,9 @@ class Proportion(PluginBase):
         ssn.add(points.ON_DEALLOCATE, self.refund_queue)
         ssn.add(points.QUEUE_SHARE, self.queue_share)
         ssn.add(points.CHARGE_QUEUE, self.charge_claim)
-        rules = reclaim.ReclaimRules(ssn, self._shares, self._parents, self._total, self.saturation_multiplier)
+        rules = reclaim.ReclaimRules(
+            ssn, self._shares, self._parents, self._total, self.saturation_multiplier, sync=self.sync_shares
+        )
         ssn.add(points.CAN_RECLAIM, rules.can_reclaim)
         ssn.add(points.RECLAIM_VICTIM_FILTER, rules.is_victim)
         ssn.add(points.RECLAIM_VALIDATOR, rules.reclaimable)
@@ -287,19 +294,28 @@ class Proportion(PluginBase):
             return
         for share, state in chain:
             self._ranks.pop(share.name, None)
-            share.allocated[GPU] += gpus
+            self._unsynced[share.name] = (share, state)
             if non_preemptible:
                 share.allocated_non_preemptible[GPU] += gpus
             state.allocated[2] += gpus
 
     def queue_share(self, queue: str) -> QueueShare | None:
         """QUEUE_SHARE: the proportion view of one queue, or None for an unknown name."""
+        self.sync_shares()
         return self._shares.get(queue)
+
+    def sync_shares(self) -> None:
+        """Bring the shares' `allocated` up to their states' (before any read of a share)."""
+        if self._unsynced:
+            for share, state in self._unsynced.values():
+                share.allocated[:] = state.allocated
+            self._unsynced.clear()
 
     # --- for actions (reclaim) ---------------------------------------------------------------------------
 
     def queue_chain(self, name: str) -> list[QueueShare]:
         """The queue and its ancestors, leaf → top-level queue."""
+        self.sync_shares()
         chain = []
         while name:
             chain.append(self._shares[name])
@@ -384,9 +400,10 @@ class Proportion(PluginBase):
             return
         cpu, memory, gpu = delta.tolist()
         non_preemptible = not job.preemptible
+        unsynced = self._unsynced
         for share, state in chain:
             self._ranks.pop(share.name, None)
-            share.allocated += delta
+            unsynced[share.name] = (share, state)
             if non_preemptible:
                 share.allocated_non_preemptible += delta
             held = state.allocated
