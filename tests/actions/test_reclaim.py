@@ -412,3 +412,18 @@ def test_a_victim_whose_queue_sorts_first_lands_first_and_nothing_is_reclaimed()
     same cluster reclaims (the test above)."""
     results = v.cluster(_claim_handed_back(older_pending=True)).run(3)
     assert [r.evictions for r in results] == [0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "allocated, deserved, within",
+    [
+        pytest.param([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], True, id="at the quota"),
+        pytest.param([1.0, 2.0, 3.5], [1.0, 2.0, 3.0], False, id="over in one resource"),
+        pytest.param([9.0, 2.0, 0.1], [-1.0, 2.0, 0.1], True, id="unlimited cpu"),
+        pytest.param([0.0, 0.0, 0.1], [0.0, 0.0, 0.0], False, id="a tenth of a GPU without quota"),
+    ],
+)
+def test_an_eviction_record_names_the_deserved_share_only_within_every_quota(
+    allocated: list[float], deserved: list[float], within: bool
+) -> None:
+    assert reclaim._within_deserved(allocated, deserved) is within

@@ -258,3 +258,30 @@ def test_a_task_log_answers_only_what_it_reaches() -> None:
     log.add([str(i) for i in range(20)], limit=10)  # drops the older entries
     assert log.since(mark, log.end) is None
     assert log.since(log.start, log.end) == log.uids
+
+
+@pytest.mark.parametrize(
+    "placement",
+    [Placement(S.RUNNING, "n"), Placement(S.RELEASING, "n"), Placement(S.PIPELINED, "n")],
+    ids=["running", "releasing", "pipelined"],
+)
+def test_a_moved_task_leaves_its_row_derived_from_its_ledgers(placement: Placement) -> None:
+    """`free` and `free_now` follow the ledgers on every change of a row (written in place), an eviction and its
+    undoing in one pass included."""
+    snap = _snapshot()
+    node, task, other = _node(snap), b.task(snap, "t"), b.task(snap, "u")
+    a = snap.arrays
+
+    def derived_as_the_rule_says() -> None:
+        assert np.array_equal(a.free, a.idle + a.releasing)
+        assert np.array_equal(a.free_now, np.maximum(a.idle + np.minimum(a.releasing, 0.0), 0.0))
+
+    node.add_task(other, Placement(S.PIPELINED, "n"))  # releasing below zero: free_now takes it from idle
+    derived_as_the_rule_says()
+    node.add_task(task, placement)
+    derived_as_the_rule_says()
+    assert node.move_task(task, placement, Placement(S.RELEASING, "n"))
+    derived_as_the_rule_says()
+    assert a.free[0, GPU] == 6  # idle 8 - 1 (t, releasing); releasing 1 (t) - 2 (u, pipelined)
+    assert node.move_task(task, Placement(S.RELEASING, "n"), placement)
+    derived_as_the_rule_says()

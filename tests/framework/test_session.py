@@ -168,6 +168,22 @@ def test_victim_filters_and_their_booleans(point: points.ExtensionPoint[points.V
     assert _session().is_victim(point, a, b_) is True
 
 
+def test_a_victim_filter_fetched_once_answers_as_is_victim_and_stops_at_the_first_refusal() -> None:
+    point = points.RECLAIM_VICTIM_FILTER
+    asked: list[str] = []
+
+    def answer(name: str, value: bool) -> Any:
+        return lambda p, v: asked.append(name) or value
+
+    ssn = _session(_Plugin("t", (point, answer("t", True))), _Plugin("f", (point, answer("f", False))))
+    ssn2 = _session(_Plugin("f", (point, answer("f", False))), _Plugin("t", (point, answer("t", True))))
+    a, b_ = _jobs(ssn)
+    assert ssn.victim_filter(point)(a, b_) is False and asked == ["t", "f"]
+    asked.clear()
+    assert ssn2.victim_filter(point)(a, b_) is False and asked == ["f"]
+    assert _session().victim_filter(point)(a, b_) is True
+
+
 def test_events_all_run_in_order() -> None:
     seen: list[str] = []
     ssn = _session(

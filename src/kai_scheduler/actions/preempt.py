@@ -54,7 +54,8 @@ def is_lower_in_queue(preemptor: JobInfo, victim: JobInfo) -> bool:
 
 def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSearch | None:
     """Victims: same queue, strictly lower priority, passing PREEMPT_VICTIM_FILTER; None if there are none."""
-    eligible = [v for v in pool if is_lower_in_queue(job, v) and ssn.is_victim(points.PREEMPT_VICTIM_FILTER, job, v)]
+    accepts = ssn.victim_filter(points.PREEMPT_VICTIM_FILTER)
+    eligible = [v for v in pool if is_lower_in_queue(job, v) and accepts(job, v)]
     return preemptors.validated_search(
         ssn, NAME, eligible, points.PREEMPT_VALIDATOR, lambda victim: _eviction(job, victim)
     )

@@ -45,7 +45,8 @@ def may_reclaim(ssn: Session, job: JobInfo) -> bool:
 
 def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSearch | None:
     """Victims: other queues' jobs passing RECLAIM_VICTIM_FILTER; None if there are none."""
-    eligible = [v for v in pool if v.queue != job.queue and ssn.is_victim(points.RECLAIM_VICTIM_FILTER, job, v)]
+    accepts = ssn.victim_filter(points.RECLAIM_VICTIM_FILTER)
+    eligible = [v for v in pool if v.queue != job.queue and accepts(job, v)]
     return preemptors.validated_search(
         ssn, NAME, eligible, points.RECLAIM_VALIDATOR, lambda victim: _eviction(ssn, job, victim)
     )
@@ -53,10 +54,18 @@ def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSear
 
 def _eviction(ssn: Session, reclaimer: JobInfo, victim: JobInfo) -> Eviction:
     share = ssn.queue_share(reclaimer.queue)
-    within_deserved = share is not None and bool(((share.allocated <= share.deserved) | (share.deserved == -1)).all())
+    within_deserved = share is not None and _within_deserved(share.allocated.tolist(), share.deserved.tolist())
     what = "deserved" if within_deserved else "fair"
     return Eviction(
         NAME,
         reclaimer.key,
         f"reclaimed by {reclaimer.key} to restore {reclaimer.queue}'s {what} share (from queue {victim.queue})",
     )
+
+
+def _within_deserved(allocated: list[float], deserved: list[float]) -> bool:
+    """Every resource within its deserved quota (-1: unlimited); in floats: each victim popped asks it."""
+    for held, quota in zip(allocated, deserved, strict=True):  # noqa: SIM110
+        if not (held <= quota or quota == -1):
+            return False
+    return True

@@ -83,8 +83,12 @@ class NodeArrays:
         """Recompute the derived arrays for one row (after a ledger change) or for all rows."""
         where = slice(None) if row is None else row
         idle, releasing = self.idle[where], self.releasing[where]
-        self.free[where] = idle + releasing
-        self.free_now[where] = np.maximum(idle + np.minimum(releasing, 0.0), 0.0)
+        # Written through views (no temporaries, no copy back): a victim search refreshes a row per move.
+        np.add(idle, releasing, out=self.free[where])
+        free_now = self.free_now[where]
+        np.minimum(releasing, 0.0, out=free_now)
+        np.add(idle, free_now, out=free_now)
+        np.maximum(free_now, 0.0, out=free_now)
         if row is not None:
             self.stamps[row] = next(_STAMPS)
 
@@ -389,15 +393,23 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
 
 
 def _charge_row(a: NodeArrays, row: int, delta: Vector, status: PodStatus) -> None:
-    """Add `delta` (a request, or its negative) to one row's ledgers as a task in `status` is charged."""
-    a.used[row] += delta
-    if BITS[status] & _RELEASING:
-        a.releasing[row] += delta
-        a.idle[row] -= delta
-    elif BITS[status] == _PIPELINED:
-        a.releasing[row] -= delta
+    """Add `delta` (a request, or its negative) to one row's ledgers as a task in `status` is charged.
+
+    In place on the rows' views: `a.used[row] += delta` would also copy each row back onto itself."""
+    used = a.used[row]
+    used += delta
+    bits = BITS[status]
+    if bits & _RELEASING:
+        releasing = a.releasing[row]
+        releasing += delta
+        idle = a.idle[row]
+        idle -= delta
+    elif bits == _PIPELINED:
+        releasing = a.releasing[row]
+        releasing -= delta
     else:
-        a.idle[row] -= delta
+        idle = a.idle[row]
+        idle -= delta
 
 
 def _charge(placement: Placement) -> PodStatus:

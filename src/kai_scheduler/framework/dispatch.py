@@ -80,7 +80,11 @@ def _all_true(hooks: Hooks) -> Callable[..., bool]:
     fns = tuple(fn for _, fn in hooks)
 
     def run(*args: Any) -> bool:
-        return all(fn(*args) for fn in fns)
+        # a loop, not all() over a generator: victim filters run once per job of a victim pool
+        for fn in fns:  # noqa: SIM110
+            if not fn(*args):
+                return False
+        return True
 
     return run
 

@@ -300,6 +300,11 @@ class Session:
         """Every filter on `point` (RECLAIM_ or PREEMPT_VICTIM_FILTER) accepts `victim`."""
         return bool(self.call(point)(preemptor, victim))
 
+    def victim_filter(self, point: points.ExtensionPoint[points.VictimFilter]) -> Callable[[JobInfo, JobInfo], bool]:
+        """`is_victim` on `point` as one callable, for a caller that asks it of a whole victim pool."""
+        accepts: Callable[[JobInfo, JobInfo], bool] = self.call(point)
+        return accepts
+
     def validate(
         self,
         point: points.ExtensionPoint[points.ScenarioValidator],

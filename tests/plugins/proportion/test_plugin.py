@@ -273,3 +273,35 @@ def test_capacity_converts_gpu_memory_with_the_largest_gpu() -> None:
     job = session.job("shared")
     assert plugin(session).job_request(job) == (0.0, 0.0, 0.5)
     assert session.job_over_capacity(job, job.pending_tasks()) is None  # 0.25 of a GPU fits the 0.3 limit
+
+
+def test_a_share_read_after_moves_holds_what_the_queue_order_saw(ssn: Session) -> None:
+    """The moves go to the queue-order mirror; the first read of a share after them, whoever reads it (here the
+    reclaim rules), sees the same allocation."""
+    wait = ssn.job("wait")
+    assert ssn.can_reclaim(wait, wait.pending_tasks()) is None  # team-a: 1 + 2 GPUs within its fair share of 3
+    stmt = ssn.statement()
+    stmt.allocate(ssn.snapshot.tasks["over-0"], "n1")  # 4 GPUs more for team-a
+    reject = ssn.can_reclaim(wait, wait.pending_tasks())
+    assert reject is not None and "5 GPUs allocated" in reject.message
+    assert ssn.queue_share("org") is not None
+    assert all(a == mirror for a, _, mirror in ledger(ssn).values())
+    stmt.discard()
+    assert ssn.can_reclaim(wait, wait.pending_tasks()) is None
+
+
+def test_queues_of_equal_rank_compare_by_age_then_name_both_ways() -> None:
+    """Rules 7-8 are kept per ordered pair of queues: each direction answers its own way."""
+    objects = snapshot.ClusterObjects(
+        nodes=[Node.from_dict({"metadata": {"name": "n1"}, "status": {"allocatable": {"nvidia.com/gpu": 8}}})],
+        queues=[queue("b-queue", gpu_quota=2), queue("a-queue", gpu_quota=2)],
+        podgroups=[],
+        pods=[],
+    )
+    ssn = Session(snapshot.build(objects, snapshot.SnapshotParams(now=1000.0)), SchedulerConfig(), [Proportion()])
+    ssn.open()
+    a, b = ssn.snapshot.queues["a-queue"], ssn.snapshot.queues["b-queue"]
+    for _ in range(2):
+        assert plugin(ssn).queue_order(a, b, None, None) == -1
+        assert plugin(ssn).queue_order(b, a, None, None) == 1
+        assert plugin(ssn).queue_order(a, a, None, None) == 0

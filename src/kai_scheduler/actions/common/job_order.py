@@ -29,8 +29,9 @@ class _Node:
     tree: JobOrderByQueues
     # A leaf's jobs: those it started with, sorted once and taken from the front (`head`), and those put back
     # since, in a heap. The next job is the better of the two fronts (`first`), one comparison per change,
-    # where a heap of all of them cost two comparisons per level on every pop.
-    jobs: list[_JobEntry] = field(default_factory=list)
+    # where a heap of all of them cost two comparisons per level on every pop. The sorted jobs are kept bare
+    # and wrapped when they come to the front (a victim pool holds tens of thousands, a search pops a few).
+    jobs: list[JobInfo] = field(default_factory=list)
     head: int = 0
     pushed: list[_JobEntry] = field(default_factory=list)
     first: _JobEntry | None = None
@@ -64,7 +65,7 @@ class _Node:
         self._find_first()
 
     def _find_first(self) -> None:
-        front = self.jobs[self.head] if self.head < len(self.jobs) else None
+        front = _JobEntry(self.jobs[self.head], self.tree) if self.head < len(self.jobs) else None
         back = self.pushed[0] if self.pushed else None
         if front is None or back is None:
             self.first = front or back
@@ -121,12 +122,14 @@ class JobOrderByQueues:
             leaf = self._leaf(name)
             if leaf is None:
                 continue
-            entries = [_JobEntry(j, self) for j in queue_jobs]
             if not ordered or name in unordered:
-                entries.sort()
-            leaf.jobs = entries[:depth] if depth else entries
+                queue_jobs.sort(key=self._job_sort_key)
+            leaf.jobs = queue_jobs[:depth] if depth else queue_jobs
             leaf._find_first()
         self._heapify(self._root)
+
+    def _job_sort_key(self, job: JobInfo) -> _JobEntry:
+        return _JobEntry(job, self)  # sorts as the heap entries compare
 
     def _leaf(self, name: str) -> _Node | None:
         """The node of a leaf queue, creating the path from the root; None if the queue is not usable."""

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from kai_scheduler.actions.common.job_order import JobOrderByQueues
 from kai_scheduler.cluster.job_info import JobInfo, Member, PodSet
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.pod_status import PodStatus
+from kai_scheduler.cluster.pod_status import BITS, PodStatus
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction, Statement
 
-_EVICTABLE = frozenset({PodStatus.BINDING, PodStatus.BOUND, PodStatus.RUNNING})
-_PLACED_THIS_CYCLE = frozenset({PodStatus.ALLOCATED, PodStatus.PIPELINED})
+# As the flags' plain ints: `can_be_victim` reads every task of every running job when a victim pool is made.
+_EVICTABLE = (PodStatus.BINDING | PodStatus.BOUND | PodStatus.RUNNING).value
+_PLACED_THIS_CYCLE = (PodStatus.ALLOCATED | PodStatus.PIPELINED).value
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ class Batch:
 
 
 def is_evictable(task: PodInfo) -> bool:
-    return task.status in _EVICTABLE
+    return bool(BITS[task.placement.status] & _EVICTABLE)
 
 
 def can_be_victim(job: JobInfo) -> bool:
@@ -58,9 +59,11 @@ def can_be_victim(job: JobInfo) -> bool:
         return False
     has_running = False
     for task in job.tasks:
-        if task.status in _PLACED_THIS_CYCLE:
+        bits = BITS[task.placement.status]
+        if bits & _PLACED_THIS_CYCLE:
             return False
-        has_running = has_running or task.status in _EVICTABLE
+        if bits & _EVICTABLE:
+            has_running = True
     return has_running
 
 

@@ -124,6 +124,12 @@ def compare_ranked(left: QueueState, left_rank: Rank, right: QueueState, right_r
     """Rules 1-6 by rank, then 7 (Pareto allocatable share) and 8 (age, name); -1, 0 or 1."""
     if left_rank != right_rank:
         return -1 if left_rank < right_rank else 1
+    return compare_unranked(left, right)
+
+
+def compare_unranked(left: QueueState, right: QueueState) -> int:
+    """Rules 7 and 8 alone: they read what does not change in a session (allocatable share, age, name), so a
+    caller may keep the answer per pair of queues."""
     return (
         _pareto(left.allocatable, right.allocatable)
         or _cmp(left.creation, right.creation)

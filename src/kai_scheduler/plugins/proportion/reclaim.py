@@ -35,7 +35,7 @@ level where their paths from the root differ: the two siblings the rules compare
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -63,7 +63,11 @@ class ReclaimRules:
         parents: Mapping[str, str],
         total: Vector,
         multiplier: float,
+        *,
+        sync: Callable[[], None] = lambda: None,
     ) -> None:
+        """`sync`: brings `shares`' allocations up to date; called before each callback reads them."""
+        self._sync = sync
         self._ssn = ssn
         self._shares = shares
         self._parents = parents
@@ -79,6 +83,7 @@ class ReclaimRules:
 
     def job_solution_start(self, job: JobInfo) -> None:
         """ON_JOB_SOLUTION_START: clone every queue's allocation; the validator judges against it."""
+        self._sync()
         self._start = {
             name: (s.allocated.copy(), s.allocated_non_preemptible.copy()) for name, s in self._shares.items()
         }
@@ -86,6 +91,7 @@ class ReclaimRules:
 
     def can_reclaim(self, job: JobInfo, tasks: list[PodInfo]) -> points.Reject | None:
         """CAN_RECLAIM: the leaf within its fair share with the job; non-preemptible: within deserved too."""
+        self._sync()
         leaf = self._shares.get(job.queue)
         if leaf is None:
             return points.Reject(PLUGIN, constants.REASON_QUEUE_DOES_NOT_EXIST, f"queue {job.queue!r} is unknown")
@@ -118,6 +124,7 @@ class ReclaimRules:
     def _queue_may_give(self, reclaimer: JobInfo, victim_queue: str) -> bool:
         if victim_queue not in self._shares or reclaimer.queue not in self._shares:
             return False
+        self._sync()
         request = _request(self._ssn.tasks_to_allocate(reclaimer))
         lr, lv = self.leveled(reclaimer.queue, victim_queue)
         reclaimer_level, victim_level = self._shares[lr], self._shares[lv]
@@ -133,6 +140,7 @@ class ReclaimRules:
         self, reclaimer: JobInfo, tasks: list[PodInfo], scenario: points.VictimScenario
     ) -> points.Reject | None:
         """RECLAIM_VALIDATOR: the strategies per victim vector, the saturation order, non-preemptible quota."""
+        self._sync()
         request = _request(tasks)
         taken = list(scenario.victims)
         if not self._ssn.config.flags.allow_consolidating_reclaim:
