@@ -274,6 +274,34 @@ def test_a_component_without_a_scheduler_freezes_its_start_up_heap_before_runnin
     assert (seen[0] > before) is frozen
 
 
+@pytest.mark.parametrize("command", ["run", "binder", "scheduler"])
+def test_a_component_process_collects_its_young_objects_less_often(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A component process runs with the collector's service threshold for young collections (not Python's 700);
+    the older generations keep their ratios."""
+    import gc
+
+    from kai_scheduler.runtime.process import Process
+    from kai_scheduler.store import collector
+
+    seen: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(Process, "run", lambda self: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    try:
+        with MockApiServer(MemoryStore(SystemClock())) as server:
+            args = [command, "--kubeconfig", kubeconfig(tmp_path, server.url)]
+            args.append(f"--listen-address=127.0.0.1:{closed_port()}")
+            if command in ("scheduler", "run"):
+                args.append("--plugin-server-port=0")
+            assert main(args) == 0
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+    assert seen == [(collector.SERVICE_THRESHOLD, before[1], before[2])]
+    assert collector.SERVICE_THRESHOLD > 700
+
+
 @pytest.mark.parametrize(("command", "namespace"), [("controllers", "team"), ("run", "team"), ("controllers", "")])
 def test_the_queue_controller_s_series_take_the_namespace_and_the_queue_labels_of_the_flags(
     command: str, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -396,3 +396,31 @@ def test_a_tls_setting_libcurl_is_not_given_leaves_the_requests_to_urllib3(kube_
         assert store.transport.connections.pool() is not None
     finally:
         store.close()
+
+
+def _answers_with_retry_after(status: bytes) -> Callable[[socket.socket], bool]:
+    def answer(conn: socket.socket) -> bool:
+        body = b"{}"
+        conn.sendall(
+            b"HTTP/1.1 %s\r\nRetry-After: 7\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (status, len(body), body)
+        )
+        return True
+
+    return answer
+
+
+@pytest.mark.parametrize(("status", "retry_after"), [(b"503 Service Unavailable", "7"), (b"200 OK", None)])
+def test_the_retry_after_of_an_error_answer_is_read_a_successs_is_not(status: bytes, retry_after: str | None) -> None:
+    """Retry-After decides an error's retry and goes with its error; a success's is never used, so not looked for."""
+    from kai_scheduler.store.kube_http.cancellation import Cancellation
+    from kai_scheduler.store.kube_http.curl import CurlSender
+
+    server = RawServer(_answers_with_retry_after(status))
+    sender = CurlSender(server.url, {}, Cancellation())
+    try:
+        answer = sender.send("GET", "/x", {}, None, (5.0, 5.0), "get x", 0)
+        assert (answer.status, answer.retry_after) == (int(status[:3]), retry_after)
+    finally:
+        sender.close()
+        server.close()

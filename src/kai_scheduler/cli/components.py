@@ -266,6 +266,7 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
                 process.server.add_readiness("admission", webhooks.is_ready)
             try:
                 with stop_on_signals(stop), _dashboard(args, scheduler_options):
+                    collector.tune_for_service()
                     if "scheduler" not in names:
                         # Not under a scheduler: its collections follow its cycles (`Scheduler.run_once`), and with
                         # the start-up heap frozen its first full collections came sooner, over its whole cache

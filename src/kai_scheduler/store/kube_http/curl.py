@@ -69,8 +69,9 @@ _TLS_ERRORS: Final = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """An HTTP answer read whole: its status, body and Retry-After header; `elapsed`: seconds from the start of
-    the request (its retries included) to the answer's first byte."""
+    """An HTTP answer read whole: its status, body and Retry-After header (looked for in an error's answer only:
+    a success's is never read); `elapsed`: seconds from the start of the request (its retries included) to the
+    answer's first byte."""
 
     status: int
     body: bytes
@@ -235,10 +236,11 @@ class _Handle:
         return int(self.curl.getinfo(pycurl.RESPONSE_CODE))
 
     def answer(self, before: float) -> Answer:
+        status = self.status()
         return Answer(
-            self.status(),
+            status,
             b"".join(self.chunks),
-            _header(self.head, b"retry-after:"),
+            _header(self.head, b"retry-after:") if status >= 300 else None,
             before + self.curl.getinfo(pycurl.STARTTRANSFER_TIME),
         )
 
