@@ -268,7 +268,9 @@ def test_dividing_again_after_requests_moved_gives_what_a_division_from_nothing_
     parents = [0, 1] if split else [0, 0]
     before = _tree(specs, parents)
     last = division.divide((float(total),), before)
-    moved_specs = [(d, w, requests[i] if i < len(requests) else r, lim, p, c) for i, (d, w, r, lim, p, c) in enumerate(specs)]
+    moved_specs = [
+        (d, w, requests[i] if i < len(requests) else r, lim, p, c) for i, (d, w, r, lim, p, c) in enumerate(specs)
+    ]
     after = _tree(moved_specs, parents)
     changed = {b.name for a, b in zip(before, after, strict=True) if a.request != b.request}
     again = division.redivide((float(total),), after, 1.0, last, changed)
