@@ -242,3 +242,56 @@ def test_surplus_never_exceeds_the_total_nor_the_need_by_a_unit(specs: list[Spec
     for queue in queues:
         requestable = queue.request[0] if queue.limit[0] == U else min(queue.limit[0], queue.request[0])
         assert got[queue.name] < requestable + 1
+
+
+# --- dividing again after some requests moved ------------------------------------------------------------------
+
+
+def _tree(specs: list[Spec], parents: list[int]) -> list[ShareInput]:
+    """Two departments `d0`, `d1` (fixed settings) and the specs' queues under them (`parents`, cycled); each
+    department requests what its children do."""
+    leaves = [
+        q(f"q{i}", deserved=d, weight=w, request=r, limit=lim, priority=p, creation=c, parent=f"d{parents[i % 2]}")
+        for i, (d, w, r, lim, p, c) in enumerate(specs)
+    ]
+    departments = [
+        q(f"d{j}", deserved=3 * j + 2, weight=j + 1, request=sum(x.request[0] for x in leaves if x.parent == f"d{j}"))
+        for j in (0, 1)
+    ]
+    return departments + leaves
+
+
+@given(_queue_specs, st.integers(0, 60), st.lists(st.integers(0, 40), min_size=1, max_size=6), st.booleans())
+def test_dividing_again_after_requests_moved_gives_what_a_division_from_nothing_gives(
+    specs: list[Spec], total: int, requests: list[int], split: bool
+) -> None:
+    parents = [0, 1] if split else [0, 0]
+    before = _tree(specs, parents)
+    last = division.divide((float(total),), before)
+    moved_specs = [
+        (d, w, requests[i] if i < len(requests) else r, lim, p, c) for i, (d, w, r, lim, p, c) in enumerate(specs)
+    ]
+    after = _tree(moved_specs, parents)
+    changed = {b.name for a, b in zip(before, after, strict=True) if a.request != b.request}
+    again = division.redivide((float(total),), after, 1.0, last, changed)
+    fresh = division.divide((float(total),), after)
+    assert {n: v.tobytes() for n, v in again.items()} == {n: v.tobytes() for n, v in fresh.items()}
+
+
+def test_dividing_again_keeps_the_sibling_sets_nothing_moved() -> None:
+    """A request moved under `d0` moves no department's share (both are satisfied): `d1`'s children keep their
+    last vectors, `d0`'s are divided again."""
+    before = [
+        q("d0", deserved=10, request=4),
+        q("d1", deserved=10, request=3),
+        q("a", parent="d0", deserved=2, request=4),
+        q("b", parent="d1", deserved=2, request=3),
+        q("c", parent="d1", deserved=1, request=0),
+    ]
+    last = division.divide((30.0,), before)
+    after = [*before[:2], q("a", parent="d0", deserved=2, request=5), *before[3:]]
+    after[0] = q("d0", deserved=10, request=5)
+    again = division.redivide((30.0,), after, 1.0, last, {"a", "d0"})
+    assert again["b"] is last["b"] and again["c"] is last["c"] and again["d1"] is not last["d1"]
+    assert again["a"] is not last["a"] and float(again["a"][0]) == 5 == float(again["d0"][0])
+    assert {n: float(v[0]) for n, v in again.items()} == shares(30, after)

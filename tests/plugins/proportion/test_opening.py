@@ -85,3 +85,58 @@ def test_a_podgroup_status_written_keeps_the_opening() -> None:
     assert again.snapshot.jobs["run"].podgroup is written  # the job was made again from the new object
     assert memo.plugins[opening.MEMO_KEY] is kept
     assert shares(again) == before
+
+
+def everything(ssn: Session) -> dict[str, tuple[object, ...]]:
+    """Every number of every queue's share and state, bit for bit."""
+    out: dict[str, tuple[object, ...]] = {}
+    plugin = ssn.plugins[0]
+    assert isinstance(plugin, Proportion)
+    for name in ssn.snapshot.queues:
+        share, state = ssn.queue_share(name), plugin.order_state(name)
+        assert share is not None
+        vectors = (share.deserved, share.limit, share.allocated, share.allocated_non_preemptible, share.request)
+        out[name] = (
+            *(v.tobytes() for v in (*vectors, share.fair_share)),
+            state.deserved,
+            state.fair_share,
+            state.allocatable,
+            tuple(state.allocated),
+        )
+    return out
+
+
+def test_a_queue_whose_sums_changed_brings_the_opening_up_to_date_queue_by_queue() -> None:
+    """Two departments; a new pending pod under `org` changes the sums of `team-b` alone. The opening is made
+    from the last one (what it holds is what an opening from nothing holds) and the queues under `lab`, whose
+    department's share did not move, keep their last share and state objects."""
+    queues = [*QUEUES, queue("lab", gpu_quota=2), queue("lab-a", parent="lab", gpu_quota=2)]
+    groups = [*GROUPS, podgroup("lab-run", "lab-a")]
+    node = Node.from_dict(
+        {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": 16}}}
+    )
+
+    def session(pods: list[Pod], memo: snapshot.Memo) -> Session:
+        objects = snapshot.ClusterObjects(nodes=[node], queues=queues, podgroups=groups, pods=pods)
+        built = snapshot.build(objects, snapshot.SnapshotParams(now=0.0), memo)
+        ssn = Session(built, SchedulerConfig(), [Proportion()])
+        ssn.open()
+        return ssn
+
+    memo = snapshot.Memo()
+    running = [pod("run-0", "run", gpus=2, node="n1"), pod("lab-0", "lab-run", gpus=1, node="n1")]
+    first = session([*running, pod("wait-0", "wait", gpus=3)], memo)
+    kept = memo.plugins[opening.MEMO_KEY]
+    assert isinstance(kept, opening.Opening)
+    first.release()
+    del first
+    pods = [*running, pod("wait-0", "wait", gpus=3), pod("wait-1", "wait", gpus=4)]
+    again = session(pods, memo)
+    made = memo.plugins[opening.MEMO_KEY]
+    assert isinstance(made, opening.Opening) and made is not kept
+    assert everything(again) == everything(session(pods, snapshot.Memo()))  # as an opening from nothing
+    assert float(made.shares["team-b"].request[GPU]) == 7 and float(made.shares["org"].request[GPU]) == 9
+    assert made.shares["lab-a"] is kept.shares["lab-a"] and made.states["lab-a"] is kept.states["lab-a"]
+    for name in ("team-b", "org"):
+        assert made.shares[name] is not kept.shares[name] and made.states[name] is not kept.states[name]
+    assert float(kept.shares["team-b"].request[GPU]) == 3  # the last opening was not changed

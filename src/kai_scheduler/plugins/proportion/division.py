@@ -14,7 +14,7 @@ leftovers go out by (larger remainder, older creation, UID, name).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,27 +78,65 @@ def divide(total: Amounts, queues: Iterable[ShareInput], k_value: float = 1.0) -
 
     `k_value` ≤ 0 counts as 0 (usage then has no effect). A queue whose parent is not among `queues`, or
     that sits in a parent cycle, is a broken invariant (the snapshot drops those) and raises ValueError."""
+    return _divide(total, queues, k_value, {}, None)
+
+
+def redivide(
+    total: Amounts, queues: Iterable[ShareInput], k_value: float, last: Mapping[str, Vector], changed: Container[str]
+) -> dict[str, Vector]:
+    """`divide` again after only the inputs of the queues named in `changed` moved.
+
+    `last` is `divide`'s answer for the same total and queue tree when every other queue's input was what it is
+    now. A sibling set's division reads only its parent's share and the siblings' inputs, so a set none of whose
+    members changed and whose parent's share came out bit for bit the same keeps its last shares (the same
+    vectors); every other set is divided again as `divide` would. The answer equals `divide`'s."""
+    return _divide(total, queues, k_value, last, changed)
+
+
+def _divide(
+    total: Amounts,
+    queues: Iterable[ShareInput],
+    k_value: float,
+    last: Mapping[str, Vector],
+    changed: Container[str] | None,
+) -> dict[str, Vector]:
     k = max(0.0, k_value)
     by_name = {q.name: q for q in queues}
     children = _children(by_name)
     amounts = [float(x) for x in total]
-    shares: dict[str, list[float]] = {name: [0.0] * len(amounts) for name in by_name}
-    todo: list[tuple[str, list[float]]] = [("", amounts)]
+    shares: dict[str, list[float] | Vector] = {}
+    # (parent, its share, whether that share differs from the last division's)
+    todo: list[tuple[str, list[float], bool]] = [("", amounts, True)]
     reached = 0
     while todo:
-        parent, budget = todo.pop()
-        siblings = children.get(parent, [])
+        parent, budget, moved = todo.pop()
+        siblings = children.get(parent)
+        if not siblings:
+            continue
         reached += len(siblings)
+        if changed is not None and not moved and not any(q.name in changed for q in siblings):
+            for q in siblings:
+                kept = shares[q.name] = last[q.name]
+                todo.append((q.name, kept.tolist(), False))
+            continue
+        divided = [[0.0] * len(budget) for _ in siblings]
         for r, amount in enumerate(budget):
             slots = [slot(q, r) for q in siblings]
             divide_resource(amount, slots, k)
-            for s in slots:
-                shares[s.name][r] = s.fair_share
-        todo.extend((q.name, shares[q.name]) for q in siblings)
+            for share, s in zip(divided, slots, strict=True):
+                share[r] = s.fair_share
+        for q, share in zip(siblings, divided, strict=True):
+            shares[q.name] = share
+            before = last.get(q.name)
+            todo.append((q.name, share, before is None or before.tolist() != share))
     if reached != len(by_name):
         cycle = sorted(set(by_name) - _reachable(children))
         raise ValueError("queues in a parent cycle: " + ", ".join(cycle))
-    return {name: np.array(v, dtype=np.float64) for name, v in shares.items()}
+    return {name: _vector(shares[name]) for name in by_name}
+
+
+def _vector(share: list[float] | Vector) -> Vector:
+    return np.array(share, dtype=np.float64) if isinstance(share, list) else share
 
 
 def _children(by_name: Mapping[str, ShareInput]) -> dict[str, list[ShareInput]]:

@@ -90,16 +90,17 @@ class Proportion(PluginBase):
         snapshot = ssn.snapshot
         keepable = opening.keepable(snapshot, self.usage_by_queue)
         total = snapshot.total_capacity()[list(QUEUE_AXIS)]
-        last = opening.kept(snapshot, total, self.k_value) if keepable else None
-        if last is not None:
-            self.reopen(last)
+        last = opening.kept(snapshot) if keepable else None
+        changed = None if last is None else last.changed(snapshot, total, self.k_value)
+        if last is not None and changed is not None:
+            self.reopen(opening.update(last, snapshot, changed) if changed else last)
         else:
             self.open_queue_shares(snapshot)
             self.charge_running_jobs(snapshot)
-            self.divide_fair_shares(snapshot)
+            inputs = self.divide_fair_shares(snapshot)
             self.open_queue_states()
             if keepable:
-                opening.keep(snapshot, self._total, self.k_value, self._shares, self._states)
+                opening.keep(snapshot, self._total, self.k_value, self._shares, self._states, inputs)
         ssn.add(points.QUEUE_ORDER, self.queue_order)
         ssn.add(points.JOB_OVER_CAPACITY, self.job_over_capacity)
         ssn.add(points.PREDICATE, self.gpu_memory_over_capacity)
@@ -166,7 +167,7 @@ class Proportion(PluginBase):
                 ancestor.allocated_non_preemptible += leaf.allocated_non_preemptible
                 ancestor.request += leaf.request
 
-    def divide_fair_shares(self, snapshot: Snapshot) -> None:
+    def divide_fair_shares(self, snapshot: Snapshot) -> list[division.ShareInput]:
         """Fair share of every queue by hierarchical division of the cluster total (§5.2).
 
         The division is a pure function of the queues' settings and sums, which most cycles leave as they were:
@@ -182,6 +183,7 @@ class Proportion(PluginBase):
             snapshot.plugin_memo[_DIVISION_MEMO] = (key, divided)
         for name, fair_share in divided.items():
             self._shares[name].fair_share = fair_share.copy()
+        return inputs
 
     def reopen(self, last: opening.Opening) -> None:
         """The shares and states of an earlier opening on the same inputs, as copies (the session changes them)."""
