@@ -16,6 +16,7 @@ from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.framework.statement import Eviction
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
+from kai_scheduler.store import collector
 from kai_scheduler.store.interface import StoreError
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
@@ -52,6 +53,21 @@ def _gang(name: str, size: int, *, gpus: int, queue: str = "q", **podgroup: Any)
         b.podgroup(name, queue=queue, min_member=size, **podgroup),
         *(b.pod(f"{name}-{i}", group=name, gpus=gpus) for i in range(size)),
     ]
+
+
+# --- start-up -------------------------------------------------------------------------------------------------
+
+
+def test_the_first_cycle_tells_the_collector_its_lists_are_in_before_it_makes_anything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, _, scheduler = _cluster(b.node("n1", gpus=1), b.queue("q"), *_gang("g", 1, gpus=1))
+    seen: list[int] = []
+    monkeypatch.setattr(collector, "loaded", lambda: seen.append(len(scheduler.cache.objects("pods"))))
+    scheduler.run_once()
+    scheduler.run_once()
+    assert seen == [1]  # once, with the pod already taken in
+    assert [o["spec"]["podName"] for o in store.list("bindrequests")[0]] == ["g-0"]
 
 
 # --- BindRequests ----------------------------------------------------------------------------------------------

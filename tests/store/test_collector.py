@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 from kai_scheduler.store import collector
 
 
@@ -39,3 +41,16 @@ def test_freeze_startup_keeps_what_exists_out_of_collections_and_still_collects_
     finally:
         gc.unfreeze()
     assert any(o is before for o in gc.get_objects())
+
+
+def test_loaded_freezes_only_in_a_component_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _Node()
+    try:
+        collector.loaded()  # a test process, `kai schedule`, the simulator: nothing moves
+        assert gc.get_freeze_count() == 0
+        monkeypatch.setattr(collector, "_service", True)
+        collector.loaded()
+        assert gc.get_freeze_count() > 0
+        assert not any(any(o is before for o in gc.get_objects(generation=g)) for g in range(3))
+    finally:
+        gc.unfreeze()

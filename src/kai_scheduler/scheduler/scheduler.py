@@ -255,6 +255,9 @@ class Scheduler:
         # only once nothing holds the last snapshot, and the session's reference cycles (plugins, job orders)
         # would otherwise hold it until some later collection.
         with collector.paused():
+            if not self.synced:
+                self._sync()  # the start-up lists, taken in before the cycle makes anything
+                collector.loaded()
             result = self._cycle()
         gc.collect(0)
         return result
