@@ -102,3 +102,18 @@ def test_each_component_writes_through_a_fence_its_elector_holds() -> None:
     for component in built:
         assert component.fence is not None and component.fence.store is store
         assert component.fence.leadership is process.electors[component.name]
+
+
+def test_the_components_of_a_process_share_informers_that_list_first_from_the_servers_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[dict[str, Any]] = []
+    real = components.Informers
+
+    def recording(store: ClusterStore, **kwargs: Any) -> Any:
+        made.append(kwargs)
+        return real(store, **kwargs)
+
+    monkeypatch.setattr(components, "Informers", recording)
+    components.build(("binder", "podgrouper"), MemoryStore(SystemClock()), SystemClock(), CollectorRegistry())
+    assert made == [{"first_from_cache": True}]  # one set for the process, long-running: client-go's first list

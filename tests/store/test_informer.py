@@ -110,7 +110,7 @@ def test_a_subscription_that_does_not_take_holds_one_entry_per_object() -> None:
 def test_a_watch_gone_relists_and_every_subscription_gets_the_whole_resource() -> None:
     store = Counting(history_size=2)
     store.add_many([b.node("n1"), b.node("n2"), b.node("n3")])
-    informer = Informer(store, "nodes")
+    informer = Informer(store, "nodes", first_from_cache=True)
     changes, raw = Changes(informer), informer.subscribe()
     changes.poll()
     raw.take()
@@ -130,7 +130,7 @@ def test_a_watch_gone_relists_and_every_subscription_gets_the_whole_resource() -
 def test_a_refused_list_leaves_the_informer_unlisted_and_the_next_take_lists() -> None:
     store = Counting(refuse_lists=1)
     store.add_many([b.node("n1")])
-    subscription = Informer(store, "nodes").subscribe()
+    subscription = Informer(store, "nodes", first_from_cache=True).subscribe()
     with pytest.raises(NotFound):
         subscription.take()
     batch = subscription.take()
@@ -141,7 +141,7 @@ def test_a_refused_list_leaves_the_informer_unlisted_and_the_next_take_lists() -
 def test_a_relist_asked_for_is_not_taken_from_a_cache() -> None:
     store = Counting()
     store.add_many([b.node("n1")])
-    informer = Informer(store, "nodes")
+    informer = Informer(store, "nodes", first_from_cache=True)
     informer.sync()
     informer.relist_next()
     informer.sync()
@@ -235,3 +235,11 @@ def test_after_a_relist_each_object_comes_with_what_the_consumer_had_seen_not_wh
         (k, label(before) if before else "-", label(now) if now else "-") for k, before, now in slow.poll_updates()
     )
     assert updates == [("n1", "seen", "z"), ("n2", None, "-")]
+
+
+def test_a_one_shot_readers_informers_list_consistently_and_a_components_first_list_may_come_from_a_cache() -> None:
+    store = Counting()
+    store.add_many([b.node("n1")])
+    Informers(store).informer("nodes").sync()
+    Informers(store, first_from_cache=True).informer("nodes").sync()
+    assert store.cached == [False, True]

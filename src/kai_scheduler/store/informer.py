@@ -1,8 +1,8 @@
 """Shared informers: one LIST and WATCH of a resource per process, its objects in a local cache, and each consumer
 told what changed since it last looked (client-go's SharedInformer and SharedInformerFactory).
 
-- `Informer`: lists the resource when first synced (the first time from the server's cache, as client-go's reflector
-  does), then drains its watch from the last resourceVersion seen
+- `Informer`: lists the resource when first synced (the first time, in a long-running component, from the server's
+  cache, as client-go's reflector does), then drains its watch from the last resourceVersion seen
   (bookmarks move it too); a watch the store answers Gone (the version was compacted away) relists, and every
   consumer is handed the whole resource again. Its cache holds the objects as the store sent them, by
   `keys.object_key`, with named indexes (`add_index`, `index`).
@@ -60,10 +60,13 @@ class Batch:
 class Informer:
     """One resource (of one label selector) of one store; see the module docstring."""
 
-    def __init__(self, store: ClusterStore, resource: str, selector: Selector = None) -> None:
+    def __init__(
+        self, store: ClusterStore, resource: str, selector: Selector = None, *, first_from_cache: bool = False
+    ) -> None:
         self.store = store
         self.resource = resource
         self.selector = selector
+        self.first_from_cache = first_from_cache  # see `Informers`
         self.version = ""
         self.listed = False
         self.relists = 0  # LISTs made (the first, then one per Gone)
@@ -158,7 +161,7 @@ class Informer:
     def _relist(self) -> None:
         # The first list may come from the server's cache (client-go's reflector lists so); a relist, after Gone or
         # asked for because the store may hold what the watch has not brought, must not be behind the store.
-        cached = self.relists == 0
+        cached = self.first_from_cache and self.relists == 0
         if self.selector is None:
             items, version = self.store.list(self.resource, cached=cached)
         else:
@@ -253,8 +256,12 @@ class Subscription:
 class Informers:
     """The shared informers of one store (client-go's SharedInformerFactory): one per resource and label selector."""
 
-    def __init__(self, store: ClusterStore) -> None:
+    def __init__(self, store: ClusterStore, *, first_from_cache: bool = False) -> None:
+        """`first_from_cache`: each informer's first LIST may come from the API server's watch cache, behind the
+        latest write, as client-go's reflector lists: for long-running components, whose watch brings the rest.
+        A one-shot reader (`kai explain`) must see what was written before it started, and lists consistently."""
         self.store = store
+        self.first_from_cache = first_from_cache
         self._lock = threading.Lock()
         self._informers: dict[tuple[str, Selector], Informer] = {}
 
@@ -262,7 +269,9 @@ class Informers:
         with self._lock:
             found = self._informers.get((resource, selector))
             if found is None:
-                found = self._informers[(resource, selector)] = Informer(self.store, resource, selector)
+                found = self._informers[(resource, selector)] = Informer(
+                    self.store, resource, selector, first_from_cache=self.first_from_cache
+                )
             return found
 
     def subscribe(self, resource: str, selector: Selector = None) -> Subscription:
