@@ -140,17 +140,7 @@ def update(last: Opening, snapshot: Snapshot, changed: Iterable[str]) -> Opening
         if moved:
             shares[name] = dataclasses.replace(shares[name], fair_share=fair_share)
         if moved or name in summed:
-            q, share = queues[name], shares[name]
-            states[name] = QueueState.of(
-                name=name,
-                priority=q.priority,
-                creation=q.creation,
-                deserved=share.deserved.tolist(),
-                fair_share=share.fair_share.tolist(),
-                limit=share.limit.tolist(),
-                total=total,
-                allocated=share.allocated.tolist(),
-            )
+            states[name] = state_of(queues[name], shares[name], total)
     made = dataclasses.replace(
         last,
         charged=tuple(charges),
@@ -161,6 +151,20 @@ def update(last: Opening, snapshot: Snapshot, changed: Iterable[str]) -> Opening
     )
     snapshot.plugin_memo[MEMO_KEY] = made
     return made
+
+
+def state_of(q: QueueInfo, share: QueueShare, total: list[float]) -> QueueState:
+    """The plain-float mirror of a queue's share that the queue order reads."""
+    return QueueState.of(
+        name=q.name,
+        priority=q.priority,
+        creation=q.creation,
+        deserved=share.deserved.tolist(),
+        fair_share=share.fair_share.tolist(),
+        limit=share.limit.tolist(),
+        total=total,
+        allocated=share.allocated.tolist(),
+    )
 
 
 def _summed(share: QueueShare, leaves: Iterable[QueueShare]) -> QueueShare:

@@ -197,17 +197,7 @@ class Proportion(PluginBase):
         """The plain-float mirror the queue order reads, and each leaf's chain of (share, state) pairs."""
         total = self._total.tolist()
         for name, share in self._shares.items():
-            q = self._queue_info(name)
-            self._states[name] = QueueState.of(
-                name=name,
-                priority=q.priority,
-                creation=q.creation,
-                deserved=share.deserved.tolist(),
-                fair_share=share.fair_share.tolist(),
-                limit=share.limit.tolist(),
-                total=total,
-                allocated=share.allocated.tolist(),
-            )
+            self._states[name] = opening.state_of(self._queue_info(name), share, total)
         self._open_leaf_chains()
 
     def _open_leaf_chains(self) -> None:
