@@ -298,7 +298,7 @@ class Session:
 
     def is_victim(self, point: points.ExtensionPoint[points.VictimFilter], preemptor: JobInfo, victim: JobInfo) -> bool:
         """Every filter on `point` (RECLAIM_ or PREEMPT_VICTIM_FILTER) accepts `victim`."""
-        return bool(self.call(point)(preemptor, victim))
+        return bool(self.victim_filter(point)(preemptor, victim))
 
     def victim_filter(self, point: points.ExtensionPoint[points.VictimFilter]) -> Callable[[JobInfo, JobInfo], bool]:
         """`is_victim` on `point` as one callable, for a caller that asks it of a whole victim pool."""

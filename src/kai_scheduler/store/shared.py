@@ -28,7 +28,7 @@ class SharedReads:
     def list(
         self, resource: str, namespace: str | None = None, selector: Selector = None, *, cached: bool = False
     ) -> tuple[list[JSON], str]:
-        return self.store.list(resource, namespace, selector, shared=True)
+        return self.store.list(resource, namespace, selector, shared=True, cached=cached)
 
     def watch(
         self, resource: str, resource_version: str, timeout: float = 0.0, selector: Selector = None
