@@ -5,6 +5,7 @@ Store writes are counted through resource versions: an object that was not writt
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any
@@ -63,7 +64,12 @@ def test_the_first_cycle_tells_the_collector_its_lists_are_in_before_it_makes_an
 ) -> None:
     store, _, scheduler = _cluster(b.node("n1", gpus=1), b.queue("q"), *_gang("g", 1, gpus=1))
     seen: list[int] = []
-    monkeypatch.setattr(collector, "loaded", lambda: seen.append(len(scheduler.cache.objects("pods"))))
+
+    def loaded() -> None:
+        if sys._getframe(1).f_globals["__name__"] == Scheduler.__module__:  # the informers' first lists call it too
+            seen.append(len(scheduler.cache.objects("pods")))
+
+    monkeypatch.setattr(collector, "loaded", loaded)
     scheduler.run_once()
     scheduler.run_once()
     assert seen == [1]  # once, with the pod already taken in

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
 
 from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.store import collector
 from kai_scheduler.store.changes import Changes
 from kai_scheduler.store.informer import Informer, Informers
 from kai_scheduler.store.interface import JSON, NotFound, Selector, WatchEvent
@@ -243,3 +245,19 @@ def test_a_one_shot_readers_informers_list_consistently_and_a_components_first_l
     Informers(store).informer("nodes").sync()
     Informers(store, first_from_cache=True).informer("nodes").sync()
     assert store.cached == [False, True]
+
+
+def test_a_component_processs_first_list_is_frozen_out_of_the_collector_before_it_is_back_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = Counting(history_size=2)
+    store.add_many([b.node("n1")])
+    freezes: list[bool] = []  # per freeze: whether the collector was on
+    monkeypatch.setattr(collector, "_service", True)
+    monkeypatch.setattr(collector.gc, "freeze", lambda: freezes.append(gc.isenabled()))
+    informer = Informer(store, "nodes", first_from_cache=True)
+    informer.sync()
+    assert freezes == [False] and gc.isenabled()
+    informer.relist_next()
+    informer.sync()  # a relist replaces what was listed: not start-up data, collected as usual
+    assert freezes == [False]

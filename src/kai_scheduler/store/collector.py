@@ -46,11 +46,12 @@ def tune_for_service() -> None:
 
 
 def loaded() -> None:
-    """A scheduler's cache has taken in its first lists. In a component process (`tune_for_service`), everything
-    made so far goes to the collector's permanent generation, unwalked: the lists were parsed with the collector
-    paused, so all of it is young, and the young collection after the first cycle walked it whole (3.8 s at
-    140,000 pods). Cached objects replaced later are freed by reference
-    counting as before. Elsewhere (tests, `kai schedule`, the simulator) nothing happens."""
+    """Start-up data is in: an informer's first list, a scheduler's cache's first sync. In a component process
+    (`tune_for_service`), everything made so far goes to the collector's permanent generation, unwalked: it was
+    made with the collector paused, so all of it is young, and the next young collection would walk it whole (at
+    140,000 pods 1.9 s after the pods' list, 3.8 s after the scheduler's first cycle). Objects replaced later
+    are freed by reference counting as before. Elsewhere (tests, `kai schedule`, the simulator) nothing
+    happens."""
     if _service:
         gc.freeze()
 

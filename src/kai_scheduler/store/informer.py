@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kai_scheduler.store import collector
 from kai_scheduler.store.interface import JSON, ClusterStore, Gone, Selector, WatchEvent
 from kai_scheduler.store.keys import object_key
 
@@ -161,19 +162,25 @@ class Informer:
     def _relist(self) -> None:
         # The first list may come from the server's cache (client-go's reflector lists so); a relist, after Gone or
         # asked for because the store may hold what the watch has not brought, must not be behind the store.
-        cached = self.first_from_cache and self.relists == 0
-        if self.selector is None:
-            items, version = self.store.list(self.resource, cached=cached)
-        else:
-            items, version = self.store.list(self.resource, None, self.selector, cached=cached)
-        old, self._items = self._items, {object_key(obj): obj for obj in items}
-        self.version = version
-        self.listed = True
-        self.relists += 1
-        for name in self._index_funcs:
-            self._indexes[name], self._filed[name] = {}, {}
-            for key, obj in self._items.items():
-                self._file(name, key, obj)
+        first = self.relists == 0
+        cached = self.first_from_cache and first
+        # The first list is start-up data: in a component process it is frozen out of the collector before the
+        # collector is back on, which would otherwise walk all of it at once (1.9 s at 140,000 pods).
+        with collector.paused():
+            if self.selector is None:
+                items, version = self.store.list(self.resource, cached=cached)
+            else:
+                items, version = self.store.list(self.resource, None, self.selector, cached=cached)
+            old, self._items = self._items, {object_key(obj): obj for obj in items}
+            self.version = version
+            self.listed = True
+            self.relists += 1
+            for name in self._index_funcs:
+                self._indexes[name], self._filed[name] = {}, {}
+                for key, obj in self._items.items():
+                    self._file(name, key, obj)
+            if first:
+                collector.loaded()
         for subscription in self._subscriptions:
             subscription._relisted(old)
 
