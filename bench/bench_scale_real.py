@@ -17,7 +17,11 @@ zone; stopped once they are Ready, see `Bench.nodes_ready`) and its pods created
 4. **a new 24-pod one-GPU gang** (required zone) and then **1,000 new one-GPU pods** (one PodGroup each, 1,000
    queues): the cycles that placed them (CPU and wall, and their CPU by step: `cycle_log`'s phases), and the time
    from the first create until every pod is bound (its binding made by the binder);
-5. the peak RSS of `kai run`.
+5. the peak RSS of `kai run`;
+6. **the scheduler's restart on its own**, as the Helm chart deploys it (a Deployment of `kai scheduler`, as KAI's
+   scheduler runs apart from its binder, pod grouper and controllers): `kai run` stopped, then `kai scheduler`
+   started on the full cluster, from its start to the end of its first cycle (its lists, parse, first snapshot and
+   cycle), its CPU, the API server's, and its peak RSS. One pool only.
 
 With `--shards` the same cluster is built as two node pools of half the nodes each (`kai.scheduler/node-pool` a
 and b on the nodes, Queues, PodGroups and pods), each scheduled by its own `kai run --partition-label-value`
@@ -233,10 +237,10 @@ class Bench:
             _say(f"{done} of {groups} PodGroups with a status")
             time.sleep(15)
 
-    def start_run(self, name: str, *flags: str) -> None:
+    def start_run(self, name: str, *flags: str, component: str = "run") -> None:
         log = str(self.workdir / f"{name}.cycles.jsonl")
         self.runs[name] = log
-        start_through(self.processes, ["cycle_log.py", log], "run", "--qps=1000", "--burst=2000", *flags, name=name)
+        start_through(self.processes, ["cycle_log.py", log], component, "--qps=1000", "--burst=2000", *flags, name=name)
 
     def cycles(self, name: str) -> list[dict[str, Any]]:
         return cycle_log.read(self.runs[name])
@@ -278,13 +282,13 @@ def list_cost(bench: Bench, *, cached: bool) -> JSON:
     }
 
 
-def cold_start(bench: Bench, names: list[str], flags: dict[str, list[str]]) -> dict[str, JSON]:
-    """Start each `kai run` and wait for its first cycle: seconds to it, `kai run`'s CPU and the API server's over
-    the window (the server's is shared when several start at once)."""
+def cold_start(bench: Bench, names: list[str], flags: dict[str, list[str]], component: str = "run") -> dict[str, JSON]:
+    """Start each `kai run` (or `kai <component>`) and wait for its first cycle: seconds to it, its CPU and the API
+    server's over the window (the server's is shared when several start at once)."""
     server = bench.server_cpu()
     started = time.monotonic()
     for name in names:
-        bench.start_run(name, *flags[name])
+        bench.start_run(name, *flags[name], component=component)
     out: dict[str, JSON] = {}
     deadline = started + 1800
     while len(out) < len(names):
@@ -434,8 +438,24 @@ def _measure(bench: Bench, nodes: int, pools: list[str]) -> JSON:
     if len(pools) > 1:
         out["problems"] = bound_once_in_pool(bench, ["gang", "one"])
     out["rss"] = {n: memory(bench.pid(n))[1] for n in names}
+    if pools == [""]:
+        out["restart"] = scheduler_restart(bench, names[0])
+        _say(f"the scheduler restarted alone: {out['restart']}")
     out["load"].append(os.getloadavg()[0])
     return out
+
+
+def scheduler_restart(bench: Bench, run_name: str) -> JSON:
+    """Stop `kai run`, then start `kai scheduler` alone on the full cluster and wait for its first cycle. It gets
+    `kai run`'s scheduling flags: `--queue-access-control`, which the harness gives a scheduler of the e2e suite,
+    is off here as in `kai run`."""
+    bench.processes.stop([run_name])
+    name = "scheduler"
+    figures = cold_start(bench, [name], {name: ["--queue-access-control=false"]}, component="scheduler")[name]
+    figures["rss"] = memory(bench.pid(name))[1]
+    first = bench.cycles(name)[0]
+    figures["first_cycle_cpu"] = first["cpu"]
+    return figures
 
 
 def _say(text: str) -> None:
@@ -488,6 +508,21 @@ def print_result(r: JSON) -> None:
         ("  first create to all bound: s", lambda n: f"{r['singles']['bound']:.1f}", ""),
         ("peak RSS of kai run: GiB", lambda n: f"{r['rss'][n] / 2**30:.2f}", ""),
     ]
+    if "restart" in r:
+        rs = r["restart"]
+        rows += [
+            (
+                "the scheduler restarted alone (kai scheduler, as Helm runs it): wall s to its first cycle's end",
+                lambda n: f"{rs['wall']:.1f}",
+                "",
+            ),
+            (
+                "  its CPU s (the first cycle's); API server + etcd CPU s",
+                lambda n: f"{rs['cpu']:.1f} ({rs['first_cycle_cpu']:.1f}); {rs['server_cpu']:.1f}",
+                "",
+            ),
+            ("  its peak RSS: GiB", lambda n: f"{rs['rss'] / 2**30:.2f}", ""),
+        ]
     for label, value, kai in rows:
         table.add_row(label, *(value(n) for n in names), kai)
     Console(width=180).print(table)
