@@ -54,3 +54,13 @@ def test_loaded_freezes_only_in_a_component_process(monkeypatch: pytest.MonkeyPa
         assert not any(any(o is before for o in gc.get_objects(generation=g)) for g in range(3))
     finally:
         gc.unfreeze()
+
+
+def test_concurrent_pauses_keep_the_collector_off_until_the_last_ends() -> None:
+    first, second = collector.paused(), collector.paused()
+    first.__enter__()
+    second.__enter__()  # another thread's, begun while the first runs
+    first.__exit__(None, None, None)  # the first ends before it
+    assert not gc.isenabled()
+    second.__exit__(None, None, None)
+    assert gc.isenabled()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 from typing import Final
 
@@ -21,16 +22,28 @@ from typing import Final
 SERVICE_THRESHOLD: Final = 10_000
 
 
+_pauses = 0  # the `paused` blocks running now, in every thread
+_resume = False  # whether the collector was on when the first of them began
+_pauses_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """Nested or concurrent uses leave the collector as the outermost found it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    """The collector is off until the last of the nested or concurrent uses ends (informers list in threads at
+    once), then as the first found it."""
+    global _pauses, _resume
+    with _pauses_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _pauses_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
 
 
 _service = False  # this process is a long-running component (`tune_for_service`)
