@@ -116,5 +116,4 @@ def test_the_components_of_a_process_share_informers_that_list_first_from_the_se
 
     monkeypatch.setattr(components, "Informers", recording)
     components.build(("binder", "podgrouper"), MemoryStore(SystemClock()), SystemClock(), CollectorRegistry())
-    # one set for the process, long-running: client-go's first list, its informers listing at once
-    assert made == [{"first_from_cache": True, "list_together": True}]
+    assert made == [{"first_from_cache": True}]  # one set for the process, long-running: client-go's first list

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
-
-import pytest
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.store.cache import OPTIONAL_RETRY, ObjectCache
-from kai_scheduler.store.informer import Informers
 from kai_scheduler.store.interface import JSON, NotFound
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
@@ -99,52 +95,3 @@ def test_dra_kinds_the_cluster_does_not_serve_read_as_empty_and_are_asked_again_
     cache.sync()
     cache.sync()
     assert [c.name for c in cache.objects("deviceclasses")] == ["gpu.nvidia.com"]
-
-
-class _Meeting(MemoryStore):
-    """Each list waits until `together` lists are under way at once (or a second passes, then it records that it
-    waited alone): a cache that lists one resource after another never gets them all under way."""
-
-    def __init__(self, clock: ManualClock, together: int) -> None:
-        super().__init__(clock)
-        self.barrier = threading.Barrier(together, timeout=1.0)
-        self.alone: list[str] = []
-
-    def list(
-        self, resource: str, namespace: str | None = None, selector: Any = None, **kw: Any
-    ) -> tuple[list[JSON], str]:
-        try:
-            self.barrier.wait()
-        except threading.BrokenBarrierError:
-            self.alone.append(resource)
-        return super().list(resource, namespace, selector, **kw)
-
-
-def test_informers_made_to_list_together_take_their_first_lists_at_once() -> None:
-    resources = ("nodes", "pods", "podgroups", "queues")
-    store = _Meeting(ManualClock(b.NOW), together=len(resources))
-    store.add_many([b.node("n1"), b.queue("q")])
-    cache = ObjectCache(store, resources, informers=Informers(store, list_together=True))
-    cache.sync()
-    assert store.alone == []
-    assert names(cache) == ["n1"] and [q.name for q in cache.objects("queues")] == ["q"]
-
-
-def test_a_list_that_failed_among_those_taken_together_is_reported_as_taken_alone() -> None:
-    store = _NoDra(ManualClock(b.NOW))
-    store.add_many([b.node("n1")])
-    cache = ObjectCache(store, informers=Informers(store, list_together=True))
-    cache.sync()  # the DRA kinds are not served: empty, as when listed one by one
-    assert names(cache) == ["n1"] and cache.objects("deviceclasses") == []
-    refusing = _RefusingPods(ManualClock(b.NOW))
-    with pytest.raises(NotFound, match="pods"):  # a kind the scheduler needs: raised, as when listed alone
-        ObjectCache(refusing, informers=Informers(refusing, list_together=True)).sync()
-
-
-class _RefusingPods(MemoryStore):
-    def list(
-        self, resource: str, namespace: str | None = None, selector: Any = None, **kw: Any
-    ) -> tuple[list[JSON], str]:
-        if resource == "pods":
-            raise NotFound("the server could not find the requested resource (pods)")
-        return super().list(resource, namespace, selector, **kw)

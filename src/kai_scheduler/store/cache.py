@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from kai_scheduler.api import PARSERS, ObjectError
 from kai_scheduler.store import collector
-from kai_scheduler.store.informer import Change, Informer, Informers, Subscription, list_first
+from kai_scheduler.store.informer import Change, Informers, Subscription
 from kai_scheduler.store.interface import JSON, RESOURCES, ClusterStore, NotFound
 from kai_scheduler.store.keys import object_key
 
@@ -99,7 +99,6 @@ class ObjectCache:
         self._keep = dict(keep or {})
         self._remember = frozenset(remember_dropped)
         shared = informers if informers is not None else Informers(store)
-        self._together = shared.list_together
         self._informers: dict[str, _Typed[Any]] = {}
         for resource in resources:
             kind = RESOURCES[resource].kind
@@ -108,15 +107,11 @@ class ObjectCache:
 
     def sync(self) -> None:
         """Take in what every informer brought since the last sync (after a relist, the whole resource again)."""
-        failed = self._list_first()
         for informer in self._informers.values():
             if informer.unserved:
                 informer.unserved -= 1
                 continue
             try:
-                error = failed.get(informer.subscription.informer)
-                if error is not None:
-                    raise error
                 batch = informer.subscription.take()
             except NotFound:
                 if informer.resource not in OPTIONAL_RESOURCES:
@@ -138,12 +133,6 @@ class ObjectCache:
                     else:
                         self._put(informer, obj)
             informer.version = batch.version
-
-    def _list_first(self) -> dict[Informer, Exception]:
-        """With informers made to list together, those not listed yet list at once (`informer.list_first`)."""
-        if not self._together:
-            return {}
-        return list_first(t.subscription.informer for t in self._informers.values() if not t.unserved)
 
     def _relist(self, informer: _Typed[Any], objects: list[Change]) -> None:
         with collector.paused():  # parsing a large list allocates many objects that all stay alive

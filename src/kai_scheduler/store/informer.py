@@ -27,7 +27,6 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kai_scheduler.store import collector
@@ -264,15 +263,12 @@ class Subscription:
 class Informers:
     """The shared informers of one store (client-go's SharedInformerFactory): one per resource and label selector."""
 
-    def __init__(self, store: ClusterStore, *, first_from_cache: bool = False, list_together: bool = False) -> None:
+    def __init__(self, store: ClusterStore, *, first_from_cache: bool = False) -> None:
         """`first_from_cache`: each informer's first LIST may come from the API server's watch cache, behind the
         latest write, as client-go's reflector lists: for long-running components, whose watch brings the rest.
-        A one-shot reader (`kai explain`) must see what was written before it started, and lists consistently.
-        `list_together`: a consumer of several informers lists them at once (`list_first`), for a store behind
-        a network, where the server's time on one list overlaps the decoding of another."""
+        A one-shot reader (`kai explain`) must see what was written before it started, and lists consistently."""
         self.store = store
         self.first_from_cache = first_from_cache
-        self.list_together = list_together
         self._lock = threading.Lock()
         self._informers: dict[tuple[str, Selector], Informer] = {}
 
@@ -292,21 +288,3 @@ class Informers:
         """The informers made so far."""
         with self._lock:
             return list(self._informers.values())
-
-
-def list_first(informers: Iterable[Informer]) -> dict[Informer, Exception]:
-    """The first LIST of each informer not listed yet, all at once, a thread each (client-go's informers start
-    so): the API server serves one while this process decodes another. The lists that failed, by informer; each
-    of those stays unlisted, as `sync` leaves it."""
-    unlisted = [informer for informer in informers if not informer.listed]
-    if len(unlisted) < 2:
-        return {}
-    failed: dict[Informer, Exception] = {}
-    with ThreadPoolExecutor(max_workers=len(unlisted), thread_name_prefix="first-list") as pool:
-        for informer, future in [(informer, pool.submit(informer.sync)) for informer in unlisted]:
-            error = future.exception()
-            if isinstance(error, Exception):
-                failed[informer] = error
-            elif error is not None:
-                raise error
-    return failed
