@@ -78,7 +78,12 @@ class _Node:
     def __lt__(self, other: _Node) -> bool:
         assert self.queue is not None and other.queue is not None
         tree = self.tree
-        result = tree.compare_queues(self.queue, other.queue, self.best(), other.best())
+        # A leaf's best job read here, not through `best`: most comparisons are between leaves.
+        first = self.first
+        left = (first.job if first is not None else None) if self.leaf else self.best()
+        first = other.first
+        right = (first.job if first is not None else None) if other.leaf else other.best()
+        result = tree.compare_queues(self.queue, other.queue, left, right)
         return (result > 0) if tree.reverse else (result < 0)
 
 
@@ -111,7 +116,7 @@ class JobOrderByQueues:
     ) -> None:
         self.ssn = ssn
         self.reverse = reverse
-        self.compare_queues = ssn.compare_queues
+        self.compare_queues = ssn.queue_comparator()
         self._root = _Node(None, self)
         self._nodes: dict[str, _Node] = {}
         self._dirty: list[_Node] = []
