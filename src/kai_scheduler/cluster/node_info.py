@@ -295,7 +295,7 @@ class NodeInfo:
         if before.gpu_groups or after.gpu_groups or task.gpu.mig:
             return False
         a, row, uid = self.arrays, self.row, str(task.uid)
-        _charge_row(a, row, -task.request, _charge(before))
+        _charge_row(a, row, task.request, _charge(before), refund=True)
         self.tasks.pop(uid, None)
         _charge_row(a, row, task.request, _charge(after))
         self.tasks[uid] = task
@@ -303,7 +303,7 @@ class NodeInfo:
         return True
 
     def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
-        _charge_row(self.arrays, self.row, request if sign > 0 else -request, status)
+        _charge_row(self.arrays, self.row, request, status, refund=sign < 0)
         self.arrays.refresh(self.row)
 
     def _group_change(self, group: GpuGroup, task: PodInfo, status: PodStatus, *, adding: bool) -> None:
@@ -392,24 +392,27 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
     arrays.stamp(np.unique(rows))
 
 
-def _charge_row(a: NodeArrays, row: int, delta: Vector, status: PodStatus) -> None:
-    """Add `delta` (a request, or its negative) to one row's ledgers as a task in `status` is charged.
+def _charge_row(a: NodeArrays, row: int, request: Vector, status: PodStatus, *, refund: bool = False) -> None:
+    """Add `request` to one row's ledgers as a task in `status` is charged, or take it back (`refund`).
 
-    In place on the rows' views: `a.used[row] += delta` would also copy each row back onto itself."""
+    In place on the rows' views: `a.used[row] += delta` would also copy each row back onto itself. A refund
+    subtracts where a charge adds and adds where it subtracts: x - r is x + (-r) to the bit, without a negated
+    copy of the request per move."""
+    add, take = (np.subtract, np.add) if refund else (np.add, np.subtract)
     used = a.used[row]
-    used += delta
+    add(used, request, out=used)
     bits = BITS[status]
     if bits & _RELEASING:
         releasing = a.releasing[row]
-        releasing += delta
+        add(releasing, request, out=releasing)
         idle = a.idle[row]
-        idle -= delta
+        take(idle, request, out=idle)
     elif bits == _PIPELINED:
         releasing = a.releasing[row]
-        releasing -= delta
+        take(releasing, request, out=releasing)
     else:
         idle = a.idle[row]
-        idle -= delta
+        take(idle, request, out=idle)
 
 
 def _charge(placement: Placement) -> PodStatus:

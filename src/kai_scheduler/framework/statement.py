@@ -130,7 +130,7 @@ class Statement:
             of_task.pop()
             if not of_task:
                 del self._ops_of[id(op.task)]
-            if op.task.placement != op.after:
+            if op.task.placement is not op.after and op.task.placement != op.after:
                 raise RuntimeError(f"statement undo of {op.op.value} {op.task.key}: task moved outside the statement")
             self._move(op.task, op.before)
 
@@ -173,9 +173,9 @@ class Statement:
         self._move(task, after)
 
     def _move(self, task: PodInfo, after: Placement) -> None:
-        counted_before = _counts(task.placement)
+        counted_before = BITS[task.placement.status] & _COUNTED  # as `_counts`, without a call per move
         self._model_move(task, after)
-        counted_after = _counts(after)
+        counted_after = BITS[after.status] & _COUNTED
         if counted_before and not counted_after:
             self._ssn.fire_deallocate(task)
         elif counted_after and not counted_before:
