@@ -169,7 +169,11 @@ class Statement:
         self._check_open()
         op = Operation(kind, task, task.placement, after, eviction)
         self._ops.append(op)
-        self._ops_of.setdefault(id(task), []).append(op)
+        of_task = self._ops_of.get(id(task))
+        if of_task is None:
+            self._ops_of[id(task)] = [op]
+        else:  # not setdefault: it would make a list per operation for nothing
+            of_task.append(op)
         self._move(task, after)
 
     def _move(self, task: PodInfo, after: Placement) -> None:

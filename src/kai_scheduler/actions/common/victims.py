@@ -45,12 +45,22 @@ class Batch:
     @classmethod
     def of(cls, job: JobInfo, tasks: Sequence[PodInfo]) -> Batch:
         """The batch of `tasks` where they are now (before they are evicted)."""
-        origins = tuple(t.placement for t in tasks)
-        return cls(job, tuple(tasks), origins, frozenset(p.node for p in origins), frozenset(str(t.uid) for t in tasks))
+        origins = tuple([t.placement for t in tasks])
+        return cls(
+            job, tuple(tasks), origins, frozenset([p.node for p in origins]), frozenset([str(t.uid) for t in tasks])
+        )
 
 
 def is_evictable(task: PodInfo) -> bool:
     return bool(BITS[task.placement.status] & _EVICTABLE)
+
+
+def _any_evictable(tasks: Iterable[PodInfo]) -> bool:
+    """`any(is_evictable(t) for t in tasks)` as a loop on the flags' ints (asked after every pop)."""
+    for task in tasks:  # noqa: SIM110
+        if BITS[task.placement.status] & _EVICTABLE:
+            return True
+    return False
 
 
 def can_be_victim(job: JobInfo) -> bool:
@@ -72,7 +82,7 @@ def tasks_to_evict(ssn: Session, job: JobInfo) -> list[PodInfo]:
     surplus = _surplus(ssn, job.root)
     if surplus is not None:
         return surplus
-    return sorted((t for t in job.tasks if is_evictable(t)), key=ssn.task_key)
+    return sorted([t for t in job.tasks if BITS[t.placement.status] & _EVICTABLE], key=ssn.task_key)
 
 
 def _surplus(ssn: Session, member: Member) -> list[PodInfo] | None:
@@ -158,7 +168,7 @@ class VictimQueue:
             for task in tasks:
                 stmt.evict(task, why)
             self.jobs.setdefault(job.uid)
-            if any(is_evictable(t) for t in job.tasks):
+            if _any_evictable(job.tasks):
                 self._order.push(job)
             return batch
         return None

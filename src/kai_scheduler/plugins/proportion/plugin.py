@@ -351,15 +351,13 @@ class Proportion(PluginBase):
         """`job_request` once the requests follow the session's ranking."""
         request = self._job_requests.get(job.uid)
         if request is None:
-            tasks = self._session.ranking_tasks(job)
-            if tasks:
-                total = np.zeros(len(QUEUE_AXIS))
-                for task in tasks:
-                    total += task.queue_request()
-                request = tuple(total.tolist())
-            else:  # a running victim's, most often: the sum of nothing, without the arrays
-                request = _NOTHING
-            self._job_requests[job.uid] = request
+            # Summed in Python floats from 0.0, task by task: the additions a numpy vector would make, without
+            # an array per job (a simulation ranks every victim by the tasks it evicted).
+            total = list(_NOTHING)
+            for task in self._session.ranking_tasks(job):
+                for r, amount in enumerate(task.queue_request().tolist()):
+                    total[r] += amount
+            request = self._job_requests[job.uid] = tuple(total)
         return request
 
     # --- internals -----------------------------------------------------------------------------------------
