@@ -329,3 +329,14 @@ def test_the_queue_order_is_the_sessions_one_callable_and_breaks_its_own_ties(ss
     for left, right in pairs:
         assert compare(left, right, None, None) == ssn.compare_queues(left, right, None, None)
         assert compare(left, right, None, None) != 0 or left.name == right.name
+
+
+def test_a_jobs_ranking_request_is_the_sum_of_its_tasks_requests_to_the_bit(ssn: Session) -> None:
+    """Summed in floats from 0.0 task by task, as a numpy vector would; a job with nothing to allocate asks 0."""
+    jobs = {job.name: job for job in ssn.snapshot.jobs.values()}
+    for name in ("wait", "run", "over"):
+        want = np.zeros(3)
+        for task in ssn.ranking_tasks(jobs[name]):
+            want += task.queue_request()
+        assert plugin(ssn).job_request(jobs[name]) == tuple(want.tolist())
+    assert plugin(ssn).job_request(jobs["run"]) == (0.0, 0.0, 0.0)
