@@ -155,6 +155,20 @@ def test_the_order_does_not_depend_on_input_order(seed: int) -> None:
     assert _drain(JobOrderByQueues(ssn, jobs), order) == ["a1-x", "b1-x", "a2-x", "b1-y", "a1-y"]
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_jobs_given_by_queue_pop_as_the_same_jobs_given_flat(reverse: bool) -> None:
+    """A mapping from queue to its jobs builds the tree the flat list builds; an empty queue makes no node."""
+    flat, split = _session(), _session()
+    by_queue: dict[str, list[JobInfo]] = {"a2": [], "zz": []}
+    for job in _jobs(split):
+        by_queue.setdefault(job.queue, []).append(job)
+    tree = JobOrderByQueues(split, by_queue, reverse=reverse)
+    assert "zz" not in tree._nodes and "a2" in tree._nodes
+    assert _drain(tree) == _drain(JobOrderByQueues(flat, _jobs(flat), reverse=reverse))
+    empty_a2 = {queue: jobs for queue, jobs in by_queue.items() if queue != "a2"} | {"a2": []}
+    assert "a2" not in JobOrderByQueues(_session(), empty_a2)._nodes
+
+
 def test_every_permutation_of_queue_creation_gives_one_order() -> None:
     orders = set()
     for permutation in itertools.permutations(JOBS):

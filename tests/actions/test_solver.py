@@ -220,6 +220,39 @@ def test_accumulated_fit_is_gpus_fit(
         assert generators.accumulated_fit(batch) is scenario.gpus_fit(demands, whole)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 5), st.sampled_from([0.0, 0.1, 0.3, 0.5, 1.0, 2.0 / 3.0, 8.0])), max_size=4),
+        max_size=8,
+    )
+)
+def test_freed_gpus_sums_as_the_array_would_to_the_bit(batches: list[list[tuple[int, float]]]) -> None:
+    """Each node's freed GPUs summed in floats then written equal the additions made into the array, in order."""
+    ssn = _fit_session([0.0] * 6, [True] * 6)
+    ssn.snapshot.nodes = [None] * 6
+    made = [
+        SimpleNamespace(
+            tasks=[SimpleNamespace(request=np.array([0.0, 0.0, gpus, 0.0])) for _, gpus in batch],
+            origins=[SimpleNamespace(node=f"n{row}") for row, _ in batch],
+        )
+        for batch in batches
+    ]
+    want = np.zeros(6)
+    for batch in batches:
+        for row, gpus in batch:
+            want[row] += gpus
+    assert scenario.freed_gpus(ssn, made).tobytes() == want.tobytes()
+
+
+def test_a_victim_queue_of_a_pool_split_by_queue_pops_as_of_the_pool() -> None:
+    ssn = _session(_many_victims())
+    pool = victims.victim_order(ssn, (j for j in ssn.snapshot.jobs.values() if victims.can_be_victim(j)))
+    stmt = ssn.statement()
+    assert _pops(ssn, victims.by_queue(pool), stmt, chunk=3) == _pops(ssn, pool, stmt, chunk=3)
+    stmt.discard()
+
+
 # --- the solver -------------------------------------------------------------------------------------------------
 
 

@@ -96,6 +96,22 @@ def test_queues_tie_break_on_creation_then_name() -> None:
     assert ssn.compare_queues(ssn.snapshot.queues["q1"], ssn.snapshot.queues["q2"], None, None) == 1
 
 
+def test_the_queue_comparator_is_a_tie_breaking_plugins_own_and_else_the_sessions() -> None:
+    """A plugin that breaks its own ties is called alone; one that may answer 0 keeps the session's tie-break."""
+
+    def order(left: Any, right: Any, _lj: Any, _rj: Any) -> int:
+        return -1 if left.name < right.name else (1 if left.name > right.name else 0)
+
+    ties = _session(_Plugin("p", (points.QUEUE_ORDER, lambda x, y, lj, rj: 0)))
+    assert ties.queue_comparator() == ties.compare_queues
+    assert ties.queue_comparator()(ties.snapshot.queues["q1"], ties.snapshot.queues["q2"], None, None) == -1
+    breaking = _session(_Plugin("p", (points.QUEUE_ORDER, points.breaks_ties(order))))
+    assert breaking.queue_comparator() is order
+    both = _session(_Plugin("p", (points.QUEUE_ORDER, order)), _Plugin("r", (points.QUEUE_ORDER, order)))
+    points.breaks_ties(order)
+    assert both.queue_comparator() == both.compare_queues  # two plugins: the session combines them
+
+
 def test_tasks_tie_break_on_creation_then_name() -> None:
     ssn = _session()
     t1, t2 = b.task(ssn, "a-0"), b.task(ssn, "b-0")

@@ -47,20 +47,26 @@ def search(ssn: Session, job: JobInfo, pool: list[JobInfo]) -> solver.VictimSear
     """Victims: other queues' jobs passing RECLAIM_VICTIM_FILTER; None if there are none."""
     accepts = ssn.victim_filter(points.RECLAIM_VICTIM_FILTER)
     eligible = [v for v in pool if v.queue != job.queue and accepts(job, v)]
+    records: dict[tuple[str, bool], Eviction] = {}
     return preemptors.validated_search(
-        ssn, NAME, eligible, points.RECLAIM_VALIDATOR, lambda victim: _eviction(ssn, job, victim)
+        ssn, NAME, eligible, points.RECLAIM_VALIDATOR, lambda victim: _eviction(ssn, job, victim, records)
     )
 
 
-def _eviction(ssn: Session, reclaimer: JobInfo, victim: JobInfo) -> Eviction:
+def _eviction(ssn: Session, reclaimer: JobInfo, victim: JobInfo, records: dict[tuple[str, bool], Eviction]) -> Eviction:
+    """The record of a victim's eviction; one per (victim queue, deserved or fair) for a reclaimer's search,
+    which asks it of every victim it pops."""
     share = ssn.queue_share(reclaimer.queue)
     within_deserved = share is not None and _within_deserved(share.allocated.tolist(), share.deserved.tolist())
-    what = "deserved" if within_deserved else "fair"
-    return Eviction(
-        NAME,
-        reclaimer.key,
-        f"reclaimed by {reclaimer.key} to restore {reclaimer.queue}'s {what} share (from queue {victim.queue})",
-    )
+    record = records.get((victim.queue, within_deserved))
+    if record is None:
+        what = "deserved" if within_deserved else "fair"
+        record = records[(victim.queue, within_deserved)] = Eviction(
+            NAME,
+            reclaimer.key,
+            f"reclaimed by {reclaimer.key} to restore {reclaimer.queue}'s {what} share (from queue {victim.queue})",
+        )
+    return record
 
 
 def _within_deserved(allocated: list[float], deserved: list[float]) -> bool:

@@ -17,6 +17,7 @@ from kai_scheduler.cluster.pod_status import ACTIVE_ALLOCATED, ACTIVE_USED, ALIV
 
 DEFAULT_POD_SET = "default"
 _SUCCEEDED, _ACTIVE_USED, _ACTIVE_ALLOCATED = PodStatus.SUCCEEDED.value, ACTIVE_USED.value, ACTIVE_ALLOCATED.value
+_PENDING = PodStatus.PENDING.value
 TaskKey = Callable[[PodInfo], Any]
 MemberKey = Callable[["PodSet | SubGroupSet"], Any]
 
@@ -148,6 +149,8 @@ class JobInfo:
 
     def tasks_to_allocate(self, task_key: TaskKey, member_key: MemberKey) -> list[PodInfo]:
         """§3.5: gang minimums all at once; once satisfied, one elastic task from the first member with one."""
+        if not _any_pending(self.root):
+            return []  # every answer below is made of PodSets' pending tasks: a running victim's, most often
         return _tasks_of(self.root, task_key, member_key)
 
 
@@ -159,6 +162,15 @@ def _active_allocated(tasks: list[PodInfo]) -> int:
         if BITS[t.placement.status] & _ACTIVE_ALLOCATED:
             count += 1
     return count
+
+
+def _any_pending(member: Member) -> bool:
+    """Whether some PodSet under `member` has a Pending task (as `PodInfo.is_pending`, on the flags' ints)."""
+    for pod_set in member.pod_sets():
+        for task in pod_set.tasks:
+            if BITS[task.placement.status] == _PENDING:
+                return True
+    return False
 
 
 def _tasks_of(member: Member, task_key: TaskKey, member_key: MemberKey) -> list[PodInfo]:

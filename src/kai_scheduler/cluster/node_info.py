@@ -82,15 +82,22 @@ class NodeArrays:
     def refresh(self, row: int | None = None) -> None:
         """Recompute the derived arrays for one row (after a ledger change) or for all rows."""
         where = slice(None) if row is None else row
-        idle, releasing = self.idle[where], self.releasing[where]
+        self._derive(where, self.idle[where], self.releasing[where])
+        if row is not None:
+            self.stamps[row] = next(_STAMPS)
+
+    def refresh_row(self, row: int, idle: npt.NDArray[np.float64], releasing: npt.NDArray[np.float64]) -> None:
+        """`refresh(row)` for a caller that holds the row's idle and releasing views already."""
+        self._derive(row, idle, releasing)
+        self.stamps[row] = next(_STAMPS)
+
+    def _derive(self, where: int | slice, idle: npt.NDArray[np.float64], releasing: npt.NDArray[np.float64]) -> None:
         # Written through views (no temporaries, no copy back): a victim search refreshes a row per move.
         np.add(idle, releasing, out=self.free[where])
         free_now = self.free_now[where]
         np.minimum(releasing, 0.0, out=free_now)
         np.add(idle, free_now, out=free_now)
         np.maximum(free_now, 0.0, out=free_now)
-        if row is not None:
-            self.stamps[row] = next(_STAMPS)
 
     def stamp(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> None:
         """New stamps for `rows` (their ledgers, tasks or GPU groups changed)."""
@@ -294,16 +301,18 @@ class NodeInfo:
         eviction, its undoing, a victim put back: most moves of a victim search); False, nothing done, else."""
         if before.gpu_groups or after.gpu_groups or task.gpu.mig:
             return False
-        a, row, uid = self.arrays, self.row, str(task.uid)
-        _charge_row(a, row, -task.request, _charge(before))
+        a, row, uid, request = self.arrays, self.row, str(task.uid), task.request
+        # The row's views taken once for both charges and the refresh (a victim search moves tens of thousands).
+        used, idle, releasing = a.used[row], a.idle[row], a.releasing[row]
+        _charge_views(used, idle, releasing, request, _charge(before), refund=True)
         self.tasks.pop(uid, None)
-        _charge_row(a, row, task.request, _charge(after))
+        _charge_views(used, idle, releasing, request, _charge(after), refund=False)
         self.tasks[uid] = task
-        a.refresh(row)
+        a.refresh_row(row, idle, releasing)
         return True
 
     def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
-        _charge_row(self.arrays, self.row, request if sign > 0 else -request, status)
+        _charge_row(self.arrays, self.row, request, status, refund=sign < 0)
         self.arrays.refresh(self.row)
 
     def _group_change(self, group: GpuGroup, task: PodInfo, status: PodStatus, *, adding: bool) -> None:
@@ -392,24 +401,27 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
     arrays.stamp(np.unique(rows))
 
 
-def _charge_row(a: NodeArrays, row: int, delta: Vector, status: PodStatus) -> None:
-    """Add `delta` (a request, or its negative) to one row's ledgers as a task in `status` is charged.
+def _charge_row(a: NodeArrays, row: int, request: Vector, status: PodStatus, *, refund: bool = False) -> None:
+    """Add `request` to one row's ledgers as a task in `status` is charged, or take it back (`refund`)."""
+    _charge_views(a.used[row], a.idle[row], a.releasing[row], request, status, refund=refund)
 
-    In place on the rows' views: `a.used[row] += delta` would also copy each row back onto itself."""
-    used = a.used[row]
-    used += delta
+
+def _charge_views(
+    used: Vector, idle: Vector, releasing: Vector, request: Vector, status: PodStatus, *, refund: bool
+) -> None:
+    """`_charge_row` on the row's views. In place: `a.used[row] += delta` would also copy each row back onto
+    itself. A refund subtracts where a charge adds and adds where it subtracts: x - r is x + (-r) to the bit,
+    without a negated copy of the request per move."""
+    add, take = (np.subtract, np.add) if refund else (np.add, np.subtract)
+    add(used, request, out=used)
     bits = BITS[status]
     if bits & _RELEASING:
-        releasing = a.releasing[row]
-        releasing += delta
-        idle = a.idle[row]
-        idle -= delta
+        add(releasing, request, out=releasing)
+        take(idle, request, out=idle)
     elif bits == _PIPELINED:
-        releasing = a.releasing[row]
-        releasing -= delta
+        take(releasing, request, out=releasing)
     else:
-        idle = a.idle[row]
-        idle -= delta
+        take(idle, request, out=idle)
 
 
 def _charge(placement: Placement) -> PodStatus:

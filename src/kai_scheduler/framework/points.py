@@ -63,6 +63,20 @@ class Combine(enum.Enum):
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_BREAKS_TIES: set[Callable[..., Any]] = set()
+
+
+def breaks_ties(fn: F) -> F:
+    """Mark an order callable (QUEUE_ORDER) that never answers 0 for two different items: the session's
+    tie-break behind it is never reached, so a caller that compares in bulk may call it alone."""
+    _BREAKS_TIES.add(fn)
+    return fn
+
+
+def is_tie_breaking(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` (a function or a bound method) was marked with `breaks_ties`."""
+    return getattr(fn, "__func__", fn) in _BREAKS_TIES
+
 
 # Not slotted: typing sets __orig_class__ on ExtensionPoint[F](...) instances. Compared and hashed by identity
 # (each point is one module-level object): the session looks a point up for every call, and the generated

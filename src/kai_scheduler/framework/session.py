@@ -172,10 +172,17 @@ class Session:
         of 33,600 jobs cost a tenth of a reclaim cycle that way). Otherwise the comparison itself."""
         if [name for name, _ in self.hooks(points.JOB_ORDER_KEY)] != [name for name, _ in self.hooks(points.JOB_ORDER)]:
             return functools.cmp_to_key(self.compare_jobs)
-        keys = self.call(points.JOB_ORDER_KEY)
+        fns = tuple(fn for _, fn in self.hooks(points.JOB_ORDER_KEY))
+        if len(fns) == 2:  # the default plugins' (priority, elastic): the key without a loop per job
+            first, second = fns
+
+            def pair_key(job: JobInfo) -> tuple[Any, ...]:
+                return (first(job), second(job), job.creation, job.uid)
+
+            return pair_key
 
         def key(job: JobInfo) -> tuple[Any, ...]:
-            return (*keys(job), job.creation, job.uid)
+            return (*[fn(job) for fn in fns], job.creation, job.uid)
 
         return key
 
@@ -188,6 +195,15 @@ class Session:
             or _tie(left.creation, right.creation)
             or _tie(left.name, right.name)
         )
+
+    def queue_comparator(self) -> points.QueueCompare:
+        """`compare_queues` as one callable, for a caller that compares queues in bulk (the job-order tree): the
+        plugin's own when it alone orders queues and breaks every tie itself (`points.breaks_ties`), so that
+        no session frame runs per comparison; else `compare_queues`."""
+        hooks = self.hooks(points.QUEUE_ORDER)
+        if len(hooks) == 1 and points.is_tie_breaking(hooks[0][1]):
+            return hooks[0][1]
+        return self.compare_queues
 
     def compare_tasks(self, left: PodInfo, right: PodInfo) -> int:
         return (

@@ -130,7 +130,7 @@ class Statement:
             of_task.pop()
             if not of_task:
                 del self._ops_of[id(op.task)]
-            if op.task.placement != op.after:
+            if op.task.placement is not op.after and op.task.placement != op.after:
                 raise RuntimeError(f"statement undo of {op.op.value} {op.task.key}: task moved outside the statement")
             self._move(op.task, op.before)
 
@@ -169,13 +169,17 @@ class Statement:
         self._check_open()
         op = Operation(kind, task, task.placement, after, eviction)
         self._ops.append(op)
-        self._ops_of.setdefault(id(task), []).append(op)
+        of_task = self._ops_of.get(id(task))
+        if of_task is None:
+            self._ops_of[id(task)] = [op]
+        else:  # not setdefault: it would make a list per operation for nothing
+            of_task.append(op)
         self._move(task, after)
 
     def _move(self, task: PodInfo, after: Placement) -> None:
-        counted_before = _counts(task.placement)
+        counted_before = BITS[task.placement.status] & _COUNTED  # as `_counts`, without a call per move
         self._model_move(task, after)
-        counted_after = _counts(after)
+        counted_after = BITS[after.status] & _COUNTED
         if counted_before and not counted_after:
             self._ssn.fire_deallocate(task)
         elif counted_after and not counted_before:

@@ -305,3 +305,38 @@ def test_queues_of_equal_rank_compare_by_age_then_name_both_ways() -> None:
         assert plugin(ssn).queue_order(a, b, None, None) == -1
         assert plugin(ssn).queue_order(b, a, None, None) == 1
         assert plugin(ssn).queue_order(a, a, None, None) == 0
+
+
+def test_queue_share_brings_the_asked_share_up_to_date_and_the_others_when_read(ssn: Session) -> None:
+    """QUEUE_SHARE copies only the asked queue's allocation from the queue-order mirror; every other share is
+    brought up to date when it is read in turn (a chain, another QUEUE_SHARE)."""
+    stmt = ssn.statement()
+    stmt.allocate(ssn.snapshot.tasks["wait-0"], "n1")
+    team_a = ssn.queue_share("team-a")
+    assert team_a is not None and float(team_a.allocated[GPU]) == 2
+    org = plugin(ssn)._shares["org"]
+    assert float(org.allocated[GPU]) == 3  # not read yet: still as opened
+    assert float(plugin(ssn).queue_chain("team-a")[1].allocated[GPU]) == 4
+    assert all(a == mirror for a, _, mirror in ledger(ssn).values())
+    stmt.discard()
+
+
+def test_the_queue_order_is_the_sessions_one_callable_and_breaks_its_own_ties(ssn: Session) -> None:
+    compare = ssn.queue_comparator()
+    assert getattr(compare, "__func__", None) is Proportion.queue_order
+    queues = ssn.snapshot.queues
+    pairs = [(queues[x], queues[y]) for x in ("org", "team-a", "team-b") for y in ("org", "team-a", "team-b")]
+    for left, right in pairs:
+        assert compare(left, right, None, None) == ssn.compare_queues(left, right, None, None)
+        assert compare(left, right, None, None) != 0 or left.name == right.name
+
+
+def test_a_jobs_ranking_request_is_the_sum_of_its_tasks_requests_to_the_bit(ssn: Session) -> None:
+    """Summed in floats from 0.0 task by task, as a numpy vector would; a job with nothing to allocate asks 0."""
+    jobs = {job.name: job for job in ssn.snapshot.jobs.values()}
+    for name in ("wait", "run", "over"):
+        want = np.zeros(3)
+        for task in ssn.ranking_tasks(jobs[name]):
+            want += task.queue_request()
+        assert plugin(ssn).job_request(jobs[name]) == tuple(want.tolist())
+    assert plugin(ssn).job_request(jobs["run"]) == (0.0, 0.0, 0.0)

@@ -3,6 +3,7 @@ and where possible a later rule would have answered the other way."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -199,3 +200,36 @@ def test_cached_ranks_decide_as_the_direct_comparison(
         left, queue_order.rank(left, left_request), right, queue_order.rank(right, right_request)
     )
     assert ranked == queue_order.compare(left, right, left_request, right_request)
+
+
+_floats = st.floats(min_value=-1.0, max_value=1e6, allow_nan=False) | st.sampled_from([0.0, -0.0, 0.1, 0.3, 1e-9])
+_vectors = st.tuples(_floats, _floats, _floats)
+
+
+@given(
+    st.builds(
+        state,
+        allocated=_vectors,
+        fair_share=_vectors,
+        deserved=st.one_of(_vectors, st.just((U, U, U))),
+        limit=st.one_of(_vectors, st.just((U, U, U))),
+        priority=st.integers(0, 300),
+    ),
+    st.one_of(st.none(), _vectors),
+    st.one_of(st.none(), _vectors),
+)
+def test_rank_is_the_rules_helpers_bit_for_bit(queue: QueueState, request: V | None, victims: V | None) -> None:
+    """The one-pass rank answers exactly what the rules' helpers answer, float shares to the bit."""
+    held = queue.allocated if victims is None else [h - v for h, v in zip(queue.allocated, victims, strict=True)]
+    with_job = held if request is None else [h + r for h, r in zip(held, request, strict=True)]
+    want = (
+        queue_order.is_over_fair_share(held, queue.fair_share),
+        not queue_order.is_starved(with_job, queue.deserved),
+        -queue.priority,
+        queue_order.holds_unallocatable(with_job, queue.allocatable),
+        queue_order.dominant_share(with_job, queue.allocatable),
+        queue_order.dominant_share(held, queue.allocatable),
+    )
+    got = queue_order.rank(queue, request, victims)
+    assert got == want
+    assert [math.copysign(1.0, x) for x in got[4:]] == [math.copysign(1.0, x) for x in want[4:]]

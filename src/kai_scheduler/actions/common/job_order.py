@@ -12,7 +12,7 @@ job's place does not change while it waits, for one comparison per pop instead o
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +78,12 @@ class _Node:
     def __lt__(self, other: _Node) -> bool:
         assert self.queue is not None and other.queue is not None
         tree = self.tree
-        result = tree.compare_queues(self.queue, other.queue, self.best(), other.best())
+        # A leaf's best job read here, not through `best`: most comparisons are between leaves.
+        first = self.first
+        left = (first.job if first is not None else None) if self.leaf else self.best()
+        first = other.first
+        right = (first.job if first is not None else None) if other.leaf else other.best()
+        result = tree.compare_queues(self.queue, other.queue, left, right)
         return (result > 0) if tree.reverse else (result < 0)
 
 
@@ -97,12 +102,13 @@ class JobOrderByQueues:
 
     `reverse=True` builds the victim order: every comparison reversed (most over-served queue, lowest job first).
     `depth` caps each leaf's heap (`queueDepthPerAction`). `ordered=True`: the caller gives each queue's jobs
-    already in job order (they are not sorted again), but for the queues named in `unordered`."""
+    already in job order (they are not sorted again), but for the queues named in `unordered`. `jobs` may come
+    split by queue (a mapping from queue name to its jobs): the lists are then the tree's own (sorted in place)."""
 
     def __init__(
         self,
         ssn: Session,
-        jobs: Iterable[JobInfo],
+        jobs: Iterable[JobInfo] | Mapping[str, list[JobInfo]],
         *,
         reverse: bool = False,
         depth: int | None = None,
@@ -111,15 +117,18 @@ class JobOrderByQueues:
     ) -> None:
         self.ssn = ssn
         self.reverse = reverse
-        self.compare_queues = ssn.compare_queues
+        self.compare_queues = ssn.queue_comparator()
         self._root = _Node(None, self)
         self._nodes: dict[str, _Node] = {}
         self._dirty: list[_Node] = []
-        by_queue: dict[str, list[JobInfo]] = {}
-        for job in jobs:
-            by_queue.setdefault(job.queue, []).append(job)
+        if isinstance(jobs, Mapping):
+            by_queue = jobs
+        else:
+            by_queue = {}
+            for job in jobs:
+                by_queue.setdefault(job.queue, []).append(job)
         for name, queue_jobs in sorted(by_queue.items()):
-            leaf = self._leaf(name)
+            leaf = self._leaf(name) if queue_jobs else None  # an empty queue makes no node (nor its parents)
             if leaf is None:
                 continue
             if not ordered or name in unordered:

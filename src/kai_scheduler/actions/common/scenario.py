@@ -115,11 +115,17 @@ def _greedy(wanted: list[float], top: list[float]) -> bool:
 
 def freed_gpus(ssn: Session, batches: Sequence[Batch]) -> Floats:
     """Whole GPUs the batches' tasks hold, per node row (what evicting them frees, at most)."""
-    out = np.zeros(len(ssn.snapshot.nodes))
+    # Summed per row in Python floats (the same additions, in the same order, as into the array), then written
+    # once: a sub-scenario's complement holds thousands of tasks, and a numpy scalar per addition cost more.
+    sums: dict[int, float] = {}
     rows = ssn.snapshot.node_by_name
     for batch in batches:
         for task, origin in zip(batch.tasks, batch.origins, strict=True):
-            out[rows[origin.node].row] += task.request[GPU]
+            row = rows[origin.node].row
+            sums[row] = sums.get(row, 0.0) + float(task.request[GPU])
+    out = np.zeros(len(ssn.snapshot.nodes))
+    if sums:
+        out[list(sums)] = list(sums.values())
     return out
 
 

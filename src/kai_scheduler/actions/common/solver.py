@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kai_scheduler.actions.common import allocation, gpu_sharing, scenario
+from kai_scheduler.actions.common import allocation, gpu_sharing, scenario, victims
 from kai_scheduler.actions.common.budget import JobBudget
 from kai_scheduler.actions.common.job_order import JobOrderByQueues
 from kai_scheduler.actions.common.scenario import Generators, ScenarioOutcome
@@ -114,6 +114,7 @@ class _JobSolver:
         self.found_by = scenario.GENERATORS[0]  # the generator whose scenario the recorded victims came from
         self._waiting: dict[str, dict[str, list[JobInfo]]] | None = None
         self._sorted_queues: set[str] = set()
+        self._victims_by_queue: dict[str, list[JobInfo]] | None = None  # the pool by queue, for every probe
 
     def solve(self) -> Solution:
         n = len(self.tasks)
@@ -187,9 +188,11 @@ class _JobSolver:
             self.stats.scenario(self.search.action, self.found_by, stats.EMITTED)
             if (found := self._try_all(size, tasks, accumulated, accumulated, self.found_by, started)) is not None:
                 return found
+        if self._victims_by_queue is None:
+            self._victims_by_queue = victims.by_queue(self.search.victims)
         queue = VictimQueue(
             self.ssn,
-            self.search.victims,
+            self._victims_by_queue,
             self.search.eviction,
             max_jobs=self.search.max_victim_jobs,
             moved=[b.job for b in accumulated],  # victims evicted again may have changed place in the job order
@@ -438,12 +441,15 @@ class _JobSolver:
 
     def _room_in_place(self, task: PodInfo, node_name: str) -> bool:
         node = self.ssn.snapshot.node_by_name[node_name]
-        need = task.request.copy()
-        need[GPU] += sum(
+        need = task.request
+        releasing_devices = sum(
             1
             for g in task.placement.gpu_groups
             if g in node.gpu_groups and node.gpu_groups[g].state() is GroupState.RELEASING
         )
+        if releasing_devices:  # else the request as it is (adding 0 changes no value): no copy per task
+            need = need.copy()
+            need[GPU] += releasing_devices
         if not _shared_room_in_place(task, node):
             return False
         if not (self.ssn.snapshot.arrays.free[node.row] >= need - tolerance.RESOURCE).all():

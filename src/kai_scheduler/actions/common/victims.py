@@ -17,7 +17,7 @@ is never one (evicting a task whose BindRequest is still to be written would und
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kai_scheduler.actions.common.job_order import JobOrderByQueues
@@ -45,12 +45,22 @@ class Batch:
     @classmethod
     def of(cls, job: JobInfo, tasks: Sequence[PodInfo]) -> Batch:
         """The batch of `tasks` where they are now (before they are evicted)."""
-        origins = tuple(t.placement for t in tasks)
-        return cls(job, tuple(tasks), origins, frozenset(p.node for p in origins), frozenset(str(t.uid) for t in tasks))
+        origins = tuple([t.placement for t in tasks])
+        return cls(
+            job, tuple(tasks), origins, frozenset([p.node for p in origins]), frozenset([str(t.uid) for t in tasks])
+        )
 
 
 def is_evictable(task: PodInfo) -> bool:
     return bool(BITS[task.placement.status] & _EVICTABLE)
+
+
+def _any_evictable(tasks: Iterable[PodInfo]) -> bool:
+    """`any(is_evictable(t) for t in tasks)` as a loop on the flags' ints (asked after every pop)."""
+    for task in tasks:  # noqa: SIM110
+        if BITS[task.placement.status] & _EVICTABLE:
+            return True
+    return False
 
 
 def can_be_victim(job: JobInfo) -> bool:
@@ -72,7 +82,7 @@ def tasks_to_evict(ssn: Session, job: JobInfo) -> list[PodInfo]:
     surplus = _surplus(ssn, job.root)
     if surplus is not None:
         return surplus
-    return sorted((t for t in job.tasks if is_evictable(t)), key=ssn.task_key)
+    return sorted([t for t in job.tasks if BITS[t.placement.status] & _EVICTABLE], key=ssn.task_key)
 
 
 def _surplus(ssn: Session, member: Member) -> list[PodInfo] | None:
@@ -101,10 +111,11 @@ def _surplus(ssn: Session, member: Member) -> list[PodInfo] | None:
 class VictimQueue:
     """Victim jobs in reversed order; `pop` evicts the next batch in `stmt` and returns it.
 
-    `jobs` must come in victim order (`victim_order`). Each leaf queue is fed to the queue tree `chunk` jobs at a
-    time, and the next chunk as soon as the last job fed (the frontier, never changed) is popped: every job not
-    fed yet orders after the frontier, so the tree pops exactly what it would with every job in it, without
-    ordering thousands of victims per probe. `max_jobs` caps how many distinct jobs may give victims
+    `jobs` must come in victim order (`victim_order`), or already split by queue in that order (`by_queue`: a
+    search makes one victim queue per probe from the same pool). Each leaf queue is fed to the queue tree `chunk`
+    jobs at a time, and the next chunk as soon as the last job fed (the frontier, never changed) is popped: every
+    job not fed yet orders after the frontier, so the tree pops exactly what it would with every job in it,
+    without ordering thousands of victims per probe. `max_jobs` caps how many distinct jobs may give victims
     (consolidation's preemptee cap); None = no cap. `moved`: the jobs moved since `jobs` were put in victim
     order (the job order reads a job's own state alone), so only their queues are sorted again; every other
     queue's jobs are in order still (thousands of comparisons on a large cluster). None: sort every queue."""
@@ -112,7 +123,7 @@ class VictimQueue:
     def __init__(
         self,
         ssn: Session,
-        jobs: Iterable[JobInfo],
+        jobs: Iterable[JobInfo] | Mapping[str, Sequence[JobInfo]],
         eviction: Callable[[JobInfo], Eviction],
         *,
         max_jobs: int | None = None,
@@ -124,13 +135,11 @@ class VictimQueue:
         self._eviction = eviction
         self._max_jobs = max_jobs
         self.jobs: dict[str, None] = {}  # uids of the jobs that gave victims, in order (a dict: asked per pop)
-        self._waiting: dict[str, list[JobInfo]] = {}
-        for job in jobs:
-            self._waiting.setdefault(job.queue, []).append(job)
-        for queue in self._waiting:
-            self._waiting[queue].reverse()  # pop() from the end takes the next in order
+        grouped = jobs if isinstance(jobs, Mapping) else by_queue(jobs)
+        # reversed: pop() from the end takes the next in order
+        self._waiting: dict[str, list[JobInfo]] = {queue: list(reversed(q)) for queue, q in grouped.items() if q}
         self._frontier: dict[str, str] = {}
-        first = [job for queue in sorted(self._waiting) for job in self._take(queue)]
+        first = {queue: self._take(queue) for queue in sorted(self._waiting)}
         if moved is None:
             self._order = JobOrderByQueues(ssn, first, reverse=True)
         else:
@@ -159,10 +168,18 @@ class VictimQueue:
             for task in tasks:
                 stmt.evict(task, why)
             self.jobs.setdefault(job.uid)
-            if any(is_evictable(t) for t in job.tasks):
+            if _any_evictable(job.tasks):
                 self._order.push(job)
             return batch
         return None
+
+
+def by_queue(jobs: Iterable[JobInfo]) -> dict[str, list[JobInfo]]:
+    """`jobs` split by queue, each queue's in the order given."""
+    out: dict[str, list[JobInfo]] = {}
+    for job in jobs:
+        out.setdefault(job.queue, []).append(job)
+    return out
 
 
 def victim_order(ssn: Session, jobs: Iterable[JobInfo]) -> list[JobInfo]:

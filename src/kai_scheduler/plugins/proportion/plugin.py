@@ -207,6 +207,7 @@ class Proportion(PluginBase):
 
     # --- registered callbacks -----------------------------------------------------------------------------
 
+    @points.breaks_ties  # rule 8 ends on the queue's name
     def queue_order(
         self, left: QueueInfo, right: QueueInfo, left_job: JobInfo | None, right_job: JobInfo | None
     ) -> int:
@@ -271,12 +272,12 @@ class Proportion(PluginBase):
     def charge_queue(self, task: PodInfo) -> None:
         """ON_ALLOCATE: add the task's queue request to its leaf queue and every ancestor."""
         amount = self._charged[task.uid] = task.queue_request()
-        self._account(task, amount)
+        self._account(task, amount, refund=False)
 
     def refund_queue(self, task: PodInfo) -> None:
         """ON_DEALLOCATE: take back exactly what the task was charged (its request as of the charge)."""
         charged = self._charged.pop(task.uid, None)
-        self._account(task, -(task.queue_request() if charged is None else charged))
+        self._account(task, task.queue_request() if charged is None else charged, refund=True)
 
     def charge_claim(self, queue: str, gpus: float, non_preemptible: bool) -> None:
         """CHARGE_QUEUE: add `gpus` (negative: a refund) to the GPUs of a leaf queue and its ancestors, for a DRA
@@ -292,8 +293,12 @@ class Proportion(PluginBase):
             state.allocated[2] += gpus
 
     def queue_share(self, queue: str) -> QueueShare | None:
-        """QUEUE_SHARE: the proportion view of one queue, or None for an unknown name."""
-        self.sync_shares()
+        """QUEUE_SHARE: the proportion view of one queue, or None for an unknown name; only that share is
+        brought up to date (reclaim reads the reclaimer's for each victim it pops, as other queues move)."""
+        unsynced = self._unsynced.pop(queue, None)
+        if unsynced is not None:
+            share, state = unsynced
+            share.allocated[:] = state.allocated
         return self._shares.get(queue)
 
     def sync_shares(self) -> None:
@@ -330,7 +335,7 @@ class Proportion(PluginBase):
         cached = self._ranks.get(name)
         if cached is not None and cached[0] is job:
             return cached[1]
-        rank = queue_order.rank(self._states[name], self.job_request(job))
+        rank = queue_order.rank(self._states[name], None if job is None else self._request(job))
         self._ranks[name] = (job, rank)
         return rank
 
@@ -340,13 +345,19 @@ class Proportion(PluginBase):
         if job is None:
             return None
         self._follow_ranking()
+        return self._request(job)
+
+    def _request(self, job: JobInfo) -> tuple[float, ...]:
+        """`job_request` once the requests follow the session's ranking."""
         request = self._job_requests.get(job.uid)
         if request is None:
-            ssn = self._session
-            total = np.zeros(len(QUEUE_AXIS))
-            for task in ssn.ranking_tasks(job):
-                total += task.queue_request()
-            request = self._job_requests[job.uid] = tuple(total.tolist())
+            # Summed in Python floats from 0.0, task by task: the additions a numpy vector would make, without
+            # an array per job (a simulation ranks every victim by the tasks it evicted).
+            total = list(_NOTHING)
+            for task in self._session.ranking_tasks(job):
+                for r, amount in enumerate(task.queue_request().tolist()):
+                    total[r] += amount
+            request = self._job_requests[job.uid] = tuple(total)
         return request
 
     # --- internals -----------------------------------------------------------------------------------------
@@ -382,26 +393,35 @@ class Proportion(PluginBase):
             usage=share.usage,
         )
 
-    def _account(self, task: PodInfo, delta: Vector) -> None:
-        """Add `delta` to the allocation of the task's queue chain (both views); forget what depended on it:
-        the job's request and the ranks of the queues in the chain."""
-        job = self._session.job(task.job_uid)
+    def _account(self, task: PodInfo, amount: Vector, *, refund: bool) -> None:
+        """Add `amount` to the allocation of the task's queue chain (both views), or subtract it for a `refund`
+        (x - a is x + (-a) to the bit, without a negated copy per move); forget what depended on it: the job's
+        request and the ranks of the queues in the chain."""
+        job = self._session.snapshot.jobs[task.job_uid]
         self._job_requests.pop(job.uid, None)
         chain = self._leaf_chains.get(job.queue)
         if chain is None:
             return
-        cpu, memory, gpu = delta.tolist()
+        cpu, memory, gpu = amount.tolist()
         non_preemptible = not job.preemptible
-        unsynced = self._unsynced
-        for share, state in chain:
-            self._ranks.pop(share.name, None)
-            unsynced[share.name] = (share, state)
-            if non_preemptible:
-                share.allocated_non_preemptible += delta
+        unsynced, ranks = self._unsynced, self._ranks
+        for entry in chain:
+            share, state = entry
+            ranks.pop(share.name, None)
+            unsynced[share.name] = entry
             held = state.allocated
-            held[0] += cpu
-            held[1] += memory
-            held[2] += gpu
+            if refund:
+                if non_preemptible:
+                    share.allocated_non_preemptible -= amount
+                held[0] -= cpu
+                held[1] -= memory
+                held[2] -= gpu
+            else:
+                if non_preemptible:
+                    share.allocated_non_preemptible += amount
+                held[0] += cpu
+                held[1] += memory
+                held[2] += gpu
 
 
 def capacity_request(tasks: Sequence[PodInfo], gpu_memory_mib: float) -> Vector:
@@ -432,6 +452,7 @@ def _number(arguments: Mapping[str, str], key: str, default: float) -> float:
 
 
 _DIVISION_MEMO = "proportion/division"
+_NOTHING = (0.0,) * len(QUEUE_AXIS)
 DivisionKey = tuple[tuple[object, ...], np.ndarray]
 
 
