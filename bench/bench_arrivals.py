@@ -5,9 +5,13 @@
 (`bench_scale_real.py`) they arrive over several cycles, in whatever order the creating threads' requests
 finished, beside other writers' changes. Here, on `bench_scale.py`'s cluster (`Cycles`, an in-memory store): a
 24-pod gang whose PodGroup and one pod from the middle of it come a cycle before the others; then 1,000 one-pod
-jobs whose PodGroups come first and whose pods come in three shuffled parts (300, 400, 300), a cycle each. CPU
-seconds of the scheduling thread (`cycle_log`) for the cycles that placed them, median of `--repeat`, and the
-steps of the median run (`cycle_log`'s phases).
+jobs whose PodGroups come first and whose pods come shuffled in parts (`--parts`: 300, 400, 300 unless told; through
+an API server they came in 4-5 cycles), a cycle each. CPU seconds of the scheduling thread (`cycle_log`) for the
+cycles that placed them, median of `--repeat`, and the steps of the median run (`cycle_log`'s phases).
+
+The collector is set as in a component process (`collector.tune_for_service`: young collections every 10,000
+allocations, and the start-up lists frozen after the first sync, `collector.loaded`); `--default-collector` leaves
+Python's defaults (and nothing frozen), as `bench_scale.py` does.
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cycle_log
 
 
-def run(nodes: int, repeat: int, log: str) -> dict[str, list[dict[str, Any]]]:
+def run(nodes: int, repeat: int, log: str, parts: list[int], service: bool) -> dict[str, list[dict[str, Any]]]:
     import bench_scale
     import scale_cluster as sc
 
+    from kai_scheduler.store import collector
+
     cycle_log.install(log)
+    if service:
+        collector.tune_for_service()
     cycles = bench_scale.Cycles(nodes)
     for _ in range(3):
         cycles.scheduler.run_once().release()
@@ -57,12 +65,17 @@ def run(nodes: int, repeat: int, log: str) -> dict[str, list[dict[str, Any]]]:
         pods = [o for o in objs if o["kind"] == "Pod"]
         rng.shuffle(pods)
         placing = []
-        for part in (pods[:300], pods[300:700], pods[700:]):
-            cycles.store.add_many(part)
+        for start, end in _bounds(parts):
+            cycles.store.add_many(pods[start:end])
             placing.append(cycle())
         cycle()
         out["thousand"].append(_summed(placing))
     return out
+
+
+def _bounds(parts: list[int]) -> list[tuple[int, int]]:
+    ends = [sum(parts[: i + 1]) for i in range(len(parts))]
+    return list(zip([0, *ends[:-1]], ends, strict=True))
 
 
 def _summed(cycles: list[dict[str, Any]]) -> dict[str, Any]:
@@ -80,10 +93,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--parts", default="300,400,300", help="the 1,000 pods' parts, a cycle each (e.g. 250,250,250,250)"
+    )
+    parser.add_argument("--default-collector", action="store_true", help="Python's collector settings, nothing frozen")
     args = parser.parse_args()
+    parts = [int(p) for p in args.parts.split(",")]
+    if sum(parts) != 1000:
+        parser.error("--parts must add up to 1000")
     with tempfile.TemporaryDirectory() as tmp:
-        result = run(args.nodes, args.repeat, os.path.join(tmp, "cycles.jsonl"))
-    print(f"{args.nodes:,} nodes, load average {os.getloadavg()[0]:.1f}; CPU s of the placing cycles")
+        result = run(args.nodes, args.repeat, os.path.join(tmp, "cycles.jsonl"), parts, not args.default_collector)
+    collector = "Python's default collector" if args.default_collector else "the collector as in a component"
+    print(
+        f"{args.nodes:,} nodes, load average {os.getloadavg()[0]:.1f}, parts {args.parts}, {collector};"
+        " CPU s of the placing cycles"
+    )
     for name, runs in result.items():
         median = sorted(runs, key=lambda r: r["cpu"])[len(runs) // 2]
         steps = sorted(median["phases"].items(), key=lambda kv: -kv[1])
