@@ -24,7 +24,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.cluster import pod_affinity, queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
-from kai_scheduler.cluster.snapshot import incremental
+from kai_scheduler.cluster.snapshot import derive, incremental
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
@@ -362,3 +362,41 @@ def test_arrivals_keep_tasks_and_jobs_in_key_order(arrivals: list[str]) -> None:
             keys = [job.key for job in scheduler.snapshot().jobs.values()]
             assert keys == sorted(keys)
     assert builds == [1 + len(arrivals), len(arrivals)]
+
+
+def test_a_pod_charged_again_alike_keeps_its_nodes_row() -> None:
+    """A pod bound where its BindRequest put it is a new object charged as before: its node's row is kept (not
+    recomputed) and its tasks hold the new record; a pod whose charge changed has its node recomputed. Both as a
+    build from nothing."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            *(b.node(n, gpus=4) for n in ("n0", "n1")),
+            *(b.podgroup(g) for g in ("a", "b", "c")),
+            b.pod("a", group="a", gpus=1, cpu="300m", node="n0"),
+            b.pod("b", group="b", gpus=1, cpu="700m"),
+            b.bind_request("b", "n0"),
+            b.pod("c", group="c", gpus=1, node="n1"),
+        ]
+    )
+    scheduler = Scheduler(store, load_config(None), clock)
+    recomputed: list[set[str]] = []
+    recharge = derive._recharge
+
+    def recorded(model: Any, names: set[str]) -> None:
+        recomputed.append(set(names))
+        recharge(model, names)
+
+    with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
+        scheduler.snapshot()
+        patch.setattr(derive, "_recharge", recorded)
+        store.bind(b.NAMESPACE, "b", "n0")
+        store.evict(b.NAMESPACE, "c")
+        snap = scheduler.snapshot()
+        assert builds == [2, 1]
+    assert recomputed == [{"n1"}]
+    task = next(t for t in snap.tasks.values() if t.name == "b")
+    assert task.placement.status.name == "BOUND"
+    assert snap.node_by_name["n0"].tasks[str(task.uid)] is task

@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
+from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes, ledger_rule
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
@@ -24,6 +24,7 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
     for key in sorted(reached.groups, key=sort_key_of):  # in a build from nothing, keys arrive in order
         _rebuild_job(model, key, params)
     reached.groups.clear()
+    _recharged_alike(model)
     if reached.nodes:
         _recharge(model, reached.nodes)
         reached.nodes.clear()
@@ -172,6 +173,44 @@ def _make_job(
         return None
     ordered = pods.values() if len(pods) < 2 else [pods[k] for k in sorted(pods)]
     return new_job(pg, record, model.priorities, model.default_priority, [e.info for e in ordered])
+
+
+def _recharged_alike(model: CarriedModel) -> None:
+    """The nodes whose pods were taken out and put back charged as they were (a pod bound by the binder, its
+    BindRequest's status written) keep their rows: a recomputation would add the same requests in the same
+    order. Their tasks take the new records in place; every other node they reached is recomputed (`_recharge`).
+    (empties `reached.unlinked`)"""
+    reached = model.reached
+    alike: list[NodeInfo] = []
+    for name, unlinked in reached.unlinked.items():
+        if name in reached.nodes:
+            continue
+        now = model.node_pods.get(name, {})
+        if all(_charged_alike(e, now.get(k)) for k, e in unlinked.items()):
+            node = model.node_by_name[name]
+            for k in unlinked:
+                info = now[k].info
+                node.tasks[str(info.uid)] = info
+            alike.append(node)
+        else:
+            reached.nodes.add(name)
+    reached.unlinked.clear()
+    if alike:
+        model.arrays.stamp([n.row for n in alike])  # their tasks changed: what a node's stamp keys is new
+
+
+def _charged_alike(before: CarriedPod, after: CarriedPod | None) -> bool:
+    """Whether `after` (the pod's entry on the node now) charges the node's row and tasks as `before` did: the same
+    task uid, request and ledger rule, and nothing beyond the ledgers (GPU groups, MIG instances)."""
+    if after is None:
+        return False
+    b, a = before.placement, after.placement
+    return (
+        str(before.info.uid) == str(after.info.uid)
+        and ledger_rule(b) == ledger_rule(a)
+        and not (b.gpu_groups or a.gpu_groups or before.info.gpu.mig or after.info.gpu.mig)
+        and (before.info.request is after.info.request or before.info.request.tobytes() == after.info.request.tobytes())
+    )
 
 
 def _recharge(model: CarriedModel, names: set[str]) -> None:

@@ -193,6 +193,7 @@ def new_model(
         if e.node:
             charged.append((model.node_by_name[e.node], e.info, e.placement))
     model.reached.nodes.clear()
+    model.reached.unlinked.clear()
     charge_nodes(model.arrays, charged)
     for pg in objects.podgroups:
         link_group(model, pg, group_records)
