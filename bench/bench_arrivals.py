@@ -11,7 +11,9 @@ cycles that placed them, median of `--repeat`, and the steps of the median run (
 
 The collector is set as in a component process (`collector.tune_for_service`: young collections every 10,000
 allocations, and the start-up lists frozen after the first sync, `collector.loaded`); `--default-collector` leaves
-Python's defaults (and nothing frozen), as `bench_scale.py` does.
+Python's defaults (and nothing frozen), as `bench_scale.py` does. `--bind` plays the binder: after each cycle, the
+pods whose BindRequests were there before it are bound and their requests marked Succeeded, as through an API
+server they came back a cycle or two later.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cycle_log
 
 
-def run(nodes: int, repeat: int, log: str, parts: list[int], service: bool) -> dict[str, list[dict[str, Any]]]:
+def run(
+    nodes: int, repeat: int, log: str, parts: list[int], *, service: bool, bind: bool
+) -> dict[str, list[dict[str, Any]]]:
     import bench_scale
     import scale_cluster as sc
 
@@ -46,7 +50,9 @@ def run(nodes: int, repeat: int, log: str, parts: list[int], service: bool) -> d
     out: dict[str, list[dict[str, Any]]] = {"gang": [], "thousand": []}
 
     def cycle() -> dict[str, Any]:
+        waiting = _unbound(cycles.store) if bind else []
         cycles.scheduler.run_once().release()
+        _bind(cycles.store, waiting)
         return cycle_log.read(log)[-1]
 
     for i in range(repeat):
@@ -73,6 +79,18 @@ def run(nodes: int, repeat: int, log: str, parts: list[int], service: bool) -> d
     return out
 
 
+def _unbound(store: Any) -> list[dict[str, Any]]:
+    return [br for br in store.list("bindrequests")[0] if (br.get("status") or {}).get("phase") != "Succeeded"]
+
+
+def _bind(store: Any, brs: list[dict[str, Any]]) -> None:
+    """As the binder does: each request's pod bound to its node, the request's status Succeeded."""
+    for br in brs:
+        meta, spec = br["metadata"], br["spec"]
+        store.bind(meta["namespace"], spec["podName"], spec["selectedNode"])
+        store.patch("bindrequests", meta["name"], meta["namespace"], {"status": {"phase": "Succeeded"}}, "status")
+
+
 def _bounds(parts: list[int]) -> list[tuple[int, int]]:
     ends = [sum(parts[: i + 1]) for i in range(len(parts))]
     return list(zip([0, *ends[:-1]], ends, strict=True))
@@ -96,16 +114,21 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="300,400,300", help="the 1,000 pods' parts, a cycle each (e.g. 250,250,250,250)"
     )
+    parser.add_argument(
+        "--bind", action="store_true", help="bind, as the binder, the pods whose BindRequests were there a cycle before"
+    )
     parser.add_argument("--default-collector", action="store_true", help="Python's collector settings, nothing frozen")
     args = parser.parse_args()
     parts = [int(p) for p in args.parts.split(",")]
     if sum(parts) != 1000:
         parser.error("--parts must add up to 1000")
     with tempfile.TemporaryDirectory() as tmp:
-        result = run(args.nodes, args.repeat, os.path.join(tmp, "cycles.jsonl"), parts, not args.default_collector)
+        path = os.path.join(tmp, "cycles.jsonl")
+        result = run(args.nodes, args.repeat, path, parts, service=not args.default_collector, bind=args.bind)
     collector = "Python's default collector" if args.default_collector else "the collector as in a component"
     print(
-        f"{args.nodes:,} nodes, load average {os.getloadavg()[0]:.1f}, parts {args.parts}, {collector};"
+        f"{args.nodes:,} nodes, load average {os.getloadavg()[0]:.1f}, parts {args.parts}, {collector}"
+        f"{', bound as by the binder' if args.bind else ''};"
         " CPU s of the placing cycles"
     )
     for name, runs in result.items():
