@@ -85,9 +85,14 @@ def _unbound(store: Any) -> list[dict[str, Any]]:
 
 def _bind(store: Any, brs: list[dict[str, Any]]) -> None:
     """As the binder does: each request's pod bound to its node, the request's status Succeeded."""
+    from kai_scheduler.store.interface import StoreError
+
     for br in brs:
         meta, spec = br["metadata"], br["spec"]
-        store.bind(meta["namespace"], spec["podName"], spec["selectedNode"])
+        try:
+            store.bind(meta["namespace"], spec["podName"], spec["selectedNode"])
+        except StoreError:  # the pod gone (evicted) or bound already: the binder would give up on it too
+            continue
         store.patch("bindrequests", meta["name"], meta["namespace"], {"status": {"phase": "Succeeded"}}, "status")
 
 
