@@ -400,3 +400,40 @@ def test_a_pod_charged_again_alike_keeps_its_nodes_row() -> None:
     task = next(t for t in snap.tasks.values() if t.name == "b")
     assert task.placement.status.name == "BOUND"
     assert snap.node_by_name["n0"].tasks[str(task.uid)] is task
+
+
+@pytest.mark.parametrize(("name", "kept"), [("b", True), ("0", False)])
+def test_a_task_the_session_added_last_keeps_its_nodes_row(name: str, kept: bool) -> None:
+    """A pending pod allocated on a node comes back Binding (its BindRequest taken in): its node's row, which the
+    session charged it onto after the others, is kept when the pod's key comes after every other pod's there
+    (a recomputation adds it last too), and recomputed otherwise. Both as a build from nothing."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            b.node("n0", gpus=4),
+            *(b.podgroup(g) for g in ("a", name)),
+            b.pod("a", group="a", gpus=1, cpu="300m", node="n0"),
+            b.pod(name, group=name, gpus=1, cpu="700m"),
+        ]
+    )
+    scheduler = Scheduler(store, load_config(None), clock)
+    recomputed: list[set[str]] = []
+    recharge = derive._recharge
+
+    def recorded(model: Any, names: set[str]) -> None:
+        recomputed.append(set(names))
+        recharge(model, names)
+
+    with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
+        placed = scheduler.run_once()
+        assert [op.task.name for op in placed.operations] == [name]
+        del placed
+        patch.setattr(derive, "_recharge", recorded)
+        snap = scheduler.snapshot()
+        assert builds == [2, 1]
+    assert recomputed == ([] if kept else [{"n0"}])
+    task = next(t for t in snap.tasks.values() if t.name == name)
+    assert task.placement.status.name == "BINDING"
+    assert snap.node_by_name["n0"].tasks[str(task.uid)] is task

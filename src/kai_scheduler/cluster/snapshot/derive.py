@@ -176,40 +176,65 @@ def _make_job(
 
 
 def _recharged_alike(model: CarriedModel) -> None:
-    """The nodes whose pods were taken out and put back charged as they were (a pod bound by the binder, its
-    BindRequest's status written) keep their rows: a recomputation would add the same requests in the same
-    order. Their tasks take the new records in place; every other node they reached is recomputed (`_recharge`).
-    (empties `reached.unlinked`)"""
+    """Keep the rows of the nodes a recomputation would give the same floats (`_row_holds`): their tasks take the
+    new records in place. Every other node the changes reached is recomputed (`_recharge`). (Empties
+    `reached.unlinked` and `reached.appended`.)"""
     reached = model.reached
-    alike: list[NodeInfo] = []
-    for name, unlinked in reached.unlinked.items():
+    kept: list[NodeInfo] = []
+    for name in reached.unlinked.keys() | reached.appended.keys():
         if name in reached.nodes:
             continue
-        now = model.node_pods.get(name, {})
-        if all(_charged_alike(e, now.get(k)) for k, e in unlinked.items()):
+        if _row_holds(model, name):
             node = model.node_by_name[name]
-            for k in unlinked:
+            now = model.node_pods[name]
+            for k in (*reached.unlinked.get(name, ()), *reached.appended.get(name, ())):
                 info = now[k].info
                 node.tasks[str(info.uid)] = info
-            alike.append(node)
+            kept.append(node)
         else:
             reached.nodes.add(name)
     reached.unlinked.clear()
-    if alike:
-        model.arrays.stamp([n.row for n in alike])  # their tasks changed: what a node's stamp keys is new
+    reached.appended.clear()
+    if kept:
+        model.arrays.stamp([n.row for n in kept])  # their tasks changed: what a node's stamp keys is new
 
 
-def _charged_alike(before: CarriedPod, after: CarriedPod | None) -> bool:
-    """Whether `after` (the pod's entry on the node now) charges the node's row and tasks as `before` did: the same
-    task uid, request and ledger rule, and nothing beyond the ledgers (GPU groups, MIG instances)."""
+def _row_holds(model: CarriedModel, name: str) -> bool:
+    """Whether the node's row is what a recomputation from its pods in key order gives: its row summed them in
+    key order when last recomputed, then
+
+    - each pod taken out (`reached.unlinked`) came back charged alike (a pod bound by the binder, its
+      BindRequest's status written): the same additions in the same places;
+    - the tasks the last session added (`reached.appended`: pending tasks allocated there, added after the
+      others) came back charged as the session charged them, and their keys come after every other pod's on
+      the node, in the order added: a recomputation adds them last, in that order, as the session did."""
+    now = model.node_pods.get(name, {})
+    unlinked = model.reached.unlinked.get(name, {})
+    if not all(_charged_alike(e.info, e.placement, now.get(k)) for k, e in unlinked.items()):
+        return False
+    appended = model.reached.appended.get(name, {})
+    if not appended:
+        return True
+    keys = list(appended)
+    if keys != sorted(keys) or any(k in unlinked for k in keys):
+        return False
+    if any(k >= keys[0] for k in now if k not in appended):
+        return False
+    return all(_charged_alike(task, placement, now.get(k)) for k, (task, placement) in appended.items())
+
+
+def _charged_alike(task: PodInfo, placement: Placement, after: CarriedPod | None) -> bool:
+    """Whether `after` (the pod's entry on the node now) charges the node's row and tasks as `task` in
+    `placement` did: the same task uid, request and ledger rule, and nothing beyond the ledgers (GPU groups, MIG
+    instances)."""
     if after is None:
         return False
-    b, a = before.placement, after.placement
+    a = after.placement
     return (
-        str(before.info.uid) == str(after.info.uid)
-        and ledger_rule(b) == ledger_rule(a)
-        and not (b.gpu_groups or a.gpu_groups or before.info.gpu.mig or after.info.gpu.mig)
-        and (before.info.request is after.info.request or before.info.request.tobytes() == after.info.request.tobytes())
+        str(task.uid) == str(after.info.uid)
+        and ledger_rule(placement) == ledger_rule(a)
+        and not (placement.gpu_groups or a.gpu_groups or task.gpu.mig or after.info.gpu.mig)
+        and (task.request is after.info.request or task.request.tobytes() == after.info.request.tobytes())
     )
 
 
