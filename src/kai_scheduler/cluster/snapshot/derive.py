@@ -216,10 +216,8 @@ def _row_holds(model: CarriedModel, name: str) -> bool:
     if not appended:
         return True
     keys = list(appended)
-    if keys != sorted(keys) or any(k in unlinked for k in keys):
-        return False
-    if any(k >= keys[0] for k in now if k not in appended):
-        return False
+    if sorted(now)[-len(keys) :] != keys or any(k in unlinked for k in keys):
+        return False  # not the node's last pods in the order added (or a pod of it taken out)
     return all(_charged_alike(task, placement, now.get(k)) for k, (task, placement) in appended.items())
 
 
