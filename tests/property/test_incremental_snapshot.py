@@ -437,3 +437,38 @@ def test_a_task_the_session_added_last_keeps_its_nodes_row(name: str, kept: bool
     task = next(t for t in snap.tasks.values() if t.name == name)
     assert task.placement.status.name == "BINDING"
     assert snap.node_by_name["n0"].tasks[str(task.uid)] is task
+
+
+def test_a_job_rebuilt_with_the_same_rows_leaves_its_queues_sums() -> None:
+    """A PodGroup's status written rebuilds its job, whose rows are what they were: its queue's sums are not
+    summed again (and stay as a build from nothing gives them); a pending pod bound sums them again."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            b.node("n0", gpus=4),
+            b.podgroup("a"),
+            b.pod("a", group="a", gpus=1, cpu="300m", node="n0"),
+            b.podgroup("b"),
+            b.pod("b", group="b", gpus=1, cpu="700m"),
+        ]
+    )
+    scheduler = Scheduler(store, load_config(None), clock)
+    summed: list[int] = []
+    update = queue_charge.PrefixSums.update
+
+    def recorded(self: queue_charge.PrefixSums, start: int, rows: Any) -> queue_charge.QueueCharge:
+        summed.append(start)
+        return update(self, start, rows)
+
+    with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
+        scheduler.snapshot()
+        patch.setattr(queue_charge.PrefixSums, "update", recorded)
+        store.patch("podgroups", "a", b.NAMESPACE, {"metadata": {"annotations": {"x": "y"}}})
+        scheduler.snapshot()
+        assert summed == []
+        store.bind(b.NAMESPACE, "b", "n0")
+        scheduler.snapshot()
+        assert summed == [1]
+        assert builds == [3, 2]

@@ -9,7 +9,7 @@ import bisect
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes, ledger_rule
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, job_rows
+from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, Rows, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
 from kai_scheduler.cluster.snapshot.jobs import backed_off, new_job, unassigned_problem, watches_staleness
@@ -110,8 +110,12 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
     job = _make_job(model, g, pods, params) if g is not None else None
     sort_key = g.sort_key if g is not None else sort_key_of(key)
     old = model.job_by_group.get(key)
+    rows = job_rows(job) if job is not None else None
+    # A job rebuilt with the rows it had, in its queue (a PodGroup's status written, a pod bound where it was
+    # binding) leaves its queue's sums as they were: they are not summed again.
+    sums_move = old is None or job is None or old.queue != job.queue or not _same_rows(model.job_rows[key], rows)
     if old is not None:
-        _forget(model, key, sort_key, old, keep_place=job is not None and job.uid == old.uid)
+        _forget(model, key, sort_key, old, keep_place=job is not None and job.uid == old.uid, reach=sums_move)
     if job is None:
         for e in pods.values():
             e.info.job_uid = ""
@@ -126,8 +130,10 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
         insert_sorted(model.job_keys, sort_key, appending=model.appending)
         model.reached.jobs_added.append(sort_key)  # at the end of `jobs`: moved into place by `rederive` if need be
     insert_sorted(model.queue_job_keys.setdefault(job.queue, []), sort_key, appending=model.appending)
-    _queue_reached(model, job.queue, sort_key)
-    model.job_rows[key] = job_rows(job)
+    if sums_move:
+        _queue_reached(model, job.queue, sort_key)
+    assert rows is not None
+    model.job_rows[key] = rows
     for e in pods.values():
         e.record.queue_cache = e.info.queue_cache
     if job.has_pending():
@@ -143,10 +149,14 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
         model.group_problems[sort_key] = unassigned_problem(pg, job)
 
 
-def _forget(model: CarriedModel, key: str, sort_key: SortKey, old: JobInfo, *, keep_place: bool) -> None:
-    """Take the old job of PodGroup `key` out of every index; `keep_place`: a job of its uid replaces it."""
+def _forget(
+    model: CarriedModel, key: str, sort_key: SortKey, old: JobInfo, *, keep_place: bool, reach: bool = True
+) -> None:
+    """Take the old job of PodGroup `key` out of every index; `keep_place`: a job of its uid replaces it;
+    `reach`: its queue's sums are summed again from it."""
     remove_sorted(model.queue_job_keys[old.queue], sort_key)
-    _queue_reached(model, old.queue, sort_key)
+    if reach:
+        _queue_reached(model, old.queue, sort_key)
     del model.job_rows[key]
     model.waiting.discard(old.uid)
     model.stale_watch.discard(old.uid)
@@ -156,6 +166,14 @@ def _forget(model: CarriedModel, key: str, sort_key: SortKey, old: JobInfo, *, k
     if not keep_place:
         del model.jobs[old.uid]
         remove_sorted(model.job_keys, sort_key)
+
+
+def _same_rows(last: Rows, rows: Rows | None) -> bool:
+    """Whether a job's rows are bit for bit what they were: its queue's sums over them come out the same."""
+    return rows is not None and all(
+        len(a) == len(b) and all(x is y or x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
+        for a, b in zip(last, rows, strict=True)
+    )
 
 
 def _queue_reached(model: CarriedModel, queue: str, sort_key: SortKey) -> None:
