@@ -5,9 +5,15 @@
 (`bench_scale_real.py`) they arrive over several cycles, in whatever order the creating threads' requests
 finished, beside other writers' changes. Here, on `bench_scale.py`'s cluster (`Cycles`, an in-memory store): a
 24-pod gang whose PodGroup and one pod from the middle of it come a cycle before the others; then 1,000 one-pod
-jobs whose PodGroups come first and whose pods come in three shuffled parts (300, 400, 300), a cycle each. CPU
-seconds of the scheduling thread (`cycle_log`) for the cycles that placed them, median of `--repeat`, and the
-steps of the median run (`cycle_log`'s phases).
+jobs whose PodGroups come first and whose pods come shuffled in parts (`--parts`: 300, 400, 300 unless told; through
+an API server they came in 4-5 cycles), a cycle each. CPU seconds of the scheduling thread (`cycle_log`) for the
+cycles that placed them, median of `--repeat`, and the steps of the median run (`cycle_log`'s phases).
+
+The collector is set as in a component process (`collector.tune_for_service`: young collections every 10,000
+allocations, and the start-up lists frozen after the first sync, `collector.loaded`); `--default-collector` leaves
+Python's defaults (and nothing frozen), as `bench_scale.py` does. `--bind` plays the binder: after each cycle, the
+pods whose BindRequests were there before it are bound and their requests marked Succeeded, as through an API
+server they came back a cycle or two later.
 """
 
 from __future__ import annotations
@@ -26,11 +32,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cycle_log
 
 
-def run(nodes: int, repeat: int, log: str) -> dict[str, list[dict[str, Any]]]:
+def run(
+    nodes: int, repeat: int, log: str, parts: list[int], *, service: bool, bind: bool
+) -> dict[str, list[dict[str, Any]]]:
     import bench_scale
     import scale_cluster as sc
 
+    from kai_scheduler.store import collector
+
     cycle_log.install(log)
+    if service:
+        collector.tune_for_service()
     cycles = bench_scale.Cycles(nodes)
     for _ in range(3):
         cycles.scheduler.run_once().release()
@@ -38,7 +50,9 @@ def run(nodes: int, repeat: int, log: str) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {"gang": [], "thousand": []}
 
     def cycle() -> dict[str, Any]:
+        waiting = _unbound(cycles.store) if bind else []
         cycles.scheduler.run_once().release()
+        _bind(cycles.store, waiting)
         return cycle_log.read(log)[-1]
 
     for i in range(repeat):
@@ -57,12 +71,34 @@ def run(nodes: int, repeat: int, log: str) -> dict[str, list[dict[str, Any]]]:
         pods = [o for o in objs if o["kind"] == "Pod"]
         rng.shuffle(pods)
         placing = []
-        for part in (pods[:300], pods[300:700], pods[700:]):
-            cycles.store.add_many(part)
+        for start, end in _bounds(parts):
+            cycles.store.add_many(pods[start:end])
             placing.append(cycle())
         cycle()
         out["thousand"].append(_summed(placing))
     return out
+
+
+def _unbound(store: Any) -> list[dict[str, Any]]:
+    return [br for br in store.list("bindrequests")[0] if (br.get("status") or {}).get("phase") != "Succeeded"]
+
+
+def _bind(store: Any, brs: list[dict[str, Any]]) -> None:
+    """As the binder does: each request's pod bound to its node, the request's status Succeeded."""
+    from kai_scheduler.store.interface import StoreError
+
+    for br in brs:
+        meta, spec = br["metadata"], br["spec"]
+        try:
+            store.bind(meta["namespace"], spec["podName"], spec["selectedNode"])
+        except StoreError:  # the pod gone (evicted) or bound already: the binder would give up on it too
+            continue
+        store.patch("bindrequests", meta["name"], meta["namespace"], {"status": {"phase": "Succeeded"}}, "status")
+
+
+def _bounds(parts: list[int]) -> list[tuple[int, int]]:
+    ends = [sum(parts[: i + 1]) for i in range(len(parts))]
+    return list(zip([0, *ends[:-1]], ends, strict=True))
 
 
 def _summed(cycles: list[dict[str, Any]]) -> dict[str, Any]:
@@ -80,10 +116,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--parts", default="300,400,300", help="the 1,000 pods' parts, a cycle each (e.g. 250,250,250,250)"
+    )
+    parser.add_argument(
+        "--bind", action="store_true", help="bind, as the binder, the pods whose BindRequests were there a cycle before"
+    )
+    parser.add_argument("--default-collector", action="store_true", help="Python's collector settings, nothing frozen")
     args = parser.parse_args()
+    parts = [int(p) for p in args.parts.split(",")]
+    if sum(parts) != 1000:
+        parser.error("--parts must add up to 1000")
     with tempfile.TemporaryDirectory() as tmp:
-        result = run(args.nodes, args.repeat, os.path.join(tmp, "cycles.jsonl"))
-    print(f"{args.nodes:,} nodes, load average {os.getloadavg()[0]:.1f}; CPU s of the placing cycles")
+        path = os.path.join(tmp, "cycles.jsonl")
+        result = run(args.nodes, args.repeat, path, parts, service=not args.default_collector, bind=args.bind)
+    collector = "Python's default collector" if args.default_collector else "the collector as in a component"
+    print(
+        f"{args.nodes:,} nodes, load average {os.getloadavg()[0]:.1f}, parts {args.parts}, {collector}"
+        f"{', bound as by the binder' if args.bind else ''};"
+        " CPU s of the placing cycles"
+    )
     for name, runs in result.items():
         median = sorted(runs, key=lambda r: r["cpu"])[len(runs) // 2]
         steps = sorted(median["phases"].items(), key=lambda kv: -kv[1])

@@ -24,7 +24,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.cluster import pod_affinity, queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
-from kai_scheduler.cluster.snapshot import incremental
+from kai_scheduler.cluster.snapshot import derive, incremental
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
@@ -362,3 +362,113 @@ def test_arrivals_keep_tasks_and_jobs_in_key_order(arrivals: list[str]) -> None:
             keys = [job.key for job in scheduler.snapshot().jobs.values()]
             assert keys == sorted(keys)
     assert builds == [1 + len(arrivals), len(arrivals)]
+
+
+def test_a_pod_charged_again_alike_keeps_its_nodes_row() -> None:
+    """A pod bound where its BindRequest put it is a new object charged as before: its node's row is kept (not
+    recomputed) and its tasks hold the new record; a pod whose charge changed has its node recomputed. Both as a
+    build from nothing."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            *(b.node(n, gpus=4) for n in ("n0", "n1")),
+            *(b.podgroup(g) for g in ("a", "b", "c")),
+            b.pod("a", group="a", gpus=1, cpu="300m", node="n0"),
+            b.pod("b", group="b", gpus=1, cpu="700m"),
+            b.bind_request("b", "n0"),
+            b.pod("c", group="c", gpus=1, node="n1"),
+        ]
+    )
+    scheduler = Scheduler(store, load_config(None), clock)
+    recomputed: list[set[str]] = []
+    recharge = derive._recharge
+
+    def recorded(model: Any, names: set[str]) -> None:
+        recomputed.append(set(names))
+        recharge(model, names)
+
+    with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
+        scheduler.snapshot()
+        patch.setattr(derive, "_recharge", recorded)
+        store.bind(b.NAMESPACE, "b", "n0")
+        store.evict(b.NAMESPACE, "c")
+        snap = scheduler.snapshot()
+        assert builds == [2, 1]
+    assert recomputed == [{"n1"}]
+    task = next(t for t in snap.tasks.values() if t.name == "b")
+    assert task.placement.status.name == "BOUND"
+    assert snap.node_by_name["n0"].tasks[str(task.uid)] is task
+
+
+@pytest.mark.parametrize(("name", "kept"), [("b", True), ("0", False)])
+def test_a_task_the_session_added_last_keeps_its_nodes_row(name: str, kept: bool) -> None:
+    """A pending pod allocated on a node comes back Binding (its BindRequest taken in): its node's row, which the
+    session charged it onto after the others, is kept when the pod's key comes after every other pod's there
+    (a recomputation adds it last too), and recomputed otherwise. Both as a build from nothing."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            b.node("n0", gpus=4),
+            *(b.podgroup(g) for g in ("a", name)),
+            b.pod("a", group="a", gpus=1, cpu="300m", node="n0"),
+            b.pod(name, group=name, gpus=1, cpu="700m"),
+        ]
+    )
+    scheduler = Scheduler(store, load_config(None), clock)
+    recomputed: list[set[str]] = []
+    recharge = derive._recharge
+
+    def recorded(model: Any, names: set[str]) -> None:
+        recomputed.append(set(names))
+        recharge(model, names)
+
+    with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
+        placed = scheduler.run_once()
+        assert [op.task.name for op in placed.operations] == [name]
+        del placed
+        patch.setattr(derive, "_recharge", recorded)
+        snap = scheduler.snapshot()
+        assert builds == [2, 1]
+    assert recomputed == ([] if kept else [{"n0"}])
+    task = next(t for t in snap.tasks.values() if t.name == name)
+    assert task.placement.status.name == "BINDING"
+    assert snap.node_by_name["n0"].tasks[str(task.uid)] is task
+
+
+def test_a_job_rebuilt_with_the_same_rows_leaves_its_queues_sums() -> None:
+    """A PodGroup's status written rebuilds its job, whose rows are what they were: its queue's sums are not
+    summed again (and stay as a build from nothing gives them); a pending pod bound sums them again."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            b.node("n0", gpus=4),
+            b.podgroup("a"),
+            b.pod("a", group="a", gpus=1, cpu="300m", node="n0"),
+            b.podgroup("b"),
+            b.pod("b", group="b", gpus=1, cpu="700m"),
+        ]
+    )
+    scheduler = Scheduler(store, load_config(None), clock)
+    summed: list[int] = []
+    update = queue_charge.PrefixSums.update
+
+    def recorded(self: queue_charge.PrefixSums, start: int, rows: Any) -> queue_charge.QueueCharge:
+        summed.append(start)
+        return update(self, start, rows)
+
+    with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
+        scheduler.snapshot()
+        patch.setattr(queue_charge.PrefixSums, "update", recorded)
+        store.patch("podgroups", "a", b.NAMESPACE, {"metadata": {"annotations": {"x": "y"}}})
+        scheduler.snapshot()
+        assert summed == []
+        store.bind(b.NAMESPACE, "b", "n0")
+        scheduler.snapshot()
+        assert summed == [1]
+        assert builds == [3, 2]

@@ -424,6 +424,13 @@ def _charge_views(
         take(idle, request, out=idle)
 
 
+def ledger_rule(placement: Placement) -> tuple[bool, bool]:
+    """How `charge_nodes` charges a task in `placement`: (to releasing, as pipelined); the same pair, the same
+    additions to the row."""
+    bits = BITS[_charge(placement)]
+    return bits & _RELEASING != 0, bits == _PIPELINED
+
+
 def _charge(placement: Placement) -> PodStatus:
     """The ledger rule a placement follows: its status, except a converted Pipelined task charges idle."""
     return PodStatus.ALLOCATED if placement.holds_idle else placement.status

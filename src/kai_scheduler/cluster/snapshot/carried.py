@@ -57,6 +57,12 @@ class Reached:
     """What one build's changes reached, for `derive.rederive` to derive again (it empties it)."""
 
     nodes: set[str] = field(default_factory=set)  # whose ledger rows are recomputed
+    # Per node not (yet) in `nodes`: each pod key unlinked from it, with the first entry unlinked (the one its row
+    # is charged with). A node whose pods all came back charged the same keeps its row (`derive.rederive`).
+    unlinked: dict[str, dict[SortKey, CarriedPod]] = field(default_factory=dict)
+    # Per node the last snapshot's session only added tasks to (`ChangeLog.appended`): those tasks by key, in the
+    # order added; the row holds them after the others, not recomputed if they are its last pods (`rederive`).
+    appended: dict[str, dict[SortKey, tuple[PodInfo, Placement]]] = field(default_factory=dict)
     groups: set[str] = field(default_factory=set)  # PodGroup keys whose jobs are rebuilt
     queues: dict[str, SortKey] = field(default_factory=dict)  # queue → the first of its job keys that changed
     task_changes: dict[SortKey, tuple[str, str]] = field(default_factory=dict)  # key → (uid removed, uid added)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.node_info import ledger_rule
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import BITS, ON_NODE
 
@@ -102,6 +103,28 @@ class ChangeLog:
                 nodes.update(_charged_on(change))
         self.changes.clear()
         return nodes
+
+    def appended(self) -> tuple[dict[str, list[tuple[PodInfo, Placement]]], set[str]]:
+        """The moves' nodes, split: those onto which the moves only added tasks, charged plainly (a pending task
+        allocated there: no releasing or pipelined charge, GPU group or MIG instance), with those tasks and their
+        placements in the order added; and every other node a move reached."""
+        added: dict[str, list[tuple[PodInfo, Placement]]] = {}
+        other: set[str] = set()
+        for change in self.changes:
+            if type(change) is not Moved:
+                continue
+            before, after = change.before, change.after
+            plain = (
+                not (BITS[before.status] & _ON_NODE and before.node)
+                and not after.gpu_groups
+                and not change.task.gpu.mig
+                and ledger_rule(after) == (False, False)
+            )
+            if plain and BITS[after.status] & _ON_NODE and after.node:
+                added.setdefault(after.node, []).append((change.task, after))
+            else:
+                other.update(_charged_on(change))
+        return {n: tasks for n, tasks in added.items() if n not in other}, other
 
     def moved_nodes(self) -> set[str]:
         """The nodes whose ledgers the logged moves changed."""

@@ -7,9 +7,9 @@ from __future__ import annotations
 import bisect
 
 from kai_scheduler.cluster.job_info import JobInfo
-from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
+from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes, ledger_rule
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
-from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, job_rows
+from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, Rows, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
 from kai_scheduler.cluster.snapshot.jobs import backed_off, new_job, unassigned_problem, watches_staleness
@@ -24,6 +24,7 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
     for key in sorted(reached.groups, key=sort_key_of):  # in a build from nothing, keys arrive in order
         _rebuild_job(model, key, params)
     reached.groups.clear()
+    _recharged_alike(model)
     if reached.nodes:
         _recharge(model, reached.nodes)
         reached.nodes.clear()
@@ -109,8 +110,12 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
     job = _make_job(model, g, pods, params) if g is not None else None
     sort_key = g.sort_key if g is not None else sort_key_of(key)
     old = model.job_by_group.get(key)
+    rows = job_rows(job) if job is not None else None
+    # A job rebuilt with the rows it had, in its queue (a PodGroup's status written, a pod bound where it was
+    # binding) leaves its queue's sums as they were: they are not summed again.
+    sums_move = old is None or job is None or old.queue != job.queue or not _same_rows(model.job_rows[key], rows)
     if old is not None:
-        _forget(model, key, sort_key, old, keep_place=job is not None and job.uid == old.uid)
+        _forget(model, key, sort_key, old, keep_place=job is not None and job.uid == old.uid, reach=sums_move)
     if job is None:
         for e in pods.values():
             e.info.job_uid = ""
@@ -125,8 +130,10 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
         insert_sorted(model.job_keys, sort_key, appending=model.appending)
         model.reached.jobs_added.append(sort_key)  # at the end of `jobs`: moved into place by `rederive` if need be
     insert_sorted(model.queue_job_keys.setdefault(job.queue, []), sort_key, appending=model.appending)
-    _queue_reached(model, job.queue, sort_key)
-    model.job_rows[key] = job_rows(job)
+    if sums_move:
+        _queue_reached(model, job.queue, sort_key)
+    assert rows is not None
+    model.job_rows[key] = rows
     for e in pods.values():
         e.record.queue_cache = e.info.queue_cache
     if job.has_pending():
@@ -142,10 +149,14 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
         model.group_problems[sort_key] = unassigned_problem(pg, job)
 
 
-def _forget(model: CarriedModel, key: str, sort_key: SortKey, old: JobInfo, *, keep_place: bool) -> None:
-    """Take the old job of PodGroup `key` out of every index; `keep_place`: a job of its uid replaces it."""
+def _forget(
+    model: CarriedModel, key: str, sort_key: SortKey, old: JobInfo, *, keep_place: bool, reach: bool = True
+) -> None:
+    """Take the old job of PodGroup `key` out of every index; `keep_place`: a job of its uid replaces it;
+    `reach`: its queue's sums are summed again from it."""
     remove_sorted(model.queue_job_keys[old.queue], sort_key)
-    _queue_reached(model, old.queue, sort_key)
+    if reach:
+        _queue_reached(model, old.queue, sort_key)
     del model.job_rows[key]
     model.waiting.discard(old.uid)
     model.stale_watch.discard(old.uid)
@@ -155,6 +166,14 @@ def _forget(model: CarriedModel, key: str, sort_key: SortKey, old: JobInfo, *, k
     if not keep_place:
         del model.jobs[old.uid]
         remove_sorted(model.job_keys, sort_key)
+
+
+def _same_rows(last: Rows, rows: Rows | None) -> bool:
+    """Whether a job's rows are bit for bit what they were: its queue's sums over them come out the same."""
+    return rows is not None and all(
+        len(a) == len(b) and all(x is y or x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
+        for a, b in zip(last, rows, strict=True)
+    )
 
 
 def _queue_reached(model: CarriedModel, queue: str, sort_key: SortKey) -> None:
@@ -172,6 +191,67 @@ def _make_job(
         return None
     ordered = pods.values() if len(pods) < 2 else [pods[k] for k in sorted(pods)]
     return new_job(pg, record, model.priorities, model.default_priority, [e.info for e in ordered])
+
+
+def _recharged_alike(model: CarriedModel) -> None:
+    """Keep the rows of the nodes a recomputation would give the same floats (`_row_holds`): their tasks take the
+    new records in place. Every other node the changes reached is recomputed (`_recharge`). (Empties
+    `reached.unlinked` and `reached.appended`.)"""
+    reached = model.reached
+    kept: list[NodeInfo] = []
+    for name in reached.unlinked.keys() | reached.appended.keys():
+        if name in reached.nodes:
+            continue
+        if _row_holds(model, name):
+            node = model.node_by_name[name]
+            now = model.node_pods[name]
+            for k in (*reached.unlinked.get(name, ()), *reached.appended.get(name, ())):
+                info = now[k].info
+                node.tasks[str(info.uid)] = info
+            kept.append(node)
+        else:
+            reached.nodes.add(name)
+    reached.unlinked.clear()
+    reached.appended.clear()
+    if kept:
+        model.arrays.stamp([n.row for n in kept])  # their tasks changed: what a node's stamp keys is new
+
+
+def _row_holds(model: CarriedModel, name: str) -> bool:
+    """Whether the node's row is what a recomputation from its pods in key order gives: its row summed them in
+    key order when last recomputed, then
+
+    - each pod taken out (`reached.unlinked`) came back charged alike (a pod bound by the binder, its
+      BindRequest's status written): the same additions in the same places;
+    - the tasks the last session added (`reached.appended`: pending tasks allocated there, added after the
+      others) came back charged as the session charged them, and their keys come after every other pod's on
+      the node, in the order added: a recomputation adds them last, in that order, as the session did."""
+    now = model.node_pods.get(name, {})
+    unlinked = model.reached.unlinked.get(name, {})
+    if not all(_charged_alike(e.info, e.placement, now.get(k)) for k, e in unlinked.items()):
+        return False
+    appended = model.reached.appended.get(name, {})
+    if not appended:
+        return True
+    keys = list(appended)
+    if sorted(now)[-len(keys) :] != keys or any(k in unlinked for k in keys):
+        return False  # not the node's last pods in the order added (or a pod of it taken out)
+    return all(_charged_alike(task, placement, now.get(k)) for k, (task, placement) in appended.items())
+
+
+def _charged_alike(task: PodInfo, placement: Placement, after: CarriedPod | None) -> bool:
+    """Whether `after` (the pod's entry on the node now) charges the node's row and tasks as `task` in
+    `placement` did: the same task uid, request and ledger rule, and nothing beyond the ledgers (GPU groups, MIG
+    instances)."""
+    if after is None:
+        return False
+    a = after.placement
+    return (
+        str(task.uid) == str(after.info.uid)
+        and ledger_rule(placement) == ledger_rule(a)
+        and not (placement.gpu_groups or a.gpu_groups or task.gpu.mig or after.info.gpu.mig)
+        and (task.request is after.info.request or task.request.tobytes() == after.info.request.tobytes())
+    )
 
 
 def _recharge(model: CarriedModel, names: set[str]) -> None:

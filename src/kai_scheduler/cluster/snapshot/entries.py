@@ -59,7 +59,8 @@ def link_pod(model: CarriedModel, e: CarriedPod) -> None:
     count_extended_resources(model.extended_resource_pods, e.record.pod, 1)
     if e.node:
         model.node_pods.setdefault(e.node, {})[e.sort_key] = e
-        reached.nodes.add(e.node)
+        if e.sort_key not in reached.unlinked.get(e.node, ()) and e.sort_key not in reached.appended.get(e.node, ()):
+            reached.nodes.add(e.node)  # new on the node: neither its pod charged again nor a task the session added
     if e.pod_group:
         model.group_pods.setdefault(e.pod_group, {})[e.sort_key] = e
         reached.groups.add(e.pod_group)
@@ -90,7 +91,7 @@ def unlink_pod(model: CarriedModel, e: CarriedPod) -> None:
     count_extended_resources(model.extended_resource_pods, e.record.pod, -1)
     if e.node:
         del model.node_pods[e.node][e.sort_key]
-        reached.nodes.add(e.node)
+        reached.unlinked.setdefault(e.node, {}).setdefault(e.sort_key, e)
     if e.pod_group:
         del model.group_pods[e.pod_group][e.sort_key]
         reached.groups.add(e.pod_group)

@@ -193,6 +193,8 @@ def new_model(
         if e.node:
             charged.append((model.node_by_name[e.node], e.info, e.placement))
     model.reached.nodes.clear()
+    model.reached.unlinked.clear()
+    model.reached.appended.clear()
     charge_nodes(model.arrays, charged)
     for pg in objects.podgroups:
         link_group(model, pg, group_records)
@@ -273,8 +275,14 @@ def _feed_changes(model: CarriedModel, objects: ClusterObjects, resource: str) -
 
 def _put_back(model: CarriedModel) -> None:
     """Undo what the last snapshot's users changed in the records (its change log, newest first); the nodes its
-    moves reached get their rows recomputed."""
-    model.reached.nodes |= model.changes.undo()
+    moves reached get their rows recomputed, except those it only added tasks to, which `derive.rederive` may
+    keep."""
+    reached = model.reached
+    appended, other = model.changes.appended()
+    for node, tasks in appended.items():
+        reached.appended[node] = {(t.namespace, t.name): (t, placement) for t, placement in tasks}
+    reached.nodes |= other
+    model.changes.undo()
 
 
 def _job_sort_key(model: CarriedModel, uid: str) -> SortKey:

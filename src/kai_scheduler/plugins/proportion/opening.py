@@ -114,12 +114,7 @@ def update(last: Opening, snapshot: Snapshot, changed: Iterable[str]) -> Opening
             continue  # the sums of a missing or inner queue count nowhere
         sums, share = charges.get(name, none), shares[name]
         allocated = sums.allocated.copy()
-        shares[name] = dataclasses.replace(
-            share,
-            allocated=allocated,
-            allocated_non_preemptible=sums.non_preemptible.copy(),
-            request=allocated + sums.pending,
-        )
+        shares[name] = _with(share, allocated, sums.non_preemptible.copy(), allocated + sums.pending, share.fair_share)
         summed.add(name)
         name = q.parent
         while name:
@@ -138,7 +133,8 @@ def update(last: Opening, snapshot: Snapshot, changed: Iterable[str]) -> Opening
     for name, fair_share in divided.items():
         moved = fair_share is not last.shares[name].fair_share
         if moved:
-            shares[name] = dataclasses.replace(shares[name], fair_share=fair_share)
+            s = shares[name]
+            shares[name] = _with(s, s.allocated, s.allocated_non_preemptible, s.request, fair_share)
         if moved or name in summed:
             states[name] = state_of(queues[name], shares[name], total)
     made = dataclasses.replace(
@@ -173,7 +169,25 @@ def _summed(share: QueueShare, leaves: Iterable[QueueShare]) -> QueueShare:
         allocated += leaf.allocated
         non_preemptible += leaf.allocated_non_preemptible
         request += leaf.request
-    return dataclasses.replace(share, allocated=allocated, allocated_non_preemptible=non_preemptible, request=request)
+    return _with(share, allocated, non_preemptible, request, share.fair_share)
+
+
+def _with(
+    share: QueueShare, allocated: Vector, non_preemptible: Vector, request: Vector, fair_share: Vector
+) -> QueueShare:
+    """`share` with these vectors: `dataclasses.replace` costs several times a construction, and an update of
+    thousands of queues makes one for each queue whose numbers moved."""
+    return QueueShare(
+        name=share.name,
+        deserved=share.deserved,
+        limit=share.limit,
+        over_quota_weight=share.over_quota_weight,
+        allocated=allocated,
+        allocated_non_preemptible=non_preemptible,
+        request=request,
+        fair_share=fair_share,
+        usage=share.usage,
+    )
 
 
 def _same(a: Vector, b: Vector) -> bool:
