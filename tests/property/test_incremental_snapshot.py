@@ -364,6 +364,19 @@ def test_arrivals_keep_tasks_and_jobs_in_key_order(arrivals: list[str]) -> None:
     assert builds == [1 + len(arrivals), len(arrivals)]
 
 
+def _recording_recharges(patch: pytest.MonkeyPatch) -> list[set[str]]:
+    """The node names each later build recomputes (`derive._recharge`), recomputed still."""
+    recomputed: list[set[str]] = []
+    recharge = derive._recharge
+
+    def recorded(model: Any, names: set[str]) -> None:
+        recomputed.append(set(names))
+        recharge(model, names)
+
+    patch.setattr(derive, "_recharge", recorded)
+    return recomputed
+
+
 def test_a_pod_charged_again_alike_keeps_its_nodes_row() -> None:
     """A pod bound where its BindRequest put it is a new object charged as before: its node's row is kept (not
     recomputed) and its tasks hold the new record; a pod whose charge changed has its node recomputed. Both as a
@@ -382,16 +395,9 @@ def test_a_pod_charged_again_alike_keeps_its_nodes_row() -> None:
         ]
     )
     scheduler = Scheduler(store, load_config(None), clock)
-    recomputed: list[set[str]] = []
-    recharge = derive._recharge
-
-    def recorded(model: Any, names: set[str]) -> None:
-        recomputed.append(set(names))
-        recharge(model, names)
-
     with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
         scheduler.snapshot()
-        patch.setattr(derive, "_recharge", recorded)
+        recomputed = _recording_recharges(patch)
         store.bind(b.NAMESPACE, "b", "n0")
         store.evict(b.NAMESPACE, "c")
         snap = scheduler.snapshot()
@@ -419,18 +425,11 @@ def test_a_task_the_session_added_last_keeps_its_nodes_row(name: str, kept: bool
         ]
     )
     scheduler = Scheduler(store, load_config(None), clock)
-    recomputed: list[set[str]] = []
-    recharge = derive._recharge
-
-    def recorded(model: Any, names: set[str]) -> None:
-        recomputed.append(set(names))
-        recharge(model, names)
-
     with _checked_builds() as builds, pytest.MonkeyPatch.context() as patch:
         placed = scheduler.run_once()
         assert [op.task.name for op in placed.operations] == [name]
         del placed
-        patch.setattr(derive, "_recharge", recorded)
+        recomputed = _recording_recharges(patch)
         snap = scheduler.snapshot()
         assert builds == [2, 1]
     assert recomputed == ([] if kept else [{"n0"}])
