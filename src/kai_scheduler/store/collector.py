@@ -29,8 +29,8 @@ _pauses_lock = threading.Lock()
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """The collector is off until the last of the nested or concurrent uses ends (informers list in threads at
-    once), then as the first found it."""
+    """The collector is off until the last of the nested or concurrent uses ends (the components of one process
+    pause it in their own threads), then as the first found it."""
     global _pauses, _resume
     with _pauses_lock:
         if _pauses == 0:

@@ -403,25 +403,21 @@ class Proportion(PluginBase):
         if chain is None:
             return
         cpu, memory, gpu = amount.tolist()
+        if refund:  # negating a Python float is exact: x + (-a) is x - a
+            cpu, memory, gpu = -cpu, -memory, -gpu
+        add = np.subtract if refund else np.add
         non_preemptible = not job.preemptible
         unsynced, ranks = self._unsynced, self._ranks
         for entry in chain:
             share, state = entry
             ranks.pop(share.name, None)
             unsynced[share.name] = entry
+            if non_preemptible:
+                add(share.allocated_non_preemptible, amount, out=share.allocated_non_preemptible)
             held = state.allocated
-            if refund:
-                if non_preemptible:
-                    share.allocated_non_preemptible -= amount
-                held[0] -= cpu
-                held[1] -= memory
-                held[2] -= gpu
-            else:
-                if non_preemptible:
-                    share.allocated_non_preemptible += amount
-                held[0] += cpu
-                held[1] += memory
-                held[2] += gpu
+            held[0] += cpu
+            held[1] += memory
+            held[2] += gpu
 
 
 def capacity_request(tasks: Sequence[PodInfo], gpu_memory_mib: float) -> Vector:

@@ -3,7 +3,7 @@
 Requests are encoded with orjson. Answers are decoded with msgspec, which builds the objects as it reads: orjson
 first parses the whole document into a tree of its own, and for a list read whole from the API server's watch
 cache (140,000 pods in one body) that tree costs about 4.7 KB a pod more at the peak and four times the CPU
-(bench/README.md, "One decoder for the answers")."""
+(bench/README.md, "The answers decoded by msgspec")."""
 
 from __future__ import annotations
 
