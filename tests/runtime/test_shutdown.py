@@ -187,3 +187,28 @@ def test_a_bind_abandoned_at_shutdown_is_done_by_the_next_leader_once(server: Mo
     finally:
         second.stop.set()
         shutdown(second, BOUND)
+
+
+def test_cancel_when_stuck_says_what_it_abandoned_before_the_work_it_freed_ends(
+    server: MockApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kai fake-nodes`' guard: the cut lets the stuck loop end at once, and the process may exit as soon as the
+    context does; the warning line must already be written by then."""
+    store = connect(ProcessOptions(kubeconfig=kubeconfig(tmp_path, server.url)))
+    cut = threading.Event()
+
+    def cancel() -> int:
+        cut.set()  # the loop waiting on the API server is freed here...
+        time.sleep(0.3)  # ...while the guard has yet to say so
+        return 1
+
+    monkeypatch.setattr(store, "cancel", cancel)
+    stop = threading.Event()
+    try:
+        with caplog.at_level(logging.WARNING, logger="kai_scheduler.runtime.process"):
+            with runtime.cancel_when_stuck(stop, store, grace=0.1):
+                stop.set()
+                assert cut.wait(5.0), "the requests were not cut after the grace"
+            assert "shutdown: gave up waiting for the API server" in caplog.text
+    finally:
+        store.close()

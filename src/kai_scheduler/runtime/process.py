@@ -368,6 +368,9 @@ def cancel_when_stuck(stop: threading.Event, store: ClusterStore, grace: float =
         yield
     finally:
         done.set()
+        # Cutting the requests is what lets the work end: without the join the process could exit (the guard is a
+        # daemon) between the cut and the line saying what was abandoned.
+        thread.join(CANCEL_GRACE)
 
 
 def _exit_now(message: str) -> None:
