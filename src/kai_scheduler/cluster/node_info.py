@@ -33,71 +33,97 @@ from kai_scheduler.cluster.resources import GPU, PODS, Vector
 _RELEASING, _PIPELINED = PodStatus.RELEASING.value, PodStatus.PIPELINED.value
 
 
-@dataclass(slots=True)
+# One row of a node's moving ledgers (see `NodeArrays.ledgers`): used, idle, releasing, then the derived free
+# and free_now, each a (n_resources,) view, and the three ledgers one after the other as one flat view.
+RowViews = tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]
+_USED, _IDLE, _RELEASING_LEDGER, _FREE, _FREE_NOW = range(5)
+
+
+@dataclass(slots=True, eq=False)
 class NodeArrays:
     allocatable: npt.NDArray[np.float64]
-    idle: npt.NDArray[np.float64]
-    used: npt.NDArray[np.float64]
-    releasing: npt.NDArray[np.float64]
+    # used, idle, releasing, free, free_now as float64[5, n_resources, n_nodes]: each one a column-major
+    # [n_nodes, n_resources] ledger (the fields below are its views), and one node's used, idle and releasing
+    # side by side, so that a task's charge to its row is one addition (`NodeInfo.move_task`).
+    ledgers: npt.NDArray[np.float64]
     schedulable: npt.NDArray[np.bool_]  # Ready and not cordoned
     name_rank: npt.NDArray[np.int64]  # position in name order: the final tie-break
     gpu_memory: npt.NDArray[np.float64]  # MiB per GPU (0 when the node has no memory label)
-    # Derived, kept in step by `refresh` on every ledger change, so that per-task filters read them directly:
-    free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # idle + releasing
-    # Idle that is really free now, never below zero: pipelined tasks may have drawn releasing below zero, and
-    # what they took beyond the releasing amount comes out of idle.
-    free_now: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
-    shared_free: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))  # MiB, see NodeInfo
+    shared_free: npt.NDArray[np.float64]  # MiB, see NodeInfo
     # Per row, a number no other content of a row had: a row changed by a task (`refresh(row)`, `charge_nodes`,
     # `stamp`) gets a new one, and a copy keeps them. Equal stamps mean equal rows, tasks and GPU groups
     # included, in any copy of any build, so what a plugin derives from a row may be kept under its stamp.
-    stamps: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    stamps: npt.NDArray[np.int64]
+    used: npt.NDArray[np.float64] = field(init=False)
+    idle: npt.NDArray[np.float64] = field(init=False)
+    releasing: npt.NDArray[np.float64] = field(init=False)
+    # Derived, kept in step by `refresh` on every ledger change, so that per-task filters read them directly:
+    free: npt.NDArray[np.float64] = field(init=False)  # idle + releasing
+    # Idle that is really free now, never below zero: pipelined tasks may have drawn releasing below zero, and
+    # what they took beyond the releasing amount comes out of idle.
+    free_now: npt.NDArray[np.float64] = field(init=False)
+    _rows: list[RowViews | None] = field(init=False)  # per row, its views once a task moved on it
+    _deltas: dict[bytes, tuple[npt.NDArray[np.float64], ...]] = field(init=False)  # see `charges`
+
+    def __post_init__(self) -> None:
+        self.used, self.idle, self.releasing, self.free, self.free_now = (m.T for m in self.ledgers)
+        self._rows = [None] * self.ledgers.shape[2]
+        self._deltas = {}
 
     @classmethod
     def empty(cls, n_nodes: int, n_resources: int) -> NodeArrays:
         """Ledgers in column-major order: the per-task test "fits in every resource" reduces across the few
         resource columns, which is 4-25x faster over contiguous columns than over rows."""
-
-        def ledger() -> npt.NDArray[np.float64]:
-            return np.zeros((n_nodes, n_resources), order="F")
-
         return cls(
-            ledger(),
-            ledger(),
-            ledger(),
-            ledger(),
+            np.zeros((n_nodes, n_resources), order="F"),
+            np.zeros((5, n_resources, n_nodes)),
             np.ones(n_nodes, dtype=bool),
             np.arange(n_nodes, dtype=np.int64),
             np.zeros(n_nodes),
-            ledger(),
-            ledger(),
             np.full(n_nodes, -1.0),
             _new_stamps(n_nodes),
         )
 
     def copy(self) -> NodeArrays:
-        """Independent arrays, each in the layout it has (the ledgers stay column-major)."""
-        return NodeArrays(*(np.copy(getattr(self, f.name)) for f in fields(self)))
+        """Independent arrays, each in the layout it has (the ledgers' views stay column-major)."""
+        return NodeArrays(*(np.copy(getattr(self, f.name)) for f in fields(self) if f.init))
+
+    def row_views(self, row: int) -> RowViews:
+        """The row's ledger views (kept: a victim search moves tasks on the same rows tens of thousands of
+        times): used, idle, releasing, free, free_now, and used, idle and releasing as one flat array. That one
+        is 1-D (the row's cells of the C-order block are evenly spaced): numpy adds a strided 2-D view about
+        three times slower than a 1-D one, which costs what one ledger's addition costs."""
+        views = self._rows[row]
+        if views is None:
+            m = self.ledgers[:, :, row]
+            n_resources, n_nodes = self.ledgers.shape[1:]
+            three = self.ledgers.reshape(5 * n_resources, n_nodes)[: 3 * n_resources, row]
+            views = self._rows[row] = (m[_USED], m[_IDLE], m[_RELEASING_LEDGER], m[_FREE], m[_FREE_NOW], three)
+        return views
+
+    def charges(self, request: Vector) -> tuple[npt.NDArray[np.float64], ...]:
+        """What charging `request` adds to a row's (used, idle, releasing), per `_charge_case`: +r, -r, or -0.0
+        for a ledger the rule leaves alone (x + -0.0 is x to the bit, and x - r is x + (-r)), so one addition
+        to the row's three ledgers is the charge. Kept per request value: a cluster's pods have few shapes."""
+        key = request.tobytes()
+        deltas = self._deltas.get(key)
+        if deltas is None:
+            deltas = self._deltas[key] = _charge_deltas(request)
+        return deltas
 
     def refresh(self, row: int | None = None) -> None:
         """Recompute the derived arrays for one row (after a ledger change) or for all rows."""
         where = slice(None) if row is None else row
-        self._derive(where, self.idle[where], self.releasing[where])
+        _derive(self.idle[where], self.releasing[where], self.free[where], self.free_now[where])
         if row is not None:
             self.stamps[row] = next(_STAMPS)
-
-    def refresh_row(self, row: int, idle: npt.NDArray[np.float64], releasing: npt.NDArray[np.float64]) -> None:
-        """`refresh(row)` for a caller that holds the row's idle and releasing views already."""
-        self._derive(row, idle, releasing)
-        self.stamps[row] = next(_STAMPS)
-
-    def _derive(self, where: int | slice, idle: npt.NDArray[np.float64], releasing: npt.NDArray[np.float64]) -> None:
-        # Written through views (no temporaries, no copy back): a victim search refreshes a row per move.
-        np.add(idle, releasing, out=self.free[where])
-        free_now = self.free_now[where]
-        np.minimum(releasing, 0.0, out=free_now)
-        np.add(idle, free_now, out=free_now)
-        np.maximum(free_now, 0.0, out=free_now)
 
     def stamp(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> None:
         """New stamps for `rows` (their ledgers, tasks or GPU groups changed)."""
@@ -106,6 +132,19 @@ class NodeArrays:
     def non_allocated(self) -> npt.NDArray[np.float64]:
         """Idle + releasing: what a task may take now or once releasing pods are gone (read-only view)."""
         return self.free
+
+
+def _derive(
+    idle: npt.NDArray[np.float64],
+    releasing: npt.NDArray[np.float64],
+    free: npt.NDArray[np.float64],
+    free_now: npt.NDArray[np.float64],
+) -> None:
+    # Written through views (no temporaries, no copy back): a victim search refreshes a row per move.
+    np.add(idle, releasing, out=free)
+    np.minimum(releasing, 0.0, out=free_now)
+    np.add(idle, free_now, out=free_now)
+    np.maximum(free_now, 0.0, out=free_now)
 
 
 class GroupState(enum.Enum):
@@ -301,19 +340,23 @@ class NodeInfo:
         eviction, its undoing, a victim put back: most moves of a victim search); False, nothing done, else."""
         if before.gpu_groups or after.gpu_groups or task.gpu.mig:
             return False
-        a, row, uid, request = self.arrays, self.row, str(task.uid), task.request
-        # The row's views taken once for both charges and the refresh (a victim search moves tens of thousands).
-        used, idle, releasing = a.used[row], a.idle[row], a.releasing[row]
-        _charge_views(used, idle, releasing, request, _charge(before), refund=True)
+        a, row, uid = self.arrays, self.row, str(task.uid)
+        _, idle, releasing, free, free_now, ledgers = a.row_views(row)
+        deltas = a.charges(task.request)
+        np.add(ledgers, deltas[_charge_case(_charge(before), refund=True)], out=ledgers)
         self.tasks.pop(uid, None)
-        _charge_views(used, idle, releasing, request, _charge(after), refund=False)
+        np.add(ledgers, deltas[_charge_case(_charge(after), refund=False)], out=ledgers)
         self.tasks[uid] = task
-        a.refresh_row(row, idle, releasing)
+        _derive(idle, releasing, free, free_now)
+        a.stamps[row] = next(_STAMPS)
         return True
 
     def _ledger(self, request: Vector, status: PodStatus, sign: float) -> None:
-        _charge_row(self.arrays, self.row, request, status, refund=sign < 0)
-        self.arrays.refresh(self.row)
+        a, row = self.arrays, self.row
+        _, idle, releasing, free, free_now, ledgers = a.row_views(row)
+        np.add(ledgers, a.charges(request)[_charge_case(status, refund=sign < 0)], out=ledgers)
+        _derive(idle, releasing, free, free_now)
+        a.stamps[row] = next(_STAMPS)
 
     def _group_change(self, group: GpuGroup, task: PodInfo, status: PodStatus, *, adding: bool) -> None:
         before = group.state()
@@ -401,27 +444,26 @@ def charge_nodes(arrays: NodeArrays, charged: list[tuple[NodeInfo, PodInfo, Plac
     arrays.stamp(np.unique(rows))
 
 
-def _charge_row(a: NodeArrays, row: int, request: Vector, status: PodStatus, *, refund: bool = False) -> None:
-    """Add `request` to one row's ledgers as a task in `status` is charged, or take it back (`refund`)."""
-    _charge_views(a.used[row], a.idle[row], a.releasing[row], request, status, refund=refund)
+# A charge's signs on (used, idle, releasing), per `_charge_case` (§3.2's rules; 0: the ledger is left alone).
+_CHARGE_SIGNS = np.array([[[1], [-1], [1]], [[1], [0], [-1]], [[1], [-1], [0]]], dtype=np.float64)
+_CHARGE_SIGNS = np.concatenate([_CHARGE_SIGNS, -_CHARGE_SIGNS])  # then the same charges taken back
+_LEFT_ALONE = _CHARGE_SIGNS == 0
 
 
-def _charge_views(
-    used: Vector, idle: Vector, releasing: Vector, request: Vector, status: PodStatus, *, refund: bool
-) -> None:
-    """`_charge_row` on the row's views. In place: `a.used[row] += delta` would also copy each row back onto
-    itself. A refund subtracts where a charge adds and adds where it subtracts: x - r is x + (-r) to the bit,
-    without a negated copy of the request per move."""
-    add, take = (np.subtract, np.add) if refund else (np.add, np.subtract)
-    add(used, request, out=used)
+def _charge_case(status: PodStatus, *, refund: bool) -> int:
+    """Which of `NodeArrays.charges` a task in `status` adds to its row: charged as releasing, pipelined or
+    else (+3 to take the charge back)."""
     bits = BITS[status]
-    if bits & _RELEASING:
-        add(releasing, request, out=releasing)
-        take(idle, request, out=idle)
-    elif bits == _PIPELINED:
-        take(releasing, request, out=releasing)
-    else:
-        take(idle, request, out=idle)
+    case = 0 if bits & _RELEASING else 1 if bits == _PIPELINED else 2
+    return case + 3 if refund else case
+
+
+def _charge_deltas(request: Vector) -> tuple[npt.NDArray[np.float64], ...]:
+    """Per `_charge_case`, the addition to a row's used, idle and releasing, one after the other (flat): the
+    request times +1 or -1 (exact), -0.0 where the rule leaves a ledger alone."""
+    deltas = np.where(_LEFT_ALONE, -0.0, _CHARGE_SIGNS * request).reshape(len(_CHARGE_SIGNS), -1)
+    deltas.flags.writeable = False
+    return tuple(deltas)
 
 
 def ledger_rule(placement: Placement) -> tuple[bool, bool]:
