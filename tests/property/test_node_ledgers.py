@@ -7,6 +7,7 @@ search's decisions read these sums."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 from hypothesis import given, settings
@@ -103,3 +104,19 @@ def test_a_copy_has_its_own_ledgers_block() -> None:
     assert a.used[1].tolist() == [1.0, 2.0, 3.0, 4.0] and a.releasing[1].tolist() == [1.0, 2.0, 3.0, 4.0]
     assert not kept.used.any() and not kept.releasing.any()
     assert all(not np.shares_memory(v, a.ledgers) for v in kept.row_views(1))
+
+
+def test_the_derived_row_is_the_rule_to_the_bit_at_every_edge() -> None:
+    """`free_now` is taken as max(min(free, idle), 0); every pair of edge values (signed zeros, the smallest
+    subnormal, sums that overflow, NaN, fractions) gives the bits of the rule as written,
+    max(idle + min(releasing, 0), 0). Ledgers are sums of finite quantities: an infinite idle is left out (-inf
+    idle with +inf releasing is the one pair where the two differ)."""
+    edges = [-1.7e308, -7e15, -2.5, -1e-300, -5e-324, -0.0, 0.0, 5e-324, 1e-17, 0.1, 1 / 3, 2.5, 7e15, 1.7e308]
+    idle, releasing = (np.array(v) for v in zip(*itertools.product([*edges, np.nan], repeat=2), strict=True))
+    a = NodeArrays.empty(len(idle), 1)
+    a.idle[:, 0], a.releasing[:, 0] = idle, releasing
+    with np.errstate(over="ignore", invalid="ignore"):
+        a.refresh()
+        expected = _derived({"idle": idle, "releasing": releasing})
+    assert a.free[:, 0].tobytes() == expected[0].tobytes()
+    assert a.free_now[:, 0].tobytes() == expected[1].tobytes()

@@ -140,10 +140,12 @@ def _derive(
     free: npt.NDArray[np.float64],
     free_now: npt.NDArray[np.float64],
 ) -> None:
-    # Written through views (no temporaries, no copy back): a victim search refreshes a row per move.
+    """free = idle + releasing; free_now = max(idle + min(releasing, 0), 0), taken as max(min(free, idle), 0):
+    the same bits (rounding is monotonic, so min(idle + releasing, idle) is idle + releasing when releasing < 0
+    and idle when it is not; a zero of either sign comes out of the last max as +0.0 in both), one call less.
+    Written through views (no temporaries, no copy back): a victim search refreshes a row per move."""
     np.add(idle, releasing, out=free)
-    np.minimum(releasing, 0.0, out=free_now)
-    np.add(idle, free_now, out=free_now)
+    np.minimum(free, idle, out=free_now)
     np.maximum(free_now, 0.0, out=free_now)
 
 
