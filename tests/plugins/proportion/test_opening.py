@@ -140,3 +140,21 @@ def test_a_queue_whose_sums_changed_brings_the_opening_up_to_date_queue_by_queue
     for name in ("team-b", "org"):
         assert made.shares[name] is not kept.shares[name] and made.states[name] is not kept.states[name]
     assert float(kept.shares["team-b"].request[GPU]) == 3  # the last opening was not changed
+
+
+def test_a_session_makes_the_chains_of_the_queues_it_charges_alone() -> None:
+    """The (share, state) chain of a leaf is made when a charge first reaches it, not for every leaf at the
+    opening: a session that places one job makes its queue's chain alone, and the charge reaches the leaf and
+    every ancestor as before."""
+    memo, pods = snapshot.Memo(), [pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)]
+    first = opened(pods, memo)
+    first.release()
+    del first
+    for ssn in (opened(pods, snapshot.Memo()), opened(pods, memo)):  # from nothing, and reopened from the memo
+        (plugin,) = (p for p in ssn.plugins if isinstance(p, Proportion))
+        assert plugin._leaf_chains == {}
+        ssn.statement().allocate(ssn.snapshot.tasks["wait-0"], "n1")
+        assert list(plugin._leaf_chains) == ["team-b"]
+        assert [share.name for share, _ in plugin._leaf_chains["team-b"]] == ["team-b", "org"]
+        assert shares(ssn)["team-b"][0] == 3
+        assert shares(ssn)["org"][0] == 5
