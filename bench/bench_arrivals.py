@@ -13,7 +13,9 @@ The collector is set as in a component process (`collector.tune_for_service`: yo
 allocations, and the start-up lists frozen after the first sync, `collector.loaded`); `--default-collector` leaves
 Python's defaults (and nothing frozen), as `bench_scale.py` does. `--bind` plays the binder: after each cycle, the
 pods whose BindRequests were there before it are bound and their requests marked Succeeded, as through an API
-server they came back a cycle or two later.
+server they came back a cycle or two later. `--status` plays the PodGroup status controller on the same store after
+each cycle (and once for every PodGroup before the measured cycles): its `resourcesStatus` writes come in with the
+pods' changes, as `kai run`'s controller writes them.
 """
 
 from __future__ import annotations
