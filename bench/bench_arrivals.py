@@ -13,7 +13,9 @@ The collector is set as in a component process (`collector.tune_for_service`: yo
 allocations, and the start-up lists frozen after the first sync, `collector.loaded`); `--default-collector` leaves
 Python's defaults (and nothing frozen), as `bench_scale.py` does. `--bind` plays the binder: after each cycle, the
 pods whose BindRequests were there before it are bound and their requests marked Succeeded, as through an API
-server they came back a cycle or two later.
+server they came back a cycle or two later. `--status` plays the PodGroup status controller on the same store after
+each cycle (and once for every PodGroup before the measured cycles): its `resourcesStatus` writes come in with the
+pods' changes, as `kai run`'s controller writes them.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import cycle_log
 
 
 def run(
-    nodes: int, repeat: int, log: str, parts: list[int], *, service: bool, bind: bool
+    nodes: int, repeat: int, log: str, parts: list[int], *, service: bool, bind: bool, status: bool = False
 ) -> dict[str, list[dict[str, Any]]]:
     import bench_scale
     import scale_cluster as sc
@@ -49,11 +51,18 @@ def run(
     rng = random.Random(1)
     out: dict[str, list[dict[str, Any]]] = {"gang": [], "thousand": []}
 
+    statuses = _status_controller(cycles.store) if status else None
+
     def cycle() -> dict[str, Any]:
         waiting = _unbound(cycles.store) if bind else []
         cycles.scheduler.run_once().release()
         _bind(cycles.store, waiting)
+        if statuses is not None:
+            statuses.reconcile()
         return cycle_log.read(log)[-1]
+
+    if statuses is not None:  # every PodGroup's first status, taken in before the measured cycles
+        cycle()
 
     for i in range(repeat):
         pg, *pods = sc.new_gang(f"gang-gang{i}", "idle", 24, 1, required="zone")
@@ -81,6 +90,16 @@ def run(
 
 def _unbound(store: Any) -> list[dict[str, Any]]:
     return [br for br in store.list("bindrequests")[0] if (br.get("status") or {}).get("phase") != "Succeeded"]
+
+
+def _status_controller(store: Any) -> Any:
+    """The PodGroup status controller on the same store, its writes (`status.resourcesStatus`) in before the
+    next cycle, as through the API server they come while the pods are placed and bound."""
+    from kai_scheduler.controllers.podgroup_status import PodGroupStatusController
+
+    controller = PodGroupStatusController(store)
+    controller.reconcile()
+    return controller
 
 
 def _bind(store: Any, brs: list[dict[str, Any]]) -> None:
@@ -122,6 +141,9 @@ def main() -> None:
     parser.add_argument(
         "--bind", action="store_true", help="bind, as the binder, the pods whose BindRequests were there a cycle before"
     )
+    parser.add_argument(
+        "--status", action="store_true", help="the PodGroup status controller's writes between the cycles"
+    )
     parser.add_argument("--default-collector", action="store_true", help="Python's collector settings, nothing frozen")
     args = parser.parse_args()
     parts = [int(p) for p in args.parts.split(",")]
@@ -129,11 +151,14 @@ def main() -> None:
         parser.error("--parts must add up to 1000")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "cycles.jsonl")
-        result = run(args.nodes, args.repeat, path, parts, service=not args.default_collector, bind=args.bind)
+        result = run(
+            args.nodes, args.repeat, path, parts, service=not args.default_collector, bind=args.bind, status=args.status
+        )
     collector = "Python's default collector" if args.default_collector else "the collector as in a component"
     print(
         f"{args.nodes:,} nodes, load average {os.getloadavg()[0]:.1f}, parts {args.parts}, {collector}"
-        f"{', bound as by the binder' if args.bind else ''};"
+        f"{', bound as by the binder' if args.bind else ''}"
+        f"{', PodGroup statuses written' if args.status else ''};"
         " CPU s of the placing cycles"
     )
     for name, runs in result.items():

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,19 @@ def test_kept_sums_equal_a_sum_over_every_job(steps: list[tuple[str, int, queue_
         assert np.array_equal(got.allocated, want.allocated)
         assert np.array_equal(got.non_preemptible, want.non_preemptible)
         assert np.array_equal(got.pending, want.pending)
+
+
+@SETTINGS
+@given(st.lists(jobs_rows(), max_size=30), st.lists(st.floats(0, 1e12, allow_nan=False), min_size=3, max_size=3))
+def test_sums_folded_in_floats_are_numpys_to_the_bit(jobs: list[queue_charge.Rows], first: list[float]) -> None:
+    """The few rows of a cycle's changed jobs are summed in Python floats (`_folded`): the running sums after each
+    job are `np.cumsum`'s over the same rows, bit for bit."""
+    for part in range(3):
+        rows = [row for job in jobs for row in job[part]]
+        ends = list(itertools.accumulate(len(job[part]) for job in jobs))
+        folded = queue_charge._folded(np.array(first), rows, ends)
+        running = np.cumsum(np.vstack([np.array(first), *rows]), axis=0)[ends]
+        assert np.array(folded).reshape(len(ends), 3).tobytes() == running.reshape(len(ends), 3).tobytes()
 
 
 reservation_op = st.tuples(st.sampled_from(["create", "index", "terminate", "remove", "plain"]), st.integers(0, 4))

@@ -3,14 +3,19 @@ sums are the very objects it was made from, made again when one changes, never c
 
 from __future__ import annotations
 
+import numpy as np
+
 from kai_scheduler.api.node import Node
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.cluster import snapshot
+from kai_scheduler.cluster.queue_info import QueueInfo
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.plugins.proportion import opening
 from kai_scheduler.plugins.proportion.plugin import Proportion
+from kai_scheduler.plugins.proportion.queue_order import QueueState
 from tests.plugins.proportion.test_plugin import GPU, pod, podgroup, queue
 
 NODE = Node.from_dict(
@@ -140,3 +145,54 @@ def test_a_queue_whose_sums_changed_brings_the_opening_up_to_date_queue_by_queue
     for name in ("team-b", "org"):
         assert made.shares[name] is not kept.shares[name] and made.states[name] is not kept.states[name]
     assert float(kept.shares["team-b"].request[GPU]) == 3  # the last opening was not changed
+
+
+def test_a_session_makes_the_chains_of_the_queues_it_charges_alone() -> None:
+    """The (share, state) chain of a leaf is made when a charge first reaches it, not for every leaf at the
+    opening: a session that places one job makes its queue's chain alone, and the charge reaches the leaf and
+    every ancestor as before."""
+    memo, pods = snapshot.Memo(), [pod("run-0", "run", gpus=2, node="n1"), pod("wait-0", "wait", gpus=3)]
+    first = opened(pods, memo)
+    first.release()
+    del first
+    for ssn in (opened(pods, snapshot.Memo()), opened(pods, memo)):  # from nothing, and reopened from the memo
+        (plugin,) = (p for p in ssn.plugins if isinstance(p, Proportion))
+        assert plugin._leaf_chains == {}
+        ssn.statement().allocate(ssn.snapshot.tasks["wait-0"], "n1")
+        assert list(plugin._leaf_chains) == ["team-b"]
+        assert [share.name for share, _ in plugin._leaf_chains["team-b"]] == ["team-b", "org"]
+        assert shares(ssn)["team-b"][0] == 3
+        assert shares(ssn)["org"][0] == 5
+
+
+def test_a_state_made_by_the_opening_is_queue_states_own() -> None:
+    """`opening.state_of` makes what `QueueState.of` makes of the share's vectors, float for float, whatever
+    their dtype (a pure speed-up: the same state either way)."""
+    q = QueueInfo.from_queue(QUEUES[1])
+    share = QueueShare(
+        name=q.name,
+        deserved=np.array([-1, -1, 8]),  # integers: converted to floats as `QueueState.of` converts them
+        limit=np.array([-1.0, -1.0, 12.0]),
+        over_quota_weight=np.ones(3),
+        allocated=np.array([5.9e4, 3.4e11, 10.0]),
+        allocated_non_preemptible=np.zeros(3),
+        request=np.array([1.0, 2.0, 3.0]),
+        fair_share=np.array([100.0, 2e11, 12.5]),
+        usage=np.zeros(3),
+    )
+    total = [96000.0, 824633720832.0, 24.0]
+    made = opening.state_of(q, share, total)
+    expected = QueueState.of(
+        name=q.name,
+        priority=q.priority,
+        creation=q.creation,
+        deserved=share.deserved,
+        fair_share=share.fair_share,
+        limit=share.limit,
+        total=total,
+        allocated=share.allocated,
+    )
+    for field in ("deserved", "fair_share", "allocatable", "allocated"):
+        assert getattr(made, field) == getattr(expected, field)
+        assert {type(x) for x in getattr(made, field)} == {float}
+    assert (made.name, made.priority, made.creation) == (expected.name, expected.priority, expected.creation)

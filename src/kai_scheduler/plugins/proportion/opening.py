@@ -25,6 +25,7 @@ from kai_scheduler.cluster.resources import Vector
 from kai_scheduler.cluster.snapshot import Snapshot
 from kai_scheduler.framework.shares import QueueShare
 from kai_scheduler.plugins.proportion import division
+from kai_scheduler.plugins.proportion.division import allocatable_share
 from kai_scheduler.plugins.proportion.queue_order import QueueState
 
 MEMO_KEY = "proportion/opening"
@@ -150,17 +151,13 @@ def update(last: Opening, snapshot: Snapshot, changed: Iterable[str]) -> Opening
 
 
 def state_of(q: QueueInfo, share: QueueShare, total: list[float]) -> QueueState:
-    """The plain-float mirror of a queue's share that the queue order reads."""
-    return QueueState.of(
-        name=q.name,
-        priority=q.priority,
-        creation=q.creation,
-        deserved=share.deserved.tolist(),
-        fair_share=share.fair_share.tolist(),
-        limit=share.limit.tolist(),
-        total=total,
-        allocated=share.allocated.tolist(),
-    )
+    """The plain-float mirror of a queue's share that the queue order reads: `QueueState.of`'s, its conversions
+    mapped rather than generated (an opening makes one per queue whose numbers moved, thousands a cycle)."""
+    deserved, fair_share = tuple(map(float, share.deserved.tolist())), tuple(map(float, share.fair_share.tolist()))
+    limit, totals = map(float, share.limit.tolist()), map(float, total)
+    allocatable = tuple(map(allocatable_share, deserved, fair_share, limit, totals))
+    allocated = list(map(float, share.allocated.tolist()))
+    return QueueState(q.name, q.priority, q.creation, deserved, fair_share, allocatable, allocated)
 
 
 def _summed(share: QueueShare, leaves: Iterable[QueueShare]) -> QueueShare:

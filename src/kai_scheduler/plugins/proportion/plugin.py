@@ -201,9 +201,21 @@ class Proportion(PluginBase):
         self._open_leaf_chains()
 
     def _open_leaf_chains(self) -> None:
-        for name in self._shares:
-            if self._queue_info(name).is_leaf:
-                self._leaf_chains[name] = [(s, self._states[s.name]) for s in self.queue_chain(name)]
+        """Each leaf's chain is made when a charge first reaches it (`_leaf_chain`): a session charges the queues of
+        the jobs it moves, a few hundred of thousands, and the chains of all were made and dropped every cycle."""
+        self._leaf_chains = {}
+
+    def _leaf_chain(self, queue: str) -> list[tuple[QueueShare, QueueState]] | None:
+        """The (share, state) pairs of a leaf queue and its ancestors, leaf → top-level queue; None for a queue that
+        is no leaf of this session's tree."""
+        chain = self._leaf_chains.get(queue)
+        if chain is None and queue in self._shares and self._queue_info(queue).is_leaf:
+            chain = self._leaf_chains[queue] = []
+            name = queue
+            while name:
+                chain.append((self._shares[name], self._states[name]))
+                name = self._parents[name]
+        return chain
 
     # --- registered callbacks -----------------------------------------------------------------------------
 
@@ -282,7 +294,7 @@ class Proportion(PluginBase):
     def charge_claim(self, queue: str, gpus: float, non_preemptible: bool) -> None:
         """CHARGE_QUEUE: add `gpus` (negative: a refund) to the GPUs of a leaf queue and its ancestors, for a DRA
         claim that charges its queue itself (the dynamicresources plugin keeps charges and refunds paired)."""
-        chain = self._leaf_chains.get(queue)
+        chain = self._leaf_chain(queue)
         if chain is None:
             return
         for share, state in chain:
@@ -399,7 +411,7 @@ class Proportion(PluginBase):
         request and the ranks of the queues in the chain."""
         job = self._session.snapshot.jobs[task.job_uid]
         self._job_requests.pop(job.uid, None)
-        chain = self._leaf_chains.get(job.queue)
+        chain = self._leaf_chain(job.queue)
         if chain is None:
             return
         cpu, memory, gpu = amount.tolist()
