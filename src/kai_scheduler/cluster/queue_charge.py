@@ -106,7 +106,7 @@ class PrefixSums:
             if not flat[part]:
                 self._after[start + 1 : jobs + 1, columns] = self._after[start, columns]
                 continue
-            running = np.cumsum(np.vstack([self._after[start, columns], *flat[part]]), axis=0)
+            running = np.cumsum(np.array([self._after[start, columns], *flat[part]]), axis=0)
             self._after[start + 1 : jobs + 1, columns] = running[ends[part]]
         self._jobs = jobs
         last = self._after[jobs]
