@@ -74,6 +74,11 @@ def _tasks_appended(model: CarriedModel) -> bool:
     """Change `tasks` in place when that keeps it in key order: tasks removed, tasks replaced by records of the
     same uid, and new tasks whose keys all come after every other (arrivals named in order, as a trace's
     are). False, changing nothing, for any other change."""
+    if not model.tasks:  # no task before (a build from nothing): every task is new, put in key order
+        for k in model.task_keys:
+            info = model.by_sort_key[k].info
+            model.tasks.put(str(info.uid), info)
+        return True
     changes = model.reached.task_changes
     added = sorted(k for k, (before, after) in changes.items() if after and before != after)
     if any(before and after and before != after for before, after in changes.values()):

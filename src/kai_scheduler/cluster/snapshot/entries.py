@@ -59,8 +59,12 @@ def link_pod(model: CarriedModel, e: CarriedPod) -> None:
     count_extended_resources(model.extended_resource_pods, e.record.pod, 1)
     if e.node:
         model.node_pods.setdefault(e.node, {})[e.sort_key] = e
-        if e.sort_key not in reached.unlinked.get(e.node, ()) and e.sort_key not in reached.appended.get(e.node, ()):
-            reached.nodes.add(e.node)  # new on the node: neither its pod charged again nor a task the session added
+        # New on the node: neither its pod charged again nor a task the session added. A build from nothing
+        # (`appending`) charges every node at once.
+        if not model.appending and (
+            e.sort_key not in reached.unlinked.get(e.node, ()) and e.sort_key not in reached.appended.get(e.node, ())
+        ):
+            reached.nodes.add(e.node)
     if e.pod_group:
         model.group_pods.setdefault(e.pod_group, {})[e.sort_key] = e
         reached.groups.add(e.pod_group)
