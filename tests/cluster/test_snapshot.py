@@ -4,6 +4,7 @@ their queues, and pods of other schedulers. Nothing here raises on a bad object:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -433,8 +434,8 @@ def test_pods_in_no_subgroup_are_a_problem_naming_them(subgroups: dict[str, str]
 
 @pytest.mark.parametrize("memo", [False, True], ids=["fresh", "kept"])
 def test_pods_of_equal_requests_share_one_read_only_request_vector(memo: bool) -> None:
-    """Equal requests on one axis give equal vectors: one build makes one of each (a GPU-sharing pod's has no GPU).
-    A zero amount is never shared: 0 and -0 compare equal, yet their vectors differ."""
+    """Requests equal to the bit give equal vectors: one build makes one of each (a GPU-sharing pod's has no GPU);
+    an amount of -0 is not one of 0, which compares equal."""
     objects = b.objects(
         [
             b.queue("q"),
@@ -445,14 +446,18 @@ def test_pods_of_equal_requests_share_one_read_only_request_vector(memo: bool) -
             b.pod("d", cpu="2"),
             b.pod("e", cpu="2", fraction=0.5),
             b.pod("f", cpu="2", fraction=0.5, node="n1", gpu_groups=["g1"]),
-            b.pod("zero", cpu="0"),
-            b.pod("zero-again", cpu="0"),
+            b.pod("zero", extended={"example.com/dev": "0"}),
+            b.pod("zero-again", extended={"example.com/dev": "0"}),
         ]
     )
+    negative = objects.pods[-1]
+    assert negative.name == "zero-again"
+    objects.pods[-1] = dataclasses.replace(negative, requests={**negative.requests, "example.com/dev": -0.0})
     snap = snapshots.build(objects, snapshots.SnapshotParams(now=b.NOW), snapshots.Memo() if memo else None)
     request = {name: b.task(snap, name).request for name in ("a", "b", "c", "d", "e", "f", "zero", "zero-again")}
     assert request["a"] is request["b"] and request["e"] is request["f"]
     assert len({id(v) for v in request.values()}) == 6
     assert not any(v.flags.writeable for v in request.values())
     assert request["a"][GPU] == 1 and request["c"][GPU] == 2 and request["e"][GPU] == 0
-    assert request["d"][CPU] == request["e"][CPU] == 2000 and request["zero"][CPU] == 0
+    assert request["d"][CPU] == request["e"][CPU] == 2000
+    assert request["zero"].tobytes() != request["zero-again"].tobytes()

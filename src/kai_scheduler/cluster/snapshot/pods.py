@@ -5,6 +5,7 @@ PodInfo, and the problems of pods (on a missing node, or failed to parse)."""
 from __future__ import annotations
 
 import dataclasses
+import struct
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants, mig
@@ -38,8 +39,8 @@ class PodRecord:
 
 
 # A pod's requests as the key of its request vector: whether its GPUs go uncharged (shared devices, reservation
-# pods) and its amounts in the order parsed.
-RequestKey = tuple[bool, tuple[tuple[str, float], ...]]
+# pods), its resource names in the order parsed, and their amounts' bytes (0 and -0 compare equal, yet differ).
+RequestKey = tuple[bool, tuple[str, ...], bytes]
 
 
 def pod_record(
@@ -77,13 +78,11 @@ def pod_record(
 
 
 def request_vector(axis: ResourceAxis, pod: Pod, vectors: dict[RequestKey, Vector]) -> Vector:
-    """The pod's request on `axis`, read-only: the vector in `vectors` of a pod with equal requests, else a new one
-    put there."""
+    """The pod's request on `axis`, read-only: the vector in `vectors` of a pod with the same requests to the bit,
+    else a new one put there."""
     uncharged = pod.gpu.is_shared or pod.namespace == constants.RESERVATION_NAMESPACE
     amounts = pod.requests
-    if 0.0 in amounts.values():  # 0 and -0 compare equal, yet add differently to a zero: not shared
-        return _new_request(axis, amounts, uncharged)
-    key = (uncharged, tuple(amounts.items()))
+    key = (uncharged, tuple(amounts), struct.pack(f"{len(amounts)}d", *amounts.values()))
     request = vectors.get(key)
     if request is None:
         request = vectors[key] = _new_request(axis, amounts, uncharged)
