@@ -461,3 +461,26 @@ def test_pods_of_equal_requests_share_one_read_only_request_vector(memo: bool) -
     assert request["a"][GPU] == 1 and request["c"][GPU] == 2 and request["e"][GPU] == 0
     assert request["d"][CPU] == request["e"][CPU] == 2000
     assert request["zero"].tobytes() != request["zero-again"].tobytes()
+
+
+@pytest.mark.parametrize("memo", [False, True], ids=["fresh", "kept"])
+def test_tasks_of_one_request_and_as_many_gpus_share_one_queue_vector(memo: bool) -> None:
+    """The queue sums' rows: tasks of one request vector and as many GPUs accepted share a read-only vector;
+    GPU-sharing tasks of one request share it only at the same portion."""
+    objects = b.objects(
+        [
+            b.queue("q"),
+            b.node("n1"),
+            b.podgroup("j"),
+            *(b.pod(name, group="j", gpus=1, node="n1" if name == "a" else "") for name in ("a", "b")),
+            b.pod("c", group="j", gpus=2),
+            *(b.pod(name, group="j", fraction=0.5) for name in ("half", "half-again")),
+            b.pod("quarter", group="j", fraction=0.25),
+        ]
+    )
+    snap = snapshots.build(objects, snapshots.SnapshotParams(now=b.NOW), snapshots.Memo() if memo else None)
+    row = {t.name: t.queue_request() for t in snap.tasks.values()}
+    assert row["a"] is row["b"] and row["half"] is row["half-again"]
+    assert len({id(v) for v in row.values()}) == 4
+    assert not any(v.flags.writeable for v in row.values())
+    assert [row[n][GPU] for n in ("a", "c", "half", "quarter")] == [1, 2, 0.5, 0.25]

@@ -8,7 +8,7 @@ import bisect
 
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes, ledger_rule
-from kai_scheduler.cluster.pod_info import Placement, PodInfo
+from kai_scheduler.cluster.pod_info import Placement, PodInfo, QueueVectors
 from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, Rows, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
@@ -21,8 +21,9 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
     """Derive again what the changes reached (and empty `model.reached`): jobs, node rows, the snapshot's dicts
     in their order, the queues' sums, the other schedulers' usage."""
     reached = model.reached
+    shared: QueueVectors = {}  # this build's queue vectors, shared by the tasks of equal requests
     for key in sorted(reached.groups, key=sort_key_of):  # in a build from nothing, keys arrive in order
-        _rebuild_job(model, key, params)
+        _rebuild_job(model, key, params, shared)
     reached.groups.clear()
     _recharged_alike(model)
     if reached.nodes:
@@ -108,14 +109,15 @@ def _tasks_among(model: CarriedModel) -> None:
             model.tasks.put_among(after, model.by_sort_key[k].info)
 
 
-def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
-    """The job of PodGroup `key` from its PodGroup and its pods, as a build from nothing makes it."""
+def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams, shared: QueueVectors) -> None:
+    """The job of PodGroup `key` from its PodGroup and its pods, as a build from nothing makes it (its tasks' queue
+    vectors from `shared`)."""
     g = model.group_by_key.get(key)
     pods = model.group_pods.get(key, {})
     job = _make_job(model, g, pods, params) if g is not None else None
     sort_key = g.sort_key if g is not None else sort_key_of(key)
     old = model.job_by_group.get(key)
-    rows = job_rows(job) if job is not None else None
+    rows = job_rows(job, shared) if job is not None else None
     # A job rebuilt with the rows it had, in its queue (a PodGroup's status written, a pod bound where it was
     # binding) leaves its queue's sums as they were: they are not summed again.
     sums_move = old is None or job is None or old.queue != job.queue or not _same_rows(model.job_rows[key], rows)
