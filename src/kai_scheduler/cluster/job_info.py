@@ -115,7 +115,7 @@ class JobInfo:
         return [t for t in self.tasks if t.is_pending]
 
     def has_pending(self) -> bool:
-        for t in self.tasks:  # on the flags' ints: every job a snapshot builds is asked
+        for t in self.tasks:  # noqa: SIM110  (a loop on the flags' ints: every job a snapshot builds is asked)
             if BITS[t.placement.status] == _PENDING:
                 return True
         return False
