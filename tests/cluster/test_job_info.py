@@ -219,3 +219,13 @@ def test_staleness(pods: str, min_member: int, stale: bool) -> None:
 def test_gang_satisfaction() -> None:
     assert not _job(_pods("p0:R p1:P"), min_member=2).is_gang_satisfied()
     assert _job(_pods("p0:R p1:R p2:P"), min_member=2).is_gang_satisfied()
+
+
+@pytest.mark.parametrize(
+    "spec, pending",
+    [("p0:R p1:G p2:S", False), ("p0:R p1:P", True), ("p0:X", False), ("p0:P", True)],
+)
+def test_a_job_has_pending_tasks_when_one_is_pending_not_gated_or_releasing(spec: str, pending: bool) -> None:
+    job = _job(_pods(spec))
+    assert job.has_pending() is pending
+    assert job.has_pending() == any(t.is_pending for t in job.tasks)

@@ -4,6 +4,7 @@ their queues, and pods of other schedulers. Nothing here raises on a bad object:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -429,3 +430,57 @@ def test_pods_in_no_subgroup_are_a_problem_naming_them(subgroups: dict[str, str]
         *(b.pod(name, group="j", subgroup=subgroup) for name, subgroup in subgroups.items()),
     )
     assert [(p.key, p.reason, p.message) for p in snap.problems] == [("ns/j", "SubGroupDoesNotExist", message)]
+
+
+@pytest.mark.parametrize("memo", [False, True], ids=["fresh", "kept"])
+def test_pods_of_equal_requests_share_one_read_only_request_vector(memo: bool) -> None:
+    """Requests equal to the bit give equal vectors: one build makes one of each (a GPU-sharing pod's has no GPU);
+    an amount of -0 is not one of 0, which compares equal."""
+    objects = b.objects(
+        [
+            b.queue("q"),
+            b.node("n1"),
+            b.pod("a", gpus=1, node="n1"),
+            b.pod("b", gpus=1),
+            b.pod("c", gpus=2),
+            b.pod("d", cpu="2"),
+            b.pod("e", cpu="2", fraction=0.5),
+            b.pod("f", cpu="2", fraction=0.5, node="n1", gpu_groups=["g1"]),
+            b.pod("zero", extended={"example.com/dev": "0"}),
+            b.pod("zero-again", extended={"example.com/dev": "0"}),
+        ]
+    )
+    negative = objects.pods[-1]
+    assert negative.name == "zero-again"
+    objects.pods[-1] = dataclasses.replace(negative, requests={**negative.requests, "example.com/dev": -0.0})
+    snap = snapshots.build(objects, snapshots.SnapshotParams(now=b.NOW), snapshots.Memo() if memo else None)
+    request = {name: b.task(snap, name).request for name in ("a", "b", "c", "d", "e", "f", "zero", "zero-again")}
+    assert request["a"] is request["b"] and request["e"] is request["f"]
+    assert len({id(v) for v in request.values()}) == 6
+    assert not any(v.flags.writeable for v in request.values())
+    assert request["a"][GPU] == 1 and request["c"][GPU] == 2 and request["e"][GPU] == 0
+    assert request["d"][CPU] == request["e"][CPU] == 2000
+    assert request["zero"].tobytes() != request["zero-again"].tobytes()
+
+
+@pytest.mark.parametrize("memo", [False, True], ids=["fresh", "kept"])
+def test_tasks_of_one_request_and_as_many_gpus_share_one_queue_vector(memo: bool) -> None:
+    """The queue sums' rows: tasks of one request vector and as many GPUs accepted share a read-only vector;
+    GPU-sharing tasks of one request share it only at the same portion."""
+    objects = b.objects(
+        [
+            b.queue("q"),
+            b.node("n1"),
+            b.podgroup("j"),
+            *(b.pod(name, group="j", gpus=1, node="n1" if name == "a" else "") for name in ("a", "b")),
+            b.pod("c", group="j", gpus=2),
+            *(b.pod(name, group="j", fraction=0.5) for name in ("half", "half-again")),
+            b.pod("quarter", group="j", fraction=0.25),
+        ]
+    )
+    snap = snapshots.build(objects, snapshots.SnapshotParams(now=b.NOW), snapshots.Memo() if memo else None)
+    row = {t.name: t.queue_request() for t in snap.tasks.values()}
+    assert row["a"] is row["b"] and row["half"] is row["half-again"]
+    assert len({id(v) for v in row.values()}) == 4
+    assert not any(v.flags.writeable for v in row.values())
+    assert [row[n][GPU] for n in ("a", "c", "half", "quarter")] == [1, 2, 0.5, 0.25]

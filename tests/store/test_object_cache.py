@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.store import cache as cache_module
 from kai_scheduler.store.cache import OPTIONAL_RETRY, ObjectCache
 from kai_scheduler.store.interface import JSON, NotFound
+from kai_scheduler.store.keys import object_key
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
 
@@ -59,6 +63,35 @@ def test_a_few_changes_to_a_large_view_are_put_in_place() -> None:
         assert [n.name for n in objects] == sorted(store_names(store))
         assert all(n is cache._informers["nodes"].items[n.name][1] for n in objects)
         assert cache._informers["nodes"].ordered is view, "a few changes sorted the whole view again"
+
+
+def test_a_relist_parses_each_object_once_under_the_informers_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relisted batch comes keyed: nothing is keyed again, logged or marked changed one key at a time (the view
+    is sorted again whole); an object whose version the view holds keeps its parsed object."""
+    store = MemoryStore(ManualClock(b.NOW))
+    store.add_many([b.node(f"n{i}") for i in range(5)])
+    cache = ObjectCache(store, ["nodes"])
+    keyed: list[JSON] = []
+
+    def counted(obj: JSON) -> str:
+        keyed.append(obj)
+        return object_key(obj)
+
+    monkeypatch.setattr(cache_module, "object_key", counted)
+    cache.sync()
+    informer = cache._informers["nodes"]
+    assert not keyed and not informer.changed and not informer.log
+    assert names(cache) == [f"n{i}" for i in range(5)]
+    kept = cache.objects("nodes")[0]
+    node = store.get("nodes", "n3")
+    node["metadata"]["labels"] = {"changed": "yes"}
+    store.update(node)
+    cache.relist("nodes")
+    cache.sync()
+    assert not keyed
+    objects = cache.objects("nodes")
+    assert objects[0] is kept
+    assert [n.meta.labels.get("changed") for n in objects] == [None, None, None, "yes", None]
 
 
 def store_names(store: MemoryStore) -> list[str]:

@@ -34,7 +34,7 @@ class Reader:
     __slots__ = ("data", "kind")
 
     def __init__(self, data: Mapping[builtins.str, Any], kind: builtins.str) -> None:
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):  # the exact-type test is the fast path
             raise ObjectError(kind, "?", "", f"expected an object, got {type(data).__name__}")
         self.data = data
         self.kind = kind

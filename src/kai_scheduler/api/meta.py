@@ -155,6 +155,9 @@ def _read_plain(meta: dict[str, Any]) -> ObjectMeta | None:
 def _plain_map(value: Any) -> dict[str, str] | None:
     if value is None:
         return {}
-    if type(value) is not dict or any(type(v) is not str for v in value.values()):
+    if type(value) is not dict:
         return None
+    for v in value.values():  # a loop, not any(): a generator costs more than these few values
+        if type(v) is not str:
+            return None
     return dict(value)

@@ -176,6 +176,11 @@ def gpu_request(r: Reader, requests: dict[str, float], annotations: dict[str, st
 
 def _mig_instances(r: Reader, requests: dict[str, float]) -> tuple[tuple[str, int], ...]:
     """The MIG instances requested, per profile; a bad profile or a count that is not whole is an error."""
+    for name in requests:
+        if name.startswith(mig.RESOURCE_PREFIX):
+            break
+    else:
+        return ()  # nearly every pod: its requests are not sorted
     out = []
     for name, amount in sorted(requests.items()):
         if not mig.is_mig_resource(name) or not amount:

@@ -115,7 +115,10 @@ class JobInfo:
         return [t for t in self.tasks if t.is_pending]
 
     def has_pending(self) -> bool:
-        return any(t.is_pending for t in self.tasks)
+        for t in self.tasks:  # noqa: SIM110  (a loop on the flags' ints: every job a snapshot builds is asked)
+            if BITS[t.placement.status] == _PENDING:
+                return True
+        return False
 
     def active_allocated(self) -> int:
         return _active_allocated(self.tasks)

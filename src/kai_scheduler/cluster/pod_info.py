@@ -14,6 +14,9 @@ from kai_scheduler.cluster.pod_status import ACTIVE_ALLOCATED, ALLOCATED, BITS, 
 from kai_scheduler.cluster.resources import CPU, MEMORY, Vector
 
 PodUID = NewType("PodUID", str)
+# Queue vectors shared by tasks (`PodInfo.queue_request`): (id of a request vector, GPUs accepted) → that request
+# (kept, so that its id is no other's while the entry lives) and the queue vector.
+QueueVectors = dict[tuple[int, float], tuple[Vector, Vector]]
 _ON_NODE, _ACTIVE_ALLOCATED, _ALLOCATED = ON_NODE.value, ACTIVE_ALLOCATED.value, ALLOCATED.value
 _RELEASING, _PENDING = RELEASING.value, PodStatus.PENDING.value
 
@@ -108,12 +111,21 @@ class PodInfo:
     def ray_head(self) -> bool:
         return self.pod.meta.labels.get(constants.LABEL_RAY_NODE_TYPE) == "head"
 
-    def queue_request(self) -> Vector:
-        """(cpu, memory, gpu) of this task as its queue is charged (read-only; it is kept for the next call)."""
+    def queue_request(self, shared: QueueVectors | None = None) -> Vector:
+        """(cpu, memory, gpu) of this task as its queue is charged (read-only; it is kept for the next call). With
+        `shared`, tasks of one request vector and as many GPUs accepted share one."""
         cached = self.queue_cache
         if cached is not None and cached[0] == self.memory_portion:
             return cached[1]
-        vector = np.array([self.request[CPU], self.request[MEMORY], self.gpus_accepted])
-        vector.flags.writeable = False
+        gpus = self.gpus_accepted
+        key = (id(self.request), gpus)  # GPUs accepted are never -0: equal floats are the same bits
+        entry = shared.get(key) if shared is not None else None
+        if entry is None:
+            vector = np.array([self.request[CPU], self.request[MEMORY], gpus])
+            vector.flags.writeable = False
+            if shared is not None:
+                shared[key] = (self.request, vector)
+        else:
+            vector = entry[1]
         self.queue_cache = (self.memory_portion, vector)
         return vector

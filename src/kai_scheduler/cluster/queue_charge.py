@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kai_scheduler.cluster.job_info import JobInfo
+from kai_scheduler.cluster.pod_info import QueueVectors
 from kai_scheduler.cluster.pod_status import ALLOCATED, PodStatus
 from kai_scheduler.cluster.resources import QUEUE_AXIS, Vector
 
@@ -34,21 +35,23 @@ class QueueCharge:
 Rows = tuple[list[Vector], list[Vector], list[Vector]]  # one job's rows: held, non-preemptible, pending
 
 
-def job_rows(job: JobInfo) -> Rows:
-    """The rows one job adds to its queue's sums, in task order (the carried model keeps them with the job)."""
+def job_rows(job: JobInfo, shared: QueueVectors | None = None) -> Rows:
+    """The rows one job adds to its queue's sums, in task order (the carried model keeps them with the job);
+    `shared`: the tasks' queue vectors are shared as `PodInfo.queue_request` says."""
     held: list[Vector] = []
-    waiting = [t.queue_request() for t in job.tasks if t.status == PodStatus.PENDING]
+    waiting = [t.queue_request(shared) for t in job.tasks if t.status == PodStatus.PENDING]
     for task in (*job.tasks, *job.unassigned):
         if task.status in ALLOCATED_STATUSES:
-            held.append(task.queue_request())
+            held.append(task.queue_request(shared))
     return held, [] if job.preemptible else held, waiting
 
 
 def queue_charges(jobs: Iterable[JobInfo]) -> dict[str, QueueCharge]:
-    """Per queue, `charge` of its jobs' rows, in the order of `jobs`."""
+    """Per queue, `charge` of its jobs' rows, in the order of `jobs` (the tasks' queue vectors shared)."""
     by_queue: dict[str, list[Rows]] = {}
+    shared: QueueVectors = {}
     for job in jobs:
-        by_queue.setdefault(job.queue, []).append(job_rows(job))
+        by_queue.setdefault(job.queue, []).append(job_rows(job, shared))
     return {queue: charge(rows) for queue, rows in by_queue.items()}
 
 
@@ -109,7 +112,7 @@ class PrefixSums:
                 folded = _folded(self._after[start, columns], flat[part], ends[part])
                 self._after[start + 1 : jobs + 1, columns] = folded
             else:
-                running = np.cumsum(np.vstack([self._after[start, columns], *flat[part]]), axis=0)
+                running = np.cumsum(np.array([self._after[start, columns], *flat[part]]), axis=0)
                 self._after[start + 1 : jobs + 1, columns] = running[ends[part]]
         self._jobs = jobs
         last = self._after[jobs]

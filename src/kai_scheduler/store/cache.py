@@ -131,7 +131,7 @@ class ObjectCache:
                         informer.changed.add(key)
                         informer.gone.add(key)
                     else:
-                        self._put(informer, obj)
+                        self._put(informer, key, obj)
             informer.version = batch.version
 
     def _relist(self, informer: _Typed[Any], objects: list[Change]) -> None:
@@ -139,25 +139,33 @@ class ObjectCache:
             self._relist_all(informer, objects)
 
     def _relist_all(self, informer: _Typed[Any], objects: list[Change]) -> None:
+        """Rebuild the typed view from a relisted batch. Nothing is logged or marked changed key by key: the
+        change log starts anew and the order is made again from every object."""
         old = informer.items
-        informer.items, informer.bad, informer.dropped = {}, {}, {}
+        items: dict[str, tuple[str, Any]] = {}
+        informer.items, informer.bad, informer.dropped = items, {}, {}
         for key, obj in objects:
             assert obj is not None  # a relisted batch holds objects only
             rv = obj.get("metadata", {}).get("resourceVersion", "")
-            if key in old and old[key][0] == rv:
-                informer.items[key] = old[key]  # unchanged: keep the parsed object
+            kept = old.get(key)
+            if kept is not None and kept[0] == rv:
+                items[key] = kept  # unchanged: keep the parsed object
             else:
-                self._put(informer, obj)
+                self._take(informer, key, rv, obj)
         informer.listed = True
+        informer.changed.clear()
         informer.ordered = None
         informer.epoch += 1  # what changed is not known key by key: readers of the change log look at all
         informer.log, informer.log_start = [], 0
         informer.gone = set(old) - set(informer.items) - set(informer.bad)
 
-    def _put(self, informer: _Typed[Any], obj: JSON) -> None:
-        key = object_key(obj)
+    def _put(self, informer: _Typed[Any], key: str, obj: JSON) -> None:
         informer.changed.add(key)
         _logged(informer, key)  # logged before the keep filter: a dropped object reads as gone
+        self._take(informer, key, obj.get("metadata", {}).get("resourceVersion", ""), obj)
+
+    def _take(self, informer: _Typed[Any], key: str, rv: str, obj: JSON) -> None:
+        """Hold the object of `key` (version `rv`) parsed, or as unparsable, or drop it (`keep`)."""
         keep = self._keep.get(informer.resource)
         if keep is not None and not keep(obj):  # not (or no longer) one of ours: as if deleted
             informer.items.pop(key, None)
@@ -167,7 +175,6 @@ class ObjectCache:
                 informer.dropped[key] = dict(labels) if isinstance(labels, dict) else {}
             return
         informer.dropped.pop(key, None)
-        rv = obj.get("metadata", {}).get("resourceVersion", "")
         if rv and key in informer.items and informer.items[key][0] == rv:
             return  # the version taken in already (`assume`): parsed once
         try:
@@ -184,8 +191,9 @@ class ObjectCache:
         (KAI's scheduler adds its BindRequests to its own informer store so): unless the cache has seen the
         key already, in which case the watch's copy is as new or newer."""
         informer = self._informers[resource]
-        if informer.listed and not self.seen(resource, object_key(obj)):
-            self._put(informer, obj)
+        key = object_key(obj)
+        if informer.listed and not self.seen(resource, key):
+            self._put(informer, key, obj)
 
     def relist(self, resource: str) -> None:
         """Have the next `sync` list `resource` again rather than follow its watch: the store may hold objects the

@@ -8,7 +8,7 @@ import bisect
 
 from kai_scheduler.cluster.job_info import JobInfo
 from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes, ledger_rule
-from kai_scheduler.cluster.pod_info import Placement, PodInfo
+from kai_scheduler.cluster.pod_info import Placement, PodInfo, QueueVectors
 from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, Rows, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
@@ -21,8 +21,9 @@ def rederive(model: CarriedModel, params: SnapshotParams) -> None:
     """Derive again what the changes reached (and empty `model.reached`): jobs, node rows, the snapshot's dicts
     in their order, the queues' sums, the other schedulers' usage."""
     reached = model.reached
+    shared: QueueVectors = {}  # this build's queue vectors, shared by the tasks of equal requests
     for key in sorted(reached.groups, key=sort_key_of):  # in a build from nothing, keys arrive in order
-        _rebuild_job(model, key, params)
+        _rebuild_job(model, key, params, shared)
     reached.groups.clear()
     _recharged_alike(model)
     if reached.nodes:
@@ -74,6 +75,11 @@ def _tasks_appended(model: CarriedModel) -> bool:
     """Change `tasks` in place when that keeps it in key order: tasks removed, tasks replaced by records of the
     same uid, and new tasks whose keys all come after every other (arrivals named in order, as a trace's
     are). False, changing nothing, for any other change."""
+    if not model.tasks:  # no task before (a build from nothing): every task is new, put in key order
+        for k in model.task_keys:
+            info = model.by_sort_key[k].info
+            model.tasks.put(str(info.uid), info)
+        return True
     changes = model.reached.task_changes
     added = sorted(k for k, (before, after) in changes.items() if after and before != after)
     if any(before and after and before != after for before, after in changes.values()):
@@ -103,14 +109,15 @@ def _tasks_among(model: CarriedModel) -> None:
             model.tasks.put_among(after, model.by_sort_key[k].info)
 
 
-def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams) -> None:
-    """The job of PodGroup `key` from its PodGroup and its pods, as a build from nothing makes it."""
+def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams, shared: QueueVectors) -> None:
+    """The job of PodGroup `key` from its PodGroup and its pods, as a build from nothing makes it (its tasks' queue
+    vectors from `shared`)."""
     g = model.group_by_key.get(key)
     pods = model.group_pods.get(key, {})
     job = _make_job(model, g, pods, params) if g is not None else None
     sort_key = g.sort_key if g is not None else sort_key_of(key)
     old = model.job_by_group.get(key)
-    rows = job_rows(job) if job is not None else None
+    rows = job_rows(job, shared) if job is not None else None
     # A job rebuilt with the rows it had, in its queue (a PodGroup's status written, a pod bound where it was
     # binding) leaves its queue's sums as they were: they are not summed again.
     sums_move = old is None or job is None or old.queue != job.queue or not _same_rows(model.job_rows[key], rows)

@@ -7,11 +7,18 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, BITS
-from kai_scheduler.cluster.resources import ResourceAxis, gpu_portion
+from kai_scheduler.cluster.resources import ResourceAxis, Vector, gpu_portion
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
 from kai_scheduler.cluster.snapshot.jobs import GroupRecord, group_record
-from kai_scheduler.cluster.snapshot.pods import PodRecord, missing_node, new_task, pod_record, record_placement
+from kai_scheduler.cluster.snapshot.pods import (
+    PodRecord,
+    RequestKey,
+    missing_node,
+    new_task,
+    pod_record,
+    record_placement,
+)
 from kai_scheduler.cluster.snapshot.pools import pod_in_pool
 from kai_scheduler.cluster.snapshot.sorted_keys import insert_sorted, remove_sorted
 
@@ -24,13 +31,15 @@ def pod_entry(
     pod: Pod,
     params: SnapshotParams,
     records: dict[str, PodRecord],
+    vectors: dict[RequestKey, Vector],
     record: PodRecord | None = None,
 ) -> CarriedPod:
     """The entry of one pod: its PodInfo as a build from nothing makes it, and where it is charged. Its record is
-    `record`, else the one in `records` while still true, else a new one."""
+    `record`, else the one in `records` while still true, else a new one (its request vector from `vectors`, the
+    build's)."""
     key = pod.meta.key
     if record is None:
-        record = pod_record(model.axis, model.min_gpu_memory, pod, records)
+        record = pod_record(model.axis, model.min_gpu_memory, pod, records, vectors)
     ours = pod.scheduler_name == params.scheduler_name
     placement = record_placement(record, model.bind_requests.live.get(key) if ours else None, params)
     info = new_task(record, placement)
@@ -59,8 +68,12 @@ def link_pod(model: CarriedModel, e: CarriedPod) -> None:
     count_extended_resources(model.extended_resource_pods, e.record.pod, 1)
     if e.node:
         model.node_pods.setdefault(e.node, {})[e.sort_key] = e
-        if e.sort_key not in reached.unlinked.get(e.node, ()) and e.sort_key not in reached.appended.get(e.node, ()):
-            reached.nodes.add(e.node)  # new on the node: neither its pod charged again nor a task the session added
+        # New on the node: neither its pod charged again nor a task the session added. A build from nothing
+        # (`appending`) charges every node at once.
+        if not model.appending and (
+            e.sort_key not in reached.unlinked.get(e.node, ()) and e.sort_key not in reached.appended.get(e.node, ())
+        ):
+            reached.nodes.add(e.node)
     if e.pod_group:
         model.group_pods.setdefault(e.pod_group, {})[e.sort_key] = e
         reached.groups.add(e.pod_group)

@@ -14,7 +14,7 @@ from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.pod_status import ACTIVE_USED, within
 from kai_scheduler.cluster.queue_charge import queue_charges
-from kai_scheduler.cluster.resources import ResourceAxis, gpu_portion
+from kai_scheduler.cluster.resources import ResourceAxis, Vector, gpu_portion
 from kai_scheduler.cluster.snapshot.inputs import ClusterObjects, Problem, SnapshotParams
 from kai_scheduler.cluster.snapshot.jobs import (
     backed_off,
@@ -28,6 +28,7 @@ from kai_scheduler.cluster.snapshot.jobs import (
 from kai_scheduler.cluster.snapshot.model import Snapshot
 from kai_scheduler.cluster.snapshot.pods import (
     PodRecord,
+    RequestKey,
     classify_bind_requests,
     missing_node,
     new_task,
@@ -105,9 +106,10 @@ def _add_pods(
     return our pods by PodGroup key."""
     by_group: dict[str, list[PodInfo]] = {}
     records: dict[str, PodRecord] = {}
+    vectors: dict[RequestKey, Vector] = {}
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
     for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
-        record = pod_record(snap.axis, snap.min_gpu_memory, pod, records)
+        record = pod_record(snap.axis, snap.min_gpu_memory, pod, records, vectors)
         ours = pod.scheduler_name == snap.params.scheduler_name
         placement = record_placement(record, snap.bind_requests.get(pod.meta.key) if ours else None, snap.params)
         info = new_task(record, placement)

@@ -33,7 +33,7 @@ from kai_scheduler.api.podgroup import PodGroup
 from kai_scheduler.cluster.node_info import NodeInfo, charge_nodes
 from kai_scheduler.cluster.pod_info import Placement, PodInfo
 from kai_scheduler.cluster.queue_info import QueueInfo
-from kai_scheduler.cluster.resources import ResourceAxis
+from kai_scheduler.cluster.resources import ResourceAxis, Vector
 from kai_scheduler.cluster.snapshot.carried import CarriedModel
 from kai_scheduler.cluster.snapshot.derive import rederive
 from kai_scheduler.cluster.snapshot.entries import (
@@ -48,7 +48,7 @@ from kai_scheduler.cluster.snapshot.inputs import ClusterObjects, Problem, Snaps
 from kai_scheduler.cluster.snapshot.jobs import global_default_priority, priority_values
 from kai_scheduler.cluster.snapshot.memo import Memo
 from kai_scheduler.cluster.snapshot.model import Snapshot
-from kai_scheduler.cluster.snapshot.pods import PodRecord, report_bad_pods
+from kai_scheduler.cluster.snapshot.pods import PodRecord, RequestKey, report_bad_pods
 from kai_scheduler.cluster.snapshot.pools import PoolNodes, labelled_gpu_memory, node_arrays, pool_nodes
 from kai_scheduler.cluster.snapshot.queues import QueueNotes, QueueTree, access_labels, refused_queues
 from kai_scheduler.cluster.snapshot.sorted_keys import SortKey
@@ -186,9 +186,10 @@ def new_model(
     )
     model.bind_requests.classify_all(objects.bind_requests, model.node_by_name, index=objects.feed is not None)
     charged: list[tuple[NodeInfo, PodInfo, Placement]] = []
+    vectors: dict[RequestKey, Vector] = {}
     model.appending = True
     for pod in sorted(objects.pods, key=lambda p: (p.namespace, p.name)):
-        e = pod_entry(model, pod, params, pod_records)
+        e = pod_entry(model, pod, params, pod_records, vectors)
         link_pod(model, e)
         if e.node:
             charged.append((model.node_by_name[e.node], e.info, e.placement))
@@ -237,13 +238,14 @@ def apply_changes(model: CarriedModel, objects: ClusterObjects, params: Snapshot
     for e in gone:
         unlink_pod(model, e)
     records: dict[str, PodRecord] = {}
+    vectors: dict[RequestKey, Vector] = {}
     for pod in sorted(new, key=lambda p: (p.namespace, p.name)):
-        link_pod(model, pod_entry(model, pod, params, records))
+        link_pod(model, pod_entry(model, pod, params, records, vectors))
     again = {k for k in rebound if k in model.by_key} | {model.by_sort_key[k].key for k in model.deleting}
     for key in sorted(again):
         old = model.by_key[key]
         unlink_pod(model, old)
-        link_pod(model, pod_entry(model, old.record.pod, params, records, old.record))
+        link_pod(model, pod_entry(model, old.record.pod, params, records, vectors, old.record))
     groups = _feed_changes(model, objects, "podgroups")
     if groups is None:
         groups_now = dict(zip(map(id, objects.podgroups), objects.podgroups, strict=True))

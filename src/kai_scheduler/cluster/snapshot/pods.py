@@ -5,6 +5,7 @@ PodInfo, and the problems of pods (on a missing node, or failed to parse)."""
 from __future__ import annotations
 
 import dataclasses
+import struct
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants, mig
@@ -37,9 +38,21 @@ class PodRecord:
     queue_cache: tuple[float, Vector] | None = None  # the last PodInfo's, for the next (see PodInfo)
 
 
-def pod_record(axis: ResourceAxis, min_gpu_memory: float, pod: Pod, records: dict[str, PodRecord]) -> PodRecord:
+# A pod's requests as the key of its request vector: whether its GPUs go uncharged (shared devices, reservation
+# pods), its resource names in the order parsed, and their amounts' bytes (0 and -0 compare equal, yet differ).
+RequestKey = tuple[bool, tuple[str, ...], bytes]
+
+
+def pod_record(
+    axis: ResourceAxis,
+    min_gpu_memory: float,
+    pod: Pod,
+    records: dict[str, PodRecord],
+    vectors: dict[RequestKey, Vector],
+) -> PodRecord:
     """The pod's record: the one in `records` while the pod, the axis and the smallest GPU memory are the same,
-    else a new one, put in `records`."""
+    else a new one, put in `records`; its request vector is shared with the pods of equal requests (`vectors`:
+    one build's, on `axis`)."""
     key = pod.meta.key
     record = records.get(key)
     if (
@@ -49,16 +62,12 @@ def pod_record(axis: ResourceAxis, min_gpu_memory: float, pod: Pod, records: dic
         and record.min_gpu_memory == min_gpu_memory
     ):
         return record
-    request = axis.vector(pod.requests)
-    if pod.gpu.is_shared or pod.namespace == constants.RESERVATION_NAMESPACE:
-        request[GPU] = 0.0  # shared devices are charged through GPU groups (§6)
-    request.flags.writeable = False
     record = PodRecord(
         pod=pod,
         axis=axis.names,
         min_gpu_memory=min_gpu_memory,
         uid=PodUID(pod.meta.uid or key),
-        request=request,
+        request=request_vector(axis, pod, vectors),
         subgroup=pod.meta.labels.get(constants.LABEL_SUBGROUP_NAME, ""),
         task_priority=_task_priority(pod),
         memory_portion=_memory_portion(pod, min_gpu_memory),
@@ -66,6 +75,26 @@ def pod_record(axis: ResourceAxis, min_gpu_memory: float, pod: Pod, records: dic
     )
     records[key] = record
     return record
+
+
+def request_vector(axis: ResourceAxis, pod: Pod, vectors: dict[RequestKey, Vector]) -> Vector:
+    """The pod's request on `axis`, read-only: the vector in `vectors` of a pod with the same requests to the bit,
+    else a new one put there."""
+    uncharged = pod.gpu.is_shared or pod.namespace == constants.RESERVATION_NAMESPACE
+    amounts = pod.requests
+    key = (uncharged, tuple(amounts), struct.pack(f"{len(amounts)}d", *amounts.values()))
+    request = vectors.get(key)
+    if request is None:
+        request = vectors[key] = _new_request(axis, amounts, uncharged)
+    return request
+
+
+def _new_request(axis: ResourceAxis, amounts: dict[str, float], uncharged: bool) -> Vector:
+    request = axis.vector(amounts)
+    if uncharged:
+        request[GPU] = 0.0  # shared devices are charged through GPU groups (§6)
+    request.flags.writeable = False
+    return request
 
 
 def record_placement(record: PodRecord, br: BindRequest | None, params: SnapshotParams) -> Placement:
