@@ -104,7 +104,7 @@ def test_each_component_writes_through_a_fence_its_elector_holds() -> None:
         assert component.fence.leadership is process.electors[component.name]
 
 
-def test_the_components_of_a_process_share_informers_that_list_first_from_the_servers_cache(
+def test_the_components_of_a_process_share_informers_that_list_first_from_the_servers_cache_and_ahead(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     made: list[dict[str, Any]] = []
@@ -116,4 +116,5 @@ def test_the_components_of_a_process_share_informers_that_list_first_from_the_se
 
     monkeypatch.setattr(components, "Informers", recording)
     components.build(("binder", "podgrouper"), MemoryStore(SystemClock()), SystemClock(), CollectorRegistry())
-    assert made == [{"first_from_cache": True}]  # one set for the process, long-running: client-go's first list
+    # one set for the process, long-running: client-go's first list, and the pods' list beside the others'
+    assert made == [{"first_from_cache": True, "lists_ahead": True}]

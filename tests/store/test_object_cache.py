@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.store import cache as cache_module
-from kai_scheduler.store.cache import OPTIONAL_RETRY, ObjectCache
-from kai_scheduler.store.interface import JSON, NotFound
+from kai_scheduler.store.cache import OPTIONAL_RETRY, SCHEDULER_RESOURCES, ObjectCache
+from kai_scheduler.store.informer import Informers
+from kai_scheduler.store.interface import JSON, NotFound, StoreError
 from kai_scheduler.store.keys import object_key
 from kai_scheduler.store.memory import MemoryStore
 from tests import builders as b
@@ -128,3 +130,67 @@ def test_dra_kinds_the_cluster_does_not_serve_read_as_empty_and_are_asked_again_
     cache.sync()
     cache.sync()
     assert [c.name for c in cache.objects("deviceclasses")] == ["gpu.nvidia.com"]
+
+
+class _SlowPods(MemoryStore):
+    """A server that takes its time over the pods' list: it answers once the queues were asked for (or, if they
+    never are while it waits, after `patience` seconds), and says which happened."""
+
+    patience = 5.0
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.queues_asked = threading.Event()
+        self.pods_waited_for_queues: bool | None = None
+        self.pod_lists = 0
+        self.fail_pods = 0  # pod lists to refuse first
+
+    def list(
+        self, resource: str, namespace: str | None = None, selector: Any = None, **kw: Any
+    ) -> tuple[list[JSON], str]:
+        if resource == "queues":
+            self.queues_asked.set()
+        if resource == "pods":
+            self.pod_lists += 1
+            if self.fail_pods:
+                self.fail_pods -= 1
+                raise StoreError("connection refused")
+            self.pods_waited_for_queues = self.queues_asked.wait(self.patience)
+        return super().list(resource, namespace, selector, **kw)
+
+
+def slow_pods_cluster() -> _SlowPods:
+    store = _SlowPods(ManualClock(b.NOW))
+    store.add_many([b.node("n1"), b.queue("q"), b.pod("p1", node="n1"), b.pod("p2")])
+    return store
+
+
+def test_in_a_component_process_the_pods_are_listed_while_the_other_first_lists_are_made() -> None:
+    store = slow_pods_cluster()
+    cache = ObjectCache(store, SCHEDULER_RESOURCES, informers=Informers(store, lists_ahead=True))
+    cache.sync()
+    assert store.pods_waited_for_queues is True  # the queues were listed while the pods' list ran
+    assert [p.name for p in cache.objects("pods")] == ["p1", "p2"]
+    assert [q.name for q in cache.objects("queues")] == ["q"]
+    assert store.pod_lists == 1
+    store.delete("pods", "p2", b.NAMESPACE)
+    cache.sync()  # the watch from here, as before
+    assert [p.name for p in cache.objects("pods")] == ["p1"] and store.pod_lists == 1
+
+
+def test_without_lists_ahead_the_first_lists_are_made_one_by_one_in_order() -> None:
+    store = slow_pods_cluster()
+    store.patience = 0.2
+    ObjectCache(store, SCHEDULER_RESOURCES).sync()
+    assert store.pods_waited_for_queues is False
+
+
+def test_a_pods_list_ahead_that_fails_is_made_again_by_the_sync_which_meets_its_error() -> None:
+    store = slow_pods_cluster()
+    store.fail_pods = 2
+    cache = ObjectCache(store, SCHEDULER_RESOURCES, informers=Informers(store, lists_ahead=True))
+    with pytest.raises(StoreError):
+        cache.sync()  # the thread's list failed, then the sync's own
+    assert store.pod_lists == 2
+    cache.sync()
+    assert [p.name for p in cache.objects("pods")] == ["p1", "p2"] and store.pod_lists == 3

@@ -396,7 +396,7 @@ def build(
     if unknown:
         raise UserError(f"unknown component {sorted(unknown)[0]!r}; known: {', '.join(known)}")
     grouper_options = grouper_options or GrouperOptions()
-    informers = Informers(store, first_from_cache=True)
+    informers = Informers(store, first_from_cache=True, lists_ahead=True)
     builders: dict[str, Callable[[Fenced], Component]] = {
         "scheduler": lambda s: scheduler(s, scheduler_options or SchedulerOptions(), registry, clock, informers),
         "binder": lambda s: binder(s, binder_options or BinderOptions(), clock, registry, informers),

@@ -39,6 +39,11 @@ SCHEDULER_RESOURCES = (
 # NotFound reads as empty, and is asked again every OPTIONAL_RETRY syncs.
 OPTIONAL_RESOURCES = frozenset(DRA_RESOURCES)
 OPTIONAL_RETRY = 60
+# The resource whose first LIST runs on a thread of its own while the others are listed and parsed (where the
+# informers allow it): the pods, by far the largest. The API server encodes a list whole before it sends a byte
+# (about 10 s for 140,000 pods from its watch cache), and the other lists fit in that wait. One only: two lists
+# receiving at once contend for the interpreter's lock on every chunk libcurl hands over (bench/README.md).
+LISTED_AHEAD = "pods"
 LOG_FLOOR = 4096  # entries an informer's change log keeps at least (see `_logged`)
 
 
@@ -99,6 +104,7 @@ class ObjectCache:
         self._keep = dict(keep or {})
         self._remember = frozenset(remember_dropped)
         shared = informers if informers is not None else Informers(store)
+        self._lists_ahead = shared.lists_ahead
         self._informers: dict[str, _Typed[Any]] = {}
         for resource in resources:
             kind = RESOURCES[resource].kind
@@ -106,33 +112,49 @@ class ObjectCache:
         self.reported: set[tuple[str, str, str]] = set()
 
     def sync(self) -> None:
-        """Take in what every informer brought since the last sync (after a relist, the whole resource again)."""
+        """Take in what every informer brought since the last sync (after a relist, the whole resource again).
+        The first sync may list `LISTED_AHEAD` on a thread while it lists the rest; it is then taken last."""
+        ahead = self._list_ahead()
         for informer in self._informers.values():
-            if informer.unserved:
-                informer.unserved -= 1
-                continue
-            try:
-                batch = informer.subscription.take()
-            except NotFound:
-                if informer.resource not in OPTIONAL_RESOURCES:
-                    raise
-                log.info("resource not served by the cluster; taken as empty", extra={"resource": informer.resource})
-                informer.unserved = OPTIONAL_RETRY
-                continue
-            if batch.relisted:
-                self._relist(informer, batch.changes)
-            else:
-                for key, obj in batch.changes:
-                    if obj is None:
-                        _logged(informer, key)
-                        informer.items.pop(key, None)
-                        informer.bad.pop(key, None)
-                        informer.dropped.pop(key, None)
-                        informer.changed.add(key)
-                        informer.gone.add(key)
-                    else:
-                        self._put(informer, key, obj)
-            informer.version = batch.version
+            if informer is not ahead:
+                self._sync_one(informer)
+        if ahead is not None:
+            self._sync_one(ahead)  # waits for its LIST to end
+
+    def _list_ahead(self) -> _Typed[Any] | None:
+        informer = self._informers.get(LISTED_AHEAD)
+        if not self._lists_ahead or informer is None or informer.listed or len(self._informers) == 1:
+            return None
+        informer.subscription.informer.list_ahead()
+        return informer
+
+    def _sync_one(self, informer: _Typed[Any]) -> None:
+        """Take in what one informer brought since the last sync."""
+        if informer.unserved:
+            informer.unserved -= 1
+            return
+        try:
+            batch = informer.subscription.take()
+        except NotFound:
+            if informer.resource not in OPTIONAL_RESOURCES:
+                raise
+            log.info("resource not served by the cluster; taken as empty", extra={"resource": informer.resource})
+            informer.unserved = OPTIONAL_RETRY
+            return
+        if batch.relisted:
+            self._relist(informer, batch.changes)
+        else:
+            for key, obj in batch.changes:
+                if obj is None:
+                    _logged(informer, key)
+                    informer.items.pop(key, None)
+                    informer.bad.pop(key, None)
+                    informer.dropped.pop(key, None)
+                    informer.changed.add(key)
+                    informer.gone.add(key)
+                else:
+                    self._put(informer, key, obj)
+        informer.version = batch.version
 
     def _relist(self, informer: _Typed[Any], objects: list[Change]) -> None:
         with collector.paused():  # parsing a large list allocates many objects that all stay alive

@@ -8,7 +8,9 @@ told what changed since it last looked (client-go's SharedInformer and SharedInf
   `keys.object_key`, with named indexes (`add_index`, `index`).
 - Syncing is pulled: the consumer that asks drains what the store has, under the informer's lock, and every
   subscription gets its share. A single-threaded run (the tests, the simulator) stays deterministic, and with one
-  informer per resource a `KubeStore` keeps one watch stream per resource however many components read it.
+  informer per resource a `KubeStore` keeps one watch stream per resource however many components read it. One
+  exception, in a component process (`Informers(lists_ahead=True)`): a consumer with several first lists to make
+  may start one of them on a thread of its own (`list_ahead`) and make the others while it runs.
 - `Subscription`: one consumer's changes since its last `take`, one entry per key: a key changed many times in
   between is handed over once, as it is now, after a deletion if it was deleted meanwhile, with the object as that
   consumer last saw it (`Batch.before`, client-go's old object of an update; after a relist too), so a consumer
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kai_scheduler.store import collector
-from kai_scheduler.store.interface import JSON, ClusterStore, Gone, Selector, WatchEvent
+from kai_scheduler.store.interface import JSON, ClusterStore, Gone, Selector, StoreError, WatchEvent
 from kai_scheduler.store.keys import object_key
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ class Informer:
         self._index_funcs: dict[str, IndexFunc] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {}
         self._filed: dict[str, dict[str, tuple[str, ...]]] = {}  # index → key → the values it is filed under
+        self._ahead: threading.Thread | None = None  # the first LIST under way on a thread (`list_ahead`)
+        self._ahead_lock = threading.Lock()
 
     def subscribe(self) -> Subscription:
         """A new consumer: its first `take` hands over every object."""
@@ -103,6 +107,24 @@ class Informer:
             except Gone:
                 log.info("watch expired, relisting", extra={"resource": self.resource})
                 self._relist()
+
+    def list_ahead(self) -> None:
+        """Start the first LIST on a thread of its own and return; nothing once listed or while that LIST runs. A
+        consumer's `take` then waits for it. A LIST that fails is left to the next `sync`, which lists again and
+        meets the error itself."""
+        with self._ahead_lock:
+            if self.listed or (self._ahead is not None and self._ahead.is_alive()):
+                return
+            self._ahead = threading.Thread(target=self._first_list, name=f"kai-list-{self.resource}", daemon=True)
+            self._ahead.start()
+
+    def _first_list(self) -> None:
+        try:
+            self.sync()
+        except StoreError as err:
+            log.info(
+                "list ahead failed; the next sync lists again", extra={"resource": self.resource, "error": str(err)}
+            )
 
     def relist_next(self) -> None:
         """Have the next `sync` LIST again instead of following the watch (every subscription then takes the whole
@@ -263,12 +285,15 @@ class Subscription:
 class Informers:
     """The shared informers of one store (client-go's SharedInformerFactory): one per resource and label selector."""
 
-    def __init__(self, store: ClusterStore, *, first_from_cache: bool = False) -> None:
+    def __init__(self, store: ClusterStore, *, first_from_cache: bool = False, lists_ahead: bool = False) -> None:
         """`first_from_cache`: each informer's first LIST may come from the API server's watch cache, behind the
         latest write, as client-go's reflector lists: for long-running components, whose watch brings the rest.
-        A one-shot reader (`kai explain`) must see what was written before it started, and lists consistently."""
+        A one-shot reader (`kai explain`) must see what was written before it started, and lists consistently.
+        `lists_ahead`: a consumer with several first lists to make may start one on a thread (`list_ahead`), for
+        a store whose lists wait on a server; a run in memory stays on one thread."""
         self.store = store
         self.first_from_cache = first_from_cache
+        self.lists_ahead = lists_ahead
         self._lock = threading.Lock()
         self._informers: dict[tuple[str, Selector], Informer] = {}
 
