@@ -23,8 +23,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from ab_cold import base_src  # noqa: E402
-from bench_fill import ControlPlane  # noqa: E402
-from bench_scale_real import Bench, cold_start, node_prefix, pool_objects  # noqa: E402
+from bench_scale_real import Bench, cold_start, loaded_cluster  # noqa: E402
 
 FIGURES = ("wall", "cpu", "server_cpu")
 
@@ -48,22 +47,13 @@ def restart(bench: Bench, name: str, pythonpath: str) -> dict[str, Any]:
 def run(base: str, nodes: int, rounds: int, workdir: Path) -> dict[str, list[dict[str, Any]]]:
     trees = {"base": str(base_src(base, workdir / "base")), "this tree": ""}
     results: dict[str, list[dict[str, Any]]] = {tree: [] for tree in trees}
-    with ControlPlane(workdir / "kube") as plane:
-        bench = Bench(plane, workdir)
-        try:
-            bench.install()
-            bench.start_nodes(nodes, "")
-            bench.nodes_ready(nodes, [f"fake-nodes-{node_prefix('')}"])
-            print(f"{nodes} nodes Ready; loading", flush=True)
-            bench.load(pool_objects(nodes, ""))
-            for r in range(rounds):
-                order = list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]
-                for tree, path in order:
-                    figures = restart(bench, f"scheduler-{r}-{'base' if path else 'tree'}", path)
-                    results[tree].append(figures)
-                    print(f"round {r + 1} {tree}: {figures} load {os.getloadavg()[0]:.1f}", flush=True)
-        finally:
-            bench.close()
+    with loaded_cluster(nodes, workdir) as bench:
+        for r in range(rounds):
+            order = list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]
+            for tree, path in order:
+                figures = restart(bench, f"scheduler-{r}-{'base' if path else 'tree'}", path)
+                results[tree].append(figures)
+                print(f"round {r + 1} {tree}: {figures} load {os.getloadavg()[0]:.1f}", flush=True)
     return results
 
 

@@ -63,25 +63,15 @@ def measure(bench: Any, ahead: bool) -> dict[str, float]:
 
 
 def run(nodes: int, rounds: int, workdir: Path) -> dict[str, list[dict[str, float]]]:
-    from bench_fill import ControlPlane
-    from bench_scale_real import Bench, node_prefix, pool_objects
+    from bench_scale_real import loaded_cluster
 
     results: dict[str, list[dict[str, float]]] = {form: [] for form in FORMS}
-    with ControlPlane(workdir / "kube") as plane:
-        bench = Bench(plane, workdir)
-        try:
-            bench.install()
-            bench.start_nodes(nodes, "")
-            bench.nodes_ready(nodes, [f"fake-nodes-{node_prefix('')}"])
-            print(f"{nodes} nodes Ready; loading", flush=True)
-            bench.load(pool_objects(nodes, ""))
-            for r in range(rounds):
-                order = list(FORMS.items()) if r % 2 == 0 else list(FORMS.items())[::-1]
-                for form, ahead in order:
-                    results[form].append(measure(bench, ahead))
-                    print(f"round {r + 1} {form}: {results[form][-1]} load {os.getloadavg()[0]:.1f}", flush=True)
-        finally:
-            bench.close()
+    with loaded_cluster(nodes, workdir) as bench:
+        for r in range(rounds):
+            order = list(FORMS.items()) if r % 2 == 0 else list(FORMS.items())[::-1]
+            for form, ahead in order:
+                results[form].append(measure(bench, ahead))
+                print(f"round {r + 1} {form}: {results[form][-1]} load {os.getloadavg()[0]:.1f}", flush=True)
     return results
 
 

@@ -40,8 +40,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -381,6 +381,23 @@ def bound_once_in_pool(bench: Bench, batches: list[str]) -> list[str]:
 
 
 # --- the runs ---------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def loaded_cluster(nodes: int, workdir: Path) -> Iterator[Bench]:
+    """A fresh control plane with one pool of `nodes` fake nodes Ready (their kubelets then stopped) and the rest of
+    the cluster loaded, for the scripts that measure one step of this benchmark again and again."""
+    with ControlPlane(workdir / "kube") as plane:
+        bench = Bench(plane, workdir)
+        try:
+            bench.install()
+            bench.start_nodes(nodes, "")
+            bench.nodes_ready(nodes, [f"fake-nodes-{node_prefix('')}"])
+            _say(f"{nodes} nodes Ready; loading")
+            bench.load(pool_objects(nodes, ""))
+            yield bench
+        finally:
+            bench.close()
 
 
 def run(nodes: int, workdir: Path, pools: list[str]) -> JSON:
