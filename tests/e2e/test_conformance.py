@@ -305,6 +305,35 @@ def test_gpu_sharing_the_gpu_memory_pod(clean: Cluster) -> None:
     assert (memory.get("annotations") or {}).get("gpu-memory") == "2000", memory
 
 
+def _sharing_state(cluster: Cluster) -> str:
+    """What a GPU-sharing wait that timed out leaves to read: the pods, PodGroups and BindRequests of the test's
+    namespace (owners by UID) and the reservation pods."""
+
+    def owners(obj: JSON) -> list[str]:
+        return [str(o.get("uid", "")) for o in obj["metadata"].get("ownerReferences") or []]
+
+    lines = []
+    for p in cluster.store.list("pods", NAMESPACE)[0]:
+        meta = p["metadata"]
+        lines.append(
+            f"pod {meta['name']} uid={meta.get('uid')} node={p['spec'].get('nodeName', '')} "
+            f"phase={(p.get('status') or {}).get('phase')} annotations={meta.get('annotations')} "
+            f"labels={meta.get('labels')}"
+        )
+    for g in cluster.store.list("podgroups", NAMESPACE)[0]:
+        lines.append(f"podgroup {g['metadata']['name']} owners={owners(g)} status={g.get('status')}")
+    for b in cluster.store.list("bindrequests", NAMESPACE)[0]:
+        lines.append(
+            f"bindrequest {b['metadata']['name']} owners={owners(b)} spec={b.get('spec')} status={b.get('status')}"
+        )
+    for r in cluster.store.list("pods", RESERVATION_NAMESPACE)[0]:
+        lines.append(
+            f"reservation {r['metadata']['name']} node={r['spec'].get('nodeName', '')} "
+            f"labels={r['metadata'].get('labels')}"
+        )
+    return "\n".join(lines)
+
+
 def test_gpu_sharing_the_gpu_memory_pod_applied_after_deleting_the_fraction_pod_of_the_same_name(
     clean: Cluster,
 ) -> None:
@@ -317,7 +346,12 @@ def test_gpu_sharing_the_gpu_memory_pod_applied_after_deleting_the_fraction_pod_
     clean.store.delete("pods", "gpu-sharing", NAMESPACE, grace_period_seconds=0)
     clean.wait("the half-GPU pod gone", lambda: not _named(clean, "gpu-sharing"))
     _apply(clean, _doc(docs, "Pod", "gpu-sharing", 1))
-    clean.wait("the GPU-memory pod bound", lambda: len(_bound(clean, _named(clean, "gpu-sharing"))) == 1, timeout=20)
+    clean.wait(
+        "the GPU-memory pod bound",
+        lambda: len(_bound(clean, _named(clean, "gpu-sharing"))) == 1,
+        timeout=20,
+        explain=lambda: _sharing_state(clean),
+    )
     again = clean.store.get("pods", "gpu-sharing", NAMESPACE)["metadata"]
     request = clean.store.get("bindrequests", "gpu-sharing", NAMESPACE)
     assert [o["uid"] for o in request["metadata"]["ownerReferences"]] == [again["uid"]], request["metadata"]
