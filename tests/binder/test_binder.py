@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder.binder import Binder
 from kai_scheduler.store.interface import StoreError
@@ -474,3 +475,20 @@ def test_a_request_of_an_earlier_pod_of_the_same_name_is_dropped_without_binding
     clock.advance(60)
     assert binder.reconcile().bound == []
     assert store.binds == ["earlier-uid"]  # tried once
+
+
+def test_a_status_written_late_never_lands_on_a_newer_request_of_the_same_name() -> None:
+    """The pod deleted and made again under its name: the scheduler puts its new request in place of the first
+    (the same name) while the binder's write of the first's status is still to go. That write must not mark the
+    new request Succeeded (its pod would never be bound), nor fail for a request of the same object changed."""
+    store, _, binder = _cluster(b.node("n1"), b.pod("p"), b.bind_request("p", "n1"))
+    first = BindRequest.from_dict(store.get("bindrequests", "p", b.NAMESPACE))
+    store.delete("bindrequests", "p", b.NAMESPACE)
+    store.create(b.bind_request("p", "n1"))
+    binder._status(first, "Succeeded", "", 0)
+    assert _status(store) == {}  # the newer request is untouched
+
+    current = BindRequest.from_dict(store.get("bindrequests", "p", b.NAMESPACE))
+    store.patch("bindrequests", "p", b.NAMESPACE, {"metadata": {"labels": {"changed": "yes"}}})  # a newer version
+    binder._status(current, "Succeeded", "", 0)  # read again on the Conflict: still this request, written
+    assert _status(store)["phase"] == "Succeeded"

@@ -312,7 +312,13 @@ class Binder:
         # limit, is retried after the backoff like any other.
         failed = status.get("phase") != "Failed" or status.get("reason") != message
         if failed:
-            self._write_status(namespace, name, {"phase": "Failed", "reason": message, "failedAttempts": attempts + 1})
+            self._write_status(
+                namespace,
+                name,
+                {"phase": "Failed", "reason": message, "failedAttempts": attempts + 1},
+                str(meta.get("uid") or ""),
+                str(meta.get("resourceVersion") or ""),
+            )
         if self.events:
             self._refused_event(namespace, name, meta, pod, message)
         return failed
@@ -358,16 +364,50 @@ class Binder:
 
     def _status(self, br: BindRequest, phase: str, reason: str, attempts: int) -> None:
         self._write_status(
-            br.meta.namespace, br.meta.name, {"phase": phase, "reason": reason, "failedAttempts": attempts}
+            br.meta.namespace,
+            br.meta.name,
+            {"phase": phase, "reason": reason, "failedAttempts": attempts},
+            br.meta.uid,
+            br.meta.resource_version,
         )
 
-    def _write_status(self, namespace: str, name: str, status: JSON) -> None:
-        try:
-            self.store.patch("bindrequests", name, namespace, {"status": status}, "status")
-        except NotFound:
-            pass  # deleted meanwhile: nothing left to tell
-        except StoreError as err:
-            log.warning(f"BindRequest status not written: {err}", extra={"reason": err.reason})
+    def _write_status(self, namespace: str, name: str, status: JSON, uid: str, version: str) -> None:
+        """Write the status of the request of `uid`, never of a newer one of the same name (its pod deleted and made
+        again, the scheduler's request put in place of this one while this write waited): the version the binder
+        read is the write's precondition (the status subresource ignores a uid in the patch), and on a Conflict
+        the request is read again and written only if it is still the same object."""
+        for _ in range(2):
+            body: JSON = {"status": status}
+            if version:
+                body["metadata"] = {"resourceVersion": version}
+            try:
+                self.store.patch("bindrequests", name, namespace, body, "status")
+                return
+            except NotFound:
+                return  # deleted meanwhile: nothing left to tell
+            except Conflict:
+                try:
+                    current = self.store.get("bindrequests", name, namespace)
+                except NotFound:
+                    return
+                except StoreError as err:
+                    log.warning(f"BindRequest status not written: {err}", extra={"reason": err.reason})
+                    return
+                meta = current.get("metadata") or {}
+                if uid and meta.get("uid") != uid:
+                    log.info(
+                        "BindRequest replaced by a newer one of the same name; the status of the earlier not written",
+                        extra={"bindrequest": f"{namespace}/{name}", "status": status.get("phase")},
+                    )
+                    return
+                version = str(meta.get("resourceVersion") or "")
+            except StoreError as err:
+                log.warning(f"BindRequest status not written: {err}", extra={"reason": err.reason})
+                return
+        log.warning(
+            "BindRequest status not written: it changed twice while being written",
+            extra={"bindrequest": f"{namespace}/{name}"},
+        )
 
 
 def _section(raw: JSON, name: str) -> JSON:
