@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.binder.binder import Binder
@@ -475,6 +476,28 @@ def test_a_request_of_an_earlier_pod_of_the_same_name_is_dropped_without_binding
     clock.advance(60)
     assert binder.reconcile().bound == []
     assert store.binds == ["earlier-uid"]  # tried once
+
+
+def test_the_bind_annotations_of_an_earlier_pod_of_the_same_name_are_not_written_on_the_new_pod(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A MIG request's annotations go out without the pod being read first: the patch names the request's pod's
+    uid, the server refuses it for the new pod, and the request is dropped as when the binding is refused."""
+    clock = ManualClock(b.NOW)
+    store = _CountingBinds(clock)
+    request = _of_pod(b.bind_request("p", "n1", backoff_limit=3), "earlier-uid")
+    request["spec"]["receivedResourceType"] = "MigInstance"
+    request["metadata"]["annotations"] = {mig.ANNOTATION_INSTANCES: "0:1g.10gb"}
+    store.add_many([b.node("n1"), b.pod("p"), request])
+    binder = Binder(store, clock)
+    with caplog.at_level("INFO", logger="kai_scheduler.binder.binder"):
+        outcome = binder.reconcile()
+    assert outcome.bound == [] and outcome.failed == []
+    pod = store.get("pods", "p", b.NAMESPACE)
+    assert constants.ANNOTATION_RECEIVED_RESOURCE_TYPE not in (pod["metadata"].get("annotations") or {})
+    assert "status" not in store.get("bindrequests", "p", b.NAMESPACE)
+    assert "pod ns/p was deleted and made again under its name" in caplog.text
+    assert store.binds == []
 
 
 def test_a_status_written_late_never_lands_on_a_newer_request_of_the_same_name() -> None:

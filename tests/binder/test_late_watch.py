@@ -73,9 +73,9 @@ class LateView:
             raise StoreError(f"bind pod {namespace}/{pod_name}: etcdserver: request timed out")
         self.memory.bind(namespace, pod_name, node_name, uid)
 
-    def evict(self, namespace: str, pod_name: str) -> None:
+    def evict(self, namespace: str, pod_name: str, uid: str = "") -> None:
         self.requests.append(("evict", "pods"))
-        self.memory.evict(namespace, pod_name)
+        self.memory.evict(namespace, pod_name, uid)
 
 
 def _gpus_on(memory: MemoryStore, node: str) -> int:

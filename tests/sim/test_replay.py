@@ -137,8 +137,8 @@ def test_a_bare_pod_is_not_recreated() -> None:
 def _evict_train(run_: replay.Replay):  # type: ignore[no-untyped-def]
     original = run_.store.evict
 
-    def evict(namespace: str, name: str) -> None:
-        original(namespace, "train-0")
+    def evict(namespace: str, name: str, uid: str = "") -> None:
+        original(namespace, "train-0")  # whichever pod was named, and so whatever its uid
 
     return evict
 

@@ -115,9 +115,11 @@ _FROM_STORE: list[tuple[type[StoreError], int, str]] = [
 
 
 def http_error(err: StoreError) -> HttpError:
+    """The Status the API server answers for the store's error, with the field causes of an Invalid."""
     for cls, code, reason in _FROM_STORE:
         if isinstance(err, cls):
-            return HttpError(code, reason, str(err))
+            causes = [{"reason": "FieldValueInvalid", "field": f, "message": m} for f, m in err.causes]
+            return HttpError(code, reason, str(err), {"causes": causes} if causes else None)
     return HttpError(500, "InternalError", str(err))
 
 
@@ -739,7 +741,8 @@ def _pod_subresource(mock: MockApiServer, where: Route, sub: str, doc: JSON) -> 
             "Cannot evict pod as it would violate the pod's disruption budget.",
             {"causes": [{"reason": "DisruptionBudget", "type": "DisruptionBudget", "message": blocked}]},
         )
-    mock.state.memory.evict(namespace, where.name)
+    preconditions = (doc.get("deleteOptions") or {}).get("preconditions") or {}
+    mock.state.memory.evict(namespace, where.name, str(preconditions.get("uid") or ""))
     return _success()
 
 

@@ -25,6 +25,7 @@ from kai_scheduler.store.interface import (
     NotFound,
     Selector,
     StoreError,
+    replaced,
 )
 from kai_scheduler.store.memory import MemoryStore
 from kai_scheduler.store.merge_patch import merge_patch, strategic_merge_patch
@@ -362,11 +363,51 @@ def test_status_patch_touches_only_status_and_object_patch_ignores_status(store:
     assert got["metadata"]["labels"] == {"x": "y"}
 
 
-def test_patch_cannot_change_identity(store: ClusterStore) -> None:
-    created = store.create(podgroup("pg"))
-    got = store.patch("podgroups", "pg", "team-a", {"metadata": {"uid": "forged", "name": "other"}})
-    assert got["metadata"]["uid"] == created["metadata"]["uid"]
+def test_patch_cannot_change_the_name(store: ClusterStore) -> None:
+    store.create(podgroup("pg"))
+    got = store.patch("podgroups", "pg", "team-a", {"metadata": {"name": "other"}})
     assert got["metadata"]["name"] == "pg"
+
+
+@pytest.mark.parametrize(
+    ("resource", "name", "subresource"),
+    [("podgroups", "pg", ""), ("pods", "p", ""), ("pods", "p", "status")],
+)
+def test_a_patch_naming_another_uid_is_refused_as_the_object_replaced(
+    store: ClusterStore, resource: str, name: str, subresource: str
+) -> None:
+    """The API server validates a patched `metadata.uid` as immutable (kube-apiserver v1.32 answers 422 with the
+    field as its cause, for a custom resource, a pod, and a pod's status): a writer that names the uid it read
+    writes to that object only, never to a newer one of the same name."""
+    created = store.create(podgroup(name) if resource == "podgroups" else pod(name))
+    with pytest.raises(Invalid) as refused:
+        store.patch(resource, name, "team-a", {"metadata": {"uid": "older", "labels": {"x": "y"}}}, subresource)
+    assert replaced(refused.value)
+    assert [field for field, _ in refused.value.causes] == ["metadata.uid"]
+    assert store.get(resource, name, "team-a")["metadata"].get("labels") == created["metadata"].get("labels")
+    uid = created["metadata"]["uid"]
+    got = store.patch(resource, name, "team-a", {"metadata": {"uid": uid, "labels": {"x": "y"}}})
+    assert got["metadata"]["labels"] == {"x": "y"}
+
+
+def test_a_custom_resources_status_patch_ignores_the_uid(store: ClusterStore) -> None:
+    """As the API server does (tried on v1.32): a CRD's status subresource keeps the stored metadata whole."""
+    created = store.create(podgroup("pg"))
+    got = store.patch(
+        "podgroups", "pg", "team-a", {"metadata": {"uid": "older"}, "status": {"phase": "Running"}}, "status"
+    )
+    assert got["metadata"]["uid"] == created["metadata"]["uid"]
+    assert got["status"] == {"phase": "Running"}
+
+
+def test_an_eviction_naming_another_uid_is_refused(store: ClusterStore) -> None:
+    created = bound_pod(store)
+    with pytest.raises(Conflict) as refused:
+        store.evict("team-a", "p", "older")
+    assert replaced(refused.value)
+    assert store.get("pods", "p", "team-a")["metadata"].get("deletionTimestamp") is None
+    store.evict("team-a", "p", created["metadata"]["uid"])
+    assert store.get("pods", "p", "team-a")["metadata"].get("deletionTimestamp") is not None
 
 
 def test_patch_with_a_stale_version_is_a_conflict(store: ClusterStore) -> None:

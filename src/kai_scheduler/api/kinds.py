@@ -7,6 +7,7 @@ them) and scenario files default the namespace of a namespaced kind from them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from kai_scheduler.api import constants
 
@@ -30,6 +31,26 @@ class Resource:
     def path_name(self) -> str:
         """The resource name in API paths ("mpijobs" for the key "mpijobs.v1")."""
         return self.plural.partition(".")[0]
+
+    @property
+    def builtin(self) -> bool:
+        """Whether Kubernetes itself serves the kind (a custom resource's is served from its CRD, and some of the
+        API server's checks differ: a status patch of one ignores `metadata`)."""
+        return self.api_version.rpartition("/")[0] in _KUBERNETES_GROUPS
+
+
+_KUBERNETES_GROUPS: Final = frozenset(
+    (
+        "",
+        "apps",
+        "batch",
+        "policy",
+        "admissionregistration.k8s.io",
+        "coordination.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+    )
+)
 
 
 RESOURCES: dict[str, Resource] = {

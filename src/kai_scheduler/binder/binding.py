@@ -5,7 +5,8 @@
    and the plugins' pre-bind steps run on it in the configured order (`plugins.config`). For the others nothing is
    read: the binding answers NotFound (pod gone) or Conflict (already bound) itself, one request less.
 2. The bind annotations, one patch of the pod when there is anything to write: the labels and annotations the
-   pre-bind steps asked for, and a MIG pod's resource type and instances.
+   pre-bind steps asked for, and a MIG pod's resource type and instances. The patch names the request's pod's uid,
+   so a pod made again under its name gets none of them (a Conflict, as from the binding).
 3. The binding, with the uid of the request's pod. If a later pre-bind step, the patch or the binding fails, what
    the pre-bind steps reserved is taken back (KAI's Rollback) and the error goes on to the binder, which records
    the failure; a step that waits (`PreBindPending`) leaves the earlier steps' work for the next pass. A
@@ -25,7 +26,16 @@ from collections.abc import Sequence
 from kai_scheduler.api import constants, mig
 from kai_scheduler.api.bindrequest import BindRequest
 from kai_scheduler.binder.plugins.interface import BindingState, Plugin, PreBindFailed, PreBindPending
-from kai_scheduler.store.interface import JSON, ClusterStore, Conflict, NotFound, StoreError, may_have_been_done
+from kai_scheduler.store import interface as store_interface
+from kai_scheduler.store.interface import (
+    JSON,
+    ClusterStore,
+    Conflict,
+    Invalid,
+    NotFound,
+    StoreError,
+    may_have_been_done,
+)
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +117,16 @@ class Binding:
             meta["labels"] = labels
         if annotations:
             meta["annotations"] = annotations
-        if meta:
+        if not meta:
+            return
+        if br.pod_uid:  # to the request's pod only: the API server refuses the uid for a newer pod of the name
+            meta["uid"] = br.pod_uid
+        try:
             self.store.patch("pods", br.pod_name, br.meta.namespace, {"metadata": meta})
+        except Invalid as err:
+            if store_interface.replaced(err):  # as the binding's own uid precondition answers it
+                raise Conflict(f"pod {br.meta.namespace}/{br.pod_name} is not the request's pod: {err}") from err
+            raise
 
 
 def take_back(state: BindingState | None) -> None:

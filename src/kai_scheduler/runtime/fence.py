@@ -94,8 +94,8 @@ class Fenced:
     def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         self._write(f"bind pod {namespace}/{pod_name}", lambda: self.store.bind(namespace, pod_name, node_name, uid))
 
-    def evict(self, namespace: str, pod_name: str) -> None:
-        self._write(f"evict pod {namespace}/{pod_name}", lambda: self.store.evict(namespace, pod_name))
+    def evict(self, namespace: str, pod_name: str, uid: str = "") -> None:
+        self._write(f"evict pod {namespace}/{pod_name}", lambda: self.store.evict(namespace, pod_name, uid))
 
 
 def _name(obj: JSON) -> str:

@@ -28,6 +28,7 @@ from kai_scheduler.api.bindrequest import ClaimAllocation
 from kai_scheduler.api.clock import Clock, SystemClock
 from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.fields import format_time, parse_time
+from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.pod import Pod
 from kai_scheduler.api.podgroup import SchedulingCondition, fit_message
 from kai_scheduler.cluster.job_info import JobInfo
@@ -35,7 +36,14 @@ from kai_scheduler.cluster.pod_info import PodInfo
 from kai_scheduler.framework.points import Reject
 from kai_scheduler.framework.statement import Op, Operation
 from kai_scheduler.store import events
-from kai_scheduler.store.interface import JSON, AlreadyExists, ClusterStore, StoreError, may_have_been_done
+from kai_scheduler.store.interface import (
+    JSON,
+    AlreadyExists,
+    ClusterStore,
+    StoreError,
+    may_have_been_done,
+    replaced,
+)
 from kai_scheduler.store.writers import Writers
 
 log = logging.getLogger(__name__)
@@ -85,10 +93,15 @@ class Committer:
         self._writers.map(write, items)
 
     def _try(self, what: str, write: Callable[[], object]) -> bool:
-        """Whether the write was made; a refused one is a warning line and one of the cycle's `errors`."""
+        """Whether the write was made; a refused one is a warning line and one of the cycle's `errors`, except
+        one refused because it named its object by uid and the object was deleted and made again under its
+        name: the write was for the one gone, and the new one is left alone (an info line)."""
         try:
             write()
         except StoreError as err:
+            if replaced(err):
+                log.info("not written: its object was deleted and made again under its name", extra={"what": what})
+                return False
             self.errors.append(f"{what}: {err.reason}: {err}")
             log.warning(f"write failed: {err}", extra={"what": what, "reason": err.reason})
             return False
@@ -168,7 +181,7 @@ class Committer:
         self._try(
             f"nominate node on pod {task.key}",
             lambda: self.store.patch(
-                "pods", task.name, task.namespace, {"status": {"nominatedNodeName": node}}, "status"
+                "pods", task.name, task.namespace, _of(task.pod.meta, {"status": {"nominatedNodeName": node}}), "status"
             ),
         )
 
@@ -204,10 +217,15 @@ class Committer:
             self._try(
                 f"condition on pod {task.key}",
                 lambda: self.store.patch(
-                    "pods", task.name, task.namespace, {"status": {"conditions": [condition]}}, "status", strategic=True
+                    "pods",
+                    task.name,
+                    task.namespace,
+                    _of(task.pod.meta, {"status": {"conditions": [condition]}}),
+                    "status",
+                    strategic=True,
                 ),
             )
-        self._try(f"evict pod {task.key}", lambda: self.store.evict(task.namespace, task.name))
+        self._try(f"evict pod {task.key}", lambda: self.store.evict(task.namespace, task.name, task.pod.meta.uid))
         if why is not None:
             self._event(_pod_ref(task), "Normal", "Evict", why.message)
 
@@ -275,11 +293,11 @@ class Committer:
     def _label_pod(self, task: PodInfo) -> None:
         """Put the node-pool label on a pod this shard placed (KAI's commit does, §8.1): who placed it stays
         readable on the pod, and other shards leave it alone."""
-        patch = {"metadata": {"labels": {self.node_pool_label_key: self.node_pool}}}
+        patch = _of(task.pod.meta, {"metadata": {"labels": {self.node_pool_label_key: self.node_pool}}})
         self._try(f"label pod {task.key}", lambda: self.store.patch("pods", task.name, task.namespace, patch))
 
     def _annotate(self, job: JobInfo, said: dict[str, str | None]) -> None:
-        patch = {"metadata": {"annotations": said}}
+        patch = _of(job.podgroup.meta, {"metadata": {"annotations": said}})
         self._try(f"annotate PodGroup {job.key}", lambda: self.store.patch("podgroups", job.name, job.namespace, patch))
 
     @property
@@ -355,7 +373,12 @@ class Committer:
         self._try(
             f"condition on pod {pod.meta.key}",
             lambda: self.store.patch(
-                "pods", pod.name, pod.namespace, {"status": {"conditions": [condition]}}, "status", strategic=True
+                "pods",
+                pod.name,
+                pod.namespace,
+                _of(pod.meta, {"status": {"conditions": [condition]}}),
+                "status",
+                strategic=True,
             ),
         )
         ref = events.pod_ref(pod.namespace, pod.name, pod.meta.uid or pod.meta.key)
@@ -386,6 +409,16 @@ class Committer:
 
 def _call(write: Callable[[], None]) -> None:
     write()
+
+
+def _of(meta: ObjectMeta, patch: JSON) -> JSON:
+    """`patch` for the object `meta` was read from and no other: its uid in the patch, which the API server refuses
+    when the name has since been given to a new object (`replaced`). The scheduler writes what it decided on the
+    object it read; a pod or PodGroup deleted and made again under its name between the snapshot and the write
+    gets none of it."""
+    if not meta.uid:
+        return patch
+    return {**patch, "metadata": {**patch.get("metadata", {}), "uid": meta.uid}}
 
 
 def _pod_ref(task: PodInfo) -> JSON:

@@ -82,6 +82,15 @@ class Invalid(StoreError):
     reason = "Invalid"
 
 
+def replaced(err: StoreError) -> bool:
+    """Whether `err` refused a write because its object is not the one the writer named by uid: it was deleted
+    and made again under its name. The API server says so as a 422 with a `metadata.uid` cause (a patch naming
+    the old uid) or as a 409 whose message names the uid precondition (a binding, an eviction, an update)."""
+    if isinstance(err, Invalid):
+        return any(field == "metadata.uid" for field, _ in err.causes)
+    return isinstance(err, Conflict) and "uid in" in str(err).lower() and "precondition" in str(err).lower()
+
+
 def may_have_been_done(err: StoreError) -> bool:
     """Whether the write that raised `err` may have been carried out all the same: no answer came (the connection
     broke once the request was out, a timeout, a cut) or the server failed (5xx) when it may have committed it.
@@ -191,7 +200,12 @@ class ClusterStore(Protocol):
 
         `strategic`: a strategic merge patch (built-in kinds only): lists with a merge key (pod and node
         conditions by type, containers by name, …; see `STRATEGIC_MERGE_KEYS`) are merged item by item,
-        where a merge patch would replace the whole list."""
+        where a merge patch would replace the whole list.
+
+        A `metadata.resourceVersion` in the patch is a precondition (Conflict if stale), and so is a
+        `metadata.uid`: Invalid if it is not the object's ("field is immutable", the object was deleted and made
+        again under its name; see `replaced`), except in a custom resource's status patch, where the API server
+        ignores it."""
         ...
 
     def delete(self, resource: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
@@ -204,6 +218,7 @@ class ClusterStore(Protocol):
         `metadata.uid`, a precondition the API server checks."""
         ...
 
-    def evict(self, namespace: str, pod_name: str) -> None:
-        """The Eviction API: delete the pod with its default grace period."""
+    def evict(self, namespace: str, pod_name: str, uid: str = "") -> None:
+        """The Eviction API: delete the pod with its default grace period; Conflict if `uid` is given and is not
+        the pod's (the eviction's `deleteOptions.preconditions.uid`, which the API server checks)."""
         ...

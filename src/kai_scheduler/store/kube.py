@@ -419,9 +419,16 @@ class KubeStore:
             what=f"bind {describe('', RESOURCES['pods'], pod_name, namespace)} to node {node_name}",
         )
 
-    def evict(self, namespace: str, pod_name: str) -> None:
-        """POST a policy/v1 Eviction; the pod's own grace period applies. EvictionBlocked if a PDB refuses."""
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod_name, "namespace": namespace}}
+    def evict(self, namespace: str, pod_name: str, uid: str = "") -> None:
+        """POST a policy/v1 Eviction; the pod's own grace period applies. EvictionBlocked if a PDB refuses;
+        Conflict (409) if `uid` is given and is not the pod's (its `deleteOptions.preconditions.uid`)."""
+        body: JSON = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod_name, "namespace": namespace},
+        }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
         path = object_path(RESOURCES["pods"], pod_name, namespace, "eviction")
         self.transport.call(
             "POST",

@@ -251,7 +251,8 @@ class MemoryStore:
         patch is still object-shaped
         (`{"status": {...}}`, as the API server takes it) and only its status part applies.
 
-        A `metadata.resourceVersion` in the patch is a precondition (Conflict if stale)."""
+        A `metadata.resourceVersion` in the patch is a precondition (Conflict if stale), and so is a `metadata.uid`
+        (Invalid if not the object's), except in a custom resource's status patch (the API server ignores it)."""
         res = resource_named(resource)
         if subresource not in ("", "status"):
             raise Invalid(f"unknown subresource {subresource!r}; want '' or 'status'")
@@ -264,6 +265,8 @@ class MemoryStore:
             key = _key(res, name, namespace)
             stored = self._stored(res.plural, key)
             rules.check_precondition(doc, stored)
+            if res.builtin or not subresource:
+                rules.check_uid(doc, stored)
             merged = strategic_merge_patch(stored, doc) if strategic else merge_patch(stored, doc)
             if subresource:
                 new = rules.with_status(stored, merged.get("status"))
@@ -310,11 +313,19 @@ class MemoryStore:
             bound = {**stored, "spec": {**spec, "nodeName": node_name}, "status": status}
             self._commit("pods", key, bound, "MODIFIED")
 
-    def evict(self, namespace: str, pod_name: str) -> None:
-        """Delete with the pod's own grace period (spec.terminationGracePeriodSeconds, else 30s)."""
+    def evict(self, namespace: str, pod_name: str, uid: str = "") -> None:
+        """Delete with the pod's own grace period (spec.terminationGracePeriodSeconds, else 30s); Conflict if the
+        pod is not of `uid` (when given), as the server's precondition."""
         with self._cond:
             key = (namespace, pod_name)
-            self._delete_pod(key, self._stored("pods", key), None)
+            stored = self._stored("pods", key)
+            actual = (stored.get("metadata") or {}).get("uid")
+            if uid and actual != uid:
+                raise Conflict(
+                    f"cannot evict pod {_show(key)}: the UID in the precondition ({uid}) does not match the UID in "
+                    f"record ({actual}); the object might have been deleted and then recreated"
+                )
+            self._delete_pod(key, stored, None)
 
     def finish_deletion(self, namespace: str, pod_name: str) -> None:
         """Remove a terminating pod: what the kubelet does once its containers stopped.

@@ -54,6 +54,18 @@ def check_precondition(doc: JSON, stored: JSON) -> None:
         raise Conflict(f"{stored['kind']} {name}: resourceVersion {wanted} is stale (stored {have})")
 
 
+def check_uid(doc: JSON, stored: JSON) -> None:
+    """Invalid when a patch names a uid that is not the stored object's, as the API server validates it: a
+    patch cannot change `metadata.uid`, so one naming an older object of the same name is refused."""
+    meta = doc.get("metadata")
+    wanted = meta.get("uid") if isinstance(meta, dict) else None
+    have = stored["metadata"].get("uid")
+    if wanted and wanted != have:
+        err = Invalid(f'{stored["kind"]} "{stored["metadata"]["name"]}" is invalid: metadata.uid: field is immutable')
+        err.causes = (("metadata.uid", "field is immutable"),)
+        raise err
+
+
 def with_status(obj: JSON, status: Any) -> JSON:
     out = {k: v for k, v in obj.items() if k != "status"}
     if status is not None:

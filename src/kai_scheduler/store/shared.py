@@ -55,8 +55,8 @@ class SharedReads:
     def bind(self, namespace: str, pod_name: str, node_name: str, uid: str = "") -> None:
         self.store.bind(namespace, pod_name, node_name, uid)
 
-    def evict(self, namespace: str, pod_name: str) -> None:
-        self.store.evict(namespace, pod_name)
+    def evict(self, namespace: str, pod_name: str, uid: str = "") -> None:
+        self.store.evict(namespace, pod_name, uid)
 
 
 if TYPE_CHECKING:  # the checker rejects SharedReads the day it drifts from the interface
