@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import os
 import sys
 import time
@@ -171,9 +172,10 @@ def report(probes: list[Probe]) -> None:
             f"{len(p.pops) - gpu_pops} none), {len({q for *_, q in p.pops})} queues, {len(nodes)} nodes; "
             f"cheap filters passed after pop {p.worth_at}; simulated: {sims or 'none'}"
         )
-    for a, b in zip(probes, probes[1:], strict=False):
+    for a, b in itertools.pairwise(probes):
         left, right = [(j, n) for j, n, _, _ in a.pops], [(j, n) for j, n, _, _ in b.pops]
-        same = next((k for k, (x, y) in enumerate(zip(left, right, strict=False)) if x != y), min(len(left), len(right)))
+        differ = (k for k, (x, y) in enumerate(zip(left, right, strict=False)) if x != y)
+        same = next(differ, min(len(left), len(right)))
         print(
             f"  probes of {a.size} and {b.size}: the same pops for the first {same}; "
             f"{len(set(left) & set(right))} batches in both"
