@@ -168,7 +168,7 @@ def report(probes: list[Probe]) -> None:
         nodes = {n for _, ns, _, _ in p.pops for n in ns}
         sims = ", ".join(f"{g} {n} batches {'solved' if ok else 'failed'}" for g, n, ok in p.simulations)
         print(
-            f"  probe of {p.size} (recorded {p.recorded}): {len(p.pops)} pops ({gpu_pops} free GPUs, "
+            f"  probe of {p.size} (recorded {p.recorded}): {len(p.pops)} pops ({gpu_pops} holding GPUs, "
             f"{len(p.pops) - gpu_pops} none), {len({q for *_, q in p.pops})} queues, {len(nodes)} nodes; "
             f"cheap filters passed after pop {p.worth_at}; simulated: {sims or 'none'}"
         )
