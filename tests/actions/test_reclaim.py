@@ -427,3 +427,22 @@ def test_an_eviction_record_names_the_deserved_share_only_within_every_quota(
     allocated: list[float], deserved: list[float], within: bool
 ) -> None:
     assert reclaim._within_deserved(allocated, deserved) is within
+
+
+def test_a_gpu_reclaimer_takes_a_cpu_only_victim_when_the_cpu_is_short() -> None:
+    """A victim holding no GPU can be what a GPU task needs: the node's 8 GPUs are t-gpu's and 13 of its 16 CPUs
+    t-cpu's; big (8 GPUs, 4 CPUs) fits once both are gone. A search that left out the victims holding no GPU (it
+    would pop half as many on `bench_scale.py`'s cluster) finds no room here."""
+    objects = [b.node("n1", gpus=8, cpu="16"), v.queue("team-a", gpu_quota=8), v.queue("team-b")]
+    for name, gpus, cpu, created in (("t-gpu", 8, "2", 10.0), ("t-cpu", 0, "13", 20.0)):
+        objects += [
+            b.podgroup(name, queue="team-b", min_member=1, priority_class="train", created=b.NOW - 3600 + created),
+            b.pod(f"{name}-0", group=name, gpus=gpus, cpu=cpu, memory="0", node="n1", created=b.NOW - 3600 + created),
+        ]
+    objects += [
+        b.podgroup("big", queue="team-a", min_member=1, priority_class="train"),
+        b.pod("big-0", group="big", gpus=8, cpu="4", memory="0"),
+    ]
+    result = v.cluster(objects, config={"actions": "allocate, reclaim"}).cycle()
+    assert sorted(op.task.name for op in result.operations if op.op is Op.EVICT) == ["t-cpu-0", "t-gpu-0"]
+    assert [op.task.name for op in result.operations if op.op is Op.PIPELINE] == ["big-0"]
