@@ -30,7 +30,8 @@ them. `--rate 50` offers the pods at a fixed rate instead of all at once (for th
 this project's four components as one `kai run` process (one list and watch per resource for all of them) instead
 of one process each; its CPU is the `run` column. `--kai-profile PATH` (with `--kai-run`) runs it under
 `sample_profile.py`, whose CPU profile of the process's threads goes to PATH (`python bench/sample_profile.py
-report PATH` prints it).
+report PATH` prints it); a PATH ending in `.prof` runs it under `thread_cprofile.py` instead (cProfile, each thread on
+its CPU clock; `python bench/thread_cprofile.py report PATH`).
 
 `--ceiling N` first measures, on a fresh control plane of its own, what each request of KAI's protocol costs the
 API server and etcd (`bench_request_cost.py`'s as-sent requests, N of each kind, two passes), and ends with a table
@@ -205,7 +206,8 @@ def run(
                 limits = (f"--qps={kai_limits[0]}", f"--burst={kai_limits[1]}")
             for component in (RUN,) if kai_run else COMPONENTS:
                 if kai_profile:
-                    start_through(processes, ["sample_profile.py", kai_profile], component, *limits)
+                    wrapper = "thread_cprofile.py" if kai_profile.endswith(".prof") else "sample_profile.py"
+                    start_through(processes, [wrapper, kai_profile], component, *limits)
                 else:
                     processes.start_component(component, *limits)
         else:
@@ -389,7 +391,8 @@ def main() -> None:
         "--kai-profile",
         metavar="PATH",
         default="",
-        help="with --kai-run: sample the process's CPU by stack into PATH (bench/sample_profile.py)",
+        help="with --kai-run: sample the process's CPU by stack into PATH (bench/sample_profile.py); a PATH ending "
+        "in .prof: cProfile each thread on its CPU clock instead (bench/thread_cprofile.py)",
     )
     args = parser.parse_args()
     if args.kai_burst is not None and args.kai_qps is None:
