@@ -58,6 +58,10 @@ MEGABYTE = 1_000_000
 class _GroupFigures:
     queue: str
     figures: tuple[Amounts, Amounts, Amounts]  # as FIELDS
+    raw: JSON  # the `resourcesStatus` they were read from
+
+
+Totals = tuple[amounts.RunningTotal, amounts.RunningTotal, amounts.RunningTotal]  # as FIELDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +191,7 @@ class QueueStatusController:
         self._queues: dict[str, JSON] = {}
         self._groups: dict[str, _GroupFigures] = {}
         self._members: dict[str, set[str]] = defaultdict(set)  # queue → its PodGroup keys
+        self._running: dict[str, Totals] = {}  # queue → the sums of its PodGroups' figures, kept as they change
         self._own: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
         self._totals: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
         self._children_of: dict[str, list[str]] = {}
@@ -199,9 +204,10 @@ class QueueStatusController:
 
         Only the queues whose own PodGroups changed and their ancestors are revisited, unless a queue came,
         went or changed its spec (then all are)."""
-        dirty: set[str] = set()
+        dirty: set[str] = set()  # the queues whose PodGroups changed
+        resum: set[str] = set()  # those of them whose PodGroups' figures changed
         for key, obj in self._group_changes.poll():
-            self._group_changed(key, obj, dirty)
+            self._group_changed(key, obj, dirty, resum)
         reshaped = False
         relabelled: set[str] = set()  # queues whose own labels changed while metric labels are read from them
         for name, obj in self._queue_changes.poll():
@@ -217,13 +223,8 @@ class QueueStatusController:
             reshaped = reshaped or old is None or old.get("spec") != obj.get("spec")
             if self.metrics.extra.to_metric and old is not None and _labels(old) != _labels(obj):
                 relabelled.add(name)
-        for queue in dirty:
-            members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
-            self._own[queue] = (
-                amounts.total(f[0] for f in members),
-                amounts.total(f[1] for f in members),
-                amounts.total(f[2] for f in members),
-            )
+        for queue in resum:
+            self._own[queue] = self._own_figures(queue)
         if reshaped:
             self._children_of = self._children()
             affected = set(self._queues)
@@ -285,22 +286,60 @@ class QueueStatusController:
                 name = parent if isinstance(parent, str) else ""
         return out
 
-    def _group_changed(self, key: str, obj: JSON | None, dirty: set[str]) -> None:
-        old = self._groups.pop(key, None)
+    def _group_changed(self, key: str, obj: JSON | None, dirty: set[str], resum: set[str]) -> None:
+        old = self._groups.get(key)
+        queue = str((obj.get("spec") or {}).get("queue") or "") if obj is not None else ""
+        status = ((obj.get("status") or {}).get("resourcesStatus") or {}) if obj is not None else {}
+        if old is not None and obj is not None and old.queue == queue and old.raw == status:
+            dirty.add(queue)  # another field changed (an annotation, the PodGroup's spec): its figures are the same
+            return
         if old is not None:
+            del self._groups[key]
             left = self._members[old.queue]
             left.discard(key)
             if not left:
                 del self._members[old.queue]
+            self._add_to_queue(old, -1)
             dirty.add(old.queue)
+            resum.add(old.queue)
         if obj is None:
             return
-        queue = str((obj.get("spec") or {}).get("queue") or "")
-        status = (obj.get("status") or {}).get("resourcesStatus") or {}
         figures = tuple(amounts.from_resource_list(status.get(f)) for f in FIELDS)
-        self._groups[key] = _GroupFigures(queue, (figures[0], figures[1], figures[2]))
+        group = _GroupFigures(queue, (figures[0], figures[1], figures[2]), status)
+        self._groups[key] = group
         self._members[queue].add(key)
+        self._add_to_queue(group, 1)
         dirty.add(queue)
+        resum.add(queue)
+
+    def _add_to_queue(self, group: _GroupFigures, sign: int) -> None:
+        running = self._running.get(group.queue)
+        if running is None:
+            running = self._running[group.queue] = (
+                amounts.RunningTotal(),
+                amounts.RunningTotal(),
+                amounts.RunningTotal(),
+            )
+        for total, figures in zip(running, group.figures, strict=True):
+            total.add(figures, sign)
+        if not any(running):
+            del self._running[group.queue]
+
+    def _own_figures(self, queue: str) -> tuple[Amounts, Amounts, Amounts]:
+        """The sums of the queue's own PodGroups' figures: from the running totals where they are what summing
+        afresh gives, else summed afresh in the PodGroups' key order."""
+        running = self._running.get(queue)
+        if running is None:
+            return {}, {}, {}
+        kept = running[0].value(), running[1].value(), running[2].value()
+        if kept[0] is not None and kept[1] is not None and kept[2] is not None:
+            return kept[0], kept[1], kept[2]
+        members = [self._groups[k].figures for k in sorted(self._members.get(queue, ()))]
+        return (
+            amounts.total(f[0] for f in members),
+            amounts.total(f[1] for f in members),
+            amounts.total(f[2] for f in members),
+        )
 
     def _children(self) -> dict[str, list[str]]:
         children: dict[str, list[str]] = defaultdict(list)
