@@ -287,43 +287,60 @@ class QueueStatusController:
         return out
 
     def _group_changed(self, key: str, obj: JSON | None, dirty: set[str], resum: set[str]) -> None:
-        old = self._groups.get(key)
+        old = self._groups.pop(key, None)
         queue = str((obj.get("spec") or {}).get("queue") or "") if obj is not None else ""
         status = ((obj.get("status") or {}).get("resourcesStatus") or {}) if obj is not None else {}
-        if old is not None and obj is not None and old.queue == queue and old.raw == status:
-            dirty.add(queue)  # another field changed (an annotation, the PodGroup's spec): its figures are the same
-            return
-        if old is not None:
-            del self._groups[key]
+        if old is not None and (obj is None or old.queue != queue):
             left = self._members[old.queue]
             left.discard(key)
             if not left:
                 del self._members[old.queue]
-            self._add_to_queue(old, -1)
+            self._move(old.queue, old.figures, None)
             dirty.add(old.queue)
             resum.add(old.queue)
+            old = None
         if obj is None:
             return
-        figures = tuple(amounts.from_resource_list(status.get(f)) for f in FIELDS)
+        dirty.add(queue)
+        if old is not None and old.raw == status:  # another field changed (an annotation, the spec): same figures
+            self._groups[key] = old
+            return
+        figures = tuple(
+            old.figures[i]
+            if old is not None and old.raw.get(f) == status.get(f)
+            else amounts.from_resource_list(status.get(f))
+            for i, f in enumerate(FIELDS)
+        )
         group = _GroupFigures(queue, (figures[0], figures[1], figures[2]), status)
         self._groups[key] = group
         self._members[queue].add(key)
-        self._add_to_queue(group, 1)
-        dirty.add(queue)
-        resum.add(queue)
+        if self._move(queue, old.figures if old is not None else None, group.figures):
+            resum.add(queue)
 
-    def _add_to_queue(self, group: _GroupFigures, sign: int) -> None:
-        running = self._running.get(group.queue)
+    def _move(
+        self,
+        queue: str,
+        old: tuple[Amounts, Amounts, Amounts] | None,
+        new: tuple[Amounts, Amounts, Amounts] | None,
+    ) -> bool:
+        """Take a PodGroup's `old` figures out of the queue's running totals and put its `new` ones in; whether
+        they changed."""
+        running = self._running.get(queue)
         if running is None:
-            running = self._running[group.queue] = (
-                amounts.RunningTotal(),
-                amounts.RunningTotal(),
-                amounts.RunningTotal(),
-            )
-        for total, figures in zip(running, group.figures, strict=True):
-            total.add(figures, sign)
+            running = self._running[queue] = (amounts.RunningTotal(), amounts.RunningTotal(), amounts.RunningTotal())
+        changed = False
+        for i, total in enumerate(running):
+            before, after = old[i] if old is not None else None, new[i] if new is not None else None
+            if before == after:
+                continue
+            changed = True
+            if before is not None:
+                total.add(before, -1)
+            if after is not None:
+                total.add(after)
         if not any(running):
-            del self._running[group.queue]
+            del self._running[queue]
+        return changed
 
     def _own_figures(self, queue: str) -> tuple[Amounts, Amounts, Amounts]:
         """The sums of the queue's own PodGroups' figures: from the running totals where they are what summing
