@@ -4,7 +4,9 @@ For every queue: `status.allocated`, `allocatedNonPreemptible` and `requested` =
 PodGroups' `status.resourcesStatus` (PodGroups whose `spec.queue` names it) plus its child queues' totals;
 `status.childQueues` = the names of the queues whose `parentQueue` is this queue (sorted; left out when none).
 A queue whose parent does not exist is a root of its own. A parent cycle is broken where it closes: that edge
-is not counted.
+is not counted. Each queue's sums of its own PodGroups are kept as they change (`amounts.RunningTotal`), so a pass
+costs what changed, not the queue's size; where kept sums could differ from summing the floats afresh (a fractional
+GPU, an amount past 2**53) the queue's PodGroups are summed again in their key order.
 A status is written once per queue and pass, and only when it differs from the queue's (or from the one last
 written, while the watch brings copies older than that write: `status_write.Written`); a pass computes every
 status first, then its PATCHes go out by the writer threads at once (`status_write.write_all`).
