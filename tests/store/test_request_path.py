@@ -11,6 +11,7 @@ from kai_scheduler.store import interface
 from kai_scheduler.store.kube import path_segment
 from kai_scheduler.store.kube_http.cancellation import Cancellation
 from kai_scheduler.store.kube_http.errors import Cancelled
+from kai_scheduler.store.metrics import REQUEST_BUCKETS, Histogram, Requests
 
 
 @pytest.mark.parametrize(
@@ -62,3 +63,17 @@ def test_a_cancellation_refuses_until_resumed_and_a_request_from_before_the_cut_
     cancellation.check("get x", cancellation.cuts)
     with pytest.raises(Cancelled):
         cancellation.check("get x", before)
+
+
+def test_a_requests_time_lands_in_the_bucket_the_histogram_puts_it_in() -> None:
+    """`Requests.record` counts a duration as `Histogram.observe` does (a bound belongs to its own bucket)."""
+    requests = Requests("h")
+    expected = Histogram(REQUEST_BUCKETS)
+    for seconds in (0.0, 0.005, 0.0051, 0.1, 1.0, 59.9, 60.0, 60.1, 1e9):
+        requests.record("GET", 200, seconds)
+        expected.observe(seconds)
+    latency = next(m for m in requests.collect() if m.name == "rest_client_request_duration_seconds")
+    buckets = [(s.labels["le"], s.value) for s in latency.samples if s.name.endswith("_bucket")]
+    assert buckets == expected.buckets()
+    total = next(s.value for s in latency.samples if s.name.endswith("_sum"))
+    assert total == expected.sum
