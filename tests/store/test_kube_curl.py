@@ -27,7 +27,7 @@ from kubernetes.client import ApiClient, Configuration
 from kai_scheduler.runtime.fence import NotLeading
 from kai_scheduler.store import interface
 from kai_scheduler.store.kube import KubeStore
-from kai_scheduler.store.kube_http.errors import Unavailable
+from kai_scheduler.store.kube_http.errors import NoAnswer, Unavailable
 from kai_scheduler.store.kube_http.rate_limit import RateLimiter
 from kai_scheduler.store.kube_http.timing import RealTiming
 from kai_scheduler.store.kube_http.transport import Limits, Transport
@@ -421,6 +421,41 @@ def test_the_retry_after_of_an_error_answer_is_read_a_successs_is_not(status: by
     try:
         answer = sender.send("GET", "/x", {}, None, (5.0, 5.0), "get x", 0)
         assert (answer.status, answer.retry_after) == (int(status[:3]), retry_after)
+    finally:
+        sender.close()
+        server.close()
+
+
+def _answers_then_falls_silent() -> Callable[[socket.socket], bool]:
+    """The first request answered at once, the next one never (the server holds it 5 s, then hangs up)."""
+    answered: list[bool] = []
+
+    def answer(conn: socket.socket) -> bool:
+        if answered:
+            time.sleep(5)
+            return False
+        answered.append(True)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        return True
+
+    return answer
+
+
+def test_a_handle_takes_each_requests_read_timeout_though_it_keeps_the_last_ones() -> None:
+    """A handle sets its timeouts again only when a request's differ from those it has: a request with a shorter
+    read timeout than the one before, on the same handle and connection, still ends at its own."""
+    from kai_scheduler.store.kube_http.cancellation import Cancellation
+    from kai_scheduler.store.kube_http.curl import CurlSender
+
+    server = RawServer(_answers_then_falls_silent())
+    sender = CurlSender(server.url, {}, Cancellation())
+    try:
+        assert sender.send("GET", "/x", {}, None, (5.0, 30.0), "get x", 0).status == 200
+        started = time.monotonic()
+        with pytest.raises(NoAnswer, match=r"read timed out \(no byte for 1s\)"):  # a POST: not tried again
+            sender.send("POST", "/x", {}, b"{}", (5.0, 1.0), "create x", 0)
+        assert time.monotonic() - started < 4
+        assert len(server.requests) == 2
     finally:
         sender.close()
         server.close()

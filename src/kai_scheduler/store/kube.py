@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -88,6 +89,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _LIST_RESTARTS: Final = 3
+# The characters `quote` never encodes (RFC 3986's unreserved), a whole string of them.
+_UNRESERVED: Final = re.compile(r"[A-Za-z0-9_.~-]*").fullmatch
 CLOSE_TIMEOUT: Final = 1.0  # seconds `close` waits for the watch readers to end once their connections are cut
 
 
@@ -487,7 +490,7 @@ def collection_path(res: Resource, namespace: str | None) -> str:
     """The collection URL path: a namespace's objects, or all (namespace None, or a cluster-scoped kind)."""
     base = "/api/v1" if res.api_version == "v1" else f"/apis/{res.api_version}"
     if res.namespaced and namespace:
-        return f"{base}/namespaces/{quote(namespace, safe='')}/{res.path_name}"
+        return f"{base}/namespaces/{path_segment(namespace)}/{res.path_name}"
     return f"{base}/{res.path_name}"
 
 
@@ -496,8 +499,14 @@ def object_path(res: Resource, name: str, namespace: str, subresource: str = "")
         raise Invalid(f"{res.kind} needs a name")
     if res.namespaced and not namespace:
         raise Invalid(f"{res.plural} are namespaced: give a namespace for {name!r}")
-    path = f"{collection_path(res, namespace)}/{quote(name, safe='')}"
+    path = f"{collection_path(res, namespace)}/{path_segment(name)}"
     return f"{path}/{subresource}" if subresource else path
+
+
+def path_segment(text: str) -> str:
+    """`text` percent-encoded as one segment of a path (`quote(text, safe="")`); a Kubernetes name (letters,
+    digits, `-` and `.`) is its own encoding, found so by one match instead of `quote`'s encode and scan."""
+    return text if _UNRESERVED(text) else quote(text, safe="")
 
 
 def selector_string(selector: Selector) -> str:

@@ -8,8 +8,9 @@
   (`errors`).
 - `curl`: the requests with a whole answer through libcurl (pycurl), handles reused per sending thread.
 - `connection`: the store's libcurl sender and urllib3 pool (the watches', and every request's through a proxy),
-  with the client library's settings. A request goes out only after `send_check` passed; each socket is known to
-  the store's `Cancellation` (`cancellation`), which can cut it.
+  with the client library's settings. A request goes out only after its last check passed (`send_check` for
+  urllib3's connections; a libcurl handle makes the same checks itself); each socket is known to the store's
+  `Cancellation` (`cancellation`), which can cut it.
 - `reachability`: one warning when the API server stops answering and one when it answers again.
 - `timing`: where time is read and waited for (tests pass a fake).
 """

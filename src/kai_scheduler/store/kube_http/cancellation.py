@@ -29,6 +29,8 @@ class Cancellation:
         # A Python socket (urllib3's) or a descriptor (libcurl's) → its descriptor.
         self._sockets: dict[socket.socket | int, int] = {}
         self.cancelled = threading.Event()  # also what the transport's sleeps wait on
+        # The same as `cancelled.is_set()`, read by `check` (three times a request) without a call.
+        self._refusing = False
         self.cuts = 0  # how many times `cancel` was called: a request that saw another number was cut
 
     def add(self, sock: socket.socket) -> None:
@@ -63,13 +65,14 @@ class Cancellation:
         """Raise Cancelled (an Unavailable) when cancelled, or when a cancel came since the request started (its
         `since`, the `cuts` it saw then): a stopping process may resume its store (for the Lease releases) before
         a request it cut, or refused a connection, looks at why it failed."""
-        if self.cancelled.is_set() or self.cuts != since:
+        if self._refusing or self.cuts != since:
             raise Cancelled(f"{what}: cancelled: the client is shutting down")
 
     def cancel(self) -> int:
         """Refuse new requests and cut the connections; return how many were cut."""
         with self._lock:
             self.cuts += 1
+            self._refusing = True
             self.cancelled.set()
             fds = list(self._sockets.values())
             # Shut down under the lock: a socket that closes meanwhile waits in `drop`, so its descriptor cannot
@@ -79,7 +82,9 @@ class Cancellation:
         return len(fds)
 
     def resume(self) -> None:
-        self.cancelled.clear()
+        with self._lock:  # as `cancel` sets both: the flag and the event never disagree once it returns
+            self.cancelled.clear()
+            self._refusing = False
 
     @property
     def live(self) -> int:

@@ -5,9 +5,10 @@ keeps its connection alive between requests), with the settings the client libra
 the CA (file, data or the system's), verification, the client certificate and key files, the TLS server name,
 the socket options. Its answer is read whole. Like the urllib3 connections (`connection`):
 
-- right before the request goes out (after its connection is open and its TLS handshake done), `send_check`
-  asks whether it may still go (a cancel since it started, the fence's leadership); a refusal aborts it
-  unsent and is raised as it is (Cancelled, NotLeading);
+- right before the request goes out (after its connection is open and its TLS handshake done), it is asked
+  whether it may still go, as `send_check` asks urllib3's (a cancel since it started, the fence's leadership:
+  the handle is given the request's name and start itself, so the transport sets no context for it); a refusal
+  aborts it unsent and is raised as it is (Cancelled, NotLeading);
 - each socket is known to the store's `Cancellation` from its creation until it closes, so `cancel()` cuts it;
 - a request that got no answer is tried again, up to 3 more times, as urllib3's `Retry(total=3)` did: any
   request whose bytes did not go out, an idempotent one whose answer did not come;
@@ -23,13 +24,12 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import pycurl
 import urllib3
 
-from kai_scheduler.store.kube_http import send_check
+from kai_scheduler.store import interface
 from kai_scheduler.store.kube_http.cancellation import Cancellation
 from kai_scheduler.store.kube_http.errors import NoAnswer
 
@@ -67,11 +67,11 @@ _TLS_ERRORS: Final = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """An HTTP answer read whole: its status, body and Retry-After header (looked for in an error's answer only:
     a success's is never read); `elapsed`: seconds from the start of the request (its retries included) to the
-    answer's first byte."""
+    answer's first byte. A tuple: one is made for every request, and a frozen dataclass's `__init__` sets each
+    field through `object.__setattr__`."""
 
     status: int
     body: bytes
@@ -127,10 +127,10 @@ class CurlSender:
         handle = self._take()
         try:
             handle.prepare(method, self._base + target, headers, data, timeouts, self._host_header)
-            started = time.perf_counter()
+            handle.sending = (what, since)
+            started = attempt_started = time.perf_counter()
             attempt = 0
             while True:
-                attempt_started = time.perf_counter()
                 failure = handle.perform()
                 if failure is None:
                     return handle.answer(attempt_started - started)
@@ -143,6 +143,7 @@ class CurlSender:
                     raise NoAnswer(text, status, time.perf_counter() - started)
                 self.cancellation.check(what, since)  # a cut request is not tried again
                 attempt += 1
+                attempt_started = time.perf_counter()
         finally:
             self._give_back(handle)
 
@@ -161,7 +162,8 @@ class CurlSender:
         return _Handle(self._settings, self.cancellation, self._connect_to)
 
     def _give_back(self, handle: _Handle) -> None:
-        handle.release()
+        handle.chunks.clear()  # the answer let go; the handle keeps its options and connection
+        handle.head.clear()
         with self._lock:
             if not self._closed and len(self._idle) < self._max_idle:
                 self._idle.append(handle)
@@ -178,6 +180,8 @@ class _Handle:
         self.head: list[bytes] = []  # the answer's header lines, status lines included
         self.sent = False  # the request passed its last check and goes out
         self.refused: BaseException | None = None  # what that check raised
+        self.sending: tuple[str, int] = ("", cancellation.cuts)  # the request's name and the `cuts` it saw
+        self._timeouts: tuple[float, float] | None = None  # as last set on the handle
         self._socket_options: list[tuple[int, int, int]] = list(settings.get("socket_options") or ())
         c = self.curl = pycurl.Curl()
         c.setopt(pycurl.NOSIGNAL, 1)  # threads: no SIGALRM for timeouts
@@ -217,9 +221,11 @@ class _Handle:
             lines.append("Expect:")  # the body goes with the head, without waiting for 100 Continue
         c.setopt(pycurl.CUSTOMREQUEST, method)
         c.setopt(pycurl.HTTPHEADER, lines + extra if extra else lines)
-        connect, read = timeouts
-        c.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, round(connect * 1000)))
-        c.setopt(pycurl.LOW_SPEED_TIME, max(1, math.ceil(read)))
+        if timeouts != self._timeouts:  # a transport's are the same for each of its requests
+            connect, read = timeouts
+            c.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, round(connect * 1000)))
+            c.setopt(pycurl.LOW_SPEED_TIME, max(1, math.ceil(read)))
+            self._timeouts = timeouts
 
     def perform(self) -> pycurl.error | None:
         """One attempt; the error when it got no whole answer."""
@@ -236,18 +242,14 @@ class _Handle:
         return int(self.curl.getinfo(pycurl.RESPONSE_CODE))
 
     def answer(self, before: float) -> Answer:
-        status = self.status()
+        c = self.curl
+        status = int(c.getinfo(pycurl.RESPONSE_CODE))
         return Answer(
             status,
             b"".join(self.chunks),
             _header(self.head, b"retry-after:") if status >= 300 else None,
-            before + self.curl.getinfo(pycurl.STARTTRANSFER_TIME),
+            before + c.getinfo(pycurl.STARTTRANSFER_TIME),
         )
-
-    def release(self) -> None:
-        """Let go of the answer (the handle keeps its options and connection)."""
-        self.chunks.clear()
-        self.head.clear()
 
     def close(self) -> None:
         self.curl.close()
@@ -256,7 +258,9 @@ class _Handle:
 
     def _before_sending(self, *_addresses: object) -> int:
         try:
-            send_check.check_before_writing()
+            what, since = self.sending
+            self.cancellation.check(what, since)
+            interface.check_before_sending()
         except BaseException as err:  # Cancelled, NotLeading: the caller's to see
             self.refused = err
             return pycurl.PREREQFUNC_ABORT

@@ -4,7 +4,8 @@ A request may wait for a connection (opening it, its TLS handshake) after the tr
 looked. A lease lapse meanwhile cuts the requests in flight and resumes the store at once, and the fence refuses
 the leader's writes from then on; the write that was waiting must not go out late on the fresh connection. So
 the connection asks again when it writes: whether a cancel came since the request started, and the caller's own
-check (`interface.checked_when_sent`: the fence's leadership).
+check (`interface.checked_when_sent`: the fence's leadership). This module asks it for urllib3's connections; a
+libcurl handle (`curl`) is given the request's name and start and asks the same itself.
 """
 
 from __future__ import annotations

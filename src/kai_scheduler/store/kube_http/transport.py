@@ -104,6 +104,8 @@ class Transport:
             self._take_turn(what, since)
             answer = self._exchange(method, path, query, data, content_type, what, since)
             status = answer.status
+            if status < 300:  # never retried (`retry.delay_before_retry` retries a 429 and some 5xx)
+                return decode(answer.body, what)
             delay = retry.delay_before_retry(
                 status,
                 answer.retry_after,
@@ -115,9 +117,7 @@ class Transport:
                 what,
             )
             if delay is None:
-                if status >= 300:
-                    raise error_from(status, answer.body, what, retry_after=answer.retry_after)
-                return decode(answer.body, what)
+                raise error_from(status, answer.body, what, retry_after=answer.retry_after)
             self._pause(what, status, delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -158,12 +158,11 @@ class Transport:
         """One attempt of a request with a whole answer; a request that got none is Unavailable (Cancelled when a
         cancel came since the request started)."""
         target, headers = self.request(path, query, content_type if data is not None else None)
-        sending = send_check.SENDING.set((self.cancellation, since, what))
         try:
             sender = self.connections.curl()
             if sender is None:
-                answer = self._exchange_urllib3(method, target, headers, data)
-            else:
+                answer = self._exchange_urllib3(method, target, headers, data, what, since)
+            else:  # its handle makes the last check itself
                 answer = sender.send(method, target, headers, data, self._timeouts, what, since)
         except NoAnswer as err:
             self.requests.record(method, err.status, err.elapsed)
@@ -174,19 +173,22 @@ class Transport:
             text = unreachable(self._origin, err)
             self.reachability.failed(text)
             raise Unavailable(f"{what}: {text}") from err
-        finally:
-            send_check.SENDING.reset(sending)
         self.requests.record(method, answer.status, answer.elapsed)
         self.reachability.answered()
         return answer
 
-    def _exchange_urllib3(self, method: str, target: str, headers: dict[str, str], data: bytes | None) -> Answer:
+    def _exchange_urllib3(
+        self, method: str, target: str, headers: dict[str, str], data: bytes | None, what: str, since: int
+    ) -> Answer:
         """Through urllib3 (a proxy, or TLS settings libcurl is not given): the answer read whole."""
         started = time.perf_counter()
+        sending = send_check.SENDING.set((self.cancellation, since, what))
         try:
             resp = self._urlopen(method, target, headers, data, self._timeout)
         except urllib3.exceptions.HTTPError as err:
             raise NoAnswer(cause(err), 0, time.perf_counter() - started) from err
+        finally:
+            send_check.SENDING.reset(sending)
         elapsed = time.perf_counter() - started
         try:
             body = resp.data
