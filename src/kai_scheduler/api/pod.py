@@ -170,7 +170,9 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
     if requests is None:
         return None
     meta = ObjectMeta.read(r)
-    pod = cls(
+    pod = object.__new__(cls)  # `__init__` as a function: see `meta._read_plain`
+    cls.__init__(
+        pod,
         meta=meta,
         phase=phase,
         node_name=_or(spec.get("nodeName"), ""),
