@@ -1,5 +1,6 @@
-"""The plain-dict fast paths of Pod and ObjectMeta parse exactly what the checked field reader parses: the same
-object, or the same error, for well-formed pods and for pods with every kind of irregular field."""
+"""The plain-dict fast paths of Pod, PodGroup and ObjectMeta parse exactly what the checked field reader parses:
+the same object (warnings included), or the same error, for well-formed objects and for objects with every kind of
+irregular field."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.fields import Reader
 from kai_scheduler.api.meta import ObjectMeta
 from kai_scheduler.api.pod import Pod
+from kai_scheduler.api.podgroup import PodGroup
 
 JSON = dict[str, Any]
 
@@ -155,3 +157,160 @@ def test_the_fast_metadata_parse_equals_the_checked_one(data: JSON) -> None:
     assert _outcome(lambda d: ObjectMeta.read(Reader(d, "Pod")), data) == _outcome(
         lambda d: ObjectMeta._read_checked(Reader(d, "Pod")), data
     )
+
+
+counts = st.one_of(st.none(), st.integers(-1, 3), st.just(2.0), st.just(True), st.just("1"))
+plain_strings = st.one_of(st.none(), st.just(""), st.just("x"), st.integers(0, 1))
+topology_constraints = st.one_of(
+    odd,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "topology": st.one_of(st.just("dc"), plain_strings),
+            "requiredTopologyLevel": st.one_of(st.just("rack"), plain_strings),
+            "preferredTopologyLevel": st.one_of(st.just("zone"), plain_strings),
+        },
+    ),
+)
+sub_groups = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"name": st.one_of(st.sampled_from(["a", "b", "c"]), odd)},
+            optional={
+                "minMember": counts,
+                "minSubGroup": counts,
+                "parent": st.one_of(st.sampled_from(["a", "b", "c", "d", ""]), odd),
+                "topologyConstraint": topology_constraints,
+            },
+        ),
+        odd,
+    ),
+    max_size=3,
+)
+durations = st.one_of(st.none(), st.sampled_from(["90s", "1h30m", "-1s", "0", "soon", ""]), st.integers(-1, 60))
+scheduling_conditions = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"type": st.just("UnschedulableOnNodePool")},
+            optional={
+                "nodePool": st.one_of(st.just("pool-a"), odd),
+                "transitionID": st.one_of(st.just("3"), odd),
+                "lastTransitionTime": st.one_of(st.just("2026-01-01T00:00:00Z"), st.just("later"), odd),
+                "reason": st.one_of(st.just("Unschedulable"), odd),
+                "message": st.one_of(st.just("no GPU"), odd),
+                "reasons": st.one_of(
+                    st.lists(st.one_of(st.just({"reason": "r", "message": "m"}), st.just({"reason": 1}), odd)), odd
+                ),
+            },
+        ),
+        odd,
+    ),
+    max_size=2,
+)
+pod_group_annotations = st.one_of(
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(["a", "kai.scheduler/preemption-delay", "kai.scheduler/staleness-grace-period"]),
+        st.one_of(st.sampled_from(["30s", "later", "5m"]), odd),
+        max_size=2,
+    ),
+    odd,
+)
+pod_group_spec = st.fixed_dictionaries(
+    {},
+    optional={
+        "queue": st.one_of(st.just("q1"), plain_strings),
+        "minMember": counts,
+        "minSubGroup": counts,
+        "priorityClassName": st.one_of(st.just("train"), plain_strings),
+        "preemptibility": st.one_of(st.sampled_from(["", "preemptible", "non-preemptible", "maybe"]), odd),
+        "topologyConstraint": topology_constraints,
+        "subGroups": st.one_of(sub_groups, odd),
+        "markUnschedulable": st.one_of(st.booleans(), odd),
+        "schedulingBackoff": counts,
+        "preemptionDelay": durations,
+        "stalenessGracePeriod": durations,
+    },
+)
+pod_groups = st.fixed_dictionaries(
+    {
+        "metadata": st.one_of(
+            metadata,
+            st.fixed_dictionaries({"name": st.just("pg")}, optional={"annotations": pod_group_annotations}),
+            odd,
+        )
+    },
+    optional={
+        "spec": st.one_of(pod_group_spec, odd),
+        "status": st.one_of(
+            odd, st.fixed_dictionaries({}, optional={"schedulingConditions": st.one_of(scheduling_conditions, odd)})
+        ),
+    },
+)
+
+
+def _pod_group_outcome(parse: Any, data: JSON) -> Any:
+    """The parse's outcome, with what equality leaves out: each condition's `raw` (written back as read)."""
+    try:
+        pod_group = parse(data)
+    except ObjectError as err:
+        return ("error", str(err))
+    return pod_group, [c.raw for c in pod_group.scheduling_conditions]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(pod_groups)
+@example(
+    {"metadata": {"name": "pg"}, "spec": {"subGroups": [{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}]}}
+)
+@example({"metadata": {"name": "pg"}, "spec": {"minMember": True, "subGroups": 0}})  # which error comes first
+@example({"metadata": {"name": "pg", "annotations": {"kai.scheduler/preemption-delay": "later"}}, "spec": {}})
+@example(
+    {
+        "metadata": {"name": "pg"},
+        "spec": {"queue": "q"},
+        "status": {"schedulingConditions": [{"lastTransitionTime": "later"}]},
+    }
+)
+def test_the_fast_pod_group_parse_equals_the_checked_one(data: JSON) -> None:
+    checked = _pod_group_outcome(lambda d: PodGroup._read_checked(Reader(d, "PodGroup")), data)
+    assert _pod_group_outcome(PodGroup.from_dict, data) == checked
+
+
+well_formed_sub_groups = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["a", "b", "c"])},
+        optional={
+            "minMember": st.integers(0, 3),
+            "parent": st.sampled_from(["a", "b", "c", ""]),
+            "topologyConstraint": st.fixed_dictionaries(
+                {"topology": st.just("dc"), "requiredTopologyLevel": st.just("rack")}
+            ),
+        },
+    ),
+    max_size=3,
+)
+well_formed_pod_groups = st.fixed_dictionaries(
+    {
+        "metadata": st.fixed_dictionaries({"name": st.just("pg"), "namespace": st.just("ns")}),
+        "spec": st.fixed_dictionaries(
+            {"queue": st.sampled_from(["q1", ""])},
+            optional={
+                "minMember": st.integers(0, 3),
+                "preemptibility": st.sampled_from(["", "preemptible", "non-preemptible"]),
+                "subGroups": well_formed_sub_groups,
+                "markUnschedulable": st.booleans(),
+                "schedulingBackoff": st.integers(-1, 3),
+                "preemptionDelay": durations,
+            },
+        ),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(well_formed_pod_groups)
+def test_the_fast_pod_group_parse_equals_the_checked_one_for_sound_specs(data: JSON) -> None:
+    """Specs of sound types, where only the subgroup tree (names, parents, cycles) may be wrong."""
+    checked = _pod_group_outcome(lambda d: PodGroup._read_checked(Reader(d, "PodGroup")), data)
+    assert _pod_group_outcome(PodGroup.from_dict, data) == checked

@@ -228,8 +228,12 @@ def _segments(path: str) -> tuple[tuple[str, int], ...]:
 def plain_quantity(resource: str, value: Any) -> float | None:
     """A well-formed, non-negative quantity string in the scheduler's unit for `resource`; None otherwise (the
     caller then takes the checked path, `Reader.quantity`, which says what is wrong)."""
-    if type(value) is not str:
-        return None
+    return _plain_amount(resource, value) if type(value) is str else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_amount(resource: str, value: str) -> float | None:
+    """`plain_quantity` of a string: (resource, quantity) pairs repeat across pods ("cpu", "4")."""
     unit = "cpu" if resource == "cpu" else "bytes" if resource == "memory" or resource.endswith("storage") else ""
     try:
         amount = _amount(unit, value)

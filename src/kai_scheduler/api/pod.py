@@ -147,7 +147,6 @@ class Pod:
         return out
 
 
-_PLAIN_STRINGS = ("nodeName", "schedulerName", "priorityClassName")
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
@@ -155,10 +154,17 @@ _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | None:
     """The pod from plain fields, or None when some field needs the checked reader (affinity, tolerations and
     gates, when present, are read by the same checked helpers either way)."""
-    for key in _PLAIN_STRINGS:
-        value = spec.get(key)
-        if value is not None and type(value) is not str:
-            return None
+    node_name, scheduler, priority_class = (
+        spec.get("nodeName"),
+        spec.get("schedulerName"),
+        spec.get("priorityClassName"),
+    )
+    if (
+        (node_name is not None and type(node_name) is not str)
+        or (scheduler is not None and type(scheduler) is not str)
+        or (priority_class is not None and type(priority_class) is not str)
+    ):
+        return None
     phase, nominated = status.get("phase", "Pending"), status.get("nominatedNodeName")
     phase = "Pending" if phase is None else phase
     if phase not in PHASES or (nominated is not None and type(nominated) is not str):
@@ -170,12 +176,14 @@ def _read_plain(cls: type[Pod], r: Reader, spec: JSON, status: JSON) -> Pod | No
     if requests is None:
         return None
     meta = ObjectMeta.read(r)
-    pod = cls(
+    pod = object.__new__(cls)  # `__init__` as a function: see `meta._read_plain`
+    cls.__init__(
+        pod,
         meta=meta,
         phase=phase,
-        node_name=_or(spec.get("nodeName"), ""),
-        scheduler_name=_or(spec.get("schedulerName"), "default-scheduler"),
-        priority_class_name=_or(spec.get("priorityClassName"), ""),
+        node_name=node_name or "",
+        scheduler_name="default-scheduler" if scheduler is None else scheduler,  # "" stays "", as `Reader.str`
+        priority_class_name=priority_class or "",
         requests=requests,
         gpu=gpu_request(r, requests, meta.annotations),
         node_selector=dict(selector or {}),
@@ -214,11 +222,6 @@ def unschedulable_message(conditions: object) -> str | None:
             message = c.get("message")
             return message if type(message) is str else ""
     return None
-
-
-def _or(value: str | None, default: str) -> str:
-    """What `Reader.str` gives: the default for a missing (None) field only; "" stays ""."""
-    return default if value is None else value
 
 
 def _node_affinity(r: Reader) -> tuple[selectors.NodeSelectorTerm, ...]:

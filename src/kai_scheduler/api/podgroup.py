@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai_scheduler.api import constants, duration
+from kai_scheduler.api.errors import ObjectError
 from kai_scheduler.api.fields import JSON, Reader, format_time
 from kai_scheduler.api.meta import ObjectMeta
 
@@ -29,6 +30,9 @@ class TopologyConstraint:
         if self.preferred_level:
             out["preferredTopologyLevel"] = self.preferred_level
         return out
+
+
+_NO_CONSTRAINT = TopologyConstraint()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +124,20 @@ class PodGroup:
     def from_dict(cls, data: JSON) -> PodGroup:
         """Parse a PodGroup. A bad preemptibility, preemption delay or staleness grace period (also as the
         `kai.scheduler/preemption-delay` / `staleness-grace-period` annotations on the PodGroup itself, used when
-        the spec leaves the field out) falls back to its default with an entry in `warnings`."""
+        the spec leaves the field out) falls back to its default with an entry in `warnings`.
+
+        A PodGroup whose fields all have their expected types and values (nearly every one) is read straight from
+        its dicts; anything else, and every error, goes through the field reader."""
         r = Reader(data, "PodGroup")
+        spec, status = data.get("spec"), data.get("status")
+        if type(spec) is dict and (status is None or type(status) is dict):
+            plain = _read_plain(cls, r, spec, status)
+            if plain is not None:
+                return plain
+        return cls._read_checked(r)
+
+    @classmethod
+    def _read_checked(cls, r: Reader) -> PodGroup:
         meta = ObjectMeta.read(r)
         warnings: list[str] = []
         preemptibility = r.str("spec.preemptibility")
@@ -136,29 +152,7 @@ class PodGroup:
         if min_member is not None and min_sub_group is not None:
             raise r.error("spec.minSubGroup", "minMember and minSubGroup are mutually exclusive")
         backoff = r.int("spec.schedulingBackoff", -1)
-        conditions = []
-        # The scheduler's own record of what it told the PodGroup, read only to tell it again when it changed: a
-        # condition or reason not shaped as written is passed over (lenient; nothing scheduled depends on it).
-        raw_conditions = r.lenient("status.schedulingConditions")
-        for i, c in enumerate(raw_conditions if isinstance(raw_conditions, list) else []):
-            if isinstance(c, dict):
-                raw_reasons = c.get("reasons")
-                reasons = [
-                    (str(x.get("reason", "")), str(x.get("message", "")))
-                    for x in (raw_reasons if isinstance(raw_reasons, list) else [])
-                    if isinstance(x, dict)
-                ]
-                conditions.append(
-                    SchedulingCondition(
-                        str(c.get("nodePool", "")),
-                        reasons,
-                        str(c.get("transitionID", "0")),
-                        r.time(f"status.schedulingConditions[{i}].lastTransitionTime"),
-                        str(c.get("reason") or ""),
-                        str(c.get("message") or ""),
-                        raw=c,
-                    )
-                )
+        conditions = _scheduling_conditions(r)
         return cls(
             meta=meta,
             queue=r.str("spec.queue"),
@@ -211,6 +205,175 @@ class PodGroup:
         if self.scheduling_conditions:
             out["status"] = {"schedulingConditions": [c.to_dict() for c in self.scheduling_conditions]}
         return out
+
+
+def _scheduling_conditions(r: Reader) -> list[SchedulingCondition]:
+    """The scheduler's own record of what it told the PodGroup, read only to tell it again when it changed: a
+    condition or reason not shaped as written is passed over (lenient; nothing scheduled depends on it)."""
+    conditions = []
+    raw_conditions = r.lenient("status.schedulingConditions")
+    for i, c in enumerate(raw_conditions if isinstance(raw_conditions, list) else []):
+        if isinstance(c, dict):
+            raw_reasons = c.get("reasons")
+            reasons = [
+                (str(x.get("reason", "")), str(x.get("message", "")))
+                for x in (raw_reasons if isinstance(raw_reasons, list) else [])
+                if isinstance(x, dict)
+            ]
+            conditions.append(
+                SchedulingCondition(
+                    str(c.get("nodePool", "")),
+                    reasons,
+                    str(c.get("transitionID", "0")),
+                    r.time(f"status.schedulingConditions[{i}].lastTransitionTime"),
+                    str(c.get("reason") or ""),
+                    str(c.get("message") or ""),
+                    raw=c,
+                )
+            )
+    return conditions
+
+
+_PLAIN_STRINGS = ("queue", "priorityClassName")
+
+
+def _read_plain(cls: type[PodGroup], r: Reader, spec: JSON, status: JSON | None) -> PodGroup | None:
+    """The PodGroup from plain fields, or None at the first field the checked reader must read (a wrong type, a
+    value out of range, an unknown preemptibility: the checked reader then raises or warns as it does)."""
+    for key in _PLAIN_STRINGS:
+        value = spec.get(key)
+        if value is not None and type(value) is not str:
+            return None
+    preemptibility = spec.get("preemptibility")
+    if preemptibility is not None and (type(preemptibility) is not str or preemptibility not in PREEMPTIBILITY_VALUES):
+        return None
+    min_member, min_sub_group = spec.get("minMember"), spec.get("minSubGroup")
+    if not (_plain_count(min_member) and _plain_count(min_sub_group)):
+        return None
+    if min_member is not None and min_sub_group is not None:
+        return None
+    backoff, mark = spec.get("schedulingBackoff"), spec.get("markUnschedulable")
+    if (backoff is not None and type(backoff) is not int) or (mark is not None and type(mark) is not bool):
+        return None
+    constraint = _plain_constraint(spec.get("topologyConstraint"))
+    raw_sub_groups = spec.get("subGroups")
+    sub_groups = () if raw_sub_groups is None else _plain_sub_groups(raw_sub_groups)
+    if constraint is None or sub_groups is None:
+        return None
+    conditions = []
+    if status is not None and status.get("schedulingConditions") is not None:
+        try:  # shared with the checked reader: a condition's unreadable time is its one error
+            conditions = _scheduling_conditions(r)
+        except ObjectError:
+            return None
+    meta = ObjectMeta.read(r)
+    warnings: list[str] = []
+    pod_group = object.__new__(cls)  # `__init__` as a function: see `meta._read_plain`
+    cls.__init__(
+        pod_group,
+        meta=meta,
+        queue=spec.get("queue") or "",
+        min_member=min_member,
+        min_sub_group=min_sub_group,
+        priority_class_name=spec.get("priorityClassName") or "",
+        preemptibility=preemptibility or "",
+        topology_constraint=constraint,
+        sub_groups=sub_groups,
+        mark_unschedulable=True if mark is None else mark,
+        scheduling_backoff=-1 if backoff is None else backoff,
+        preemption_delay=_plain_duration(
+            r, spec, meta, "preemptionDelay", constants.ANNOTATION_PREEMPTION_DELAY, warnings
+        ),
+        staleness_grace_period=_plain_duration(
+            r, spec, meta, "stalenessGracePeriod", constants.ANNOTATION_STALENESS_GRACE_PERIOD, warnings
+        ),
+        scheduling_conditions=conditions,
+        warnings=warnings,
+    )
+    return pod_group
+
+
+def _plain_duration(
+    r: Reader, spec: JSON, meta: ObjectMeta, key: str, annotation: str, warnings: list[str]
+) -> float | None:
+    """`_lenient_duration`, without walking the paths when neither the spec nor the annotations name it."""
+    if spec.get(key) is None and meta.annotations.get(annotation) is None:
+        return None
+    return _lenient_duration(r, f"spec.{key}", annotation, warnings)
+
+
+def _plain_count(value: object) -> bool:
+    """Whether a minMember / minSubGroup is absent or a plain non-negative int (a float or a negative one is the
+    checked reader's)."""
+    return value is None or (type(value) is int and value >= 0)
+
+
+def _plain_string(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _plain_constraint(raw: object) -> TopologyConstraint | None:
+    """The topology constraint of plain string fields (absent: the unset one), or None for the checked reader."""
+    if raw is None:
+        return _NO_CONSTRAINT
+    if type(raw) is not dict:
+        return None
+    topology, required, preferred = (
+        raw.get("topology"),
+        raw.get("requiredTopologyLevel"),
+        raw.get("preferredTopologyLevel"),
+    )
+    if not (_plain_string(topology) and _plain_string(required) and _plain_string(preferred)):
+        return None
+    return TopologyConstraint(topology or "", required or "", preferred or "")
+
+
+def _plain_sub_groups(raw: object) -> tuple[SubGroup, ...] | None:
+    """The subgroups when each is plain and the tree is sound (named once, parents known, no cycle); None for
+    the checked reader."""
+    if type(raw) is not list:
+        return None
+    out: list[SubGroup] = []
+    names: set[str] = set()
+    for item in raw:
+        sub_group = _plain_sub_group(item)
+        if sub_group is None or sub_group.name in names:
+            return None
+        names.add(sub_group.name)
+        out.append(sub_group)
+    if any(sg.parent is not None and sg.parent not in names for sg in out) or _has_cycle(out):
+        return None
+    return tuple(out)
+
+
+def _plain_sub_group(raw: object) -> SubGroup | None:
+    if type(raw) is not dict:
+        return None
+    name, parent = raw.get("name"), raw.get("parent")
+    min_member, min_sub_group = raw.get("minMember"), raw.get("minSubGroup")
+    if type(name) is not str or not name or not _plain_string(parent):
+        return None
+    if not (_plain_count(min_member) and _plain_count(min_sub_group)):
+        return None
+    if min_member is not None and min_sub_group is not None:
+        return None
+    raw_constraint = raw.get("topologyConstraint")
+    constraint = None if raw_constraint is None else _plain_constraint(raw_constraint)
+    if raw_constraint is not None and constraint is None:
+        return None
+    return SubGroup(name, min_member, min_sub_group, parent or None, constraint)
+
+
+def _has_cycle(groups: list[SubGroup]) -> bool:
+    parent = {sg.name: sg.parent for sg in groups}
+    for sg in groups:
+        seen, cur = {sg.name}, sg.parent
+        while cur is not None:
+            if cur in seen:
+                return True
+            seen.add(cur)
+            cur = parent.get(cur)
+    return False
 
 
 def _lenient_duration(r: Reader, path: str, annotation: str, warnings: list[str]) -> float | None:

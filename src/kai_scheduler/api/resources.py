@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,8 +171,15 @@ def gpu_request(r: Reader, requests: dict[str, float], annotations: dict[str, st
             raise r.error(f"{path}.gpu-memory", f"want a positive number of MiB, got {mem_raw!r}{_as_mib(mem_raw)}")
         return GpuRequest(memory_mib=memory, num_devices=num_devices)
     if whole or instances:
-        return GpuRequest(whole=int(whole), mig=instances)
+        return _devices(int(whole), instances)
     return NO_GPU
+
+
+@functools.lru_cache(maxsize=256)
+def _devices(whole: int, instances: tuple[tuple[str, int], ...]) -> GpuRequest:
+    """A request of whole GPUs and MIG instances, one (frozen) object per form: a frozen dataclass's `__init__`
+    sets each field through `object.__setattr__`, and most pods ask one of a few forms."""
+    return GpuRequest(whole=whole, mig=instances)
 
 
 def _mig_instances(r: Reader, requests: dict[str, float]) -> tuple[tuple[str, int], ...]:
