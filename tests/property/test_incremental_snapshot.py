@@ -24,6 +24,7 @@ from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
 from kai_scheduler.cluster import pod_affinity, queue_charge
 from kai_scheduler.cluster import snapshot as snapshots
+from kai_scheduler.cluster.job_info import PodSet, SubGroupSet
 from kai_scheduler.cluster.snapshot import derive, incremental
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
@@ -80,6 +81,9 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
         ),
         "jobs": {
             uid: (
+                j.name,
+                j.namespace,
+                id(j.podgroup),  # the PodGroup object of these objects, not an earlier version of it
                 j.queue,
                 j.priority,
                 j.preemptible,
@@ -90,6 +94,8 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
                 [t.uid for t in j.tasks],
                 [t.uid for t in j.unassigned],
                 {name: (ps.min_available, [t.uid for t in ps.tasks]) for name, ps in j.pod_sets.items()},
+                _tree(j.root),
+                j.min_available(),
             )
             for uid, j in snap.jobs.items()
         },
@@ -104,6 +110,23 @@ def _view(snap: snapshots.Snapshot) -> dict[str, Any]:
         "axis": snap.axis.names,
         "gpu_memory": (snap.min_gpu_memory, snap.max_gpu_memory),
     }
+
+
+def _tree(member: PodSet | SubGroupSet) -> tuple[Any, ...]:
+    """A job's subgroup tree as plain values, from the root down."""
+    if isinstance(member, PodSet):
+        return (member.name, member.min_available, member.topology_constraint, member.parent is not None)
+    children = tuple(_tree(c) for c in member.children)
+    assert all(c.parent is member for c in member.children)
+    return (member.name, member.min_sub_group, member.topology_constraint, children)
+
+
+def _records_shared(snap: snapshots.Snapshot) -> None:
+    """Every job holds the snapshot's task records, in its tasks and on its leaves, and names itself on them."""
+    for job in snap.jobs.values():
+        for task in (*job.tasks, *job.unassigned, *(t for ps in job.pod_sets.values() for t in ps.tasks)):
+            assert snap.tasks[str(task.uid)] is task
+            assert task.job_uid == job.uid
 
 
 def _charges(snap: snapshots.Snapshot) -> dict[str, list[list[float]]]:
@@ -140,6 +163,7 @@ def _checked_builds() -> Iterator[list[int]]:
         fresh = build(objects, params)
         kept = build(objects, params, memo)
         assert _view(kept) == _view(fresh)
+        _records_shared(kept)
         assert np.array_equal(kept.arrays.idle, fresh.arrays.idle)
         count[0] += 1
         return kept
@@ -438,9 +462,9 @@ def test_a_task_the_session_added_last_keeps_its_nodes_row(name: str, kept: bool
     assert snap.node_by_name["n0"].tasks[str(task.uid)] is task
 
 
-def test_a_job_rebuilt_with_the_same_rows_leaves_its_queues_sums() -> None:
-    """A PodGroup's status written rebuilds its job, whose rows are what they were: its queue's sums are not
-    summed again (and stay as a build from nothing gives them); a pending pod bound sums them again."""
+def test_a_job_with_the_same_rows_leaves_its_queues_sums() -> None:
+    """A PodGroup's annotation written leaves its job's rows as they were: its queue's sums are not summed again
+    (and stay as a build from nothing gives them); a pending pod bound sums them again."""
     clock = ManualClock(b.NOW)
     store = MemoryStore(clock)
     store.add_many(
@@ -471,3 +495,87 @@ def test_a_job_rebuilt_with_the_same_rows_leaves_its_queues_sums() -> None:
         scheduler.snapshot()
         assert summed == [1]
         assert builds == [3, 2]
+
+
+def _podgroup_patch(store: MemoryStore, name: str, patch: dict[str, Any], subresource: str = "") -> None:
+    store.patch("podgroups", name, b.NAMESPACE, patch, subresource)
+
+
+_BACKOFF = {"status": {"schedulingConditions": [{"type": constants.CONDITION_UNSCHEDULABLE_ON_NODE_POOL}]}}
+_JOB_CHANGES: list[Any] = [
+    pytest.param(
+        "a", "kept", lambda s: _podgroup_patch(s, "a", {"status": {"phase": "Running"}}, "status"), id="status written"
+    ),
+    pytest.param(
+        "a",
+        "kept",
+        lambda s: _podgroup_patch(
+            s, "a", {"metadata": {"annotations": {constants.ANNOTATION_LAST_START_TIMESTAMP: "2026-12-07T12:00:00Z"}}}
+        ),
+        id="start annotation written: the job takes its time",
+    ),
+    pytest.param(
+        "a",
+        "kept",
+        lambda s: _podgroup_patch(s, "a", {"spec": {"priorityClassName": "high"}}),
+        id="priority class named: the job takes its priority and preemptibility",
+    ),
+    pytest.param("b", "kept", lambda s: s.bind(b.NAMESPACE, "b", "n0"), id="pod bound where its BindRequest put it"),
+    pytest.param("a", "kept", lambda s: s.create(b.pod("a2", group="a", gpus=1)), id="pod added"),
+    pytest.param("a", "kept", lambda s: s.evict(b.NAMESPACE, "a"), id="pod deleted"),
+    pytest.param(
+        "a",
+        "kept",
+        lambda s: s.patch("pods", "a", b.NAMESPACE, {"metadata": {"labels": {constants.LABEL_SUBGROUP_NAME: "x"}}}),
+        id="pod naming a subgroup not declared",
+    ),
+    pytest.param(
+        "a", "made again", lambda s: _podgroup_patch(s, "a", {"spec": {"minMember": 2}}), id="minMember changed"
+    ),
+    pytest.param(
+        "a",
+        "made again",
+        lambda s: _podgroup_patch(s, "a", {"spec": {"subGroups": [{"name": "x", "minMember": 1}]}}),
+        id="subgroups declared",
+    ),
+    pytest.param("a", "made again", lambda s: _podgroup_patch(s, "a", {"spec": {"queue": "q2"}}), id="queue changed"),
+    pytest.param(
+        "a",
+        "gone",
+        lambda s: (
+            _podgroup_patch(s, "a", {"spec": {"schedulingBackoff": 1}}),
+            _podgroup_patch(s, "a", _BACKOFF, "status"),
+        ),
+        id="backed off",
+    ),
+]
+
+
+@pytest.mark.parametrize(("group", "expected", "change"), _JOB_CHANGES)
+def test_a_job_whose_podgroup_names_the_same_tree_is_kept(group: str, expected: str, change: Any) -> None:
+    """A job whose PodGroup still names it alike (its uid, queue and what its subgroup tree is built from) is kept,
+    its tree with it, and takes its PodGroup's other fields and its pods' records as they are now; any other job
+    is made again. Either way as a build from nothing makes it."""
+    clock = ManualClock(b.NOW)
+    store = MemoryStore(clock)
+    store.add_many(
+        [
+            b.queue("q", gpu_quota=8),
+            b.queue("q2", gpu_quota=8),
+            b.priority_class("high", 200),
+            b.node("n0", gpus=4),
+            b.podgroup("a"),
+            b.pod("a", group="a", gpus=1, node="n0", phase="Running"),
+            b.podgroup("b"),
+            b.pod("b", group="b", gpus=1),
+            b.bind_request("b", "n0"),
+        ]
+    )
+    scheduler = Scheduler(store, load_config(None), clock)
+    with _checked_builds() as builds:
+        job = next(j for j in scheduler.snapshot().jobs.values() if j.name == group)
+        change(store)
+        snap = scheduler.snapshot()
+        assert builds == [2, 1]
+    now = next((j for j in snap.jobs.values() if j.name == group), None)
+    assert expected == ("gone" if now is None else "kept" if now is job else "made again")

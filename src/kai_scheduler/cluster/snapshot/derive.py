@@ -12,7 +12,15 @@ from kai_scheduler.cluster.pod_info import Placement, PodInfo, QueueVectors
 from kai_scheduler.cluster.queue_charge import PrefixSums, QueueCharge, Rows, job_rows
 from kai_scheduler.cluster.snapshot.carried import CarriedGroup, CarriedModel, CarriedPod
 from kai_scheduler.cluster.snapshot.inputs import SnapshotParams
-from kai_scheduler.cluster.snapshot.jobs import backed_off, new_job, unassigned_problem, watches_staleness
+from kai_scheduler.cluster.snapshot.jobs import (
+    backed_off,
+    job_holds,
+    new_job,
+    place_tasks,
+    take_podgroup,
+    unassigned_problem,
+    watches_staleness,
+)
 from kai_scheduler.cluster.snapshot.queues import access_problem, queue_problem
 from kai_scheduler.cluster.snapshot.sorted_keys import SortKey, insert_sorted, key_of, remove_sorted, sort_key_of
 
@@ -114,12 +122,15 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams, shared: 
     vectors from `shared`)."""
     g = model.group_by_key.get(key)
     pods = model.group_pods.get(key, {})
+    old = model.job_by_group.get(key)
+    if old is not None and g is not None and _job_kept(model, g, old, params):
+        _refill_job(model, key, g, old, pods, params, shared)
+        return
     job = _make_job(model, g, pods, params) if g is not None else None
     sort_key = g.sort_key if g is not None else sort_key_of(key)
-    old = model.job_by_group.get(key)
     rows = job_rows(job, shared) if job is not None else None
-    # A job rebuilt with the rows it had, in its queue (a PodGroup's status written, a pod bound where it was
-    # binding) leaves its queue's sums as they were: they are not summed again.
+    # A job rebuilt with the rows it had, in its queue, leaves its queue's sums as they were: they are not summed
+    # again.
     sums_move = old is None or job is None or old.queue != job.queue or not _same_rows(model.job_rows[key], rows)
     if old is not None:
         _forget(model, key, sort_key, old, keep_place=job is not None and job.uid == old.uid, reach=sums_move)
@@ -141,13 +152,54 @@ def _rebuild_job(model: CarriedModel, key: str, params: SnapshotParams, shared: 
         _queue_reached(model, job.queue, sort_key)
     assert rows is not None
     model.job_rows[key] = rows
+    _note_job(model, g, job, pods, params)
+
+
+def _job_kept(model: CarriedModel, g: CarriedGroup, job: JobInfo, params: SnapshotParams) -> bool:
+    """Whether the job of `g` may be kept, taking its PodGroup and pods as they are now (`_refill_job`): its PodGroup
+    is not backed off, and names the same job with the same subgroup tree (`jobs.job_holds`)."""
+    pg = g.record.podgroup
+    return job_holds(job, pg) and (pg is job.podgroup or not backed_off(pg, params))
+
+
+def _refill_job(
+    model: CarriedModel,
+    key: str,
+    g: CarriedGroup,
+    job: JobInfo,
+    pods: dict[SortKey, CarriedPod],
+    params: SnapshotParams,
+    shared: QueueVectors,
+) -> None:
+    """Keep the job of PodGroup `key` and its subgroup tree, in its place everywhere: it takes its PodGroup (with
+    its record's times) and its pods' records as they are now, and its rows and what is noted of it are derived
+    again."""
+    take_podgroup(job, g.record.podgroup, g.record, model.priorities, model.default_priority)
+    g.job = job
+    place_tasks(job, _ordered(pods))
+    rows = job_rows(job, shared)
+    if not _same_rows(model.job_rows[key], rows):
+        _queue_reached(model, job.queue, g.sort_key)
+    model.job_rows[key] = rows
+    model.waiting.discard(job.uid)
+    model.stale_watch.discard(job.uid)
+    model.queue_problems.pop(g.sort_key, None)
+    model.group_problems.pop(g.sort_key, None)
+    _note_job(model, g, job, pods, params)
+
+
+def _note_job(
+    model: CarriedModel, g: CarriedGroup, job: JobInfo, pods: dict[SortKey, CarriedPod], params: SnapshotParams
+) -> None:
+    """Note what the model keeps of a job just (re)derived: its tasks' queue vectors on their pods' records, whether
+    it waits or is watched for staleness, its problems."""
     for e in pods.values():
         e.record.queue_cache = e.info.queue_cache
+    uid, sort_key, pg = job.uid, g.sort_key, g.record.podgroup
     if job.has_pending():
         model.waiting.add(uid)
     if watches_staleness(job):
         model.stale_watch.add(uid)
-    pg = g.record.podgroup
     if (missing := queue_problem(pg, model.queues, model.queue_notes, params)) is not None:
         model.queue_problems[sort_key] = (uid, missing)
     elif (refused := access_problem(pg, model.queues, model.namespace_labels, params)) is not None:
@@ -196,8 +248,14 @@ def _make_job(
     pg, record = g.record.podgroup, g.record
     if backed_off(pg, params):
         return None
-    ordered = pods.values() if len(pods) < 2 else [pods[k] for k in sorted(pods)]
-    return new_job(pg, record, model.priorities, model.default_priority, [e.info for e in ordered])
+    return new_job(pg, record, model.priorities, model.default_priority, _ordered(pods))
+
+
+def _ordered(pods: dict[SortKey, CarriedPod]) -> list[PodInfo]:
+    """The records of a job's pods in key order."""
+    if len(pods) < 2:
+        return [e.info for e in pods.values()]
+    return [pods[k].info for k in sorted(pods)]
 
 
 def _recharged_alike(model: CarriedModel) -> None:

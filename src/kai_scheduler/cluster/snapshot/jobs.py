@@ -57,40 +57,78 @@ def new_job(
     default_priority: int,
     tasks: Iterable[PodInfo],
 ) -> JobInfo:
-    """The job of a PodGroup with its subgroup tree, its tasks placed on their leaves (a task naming a subgroup
-    the PodGroup does not declare goes to `unassigned`), in the order given."""
-    priority = priorities.get(pg.priority_class_name, default_priority)
-    preemptible = (
-        pg.preemptibility == constants.PREEMPTIBLE
-        if pg.preemptibility
-        else priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
-    )
+    """The job of a PodGroup with its subgroup tree (`take_podgroup`), its tasks placed on their leaves
+    (`place_tasks`)."""
     root, leaves = build_tree(pg)
     job = JobInfo(
-        uid=pg.meta.uid or pg.meta.key,
+        uid=_job_uid(pg),
         name=pg.name,
         namespace=pg.meta.namespace,
         podgroup=pg,
         queue=pg.queue,
-        priority=priority,
-        preemptible=preemptible,
-        creation=pg.meta.creation_timestamp or 0.0,
+        priority=0,
+        preemptible=False,
+        creation=0.0,
         tasks=[],
         root=root,
         pod_sets=leaves,
-        last_start=record.last_start,
-        last_eviction=record.last_eviction,
-        stale_since=record.stale_since,
     )
+    take_podgroup(job, pg, record, priorities, default_priority)
+    place_tasks(job, tasks)
+    return job
+
+
+def take_podgroup(
+    job: JobInfo, pg: PodGroup, record: GroupRecord, priorities: dict[str, int], default_priority: int
+) -> None:
+    """Set what the job takes from its PodGroup and record beyond its identity, queue and tree: its priority (the
+    class's value; a PodGroup without a known class gets `default_priority`), preemptibility (the PodGroup's, else
+    by priority), creation time and the record's times."""
+    job.podgroup = pg
+    job.priority = priorities.get(pg.priority_class_name, default_priority)
+    job.preemptible = (
+        pg.preemptibility == constants.PREEMPTIBLE
+        if pg.preemptibility
+        else job.priority < constants.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
+    )
+    job.creation = pg.meta.creation_timestamp or 0.0
+    job.last_start, job.last_eviction, job.stale_since = record.last_start, record.last_eviction, record.stale_since
+
+
+def place_tasks(job: JobInfo, tasks: Iterable[PodInfo]) -> None:
+    """Put `tasks` in the job, in the order given, each on the leaf its subgroup names (a task naming a subgroup the
+    PodGroup does not declare goes to `unassigned`), in place of the tasks it held."""
+    job.tasks.clear()
+    job.unassigned.clear()
+    for pod_set in job.pod_sets.values():
+        pod_set.tasks.clear()
+    default = "default" if not job.podgroup.sub_groups else ""
     for task in tasks:
         task.job_uid = job.uid
-        leaf = leaves.get(task.subgroup or ("default" if not pg.sub_groups else ""))
+        leaf = job.pod_sets.get(task.subgroup or default)
         if leaf is None:
             job.unassigned.append(task)
             continue
         leaf.tasks.append(task)
         job.tasks.append(task)
-    return job
+
+
+def job_holds(job: JobInfo, pg: PodGroup) -> bool:
+    """Whether `job` may take `pg` in place of its PodGroup (`take_podgroup`) and stay the job `new_job` makes of
+    it: the same uid, name, namespace and queue (the model's indexes of the job), and the same fields its subgroup
+    tree is built from."""
+    last = job.podgroup
+    return pg is last or (
+        _job_uid(pg) == job.uid
+        and pg.name == job.name
+        and pg.meta.namespace == job.namespace
+        and pg.queue == job.queue
+        and (pg.min_member, pg.min_sub_group, pg.sub_groups) == (last.min_member, last.min_sub_group, last.sub_groups)
+    )
+
+
+def _job_uid(pg: PodGroup) -> str:
+    return pg.meta.uid or pg.meta.key
 
 
 def unassigned_problem(pg: PodGroup, job: JobInfo) -> Problem:
