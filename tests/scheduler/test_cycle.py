@@ -14,6 +14,8 @@ import pytest
 
 from kai_scheduler.api import constants
 from kai_scheduler.api.clock import ManualClock
+from kai_scheduler.cluster.snapshot.model import Snapshot
+from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Eviction
 from kai_scheduler.scheduler.commit import Committer
 from kai_scheduler.scheduler.scheduler import Scheduler, load_config
@@ -540,7 +542,8 @@ def test_a_task_moved_in_one_statement_is_evicted_from_its_node_on_commit() -> N
     assert store.get("pods", "j-0", b.NAMESPACE)["metadata"].get("deletionTimestamp") is not None
 
 
-def test_evictions_are_written_before_binds_and_stamp_the_job() -> None:
+def _placed_over_a_victim() -> tuple[MemoryStore, Snapshot, Session]:
+    """A session that committed gang j's pod onto n1 in place of victim-0, which it evicted."""
     store, _, scheduler = _cluster(
         b.queue("q"),
         b.node("n1"),
@@ -554,6 +557,11 @@ def test_evictions_are_written_before_binds_and_stamp_the_job() -> None:
     stmt.allocate(b.task(ssn, "j-0"), "n1")
     stmt.evict(b.task(ssn, "victim-0"), Eviction("preempt", "ns/j", "preempted by ns/j"))
     stmt.commit()
+    return store, snap, ssn
+
+
+def test_evictions_are_written_before_binds_and_stamp_the_job() -> None:
+    store, snap, ssn = _placed_over_a_victim()
     Committer(store).apply(ssn.committed, snap.jobs, b.NOW)
     victim = store.get("pods", "victim-0", b.NAMESPACE)
     assert victim["metadata"].get("deletionTimestamp") is not None
@@ -570,19 +578,7 @@ def test_what_a_cycle_decided_is_not_written_to_objects_made_again_under_the_sam
     the commit: the eviction, the victim's condition, the start annotation and the node-pool label were decided for
     the objects read, and the new ones get none of them (each write names the uid it read; the API server refuses
     it for another object). Said at info level, not counted among the cycle's failed writes."""
-    store, _, scheduler = _cluster(
-        b.queue("q"),
-        b.node("n1"),
-        b.podgroup("victim"),
-        b.pod("victim-0", group="victim", gpus=1, node="n1"),
-        *_gang("j", 1, gpus=1),
-    )
-    snap = scheduler.snapshot()
-    ssn = b.session(snap)
-    stmt = ssn.statement()
-    stmt.allocate(b.task(ssn, "j-0"), "n1")
-    stmt.evict(b.task(ssn, "victim-0"), Eviction("preempt", "ns/j", "preempted by ns/j"))
-    stmt.commit()
+    store, snap, ssn = _placed_over_a_victim()
     for resource, name in (("pods", "victim-0"), ("podgroups", "j"), ("pods", "j-0")):
         old = store.get(resource, name, b.NAMESPACE)
         store.delete(resource, name, b.NAMESPACE, grace_period_seconds=0)

@@ -91,6 +91,16 @@ _Events = list[_Event]  # spelt once here: inside MemoryStore, `list` is the met
 _Names = list[str]
 
 
+# How the API server words a refused uid precondition of a binding and of an eviction.
+_BIND_UID_REFUSED: Final = (
+    "cannot bind pod {pod}: Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+)
+_EVICT_UID_REFUSED: Final = (
+    "cannot evict pod {pod}: the UID in the precondition ({uid}) does not match the UID in record ({actual}); "
+    "the object might have been deleted and then recreated"
+)
+
+
 class MemoryStore:
     """A thread-safe `ClusterStore` in memory; all state sits behind one lock (a `threading.Condition`)."""
 
@@ -297,13 +307,7 @@ class MemoryStore:
         bound already (to any node); Invalid if the node does not exist."""
         with self._cond:
             key = (namespace, pod_name)
-            stored = self._stored("pods", key)
-            actual = (stored.get("metadata") or {}).get("uid")
-            if uid and actual != uid:
-                raise Conflict(
-                    f"cannot bind pod {_show(key)}: Precondition failed: UID in precondition: {uid}, "
-                    f"UID in object meta: {actual}"
-                )
+            stored = self._pod_of(key, uid, _BIND_UID_REFUSED)
             spec = stored.get("spec") or {}
             if spec.get("nodeName"):
                 raise Conflict(f"pod {_show(key)} is already bound to {spec['nodeName']}")
@@ -318,14 +322,7 @@ class MemoryStore:
         pod is not of `uid` (when given), as the server's precondition."""
         with self._cond:
             key = (namespace, pod_name)
-            stored = self._stored("pods", key)
-            actual = (stored.get("metadata") or {}).get("uid")
-            if uid and actual != uid:
-                raise Conflict(
-                    f"cannot evict pod {_show(key)}: the UID in the precondition ({uid}) does not match the UID in "
-                    f"record ({actual}); the object might have been deleted and then recreated"
-                )
-            self._delete_pod(key, stored, None)
+            self._delete_pod(key, self._pod_of(key, uid, _EVICT_UID_REFUSED), None)
 
     def finish_deletion(self, namespace: str, pod_name: str) -> None:
         """Remove a terminating pod: what the kubelet does once its containers stopped.
@@ -346,6 +343,15 @@ class MemoryStore:
         if now != self._now_text[0]:
             self._now_text = (now, format_time(now))
         return self._now_text[1]
+
+    def _pod_of(self, key: Key, uid: str, refused: str) -> JSON:
+        """The stored pod `key`; Conflict, saying `refused` (with `{pod}`, `{uid}`, `{actual}`), when `uid` is given
+        and is not the pod's: the server's uid precondition on a binding or an eviction."""
+        stored = self._stored("pods", key)
+        actual = (stored.get("metadata") or {}).get("uid")
+        if uid and actual != uid:
+            raise Conflict(refused.format(pod=_show(key), uid=uid, actual=actual))
+        return stored
 
     def _stored(self, plural: str, key: Key) -> JSON:
         try:
