@@ -676,7 +676,7 @@ def _answer(
         if kind not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
             raise HttpError(415, "UnsupportedMediaType", f"the mock serves merge patches, not {content_type!r}")
         strategic = kind == "application/strategic-merge-patch+json"
-        if strategic and "." in res.api_version.split("/")[0]:
+        if strategic and not res.builtin:
             raise HttpError(415, "UnsupportedMediaType", f"strategic merge patch is not supported for {res.kind}")
         return 200, memory.patch(res.plural, where.name, namespace, _object(doc), sub, strategic=strategic)
     if method == "DELETE" and not sub:
